@@ -1,0 +1,172 @@
+"""What every check shares: the verdict, the ways a check fails, and turning
+an exception raised by a learner's code into a message about the learner's line.
+
+A check is a function `check_x(x)` that calls the learner's object `x`, and raises
+`CheckFailed` with a plain-words message when the behaviour is wrong.
+"""
+
+import contextlib
+import dataclasses
+import linecache
+import os
+import sysconfig
+import traceback
+
+STATUSES = ("passed", "failed", "not_attempted", "error")
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+_LIBRARY_DIRS = tuple(
+    os.path.abspath(path) + os.sep
+    for path in {sysconfig.get_paths()[key] for key in ("stdlib", "platstdlib", "purelib", "platlib")}
+)
+
+
+@dataclasses.dataclass
+class Result:
+    lesson: str
+    exercise: str
+    status: str
+    message: str
+    graded_file: str = ""
+    output: str = ""
+
+    def as_report_entry(self):
+        return {"lesson": self.lesson, "exercise": self.exercise,
+                "status": self.status, "message": self.message}
+
+    def notebook_text(self):
+        mark = {"passed": "✅", "failed": "❌", "not_attempted": "⏳", "error": "⚠️"}[self.status]
+        if self.status == "passed":
+            return f"{mark} {self.exercise}: passed. {self.message}".rstrip()
+        return f"{mark} {self.exercise}: {self.message}"
+
+
+class CheckFailed(Exception):
+    """The learner's code behaved wrongly; the message says how."""
+
+    def __init__(self, message):
+        super().__init__(message)
+        self.message = message
+
+
+class LearnerCodeRaised(Exception):
+    """The learner's code raised while a check was calling it."""
+
+    def __init__(self, doing, error):
+        super().__init__(doing)
+        self.doing = doing
+        self.error = error
+
+
+def fail(message):
+    raise CheckFailed(message)
+
+
+@contextlib.contextmanager
+def calling(doing):
+    """Wrap a call into learner code; `doing` says what the check was doing,
+    e.g. "calling double_grad(grad) with grad of shape (2, 3)"."""
+    try:
+        yield
+    except (CheckFailed, LearnerCodeRaised):
+        raise
+    except NotImplementedError as error:
+        if learner_raised_not_implemented(error):
+            raise
+        raise LearnerCodeRaised(doing, error) from error
+    except Exception as error:
+        raise LearnerCodeRaised(doing, error) from error
+
+
+def is_learner_file(filename):
+    """Learner code is anything that is neither this package, nor Python's or an
+    installed library's code (lesson files, notebook cells, test snippets)."""
+    if filename.startswith("<frozen"):
+        return False
+    path = os.path.abspath(filename)
+    if path.startswith(_PACKAGE_DIR + os.sep):
+        return False
+    return not path.startswith(_LIBRARY_DIRS)
+
+
+def learner_frame(error):
+    """(filename, line number, source line) of the innermost learner frame in the
+    traceback of `error`, or None when the error did not pass through learner code."""
+    found = None
+    for frame, lineno in traceback.walk_tb(error.__traceback__):
+        filename = frame.f_code.co_filename
+        if is_learner_file(filename):
+            found = (filename, lineno, linecache.getline(filename, lineno).strip())
+    return found
+
+
+def learner_raised_not_implemented(error):
+    """True when a NotImplementedError was raised by the learner's code (the stub)."""
+    return isinstance(error, NotImplementedError) and learner_frame(error) is not None
+
+
+def describe_learner_error(error):
+    """'ValueError: msg' followed by the learner's line, if there is one."""
+    text = f"{type(error).__name__}: {error}".rstrip(": ")
+    frame = learner_frame(error)
+    if frame is not None:
+        filename, lineno, line = frame
+        text += f"\n  your code, {_short_path(filename)} line {lineno}:\n      {line}"
+    return text
+
+
+def _short_path(filename):
+    try:
+        relative = os.path.relpath(filename)
+    except ValueError:  # another drive on Windows
+        return filename
+    return filename if relative.startswith("..") else relative
+
+
+def run_check(lesson, exercise, check, obj):
+    """Run `check(obj)` and turn what happened into a Result. Torch's global state
+    is restored afterwards, whatever the learner's code did to it."""
+    from hooked.isolation import torch_state_restored
+
+    def result(status, message):
+        return Result(lesson, exercise, status, message)
+
+    try:
+        with torch_state_restored():
+            check(obj)
+    except CheckFailed as failure:
+        return result("failed", failure.message)
+    except LearnerCodeRaised as raised:
+        if learner_raised_not_implemented(raised.error):
+            return _not_attempted(result, exercise, raised.error)
+        return result("failed", f"{_capitalized(raised.doing)} raised {describe_learner_error(raised.error)}")
+    except NotImplementedError as error:
+        if learner_raised_not_implemented(error):
+            return _not_attempted(result, exercise, error)
+        return _unexpected(result, exercise, error)
+    except SystemExit as error:
+        return result("failed", f"your code called sys.exit({error.code!r}) while {exercise} was checked; "
+                                "an exercise should return or raise, never exit.")
+    except Exception as error:
+        return _unexpected(result, exercise, error)
+    return result("passed", "")
+
+
+def _not_attempted(result, exercise, error):
+    where = learner_frame(error)
+    line = f" ({_short_path(where[0])} line {where[1]})" if where else ""
+    detail = f": {error}" if str(error) else ""
+    return result("not_attempted", f"not attempted yet: {exercise} still raises NotImplementedError{detail}{line}. "
+                                   "Replace the stub in its exercise cell with your code.")
+
+
+def _unexpected(result, exercise, error):
+    if learner_frame(error) is not None:
+        return result("failed", f"while checking {exercise}, your code raised {describe_learner_error(error)}")
+    # No learner frame: the checker itself broke. That is the course's bug; show everything.
+    details = "".join(traceback.format_exception(error))
+    return result("error", f"the checker for {exercise} failed (a bug in the course, please report it):\n{details}")
+
+
+def _capitalized(text):
+    return text[:1].upper() + text[1:]

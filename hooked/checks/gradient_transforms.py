@@ -1,0 +1,38 @@
+"""The part every "hook that returns a new gradient" check shares: call the hook
+on random gradients and judge what comes back, naming the usual mistakes."""
+
+import torch
+
+from hooked.checking import calling, fail
+from hooked.checks.tensors import close, describe
+
+
+def check_returns_new_gradient(hook, call_text, grad, expected, known_mistakes=()):
+    """Call `hook(grad)` and require a new tensor equal to `expected`, with
+    `grad` untouched. `known_mistakes` is a list of (wrong result, hint): when the
+    result matches a wrong result, its hint is the message."""
+    original = grad.clone()
+    with calling(f"calling {call_text} with grad = {describe(grad)}"):
+        result = hook(grad)
+    said = f"Called {call_text} with grad = {describe(original)}.\nIt"
+    if not torch.equal(grad, original):
+        fail(f"{said} changed `grad` in place (it became {describe(grad)}). "
+             "A hook must not modify the gradient it receives: the same tensor may be shared "
+             "with other parts of the graph. Return a new tensor instead (e.g. `grad * 2`, not `grad.mul_(2)`).")
+    if result is None:
+        fail(f"{said} returned None. A tensor hook that returns None leaves the gradient unchanged; "
+             f"return the new gradient ({describe(expected)}).")
+    if not isinstance(result, torch.Tensor):
+        fail(f"{said} returned {describe(result)}; expected a tensor ({describe(expected)}).")
+    if result.shape != expected.shape:
+        fail(f"{said} returned a tensor of shape {tuple(result.shape)}; expected shape {tuple(expected.shape)}, "
+             "the gradient's own shape (PyTorch refuses a hook that changes the size of the gradient).")
+    if result.dtype != expected.dtype:
+        fail(f"{said} returned dtype {result.dtype}; expected {expected.dtype}, the gradient's own dtype "
+             "(PyTorch refuses a hook that changes the type of the gradient).")
+    if close(result, expected):
+        return result
+    for wrong, hint in known_mistakes:
+        if close(result, wrong):
+            fail(f"{said} returned {describe(result)}; expected {describe(expected)}. {hint}")
+    fail(f"{said} returned {describe(result)}; expected {describe(expected)}.")
