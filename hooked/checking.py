@@ -111,11 +111,11 @@ def describe_learner_error(error):
     frame = learner_frame(error)
     if frame is not None:
         filename, lineno, line = frame
-        text += f"\n  your code, {_short_path(filename)} line {lineno}:\n      {line}"
+        text += f"\n  your code, {display_path(filename)} line {lineno}:\n      {line}"
     return text
 
 
-def _short_path(filename):
+def display_path(filename):
     try:
         relative = os.path.relpath(filename)
     except ValueError:  # another drive on Windows
@@ -154,10 +154,10 @@ def run_check(lesson, exercise, check, obj):
 
 def _not_attempted(result, exercise, error):
     where = learner_frame(error)
-    line = f" ({_short_path(where[0])} line {where[1]})" if where else ""
-    detail = f": {error}" if str(error) else ""
-    return result("not_attempted", f"not attempted yet: {exercise} still raises NotImplementedError{detail}{line}. "
-                                   "Replace the stub in its exercise cell with your code.")
+    line = f" ({display_path(where[0])} line {where[1]})" if where else ""
+    what = str(error) or f"{exercise} still raises NotImplementedError"
+    return result("not_attempted", f"not attempted yet: {what}{line}. Replace the `raise NotImplementedError` "
+                                   "stub in its exercise cell with your code.")
 
 
 def _unexpected(result, exercise, error):

@@ -1,0 +1,5 @@
+import sys
+
+from hooked.cli import main
+
+sys.exit(main())

@@ -1,0 +1,245 @@
+"""Checks for lesson 02, removing hooks and keeping them tidy."""
+
+import torch
+from torch import nn
+
+from hooked.checking import calling, fail
+from hooked.checks.tensors import close, describe, random_tensor
+
+
+class _CountingTensorHook:
+    """A tensor hook that counts its calls, notes the gradient shapes it saw and
+    returns the gradient times `factor`."""
+
+    def __init__(self, factor=3.0, error=None):
+        self.factor, self.error, self.calls, self.shapes = factor, error, 0, []
+
+    def __call__(self, grad):
+        self.calls += 1
+        self.shapes.append(tuple(grad.shape))
+        if self.error is not None:
+            raise self.error
+        return grad * self.factor
+
+
+class _CountingForwardHook:
+    """A module hook that counts its calls and remembers how many arguments it got."""
+
+    def __init__(self):
+        self.calls, self.argument_counts = 0, []
+
+    def __call__(self, *arguments):
+        self.calls += 1
+        self.argument_counts.append(len(arguments))
+
+
+def _still_registered_after(x, hook):
+    """Did `hook` fire on a fresh backward through x (so it is still registered)?"""
+    before = hook.calls
+    hook.error = None
+    torch.autograd.grad((x * 1.0).sum(), x)
+    return hook.calls > before
+
+
+def check_grad_with_temporary_hook(grad_with_temporary_hook):
+    for seed, had_grad in ((61, False), (62, True), (63, False)):
+        x = random_tensor(seed).requires_grad_()
+        weight = random_tensor(seed + 100, x.shape)
+        previous = random_tensor(seed + 200, x.shape) if had_grad else None
+        x.grad = previous.clone() if had_grad else None
+        hook = _CountingTensorHook(factor=3.0)
+        doing = f"calling grad_with_temporary_hook(x, hook, loss_fn) with x = {describe(x)}, a hook that " \
+                "triples the gradient, and loss_fn(x) = (x * w).sum()"
+        with calling(doing):
+            result = grad_with_temporary_hook(x, hook, lambda t: (t * weight).sum())
+        said = f"Called grad_with_temporary_hook(x, hook, loss_fn), hook tripling the gradient, loss (x * w).sum()."
+        if hook.calls == 0:
+            fail(f"{said}\nThe hook was never called. Register it on x (x.register_hook(hook)) before computing "
+                 "the gradient.")
+        if hook.shapes[0] != tuple(x.shape):
+            fail(f"{said}\nThe hook received a gradient of shape {hook.shapes[0]}, not x's shape {tuple(x.shape)}: "
+                 "register it on x itself, not on the loss.")
+        if not isinstance(result, torch.Tensor):
+            fail(f"{said}\nIt returned {describe(result)}; expected the gradient, a tensor shaped like x.")
+        expected = 3 * weight
+        if close(result, weight):
+            fail(f"{said}\nIt returned w, the gradient before the hook changed it; expected 3 * w, the gradient "
+                 "the hook returned. Compute the gradient while the hook is registered.")
+        if not close(result, expected):
+            fail(f"{said}\nIt returned {describe(result)}; expected {describe(expected)} (3 * w).")
+        if had_grad and not close(x.grad, previous):
+            fail(f"{said}\nx.grad was {describe(previous)} before the call and {describe(x.grad)} after; it must "
+                 "keep its value. torch.autograd.grad returns the gradient without touching .grad.")
+        if not had_grad and x.grad is not None:
+            fail(f"{said}\nx.grad was None before the call and {describe(x.grad)} after; it must stay None. "
+                 "Use torch.autograd.grad, which returns the gradient without writing .grad, or restore .grad.")
+        if _still_registered_after(x, hook):
+            fail(f"{said}\nAfter it returned, the hook was still registered on x (it fired on a later backward). "
+                 "Remove it before returning: `with x.register_hook(hook):` or try/finally.")
+
+    for failing_part in ("loss_fn", "hook"):
+        x = random_tensor(64).requires_grad_()
+        error = ValueError(f"raised on purpose by the checker's {failing_part}")
+        hook = _CountingTensorHook(error=error if failing_part == "hook" else None)
+
+        def loss_fn(t):
+            if failing_part == "loss_fn":
+                raise error
+            return t.sum()
+
+        raised = None
+        try:
+            grad_with_temporary_hook(x, hook, loss_fn)
+        except Exception as caught:
+            raised = caught
+        said = f"Called grad_with_temporary_hook(x, hook, loss_fn) with a {failing_part} that raises ValueError."
+        if raised is None:
+            fail(f"{said}\nIt returned normally; the exception must propagate to the caller, not be swallowed.")
+        if raised is not error and not (isinstance(raised, ValueError) and str(raised) == str(error)):
+            fail(f"{said}\nIt raised {type(raised).__name__}: {raised}; expected the ValueError itself to "
+                 "propagate unchanged.")
+        if _still_registered_after(x, hook):
+            fail(f"{said}\nAfter the exception the hook was still registered on x (it fired on a later backward). "
+                 "Remove it also when an exception leaves: use `with x.register_hook(hook):` or try/finally.")
+
+
+def _module_with_hooks(count):
+    module = nn.Linear(3, 2)
+    hooks = [_CountingForwardHook() for _ in range(count)]
+    handles = [module.register_forward_hook(hook) for hook in hooks]
+    return module, hooks, handles
+
+
+def _fire(module):
+    with torch.no_grad():
+        module(torch.ones(1, module.in_features))
+
+
+def check_HookGroup(HookGroup):
+    with calling("calling HookGroup()"):
+        group = HookGroup()
+    module, hooks, handles = _module_with_hooks(3)
+    for number, handle in enumerate(handles, start=1):
+        with calling("calling group.add(handle)"):
+            returned = group.add(handle)
+        if returned is not handle:
+            fail(f"group.add(handle) returned {describe(returned)}; expected the handle it was given, so that "
+                 "`h = group.add(module.register_forward_hook(fn))` keeps the handle.")
+        with calling("calling len(group)"):
+            size = len(group)
+        if size != number:
+            fail(f"after adding {number} handle(s), len(group) is {size}; expected {number}.")
+    other_group = HookGroup()
+    other_module, other_hooks, other_handles = _module_with_hooks(1)
+    other_group.add(other_handles[0])
+    if len(group) != 3:
+        fail(f"adding a handle to a second HookGroup changed len() of the first to {len(group)}; each group must "
+             "keep its own handles (create the list in __init__, not as a class attribute).")
+    with calling("calling group.remove()"):
+        group.remove()
+    _fire(module)
+    if any(hook.calls for hook in hooks) or module._forward_hooks:
+        fail(f"after group.remove(), {sum(hook.calls > 0 for hook in hooks)} of the 3 hooks still fired. "
+             "remove() must call .remove() on every held handle.")
+    if len(group) != 0:
+        fail(f"after group.remove(), len(group) is {len(group)}; expected 0: the group must be emptied.")
+    with calling("calling group.remove() a second time"):
+        group.remove()
+    _fire(other_module)
+    if other_hooks[0].calls != 1:
+        fail("removing one HookGroup removed the hooks of another group too; each group must hold its own handles.")
+
+    # As a context manager, with and without an exception leaving the block.
+    for with_error in (False, True):
+        module, hooks, handles = _module_with_hooks(2)
+        manager, bound, raised = HookGroup(), None, None
+        error = ValueError("raised on purpose inside the with block")
+        with calling("using `with HookGroup() as group:`"):
+            try:
+                with manager as group:
+                    bound = group
+                    if group is manager:
+                        for handle in handles:
+                            group.add(handle)
+                    if with_error:
+                        raise error
+            except ValueError as caught:
+                raised = caught
+        if bound is not manager:
+            fail(f"`with HookGroup() as group:` bound group to {describe(bound)}; __enter__ must return "
+                 "the group itself (return self).")
+        leaving = "an exception left the with block" if with_error else "the with block ended"
+        if with_error and raised is not error:
+            fail(f"when {leaving}, the exception was swallowed: __exit__ must return False or None, "
+                 "so that the exception propagates.")
+        _fire(module)
+        if any(hook.calls for hook in hooks) or module._forward_hooks:
+            fail(f"after {leaving}, hooks added to the group were still registered; __exit__ must call "
+                 "self.remove().")
+
+
+def check_register_named_hook(register_named_hook):
+    module = nn.Linear(4, 3)
+    first, second, other = _CountingForwardHook(), _CountingForwardHook(), _CountingForwardHook()
+    with calling("calling register_named_hook(module, 'count', hook)"):
+        handle = register_named_hook(module, "count", first)
+    if not hasattr(handle, "remove"):
+        fail(f"register_named_hook returned {describe(handle)}; expected the handle of the forward hook.")
+    with calling("calling the module after register_named_hook(module, 'count', hook)"):
+        _fire(module)
+    if first.calls != 1:
+        fail(f"after register_named_hook(module, 'count', hook), one forward call ran the hook {first.calls} "
+             "times; expected once. Register it with module.register_forward_hook(hook).")
+    if first.argument_counts[0] != 3:
+        fail(f"the hook was called with {first.argument_counts[0]} arguments; a forward hook gets 3 "
+             "(module, args, output). Use register_forward_hook, not register_forward_pre_hook.")
+
+    # Re-running the cell: the same name replaces the earlier hook.
+    with calling("calling register_named_hook(module, 'count', hook) again (as a re-run cell does)"):
+        register_named_hook(module, "count", first)
+        register_named_hook(module, "count", first)
+    first.calls = 0
+    _fire(module)
+    if first.calls != 1:
+        fail(f"after registering the same hook under 'count' 3 times, one forward call ran it {first.calls} times; "
+             "expected once. Remove the hook registered earlier under the same name before adding the new one.")
+    with calling("calling register_named_hook(module, 'count', another_hook)"):
+        register_named_hook(module, "count", second)
+    first.calls = 0
+    _fire(module)
+    if first.calls or second.calls != 1:
+        fail("after registering another hook under the same name 'count', the old hook fired "
+             f"{first.calls} time(s) and the new one {second.calls}; expected 0 and 1: the new hook replaces the old.")
+
+    # Different names coexist; the same name on another module does not interfere.
+    with calling("calling register_named_hook(module, 'stats', hook)"):
+        register_named_hook(module, "stats", other)
+    other_module = nn.Linear(4, 3)
+    elsewhere = _CountingForwardHook()
+    with calling("calling register_named_hook(other_module, 'count', hook)"):
+        other_handle = register_named_hook(other_module, "count", elsewhere)
+    second.calls = other.calls = 0
+    _fire(module)
+    _fire(other_module)
+    if other.calls != 1:
+        fail(f"a hook under 'stats' fired {other.calls} times next to one under 'count' on the same module; "
+             "expected once: different names must coexist.")
+    if second.calls != 1 or elsewhere.calls != 1:
+        fail("registering 'count' on a second module removed or doubled the 'count' hook of the first "
+             f"(it fired {second.calls} time(s), the second module's {elsewhere.calls}); keep one registry per "
+             "module, e.g. a dict stored on the module.")
+
+    # The handle it returns is the hook's own handle.
+    other_handle.remove()
+    elsewhere.calls = 0
+    _fire(other_module)
+    if elsewhere.calls:
+        fail("removing the handle returned by register_named_hook did not stop the hook; return the handle "
+             "that module.register_forward_hook gave you.")
+
+
+CHECKS = {
+    "grad_with_temporary_hook": check_grad_with_temporary_hook,
+    "HookGroup": check_HookGroup,
+    "register_named_hook": check_register_named_hook,
+}

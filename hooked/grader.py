@@ -1,0 +1,201 @@
+"""Grade exercises of a folder of lessons. Learner code runs in a separate
+process (hooked.grading_worker) so that a loop that never ends can be stopped
+after a time limit, on any operating system, and the rest of the run goes on."""
+
+import collections
+import json
+import os
+import queue
+import subprocess
+import sys
+import threading
+import time
+
+from hooked.checking import Result, display_path
+from hooked.course import ROOT
+from hooked.lesson_file import load_lesson_source, syntax_error_in
+
+DEFAULT_TIME_LIMIT = 10.0
+_STARTUP_LIMIT = 300.0  # importing torch on a cold, busy machine
+
+
+class _Timeout(Exception):
+    pass
+
+
+class _Stopped(Exception):
+    pass
+
+
+class _Worker:
+    """One grading process, and the threads that read what it says."""
+
+    def __init__(self):
+        env = dict(os.environ, PYTHONIOENCODING="utf-8")
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "hooked.grading_worker"], env=env,
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            text=True, encoding="utf-8", errors="replace")
+        self.replies = queue.Queue()
+        self.stderr_tail = collections.deque(maxlen=20)
+        self.lesson = None
+        self.ready = False
+        threading.Thread(target=self._read_replies, daemon=True).start()
+        threading.Thread(target=self._read_stderr, daemon=True).start()
+
+    def _read_replies(self):
+        for line in self.process.stdout:
+            self.replies.put(json.loads(line))
+        self.replies.put(None)
+
+    def _read_stderr(self):
+        for line in self.process.stderr:
+            self.stderr_tail.append(line.rstrip())
+
+    def send(self, message):
+        if not self.ready:
+            self.receive(_STARTUP_LIMIT)  # the "ready" event
+            self.ready = True
+        try:
+            self.process.stdin.write(json.dumps(message) + "\n")
+            self.process.stdin.flush()
+        except OSError as error:
+            raise _Stopped() from error
+
+    def receive(self, timeout):
+        try:
+            reply = self.replies.get(timeout=timeout)
+        except queue.Empty:
+            raise _Timeout() from None
+        if reply is None:
+            self.process.wait()
+            raise _Stopped()
+        return reply
+
+    def stop(self):
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait()
+        for stream in (self.process.stdin, self.process.stdout, self.process.stderr):
+            try:
+                stream.close()
+            except OSError:
+                pass
+
+
+class Grader:
+    """grade(lesson, exercise) -> Result, for the lessons in `lessons_dir`."""
+
+    def __init__(self, lessons_dir, time_limit=DEFAULT_TIME_LIMIT):
+        self.lessons_dir = lessons_dir
+        self.time_limit = time_limit
+        self._sources = {}
+        self._load_outcomes = {}  # lesson -> ("ok", cell_errors, output) | ("problem", message)
+        self._worker = None
+
+    def start(self):
+        """Start the worker now, so that torch imports while other work goes on."""
+        if self._worker is None:
+            self._worker = _Worker()
+
+    def close(self):
+        if self._worker is not None:
+            self._worker.stop()
+            self._worker = None
+
+    def source(self, lesson):
+        if lesson not in self._sources:
+            self._sources[lesson] = load_lesson_source(self.lessons_dir, lesson)
+        return self._sources[lesson]
+
+    def grade(self, lesson, exercise):
+        source = self.source(lesson)
+        shown = display_path(source.graded_file)
+
+        def result(status, message, output=""):
+            return Result(lesson, exercise, status, message, source.graded_file, output)
+
+        if source.problem:
+            return result("error", source.problem)
+        syntax_error = syntax_error_in(source)
+        if syntax_error:
+            return result("error", f"{shown} has a syntax error, so its exercises cannot be graded: {syntax_error}")
+        cell = source.cell_defining(exercise)
+        if cell is None:
+            return result("error", self._missing_message(source, exercise, shown))
+        outcome = self._load(lesson, source)
+        if outcome[0] == "problem":
+            return result("error", outcome[1])
+        _, cell_errors, load_output = outcome
+        index = str(source.cells.index(cell))
+        if index in cell_errors:
+            return result("error", f"running the exercise cell that defines {exercise} raised "
+                                   f"{cell_errors[index]}", load_output)
+        try:
+            self._worker.send({"op": "check", "exercise": exercise})
+            reply = self._worker.receive(self.time_limit)
+        except _Timeout:
+            self._restart()
+            return result("failed", f"{exercise} took longer than {self.time_limit:g} s to check and was stopped. "
+                                    "Look for a loop that never ends (or a very slow computation) in your code; "
+                                    "the limit can be raised with --time-limit SECONDS.")
+        except _Stopped:
+            tail = self._restart()
+            return result("failed", f"the grading process stopped while checking {exercise}: your code may have "
+                                    f"ended the interpreter (os._exit) or crashed it.{tail}")
+        return result(reply["status"], reply["message"], reply["output"])
+
+    def _missing_message(self, source, exercise, shown):
+        where = source.untagged_definitions.get(exercise)
+        if where:
+            return (f"{exercise} is defined in {where}, which is not an exercise cell; the grader runs only "
+                    f"cells tagged 'exercise'. Write {exercise} in its exercise cell (it starts with "
+                    "'# Exercise:').")
+        return (f"{exercise} is missing: no exercise cell of {shown} defines it at the top level. "
+                f"Was it renamed or deleted? Keep the name {exercise} and its signature.")
+
+    def _load(self, lesson, source):
+        """Run the lesson's exercise cells in the worker (once per worker)."""
+        if lesson in self._load_outcomes and (self._load_outcomes[lesson][0] == "problem"
+                                              or (self._worker and self._worker.lesson == lesson)):
+            return self._load_outcomes[lesson]
+        self.start()
+        cells = [{"source": cell.source, "filename": cell.filename, "first_line": cell.first_line}
+                 for cell in source.cells]
+        current = None
+        try:
+            self._worker.send({"op": "load", "lesson": lesson, "cells": cells})
+            while True:
+                reply = self._worker.receive(self.time_limit)
+                if reply["event"] == "cell":
+                    current = source.cells[reply["index"]]
+                elif reply["event"] == "loaded":
+                    break
+        except _Timeout:
+            self._restart()
+            where = f" ({display_path(current.filename)}, from line {current.first_line})" if current else ""
+            outcome = ("problem", f"running the exercise cells of {display_path(source.graded_file)} took longer "
+                                  f"than {self.time_limit:g} s and was stopped, in the cell that defines "
+                                  f"{', '.join(current.defines) if current else '?'}{where}. Look for a loop "
+                                  "that never ends at the top level of that cell.")
+        except _Stopped:
+            tail = self._restart()
+            outcome = ("problem", f"the grading process stopped while running the exercise cells of "
+                                  f"{display_path(source.graded_file)}.{tail}")
+        else:
+            self._worker.lesson = lesson
+            outcome = ("ok", reply["cell_errors"], reply["output"])
+        self._load_outcomes[lesson] = outcome
+        return outcome
+
+    def _restart(self):
+        """Replace a stopped or stuck worker; return what it last printed on stderr."""
+        tail = ""
+        if self._worker is not None:
+            self._worker.stop()
+            time.sleep(0.05)  # let the stderr reader drain
+            if self._worker.stderr_tail:
+                tail = "\nIts last words:\n  " + "\n  ".join(self._worker.stderr_tail)
+        self._worker = _Worker()
+        return tail

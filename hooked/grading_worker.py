@@ -1,0 +1,74 @@
+"""The process that runs a learner's code. The grader (hooked.grader) starts it,
+sends it one JSON request per line and waits for its replies with a time limit;
+when learner code never returns, the grader kills this process and starts
+another, which works the same on Linux, macOS and Windows.
+
+Requests:  {"op": "load", "lesson": ..., "cells": [{"source", "filename", "first_line"}, ...]}
+           {"op": "check", "exercise": ...}
+Replies:   {"event": "ready"} once torch is imported; {"event": "cell", "index": k} before
+           each cell runs; {"event": "loaded", "cell_errors": {k: message}, "output": ...};
+           {"event": "result", "status": ..., "message": ..., "output": ...}.
+"""
+
+import contextlib
+import io
+import json
+import linecache
+import os
+import sys
+
+
+def main():
+    # Keep private copies of stdin and stdout for the protocol, then point the real
+    # ones elsewhere, so nothing the learner's code prints or reads can disturb it.
+    requests = os.fdopen(os.dup(0), "r", encoding="utf-8")
+    replies = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    os.dup2(2, 1)
+    null_input = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null_input, 0)
+    sys.stdin = open(os.devnull, encoding="utf-8")
+
+    def send(message):
+        replies.write(json.dumps(message) + "\n")
+        replies.flush()
+
+    import torch  # noqa: F401  (the slow import, done once, before "ready")
+
+    from hooked.checks import run_exercise_check
+    from hooked.isolation import torch_state_restored
+    from hooked.lesson_file import Cell, compile_cell
+    from hooked.checking import describe_learner_error
+
+    send({"event": "ready"})
+    lesson, namespace = None, {}
+    for line in requests:
+        request = json.loads(line)
+        output = io.StringIO()
+        if request["op"] == "load":
+            lesson = request["lesson"]
+            namespace = {"__name__": f"lesson_{lesson}", "__builtins__": __builtins__}
+            cell_errors = {}
+            with torch_state_restored(), contextlib.redirect_stdout(output), contextlib.redirect_stderr(output):
+                for index, fields in enumerate(request["cells"]):
+                    send({"event": "cell", "index": index})
+                    cell = Cell(fields["source"], fields["filename"], fields["first_line"], [])
+                    if not os.path.exists(cell.filename):  # a notebook cell: let tracebacks find its lines
+                        text = "\n" * (cell.first_line - 1) + cell.source + "\n"
+                        linecache.cache[cell.filename] = (len(text), None, text.splitlines(True), cell.filename)
+                    try:
+                        exec(compile_cell(cell), namespace)
+                    except SystemExit as error:
+                        cell_errors[index] = f"the cell called sys.exit({error.code!r})"
+                    except Exception as error:
+                        cell_errors[index] = describe_learner_error(error)
+            send({"event": "loaded", "cell_errors": cell_errors, "output": output.getvalue()})
+        elif request["op"] == "check":
+            exercise = request["exercise"]
+            with contextlib.redirect_stdout(output), contextlib.redirect_stderr(output):
+                result = run_exercise_check(lesson, exercise, namespace.get(exercise))
+            send({"event": "result", "status": result.status, "message": result.message,
+                  "output": output.getvalue()})
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,142 @@
+"""Read the exercise cells of a learner's lesson, from its .py or, when the
+learner last edited it in Jupyter, from its paired .ipynb. Nothing here runs
+learner code or writes to the learner's files."""
+
+import ast
+import dataclasses
+import pathlib
+import sys
+
+from hooked.checking import display_path
+
+EXERCISE_TAG = "exercise"
+
+
+@dataclasses.dataclass
+class Cell:
+    source: str
+    filename: str      # what tracebacks show: the .py path, or "x.ipynb (cell 7)"
+    first_line: int    # line of the cell's first source line in `filename`
+    defines: list      # names of the top-level defs and classes in the cell
+
+
+@dataclasses.dataclass
+class LessonSource:
+    lesson: str
+    graded_file: str = ""
+    cells: list = dataclasses.field(default_factory=list)
+    problem: str = ""  # set when the lesson cannot be graded at all
+    untagged_definitions: dict = dataclasses.field(default_factory=dict)  # name -> where
+
+    def cell_defining(self, name):
+        for cell in self.cells:
+            if name in cell.defines:
+                return cell
+        return None
+
+
+def _read_notebook(path):
+    # jupytext reads both formats. jsonschema, which nbformat imports, spends more than
+    # a second at import time compiling a grammar for IRI checks (rfc3987_syntax) that we
+    # never use; hiding that optional module keeps grading fast.
+    sys.modules.setdefault("rfc3987_syntax", None)
+    import jupytext
+    return jupytext.read(path)
+
+
+def _exercise_cells(notebook):
+    code = [(index, cell) for index, cell in enumerate(notebook.cells) if cell.cell_type == "code"]
+    tagged = [(index, cell) for index, cell in code if EXERCISE_TAG in cell.metadata.get("tags", [])]
+    untagged = [(index, cell) for index, cell in code if EXERCISE_TAG not in cell.metadata.get("tags", [])]
+    return tagged, untagged
+
+
+def _top_level_names(source):
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return []
+    return [node.name for node in tree.body
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
+
+
+def _line_of(lines, source_lines, start):
+    """1-based line at which `source_lines` stand in `lines`, searching from `start`."""
+    size = len(source_lines)
+    for index in range(start, len(lines) - size + 1):
+        if lines[index:index + size] == source_lines:
+            return index + 1
+    return None
+
+
+def choose_graded_file(lesson_dir, lesson):
+    """The .py, unless the paired .ipynb is newer and its exercise cells differ."""
+    script = pathlib.Path(lesson_dir) / f"{lesson}.py"
+    notebook = pathlib.Path(lesson_dir) / f"{lesson}.ipynb"
+    if not notebook.exists():
+        return script
+    if not script.exists() or notebook.stat().st_mtime > script.stat().st_mtime:
+        return notebook
+    return script
+
+
+def load_lesson_source(lesson_dir, lesson):
+    """The exercise cells of `lesson` in `lesson_dir`, ready to compile and run."""
+    result = LessonSource(lesson)
+    path = choose_graded_file(lesson_dir, lesson)
+    result.graded_file = str(path)
+    if not path.exists():
+        result.problem = (f"no lesson file {path} (nor {path.with_suffix('.ipynb').name}); "
+                          f"the grader expects {lesson}.py in {lesson_dir}.")
+        return result
+    try:
+        notebook = _read_notebook(path)
+    except Exception as error:  # a notebook broken by hand, say
+        result.problem = f"could not read {path}: {type(error).__name__}: {error}"
+        return result
+    tagged, untagged = _exercise_cells(notebook)
+    if path.suffix == ".ipynb":
+        script = path.with_suffix(".py")
+        if script.exists():
+            try:
+                same = [cell.source for _, cell in _exercise_cells(_read_notebook(script))[0]] == \
+                       [cell.source for _, cell in tagged]
+            except Exception:
+                same = False
+            if same:  # the notebook is newer but holds the same code: report the .py
+                path = script
+                result.graded_file = str(script)
+    lines = path.read_text(encoding="utf-8").splitlines() if path.suffix == ".py" else []
+    search_from = 0
+    for index, cell in tagged:
+        source_lines = cell.source.splitlines()
+        first = _line_of(lines, source_lines, search_from) if lines else None
+        if first is None:
+            filename, first = f"{path} (cell {index + 1})", 1
+        else:
+            filename, search_from = str(path), first - 1 + len(source_lines)
+        result.cells.append(Cell(cell.source, filename, first, _top_level_names(cell.source)))
+    for index, cell in untagged:
+        for name in _top_level_names(cell.source):
+            result.untagged_definitions.setdefault(name, f"cell {index + 1} of {path.name}")
+    return result
+
+
+def syntax_error_in(source):
+    """'file line N: message' for the first cell that does not compile, else ''."""
+    for cell in source.cells:
+        try:
+            compile(_padded(cell), cell.filename, "exec", dont_inherit=True)
+        except SyntaxError as error:
+            line = f"\n      {error.text.strip()}" if error.text else ""
+            return f"{display_path(cell.filename)} line {error.lineno}: {error.msg}{line}"
+    return ""
+
+
+def _padded(cell):
+    """The cell's source with blank lines before it, so that line numbers match the file."""
+    return "\n" * (cell.first_line - 1) + cell.source
+
+
+def compile_cell(cell):
+    return compile(_padded(cell), cell.filename, "exec", dont_inherit=True)

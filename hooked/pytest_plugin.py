@@ -1,0 +1,128 @@
+"""The pytest side of grading: options, one test per exercise, the progress
+table and the JSON report. Loaded by the course's conftest.py.
+
+This module must not import torch: learner code and torch live in the grading
+worker, and keeping them out of pytest's own process keeps a run fast."""
+
+import json
+import pathlib
+
+import pytest
+
+from hooked.checking import display_path
+from hooked.grader import DEFAULT_TIME_LIMIT, Grader
+
+_GRADER = pytest.StashKey()
+_RESULTS = pytest.StashKey()
+
+
+def pytest_addoption(parser):
+    group = parser.getgroup("hooked", "Hooked course grading")
+    group.addoption("--lessons-dir", metavar="DIR", default=None,
+                    help="grade the lessons in DIR (laid out like lessons/) instead of lessons/")
+    group.addoption("--solutions", action="store_true",
+                    help="grade solutions/ strictly: an exercise not attempted fails")
+    group.addoption("--report", metavar="FILE", default=None,
+                    help="write every exercise's status and feedback to FILE as JSON")
+    group.addoption("--time-limit", metavar="SECONDS", default=str(DEFAULT_TIME_LIMIT),
+                    help=f"stop an exercise whose code runs longer than this (default {DEFAULT_TIME_LIMIT:g})")
+    group.addoption("--course", action="store_true",
+                    help="also run the course's own tests (tests/course): generator, notebooks, mistake catalogue")
+
+
+def _lessons_dir(config):
+    option = config.getoption("--lessons-dir")
+    if config.getoption("--solutions"):
+        if option is not None:
+            raise pytest.UsageError("--solutions grades solutions/; it cannot be combined with --lessons-dir.")
+        return config.rootpath / "solutions"
+    if option is None:
+        return config.rootpath / "lessons"
+    path = pathlib.Path(option)
+    if not path.is_dir():
+        raise pytest.UsageError(f"--lessons-dir {option}: no such folder. Give a folder laid out like lessons/ "
+                                "(with files such as 01_tensor_hooks.py).")
+    return path.resolve()
+
+
+def _time_limit(config):
+    text = config.getoption("--time-limit")
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not value > 0:
+        raise pytest.UsageError(f"--time-limit {text}: give a positive number of seconds, e.g. --time-limit 30.")
+    return value
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "exercise(lesson, name): grades one exercise of a lesson")
+    config.stash[_GRADER] = Grader(_lessons_dir(config), _time_limit(config))
+    config.stash[_RESULTS] = []
+
+
+def pytest_ignore_collect(collection_path, config):
+    if collection_path.name == "course" and collection_path.parent.name == "tests":
+        return not config.getoption("--course") or None
+    return None
+
+
+def pytest_collection_finish(session):
+    if any(item.get_closest_marker("exercise") for item in session.items):
+        session.config.stash[_GRADER].start()  # torch imports in the worker while pytest goes on
+
+
+def pytest_unconfigure(config):
+    if _GRADER in config.stash:
+        config.stash[_GRADER].close()
+
+
+def exercise_test(lesson, exercise):
+    """A test function that grades `exercise` of `lesson`; assign it to test_<exercise>."""
+
+    @pytest.mark.exercise(lesson, exercise)
+    def test(request):
+        config = request.config
+        result = config.stash[_GRADER].grade(lesson, exercise)
+        config.stash[_RESULTS].append(result)
+        if result.output:
+            print(result.output)  # pytest shows it under "Captured stdout" when the test fails
+        if result.status == "passed":
+            return
+        if result.status == "not_attempted" and not config.getoption("--solutions"):
+            pytest.skip(result.message)
+        pytest.fail(f"{exercise} ({display_path(result.graded_file)}): {result.message}", pytrace=False)
+
+    test.__name__ = f"test_{exercise}"
+    return test
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    results = config.stash.get(_RESULTS, [])
+    if not results:
+        return
+    write = terminalreporter.write_line
+    terminalreporter.section("Hooked progress")
+    lessons = {}
+    for result in results:
+        lessons.setdefault(result.lesson, []).append(result)
+    width = max(len(lesson) for lesson in lessons)
+    write(f"{'lesson'.ljust(width)}  passed  graded file")
+    for lesson, entries in lessons.items():
+        passed = sum(entry.status == "passed" for entry in entries)
+        graded = display_path(entries[0].graded_file)
+        note = "  (the notebook: it is newer than the .py)" if graded.endswith(".ipynb") else ""
+        write(f"{lesson.ljust(width)}  {passed:>2} / {len(entries):<2}  {graded}{note}")
+    total = sum(result.status == "passed" for result in results)
+    write(f"{'total'.ljust(width)}  {total:>2} / {len(results):<2}")
+    todo = next((result for result in results if result.status != "passed"), None)
+    if todo is not None:
+        write(f"next: {todo.exercise} in {display_path(todo.graded_file)} ({todo.status.replace('_', ' ')})")
+
+
+def pytest_sessionfinish(session):
+    path = session.config.getoption("--report")
+    if path:
+        entries = [result.as_report_entry() for result in session.config.stash.get(_RESULTS, [])]
+        pathlib.Path(path).write_text(json.dumps({"exercises": entries}, indent=2) + "\n", encoding="utf-8")

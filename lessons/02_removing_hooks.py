@@ -1,0 +1,490 @@
+# %% [markdown]
+# # Lesson 02 — Removing hooks and keeping them tidy
+#
+# A hook stays registered until you remove it. A hook you forgot keeps firing on every later call
+# and keeps doing whatever it does: counting, storing tensors, changing outputs or gradients. This
+# lesson is about removing hooks reliably.
+#
+# After this lesson you will be able to:
+#
+# - use the handle that registering a hook returns, and see whether a hook is still registered;
+# - remove a hook automatically with a `with` block or `try`/`finally`, even when an exception is raised;
+# - avoid stacked hooks when you re-run a notebook cell;
+# - group many handles so you can remove them together.
+#
+# **The rule for exercises.** Write all of your code in the exercise cells. Those are the cells that
+# begin with the comment `# Exercise: ...` and are tagged `exercise`. The grader runs only those
+# cells, never the demonstration cells, so each exercise cell must import what it uses.
+#
+# **Grading.** Run the `check(...)` cell under each exercise. Or run
+# `pytest tests/test_02_removing_hooks.py` from the repository root. Plain `pytest` grades every lesson.
+
+# %%
+import torch
+from torch import nn
+
+from hooked.notebook import check, try_it
+
+# %% [markdown]
+# ## Every registration returns a handle
+#
+# `register_forward_hook` returns a `torch.utils.hooks.RemovableHandle`. The module keeps its forward
+# hooks in a dict, `module._forward_hooks`, keyed by `handle.id`. The name starts with an underscore
+# because the dict is private: read it to see what is registered, but don't change it in real code.
+# `handle.remove()` deletes the hook's entry. After that the hook no longer fires, and calling
+# `remove()` a second time does nothing.
+
+# %%
+torch.manual_seed(0)
+layer = nn.Linear(4, 2)
+x = torch.randn(1, 4)
+
+calls = []
+
+
+def count_call(module, inputs, output):
+    calls.append(1)
+
+
+handle = layer.register_forward_hook(count_call)
+print("type:", type(handle))
+print("handle.id:", handle.id)
+print("registered:", {key: hook.__name__ for key, hook in layer._forward_hooks.items()})
+layer(x)
+print("calls after one forward:", len(calls))
+assert isinstance(handle, torch.utils.hooks.RemovableHandle)
+assert list(layer._forward_hooks) == [handle.id]
+assert len(calls) == 1
+
+handle.remove()
+print("registered after remove():", dict(layer._forward_hooks))
+layer(x)
+print("calls after another forward:", len(calls))
+assert len(layer._forward_hooks) == 0 and len(calls) == 1
+
+handle.remove()  # a second remove() is safe
+print("second remove() raised nothing; registered:", dict(layer._forward_hooks))
+
+# %% [markdown]
+# The other hook-registration methods return the same kind of handle. The loop below finds every
+# `register_..._hook` method of a module and of a tensor by name. It registers a do-nothing hook with
+# each one and prints the type of what comes back. The deprecated `register_backward_hook` is left
+# out. The tensor methods are the two from lesson 01.
+
+# %%
+leaf = torch.ones(3, requires_grad=True)
+for owner in (layer, leaf):
+    for method_name in sorted(dir(owner)):
+        if not (method_name.startswith("register_") and method_name.endswith("_hook")):
+            continue
+        if method_name == "register_backward_hook":  # deprecated
+            continue
+        h = getattr(owner, method_name)(lambda *args: None)
+        print(f"{type(owner).__name__}.{method_name:34} -> {type(h).__name__}")
+        assert isinstance(h, torch.utils.hooks.RemovableHandle)
+        h.remove()
+
+# %% [markdown]
+# ## A handle is a context manager
+#
+# In `with module.register_forward_hook(fn) as handle:`, the hook is registered when the `with` line
+# runs and removed when the block exits. This also happens when an exception leaves the block, and
+# the exception still propagates.
+
+# %%
+calls.clear()
+with layer.register_forward_hook(count_call) as handle:
+    layer(x)
+    print("inside the block, registered:", len(layer._forward_hooks))
+    assert len(layer._forward_hooks) == 1
+print("after the block, registered:", len(layer._forward_hooks))
+layer(x)
+print("calls (one forward inside, one after):", len(calls))
+assert len(layer._forward_hooks) == 0 and len(calls) == 1
+
+try:
+    with layer.register_forward_hook(count_call):
+        layer(x)
+        raise ValueError("something failed inside the block")
+except ValueError as e:
+    print(f"the exception still arrives: {type(e).__name__}: {e}")
+print("after the failed block, registered:", len(layer._forward_hooks))
+assert len(layer._forward_hooks) == 0
+
+# %% [markdown]
+# ## What an exception does without cleanup
+#
+# The tempting pattern is to register the hook, do the work, then call `handle.remove()` at the end.
+# If anything in between raises, the last line never runs. Below, the loss raises because the target
+# class 5 does not exist for a layer with 2 outputs. The hook stays registered and keeps counting on
+# every later forward pass.
+
+# %%
+import torch.nn.functional as F
+
+
+def step_without_cleanup(model, inputs, target):
+    handle = model.register_forward_hook(count_call)
+    output = model(inputs)
+    loss = F.cross_entropy(output, target)  # raises for a bad target
+    handle.remove()                         # never reached then
+    return loss
+
+
+calls.clear()
+bad_target = torch.tensor([5])
+try:
+    step_without_cleanup(layer, x, bad_target)
+except IndexError as e:
+    print(f"{type(e).__name__}: {e}")
+print("registered after the error:", len(layer._forward_hooks))
+calls.clear()
+layer(x)
+layer(x)
+print("calls during two later forward passes:", len(calls))
+assert len(layer._forward_hooks) == 1 and len(calls) == 2
+
+layer._forward_hooks.clear()  # undo the leak for the rest of the lesson (see "Rescue" below)
+
+# %% [markdown]
+# `try`/`finally` gives the same guarantee as the `with` block. It is useful when the handle must be
+# available outside a single block, for example when you register it in one place and remove it
+# further down. The `finally` clause runs whether the `try` body returns or raises.
+
+# %%
+def step_with_cleanup(model, inputs, target):
+    handle = model.register_forward_hook(count_call)
+    try:
+        output = model(inputs)
+        return F.cross_entropy(output, target)
+    finally:
+        handle.remove()
+
+
+try:
+    step_with_cleanup(layer, x, bad_target)
+except IndexError as e:
+    print(f"{type(e).__name__}: {e}")
+print("registered after the error:", len(layer._forward_hooks))
+calls.clear()
+layer(x)
+layer(x)
+print("calls during two later forward passes:", len(calls))
+assert len(layer._forward_hooks) == 0 and len(calls) == 0
+
+# %% [markdown]
+# ## The notebook pitfall: re-running a cell stacks hooks
+#
+# Suppose a cell contains `handle = layer.register_forward_hook(count_call)`. Each time you run the
+# cell, it registers one more hook, and the previous handle is overwritten. The loop below runs
+# that line three times, as if you had run the cell three times. Now the hook fires three times per
+# forward pass. `handle.remove()` removes only the last registration.
+
+# %%
+for rerun in range(3):  # the same cell, run three times
+    handle = layer.register_forward_hook(count_call)
+
+print("registered:", len(layer._forward_hooks))
+calls.clear()
+layer(x)
+print("calls for one forward:", len(calls))
+assert len(layer._forward_hooks) == 3 and len(calls) == 3
+
+handle.remove()
+print("registered after handle.remove():", len(layer._forward_hooks))
+assert len(layer._forward_hooks) == 2
+
+# %% [markdown]
+# **Rescue.** When the handles are lost, what is left is to build the module again or to empty the
+# private dict. Emptying it removes *every* forward hook on that module, including hooks that a
+# library registered. It is a last resort for an interactive session, not something for real code.
+
+# %%
+layer._forward_hooks.clear()
+calls.clear()
+layer(x)
+print("registered:", len(layer._forward_hooks), "| calls for one forward:", len(calls))
+assert len(layer._forward_hooks) == 0 and len(calls) == 0
+
+# %% [markdown]
+# **Fix.** Keep the handle in a variable that exists before the cell runs, and remove the old hook
+# before you register a new one. The same cell can then run any number of times:
+
+# %%
+handle = None  # in an earlier cell
+
+for rerun in range(3):  # the cell below, run three times
+    if handle is not None:
+        handle.remove()
+    handle = layer.register_forward_hook(count_call)
+
+calls.clear()
+layer(x)
+print("registered:", len(layer._forward_hooks), "| calls for one forward:", len(calls))
+assert len(layer._forward_hooks) == 1 and len(calls) == 1
+handle.remove()
+
+# %% [markdown]
+# Exercise 3 turns this fix into a function, so that you don't need a variable for each hook.
+#
+# ## A hook can remove itself
+#
+# A hook can call `remove()` on its own handle, as long as it can see the handle. Here is a forward
+# hook that fires only on the first call:
+
+# %%
+calls.clear()
+
+
+def fire_once(module, inputs, output):
+    calls.append(1)
+    once_handle.remove()
+
+
+once_handle = layer.register_forward_hook(fire_once)
+layer(x)
+layer(x)
+print("calls during two forward passes:", len(calls), "| registered:", len(layer._forward_hooks))
+assert len(calls) == 1 and len(layer._forward_hooks) == 0
+
+# %% [markdown]
+# ## Tensor hooks have the same handles
+#
+# A tensor keeps the hooks from `Tensor.register_hook` in its own dict, `tensor._backward_hooks`.
+# The handle can be used in a `with` block like any other.
+#
+# To get a gradient without changing `x.grad`, use `torch.autograd.grad(loss, x)`. It returns the
+# gradient and leaves `x.grad` alone. A tensor hook on `x` still applies: below, a hook that
+# multiplies the gradient by 10 makes `autograd.grad` return 10 times `2 * x`. `loss.backward()`
+# instead *adds* the gradient into `x.grad`.
+
+# %%
+x_leaf = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+
+with x_leaf.register_hook(lambda grad: grad * 10) as tensor_handle:
+    print("registered on the tensor:", list(x_leaf._backward_hooks) == [tensor_handle.id])
+    assert list(x_leaf._backward_hooks) == [tensor_handle.id]
+    (grad,) = torch.autograd.grad((x_leaf ** 2).sum(), x_leaf)
+print("autograd.grad returned:", grad)
+print("x_leaf.grad:", x_leaf.grad)
+print("registered after the block:", len(x_leaf._backward_hooks))
+assert torch.equal(grad, 10 * 2 * x_leaf.detach())
+assert x_leaf.grad is None and len(x_leaf._backward_hooks) == 0
+
+x_leaf.grad = torch.tensor([7.0, 7.0, 7.0])
+(x_leaf ** 2).sum().backward()
+print("backward() added 2*x to the existing x_leaf.grad [7, 7, 7]:", x_leaf.grad)
+assert torch.equal(x_leaf.grad, torch.tensor([9.0, 11.0, 13.0]))
+
+# %% [markdown]
+# ## Exercise 1: a gradient under a temporary tensor hook
+#
+# Write `grad_with_temporary_hook(x, hook, loss_fn)`. It returns the gradient of the scalar
+# `loss_fn(x)` with respect to `x`, computed while `hook` is registered on `x`. If the hook returns a
+# tensor, that tensor is the gradient you return. `x.grad` must be the same afterwards as before, and
+# `hook` must be gone from `x` when the function returns *or raises*.
+#
+# Hint: the traps are (1) calling `.backward()`, which writes into `x.grad`, and (2) removing the hook
+# on a line that an exception can skip. Exceptions must reach the caller unchanged, so don't catch them.
+
+# %% tags=["exercise"]
+# Exercise: grad_with_temporary_hook — write your code in this cell.
+import torch
+
+
+def grad_with_temporary_hook(x, hook, loss_fn):
+    """Return the gradient of `loss_fn(x)` with respect to `x`, computed with `hook` on `x`.
+
+    x: a tensor that requires grad.
+    hook: a tensor hook, `hook(grad) -> Tensor | None`. Register it with `x.register_hook(hook)`.
+        If it returns a tensor, that tensor is the gradient returned here.
+    loss_fn: a function that takes `x` and returns a scalar tensor.
+
+    Returns a tensor with the shape of `x`.
+    `x.grad` keeps the value it had before the call (None stays None).
+    When the function returns or raises, `hook` is no longer registered on `x`.
+    Exceptions raised by `loss_fn`, by `hook` or by autograd propagate unchanged.
+    """
+    # TODO: write this, as its docstring says.
+    raise NotImplementedError("grad_with_temporary_hook is not written yet")
+
+
+# %%
+check(grad_with_temporary_hook)
+
+# %%
+with try_it():
+    x_demo = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    g = grad_with_temporary_hook(x_demo, lambda grad: grad * 2, lambda t: (t ** 2).sum())
+    print("gradient:", g, "| x_demo.grad:", x_demo.grad, "| hooks left:", len(x_demo._backward_hooks))
+    assert torch.equal(g, torch.tensor([4.0, 8.0, 12.0]))
+    assert x_demo.grad is None and len(x_demo._backward_hooks) == 0
+
+# %% [markdown]
+# ## Exercise 2: `HookGroup`, many handles removed together
+#
+# When you hook every layer of a model, you get one handle per layer. Write a class `HookGroup` that
+# holds handles and removes them together:
+#
+# - `group.add(handle)` stores the handle and returns it;
+# - `len(group)` is the number of handles held;
+# - `group.remove()` removes every held handle and empties the group. Calling it again is safe;
+# - `with HookGroup() as group:` gives the group and removes everything on exit, also when an
+#   exception leaves the block.
+#
+# Hint: if `__exit__` returns a true value, Python swallows the exception that left the block.
+# Return `False` or `None`. Also make sure `remove()` really empties the group, so that `len(group)`
+# is 0 afterwards.
+
+# %% tags=["exercise"]
+# Exercise: HookGroup — write your code in this cell.
+
+
+class HookGroup:
+    """Holds RemovableHandles and removes them together.
+
+    group = HookGroup()
+    handle = group.add(layer.register_forward_hook(fn))  # add() returns the handle it was given
+    len(group)      # the number of handles held
+    group.remove()  # removes every held handle; the group is then empty; safe to call again
+
+    `with HookGroup() as group:` binds the group and calls `group.remove()` when the block exits,
+    also when an exception leaves the block. The exception is not swallowed.
+    """
+
+    def __init__(self):
+        """Start with no handles."""
+        # TODO: write this, as its docstring says.
+        raise NotImplementedError("HookGroup.__init__ is not written yet")
+
+    def add(self, handle):
+        """Hold `handle` (a RemovableHandle) and return it unchanged."""
+        # TODO: write this, as its docstring says.
+        raise NotImplementedError("HookGroup.add is not written yet")
+
+    def __len__(self):
+        """The number of handles held."""
+        # TODO: write this, as its docstring says.
+        raise NotImplementedError("HookGroup.__len__ is not written yet")
+
+    def remove(self):
+        """Remove every held handle and empty the group. Safe to call repeatedly."""
+        # TODO: write this, as its docstring says.
+        raise NotImplementedError("HookGroup.remove is not written yet")
+
+    def __enter__(self):
+        """Return the group itself, for `with HookGroup() as group:`."""
+        # TODO: write this, as its docstring says.
+        raise NotImplementedError("HookGroup.__enter__ is not written yet")
+
+    def __exit__(self, exc_type, exc_value, traceback):
+        """Remove every held handle. Return False, so an exception leaving the block propagates."""
+        # TODO: write this, as its docstring says.
+        raise NotImplementedError("HookGroup.__exit__ is not written yet")
+
+
+# %%
+check(HookGroup)
+
+# %%
+with try_it():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
+    shapes = {}
+
+    def record_shape(name):
+        def hook(module, inputs, output):
+            shapes[name] = tuple(output.shape)
+        return hook
+
+    with HookGroup() as group:
+        for name, child in model.named_children():
+            group.add(child.register_forward_hook(record_shape(name)))
+        model(torch.randn(5, 4))
+        print("handles in the group:", len(group))
+        assert len(group) == 3
+    print("output shapes:", shapes)
+    left = sum(len(child._forward_hooks) for child in model.children())
+    print("hooks left after the block:", left, "| len(group):", len(group))
+    assert shapes == {"0": (5, 8), "1": (5, 8), "2": (5, 2)}
+    assert left == 0 and len(group) == 0
+
+# %% [markdown]
+# ## Exercise 3: `register_named_hook`, hooks you can re-register safely
+#
+# Write `register_named_hook(module, name, hook)`. It registers `hook` as a forward hook on `module`
+# and returns the handle. If this function registered a hook on the same module under the same name
+# before, it removes that hook first. Re-running a cell that calls
+# `register_named_hook(layer, "count", count_call)` then replaces the hook instead of stacking
+# another one. Different names on one module coexist, and the same name on two modules does not
+# interfere.
+#
+# Hint: the names must be remembered somewhere, and the place matters.
+#
+# - A dict in the exercise cell's global scope is reset when you re-run that cell. After that, the
+#   old hooks can no longer be found.
+# - A plain dict keyed by module keeps every module alive for as long as the dict exists.
+# - A dict keyed by `id(module)` can mix modules up, because Python reuses the id of a deleted object.
+#
+# A good place is the module itself: store a `{name: handle}` dict as an attribute on it. The
+# registry then lives and dies with the module. A `weakref.WeakKeyDictionary` keyed by module would
+# also avoid the memory leak, but it would still be reset when you re-run the cell. Removing a
+# handle that was already removed is safe, so the function does not need to track hooks that you
+# removed by hand.
+
+# %% tags=["exercise"]
+# Exercise: register_named_hook — write your code in this cell.
+
+
+def register_named_hook(module, name, hook):
+    """Register `hook` as a forward hook on `module` under `name`; return its RemovableHandle.
+
+    `hook(module, inputs, output)` is registered with `module.register_forward_hook(hook)`.
+    If a hook was registered earlier through this function on the same `module` under the same
+    `name`, it is removed first, so calling this again (for example by re-running a notebook cell)
+    replaces the hook instead of adding a second one.
+    Hooks under different names on one module coexist. The same name on different modules does not
+    interfere. Hooks registered on the module by other means are left alone.
+    """
+    # TODO: write this, as its docstring says.
+    raise NotImplementedError("register_named_hook is not written yet")
+
+
+# %%
+check(register_named_hook)
+
+# %%
+with try_it():
+    for rerun in range(3):  # the same cell, run three times
+        count_handle = register_named_hook(layer, "count", count_call)
+    calls.clear()
+    layer(x)
+    print("after three runs, registered:", len(layer._forward_hooks), "| calls for one forward:", len(calls))
+    assert len(layer._forward_hooks) == 1 and len(calls) == 1
+
+    shape_handle = register_named_hook(
+        layer, "shape", lambda module, inputs, output: print("  output shape:", tuple(output.shape)))
+    calls.clear()
+    layer(x)
+    print("with a second name, registered:", len(layer._forward_hooks), "| count calls:", len(calls))
+    assert len(layer._forward_hooks) == 2 and len(calls) == 1
+    count_handle.remove()
+    shape_handle.remove()
+
+# %% [markdown]
+# ## Summary
+#
+# - Registering a hook returns a `RemovableHandle`. `handle.remove()` unregisters the hook, and
+#   calling it twice is safe. `module._forward_hooks` and `tensor._backward_hooks` show what is
+#   registered. Read them, but don't write to them in real code.
+# - For a hook that you need for one piece of work, use `with module.register_forward_hook(fn):`.
+#   Use `try`/`finally` when a single block does not fit. Both remove the hook even if an exception
+#   is raised. A `handle.remove()` at the end of a function is skipped by any exception before it.
+# - For many hooks at once, put the handles in a group and remove the group (`HookGroup`).
+# - In notebooks, a cell that registers a hook adds another hook each time it runs. Remove the old
+#   handle first, or register by name (`register_named_hook`).
+# - To get a gradient without touching `x.grad`, use `torch.autograd.grad`. It still applies a leaf's
+#   tensor hooks.
+#
+# Next, lesson 03 covers forward pre-hooks, which see a module's inputs before `forward` runs and can
+# replace them.

@@ -1,0 +1,641 @@
+# %% [markdown]
+# # Lesson 01 — Tensor hooks
+#
+# A tensor hook is a function that autograd calls with the gradient of one tensor during the
+# backward pass. It can read that gradient, record it, or replace it.
+#
+# After this lesson you will be able to:
+#
+# - register a hook with `Tensor.register_hook` and say exactly when it fires and what it receives;
+# - change the gradient that flows on by returning a new tensor, and chain several hooks;
+# - tell what a hook does on a leaf tensor and on an intermediate (non-leaf) tensor;
+# - stop a hook with the handle that `register_hook` returns;
+# - avoid two traps: editing the gradient in place, and storing gradients without `.clone()`.
+#
+# **How to work.** Write all of your code in the exercise cells: the cells that begin with the
+# comment `# Exercise: ...` and are tagged `exercise`. The grader runs only those cells, never the
+# demonstration cells, so each exercise cell imports what it uses.
+#
+# **How to grade.** Run the check cell under each exercise: it prints a pass, a message that says
+# what is wrong, or "not attempted yet". Or, from the repository root, run
+# `pytest tests/test_01_tensor_hooks.py` (plain `pytest` grades every lesson).
+
+# %%
+import warnings
+
+import torch
+
+from hooked.notebook import check, try_it
+
+torch.manual_seed(0)
+print(torch.__version__)
+
+# %% [markdown]
+# ## What a tensor hook is
+#
+# `t.register_hook(fn)` attaches `fn` to the tensor `t`. During a backward pass, autograd calls
+# `fn(grad)`, where `grad` is the gradient of the loss with respect to `t` (same shape as `t`).
+# The hook returns either `None` (leave the gradient as it is) or a tensor (use this gradient
+# instead). The tensor must require grad.
+
+# %%
+x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+calls = []
+
+
+def show(grad):
+    calls.append(grad.clone())
+    print("hook called with", grad)
+
+
+x.register_hook(show)
+loss = (x * x).sum()  # d loss / dx = 2 * x
+print("forward done, hook calls so far:", len(calls))
+assert len(calls) == 0
+loss.backward()
+print("after backward, hook calls:", len(calls), "| x.grad =", x.grad)
+assert len(calls) == 1
+assert torch.equal(x.grad, torch.tensor([2.0, 4.0, 6.0]))
+
+# %% [markdown]
+# Nothing happens at `register_hook` time or during the forward pass: the hook runs inside
+# `backward()`.
+#
+# ## When it fires: once per backward, with the summed gradient
+#
+# If a tensor is used several times in the graph, autograd adds up the gradient contributions of
+# all its uses first, and then calls the hook **once** with that sum.
+
+# %%
+x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+calls = []
+x.register_hook(lambda grad: calls.append(grad.clone()))
+
+loss = (2 * x).sum() + (3 * x).sum()  # x is used twice: contributions 2 and 3
+loss.backward()
+print("number of calls:", len(calls))
+print("gradient the hook saw:", calls[0])
+assert len(calls) == 1
+assert torch.equal(calls[0], torch.full((3,), 5.0))
+
+# %% [markdown]
+# ## It fires before the gradient reaches `.grad`
+#
+# For a leaf tensor (one you created, such as a parameter), the hook runs before autograd writes
+# into `x.grad`. On the first backward `x.grad` is still `None` inside the hook; on a later
+# backward (without zeroing) it still holds the old value, and the new gradient is added after
+# the hook has run.
+
+# %%
+x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+grad_attr_inside_hook = []
+
+
+def peek(grad):
+    grad_attr_inside_hook.append(None if x.grad is None else x.grad.clone())
+    print("hook: incoming grad =", grad, "| x.grad right now =", x.grad)
+
+
+x.register_hook(peek)
+(2 * x).sum().backward()
+print("after 1st backward, x.grad =", x.grad)
+(3 * x).sum().backward()
+print("after 2nd backward, x.grad =", x.grad)
+
+assert grad_attr_inside_hook[0] is None
+assert torch.equal(grad_attr_inside_hook[1], torch.full((3,), 2.0))
+assert torch.equal(x.grad, torch.full((3,), 5.0))
+
+# %% [markdown]
+# Hooks also fire under `torch.autograd.grad`, which returns gradients instead of writing them
+# into `.grad`.
+
+# %%
+x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+seen = []
+x.register_hook(lambda grad: seen.append(grad.clone()))
+
+(gx,) = torch.autograd.grad((x * x).sum(), x)
+print("hook saw:", seen, "| autograd.grad returned:", gx, "| x.grad:", x.grad)
+assert len(seen) == 1 and torch.equal(seen[0], gx)
+assert x.grad is None
+
+# %% [markdown]
+# ## What the return value does
+#
+# If the hook returns a tensor, that tensor replaces the gradient: it is what flows further back,
+# and for a leaf it is what lands in `.grad`. If the hook returns `None`, the gradient is
+# unchanged.
+
+# %%
+x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+x.register_hook(lambda grad: torch.tensor([7.0, 8.0, 9.0]))
+(x * x).sum().backward()  # the real gradient would be [2, 4, 6]
+print("returned a tensor -> x.grad =", x.grad)
+assert torch.equal(x.grad, torch.tensor([7.0, 8.0, 9.0]))
+
+x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+x.register_hook(lambda grad: None)
+(x * x).sum().backward()
+print("returned None     -> x.grad =", x.grad)
+assert torch.equal(x.grad, torch.tensor([2.0, 4.0, 6.0]))
+
+# %% [markdown]
+# ### Exercise 1: `double_grad`
+#
+# Write the hook `double_grad(grad)`: it returns a **new** tensor equal to `2 * grad`.
+#
+# Trap: do not change `grad` in place (no `grad.mul_(2)`, no `grad *= 2`). The same gradient
+# tensor can be shared with other parts of the graph; a later section shows what goes wrong.
+# An expression such as `grad * 2` already builds a new tensor.
+
+# %% tags=["exercise"]
+# Exercise: double_grad — write your code in this cell.
+import torch
+
+
+def double_grad(grad):
+    """Tensor hook that doubles the gradient.
+
+    Receives `grad`, a tensor (the gradient autograd passes to a tensor hook).
+    Returns a new tensor with the same shape and dtype, equal to `2 * grad`.
+    Must not change `grad` in place.
+    """
+    # BEGIN SOLUTION
+    return grad * 2
+    # END SOLUTION
+
+
+# %%
+check(double_grad)
+
+# %% [markdown]
+# Your hook at work: the gradient of `x * x` is `2 * x`; with `double_grad` registered, `x.grad`
+# becomes `4 * x`.
+
+# %%
+with try_it():
+    x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    x.register_hook(double_grad)
+    (x * x).sum().backward()
+    print("x.grad =", x.grad)
+    assert torch.equal(x.grad, torch.tensor([4.0, 8.0, 12.0]))
+
+# %% [markdown]
+# ## Several hooks chain, in registration order
+#
+# With several hooks on one tensor, each receives what the previous one returned (or the
+# unchanged gradient if the previous one returned `None`). The order is the order of
+# registration, so it matters when the hooks do not commute.
+
+# %%
+log = []
+
+
+def times_ten(grad):
+    log.append(("times_ten", grad.tolist()))
+    return grad * 10
+
+
+def only_look(grad):
+    log.append(("only_look", grad.tolist()))  # returns None
+
+
+def plus_one(grad):
+    log.append(("plus_one", grad.tolist()))
+    return grad + 1
+
+
+x = torch.tensor([1.0, 1.0], requires_grad=True)
+for hook in (times_ten, only_look, plus_one):
+    x.register_hook(hook)
+x.sum().backward()  # the true gradient is [1, 1]
+print("order times_ten, only_look, plus_one:", log, "-> x.grad =", x.grad)
+assert log == [("times_ten", [1.0, 1.0]), ("only_look", [10.0, 10.0]), ("plus_one", [10.0, 10.0])]
+assert torch.equal(x.grad, torch.tensor([11.0, 11.0]))  # 1 * 10 + 1
+
+log.clear()
+x = torch.tensor([1.0, 1.0], requires_grad=True)
+for hook in (plus_one, times_ten):
+    x.register_hook(hook)
+x.sum().backward()
+print("order plus_one, times_ten:", log, "-> x.grad =", x.grad)
+assert log == [("plus_one", [1.0, 1.0]), ("times_ten", [2.0, 2.0])]
+assert torch.equal(x.grad, torch.tensor([20.0, 20.0]))  # (1 + 1) * 10
+
+# %% [markdown]
+# ## The returned tensor must keep the shape and dtype
+#
+# A replacement gradient with another shape or dtype is rejected during `backward()`, with the
+# hook's name in the message.
+
+# %%
+x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+handle = x.register_hook(lambda grad: grad.sum())  # shape [] instead of [3]
+try:
+    (x * x).sum().backward()
+    raise AssertionError("expected a RuntimeError")
+except RuntimeError as e:
+    print(f"{type(e).__name__}: {e}")
+    assert "has changed the size of value" in str(e)
+handle.remove()
+
+
+def to_double(grad):
+    return grad.double()  # float64 instead of float32
+
+
+x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+x.register_hook(to_double)
+try:
+    (x * x).sum().backward()
+    raise AssertionError("expected a RuntimeError")
+except RuntimeError as e:
+    print(f"{type(e).__name__}: {e}")
+    assert "hook 'to_double' has changed the type of value" in str(e)
+
+# %% [markdown]
+# ### Exercise 2: `make_scale_hook`
+#
+# Write `make_scale_hook(factor)`. It returns a hook: a function that takes `grad` and returns
+# `grad * factor` as a new tensor. This is a function that builds and returns another function;
+# define the hook as a nested `def` inside `make_scale_hook` and return it (do not call it).
+#
+# Trap: as before, no in-place change of `grad`.
+
+# %% tags=["exercise"]
+# Exercise: make_scale_hook — write your code in this cell.
+import torch
+
+
+def make_scale_hook(factor):
+    """Build a tensor hook that scales the gradient by `factor`.
+
+    Receives `factor`, a Python number.
+    Returns a function `hook(grad)` that returns a new tensor equal to `grad * factor`,
+    with the same shape and dtype as `grad`.
+    The hook must not change `grad` in place.
+    """
+    # BEGIN SOLUTION
+    def hook(grad):
+        return grad * factor
+
+    return hook
+    # END SOLUTION
+
+
+# %%
+check(make_scale_hook)
+
+# %% [markdown]
+# Your hook at work on an intermediate tensor: `h = 3 * x`, so `x.grad` would be `3`; a scale hook
+# with factor `-1` on `h` flips the sign of everything that flows back through `h`.
+
+# %%
+with try_it():
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    h = 3 * x
+    h.register_hook(make_scale_hook(-1.0))
+    h.sum().backward()
+    print("x.grad =", x.grad)
+    assert torch.equal(x.grad, torch.tensor([-3.0, -3.0]))
+
+# %% [markdown]
+# ## Only tensors that require grad can be hooked
+#
+# A tensor with `requires_grad=False` gets no gradient, so there is nothing to hook; registering
+# fails at once.
+
+# %%
+t = torch.ones(3)  # requires_grad=False
+try:
+    t.register_hook(lambda grad: grad)
+    raise AssertionError("expected a RuntimeError")
+except RuntimeError as e:
+    print(f"{type(e).__name__}: {e}")
+    assert "cannot register a hook on a tensor that doesn't require gradient" in str(e)
+
+# %% [markdown]
+# ## Leaf and non-leaf tensors
+#
+# | | leaf (you created it, e.g. a parameter) | non-leaf (result of an operation) |
+# |---|---|---|
+# | the hook receives | the gradient of that tensor | the gradient flowing through that tensor |
+# | a returned tensor | is stored in `.grad` | flows further back and changes the leaves' `.grad` |
+# | `.grad` after backward | filled | `None`, unless you call `retain_grad()` |
+#
+# Below, `h = 2 * x` is a non-leaf. The hook on `h` halves its gradient, and `x.grad` shows the
+# halved value. `h.grad` is `None` (PyTorch warns when you read it).
+
+# %%
+x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+h = 2 * x
+seen = []
+
+
+def halve(grad):
+    seen.append(grad.clone())
+    return grad * 0.5
+
+
+h.register_hook(halve)
+(h * h).sum().backward()  # d/dh = 2h = [4, 8, 12]; d/dx = 2 * (d/dh)
+print("h.is_leaf =", h.is_leaf)
+print("hook on h saw:", seen[0])
+print("x.grad =", x.grad, "(would be [8, 16, 24] without the hook)")
+assert torch.equal(seen[0], torch.tensor([4.0, 8.0, 12.0]))
+assert torch.equal(x.grad, torch.tensor([4.0, 8.0, 12.0]))
+
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    h_grad = h.grad
+print("h.grad =", h_grad)
+print("warning:", str(caught[0].message).split(". ")[0])
+assert h_grad is None
+assert "not a leaf Tensor" in str(caught[0].message)
+
+# %% [markdown]
+# With `retain_grad()`, the non-leaf keeps a `.grad`. It holds the gradient after the hook's
+# change, even when `retain_grad()` is called before the hook is registered.
+
+# %%
+x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+h = 2 * x
+h.retain_grad()
+h.register_hook(halve)
+(h * h).sum().backward()
+print("h.grad =", h.grad, "| x.grad =", x.grad)
+assert torch.equal(h.grad, torch.tensor([2.0, 4.0, 6.0]))
+assert torch.equal(x.grad, torch.tensor([4.0, 8.0, 12.0]))
+
+# %% [markdown]
+# ## The handle: stopping a hook
+#
+# `register_hook` returns a `torch.utils.hooks.RemovableHandle`. Calling `handle.remove()` detaches
+# the hook; later backward passes no longer call it. Lesson 02 covers handles in depth.
+
+# %%
+x = torch.tensor([1.0, 2.0], requires_grad=True)
+count = [0]
+
+
+def count_calls(grad):
+    count[0] += 1
+
+
+handle = x.register_hook(count_calls)
+print(type(handle))
+assert isinstance(handle, torch.utils.hooks.RemovableHandle)
+
+x.sum().backward()
+print("calls after 1st backward:", count[0])
+handle.remove()
+x.sum().backward()
+print("calls after remove and 2nd backward:", count[0])
+assert count[0] == 1
+
+# %% [markdown]
+# ## Trap: changing the gradient in place
+#
+# The tensor your hook receives is not necessarily private to it. Two real cases:
+#
+# 1. The backward of `sum()` hands out an *expanded* gradient: one stored number seen as many
+#    elements (stride `0`). An in-place write to it is refused.
+
+# %%
+x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+y = 2 * x
+strides = []
+
+
+def scale_in_place(grad):
+    strides.append(grad.stride())
+    print("grad =", grad, "| stride =", grad.stride())
+    grad.mul_(10)  # wrong: in place
+
+
+y.register_hook(scale_in_place)
+try:
+    y.sum().backward()
+    raise AssertionError("expected a RuntimeError")
+except RuntimeError as e:
+    print(f"{type(e).__name__}: {e}")
+    assert "more than one element of the written-to tensor refers to a single memory location" in str(e)
+assert strides == [(0,)]
+
+# %% [markdown]
+# 2. The backward of `a + b` passes the **same** gradient tensor to `a` and to `b`. An in-place
+#    edit in a hook on `a` silently changes `b.grad` too. Returning a new tensor does not.
+
+# %%
+def times_100_in_place(grad):
+    grad.mul_(100)  # wrong: in place
+
+
+def times_100(grad):
+    return grad * 100  # right: a new tensor
+
+
+w = torch.tensor([1.0, 2.0])
+
+a = torch.tensor([1.0, 2.0], requires_grad=True)
+b = torch.tensor([3.0, 4.0], requires_grad=True)
+addresses = {}
+a.register_hook(lambda grad: addresses.update(a=grad.data_ptr()))
+b.register_hook(lambda grad: addresses.update(b=grad.data_ptr()))
+((a + b) * w).sum().backward()
+print("a and b receive the same gradient memory:", addresses["a"] == addresses["b"])
+assert addresses["a"] == addresses["b"]
+
+for hook in (times_100_in_place, times_100):
+    a = torch.tensor([1.0, 2.0], requires_grad=True)
+    b = torch.tensor([3.0, 4.0], requires_grad=True)
+    a.register_hook(hook)
+    ((a + b) * w).sum().backward()  # true gradients: a.grad = b.grad = w = [1, 2]
+    print(f"{hook.__name__:>18}: a.grad = {a.grad}, b.grad = {b.grad}")
+    assert torch.equal(a.grad, torch.tensor([100.0, 200.0]))
+    if hook is times_100_in_place:
+        assert torch.equal(b.grad, torch.tensor([100.0, 200.0]))  # corrupted
+    else:
+        assert torch.equal(b.grad, torch.tensor([1.0, 2.0]))  # correct
+
+# %% [markdown]
+# ### Exercise 3: `make_clip_hook`
+#
+# Write `make_clip_hook(max_norm)`. It returns a hook that limits the size of the gradient:
+#
+# - compute the L2 norm of the gradient over all its elements (`grad.norm()`);
+# - if that norm is larger than `max_norm`, return the gradient rescaled so that its norm is
+#   exactly `max_norm` (multiply by `max_norm / norm`; the direction stays the same);
+# - otherwise return the gradient unchanged.
+#
+# Traps: a zero gradient has norm 0 and must stay zero (do not divide by the norm unless you are
+# rescaling); and no in-place change of `grad` (no `grad.mul_`, no `grad *= ...`).
+
+# %% tags=["exercise"]
+# Exercise: make_clip_hook — write your code in this cell.
+import torch
+
+
+def make_clip_hook(max_norm):
+    """Build a tensor hook that clips the gradient's L2 norm to `max_norm`.
+
+    Receives `max_norm`, a positive Python number.
+    Returns a function `hook(grad)`. Let `norm` be the L2 norm of `grad` over all its elements.
+    If `norm > max_norm`, the hook returns a new tensor `grad * (max_norm / norm)`, whose norm
+    is `max_norm`. Otherwise it returns `grad` unchanged (a zero gradient stays zero).
+    The result has the same shape and dtype as `grad`. The hook must not change `grad` in place.
+    """
+    # BEGIN SOLUTION
+    def hook(grad):
+        norm = grad.norm()
+        if norm > max_norm:
+            return grad * (max_norm / norm)
+        return grad
+
+    return hook
+    # END SOLUTION
+
+
+# %%
+check(make_clip_hook)
+
+# %% [markdown]
+# Your hook at work, clipping the gradient of a leaf. With `loss = (w * x).sum()` the gradient of
+# `x` is `w = [3, 4]`, whose norm is 5. With `max_norm=1` it becomes `[0.6, 0.8]`; with
+# `max_norm=10` it is left alone.
+
+# %%
+with try_it():
+    w = torch.tensor([3.0, 4.0])
+    for max_norm, expected in ((1.0, torch.tensor([0.6, 0.8])), (10.0, w)):
+        x = torch.tensor([1.0, 1.0], requires_grad=True)
+        x.register_hook(make_clip_hook(max_norm))
+        (w * x).sum().backward()
+        print(f"max_norm={max_norm}: x.grad = {x.grad}, norm = {x.grad.norm():.4f}")
+        assert torch.allclose(x.grad, expected)
+
+# %% [markdown]
+# ## Recording gradients: two more traps
+#
+# A common use of a hook is to save gradients for later inspection. Two things go wrong if you
+# append `grad` as it is.
+#
+# **The gradient can carry a graph.** Under `create_graph=True` (used for higher-order
+# derivatives), the gradient passed to the hook itself requires grad and has a `grad_fn`. Storing
+# it keeps that graph alive. `.detach()` drops the graph.
+
+# %%
+x = torch.tensor([1.0, 2.0], requires_grad=True)
+stored = []
+x.register_hook(lambda grad: stored.append(grad))
+(gx,) = torch.autograd.grad((x**3).sum(), x, create_graph=True)
+print("stored:", stored[0], "| requires_grad:", stored[0].requires_grad)
+print("detached:", stored[0].detach(), "| requires_grad:", stored[0].detach().requires_grad)
+assert stored[0].requires_grad and stored[0].grad_fn is not None
+assert not stored[0].detach().requires_grad
+
+# %% [markdown]
+# **`.detach()` alone is not enough.** `detach()` returns a tensor that shares memory with the
+# gradient. On the first backward, PyTorch may store that very gradient memory as the leaf's
+# `.grad`; the next backward then adds into `.grad` in place, and your stored copy changes with
+# it. Below, the first recorded gradient should stay `[2, 2, 2]`, but after the second backward it
+# reads `[5, 5, 5]`.
+
+# %%
+x = torch.randn(3, requires_grad=True)
+recorded = []
+x.register_hook(lambda grad: recorded.append(grad.detach()))
+
+(2 * x).sum().backward()
+print("after 1st backward: recorded[0] =", recorded[0])
+print("recorded[0] shares memory with x.grad:", recorded[0].data_ptr() == x.grad.data_ptr())
+assert recorded[0].data_ptr() == x.grad.data_ptr()
+(3 * x).sum().backward()  # no zero_grad: x.grad accumulates to 5
+print("after 2nd backward: recorded =", recorded, "| x.grad =", x.grad)
+assert torch.equal(recorded[0], torch.full((3,), 5.0))  # corrupted: should be 2
+
+# %% [markdown]
+# The fix is `.detach().clone()`: a copy in its own memory, with no graph.
+
+# %%
+x = torch.randn(3, requires_grad=True)
+recorded = []
+x.register_hook(lambda grad: recorded.append(grad.detach().clone()))
+
+(2 * x).sum().backward()
+(3 * x).sum().backward()
+print("recorded =", recorded, "| x.grad =", x.grad)
+assert torch.equal(recorded[0], torch.full((3,), 2.0))
+assert torch.equal(recorded[1], torch.full((3,), 3.0))
+
+# %% [markdown]
+# ### Exercise 4: `record_grads`
+#
+# Write `record_grads(tensor, store)`. It registers a hook on `tensor` that appends each incoming
+# gradient to the list `store`, and returns the handle from `register_hook`.
+#
+# - Append a copy that is detached (no graph, even under `create_graph=True`) and cloned (safe
+#   from later in-place accumulation): `grad.detach().clone()`.
+# - The hook leaves the gradient unchanged: it returns `None`.
+# - Removing the returned handle stops the recording.
+
+# %% tags=["exercise"]
+# Exercise: record_grads — write your code in this cell.
+import torch
+
+
+def record_grads(tensor, store):
+    """Record every gradient that reaches `tensor`.
+
+    Receives `tensor`, a tensor that requires grad, and `store`, a list.
+    Registers one hook on `tensor`. Each time the hook fires it appends to `store` a detached
+    clone of the incoming gradient (no graph attached, even under `create_graph=True`; not
+    changed by later backward passes), and leaves the gradient unchanged (returns None).
+    Returns the `RemovableHandle` from `register_hook`; after `handle.remove()` nothing more
+    is appended. Must not modify the gradient or `tensor`.
+    """
+    # BEGIN SOLUTION
+    def hook(grad):
+        store.append(grad.detach().clone())
+
+    return tensor.register_hook(hook)
+    # END SOLUTION
+
+
+# %%
+check(record_grads)
+
+# %% [markdown]
+# Your hook at work: two backward passes are recorded separately and correctly, the gradient
+# itself is unchanged, and after `handle.remove()` a third backward is not recorded.
+
+# %%
+with try_it():
+    x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    store = []
+    handle = record_grads(x, store)
+    (2 * x).sum().backward()
+    (3 * x).sum().backward()
+    print("store =", store, "| x.grad =", x.grad)
+    handle.remove()
+    (4 * x).sum().backward()
+    print("after remove: len(store) =", len(store), "| x.grad =", x.grad)
+    assert len(store) == 2
+    assert torch.equal(store[0], torch.full((3,), 2.0))
+    assert torch.equal(store[1], torch.full((3,), 3.0))
+    assert torch.equal(x.grad, torch.full((3,), 9.0))
+
+# %% [markdown]
+# ## Summary
+#
+# | API | receives | returns | fires when |
+# |---|---|---|---|
+# | `t.register_hook(fn)` | `fn(grad)`: the gradient of `t`, summed over all uses of `t` | `None` (keep `grad`) or a new tensor of the same shape and dtype (replace it) | once per backward pass (`backward()` or `torch.autograd.grad`), before the gradient reaches a leaf's `.grad` |
+# | `handle = t.register_hook(fn)` | — | a `torch.utils.hooks.RemovableHandle` | `handle.remove()` stops later calls |
+#
+# Rules of thumb: return a new tensor instead of editing `grad` in place; store
+# `grad.detach().clone()`; several hooks on one tensor run in registration order; a returned
+# tensor on a non-leaf changes the gradients of everything behind it.
+#
+# Next, lesson 02 goes deeper into removing hooks with their handles.
