@@ -51,7 +51,7 @@ def _exercise_cells(notebook):
     return tagged, untagged
 
 
-def _top_level_names(source):
+def top_level_names(source):
     try:
         tree = ast.parse(source)
     except SyntaxError:
@@ -115,9 +115,9 @@ def load_lesson_source(lesson_dir, lesson):
             filename, first = f"{path} (cell {index + 1})", 1
         else:
             filename, search_from = str(path), first - 1 + len(source_lines)
-        result.cells.append(Cell(cell.source, filename, first, _top_level_names(cell.source)))
+        result.cells.append(Cell(cell.source, filename, first, top_level_names(cell.source)))
     for index, cell in untagged:
-        for name in _top_level_names(cell.source):
+        for name in top_level_names(cell.source):
             result.untagged_definitions.setdefault(name, f"cell {index + 1} of {path.name}")
     return result
 

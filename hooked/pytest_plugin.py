@@ -1,5 +1,5 @@
 """The pytest side of grading: options, one test per exercise, the progress
-table and the JSON report. Loaded by the course's conftest.py.
+table and the JSON report. Installed as a pytest plugin (entry point `pytest11`).
 
 This module must not import torch: learner code and torch live in the grading
 worker, and keeping them out of pytest's own process keeps a run fast."""
@@ -31,6 +31,7 @@ def pytest_addoption(parser):
 
 
 def _lessons_dir(config):
+    # Without a path argument pytest's rootdir is the course (where pyproject.toml is).
     option = config.getoption("--lessons-dir")
     if config.getoption("--solutions"):
         if option is not None:
@@ -63,8 +64,12 @@ def pytest_configure(config):
 
 
 def pytest_ignore_collect(collection_path, config):
-    if collection_path.name == "course" and collection_path.parent.name == "tests":
-        return not config.getoption("--course") or None
+    # Not config.rootpath: pytest fixes the rootdir before it knows our options, so
+    # `--lessons-dir /elsewhere` can move it; the course's own tests are recognised by shape.
+    is_course_tests = (collection_path.parts[-2:] == ("tests", "course")
+                       and (collection_path.parent.parent / "solutions").is_dir())
+    if is_course_tests and not config.getoption("--course"):
+        return True
     return None
 
 

@@ -1,0 +1,189 @@
+"""Grading end to end, as a learner runs it: `pytest` in a subprocess on a folder
+of lessons, some of them broken on purpose. The run must finish, report every
+exercise, and never touch the learner's files."""
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import jupytext
+import pytest
+
+from hooked.course import LESSONS_DIR, ROOT, SOLUTIONS_DIR, lesson_names
+from hooked.lesson_file import top_level_names
+
+# These tests start pytest; a started pytest must never start them again.
+if os.environ.get("HOOKED_INNER_RUN"):
+    pytest.skip("inside a grading run started by these tests", allow_module_level=True)
+
+
+def _solution_cell(lesson, exercise):
+    for cell in jupytext.read(SOLUTIONS_DIR / f"{lesson}.py").cells:
+        if "exercise" in cell.metadata.get("tags", []) and exercise in top_level_names(cell.source):
+            return cell.source
+    raise KeyError(exercise)
+
+
+def make_lessons(folder, changes=None):
+    """Copy the pristine lessons into `folder`, replacing the exercise cells named in
+    `changes` ({lesson: {exercise: new cell source}})."""
+    folder.mkdir(exist_ok=True)
+    for lesson in lesson_names():
+        notebook = jupytext.read(LESSONS_DIR / f"{lesson}.py")
+        for exercise, source in (changes or {}).get(lesson, {}).items():
+            cells = [cell for cell in notebook.cells if exercise in top_level_names(cell.source)
+                     and "exercise" in cell.metadata.get("tags", [])]
+            cells[0].source = source
+        jupytext.write(notebook, folder / f"{lesson}.py", fmt="py:percent")
+    return folder
+
+
+def grade(*arguments, cwd=ROOT):
+    """Run the course's pytest; return (exit code, output, {exercise: report entry})."""
+    report = arguments and "--report" in arguments
+    completed = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *arguments],
+                               cwd=cwd, capture_output=True, text=True, timeout=300,
+                               env=dict(os.environ, HOOKED_INNER_RUN="1"))
+    entries = {}
+    if report:
+        path = arguments[arguments.index("--report") + 1]
+        entries = {entry["exercise"]: entry for entry in json.loads(open(path).read())["exercises"]}
+    return completed.returncode, completed.stdout + completed.stderr, entries
+
+
+def _fingerprint(folder):
+    return {path.name: (path.stat().st_mtime_ns, hashlib.sha256(path.read_bytes()).hexdigest())
+            for path in sorted(folder.iterdir())}
+
+
+def test_fresh_lessons_report_every_exercise_not_attempted_and_exit_0(tmp_path):
+    code, output, entries = grade("--report", str(tmp_path / "r.json"))
+    assert code == 0, output
+    assert len(entries) == 7
+    assert {entry["status"] for entry in entries.values()} == {"not_attempted"}
+    assert all(entry["message"].startswith("not attempted yet") for entry in entries.values())
+    assert "Hooked progress" in output and "0 / 4" in output and "0 / 3" in output and "total" in output
+
+
+def test_solutions_pass_every_exercise(tmp_path):
+    code, output, entries = grade("--solutions", "--report", str(tmp_path / "r.json"))
+    assert code == 0, output
+    assert len(entries) == 7 and {entry["status"] for entry in entries.values()} == {"passed"}
+    assert "7 / 7" in output
+
+
+def test_solving_one_exercise_flips_exactly_that_one(tmp_path):
+    lessons = make_lessons(tmp_path / "lessons", {
+        "01_tensor_hooks": {"double_grad": _solution_cell("01_tensor_hooks", "double_grad")}})
+    code, output, entries = grade("--lessons-dir", str(lessons), "--report", str(tmp_path / "r.json"))
+    assert code == 0, output
+    assert entries.pop("double_grad")["status"] == "passed"
+    assert {entry["status"] for entry in entries.values()} == {"not_attempted"}
+
+
+def test_broken_code_is_reported_per_exercise_and_the_run_finishes(tmp_path):
+    lessons = make_lessons(tmp_path / "lessons", {
+        "01_tensor_hooks": {"make_scale_hook": "def make_scale_hook(factor)\n    return None\n"},
+        "02_removing_hooks": {
+            "grad_with_temporary_hook": _solution_cell("02_removing_hooks", "grad_with_temporary_hook"),
+            "register_named_hook": "def register_named_hook(module, name, hook):\n    while True:\n        pass\n",
+        },
+    })
+    before = _fingerprint(lessons)
+    code, output, entries = grade("--lessons-dir", str(lessons), "--time-limit", "2",
+                                  "--report", str(tmp_path / "r.json"))
+    assert code == 1, output
+    for exercise in ("double_grad", "make_scale_hook", "make_clip_hook", "record_grads"):
+        assert entries[exercise]["status"] == "error"
+        assert "syntax error" in entries[exercise]["message"]
+        assert "01_tensor_hooks.py line" in entries[exercise]["message"]
+    assert entries["grad_with_temporary_hook"]["status"] == "passed"
+    assert entries["HookGroup"]["status"] == "not_attempted"
+    assert entries["register_named_hook"]["status"] == "failed"
+    assert "took longer than 2 s" in entries["register_named_hook"]["message"]
+    assert "Traceback" not in output
+    assert _fingerprint(lessons) == before, "the grader changed the learner's files"
+
+
+def test_load_errors_missing_exercises_and_leaked_global_state_stay_contained(tmp_path):
+    leak = ("import torch\n"
+            "torch.set_grad_enabled(False)\n"
+            "torch.set_default_dtype(torch.float64)\n"
+            "torch.nn.modules.module.register_module_forward_hook(lambda module, args, output: output * 0)\n")
+    lessons = make_lessons(tmp_path / "lessons", {
+        "01_tensor_hooks": {
+            "double_grad": leak + _solution_cell("01_tensor_hooks", "double_grad"),
+            "make_scale_hook": "raise RuntimeError('my own message at load time')\n"
+                               + _solution_cell("01_tensor_hooks", "make_scale_hook"),
+            "record_grads": _solution_cell("01_tensor_hooks", "record_grads").replace(
+                "def record_grads(", "def record_gradients("),
+        },
+        "02_removing_hooks": {name: _solution_cell("02_removing_hooks", name)
+                              for name in ("grad_with_temporary_hook", "HookGroup", "register_named_hook")},
+    })
+    code, output, entries = grade("--lessons-dir", str(lessons), "--report", str(tmp_path / "r.json"))
+    assert code == 1, output
+    assert entries["double_grad"]["status"] == "passed"
+    assert entries["make_scale_hook"]["status"] == "error"
+    assert "my own message at load time" in entries["make_scale_hook"]["message"]
+    assert "01_tensor_hooks.py line" in entries["make_scale_hook"]["message"]
+    assert entries["record_grads"]["status"] == "error"
+    assert "record_grads is missing" in entries["record_grads"]["message"]
+    for exercise in ("grad_with_temporary_hook", "HookGroup", "register_named_hook"):
+        assert entries[exercise]["status"] == "passed", entries[exercise]["message"]
+
+
+def test_a_newer_notebook_with_other_code_is_graded_and_named(tmp_path):
+    lessons = make_lessons(tmp_path / "lessons")
+    notebook = jupytext.read(lessons / "02_removing_hooks.py")
+    for cell in notebook.cells:
+        if "HookGroup" in top_level_names(cell.source):
+            cell.source = _solution_cell("02_removing_hooks", "HookGroup")
+    jupytext.write(notebook, lessons / "02_removing_hooks.ipynb")
+    older = (lessons / "02_removing_hooks.ipynb").stat().st_mtime - 60
+    os.utime(lessons / "02_removing_hooks.py", (older, older))
+    code, output, entries = grade("--lessons-dir", str(lessons), "--report", str(tmp_path / "r.json"))
+    assert code == 0, output
+    assert entries["HookGroup"]["status"] == "passed"
+    assert "02_removing_hooks.ipynb" in output and "newer" in output
+
+
+def test_an_exercise_written_in_an_untagged_cell_is_pointed_at(tmp_path):
+    lessons = make_lessons(tmp_path / "lessons")
+    notebook = jupytext.read(lessons / "01_tensor_hooks.py")
+    for cell in notebook.cells:
+        if "double_grad" in top_level_names(cell.source):
+            cell.metadata["tags"] = []
+    jupytext.write(notebook, lessons / "01_tensor_hooks.py", fmt="py:percent")
+    code, output, entries = grade("--lessons-dir", str(lessons), "--report", str(tmp_path / "r.json"))
+    assert entries["double_grad"]["status"] == "error"
+    assert "not an exercise cell" in entries["double_grad"]["message"]
+
+
+def test_solutions_mode_counts_a_stub_as_a_failure(tmp_path):
+    course = tmp_path / "course"
+    for part in ("tests", "pyproject.toml"):
+        source = ROOT / part
+        (shutil.copytree if source.is_dir() else shutil.copy)(source, course / part)
+    shutil.copytree(LESSONS_DIR, course / "solutions")
+    code, output, entries = grade("--solutions", "--report", str(tmp_path / "r.json"),
+                                  "tests/test_01_tensor_hooks.py", cwd=course)
+    assert code == 1, output
+    assert {entry["status"] for entry in entries.values()} == {"not_attempted"}
+    assert "4 failed" in output
+
+
+@pytest.mark.parametrize("arguments, complaint", [
+    (["--lessons-dir", "no/such/folder"], "--lessons-dir no/such/folder: no such folder"),
+    (["--time-limit", "-1"], "--time-limit -1: give a positive number of seconds"),
+    (["--time-limit", "soon"], "--time-limit soon: give a positive number of seconds"),
+    (["--solutions", "--lessons-dir", "lessons"], "cannot be combined"),
+])
+def test_bad_options_say_what_is_wrong_without_a_traceback(arguments, complaint):
+    code, output, _ = grade(*arguments)
+    assert code != 0
+    assert complaint in output
+    assert "Traceback" not in output

@@ -1,0 +1,141 @@
+"""The mistake catalogue (tests/course/mistakes/) proves that the checks give
+targeted feedback: every typical wrong submission fails with the hint that names
+its mistake, and every correct submission written differently from the reference
+solution passes.
+
+The catalogue of lesson `NN_slug` is tests/course/mistakes/lesson_NN_slug.py, a list
+`ENTRIES` of dicts; see that file's docstring. The files are loaded by path, so no
+package is needed. An entry with `xfail="reason"` or `xfail_leak="reason"` names a
+known weakness of a check: its test is marked as strictly expected to fail.
+"""
+
+import importlib.util
+import linecache
+import pathlib
+
+import pytest
+
+from hooked.checks import checks_for_lesson, run_exercise_check
+from hooked.course import SOLUTIONS_DIR, lesson_names
+
+MISTAKES_DIR = pathlib.Path(__file__).resolve().parent / "mistakes"
+KINDS = ("wrong", "right")
+KEYS = {"exercise", "kind", "why", "source", "expect"}
+OPTIONAL_KEYS = {"xfail", "xfail_leak"}
+WRONG_PER_EXERCISE, RIGHT_PER_EXERCISE = 3, 1
+# Reference lines this short ("return self", "return grad") say nothing of the solution.
+MIN_REFERENCE_LINE = 13
+
+
+def _catalogue_path(lesson):
+    return MISTAKES_DIR / f"lesson_{lesson}.py"
+
+
+def _load_entries(lesson):
+    path = _catalogue_path(lesson)
+    if not path.exists():
+        return []
+    spec = importlib.util.spec_from_file_location(f"mistake_catalogue_{lesson}", path)
+    catalogue = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(catalogue)
+    return [dict(entry, lesson=lesson) for entry in catalogue.ENTRIES]
+
+
+ENTRIES = [entry for lesson in lesson_names() for entry in _load_entries(lesson)]
+
+
+def _entry_id(entry):
+    return f"{entry['exercise']}-{entry['kind']}-{entry['why']}"
+
+
+def _params(kind, xfail_key):
+    params = []
+    for entry in ENTRIES:
+        if entry.get("kind") != kind:
+            continue
+        reason = entry.get(xfail_key)
+        marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
+        params.append(pytest.param(entry, id=_entry_id(entry), marks=marks))
+    return params
+
+
+def _grade(entry):
+    """Run the entry's cell in a fresh namespace, as if it were the learner's
+    exercise cell, and grade the object it defines."""
+    text = entry["source"]
+    filename = f"<catalogue: {entry['exercise']}, {entry['why']}>"
+    linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
+    try:
+        namespace = {"__name__": f"catalogue_{entry['exercise']}"}
+        exec(compile(text, filename, "exec"), namespace)
+        return run_exercise_check(entry["lesson"], entry["exercise"], namespace[entry["exercise"]])
+    finally:
+        linecache.cache.pop(filename, None)
+
+
+def _reference_lines(lesson):
+    """The stripped lines of the reference solution, between the markers."""
+    lines, inside = [], False
+    for line in (SOLUTIONS_DIR / f"{lesson}.py").read_text(encoding="utf-8").splitlines():
+        stripped = line.strip()
+        if stripped == "# BEGIN SOLUTION":
+            inside = True
+        elif stripped == "# END SOLUTION":
+            inside = False
+        elif inside and len(stripped) >= MIN_REFERENCE_LINE:
+            lines.append(stripped)
+    return lines
+
+
+def test_catalogue_entries_are_well_formed():
+    assert ENTRIES, "the mistake catalogue is empty"
+    ids = [_entry_id(entry) for entry in ENTRIES]
+    assert len(ids) == len(set(ids)), f"entries share an id: {sorted(i for i in ids if ids.count(i) > 1)}"
+    for entry in ENTRIES:
+        keys = set(entry) - {"lesson"}
+        assert KEYS <= keys <= KEYS | OPTIONAL_KEYS, f"{_entry_id(entry)}: keys {sorted(keys)}"
+        assert entry["kind"] in KINDS, _entry_id(entry)
+        assert entry["exercise"] in checks_for_lesson(entry["lesson"]), _entry_id(entry)
+        if entry["kind"] == "wrong":
+            assert entry["expect"], f"{_entry_id(entry)}: a wrong entry must name the words of its hint"
+        else:
+            assert entry["expect"] == [], f"{_entry_id(entry)}: a right entry expects no hint"
+
+
+def test_every_exercise_has_three_wrong_and_one_right():
+    missing = []
+    for lesson in lesson_names():
+        for exercise in checks_for_lesson(lesson):
+            kinds = [entry["kind"] for entry in ENTRIES
+                     if entry["lesson"] == lesson and entry["exercise"] == exercise]
+            wrong, right = kinds.count("wrong"), kinds.count("right")
+            if wrong < WRONG_PER_EXERCISE or right < RIGHT_PER_EXERCISE:
+                missing.append(f"{lesson} {exercise}: {wrong} wrong, {right} right "
+                               f"(in {_catalogue_path(lesson).relative_to(MISTAKES_DIR.parent)})")
+    assert not missing, "the mistake catalogue needs at least 3 wrong and 1 right entry per exercise:\n" \
+        + "\n".join(missing)
+
+
+@pytest.mark.parametrize("entry", _params("wrong", "xfail"))
+def test_wrong_submission_fails_with_its_hint(entry):
+    result = _grade(entry)
+    assert result.status == "failed", f"expected failed, got {result.status}: {result.message!r}"
+    message = result.message.lower()
+    absent = [word for word in entry["expect"] if word.lower() not in message]
+    assert not absent, f"the hint lacks {absent}; the message was:\n{result.message}"
+
+
+@pytest.mark.parametrize("entry", _params("wrong", "xfail_leak"))
+def test_feedback_never_shows_the_reference_solution(entry):
+    result = _grade(entry)
+    # A line the learner wrote too may be quoted back as theirs.
+    own = {line.strip() for line in entry["source"].splitlines()}
+    shown = [line for line in _reference_lines(entry["lesson"])
+             if line not in own and line in result.message]
+    assert not shown, f"the message shows reference lines {shown}; the message was:\n{result.message}"
+
+
+@pytest.mark.parametrize("entry", _params("right", "xfail"))
+def test_right_submission_written_differently_passes(entry):
+    result = _grade(entry)
+    assert result.status == "passed", f"expected passed, got {result.status}: {result.message}"
