@@ -7,10 +7,11 @@ from hooked.checking import calling, fail
 from hooked.checks.tensors import close, describe
 
 
-def check_returns_new_gradient(hook, call_text, grad, expected, known_mistakes=()):
+def check_returns_new_gradient(hook, call_text, grad, expected, known_mistakes=(), nan_hint=""):
     """Call `hook(grad)` and require a new tensor equal to `expected`, with
     `grad` untouched. `known_mistakes` is a list of (wrong result, hint): when the
-    result matches a wrong result, its hint is the message."""
+    result matches a wrong result, its hint is the message. When `expected` is
+    `grad` itself, returning None is right too: a hook's None keeps the gradient."""
     original = grad.clone()
     with calling(f"calling {call_text} with grad = {describe(grad)}"):
         result = hook(grad)
@@ -19,6 +20,8 @@ def check_returns_new_gradient(hook, call_text, grad, expected, known_mistakes=(
         fail(f"{said} changed `grad` in place (it became {describe(grad)}). "
              "A hook must not modify the gradient it receives: the same tensor may be shared "
              "with other parts of the graph. Return a new tensor instead (e.g. `grad * 2`, not `grad.mul_(2)`).")
+    if result is None and torch.equal(expected, original):
+        return original
     if result is None:
         fail(f"{said} returned None. A tensor hook that returns None leaves the gradient unchanged; "
              f"return the new gradient ({describe(expected)}).")
@@ -32,6 +35,8 @@ def check_returns_new_gradient(hook, call_text, grad, expected, known_mistakes=(
              "(PyTorch refuses a hook that changes the type of the gradient).")
     if close(result, expected):
         return result
+    if nan_hint and not torch.isfinite(result).all() and torch.isfinite(expected).all():
+        fail(f"{said} returned {describe(result)}; expected {describe(expected)}. {nan_hint}")
     for wrong, hint in known_mistakes:
         if close(result, wrong):
             fail(f"{said} returned {describe(result)}; expected {describe(expected)}. {hint}")

@@ -75,7 +75,8 @@ def check_grad_with_temporary_hook(grad_with_temporary_hook):
                  "Use torch.autograd.grad, which returns the gradient without writing .grad, or restore .grad.")
         if _still_registered_after(x, hook):
             fail(f"{said}\nAfter it returned, the hook was still registered on x (it fired on a later backward). "
-                 "Remove it before returning: `with x.register_hook(hook):` or try/finally.")
+                 "Remove it before returning: use the handle that register_hook returns, as a context manager or with "
+                 "try/finally.")
 
     for failing_part in ("loss_fn", "hook"):
         x = random_tensor(64).requires_grad_()
@@ -100,7 +101,7 @@ def check_grad_with_temporary_hook(grad_with_temporary_hook):
                  "propagate unchanged.")
         if _still_registered_after(x, hook):
             fail(f"{said}\nAfter the exception the hook was still registered on x (it fired on a later backward). "
-                 "Remove it also when an exception leaves: use `with x.register_hook(hook):` or try/finally.")
+                 "Remove it also when an exception leaves: use the handle as a context manager, or try/finally.")
 
 
 def _module_with_hooks(count):
@@ -174,8 +175,8 @@ def check_HookGroup(HookGroup):
                  "so that the exception propagates.")
         _fire(module)
         if any(hook.calls for hook in hooks) or module._forward_hooks:
-            fail(f"after {leaving}, hooks added to the group were still registered; __exit__ must call "
-                 "self.remove().")
+            fail(f"after {leaving}, hooks added to the group were still registered; __exit__ must remove every "
+                 "held handle, as remove() does.")
 
 
 def check_register_named_hook(register_named_hook):
@@ -211,19 +212,28 @@ def check_register_named_hook(register_named_hook):
         fail("after registering another hook under the same name 'count', the old hook fired "
              f"{first.calls} time(s) and the new one {second.calls}; expected 0 and 1: the new hook replaces the old.")
 
-    # Different names coexist; the same name on another module does not interfere.
+    # Different names coexist; the same name on another module does not interfere;
+    # hooks registered by other means stay.
+    outsider = _CountingForwardHook()
+    module.register_forward_hook(outsider)
     with calling("calling register_named_hook(module, 'stats', hook)"):
         register_named_hook(module, "stats", other)
+    second.calls = other.calls = 0
+    _fire(module)
+    if outsider.calls != 1:
+        fail("register_named_hook removed a hook that was registered on the module by other means; remove only "
+             "the hook it registered earlier under the same name.")
+    if other.calls != 1 or second.calls != 1:
+        fail(f"after adding a hook under 'stats' next to one under 'count' on the same module, one forward call ran "
+             f"them {other.calls} and {second.calls} time(s); expected once each: different names must coexist "
+             "(remove only the earlier hook of the same name).")
     other_module = nn.Linear(4, 3)
     elsewhere = _CountingForwardHook()
     with calling("calling register_named_hook(other_module, 'count', hook)"):
         other_handle = register_named_hook(other_module, "count", elsewhere)
-    second.calls = other.calls = 0
+    second.calls = 0
     _fire(module)
     _fire(other_module)
-    if other.calls != 1:
-        fail(f"a hook under 'stats' fired {other.calls} times next to one under 'count' on the same module; "
-             "expected once: different names must coexist.")
     if second.calls != 1 or elsewhere.calls != 1:
         fail("registering 'count' on a second module removed or doubled the 'count' hook of the first "
              f"(it fired {second.calls} time(s), the second module's {elsewhere.calls}); keep one registry per "

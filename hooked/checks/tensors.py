@@ -20,7 +20,10 @@ def random_tensor(seed, shape=None, dtype=torch.float32, scale=1.0):
 def describe(value):
     """'tensor of shape (2, 3), float32' with values when there are few."""
     if not isinstance(value, torch.Tensor):
-        return f"{type(value).__name__} {value!r}" if value is not None else "None"
+        if value is None:
+            return "None"
+        text = repr(value)
+        return f"{type(value).__name__} {text if len(text) <= 80 else text[:77] + '...'}"
     dtype = str(value.dtype).removeprefix("torch.")
     text = f"tensor of shape {tuple(value.shape)}, {dtype}"
     numbers = [f"{number:.4g}" for number in value.detach().flatten()[:6].tolist()]
