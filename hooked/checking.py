@@ -29,6 +29,7 @@ class Result:
     message: str
     graded_file: str = ""
     output: str = ""
+    location: str = ""  # where the exercise is written, e.g. "lessons/01_tensor_hooks.py line 165"
 
     def as_report_entry(self):
         return {"lesson": self.lesson, "exercise": self.exercise,
@@ -36,8 +37,6 @@ class Result:
 
     def notebook_text(self):
         mark = {"passed": "✅", "failed": "❌", "not_attempted": "⏳", "error": "⚠️"}[self.status]
-        if self.status == "passed":
-            return f"{mark} {self.exercise}: passed. {self.message}".rstrip()
         return f"{mark} {self.exercise}: {self.message}"
 
 
@@ -149,7 +148,7 @@ def run_check(lesson, exercise, check, obj):
                                 "an exercise should return or raise, never exit.")
     except Exception as error:
         return _unexpected(result, exercise, error)
-    return result("passed", "")
+    return result("passed", "passed.")
 
 
 def _not_attempted(result, exercise, error):

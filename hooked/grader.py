@@ -113,8 +113,10 @@ class Grader:
         source = self.source(lesson)
         shown = display_path(source.graded_file)
 
+        location = ""
+
         def result(status, message, output=""):
-            return Result(lesson, exercise, status, message, source.graded_file, output)
+            return Result(lesson, exercise, status, message, source.graded_file, output, location)
 
         if source.problem:
             return result("error", source.problem)
@@ -124,6 +126,7 @@ class Grader:
         cell = source.cell_defining(exercise)
         if cell is None:
             return result("error", self._missing_message(source, exercise, shown))
+        location = f"{display_path(cell.filename)} line {cell.defines[exercise]}"
         outcome = self._load(lesson, source)
         if outcome[0] == "problem":
             return result("error", outcome[1])

@@ -51,7 +51,7 @@ def main():
             with torch_state_restored(), contextlib.redirect_stdout(output), contextlib.redirect_stderr(output):
                 for index, fields in enumerate(request["cells"]):
                     send({"event": "cell", "index": index})
-                    cell = Cell(fields["source"], fields["filename"], fields["first_line"], [])
+                    cell = Cell(fields["source"], fields["filename"], fields["first_line"], {})
                     if not os.path.exists(cell.filename):  # a notebook cell: let tracebacks find its lines
                         text = "\n" * (cell.first_line - 1) + cell.source + "\n"
                         linecache.cache[cell.filename] = (len(text), None, text.splitlines(True), cell.filename)

@@ -17,7 +17,7 @@ class Cell:
     source: str
     filename: str      # what tracebacks show: the .py path, or "x.ipynb (cell 7)"
     first_line: int    # line of the cell's first source line in `filename`
-    defines: list      # names of the top-level defs and classes in the cell
+    defines: dict      # top-level def and class names in the cell -> their line in `filename`
 
 
 @dataclasses.dataclass
@@ -52,12 +52,13 @@ def _exercise_cells(notebook):
 
 
 def top_level_names(source):
+    """{name: line in the source} of the top-level defs and classes."""
     try:
         tree = ast.parse(source)
     except SyntaxError:
-        return []
-    return [node.name for node in tree.body
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
+        return {}
+    return {node.name: node.lineno for node in tree.body
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
 
 
 def _line_of(lines, source_lines, start):
@@ -115,7 +116,8 @@ def load_lesson_source(lesson_dir, lesson):
             filename, first = f"{path} (cell {index + 1})", 1
         else:
             filename, search_from = str(path), first - 1 + len(source_lines)
-        result.cells.append(Cell(cell.source, filename, first, top_level_names(cell.source)))
+        names = {name: first + line - 1 for name, line in top_level_names(cell.source).items()}
+        result.cells.append(Cell(cell.source, filename, first, names))
     for index, cell in untagged:
         for name in top_level_names(cell.source):
             result.untagged_definitions.setdefault(name, f"cell {index + 1} of {path.name}")

@@ -123,7 +123,8 @@ def pytest_terminal_summary(terminalreporter, config):
     write(f"{'total'.ljust(width)}  {total:>2} / {len(results):<2}")
     todo = next((result for result in results if result.status != "passed"), None)
     if todo is not None:
-        write(f"next: {todo.exercise} in {display_path(todo.graded_file)} ({todo.status.replace('_', ' ')})")
+        where = todo.location or display_path(todo.graded_file)
+        write(f"next: {todo.exercise}, {where} ({todo.status.replace('_', ' ')})")
 
 
 def pytest_sessionfinish(session):

@@ -89,6 +89,7 @@ def test_broken_code_is_reported_per_exercise_and_the_run_finishes(tmp_path):
         "01_tensor_hooks": {"make_scale_hook": "def make_scale_hook(factor)\n    return None\n"},
         "02_removing_hooks": {
             "grad_with_temporary_hook": _solution_cell("02_removing_hooks", "grad_with_temporary_hook"),
+            "HookGroup": "import os\n\n\nclass HookGroup:\n    def __init__(self):\n        os._exit(3)\n",
             "register_named_hook": "def register_named_hook(module, name, hook):\n    while True:\n        pass\n",
         },
     })
@@ -101,7 +102,8 @@ def test_broken_code_is_reported_per_exercise_and_the_run_finishes(tmp_path):
         assert "syntax error" in entries[exercise]["message"]
         assert "01_tensor_hooks.py line" in entries[exercise]["message"]
     assert entries["grad_with_temporary_hook"]["status"] == "passed"
-    assert entries["HookGroup"]["status"] == "not_attempted"
+    assert entries["HookGroup"]["status"] == "failed"
+    assert "the grading process stopped while checking HookGroup" in entries["HookGroup"]["message"]
     assert entries["register_named_hook"]["status"] == "failed"
     assert "took longer than 2 s" in entries["register_named_hook"]["message"]
     assert "Traceback" not in output

@@ -1,0 +1,78 @@
+"""How long grading takes, next to the floor: `python -c "import torch"`.
+
+    python benchmarks/grading_time.py            # grading only
+    python benchmarks/grading_time.py --notebooks  # also execute every notebook
+
+Each command runs --repeat times (default 5) and the median counts. Goals: one lesson
+at most 1.5x the floor, the whole course at most 2.0x; each notebook under 30 s.
+"""
+
+import argparse
+import pathlib
+import statistics
+import subprocess
+import sys
+import time
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+
+def seconds(command, repeat):
+    times = []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        subprocess.run(command, cwd=ROOT, check=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        times.append(time.perf_counter() - started)
+    return statistics.median(times)
+
+
+def notebook_seconds(path):
+    import jupytext
+    import nbclient
+    notebook = jupytext.read(path)
+    started = time.perf_counter()
+    nbclient.NotebookClient(notebook, kernel_name="python3", timeout=600,
+                            resources={"metadata": {"path": str(path.parent)}}).execute()
+    return time.perf_counter() - started
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--repeat", type=int, default=5, help="runs per command (default 5)")
+    parser.add_argument("--notebooks", action="store_true", help="also time each notebook's execution")
+    arguments = parser.parse_args()
+    if arguments.repeat < 1:
+        parser.error(f"--repeat {arguments.repeat}: give a whole number of 1 or more")
+
+    python = sys.executable
+    pytest = [python, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
+    floor = seconds([python, "-c", "import torch"], arguments.repeat)
+    rows = [
+        ("floor: python -c 'import torch'", floor, None),
+        ("one lesson, fresh: pytest tests/test_01_tensor_hooks.py",
+         seconds(pytest + ["tests/test_01_tensor_hooks.py"], arguments.repeat), 1.5),
+        ("one lesson, solved: pytest --solutions tests/test_01_tensor_hooks.py",
+         seconds(pytest + ["--solutions", "tests/test_01_tensor_hooks.py"], arguments.repeat), 1.5),
+        ("whole course, fresh: pytest", seconds(pytest, arguments.repeat), 2.0),
+        ("whole course, solved: pytest --solutions", seconds(pytest + ["--solutions"], arguments.repeat), 2.0),
+    ]
+    print(f"median of {arguments.repeat} runs each, {python}")
+    print(f"{'command':<72} {'seconds':>8} {'ratio':>6}  goal")
+    failed = False
+    for name, value, goal in rows:
+        ratio = value / floor
+        verdict = "" if goal is None else f"<= {goal:.1f} {'ok' if ratio <= goal else 'MISSED'}"
+        failed |= goal is not None and ratio > goal
+        print(f"{name:<72} {value:>8.2f} {ratio:>6.2f}  {verdict}")
+    if arguments.notebooks:
+        print(f"\n{'notebook (executed with nbclient)':<72} {'seconds':>8}  goal")
+        for folder in ("lessons", "solutions"):
+            for path in sorted((ROOT / folder).glob("[0-9][0-9]_*.py")):
+                value = notebook_seconds(path)
+                failed |= value > 30
+                print(f"{folder + '/' + path.name:<72} {value:>8.2f}  <= 30 {'ok' if value <= 30 else 'MISSED'}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,43 @@
+"""Whatever a learner's code does to torch's global state during a check is undone."""
+
+import random
+
+import torch
+
+from hooked.checks import run_exercise_check
+
+
+def test_global_state_changed_by_learner_code_is_restored_after_each_check():
+    hooks = torch.nn.modules.module._global_forward_hooks
+    before = (torch.is_grad_enabled(), torch.get_default_dtype(), len(hooks),
+              torch.get_rng_state().clone(), random.getstate())
+
+    def double_grad(grad):
+        torch.set_grad_enabled(False)
+        torch.set_default_dtype(torch.float64)
+        torch.nn.modules.module.register_module_forward_hook(lambda module, args, output: None)
+        torch.manual_seed(1234)
+        random.seed(1234)
+        return 2 * grad
+
+    result = run_exercise_check("01_tensor_hooks", "double_grad", double_grad)
+    after = (torch.is_grad_enabled(), torch.get_default_dtype(), len(hooks),
+             torch.get_rng_state(), random.getstate())
+    assert result.status in ("passed", "failed")
+    assert after[:3] == before[:3]
+    assert torch.equal(after[3], before[3]) and after[4] == before[4]
+
+
+def test_a_check_that_passes_is_not_disturbed_by_state_an_earlier_check_leaked():
+    def make_scale_hook(factor):
+        torch.set_grad_enabled(False)
+        return lambda grad: grad * factor
+
+    run_exercise_check("01_tensor_hooks", "make_scale_hook", make_scale_hook)
+    assert torch.is_grad_enabled()
+
+    def double_grad(grad):
+        return grad + grad
+
+    # double_grad's check runs a backward pass, which needs grad mode on.
+    assert run_exercise_check("01_tensor_hooks", "double_grad", double_grad).status == "passed"
