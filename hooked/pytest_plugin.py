@@ -97,7 +97,8 @@ def exercise_test(lesson, exercise):
             return
         if result.status == "not_attempted" and not config.getoption("--solutions"):
             pytest.skip(result.message)
-        pytest.fail(f"{exercise} ({display_path(result.graded_file)}): {result.message}", pytrace=False)
+        where = result.location or display_path(result.graded_file)
+        pytest.fail(f"{exercise} ({where}): {result.message}", pytrace=False)
 
     test.__name__ = f"test_{exercise}"
     return test

@@ -19,7 +19,8 @@ def check_returns_new_gradient(hook, call_text, grad, expected, known_mistakes=(
     if not torch.equal(grad, original):
         fail(f"{said} changed `grad` in place (it became {describe(grad)}). "
              "A hook must not modify the gradient it receives: the same tensor may be shared "
-             "with other parts of the graph. Return a new tensor instead (e.g. `grad * 2`, not `grad.mul_(2)`).")
+             "with other parts of the graph. Return a new tensor: use an out-of-place operation, not an in-place "
+             "one such as `mul_` or `*=`.")
     if result is None and torch.equal(expected, original):
         return original
     if result is None:

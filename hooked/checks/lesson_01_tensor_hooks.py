@@ -118,7 +118,8 @@ def check_record_grads(record_grads):
     if close(store[0], total) and not close(weights[0], total):
         fail("the first recorded gradient changed after the second backward pass: it now reads "
              f"{describe(store[0])}, the accumulated x.grad, instead of {describe(weights[0])}. PyTorch may keep "
-             "the very gradient tensor as x.grad and accumulate into it in place; store `grad.detach().clone()`.")
+             "the very gradient tensor as x.grad and accumulate into it in place. Store a copy with memory of its own "
+             "(clone it), not only a detached view.")
     for step, (stored, weight) in enumerate(zip(store, weights), start=1):
         if not close(stored, weight):
             fail(f"gradient number {step} was recorded as {describe(stored)}; expected {describe(weight)}.")
@@ -133,7 +134,7 @@ def check_record_grads(record_grads):
         fail(f"after one torch.autograd.grad through y, store holds {len(kept)} gradients; expected 1.")
     if kept[0].requires_grad or kept[0].grad_fn is not None:
         fail("under create_graph=True the recorded gradient still requires grad (grad_fn "
-             f"{type(kept[0].grad_fn).__name__}), which keeps the whole graph alive; store `grad.detach().clone()`.")
+             f"{type(kept[0].grad_fn).__name__}), which keeps the whole graph alive. Detach it before storing it.")
 
     # On an intermediate tensor, then removed.
     z = _leaf(55)

@@ -24,7 +24,7 @@ def double_grad(grad):
     grad.mul_(2)
     return grad
 ''',
-         expect=["changed `grad` in place", "not `grad.mul_(2)`"]),
+         expect=["changed `grad` in place", "not an in-place"]),
     dict(exercise="double_grad", kind="wrong", why="changes grad in place with *=",
          source='''
 import torch
@@ -407,7 +407,7 @@ def record_grads(tensor, store):
 
     return tensor.register_hook(hook)
 ''',
-         expect=["changed after the second backward", "accumulate into it in place", "detach().clone()"]),
+         expect=["changed after the second backward", "accumulate into it in place", "clone it"]),
     dict(exercise="record_grads", kind="wrong", why="stores grad itself",
          source='''
 import torch
@@ -418,7 +418,7 @@ def record_grads(tensor, store):
 ''',
          # The stored reference keeps PyTorch from reusing the tensor as x.grad, so only the
          # graph it carries under create_graph=True gives it away.
-         expect=["create_graph=True", "still requires grad", "detach().clone()"]),
+         expect=["create_graph=True", "still requires grad", "detach it"]),
     dict(exercise="record_grads", kind="wrong", why="clone without detach",
          source='''
 import torch
@@ -430,7 +430,7 @@ def record_grads(tensor, store):
 
     return tensor.register_hook(hook)
 ''',
-         expect=["create_graph=True", "still requires grad", "detach().clone()"]),
+         expect=["create_graph=True", "still requires grad", "detach it"]),
     dict(exercise="record_grads", kind="wrong", why="does not return the handle",
          source='''
 import torch
