@@ -10,15 +10,17 @@
 # - change the gradient that flows on by returning a new tensor, and chain several hooks;
 # - tell what a hook does on a leaf tensor and on an intermediate (non-leaf) tensor;
 # - stop a hook with the handle that `register_hook` returns;
-# - avoid two traps: editing the gradient in place, and storing gradients without `.clone()`.
+# - avoid two traps: editing the gradient in place, and storing gradients without
+#   `.detach().clone()`.
 #
-# **How to work.** Write all of your code in the exercise cells: the cells that begin with the
-# comment `# Exercise: ...` and are tagged `exercise`. The grader runs only those cells, never the
-# demonstration cells, so each exercise cell imports what it uses.
+# **Where your code goes.** Write all of your code in the exercise cells: the cells that begin
+# with the comment `# Exercise: ...` (they are tagged `exercise`). The grader runs only those
+# cells, never the demonstration cells, so each exercise cell imports what it uses.
 #
-# **How to grade.** Run the check cell under each exercise: it prints a pass, a message that says
-# what is wrong, or "not attempted yet". Or, from the repository root, run
-# `pytest tests/test_01_tensor_hooks.py` (plain `pytest` grades every lesson).
+# **How to check your work.** Run the `check(...)` cell under each exercise: it prints a pass, a
+# message that says what is wrong, or "not attempted yet". Or, from the repository root, run
+# `pytest tests/test_01_tensor_hooks.py` (add `-k double_grad` for one exercise; plain `pytest`
+# grades every lesson).
 
 # %%
 import warnings
@@ -27,7 +29,6 @@ import torch
 
 from hooked.notebook import check, try_it
 
-torch.manual_seed(0)
 print(torch.__version__)
 
 # %% [markdown]
@@ -36,7 +37,7 @@ print(torch.__version__)
 # `t.register_hook(fn)` attaches `fn` to the tensor `t`. During a backward pass, autograd calls
 # `fn(grad)`, where `grad` is the gradient of the loss with respect to `t` (same shape as `t`).
 # The hook returns either `None` (leave the gradient as it is) or a tensor (use this gradient
-# instead). The tensor must require grad.
+# instead). Only a tensor that requires grad can be hooked (shown further down).
 
 # %%
 x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
@@ -81,8 +82,9 @@ assert torch.equal(calls[0], torch.full((3,), 5.0))
 # %% [markdown]
 # ## It fires before the gradient reaches `.grad`
 #
-# For a leaf tensor (one you created, such as a parameter), the hook runs before autograd writes
-# into `x.grad`. On the first backward `x.grad` is still `None` inside the hook; on a later
+# A *leaf* is a tensor with no `grad_fn`: autograd did not compute it from other tensors. `x`
+# here is a leaf, and so is every parameter of a model. For a leaf, the hook runs before autograd
+# writes into `x.grad`. On the first backward `x.grad` is still `None` inside the hook; on a later
 # backward (without zeroing) it still holds the old value, and the new gradient is added after
 # the hook has run.
 
@@ -141,13 +143,15 @@ print("returned None     -> x.grad =", x.grad)
 assert torch.equal(x.grad, torch.tensor([2.0, 4.0, 6.0]))
 
 # %% [markdown]
-# ### Exercise 1: `double_grad`
+# ## Exercise 1: `double_grad`
 #
 # Write the hook `double_grad(grad)`: it returns a **new** tensor equal to `2 * grad`.
 #
 # Trap: do not change `grad` in place (no `grad.mul_(2)`, no `grad *= 2`). The same gradient
 # tensor can be shared with other parts of the graph; a later section shows what goes wrong.
 # An expression such as `grad * 2` already builds a new tensor.
+#
+# Check: run `check(double_grad)` below, or `pytest tests/test_01_tensor_hooks.py -k double_grad`.
 
 # %% tags=["exercise"]
 # Exercise: double_grad — write your code in this cell.
@@ -227,18 +231,17 @@ assert torch.equal(x.grad, torch.tensor([20.0, 20.0]))  # (1 + 1) * 10
 # ## The returned tensor must keep the shape and dtype
 #
 # A replacement gradient with another shape or dtype is rejected during `backward()`, with the
-# hook's name in the message.
+# hook's name in the message (a `lambda` is named `<lambda>`).
 
 # %%
 x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
-handle = x.register_hook(lambda grad: grad.sum())  # shape [] instead of [3]
+x.register_hook(lambda grad: grad.sum())  # shape [] instead of [3]
 try:
     (x * x).sum().backward()
     raise AssertionError("expected a RuntimeError")
 except RuntimeError as e:
     print(f"{type(e).__name__}: {e}")
-    assert "has changed the size of value" in str(e)
-handle.remove()
+    assert "hook '<lambda>' has changed the size of value" in str(e)
 
 
 def to_double(grad):
@@ -255,13 +258,19 @@ except RuntimeError as e:
     assert "hook 'to_double' has changed the type of value" in str(e)
 
 # %% [markdown]
-# ### Exercise 2: `make_scale_hook`
+# ## Exercise 2: `make_scale_hook`
 #
 # Write `make_scale_hook(factor)`. It returns a hook: a function that takes `grad` and returns
 # `grad * factor` as a new tensor. This is a function that builds and returns another function;
 # define the hook as a nested `def` inside `make_scale_hook` and return it (do not call it).
 #
-# Trap: as before, no in-place change of `grad`.
+# Traps: hooks that share one factor. After `h2 = make_scale_hook(2)` and
+# `h3 = make_scale_hook(3)`, `h2` must still multiply by 2: keep `factor` in the nested function
+# (its closure), not in a global variable or a class attribute. And, as before, no in-place
+# change of `grad`.
+#
+# Check: run `check(make_scale_hook)` below, or
+# `pytest tests/test_01_tensor_hooks.py -k make_scale_hook`.
 
 # %% tags=["exercise"]
 # Exercise: make_scale_hook — write your code in this cell.
@@ -274,6 +283,7 @@ def make_scale_hook(factor):
     Receives `factor`, a Python number.
     Returns a function `hook(grad)` that returns a new tensor equal to `grad * factor`,
     with the same shape and dtype as `grad`.
+    Each returned hook keeps its own `factor`: later calls of make_scale_hook do not change it.
     The hook must not change `grad` in place.
     """
     # BEGIN SOLUTION
@@ -288,8 +298,8 @@ def make_scale_hook(factor):
 check(make_scale_hook)
 
 # %% [markdown]
-# Your hook at work on an intermediate tensor: `h = 3 * x`, so `x.grad` would be `3`; a scale hook
-# with factor `-1` on `h` flips the sign of everything that flows back through `h`.
+# Your hook at work on an intermediate tensor: `h = 3 * x`, so `x.grad` would be `[3, 3]`; a scale
+# hook with factor `-1` on `h` flips the sign of everything that flows back through `h`.
 
 # %%
 with try_it():
@@ -318,9 +328,11 @@ except RuntimeError as e:
 # %% [markdown]
 # ## Leaf and non-leaf tensors
 #
-# | | leaf (you created it, e.g. a parameter) | non-leaf (result of an operation) |
+# On both kinds of tensor the hook receives the gradient of the loss with respect to that tensor.
+# What differs is where a returned tensor goes and what `.grad` holds:
+#
+# | | leaf (no `grad_fn`, e.g. a parameter) | non-leaf (computed by an operation, has a `grad_fn`) |
 # |---|---|---|
-# | the hook receives | the gradient of that tensor | the gradient flowing through that tensor |
 # | a returned tensor | is stored in `.grad` | flows further back and changes the leaves' `.grad` |
 # | `.grad` after backward | filled | `None`, unless you call `retain_grad()` |
 #
@@ -340,7 +352,9 @@ def halve(grad):
 
 h.register_hook(halve)
 (h * h).sum().backward()  # d/dh = 2h = [4, 8, 12]; d/dx = 2 * (d/dh)
-print("h.is_leaf =", h.is_leaf)
+print("x.is_leaf =", x.is_leaf, "| h.is_leaf =", h.is_leaf)
+print("h.grad_fn =", type(h.grad_fn).__name__)
+assert x.is_leaf and x.grad_fn is None and not h.is_leaf and h.grad_fn is not None
 print("hook on h saw:", seen[0])
 print("x.grad =", x.grad, "(would be [8, 16, 24] without the hook)")
 assert torch.equal(seen[0], torch.tensor([4.0, 8.0, 12.0]))
@@ -355,24 +369,31 @@ assert h_grad is None
 assert "not a leaf Tensor" in str(caught[0].message)
 
 # %% [markdown]
-# With `retain_grad()`, the non-leaf keeps a `.grad`. It holds the gradient after the hook's
-# change, even when `retain_grad()` is called before the hook is registered.
+# With `retain_grad()`, the non-leaf keeps a `.grad`. It holds the gradient *after* the hook's
+# change (`[2, 4, 6]`, not `[4, 8, 12]`), whether `retain_grad()` is called before or after the hook
+# is registered.
 
 # %%
-x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
-h = 2 * x
-h.retain_grad()
-h.register_hook(halve)
-(h * h).sum().backward()
-print("h.grad =", h.grad, "| x.grad =", x.grad)
-assert torch.equal(h.grad, torch.tensor([2.0, 4.0, 6.0]))
-assert torch.equal(x.grad, torch.tensor([4.0, 8.0, 12.0]))
+for retain_first in (True, False):
+    x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    h = 2 * x
+    if retain_first:
+        h.retain_grad()
+    h.register_hook(lambda grad: grad * 0.5)
+    if not retain_first:
+        h.retain_grad()
+    (h * h).sum().backward()
+    order = "before" if retain_first else "after"
+    print(f"retain_grad() {order:6} the hook: h.grad = {h.grad} | x.grad = {x.grad}")
+    assert torch.equal(h.grad, torch.tensor([2.0, 4.0, 6.0]))
+    assert torch.equal(x.grad, torch.tensor([4.0, 8.0, 12.0]))
 
 # %% [markdown]
 # ## The handle: stopping a hook
 #
-# `register_hook` returns a `torch.utils.hooks.RemovableHandle`. Calling `handle.remove()` detaches
-# the hook; later backward passes no longer call it. Lesson 02 covers handles in depth.
+# `register_hook` returns a *handle*, a `torch.utils.hooks.RemovableHandle`. Calling
+# `handle.remove()` unregisters the hook; later backward passes no longer call it. Lesson 02
+# covers handles in depth.
 
 # %%
 x = torch.tensor([1.0, 2.0], requires_grad=True)
@@ -460,7 +481,7 @@ for hook in (times_100_in_place, times_100):
         assert torch.equal(b.grad, torch.tensor([1.0, 2.0]))  # correct
 
 # %% [markdown]
-# ### Exercise 3: `make_clip_hook`
+# ## Exercise 3: `make_clip_hook`
 #
 # Write `make_clip_hook(max_norm)`. It returns a hook that limits the size of the gradient:
 #
@@ -469,8 +490,17 @@ for hook in (times_100_in_place, times_100):
 #   exactly `max_norm` (multiply by `max_norm / norm`; the direction stays the same);
 # - otherwise return the gradient unchanged.
 #
-# Traps: a zero gradient has norm 0 and must stay zero (do not divide by the norm unless you are
-# rescaling); and no in-place change of `grad` (no `grad.mul_`, no `grad *= ...`).
+# Traps: a zero gradient has norm 0 and must stay zero. Do not divide by the norm unless you are
+# rescaling: dividing by a zero norm gives `nan` (the cell below shows it). And no in-place change
+# of `grad` (no `grad.mul_`, no `grad *= ...`).
+#
+# Check: run `check(make_clip_hook)` below, or
+# `pytest tests/test_01_tensor_hooks.py -k make_clip_hook`.
+
+# %%
+zero = torch.zeros(3)
+print("zero * (1.0 / zero.norm()) =", zero * (1.0 / zero.norm()))
+assert torch.isnan(zero * (1.0 / zero.norm())).all()
 
 # %% tags=["exercise"]
 # Exercise: make_clip_hook — write your code in this cell.
@@ -523,17 +553,21 @@ with try_it():
 #
 # **The gradient can carry a graph.** Under `create_graph=True` (used for higher-order
 # derivatives), the gradient passed to the hook itself requires grad and has a `grad_fn`. Storing
-# it keeps that graph alive. `.detach()` drops the graph.
+# it keeps that graph alive: below, the stored gradient `3 * x**2` can still be differentiated
+# back to `x`. `.detach()` drops the graph.
 
 # %%
 x = torch.tensor([1.0, 2.0], requires_grad=True)
 stored = []
 x.register_hook(lambda grad: stored.append(grad))
-(gx,) = torch.autograd.grad((x**3).sum(), x, create_graph=True)
+torch.autograd.grad((x**3).sum(), x, create_graph=True)
 print("stored:", stored[0], "| requires_grad:", stored[0].requires_grad)
+(second,) = torch.autograd.grad(stored[0].sum(), x)  # d/dx of sum(3 * x**2) = 6 * x
+print("the graph is still there: d/dx of the stored gradient =", second)
 print("detached:", stored[0].detach(), "| requires_grad:", stored[0].detach().requires_grad)
 assert stored[0].requires_grad and stored[0].grad_fn is not None
-assert not stored[0].detach().requires_grad
+assert torch.equal(second, torch.tensor([6.0, 12.0]))
+assert not stored[0].detach().requires_grad and stored[0].detach().grad_fn is None
 
 # %% [markdown]
 # **`.detach()` alone is not enough.** `detach()` returns a tensor that shares memory with the
@@ -543,7 +577,7 @@ assert not stored[0].detach().requires_grad
 # reads `[5, 5, 5]`.
 
 # %%
-x = torch.randn(3, requires_grad=True)
+x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
 recorded = []
 x.register_hook(lambda grad: recorded.append(grad.detach()))
 
@@ -559,7 +593,7 @@ assert torch.equal(recorded[0], torch.full((3,), 5.0))  # corrupted: should be 2
 # The fix is `.detach().clone()`: a copy in its own memory, with no graph.
 
 # %%
-x = torch.randn(3, requires_grad=True)
+x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
 recorded = []
 x.register_hook(lambda grad: recorded.append(grad.detach().clone()))
 
@@ -570,7 +604,7 @@ assert torch.equal(recorded[0], torch.full((3,), 2.0))
 assert torch.equal(recorded[1], torch.full((3,), 3.0))
 
 # %% [markdown]
-# ### Exercise 4: `record_grads`
+# ## Exercise 4: `record_grads`
 #
 # Write `record_grads(tensor, store)`. It registers a hook on `tensor` that appends each incoming
 # gradient to the list `store`, and returns the handle from `register_hook`.
@@ -579,6 +613,10 @@ assert torch.equal(recorded[1], torch.full((3,), 3.0))
 #   from later in-place accumulation): `grad.detach().clone()`.
 # - The hook leaves the gradient unchanged: it returns `None`.
 # - Removing the returned handle stops the recording.
+#
+# Traps: storing `grad` itself or `grad.detach()` (the two demonstrations above).
+#
+# Check: run `check(record_grads)` below, or `pytest tests/test_01_tensor_hooks.py -k record_grads`.
 
 # %% tags=["exercise"]
 # Exercise: record_grads — write your code in this cell.

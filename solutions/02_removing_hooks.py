@@ -12,15 +12,18 @@
 # - avoid stacked hooks when you re-run a notebook cell;
 # - group many handles so you can remove them together.
 #
-# **The rule for exercises.** Write all of your code in the exercise cells. Those are the cells that
-# begin with the comment `# Exercise: ...` and are tagged `exercise`. The grader runs only those
-# cells, never the demonstration cells, so each exercise cell must import what it uses.
+# **Where your code goes.** Write all of your code in the exercise cells: the cells that begin
+# with the comment `# Exercise: ...` (they are tagged `exercise`). The grader runs only those
+# cells, never the demonstration cells, so each exercise cell imports what it uses.
 #
-# **Grading.** Run the `check(...)` cell under each exercise. Or run
-# `pytest tests/test_02_removing_hooks.py` from the repository root. Plain `pytest` grades every lesson.
+# **How to check your work.** Run the `check(...)` cell under each exercise: it prints a pass, a
+# message that says what is wrong, or "not attempted yet". Or, from the repository root, run
+# `pytest tests/test_02_removing_hooks.py` (add `-k HookGroup` for one exercise; plain `pytest`
+# grades every lesson).
 
 # %%
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from hooked.notebook import check, try_it
@@ -64,12 +67,15 @@ assert len(layer._forward_hooks) == 0 and len(calls) == 1
 
 handle.remove()  # a second remove() is safe
 print("second remove() raised nothing; registered:", dict(layer._forward_hooks))
+assert len(layer._forward_hooks) == 0
 
 # %% [markdown]
 # The other hook-registration methods return the same kind of handle. The loop below finds every
 # `register_..._hook` method of a module and of a tensor by name. It registers a do-nothing hook with
-# each one and prints the type of what comes back. The deprecated `register_backward_hook` is left
-# out. The tensor methods are the two from lesson 01.
+# each one, prints the type of what comes back, and removes the hook again. It leaves out
+# `register_backward_hook`: that method is deprecated (its documentation says so; use
+# `register_full_backward_hook`), and this course does not use it. `Tensor.register_hook` is the
+# method from lesson 01; the other tensor method is not needed in this lesson.
 
 # %%
 leaf = torch.ones(3, requires_grad=True)
@@ -83,6 +89,12 @@ for owner in (layer, leaf):
         print(f"{type(owner).__name__}.{method_name:34} -> {type(h).__name__}")
         assert isinstance(h, torch.utils.hooks.RemovableHandle)
         h.remove()
+
+doc = " ".join(nn.Module.register_backward_hook.__doc__.split())
+deprecation = doc[doc.index("This function is deprecated"):].replace(":meth:`~torch.nn.Module.", "")
+deprecation = deprecation.replace("`", "").split(". ")[0]
+print("register_backward_hook documentation:", deprecation)
+assert deprecation.startswith("This function is deprecated in favor of register_full_backward_hook")
 
 # %% [markdown]
 # ## A handle is a context manager
@@ -120,9 +132,6 @@ assert len(layer._forward_hooks) == 0
 # every later forward pass.
 
 # %%
-import torch.nn.functional as F
-
-
 def step_without_cleanup(model, inputs, target):
     handle = model.register_forward_hook(count_call)
     output = model(inputs)
@@ -147,9 +156,9 @@ assert len(layer._forward_hooks) == 1 and len(calls) == 2
 layer._forward_hooks.clear()  # undo the leak for the rest of the lesson (see "Rescue" below)
 
 # %% [markdown]
-# `try`/`finally` gives the same guarantee as the `with` block. It is useful when the handle must be
-# available outside a single block, for example when you register it in one place and remove it
-# further down. The `finally` clause runs whether the `try` body returns or raises.
+# `try`/`finally` gives the same guarantee as the `with` block: the `finally` clause runs whether
+# the `try` body returns or raises. It is the general form, for cleanup that is not a single
+# context manager (several handles, or other things to undo as well).
 
 # %%
 def step_with_cleanup(model, inputs, target):
@@ -160,6 +169,10 @@ def step_with_cleanup(model, inputs, target):
     finally:
         handle.remove()
 
+
+loss = step_with_cleanup(layer, x, torch.tensor([1]))
+print(f"returned loss {loss.item():.4f}; registered after the return:", len(layer._forward_hooks))
+assert len(layer._forward_hooks) == 0
 
 try:
     step_with_cleanup(layer, x, bad_target)
@@ -181,6 +194,8 @@ assert len(layer._forward_hooks) == 0 and len(calls) == 0
 # forward pass. `handle.remove()` removes only the last registration.
 
 # %%
+layer = nn.Linear(4, 2)  # a fresh layer, so that this demonstration starts from no hooks
+
 for rerun in range(3):  # the same cell, run three times
     handle = layer.register_forward_hook(count_call)
 
@@ -250,13 +265,11 @@ assert len(calls) == 1 and len(layer._forward_hooks) == 0
 # %% [markdown]
 # ## Tensor hooks have the same handles
 #
-# A tensor keeps the hooks from `Tensor.register_hook` in its own dict, `tensor._backward_hooks`.
-# The handle can be used in a `with` block like any other.
-#
-# To get a gradient without changing `x.grad`, use `torch.autograd.grad(loss, x)`. It returns the
-# gradient and leaves `x.grad` alone. A tensor hook on `x` still applies: below, a hook that
-# multiplies the gradient by 10 makes `autograd.grad` return 10 times `2 * x`. `loss.backward()`
-# instead *adds* the gradient into `x.grad`.
+# A tensor keeps the hooks from `Tensor.register_hook` in its own private dict,
+# `tensor._backward_hooks`, and the handle works in a `with` block like any other. Below, the hook
+# multiplies the gradient by 10 while `torch.autograd.grad` computes the gradient of
+# `(x_leaf ** 2).sum()`. As lesson 01 showed, `torch.autograd.grad` runs the tensor's hooks and
+# returns the gradient without writing `.grad`, whereas `backward()` adds into `.grad`.
 
 # %%
 x_leaf = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
@@ -271,21 +284,21 @@ print("registered after the block:", len(x_leaf._backward_hooks))
 assert torch.equal(grad, 10 * 2 * x_leaf.detach())
 assert x_leaf.grad is None and len(x_leaf._backward_hooks) == 0
 
-x_leaf.grad = torch.tensor([7.0, 7.0, 7.0])
-(x_leaf ** 2).sum().backward()
-print("backward() added 2*x to the existing x_leaf.grad [7, 7, 7]:", x_leaf.grad)
-assert torch.equal(x_leaf.grad, torch.tensor([9.0, 11.0, 13.0]))
-
 # %% [markdown]
-# ## Exercise 1: a gradient under a temporary tensor hook
+# ## Exercise 1: `grad_with_temporary_hook`
 #
 # Write `grad_with_temporary_hook(x, hook, loss_fn)`. It returns the gradient of the scalar
 # `loss_fn(x)` with respect to `x`, computed while `hook` is registered on `x`. If the hook returns a
-# tensor, that tensor is the gradient you return. `x.grad` must be the same afterwards as before, and
-# `hook` must be gone from `x` when the function returns *or raises*.
+# tensor, that tensor is the gradient you return. `x.grad` must be the same afterwards as before
+# (`None` stays `None`, a tensor keeps its value), and `hook` must be gone from `x` when the function
+# returns *or raises*.
 #
-# Hint: the traps are (1) calling `.backward()`, which writes into `x.grad`, and (2) removing the hook
-# on a line that an exception can skip. Exceptions must reach the caller unchanged, so don't catch them.
+# Traps: (1) calling `.backward()`, which writes into `x.grad`; (2) removing the hook on a line that
+# an exception can skip. Exceptions from `loss_fn`, from `hook` or from autograd must reach the
+# caller unchanged, so don't catch them.
+#
+# Check: run `check(grad_with_temporary_hook)` below, or
+# `pytest tests/test_02_removing_hooks.py -k grad_with_temporary_hook`.
 
 # %% tags=["exercise"]
 # Exercise: grad_with_temporary_hook — write your code in this cell.
@@ -316,6 +329,9 @@ def grad_with_temporary_hook(x, hook, loss_fn):
 # %%
 check(grad_with_temporary_hook)
 
+# %% [markdown]
+# Your function at work: a hook that doubles the gradient of `(x ** 2).sum()`, which is `2 * x`.
+
 # %%
 with try_it():
     x_demo = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
@@ -325,7 +341,7 @@ with try_it():
     assert x_demo.grad is None and len(x_demo._backward_hooks) == 0
 
 # %% [markdown]
-# ## Exercise 2: `HookGroup`, many handles removed together
+# ## Exercise 2: `HookGroup`
 #
 # When you hook every layer of a model, you get one handle per layer. Write a class `HookGroup` that
 # holds handles and removes them together:
@@ -334,11 +350,14 @@ with try_it():
 # - `len(group)` is the number of handles held;
 # - `group.remove()` removes every held handle and empties the group. Calling it again is safe;
 # - `with HookGroup() as group:` gives the group and removes everything on exit, also when an
-#   exception leaves the block.
+#   exception leaves the block;
+# - each group holds its own handles: adding to or removing one group does not touch another.
 #
-# Hint: if `__exit__` returns a true value, Python swallows the exception that left the block.
-# Return `False` or `None`. Also make sure `remove()` really empties the group, so that `len(group)`
-# is 0 afterwards.
+# Traps: (1) a list created as a class attribute is shared by every group; create it in `__init__`.
+# (2) If `__exit__` returns a true value, Python swallows the exception that left the block; return
+# `False` or `None`. (3) `remove()` must really empty the group, so that `len(group)` is 0 afterwards.
+#
+# Check: run `check(HookGroup)` below, or `pytest tests/test_02_removing_hooks.py -k HookGroup`.
 
 # %% tags=["exercise"]
 # Exercise: HookGroup — write your code in this cell.
@@ -354,6 +373,7 @@ class HookGroup:
 
     `with HookGroup() as group:` binds the group and calls `group.remove()` when the block exits,
     also when an exception leaves the block. The exception is not swallowed.
+    Each HookGroup holds its own handles: adding to or removing one group does not affect another.
     """
 
     def __init__(self):
@@ -400,6 +420,10 @@ class HookGroup:
 # %%
 check(HookGroup)
 
+# %% [markdown]
+# Your class at work: one forward hook on each of the three layers of a small model, all removed
+# when the `with` block ends.
+
 # %%
 with try_it():
     torch.manual_seed(0)
@@ -424,27 +448,32 @@ with try_it():
     assert left == 0 and len(group) == 0
 
 # %% [markdown]
-# ## Exercise 3: `register_named_hook`, hooks you can re-register safely
+# ## Exercise 3: `register_named_hook`
 #
 # Write `register_named_hook(module, name, hook)`. It registers `hook` as a forward hook on `module`
 # and returns the handle. If this function registered a hook on the same module under the same name
 # before, it removes that hook first. Re-running a cell that calls
 # `register_named_hook(layer, "count", count_call)` then replaces the hook instead of stacking
-# another one. Different names on one module coexist, and the same name on two modules does not
-# interfere.
+# another one. Different names on one module coexist, the same name on two modules does not
+# interfere, and hooks registered on the module by other means (a direct `register_forward_hook`,
+# a library) are left alone.
 #
-# Hint: the names must be remembered somewhere, and the place matters.
+# Trap: where the names are remembered.
 #
 # - A dict in the exercise cell's global scope is reset when you re-run that cell. After that, the
 #   old hooks can no longer be found.
 # - A plain dict keyed by module keeps every module alive for as long as the dict exists.
-# - A dict keyed by `id(module)` can mix modules up, because Python reuses the id of a deleted object.
+# - A dict keyed by `id(module)` can mix modules up, because Python may give a new object the id of
+#   a deleted one.
 #
 # A good place is the module itself: store a `{name: handle}` dict as an attribute on it. The
 # registry then lives and dies with the module. A `weakref.WeakKeyDictionary` keyed by module would
 # also avoid the memory leak, but it would still be reset when you re-run the cell. Removing a
 # handle that was already removed is safe, so the function does not need to track hooks that you
 # removed by hand.
+#
+# Check: run `check(register_named_hook)` below, or
+# `pytest tests/test_02_removing_hooks.py -k register_named_hook`.
 
 # %% tags=["exercise"]
 # Exercise: register_named_hook — write your code in this cell.
@@ -477,23 +506,33 @@ def register_named_hook(module, name, hook):
 # %%
 check(register_named_hook)
 
+# %% [markdown]
+# Your function at work: the registering line runs three times, as a re-run cell would, and the
+# hook still fires once per forward. A second name adds a second hook, and a hook registered
+# directly stays.
+
 # %%
 with try_it():
+    named_layer = nn.Linear(4, 2)
+    counted, out_shapes, direct = [], [], []
     for rerun in range(3):  # the same cell, run three times
-        count_handle = register_named_hook(layer, "count", count_call)
-    calls.clear()
-    layer(x)
-    print("after three runs, registered:", len(layer._forward_hooks), "| calls for one forward:", len(calls))
-    assert len(layer._forward_hooks) == 1 and len(calls) == 1
+        count_handle = register_named_hook(named_layer, "count", lambda m, args, out: counted.append(1))
+    named_layer(torch.ones(1, 4))
+    print("after three runs, registered:", len(named_layer._forward_hooks),
+          "| count calls for one forward:", len(counted))
+    assert len(named_layer._forward_hooks) == 1 and len(counted) == 1
 
+    direct_handle = named_layer.register_forward_hook(lambda m, args, out: direct.append(1))
     shape_handle = register_named_hook(
-        layer, "shape", lambda module, inputs, output: print("  output shape:", tuple(output.shape)))
-    calls.clear()
-    layer(x)
-    print("with a second name, registered:", len(layer._forward_hooks), "| count calls:", len(calls))
-    assert len(layer._forward_hooks) == 2 and len(calls) == 1
-    count_handle.remove()
-    shape_handle.remove()
+        named_layer, "shape", lambda m, args, out: out_shapes.append(tuple(out.shape)))
+    counted.clear()
+    named_layer(torch.ones(1, 4))
+    print("with a second name and a direct hook, registered:", len(named_layer._forward_hooks),
+          "| count calls:", len(counted), "| shapes:", out_shapes, "| direct calls:", len(direct))
+    assert len(named_layer._forward_hooks) == 3
+    assert len(counted) == 1 and out_shapes == [(1, 2)] and len(direct) == 1
+    for h in (count_handle, shape_handle, direct_handle):
+        h.remove()
 
 # %% [markdown]
 # ## Summary
@@ -507,8 +546,8 @@ with try_it():
 # - For many hooks at once, put the handles in a group and remove the group (`HookGroup`).
 # - In notebooks, a cell that registers a hook adds another hook each time it runs. Remove the old
 #   handle first, or register by name (`register_named_hook`).
-# - To get a gradient without touching `x.grad`, use `torch.autograd.grad`. It still applies a leaf's
-#   tensor hooks.
+# - To get a gradient without touching `x.grad`, use `torch.autograd.grad`. It still runs the hooks
+#   registered on `x`.
 #
 # Next, lesson 03 covers forward pre-hooks, which see a module's inputs before `forward` runs and can
 # replace them.
