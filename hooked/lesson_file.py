@@ -71,7 +71,7 @@ def _line_of(lines, source_lines, start):
 
 
 def choose_graded_file(lesson_dir, lesson):
-    """The .py, unless the paired .ipynb is newer and its exercise cells differ."""
+    """The .py, unless the paired .ipynb is newer (the learner last saved in Jupyter)."""
     script = pathlib.Path(lesson_dir) / f"{lesson}.py"
     notebook = pathlib.Path(lesson_dir) / f"{lesson}.ipynb"
     if not notebook.exists():
@@ -96,17 +96,6 @@ def load_lesson_source(lesson_dir, lesson):
         result.problem = f"could not read {path}: {type(error).__name__}: {error}"
         return result
     tagged, untagged = _exercise_cells(notebook)
-    if path.suffix == ".ipynb":
-        script = path.with_suffix(".py")
-        if script.exists():
-            try:
-                same = [cell.source for _, cell in _exercise_cells(_read_notebook(script))[0]] == \
-                       [cell.source for _, cell in tagged]
-            except Exception:
-                same = False
-            if same:  # the notebook is newer but holds the same code: report the .py
-                path = script
-                result.graded_file = str(script)
     lines = path.read_text(encoding="utf-8").splitlines() if path.suffix == ".py" else []
     search_from = 0
     for index, cell in tagged:

@@ -153,6 +153,18 @@ def test_a_newer_notebook_with_other_code_is_graded_and_named(tmp_path):
     assert "02_removing_hooks.ipynb" in output and "newer" in output
 
 
+def test_a_missing_lesson_file_is_reported_and_the_other_lessons_graded(tmp_path):
+    lessons = make_lessons(tmp_path / "lessons", {
+        "01_tensor_hooks": {"double_grad": _solution_cell("01_tensor_hooks", "double_grad")}})
+    (lessons / "02_removing_hooks.py").unlink()
+    code, output, entries = grade("--lessons-dir", str(lessons), "--report", str(tmp_path / "r.json"))
+    assert code == 1, output
+    assert entries["double_grad"]["status"] == "passed"
+    for exercise in ("grad_with_temporary_hook", "HookGroup", "register_named_hook"):
+        assert entries[exercise]["status"] == "error"
+        assert "no lesson file" in entries[exercise]["message"]
+
+
 def test_an_exercise_written_in_an_untagged_cell_is_pointed_at(tmp_path):
     lessons = make_lessons(tmp_path / "lessons")
     notebook = jupytext.read(lessons / "01_tensor_hooks.py")
