@@ -9,10 +9,13 @@ import contextlib
 import dataclasses
 import linecache
 import os
+import re
 import sysconfig
 import traceback
 
 STATUSES = ("passed", "failed", "not_attempted", "error")
+
+_IPYTHON_CELL = re.compile(r"/ipykernel_\d+/\d+\.py$")
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 _LIBRARY_DIRS = tuple(
@@ -110,8 +113,16 @@ def describe_learner_error(error):
     frame = learner_frame(error)
     if frame is not None:
         filename, lineno, line = frame
-        text += f"\n  your code, {display_path(filename)} line {lineno}:\n      {line}"
+        text += f"\n  your code, {_place(filename, lineno)}:\n      {line}"
     return text
+
+
+def _place(filename, lineno):
+    """'lessons/01_tensor_hooks.py line 12', or, for code run in a Jupyter kernel
+    (whose cells IPython names like /tmp/ipykernel_123/456.py), 'line 12 of its notebook cell'."""
+    if _IPYTHON_CELL.search(filename.replace("\\", "/")):
+        return f"line {lineno} of its notebook cell"
+    return f"{display_path(filename)} line {lineno}"
 
 
 def display_path(filename):
@@ -153,7 +164,7 @@ def run_check(lesson, exercise, check, obj):
 
 def _not_attempted(result, exercise, error):
     where = learner_frame(error)
-    line = f" ({display_path(where[0])} line {where[1]})" if where else ""
+    line = f" ({_place(where[0], where[1])})" if where else ""
     what = str(error) or f"{exercise} still raises NotImplementedError"
     return result("not_attempted", f"not attempted yet: {what}{line}. Replace the `raise NotImplementedError` "
                                    "stub in its exercise cell with your code.")

@@ -37,6 +37,7 @@ def test_learner_version_runs_and_every_check_says_not_attempted(lesson):
     assert printed, "no check cells"
     for exercise, text in printed.items():
         assert f"{exercise}: not attempted yet" in text, text
+        assert "of its notebook cell" in text and "ipykernel_" not in text, text  # no kernel temp paths
     print(f"{lesson} (lessons/) executed in {seconds:.1f} s")
 
 
