@@ -13,7 +13,7 @@ import time
 
 from hooked.checking import Result, display_path
 from hooked.course import ROOT
-from hooked.lesson_file import load_lesson_source, syntax_error_in
+from hooked.lesson_file import load_lesson_source
 
 DEFAULT_TIME_LIMIT = 10.0
 _STARTUP_LIMIT = 300.0  # importing torch on a cold, busy machine
@@ -120,9 +120,9 @@ class Grader:
 
         if source.problem:
             return result("error", source.problem)
-        syntax_error = syntax_error_in(source)
-        if syntax_error:
-            return result("error", f"{shown} has a syntax error, so its exercises cannot be graded: {syntax_error}")
+        if source.syntax_error:
+            return result("error", f"{shown} has a syntax error, so its exercises cannot be graded: "
+                                   f"{source.syntax_error}")
         cell = source.cell_defining(exercise)
         if cell is None:
             return result("error", self._missing_message(source, exercise, shown))

@@ -26,6 +26,7 @@ class LessonSource:
     graded_file: str = ""
     cells: list = dataclasses.field(default_factory=list)
     problem: str = ""  # set when the lesson cannot be graded at all
+    syntax_error: str = ""  # "file line N: message" of the first cell that does not compile
     untagged_definitions: dict = dataclasses.field(default_factory=dict)  # name -> where
 
     def cell_defining(self, name):
@@ -110,12 +111,13 @@ def load_lesson_source(lesson_dir, lesson):
     for index, cell in untagged:
         for name in top_level_names(cell.source):
             result.untagged_definitions.setdefault(name, f"cell {index + 1} of {path.name}")
+    result.syntax_error = syntax_error_in(result.cells)
     return result
 
 
-def syntax_error_in(source):
+def syntax_error_in(cells):
     """'file line N: message' for the first cell that does not compile, else ''."""
-    for cell in source.cells:
+    for cell in cells:
         try:
             compile(_padded(cell), cell.filename, "exec", dont_inherit=True)
         except SyntaxError as error:
