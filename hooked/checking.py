@@ -103,13 +103,31 @@ def learner_frame(error):
 
 
 def learner_raised_not_implemented(error):
-    """True when a NotImplementedError was raised by the learner's code (the stub)."""
-    return isinstance(error, NotImplementedError) and learner_frame(error) is not None
+    """True when the learner's own line raised a NotImplementedError (the stub does),
+    not when torch raised one somewhere inside a call the learner made."""
+    if not isinstance(error, NotImplementedError):
+        return False
+    frames = list(traceback.walk_tb(error.__traceback__))
+    return bool(frames) and is_learner_file(frames[-1][0].f_code.co_filename)
+
+
+_LONGEST_ERROR_TEXT = 1000
+
+
+def error_text(error):
+    """'ValueError: msg', also for exceptions whose message is huge or cannot be shown."""
+    try:
+        message = str(error)
+    except Exception:
+        message = "(its message could not be shown)"
+    if len(message) > _LONGEST_ERROR_TEXT:
+        message = message[:_LONGEST_ERROR_TEXT] + f"... ({len(message) - _LONGEST_ERROR_TEXT} more characters)"
+    return f"{type(error).__name__}: {message}".rstrip(": ")
 
 
 def describe_learner_error(error):
     """'ValueError: msg' followed by the learner's line, if there is one."""
-    text = f"{type(error).__name__}: {error}".rstrip(": ")
+    text = error_text(error)
     frame = learner_frame(error)
     if frame is not None:
         filename, lineno, line = frame
@@ -126,8 +144,9 @@ def _place(filename, lineno):
 
 
 def display_path(filename):
+    """The path relative to where grading was started (the worker runs elsewhere)."""
     try:
-        relative = os.path.relpath(filename)
+        relative = os.path.relpath(filename, os.environ.get("HOOKED_DISPLAY_ROOT") or os.getcwd())
     except ValueError:  # another drive on Windows
         return filename
     return filename if relative.startswith("..") else relative
@@ -165,7 +184,9 @@ def run_check(lesson, exercise, check, obj):
 def _not_attempted(result, exercise, error):
     where = learner_frame(error)
     line = f" ({_place(where[0], where[1])})" if where else ""
-    what = str(error) or f"{exercise} still raises NotImplementedError"
+    what = error_text(error).removeprefix("NotImplementedError: ")
+    if what == "NotImplementedError":
+        what = f"{exercise} still raises NotImplementedError"
     return result("not_attempted", f"not attempted yet: {what}{line}. Replace the `raise NotImplementedError` "
                                    "stub in its exercise cell with your code.")
 

@@ -6,6 +6,7 @@ import collections
 import json
 import os
 import queue
+import signal
 import subprocess
 import sys
 import threading
@@ -28,15 +29,21 @@ class _Stopped(Exception):
 
 
 class _Worker:
-    """One grading process, and the threads that read what it says."""
+    """One grading process, and the threads that read what it says. It runs in the
+    lessons folder (as Jupyter does) and in a process group of its own, so that
+    stopping it also stops any process the learner's code started."""
 
-    def __init__(self):
-        env = dict(os.environ, PYTHONIOENCODING="utf-8")
+    def __init__(self, lessons_dir):
+        env = dict(os.environ, PYTHONIOENCODING="utf-8", HOOKED_DISPLAY_ROOT=os.getcwd())
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+        if os.name == "nt":
+            group = {"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP}
+        else:
+            group = {"start_new_session": True}
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "hooked.grading_worker"], env=env,
+            [sys.executable, "-m", "hooked.grading_worker"], env=env, cwd=lessons_dir,
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            text=True, encoding="utf-8", errors="replace")
+            text=True, encoding="utf-8", errors="replace", **group)
         self.replies = queue.Queue()
         self.stderr_tail = collections.deque(maxlen=20)
         self.lesson = None
@@ -74,14 +81,20 @@ class _Worker:
         return reply
 
     def stop(self):
+        if os.name != "nt":
+            try:
+                os.killpg(self.process.pid, signal.SIGKILL)  # the worker and whatever it started
+            except (ProcessLookupError, PermissionError):
+                pass
         if self.process.poll() is None:
             self.process.kill()
         self.process.wait()
-        for stream in (self.process.stdin, self.process.stdout, self.process.stderr):
-            try:
-                stream.close()
-            except OSError:
-                pass
+        try:
+            self.process.stdin.close()
+        except OSError:
+            pass
+        # stdout and stderr are left to their reader threads: closing a pipe that
+        # a thread is reading would wait for every process that still holds it.
 
 
 class Grader:
@@ -92,12 +105,13 @@ class Grader:
         self.time_limit = time_limit
         self._sources = {}
         self._load_outcomes = {}  # lesson -> ("ok", cell_errors, output) | ("problem", message)
+        self._stopped_cells = {}  # lesson -> {cell index: why it was stopped}
         self._worker = None
 
     def start(self):
         """Start the worker now, so that torch imports while other work goes on."""
         if self._worker is None:
-            self._worker = _Worker()
+            self._worker = _Worker(self.lessons_dir)
 
     def close(self):
         if self._worker is not None:
@@ -133,8 +147,8 @@ class Grader:
         _, cell_errors, load_output = outcome
         index = str(source.cells.index(cell))
         if index in cell_errors:
-            return result("error", f"running the exercise cell that defines {exercise} raised "
-                                   f"{cell_errors[index]}", load_output)
+            return result("error", f"running the exercise cell that defines {exercise} {cell_errors[index]}",
+                          load_output)
         try:
             self._worker.send({"op": "check", "exercise": exercise})
             reply = self._worker.receive(self.time_limit)
@@ -147,7 +161,12 @@ class Grader:
             tail = self._restart()
             return result("failed", f"the grading process stopped while checking {exercise}: your code may have "
                                     f"ended the interpreter (os._exit) or crashed it.{tail}")
-        return result(reply["status"], reply["message"], reply["output"])
+        message = reply["message"]
+        elsewhere = source.untagged_definitions.get(exercise)
+        if elsewhere and reply["status"] != "passed":
+            message += (f" Note: {elsewhere} also defines {exercise}, but it is not an exercise cell, so the "
+                        "grader does not run it; write your code in the exercise cell.")
+        return result(reply["status"], message, reply["output"])
 
     def _missing_message(self, source, exercise, shown):
         where = source.untagged_definitions.get(exercise)
@@ -159,38 +178,44 @@ class Grader:
                 f"Was it renamed or deleted? Keep the name {exercise} and its signature.")
 
     def _load(self, lesson, source):
-        """Run the lesson's exercise cells in the worker (once per worker)."""
-        if lesson in self._load_outcomes and (self._load_outcomes[lesson][0] == "problem"
-                                              or (self._worker and self._worker.lesson == lesson)):
+        """Run the lesson's exercise cells in the worker (once per worker). A cell that
+        runs too long, or ends the process, is stopped and skipped; the rest still run."""
+        if lesson in self._load_outcomes and self._worker and self._worker.lesson == lesson:
             return self._load_outcomes[lesson]
         self.start()
         cells = [{"source": cell.source, "filename": cell.filename, "first_line": cell.first_line}
                  for cell in source.cells]
-        current = None
-        try:
-            self._worker.send({"op": "load", "lesson": lesson, "cells": cells})
-            while True:
-                reply = self._worker.receive(self.time_limit)
-                if reply["event"] == "cell":
-                    current = source.cells[reply["index"]]
-                elif reply["event"] == "loaded":
-                    break
-        except _Timeout:
-            self._restart()
-            where = f" ({display_path(current.filename)}, from line {current.first_line})" if current else ""
-            outcome = ("problem", f"running the exercise cells of {display_path(source.graded_file)} took longer "
-                                  f"than {self.time_limit:g} s and was stopped, in the cell that defines "
-                                  f"{', '.join(current.defines) if current else '?'}{where}. Look for a loop "
-                                  "that never ends at the top level of that cell.")
-        except _Stopped:
-            tail = self._restart()
-            outcome = ("problem", f"the grading process stopped while running the exercise cells of "
-                                  f"{display_path(source.graded_file)}.{tail}")
-        else:
-            self._worker.lesson = lesson
-            outcome = ("ok", reply["cell_errors"], reply["output"])
-        self._load_outcomes[lesson] = outcome
-        return outcome
+        stopped = self._stopped_cells.setdefault(lesson, {})  # cell index -> what happened; never rerun
+        while True:
+            current = None
+            try:
+                self._worker.send({"op": "load", "lesson": lesson, "cells": cells, "skip": sorted(stopped)})
+                while True:
+                    reply = self._worker.receive(self.time_limit)
+                    if reply["event"] == "cell":
+                        current = reply["index"]
+                    elif reply["event"] == "loaded":
+                        break
+            except _Timeout:
+                self._restart()
+                if current is None:
+                    return ("problem", f"the grading process did not answer within {self.time_limit:g} s.")
+                stopped[current] = (f"took longer than {self.time_limit:g} s and was stopped. Look for a loop "
+                                    "that never ends at the top level of that cell.")
+                continue
+            except _Stopped:
+                tail = self._restart()
+                if current is None:
+                    return ("problem", f"the grading process stopped before running the exercise cells of "
+                                       f"{display_path(source.graded_file)}.{tail}")
+                stopped[current] = ("stopped the grading process: it ended the interpreter (os._exit) or "
+                                    f"crashed it.{tail}")
+                continue
+            break
+        self._worker.lesson = lesson
+        cell_errors = dict(reply["cell_errors"], **{str(index): text for index, text in stopped.items()})
+        self._load_outcomes[lesson] = ("ok", cell_errors, reply["output"])
+        return self._load_outcomes[lesson]
 
     def _restart(self):
         """Replace a stopped or stuck worker; return what it last printed on stderr."""
@@ -200,5 +225,5 @@ class Grader:
             time.sleep(0.05)  # let the stderr reader drain
             if self._worker.stderr_tail:
                 tail = "\nIts last words:\n  " + "\n  ".join(self._worker.stderr_tail)
-        self._worker = _Worker()
+        self._worker = _Worker(self.lessons_dir)
         return tail

@@ -3,10 +3,11 @@ sends it one JSON request per line and waits for its replies with a time limit;
 when learner code never returns, the grader kills this process and starts
 another, which works the same on Linux, macOS and Windows.
 
-Requests:  {"op": "load", "lesson": ..., "cells": [{"source", "filename", "first_line"}, ...]}
+Requests:  {"op": "load", "lesson": ..., "cells": [{"source", "filename", "first_line"}, ...],
+            "skip": [indices of cells not to run]}
            {"op": "check", "exercise": ...}
 Replies:   {"event": "ready"} once torch is imported; {"event": "cell", "index": k} before
-           each cell runs; {"event": "loaded", "cell_errors": {k: message}, "output": ...};
+           each cell runs; {"event": "loaded", "cell_errors": {k: "raised ..."}, "output": ...};
            {"event": "result", "status": ..., "message": ..., "output": ...}.
 """
 
@@ -34,10 +35,15 @@ def main():
 
     import torch  # noqa: F401  (the slow import, done once, before "ready")
 
-    from hooked.checks import run_exercise_check
+    from hooked.checking import Result, describe_learner_error
+    from hooked.checks import checks_for_lesson, run_exercise_check
+    from hooked.course import lesson_names
     from hooked.isolation import torch_state_restored
     from hooked.lesson_file import Cell, compile_cell
-    from hooked.checking import describe_learner_error
+
+    for name in lesson_names():  # import every check now, before learner code can disturb imports
+        checks_for_lesson(name)
+    sys.path.insert(0, os.getcwd())  # the lessons folder: a learner's own helper modules import as in Jupyter
 
     send({"event": "ready"})
     lesson, namespace = None, {}
@@ -50,6 +56,8 @@ def main():
             cell_errors = {}
             with torch_state_restored(), contextlib.redirect_stdout(output), contextlib.redirect_stderr(output):
                 for index, fields in enumerate(request["cells"]):
+                    if index in request["skip"]:
+                        continue
                     send({"event": "cell", "index": index})
                     cell = Cell(fields["source"], fields["filename"], fields["first_line"], {})
                     if not os.path.exists(cell.filename):  # a notebook cell: let tracebacks find its lines
@@ -58,14 +66,18 @@ def main():
                     try:
                         exec(compile_cell(cell), namespace)
                     except SystemExit as error:
-                        cell_errors[index] = f"the cell called sys.exit({error.code!r})"
-                    except Exception as error:
-                        cell_errors[index] = describe_learner_error(error)
+                        cell_errors[index] = f"called sys.exit({error.code!r})"
+                    except BaseException as error:  # KeyboardInterrupt and the like are the learner's too
+                        cell_errors[index] = f"raised {describe_learner_error(error)}"
             send({"event": "loaded", "cell_errors": cell_errors, "output": output.getvalue()})
         elif request["op"] == "check":
             exercise = request["exercise"]
             with contextlib.redirect_stdout(output), contextlib.redirect_stderr(output):
-                result = run_exercise_check(lesson, exercise, namespace.get(exercise))
+                try:
+                    result = run_exercise_check(lesson, exercise, namespace.get(exercise))
+                except BaseException as error:  # escaped the check: KeyboardInterrupt, a broken __str__, ...
+                    result = Result(lesson, exercise, "failed",
+                                    f"while checking {exercise}, your code raised {describe_learner_error(error)}")
             send({"event": "result", "status": result.status, "message": result.message,
                   "output": output.getvalue()})
 

@@ -1,11 +1,16 @@
 """Save and restore the global state torch keeps, so that one learner's code
-cannot change how the next check or lesson behaves."""
+cannot change how the next check or lesson behaves: modes and defaults, random
+state, global hooks, entered-but-never-exited contexts (saved-tensor hooks,
+torch function and dispatch modes), and attributes replaced on torch's main
+modules and classes (a monkeypatched `torch.allclose` or `Tensor.register_hook`)."""
 
 import contextlib
 import random
 import sys
 
 import torch
+import torch.autograd
+import torch.nn.functional
 import torch.nn.modules.module as module_globals
 import torch.optim.optimizer as optimizer_globals
 
@@ -17,6 +22,26 @@ _GLOBAL_HOOK_DICTS = [
     getattr(optimizer_globals, name) for name in sorted(dir(optimizer_globals))
     if name.startswith("_global_") and isinstance(getattr(optimizer_globals, name), dict)
 ]
+
+
+# Namespaces whose attributes learner code might replace; restored by identity.
+_PATCHABLE = [torch, torch.Tensor, torch.nn, torch.nn.Module, torch.nn.functional, torch.autograd]
+
+
+def _pop_until(length, current_length, pop):
+    while current_length() > length:
+        pop()
+
+
+def _saved_tensors_hooks_depth():
+    """How many saved_tensors_hooks contexts are entered (torch keeps a stack)."""
+    popped = []
+    while torch._C._autograd._top_saved_tensors_default_hooks(True) is not None:
+        popped.append(torch._C._autograd._top_saved_tensors_default_hooks(True))
+        torch._C._autograd._pop_saved_tensors_default_hooks()
+    for pack, unpack in reversed(popped):
+        torch._C._autograd._push_saved_tensors_default_hooks(pack, unpack)
+    return len(popped)
 
 
 def _snapshot():
@@ -32,10 +57,22 @@ def _snapshot():
         "python_rng": random.getstate(),
         "numpy_rng": numpy.random.get_state() if numpy is not None else None,
         "hooks": [dict(hooks) for hooks in _GLOBAL_HOOK_DICTS],
+        "attributes": [dict(vars(namespace)) for namespace in _PATCHABLE],
+        "function_modes": torch._C._len_torch_function_stack(),
+        "dispatch_modes": torch._C._len_torch_dispatch_stack(),
+        "saved_tensors_hooks": _saved_tensors_hooks_depth(),
+        "recursion_limit": sys.getrecursionlimit(),
     }
 
 
 def _restore(state):
+    # Modes and patched attributes first: the calls below go through them.
+    _pop_until(state["function_modes"], torch._C._len_torch_function_stack, torch._C._pop_torch_function_stack)
+    _pop_until(state["dispatch_modes"], torch._C._len_torch_dispatch_stack, torch._C._pop_torch_dispatch_stack)
+    _pop_until(state["saved_tensors_hooks"], _saved_tensors_hooks_depth,
+               torch._C._autograd._pop_saved_tensors_default_hooks)
+    for namespace, saved in zip(_PATCHABLE, state["attributes"]):
+        _restore_attributes(namespace, saved)
     torch.set_grad_enabled(state["grad_enabled"])
     torch.set_default_dtype(state["default_dtype"])
     if torch.get_default_device() != state["default_device"]:
@@ -53,6 +90,16 @@ def _restore(state):
     for hooks, saved in zip(_GLOBAL_HOOK_DICTS, state["hooks"]):
         hooks.clear()
         hooks.update(saved)
+    sys.setrecursionlimit(state["recursion_limit"])
+
+
+def _restore_attributes(namespace, saved):
+    current = vars(namespace)
+    for name in [name for name in current if name not in saved]:
+        delattr(namespace, name)
+    for name, value in saved.items():
+        if current.get(name) is not value:
+            setattr(namespace, name, value)
 
 
 @contextlib.contextmanager

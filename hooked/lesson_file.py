@@ -53,13 +53,31 @@ def _exercise_cells(notebook):
 
 
 def top_level_names(source):
-    """{name: line in the source} of the top-level defs and classes."""
+    """{name: line in the source} of what a cell defines at its top level: defs,
+    classes, and plain assignments (`double_grad = lambda grad: 2 * grad`)."""
     try:
-        tree = ast.parse(source)
-    except SyntaxError:
+        tree = ast.parse(without_magics(source))
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
         return {}
-    return {node.name: node.lineno for node in tree.body
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+    names = {}
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names[node.name] = node.lineno
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names.update((target.id, node.lineno) for target in targets if isinstance(target, ast.Name))
+    return names
+
+
+def without_magics(source):
+    """The cell with IPython magics and shell escapes (`%time ...`, `%%capture`, `!pip ...`)
+    turned into `pass`: they work in Jupyter, and mean nothing to the grader."""
+    lines = source.split("\n")
+    for number, line in enumerate(lines):
+        stripped = line.lstrip()
+        if stripped.startswith(("%", "!")):
+            lines[number] = line[:len(line) - len(stripped)] + "pass  # IPython magic, skipped by the grader"
+    return "\n".join(lines)
 
 
 def _line_of(lines, source_lines, start):
@@ -93,8 +111,11 @@ def load_lesson_source(lesson_dir, lesson):
         return result
     try:
         notebook = _read_notebook(path)
-    except Exception as error:  # a notebook broken by hand, say
-        result.problem = f"could not read {path}: {type(error).__name__}: {error}"
+    except Exception as error:  # a notebook broken by hand, a file saved in another encoding
+        advice = ("Save it as UTF-8." if isinstance(error, UnicodeDecodeError) else
+                  f"It is newer than {path.stem}.py, so it is what would be graded: fix it in Jupyter, or "
+                  "delete it to grade the .py." if path.suffix == ".ipynb" else "")
+        result.problem = f"could not read {display_path(str(path))}: {type(error).__name__}: {error}. {advice}"
         return result
     tagged, untagged = _exercise_cells(notebook)
     lines = path.read_text(encoding="utf-8").splitlines() if path.suffix == ".py" else []
@@ -119,16 +140,18 @@ def syntax_error_in(cells):
     """'file line N: message' for the first cell that does not compile, else ''."""
     for cell in cells:
         try:
-            compile(_padded(cell), cell.filename, "exec", dont_inherit=True)
+            compile_cell(cell)
         except SyntaxError as error:
             line = f"\n      {error.text.strip()}" if error.text else ""
             return f"{display_path(cell.filename)} line {error.lineno}: {error.msg}{line}"
+        except (ValueError, MemoryError, RecursionError) as error:  # null bytes, absurd nesting
+            return f"{display_path(cell.filename)}, the cell from line {cell.first_line}: {error}"
     return ""
 
 
 def _padded(cell):
     """The cell's source with blank lines before it, so that line numbers match the file."""
-    return "\n" * (cell.first_line - 1) + cell.source
+    return "\n" * (cell.first_line - 1) + without_magics(cell.source)
 
 
 def compile_cell(cell):

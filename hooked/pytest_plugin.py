@@ -12,6 +12,7 @@ import pytest
 from hooked.checking import display_path
 from hooked.grader import DEFAULT_TIME_LIMIT, Grader
 
+_LONGEST_TIME_LIMIT = 86400.0
 _GRADER = pytest.StashKey()
 _RESULTS = pytest.StashKey()
 
@@ -52,14 +53,35 @@ def _time_limit(config):
         value = float(text)
     except ValueError:
         value = 0.0
-    if not value > 0:
-        raise pytest.UsageError(f"--time-limit {text}: give a positive number of seconds, e.g. --time-limit 30.")
+    if not 0 < value <= _LONGEST_TIME_LIMIT:
+        raise pytest.UsageError(f"--time-limit {text}: give a positive number of seconds up to "
+                                f"{_LONGEST_TIME_LIMIT:g}, e.g. --time-limit 30.")
     return value
 
 
+def _check_report_path(config):
+    path = config.getoption("--report")
+    if path is None:
+        return
+    target = pathlib.Path(path)
+    if target.is_dir():
+        raise pytest.UsageError(f"--report {path}: that is a folder; give a file name, e.g. --report results.json.")
+    if not target.resolve().parent.is_dir():
+        raise pytest.UsageError(f"--report {path}: the folder {target.parent} does not exist; create it first "
+                                "or write the report elsewhere.")
+
+
+@pytest.hookimpl(tryfirst=True)
 def pytest_configure(config):
     config.addinivalue_line("markers", "exercise(lesson, name): grades one exercise of a lesson")
-    config.stash[_GRADER] = Grader(_lessons_dir(config), _time_limit(config))
+    lessons_dir = _lessons_dir(config)
+    _check_report_path(config)
+    # pytest picks its root folder before it knows our options, so `--lessons-dir DIR`
+    # can make DIR the root; then keep pytest's cache out of the learner's folder.
+    if config.getoption("--lessons-dir") is not None and not (config.rootpath / "tests").is_dir():
+        for name in ("cacheprovider", "lfplugin", "nfplugin"):  # the parts of it that write
+            config.pluginmanager.set_blocked(name)
+    config.stash[_GRADER] = Grader(lessons_dir, _time_limit(config))
     config.stash[_RESULTS] = []
 
 

@@ -28,7 +28,9 @@ def run_check_for_object(obj):
     lesson = find_lesson_of(name) if isinstance(name, str) else None
     if lesson is None:
         known = ", ".join(name for lesson in lesson_names() for name in checks_for_lesson(lesson))
-        return Result("?", str(name), "error",
-                      f"no exercise is named {name!r}; pass the function or class you wrote, "
-                      f"one of: {known}.")
+        given = f"a function named {name!r}" if isinstance(name, str) else f"{type(obj).__name__} {obj!r:.60}"
+        return Result("?", name if isinstance(name, str) else "check", "error",
+                      f"check() was given {given}, which is not one of the exercises. Pass the exercise itself, "
+                      f"defined with `def` or `class` under its own name, e.g. check(double_grad). "
+                      f"The exercises: {known}.")
     return run_exercise_check(lesson, name, obj)

@@ -28,6 +28,9 @@ def check_returns_new_gradient(hook, call_text, grad, expected, known_mistakes=(
              f"return the new gradient ({describe(expected)}).")
     if not isinstance(result, torch.Tensor):
         fail(f"{said} returned {describe(result)}; expected a tensor ({describe(expected)}).")
+    if result.layout != torch.strided or result.device != expected.device:
+        fail(f"{said} returned a {result.layout} tensor on {result.device}; expected an ordinary (dense) "
+             f"tensor on {expected.device}, like the gradient it received.")
     if result.shape != expected.shape:
         fail(f"{said} returned a tensor of shape {tuple(result.shape)}; expected shape {tuple(expected.shape)}, "
              "the gradient's own shape (PyTorch refuses a hook that changes the size of the gradient).")

@@ -26,6 +26,8 @@ def describe(value):
         return f"{type(value).__name__} {text if len(text) <= 80 else text[:77] + '...'}"
     dtype = str(value.dtype).removeprefix("torch.")
     text = f"tensor of shape {tuple(value.shape)}, {dtype}"
+    if value.layout != torch.strided or value.device.type == "meta":
+        return f"{text}, {value.layout} on {value.device}"
     numbers = [f"{number:.4g}" for number in value.detach().flatten()[:6].tolist()]
     more = ", ..." if value.numel() > 6 else ""
     return text + f", values [{', '.join(numbers)}{more}]"
