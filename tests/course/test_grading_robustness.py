@@ -43,14 +43,14 @@ def make_lessons(folder, changes=None):
 
 def grade(*arguments, cwd=ROOT):
     """Run the course's pytest; return (exit code, output, {exercise: report entry})."""
-    report = arguments and "--report" in arguments
     completed = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *arguments],
                                cwd=cwd, capture_output=True, text=True, timeout=300,
                                env=dict(os.environ, HOOKED_INNER_RUN="1"))
+    report = arguments[arguments.index("--report") + 1] if "--report" in arguments else None
     entries = {}
-    if report:
-        path = arguments[arguments.index("--report") + 1]
-        entries = {entry["exercise"]: entry for entry in json.loads(open(path).read())["exercises"]}
+    if report and os.path.isfile(report):
+        with open(report, encoding="utf-8") as file:
+            entries = {entry["exercise"]: entry for entry in json.load(file)["exercises"]}
     return completed.returncode, completed.stdout + completed.stderr, entries
 
 
@@ -82,6 +82,16 @@ def test_solving_one_exercise_flips_exactly_that_one(tmp_path):
     assert code == 0, output
     assert entries.pop("double_grad")["status"] == "passed"
     assert {entry["status"] for entry in entries.values()} == {"not_attempted"}
+
+
+def test_grading_another_folder_writes_nothing_into_it(tmp_path):
+    lessons = make_lessons(tmp_path / "lessons")
+    before = _fingerprint(lessons)
+    # Without -p no:cacheprovider, as a learner runs it: pytest's cache must not land in the folder.
+    completed = subprocess.run([sys.executable, "-m", "pytest", "--lessons-dir", str(lessons)], cwd=ROOT,
+                               capture_output=True, text=True, timeout=300, env=dict(os.environ, HOOKED_INNER_RUN="1"))
+    assert completed.returncode == 0, completed.stdout
+    assert _fingerprint(lessons) == before
 
 
 def test_broken_code_is_reported_per_exercise_and_the_run_finishes(tmp_path):
@@ -136,6 +146,55 @@ def test_load_errors_missing_exercises_and_leaked_global_state_stay_contained(tm
     assert "record_grads is missing" in entries["record_grads"]["message"]
     for exercise in ("grad_with_temporary_hook", "HookGroup", "register_named_hook"):
         assert entries[exercise]["status"] == "passed", entries[exercise]["message"]
+
+
+def test_learner_code_that_misbehaves_in_other_ways_is_contained(tmp_path):
+    lessons = make_lessons(tmp_path / "lessons", {
+        "01_tensor_hooks": {
+            # a loop that never ends at the top of a cell stops only that cell
+            "double_grad": "while True:\n    pass\n\n\ndef double_grad(grad):\n    return 2 * grad\n",
+            # a magic works in Jupyter and is skipped here; an assignment defines the exercise
+            "make_scale_hook": "%time pass\nmake_scale_hook = lambda factor: (lambda grad: grad * factor)\n",
+            # a NotImplementedError raised inside torch is a failure, not "not attempted"
+            "make_clip_hook": "import torch\n\n\ndef make_clip_hook(max_norm):\n"
+                              "    return lambda grad: torch.nn.Module()(grad)\n",
+            # KeyboardInterrupt from the learner's function; a monkeypatch that must not leak
+            "record_grads": "import torch\ntorch.Tensor.register_hook = lambda self, hook: None\n\n\n"
+                            "def record_grads(tensor, store):\n    raise KeyboardInterrupt\n",
+        },
+        "02_removing_hooks": {
+            # a child process that outlives the grading process must not keep pytest waiting
+            "grad_with_temporary_hook": "import subprocess\nimport sys\n"
+                                        "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)'])\n"
+                                        + _solution_cell("02_removing_hooks", "grad_with_temporary_hook"),
+            "register_named_hook": _solution_cell("02_removing_hooks", "register_named_hook"),
+        },
+    })
+    code, output, entries = grade("--lessons-dir", str(lessons), "--time-limit", "2",
+                                  "--report", str(tmp_path / "r.json"))
+    assert code == 1, output
+    assert entries["double_grad"]["status"] == "error"
+    assert "took longer than 2 s" in entries["double_grad"]["message"]
+    assert entries["make_scale_hook"]["status"] == "passed", entries["make_scale_hook"]["message"]
+    assert entries["make_clip_hook"]["status"] == "failed"
+    assert "NotImplementedError" in entries["make_clip_hook"]["message"]
+    assert entries["record_grads"]["status"] == "failed"
+    assert "KeyboardInterrupt" in entries["record_grads"]["message"]
+    assert "Traceback" not in output
+    assert entries["grad_with_temporary_hook"]["status"] == "passed", entries["grad_with_temporary_hook"]["message"]
+    assert entries["register_named_hook"]["status"] == "passed"
+
+
+def test_a_solution_in_an_untagged_cell_below_the_stub_is_pointed_at(tmp_path):
+    lessons = make_lessons(tmp_path / "lessons")
+    notebook = jupytext.read(lessons / "01_tensor_hooks.py")
+    index = next(i for i, cell in enumerate(notebook.cells) if "double_grad" in top_level_names(cell.source))
+    extra = jupytext.reads("# %%\n" + _solution_cell("01_tensor_hooks", "double_grad"), fmt="py:percent").cells[0]
+    notebook.cells.insert(index + 1, extra)
+    jupytext.write(notebook, lessons / "01_tensor_hooks.py", fmt="py:percent")
+    code, output, entries = grade("--lessons-dir", str(lessons), "--report", str(tmp_path / "r.json"))
+    assert entries["double_grad"]["status"] == "not_attempted"
+    assert "not an exercise cell" in entries["double_grad"]["message"]
 
 
 def test_a_newer_notebook_with_other_code_is_graded_and_named(tmp_path):
@@ -195,6 +254,9 @@ def test_solutions_mode_counts_a_stub_as_a_failure(tmp_path):
     (["--time-limit", "-1"], "--time-limit -1: give a positive number of seconds"),
     (["--time-limit", "soon"], "--time-limit soon: give a positive number of seconds"),
     (["--solutions", "--lessons-dir", "lessons"], "cannot be combined"),
+    (["--time-limit", "inf"], "--time-limit inf: give a positive number of seconds"),
+    (["--report", "no/such/folder/r.json"], "the folder no/such/folder does not exist"),
+    (["--report", "tests"], "--report tests: that is a folder"),
 ])
 def test_bad_options_say_what_is_wrong_without_a_traceback(arguments, complaint):
     code, output, _ = grade(*arguments)
