@@ -6,6 +6,7 @@ worker, and keeping them out of pytest's own process keeps a run fast."""
 
 import json
 import pathlib
+import re
 
 import pytest
 
@@ -14,6 +15,7 @@ from hooked.grader import DEFAULT_TIME_LIMIT, Grader
 
 _LONGEST_TIME_LIMIT = 86400.0
 _GRADER = pytest.StashKey()
+_LESSON_FILES_GIVEN = pytest.StashKey()
 _RESULTS = pytest.StashKey()
 
 
@@ -85,13 +87,32 @@ def pytest_configure(config):
     config.stash[_RESULTS] = []
 
 
+_LESSON_FILE = re.compile(r"^\d\d_[a-z0-9_]+\.(py|ipynb)$")
+
+
 def pytest_ignore_collect(collection_path, config):
+    if _LESSON_FILE.match(collection_path.name):
+        return True  # a lesson is not a test module
     # Not config.rootpath: pytest fixes the rootdir before it knows our options, so
     # `--lessons-dir /elsewhere` can move it; the course's own tests are recognised by shape.
     is_course_tests = (collection_path.parts[-2:] == ("tests", "course")
                        and (collection_path.parent.parent / "solutions").is_dir())
     if is_course_tests and not config.getoption("--course"):
         return True
+    return None
+
+
+class _LessonGivenAsTestFile(pytest.File):
+    def collect(self):
+        return []
+
+
+def pytest_pycollect_makemodule(module_path, parent):
+    """`pytest lessons/01_tensor_hooks.py` would import the lesson, demonstrations and all,
+    as a test module; collect nothing and say how to grade it instead."""
+    if _LESSON_FILE.match(module_path.name):
+        parent.config.stash.setdefault(_LESSON_FILES_GIVEN, []).append(module_path)
+        return _LessonGivenAsTestFile.from_parent(parent, path=module_path)
     return None
 
 
@@ -129,6 +150,12 @@ def exercise_test(lesson, exercise):
 def pytest_terminal_summary(terminalreporter, config):
     results = config.stash.get(_RESULTS, [])
     if not results:
+        for path in config.stash.get(_LESSON_FILES_GIVEN, []):
+            terminalreporter.write_line(f"{path.name} is a lesson, not a test file; grade it with "
+                                        f"`pytest tests/test_{path.stem}.py` from the course folder.")
+        if not config.stash.get(_LESSON_FILES_GIVEN, []) and not config.getoption("--course"):
+            terminalreporter.write_line("No exercise was graded. Run `pytest` from the course folder (the one "
+                                        "with README.md and tests/), or `pytest tests/test_01_tensor_hooks.py`.")
         return
     write = terminalreporter.write_line
     terminalreporter.section("Hooked progress")

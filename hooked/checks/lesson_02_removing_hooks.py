@@ -210,7 +210,8 @@ def check_register_named_hook(register_named_hook):
     _fire(module)
     if first.calls or second.calls != 1:
         fail("after registering another hook under the same name 'count', the old hook fired "
-             f"{first.calls} time(s) and the new one {second.calls}; expected 0 and 1: the new hook replaces the old.")
+             f"{first.calls} time(s) and the new one {second.calls}; expected 0 and 1: the new hook replaces the old. "
+             "Keep each module's handles in a registry keyed by the name.")
 
     # Different names coexist; the same name on another module does not interfere;
     # hooks registered by other means stay.
@@ -238,6 +239,15 @@ def check_register_named_hook(register_named_hook):
         fail("registering 'count' on a second module removed or doubled the 'count' hook of the first "
              f"(it fired {second.calls} time(s), the second module's {elsewhere.calls}); keep one registry per "
              "module, e.g. a dict stored on the module.")
+
+    # One hook function under two names is two registrations.
+    with calling("calling register_named_hook(module, 'again', the hook already under 'count')"):
+        register_named_hook(module, "again", second)
+    second.calls = 0
+    _fire(module)
+    if second.calls != 2:
+        fail(f"the same hook registered under 'count' and under 'again' fired {second.calls} time(s) per forward "
+             "call; expected 2. Keep each module's handles in a registry keyed by the name, not by the hook function.")
 
     # The handle it returns is the hook's own handle.
     other_handle.remove()

@@ -167,9 +167,12 @@ def test_learner_code_that_misbehaves_in_other_ways_is_contained(tmp_path):
             "grad_with_temporary_hook": "import subprocess\nimport sys\n"
                                         "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)'])\n"
                                         + _solution_cell("02_removing_hooks", "grad_with_temporary_hook"),
-            "register_named_hook": _solution_cell("02_removing_hooks", "register_named_hook"),
+            # a helper module beside the lesson imports, as it does in Jupyter
+            "register_named_hook": "from my_helpers import MESSAGE\n"
+                                   + _solution_cell("02_removing_hooks", "register_named_hook"),
         },
     })
+    (lessons / "my_helpers.py").write_text("MESSAGE = 'hello'\n", encoding="utf-8")
     code, output, entries = grade("--lessons-dir", str(lessons), "--time-limit", "2",
                                   "--report", str(tmp_path / "r.json"))
     assert code == 1, output
@@ -247,6 +250,12 @@ def test_solutions_mode_counts_a_stub_as_a_failure(tmp_path):
     assert code == 1, output
     assert {entry["status"] for entry in entries.values()} == {"not_attempted"}
     assert "4 failed" in output
+
+
+def test_a_lesson_file_given_to_pytest_is_not_run_and_the_learner_is_told_how_to_grade_it():
+    code, output, _ = grade("lessons/01_tensor_hooks.py")
+    assert code == 5  # no tests ran: the lesson's demonstrations were not executed as a test module
+    assert "grade it with `pytest tests/test_01_tensor_hooks.py`" in output
 
 
 @pytest.mark.parametrize("arguments, complaint", [

@@ -549,6 +549,16 @@ def register_named_hook(module, name, hook):
     return module.register_forward_hook(hook)
 ''',
          expect=["other means"]),
+    dict(exercise="register_named_hook", kind="wrong", why="keeps the handle on the hook function",
+         source='''
+def register_named_hook(module, name, hook):
+    previous = getattr(hook, "handle", None)
+    if previous is not None:
+        previous.remove()
+    hook.handle = module.register_forward_hook(hook)
+    return hook.handle
+''',
+         expect=["the new hook replaces the old", "keyed by the name"]),
     dict(exercise="register_named_hook", kind="right", why="WeakKeyDictionary of dicts",
          source='''
 import weakref
