@@ -109,6 +109,69 @@ assert torch.equal(grad_attr_inside_hook[1], torch.full((3,), 2.0))
 assert torch.equal(x.grad, torch.full((3,), 5.0))
 
 # %% [markdown]
+# The picture below is one real backward pass through `x` (leaf) → `h = x * 2` → `loss = (h * h).sum()`,
+# with a hook on `h` and a hook on `x`. Each point is an event that was recorded as it happened:
+# autograd reaches `h` first, then `x`, and writes `x.grad` only after both hooks have run.
+
+# %%
+import matplotlib.pyplot as plt
+
+x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+h = x * 2
+events = []  # (event, the gradient it saw or wrote, x.grad at that moment)
+
+
+def on_h(grad):
+    events.append(("hook on h", grad.clone(), None if x.grad is None else x.grad.clone()))
+
+
+def on_x(grad):
+    events.append(("hook on x", grad.clone(), None if x.grad is None else x.grad.clone()))
+
+
+h.register_hook(on_h)
+x.register_hook(on_x)
+(h * h).sum().backward()  # d loss / dh = 2h = [4, 8, 12]; d loss / dx = 2 * (d loss / dh)
+assert x.grad is not None
+events.append(("x.grad written", x.grad.clone(), x.grad.clone()))
+
+
+
+def as_text(t):
+    return "None" if t is None else "[" + ", ".join(f"{v:g}" for v in t.tolist()) + "]"
+
+
+for name, grad, x_grad in events:
+    print(f"{name:15} gradient: {as_text(grad):13} | x.grad at that moment: {as_text(x_grad)}")
+assert [name for name, _, _ in events] == ["hook on h", "hook on x", "x.grad written"]
+assert events[0][2] is None and events[1][2] is None  # x.grad was still None inside both hooks
+assert torch.equal(events[0][1], torch.tensor([4.0, 8.0, 12.0]))
+assert torch.equal(events[1][1], torch.tensor([8.0, 16.0, 24.0]))
+assert torch.equal(events[2][2], torch.tensor([8.0, 16.0, 24.0]))
+
+
+fig, ax = plt.subplots(figsize=(7, 2.5))
+steps = range(len(events))
+ax.annotate("", xy=(len(events) - 0.5, 0), xytext=(-0.5, 0),
+            arrowprops=dict(arrowstyle="->", color="0.5"), zorder=1)
+for step, (name, grad, x_grad) in zip(steps, events):
+    is_hook = name.startswith("hook")
+    ax.scatter(step, 0, s=120, color="tab:blue" if is_hook else "tab:green", zorder=2)
+    ax.annotate(f"{step + 1}. {name}", (step, 0), xytext=(0, 14), textcoords="offset points",
+                ha="center", fontsize=11, fontweight="bold")
+    detail = (f"grad seen: {as_text(grad)}\nx.grad: {as_text(x_grad)}" if is_hook
+              else f"x.grad = {as_text(x_grad)}")
+    ax.annotate(detail, (step, 0), xytext=(0, -16), textcoords="offset points",
+                ha="center", va="top", fontsize=10)
+ax.set_xlim(-0.6, len(events) - 0.4)
+ax.set_ylim(-0.8, 0.6)
+ax.axis("off")
+ax.text(len(events) - 0.5, -0.75, "time →", ha="right", va="bottom", color="0.4")
+ax.set_title("One backward pass, in the order autograd did it")
+plt.tight_layout()
+plt.show()
+
+# %% [markdown]
 # Hooks also fire under `torch.autograd.grad`, which returns gradients instead of writing them
 # into `.grad`.
 
