@@ -186,6 +186,8 @@ def test_learner_code_that_misbehaves_in_other_ways_is_contained(tmp_path):
     assert "Traceback" not in output
     assert entries["grad_with_temporary_hook"]["status"] == "passed", entries["grad_with_temporary_hook"]["message"]
     assert entries["register_named_hook"]["status"] == "passed"
+    assert sorted(path.name for path in lessons.iterdir()) == [
+        "01_tensor_hooks.py", "02_removing_hooks.py", "my_helpers.py"]  # no __pycache__ either
 
 
 def test_a_solution_in_an_untagged_cell_below_the_stub_is_pointed_at(tmp_path):
