@@ -35,7 +35,8 @@ class _Worker:
 
     def __init__(self, lessons_dir):
         # No bytecode files: importing a helper module beside the lessons must not write there.
-        env = dict(os.environ, PYTHONIOENCODING="utf-8", PYTHONDONTWRITEBYTECODE="1", HOOKED_DISPLAY_ROOT=os.getcwd())
+        env = dict(os.environ, PYTHONIOENCODING="utf-8", PYTHONDONTWRITEBYTECODE="1",
+                   HOOKED_DISPLAY_ROOT=os.getcwd())
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
         if os.name == "nt":
             group = {"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP}
