@@ -4,9 +4,19 @@ its mistake, and every correct submission written differently from the reference
 solution passes.
 
 The catalogue of lesson `NN_slug` is tests/course/mistakes/lesson_NN_slug.py, a list
-`ENTRIES` of dicts; see that file's docstring. The files are loaded by path, so no
-package is needed. An entry with `xfail="reason"` or `xfail_leak="reason"` names a
-known weakness of a check: its test is marked as strictly expected to fail.
+`ENTRIES` of dicts `dict(exercise=..., kind=..., why=..., source=..., expect=[...])`, each
+`source` a complete replacement for one exercise cell:
+
+- kind "wrong": a submission with one typical mistake. The check must fail it, and its
+  message must contain every phrase in `expect` (case-insensitive): the words that name
+  this mistake, so that the learner gets the targeted hint and not just any failure.
+- kind "right": a correct submission written differently from the reference solution
+  (`expect` is empty). The check must pass it.
+
+An entry with `xfail="reason"` (the check does not yet give the expected verdict or hint)
+or `xfail_leak="reason"` (the message shows a line of the reference solution) names a known
+weakness of a check: its test is marked as strictly expected to fail. The files are loaded
+by path, so no package is needed.
 """
 
 import importlib.util

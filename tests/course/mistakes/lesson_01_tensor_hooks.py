@@ -1,17 +1,5 @@
-"""Mistake catalogue for lesson 01, tensor hooks.
-
-Each entry is a complete replacement for one exercise cell:
-
-- kind "wrong": a submission with one typical mistake. The check must fail it, and its
-  message must contain every phrase in `expect` (case-insensitive): the words that name
-  this mistake, so that the learner gets the targeted hint and not just any failure.
-- kind "right": a correct submission written differently from the reference solution.
-  The check must pass it.
-
-An entry may carry `xfail="reason"` (the check does not yet give the expected verdict or
-hint) or `xfail_leak="reason"` (the message shows a line of the reference solution);
-tests/course/test_mistake_catalogue.py marks those tests as strictly expected to fail.
-"""
+"""Mistake catalogue for lesson 01, tensor hooks. The format of an entry is described in
+tests/course/test_mistake_catalogue.py."""
 
 ENTRIES = [
     # ------------------------------------------------------------------ double_grad
