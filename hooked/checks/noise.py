@@ -1,0 +1,139 @@
+"""Judging random noise by its statistics, so that every correct way of drawing it
+passes (torch.randn(..., generator=g) * std, torch.normal, x.new_empty(...).normal_(...)).
+
+Two kinds of checks:
+- `check_noise_sample(noise, std, what, input=None)`: one sample of noise, e.g. the output
+  of a noisy layer minus its clean output. Mean 0, standard deviation `std`, normal
+  (not uniform), every element drawn anew (not one value repeated along a dimension),
+  and, when `input` is given, unrelated to it.
+- `check_seeded_noise(draw, what)` and `check_new_noise_each_call(draw, what)`: the
+  noise comes from the generator it is given, and is fresh on each call.
+
+Each statistical test allows `Z` standard errors of its estimate, computed from the
+sample size: a correct answer fails with a probability around 1e-8 per test, and a
+sample of a few thousand elements still tells std from variance for std far from 1.
+All raise CheckFailed; `what` names the sample for the message, e.g. "the noise that
+add_input_noise(module, 0.3) added to an input of shape (64, 8, 8)".
+"""
+
+import math
+
+import torch
+
+from hooked.checking import fail
+from hooked.checks.tensors import describe
+
+Z = 6.0
+MIN_SAMPLE = 1000
+# Of normal samples, this fraction lies within one standard deviation of the mean.
+WITHIN_ONE_STD = math.erf(1 / math.sqrt(2))
+
+
+def check_noise_sample(noise, std, what, input=None):
+    """Require `noise` (a tensor of at least MIN_SAMPLE elements, each dimension of
+    size 1 or at least 2) to look like i.i.d. normal values of mean 0 and standard
+    deviation `std` > 0; with `input`, also independent of it."""
+    if noise.numel() < MIN_SAMPLE:
+        raise ValueError(f"a noise sample needs at least {MIN_SAMPLE} elements, not {noise.numel()}")
+    values = noise.detach().double().flatten()
+    if not torch.isfinite(values).all():
+        fail(f"{what} contains inf or nan: {describe(noise)}.")
+    n = values.numel()
+    measured_std = values.std().item()
+    if measured_std == 0:
+        fail(f"{what} is the same number everywhere ({values[0].item():.4g}); expected normal noise of standard "
+             f"deviation {std}, a new random value for every element.")
+    # Dependence first: it also distorts the mean and spread, and its message is the clearer one.
+    _check_elements_independent(noise.detach().double(), what)
+    if input is not None:
+        check_independent_of(noise, input, what)
+    mean = values.mean().item()
+    if abs(mean) > Z * std / math.sqrt(n):
+        fail(f"{what} has mean {mean:.4g} over {n} elements; expected mean 0 (normal noise centred on 0, such as "
+             f"torch.randn(...) * std), within {Z * std / math.sqrt(n):.2g}.")
+    _check_std(measured_std, std, n, what)
+    within = ((values.abs() < std).double().mean()).item()
+    if abs(within - WITHIN_ONE_STD) > Z * math.sqrt(WITHIN_ONE_STD * (1 - WITHIN_ONE_STD) / n):
+        fail(f"{what} has the right mean and standard deviation, but {within:.1%} of its values lie within one "
+             f"standard deviation of 0; normal noise has {WITHIN_ONE_STD:.1%} there. Draw from the normal "
+             "distribution (torch.randn, torch.normal), not the uniform one (torch.rand).")
+
+
+def _check_std(measured, std, n, what):
+    # The sample standard deviation has a relative standard error of about 1 / sqrt(2n).
+    if abs(measured / std - 1) <= Z / math.sqrt(2 * n):
+        return
+    said = f"{what} has standard deviation {measured:.4g} over {n} elements; expected {std}."
+
+    def near(value):
+        return abs(measured / value - 1) <= Z / math.sqrt(2 * n)
+
+    if near(std ** 2):
+        fail(f"{said} That is std squared, the variance: scale standard normal noise by std itself, "
+             "not by std ** 2.")
+    if near(math.sqrt(std)):
+        fail(f"{said} That is the square root of std: `std` is already the standard deviation, not the variance; "
+             "scale standard normal noise by std itself.")
+    if near(1.0):
+        fail(f"{said} That is the standard deviation of torch.randn itself: scale the noise by std.")
+    fail(said)
+
+
+def _check_elements_independent(noise, what):
+    """Neighbours along every dimension must be uncorrelated: noise drawn with a
+    smaller shape and broadcast (one value per sample, or the same for every sample)
+    repeats values along a dimension."""
+    for dim, size in enumerate(noise.shape):
+        if size < 2:
+            continue
+        first, second = noise.narrow(dim, 0, size - 1), noise.narrow(dim, 1, size - 1)
+        correlation = _correlation(first, second)
+        if correlation > Z / math.sqrt(first.numel()):
+            fail(f"{what} repeats itself along dimension {dim}: neighbouring values have correlation "
+                 f"{correlation:.3f}, expected about 0. Draw one independent value per element, with the full "
+                 f"shape of the tensor ({tuple(noise.shape)}), not a smaller tensor broadcast along a dimension.")
+
+
+def check_independent_of(noise, input, what):
+    """The noise must not grow or shrink with `input` (as x * torch.randn(...) * std does):
+    neither its values nor their squares may correlate with those of the input."""
+    noise, input = noise.detach().double().flatten(), input.detach().double().flatten()
+    tolerance = Z / math.sqrt(noise.numel())
+    for name, a, b in (("values", noise, input), ("squared values", noise ** 2, input ** 2)):
+        correlation = _correlation(a, b)
+        if abs(correlation) > tolerance:
+            fail(f"{what} depends on the input: the {name} of noise and input have correlation {correlation:.3f}, "
+                 "expected about 0. Add noise that does not depend on x (x + noise), rather than scaling x by it "
+                 "or deriving it from x.")
+
+
+def _correlation(a, b):
+    a, b = a.flatten() - a.mean(), b.flatten() - b.mean()
+    denominator = (a.norm() * b.norm()).item()
+    return 0.0 if denominator == 0 else (a @ b).item() / denominator
+
+
+def check_seeded_noise(draw, what, seed=1234):
+    """`draw(generator)` runs the learner's noisy code with `generator` and returns
+    a result that contains the noise. Equally seeded generators must give equal
+    results, differently seeded ones different results."""
+    first = draw(torch.Generator().manual_seed(seed))
+    again = draw(torch.Generator().manual_seed(seed))
+    if not torch.equal(first, again):
+        fail(f"{what}: two generators seeded alike ({seed}) gave different noise; expected identical noise. "
+             "Draw the noise from the generator you were given (generator=generator), not from torch's global "
+             "random state.")
+    other = draw(torch.Generator().manual_seed(seed + 1))
+    if torch.equal(first, other):
+        fail(f"{what}: generators seeded {seed} and {seed + 1} gave identical noise; expected different noise. "
+             "Draw the noise from the generator you were given, not from a generator of your own with a fixed seed.")
+
+
+def check_new_noise_each_call(draw, what):
+    """`draw()` runs the learner's noisy code once; two runs must give different
+    results (each call draws new noise, nothing is cached or reseeded)."""
+    first, second = draw(), draw()
+    if torch.equal(first, second):
+        fail(f"{what}: two calls gave exactly the same noise; expected new noise on every call. Draw it anew inside "
+             "the hook, from the generator's (or torch's) running random state: do not store it, and do not reseed "
+             "a generator on each call.")
