@@ -4,13 +4,12 @@ table and the JSON report. Installed as a pytest plugin (entry point `pytest11`)
 This module must not import torch: learner code and torch live in the grading
 worker, and keeping them out of pytest's own process keeps a run fast."""
 
-import json
 import pathlib
 import re
 
 import pytest
 
-from hooked.checking import display_path
+from hooked import progress
 from hooked.grader import DEFAULT_TIME_LIMIT, Grader
 
 _LONGEST_TIME_LIMIT = 86400.0
@@ -140,8 +139,7 @@ def exercise_test(lesson, exercise):
             return
         if result.status == "not_attempted" and not config.getoption("--solutions"):
             pytest.skip(result.message)
-        where = result.location or display_path(result.graded_file)
-        pytest.fail(f"{exercise} ({where}): {result.message}", pytrace=False)
+        pytest.fail(progress.feedback(result), pytrace=False)
 
     test.__name__ = f"test_{exercise}"
     return test
@@ -157,28 +155,12 @@ def pytest_terminal_summary(terminalreporter, config):
             terminalreporter.write_line("No exercise was graded. Run `pytest` from the course folder (the one "
                                         "with README.md and tests/), or `pytest tests/test_01_tensor_hooks.py`.")
         return
-    write = terminalreporter.write_line
     terminalreporter.section("Hooked progress")
-    lessons = {}
-    for result in results:
-        lessons.setdefault(result.lesson, []).append(result)
-    width = max(len(lesson) for lesson in lessons)
-    write(f"{'lesson'.ljust(width)}  passed  graded file")
-    for lesson, entries in lessons.items():
-        passed = sum(entry.status == "passed" for entry in entries)
-        graded = display_path(entries[0].graded_file)
-        note = "  (the notebook: it is newer than the .py)" if graded.endswith(".ipynb") else ""
-        write(f"{lesson.ljust(width)}  {passed:>2} / {len(entries):<2}  {graded}{note}")
-    total = sum(result.status == "passed" for result in results)
-    write(f"{'total'.ljust(width)}  {total:>2} / {len(results):<2}")
-    todo = next((result for result in results if result.status != "passed"), None)
-    if todo is not None:
-        where = todo.location or display_path(todo.graded_file)
-        write(f"next: {todo.exercise}, {where} ({todo.status.replace('_', ' ')})")
+    for line in progress.table_lines(results):
+        terminalreporter.write_line(line)
 
 
 def pytest_sessionfinish(session):
     path = session.config.getoption("--report")
     if path:
-        entries = [result.as_report_entry() for result in session.config.stash.get(_RESULTS, [])]
-        pathlib.Path(path).write_text(json.dumps({"exercises": entries}, indent=2) + "\n", encoding="utf-8")
+        progress.write_json(path, progress.report(session.config.stash.get(_RESULTS, [])))

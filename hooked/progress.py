@@ -1,0 +1,62 @@
+"""What a learner's results add up to, in words: the feedback line for one exercise,
+the progress table, the "next:" line and the JSON report. Shared by the pytest
+plugin and the `hooked` command, so that both say the same thing."""
+
+import json
+import pathlib
+
+from hooked.checking import display_path
+
+
+def where(result):
+    """Where the exercise is written, e.g. 'lessons/01_tensor_hooks.py line 224'."""
+    return result.location or display_path(result.graded_file)
+
+
+def feedback(result):
+    """'double_grad (lessons/01_tensor_hooks.py line 224): <message>', as a failed test reports it."""
+    return f"{result.exercise} ({where(result)}): {result.message}"
+
+
+def status_words(status):
+    return status.replace("_", " ")
+
+
+def by_lesson(results):
+    """{lesson: [its results, in order]}, lessons in the order they were graded."""
+    lessons = {}
+    for result in results:
+        lessons.setdefault(result.lesson, []).append(result)
+    return lessons
+
+
+def next_to_do(results):
+    """The first result that has not passed, or None."""
+    return next((result for result in results if result.status != "passed"), None)
+
+
+def table_lines(results):
+    """The progress table: one line per lesson, the total, and the next exercise to do."""
+    lessons = by_lesson(results)
+    width = max(len(lesson) for lesson in lessons)
+    lines = [f"{'lesson'.ljust(width)}  passed  graded file"]
+    for lesson, entries in lessons.items():
+        passed = sum(entry.status == "passed" for entry in entries)
+        graded = display_path(entries[0].graded_file)
+        note = "  (the notebook: it is newer than the .py)" if graded.endswith(".ipynb") else ""
+        lines.append(f"{lesson.ljust(width)}  {passed:>2} / {len(entries):<2}  {graded}{note}")
+    total = sum(result.status == "passed" for result in results)
+    lines.append(f"{'total'.ljust(width)}  {total:>2} / {len(results):<2}")
+    todo = next_to_do(results)
+    if todo is not None:
+        lines.append(f"next: {todo.exercise}, {where(todo)} ({status_words(todo.status)})")
+    return lines
+
+
+def report(results):
+    """The grader's own JSON report: every exercise's status and feedback."""
+    return {"exercises": [result.as_report_entry() for result in results]}
+
+
+def write_json(path, data):
+    pathlib.Path(path).write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
