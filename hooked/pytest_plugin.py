@@ -30,6 +30,8 @@ def pytest_addoption(parser):
                     help=f"stop an exercise whose code runs longer than this (default {DEFAULT_TIME_LIMIT:g})")
     group.addoption("--course", action="store_true",
                     help="also run the course's own tests (tests/course): generator, notebooks, mistake catalogue")
+    group.addoption("--site", action="store_true",
+                    help="also run the course website's browser tests (tests/site; needs mkdocs, Playwright, Chromium)")
 
 
 def _lessons_dir(config):
@@ -98,6 +100,10 @@ def pytest_ignore_collect(collection_path, config):
                        and (collection_path.parent.parent / "solutions").is_dir())
     if is_course_tests and not config.getoption("--course"):
         return True
+    is_site_tests = (collection_path.parts[-2:] == ("tests", "site")
+                     and (collection_path.parent.parent / "solutions").is_dir())
+    if is_site_tests and not config.getoption("--site"):
+        return True
     return None
 
 
@@ -151,7 +157,8 @@ def pytest_terminal_summary(terminalreporter, config):
         for path in config.stash.get(_LESSON_FILES_GIVEN, []):
             terminalreporter.write_line(f"{path.name} is a lesson, not a test file; grade it with "
                                         f"`pytest tests/test_{path.stem}.py` from the course folder.")
-        if not config.stash.get(_LESSON_FILES_GIVEN, []) and not config.getoption("--course"):
+        if not config.stash.get(_LESSON_FILES_GIVEN, []) and not (config.getoption("--course")
+                                                                   or config.getoption("--site")):
             terminalreporter.write_line("No exercise was graded. Run `pytest` from the course folder (the one "
                                         "with README.md and tests/), or `pytest tests/test_01_tensor_hooks.py`.")
         return
