@@ -36,7 +36,7 @@ class LessonSource:
         return None
 
 
-def _read_notebook(path):
+def read_notebook(path):
     # jupytext reads both formats. jsonschema, which nbformat imports, spends more than
     # a second at import time compiling a grammar for IRI checks (rfc3987_syntax) that we
     # never use; hiding that optional module keeps grading fast.
@@ -110,7 +110,7 @@ def load_lesson_source(lesson_dir, lesson):
                           f"the grader expects {lesson}.py in {lesson_dir}.")
         return result
     try:
-        notebook = _read_notebook(path)
+        notebook = read_notebook(path)
     except Exception as error:  # a notebook broken by hand, a file saved in another encoding
         advice = ("Save it as UTF-8." if isinstance(error, UnicodeDecodeError) else
                   f"It is newer than {path.stem}.py, so it is what would be graded: fix it in Jupyter, or "

@@ -1,16 +1,58 @@
 """What a lesson notebook imports: `check` grades an exercise on the live object,
-`try_it` lets a demonstration cell run before its exercise is written."""
+`hint` shows its hints one level at a time, `try_it` lets a demonstration cell run
+before its exercise is written."""
 
 import contextlib
 
 from hooked.checking import learner_raised_not_implemented
 from hooked.checks import run_check_for_object
+from hooked.hints import LEVELS, find_exercise
 
 
 def check(exercise):
     """Grade `exercise` (the function or class you wrote) and print the verdict."""
     result = run_check_for_object(exercise)
     print(result.notebook_text())
+
+
+_levels_shown = {}  # exercise name -> the last hint level shown in this session
+
+
+def hint(exercise, level=None):
+    """Show the next hint for `exercise` (the function or class, or its name): the idea,
+    then the API to use, then almost the solution. `level=N` shows hint N."""
+    name = exercise if isinstance(exercise, str) else getattr(exercise, "__name__", repr(exercise))
+    lesson, hints = find_exercise(name)
+    if not hints:
+        print(f"hint() was given {name!r}, which is not an exercise with hints. Pass the exercise itself, "
+              "e.g. hint(double_grad).")
+        return
+    if level is None:
+        level = _levels_shown.get(name, 0) + 1
+        if level > len(hints):
+            print(f"That was the last hint for {name} ({len(hints)} of {len(hints)}); hint({name}, level=N) "
+                  f"shows one again. Once {name} passes, `hooked solution {lesson} {name}` shows the "
+                  "reference solution.")
+            return
+    if not 1 <= level <= len(hints):
+        print(f"{name} has hints 1 to {len(hints)}; there is no hint {level}.")
+        return
+    _levels_shown[name] = level
+    more = (f"\n\n*Run `hint({name})` again for hint {level + 1}.*" if level < len(hints) else "")
+    _show_markdown(hints[level - 1].markdown(LEVELS) + more)
+
+
+def _show_markdown(text):
+    """Rendered in Jupyter; the plain markdown text elsewhere."""
+    try:
+        from IPython import get_ipython
+        from IPython.display import Markdown, display
+    except ImportError:
+        get_ipython = None
+    if get_ipython is not None and get_ipython() is not None:
+        display(Markdown(text))
+    else:
+        print(text)
 
 
 @contextlib.contextmanager

@@ -27,7 +27,7 @@ import warnings
 
 import torch
 
-from hooked.notebook import check, try_it
+from hooked.notebook import check, hint, try_it
 
 print(torch.__version__)
 
@@ -236,6 +236,30 @@ def double_grad(grad):
 # %%
 check(double_grad)
 
+# %% [markdown] tags=["hints"]
+# <details class="tip"><summary>Hint 1 of 3: the idea</summary>
+#
+# A tensor hook replaces the gradient with the tensor it returns. So `double_grad` only has
+# to build a tensor worth twice `grad` and return it. Build a *new* tensor: the `grad` you receive
+# may be shared with other parts of the graph, so it must stay as it was.
+#
+# </details>
+#
+# <details class="tip"><summary>Hint 2 of 3: the API</summary>
+#
+# Arithmetic operators on tensors, such as `*` and `+`, make a new tensor with the same shape
+# and dtype. Their in-place forms (`mul_`, `add_`, `*=`, `+=`) write into the tensor they are
+# called on: that is the trap this exercise warns about.
+#
+# </details>
+#
+# <details class="tip"><summary>Hint 3 of 3: almost there</summary>
+#
+# The whole body is one `return` line: `grad` multiplied by the number `2`, written with the
+# `*` operator (not `*=`, not `mul_`). Nothing needs registering or storing.
+#
+# </details>
+
 # %% [markdown]
 # Your hook at work: the gradient of `x * x` is `2 * x`; with `double_grad` registered, `x.grad`
 # becomes `4 * x`.
@@ -359,6 +383,35 @@ def make_scale_hook(factor):
 
 # %%
 check(make_scale_hook)
+
+# %% [markdown] tags=["hints"]
+# <details class="tip"><summary>Hint 1 of 3: the idea</summary>
+#
+# `make_scale_hook` does not touch any gradient itself: it builds a hook and hands it back.
+# The hook built for factor 2 must still multiply by 2 after another call has built a hook for
+# factor 3, so each hook has to carry its own `factor`. A function defined inside another
+# function does exactly that: it remembers the variables of the call that created it (a closure).
+#
+# </details>
+#
+# <details class="tip"><summary>Hint 2 of 3: the API</summary>
+#
+# Define `def hook(grad): ...` *inside* `make_scale_hook`. Its body can read `factor`, and
+# returns a new tensor made with `*`, as in `double_grad`. Then return the function object
+# itself, `hook`, without calling it (no parentheses).
+#
+# </details>
+#
+# <details class="tip"><summary>Hint 3 of 3: almost there</summary>
+#
+# ```python
+# def make_scale_hook(factor):
+#     def hook(grad):
+#         return ...   # grad times factor, as a new tensor
+#     return ...       # the nested function, not a call of it
+# ```
+#
+# </details>
 
 # %% [markdown]
 # Your hook at work on an intermediate tensor: `h = 3 * x`, so `x.grad` would be `[3, 3]`; a scale
@@ -593,6 +646,38 @@ def make_clip_hook(max_norm):
 # %%
 check(make_clip_hook)
 
+# %% [markdown] tags=["hints"]
+# <details class="tip"><summary>Hint 1 of 3: the idea</summary>
+#
+# Measure the size of the whole gradient with its L2 norm. Only when that norm is larger than
+# `max_norm`, shrink the gradient: multiplying by `max_norm / norm` keeps its direction and makes its
+# norm exactly `max_norm`. Otherwise hand the gradient back as it is. Divide only on the shrinking
+# path: a zero gradient never gets there, so it is never divided by zero.
+#
+# </details>
+#
+# <details class="tip"><summary>Hint 2 of 3: the API</summary>
+#
+# `grad.norm()` is the L2 norm over all elements, a 0-dimensional tensor that you can compare
+# with a Python number in an `if`. `grad * (max_norm / norm)` is a new tensor with the same shape
+# and dtype. As in `make_scale_hook`, the hook is a nested function that remembers `max_norm`.
+#
+# </details>
+#
+# <details class="tip"><summary>Hint 3 of 3: almost there</summary>
+#
+# ```python
+# def make_clip_hook(max_norm):
+#     def hook(grad):
+#         norm = ...       # the L2 norm of grad
+#         if ...:          # only when the gradient is too large
+#             return ...   # grad rescaled so that its norm is max_norm (a new tensor)
+#         return grad
+#     return hook
+# ```
+#
+# </details>
+
 # %% [markdown]
 # Your hook at work, clipping the gradient of a leaf. With `loss = (w * x).sum()` the gradient of
 # `x` is `w = [3, 4]`, whose norm is 5. With `max_norm=1` it becomes `[0.6, 0.8]`; with
@@ -706,6 +791,37 @@ def record_grads(tensor, store):
 
 # %%
 check(record_grads)
+
+# %% [markdown] tags=["hints"]
+# <details class="tip"><summary>Hint 1 of 3: the idea</summary>
+#
+# The hook only looks: it keeps a private copy of each gradient in `store` and changes nothing.
+# The copy must neither carry autograd's graph nor share memory with a tensor that autograd may
+# still add into. `record_grads` registers that hook and returns the handle, so that the caller
+# can stop the recording.
+#
+# </details>
+#
+# <details class="tip"><summary>Hint 2 of 3: the API</summary>
+#
+# `tensor.register_hook(fn)` returns a `RemovableHandle`. `grad.detach()` drops the graph and
+# `.clone()` copies the memory; you need both. A nested `def hook(grad):` can append to `store`
+# (a closure), and a hook that has no `return` statement returns `None`, which leaves the
+# gradient unchanged.
+#
+# </details>
+#
+# <details class="tip"><summary>Hint 3 of 3: almost there</summary>
+#
+# ```python
+# def record_grads(tensor, store):
+#     def hook(grad):
+#         store.append(...)   # a copy of grad with no graph and its own memory
+#         # no return: the gradient goes on unchanged
+#     return ...              # what registering hook on tensor gives back
+# ```
+#
+# </details>
 
 # %% [markdown]
 # Your hook at work: two backward passes are recorded separately and correctly, the gradient

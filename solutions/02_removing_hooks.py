@@ -26,7 +26,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from hooked.notebook import check, try_it
+from hooked.notebook import check, hint, try_it
 
 # %% [markdown]
 # ## Every registration returns a handle
@@ -377,6 +377,35 @@ def grad_with_temporary_hook(x, hook, loss_fn):
 # %%
 check(grad_with_temporary_hook)
 
+# %% [markdown] tags=["hints"]
+# <details class="tip"><summary>Hint 1 of 3: the idea</summary>
+#
+# Two things: get the gradient handed back to you instead of added into `x.grad`, and keep the
+# hook registered only while the gradient is computed, in a way that removes it even when
+# `loss_fn`, the hook or autograd raises. Let such exceptions pass; don't catch them.
+#
+# </details>
+#
+# <details class="tip"><summary>Hint 2 of 3: the API</summary>
+#
+# `torch.autograd.grad(loss, x)` returns a tuple with the gradient of `loss` with respect to `x`;
+# it runs the hooks on `x` and leaves `x.grad` alone, unlike `loss.backward()`. The handle from
+# `x.register_hook(hook)` is a context manager: `with x.register_hook(hook):` removes the hook when
+# the block is left, by a return or by an exception (`try`/`finally` with `handle.remove()` works too).
+#
+# </details>
+#
+# <details class="tip"><summary>Hint 3 of 3: almost there</summary>
+#
+# ```python
+# with ...:               # register hook on x, as a context manager
+#     loss = ...          # loss_fn applied to x
+#     (grad,) = ...       # torch.autograd.grad of loss with respect to x
+# return grad
+# ```
+#
+# </details>
+
 # %% [markdown]
 # Your function at work: a hook that doubles the gradient of `(x ** 2).sum()`, which is `2 * x`.
 
@@ -468,6 +497,42 @@ class HookGroup:
 # %%
 check(HookGroup)
 
+# %% [markdown] tags=["hints"]
+# <details class="tip"><summary>Hint 1 of 3: the idea</summary>
+#
+# A `HookGroup` is a list of handles with a few methods around it. Each group needs a list of its
+# own. Removing the group means calling `remove()` on every handle it holds and then forgetting them,
+# so that `len(group)` is 0 and a second `remove()` has nothing left to do. As a context manager,
+# leaving the `with` block removes everything and lets an exception go on.
+#
+# </details>
+#
+# <details class="tip"><summary>Hint 2 of 3: the API</summary>
+#
+# Create the list in `__init__` (`self._handles = []`); a list written in the class body would be
+# shared by every group. `__len__` returns a number, `__enter__` returns what `as` binds (the group),
+# and `__exit__(self, exc_type, exc_value, traceback)` runs when the block is left: a true return
+# value would swallow the exception, so return `False`. Every handle has a `remove()` method.
+#
+# </details>
+#
+# <details class="tip"><summary>Hint 3 of 3: almost there</summary>
+#
+# `add` appends and returns the handle it was given; `__enter__` returns `self`. The other two:
+#
+# ```python
+# def remove(self):
+#     for handle in self._handles:
+#         ...                 # unregister that hook
+#     self._handles = ...     # nothing held any more
+#
+# def __exit__(self, exc_type, exc_value, traceback):
+#     ...                     # remove everything
+#     return False            # an exception leaving the block goes on
+# ```
+#
+# </details>
+
 # %% [markdown]
 # Your class at work: one forward hook on each of the three layers of a small model, all removed
 # when the `with` block ends.
@@ -553,6 +618,40 @@ def register_named_hook(module, name, hook):
 
 # %%
 check(register_named_hook)
+
+# %% [markdown] tags=["hints"]
+# <details class="tip"><summary>Hint 1 of 3: the idea</summary>
+#
+# Remember, for each module and each name, the handle that the last registration returned.
+# Before registering under a name that module already has, remove the old handle. Keep that memory
+# on the module itself: it then survives re-running the cell, and it goes away with the module.
+#
+# </details>
+#
+# <details class="tip"><summary>Hint 2 of 3: the API</summary>
+#
+# You can set your own attribute on an `nn.Module`: `module._named_hooks = {}` stores it and
+# `getattr(module, "_named_hooks", None)` reads it, or gives `None` when it was never set. In a dict
+# `{name: handle}`, `registry.pop(name, None)` takes out the old handle if there is one.
+# `module.register_forward_hook(hook)` returns the new handle, and removing a handle that was
+# already removed is harmless.
+#
+# </details>
+#
+# <details class="tip"><summary>Hint 3 of 3: almost there</summary>
+#
+# ```python
+# registry = getattr(module, "_named_hooks", None)
+# if registry is None:
+#     ...                        # make a new dict and store it on the module
+# old = registry.pop(name, None)
+# if old is not None:
+#     ...                        # unregister the old hook
+# registry[name] = ...           # register hook as a forward hook on module
+# return registry[name]
+# ```
+#
+# </details>
 
 # %% [markdown]
 # Your function at work: the registering line runs three times, as a re-run cell would, and the

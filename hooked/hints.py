@@ -1,0 +1,72 @@
+"""The hints of every exercise, read from their one source: in solutions/NN_slug.py,
+the markdown cell tagged `hints` after an exercise belongs to the nearest exercise
+cell above it, and holds three collapsed levels (the idea, the API, almost there):
+
+    <details class="tip"><summary>Hint 1 of 3: the idea</summary>
+
+    ...markdown...
+
+    </details>
+
+`hooked hint`, the notebook's `hint(...)` and the website all read them from here."""
+
+import dataclasses
+import re
+
+from hooked.course import SOLUTIONS_DIR, lesson_names
+from hooked.lesson_file import EXERCISE_TAG, read_notebook, top_level_names
+
+HINTS_TAG = "hints"
+LEVELS = 3
+
+_DETAILS = re.compile(r"<details\b[^>]*>\s*<summary>(?P<summary>.*?)</summary>(?P<body>.*?)</details>", re.DOTALL)
+_SUMMARY = re.compile(r"Hint (?P<level>\d+) of (?P<levels>\d+):\s*(?P<title>.*)")
+
+
+@dataclasses.dataclass
+class Hint:
+    level: int
+    title: str      # "the idea", "the API", "almost there"
+    text: str       # markdown
+
+    def heading(self, levels=LEVELS):
+        return f"Hint {self.level} of {levels}: {self.title}"
+
+    def markdown(self, levels=LEVELS):
+        return f"**{self.heading(levels)}**\n\n{self.text}"
+
+
+def parse_hints_cell(markdown):
+    """[Hint, ...] from the text of a hints cell, in the order written."""
+    hints = []
+    for position, details in enumerate(_DETAILS.finditer(markdown), start=1):
+        summary = details["summary"].strip()
+        numbered = _SUMMARY.fullmatch(summary)
+        level, title = (int(numbered["level"]), numbered["title"]) if numbered else (position, summary)
+        hints.append(Hint(level, title.strip(), details["body"].strip()))
+    return hints
+
+
+def lesson_hints(lesson, folder=SOLUTIONS_DIR):
+    """{exercise: [Hint, ...]} for every exercise of `lesson`, in the lesson's order
+    (an exercise without a hints cell has an empty list)."""
+    hints, current = {}, None
+    for cell in read_notebook(folder / f"{lesson}.py").cells:
+        tags = cell.metadata.get("tags", [])
+        if cell.cell_type == "code" and EXERCISE_TAG in tags:
+            names = list(top_level_names(cell.source))
+            current = names[0] if names else None
+            if current is not None:
+                hints.setdefault(current, [])
+        elif cell.cell_type == "markdown" and HINTS_TAG in tags and current is not None:
+            hints[current].extend(parse_hints_cell(cell.source))
+    return hints
+
+
+def find_exercise(exercise):
+    """(lesson, [Hint, ...]) of the exercise with that name, or (None, [])."""
+    for lesson in lesson_names():
+        hints = lesson_hints(lesson)
+        if exercise in hints:
+            return lesson, hints[exercise]
+    return None, []
