@@ -1,0 +1,456 @@
+"""Checks for lesson 04, forward hooks."""
+
+import collections
+import copy
+import math
+import random
+from collections.abc import Mapping
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from hooked.checking import calling, fail
+from hooked.checks.tensors import close, describe, random_tensor
+
+
+# ---------------------------------------------------------------- shared helpers
+
+def _hooks_left(model):
+    return sum(len(module._forward_hooks) for module in model.modules())
+
+
+def _hooked_names(model):
+    return [name for name, module in model.named_modules() if module._forward_hooks]
+
+
+def _unpack_pair(result, call_text, what):
+    """The two values of `(first, handles)`, or a failure saying what came back."""
+    if not isinstance(result, (tuple, list)) or len(result) != 2:
+        fail(f"{call_text} returned {describe(result)}; expected a pair {what}.")
+    return result
+
+
+def _handle_list(handles, call_text):
+    if isinstance(handles, (str, bytes, Mapping, torch.Tensor)) or not hasattr(handles, "__iter__"):
+        fail(f"{call_text} returned {describe(handles)} as its handles; expected a list of the RemovableHandles "
+             "that register_forward_hook returned.")
+    handles = list(handles)
+    if not all(hasattr(handle, "remove") for handle in handles):
+        fail(f"{call_text} returned handles {describe(handles)}; each must be the RemovableHandle that "
+             "register_forward_hook returned.")
+    return handles
+
+
+def _check_removal(model, handles, call_text):
+    with calling(f"removing every handle returned by {call_text}"):
+        for handle in handles:
+            handle.remove()
+    left = _hooked_names(model)
+    if left:
+        fail(f"after removing every handle returned by {call_text}, forward hooks were still registered on "
+             f"{left}. Return the handle of every hook you registered.")
+
+
+class _Reference:
+    """Forward hooks on a copy of the model, recording what each module really produced."""
+
+    def __init__(self, model, wanted):
+        self.model = copy.deepcopy(model)
+        self.records = collections.defaultdict(list)
+        for name, module in self.model.named_modules():
+            if wanted(name, module):
+                module.register_forward_hook(self._recorder(name))
+
+    def _recorder(self, name):
+        def hook(module, args, output):
+            self.records[name].append((args[0].detach().clone(), output.detach().clone()))
+        return hook
+
+    def __call__(self, x):
+        return self.model(x)
+
+
+# ---------------------------------------------------------------- capture_activations
+
+class _Encoded(nn.Module):
+    """Named children: an encoder ending in tanh, an in-place ReLU after it, a head."""
+
+    def __init__(self, width, out):
+        super().__init__()
+        self.encoder = nn.Sequential(nn.Linear(width, width), nn.Tanh())
+        self.act = nn.ReLU(inplace=True)
+        self.head = nn.Linear(width, out)
+
+    def forward(self, x):
+        return self.head(self.act(self.encoder(x)))
+
+
+def _nested_sequential(rng):
+    width, hidden, out = rng.randint(3, 6), rng.randint(4, 7), rng.randint(2, 4)
+    model = nn.Sequential(nn.Sequential(nn.Linear(width, hidden), nn.ReLU(inplace=True)),
+                          nn.Sequential(nn.Linear(hidden, hidden), nn.ReLU(inplace=True)),
+                          nn.Linear(hidden, out))
+    return model, width, ["0.0", "1", "2"]
+
+
+def _named_children(rng):
+    width, out = rng.randint(3, 6), rng.randint(2, 4)
+    model = nn.Sequential(collections.OrderedDict(features=_Encoded(width, width), classifier=nn.Linear(width, out)))
+    return model, width, ["features.encoder", "features.encoder.0", "classifier"]
+
+
+# In-place ReLUs follow "0.0" and "features.encoder"; "2" and "classifier" give the model's output.
+_CAPTURE_CASES = ((71, _nested_sequential), (72, _named_children))
+
+
+def _seeded_model(seed, build):
+    torch.manual_seed(seed)
+    return build(random.Random(seed))
+
+
+def _call_capture(capture_activations, model, names):
+    call_text = f"capture_activations(model, {names})"
+    with calling(f"calling {call_text}"):
+        try:
+            result = capture_activations(model, names)
+        except KeyError as error:
+            fail(f"{call_text} raised KeyError: {error}, but every name asked for is in model.named_modules(), "
+                 f"which lists {[name for name, _ in model.named_modules()]}. Look names up in "
+                 "dict(model.named_modules()), which includes nested layers such as '0.0', not in named_children().")
+    activations, handles = _unpack_pair(result, call_text, "(activations, handles)")
+    if not isinstance(activations, Mapping):
+        fail(f"{call_text} returned {describe(activations)} as activations; expected a dict from layer name to "
+             "the layer's latest output.")
+    return activations, _handle_list(handles, call_text), call_text
+
+
+def _check_captured(activations, names, outputs, step, earlier_outputs, call_text):
+    """`outputs[name]` is what the layer produced in forward pass number `step`."""
+    said = f"After {call_text} and forward pass number {step},"
+    missing = [name for name in names if name not in activations]
+    if missing:
+        fail(f"{said} activations has no entry for {missing} (it holds {sorted(activations, key=str)}). Store each "
+             "output under its layer's name, the name given in layer_names. If the values all landed under one "
+             "name, the hook reads the loop variable when it runs: bind the name when you make the hook.")
+    extra = [name for name in activations if name not in names]
+    if extra:
+        fail(f"{said} activations also holds {extra}, which were not asked for; hook only the layers named in "
+             "layer_names.")
+    for name in names:
+        value, expected = activations[name], outputs[name]
+        if isinstance(value, (list, tuple)):
+            fail(f"{said} activations[{name!r}] is a {type(value).__name__} of {len(value)} item(s); expected a "
+                 "tensor: the output of the latest forward pass, which replaces the one before "
+                 f"(activations[name] = ...), not a collection of every pass.")
+        if not isinstance(value, torch.Tensor):
+            fail(f"{said} activations[{name!r}] is {describe(value)}; expected the layer's output tensor.")
+        if value.requires_grad or value.grad_fn is not None:
+            fail(f"{said} activations[{name!r}] still requires grad (grad_fn "
+                 f"{type(value.grad_fn).__name__}): it keeps the model's whole autograd graph alive. "
+                 "Store the output detached from autograd (output.detach()), and cloned.")
+        if close(value, expected):
+            continue
+        if name in earlier_outputs and close(value, earlier_outputs[name]):
+            fail(f"{said} activations[{name!r}] still holds the output of the first forward pass; the latest "
+                 "forward pass must win: overwrite the entry on every call.")
+        if close(value, expected.relu()):
+            fail(f"{said} activations[{name!r}] reads {describe(value)}, the layer's output after the in-place "
+                 f"ReLU that follows the layer overwrote it; the layer produced {describe(expected)}. "
+                 "output.detach() shares memory with the output: store output.detach().clone().")
+        if close(value, torch.zeros_like(expected)):
+            fail(f"{said} activations[{name!r}] became zeros when the checker zeroed the model's returned output "
+                 f"in place; the layer produced {describe(expected)}. output.detach() shares memory with the "
+                 "output: store output.detach().clone().")
+        fail(f"{said} activations[{name!r}] is {describe(value)}; expected the layer's output, "
+             f"{describe(expected)}.")
+
+
+def _forward_and_compare(model, reference, activations, names, x, step, earlier, call_text):
+    with calling(f"running forward pass number {step} of the model after {call_text}"):
+        out = model(x)
+    ref_out = reference(x.clone())
+    if not close(out, ref_out) or (out.grad_fn is None) != (ref_out.grad_fn is None):
+        fail(f"After {call_text}, the model's output changed: it became {describe(out)} "
+             f"(requires_grad={out.requires_grad}) instead of {describe(ref_out)} (requires_grad="
+             f"{ref_out.requires_grad}). The hooks must return None, so that the output stays as it was.")
+    with torch.no_grad():
+        out.zero_()  # a later in-place change by the caller must not reach what was captured
+    outputs = {name: reference.records[name][-1][1] for name in names}
+    _check_captured(activations, names, outputs, step, earlier, call_text)
+    return outputs
+
+
+def check_capture_activations(capture_activations):
+    for seed, build in _CAPTURE_CASES:
+        model, width, names = _seeded_model(seed, build)
+        reference = _Reference(model, lambda name, module: name in names)
+        activations, handles, call_text = _call_capture(capture_activations, model, names)
+        hooked = _hooked_names(model)
+        if sorted(hooked) != sorted(names):
+            fail(f"{call_text} registered forward hooks on {hooked}; expected one on each layer named "
+                 f"in layer_names, {names}, and none elsewhere.")
+        x1, x2 = random_tensor(seed + 1, (3, width)), random_tensor(seed + 2, (2, width))
+        first = _forward_and_compare(model, reference, activations, names, x1, 1, {}, call_text)
+        second = _forward_and_compare(model, reference, activations, names, x2, 2, first, call_text)
+        _check_removal(model, handles, call_text)
+        with calling("running the model after removing the handles"):
+            model(random_tensor(seed + 3, (4, width)))
+        for name in names:
+            if not close(activations[name], second[name]):
+                fail(f"after every handle was removed, a forward pass still changed activations[{name!r}]; "
+                     "return the handles of the hooks that write into activations.")
+
+    # An unknown name: KeyError naming it, and no hook of the call left behind.
+    model, width, names = _seeded_model(73, _named_children)
+    unknown = "features.encoder.7"
+    asked = [names[0], "classifier", unknown]
+    call_text = f"capture_activations(model, {asked})"
+    raised = None
+    try:
+        capture_activations(model, asked)
+    except Exception as error:  # the check is about which exception comes out
+        raised = error
+    if raised is None:
+        fail(f"{call_text} returned normally, but the model has no submodule named {unknown!r}; raise KeyError "
+             "naming it.")
+    if isinstance(raised, NotImplementedError):
+        raise raised
+    if not isinstance(raised, KeyError):
+        fail(f"{call_text} raised {type(raised).__name__}: {raised}; expected KeyError naming {unknown!r} "
+             "(model.get_submodule and getattr raise AttributeError: look the names up in "
+             "dict(model.named_modules()) and raise KeyError yourself).")
+    if unknown not in str(raised):
+        fail(f"{call_text} raised KeyError: {raised}; its message must name the unknown layer, {unknown!r}.")
+    left = _hooked_names(model)
+    if left:
+        fail(f"{call_text} raised KeyError but left forward hooks registered on {left}. Check every name "
+             "before registering any hook, so that a bad name leaves the model as it was.")
+
+
+# ---------------------------------------------------------------- track_relu_stats
+
+class _ReluTwice(nn.Module):
+    """Calls one ReLU twice in its forward."""
+
+    def __init__(self, width):
+        super().__init__()
+        self.linear = nn.Linear(width, width)
+        self.relu = nn.ReLU()
+
+    def forward(self, x):
+        return self.relu(self.linear(self.relu(x)))
+
+
+def _relu_model(rng):
+    width, out = rng.randint(4, 7), rng.randint(2, 4)
+    return nn.Sequential(collections.OrderedDict(
+        stem=nn.ReLU(),  # sees the input itself, with values just above zero
+        proj=nn.Linear(width, width),
+        body=nn.Sequential(nn.Linear(width, width), nn.ReLU(inplace=True), _ReluTwice(width)),
+        leaky=nn.LeakyReLU(0.1),
+        head=nn.Linear(width, out),
+    )), width
+
+
+def _relu_input(seed, batch, width):
+    """Normal values, some replaced by tiny positive ones and some by exact zeros."""
+    x = random_tensor(seed, (batch, width))
+    pick = random_tensor(seed + 50, (batch, width))
+    x = torch.where(pick > 1.0, x.abs() * 1e-4, x)
+    return torch.where(pick < -1.3, torch.zeros_like(x), x)
+
+
+def _expected_entry(output):
+    return {"mean": output.mean().item(), "dead_fraction": (output == 0).float().mean().item()}
+
+
+def _near(a, b):
+    return math.isclose(a, b, rel_tol=1e-5, abs_tol=1e-6)
+
+
+def _check_entry(entry, where, inputs, output):
+    expected = _expected_entry(output)
+    if not isinstance(entry, Mapping) or set(entry) != {"mean", "dead_fraction"}:
+        fail(f"{where} is {describe(entry)}; expected a dict with exactly the keys 'mean' and 'dead_fraction'.")
+    for key in ("mean", "dead_fraction"):
+        value = entry[key]
+        if isinstance(value, torch.Tensor):
+            fail(f"{where}[{key!r}] is a tensor ({describe(value)}); expected a Python float: turn a one-element "
+                 "tensor into a float with .item().")
+        if not isinstance(value, float):
+            fail(f"{where}[{key!r}] is {describe(value)}; expected a Python float.")
+    if not _near(entry["mean"], expected["mean"]):
+        hint = ""
+        if _near(entry["mean"], inputs.mean().item()):
+            hint = " That is the mean of the ReLU's input; take the mean of its output."
+        fail(f"{where}['mean'] is {entry['mean']:.6g}; expected {expected['mean']:.6g}, the mean of the ReLU's "
+             f"output over all its elements.{hint}")
+    if not _near(entry["dead_fraction"], expected["dead_fraction"]):
+        dead = entry["dead_fraction"]
+        hint = ""
+        if _near(dead, float((output == 0).sum().item())):
+            hint = " That is the number of zeros; divide by the number of elements."
+        elif _near(dead, 1 - expected["dead_fraction"]):
+            hint = " That is the fraction of elements that are not zero."
+        elif dead > expected["dead_fraction"]:
+            hint = (" It counts more elements than the exact zeros: the output has small positive values "
+                    "(around 1e-4), which are alive. Count elements equal to 0 (output == 0).")
+        fail(f"{where}['dead_fraction'] is {dead:.6g}; expected {expected['dead_fraction']:.6g}, the fraction of "
+             f"the output's elements that are exactly 0.{hint}")
+
+
+def _check_stats(stats, reference, relu_names, other_names, call_text, step):
+    said = f"After {call_text} and {step} forward pass(es),"
+    if not isinstance(stats, Mapping):
+        fail(f"{call_text} returned {describe(stats)} as stats; expected a dict from ReLU name to a list of entries.")
+    odd_keys = [key for key in stats if not isinstance(key, str)]
+    if odd_keys:
+        fail(f"{said} stats has keys {describe(odd_keys)}; expected the ReLUs' names from model.named_modules() "
+             f"({relu_names}).")
+    wrongly = [name for name in other_names if stats.get(name)]
+    if wrongly:
+        fail(f"{said} stats has entries for {wrongly}, which are not nn.ReLU modules (e.g. a LeakyReLU or a "
+             "Linear); track only instances of nn.ReLU.")
+    unknown = [key for key in stats if key not in relu_names and key not in other_names and stats[key]]
+    if unknown:
+        fail(f"{said} stats has keys {unknown}; expected the ReLUs' names from model.named_modules(): {relu_names}.")
+    missing = [name for name in relu_names if not stats.get(name)]
+    if missing:
+        nested = [name for name in missing if "." in name]
+        hint = (f" {nested} are nested inside other modules: model.children() and named_children() see only the "
+                "top level; named_modules() visits every depth.") if nested else ""
+        crowded = [name for name in relu_names if stats.get(name)
+                   and len(stats[name]) > len(reference.records[name])]
+        if crowded:
+            hint += (f" {crowded} holds more entries than that ReLU ran: the hook reads the loop variable when "
+                     "it runs, after the loop ended; bind the name (or the list) when you make each hook.")
+        fail(f"{said} stats has no entries for the ReLUs {missing}.{hint}")
+    for name in relu_names:
+        entries, calls = stats[name], reference.records[name]
+        if not isinstance(entries, list):
+            fail(f"{said} stats[{name!r}] is {describe(entries)}; expected a list with one entry per call.")
+        if len(entries) != len(calls):
+            twice = len(calls) == 2 * step
+            hint = (" That ReLU is called twice in each forward pass; every call appends its own entry."
+                    if twice else " Append one entry per call; don't replace the list.")
+            fail(f"{said} stats[{name!r}] has {len(entries)} entries; that ReLU ran {len(calls)} times.{hint}")
+        for number, (entry, (inputs, output)) in enumerate(zip(entries, calls)):
+            _check_entry(entry, f"{said} stats[{name!r}][{number}]", inputs, output)
+
+
+def check_track_relu_stats(track_relu_stats):
+    for seed in (81, 82):
+        torch.manual_seed(seed)
+        model, width = _relu_model(random.Random(seed))
+        relu_names = [name for name, module in model.named_modules() if isinstance(module, nn.ReLU)]
+        other_names = [name for name, module in model.named_modules() if not isinstance(module, nn.ReLU)]
+        reference = _Reference(model, lambda name, module: isinstance(module, nn.ReLU))
+        call_text = "track_relu_stats(model)"
+        with calling(f"calling {call_text}"):
+            result = track_relu_stats(model)
+        stats, handles = _unpack_pair(result, call_text, "(stats, handles)")
+        handles = _handle_list(handles, call_text)
+        for step, batch in enumerate((5, 3), start=1):
+            x = _relu_input(seed + step, batch, width)
+            grad_mode = step == 1  # the second pass runs under no_grad: hooks fire there too
+            with calling(f"running forward pass number {step} of the model after {call_text}"), \
+                    torch.set_grad_enabled(grad_mode):
+                out = model(x.clone())
+            with torch.set_grad_enabled(grad_mode):
+                ref_out = reference(x.clone())
+            if not close(out, ref_out):
+                fail(f"After {call_text}, the model's output changed to {describe(out)} instead of "
+                     f"{describe(ref_out)}; the hooks must return None.")
+            _check_stats(stats, reference, relu_names, other_names, call_text, step)
+        _check_removal(model, handles, call_text)
+        counts = {name: len(stats[name]) for name in relu_names}
+        with calling("running the model after removing the handles"):
+            model(_relu_input(seed + 9, 2, width))
+        if any(len(stats[name]) != count for name, count in counts.items()):
+            fail("after every handle was removed, a forward pass still appended to stats; return the handles of "
+                 "the hooks that append.")
+
+
+# ---------------------------------------------------------------- clamp_output
+
+class _KeepsOutput(nn.Module):
+    """A Linear that also keeps the tensor it returns, as some modules do."""
+
+    def __init__(self, width, out):
+        super().__init__()
+        self.linear = nn.Linear(width, out)
+        self.last = None
+
+    def forward(self, x):
+        self.last = self.linear(x)
+        return self.last
+
+
+_CLAMP_CASES = ((91, -0.5, 0.5, (4,)), (92, 0.0, 1.0, (3, 2)), (93, -2.0, 0.25, (2,)))
+
+
+def check_clamp_output(clamp_output):
+    for seed, low, high, batch in _CLAMP_CASES:
+        rng = random.Random(seed)
+        width, out_width = rng.randint(3, 6), rng.randint(3, 6)
+        torch.manual_seed(seed)
+        module = _KeepsOutput(width, out_width)
+        x = random_tensor(seed + 1, batch + (width,), scale=3.0).requires_grad_()
+        weight, bias = module.linear.weight, module.linear.bias
+        raw = F.linear(x, weight, bias)
+        expected = raw.clamp(low, high)
+        call_text = f"clamp_output(module, {low}, {high})"
+        with calling(f"calling {call_text}"):
+            handle = clamp_output(module, low, high)
+        if not hasattr(handle, "remove"):
+            fail(f"{call_text} returned {describe(handle)}; expected the RemovableHandle that "
+                 "register_forward_hook returned.")
+        with calling(f"calling the module after {call_text}"):
+            out = module(x)
+        said = f"After {call_text}, a call of the module on x = {describe(x.detach())}"
+        kept = module.last
+        if isinstance(kept, torch.Tensor) and not close(kept, raw.detach()):
+            fail(f"{said} changed the module's own output in place: the tensor forward returned (and the module "
+                 f"kept) became {describe(kept)}, instead of staying {describe(raw.detach())}. Return a new "
+                 "tensor (output.clamp(...)); don't use clamp_, .data or assignment into the output.")
+        if not isinstance(out, torch.Tensor):
+            fail(f"{said} returned {describe(out)}; expected the clamped output, {describe(expected.detach())}.")
+        if close(out, raw.detach()):
+            fail(f"{said} returned the output unclamped, {describe(out)}. A forward hook that returns None leaves "
+                 "the output as it was: return the clamped tensor.")
+        if not close(out, expected.detach()):
+            fail(f"{said} returned {describe(out)}; expected the output clamped to [{low}, {high}], "
+                 f"{describe(expected.detach())}.")
+        if out.grad_fn is None:
+            fail(f"{said} returned a tensor that does not require grad: the clamp cut the autograd graph, so no "
+                 "gradient reaches the module's weights. Don't use .detach(), .data or torch.no_grad() in the hook.")
+        grad_out = random_tensor(seed + 2, tuple(out.shape))
+        with calling(f"computing gradients through the module after {call_text}"):
+            got = torch.autograd.grad(out, (x, weight, bias), grad_out, allow_unused=True)
+        wanted = torch.autograd.grad(expected, (x, weight, bias), grad_out)
+        for what, mine, theirs in zip(("the input x", "the weight", "the bias"), got, wanted):
+            if mine is not None and close(mine, theirs):
+                continue
+            straight = torch.autograd.grad(raw, (x, weight, bias), grad_out)
+            hint = ""
+            if mine is not None and close(mine, straight[("the input x", "the weight", "the bias").index(what)]):
+                hint = (" That is the gradient without any clamp: where the output was clipped, torch.clamp passes "
+                        "a gradient of 0, but yours passed it on unchanged. Build the output with output.clamp(...), "
+                        "not by adding a detached correction.")
+            fail(f"{said}: the gradient with respect to {what} was {describe(mine)}; through torch.clamp it is "
+                 f"{describe(theirs)}.{hint}")
+        with calling(f"calling handle.remove() on the handle returned by {call_text}"):
+            handle.remove()
+        with torch.no_grad():
+            after = module(x)
+        if module._forward_hooks or not close(after, raw.detach()):
+            fail(f"after handle.remove(), the module's output is {describe(after)}, still clamped; return the "
+                 "handle of the hook that clamps.")
+
+
+CHECKS = {
+    "capture_activations": check_capture_activations,
+    "track_relu_stats": check_track_relu_stats,
+    "clamp_output": check_clamp_output,
+}

@@ -1,0 +1,812 @@
+# %% [markdown]
+# # Lesson 04 — Forward hooks
+#
+# A forward hook is a function that a module calls right after its `forward` has run. It sees the
+# module, the positional inputs and the output. It can read the output (to record activations or
+# statistics) or replace it (to change what the model computes), without editing the model's code.
+#
+# After this lesson you will be able to:
+#
+# - register a hook with `register_forward_hook` and say exactly when it fires and what it receives;
+# - replace a module's output by returning a value from the hook;
+# - see keyword arguments with `with_kwargs=True`, and run a hook even when `forward` raises with
+#   `always_call=True`;
+# - say when hooks fire (under `no_grad`, in `eval()` mode, once per call of a shared module) and
+#   when they don't (calling `module.forward(x)` directly);
+# - capture activations and statistics by layer name, and avoid the two traps of storing outputs:
+#   a kept autograd graph that grows memory, and a `detach()`ed value that a later in-place
+#   operation overwrites.
+#
+# **Where your code goes.** Write all of your code in the exercise cells: the cells that begin
+# with the comment `# Exercise: ...` (they are tagged `exercise`). The grader runs only those
+# cells, never the demonstration cells, so each exercise cell imports what it uses.
+#
+# **How to check your work.** Run the `check(...)` cell under each exercise: it prints a pass, a
+# message that says what is wrong, or "not attempted yet". Or, from the repository root, run
+# `pytest tests/test_04_forward_hooks.py` (add `-k clamp_output` for one exercise; plain `pytest`
+# grades every lesson).
+
+# %%
+import weakref
+
+import matplotlib.pyplot as plt
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from hooked.notebook import check, try_it
+
+# %% [markdown]
+# ## When a forward hook fires and what it receives
+#
+# `module.register_forward_hook(hook)` registers `hook`. Each time you call `module(x)`, the module
+# runs its `forward` and then calls `hook(module, args, output)`:
+#
+# - `module` is the module itself;
+# - `args` is the tuple of the positional arguments `forward` received, the same objects;
+# - `output` is what `forward` returned, the same object the caller gets (unless a hook replaces it).
+#
+# The cell below prints from inside `forward` and from inside the hook, so the order is visible.
+
+# %%
+class Doubler(nn.Module):
+    def forward(self, x):
+        print("  forward runs")
+        return 2 * x
+
+
+events = []
+
+
+def show(module, args, output):
+    print("  hook runs")
+    events.append((module, args, output))
+
+
+doubler = Doubler()
+handle = doubler.register_forward_hook(show)
+x = torch.tensor([1.0, 2.0])
+print("calling doubler(x):")
+y = doubler(x)
+module_seen, args_seen, output_seen = events[0]
+print("module is doubler:", module_seen is doubler)
+print("args:", type(args_seen).__name__, "of length", len(args_seen), "| args[0] is x:", args_seen[0] is x)
+print("output is y:", output_seen is y, "| y =", y)
+assert module_seen is doubler and args_seen == (x,) and args_seen[0] is x
+assert output_seen is y and torch.equal(y, torch.tensor([2.0, 4.0]))
+handle.remove()
+
+# %% [markdown]
+# ## A return value replaces the output
+#
+# If the hook returns `None` (as `show` did), the output stays as it is. If it returns anything
+# else, that value becomes the module's output: the caller, and the next layer of a model, get the
+# hook's value instead. PyTorch does not check the value: a different shape, or even a different
+# type, goes through. With several hooks on one module, each one receives the output left by the
+# hooks before it.
+
+# %%
+layer = nn.Linear(3, 2)
+x = torch.randn(4, 3)
+plain = layer(x)
+
+with layer.register_forward_hook(lambda module, args, output: torch.zeros_like(output)):
+    print("returning torch.zeros_like(output) gives", layer(x).tolist())
+    assert torch.equal(layer(x), torch.zeros(4, 2))
+
+with layer.register_forward_hook(lambda module, args, output: output.sum()):
+    summed = layer(x)
+    print("returning output.sum() gives a tensor of shape", tuple(summed.shape), "— unchecked")
+    assert summed.shape == () and torch.allclose(summed, plain.sum())
+
+with layer.register_forward_hook(lambda module, args, output: output + 1), \
+        layer.register_forward_hook(lambda module, args, output: output * 10):
+    chained = layer(x)
+    print("hooks '+ 1' then '* 10' give (output + 1) * 10:", torch.allclose(chained, (plain + 1) * 10))
+    assert torch.allclose(chained, (plain + 1) * 10)
+
+# %% [markdown]
+# ## Keyword arguments: `with_kwargs=True`
+#
+# `args` holds the positional arguments only. An argument passed by keyword is not in it. With
+# `register_forward_hook(hook, with_kwargs=True)`, the hook is called as
+# `hook(module, args, kwargs, output)` and sees the keyword arguments as a dict.
+
+# %%
+class Scale(nn.Module):
+    def forward(self, x, factor=1.0):
+        return x * factor
+
+
+scale = Scale()
+seen = {}
+
+
+def without_kwargs(module, args, output):
+    seen["plain"] = args
+
+
+def with_kwargs(module, args, kwargs, output):
+    seen["with_kwargs"] = (args, kwargs, output)
+
+
+with scale.register_forward_hook(without_kwargs), \
+        scale.register_forward_hook(with_kwargs, with_kwargs=True):
+    scale(torch.ones(2), factor=3.0)
+print("plain hook, args:", seen["plain"])
+args, kwargs, output = seen["with_kwargs"]
+print("with_kwargs hook, args:", args, "| kwargs:", kwargs, "| output:", output)
+assert len(seen["plain"]) == 1
+assert kwargs == {"factor": 3.0} and torch.equal(output, torch.full((2,), 3.0))
+
+# %% [markdown]
+# ## `always_call=True`: a hook that runs even when `forward` raises
+#
+# If `forward` raises, the ordinary forward hooks do not run: there is no output. A hook registered
+# with `always_call=True` still runs, with `output=None`, and then the exception goes on to the
+# caller; what the hook returns is ignored. That is the place for cleanup that must happen after
+# every call, such as stopping a timer or closing a profiling range.
+
+# %%
+class Fails(nn.Module):
+    def forward(self, x):
+        raise ValueError("forward failed on purpose")
+
+
+fails = Fails()
+calls = []
+fails.register_forward_hook(lambda module, args, output: calls.append(("plain", output)))
+fails.register_forward_hook(lambda module, args, output: calls.append(("always_call", output)),
+                            always_call=True)
+try:
+    fails(torch.ones(1))
+except ValueError as error:
+    print(f"the caller still gets the exception: {type(error).__name__}: {error}")
+print("hooks that ran:", calls)
+assert calls == [("always_call", None)]
+
+# %% [markdown]
+# ## When hooks fire, and when they don't
+#
+# Hooks belong to the call `module(x)`, not to the gradient machinery or the training mode: they
+# fire under `torch.no_grad()` and in `eval()` mode. But they are run by `nn.Module.__call__`, so
+# calling `module.forward(x)` directly skips them. Write `module(x)`, never `module.forward(x)`.
+
+# %%
+layer = nn.Linear(3, 2)
+fired = []
+layer.register_forward_hook(lambda module, args, output: fired.append(output.requires_grad))
+x = torch.randn(1, 3)
+
+layer(x)
+with torch.no_grad():
+    layer(x)
+layer.eval()
+layer(x)
+print("layer(x), under no_grad, in eval(): the hook fired", len(fired), "times;",
+      "output.requires_grad each time:", fired)
+assert fired == [True, False, True]
+
+layer.forward(x)
+print("after layer.forward(x): still", len(fired), "calls")
+assert len(fired) == 3
+
+# %% [markdown]
+# A module used twice in one forward pass (shared weights) fires its hooks once per call. A hook
+# that stores `acts[name] = output` keeps only the last call; one that appends keeps both.
+
+# %%
+class TwiceThrough(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.shared = nn.Linear(3, 3)
+
+    def forward(self, x):
+        return self.shared(self.shared(x).relu())
+
+
+torch.manual_seed(0)
+model = TwiceThrough()
+last, every = {}, []
+
+
+def keep_last(module, args, output):
+    last["shared"] = output.detach().clone()
+
+
+def keep_every(module, args, output):
+    every.append(output.detach().clone())
+
+
+model.shared.register_forward_hook(keep_last)
+model.shared.register_forward_hook(keep_every)
+out = model(torch.randn(2, 3))
+print("calls recorded by the appending hook:", len(every))
+print("the dict holds the second call:", torch.equal(last["shared"], every[1]),
+      "| and not the first:", torch.equal(last["shared"], every[0]))
+assert len(every) == 2 and torch.equal(last["shared"], every[1]) and torch.equal(every[1], out)
+assert not torch.equal(every[0], every[1])
+
+# %% [markdown]
+# ## Finding layers by name
+#
+# To hook a layer you need the module object. `model.named_modules()` lists every submodule at
+# every depth with its dotted name, the same names `state_dict()` uses: `features.2.0` is child `0`
+# of child `2` of the attribute `features`. The model itself comes first, under the name `""`.
+# `model.named_children()` lists only the direct children.
+
+# %%
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.features = nn.Sequential(nn.Linear(4, 8), nn.ReLU(),
+                                      nn.Sequential(nn.Linear(8, 8), nn.ReLU()))
+        self.head = nn.Linear(8, 3)
+
+    def forward(self, x):
+        return self.head(self.features(x))
+
+
+net = Net()
+all_names = [name for name, module in net.named_modules()]
+child_names = [name for name, module in net.named_children()]
+print("named_modules():", all_names)
+print("named_children():", child_names)
+assert all_names == ["", "features", "features.0", "features.1", "features.2", "features.2.0",
+                     "features.2.1", "head"]
+assert child_names == ["features", "head"]
+assert dict(net.named_modules())["features.2.0"] is net.features[2][0]
+
+# %% [markdown]
+# **A trap when you register hooks in a loop.** A hook defined inside the loop that uses the loop
+# variable `name` looks `name` up when it *runs*, after the loop has ended: every hook then sees the
+# last name. Bind the value when you make the hook, with a factory function (or a default
+# argument, `def hook(module, args, output, name=name)`).
+
+# %%
+linear_names = [name for name, module in net.named_modules() if isinstance(module, nn.Linear)]
+x = torch.randn(2, 4)
+
+late = {}
+handles = []
+for name in linear_names:
+    def late_hook(module, args, output):
+        late[name] = output.detach().clone()  # `name` is read when the hook runs
+    handles.append(dict(net.named_modules())[name].register_forward_hook(late_hook))
+net(x)
+for h in handles:
+    h.remove()
+print("keys with the late-binding hook:", list(late))
+assert list(late) == ["head"]
+
+
+def make_store_hook(store, name):
+    def hook(module, args, output):
+        store[name] = output.detach().clone()
+    return hook
+
+
+bound = {}
+handles = [dict(net.named_modules())[name].register_forward_hook(make_store_hook(bound, name))
+           for name in linear_names]
+net(x)
+for h in handles:
+    h.remove()
+print("keys with a factory function:  ", list(bound))
+assert list(bound) == linear_names == ["features.0", "features.2.0", "head"]
+
+# %% [markdown]
+# ## Trap 1: storing outputs without `detach()` keeps the graph alive
+#
+# A module's output, computed while gradients are on, carries its autograd graph: `output.grad_fn`
+# links back through every earlier layer. For the backward pass, autograd *saves* tensors in that
+# graph: a `Linear` saves its input, a `ReLU` its output. Keep the output and you keep all of them.
+#
+# The classic case is collecting features batch after batch by appending the output of the last
+# layer to a list. To measure what that keeps, `torch.autograd.graph.saved_tensors_hooks` shows us
+# every tensor autograd saves. We keep only a *weak* reference to each one (which does not keep it
+# alive), and after each batch we add up the bytes of those still alive, leaving out the
+# parameters, which live anyway.
+
+# %%
+torch.manual_seed(0)
+mlp = nn.Sequential(nn.Linear(256, 1024), nn.ReLU(), nn.Linear(1024, 1024), nn.ReLU(), nn.Linear(1024, 10))
+parameter_pointers = {p.data_ptr() for p in mlp.parameters()}
+saved_by_autograd = []  # (weak reference, bytes)
+
+
+def pack(tensor):
+    # Return a detached alias (same memory): returning `tensor` itself would tie a saved output to
+    # its own graph in a reference cycle, which only the garbage collector frees.
+    alias = tensor.detach()
+    if tensor.data_ptr() not in parameter_pointers:
+        saved_by_autograd.append((weakref.ref(alias), tensor.untyped_storage().nbytes()))
+    return alias
+
+
+def unpack(alias):
+    return alias
+
+
+def bytes_still_alive():
+    alive = {}
+    for ref, nbytes in saved_by_autograd:
+        tensor = ref()
+        if tensor is not None:
+            alive[tensor.untyped_storage().data_ptr()] = nbytes  # a ReLU output saved twice counts once
+    return sum(alive.values())
+
+
+def collect_features(detach, batches=8):
+    """Append the last layer's output for each batch; return (KiB alive after each batch, features)."""
+    saved_by_autograd.clear()
+    features, kib_alive = [], []
+
+    def keep(module, args, output):
+        features.append(output.detach() if detach else output)
+
+    with mlp[4].register_forward_hook(keep), torch.autograd.graph.saved_tensors_hooks(pack, unpack):
+        for batch in range(batches):
+            mlp(torch.randn(64, 256))  # the output is dropped: only the hook keeps anything
+            kib_alive.append(bytes_still_alive() / 1024)
+    return kib_alive, features
+
+
+kept_graph, features_raw = collect_features(detach=False)
+kept_detached, features_detached = collect_features(detach=True)
+feature_kib = features_raw[0].untyped_storage().nbytes() / 1024
+print(f"one batch of features is {feature_kib:.1f} KiB")
+print("KiB kept alive by autograd, without detach():", kept_graph)
+print("KiB kept alive by autograd, with detach():   ", kept_detached)
+print("the first stored output still has a graph:", type(features_raw[0].grad_fn).__name__)
+print(f"kept per batch / stored per batch: {kept_graph[0] / feature_kib:.0f}")
+assert feature_kib == 2.5 and kept_graph[0] == 576.0
+assert kept_graph == [576.0 * (batch + 1) for batch in range(8)]
+assert kept_detached == [0.0] * 8
+assert features_raw[0].grad_fn is not None and features_detached[0].grad_fn is None
+
+# %% [markdown]
+# Without `detach()`, every batch adds 576 KiB that autograd holds for a backward pass that never
+# comes: the input batch and both ReLU outputs, 230 times the 2.5 KiB of features actually wanted.
+# With `detach()` nothing is held beyond the features. The picture shows the measured figures.
+
+# %%
+batches = range(1, len(kept_graph) + 1)
+fig, ax = plt.subplots(figsize=(7, 3.2))
+ax.plot(batches, kept_graph, "o-", color="tab:red", label="features.append(output)")
+ax.plot(batches, kept_detached, "o-", color="tab:green", label="features.append(output.detach())")
+ax.set_xlabel("batches collected")
+ax.set_ylabel("KiB saved by autograd, still alive")
+ax.set_title("Memory held by stored outputs (measured with saved_tensors_hooks)")
+ax.legend(loc="upper left", frameon=False)
+plt.tight_layout()
+plt.show()
+
+# %% [markdown]
+# ## Trap 2: `detach()` alone shares memory with the output
+#
+# `output.detach()` is a new tensor without a graph, but it uses the *same memory* as `output`. If
+# a later layer changes that memory in place, the value you stored changes too. `ReLU(inplace=True)`
+# does exactly that: it writes `max(x, 0)` into its input. Below, the hook on the `Linear` stores
+# `output.detach()` and `output.detach().clone()`; after the forward pass the first one has lost
+# its negative values.
+
+# %%
+torch.manual_seed(0)
+net = nn.Sequential(nn.Linear(4, 6), nn.ReLU(inplace=True), nn.Linear(6, 2))
+stored = {}
+
+
+def store_both(module, args, output):
+    stored["detach"] = output.detach()
+    stored["detach_clone"] = output.detach().clone()
+
+
+net[0].register_forward_hook(store_both)
+x = torch.randn(3, 4)
+net(x)
+true_output = F.linear(x, net[0].weight, net[0].bias).detach()  # what the Linear really produced
+print(f"the Linear's real output: min {true_output.min():.4f}")
+print(f"stored output.detach():         min {stored['detach'].min():.4f}  <- overwritten by the ReLU")
+print(f"stored output.detach().clone(): min {stored['detach_clone'].min():.4f}")
+assert true_output.min() < 0 and stored["detach"].min() == 0
+assert torch.equal(stored["detach"], true_output.relu())
+assert torch.equal(stored["detach_clone"], true_output)
+
+# %% [markdown]
+# So store `output.detach().clone()`: no graph, and memory of its own.
+#
+# ## Exercise 1: `capture_activations`
+#
+# Write `capture_activations(model, layer_names)`. It registers a forward hook on each submodule
+# named in `layer_names` (names as `model.named_modules()` gives them, at any depth) and returns
+# `(activations, handles)`:
+#
+# - `activations` is a dict. Each forward pass through a named layer stores, under that name, its
+#   output detached and cloned; the latest forward pass wins;
+# - `handles` is a list of the hooks' handles; removing them all stops the capture.
+#
+# If a name in `layer_names` is not a submodule of `model`, raise `KeyError` with that name in its
+# message, and leave no hook of this call registered: check every name before registering any hook.
+#
+# Traps: storing `output` (Trap 1) or `output.detach()` (Trap 2); the late-binding loop variable;
+# looking only at `named_children()`, which misses nested layers.
+#
+# Check: run `check(capture_activations)` below, or
+# `pytest tests/test_04_forward_hooks.py -k capture_activations`.
+
+# %% tags=["exercise"]
+# Exercise: capture_activations — write your code in this cell.
+
+
+def capture_activations(model, layer_names):
+    """Capture the outputs of the submodules of `model` named in `layer_names`.
+
+    Names are those of `model.named_modules()` (e.g. "features.2.0"), at any depth.
+    Returns `(activations, handles)`: `activations` is a dict that each forward pass through a
+    named layer updates, `activations[name] = <its output, detached and cloned>` (the latest
+    forward pass wins); `handles` is a list of the RemovableHandles of the hooks registered.
+    The hooks return None, so the model computes what it computed before.
+    An unknown name raises KeyError naming it, before any hook is registered.
+    """
+    # TODO: write this, as its docstring says.
+    raise NotImplementedError("capture_activations is not written yet")
+
+
+# %%
+check(capture_activations)
+
+# %% [markdown] tags=["hints"]
+# <details class="tip"><summary>Hint 1 of 3: the idea</summary>
+#
+# Look every name up first and raise before you register anything. Then register one forward
+# hook per name; each hook writes its layer's output into a shared dict under its own name, so a
+# later forward pass overwrites the value of an earlier one.
+#
+# </details>
+#
+# <details class="tip"><summary>Hint 2 of 3: the API</summary>
+#
+# `dict(model.named_modules())` maps every dotted name, at any depth, to its module.
+# `module.register_forward_hook(hook)` returns the handle; `hook(module, args, output)`.
+# `output.detach().clone()` gives a copy without a graph, in memory of its own.
+#
+# </details>
+#
+# <details class="tip"><summary>Hint 3 of 3: almost there</summary>
+#
+# ```python
+# modules = dict(model.named_modules())
+# for name in layer_names:
+#     if name not in modules:
+#         raise KeyError(name)
+# activations = {}
+#
+# def make_hook(name):
+#     def hook(module, args, output):
+#         ...  # store the detached clone under `name`
+#     return hook
+# ```
+#
+# Then register `make_hook(name)` on `modules[name]` for each name, and return the dict and the
+# list of handles.
+#
+# </details>
+
+# %% [markdown]
+# Your function at work on the `Net` from above: two layers captured, nested names included, then
+# the handles removed.
+
+# %%
+with try_it():
+    torch.manual_seed(0)
+    net = Net()
+    activations, handles = capture_activations(net, ["features.1", "features.2.0"])
+    net(torch.randn(5, 4))
+    print({name: tuple(value.shape) for name, value in activations.items()})
+    assert {name: tuple(value.shape) for name, value in activations.items()} == {
+        "features.1": (5, 8), "features.2.0": (5, 8)}
+    assert not any(value.requires_grad for value in activations.values())
+    for h in handles:
+        h.remove()
+    print("hooks left:", sum(len(m._forward_hooks) for m in net.modules()))
+    assert sum(len(m._forward_hooks) for m in net.modules()) == 0
+
+    try:
+        capture_activations(net, ["head", "features.9"])
+    except KeyError as error:
+        print(f"unknown name: KeyError: {error}")
+    print("hooks left after the KeyError:", sum(len(m._forward_hooks) for m in net.modules()))
+    assert sum(len(m._forward_hooks) for m in net.modules()) == 0
+
+# %% [markdown]
+# ## Statistics from hooks: dead ReLUs
+#
+# A hook does not have to store the output: it can reduce it to a few numbers. A ReLU unit is
+# called *dead* for an input when it outputs exactly 0; a layer where most units are dead most of
+# the time passes little signal (and little gradient) on. Two numbers per call summarise a ReLU's
+# output: its mean and the fraction of elements that are exactly zero.
+#
+# `.item()` turns a one-element tensor into a Python float. Keeping floats rather than tensors
+# keeps nothing alive and makes the numbers easy to print, compare and plot.
+
+# %%
+out = torch.tensor([[0.0, 1.5], [0.0, 0.5]])
+mean, dead_fraction = out.mean().item(), (out == 0).float().mean().item()
+print("mean:", mean, type(mean).__name__, "| dead fraction:", dead_fraction, type(dead_fraction).__name__)
+assert (mean, dead_fraction) == (0.5, 0.5) and type(mean) is float and type(dead_fraction) is float
+
+# %% [markdown]
+# ## Exercise 2: `track_relu_stats`
+#
+# Write `track_relu_stats(model)`. It registers a forward hook on every `nn.ReLU` in `model`, at
+# any depth, and returns `(stats, handles)`:
+#
+# - `stats` is a dict from the ReLU's name (as `named_modules()` gives it) to a list. Each call of
+#   that ReLU appends `{"mean": ..., "dead_fraction": ...}`: the mean of its output and the fraction
+#   of its output elements that are exactly zero, both Python floats. A ReLU called twice in one
+#   forward pass gets two entries;
+# - `handles` is a list of the hooks' handles; removing them all stops the tracking.
+#
+# Traps: `model.children()` sees only the top level; a tensor (`output.mean()`) is not a float;
+# the late-binding loop variable.
+#
+# Check: run `check(track_relu_stats)` below, or `pytest tests/test_04_forward_hooks.py -k track_relu_stats`.
+
+# %% tags=["exercise"]
+# Exercise: track_relu_stats — write your code in this cell.
+from torch import nn
+
+
+def track_relu_stats(model):
+    """Record the mean and dead fraction of every nn.ReLU's output in `model`, at any depth.
+
+    Returns `(stats, handles)`. Each call of a ReLU named `name` (as in `model.named_modules()`)
+    appends `{"mean": m, "dead_fraction": d}` to `stats[name]`: `m` is the mean of the ReLU's
+    output, `d` the fraction of its output elements that are exactly 0, both Python floats.
+    `handles` is a list of the RemovableHandles of the hooks registered.
+    The hooks return None, so the model computes what it computed before.
+    """
+    # TODO: write this, as its docstring says.
+    raise NotImplementedError("track_relu_stats is not written yet")
+
+
+# %%
+check(track_relu_stats)
+
+# %% [markdown] tags=["hints"]
+# <details class="tip"><summary>Hint 1 of 3: the idea</summary>
+#
+# Walk over every submodule with its name, keep the ones that are ReLUs, and give each its own
+# list. Its hook reduces the output to two numbers and appends them, so every call adds an entry.
+#
+# </details>
+#
+# <details class="tip"><summary>Hint 2 of 3: the API</summary>
+#
+# `model.named_modules()` visits every depth; `isinstance(module, nn.ReLU)` picks the ReLUs.
+# `output.mean().item()` is a Python float; `(output == 0)` marks the elements that are exactly
+# zero, and its mean (after `.float()`) is their fraction.
+#
+# </details>
+#
+# <details class="tip"><summary>Hint 3 of 3: almost there</summary>
+#
+# ```python
+# stats, handles = {}, []
+#
+# def make_hook(entries):
+#     def hook(module, args, output):
+#         entries.append({"mean": ..., "dead_fraction": ...})
+#     return hook
+#
+# for name, module in model.named_modules():
+#     if isinstance(module, nn.ReLU):
+#         ...
+# ```
+#
+# </details>
+
+# %% [markdown]
+# Your function at work: a stack of six `Linear` + `ReLU` layers, measured twice, once with every
+# bias set to 0 and once with every bias set to -0.05. With zero biases about half of each layer's
+# outputs are dead, and the mean output shrinks from layer to layer (PyTorch's default
+# initialisation does not keep the scale of the activations). So the small negative bias, which
+# looks harmless, kills a growing share of the units until, in the last layers, every output is 0.
+
+# %%
+def relu_stats(bias):
+    """Names, dead fractions and means of the ReLUs of a fresh 6-layer stack whose biases are all `bias`."""
+    torch.manual_seed(0)
+    layers = []
+    for depth in range(6):
+        linear = nn.Linear(32, 32)
+        nn.init.constant_(linear.bias, bias)
+        layers += [linear, nn.ReLU()]
+    deep = nn.Sequential(*layers)
+    stats, handles = track_relu_stats(deep)
+    deep(torch.randn(256, 32))
+    for h in handles:
+        h.remove()
+    names = [name for name, entries in stats.items() if entries]
+    assert names == ["1", "3", "5", "7", "9", "11"]
+    assert all(type(entries[0]["dead_fraction"]) is float for entries in stats.values())
+    return (names, [stats[name][0]["dead_fraction"] for name in names],
+            [stats[name][0]["mean"] for name in names])
+
+
+with try_it():
+    relu_names, dead_zero_bias, mean_zero_bias = relu_stats(0.0)
+    relu_names, dead_negative_bias, mean_negative_bias = relu_stats(-0.05)
+    print("ReLU:                     ", relu_names)
+    print("mean output, bias 0:      ", [round(m, 4) for m in mean_zero_bias])
+    print("dead fraction, bias 0:    ", [round(d, 3) for d in dead_zero_bias])
+    print("dead fraction, bias -0.05:", [round(d, 3) for d in dead_negative_bias])
+    assert mean_zero_bias == sorted(mean_zero_bias, reverse=True)
+    assert all(0.4 < d < 0.6 for d in dead_zero_bias)
+    assert dead_negative_bias == sorted(dead_negative_bias) and dead_negative_bias[-1] == 1.0
+
+    fig, ax = plt.subplots(figsize=(7, 3.2))
+    positions = range(len(relu_names))
+    ax.bar([p - 0.2 for p in positions], dead_zero_bias, 0.4, color="tab:blue", label="bias 0")
+    ax.bar([p + 0.2 for p in positions], dead_negative_bias, 0.4, color="tab:red", label="bias -0.05")
+    ax.set_xticks(list(positions), relu_names)
+    ax.set_ylim(0, 1.05)
+    ax.set_xlabel("ReLU (its name in named_modules())")
+    ax.set_ylabel("fraction of outputs exactly 0")
+    ax.set_title("Dead ReLU outputs per layer (measured by track_relu_stats)")
+    ax.legend(loc="upper left", frameon=False)
+    plt.tight_layout()
+    plt.show()
+
+# %% [markdown]
+# ## Changing outputs
+#
+# A hook that returns a value changes the model without touching its code. Build the new value
+# out of place (`output.clamp(...)`, `output * 2`), and return it. Editing `output` in place
+# (`output.clamp_(...)`, `output[mask] = ...`) changes a tensor that the module, or the caller, may
+# still hold: below, a module keeps its last output in `self.last`, and an in-place edit in the hook
+# changes that record too.
+
+# %%
+class Remembers(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.last = None
+
+    def forward(self, x):
+        self.last = 3 * x
+        return self.last
+
+
+remembers = Remembers()
+x = torch.tensor([-2.0, 0.5, 2.0])
+with remembers.register_forward_hook(lambda module, args, output: output.clamp_(-1, 1)):
+    remembers(x)
+print("in-place clamp_ in the hook: module.last =", remembers.last)
+assert torch.equal(remembers.last, torch.tensor([-1.0, 1.0, 1.0]))
+with remembers.register_forward_hook(lambda module, args, output: output.clamp(-1, 1)):
+    returned = remembers(x)
+print("out-of-place clamp returned: module.last =", remembers.last, "| output =", returned)
+assert torch.equal(remembers.last, torch.tensor([-6.0, 1.5, 6.0]))
+assert torch.equal(returned, torch.tensor([-1.0, 1.0, 1.0]))
+
+# %% [markdown]
+# The gradient must flow through the replacement too. `torch.clamp` passes the gradient where the
+# value was inside the range and 0 where it was clipped. A replacement built with `.detach()` (or
+# under `torch.no_grad()`) cuts the graph: the parameters before it get no gradient at all.
+
+# %%
+torch.manual_seed(0)
+layer = nn.Linear(3, 4)
+x = torch.randn(2, 3)
+with layer.register_forward_hook(lambda module, args, output: output.detach().clamp(-0.5, 0.5)):
+    cut = layer(x)
+print("replacement built from output.detach(): requires_grad =", cut.requires_grad)
+try:
+    cut.sum().backward()
+    backward_error = "none, backward ran"
+except RuntimeError as error:
+    backward_error = f"RuntimeError: {error}"
+print("backward:", backward_error)
+assert "does not require grad" in backward_error
+assert not cut.requires_grad and layer.weight.grad is None
+
+# %% [markdown]
+# ## Exercise 3: `clamp_output`
+#
+# Write `clamp_output(module, min_value, max_value)`. It registers a forward hook on `module` that
+# replaces the output by the output clamped to `[min_value, max_value]`, and returns its handle.
+#
+# - Don't change the original output in place: the module (or a hook before yours) may still hold it.
+# - Gradients flow as through `torch.clamp`: unchanged inside the range, 0 outside.
+#
+# Traps: `clamp_` or assignment into `output` (in place); forgetting to return the new value (the
+# output then stays unclamped); `.detach()` or `torch.no_grad()` in the hook (no gradient).
+#
+# Check: run `check(clamp_output)` below, or `pytest tests/test_04_forward_hooks.py -k clamp_output`.
+
+# %% tags=["exercise"]
+# Exercise: clamp_output — write your code in this cell.
+
+
+def clamp_output(module, min_value, max_value):
+    """Clamp the output of `module` to `[min_value, max_value]` with a forward hook.
+
+    The hook returns a new tensor, the output clamped, so that it replaces the output; the
+    original output is not changed in place. Gradients flow as through `torch.clamp`.
+    Returns the RemovableHandle of the hook.
+    """
+    # TODO: write this, as its docstring says.
+    raise NotImplementedError("clamp_output is not written yet")
+
+
+# %%
+check(clamp_output)
+
+# %% [markdown] tags=["hints"]
+# <details class="tip"><summary>Hint 1 of 3: the idea</summary>
+#
+# A forward hook that returns something replaces the module's output with it. Return a new,
+# clamped tensor built from the output, without touching the output itself.
+#
+# </details>
+#
+# <details class="tip"><summary>Hint 2 of 3: the API</summary>
+#
+# `output.clamp(min_value, max_value)` (or `torch.clamp`) returns a new tensor and keeps the graph;
+# `clamp_` works in place. `module.register_forward_hook(hook)` returns the handle.
+#
+# </details>
+#
+# <details class="tip"><summary>Hint 3 of 3: almost there</summary>
+#
+# ```python
+# def hook(module, args, output):
+#     ...  # return the clamped copy
+#
+# return module.register_forward_hook(hook)
+# ```
+#
+# </details>
+
+# %% [markdown]
+# Your function at work: a layer's output clamped to `[-0.5, 0.5]`. The gradient reaches the
+# weights only through the outputs that were inside the range; after `handle.remove()` the output
+# is the plain one again.
+
+# %%
+with try_it():
+    torch.manual_seed(0)
+    layer = nn.Linear(3, 4)
+    x = 2 * torch.randn(5, 3)
+    plain = layer(x)
+    handle = clamp_output(layer, -0.5, 0.5)
+    clamped = layer(x)
+    print(f"output range: plain [{plain.min():.3f}, {plain.max():.3f}], "
+          f"clamped [{clamped.min():.3f}, {clamped.max():.3f}]")
+    assert torch.equal(clamped, plain.clamp(-0.5, 0.5))
+    assert plain.min() < -0.5 and plain.max() > 0.5
+    clamped.sum().backward()
+    inside = ((plain > -0.5) & (plain < 0.5)).float()
+    print("bias gradient = number of unclipped outputs per unit:", layer.bias.grad.tolist())
+    assert torch.equal(layer.bias.grad, inside.sum(0))
+    handle.remove()
+    assert torch.equal(layer(x), plain)
+
+# %% [markdown]
+# ## Summary
+#
+# | Registration | the hook is called as | a non-None return | fires |
+# |---|---|---|---|
+# | `m.register_forward_hook(hook)` | `hook(module, args, output)` | replaces the output (unchecked) | after each `m(...)`, also under `no_grad` and in `eval()`; not for `m.forward(...)` |
+# | `..., with_kwargs=True` | `hook(module, args, kwargs, output)` | replaces the output | the same |
+# | `..., always_call=True` | as above; `output` is `None` if `forward` raised | replaces the output; ignored if `forward` raised | also when `forward` raises |
+#
+# Rules of thumb: find layers by their `named_modules()` names; bind the name when you make a
+# hook in a loop; store `output.detach().clone()` (without `detach()` the graph stays alive,
+# without `clone()` an in-place layer overwrites your copy); keep statistics as Python floats;
+# replace outputs out of place, with operations that keep the graph.
+#
+# Next, lesson 05 covers backward hooks on modules, which see the gradients flowing back through a
+# module.
