@@ -34,7 +34,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from hooked.notebook import check, try_it
+from hooked.notebook import check, hint, try_it
 
 # %% [markdown]
 # ## When a forward hook fires and what it receives

@@ -423,12 +423,13 @@ def check_clamp_output(clamp_output):
             fail(f"{said} returned {describe(out)}; expected the output clamped to [{low}, {high}], "
                  f"{describe(expected.detach())}.")
         if out.grad_fn is None:
-            fail(f"{said} returned a tensor that does not require grad: the clamp cut the autograd graph, so no "
-                 "gradient reaches the module's weights. Don't use .detach(), .data or torch.no_grad() in the hook.")
+            fail(f"{said} returned a tensor cut off from the autograd graph (grad_fn None, requires_grad="
+                 f"{out.requires_grad}), so no gradient reaches the module's weights or its input. Build the clamped "
+                 "tensor from the output itself: no .detach(), .data or torch.no_grad() in the hook.")
         grad_out = random_tensor(seed + 2, tuple(out.shape))
         with calling(f"computing gradients through the module after {call_text}"):
             got = torch.autograd.grad(out, (x, weight, bias), grad_out, allow_unused=True)
-        wanted = torch.autograd.grad(expected, (x, weight, bias), grad_out)
+        wanted = torch.autograd.grad(expected, (x, weight, bias), grad_out, retain_graph=True)
         for what, mine, theirs in zip(("the input x", "the weight", "the bias"), got, wanted):
             if mine is not None and close(mine, theirs):
                 continue
