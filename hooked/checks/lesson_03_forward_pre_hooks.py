@@ -1,0 +1,438 @@
+"""Checks for lesson 03, forward pre-hooks."""
+
+import torch
+from torch import nn
+
+from hooked.checking import LearnerCodeRaised, calling, describe_learner_error, fail
+from hooked.checks.noise import check_new_noise_each_call, check_noise_sample, check_seeded_noise
+from hooked.checks.tensors import close, describe, random_tensor
+
+NOISE_SHAPE = (64, 8, 8)  # 4096 elements: enough for the statistical checks of hooked/checks/noise.py
+
+
+class _Recorder(nn.Module):
+    """Notes the positional and keyword arguments each call hands to forward; returns the first one."""
+
+    def __init__(self):
+        super().__init__()
+        self.calls = []
+
+    def forward(self, *args, **kwargs):
+        self.calls.append((args, kwargs))
+        return args[0] if args else None
+
+
+def _registered(register, call_text, module):
+    """Call the learner's `register` (e.g. lambda m: add_input_noise(m, 0.3)) on `module` and
+    require the handle back."""
+    with calling(f"calling {call_text}"):
+        handle = register(module)
+    if not hasattr(handle, "remove"):
+        fail(f"{call_text} returned {describe(handle)}; expected the handle that "
+             "module.register_forward_pre_hook(...) returns, so that the caller can remove the hook.")
+    return handle
+
+
+def _call(module, said, args, kwargs=None, hint_for_error=None):
+    """Call `module(*args, **kwargs)` and return the (args, kwargs) its forward received.
+    `hint_for_error(error)` may add a targeted hint to an error raised on the way."""
+    kwargs = kwargs or {}
+    try:
+        with calling(f"{said}, calling the module"):
+            module(*args, **kwargs)
+    except LearnerCodeRaised as raised:
+        text = f"{said}\nCalling the module raised {describe_learner_error(raised.error)}"
+        if "forward pre-hook must return None or a tuple of (new_args, new_kwargs)" in str(raised.error):
+            fail(f"{text}\nA pre-hook registered with with_kwargs=True must return None or the pair (args, kwargs): "
+                 "a tuple of the positional arguments and a dict of the keyword arguments.")
+        hint = hint_for_error(raised.error) if hint_for_error else None
+        if hint:
+            fail(f"{text}\n{hint}")
+        raise
+    return module.calls[-1]
+
+
+def _described_args(args):
+    return "(" + ", ".join(describe(arg) for arg in args) + ")"
+
+
+def _check_first_arg_replaced(received, args, said):
+    """The module received as many positional arguments as it was called with, the others
+    unchanged, and a tensor first; return that tensor."""
+    received_args, _ = received
+    if len(received_args) != len(args):
+        fail(f"{said}\nforward received {len(received_args)} positional argument(s), "
+             f"{_described_args(received_args)}; expected {len(args)}, like the call. A pre-hook's return "
+             "replaces ALL positional arguments (a value that is not a tuple becomes the only one): return a tuple "
+             "with the new first argument and the others, (new_x, *args[1:]).")
+    for position, (got, given) in enumerate(zip(received_args[1:], args[1:]), start=1):
+        if got is not given:
+            fail(f"{said}\npositional argument {position} reached forward as {describe(got)}; expected it "
+                 f"unchanged ({describe(given)}). Change only the first argument.")
+    first = received_args[0]
+    if not isinstance(first, torch.Tensor):
+        fail(f"{said}\nforward received {describe(first)} as its first argument; expected a tensor.")
+    return first
+
+
+def _check_not_changed_in_place(x, original, said):
+    if not torch.equal(x, original):
+        fail(f"{said}\nThe caller's tensor x changed in place: it was {describe(original)} and is now "
+             f"{describe(x)}. Compute a new tensor (x + noise, (x - m) / s) and return it, instead of "
+             "modifying args[0] with an in-place operation (+=, add_, sub_, div_, [...] =).")
+
+
+def _check_gradient_reaches(x, received, expected_grad, said):
+    """`received` was computed from the leaf `x`; its sum must send `expected_grad` back to x."""
+    if not received.requires_grad:
+        fail(f"{said}\nThe new input does not require grad although x does: it is cut off from autograd, so no "
+             "gradient can reach x. Compute it from x with ordinary tensor operations (not x.data, .detach() "
+             "or torch.no_grad()).")
+    with calling(f"{said}, running backward from the new input"):
+        received.sum().backward()
+    if not close(x.grad, expected_grad):
+        fail(f"{said}\nBackward from the sum of the new input gave x.grad = {describe(x.grad)}; expected "
+             f"{describe(expected_grad)}.")
+
+
+def _forward_hook_hint(module):
+    if module._forward_hooks:
+        return (" A forward hook (register_forward_hook) is registered on the module: it runs after forward, "
+                "so forward never sees the change. Use register_forward_pre_hook.")
+    return ""
+
+
+# ---------------------------------------------------------------- add_input_noise
+
+
+def _noisy_input(module, x, said, extra=()):
+    received = _call(module, said, (x, *extra))
+    return _check_first_arg_replaced(received, (x, *extra), said)
+
+
+def check_add_input_noise(add_input_noise):
+    # Two modules registered before either is called, so that a std or generator kept in a
+    # shared place (a global, a default argument) shows.
+    cases = [(0.3, None, 301), (2.5, 302, 303)]
+    modules, handles = [], []
+    for std, generator_seed, _ in cases:
+        generator = None if generator_seed is None else torch.Generator().manual_seed(generator_seed)
+        text = f"add_input_noise(module, {std}" + (", generator)" if generator is not None else ")")
+        module = _Recorder()
+        handles.append(_registered(lambda m: add_input_noise(m, std, generator), text, module))
+        modules.append((module, std, text))
+
+    for (module, std, text), (_, _, seed) in zip(modules, cases):
+        x = random_tensor(seed, NOISE_SHAPE, scale=3.0)
+        y, original = random_tensor(seed + 1, (3,)), x.clone()
+        said = f"Registered {text} on a module in training mode, called module(x, y, 7) with x = {describe(x)}."
+        received = _call(module, said, (x, y, 7))
+        _check_not_changed_in_place(x, original, said)
+        noisy = _check_first_arg_replaced(received, (x, y, 7), said)
+        if noisy.shape != x.shape or noisy.dtype != x.dtype:
+            fail(f"{said}\nforward received {describe(noisy)} as x; expected the shape {tuple(x.shape)} and "
+                 f"dtype {x.dtype} of x: noise with the shape of x (x.shape), in its dtype.")
+        if torch.equal(noisy, original):
+            fail(f"{said}\nforward received x unchanged: no noise was added. A new module is in training mode, "
+                 f"where x must become x + noise.{_forward_hook_hint(module)}")
+        what = f"The noise that {text} added to x of shape {tuple(x.shape)} (what forward received minus x)"
+        check_noise_sample(noisy - original, std, what, input=original)
+
+        check_new_noise_each_call(
+            lambda: _noisy_input(module, original, said) - original,
+            f"{said} Called the module twice on the same x")
+
+    def seeded_draw(generator):
+        module = _Recorder()
+        _registered(lambda m: add_input_noise(m, 0.5, generator), "add_input_noise(module, 0.5, generator)", module)
+        x = random_tensor(311, (4, 5))
+        said = f"Registered add_input_noise(module, 0.5, generator), called module(x) with x = {describe(x)}."
+        return _noisy_input(module, x, said) - x
+
+    check_seeded_noise(seeded_draw, "add_input_noise(module, 0.5, generator) with a fresh module and generator "
+                                    "each time, on the same x")
+
+    _check_noise_only_in_training(add_input_noise)
+    _check_noise_keeps_dtype_and_gradient(add_input_noise)
+
+    module, std, text = modules[0]
+    handles[0].remove()
+    x = random_tensor(321, (3, 4))
+    said = f"Registered {text}, then called handle.remove() and module(x)."
+    if not torch.equal(_noisy_input(module, x, said), x):
+        fail(f"{said}\nforward still received a changed x: removing the returned handle must remove the noise. "
+             "Return the handle of the pre-hook you registered.")
+
+
+def _check_noise_only_in_training(add_input_noise):
+    x = random_tensor(331, (8, 6))
+    module = _Recorder()
+    _registered(lambda m: add_input_noise(m, 1.0), "add_input_noise(module, 1.0)", module)
+    module.eval()
+    said = f"Registered add_input_noise(module, 1.0), switched the module to eval(), called module(x) with x = " \
+           f"{describe(x)}."
+    if not torch.equal(_noisy_input(module, x, said), x):
+        fail(f"{said}\nforward received a changed x; in eval mode the input must pass unchanged (evaluation "
+             "must be deterministic). Check module.training in the hook and return None when it is False.")
+    module.train()
+    said = "Registered add_input_noise(module, 1.0) in training mode, called module(x) in eval mode, then " \
+           "switched back to train() and called module(x) again."
+    if torch.equal(_noisy_input(module, x, said), x):
+        fail(f"{said}\nThe second call received x unchanged; back in training mode, noise must be added again.")
+
+    late = _Recorder().eval()
+    _registered(lambda m: add_input_noise(m, 1.0), "add_input_noise(module, 1.0)", late)
+    late.train()
+    said = "Registered add_input_noise(module, 1.0) while the module was in eval mode, then switched it to " \
+           "train() and called module(x)."
+    if torch.equal(_noisy_input(late, x, said), x):
+        fail(f"{said}\nforward received x unchanged. Decide on every call, with the module's current "
+             "module.training, not once when the hook is registered.")
+
+
+def _check_noise_keeps_dtype_and_gradient(add_input_noise):
+    x = random_tensor(341, (32, 40), dtype=torch.float64)
+    module = _Recorder()
+    _registered(lambda m: add_input_noise(m, 0.3), "add_input_noise(module, 0.3)", module)
+    said = f"Registered add_input_noise(module, 0.3), called module(x) with x = {describe(x)}."
+    noisy = _noisy_input(module, x, said)
+    if noisy.dtype != x.dtype:
+        fail(f"{said}\nforward received x as {describe(noisy)}; expected dtype {x.dtype}, the dtype of x. "
+             "Draw the noise in the dtype of x (dtype=x.dtype, or torch.randn_like / x.new_empty).")
+    check_noise_sample(noisy - x, 0.3, f"The noise added to x of shape {tuple(x.shape)}, float64,", input=x)
+
+    leaf = random_tensor(342, (3, 4)).requires_grad_()
+    module = _Recorder()
+    _registered(lambda m: add_input_noise(m, 0.3), "add_input_noise(module, 0.3)", module)
+    said = f"Registered add_input_noise(module, 0.3), called module(x) with x = {describe(leaf)}, requiring grad."
+    _check_gradient_reaches(leaf, _noisy_input(module, leaf, said), torch.ones_like(leaf), said)
+
+
+# ---------------------------------------------------------------- normalize_input
+
+
+def _wrong_dim_hint(error):
+    if "must match the size of tensor" in str(error):
+        return ("mean and std hold one value per channel, dimension 1 of x. As tensors of shape (C,) they "
+                "broadcast against the LAST dimension instead; reshape them to (1, C, 1, ...), with one 1 per "
+                "trailing dimension of x.")
+    return None
+
+
+def _normalization_mistakes(x, mean, std):
+    """(wrong result, hint) for the usual mistakes."""
+    channels = len(mean)
+    shape = (1, channels) + (1,) * (x.dim() - 2)
+    m, s = torch.tensor(mean, dtype=x.dtype).view(shape), torch.tensor(std, dtype=x.dtype).view(shape)
+    dims = tuple(d for d in range(x.dim()) if d != 1)
+    mistakes = [
+        ((x - m) / s ** 2, "You divided by std ** 2, the variance; divide by std."),
+        (x - m, "You subtracted the mean but did not divide by std."),
+        ((x - m) * s, "You multiplied by std; divide by it."),
+        (x / s - m, "You divided first and subtracted the mean afterwards; compute (x - mean) / std."),
+        ((x - s) / m, "You swapped mean and std."),
+        ((x - x.mean(dim=dims, keepdim=True)) / x.std(dim=dims, keepdim=True),
+         "You normalized with the statistics of x itself; use the given mean and std."),
+    ]
+    if x.shape[-1] == channels and x.dim() > 2:
+        flat_m, flat_s = torch.tensor(mean, dtype=x.dtype), torch.tensor(std, dtype=x.dtype)
+        mistakes.insert(0, ((x - flat_m) / flat_s,
+                            "You normalized along the LAST dimension: mean and std of shape (C,) broadcast against "
+                            "it. The channels are dimension 1; reshape the statistics to (1, C, 1, ...)."))
+    return mistakes
+
+
+def check_normalize_input(normalize_input):
+    cases = [  # (seed, shape, how the statistics are passed)
+        (401, (6, 3, 5, 4), list),
+        (402, (5, 4), tuple),
+        (403, (4, 2, 7), list),
+        (404, (3, 3, 2, 2, 3), list),  # the last dimension has C elements: the wrong dimension runs silently
+        (405, (4, 5, 3, 3), tuple),
+    ]
+    prepared = []
+    for seed, shape, kind in cases:  # register all before calling any
+        channels = shape[1]
+        mean = kind(round(v, 3) for v in random_tensor(seed + 10, (channels,), scale=2.0).tolist())
+        std = kind(round(0.5 + v, 3) for v in random_tensor(seed + 20, (channels,)).abs().tolist())
+        text = f"normalize_input(module, mean={mean!r}, std={std!r})"
+        module = _Recorder()
+        handle = _registered(lambda m: normalize_input(m, mean, std), text, module)
+        prepared.append((seed, shape, mean, std, text, module, handle))
+
+    for seed, shape, mean, std, text, module, _ in prepared:
+        dtype = torch.float64 if seed == 405 else torch.float32
+        x = random_tensor(seed, shape, dtype=dtype, scale=2.0)
+        y, original = random_tensor(seed + 1, (2,)), x.clone()
+        said = f"Registered {text}, called module(x, y) with x = {describe(x)}."
+        received = _call(module, said, (x, y), hint_for_error=_wrong_dim_hint)
+        _check_not_changed_in_place(x, original, said)
+        result = _check_first_arg_replaced(received, (x, y), said)
+        view = (1, shape[1]) + (1,) * (len(shape) - 2)
+        expected = (original - torch.tensor(mean, dtype=dtype).view(view)) / torch.tensor(std, dtype=dtype).view(view)
+        if result.shape != expected.shape:
+            fail(f"{said}\nforward received {describe(result)} as x; expected the shape of x, {tuple(shape)}.")
+        if result.dtype != dtype:
+            fail(f"{said}\nforward received x as {describe(result)}; expected dtype {dtype}, the dtype of x. "
+                 "Make the statistics tensors in the dtype of x (dtype=x.dtype).")
+        if close(result, expected):
+            continue
+        for wrong, hint in _normalization_mistakes(original, list(mean), list(std)):
+            if close(result, wrong):
+                fail(f"{said}\nforward received {describe(result)}; expected {describe(expected)}. {hint}")
+        if torch.equal(result, original):
+            fail(f"{said}\nforward received x unchanged; expected {describe(expected)}.{_forward_hook_hint(module)}")
+        fail(f"{said}\nforward received {describe(result)}; expected (x - mean[c]) / std[c] per channel c of "
+             f"dimension 1, {describe(expected)}.")
+
+    leaf = random_tensor(411, (2, 3, 4)).requires_grad_()
+    module = _Recorder()
+    std = [0.5, 2.0, 4.0]
+    _registered(lambda m: normalize_input(m, [0.0, 1.0, -1.0], std), "normalize_input(module, ...)", module)
+    said = f"Registered normalize_input(module, mean=[0.0, 1.0, -1.0], std={std}), called module(x) with x = " \
+           f"{describe(leaf)}, requiring grad."
+    received = _call(module, said, (leaf,), hint_for_error=_wrong_dim_hint)
+    result = _check_first_arg_replaced(received, (leaf,), said)
+    _check_gradient_reaches(leaf, result, (1 / torch.tensor(std)).view(1, 3, 1).expand(2, 3, 4), said)
+
+    *_, text, module, handle = prepared[0]
+    handle.remove()
+    x = random_tensor(421, (2, 3, 2, 2))
+    said = f"Registered {text}, then called handle.remove() and module(x)."
+    if not torch.equal(_check_first_arg_replaced(_call(module, said, (x,)), (x,), said), x):
+        fail(f"{said}\nforward still received a changed x: return the handle of the pre-hook you registered.")
+
+
+# ---------------------------------------------------------------- flatten_images
+
+
+def _flatten_error_hint(x):
+    def hint(error):
+        text = str(error)
+        if "view size is not compatible" in text:
+            return (f"x was not contiguous ({describe(x)} made by permute). view() only reinterprets memory laid "
+                    "out in order; use x.reshape(N, -1) or x.flatten(1), which copy when needed.")
+        if x.dim() <= 2:
+            return f"x had {x.dim()} dimension(s): a 1-D or 2-D input must pass unchanged; look at x.dim() first."
+        return None
+    return hint
+
+
+def _flatten_mistake_hint(result, x):
+    n = x.shape[0]
+    if result.shape == (x.numel(),):
+        return "You flattened the batch dimension too; keep dimension 0 and flatten the others: shape (N, -1)."
+    if x.dim() > 3 and result.shape == (n, x.shape[1], x[0, 0].numel()):
+        return "You flattened from dimension 2 on; flatten every dimension but the first (from dimension 1)."
+    if x.dim() <= 2:
+        return f"A {x.dim()}-D input must pass unchanged; flatten only inputs with more than 2 dimensions."
+    return ""
+
+
+def check_flatten_images(flatten_images):
+    permuted = random_tensor(503, (4, 6, 5, 3)).permute(0, 3, 1, 2)  # (4, 3, 6, 5), not contiguous
+    sliced = random_tensor(504, (3, 2, 8, 4))[:, :, ::2]  # (3, 2, 4, 4), not contiguous
+    inputs = [
+        random_tensor(501, (5, 3, 4, 4)),
+        random_tensor(502, (1, 2, 3)),
+        permuted,
+        sliced,
+        random_tensor(505, (2, 3, 2, 2, 2), dtype=torch.float64),
+        random_tensor(506, (6, 7)),
+        random_tensor(507, (7,)),
+    ]
+    module = _Recorder()
+    handle = _registered(flatten_images, "flatten_images(module)", module)
+    for x in inputs:
+        y, original = random_tensor(509, (2,)), x.clone()
+        layout = "" if x.is_contiguous() else ", not contiguous"
+        said = f"Registered flatten_images(module), called module(x, y) with x = {describe(x)}{layout}."
+        received = _call(module, said, (x, y), hint_for_error=_flatten_error_hint(x))
+        _check_not_changed_in_place(x, original, said)
+        result = _check_first_arg_replaced(received, (x, y), said)
+        expected = original.reshape(original.shape[0], -1) if x.dim() > 2 else original
+        if result.shape != expected.shape:
+            fail(f"{said}\nforward received x of shape {tuple(result.shape)}; expected shape {tuple(expected.shape)}. "
+                 f"{_flatten_mistake_hint(result, x)}".rstrip())
+        if not torch.equal(result, expected):
+            fail(f"{said}\nforward received {describe(result)}, of the right shape but with other values than x "
+                 f"flattened ({describe(expected)}). Flatten in the tensor's own element order "
+                 "(x.flatten(1) or x.reshape(N, -1)), without moving dimensions first.")
+
+    handle.remove()
+    x = random_tensor(511, (2, 3, 2))
+    said = "Registered flatten_images(module), then called handle.remove() and module(x) with a 3-D x."
+    if _check_first_arg_replaced(_call(module, said, (x,)), (x,), said).shape != x.shape:
+        fail(f"{said}\nforward still received a flattened x: return the handle of the pre-hook you registered.")
+
+
+# ---------------------------------------------------------------- force_kwarg
+
+
+def _check_received_kwargs(received, args, expected_kwargs, said, name, caller_kwargs):
+    received_args, received_kwargs = received
+    if len(received_args) != len(args) or any(got is not given for got, given in zip(received_args, args)):
+        fail(f"{said}\nforward received the positional arguments {_described_args(received_args)}; expected "
+             f"{_described_args(args)}, unchanged. A pre-hook without with_kwargs=True cannot add keyword "
+             "arguments (returning a value there adds positional ones); register it with with_kwargs=True and "
+             "return (args, kwargs).")
+    if name not in received_kwargs:
+        fail(f"{said}\nforward received the keyword arguments {received_kwargs!r}, without {name!r}. Register the "
+             "pre-hook with with_kwargs=True and return (args, kwargs) with kwargs[name] set to value.")
+    if not _same(received_kwargs[name], expected_kwargs[name]):
+        if name in caller_kwargs and _same(received_kwargs[name], caller_kwargs[name]):
+            fail(f"{said}\nforward received {name}={received_kwargs[name]!r}, the value the caller passed; expected "
+                 f"{expected_kwargs[name]!r}. Override the caller's value; setdefault (or `if name not in kwargs`) "
+                 "only adds a missing one.")
+        fail(f"{said}\nforward received {name}={received_kwargs[name]!r}; expected {expected_kwargs[name]!r}.")
+    if set(received_kwargs) != set(expected_kwargs) or not all(
+            _same(received_kwargs[key], value) for key, value in expected_kwargs.items()):
+        fail(f"{said}\nforward received the keyword arguments {received_kwargs!r}; expected {expected_kwargs!r}: the "
+             f"caller's other keyword arguments must pass through unchanged, with only {name!r} set.")
+
+
+def _same(a, b):
+    if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
+        return a is b
+    return type(a) is type(b) and a == b
+
+
+def check_force_kwarg(force_kwarg):
+    forced_mask = random_tensor(601, (2, 2))
+    cases = [("scale", 2.5, 1.0), ("mode", "fast", "slow"), ("mask", None, forced_mask), ("weights", forced_mask, None)]
+    prepared = []
+    for name, value, _ in cases:  # register all before calling any
+        text = f"force_kwarg(module, {name!r}, {describe(value)})"
+        module = _Recorder()
+        prepared.append((module, _registered(lambda m: force_kwarg(m, name, value), text, module), text))
+
+    for (name, value, other_value), (module, _, text) in zip(cases, prepared):
+        x, y = random_tensor(611, (2, 3)), random_tensor(612, (3,))
+        calls = [  # (positional, keyword arguments the caller passes)
+            ((x,), {}),
+            ((x,), {name: other_value}),
+            ((x, y), {"keep": 3, name: other_value}),
+            ((x, y), {"keep": "yes"}),
+        ]
+        for args, kwargs in calls:
+            shown = ", ".join(["x", "y"][:len(args)] + [f"{key}={describe(val)}" for key, val in kwargs.items()])
+            said = f"Registered {text}, called module({shown})."
+            received = _call(module, said, args, dict(kwargs))
+            expected = {**kwargs, name: value}
+            _check_received_kwargs(received, args, expected, said, name, kwargs)
+
+    module, handle, text = prepared[0]
+    handle.remove()
+    said = f"Registered {text}, then called handle.remove() and module(x, scale=1.0)."
+    _, received_kwargs = _call(module, said, (random_tensor(621, (2,)),), {"scale": 1.0})
+    if received_kwargs != {"scale": 1.0}:
+        fail(f"{said}\nforward received {received_kwargs!r}; expected {{'scale': 1.0}}: removing the returned "
+             "handle must remove the hook. Return the handle of the pre-hook you registered.")
+
+
+CHECKS = {
+    "add_input_noise": check_add_input_noise,
+    "normalize_input": check_normalize_input,
+    "flatten_images": check_flatten_images,
+    "force_kwarg": check_force_kwarg,
+}
