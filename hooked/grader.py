@@ -120,6 +120,12 @@ class Grader:
             self._worker.stop()
             self._worker = None
 
+    def forget(self, lesson):
+        """Read and run `lesson` afresh at its next grade (it was saved again); the worker,
+        with torch imported, is kept."""
+        for cache in (self._sources, self._load_outcomes, self._stopped_cells):
+            cache.pop(lesson, None)
+
     def source(self, lesson):
         if lesson not in self._sources:
             self._sources[lesson] = load_lesson_source(self.lessons_dir, lesson)
