@@ -659,7 +659,7 @@ check(make_clip_hook)
 #     def hook(grad):
 #         norm = ...       # the L2 norm of grad
 #         if ...:          # only when the gradient is too large
-#             return ...   # grad rescaled so that its norm is max_norm (a new tensor)
+#             return ...   # grad rescaled to norm max_norm, a new tensor
 #         return grad
 #     return hook
 # ```
@@ -800,7 +800,7 @@ check(record_grads)
 # ```python
 # def record_grads(tensor, store):
 #     def hook(grad):
-#         store.append(...)   # a copy of grad with no graph and its own memory
+#         store.append(...)   # a copy of grad: no graph, its own memory
 #         # no return: the gradient goes on unchanged
 #     return ...              # what registering hook on tensor gives back
 # ```
