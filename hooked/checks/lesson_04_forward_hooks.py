@@ -261,6 +261,11 @@ def _relu_input(seed, batch, width):
     return torch.where(pick < -1.3, torch.zeros_like(x), x)
 
 
+_LATE_BINDING = ("A hook that uses the loop variable reads it when it runs, after the loop ended, so every hook "
+                 "sees the last name: bind the name (or the list) when you make each hook, with a factory "
+                 "function or a default argument.")
+
+
 def _expected_entry(output):
     return {"mean": output.mean().item(), "dead_fraction": (output == 0).float().mean().item()}
 
@@ -310,21 +315,24 @@ def _check_stats(stats, reference, relu_names, other_names, call_text, step):
              f"({relu_names}).")
     wrongly = [name for name in other_names if stats.get(name)]
     if wrongly:
+        late = "" if all(stats.get(name) for name in relu_names) else f" {_LATE_BINDING}"
         fail(f"{said} stats has entries for {wrongly}, which are not nn.ReLU modules (e.g. a LeakyReLU or a "
-             "Linear); track only instances of nn.ReLU.")
+             f"Linear); track only instances of nn.ReLU.{late}")
     unknown = [key for key in stats if key not in relu_names and key not in other_names and stats[key]]
     if unknown:
         fail(f"{said} stats has keys {unknown}; expected the ReLUs' names from model.named_modules(): {relu_names}.")
     missing = [name for name in relu_names if not stats.get(name)]
     if missing:
         nested = [name for name in missing if "." in name]
-        hint = (f" {nested} are nested inside other modules: model.children() and named_children() see only the "
-                "top level; named_modules() visits every depth.") if nested else ""
         crowded = [name for name in relu_names if stats.get(name)
                    and len(stats[name]) > len(reference.records[name])]
         if crowded:
-            hint += (f" {crowded} holds more entries than that ReLU ran: the hook reads the loop variable when "
-                     "it runs, after the loop ended; bind the name (or the list) when you make each hook.")
+            hint = f" {crowded} holds more entries than that ReLU ran. {_LATE_BINDING}"
+        elif nested:
+            hint = (f" {nested} are nested inside other modules: model.children() and named_children() see only "
+                    "the top level; named_modules() visits every depth.")
+        else:
+            hint = ""
         fail(f"{said} stats has no entries for the ReLUs {missing}.{hint}")
     for name in relu_names:
         entries, calls = stats[name], reference.records[name]
@@ -334,7 +342,8 @@ def _check_stats(stats, reference, relu_names, other_names, call_text, step):
             twice = len(calls) == 2 * step
             hint = (" That ReLU is called twice in each forward pass; every call appends its own entry."
                     if twice else " Append one entry per call; don't replace the list.")
-            fail(f"{said} stats[{name!r}] has {len(entries)} entries; that ReLU ran {len(calls)} times.{hint}")
+            count = f"{len(entries)} entr{'y' if len(entries) == 1 else 'ies'}"
+            fail(f"{said} stats[{name!r}] has {count}; that ReLU ran {len(calls)} times.{hint}")
         for number, (entry, (inputs, output)) in enumerate(zip(entries, calls)):
             _check_entry(entry, f"{said} stats[{name!r}][{number}]", inputs, output)
 
@@ -356,7 +365,14 @@ def check_track_relu_stats(track_relu_stats):
             grad_mode = step == 1  # the second pass runs under no_grad: hooks fire there too
             with calling(f"running forward pass number {step} of the model after {call_text}"), \
                     torch.set_grad_enabled(grad_mode):
-                out = model(x.clone())
+                try:
+                    out = model(x.clone())
+                except KeyError as error:
+                    if error.args and error.args[0] in other_names:
+                        fail(f"Forward pass number {step} after {call_text} raised KeyError: {error} in a hook; "
+                             f"{error.args[0]!r} is not a ReLU: it is the name the loop variable held when the loop ended. "
+                             f"{_LATE_BINDING}")
+                    raise
             with torch.set_grad_enabled(grad_mode):
                 ref_out = reference(x.clone())
             if not close(out, ref_out):
@@ -410,6 +426,10 @@ def check_clamp_output(clamp_output):
             out = module(x)
         said = f"After {call_text}, a call of the module on x = {describe(x.detach())}"
         kept = module.last
+        if isinstance(kept, torch.Tensor) and not close(kept, raw.detach()) and not close(kept, expected.detach()):
+            fail(f"{said} computed {describe(kept)} in the module's forward, not {describe(raw.detach())}: the "
+                 "module's input was changed. Clamp what forward returns, with register_forward_hook, not the "
+                 "input, as a register_forward_pre_hook would.")
         if isinstance(kept, torch.Tensor) and not close(kept, raw.detach()):
             fail(f"{said} changed the module's own output in place: the tensor forward returned (and the module "
                  f"kept) became {describe(kept)}, instead of staying {describe(raw.detach())}. Return a new "
