@@ -1,0 +1,620 @@
+"""Checks for lesson 05, backward hooks on modules.
+
+The checks watch the learner's hooks through hooks of their own, registered with the
+public API around the learner's: a full backward (pre-)hook registered before the
+learner's sees the gradients autograd computed, one registered after it sees what the
+learner's hook returned (module hooks chain, each receiving the previous one's result)."""
+
+import contextlib
+import copy
+import math
+import warnings
+from collections.abc import Mapping
+
+import torch
+from torch import nn
+
+from hooked.checking import LearnerCodeRaised, calling, describe_learner_error, fail
+from hooked.checks.noise import check_new_noise_each_call, check_noise_sample, check_seeded_noise
+from hooked.checks.tensors import close, describe, random_tensor
+
+_MIXED_HOOKS = "Cannot use both regular backward hooks and full backward hooks"
+_DEPRECATED = ("That is what torch says when a module gets both the deprecated register_backward_hook and a full "
+               "backward hook (the check registers full backward hooks of its own to watch yours). The deprecated "
+               "hook reports the gradients of the module's last operation, not of the module; use "
+               "register_full_backward_hook (or register_full_backward_pre_hook).")
+_TOO_EARLY = "Full backward hook is firing"
+_NONE_ENTRY = ("An entry of grad_input or grad_output can be None: for an argument or output that is not a tensor, "
+               "and every entry of grad_input when no input of the module requires grad. Skip None entries (keep "
+               "them as None).")
+
+
+# ---------------------------------------------------------------- shared helpers
+
+def _seeded(factory, seed):
+    """factory() with torch's global random state seeded for it, and left as it was after:
+    the learner's noise must not come out the same because the check reseeded torch."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        return factory()
+
+
+@contextlib.contextmanager
+def _learner(doing):
+    """`calling(doing)`, and a targeted message when torch refuses to mix the deprecated
+    backward hook with full backward hooks, whether it says so in the learner's call or in ours."""
+    try:
+        with calling(doing):
+            yield
+    except LearnerCodeRaised as raised:
+        if _MIXED_HOOKS in str(raised.error):
+            fail(f"{doing[:1].upper()}{doing[1:]} raised {describe_learner_error(raised.error)}\n{_DEPRECATED}")
+        if "NoneType" in str(raised.error):
+            fail(f"{doing[:1].upper()}{doing[1:]} raised {describe_learner_error(raised.error)}\n{_NONE_ENTRY}")
+        raise
+    except RuntimeError as error:
+        if _MIXED_HOOKS in str(error):
+            fail(f"While {doing}, torch refused to register a full backward hook on the module: {error}\n"
+                 f"{_DEPRECATED}")
+        raise
+
+
+@contextlib.contextmanager
+def _quiet():
+    """Silence the warning torch gives when a hooked module's inputs need no grad (on purpose here)."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=_TOO_EARLY)
+        yield
+
+
+class _Seen:
+    """A hook for the check: records the tuple it receives (the tensors themselves and
+    copies of them) and changes nothing."""
+
+    def __init__(self):
+        self.calls = []      # per call: the tuple as received
+        self.copies = []     # per call: clones, to find in-place changes later
+
+    def record(self, grads):
+        self.calls.append(tuple(grads))
+        self.copies.append(tuple(None if g is None else g.detach().clone() for g in grads))
+
+    def pre_hook(self, module, grad_output):
+        self.record(grad_output)
+
+    def input_hook(self, module, grad_input, grad_output):
+        self.record(grad_input)
+
+    def changed_in_place(self):
+        """The (call, position) of a received tensor whose values changed since it was received."""
+        for call, (grads, copies) in enumerate(zip(self.calls, self.copies)):
+            for position, (grad, copy_) in enumerate(zip(grads, copies)):
+                if grad is not None and not torch.equal(grad.detach(), copy_):
+                    return call, position
+        return None
+
+
+def _all_hooks_removed(model):
+    """The names of the modules of `model` that still have a hook of any kind."""
+    kinds = ("_forward_pre_hooks", "_forward_hooks", "_backward_pre_hooks", "_backward_hooks")
+    return [name or "(the model itself)" for name, module in model.named_modules()
+            if any(getattr(module, kind) for kind in kinds)]
+
+
+def _handles_list(handles, call_text):
+    if isinstance(handles, Mapping):
+        handles = list(handles.values())
+    if isinstance(handles, (str, bytes)) or not hasattr(handles, "__iter__"):
+        fail(f"{call_text} returned {describe(handles)} as the handles; expected a list of the handles that "
+             "register_full_backward_hook returned.")
+    handles = list(handles)
+    for handle in handles:
+        if not hasattr(handle, "remove"):
+            fail(f"{call_text} returned handles containing {describe(handle)}; expected only the handles that "
+                 "register_full_backward_hook returns (objects with a remove() method).")
+    return handles
+
+
+def _single_handle(handle, call_text):
+    if not hasattr(handle, "remove"):
+        fail(f"{call_text} returned {describe(handle)}; expected the handle of the hook it registered, so that the "
+             "caller can remove it.")
+    return handle
+
+
+# ---------------------------------------------------------------- record_grad_output_norms
+
+class _Block(nn.Module):
+    """A residual block: a module type of the check's own, holding a Linear."""
+
+    def __init__(self, width):
+        super().__init__()
+        self.linear = nn.Linear(width, width)
+        self.act = nn.Tanh()
+
+    def forward(self, x):
+        return self.act(self.linear(x)) + x
+
+
+class _Encoder(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Linear(6, 8)
+        self.blocks = nn.Sequential(_Block(8), _Block(8))
+        self.head = nn.Sequential(nn.Tanh(), nn.Linear(8, 3))
+
+    def forward(self, x):
+        return self.head(self.blocks(self.stem(x)))
+
+
+class _ScaledLinear(nn.Linear):
+    """A subclass of nn.Linear: it is an nn.Linear for isinstance."""
+
+    def forward(self, x):
+        return super().forward(x) * 0.5
+
+
+class _SmallCNN(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(2, 4, 3)
+        self.features = nn.Sequential(nn.Conv2d(4, 4, 3, padding=1), nn.ReLU())
+        self.flatten = nn.Flatten()
+        self.classifier = _ScaledLinear(4 * 4 * 4, 5)
+
+    def forward(self, x):
+        return self.classifier(self.flatten(self.features(torch.relu(self.conv(x)))))
+
+
+class _Shared(nn.Module):
+    """Uses `layer` twice in one forward pass."""
+
+    def __init__(self):
+        super().__init__()
+        self.layer = nn.Linear(5, 5)
+        self.out = nn.Linear(5, 2)
+
+    def forward(self, x):
+        return self.out(torch.tanh(self.layer(torch.tanh(self.layer(x)))))
+
+
+def _watch_norms(model, layer_types):
+    """The check's own record: {name: _Seen} of grad_output and grad_input per wanted module."""
+    watchers = {}
+    handles = []
+    for name, module in model.named_modules():
+        if isinstance(module, layer_types):
+            outputs, inputs = _Seen(), _Seen()
+            handles.append(module.register_full_backward_pre_hook(outputs.pre_hook))
+            handles.append(module.register_full_backward_hook(inputs.input_hook))
+            watchers[name] = (outputs, inputs)
+    return watchers, handles
+
+
+def _norm(grad):
+    return None if grad is None else grad.norm().item()
+
+
+def _has_entries(values):
+    try:
+        return len(values) > 0
+    except TypeError:  # a single number
+        return True
+
+
+def _compare_norms(norms, watchers, call_text, situation, passes):
+    """Every wanted module has one float per backward through it, equal to the norm of grad_output[0]."""
+    if not isinstance(norms, Mapping):
+        fail(f"{call_text} returned {describe(norms)} as norms; expected a dict from module name to a list of "
+             "floats.")
+    recorded = {name: values for name, values in norms.items() if _has_entries(values)}
+    expected_names = sorted(watchers)
+    unexpected = sorted(set(map(str, recorded)) - set(expected_names))
+    missing = [name for name in expected_names if name not in recorded]
+    said = f"{call_text}, then {situation}"
+    if missing or unexpected:
+        hint = ""
+        if any("." in name for name in missing) and not any("." in str(name) for name in recorded):
+            hint = (" The missing modules are nested inside other modules: model.named_modules() goes through "
+                    "every depth, model.named_children() and model.children() only through the first.")
+        elif any(not isinstance(name, str) for name in recorded):
+            hint = " Use the names that model.named_modules() gives (strings such as 'blocks.0.linear') as keys."
+        elif missing and not unexpected:
+            hint = (" Keep every module that is an instance of one of layer_types (isinstance(module, layer_types) "
+                    "also accepts subclasses); use the layer_types you are given, not a fixed list.")
+        elif unexpected:
+            hint = " Record only modules that are instances of layer_types, the tuple you are given."
+        fail(f"{said}: norms has entries for {sorted(map(str, recorded)) or 'no module'}; expected entries for "
+             f"exactly {expected_names}.{hint}")
+    for name in expected_names:
+        outputs, inputs = watchers[name]
+        values = list(recorded[name]) if not isinstance(recorded[name], (int, float)) else None
+        if values is None:
+            fail(f"{said}: norms[{name!r}] is {describe(recorded[name])}; expected a list with one float per "
+                 "backward through the module (append to the list; do not store a single number).")
+        for value in values:
+            if isinstance(value, torch.Tensor):
+                fail(f"{said}: norms[{name!r}] holds {describe(value)}; expected Python floats. Turn the norm into "
+                     "a number with .item() (a tensor also keeps memory and, with create_graph, the graph alive).")
+            if not isinstance(value, float):
+                fail(f"{said}: norms[{name!r}] holds {describe(value)}; expected Python floats (tensor.norm().item()).")
+        wanted = [_norm(grads[0]) for grads in outputs.calls]
+        if len(values) != len(wanted):
+            twice = (" This module is used twice in each forward pass, so each backward goes through it twice."
+                     if len(wanted) > passes else "")
+            fail(f"{said}: norms[{name!r}] has {len(values)} entries; expected {len(wanted)}, one per backward "
+                 f"through the module. Append a new entry each time the hook fires; do not replace the list."
+                 f"{twice}")
+        if all(math.isclose(v, w, rel_tol=1e-4, abs_tol=1e-7) for v, w in zip(values, wanted)):
+            continue
+        shown = ", ".join(f"{v:.5g}" for v in values)
+        expected = ", ".join(f"{w:.5g}" for w in wanted)
+        message = f"{said}: norms[{name!r}] is [{shown}]; expected [{expected}], the L2 norm of grad_output[0]."
+        input_norms = [_norm(grads[0]) for grads in inputs.calls]
+        if None not in input_norms and all(math.isclose(v, w, rel_tol=1e-4) for v, w in zip(values, input_norms)):
+            fail(f"{message} Those are the norms of grad_input[0], the gradient of the module's input; record "
+                 "grad_output[0], the gradient of its output.")
+        if all(math.isclose(v, w * w, rel_tol=1e-4, abs_tol=1e-9) for v, w in zip(values, wanted)):
+            fail(f"{message} Those are the squared norms; take the norm itself (tensor.norm()).")
+        if all(math.isclose(v, w, rel_tol=1e-4) for v, w in zip(values, reversed(wanted))):
+            fail(f"{message} The values are there in the wrong order: append each one when its backward happens.")
+        fail(message)
+
+
+def check_record_grad_output_norms(record_grad_output_norms):
+    default_types = (nn.Linear, nn.Conv2d)
+    cases = [  # (model factory, layer_types or None for the default, input shape, output features,
+        #          input needs grad, backward passes)
+        (_Encoder, None, (7, 6), 3, True, 2),
+        (_SmallCNN, None, (3, 2, 6, 6), 5, False, 1),
+        (_Encoder, (_Block, nn.Tanh), (4, 6), 3, True, 1),
+        (_Shared, None, (6, 5), 2, True, 2),
+    ]
+    for number, (factory, layer_types, shape, features, needs_grad, passes) in enumerate(cases):
+        seed = 500 + 10 * number
+        model = _seeded(factory, seed)
+        watchers, own_handles = _watch_norms(model, default_types if layer_types is None else layer_types)
+        types_text = "" if layer_types is None else \
+            ", (" + ", ".join(t.__name__ for t in layer_types) + ",)"
+        call_text = f"record_grad_output_norms(model{types_text}) on {_model_text(model)}"
+        with _learner(f"calling {call_text}"):
+            result = (record_grad_output_norms(model) if layer_types is None
+                      else record_grad_output_norms(model, layer_types))
+        if not isinstance(result, tuple) or len(result) != 2:
+            fail(f"{call_text} returned {describe(result)}; expected a pair (norms, handles).")
+        norms, handles = result
+        if isinstance(norms, list) and isinstance(handles, Mapping):
+            fail(f"{call_text} returned (list, dict); expected them the other way round: (norms, handles).")
+        handles = _handles_list(handles, call_text)
+        for step in range(passes):
+            x = random_tensor(seed + step + 1, shape).requires_grad_(needs_grad)
+            weight = random_tensor(seed + step + 5, (shape[0], features))
+            with _learner(f"running backward number {step + 1} through {_model_text(model)}"), _quiet():
+                (model(x) * weight).sum().backward()
+        situation = f"{passes} backward pass{'es' if passes > 1 else ''}" + \
+            ("" if needs_grad else " with an input that needs no grad (so grad_input[0] of the first layer is None)")
+        _compare_norms(norms, watchers, call_text, situation, passes)
+
+        # Removing the handles stops the recording and leaves no hook of the learner's behind.
+        before = {name: len(values) for name, values in norms.items()}
+        for handle in own_handles:
+            handle.remove()
+        with calling("removing every handle that record_grad_output_norms returned"):
+            for handle in handles:
+                handle.remove()
+        with _learner(f"running backward through {_model_text(model)} after removing the handles"), _quiet():
+            model(random_tensor(seed + 9, shape).requires_grad_(needs_grad)).sum().backward()
+        after = {name: len(values) for name, values in norms.items()}
+        if after != before:
+            grew = sorted(name for name in after if after[name] != before.get(name))
+            fail(f"{call_text}: after removing every returned handle, a backward pass still added entries for "
+                 f"{grew}. Return the handles of all hooks you registered.")
+        left = _all_hooks_removed(model)
+        if left:
+            fail(f"{call_text}: after removing every returned handle, hooks are still registered on {left}. Return "
+                 "the handle of every hook you registered, and register only hooks whose handle you return.")
+
+
+def _model_text(model):
+    return {_Encoder: "a model with nested blocks (stem, blocks.0, blocks.1, head)",
+            _SmallCNN: "a small CNN (conv, features.0, classifier, a subclass of nn.Linear)",
+            _Shared: "a model that uses its submodule `layer` twice in one forward pass"}[type(model)]
+
+
+# ---------------------------------------------------------------- clip_grad_input
+
+class _Mix(nn.Module):
+    """forward(a, b, scale): two tensor inputs and a number, so grad_input has a None."""
+
+    def __init__(self):
+        super().__init__()
+        self.linear = nn.Linear(4, 4)
+
+    def forward(self, a, b, scale):
+        return self.linear(a) * b * scale
+
+
+def _clip_reference(grad, max_norm):
+    if grad is None:
+        return None
+    norm = grad.norm()
+    return grad * (max_norm / norm) if norm > max_norm else grad
+
+
+def _run_clip_case(clip_grad_input, case):
+    """Register the learner's hook between two of ours, run one backward, and return what was seen."""
+    module = _seeded(case["factory"], case["seed"])
+    clean = copy.deepcopy(module)
+    before, after = _Seen(), _Seen()
+    inputs = case["inputs"]()
+    call = f"clip_grad_input(module, {case['max_norm']})"
+    with _learner(f"registering the check's own full backward hook on {case['text']}"):
+        module.register_full_backward_hook(before.input_hook)
+    with _learner(f"calling {call} on {case['text']}"):
+        handle = clip_grad_input(module, case["max_norm"])
+    _single_handle(handle, call)
+    with _learner(f"registering a full backward hook after yours on {case['text']}"):
+        module.register_full_backward_hook(after.input_hook)
+    weight = random_tensor(case["seed"] + 7, case["out_shape"])
+    with _learner(f"running backward through {case['text']} with {call} registered "
+                  f"(grad_input = {case['grad_input_text']})"), _quiet():
+        (module(*inputs) * weight).sum().backward()
+    clean_inputs = [t.detach().clone().requires_grad_(t.requires_grad) if isinstance(t, torch.Tensor) else t
+                    for t in inputs]
+    with _quiet():
+        (clean(*clean_inputs) * weight).sum().backward()
+    return dict(module=module, clean=clean, inputs=inputs, before=before, after=after, call=call, handle=handle)
+
+
+def _judge_clip_case(case, seen):
+    max_norm = case["max_norm"]
+    before, after = seen["before"], seen["after"]
+    received, returned = before.calls[0], after.calls[0]
+    # The case must exercise what it is meant to (a checker bug otherwise, not the learner's).
+    kinds = tuple(None if g is None else "clip" if g.norm() > max_norm else "keep" for g in received)
+    assert kinds == case["kinds"], f"clip case {case['text']}: grad_input is {kinds}, not {case['kinds']}"
+    said = f"Ran backward through {case['text']} with {seen['call']} registered"
+    where = before.changed_in_place()
+    if where is not None:
+        fail(f"{said}: grad_input[{where[1]}] was changed in place (the check kept a copy of it). Build new "
+             "tensors (grad * factor), not in-place operations such as mul_ or *=: the tensors in grad_input "
+             "may be shared with other parts of the graph.")
+    if len(returned) != len(received):
+        fail(f"{said}: the hook returned {len(returned)} entries for a grad_input of {len(received)}; keep the "
+             "length, with None where grad_input has None.")
+    for position, (grad, result) in enumerate(zip(received, returned)):
+        if grad is None:
+            if result is not None:
+                fail(f"{said}: grad_input[{position}] is None (that argument is not a tensor), and your hook returned "
+                     f"{describe(result)} there; keep None in place.")
+            continue
+        expected = _clip_reference(grad, max_norm)
+        if not isinstance(result, torch.Tensor):
+            fail(f"{said}: grad_input[{position}] was {describe(grad)}, and your hook returned {describe(result)} "
+                 f"there; expected {describe(expected)}.")
+        if close(result, expected):
+            continue
+        norm = grad.norm().item()
+        message = (f"{said}: grad_input[{position}] was {describe(grad)} (norm {norm:.4g}, max_norm {max_norm}); "
+                   f"your hook returned {describe(result)}; expected {describe(expected)}.")
+        if not torch.isfinite(result).all() and torch.isfinite(expected).all():
+            fail(f"{message} Dividing by the norm of a zero gradient gives nan: leave a gradient whose norm is not "
+                 "above max_norm unchanged.")
+        if 0 < norm <= max_norm and close(result, grad * (max_norm / norm)):
+            fail(f"{message} You rescaled a gradient whose norm was already at most max_norm; keep it unchanged.")
+        if close(result, grad.clamp(-max_norm, max_norm)):
+            fail(f"{message} You clipped each element; clip the L2 norm of the whole tensor instead.")
+        tensors = [g for g in received if g is not None]
+        total = torch.sqrt(sum(g.pow(2).sum() for g in tensors))
+        if len(tensors) > 1 and close(result, grad * min(1.0, (max_norm / total).item())):
+            fail(f"{message} You used one norm for all entries together (as clip_grad_norm_ does); clip each entry "
+                 "by its own norm.")
+        fail(message)
+    module, clean, inputs = seen["module"], seen["clean"], seen["inputs"]
+    for (name, parameter), (_, clean_parameter) in zip(module.named_parameters(), clean.named_parameters()):
+        if not close(parameter.grad, clean_parameter.grad, tolerance=1e-4):
+            fail(f"{said}: the gradient of the module's parameter {name!r} changed ({describe(parameter.grad)} instead "
+                 f"of {describe(clean_parameter.grad)}). Clipping grad_input in a full backward hook must leave the "
+                 "module's own parameter gradients alone.")
+    for position, (tensor, result) in enumerate(zip(inputs, returned)):
+        if isinstance(tensor, torch.Tensor) and tensor.requires_grad and not close(tensor.grad, result, 1e-4):
+            fail(f"{said}: input {position} received the gradient {describe(tensor.grad)}; expected what your "
+                 f"hook returned for it, {describe(result)}.")
+
+
+def check_clip_grad_input(clip_grad_input):
+    def leaf(seed, shape, scale=1.0, needs_grad=True):
+        return (random_tensor(seed, shape) * scale).requires_grad_(needs_grad)
+
+    cases = [  # kinds: what the reference does to each entry of grad_input
+        dict(factory=lambda: nn.Linear(5, 3), seed=601, max_norm=1.0, out_shape=(8, 3), kinds=("clip",),
+             inputs=lambda: (leaf(602, (8, 5), 10.0),), text="nn.Linear(5, 3) with an input of shape (8, 5)",
+             grad_input_text="(one tensor, norm above max_norm)"),
+        dict(factory=lambda: nn.Linear(5, 3), seed=611, max_norm=50.0, out_shape=(4, 3), kinds=("keep",),
+             inputs=lambda: (leaf(612, (4, 5)),), text="nn.Linear(5, 3) with an input of shape (4, 5)",
+             grad_input_text="(one tensor, norm below max_norm)"),
+        dict(factory=_Mix, seed=621, max_norm=5.0, out_shape=(6, 4), kinds=("clip", "keep", None),
+             inputs=lambda: (leaf(622, (6, 4), 0.1), leaf(623, (6, 4), 3.0), 2.0),
+             text="a module forward(a, b, scale) called with tensors a, b and the number 2.0",
+             grad_input_text="(tensor, tensor, None)"),
+        dict(factory=_Mix, seed=631, max_norm=0.5, out_shape=(3, 4), kinds=("clip", "keep", None),
+             inputs=lambda: (leaf(632, (3, 4)), leaf(633, (3, 4), needs_grad=False), 1.5),
+             text="a module forward(a, b, scale) where b needs no grad",
+             grad_input_text="(tensor, zeros, None)"),
+        dict(factory=lambda: nn.Linear(5, 3), seed=641, max_norm=1.0, out_shape=(4, 3), kinds=(None,),
+             inputs=lambda: (leaf(642, (4, 5), needs_grad=False),),
+             text="nn.Linear(5, 3) whose input needs no grad", grad_input_text="(None,)"),
+    ]
+    for case in cases:
+        _judge_clip_case(case, _run_clip_case(clip_grad_input, case))
+
+    # Removing the handle stops the clipping.
+    case = cases[0]
+    seen = _run_clip_case(clip_grad_input, case)
+    with calling("removing the handle that clip_grad_input returned"):
+        seen["handle"].remove()
+    x = case["inputs"]()[0]
+    with _learner("running backward after removing the handle"):
+        (seen["module"](x) * random_tensor(case["seed"] + 7, case["out_shape"])).sum().backward()
+    if x.grad.norm() <= case["max_norm"] * 1.001:
+        fail(f"after handle.remove(), the gradient of the input is still clipped (norm {x.grad.norm():.4g}); "
+             "return the handle of the hook you registered.")
+
+
+# ---------------------------------------------------------------- add_grad_noise
+
+class _TwoOutputs(nn.Module):
+    """Returns (y, tanh(y), a number): grad_output is (tensor, tensor, None)."""
+
+    def __init__(self):
+        super().__init__()
+        self.linear = nn.Linear(8, 48)
+
+    def forward(self, x):
+        y = self.linear(x)
+        return y, torch.tanh(y), 3
+
+
+_NOISE_CASES = [  # (factory, input shape, std, with a generator, description)
+    (lambda: nn.Linear(6, 40), (50, 6), 0.3, True, "nn.Linear(6, 40) with an input of shape (50, 6)"),
+    (_TwoOutputs, (32, 8), 2.0, True, "a module returning (y, tanh(y), 3), so grad_output is (tensor, tensor, None)"),
+    (lambda: nn.Linear(6, 40), (50, 6), 0.05, False, "nn.Linear(6, 40), with generator=None"),
+]
+
+
+def _outputs_and_loss(module, x, seed):
+    """Run the module; the loss weighs each tensor output by fixed random weights."""
+    outputs = module(x)
+    tensors = [outputs] if isinstance(outputs, torch.Tensor) else [o for o in outputs if isinstance(o, torch.Tensor)]
+    weights = [random_tensor(seed + i, t.shape) for i, t in enumerate(tensors)]
+    return tensors, weights, sum((t * w).sum() for t, w in zip(tensors, weights))
+
+
+def _noisy_backward(add_grad_noise, factory, shape, std, generator, seed, text):
+    """A fresh module with the learner's pre-hook between two of ours, after one backward."""
+    module = _seeded(factory, seed)
+    clean = copy.deepcopy(module)
+    before, after = _Seen(), _Seen()
+    call = f"add_grad_noise(module, {std}{', generator' if generator is not None else ''})"
+    with _learner(f"registering the check's own full backward pre-hook on {text}"):
+        module.register_full_backward_pre_hook(before.pre_hook)
+    with _learner(f"calling {call} on {text}"):
+        handle = add_grad_noise(module, std, generator) if generator is not None else add_grad_noise(module, std)
+    _single_handle(handle, call)
+    with _learner(f"registering a full backward pre-hook after yours on {text}"):
+        module.register_full_backward_pre_hook(after.pre_hook)
+    x = random_tensor(seed + 1, shape).requires_grad_()
+    with _learner(f"running backward through {text} with {call} registered"):
+        _, _, loss = _outputs_and_loss(module, x, seed + 2)
+        loss.backward()
+    return dict(module=module, clean=clean, before=before, after=after, x=x, call=call, handle=handle)
+
+
+def _grads(run):
+    return torch.cat([run["x"].grad.flatten()] + [p.grad.flatten() for p in run["module"].parameters()])
+
+
+def _judge_noise(run, std, text, seed):
+    before, after, call = run["before"], run["after"], run["call"]
+    said = f"Ran backward through {text} with {call} registered"
+    where = before.changed_in_place()
+    if where is not None:
+        fail(f"{said}: grad_output[{where[1]}] was changed in place (the check kept a copy of it). Return new tensors "
+             "(grad + noise), not in-place operations such as add_ or +=: grad_output may be shared with other parts "
+             "of the graph, whose gradients would silently change too.")
+    received, returned = before.calls[0], after.calls[0]
+    if len(returned) != len(received):
+        fail(f"{said}: the pre-hook returned {len(returned)} entries for a grad_output of {len(received)}; keep the "
+             "length, with None where grad_output has None.")
+    noises = {}
+    for position, (grad, result) in enumerate(zip(received, returned)):
+        if grad is None:
+            if result is not None:
+                fail(f"{said}: grad_output[{position}] is None, and your pre-hook returned {describe(result)} there; "
+                     "keep None in place.")
+            continue
+        if not isinstance(result, torch.Tensor) or result.shape != grad.shape:
+            fail(f"{said}: grad_output[{position}] was {describe(grad)}, and your pre-hook returned {describe(result)} "
+                 "there; expected a tensor of the same shape with noise added.")
+        noises[position] = (result - grad).detach()
+    quiet = [position for position, noise in noises.items() if not noise.any()]
+    if len(quiet) == len(noises):
+        x_changed = not close(run["x"].grad, _clean_grads(run, received)[0], tolerance=1e-6)
+        hint = (" The input's gradient did change: you added the noise to grad_input in a full backward hook, "
+                "after the module's backward, so it never reaches the module's parameters. Add it to grad_output "
+                "in a full backward pre-hook." if x_changed else
+                " Register a full backward pre-hook (register_full_backward_pre_hook) whose return value is the new "
+                "grad_output tuple.")
+        fail(f"{said}: grad_output reached the module's backward unchanged; expected noise added to it.{hint}")
+    if quiet:
+        fail(f"{said}: noise was added to grad_output[{min(noises)}] but not to grad_output[{quiet[0]}]; add new noise "
+             "to every tensor of grad_output, not only the first.")
+    for position, noise in noises.items():
+        check_noise_sample(noise, std, f"the noise that {call} added to grad_output[{position}] of shape "
+                                       f"{tuple(noise.shape)}", input=received[position])
+    # The noisy grad_output reached the parameters and the input, through the module's backward.
+    expected_x, expected_parameters = _clean_grads(run, returned)
+    for (name, parameter), expected in zip(run["module"].named_parameters(), expected_parameters):
+        if not close(parameter.grad, expected, tolerance=1e-4):
+            fail(f"{said}: the gradient of the module's parameter {name!r} is {describe(parameter.grad)}; expected "
+                 f"{describe(expected)}, computed from the noisy grad_output your pre-hook returned.")
+    if not close(run["x"].grad, expected_x, tolerance=1e-4):
+        fail(f"{said}: the input's gradient is {describe(run['x'].grad)}; expected {describe(expected_x)}, computed "
+             "from the noisy grad_output your pre-hook returned.")
+
+
+def _clean_grads(run, grad_outputs):
+    """The input's and the parameters' gradients of a hook-free copy, given these gradients of its outputs."""
+    clean = copy.deepcopy(run["clean"])
+    x = run["x"].detach().clone().requires_grad_()
+    outputs = clean(x)
+    outputs = (outputs,) if isinstance(outputs, torch.Tensor) else outputs
+    pairs = [(o, g) for o, g in zip(outputs, grad_outputs) if isinstance(o, torch.Tensor) and g is not None]
+    torch.autograd.backward([o for o, _ in pairs], [g.detach() for _, g in pairs])
+    return x.grad, [p.grad for p in clean.parameters()]
+
+
+def check_add_grad_noise(add_grad_noise):
+    for number, (factory, shape, std, with_generator, text) in enumerate(_NOISE_CASES):
+        seed = 700 + 10 * number
+        generator = torch.Generator().manual_seed(seed) if with_generator else None
+        run = _noisy_backward(add_grad_noise, factory, shape, std, generator, seed, text)
+        _judge_noise(run, std, text, seed)
+
+        # Each backward draws new noise (nothing drawn once and reused).
+        module, x = run["module"], run["x"]
+
+        def again():
+            module.zero_grad()
+            with _learner(f"running another backward through {text}"):
+                _outputs_and_loss(module, x.detach(), seed + 2)[2].backward()
+            return torch.cat([p.grad.flatten() for p in module.parameters()])
+
+        check_new_noise_each_call(again, f"{run['call']} on {text}, over two backward passes")
+
+        # Removing the handle stops the noise.
+        with calling("removing the handle that add_grad_noise returned"):
+            run["handle"].remove()
+        run["before"].calls.clear(), run["after"].calls.clear()
+        again()
+        if not all(torch.equal(b, a) for b, a in zip(run["before"].calls[0], run["after"].calls[0])
+                   if b is not None):
+            fail(f"after handle.remove(), {run['call']} still changes grad_output; return the handle of the pre-hook "
+                 "you registered.")
+
+    # Reproducible: equally seeded generators give the same noisy gradients, other seeds others.
+    factory, shape, std, _, text = _NOISE_CASES[0]
+    check_seeded_noise(
+        lambda generator: _grads(_noisy_backward(add_grad_noise, factory, shape, std, generator, 790, text)),
+        f"add_grad_noise(module, {std}, generator) on {text}")
+    # Without a generator, two fresh modules get different noise too.
+    check_new_noise_each_call(
+        lambda: _grads(_noisy_backward(add_grad_noise, factory, shape, std, None, 795, text)),
+        f"add_grad_noise(module, {std}) without a generator, on two fresh modules")
+
+
+CHECKS = {
+    "record_grad_output_norms": check_record_grad_output_norms,
+    "clip_grad_input": check_clip_grad_input,
+    "add_grad_noise": check_add_grad_noise,
+}

@@ -1,0 +1,855 @@
+# %% [markdown]
+# # Lesson 05 — Backward hooks on modules
+#
+# Lesson 01 hooked the gradient of one tensor. A module has inputs, outputs and parameters, and
+# PyTorch offers two hooks that see the gradients flowing back through a whole module: the
+# *full backward pre-hook*, called with the gradient of the module's output before the module's
+# own backward runs, and the *full backward hook*, called once the gradients of its inputs exist.
+#
+# After this lesson you will be able to:
+#
+# - register `register_full_backward_pre_hook` and `register_full_backward_hook`, and say when
+#   each one fires, what `grad_output` and `grad_input` hold, and what a returned value changes;
+# - explain, with numbers, why the old `register_backward_hook` is deprecated;
+# - recognise the traps: hooks that never fire under `no_grad`, the warning when no input
+#   requires grad, the error that an in-place ReLU causes (and its fix), and gradients changed
+#   in place;
+# - use backward hooks to monitor, clip and add noise to gradients.
+#
+# **Where your code goes.** Write all of your code in the exercise cells: the cells that begin
+# with the comment `# Exercise: ...` (they are tagged `exercise`). The grader runs only those
+# cells, never the demonstration cells, so each exercise cell imports what it uses.
+#
+# **How to check your work.** Run the `check(...)` cell under each exercise: it prints a pass, a
+# message that says what is wrong, or "not attempted yet". Or, from the repository root, run
+# `pytest tests/test_05_backward_hooks.py` (add `-k clip_grad_input` for one exercise; plain
+# `pytest` grades every lesson).
+
+# %%
+import copy
+import warnings
+
+import matplotlib.pyplot as plt
+import torch
+from torch import nn
+
+from hooked.notebook import check, hint, try_it
+
+print(torch.__version__)
+
+# %% [markdown]
+# ## The two backward hooks of a module
+#
+# Take a linear layer `y = layer(x)` inside a bigger computation that ends in a loss.
+#
+# - `layer.register_full_backward_pre_hook(hook)`: during backward, autograd calls
+#   `hook(module, grad_output)` as soon as the gradient of the loss with respect to the module's
+#   output is known, before the module's own backward runs. `grad_output` is a tuple with one
+#   entry per output.
+# - `layer.register_full_backward_hook(hook)`: autograd calls `hook(module, grad_input, grad_output)`
+#   after the gradients with respect to the module's positional inputs have been computed.
+#   `grad_input` is a tuple with one entry per positional input.
+#
+# Parameters are not inputs: the gradient of `layer.weight` is not in `grad_input`. The cell
+# compares what the hooks receive with gradients computed directly by `torch.autograd.grad`.
+
+# %%
+torch.manual_seed(0)
+layer = nn.Linear(3, 2)
+x = torch.randn(4, 3, requires_grad=True)
+target = torch.randn(4, 2)
+received = {}
+
+
+def pre_hook(module, grad_output):
+    received["pre"] = [g.clone() for g in grad_output]
+    received["weight.grad in pre-hook"] = module.weight.grad
+
+
+def full_hook(module, grad_input, grad_output):
+    received["grad_input"] = [g.clone() for g in grad_input]
+    received["grad_output"] = [g.clone() for g in grad_output]
+
+
+layer.register_full_backward_pre_hook(pre_hook)
+layer.register_full_backward_hook(full_hook)
+y = layer(x)
+loss = ((y - target) ** 2).sum()
+dloss_dy, dloss_dx = torch.autograd.grad(loss, (y, x), retain_graph=True)
+loss.backward()
+
+print("pre-hook grad_output shapes: ", [tuple(g.shape) for g in received["pre"]])
+print("full hook grad_output shapes:", [tuple(g.shape) for g in received["grad_output"]])
+print("full hook grad_input shapes: ", [tuple(g.shape) for g in received["grad_input"]])
+print("grad_output[0] == d loss / d y:", torch.allclose(received["pre"][0], dloss_dy))
+print("grad_input[0]  == d loss / d x:", torch.allclose(received["grad_input"][0], dloss_dx),
+      "(and x.grad holds the same)")
+print("layer.weight.grad inside the pre-hook:", received["weight.grad in pre-hook"])
+assert [tuple(g.shape) for g in received["pre"]] == [(4, 2)]
+assert [tuple(g.shape) for g in received["grad_input"]] == [(4, 3)]
+assert torch.allclose(received["pre"][0], dloss_dy) and torch.allclose(received["grad_output"][0], dloss_dy)
+assert torch.allclose(received["grad_input"][0], dloss_dx) and torch.allclose(x.grad, dloss_dx)
+assert received["weight.grad in pre-hook"] is None  # the module's backward has not run yet
+
+# %% [markdown]
+# Inside the pre-hook, `layer.weight.grad` is still `None`: the layer's own backward has not run.
+#
+# ## When they fire, layer by layer
+#
+# Backward runs from the loss towards the input. The picture below is one real backward pass
+# through three linear layers (with `tanh` between them), each with both hooks. Each event was
+# appended to a list at the moment its hook ran.
+
+# %%
+torch.manual_seed(0)
+mlp = nn.Sequential(nn.Linear(4, 4), nn.Tanh(), nn.Linear(4, 4), nn.Tanh(), nn.Linear(4, 1))
+events = []
+for name, module in mlp.named_modules():
+    if isinstance(module, nn.Linear):
+        module.register_full_backward_pre_hook(
+            lambda m, grad_output, name=name: events.append(f"pre-hook {name}"))
+        module.register_full_backward_hook(
+            lambda m, grad_input, grad_output, name=name: events.append(f"hook {name}"))
+
+out = mlp(torch.randn(2, 4, requires_grad=True))
+events.append("forward done")
+out.sum().backward()
+print(events)
+assert events == ["forward done", "pre-hook 4", "hook 4", "pre-hook 2", "hook 2", "pre-hook 0", "hook 0"]
+
+fig, ax = plt.subplots(figsize=(8, 2.4))
+backward_events = events[1:]
+for step, event in enumerate(backward_events):
+    kind, name = event.split(" ")
+    ax.scatter(step, 0, s=140, color="tab:orange" if kind == "pre-hook" else "tab:blue", zorder=2)
+    ax.annotate(f"{step + 1}. {kind}\nlayer {name}", (step, 0), xytext=(0, 14), textcoords="offset points",
+                ha="center", fontsize=10)
+ax.annotate("", xy=(len(backward_events) - 0.5, 0), xytext=(-0.5, 0),
+            arrowprops=dict(arrowstyle="->", color="0.5"), zorder=1)
+ax.scatter([], [], color="tab:orange", label="full backward pre-hook")
+ax.scatter([], [], color="tab:blue", label="full backward hook")
+ax.legend(loc="lower left", frameon=False, ncol=2)
+ax.set_xlim(-0.7, len(backward_events) - 0.3)
+ax.set_ylim(-0.5, 0.8)
+ax.axis("off")
+ax.text(len(backward_events) - 0.5, -0.4, "backward time →", ha="right", color="0.4")
+ax.set_title("One backward pass through Linear 0 → Linear 2 → Linear 4, in the order the hooks fired")
+plt.tight_layout()
+plt.show()
+
+# %% [markdown]
+# For each layer the pre-hook comes first and the full hook right after it: the full hook of
+# layer `4` has fired before anything happens in layer `2`.
+#
+# ## What `grad_input` holds
+#
+# `grad_input` has one entry per **positional** argument of `forward`, in order:
+#
+# - an argument that is not a tensor (a number, a flag) gets `None`;
+# - a tensor argument that does not require grad, next to one that does, gets a tensor of zeros
+#   (in torch 2.13);
+# - keyword arguments are not in `grad_input` at all.
+
+# %%
+class ScaledProduct(nn.Module):
+    def forward(self, a, b, scale, offset=None):
+        out = a * b * scale
+        return out if offset is None else out + offset
+
+
+a = torch.tensor([1.0, 2.0], requires_grad=True)
+b = torch.tensor([3.0, 4.0])  # needs no grad
+offset = torch.tensor([5.0, 6.0], requires_grad=True)  # passed by keyword
+seen = []
+product = ScaledProduct()
+product.register_full_backward_hook(lambda m, grad_input, grad_output: seen.append(grad_input))
+product(a, b, 10.0, offset=offset).sum().backward()
+print("grad_input =", seen[0])
+print("len(grad_input) =", len(seen[0]), "| a.grad =", a.grad, "| offset.grad =", offset.grad)
+assert len(seen[0]) == 3  # a, b, scale: the keyword argument has no entry
+assert torch.equal(seen[0][0], torch.tensor([30.0, 40.0]))  # d/da of a * b * 10
+assert torch.equal(seen[0][1], torch.zeros(2))  # b needs no grad: zeros
+assert seen[0][2] is None  # 10.0 is not a tensor
+assert torch.equal(offset.grad, torch.ones(2))  # the keyword argument still gets its gradient
+
+# %% [markdown]
+# ### When no input requires grad
+#
+# The first layer of a network usually receives data that does not require grad, while its
+# parameters do. Then there is no input gradient to wait for: the full hook fires as soon as
+# `grad_output` is known, every entry of `grad_input` is `None`, and PyTorch warns. It warns even
+# when the module has only a backward **pre**-hook.
+
+# %%
+def caught_warnings(run):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        run()
+    return [str(w.message) for w in caught]
+
+
+torch.manual_seed(0)
+first_layer = nn.Linear(3, 2)
+data = torch.randn(4, 3)  # requires_grad=False, as data usually is
+seen = []
+first_layer.register_full_backward_hook(lambda m, grad_input, grad_output: seen.append(grad_input))
+messages = caught_warnings(lambda: first_layer(data).sum().backward())
+print("grad_input =", seen[0])
+print("warning:", messages[0])
+assert seen[0] == (None,)
+assert first_layer.weight.grad is not None  # the parameters still get their gradients
+assert messages[0].startswith("Full backward hook is firing when gradients are computed with respect to "
+                              "module outputs since no inputs require gradients.")
+
+only_pre = nn.Linear(3, 2)
+only_pre.register_full_backward_pre_hook(lambda m, grad_output: None)
+messages = caught_warnings(lambda: only_pre(data).sum().backward())
+print("with only a pre-hook:", messages[0][:60], "...")
+assert messages[0].startswith("Full backward hook is firing")
+
+# %% [markdown]
+# The gradients are right; the warning only says that the hook ran early. In a loop where you
+# know why it happens, silence it with
+# `warnings.filterwarnings("ignore", message="Full backward hook is firing")`.
+#
+# ## What a returned value does
+#
+# Both hooks may return a tuple of the same length as the one they received; it replaces it.
+#
+# - The pre-hook's return replaces `grad_output` **before** the module's backward, so it changes
+#   the gradients of the module's parameters and of its inputs.
+# - The full hook's return replaces `grad_input` **after** the module's backward, so it changes
+#   only what flows on to the inputs (and to everything before them). The module's own
+#   parameters already have their gradient from the original `grad_output`.
+#
+# The cell doubles the gradient once with each hook and compares with a layer without hooks.
+
+# %%
+def grads_of(layer, x):
+    x = x.detach().requires_grad_()
+    layer(x).pow(2).sum().backward()
+    return {"weight": layer.weight.grad, "x": x.grad}
+
+
+torch.manual_seed(0)
+plain = nn.Linear(3, 2)
+x = torch.randn(4, 3)
+reference = grads_of(plain, x)
+
+doubled_output = copy.deepcopy(plain)
+doubled_output.register_full_backward_pre_hook(lambda m, grad_output: tuple(2 * g for g in grad_output))
+by_pre_hook = grads_of(doubled_output, x)
+
+doubled_input = copy.deepcopy(plain)
+doubled_input.register_full_backward_hook(lambda m, grad_input, grad_output: tuple(2 * g for g in grad_input))
+by_full_hook = grads_of(doubled_input, x)
+
+for what, grads in (("pre-hook doubles grad_output", by_pre_hook), ("full hook doubles grad_input", by_full_hook)):
+    ratio_w = (grads["weight"] / reference["weight"]).mean().item()
+    ratio_x = (grads["x"] / reference["x"]).mean().item()
+    print(f"{what}: weight.grad x{ratio_w:.0f}, x.grad x{ratio_x:.0f}")
+assert torch.allclose(by_pre_hook["weight"], 2 * reference["weight"])
+assert torch.allclose(by_pre_hook["x"], 2 * reference["x"])
+assert torch.allclose(by_full_hook["weight"], reference["weight"])  # the layer's own parameters: unchanged
+assert torch.allclose(by_full_hook["x"], 2 * reference["x"])
+
+# %% [markdown]
+# A returned tuple of another length is refused during `backward()`. This matters when
+# `grad_input` holds `None` entries: drop them and the length is wrong.
+
+# %%
+product = ScaledProduct()
+product.register_full_backward_hook(
+    lambda m, grad_input, grad_output: tuple(g * 2 for g in grad_input if g is not None))  # drops the None
+try:
+    product(a, b, 10.0).sum().backward()
+    raise AssertionError("expected a RuntimeError")
+except RuntimeError as e:
+    print(f"{type(e).__name__}: {e}")
+    assert str(e) == "Backward hook returned an invalid number of grad_input, got 2, but expected 3"
+
+pre_hooked = nn.Linear(3, 2)
+pre_hooked.register_full_backward_pre_hook(lambda m, grad_output: grad_output[0])  # a tensor, not a tuple
+try:
+    pre_hooked(torch.randn(4, 3, requires_grad=True)).sum().backward()
+    raise AssertionError("expected a RuntimeError")
+except RuntimeError as e:
+    print(f"{type(e).__name__}: {e}")
+    assert str(e) == "Backward pre hook returned an invalid number of grad_output, got 4, but expected 1"
+
+# %% [markdown]
+# The second error counts 4 because `len()` of a `(4, 2)` tensor is its first dimension: return
+# `(new_grad,)`, a tuple, even for a single output.
+#
+# ## Trap: changing a gradient in place
+#
+# As with tensor hooks (lesson 01), the tensors in `grad_output` and `grad_input` are not private
+# to your hook. Below, the output of a linear layer is added to a second branch `h = 2 * b`; the
+# backward of `+` hands the **same** gradient tensor to both branches. A pre-hook that adds 1 to
+# `grad_output` in place (`add_`) also changes the gradient of the other branch, so `b.grad` is
+# wrong. Returning a new tuple does not.
+
+# %%
+def add_one_in_place(module, grad_output):
+    for grad in grad_output:
+        grad.add_(1.0)  # wrong: in place
+
+
+def add_one(module, grad_output):
+    return tuple(grad + 1.0 for grad in grad_output)  # right: new tensors
+
+
+torch.manual_seed(0)
+w = torch.randn(5)
+for hook in (add_one_in_place, add_one):
+    torch.manual_seed(1)
+    branch_layer = nn.Linear(5, 5)
+    a = torch.randn(5, requires_grad=True)
+    b = torch.randn(5, requires_grad=True)
+    branch_layer.register_full_backward_pre_hook(hook)
+    h = 2 * b
+    ((branch_layer(a) + h) * w).sum().backward()  # the true b.grad is 2 * w
+    print(f"{hook.__name__:>16}: b.grad == 2 * w: {torch.allclose(b.grad, 2 * w)}")
+    assert torch.allclose(b.grad, 2 * w) == (hook is add_one)
+
+# %% [markdown]
+# ## No backward hook fires under `no_grad`
+#
+# Under `torch.no_grad()` the forward pass records no graph, so there is nothing for backward to
+# go through, and the module's backward hooks are not even installed. A common case: a frozen
+# feature extractor run under `no_grad`, followed by a trained head. Backward reaches the head,
+# never the extractor.
+
+# %%
+torch.manual_seed(0)
+extractor, head = nn.Linear(3, 4), nn.Linear(4, 1)
+calls = []
+extractor.register_full_backward_pre_hook(lambda m, grad_output: calls.append("extractor pre-hook"))
+extractor.register_full_backward_hook(lambda m, grad_input, grad_output: calls.append("extractor hook"))
+head.register_full_backward_hook(lambda m, grad_input, grad_output: calls.append("head hook"))
+
+with torch.no_grad():
+    features = extractor(torch.randn(5, 3))
+print("features.requires_grad:", features.requires_grad)
+messages = caught_warnings(lambda: head(features).sum().backward())
+print("hooks that fired:", calls)
+print("extractor.weight.grad:", extractor.weight.grad, "| head.weight.grad is set:", head.weight.grad is not None)
+assert not features.requires_grad
+assert calls == ["head hook"]  # (the head's input needs no grad: it warned, as shown above)
+assert extractor.weight.grad is None and head.weight.grad is not None
+
+# %% [markdown]
+# ## Why `register_backward_hook` is deprecated
+#
+# The old `register_backward_hook` does not hook the module: it hooks the **last operation**
+# inside `forward`. Its `grad_input` is the gradient with respect to that operation's inputs,
+# which are the module's inputs only when `forward` is a single operation.
+#
+# The module below computes `2 * tanh(linear(x))`. Its last operation is the multiplication by 2,
+# so the old hook reports the gradient with respect to `tanh(linear(x))`: 2 everywhere (the loss
+# is a sum). The full hook reports the gradient with respect to `x`, the module's input, which is
+# also what lands in `x.grad`.
+
+# %%
+class Squash(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear = nn.Linear(3, 3)
+
+    def forward(self, x):
+        return 2 * torch.tanh(self.linear(x))
+
+
+torch.manual_seed(0)
+old_style = Squash()
+full_style = copy.deepcopy(old_style)
+x = torch.randn(2, 3)
+old_seen, full_seen = [], []
+
+
+def run_old():
+    old_style.register_backward_hook(lambda m, grad_input, grad_output: old_seen.append(grad_input))
+    old_style(x.clone().requires_grad_()).sum().backward()
+
+
+messages = caught_warnings(run_old)
+full_style.register_full_backward_hook(lambda m, grad_input, grad_output: full_seen.append(grad_input))
+full_x = x.clone().requires_grad_()
+full_style(full_x).sum().backward()
+
+
+def first_rows(grads):
+    return ["None" if g is None else "[" + ", ".join(f"{v:6.3f}" for v in g[0].tolist()) + "]" for g in grads]
+
+
+print("old hook  grad_input:", ", ".join(first_rows(old_seen[0])), "  (first rows)")
+print("full hook grad_input:", ", ".join(first_rows(full_seen[0])))
+print("x.grad:              ", ", ".join(first_rows([full_x.grad])))
+print("warning:", messages[0])
+assert len(old_seen[0]) == 2 and old_seen[0][1] is None  # the inputs of `2 * t`: t, and the constant
+assert torch.equal(old_seen[0][0], torch.full((2, 3), 2.0))  # d loss / d tanh(...), not d loss / d x
+assert torch.allclose(full_seen[0][0], full_x.grad)
+assert not torch.allclose(old_seen[0][0], full_x.grad)
+assert messages[0].startswith("Using a non-full backward hook when the forward contains multiple autograd Nodes "
+                              "is deprecated")
+
+# %% [markdown]
+# Even a single `nn.Linear` confuses it: its forward is one matrix operation with three inputs,
+# so the old hook's `grad_input` has three entries, the gradients of the bias, of the input and of
+# the *transposed* weight, instead of one entry for the one input. And a module cannot have both
+# kinds of hook.
+
+# %%
+torch.manual_seed(0)
+linear = nn.Linear(3, 2)
+shapes = []
+caught_warnings(lambda: linear.register_backward_hook(
+    lambda m, grad_input, grad_output: shapes.append([tuple(g.shape) for g in grad_input])))
+caught_warnings(lambda: linear(torch.randn(4, 3, requires_grad=True)).sum().backward())
+print("old hook on Linear(3, 2), input (4, 3): grad_input shapes", shapes[0])
+print("weight shape:", tuple(linear.weight.shape))
+assert shapes[0] == [(2,), (4, 3), (3, 2)]
+
+try:
+    linear.register_full_backward_hook(lambda m, grad_input, grad_output: None)
+    raise AssertionError("expected a RuntimeError")
+except RuntimeError as e:
+    print(f"{type(e).__name__}: {e}")
+    assert str(e).startswith("Cannot use both regular backward hooks and full backward hooks on a single Module.")
+
+# %% [markdown]
+# Use `register_full_backward_hook` and `register_full_backward_pre_hook`; never the old one.
+#
+# ## Trap: an in-place ReLU
+#
+# A full backward hook (or pre-hook) works by passing the module's inputs and outputs through an
+# extra identity step that autograd can hook. PyTorch forbids changing that step's output in
+# place. So a hooked module whose output goes into `nn.ReLU(inplace=True)`, or a hooked
+# `nn.ReLU(inplace=True)` itself, fails, already in the **forward** pass.
+
+# %%
+IN_PLACE_ERROR = "Output 0 of BackwardHookFunction is a view and is being modified inplace."
+
+for where in ("the Linear before an in-place ReLU", "the in-place ReLU itself"):
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Linear(3, 4), nn.ReLU(inplace=True), nn.Linear(4, 1))
+    hooked_layer = net[0] if where.startswith("the Linear") else net[1]
+    hooked_layer.register_full_backward_hook(lambda m, grad_input, grad_output: None)
+    try:
+        out = net(torch.randn(2, 3, requires_grad=True))  # forward only
+        raise AssertionError("expected a RuntimeError")
+    except RuntimeError as e:
+        print(f"hook on {where}, forward raised:\n  {type(e).__name__}: {e}\n")
+        assert str(e).startswith(IN_PLACE_ERROR)
+
+# %% [markdown]
+# Two fixes. Use `nn.ReLU(inplace=False)` (the default), if you may change the model. If you may
+# not, skip the module hook: register a **forward** hook that registers a **tensor** hook on the
+# output (lesson 01). The tensor hook receives the gradient with respect to the layer's output,
+# the same as `grad_output[0]`, and it may return a replacement, as in lesson 01. The cell checks
+# it against a full backward hook on an identical model without the in-place ReLU.
+
+# %%
+def watch_output_gradient(module, args, output):
+    output.register_hook(lambda grad: from_tensor_hook.append(grad.detach().clone()))
+
+
+torch.manual_seed(0)
+in_place = nn.Sequential(nn.Linear(3, 4), nn.ReLU(inplace=True), nn.Linear(4, 1))
+not_in_place = copy.deepcopy(in_place)
+not_in_place[1] = nn.ReLU()
+x = torch.randn(5, 3)
+
+from_tensor_hook, from_full_hook = [], []
+in_place[0].register_forward_hook(watch_output_gradient)
+not_in_place[0].register_full_backward_hook(
+    lambda m, grad_input, grad_output: from_full_hook.append(grad_output[0].clone()))
+in_place(x).sum().backward()
+caught_warnings(lambda: not_in_place(x).sum().backward())  # (its input needs no grad: it warns)
+print("tensor hook (in-place model):", from_tensor_hook[0][0].tolist())
+print("full hook (copy without it): ", from_full_hook[0][0].tolist())
+assert torch.allclose(from_tensor_hook[0], from_full_hook[0])
+assert torch.allclose(in_place[0].weight.grad, not_in_place[0].weight.grad)
+
+# %% [markdown]
+# ## Use 1: monitoring gradients
+#
+# The size of the gradient that reaches each layer tells you whether training is healthy: if it
+# shrinks layer after layer towards the input (*vanishing gradients*), the first layers barely
+# learn. A backward hook that records `grad_output[0].norm()` per layer measures it on every step,
+# without touching the training loop. Below, a pre-hook records it while a small network with
+# sigmoid activations learns a regression for 60 steps.
+
+# %%
+torch.manual_seed(0)
+deep = nn.Sequential(nn.Linear(16, 32), nn.Sigmoid(), nn.Linear(32, 32), nn.Sigmoid(),
+                     nn.Linear(32, 32), nn.Sigmoid(), nn.Linear(32, 1))
+inputs = torch.randn(256, 16)
+targets = torch.sin(inputs[:, :1]) * 0.5
+history = {}
+for name, module in deep.named_modules():
+    if isinstance(module, nn.Linear):
+        history[name] = []
+        module.register_full_backward_pre_hook(
+            lambda m, grad_output, name=name: history[name].append(grad_output[0].norm().item()))
+
+optimizer = torch.optim.SGD(deep.parameters(), lr=0.2)
+losses = []
+with warnings.catch_warnings():
+    warnings.filterwarnings("ignore", message="Full backward hook is firing")  # layer 0: data needs no grad
+    for step in range(60):
+        optimizer.zero_grad()
+        loss = ((deep(inputs) - targets) ** 2).mean()
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+
+for name, norms in history.items():
+    print(f"layer {name}: grad_output norm at step 0 = {norms[0]:.2e}, at step 59 = {norms[-1]:.2e}")
+print(f"loss: {losses[0]:.4f} -> {losses[-1]:.4f}")
+assert all(len(norms) == 60 for norms in history.values())
+assert history["0"][0] < history["2"][0] < history["4"][0] < history["6"][0]  # shrinks towards the input
+assert all(first * 10 < last for first, last in zip(history["0"], history["6"]))
+assert losses[-1] < losses[0]
+
+fig, ax = plt.subplots(figsize=(7, 3.5))
+for name, norms in history.items():
+    ax.plot(norms, label=f"Linear {name}")
+ax.set_yscale("log")
+ax.set_xlabel("training step")
+ax.set_ylabel("norm of grad_output[0]")
+ax.set_title("Gradient reaching each layer of a sigmoid network")
+ax.legend()
+plt.tight_layout()
+plt.show()
+
+# %% [markdown]
+# At every step the first layer receives a gradient more than ten times smaller than the last
+# layer's.
+#
+# ## Exercise 1: `record_grad_output_norms`
+#
+# Write `record_grad_output_norms(model, layer_types=(nn.Linear, nn.Conv2d))`. It returns
+# `(norms, handles)`:
+#
+# - register a full backward hook on every submodule of `model`, at any depth, that is an
+#   instance of one of `layer_types` (`model.named_modules()` gives every submodule with its
+#   name, e.g. `"encoder.0"`);
+# - each time backward goes through such a module, the hook appends the L2 norm of
+#   `grad_output[0]`, as a Python `float`, to the list `norms[name]`;
+# - `handles` is a list of the handles of every hook you registered.
+#
+# Traps: `grad_input[0]` is the gradient of the module's *input*, not of its output, and it is
+# `None` for a first layer fed with data. A tensor is not a `float`. A module used twice in one
+# forward pass is gone through twice in backward: two entries. And the old
+# `register_backward_hook` is not the full backward hook.
+#
+# Check: run `check(record_grad_output_norms)` below, or
+# `pytest tests/test_05_backward_hooks.py -k record_grad_output_norms`.
+
+# %% tags=["exercise"]
+# Exercise: record_grad_output_norms — write your code in this cell.
+import torch
+from torch import nn
+
+
+def record_grad_output_norms(model, layer_types=(nn.Linear, nn.Conv2d)):
+    """Record the norm of the gradient that reaches each layer of a given type.
+
+    Receives `model`, an nn.Module, and `layer_types`, a tuple of module classes.
+    Registers a full backward hook on every submodule of `model` (any depth, as in
+    `model.named_modules()`) that is an instance of one of `layer_types`. Each time backward goes
+    through such a module, its hook appends the L2 norm of `grad_output[0]` as a Python float to
+    `norms[name]`, where `name` is the module's name in `model.named_modules()`.
+    Returns `(norms, handles)`: the dict of lists, and a list of the handles of all hooks registered.
+    """
+    # TODO: write this, as its docstring says.
+    raise NotImplementedError("record_grad_output_norms is not written yet")
+
+
+# %%
+check(record_grad_output_norms)
+
+# %% [markdown] tags=["hints"]
+# <details class="tip"><summary>Hint 1 of 3: the idea</summary>
+#
+# Walk over every submodule with its name, keep those of the wanted types, and give each one a
+# full backward hook that knows its own name and appends one number per backward to that name's
+# list.
+#
+# </details>
+#
+# <details class="tip"><summary>Hint 2 of 3: the API</summary>
+#
+# `model.named_modules()` yields `(name, module)` pairs at every depth; `isinstance(module,
+# layer_types)` accepts a tuple of classes; `module.register_full_backward_hook(hook)` calls
+# `hook(module, grad_input, grad_output)`; `tensor.norm().item()` is a Python float.
+#
+# </details>
+#
+# <details class="tip"><summary>Hint 3 of 3: almost there</summary>
+#
+# Define the hook inside the loop. A plain closure would see the loop's *last* name when it
+# fires; bind the current one as a default argument (`name=name` in the hook's parameters). The
+# hook appends the float norm of the first entry of `grad_output` to `norms[name]`; collect every
+# handle in a list.
+#
+# </details>
+
+# %% [markdown]
+# Your hooks at work on a small convolutional network with a nested block, for two backward
+# passes. The names are those of `named_modules()`; `nn.ReLU` and `nn.Flatten` are not recorded.
+
+# %%
+with try_it():
+    torch.manual_seed(0)
+    cnn = nn.Sequential(nn.Conv2d(1, 4, 3), nn.ReLU(),
+                        nn.Sequential(nn.Flatten(), nn.Linear(4 * 6 * 6, 10)))
+    images = torch.randn(8, 1, 8, 8, requires_grad=True)
+    norms, handles = record_grad_output_norms(cnn)
+    for step in range(2):
+        cnn(images).logsumexp(dim=1).sum().backward()
+    print({name: [round(n, 4) for n in values] for name, values in norms.items()})
+    assert sorted(name for name, values in norms.items() if values) == ["0", "2.1"]
+    assert all(len(values) == 2 and isinstance(values[0], float) for values in norms.values() if values)
+    for handle in handles:
+        handle.remove()
+    cnn(images).sum().backward()
+    print("after removing the handles:", {name: len(values) for name, values in norms.items()})
+    assert all(len(values) == 2 for values in norms.values() if values)  # removed: nothing more
+
+# %% [markdown]
+# ## Use 2: clipping gradients
+#
+# A single bad batch can produce a huge gradient. `torch.nn.utils.clip_grad_norm_` clips the
+# gradients of the parameters after backward. A full backward hook can clip the gradient that a
+# module sends **back** to its inputs instead, during backward, so that an exploding gradient in
+# one place does not spread to the layers before it.
+#
+# ## Exercise 2: `clip_grad_input`
+#
+# Write `clip_grad_input(module, max_norm)`. It registers a full backward hook on `module` and
+# returns its handle. The hook returns a new tuple built from `grad_input`:
+#
+# - a tensor whose L2 norm (over all its elements) is larger than `max_norm` is rescaled to norm
+#   `max_norm`: `g * (max_norm / g.norm())`;
+# - a tensor whose norm is at most `max_norm` is kept as it is (a zero gradient stays zero);
+# - a `None` entry stays `None`, at the same position; the tuple keeps its length.
+#
+# Each entry is clipped on its own, not with one norm over all entries together. As the section
+# "What a returned value does" showed, this changes what reaches the module's inputs, not the
+# gradients of the module's own parameters.
+#
+# Traps: calling `.norm()` on a `None` entry, dropping the `None` entries, and changing a
+# gradient in place (`g.mul_(...)`, `g *= ...`): return new tensors.
+#
+# Check: run `check(clip_grad_input)` below, or `pytest tests/test_05_backward_hooks.py -k clip_grad_input`.
+
+# %% tags=["exercise"]
+# Exercise: clip_grad_input — write your code in this cell.
+import torch
+
+
+def clip_grad_input(module, max_norm):
+    """Clip each gradient that `module` sends back to its inputs to L2 norm `max_norm`.
+
+    Receives `module`, an nn.Module, and `max_norm`, a positive Python number.
+    Registers a full backward hook on `module` that returns a tuple as long as `grad_input`:
+    each tensor whose L2 norm is above `max_norm` is replaced by a new tensor, rescaled to norm
+    `max_norm`; other tensors are kept unchanged; None entries stay None at their position.
+    The hook must not change the tensors of `grad_input` in place.
+    Returns the handle of the hook.
+    """
+    # TODO: write this, as its docstring says.
+    raise NotImplementedError("clip_grad_input is not written yet")
+
+
+# %%
+check(clip_grad_input)
+
+# %% [markdown] tags=["hints"]
+# <details class="tip"><summary>Hint 1 of 3: the idea</summary>
+#
+# The hook builds a new tuple of the same length as `grad_input`, one entry at a time: `None`
+# stays `None`, a small gradient is kept, a large one is scaled down to norm `max_norm`.
+#
+# </details>
+#
+# <details class="tip"><summary>Hint 2 of 3: the API</summary>
+#
+# `module.register_full_backward_hook(hook)` with `hook(module, grad_input, grad_output)`
+# returning a tuple; `grad.norm()` is the L2 norm over all elements; `grad * factor` makes a new
+# tensor, `grad.mul_(factor)` would not.
+#
+# </details>
+#
+# <details class="tip"><summary>Hint 3 of 3: almost there</summary>
+#
+# Loop over `grad_input` and fill a list. Test `is not None` first, then compare the norm with
+# `max_norm`; only a gradient above it is multiplied, by `max_norm` divided by its norm. Every
+# other entry goes into the list as it is. The hook returns the list as a tuple;
+# `clip_grad_input` returns the handle.
+#
+# </details>
+
+# %% [markdown]
+# Your hook at work on the second layer of a small network, with a loss that makes gradients
+# large. The gradient sent back to the first layer's output is clipped to norm 1. The second
+# layer's own weight gradient is unchanged; the first layer's weight gradient changes, since it
+# is computed from the clipped gradient.
+
+# %%
+with try_it():
+    torch.manual_seed(0)
+    two_layers = nn.Sequential(nn.Linear(4, 8), nn.Linear(8, 2))
+    unclipped = copy.deepcopy(two_layers)
+    x = torch.randn(16, 4)
+    reaching = []  # the norm of the gradient that reaches the first layer's output
+    two_layers[0].register_forward_hook(
+        lambda m, args, out: out.register_hook(lambda grad: reaching.append(grad.norm().item())))
+    handle = clip_grad_input(two_layers[1], max_norm=1.0)
+    (100 * two_layers(x)).pow(2).sum().backward()
+    (100 * unclipped(x)).pow(2).sum().backward()
+    print(f"norm reaching layer 0: {reaching[0]:.4f}")
+    print("layer 1 weight.grad unchanged:", torch.allclose(two_layers[1].weight.grad, unclipped[1].weight.grad))
+    print("layer 0 weight.grad changed:  ", not torch.allclose(two_layers[0].weight.grad, unclipped[0].weight.grad))
+    assert abs(reaching[0] - 1.0) < 1e-5
+    assert torch.allclose(two_layers[1].weight.grad, unclipped[1].weight.grad)
+    assert not torch.allclose(two_layers[0].weight.grad, unclipped[0].weight.grad)
+    handle.remove()
+
+# %% [markdown]
+# ## Use 3: gradient noise
+#
+# Adding a little Gaussian noise to gradients during training can help a model escape sharp
+# minima, and it is the core of differentially private training. Noise added to a module's
+# `grad_output` by a pre-hook flows through the module's backward, so it reaches both the
+# gradients of its parameters and the gradient it sends back to its inputs.
+#
+# For reproducible experiments, draw the noise from a `torch.Generator` you are given:
+# `torch.randn(shape, generator=generator)` uses it, and two generators seeded alike give the
+# same numbers. `torch.randn_like` takes no generator.
+
+# %%
+shape = (2, 3)
+first = torch.randn(shape, generator=torch.Generator().manual_seed(7))
+second = torch.randn(shape, generator=torch.Generator().manual_seed(7))
+print("equally seeded generators draw the same noise:", torch.equal(first, second))
+assert torch.equal(first, second)
+try:
+    torch.randn_like(first, generator=torch.Generator())
+    raise AssertionError("expected a TypeError")
+except TypeError as e:
+    print(f"{type(e).__name__}: {str(e).splitlines()[0]}")
+
+# %% [markdown]
+# ## Exercise 3: `add_grad_noise`
+#
+# Write `add_grad_noise(module, std, generator=None)`. It registers a full backward **pre**-hook
+# on `module` and returns its handle. The hook returns a new tuple built from `grad_output`:
+#
+# - to each tensor entry it adds new noise of the same shape and dtype, i.i.d. normal with mean 0
+#   and standard deviation `std`, drawn from `generator` when one is given (else from torch's
+#   global random state);
+# - a `None` entry stays `None`; the tuple keeps its length.
+#
+# Traps: noise on the first entry only; `std ** 2` (the variance) instead of `std`; ignoring
+# `generator`; noise added to `grad_input` in a full backward hook, which never reaches the
+# module's parameters; changing `grad_output` in place.
+#
+# Check: run `check(add_grad_noise)` below, or `pytest tests/test_05_backward_hooks.py -k add_grad_noise`.
+
+# %% tags=["exercise"]
+# Exercise: add_grad_noise — write your code in this cell.
+import torch
+
+
+def add_grad_noise(module, std, generator=None):
+    """Add Gaussian noise to the gradient of the module's outputs.
+
+    Receives `module`, an nn.Module, `std`, a positive Python number, and `generator`, a
+    torch.Generator or None.
+    Registers a full backward pre-hook on `module` that returns a tuple as long as `grad_output`:
+    each tensor plus new i.i.d. normal noise of mean 0 and standard deviation `std` (same shape and
+    dtype), drawn from `generator` when given; None entries stay None. So the noise reaches the
+    gradients of the module's parameters and of its inputs.
+    The hook must not change the tensors of `grad_output` in place.
+    Returns the handle of the hook.
+    """
+    # TODO: write this, as its docstring says.
+    raise NotImplementedError("add_grad_noise is not written yet")
+
+
+# %%
+check(add_grad_noise)
+
+# %% [markdown] tags=["hints"]
+# <details class="tip"><summary>Hint 1 of 3: the idea</summary>
+#
+# A backward pre-hook sees `grad_output` before the module's backward; returning a noisy copy of
+# it makes the module compute every gradient from the noisy version. Build the new tuple entry by
+# entry, keeping `None` as it is.
+#
+# </details>
+#
+# <details class="tip"><summary>Hint 2 of 3: the API</summary>
+#
+# `module.register_full_backward_pre_hook(hook)` with `hook(module, grad_output)` returning a
+# tuple; `torch.randn(shape, generator=..., dtype=...)` draws standard normal noise
+# (`generator=None` means torch's global random state). Standard normal noise times `std` has
+# standard deviation `std`.
+#
+# </details>
+#
+# <details class="tip"><summary>Hint 3 of 3: almost there</summary>
+#
+# For each entry that is not `None`, draw standard normal noise with the entry's shape and dtype
+# from the given generator, multiply it by `std` (not `std ** 2`) and add it with `+`, which
+# makes a new tensor. Put `None` entries in the list as they are, return the list as a tuple from
+# the hook, and return the handle from `add_grad_noise`.
+#
+# </details>
+
+# %% [markdown]
+# Your hook at work on a linear layer: backward runs 200 times with the same input, and the bias
+# gradient is compared with the noise-free one. The bias gradient sums `grad_output` over the 16
+# rows of the batch, so its noise should have standard deviation `std * sqrt(16) = 4 * std`.
+
+# %%
+with try_it():
+    torch.manual_seed(0)
+    noisy_layer = nn.Linear(5, 3)
+    x = torch.randn(16, 5)
+    noisy_layer(x).sum().backward()
+    clean_bias_grad = noisy_layer.bias.grad.clone()
+    handle = add_grad_noise(noisy_layer, std=0.1, generator=torch.Generator().manual_seed(0))
+    differences = []
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Full backward hook is firing")  # x needs no grad
+        for _ in range(200):
+            noisy_layer.zero_grad()
+            noisy_layer(x).sum().backward()
+            differences.append(noisy_layer.bias.grad - clean_bias_grad)
+    differences = torch.stack(differences)
+    print(f"bias gradient noise: mean {differences.mean():.4f}, std {differences.std():.4f} (expected 0.4)")
+    assert abs(differences.mean()) < 0.1 and abs(differences.std() - 0.4) < 0.05
+    handle.remove()
+
+# %% [markdown]
+# ## Summary
+#
+# | API | hook signature | fires | a returned tuple |
+# |---|---|---|---|
+# | `module.register_full_backward_pre_hook(hook)` | `hook(module, grad_output)` | when the gradient of the module's outputs is known, before the module's backward | replaces `grad_output`: changes the parameters' and the inputs' gradients |
+# | `module.register_full_backward_hook(hook)` | `hook(module, grad_input, grad_output)` | after the gradients of the module's positional inputs are computed | replaces `grad_input`: changes what flows on to the inputs only |
+# | `module.register_backward_hook(hook)` | deprecated | after the module's *last operation* | misleading `grad_input`; do not use |
+#
+# - `grad_input` has one entry per positional argument: `None` for a non-tensor, zeros for a
+#   tensor that needs no grad next to one that does, all `None` (with a warning) when no input
+#   requires grad. A returned tuple must keep the length; build new tensors, never edit the
+#   received ones in place.
+# - Under `no_grad`, backward never goes through the module, so no backward hook fires.
+# - An in-place operation on a hooked module's output (`nn.ReLU(inplace=True)`) raises in the
+#   forward pass; use `inplace=False`, or a forward hook that registers a tensor hook on the output.
+#
+# Next, lesson 06 uses forward and backward hooks together on a CNN: feature maps and Grad-CAM.
