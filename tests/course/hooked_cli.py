@@ -1,0 +1,90 @@
+"""What the tests of the `hooked` command share: a temporary copy of the course, and
+running `python -m hooked ...` in it as a learner would (output piped, no colour
+settings inherited from whoever runs the tests)."""
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+from hooked.course import ROOT, SOLUTIONS_DIR
+from hooked.generate import lesson_text_from_solution
+
+# Lessons 01 and 02 are finished; copying only them keeps these tests independent of
+# lessons that are still being written.
+LESSONS = ("01_tensor_hooks", "02_removing_hooks")
+_DEFINITION = re.compile(r"^(?:def|class)\s+(\w+)")
+_MARKER = re.compile(r"^\s*# (BEGIN|END) SOLUTION\b")
+_COLOUR_SETTINGS = ("NO_COLOR", "FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE", "COLUMNS", "TERM")
+
+
+def make_course(folder):
+    """A copy of the course with lessons 01 and 02, fresh, in `folder`."""
+    other_checks = [f"lesson_{path.stem}.py" for path in SOLUTIONS_DIR.glob("[0-9][0-9]_*.py")
+                    if path.stem not in LESSONS]
+    shutil.copytree(ROOT / "hooked", folder / "hooked",
+                    ignore=shutil.ignore_patterns("__pycache__", *other_checks))
+    for part in ("solutions", "lessons", "tests"):
+        (folder / part).mkdir(parents=True)
+    for lesson in LESSONS:
+        shutil.copy(SOLUTIONS_DIR / f"{lesson}.py", folder / "solutions")
+        shutil.copy(ROOT / "tests" / f"test_{lesson}.py", folder / "tests")
+        write_lesson(folder, lesson)
+    shutil.copy(ROOT / "pyproject.toml", folder)
+    return folder
+
+
+def lesson_text(lesson, solved=(), replacements=None):
+    """The learner's lesson as the generator makes it, with the exercises named in
+    `solved` written as in the solution, and then `replacements` ({old: new}) applied."""
+    lines, current = [], None
+    for line in (SOLUTIONS_DIR / f"{lesson}.py").read_text(encoding="utf-8").splitlines():
+        definition = _DEFINITION.match(line)
+        if definition:
+            current = definition[1]
+        elif line[:1].strip():  # anything else at the top level ends the definition
+            current = None
+        if current in solved and _MARKER.match(line):
+            continue
+        lines.append(line)
+    text = lesson_text_from_solution("\n".join(lines) + "\n")
+    for old, new in (replacements or {}).items():
+        assert old in text, old
+        text = text.replace(old, new)
+    return text
+
+
+def write_lesson(course, lesson, solved=(), replacements=None, suffix=".py"):
+    path = course / "lessons" / f"{lesson}{suffix}"
+    text = lesson_text(lesson, solved, replacements)
+    if suffix == ".ipynb":
+        import jupytext
+        jupytext.write(jupytext.reads(text, fmt="py:percent"), path)
+    else:
+        path.write_text(text, encoding="utf-8")
+    return path
+
+
+def environment(**changes):
+    env = {name: value for name, value in os.environ.items() if name not in _COLOUR_SETTINGS}
+    env.update(HOOKED_INNER_RUN="1", **changes)
+    return env
+
+
+def hooked(course, *arguments, env=None, timeout=180):
+    """Run `python -m hooked ARGUMENTS` in `course`; the CompletedProcess, output as text."""
+    return subprocess.run([sys.executable, "-m", "hooked", *arguments], cwd=course, capture_output=True,
+                          text=True, timeout=timeout, env=env or environment())
+
+
+def start_hooked(course, *arguments, env=None, **options):
+    """Start `python -m hooked ARGUMENTS` in `course` and return the Popen."""
+    return subprocess.Popen([sys.executable, "-m", "hooked", *arguments], cwd=course,
+                            env=env or environment(), **options)
+
+
+def pytest_in(course, *arguments):
+    """Run the course's pytest in `course` (the learner's other way to grade)."""
+    return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *arguments], cwd=course,
+                          capture_output=True, text=True, timeout=300, env=environment())

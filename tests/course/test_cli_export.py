@@ -1,0 +1,74 @@
+"""`hooked export`: Gradescope's autograder results.json, and the grader's own JSON report
+(the same as `pytest --report` writes)."""
+
+import json
+import numbers
+
+import pytest
+
+from hooked_cli import hooked, make_course, pytest_in, write_lesson
+
+# Gradescope's autograder "Output format", as documented at
+# https://gradescope-autograders.readthedocs.io/en/latest/specs/ (sections "Output format",
+# "Controlling Test Case Visibility", "Test case status" and "Output String Formatting").
+TOP_LEVEL_FIELDS = {"score", "execution_time", "output", "output_format", "test_output_format", "test_name_format",
+                    "visibility", "stdout_visibility", "extra_data", "tests", "leaderboard"}
+TEST_FIELDS = {"score", "max_score", "status", "name", "name_format", "number", "output", "output_format", "tags",
+               "visibility", "extra_data"}
+VISIBILITIES = {"hidden", "after_due_date", "after_published", "visible"}
+STATUSES = {"passed", "failed"}
+FORMATS = {"text", "simple_format", "html", "md", "ansi"}
+
+
+@pytest.fixture(scope="module")
+def course(tmp_path_factory):
+    course = make_course(tmp_path_factory.mktemp("course"))
+    write_lesson(course, "01_tensor_hooks", solved={"double_grad", "record_grads"},
+                 replacements={'raise NotImplementedError("make_clip_hook is not written yet")':
+                               "return lambda grad: grad  # never clips"})
+    return course
+
+
+def test_gradescope_results_have_only_documented_fields_one_test_per_exercise(course):
+    completed = hooked(course, "export", "--format", "gradescope", "--out", "results.json")
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stdout.strip() == "wrote results.json: 2 of 7 exercises pass."
+    results = json.loads((course / "results.json").read_text(encoding="utf-8"))
+
+    assert set(results) <= TOP_LEVEL_FIELDS
+    assert isinstance(results["score"], numbers.Number) and isinstance(results["execution_time"], numbers.Number)
+    assert results["visibility"] in VISIBILITIES and results["stdout_visibility"] in VISIBILITIES
+    assert results["output_format"] in FORMATS and isinstance(results["output"], str)
+    for test in results["tests"]:
+        assert set(test) <= TEST_FIELDS, test
+        assert {"score", "max_score", "name", "output", "status"} <= set(test)  # score: required without a top-level one
+        assert isinstance(test["score"], numbers.Number) and isinstance(test["max_score"], numbers.Number)
+        assert test["status"] in STATUSES and test["visibility"] in VISIBILITIES
+        assert test["output_format"] in FORMATS
+        assert isinstance(test["number"], str) and all(isinstance(tag, str) for tag in test["tags"])
+
+    by_name = {test["name"]: test for test in results["tests"]}
+    assert list(by_name) == [f"01_tensor_hooks: {name}" for name in
+                             ("double_grad", "make_scale_hook", "make_clip_hook", "record_grads")] + \
+                            [f"02_removing_hooks: {name}" for name in
+                             ("grad_with_temporary_hook", "HookGroup", "register_named_hook")]
+    assert [test["score"] for test in results["tests"]] == [1, 0, 0, 1, 0, 0, 0]
+    assert results["score"] == 2 == sum(test["score"] for test in results["tests"])
+    assert {test["max_score"] for test in results["tests"]} == {1}
+    clip = by_name["01_tensor_hooks: make_clip_hook"]
+    assert clip["status"] == "failed" and clip["output"].startswith("make_clip_hook (lessons/01_tensor_hooks.py line ")
+    assert "not attempted yet" in by_name["02_removing_hooks: HookGroup"]["output"]
+    assert [test["number"] for test in results["tests"]][:5] == ["1.1", "1.2", "1.3", "1.4", "2.1"]
+
+
+def test_json_export_is_the_report_pytest_writes(course, tmp_path):
+    graded_by_pytest = pytest_in(course, "--report", str(tmp_path / "pytest.json"))
+    exported = hooked(course, "export", "--format", "json")
+    assert exported.returncode == 0, exported.stderr
+    assert json.loads(exported.stdout) == json.loads((tmp_path / "pytest.json").read_text(encoding="utf-8")), \
+        graded_by_pytest.stdout
+
+
+def test_export_of_some_lessons_only(course):
+    exported = hooked(course, "export", "02")
+    assert [entry["lesson"] for entry in json.loads(exported.stdout)["exercises"]] == ["02_removing_hooks"] * 3
