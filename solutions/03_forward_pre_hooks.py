@@ -21,7 +21,8 @@
 # cells, never the demonstration cells, so each exercise cell imports what it uses.
 #
 # **How to check your work.** Run the `check(...)` cell under each exercise: it prints a pass, a
-# message that says what is wrong, or "not attempted yet". Or, from the repository root, run
+# message that says what is wrong, or "not attempted yet". Stuck? `hint(add_input_noise)` shows the
+# next of three hints for an exercise. Or, from the repository root, run
 # `pytest tests/test_03_forward_pre_hooks.py` (add `-k add_input_noise` for one exercise; plain
 # `pytest` grades every lesson).
 
@@ -30,7 +31,7 @@ import matplotlib.pyplot as plt
 import torch
 from torch import nn
 
-from hooked.notebook import check, try_it
+from hooked.notebook import check, hint, try_it
 
 # %% [markdown]
 # ## When a pre-hook fires and what it receives
@@ -430,9 +431,10 @@ check(add_input_noise)
 #
 # <details class="tip"><summary>Hint 3 of 3: almost there</summary>
 #
-# Inside `def hook(mod, args):` return `None` unless `mod.training`; then draw
-# `noise = torch.randn(x.shape, generator=generator, dtype=x.dtype) * std` for `x = args[0]` and return
-# the tuple `(x + noise, *args[1:])`. Register `hook` and return the handle.
+# Define the hook inside `add_input_noise`, so it sees `std` and `generator`. Its first line returns
+# `None` when the module it receives is not training. Otherwise it draws standard normal noise shaped
+# like `args[0]` (passing `generator=generator` and the input's dtype), scales it by `std`, and returns
+# a tuple: the noisy first argument followed by `args[1:]`. Register it and return the handle.
 #
 # </details>
 
@@ -584,9 +586,10 @@ check(normalize_input)
 #
 # <details class="tip"><summary>Hint 3 of 3: almost there</summary>
 #
-# In `def hook(mod, args):` take `x = args[0]`, build `shape = (1, -1) + (1,) * (x.dim() - 2)`,
-# reshape both statistics to `shape`, and return `((x - m) / s, *args[1:])`. Register `hook` with
-# `module.register_forward_pre_hook` and return the handle.
+# In the hook, take the first argument, build the shape `(1, -1)` followed by one `1` per dimension of
+# `x` after the second, and reshape both statistics to it. Return a tuple: the normalized first
+# argument, then `args[1:]`. Register the hook with `module.register_forward_pre_hook` and return the
+# handle.
 #
 # </details>
 
@@ -687,8 +690,9 @@ check(flatten_images)
 #
 # <details class="tip"><summary>Hint 3 of 3: almost there</summary>
 #
-# In `def hook(mod, args):` return `None` if `args[0].dim() <= 2`; otherwise return
-# `(args[0].flatten(1), *args[1:])`. Register `hook` with `module.register_forward_pre_hook`.
+# The hook returns `None` when the first argument has at most 2 dimensions. Otherwise it returns a
+# tuple: the first argument flattened from dimension 1 on, followed by `args[1:]`. Register it with
+# `module.register_forward_pre_hook` and return the handle.
 #
 # </details>
 
@@ -797,8 +801,8 @@ check(force_kwarg)
 #
 # <details class="tip"><summary>Hint 3 of 3: almost there</summary>
 #
-# `def hook(mod, args, kwargs): return args, {**kwargs, name: value}`, registered with
-# `with_kwargs=True`; return the handle.
+# The hook's body is one `return` of a pair: `args` as they came, and a new dict holding everything in
+# `kwargs` plus `name` set to `value`. Register it with `with_kwargs=True` and return the handle.
 #
 # </details>
 

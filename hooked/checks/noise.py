@@ -14,6 +14,10 @@ sample size: a correct answer fails with a probability around 1e-8 per test, and
 sample of a few thousand elements still tells std from variance for std far from 1.
 All raise CheckFailed; `what` names the sample for the message, e.g. "the noise that
 add_input_noise(module, 0.3) added to an input of shape (64, 8, 8)".
+
+Seed the noise (torch.manual_seed, generators) apart from the inputs: torch.randn from a
+generator seeded 301 draws the very values random_tensor(301, ...) holds, and noise equal
+to a multiple of the input is (rightly) judged dependent on it.
 """
 
 import math
