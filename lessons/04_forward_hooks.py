@@ -99,6 +99,11 @@ with layer.register_forward_hook(lambda module, args, output: output.sum()):
     print("returning output.sum() gives a tensor of shape", tuple(summed.shape), "— unchecked")
     assert summed.shape == () and torch.allclose(summed, plain.sum())
 
+with layer.register_forward_hook(lambda module, args, output: (output, "a note")):
+    pair = layer(x)
+    print("returning (output, 'a note') gives a", type(pair).__name__, "— also unchecked")
+    assert isinstance(pair, tuple) and pair[1] == "a note"
+
 with layer.register_forward_hook(lambda module, args, output: output + 1), \
         layer.register_forward_hook(lambda module, args, output: output * 10):
     chained = layer(x)
@@ -144,7 +149,8 @@ assert kwargs == {"factor": 3.0} and torch.equal(output, torch.full((2,), 3.0))
 #
 # If `forward` raises, the ordinary forward hooks do not run: there is no output. A hook registered
 # with `always_call=True` still runs, with `output=None`, and then the exception goes on to the
-# caller; what the hook returns is ignored. That is the place for cleanup that must happen after
+# caller; what the hook returns is ignored (below it returns a tensor, and the caller still gets
+# the exception). That is the place for cleanup that must happen after
 # every call, such as stopping a timer or closing a profiling range.
 
 # %%
@@ -156,13 +162,22 @@ class Fails(nn.Module):
 fails = Fails()
 calls = []
 fails.register_forward_hook(lambda module, args, output: calls.append(("plain", output)))
-fails.register_forward_hook(lambda module, args, output: calls.append(("always_call", output)),
-                            always_call=True)
+
+
+def cleanup(module, args, output):
+    calls.append(("always_call", output))
+    return torch.zeros(1)  # ignored: forward raised
+
+
+fails.register_forward_hook(cleanup, always_call=True)
 try:
-    fails(torch.ones(1))
+    result = fails(torch.ones(1))
+    outcome = f"returned {result}"
 except ValueError as error:
-    print(f"the caller still gets the exception: {type(error).__name__}: {error}")
+    outcome = f"raised {type(error).__name__}: {error}"
+print("the call", outcome)
 print("hooks that ran:", calls)
+assert outcome == "raised ValueError: forward failed on purpose"
 assert calls == [("always_call", None)]
 
 # %% [markdown]
@@ -223,7 +238,7 @@ model.shared.register_forward_hook(keep_every)
 out = model(torch.randn(2, 3))
 print("calls recorded by the appending hook:", len(every))
 print("the dict holds the second call:", torch.equal(last["shared"], every[1]),
-      "| and not the first:", torch.equal(last["shared"], every[0]))
+      "| the first call:", torch.equal(last["shared"], every[0]))
 assert len(every) == 2 and torch.equal(last["shared"], every[1]) and torch.equal(every[1], out)
 assert not torch.equal(every[0], every[1])
 
@@ -256,6 +271,8 @@ assert all_names == ["", "features", "features.0", "features.1", "features.2", "
                      "features.2.1", "head"]
 assert child_names == ["features", "head"]
 assert dict(net.named_modules())["features.2.0"] is net.features[2][0]
+print("state_dict() keys start with the same names:", list(net.state_dict())[:4])
+assert "features.2.0.weight" in net.state_dict()
 
 # %% [markdown]
 # **A trap when you register hooks in a loop.** A hook defined inside the loop that uses the loop
@@ -324,6 +341,15 @@ def pack(tensor):
     return alias
 
 
+def shapes_still_alive():
+    alive = {}
+    for ref, nbytes in saved_by_autograd:
+        tensor = ref()
+        if tensor is not None:
+            alive[tensor.untyped_storage().data_ptr()] = tuple(tensor.shape)
+    return sorted(alive.values())
+
+
 def unpack(alias):
     return alias
 
@@ -339,6 +365,7 @@ def bytes_still_alive():
 
 def collect_features(detach, batches=8):
     """Append the last layer's output for each batch; return (KiB alive after each batch, features)."""
+    global shapes_after_one_batch
     saved_by_autograd.clear()
     features, kib_alive = [], []
 
@@ -349,10 +376,14 @@ def collect_features(detach, batches=8):
         for batch in range(batches):
             mlp(torch.randn(64, 256))  # the output is dropped: only the hook keeps anything
             kib_alive.append(bytes_still_alive() / 1024)
+            if batch == 0:
+                shapes_after_one_batch = shapes_still_alive()
     return kib_alive, features
 
 
 kept_graph, features_raw = collect_features(detach=False)
+print("kept alive after one batch, without detach():", shapes_after_one_batch)
+assert shapes_after_one_batch == [(64, 256), (64, 1024), (64, 1024)]  # the input, the two ReLU outputs
 kept_detached, features_detached = collect_features(detach=True)
 feature_kib = features_raw[0].untyped_storage().nbytes() / 1024
 print(f"one batch of features is {feature_kib:.1f} KiB")
@@ -400,12 +431,16 @@ stored = {}
 def store_both(module, args, output):
     stored["detach"] = output.detach()
     stored["detach_clone"] = output.detach().clone()
+    stored["output_pointer"] = output.data_ptr()
 
 
 net[0].register_forward_hook(store_both)
 x = torch.randn(3, 4)
 net(x)
 true_output = F.linear(x, net[0].weight, net[0].bias).detach()  # what the Linear really produced
+print("output.detach() uses the output's memory:", stored["detach"].data_ptr() == stored["output_pointer"],
+      "| the clone has its own:", stored["detach_clone"].data_ptr() != stored["output_pointer"])
+assert stored["detach"].data_ptr() == stored["output_pointer"] != stored["detach_clone"].data_ptr()
 print(f"the Linear's real output: min {true_output.min():.4f}")
 print(f"stored output.detach():         min {stored['detach'].min():.4f}  <- overwritten by the ReLU")
 print(f"stored output.detach().clone(): min {stored['detach_clone'].min():.4f}")
@@ -693,24 +728,42 @@ assert torch.equal(returned, torch.tensor([-1.0, 1.0, 1.0]))
 
 # %% [markdown]
 # The gradient must flow through the replacement too. `torch.clamp` passes the gradient where the
-# value was inside the range and 0 where it was clipped. A replacement built with `.detach()` (or
-# under `torch.no_grad()`) cuts the graph: the parameters before it get no gradient at all.
+# value was inside the range and 0 where it was clipped:
 
 # %%
+t = torch.tensor([-2.0, 0.3, 2.0], requires_grad=True)
+(grad,) = torch.autograd.grad(t.clamp(-1, 1).sum(), t)
+print("gradient of clamp(t, -1, 1).sum() at t = [-2, 0.3, 2]:", grad)
+assert torch.equal(grad, torch.tensor([0.0, 1.0, 0.0]))
+
+# %% [markdown]
+# A replacement built from `output.detach()`, or under `torch.no_grad()`, cuts the graph: the
+# parameters before it get no gradient at all, and `backward()` fails.
+
+# %%
+def clamp_detached(module, args, output):
+    return output.detach().clamp(-0.5, 0.5)
+
+
+def clamp_without_grad(module, args, output):
+    with torch.no_grad():
+        return output.clamp(-0.5, 0.5)
+
+
 torch.manual_seed(0)
 layer = nn.Linear(3, 4)
 x = torch.randn(2, 3)
-with layer.register_forward_hook(lambda module, args, output: output.detach().clamp(-0.5, 0.5)):
-    cut = layer(x)
-print("replacement built from output.detach(): requires_grad =", cut.requires_grad)
-try:
-    cut.sum().backward()
-    backward_error = "none, backward ran"
-except RuntimeError as error:
-    backward_error = f"RuntimeError: {error}"
-print("backward:", backward_error)
-assert "does not require grad" in backward_error
-assert not cut.requires_grad and layer.weight.grad is None
+for cutting_hook in (clamp_detached, clamp_without_grad):
+    with layer.register_forward_hook(cutting_hook):
+        cut = layer(x)
+    try:
+        cut.sum().backward()
+        backward_error = "none, backward ran"
+    except RuntimeError as error:
+        backward_error = f"RuntimeError: {error}"
+    print(f"{cutting_hook.__name__}: requires_grad = {cut.requires_grad}; backward: {backward_error}")
+    assert "does not require grad" in backward_error
+    assert not cut.requires_grad and layer.weight.grad is None
 
 # %% [markdown]
 # ## Exercise 3: `clamp_output`
