@@ -86,6 +86,7 @@ handle.remove()
 # hooks before it.
 
 # %%
+torch.manual_seed(0)
 layer = nn.Linear(3, 2)
 x = torch.randn(4, 3)
 plain = layer(x)
@@ -150,8 +151,8 @@ assert kwargs == {"factor": 3.0} and torch.equal(output, torch.full((2,), 3.0))
 # If `forward` raises, the ordinary forward hooks do not run: there is no output. A hook registered
 # with `always_call=True` still runs, with `output=None`, and then the exception goes on to the
 # caller; what the hook returns is ignored (below it returns a tensor, and the caller still gets
-# the exception). That is the place for cleanup that must happen after
-# every call, such as stopping a timer or closing a profiling range.
+# the exception). That is the place for cleanup that must happen after every call, such as
+# stopping a timer or closing a profiling range.
 
 # %%
 class Fails(nn.Module):
@@ -188,6 +189,7 @@ assert calls == [("always_call", None)]
 # calling `module.forward(x)` directly skips them. Write `module(x)`, never `module.forward(x)`.
 
 # %%
+torch.manual_seed(0)
 layer = nn.Linear(3, 2)
 fired = []
 layer.register_forward_hook(lambda module, args, output: fired.append(output.requires_grad))
