@@ -705,8 +705,11 @@ with try_it():
     unclipped = copy.deepcopy(two_layers)
     x = torch.randn(16, 4)
     reaching = []  # the norm of the gradient that reaches the first layer's output
-    two_layers[0].register_forward_hook(
-        lambda m, args, out: out.register_hook(lambda grad: reaching.append(grad.norm().item())))
+
+    def watch(module, args, output):  # returns None: a forward hook's return would replace the output
+        output.register_hook(lambda grad: reaching.append(grad.norm().item()))
+
+    two_layers[0].register_forward_hook(watch)
     handle = clip_grad_input(two_layers[1], max_norm=1.0)
     (100 * two_layers(x)).pow(2).sum().backward()
     (100 * unclipped(x)).pow(2).sum().backward()
@@ -727,20 +730,19 @@ with try_it():
 # gradients of its parameters and the gradient it sends back to its inputs.
 #
 # For reproducible experiments, draw the noise from a `torch.Generator` you are given:
-# `torch.randn(shape, generator=generator)` uses it, and two generators seeded alike give the
-# same numbers. `torch.randn_like` takes no generator.
+# `torch.randn(shape, generator=generator)` and `torch.randn_like(grad, generator=generator)` use
+# it, and two generators seeded alike give the same numbers. `randn_like` also copies the dtype of
+# `grad` (here float64).
 
 # %%
-shape = (2, 3)
-first = torch.randn(shape, generator=torch.Generator().manual_seed(7))
-second = torch.randn(shape, generator=torch.Generator().manual_seed(7))
-print("equally seeded generators draw the same noise:", torch.equal(first, second))
-assert torch.equal(first, second)
-try:
-    torch.randn_like(first, generator=torch.Generator())
-    raise AssertionError("expected a TypeError")
-except TypeError as e:
-    print(f"{type(e).__name__}: {str(e).splitlines()[0]}")
+grad = torch.zeros(2, 3, dtype=torch.float64)
+first = torch.randn(grad.shape, generator=torch.Generator().manual_seed(7), dtype=grad.dtype)
+second = torch.randn_like(grad, generator=torch.Generator().manual_seed(7))
+print("equally seeded generators draw the same noise:", torch.equal(first, second), "| dtype:", second.dtype)
+assert torch.equal(first, second) and second.dtype == torch.float64
+other = torch.randn_like(grad, generator=torch.Generator().manual_seed(8))
+print("another seed draws other noise:", not torch.equal(first, other))
+assert not torch.equal(first, other)
 
 # %% [markdown]
 # ## Exercise 3: `add_grad_noise`
