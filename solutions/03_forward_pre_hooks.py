@@ -266,8 +266,8 @@ assert leaf_error == "a leaf Variable that requires grad is being used in an in-
 #
 # ## Use 1: noise for data augmentation
 #
-# Adding a little random noise to a layer's input while training makes the model less sensitive to
-# small changes of its input. Three things make such a hook right:
+# Adding a little random noise to a layer's input while training is a simple data augmentation: the
+# model never sees exactly the same input twice. Three things make such a hook right:
 #
 # 1. **Only while training.** `model.eval()` sets `module.training = False` on every submodule, and
 #    evaluation must be deterministic. The hook receives the module, so it can look at
@@ -298,7 +298,10 @@ measured = (train_output - signal).std().item()
 print(f"measured standard deviation of the noise: {measured:.4f} (asked for {std})")
 assert abs(measured - std) < 0.01
 
-noisy_layer.eval()
+model = nn.Sequential(noisy_layer)
+model.eval()  # what evaluation code calls on the whole model
+print("after model.eval(), the inner layer's training flag:", noisy_layer.training)
+assert noisy_layer.training is False
 eval_outputs = [noisy_layer(signal) for _ in range(2)]
 eval_difference = (eval_outputs[0] - eval_outputs[1]).abs().max().item()
 print(f"in eval mode, two calls on the same input differ by up to {eval_difference:.3f}")
@@ -328,6 +331,7 @@ def noisy_output(draw_with_generator, seed):
         return args[0] + torch.randn(args[0].shape, generator=g) * std
 
     layer.register_forward_pre_hook(hook)
+    torch.randn(100)  # other code drawing from the global random state in between
     return layer(torch.zeros(5))
 
 
@@ -351,7 +355,7 @@ left.plot(positions, train_output[0, part], color="tab:orange", linewidth=0.8,
 left.plot(positions, signal[0, part], color="black", linewidth=1.5, label="the caller's input")
 left.set_xlabel("position in the signal")
 left.set_title(f"Input noise, std = {std}")
-left.legend(loc="lower left", frameon=False, fontsize=8)
+left.legend(loc="lower left", fontsize=8, framealpha=0.9)
 right.hist(noise, bins=60, density=True, color="tab:orange", alpha=0.6, label="measured noise")
 grid = torch.linspace(-4 * std, 4 * std, 200)
 density = torch.exp(-grid ** 2 / (2 * std ** 2)) / (std * (2 * torch.pi) ** 0.5)
@@ -633,6 +637,10 @@ flat = images.reshape(images.shape[0], -1)
 print("reshape gives", tuple(flat.shape), "| same as flatten(1):", torch.equal(flat, images.flatten(1)))
 assert flat.shape == (4, 192) and torch.equal(flat, images.flatten(1))
 assert torch.equal(flat[0, :64], images[0, 0].flatten())  # channel 0 first, then channel 1, ...
+copied = flat.data_ptr() != images.data_ptr()
+shared = channels_last.reshape(4, -1).data_ptr() == channels_last.data_ptr()
+print("reshape copied the non-contiguous images:", copied, "| shared the memory of a contiguous tensor:", shared)
+assert copied and shared
 
 # %% [markdown]
 # ## Exercise 3: `flatten_images`
@@ -714,8 +722,7 @@ with try_it():
 #
 # Some modules take options as keyword arguments, and code you don't control calls them. A
 # `with_kwargs=True` pre-hook can set an option on every call. `nn.MultiheadAttention`, for example,
-# takes `need_weights`: with `need_weights=False` it skips returning the attention weights (and may
-# use a faster path).
+# takes `need_weights`: with `need_weights=False` it returns `None` in place of the attention weights.
 
 # %%
 torch.manual_seed(0)
