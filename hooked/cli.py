@@ -190,9 +190,10 @@ def _watch(arguments, terminal):
                 _show_watched(terminal, _grade(grader, [lesson]), statuses)
             what = f"{display_path(str(folder / lessons[0]))}.py (or .ipynb)" if arguments.lesson else \
                 f"the lessons in {display_path(str(folder))}"
-            terminal.line(terminal.dim(f"watching {what}: save to grade again; Ctrl-C stops."))
-            note = lambda text: terminal.line(terminal.dim(text))  # noqa: E731
-            for changed in saved_lessons(folder, lessons, poll=arguments.poll, note=note):
+            saves = saved_lessons(
+                folder, lessons, poll=arguments.poll, note=lambda text: terminal.line(terminal.dim(text)),
+                ready=lambda: terminal.line(terminal.dim(f"watching {what}: save to grade again; Ctrl-C stops.")))
+            for changed in saves:
                 for lesson in sorted(changed):
                     grader.forget(lesson)
                     terminal.line("")

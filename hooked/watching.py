@@ -17,8 +17,9 @@ def lesson_of(path, lessons):
     return None
 
 
-def saved_lessons(folder, lessons, poll=False, note=print):
+def saved_lessons(folder, lessons, poll=False, note=print, ready=lambda: None):
     """Yield the set of `lessons` whose .py or .ipynb in `folder` changed, each time some did.
+    `ready()` is called once changes are being watched (a save before that may be missed);
     `note(text)` is told when change events are not used."""
     folder = pathlib.Path(folder).resolve()
     if not poll:
@@ -28,15 +29,25 @@ def saved_lessons(folder, lessons, poll=False, note=print):
             note(f"watchfiles is not installed; looking for changes every {POLL_SECONDS:g} s instead.")
         else:
             try:
-                for changes in watchfiles.watch(
-                        folder, recursive=False, raise_interrupt=True,
-                        watch_filter=lambda change, path: lesson_of(path, lessons) is not None):
-                    yield {lesson_of(path, lessons) for _, path in changes}
+                yield from _events(watchfiles, folder, lessons, ready)
                 return
             except OSError as error:  # e.g. the limit of watched files is reached
                 note(f"file change events are not available ({error}); looking for changes every "
                      f"{POLL_SECONDS:g} s instead.")
-    yield from _polled(folder, lessons)
+    yield from _polled(folder, lessons, ready)
+
+
+def _events(watchfiles, folder, lessons, ready):
+    # A timeout that yields an empty set tells when the watcher has started.
+    watching = False
+    for changes in watchfiles.watch(folder, recursive=False, raise_interrupt=True, rust_timeout=500,
+                                    yield_on_timeout=True,
+                                    watch_filter=lambda change, path: lesson_of(path, lessons) is not None):
+        if not watching:
+            watching = True
+            ready()
+        if changes:
+            yield {lesson_of(path, lessons) for _, path in changes}
 
 
 def _stamps(folder, lessons):
@@ -51,8 +62,9 @@ def _stamps(folder, lessons):
     return stamps
 
 
-def _polled(folder, lessons):
+def _polled(folder, lessons, ready):
     before = _stamps(folder, lessons)
+    ready()
     while True:
         time.sleep(POLL_SECONDS)
         now = _stamps(folder, lessons)

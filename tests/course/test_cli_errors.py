@@ -1,0 +1,37 @@
+"""Mistakes on the command line get one clear line, a non-zero exit and no traceback."""
+
+import pytest
+
+from hooked_cli import hooked, make_course
+
+
+@pytest.fixture(scope="module")
+def course(tmp_path_factory):
+    return make_course(tmp_path_factory.mktemp("course"))
+
+
+@pytest.mark.parametrize("arguments, complaint", [
+    (["hint", "07", "double_grad"], "no lesson 07; lessons are: 01_tensor_hooks, 02_removing_hooks"),
+    (["check", "hooks"], "no lesson hooks; lessons are: 01_tensor_hooks, 02_removing_hooks"),
+    (["reset", "lessons/09_nothing.py"], "no lesson lessons/09_nothing.py; lessons are: 01_tensor_hooks"),
+    (["hint", "01", "nope"], "no exercise nope in lesson 01_tensor_hooks; its exercises are: double_grad, "
+                             "make_scale_hook, make_clip_hook, record_grads"),
+    (["hint", "01", "Double_Grad"], "did you mean double_grad?"),
+    (["solution", "01", "HookGroup"], "HookGroup is an exercise of lesson 02_removing_hooks, not of 01_tensor_hooks"),
+    (["hint", "01", "double_grad", "--level", "4"], "--level 4: double_grad has hints 1 to 3"),
+    (["hint", "01", "double_grad", "--level", "two"], "argument --level: invalid int value: 'two'"),
+    (["hint", "01"], "the following arguments are required: EXERCISE"),
+    (["status", "--lessons-dir", "no/such/folder"], "--lessons-dir: no/such/folder: no such folder"),
+    (["--lessons-dir", "no/such/folder"], "--lessons-dir: no/such/folder: no such folder"),
+    (["check", "--time-limit", "soon"], "--time-limit: soon: give a positive number of seconds"),
+    (["watch", "--time-limit", "-1"], "--time-limit: -1: give a positive number of seconds"),
+    (["export", "--format", "csv"], "argument --format: invalid choice: 'csv'"),
+    (["export", "--out", "no/such/folder/results.json"], "the folder no/such/folder does not exist"),
+    (["export", "--out", "lessons"], "--out: lessons: that is a folder"),
+    (["grade"], "argument COMMAND: invalid choice: 'grade'"),
+])
+def test_bad_input_says_what_is_wrong_without_a_traceback(course, arguments, complaint):
+    completed = hooked(course, *arguments)
+    assert completed.returncode == 2
+    assert complaint in completed.stderr
+    assert "Traceback" not in completed.stderr + completed.stdout
