@@ -3,17 +3,15 @@ in the hints cell after its check cell in solutions/."""
 
 import pytest
 
-from hooked.course import lesson_names
-from hooked.hints import parse_hints_cell
-
-from test_course_layout import _exercises_in_solution
+from hooked.course import SOLUTIONS_DIR, lesson_names
+from hooked.hints import lesson_hints, parse_hints_cell
+from hooked.lesson_file import load_lesson_source
 
 
 @pytest.mark.parametrize("lesson", lesson_names())
 def test_every_exercise_has_exactly_three_hints_numbered_1_to_3(lesson):
-    from hooked.hints import lesson_hints
     hints = lesson_hints(lesson)
-    assert list(hints) == _exercises_in_solution(lesson)
+    assert list(hints) == [name for cell in load_lesson_source(SOLUTIONS_DIR, lesson).cells for name in cell.defines]
     for exercise, levels in hints.items():
         assert [hint.level for hint in levels] == [1, 2, 3], f"{lesson} {exercise}: want 'Hint N of 3' levels 1, 2, 3"
         for hint in levels:
