@@ -551,7 +551,7 @@ def _judge_noise(run, std, text, seed):
              "to every tensor of grad_output, not only the first.")
     for position, noise in noises.items():
         check_noise_sample(noise, std, f"the noise that {call} added to grad_output[{position}] of shape "
-                                       f"{tuple(noise.shape)}", input=received[position])
+                                       f"{tuple(noise.shape)}", input=received[position], input_name="grad")
     # The noisy grad_output reached the parameters and the input, through the module's backward.
     expected_x, expected_parameters = _clean_grads(run, returned)
     for (name, parameter), expected in zip(run["module"].named_parameters(), expected_parameters):
@@ -579,7 +579,8 @@ def _clean_grads(run, grad_outputs):
 def check_add_grad_noise(add_grad_noise):
     for number, (factory, shape, std, with_generator, text) in enumerate(_NOISE_CASES):
         seed = 700 + 10 * number
-        generator = torch.Generator().manual_seed(seed) if with_generator else None
+        # Noise seeded apart from the module and inputs (a generator seeded like random_tensor's draws its values).
+        generator = torch.Generator().manual_seed(seed + 5000) if with_generator else None
         run = _noisy_backward(add_grad_noise, factory, shape, std, generator, seed, text)
         _judge_noise(run, std, text, seed)
 

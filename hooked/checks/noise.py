@@ -33,10 +33,11 @@ MIN_SAMPLE = 1000
 WITHIN_ONE_STD = math.erf(1 / math.sqrt(2))
 
 
-def check_noise_sample(noise, std, what, input=None):
+def check_noise_sample(noise, std, what, input=None, input_name=None):
     """Require `noise` (a tensor of at least MIN_SAMPLE elements, each dimension of
     size 1 or at least 2) to look like i.i.d. normal values of mean 0 and standard
-    deviation `std` > 0; with `input`, also independent of it."""
+    deviation `std` > 0; with `input`, also independent of it (`input_name`: see
+    check_independent_of)."""
     if noise.numel() < MIN_SAMPLE:
         raise ValueError(f"a noise sample needs at least {MIN_SAMPLE} elements, not {noise.numel()}")
     values = noise.detach().double().flatten()
@@ -50,7 +51,7 @@ def check_noise_sample(noise, std, what, input=None):
     # Dependence first: it also distorts the mean and spread, and its message is the clearer one.
     _check_elements_independent(noise.detach().double(), what)
     if input is not None:
-        check_independent_of(noise, input, what)
+        check_independent_of(noise, input, what, input_name)
     mean = values.mean().item()
     if abs(mean) > Z * std / math.sqrt(n):
         fail(f"{what} has mean {mean:.4g} over {n} elements; expected mean 0 (normal noise centred on 0, such as "
@@ -98,17 +99,20 @@ def _check_elements_independent(noise, what):
                  f"shape of the tensor ({tuple(noise.shape)}), not a smaller tensor broadcast along a dimension.")
 
 
-def check_independent_of(noise, input, what):
+def check_independent_of(noise, input, what, input_name=None):
     """The noise must not grow or shrink with `input` (as x * torch.randn(...) * std does):
-    neither its values nor their squares may correlate with those of the input."""
+    neither its values nor their squares may correlate with those of the input.
+    `input_name` names the input in the message ("grad" for noise added to a gradient);
+    None calls it "the input" and x."""
+    said, symbol = ("the input", "x") if input_name is None else (input_name, input_name)
     noise, input = noise.detach().double().flatten(), input.detach().double().flatten()
     tolerance = Z / math.sqrt(noise.numel())
     for name, a, b in (("values", noise, input), ("squared values", noise ** 2, input ** 2)):
         correlation = _correlation(a, b)
         if abs(correlation) > tolerance:
-            fail(f"{what} depends on the input: the {name} of noise and input have correlation {correlation:.3f}, "
-                 "expected about 0. Add noise that does not depend on x (x + noise), rather than scaling x by it "
-                 "or deriving it from x.")
+            fail(f"{what} depends on {said}: the {name} of noise and {said.removeprefix('the ')} have correlation "
+                 f"{correlation:.3f}, expected about 0. Add noise that does not depend on {symbol} ({symbol} + noise), "
+                 f"rather than scaling {symbol} by it or deriving it from {symbol}.")
 
 
 def _correlation(a, b):
