@@ -317,6 +317,22 @@ print(f"randn * std ** 2 has standard deviation {slip:.4f}, not {std}")
 assert abs(slip - std ** 2) < 0.002
 
 # %% [markdown]
+# **Trap: `torch.normal(x, std)` cuts the gradient.** It draws values around `x` with the right
+# spread, but autograd treats the draw as a constant: the gradient with respect to `x` is zero
+# (PyTorch defines it so). For a layer inside a network, no gradient would then reach the layers
+# before it. `x + noise` passes the gradient on unchanged.
+
+# %%
+x = torch.ones(4, requires_grad=True)
+torch.normal(x, std).sum().backward()
+print("gradient through torch.normal(x, std):", x.grad)
+assert torch.equal(x.grad, torch.zeros(4))
+x.grad = None
+(x + torch.randn(4) * std).sum().backward()
+print("gradient through x + noise:           ", x.grad)
+assert torch.equal(x.grad, torch.ones(4))
+
+# %% [markdown]
 # And reproducibility: a hook that draws from the global random state gives different noise for
 # two equally seeded generators, because it never uses them. Drawing with `generator=` gives
 # identical noise.
@@ -378,7 +394,8 @@ plt.show()
 # (and lets gradients flow back to `x`).
 #
 # Traps: noise in eval mode (decide on every call, not when registering); scaling by `std ** 2`;
-# drawing from the global random state when a generator is given; returning only the new `x`.
+# drawing from the global random state when a generator is given; returning only the new `x`;
+# `torch.normal(x, std)`, whose gradient with respect to `x` is zero.
 #
 # The check judges the noise by its statistics (mean, standard deviation, normal shape, independence
 # from `x` and between elements), and by reproducibility with equally seeded generators, so any

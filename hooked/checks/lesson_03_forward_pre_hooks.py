@@ -90,6 +90,10 @@ def _check_gradient_reaches(x, received, expected_grad, said):
              "or torch.no_grad()).")
     with calling(f"{said}, running backward from the new input"):
         received.sum().backward()
+    if x.grad is not None and not x.grad.any():
+        fail(f"{said}\nBackward from the sum of the new input gave x.grad = {describe(x.grad)}, all zero; expected "
+             f"{describe(expected_grad)}. The new input hides x from autograd: torch.normal(x, std), for one, draws "
+             "around x but has gradient zero with respect to x. Compute x + noise instead.")
     if not close(x.grad, expected_grad):
         fail(f"{said}\nBackward from the sum of the new input gave x.grad = {describe(x.grad)}; expected "
              f"{describe(expected_grad)}.")
@@ -313,7 +317,7 @@ def _flatten_error_hint(x):
     def hint(error):
         text = str(error)
         if "view size is not compatible" in text:
-            return (f"x was not contiguous ({describe(x)} made by permute). view() only reinterprets memory laid "
+            return (f"x was not contiguous (made by permute or slicing). view() only reinterprets memory laid "
                     "out in order; use x.reshape(N, -1) or x.flatten(1), which copy when needed.")
         if x.dim() <= 2:
             return f"x had {x.dim()} dimension(s): a 1-D or 2-D input must pass unchanged; look at x.dim() first."
@@ -388,8 +392,10 @@ def _check_received_kwargs(received, args, expected_kwargs, said, name, caller_k
              "that force_kwarg was given for ANOTHER module. Each call of force_kwarg must keep its own name and "
              "value: keep them in the hook's closure, not in a global or a class attribute.")
     if name not in received_kwargs:
-        fail(f"{said}\nforward received the keyword arguments {received_kwargs!r}, without {name!r}. Register the "
-             "pre-hook with with_kwargs=True and return (args, kwargs) with kwargs[name] set to value.")
+        missing = f" The caller did not pass {name!r}: add it then, too, not only override it when passed." \
+            if name not in caller_kwargs else ""
+        fail(f"{said}\nforward received the keyword arguments {received_kwargs!r}, without {name!r}.{missing} Register "
+             "the pre-hook with with_kwargs=True and return (args, kwargs) with kwargs[name] set to value.")
     if not _same(received_kwargs[name], expected_kwargs[name]):
         if name in caller_kwargs and _same(received_kwargs[name], caller_kwargs[name]):
             fail(f"{said}\nforward received {name}={received_kwargs[name]!r}, the value the caller passed; expected "

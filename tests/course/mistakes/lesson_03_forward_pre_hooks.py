@@ -238,6 +238,20 @@ def add_input_noise(module, std, generator=None):
     return module.register_forward_pre_hook(hook)
 ''',
          expect=["cut off from autograd"]),
+    dict(exercise="add_input_noise", kind="wrong", why="torch.normal around x has a zero gradient",
+         source='''
+import torch
+
+
+def add_input_noise(module, std, generator=None):
+    def hook(mod, args):
+        if not mod.training:
+            return None
+        return (torch.normal(args[0], std, generator=generator), *args[1:])
+
+    return module.register_forward_pre_hook(hook)
+''',
+         expect=["all zero", "torch.normal(x, std)"]),
     dict(exercise="add_input_noise", kind="wrong", why="a forward hook instead of a pre-hook",
          source='''
 import torch
@@ -618,7 +632,7 @@ def force_kwarg(module, name, value):
 
     return module.register_forward_pre_hook(hook, with_kwargs=True)
 ''',
-         expect=["without 'scale'"]),
+         expect=["without 'scale'", "add it then, too"]),
     dict(exercise="force_kwarg", kind="wrong", why="a plain pre-hook adds a positional argument",
          source='''
 def force_kwarg(module, name, value):
