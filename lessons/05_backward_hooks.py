@@ -281,6 +281,22 @@ except RuntimeError as e:
 # The second error counts 4 because `len()` of a `(4, 2)` tensor is its first dimension: return
 # `(new_grad,)`, a tuple, even for a single output.
 #
+# Return a tuple, not a list. A list is accepted while some input requires grad, but when none
+# does (a first layer fed with data), a full hook may only return `None` or a tuple of `None`.
+
+# %%
+returns_list = nn.Linear(3, 2)
+returns_list.register_full_backward_hook(lambda m, grad_input, grad_output: list(grad_input))
+returns_list(torch.randn(4, 3, requires_grad=True)).sum().backward()
+print("a list, with an input that requires grad: accepted")
+try:
+    caught_warnings(lambda: returns_list(torch.randn(4, 3)).sum().backward())
+    raise AssertionError("expected a RuntimeError")
+except RuntimeError as e:
+    print(f"a list, with no input that requires grad: {type(e).__name__}: {e}")
+    assert str(e) == ("Backward hook for Modules where no input requires gradient should always return None or "
+                      "None for all gradients.")
+#
 # ## Trap: changing a gradient in place
 #
 # As with tensor hooks (lesson 01), the tensors in `grad_output` and `grad_input` are not private

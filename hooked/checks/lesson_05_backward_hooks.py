@@ -24,6 +24,11 @@ _DEPRECATED = ("That is what torch says when a module gets both the deprecated r
                "hook reports the gradients of the module's last operation, not of the module; use "
                "register_full_backward_hook (or register_full_backward_pre_hook).")
 _TOO_EARLY = "Full backward hook is firing"
+_LENGTH = ("A backward hook must return a tuple as long as the one it received (grad_input for a full backward hook, "
+           "grad_output for a pre-hook), with None where it has None: do not drop entries, and return a tuple even "
+           "for one entry.")
+_NO_INPUT_GRAD = ("When no input of a module requires grad, grad_input is all None, and torch accepts only None or a "
+                  "tuple of None back: return a tuple (not a list), with None kept as None.")
 _NONE_ENTRY = ("An entry of grad_input or grad_output can be None: for an argument or output that is not a tensor, "
                "and every entry of grad_input when no input of the module requires grad. Skip None entries (keep "
                "them as None).")
@@ -49,6 +54,10 @@ def _learner(doing):
     except LearnerCodeRaised as raised:
         if _MIXED_HOOKS in str(raised.error):
             fail(f"{doing[:1].upper()}{doing[1:]} raised {describe_learner_error(raised.error)}\n{_DEPRECATED}")
+        if "returned an invalid number of grad_" in str(raised.error):
+            fail(f"{doing[:1].upper()}{doing[1:]} raised {describe_learner_error(raised.error)}\n{_LENGTH}")
+        if "should always return None or None for all gradients" in str(raised.error):
+            fail(f"{doing[:1].upper()}{doing[1:]} raised {describe_learner_error(raised.error)}\n{_NO_INPUT_GRAD}")
         if "NoneType" in str(raised.error):
             fail(f"{doing[:1].upper()}{doing[1:]} raised {describe_learner_error(raised.error)}\n{_NONE_ENTRY}")
         raise
@@ -124,7 +133,7 @@ def _single_handle(handle, call_text):
 
 # ---------------------------------------------------------------- record_grad_output_norms
 
-class _Block(nn.Module):
+class Block(nn.Module):
     """A residual block: a module type of the check's own, holding a Linear."""
 
     def __init__(self, width):
@@ -140,7 +149,7 @@ class _Encoder(nn.Module):
     def __init__(self):
         super().__init__()
         self.stem = nn.Linear(6, 8)
-        self.blocks = nn.Sequential(_Block(8), _Block(8))
+        self.blocks = nn.Sequential(Block(8), Block(8))
         self.head = nn.Sequential(nn.Tanh(), nn.Linear(8, 3))
 
     def forward(self, x):
@@ -214,7 +223,15 @@ def _compare_norms(norms, watchers, call_text, situation, passes):
     said = f"{call_text}, then {situation}"
     if missing or unexpected:
         hint = ""
-        if any("." in name for name in missing) and not any("." in str(name) for name in recorded):
+        emptied = [name for name in missing if name in norms]
+        overfull = [name for name in recorded if name in watchers and _has_entries(recorded[name])
+                    and not isinstance(recorded[name], (int, float))
+                    and len(recorded[name]) > len(watchers[name][0].calls)]
+        if emptied and overfull:
+            hint = (f" The lists of {emptied} stayed empty while others got too many entries: a hook defined in a "
+                    "loop looks the loop variable up when it fires, so every hook used the last name. Bind the name "
+                    "when you define the hook, e.g. as a default argument.")
+        elif any("." in name for name in missing) and not any("." in str(name) for name in recorded):
             hint = (" The missing modules are nested inside other modules: model.named_modules() goes through "
                     "every depth, model.named_children() and model.children() only through the first.")
         elif any(not isinstance(name, str) for name in recorded):
@@ -267,7 +284,7 @@ def check_record_grad_output_norms(record_grad_output_norms):
         #          input needs grad, backward passes)
         (_Encoder, None, (7, 6), 3, True, 2),
         (_SmallCNN, None, (3, 2, 6, 6), 5, False, 1),
-        (_Encoder, (_Block, nn.Tanh), (4, 6), 3, True, 1),
+        (_Encoder, (Block, nn.Tanh), (4, 6), 3, True, 1),
         (_Shared, None, (6, 5), 2, True, 2),
     ]
     for number, (factory, layer_types, shape, features, needs_grad, passes) in enumerate(cases):
@@ -275,7 +292,8 @@ def check_record_grad_output_norms(record_grad_output_norms):
         model = _seeded(factory, seed)
         watchers, own_handles = _watch_norms(model, default_types if layer_types is None else layer_types)
         types_text = "" if layer_types is None else \
-            ", (" + ", ".join(t.__name__ for t in layer_types) + ",)"
+            ", (" + ", ".join(("nn." if t.__module__.startswith("torch.nn") else "") + t.__name__
+                              for t in layer_types) + ")"
         call_text = f"record_grad_output_norms(model{types_text}) on {_model_text(model)}"
         with _learner(f"calling {call_text}"):
             result = (record_grad_output_norms(model) if layer_types is None
@@ -363,15 +381,19 @@ def _run_clip_case(clip_grad_input, case):
                     for t in inputs]
     with _quiet():
         (clean(*clean_inputs) * weight).sum().backward()
-    return dict(module=module, clean=clean, inputs=inputs, before=before, after=after, call=call, handle=handle)
+    return dict(module=module, clean=clean, inputs=inputs, clean_inputs=clean_inputs, before=before, after=after,
+                call=call, handle=handle)
 
 
 def _judge_clip_case(case, seen):
     max_norm = case["max_norm"]
     before, after = seen["before"], seen["after"]
-    received, returned = before.calls[0], after.calls[0]
+    received, returned = before.copies[0], after.calls[0]
     # The case must exercise what it is meant to (a checker bug otherwise, not the learner's).
-    kinds = tuple(None if g is None else "clip" if g.norm() > max_norm else "keep" for g in received)
+    tensors = [t for t in seen["clean_inputs"] if isinstance(t, torch.Tensor)]
+    any_grad = any(t.requires_grad for t in tensors)  # if none, grad_input is all None
+    kinds = tuple(None if not isinstance(t, torch.Tensor) or not any_grad else "clip" if t.grad is not None and
+                  t.grad.norm() > max_norm else "keep" for t in seen["clean_inputs"])
     assert kinds == case["kinds"], f"clip case {case['text']}: grad_input is {kinds}, not {case['kinds']}"
     said = f"Ran backward through {case['text']} with {seen['call']} registered"
     where = before.changed_in_place()
@@ -400,6 +422,9 @@ def _judge_clip_case(case, seen):
         if not torch.isfinite(result).all() and torch.isfinite(expected).all():
             fail(f"{message} Dividing by the norm of a zero gradient gives nan: leave a gradient whose norm is not "
                  "above max_norm unchanged.")
+        if close(result, grad):
+            fail(f"{message} That is grad_input unchanged: the hook must return the new tuple (a backward hook that "
+                 "returns None keeps the gradients as they are).")
         if 0 < norm <= max_norm and close(result, grad * (max_norm / norm)):
             fail(f"{message} You rescaled a gradient whose norm was already at most max_norm; keep it unchanged.")
         if close(result, grad.clamp(-max_norm, max_norm)):
@@ -414,8 +439,8 @@ def _judge_clip_case(case, seen):
     for (name, parameter), (_, clean_parameter) in zip(module.named_parameters(), clean.named_parameters()):
         if not close(parameter.grad, clean_parameter.grad, tolerance=1e-4):
             fail(f"{said}: the gradient of the module's parameter {name!r} changed ({describe(parameter.grad)} instead "
-                 f"of {describe(clean_parameter.grad)}). Clipping grad_input in a full backward hook must leave the "
-                 "module's own parameter gradients alone.")
+                 f"of {describe(clean_parameter.grad)}). Clipping grad_input in a full backward hook leaves the "
+                 "module's own parameter gradients alone; clipping grad_output in a backward pre-hook would not.")
     for position, (tensor, result) in enumerate(zip(inputs, returned)):
         if isinstance(tensor, torch.Tensor) and tensor.requires_grad and not close(tensor.grad, result, 1e-4):
             fail(f"{said}: input {position} received the gradient {describe(tensor.grad)}; expected what your "
