@@ -4,7 +4,8 @@
     python benchmarks/grading_time.py --notebooks  # also execute every notebook
 
 Each command runs --repeat times (default 5) and the median counts. Goals: one lesson
-at most 1.5x the floor, the whole course at most 2.0x; each notebook under 30 s.
+at most 1.5x the floor, the whole course at most 2.0x (`hooked status`, which grades
+the whole course too, at most 1.5x); each notebook under 30 s.
 """
 
 import argparse
@@ -46,6 +47,7 @@ def main():
 
     python = sys.executable
     pytest = [python, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
+    hooked = [python, "-m", "hooked"]
     floor = seconds([python, "-c", "import torch"], arguments.repeat)
     rows = [
         ("floor: python -c 'import torch'", floor, None),
@@ -55,6 +57,9 @@ def main():
          seconds(pytest + ["--solutions", "tests/test_01_tensor_hooks.py"], arguments.repeat), 1.5),
         ("whole course, fresh: pytest", seconds(pytest, arguments.repeat), 2.0),
         ("whole course, solved: pytest --solutions", seconds(pytest + ["--solutions"], arguments.repeat), 2.0),
+        ("whole course, fresh: hooked status", seconds(hooked + ["status"], arguments.repeat), 1.5),
+        ("whole course, solved: hooked status --lessons-dir solutions",
+         seconds(hooked + ["status", "--lessons-dir", "solutions"], arguments.repeat), 1.5),
     ]
     print(f"median of {arguments.repeat} runs each, {python}")
     print(f"{'command':<72} {'seconds':>8} {'ratio':>6}  goal")
