@@ -343,33 +343,26 @@ def pack(tensor):
     return alias
 
 
-def shapes_still_alive():
-    alive = {}
-    for ref, nbytes in saved_by_autograd:
-        tensor = ref()
-        if tensor is not None:
-            alive[tensor.untyped_storage().data_ptr()] = tuple(tensor.shape)
-    return sorted(alive.values())
-
-
 def unpack(alias):
     return alias
 
 
-def bytes_still_alive():
+def still_alive():
+    """{storage address: (bytes, shape)} of the saved tensors still alive; a ReLU output that two
+    layers saved counts once."""
     alive = {}
     for ref, nbytes in saved_by_autograd:
         tensor = ref()
         if tensor is not None:
-            alive[tensor.untyped_storage().data_ptr()] = nbytes  # a ReLU output saved twice counts once
-    return sum(alive.values())
+            alive[tensor.untyped_storage().data_ptr()] = (nbytes, tuple(tensor.shape))
+    return alive
 
 
 def collect_features(detach, batches=8):
-    """Append the last layer's output for each batch; return (KiB alive after each batch, features)."""
-    global shapes_after_one_batch
+    """Append the last layer's output for each batch. Returns the features, the KiB of saved
+    tensors alive after each batch, and the shapes of those alive after the first batch."""
     saved_by_autograd.clear()
-    features, kib_alive = [], []
+    features, kib_alive, first_shapes = [], [], None
 
     def keep(module, args, output):
         features.append(output.detach() if detach else output)
@@ -377,16 +370,17 @@ def collect_features(detach, batches=8):
     with mlp[4].register_forward_hook(keep), torch.autograd.graph.saved_tensors_hooks(pack, unpack):
         for batch in range(batches):
             mlp(torch.randn(64, 256))  # the output is dropped: only the hook keeps anything
-            kib_alive.append(bytes_still_alive() / 1024)
+            alive = still_alive().values()
+            kib_alive.append(sum(nbytes for nbytes, shape in alive) / 1024)
             if batch == 0:
-                shapes_after_one_batch = shapes_still_alive()
-    return kib_alive, features
+                first_shapes = sorted(shape for nbytes, shape in alive)
+    return features, kib_alive, first_shapes
 
 
-kept_graph, features_raw = collect_features(detach=False)
+features_raw, kept_graph, shapes_after_one_batch = collect_features(detach=False)
 print("kept alive after one batch, without detach():", shapes_after_one_batch)
 assert shapes_after_one_batch == [(64, 256), (64, 1024), (64, 1024)]  # the input, the two ReLU outputs
-kept_detached, features_detached = collect_features(detach=True)
+features_detached, kept_detached, nothing = collect_features(detach=True)
 feature_kib = features_raw[0].untyped_storage().nbytes() / 1024
 print(f"one batch of features is {feature_kib:.1f} KiB")
 print("KiB kept alive by autograd, without detach():", kept_graph)
@@ -395,7 +389,7 @@ print("the first stored output still has a graph:", type(features_raw[0].grad_fn
 print(f"kept per batch / stored per batch: {kept_graph[0] / feature_kib:.0f}")
 assert feature_kib == 2.5 and kept_graph[0] == 576.0
 assert kept_graph == [576.0 * (batch + 1) for batch in range(8)]
-assert kept_detached == [0.0] * 8
+assert kept_detached == [0.0] * 8 and nothing == []
 assert features_raw[0].grad_fn is not None and features_detached[0].grad_fn is None
 
 # %% [markdown]
