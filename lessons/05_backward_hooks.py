@@ -509,15 +509,16 @@ for name, module in deep.named_modules():
         module.register_full_backward_pre_hook(
             lambda m, grad_output, name=name: history[name].append(grad_output[0].norm().item()))
 
-optimizer = torch.optim.SGD(deep.parameters(), lr=0.2)
 losses = []
 with warnings.catch_warnings():
     warnings.filterwarnings("ignore", message="Full backward hook is firing")  # layer 0: data needs no grad
     for step in range(60):
-        optimizer.zero_grad()
+        deep.zero_grad()
         loss = ((deep(inputs) - targets) ** 2).mean()
         loss.backward()
-        optimizer.step()
+        with torch.no_grad():  # plain gradient descent, as torch.optim.SGD(lr=0.2) would do
+            for parameter in deep.parameters():
+                parameter -= 0.2 * parameter.grad
         losses.append(loss.item())
 
 for name, norms in history.items():
