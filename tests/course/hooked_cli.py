@@ -2,6 +2,7 @@
 running `python -m hooked ...` in it as a learner would (output piped, no colour
 settings inherited from whoever runs the tests)."""
 
+import concurrent.futures
 import os
 import re
 import shutil
@@ -88,3 +89,10 @@ def pytest_in(course, *arguments):
     """Run the course's pytest in `course` (the learner's other way to grade)."""
     return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *arguments], cwd=course,
                           capture_output=True, text=True, timeout=300, env=environment())
+
+
+def concurrently(*calls):
+    """Call each function in a thread of its own; their results, in order. (Grading runs
+    mostly wait for torch to import, so two at once take little longer than one.)"""
+    with concurrent.futures.ThreadPoolExecutor(len(calls)) as pool:
+        return [future.result() for future in [pool.submit(call) for call in calls]]

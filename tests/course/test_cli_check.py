@@ -2,7 +2,7 @@
 
 import json
 
-from hooked_cli import hooked, make_course, pytest_in, write_lesson
+from hooked_cli import concurrently, hooked, make_course, pytest_in, write_lesson
 
 WRONG = {
     # in place, and printing something on the way
@@ -15,8 +15,9 @@ def test_check_reports_what_pytest_reports_with_its_messages_and_exit_code(tmp_p
     course = make_course(tmp_path / "course")
     write_lesson(course, "01_tensor_hooks", solved={"make_scale_hook"}, replacements=WRONG)
     report = tmp_path / "report.json"
-    graded_by_pytest = pytest_in(course, "-rs", "--report", str(report), "tests/test_01_tensor_hooks.py")
-    checked = hooked(course, "check", "01")
+    graded_by_pytest, checked = concurrently(
+        lambda: pytest_in(course, "-rs", "--report", str(report), "tests/test_01_tensor_hooks.py"),
+        lambda: hooked(course, "check", "01"))
     assert checked.returncode == graded_by_pytest.returncode == 1, checked.stdout + graded_by_pytest.stdout
     lines = checked.stdout.splitlines()
     entries = json.loads(report.read_text(encoding="utf-8"))["exercises"]

@@ -1,7 +1,6 @@
 """Colour only on a terminal, never with NO_COLOR; plain text when the output is piped."""
 
 import os
-import pty
 import re
 
 import pytest
@@ -19,6 +18,7 @@ def course(tmp_path_factory):
 def _on_a_terminal(course, *arguments, **env):
     """Start `hooked ARGUMENTS` with a pseudo-terminal as stdout and stderr; return a function
     that waits for it and returns what it wrote."""
+    pty = pytest.importorskip("pty")  # pseudo-terminals: POSIX only
     main, terminal = pty.openpty()
     process = start_hooked(course, *arguments, env=environment(TERM="xterm-256color", **env),
                            stdout=terminal, stderr=terminal)
