@@ -138,8 +138,9 @@ def _feedback(terminal, result):
 # --- commands ------------------------------------------------------------------------------
 
 def _status(arguments, terminal):
+    lessons = _chosen_lessons(arguments)
     with _grader(arguments) as grader:
-        results = _grade(grader, _chosen_lessons(arguments))
+        results = _grade(grader, lessons)
     lesson_width = max(len("lesson"), *(len(result.lesson) for result in results))
     exercise_width = max(len("exercise"), *(len(result.exercise) for result in results))
     terminal.line(terminal.dim(f"{'lesson'.ljust(lesson_width)}  {'exercise'.ljust(exercise_width)}  status"))
@@ -163,8 +164,9 @@ def _status(arguments, terminal):
 
 
 def _check(arguments, terminal):
+    lessons = _chosen_lessons(arguments)
     with _grader(arguments) as grader:
-        results = _grade(grader, _chosen_lessons(arguments))
+        results = _grade(grader, lessons)
     for result in results:
         if result.status == "passed":
             terminal.line(terminal.status("passed", _STATUS_WIDTH), "  ", result.exercise)
@@ -172,7 +174,7 @@ def _check(arguments, terminal):
         terminal.line(*_feedback(terminal, result))
         if result.output and result.status in ("failed", "error"):
             terminal.line(terminal.dim("    your code printed:"))
-            terminal.line(terminal.dim("".join(f"    {line}\n" for line in result.output.splitlines()).rstrip()))
+            terminal.line(terminal.dim(textwrap.indent(result.output.rstrip(), "    ")))
     terminal.line("")
     for line in progress.table_lines(results):
         terminal.line(line)
@@ -193,8 +195,10 @@ def _watch(arguments, terminal):
         with _grader(arguments) as grader:
             for lesson in lessons:
                 _show_watched(terminal, _grade(grader, [lesson]), statuses)
-            what = f"{display_path(str(folder / lessons[0]))}.py (or .ipynb)" if arguments.lesson else \
-                f"the lessons in {display_path(str(folder))}"
+            if arguments.lesson:
+                what = f"{display_path(str(folder / lessons[0]))}.py (or .ipynb)"
+            else:
+                what = f"the lessons in {display_path(str(folder))}"
             saves = saved_lessons(
                 folder, lessons, poll=arguments.poll, note=lambda text: terminal.line(terminal.dim(text)),
                 ready=lambda: terminal.line(terminal.dim(f"watching {what}: save to grade again; Ctrl-C stops.")))
