@@ -322,10 +322,16 @@ for hook in (add_one_in_place, add_one):
     branch_layer = nn.Linear(5, 5)
     a = torch.randn(5, requires_grad=True)
     b = torch.randn(5, requires_grad=True)
+    addresses = {}
+    branch_layer.register_full_backward_pre_hook(
+        lambda m, grad_output: addresses.update(layer=grad_output[0].data_ptr()))
     branch_layer.register_full_backward_pre_hook(hook)
     h = 2 * b
+    h.register_hook(lambda grad: addresses.update(h=grad.data_ptr()))
     ((branch_layer(a) + h) * w).sum().backward()  # the true b.grad is 2 * w
-    print(f"{hook.__name__:>16}: b.grad == 2 * w: {torch.allclose(b.grad, 2 * w)}")
+    print(f"{hook.__name__:>16}: same gradient memory for both branches: {addresses['layer'] == addresses['h']}, "
+          f"b.grad == 2 * w: {torch.allclose(b.grad, 2 * w)}")
+    assert addresses["layer"] == addresses["h"]
     assert torch.allclose(b.grad, 2 * w) == (hook is add_one)
 
 # %% [markdown]
@@ -346,11 +352,11 @@ head.register_full_backward_hook(lambda m, grad_input, grad_output: calls.append
 
 with torch.no_grad():
     features = extractor(torch.randn(5, 3))
-print("features.requires_grad:", features.requires_grad)
+print("features.requires_grad:", features.requires_grad, "| features.grad_fn:", features.grad_fn)
 messages = caught_warnings(lambda: head(features).sum().backward())
 print("hooks that fired:", calls)
 print("extractor.weight.grad:", extractor.weight.grad, "| head.weight.grad is set:", head.weight.grad is not None)
-assert not features.requires_grad
+assert not features.requires_grad and features.grad_fn is None  # no graph, no hook step in it
 assert calls == ["head hook"]  # (the head's input needs no grad: it warned, as shown above)
 assert extractor.weight.grad is None and head.weight.grad is not None
 
@@ -446,16 +452,21 @@ except RuntimeError as e:
 # %%
 IN_PLACE_ERROR = "Output 0 of BackwardHookFunction is a view and is being modified inplace."
 
-for where in ("the Linear before an in-place ReLU", "the in-place ReLU itself"):
+for where, kind in (("the Linear before an in-place ReLU", "full hook"),
+                    ("the Linear before an in-place ReLU", "pre-hook"),
+                    ("the in-place ReLU itself", "full hook")):
     torch.manual_seed(0)
     net = nn.Sequential(nn.Linear(3, 4), nn.ReLU(inplace=True), nn.Linear(4, 1))
     hooked_layer = net[0] if where.startswith("the Linear") else net[1]
-    hooked_layer.register_full_backward_hook(lambda m, grad_input, grad_output: None)
+    if kind == "full hook":
+        hooked_layer.register_full_backward_hook(lambda m, grad_input, grad_output: None)
+    else:
+        hooked_layer.register_full_backward_pre_hook(lambda m, grad_output: None)
     try:
         out = net(torch.randn(2, 3, requires_grad=True))  # forward only
         raise AssertionError("expected a RuntimeError")
     except RuntimeError as e:
-        print(f"hook on {where}, forward raised:\n  {type(e).__name__}: {e}\n")
+        print(f"{kind} on {where}, forward raised:\n  {type(e).__name__}: {e}\n")
         assert str(e).startswith(IN_PLACE_ERROR)
 
 # %% [markdown]
@@ -741,8 +752,9 @@ with try_it():
 # %% [markdown]
 # ## Use 3: gradient noise
 #
-# Adding a little Gaussian noise to gradients during training can help a model escape sharp
-# minima, and it is the core of differentially private training. Noise added to a module's
+# Gaussian noise added to gradients is used to regularise training (Neelakantan et al., 2015,
+# "Adding Gradient Noise Improves Learning for Very Deep Networks"), and clipping plus noise are
+# the two steps of differentially private training (DP-SGD). Noise added to a module's
 # `grad_output` by a pre-hook flows through the module's backward, so it reaches both the
 # gradients of its parameters and the gradient it sends back to its inputs.
 #
