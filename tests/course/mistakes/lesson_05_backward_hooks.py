@@ -254,6 +254,26 @@ def record_grad_output_norms(model, layer_types=(nn.Linear, nn.Conv2d)):
     return norms, handles
 ''',
          expect=[]),
+    dict(exercise="record_grad_output_norms", kind="right", why="forward hooks that put a tensor hook on the output",
+         source='''
+import torch
+from torch import nn
+
+
+def record_grad_output_norms(model, layer_types=(nn.Linear, nn.Conv2d)):
+    """The lesson's fix for in-place ReLUs: the output's tensor hook receives grad_output[0] too."""
+    norms, handles = {}, []
+    names = {module: name for name, module in model.named_modules() if isinstance(module, layer_types)}
+
+    def forward_hook(module, args, output):
+        name = names[module]
+        output.register_hook(lambda grad: norms.setdefault(name, []).append(grad.norm().item()))
+
+    for module in names:
+        handles.append(module.register_forward_hook(forward_hook))
+    return norms, handles
+''',
+         expect=[]),
 
     # ------------------------------------------------------------------ clip_grad_input
     dict(exercise="clip_grad_input", kind="wrong", why="calls norm() on None entries",
