@@ -1,0 +1,79 @@
+"""The site's hooks cheat sheet (website/cheatsheet.py) against the installed torch:
+every row names a real API with exactly the parameters it shows, and every public hook
+API of torch's hook-bearing classes and modules has a row."""
+
+import importlib
+import importlib.util
+import inspect
+
+import pytest
+import torch
+
+from hooked.course import ROOT, lesson_names
+
+_spec = importlib.util.spec_from_file_location("hooked_site_cheatsheet", ROOT / "website" / "cheatsheet.py")
+cheatsheet = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(cheatsheet)
+
+# Where torch keeps its hook APIs: a class or module, and its dotted name.
+_HOOK_HOMES = ["torch.Tensor", "torch.nn.Module", "torch.nn.modules.module", "torch.autograd.graph",
+               "torch.autograd.graph.Node", "torch.optim.Optimizer", "torch.optim.optimizer"]
+
+
+def _resolve(dotted):
+    parts = dotted.split(".")
+    for split in range(len(parts), 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:split]))
+            break
+        except ImportError:
+            continue
+    for name in parts[split:]:
+        obj = getattr(obj, name)
+    return obj
+
+
+def _plain_signature(obj):
+    """The signature as a reader writes it: no `self`, no annotations."""
+    signature = inspect.signature(obj)
+    parameters = [parameter.replace(annotation=inspect.Parameter.empty)
+                  for parameter in signature.parameters.values() if parameter.name != "self"]
+    return str(signature.replace(parameters=parameters, return_annotation=inspect.Signature.empty))
+
+
+@pytest.mark.parametrize("row", cheatsheet.ROWS, ids=[row["api"] for row in cheatsheet.ROWS])
+def test_row_shows_the_real_signature(row):
+    api = _resolve(row["api"])
+    assert callable(api), row["api"]
+    assert cheatsheet.params_of(row["call"]) == _plain_signature(api), row["api"]
+
+
+def test_node_hooks_exist_on_a_real_grad_fn():
+    # autograd's nodes are C++ objects whose methods have no Python signature;
+    # the rows check torch.autograd.graph.Node, and this checks a real node has them.
+    node = (torch.ones(2, requires_grad=True) * 2).grad_fn
+    assert isinstance(node, torch.autograd.graph.Node)
+    assert callable(node.register_hook) and callable(node.register_prehook)
+
+
+def test_every_public_hook_api_has_a_row():
+    listed = {row["api"] for row in cheatsheet.ROWS}
+    found = {f"{home}.{name}" for home in _HOOK_HOMES for name in dir(_resolve(home))
+             if "hook" in name.lower() and name[0].islower()}  # not private names, classes or type aliases
+    missing = found - listed - cheatsheet.NOT_HOOK_APIS
+    assert not missing, f"hook APIs with no row in the cheat sheet: {sorted(missing)}"
+
+
+def test_rows_are_complete_and_lessons_are_real_slugs():
+    for row in cheatsheet.ROWS:
+        assert all(row.get(key) for key in ("group", "api", "call", "hook", "fires", "returns")), row
+        if row["lesson"] is None:
+            assert row.get("planned"), row
+        else:
+            number, _, slug = row["lesson"].partition("_")
+            assert number.isdigit() and slug, row
+    # a lesson that exists is named by its real slug
+    existing = set(lesson_names())
+    for row in cheatsheet.ROWS:
+        if row["lesson"] and row["lesson"][:2] in {name[:2] for name in existing}:
+            assert row["lesson"] in existing, row

@@ -1,0 +1,120 @@
+"""The course website, built and served for a real browser (run with `pytest --site tests/site`).
+
+The site is built with `mkdocs build --strict` into a temporary folder (notebook cache off),
+or taken from HOOKED_SITE_DIR when that names a folder already built that way (CI builds it
+once), and served on 127.0.0.1 at a free port. Chromium is Debian's (/usr/bin/chromium),
+driven by Playwright for Python, which never downloads a browser of its own."""
+
+import functools
+import http.server
+import os
+import pathlib
+import subprocess
+import sys
+import threading
+import urllib.parse
+
+import pytest
+
+from hooked.course import ROOT
+
+CHROMIUM = "/usr/bin/chromium"
+
+
+@pytest.fixture(scope="session")
+def site_dir(tmp_path_factory):
+    given = os.environ.get("HOOKED_SITE_DIR")
+    if given:
+        path = pathlib.Path(given).resolve()
+        assert (path / "index.html").is_file(), f"HOOKED_SITE_DIR={given}: no built site there"
+        return path
+    path = tmp_path_factory.mktemp("site")
+    env = dict(os.environ, HOOKED_SITE_CACHE="false", NO_MKDOCS_2_WARNING="1")
+    build = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(path)],
+                           cwd=ROOT, env=env, capture_output=True, text=True)
+    assert build.returncode == 0, f"mkdocs build --strict failed:\n{build.stdout}\n{build.stderr}"
+    return path
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture(scope="session")
+def base_url(site_dir):
+    handler = functools.partial(_QuietHandler, directory=str(site_dir))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/"
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture(scope="session")
+def browser():
+    if not os.path.exists(CHROMIUM):
+        pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium (`apt-get install -y chromium`).")
+    os.environ.setdefault("PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD", "1")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=CHROMIUM,
+            args=["--no-sandbox", "--disable-background-networking", "--disable-component-update",
+                  "--no-first-run"])
+        yield browser
+        browser.close()
+
+
+class Visit:
+    """One browser tab that records console errors, failed requests and any request
+    that leaves 127.0.0.1 (the site must work offline); `check()` asserts there were none."""
+
+    def __init__(self, browser, base_url):
+        self.base_url = base_url
+        self.context = browser.new_context(viewport={"width": 1280, "height": 900})
+        self.page = self.context.new_page()
+        self.errors, self.outside = [], []
+        self.page.on("console", lambda message: message.type == "error" and self.errors.append(message.text))
+        self.page.on("pageerror", lambda error: self.errors.append(str(error)))
+        self.page.on("requestfailed", lambda request: request.url in self.outside
+                     or self.errors.append(f"request failed: {request.url}"))
+        self.context.route("**/*", self._only_local)
+
+    def _only_local(self, route):
+        host = urllib.parse.urlsplit(route.request.url).hostname
+        if route.request.url.startswith(("data:", "blob:")) or host == "127.0.0.1":
+            route.continue_()
+        else:
+            self.outside.append(route.request.url)
+            route.abort()
+
+    def open(self, path):
+        response = self.page.goto(self.base_url + path, wait_until="load")
+        assert response is not None and response.status == 200, f"{path}: {response and response.status}"
+        return self.page
+
+    def weight(self):
+        """Bytes the open page loaded, uncompressed: its HTML (figures are inlined) and every
+        stylesheet, script and image; not the search index, which the whole site shares."""
+        return self.page.evaluate("""() => performance.getEntriesByType("navigation")
+            .concat(performance.getEntriesByType("resource"))
+            .filter(entry => !entry.name.endsWith("/search/search_index.json"))
+            .reduce((sum, entry) => sum + entry.decodedBodySize, 0)""")
+
+    def check(self):
+        assert not self.outside, f"requests to other hosts (the site must work offline): {self.outside}"
+        assert not self.errors, f"console errors: {self.errors}"
+
+    def close(self):
+        self.context.close()
+
+
+@pytest.fixture
+def visit(browser, base_url):
+    """A fresh tab; a test ends with `visit.check()`."""
+    tab = Visit(browser, base_url)
+    yield tab
+    tab.close()

@@ -1,0 +1,174 @@
+"""The course website in headless Chromium: the home page, every lesson page (stub state)
+and every solution page (solved), their figures and downloads, search, the dark palette,
+no console errors and no request to other hosts."""
+
+import json
+import re
+
+import jupytext
+import nbformat
+import pytest
+
+from hooked.course import LESSONS_DIR, ROOT, SOLUTIONS_DIR, lesson_names
+
+MAX_PAGE_BYTES = 1.5e6
+SCREENSHOTS = ROOT / "site-screenshots"  # gitignored; CI keeps it
+FOLDERS = {"lessons": LESSONS_DIR, "solutions": SOLUTIONS_DIR}
+PAGES = [(folder, name) for folder in FOLDERS for name in lesson_names() if (FOLDERS[folder] / f"{name}.py").is_file()]
+
+
+def _cells(path):
+    return jupytext.read(path).cells
+
+
+def _exercises(path):
+    """The exercises a lesson checks: the names in its `check(name)` cells."""
+    return [cell.source.strip()[len("check("):-1] for cell in _cells(path)
+            if cell.cell_type == "code" and re.fullmatch(r"check\(\w+\)", cell.source.strip())]
+
+
+def _draws(path):
+    return any("plt." in cell.source for cell in _cells(path) if cell.cell_type == "code")
+
+
+def test_home_page_shows_the_readme(visit):
+    page = visit.open("")
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    heading = readme.splitlines()[0].lstrip("# ").strip()
+    assert page.title() == "Hooked"
+    assert page.locator("article h1").first.inner_text().strip().rstrip("¶").strip() == heading
+    for section in ("Lessons", "Quick start", "Read the course as a website"):
+        assert page.locator("article h2", has_text=section).count() == 1, section
+    # the README's lesson links lead to the lesson pages
+    first = lesson_names()[0]
+    assert page.locator(f'article a[href="lessons/{first}/"]').count() >= 1
+    visit.check()
+
+
+@pytest.mark.parametrize("folder, name", PAGES, ids=[f"{folder}/{name}" for folder, name in PAGES])
+def test_notebook_page(visit, folder, name):
+    source = FOLDERS[folder] / f"{name}.py"
+    page = visit.open(f"{folder}/{name}/")
+    word = "Lesson" if folder == "lessons" else "Solution"
+    number = name[:2]
+    heading = page.locator("article h1").first.inner_text().replace("¶", "").strip()
+    short_title = re.sub(r"^Lesson \d+\s*[—:-]\s*", "", heading)
+    assert page.title() == f"{word} {number}: {short_title} - Hooked"
+
+    outputs = page.locator(".jp-OutputArea-output")
+    assert outputs.count() >= 1 and outputs.first.inner_text().strip(), "no executed output"
+    text = page.locator("article").inner_text()
+    exercises = _exercises(source)
+    assert exercises, "no check cells"
+    for exercise in exercises:
+        expected = f"{exercise}: not attempted yet" if folder == "lessons" else f"{exercise}: passed"
+        assert expected in text, f"the check of {exercise} did not print {expected!r}"
+
+    figures = page.locator(".jp-OutputArea-output img")
+    if _draws(source):
+        assert figures.count() >= 1, "the lesson draws, but the page shows no figure"
+    for index in range(figures.count()):
+        figure = figures.nth(index)
+        assert figure.get_attribute("src").startswith("data:image/png;base64,"), "figures are PNG"
+        assert figure.evaluate("img => img.complete && img.naturalWidth > 0"), "a figure does not display"
+
+    hints = page.locator("article details.tip")
+    if '# %% [markdown] tags=["hints"]' in source.read_text(encoding="utf-8"):
+        assert hints.count() == 3 * len(exercises), "three hints per exercise"
+        assert all(not hints.nth(i).evaluate("d => d.open") for i in range(hints.count())), "hints start collapsed"
+        assert hints.first.locator("summary").inner_text().startswith("Hint 1 of 3")
+
+    _check_downloads(visit, page, source)
+    assert visit.weight() <= MAX_PAGE_BYTES, f"page weight {visit.weight()} bytes"
+    if folder == "lessons":
+        SCREENSHOTS.mkdir(exist_ok=True)
+        page.screenshot(path=str(SCREENSHOTS / f"{name}.jpeg"), full_page=True, type="jpeg", quality=70)
+    visit.check()
+
+
+def _check_downloads(visit, page, source):
+    bar = page.locator('[data-hooked="downloads"]')
+    notebook_url = bar.locator('a[href$=".ipynb"]').evaluate("a => a.href")
+    response = visit.context.request.get(notebook_url)
+    assert response.status == 200, notebook_url
+    notebook = nbformat.reads(response.text(), as_version=4)
+    nbformat.validate(notebook)
+    assert notebook.metadata.kernelspec.name == "python3"
+    assert [cell.source for cell in notebook.cells] == [cell.source for cell in _cells(source)]
+    assert all(not cell.get("outputs") for cell in notebook.cells if cell.cell_type == "code"), "unexecuted"
+    tags = {tag for cell in notebook.cells for tag in cell.metadata.get("tags", [])}
+    assert "exercise" in tags, "the exercise tags survive, so the grader finds the exercise cells"
+
+    python_url = bar.locator('a[href$=".py"]').evaluate("a => a.href")
+    response = visit.context.request.get(python_url)
+    assert response.status == 200, python_url
+    assert response.text() == source.read_text(encoding="utf-8")
+
+
+def test_lesson_pages_link_to_their_solution_and_back(visit):
+    name = lesson_names()[0]
+    page = visit.open(f"lessons/{name}/")
+    page.locator(".hooked-solution-link a").click()
+    page.wait_for_url(f"**/solutions/{name}/")
+    page.locator('[data-hooked="downloads"] a', has_text="Back to the lesson").click()
+    page.wait_for_url(f"**/lessons/{name}/")
+    visit.check()
+
+
+def test_search_finds_register_full_backward_hook(visit):
+    page = visit.open("")
+    search = page.locator(".md-search__input")
+    search.click()
+    search.press_sequentially("register_full_backward_hook", delay=10)  # as a person types
+    results = page.locator(".md-search-result__item")
+    results.first.wait_for(timeout=15000)
+    assert "register_full_backward_hook" in page.locator(".md-search-result").inner_text()
+    links = [results.nth(i).locator("a").first.get_attribute("href") for i in range(results.count())]
+    assert not any("solutions/" in link for link in links), f"search shows the solutions: {links}"
+    visit.check()
+
+
+@pytest.mark.parametrize("path", ["", f"lessons/{lesson_names()[0]}/"])
+def test_palette_toggle_switches_to_dark(visit, path):
+    page = visit.open(path)
+    body = page.locator("body")
+    assert body.get_attribute("data-md-color-scheme") == "default"
+    page.locator('label[title="Switch to dark mode"]').click()
+    page.wait_for_function("document.body.getAttribute('data-md-color-scheme') === 'slate'")
+    background = page.evaluate("getComputedStyle(document.querySelector('.md-main')).backgroundColor")
+    assert _brightness(background) < 0.3, background
+    if path:  # notebook cells follow the dark palette too
+        cell = page.evaluate("getComputedStyle(document.querySelector('.jp-InputArea-editor')).backgroundColor")
+        assert _brightness(cell) < 0.3, cell
+    page.locator('label[title="Switch to light mode"]').click()
+    page.wait_for_function("document.body.getAttribute('data-md-color-scheme') === 'default'")
+    visit.check()
+
+
+def _brightness(css_color):
+    """0 (black) .. 1 (white) for 'rgb(r, g, b)' or 'rgba(r, g, b, a)'; a transparent colour
+    counts as the page behind it, which the caller checks separately."""
+    values = [float(v) for v in re.findall(r"[\d.]+", css_color)]
+    if len(values) == 4 and values[3] == 0:
+        return 0.0
+    return sum(values[:3]) / (3 * 255)
+
+
+def test_cheat_sheet_links_the_lessons_that_exist(visit):
+    page = visit.open("cheatsheet/")
+    rows = page.locator("article table tbody tr")
+    assert rows.count() >= 30
+    linked = page.locator('article table a[href^="../lessons/"]')
+    assert linked.count() >= 1
+    for index in range(linked.count()):
+        href = linked.nth(index).get_attribute("href")
+        assert (LESSONS_DIR / (href.split("/")[2] + ".py")).is_file(), href
+    visit.check()
+
+
+def test_site_needs_no_other_host(site_dir):
+    """No page references a script, stylesheet, image or font on another host."""
+    for path in site_dir.rglob("*.html"):
+        tags = re.findall(r"<(?:script|link|img|iframe)\b[^>]*>", path.read_text(encoding="utf-8"))
+        remote = [tag for tag in tags if re.search(r'(?:src|href)="(?:https?:)?//', tag) and 'rel="canonical"' not in tag]
+        assert not remote, f"{path.relative_to(site_dir)} loads {remote}"

@@ -1,0 +1,298 @@
+"""MkDocs hooks that make the course website out of the course's own files.
+
+- Lessons: every lesson in solutions/ becomes two pages, lessons/NN_slug.py (the learner's
+  version, checks saying "not attempted yet") and solutions/NN_slug.py (solved), executed
+  by mkdocs-jupyter, and two nav sections "Lessons" and "Solutions". A new lesson needs no
+  edit here or in mkdocs.yml.
+- Downloads: downloads/<lessons|solutions>/NN_slug.ipynb (made from the .py with jupytext)
+  and .py, linked from each notebook page by website/overrides/main.html.
+- README: `<!-- readme: SECTION -->` in a docs page includes that section of README.md
+  (`intro` is the text before the first `##`); `<!-- readme-page: SECTION -->` also lifts its
+  headings one level, for a page of its own. Links into the repository are fixed for the site.
+- `<!-- hooks-cheatsheet -->` becomes the table of website/cheatsheet.py.
+"""
+
+import base64
+import importlib.util
+import io
+import pathlib
+import posixpath
+import re
+from html import unescape
+
+import jupytext
+import mkdocs_jupyter
+import nbformat
+from PIL import Image
+from mkdocs.plugins import event_priority
+from mkdocs.structure.files import File
+from mkdocs.structure.toc import get_toc
+from mkdocs.utils import get_relative_url
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+BRANCH = "main"  # links to repository files that are not on the site point at this branch
+FOLDERS = {"lessons": "Lesson", "solutions": "Solution"}
+_LESSON_FILE = re.compile(r"^(\d\d)_[a-z0-9_]+\.py$")
+_DIRECTIVE = re.compile(r"^<!-- (readme|readme-page): (.+?) -->$", re.MULTILINE)
+_LINK = re.compile(r"(!?\[[^\]]*\])\(([^)\s]+)\)")
+_KERNELSPEC = {"name": "python3", "display_name": "Python 3", "language": "python"}
+
+
+def _load_cheatsheet():
+    spec = importlib.util.spec_from_file_location("hooked_site_cheatsheet", ROOT / "website" / "cheatsheet.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def lessons():
+    """[(name, number, title)] of the lessons in solutions/, the course's single source."""
+    found = []
+    for path in sorted((ROOT / "solutions").glob("*.py")):
+        match = _LESSON_FILE.match(path.name)
+        if match:
+            found.append((path.stem, match.group(1), _title(path)))
+    return found
+
+
+def _title(path):
+    """'Tensor hooks' from the lesson's first heading, '# Lesson 01 — Tensor hooks'."""
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.startswith("# # "):
+            return re.sub(r"^Lesson \d+\s*[—:-]\s*", "", line[4:].strip())
+    return path.stem[3:].replace("_", " ").capitalize()
+
+
+# ---------------------------------------------------------------- nav and files
+
+def on_config(config):
+    sections = []
+    for folder, word in FOLDERS.items():
+        entries = [{f"{word} {number}: {title}": f"{folder}/{name}.py"}
+                   for name, number, title in lessons() if (ROOT / folder / f"{name}.py").is_file()]
+        sections.append({f"{word}s": entries})
+    nav = list(config.nav or [])
+    config.nav = nav[:1] + sections + nav[1:]  # right after Home
+    return config
+
+
+@event_priority(50)  # before mkdocs-jupyter's on_files, which turns the .py files into notebook pages
+def on_files(files, config):
+    for folder in FOLDERS:
+        for name, _, _ in lessons():
+            source = ROOT / folder / f"{name}.py"
+            if not source.is_file():
+                continue  # lessons/ may lag solutions/ while an author works; `generate --check` guards that
+            files.append(File(f"{folder}/{name}.py", src_dir=str(ROOT), dest_dir=config.site_dir,
+                              use_directory_urls=config.use_directory_urls))
+            text = source.read_text(encoding="utf-8")
+            files.append(File.generated(config, f"downloads/{folder}/{name}.py", content=text))
+            files.append(File.generated(config, f"downloads/{folder}/{name}.ipynb", content=_notebook(text)))
+    files.append(File.generated(config, NOTEBOOK_CSS, content=_notebook_css()))
+    return files
+
+
+def _notebook(text):
+    """The paired notebook Jupyter would write for this .py (unexecuted), ready to open."""
+    notebook = jupytext.reads(text, fmt="py:percent")
+    notebook.metadata["kernelspec"] = dict(_KERNELSPEC)
+    notebook.metadata["language_info"] = {"name": "python"}
+    nbformat.validate(notebook)
+    return jupytext.writes(notebook, fmt="ipynb")
+
+
+def notebook_page(page):
+    """('lessons' or 'solutions', lesson name) for a notebook page, else None."""
+    folder, _, filename = page.file.src_uri.partition("/")
+    if folder in FOLDERS and _LESSON_FILE.match(filename):
+        return folder, filename[:-3]
+    return None
+
+
+def on_page_context(context, page, config, nav):
+    found = notebook_page(page)
+    if found:
+        folder, name = found
+        other = "solutions" if folder == "lessons" else "lessons"
+        number = name[:2]
+        context["notebook"] = {
+            "kind": FOLDERS[folder].lower(),
+            "name": name,
+            "number": number,
+            "ipynb": f"downloads/{folder}/{name}.ipynb",
+            "py": f"downloads/{folder}/{name}.py",
+            "lesson_file": f"lessons/{name}.py",
+            "test_file": f"tests/test_{name}.py",
+            "other_page": f"{other}/{name}/" if config.use_directory_urls else f"{other}/{name}.html",
+            "other_word": FOLDERS[other],
+        }
+    return context
+
+
+# ---------------------------------------------------------------- notebook pages
+
+_MATHJAX = re.compile(r"<!-- Load mathjax -->.*?<!-- End of mathjax configuration -->", re.DOTALL)
+_STYLE = re.compile(r"<style[^>]*>(.*?)</style>", re.DOTALL)
+NOTEBOOK_CSS = "assets/hooked/notebook.css"
+
+
+def _notebook_css():
+    """mkdocs-jupyter's stylesheet for notebooks (about 0.6 MB), which it inlines in every page."""
+    return (pathlib.Path(mkdocs_jupyter.__file__).parent / "templates" / "mkdocs_html" / "assets"
+            / "index.css").read_text(encoding="utf-8")
+
+
+def on_page_content(html, page, config, files):
+    if notebook_page(page):
+        # nbconvert's template loads MathJax from a CDN on every page; the lessons use no
+        # LaTeX and the site must work offline, so drop it.
+        html = _MATHJAX.sub("", html)
+        # One shared, cacheable stylesheet instead of the same 0.6 MB inlined in every page.
+        css = _notebook_css().strip()
+        link = f'<link rel="stylesheet" href="{get_relative_url(NOTEBOOK_CSS, page.url)}">'
+        html = _STYLE.sub(lambda m: link if m.group(1).strip() == css else m.group(0), html, count=0)
+        html = _PNG.sub(_smaller_png, html)
+        page.toc = get_toc(_toc_tokens(html))
+        if FOLDERS.get(notebook_page(page)[0]) == "Solution":
+            page.meta["search"] = {"exclude": True}  # search finds the lesson, not its answers
+    return html
+
+
+_PNG = re.compile(r"data:image/png;base64,([A-Za-z0-9+/=]+)")
+
+
+def _smaller_png(match):
+    """A matplotlib figure as a 256-colour PNG: it looks the same and is about 3x smaller."""
+    original = base64.b64decode(match.group(1))
+    image = Image.open(io.BytesIO(original))
+    smaller = io.BytesIO()
+    image.convert("RGBA").quantize(colors=256, method=Image.Quantize.FASTOCTREE).save(smaller, "PNG", optimize=True)
+    if smaller.tell() >= len(original):
+        return match.group(0)
+    return "data:image/png;base64," + base64.b64encode(smaller.getvalue()).decode("ascii")
+
+
+_HEADING = re.compile(r'<h([1-3]) id="([^"]+)"[^>]*>(.*?)</h\1>', re.DOTALL)
+
+
+def _toc_tokens(html):
+    """The table of contents of a rendered notebook, from its headings' real ids.
+    (mkdocs-jupyter builds it from a markdown export that drops inline code, so a heading
+    such as "... reaches `.grad`" got a link to an id that is not on the page.)"""
+    roots, open_levels = [], []
+    for level, anchor, inner in _HEADING.findall(html):
+        name = unescape(re.sub(r"<[^>]+>", "", inner)).replace("\u00b6", "").strip()
+        token = {"level": int(level), "id": anchor, "name": name, "children": []}
+        while open_levels and open_levels[-1]["level"] >= token["level"]:
+            open_levels.pop()
+        (open_levels[-1]["children"] if open_levels else roots).append(token)
+        open_levels.append(token)
+    return roots
+
+
+# ---------------------------------------------------------------- README and cheat sheet
+
+def on_page_markdown(markdown, page, config, files):
+    if notebook_page(page):
+        return markdown
+    if "<!-- hooks-cheatsheet -->" in markdown:
+        markdown = markdown.replace("<!-- hooks-cheatsheet -->", cheatsheet_table(page, files))
+    readme = _readme_sections()
+    homes = _section_pages(files)
+
+    def include(match):
+        kind, title = match.group(1), match.group(2).strip()
+        if title not in readme:
+            raise ValueError(f"{page.file.src_uri}: README.md has no section {title!r}; "
+                             f"its sections are: {', '.join(readme)}")
+        text = readme[title]
+        if kind == "readme-page":
+            text = re.sub(r"^(#+) ", lambda m: m.group(1)[1:] + " " if len(m.group(1)) > 1 else "# ",
+                          text, flags=re.MULTILINE)
+        return _fix_links(text, page, files, config, homes)
+
+    return _DIRECTIVE.sub(include, markdown)
+
+
+def _readme_sections():
+    """{'intro': ..., 'Quick start': ..., ...}: README.md cut at its `## ` headings."""
+    sections, title, lines, fenced = {}, "intro", [], False
+    for line in (ROOT / "README.md").read_text(encoding="utf-8").splitlines():
+        if line.startswith("```"):
+            fenced = not fenced
+        if line.startswith("## ") and not fenced:
+            sections[title] = "\n".join(lines).strip() + "\n"
+            title, lines = line[3:].strip(), []
+        lines.append(line)
+    sections[title] = "\n".join(lines).strip() + "\n"
+    return sections
+
+
+def _section_pages(files):
+    """{README section title: the docs page that includes it}."""
+    homes = {}
+    for file in files.documentation_pages():
+        if file.abs_src_path and file.src_uri.endswith(".md"):
+            text = pathlib.Path(file.abs_src_path).read_text(encoding="utf-8")
+            for _, title in _DIRECTIVE.findall(text):
+                homes.setdefault(title.strip(), file.src_uri)
+    return homes
+
+
+def _slug(text):
+    return re.sub(r"[\s]+", "-", re.sub(r"[^\w\s-]", "", text).strip().lower())
+
+
+def _fix_links(text, page, files, config, homes):
+    """README links are relative to the repository root; make them work on the site."""
+    anchors = {}  # heading slug -> README section it is in
+    for title, section in _readme_sections().items():
+        for heading in re.findall(r"^#+ (.+)$", section, flags=re.MULTILINE):
+            anchors[_slug(heading)] = title
+    page_dir = posixpath.dirname(page.file.src_uri)
+    repo = (config.repo_url or "").rstrip("/")
+
+    def fix(match):
+        label, target = match.group(1), match.group(2)
+        if re.match(r"^[a-z]+:", target):
+            return match.group(0)  # http:, mailto: ...
+        path, _, anchor = target.partition("#")
+        if not path:  # an anchor in README: go to the page that includes its section
+            home = homes.get(anchors.get(anchor, ""), page.file.src_uri)
+            return f"{label}({posixpath.relpath(home, page_dir or '.')}#{anchor})" if home != page.file.src_uri \
+                else match.group(0)
+        resolved = (ROOT / path).resolve()
+        if not resolved.is_relative_to(ROOT):
+            return label[1:-1] if not label.startswith("!") else ""  # outside the repository: text only
+        relative = resolved.relative_to(ROOT).as_posix()
+        if files.get_file_from_path(relative) is not None:
+            return f"{label}({posixpath.relpath(relative, page_dir or '.')}{'#' + anchor if anchor else ''})"
+        kind = "tree" if resolved.is_dir() else "blob"
+        return f"{label}({repo}/{kind}/{BRANCH}/{relative}{'#' + anchor if anchor else ''})"
+
+    return _LINK.sub(fix, text)
+
+
+def cheatsheet_table(page, files):
+    cheatsheet = _load_cheatsheet()
+    page_dir = posixpath.dirname(page.file.src_uri)
+    titles = {name: (number, title) for name, number, title in lessons()}
+    lines = ["| Kind | API | Your hook is called as | When it fires | What its return value does | Lesson |",
+             "|---|---|---|---|---|---|"]
+    for row in cheatsheet.ROWS:
+        lesson = row["lesson"]
+        if lesson and lesson in titles and files.get_file_from_path(f"lessons/{lesson}.py"):
+            number, title = titles[lesson]
+            taught = f"[{number} {title}]({posixpath.relpath(f'lessons/{lesson}.py', page_dir or '.')})"
+        elif lesson:
+            taught = f"lesson {lesson[:2]} (coming)"
+        else:
+            taught = f"coming: {row['planned']}"
+        cells = [row["group"], f"`{row['call']}`", _code_calls(row["hook"]), row["fires"], row["returns"], taught]
+        lines.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def _code_calls(text):
+    """Mark up the calls in a description: 'hook(t): the tensor' -> '`hook(t)`: the tensor'."""
+    return re.sub(r"\b([a-z_]+\([a-z_, ]*\))", r"`\1`", text)
