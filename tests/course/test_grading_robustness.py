@@ -12,6 +12,7 @@ import sys
 import jupytext
 import pytest
 
+from hooked.checks import checks_for_lesson
 from hooked.course import LESSONS_DIR, ROOT, SOLUTIONS_DIR, lesson_names
 from hooked.lesson_file import top_level_names
 
@@ -59,10 +60,14 @@ def _fingerprint(folder):
             for path in sorted(folder.iterdir())}
 
 
+def _exercise_count():
+    return sum(len(checks_for_lesson(lesson)) for lesson in lesson_names())
+
+
 def test_fresh_lessons_report_every_exercise_not_attempted_and_exit_0(tmp_path):
     code, output, entries = grade("--report", str(tmp_path / "r.json"))
     assert code == 0, output
-    assert len(entries) == 7
+    assert len(entries) == _exercise_count()
     assert {entry["status"] for entry in entries.values()} == {"not_attempted"}
     assert all(entry["message"].startswith("not attempted yet") for entry in entries.values())
     assert "Hooked progress" in output and "0 / 4" in output and "0 / 3" in output and "total" in output
@@ -71,8 +76,9 @@ def test_fresh_lessons_report_every_exercise_not_attempted_and_exit_0(tmp_path):
 def test_solutions_pass_every_exercise(tmp_path):
     code, output, entries = grade("--solutions", "--report", str(tmp_path / "r.json"))
     assert code == 0, output
-    assert len(entries) == 7 and {entry["status"] for entry in entries.values()} == {"passed"}
-    assert "7 / 7" in output
+    total = _exercise_count()
+    assert len(entries) == total and {entry["status"] for entry in entries.values()} == {"passed"}
+    assert f"{total} / {total}" in output
 
 
 def test_solving_one_exercise_flips_exactly_that_one(tmp_path):
@@ -186,8 +192,8 @@ def test_learner_code_that_misbehaves_in_other_ways_is_contained(tmp_path):
     assert "Traceback" not in output
     assert entries["grad_with_temporary_hook"]["status"] == "passed", entries["grad_with_temporary_hook"]["message"]
     assert entries["register_named_hook"]["status"] == "passed"
-    assert sorted(path.name for path in lessons.iterdir()) == [
-        "01_tensor_hooks.py", "02_removing_hooks.py", "my_helpers.py"]  # no __pycache__ either
+    assert sorted(path.name for path in lessons.iterdir()) == sorted(
+        [f"{lesson}.py" for lesson in lesson_names()] + ["my_helpers.py"])  # no __pycache__ either
 
 
 def test_a_solution_in_an_untagged_cell_below_the_stub_is_pointed_at(tmp_path):
