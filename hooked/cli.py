@@ -402,6 +402,9 @@ def build_parser():
 
 
 def main(argv=None):
+    # jupytext imports Jupyter's server for its contents manager, which this command never
+    # uses; hiding it saves a large part of `hooked status`.
+    sys.modules.setdefault("jupyter_server", None)
     argv = sys.argv[1:] if argv is None else list(argv)
     if not argv or (argv[0].startswith("-") and argv[0] not in ("-h", "--help", "--version")):
         argv = ["status", *argv]  # `hooked` and `hooked --lessons-dir DIR` show the status
