@@ -103,6 +103,26 @@ class _Seen:
         return None
 
 
+def _judge_returned_tuple(said, before, after, tuple_name, hook_name, new_example, in_place_ops):
+    """What every hook that returns a new grad_input or grad_output owes: the received tensors
+    untouched, the same length, None kept in place. `before` and `after` are the check's hooks
+    registered around the learner's. Returns (copies of what was received, what was returned)."""
+    where = before.changed_in_place()
+    if where is not None:
+        fail(f"{said}: {tuple_name}[{where[1]}] was changed in place (the check kept a copy of it). Build new tensors "
+             f"({new_example}), not in-place operations such as {in_place_ops}: the tensors in {tuple_name} may be "
+             "shared with other parts of the graph, whose gradients would silently change too.")
+    received, returned = before.copies[0], after.calls[0]
+    if len(returned) != len(received):
+        fail(f"{said}: the {hook_name} returned {len(returned)} entries for a {tuple_name} of {len(received)}; keep "
+             f"the length, with None where {tuple_name} has None.")
+    for position, (grad, result) in enumerate(zip(received, returned)):
+        if grad is None and result is not None:
+            fail(f"{said}: {tuple_name}[{position}] is None, and your {hook_name} returned {describe(result)} there; "
+                 "keep None in place.")
+    return received, returned
+
+
 def _all_hooks_removed(model):
     """The names of the modules of `model` that still have a hook of any kind."""
     kinds = ("_forward_pre_hooks", "_forward_hooks", "_backward_pre_hooks", "_backward_hooks")
@@ -387,8 +407,6 @@ def _run_clip_case(clip_grad_input, case):
 
 def _judge_clip_case(case, seen):
     max_norm = case["max_norm"]
-    before, after = seen["before"], seen["after"]
-    received, returned = before.copies[0], after.calls[0]
     # The case must exercise what it is meant to (a checker bug otherwise, not the learner's).
     tensors = [t for t in seen["clean_inputs"] if isinstance(t, torch.Tensor)]
     any_grad = any(t.requires_grad for t in tensors)  # if none, grad_input is all None
@@ -396,19 +414,10 @@ def _judge_clip_case(case, seen):
                   t.grad.norm() > max_norm else "keep" for t in seen["clean_inputs"])
     assert kinds == case["kinds"], f"clip case {case['text']}: grad_input is {kinds}, not {case['kinds']}"
     said = f"Ran backward through {case['text']} with {seen['call']} registered"
-    where = before.changed_in_place()
-    if where is not None:
-        fail(f"{said}: grad_input[{where[1]}] was changed in place (the check kept a copy of it). Build new "
-             "tensors (grad * factor), not in-place operations such as mul_ or *=: the tensors in grad_input "
-             "may be shared with other parts of the graph.")
-    if len(returned) != len(received):
-        fail(f"{said}: the hook returned {len(returned)} entries for a grad_input of {len(received)}; keep the "
-             "length, with None where grad_input has None.")
+    received, returned = _judge_returned_tuple(said, seen["before"], seen["after"], "grad_input", "hook",
+                                               "grad * factor", "mul_ or *=")
     for position, (grad, result) in enumerate(zip(received, returned)):
         if grad is None:
-            if result is not None:
-                fail(f"{said}: grad_input[{position}] is None (that argument is not a tensor), and your hook returned "
-                     f"{describe(result)} there; keep None in place.")
             continue
         expected = _clip_reference(grad, max_norm)
         if not isinstance(result, torch.Tensor):
@@ -539,24 +548,14 @@ def _grads(run):
     return torch.cat([run["x"].grad.flatten()] + [p.grad.flatten() for p in run["module"].parameters()])
 
 
-def _judge_noise(run, std, text, seed):
+def _judge_noise(run, std, text):
     before, after, call = run["before"], run["after"], run["call"]
     said = f"Ran backward through {text} with {call} registered"
-    where = before.changed_in_place()
-    if where is not None:
-        fail(f"{said}: grad_output[{where[1]}] was changed in place (the check kept a copy of it). Return new tensors "
-             "(grad + noise), not in-place operations such as add_ or +=: grad_output may be shared with other parts "
-             "of the graph, whose gradients would silently change too.")
-    received, returned = before.calls[0], after.calls[0]
-    if len(returned) != len(received):
-        fail(f"{said}: the pre-hook returned {len(returned)} entries for a grad_output of {len(received)}; keep the "
-             "length, with None where grad_output has None.")
+    received, returned = _judge_returned_tuple(said, before, after, "grad_output", "pre-hook", "grad + noise",
+                                               "add_ or +=")
     noises = {}
     for position, (grad, result) in enumerate(zip(received, returned)):
         if grad is None:
-            if result is not None:
-                fail(f"{said}: grad_output[{position}] is None, and your pre-hook returned {describe(result)} there; "
-                     "keep None in place.")
             continue
         if not isinstance(result, torch.Tensor) or result.shape != grad.shape:
             fail(f"{said}: grad_output[{position}] was {describe(grad)}, and your pre-hook returned {describe(result)} "
@@ -607,7 +606,7 @@ def check_add_grad_noise(add_grad_noise):
         # Noise seeded apart from the module and inputs (a generator seeded like random_tensor's draws its values).
         generator = torch.Generator().manual_seed(seed + 5000) if with_generator else None
         run = _noisy_backward(add_grad_noise, factory, shape, std, generator, seed, text)
-        _judge_noise(run, std, text, seed)
+        _judge_noise(run, std, text)
 
         # Each backward draws new noise (nothing drawn once and reused).
         module, x = run["module"], run["x"]
@@ -623,7 +622,8 @@ def check_add_grad_noise(add_grad_noise):
         # Removing the handle stops the noise.
         with calling("removing the handle that add_grad_noise returned"):
             run["handle"].remove()
-        run["before"].calls.clear(), run["after"].calls.clear()
+        for seen in (run["before"], run["after"]):
+            seen.calls.clear()
         again()
         if not all(torch.equal(b, a) for b, a in zip(run["before"].calls[0], run["after"].calls[0])
                    if b is not None):
