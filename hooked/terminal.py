@@ -21,7 +21,10 @@ class Terminal:
         """Print one line made of strings and (string, style) pairs."""
         text = Text()
         for part in parts:
-            text.append(*part) if isinstance(part, tuple) else text.append(part)
+            if isinstance(part, tuple):
+                text.append(*part)
+            else:
+                text.append(part)
         self.out.print(text)
 
     def status(self, status, width=0):
