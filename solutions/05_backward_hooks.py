@@ -141,6 +141,30 @@ plt.show()
 # For each layer the pre-hook comes first and the full hook right after it: the full hook of
 # layer `4` has fired before anything happens in layer `2`.
 #
+# A module called twice in one forward pass is gone through twice in backward, so its hooks fire
+# twice, the second call first. Each call gets its own `grad_output`.
+
+# %%
+torch.manual_seed(0)
+shared = nn.Linear(3, 3)
+seen = []
+shared.register_full_backward_hook(
+    lambda m, grad_input, grad_output: seen.append((grad_input[0].clone(), grad_output[0].clone())))
+x = torch.randn(2, 3, requires_grad=True)
+h = shared(x)  # first call
+out = shared(torch.tanh(h))  # second call
+dout_dh, = torch.autograd.grad(out.sum(), h, retain_graph=True)  # for comparison (it fires the hook too)
+seen.clear()
+out.sum().backward()
+print("hook calls in one backward:", len(seen))
+print("grad_output of the 1st firing is d out / d out (ones):", torch.equal(seen[0][1], torch.ones(2, 3)))
+print("grad_output of the 2nd firing is d out / d h:", torch.allclose(seen[1][1], dout_dh))
+assert len(seen) == 2
+assert torch.equal(seen[0][1], torch.ones(2, 3))  # the second call, nearer the loss, fires first
+assert torch.allclose(seen[1][1], dout_dh)
+assert torch.allclose(seen[1][0], x.grad)  # the first call's grad_input is the gradient of x
+
+# %% [markdown]
 # ## What `grad_input` holds
 #
 # `grad_input` has one entry per **positional** argument of `forward`, in order:
@@ -365,7 +389,7 @@ assert extractor.weight.grad is None and head.weight.grad is not None
 #
 # The old `register_backward_hook` does not hook the module: it hooks the **last operation**
 # inside `forward`. Its `grad_input` is the gradient with respect to that operation's inputs,
-# which are the module's inputs only when `forward` is a single operation.
+# which are not the module's inputs in general.
 #
 # The module below computes `2 * tanh(linear(x))`. Its last operation is the multiplication by 2,
 # so the old hook reports the gradient with respect to `tanh(linear(x))`: 2 everywhere (the loss
