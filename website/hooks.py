@@ -2,8 +2,8 @@
 
 - Lessons: every lesson in solutions/ becomes two pages, lessons/NN_slug.py (the learner's
   version, checks saying "not attempted yet") and solutions/NN_slug.py (solved), executed
-  by mkdocs-jupyter, and two nav sections "Lessons" and "Solutions". A new lesson needs no
-  edit here or in mkdocs.yml.
+  here (all cores) and rendered by mkdocs-jupyter, and two nav sections "Lessons" and
+  "Solutions". A new lesson needs no edit here or in mkdocs.yml.
 - Downloads: downloads/<lessons|solutions>/NN_slug.ipynb (made from the .py with jupytext)
   and .py, linked from each notebook page by website/overrides/main.html.
 - README: `<!-- readme: SECTION -->` in a docs page includes that section of README.md
@@ -13,8 +13,11 @@
 """
 
 import base64
+import concurrent.futures
+import hashlib
 import importlib.util
 import io
+import os
 import pathlib
 import posixpath
 import re
@@ -22,9 +25,12 @@ from html import unescape
 
 import jupytext
 import mkdocs_jupyter
+import nbclient
+import nbclient.exceptions
 import nbformat
-from PIL import Image
+from mkdocs.exceptions import PluginError
 from mkdocs.plugins import event_priority
+from PIL import Image
 from mkdocs.structure.files import File
 from mkdocs.structure.toc import get_toc
 from mkdocs.utils import get_relative_url
@@ -33,9 +39,11 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 BRANCH = "main"  # links to repository files that are not on the site point at this branch
 FOLDERS = {"lessons": "Lesson", "solutions": "Solution"}
 _LESSON_FILE = re.compile(r"^(\d\d)_[a-z0-9_]+\.py$")
+_NOTEBOOK_PAGE = re.compile(r"^\d\d_[a-z0-9_]+\.ipynb$")
 _DIRECTIVE = re.compile(r"^<!-- (readme|readme-page): (.+?) -->$", re.MULTILINE)
 _LINK = re.compile(r"(!?\[[^\]]*\])\(([^)\s]+)\)")
 _KERNELSPEC = {"name": "python3", "display_name": "Python 3", "language": "python"}
+EXECUTED_DIR = ROOT / ".cache" / "hooked-site"  # executed notebooks (gitignored)
 
 
 def _load_cheatsheet():
@@ -68,7 +76,7 @@ def _title(path):
 def on_config(config):
     sections = []
     for folder, word in FOLDERS.items():
-        entries = [{f"{word} {number}: {title}": f"{folder}/{name}.py"}
+        entries = [{f"{word} {number}: {title}": f"{folder}/{name}.ipynb"}
                    for name, number, title in lessons() if (ROOT / folder / f"{name}.py").is_file()]
         sections.append({f"{word}s": entries})
     nav = list(config.nav or [])
@@ -76,20 +84,61 @@ def on_config(config):
     return config
 
 
-@event_priority(50)  # before mkdocs-jupyter's on_files, which turns the .py files into notebook pages
+@event_priority(50)  # before mkdocs-jupyter's on_files, which turns these files into notebook pages
 def on_files(files, config):
-    for folder in FOLDERS:
-        for name, _, _ in lessons():
-            source = ROOT / folder / f"{name}.py"
-            if not source.is_file():
-                continue  # lessons/ may lag solutions/ while an author works; `generate --check` guards that
-            files.append(File(f"{folder}/{name}.py", src_dir=str(ROOT), dest_dir=config.site_dir,
-                              use_directory_urls=config.use_directory_urls))
-            text = source.read_text(encoding="utf-8")
-            files.append(File.generated(config, f"downloads/{folder}/{name}.py", content=text))
-            files.append(File.generated(config, f"downloads/{folder}/{name}.ipynb", content=_notebook(text)))
+    sources = [ROOT / folder / f"{name}.py" for folder in FOLDERS for name, _, _ in lessons()]
+    # lessons/ may lag solutions/ while an author works; `generate --check` guards that
+    sources = [source for source in sources if source.is_file()]
+    executed = execute_all(sources)
+    for source in sources:
+        folder, name = source.parent.name, source.stem
+        # the page is the executed notebook: .cache/hooked-site/lessons/NN_slug.ipynb -> lessons/NN_slug/
+        files.append(File(f"{folder}/{name}.ipynb", src_dir=str(EXECUTED_DIR), dest_dir=config.site_dir,
+                          use_directory_urls=config.use_directory_urls))
+        text = source.read_text(encoding="utf-8")
+        files.append(File.generated(config, f"downloads/{folder}/{name}.py", content=text))
+        files.append(File.generated(config, f"downloads/{folder}/{name}.ipynb", content=_notebook(text)))
     files.append(File.generated(config, NOTEBOOK_CSS, content=_notebook_css()))
     return files
+
+
+def execute_all(sources):
+    """{source .py: its executed notebook}, run side by side on all cores (mkdocs-jupyter would
+    run them one after another). Each kernel starts in the notebook's folder, as in Jupyter.
+    A cell that raises stops the build. Results are cached in .cache/hooked-site/ by the lesson's
+    text and the course package's code, unless HOOKED_SITE_CACHE=false."""
+    use_cache = os.environ.get("HOOKED_SITE_CACHE", "true").lower() not in ("false", "0", "no")
+    machinery = hashlib.sha256()
+    for path in sorted((ROOT / "hooked").rglob("*.py")):
+        machinery.update(path.read_bytes())
+    keys = {source: hashlib.sha256(machinery.digest() + source.read_bytes()).hexdigest() for source in sources}
+    targets = {source: EXECUTED_DIR / source.parent.name / f"{source.stem}.ipynb" for source in sources}
+    todo = [source for source in sources if not (use_cache and _cached_key(targets[source]) == keys[source])]
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, min(len(todo), os.cpu_count() or 1))) as pool:
+        for source, notebook in zip(todo, pool.map(_execute, todo)):
+            notebook.metadata["hooked_site_key"] = keys[source]
+            targets[source].parent.mkdir(parents=True, exist_ok=True)
+            nbformat.write(notebook, targets[source])
+    return targets
+
+
+def _cached_key(path):
+    try:
+        return nbformat.read(path, as_version=4).metadata.get("hooked_site_key")
+    except (OSError, ValueError):
+        return None
+
+
+def _execute(source):
+    notebook = jupytext.read(source)
+    notebook.metadata["kernelspec"] = dict(_KERNELSPEC)
+    client = nbclient.NotebookClient(notebook, kernel_name="python3", timeout=300,
+                                     resources={"metadata": {"path": str(source.parent)}})
+    try:
+        client.execute()
+    except nbclient.exceptions.CellExecutionError as error:
+        raise PluginError(f"{source.relative_to(ROOT)}: a cell raised while the site was built:\n{error}") from None
+    return notebook
 
 
 def _notebook(text):
@@ -104,8 +153,8 @@ def _notebook(text):
 def notebook_page(page):
     """('lessons' or 'solutions', lesson name) for a notebook page, else None."""
     folder, _, filename = page.file.src_uri.partition("/")
-    if folder in FOLDERS and _LESSON_FILE.match(filename):
-        return folder, filename[:-3]
+    if folder in FOLDERS and _NOTEBOOK_PAGE.match(filename):
+        return folder, filename[:-len(".ipynb")]
     return None
 
 
@@ -150,7 +199,7 @@ def on_page_content(html, page, config, files):
         # One shared, cacheable stylesheet instead of the same 0.6 MB inlined in every page.
         css = _notebook_css().strip()
         link = f'<link rel="stylesheet" href="{get_relative_url(NOTEBOOK_CSS, page.url)}">'
-        html = _STYLE.sub(lambda m: link if m.group(1).strip() == css else m.group(0), html, count=0)
+        html = _STYLE.sub(lambda m: _keep_style(m, css, link), html)
         html = _PNG.sub(_smaller_png, html)
         page.toc = get_toc(_toc_tokens(html))
         if FOLDERS.get(notebook_page(page)[0]) == "Solution":
@@ -170,6 +219,15 @@ def _smaller_png(match):
     if smaller.tell() >= len(original):
         return match.group(0)
     return "data:image/png;base64," + base64.b64encode(smaller.getvalue()).decode("ascii")
+
+
+def _keep_style(match, notebook_css, link):
+    body = match.group(1).strip()
+    if body == notebook_css:
+        return link
+    if body.startswith("['"):
+        return ""  # mkdocs-jupyter appends the highlighting CSS again, as a Python list: not CSS
+    return match.group(0)
 
 
 _HEADING = re.compile(r'<h([1-3]) id="([^"]+)"[^>]*>(.*?)</h\1>', re.DOTALL)
@@ -265,6 +323,8 @@ def _fix_links(text, page, files, config, homes):
         if not resolved.is_relative_to(ROOT):
             return label[1:-1] if not label.startswith("!") else ""  # outside the repository: text only
         relative = resolved.relative_to(ROOT).as_posix()
+        if re.fullmatch(r"(lessons|solutions)/\d\d_[a-z0-9_]+\.py", relative):
+            relative = relative[:-len(".py")] + ".ipynb"  # a lesson: its page
         if files.get_file_from_path(relative) is not None:
             return f"{label}({posixpath.relpath(relative, page_dir or '.')}{'#' + anchor if anchor else ''})"
         kind = "tree" if resolved.is_dir() else "blob"
@@ -281,9 +341,9 @@ def cheatsheet_table(page, files):
              "|---|---|---|---|---|---|"]
     for row in cheatsheet.ROWS:
         lesson = row["lesson"]
-        if lesson and lesson in titles and files.get_file_from_path(f"lessons/{lesson}.py"):
+        if lesson and lesson in titles and files.get_file_from_path(f"lessons/{lesson}.ipynb"):
             number, title = titles[lesson]
-            taught = f"[{number} {title}]({posixpath.relpath(f'lessons/{lesson}.py', page_dir or '.')})"
+            taught = f"[{number} {title}]({posixpath.relpath(f'lessons/{lesson}.ipynb', page_dir or '.')})"
         elif lesson:
             taught = f"lesson {lesson[:2]} (coming)"
         else:

@@ -1,0 +1,110 @@
+"""How long the course website takes to build, and how heavy its lesson pages are.
+
+Build: `mkdocs build --strict` from a cold notebook cache (HOOKED_SITE_CACHE=false), next to
+its floor: executing the same notebooks (every page of Lessons and Solutions) with nbclient,
+one after another. (The build runs them side by side on all cores, then renders them.)
+Goal: build <= 1.3x the floor.
+
+Weight: each notebook page's HTML (figures are inlined as PNG) plus the stylesheets, scripts
+and images it loads, uncompressed; not the search index, which the whole site shares.
+Goal: <= 1.5 MB per page.
+
+Usage: python benchmarks/site_build_time.py [--repeat N]
+Exits 1 when a goal is missed."""
+
+import argparse
+import base64
+import os
+import pathlib
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import jupytext
+import nbclient
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+BUILD_GOAL = 1.3
+WEIGHT_GOAL = 1.5e6
+_LESSON_FILE = re.compile(r"^\d\d_[a-z0-9_]+\.py$")
+
+
+def notebooks():
+    """The .py files the site renders: each lesson in solutions/, in lessons/ and in solutions/."""
+    names = sorted(path.name for path in (ROOT / "solutions").glob("*.py") if _LESSON_FILE.match(path.name))
+    return [ROOT / folder / name for folder in ("lessons", "solutions") for name in names
+            if (ROOT / folder / name).is_file()]
+
+
+def floor_seconds():
+    started = time.perf_counter()
+    for path in notebooks():
+        notebook = jupytext.read(path)
+        nbclient.NotebookClient(notebook, kernel_name="python3", timeout=300,
+                                resources={"metadata": {"path": str(path.parent)}}).execute()
+    return time.perf_counter() - started
+
+
+def build_seconds(site_dir):
+    env = dict(os.environ, HOOKED_SITE_CACHE="false", NO_MKDOCS_2_WARNING="1")
+    started = time.perf_counter()
+    build = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--quiet",
+                            "--site-dir", str(site_dir)], cwd=ROOT, env=env, capture_output=True, text=True)
+    seconds = time.perf_counter() - started
+    if build.returncode != 0:
+        sys.exit(f"mkdocs build --strict failed:\n{build.stdout}\n{build.stderr}")
+    return seconds
+
+
+def page_weight(site_dir, page):
+    """(total bytes, html bytes, [figure bytes]) of one built page."""
+    html = page.read_text(encoding="utf-8")
+    total = len(html.encode("utf-8"))
+    for url in re.findall(r'<(?:link[^>]+rel="stylesheet"[^>]+href|script[^>]+src|img[^>]+src)="([^"]+)"', html):
+        if url.startswith(("data:", "http:", "https:", "//")):
+            continue
+        resource = (page.parent / url.split("#")[0].split("?")[0]).resolve()
+        if resource.is_file() and resource.is_relative_to(site_dir):
+            total += resource.stat().st_size
+    figures = [len(base64.b64decode(data)) for data in re.findall(r"data:image/png;base64,([A-Za-z0-9+/=]+)", html)]
+    return total, len(html.encode("utf-8")), figures
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=1, help="runs of each, the median counts (default 1)")
+    args = parser.parse_args()
+
+    pages = notebooks()
+    print(f"{len(pages)} notebook pages: {', '.join(f'{p.parent.name}/{p.stem}' for p in pages)}")
+    floors, builds = [], []
+    with tempfile.TemporaryDirectory() as temporary:
+        site_dir = pathlib.Path(temporary) / "site"
+        for _ in range(args.repeat):
+            floors.append(floor_seconds())
+            builds.append(build_seconds(site_dir))
+        floor, build = statistics.median(floors), statistics.median(builds)
+        ratio = build / floor
+        print(f"floor, the notebooks executed with nbclient: {floor:6.1f} s")
+        print(f"mkdocs build --strict, cold cache:           {build:6.1f} s  ({ratio:.2f}x the floor; "
+              f"goal <= {BUILD_GOAL}x)")
+        print(f"\n{'page':40} {'weight':>9} {'html':>9}  figures (PNG)")
+        heaviest = 0
+        for path in pages:
+            page = site_dir / path.parent.name / path.stem / "index.html"
+            total, html, figures = page_weight(site_dir.resolve(), page)
+            heaviest = max(heaviest, total)
+            shown = ", ".join(f"{size / 1e3:.0f} kB" for size in figures) or "none"
+            print(f"{path.parent.name + '/' + path.stem:40} {total / 1e6:7.2f} MB {html / 1e3:6.0f} kB  {shown}")
+        index = site_dir / "search" / "search_index.json"
+        print(f"(the search index, shared by every page: {index.stat().st_size / 1e3:.0f} kB)")
+    missed = ratio > BUILD_GOAL or heaviest > WEIGHT_GOAL
+    print("\ngoals met" if not missed else "\na goal was missed")
+    return 1 if missed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
