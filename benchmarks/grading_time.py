@@ -3,9 +3,9 @@
     python benchmarks/grading_time.py            # grading only
     python benchmarks/grading_time.py --notebooks  # also execute every notebook
 
-Each command runs --repeat times (default 5) and the median counts. Goals: one lesson
-at most 1.5x the floor, the whole course at most 2.0x (`hooked status`, which grades
-the whole course too, at most 1.5x); each notebook under 30 s.
+Each command runs --repeat times (default 5), the commands taking turns, and the median
+counts. Goals: one lesson at most 1.5x the floor, the whole course at most 2.0x
+(`hooked status`, which grades the whole course too, at most 1.5x); each notebook under 30 s.
 """
 
 import argparse
@@ -18,13 +18,16 @@ import time
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 
-def seconds(command, repeat):
-    times = []
+def median_seconds(commands, repeat):
+    """The median time of each command. The commands take turns, so that a machine that
+    gets busier or quieter during the run weighs on all of them alike."""
+    times = [[] for _ in commands]
     for _ in range(repeat):
-        started = time.perf_counter()
-        subprocess.run(command, cwd=ROOT, check=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        times.append(time.perf_counter() - started)
-    return statistics.median(times)
+        for command, spent in zip(commands, times):
+            started = time.perf_counter()
+            subprocess.run(command, cwd=ROOT, check=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            spent.append(time.perf_counter() - started)
+    return [statistics.median(spent) for spent in times]
 
 
 def notebook_seconds(path):
@@ -48,19 +51,20 @@ def main():
     python = sys.executable
     pytest = [python, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
     hooked = [python, "-m", "hooked"]
-    floor = seconds([python, "-c", "import torch"], arguments.repeat)
-    rows = [
-        ("floor: python -c 'import torch'", floor, None),
-        ("one lesson, fresh: pytest tests/test_01_tensor_hooks.py",
-         seconds(pytest + ["tests/test_01_tensor_hooks.py"], arguments.repeat), 1.5),
+    commands = [
+        ("floor: python -c 'import torch'", [python, "-c", "import torch"], None),
+        ("one lesson, fresh: pytest tests/test_01_tensor_hooks.py", pytest + ["tests/test_01_tensor_hooks.py"], 1.5),
         ("one lesson, solved: pytest --solutions tests/test_01_tensor_hooks.py",
-         seconds(pytest + ["--solutions", "tests/test_01_tensor_hooks.py"], arguments.repeat), 1.5),
-        ("whole course, fresh: pytest", seconds(pytest, arguments.repeat), 2.0),
-        ("whole course, solved: pytest --solutions", seconds(pytest + ["--solutions"], arguments.repeat), 2.0),
-        ("whole course, fresh: hooked status", seconds(hooked + ["status"], arguments.repeat), 1.5),
+         pytest + ["--solutions", "tests/test_01_tensor_hooks.py"], 1.5),
+        ("whole course, fresh: pytest", pytest, 2.0),
+        ("whole course, solved: pytest --solutions", pytest + ["--solutions"], 2.0),
+        ("whole course, fresh: hooked status", hooked + ["status"], 1.5),
         ("whole course, solved: hooked status --lessons-dir solutions",
-         seconds(hooked + ["status", "--lessons-dir", "solutions"], arguments.repeat), 1.5),
+         hooked + ["status", "--lessons-dir", "solutions"], 1.5),
     ]
+    values = median_seconds([command for _, command, _ in commands], arguments.repeat)
+    floor = values[0]
+    rows = [(name, value, goal) for (name, _, goal), value in zip(commands, values)]
     print(f"median of {arguments.repeat} runs each, {python}")
     print(f"{'command':<72} {'seconds':>8} {'ratio':>6}  goal")
     failed = False
