@@ -350,7 +350,7 @@ def cheatsheet_table(page, files):
             taught = f"coming: {row['planned']}"
         cells = [row["group"], f"`{row['call']}`", _code_calls(row["hook"]), row["fires"], row["returns"], taught]
         lines.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
-    return "\n".join(lines) + "\n"
+    return '<div class="hooked-cheatsheet" markdown>\n\n' + "\n".join(lines) + "\n\n</div>\n"
 
 
 def _code_calls(text):
