@@ -1,9 +1,9 @@
 """MkDocs hooks that make the course website out of the course's own files.
 
-- Lessons: every lesson in solutions/ becomes two pages, lessons/NN_slug.py (the learner's
-  version, checks saying "not attempted yet") and solutions/NN_slug.py (solved), executed
-  here (all cores) and rendered by mkdocs-jupyter, and two nav sections "Lessons" and
-  "Solutions". A new lesson needs no edit here or in mkdocs.yml.
+- Lessons: every lesson in solutions/ becomes two pages, lessons/NN_slug/ (the learner's
+  version, from lessons/NN_slug.py: its checks say "not attempted yet") and solutions/NN_slug/
+  (solved), executed here (all cores) and rendered by mkdocs-jupyter, in two nav sections
+  "Lessons" and "Solutions". A new lesson needs no edit here or in mkdocs.yml.
 - Downloads: downloads/<lessons|solutions>/NN_slug.ipynb (made from the .py with jupytext)
   and .py, linked from each notebook page by website/overrides/main.html.
 - README: `<!-- readme: SECTION -->` in a docs page includes that section of README.md
@@ -30,10 +30,10 @@ import nbclient.exceptions
 import nbformat
 from mkdocs.exceptions import PluginError
 from mkdocs.plugins import event_priority
-from PIL import Image
 from mkdocs.structure.files import File
 from mkdocs.structure.toc import get_toc
 from mkdocs.utils import get_relative_url
+from PIL import Image
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 BRANCH = "main"  # links to repository files that are not on the site point at this branch
@@ -163,17 +163,13 @@ def on_page_context(context, page, config, nav):
     if found:
         folder, name = found
         other = "solutions" if folder == "lessons" else "lessons"
-        number = name[:2]
-        context["notebook"] = {
+        context["notebook"] = {  # for website/overrides/main.html
             "kind": FOLDERS[folder].lower(),
-            "name": name,
-            "number": number,
             "ipynb": f"downloads/{folder}/{name}.ipynb",
             "py": f"downloads/{folder}/{name}.py",
             "lesson_file": f"lessons/{name}.py",
             "test_file": f"tests/test_{name}.py",
             "other_page": f"{other}/{name}/" if config.use_directory_urls else f"{other}/{name}.html",
-            "other_word": FOLDERS[other],
         }
     return context
 
@@ -202,7 +198,7 @@ def on_page_content(html, page, config, files):
         html = _STYLE.sub(lambda m: _keep_style(m, css, link), html)
         html = _PNG.sub(_smaller_png, html)
         page.toc = get_toc(_toc_tokens(html))
-        if FOLDERS.get(notebook_page(page)[0]) == "Solution":
+        if notebook_page(page)[0] == "solutions":
             page.meta["search"] = {"exclude": True}  # search finds the lesson, not its answers
     return html
 
@@ -261,7 +257,7 @@ def on_page_markdown(markdown, page, config, files):
     def include(match):
         kind, title = match.group(1), match.group(2).strip()
         if title not in readme:
-            raise ValueError(f"{page.file.src_uri}: README.md has no section {title!r}; "
+            raise PluginError(f"{page.file.src_uri}: README.md has no section {title!r}; "
                              f"its sections are: {', '.join(readme)}")
         text = readme[title]
         if kind == "readme-page":
