@@ -145,14 +145,20 @@ print("with_kwargs hook, args:", args, "| kwargs:", kwargs, "| output:", output)
 assert len(seen["plain"]) == 1
 assert kwargs == {"factor": 3.0} and torch.equal(output, torch.full((2,), 3.0))
 
+with scale.register_forward_hook(lambda module, args, kwargs, output: -output, with_kwargs=True):
+    replaced = scale(torch.ones(2), factor=3.0)
+print("a with_kwargs hook returning -output: the call gives", replaced)
+assert torch.equal(replaced, torch.full((2,), -3.0))
+
 # %% [markdown]
 # ## `always_call=True`: a hook that runs even when `forward` raises
 #
 # If `forward` raises, the ordinary forward hooks do not run: there is no output. A hook registered
 # with `always_call=True` still runs, with `output=None`, and then the exception goes on to the
 # caller; what the hook returns is ignored (below it returns a tensor, and the caller still gets
-# the exception). That is the place for cleanup that must happen after every call, such as
-# stopping a timer or closing a profiling range.
+# the exception). When `forward` succeeds, it is an ordinary forward hook: it gets the output, and
+# a value it returns replaces it. That is the place for cleanup that must happen after every call,
+# such as stopping a timer or closing a profiling range.
 
 # %%
 class Fails(nn.Module):
@@ -180,6 +186,11 @@ print("the call", outcome)
 print("hooks that ran:", calls)
 assert outcome == "raised ValueError: forward failed on purpose"
 assert calls == [("always_call", None)]
+
+doubler = Doubler()
+doubler.register_forward_hook(lambda module, args, output: output + 1, always_call=True)
+print("the same kind of hook on a forward that succeeds, returning output + 1:", doubler(torch.ones(2)))
+assert torch.equal(doubler(torch.ones(2)), torch.full((2,), 3.0))
 
 # %% [markdown]
 # ## When hooks fire, and when they don't
@@ -559,13 +570,18 @@ with try_it():
 # output: its mean and the fraction of elements that are exactly zero.
 #
 # `.item()` turns a one-element tensor into a Python float. Keeping floats rather than tensors
-# keeps nothing alive and makes the numbers easy to print, compare and plot.
+# keeps nothing alive and makes the numbers easy to print, compare and plot. To find the ReLUs,
+# ask `isinstance(module, nn.ReLU)`: the class name is no guide, since `nn.ReLU6` and
+# `nn.LeakyReLU` are not kinds of `nn.ReLU`.
 
 # %%
 out = torch.tensor([[0.0, 1.5], [0.0, 0.5]])
 mean, dead_fraction = out.mean().item(), (out == 0).float().mean().item()
 print("mean:", mean, type(mean).__name__, "| dead fraction:", dead_fraction, type(dead_fraction).__name__)
 assert (mean, dead_fraction) == (0.5, 0.5) and type(mean) is float and type(dead_fraction) is float
+lookalikes = [nn.ReLU6(), nn.LeakyReLU()]
+print("isinstance(..., nn.ReLU):", {type(m).__name__: isinstance(m, nn.ReLU) for m in [nn.ReLU()] + lookalikes})
+assert isinstance(nn.ReLU(), nn.ReLU) and not any(isinstance(m, nn.ReLU) for m in lookalikes)
 
 # %% [markdown]
 # ## Exercise 2: `track_relu_stats`
@@ -579,8 +595,9 @@ assert (mean, dead_fraction) == (0.5, 0.5) and type(mean) is float and type(dead
 #   forward pass gets two entries;
 # - `handles` is a list of the hooks' handles; removing them all stops the tracking.
 #
-# Traps: `model.children()` sees only the top level; a tensor (`output.mean()`) is not a float;
-# the late-binding loop variable.
+# Traps: `model.children()` sees only the top level; a class name that contains "ReLU" (`ReLU6`)
+# does not make an `nn.ReLU`; a tensor (`output.mean()`) is not a float; the late-binding loop
+# variable.
 #
 # Check: run `check(track_relu_stats)` below, or `pytest tests/test_04_forward_hooks.py -k track_relu_stats`.
 
@@ -723,14 +740,28 @@ assert torch.equal(remembers.last, torch.tensor([-6.0, 1.5, 6.0]))
 assert torch.equal(returned, torch.tensor([-1.0, 1.0, 1.0]))
 
 # %% [markdown]
-# The gradient must flow through the replacement too. `torch.clamp` passes the gradient where the
-# value was inside the range and 0 where it was clipped:
+# The gradient must flow through the replacement too. `torch.clamp` passes the gradient on where
+# the value was inside the range, the bounds included, and passes 0 where it was clipped. Other
+# ways to compute the same values differ exactly at the bounds: `F.hardtanh` passes 0 there, and
+# `torch.maximum`/`torch.minimum` pass half (they split the gradient between two equal values).
 
 # %%
-t = torch.tensor([-2.0, 0.3, 2.0], requires_grad=True)
-(grad,) = torch.autograd.grad(t.clamp(-1, 1).sum(), t)
-print("gradient of clamp(t, -1, 1).sum() at t = [-2, 0.3, 2]:", grad)
-assert torch.equal(grad, torch.tensor([0.0, 1.0, 0.0]))
+t = torch.tensor([-2.0, -1.0, 0.3, 1.0, 2.0], requires_grad=True)
+low, high = torch.tensor(-1.0), torch.tensor(1.0)
+same_values = {
+    "t.clamp(-1, 1)": t.clamp(-1, 1),
+    "F.hardtanh(t, -1, 1)": F.hardtanh(t, -1, 1),
+    "torch.minimum(torch.maximum(t, low), high)": torch.minimum(torch.maximum(t, low), high),
+}
+print("t =", t.tolist())
+gradients = {}
+for text, value in same_values.items():
+    assert torch.equal(value, same_values["t.clamp(-1, 1)"])
+    (gradients[text],) = torch.autograd.grad(value.sum(), t)
+    print(f"gradient of {text}.sum(): {gradients[text].tolist()}")
+assert gradients["t.clamp(-1, 1)"].tolist() == [0.0, 1.0, 1.0, 1.0, 0.0]
+assert gradients["F.hardtanh(t, -1, 1)"].tolist() == [0.0, 0.0, 1.0, 0.0, 0.0]
+assert gradients["torch.minimum(torch.maximum(t, low), high)"].tolist() == [0.0, 0.5, 1.0, 0.5, 0.0]
 
 # %% [markdown]
 # A replacement built from `output.detach()`, or under `torch.no_grad()`, cuts the graph: the
@@ -768,10 +799,12 @@ for cutting_hook in (clamp_detached, clamp_without_grad):
 # replaces the output by the output clamped to `[min_value, max_value]`, and returns its handle.
 #
 # - Don't change the original output in place: the module (or a hook before yours) may still hold it.
-# - Gradients flow as through `torch.clamp`: unchanged inside the range, 0 outside.
+# - Gradients flow as through `torch.clamp`: unchanged inside the range, the bounds included, and 0
+#   outside. The checker's module has outputs exactly on the bounds.
 #
 # Traps: `clamp_` or assignment into `output` (in place); forgetting to return the new value (the
-# output then stays unclamped); `.detach()` or `torch.no_grad()` in the hook (no gradient).
+# output then stays unclamped); `.detach()` or `torch.no_grad()` in the hook (no gradient);
+# `F.hardtanh` or masks built with `<=` and `>=` (gradient 0 on the bounds).
 #
 # Check: run `check(clamp_output)` below, or `pytest tests/test_04_forward_hooks.py -k clamp_output`.
 
@@ -837,7 +870,7 @@ with try_it():
     assert torch.equal(clamped, plain.clamp(-0.5, 0.5))
     assert plain.min() < -0.5 and plain.max() > 0.5
     clamped.sum().backward()
-    inside = ((plain > -0.5) & (plain < 0.5)).float()
+    inside = ((plain >= -0.5) & (plain <= 0.5)).float()
     print("bias gradient = number of unclipped outputs per unit:", layer.bias.grad.tolist())
     assert torch.equal(layer.bias.grad, inside.sum(0))
     handle.remove()

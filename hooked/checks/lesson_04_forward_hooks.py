@@ -100,8 +100,26 @@ def _named_children(rng):
     return model, width, ["features.encoder", "features.encoder.0", "classifier"]
 
 
-# In-place ReLUs follow "0.0" and "features.encoder"; "2" and "classifier" give the model's output.
-_CAPTURE_CASES = ((71, _nested_sequential), (72, _named_children))
+class _SharedTwice(nn.Module):
+    """One Linear called twice in each forward pass (shared weights)."""
+
+    def __init__(self, width, out):
+        super().__init__()
+        self.shared = nn.Linear(width, width)
+        self.head = nn.Linear(width, out)
+
+    def forward(self, x):
+        return self.head(self.shared(torch.tanh(self.shared(x))))
+
+
+def _shared_twice(rng):
+    width, out = rng.randint(3, 6), rng.randint(2, 4)
+    return _SharedTwice(width, out), width, ["shared", "head"]
+
+
+# In-place ReLUs follow "0.0" and "features.encoder"; "2", "classifier" and "head" give the model's
+# output; "shared" runs twice in each forward pass, so its second call is the latest.
+_CAPTURE_CASES = ((71, _nested_sequential), (72, _named_children), (74, _shared_twice))
 
 
 def _seeded_model(seed, build):
@@ -125,8 +143,9 @@ def _call_capture(capture_activations, model, names):
     return activations, _handle_list(handles, call_text), call_text
 
 
-def _check_captured(activations, names, outputs, step, earlier_outputs, call_text):
-    """`outputs[name]` is what the layer produced in forward pass number `step`."""
+def _check_captured(activations, names, records, step, earlier_outputs, call_text):
+    """`records[name]` lists the (input, output) of each call of the layer in forward pass number `step`."""
+    outputs = {name: records[name][-1][1] for name in names}
     said = f"After {call_text} and forward pass number {step},"
     missing = [name for name in names if name not in activations]
     if missing:
@@ -154,6 +173,14 @@ def _check_captured(activations, names, outputs, step, earlier_outputs, call_tex
         if name in earlier_outputs and close(value, earlier_outputs[name]):
             fail(f"{said} activations[{name!r}] still holds the output of the first forward pass; the latest "
                  "forward pass must win: overwrite the entry on every call.")
+        calls = records[name]
+        if len(calls) > 1 and any(close(value, output) for inputs, output in calls[:-1]):
+            fail(f"{said} activations[{name!r}] holds the output of an earlier call of that layer in the same "
+                 f"forward pass: the model calls it {len(calls)} times per pass, and its hook fires on every call. "
+                 "The latest call must win: overwrite the entry on every call.")
+        if any(close(value, inputs) for inputs, output in calls):
+            fail(f"{said} activations[{name!r}] is {describe(value)}, the layer's input (args[0]); expected its "
+                 f"output, {describe(expected)}.")
         if close(value, expected.relu()):
             fail(f"{said} activations[{name!r}] reads {describe(value)}, the layer's output after the in-place "
                  f"ReLU that follows the layer overwrote it; the layer produced {describe(expected)}. "
@@ -167,6 +194,7 @@ def _check_captured(activations, names, outputs, step, earlier_outputs, call_tex
 
 
 def _forward_and_compare(model, reference, activations, names, x, step, earlier, call_text):
+    done = {name: len(reference.records[name]) for name in names}  # calls in earlier passes
     with calling(f"running forward pass number {step} of the model after {call_text}"):
         out = model(x)
     ref_out = reference(x.clone())
@@ -176,9 +204,9 @@ def _forward_and_compare(model, reference, activations, names, x, step, earlier,
              f"{ref_out.requires_grad}). The hooks must return None, so that the output stays as it was.")
     with torch.no_grad():
         out.zero_()  # a later in-place change by the caller must not reach what was captured
-    outputs = {name: reference.records[name][-1][1] for name in names}
-    _check_captured(activations, names, outputs, step, earlier, call_text)
-    return outputs
+    records = {name: reference.records[name][done[name]:] for name in names}
+    _check_captured(activations, names, records, step, earlier, call_text)
+    return {name: calls[-1][1] for name, calls in records.items()}
 
 
 def check_capture_activations(capture_activations):
@@ -249,6 +277,7 @@ def _relu_model(rng):
         proj=nn.Linear(width, width),
         body=nn.Sequential(nn.Linear(width, width), nn.ReLU(inplace=True), _ReluTwice(width)),
         leaky=nn.LeakyReLU(0.1),
+        capped=nn.ReLU6(),  # a Hardtanh, not an nn.ReLU, despite its name
         head=nn.Linear(width, out),
     )), width
 
@@ -289,6 +318,8 @@ def _check_entry(entry, where, inputs, output):
         hint = ""
         if _near(entry["mean"], inputs.mean().item()):
             hint = " That is the mean of the ReLU's input; take the mean of its output."
+        elif (output != 0).any() and _near(entry["mean"], output[output != 0].mean().item()):
+            hint = " That is the mean of the non-zero elements only; average over all the elements, zeros included."
         fail(f"{where}['mean'] is {entry['mean']:.6g}; expected {expected['mean']:.6g}, the mean of the ReLU's "
              f"output over all its elements.{hint}")
     if not _near(entry["dead_fraction"], expected["dead_fraction"]):
@@ -298,6 +329,9 @@ def _check_entry(entry, where, inputs, output):
             hint = " That is the number of zeros; divide by the number of elements."
         elif _near(dead, 1 - expected["dead_fraction"]):
             hint = " That is the fraction of elements that are not zero."
+        elif _near(dead, (inputs < 0).float().mean().item()):
+            hint = (" That is the fraction of the ReLU's inputs below 0, which leaves out the inputs exactly 0 "
+                    "(they give outputs exactly 0 too). Count the zeros of the output.")
         elif dead > expected["dead_fraction"]:
             hint = (" It counts more elements than the exact zeros: the output has small positive values "
                     "(around 1e-4), which are alive. Count elements equal to 0 (output == 0).")
@@ -305,7 +339,7 @@ def _check_entry(entry, where, inputs, output):
              f"the output's elements that are exactly 0.{hint}")
 
 
-def _check_stats(stats, reference, relu_names, other_names, call_text, step):
+def _check_stats(stats, reference, relu_names, other_names, call_text, step, grad_mode, calls_before):
     said = f"After {call_text} and {step} forward pass(es),"
     if not isinstance(stats, Mapping):
         fail(f"{call_text} returned {describe(stats)} as stats; expected a dict from ReLU name to a list of entries.")
@@ -316,8 +350,10 @@ def _check_stats(stats, reference, relu_names, other_names, call_text, step):
     wrongly = [name for name in other_names if stats.get(name)]
     if wrongly:
         late = "" if all(stats.get(name) for name in relu_names) else f" {_LATE_BINDING}"
-        fail(f"{said} stats has entries for {wrongly}, which are not nn.ReLU modules (e.g. a LeakyReLU or a "
-             f"Linear); track only instances of nn.ReLU.{late}")
+        kinds = sorted({type(dict(reference.model.named_modules())[name]).__name__ for name in wrongly})
+        fail(f"{said} stats has entries for {wrongly}, which are not nn.ReLU modules (they are {kinds}; "
+             f"nn.LeakyReLU and nn.ReLU6 are not subclasses of nn.ReLU): track only instances of nn.ReLU, "
+             f"isinstance(module, nn.ReLU), not a match on the class name.{late}")
     unknown = [key for key in stats if key not in relu_names and key not in other_names and stats[key]]
     if unknown:
         fail(f"{said} stats has keys {unknown}; expected the ReLUs' names from model.named_modules(): {relu_names}.")
@@ -339,9 +375,13 @@ def _check_stats(stats, reference, relu_names, other_names, call_text, step):
         if not isinstance(entries, list):
             fail(f"{said} stats[{name!r}] is {describe(entries)}; expected a list with one entry per call.")
         if len(entries) != len(calls):
-            twice = len(calls) == 2 * step
-            hint = (" That ReLU is called twice in each forward pass; every call appends its own entry."
-                    if twice else " Append one entry per call; don't replace the list.")
+            if not grad_mode and len(entries) == calls_before[name]:
+                hint = (f" Forward pass number {step} ran under torch.no_grad() and added no entry: hooks fire "
+                        "under no_grad too, and every call must append, whatever the grad mode.")
+            elif len(calls) == 2 * step:
+                hint = " That ReLU is called twice in each forward pass; every call appends its own entry."
+            else:
+                hint = " Append one entry per call; don't replace the list."
             count = f"{len(entries)} entr{'y' if len(entries) == 1 else 'ies'}"
             fail(f"{said} stats[{name!r}] has {count}; that ReLU ran {len(calls)} times.{hint}")
         for number, (entry, (inputs, output)) in enumerate(zip(entries, calls)):
@@ -363,6 +403,7 @@ def check_track_relu_stats(track_relu_stats):
         for step, batch in enumerate((5, 3), start=1):
             x = _relu_input(seed + step, batch, width)
             grad_mode = step == 1  # the second pass runs under no_grad: hooks fire there too
+            calls_before = {name: len(reference.records[name]) for name in relu_names}
             with calling(f"running forward pass number {step} of the model after {call_text}"), \
                     torch.set_grad_enabled(grad_mode):
                 try:
@@ -378,7 +419,7 @@ def check_track_relu_stats(track_relu_stats):
             if not close(out, ref_out):
                 fail(f"After {call_text}, the model's output changed to {describe(out)} instead of "
                      f"{describe(ref_out)}; the hooks must return None.")
-            _check_stats(stats, reference, relu_names, other_names, call_text, step)
+            _check_stats(stats, reference, relu_names, other_names, call_text, step, grad_mode, calls_before)
         _check_removal(model, handles, call_text)
         counts = {name: len(stats[name]) for name in relu_names}
         with calling("running the model after removing the handles"):
@@ -405,6 +446,40 @@ class _KeepsOutput(nn.Module):
 
 _CLAMP_CASES = ((91, -0.5, 0.5, (4,)), (92, 0.0, 1.0, (3, 2)), (93, -2.0, 0.25, (2,)))
 
+_GRADIENTS = ("the input x", "the weight", "the bias")
+
+# Clamps with torch.clamp's values but another gradient where an output equals a bound exactly.
+_BOUNDARY_LOOKALIKES = (
+    (lambda raw, low, high: F.hardtanh(raw, low, high),
+     "yours passed 0 there, as F.hardtanh, ReLU-based formulas and masks built with <= or >= do"),
+    (lambda raw, low, high: torch.minimum(torch.maximum(raw, raw.new_tensor(low)), raw.new_tensor(high)),
+     "yours passed half of it there, as torch.maximum and torch.minimum do where their two arguments are "
+     "equal"),
+)
+
+
+def _put_outputs_on_the_bounds(linear, low, high):
+    """Unit 0 always outputs exactly `low` and unit 1 exactly `high`: torch.clamp passes the gradient
+    there (the bounds belong to the range), which some look-alikes don't."""
+    with torch.no_grad():
+        linear.weight[:2] = 0.0
+        linear.bias[0], linear.bias[1] = low, high
+
+
+def _gradient_hint(mine, which, raw, low, high, params, grad_out):
+    if mine is None:
+        return ""
+    if close(mine, torch.autograd.grad(raw, params, grad_out, retain_graph=True)[which]):
+        return (" That is the gradient without any clamp: where the output was clipped, torch.clamp passes a "
+                "gradient of 0, but yours passed it on unchanged. Build the output with output.clamp(...), not by "
+                "adding a detached correction.")
+    for lookalike, what_yours_did in _BOUNDARY_LOOKALIKES:
+        if close(mine, torch.autograd.grad(lookalike(raw, low, high), params, grad_out, retain_graph=True)[which]):
+            return (" The difference is at outputs exactly equal to a bound (the checker's module has such "
+                    "outputs): there torch.clamp passes the gradient on unchanged, since the bounds belong to the "
+                    f"range; {what_yours_did}.")
+    return ""
+
 
 def check_clamp_output(clamp_output):
     for seed, low, high, batch in _CLAMP_CASES:
@@ -412,6 +487,7 @@ def check_clamp_output(clamp_output):
         width, out_width = rng.randint(3, 6), rng.randint(3, 6)
         torch.manual_seed(seed)
         module = _KeepsOutput(width, out_width)
+        _put_outputs_on_the_bounds(module.linear, low, high)
         x = random_tensor(seed + 1, batch + (width,), scale=3.0).requires_grad_()
         weight, bias = module.linear.weight, module.linear.bias
         raw = F.linear(x, weight, bias)
@@ -440,8 +516,13 @@ def check_clamp_output(clamp_output):
             fail(f"{said} returned the output unclamped, {describe(out)}. A forward hook that returns None leaves "
                  "the output as it was: return the clamped tensor.")
         if not close(out, expected.detach()):
+            hint = ""
+            if close(out, raw.detach().clamp(min=low)):
+                hint = f" Only the lower bound, {low}, was applied; clamp to both bounds."
+            elif close(out, raw.detach().clamp(max=high)):
+                hint = f" Only the upper bound, {high}, was applied; clamp to both bounds."
             fail(f"{said} returned {describe(out)}; expected the output clamped to [{low}, {high}], "
-                 f"{describe(expected.detach())}.")
+                 f"{describe(expected.detach())}.{hint}")
         if out.grad_fn is None:
             fail(f"{said} returned a tensor cut off from the autograd graph (grad_fn None, requires_grad="
                  f"{out.requires_grad}), so no gradient reaches the module's weights or its input. Build the clamped "
@@ -450,15 +531,10 @@ def check_clamp_output(clamp_output):
         with calling(f"computing gradients through the module after {call_text}"):
             got = torch.autograd.grad(out, (x, weight, bias), grad_out, allow_unused=True)
         wanted = torch.autograd.grad(expected, (x, weight, bias), grad_out, retain_graph=True)
-        for what, mine, theirs in zip(("the input x", "the weight", "the bias"), got, wanted):
+        for which, (what, mine, theirs) in enumerate(zip(_GRADIENTS, got, wanted)):
             if mine is not None and close(mine, theirs):
                 continue
-            straight = torch.autograd.grad(raw, (x, weight, bias), grad_out)
-            hint = ""
-            if mine is not None and close(mine, straight[("the input x", "the weight", "the bias").index(what)]):
-                hint = (" That is the gradient without any clamp: where the output was clipped, torch.clamp passes "
-                        "a gradient of 0, but yours passed it on unchanged. Build the output with output.clamp(...), "
-                        "not by adding a detached correction.")
+            hint = _gradient_hint(mine, which, raw, low, high, (x, weight, bias), grad_out)
             fail(f"{said}: the gradient with respect to {what} was {describe(mine)}; through torch.clamp it is "
                  f"{describe(theirs)}.{hint}")
         with calling(f"calling handle.remove() on the handle returned by {call_text}"):

@@ -216,6 +216,113 @@ def capture_activations(model, layer_names):
 ''',
          expect=[]),
 
+    dict(exercise="capture_activations", kind="wrong", why="stores the layer's input",
+         source='''
+def capture_activations(model, layer_names):
+    modules = dict(model.named_modules())
+    for name in layer_names:
+        if name not in modules:
+            raise KeyError(name)
+    activations = {}
+
+    def make_hook(name):
+        def hook(module, args, output):
+            activations[name] = args[0].detach().clone()
+        return hook
+
+    return activations, [modules[name].register_forward_hook(make_hook(name)) for name in layer_names]
+''',
+         expect=["the layer's input", "expected its output"]),
+    dict(exercise="capture_activations", kind="wrong", why="output.data shares memory like detach",
+         source='''
+def capture_activations(model, layer_names):
+    modules = dict(model.named_modules())
+    for name in layer_names:
+        if name not in modules:
+            raise KeyError(name)
+    activations, handles = {}, []
+    for name in layer_names:
+        def hook(module, args, output, name=name):
+            activations[name] = output.data
+        handles.append(modules[name].register_forward_hook(hook))
+    return activations, handles
+''',
+         expect=["in-place relu", "shares memory", "clone()"]),
+    dict(exercise="capture_activations", kind="wrong", why="keeps the first call of a shared layer in each pass",
+         source='''
+def capture_activations(model, layer_names):
+    modules = dict(model.named_modules())
+    for name in layer_names:
+        if name not in modules:
+            raise KeyError(name)
+    activations, done = {}, set()
+    handles = [model.register_forward_pre_hook(lambda module, args: done.clear())]
+    for name in layer_names:
+        def hook(module, args, output, name=name):
+            if name not in done:  # once per forward pass, it seems
+                done.add(name)
+                activations[name] = output.detach().clone()
+        handles.append(modules[name].register_forward_hook(hook))
+    return activations, handles
+''',
+         expect=["earlier call of that layer", "same forward pass", "latest call must win"]),
+    dict(exercise="capture_activations", kind="wrong", why="ValueError for an unknown name",
+         source='''
+def capture_activations(model, layer_names):
+    modules = dict(model.named_modules())
+    for name in layer_names:
+        if name not in modules:
+            raise ValueError(f"unknown layer {name}")
+    activations, handles = {}, []
+    for name in layer_names:
+        def hook(module, args, output, name=name):
+            activations[name] = output.detach().clone()
+        handles.append(modules[name].register_forward_hook(hook))
+    return activations, handles
+''',
+         expect=["raised ValueError", "expected KeyError naming"]),
+    dict(exercise="capture_activations", kind="right", why="a hook class, copy under no_grad, names checked at once",
+         source='''
+import torch
+
+
+class Capture:
+    def __init__(self, store, name):
+        self.store, self.name = store, name
+
+    def __call__(self, module, args, output):
+        with torch.no_grad():
+            self.store[self.name] = output.clone()
+
+
+def capture_activations(model, layer_names):
+    table = {name: module for name, module in model.named_modules()}
+    unknown = [name for name in layer_names if name not in table]
+    if unknown:
+        raise KeyError(f"unknown layers: {unknown}")
+    activations = {}
+    return activations, [table[name].register_forward_hook(Capture(activations, name)) for name in layer_names]
+''',
+         expect=[]),
+    dict(exercise="capture_activations", kind="right", why="deepcopy of the detached output, with_kwargs and always_call",
+         source='''
+import copy
+
+
+def capture_activations(model, layer_names):
+    modules = dict(model.named_modules())
+    missing = sorted(set(layer_names) - set(modules))
+    if missing:
+        raise KeyError(*missing)
+    activations, handles = {}, []
+    for name in layer_names:
+        def hook(module, args, kwargs, output, name=name):
+            activations[name] = copy.deepcopy(output.detach())
+        handles.append(modules[name].register_forward_hook(hook, with_kwargs=True, always_call=True))
+    return activations, handles
+''',
+         expect=[]),
+
     # ------------------------------------------------------------------ track_relu_stats
     dict(exercise="track_relu_stats", kind="wrong", why="only top-level ReLUs via children",
          source='''
@@ -448,6 +555,118 @@ def track_relu_stats(model):
 ''',
          expect=[]),
 
+    dict(exercise="track_relu_stats", kind="wrong", why="class name starts with ReLU, so ReLU6 too",
+         source='''
+def track_relu_stats(model):
+    stats, handles = {}, []
+    for name, module in model.named_modules():
+        if type(module).__name__.startswith("ReLU"):
+            stats[name] = []
+
+            def hook(module, args, output, entries=stats[name]):
+                entries.append({"mean": output.mean().item(),
+                                "dead_fraction": (output == 0).float().mean().item()})
+            handles.append(module.register_forward_hook(hook))
+    return stats, handles
+''',
+         expect=["not nn.relu modules", "relu6", "isinstance(module, nn.relu)"]),
+    dict(exercise="track_relu_stats", kind="wrong", why="dead fraction from the inputs below zero",
+         source='''
+from torch import nn
+
+
+def track_relu_stats(model):
+    stats, handles = {}, []
+    for name, module in model.named_modules():
+        if isinstance(module, nn.ReLU):
+            stats[name] = []
+
+            def hook(module, args, output, entries=stats[name]):
+                entries.append({"mean": output.mean().item(),
+                                "dead_fraction": (args[0] < 0).float().mean().item()})
+            handles.append(module.register_forward_hook(hook))
+    return stats, handles
+''',
+         expect=["inputs below 0", "exactly 0", "zeros of the output"]),
+    dict(exercise="track_relu_stats", kind="wrong", why="mean of the non-zero outputs only",
+         source='''
+from torch import nn
+
+
+def track_relu_stats(model):
+    stats, handles = {}, []
+    for name, module in model.named_modules():
+        if isinstance(module, nn.ReLU):
+            stats[name] = []
+
+            def hook(module, args, output, entries=stats[name]):
+                entries.append({"mean": output[output > 0].mean().item(),
+                                "dead_fraction": (output == 0).float().mean().item()})
+            handles.append(module.register_forward_hook(hook))
+    return stats, handles
+''',
+         expect=["non-zero elements only", "zeros included"]),
+    dict(exercise="track_relu_stats", kind="wrong", why="records only while gradients are on",
+         source='''
+import torch
+from torch import nn
+
+
+def track_relu_stats(model):
+    stats, handles = {}, []
+    for name, module in model.named_modules():
+        if isinstance(module, nn.ReLU):
+            stats[name] = []
+
+            def hook(module, args, output, entries=stats[name]):
+                if torch.is_grad_enabled():
+                    entries.append({"mean": output.mean().item(),
+                                    "dead_fraction": (output == 0).float().mean().item()})
+            handles.append(module.register_forward_hook(hook))
+    return stats, handles
+''',
+         expect=["torch.no_grad()", "added no entry", "hooks fire under no_grad"]),
+    dict(exercise="track_relu_stats", kind="right", why="functools.partial, sums over numel, <= 0",
+         source='''
+import functools
+
+import torch
+
+
+def _record(entries, module, args, output):
+    size = output.numel()
+    entries.append(dict(mean=float(output.detach().sum()) / size, dead_fraction=int((output <= 0).sum()) / size))
+
+
+def track_relu_stats(model):
+    stats, handles = {}, []
+    for name, module in model.named_modules():
+        if isinstance(module, torch.nn.ReLU):
+            handles.append(module.register_forward_hook(functools.partial(_record, stats.setdefault(name, []))))
+    return stats, handles
+''',
+         expect=[]),
+    dict(exercise="track_relu_stats", kind="right", why="a hook class with_kwargs, count_nonzero",
+         source='''
+from torch import nn
+
+
+class Recorder:
+    def __init__(self, entries):
+        self.entries = entries
+
+    def __call__(self, module, args, kwargs, output):
+        alive = output.count_nonzero().item()
+        self.entries.append({"mean": output.mean().item(), "dead_fraction": 1.0 - alive / output.numel()})
+
+
+def track_relu_stats(model):
+    modules = dict(model.named_modules())
+    stats = {name: [] for name, module in modules.items() if isinstance(module, nn.ReLU)}
+    return stats, [modules[name].register_forward_hook(Recorder(stats[name]), with_kwargs=True) for name in stats]
+''',
+         expect=[]),
+
     # ------------------------------------------------------------------ clamp_output
     dict(exercise="clamp_output", kind="wrong", why="clamp_ in place",
          source='''
@@ -550,7 +769,7 @@ def clamp_output(module, min_value, max_value):
     return module.register_forward_hook(hook)
 ''',
          expect=[]),
-    dict(exercise="clamp_output", kind="right", why="torch.minimum and torch.maximum with tensors",
+    dict(exercise="clamp_output", kind="wrong", why="torch.minimum and torch.maximum split the gradient at the bounds",
          source='''
 import torch
 
@@ -562,8 +781,8 @@ def clamp_output(module, min_value, max_value):
         return torch.minimum(torch.maximum(output, low), high)
     return module.register_forward_hook(hook)
 ''',
-         expect=[]),
-    dict(exercise="clamp_output", kind="right", why="hardtanh in a with_kwargs hook",
+         expect=["exactly equal to a bound", "half of it", "torch.maximum"]),
+    dict(exercise="clamp_output", kind="wrong", why="hardtanh passes no gradient at the bounds",
          source='''
 import torch.nn.functional as F
 
@@ -572,6 +791,71 @@ def clamp_output(module, min_value, max_value):
     def hook(module, args, kwargs, output):
         return F.hardtanh(output, min_value, max_value)
     return module.register_forward_hook(hook, with_kwargs=True)
+''',
+         expect=["exactly equal to a bound", "passed 0 there", "f.hardtanh"]),
+    dict(exercise="clamp_output", kind="wrong", why="torch.where masks with <= and >=",
+         source='''
+import torch
+
+
+def clamp_output(module, min_value, max_value):
+    def hook(module, args, output):
+        low = torch.where(output <= min_value, torch.full_like(output, min_value), output)
+        return torch.where(low >= max_value, torch.full_like(output, max_value), low)
+    return module.register_forward_hook(hook)
+''',
+         expect=["exactly equal to a bound", "passed 0 there", "<= or >="]),
+    dict(exercise="clamp_output", kind="wrong", why="clamps with ReLUs",
+         source='''
+import torch.nn.functional as F
+
+
+def clamp_output(module, min_value, max_value):
+    def hook(module, args, output):
+        return max_value - F.relu(max_value - min_value - F.relu(output - min_value))
+    return module.register_forward_hook(hook)
+''',
+         expect=["exactly equal to a bound", "relu-based"]),
+    dict(exercise="clamp_output", kind="wrong", why="only the lower bound",
+         source='''
+def clamp_output(module, min_value, max_value):
+    def hook(module, args, output):
+        return output.clamp(min=min_value)
+    return module.register_forward_hook(hook)
+''',
+         expect=["only the lower bound", "both bounds"]),
+    dict(exercise="clamp_output", kind="wrong", why="does not return the handle",
+         source='''
+def clamp_output(module, min_value, max_value):
+    def hook(module, args, output):
+        return output.clamp(min_value, max_value)
+    module.register_forward_hook(hook)
+''',
+         expect=["returned None", "removablehandle"]),
+    dict(exercise="clamp_output", kind="right", why="clamp_ on a clone",
+         source='''
+def clamp_output(module, min_value, max_value):
+    def hook(module, args, output):
+        return output.clone().clamp_(min_value, max_value)
+    return module.register_forward_hook(hook)
+''',
+         expect=[]),
+    dict(exercise="clamp_output", kind="right", why="torch.clamp with keywords",
+         source='''
+import torch
+
+
+def clamp_output(module, min_value, max_value):
+    def hook(module, args, output):
+        return torch.clamp(output, min=min_value, max=max_value)
+    return module.register_forward_hook(hook)
+''',
+         expect=[]),
+    dict(exercise="clamp_output", kind="right", why="a lambda with clamp_min and clamp_max, always_call",
+         source='''
+def clamp_output(module, min_value, max_value):
+    return module.register_forward_hook(lambda m, args, out: out.clamp_min(min_value).clamp_max(max_value),
+                                        always_call=True)
 ''',
          expect=[]),
 ]
