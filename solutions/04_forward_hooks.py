@@ -465,7 +465,8 @@ assert torch.equal(stored["detach_clone"], true_output)
 # `(activations, handles)`:
 #
 # - `activations` is a dict. Each forward pass through a named layer stores, under that name, its
-#   output detached and cloned; the latest forward pass wins;
+#   output detached and cloned; the latest forward pass wins (a layer called twice in one pass
+#   keeps its second output, as `keep_last` did above);
 # - `handles` is a list of the hooks' handles; removing them all stops the capture.
 #
 # If a name in `layer_names` is not a submodule of `model`, raise `KeyError` with that name in its

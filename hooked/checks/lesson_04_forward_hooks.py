@@ -4,7 +4,7 @@ import collections
 import copy
 import math
 import random
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 
 import torch
 import torch.nn.functional as F
@@ -32,6 +32,10 @@ def _unpack_pair(result, call_text, what):
 
 
 def _handle_list(handles, call_text):
+    if isinstance(handles, Iterator):
+        fail(f"{call_text} returned {describe(handles)} as its handles, an iterator such as a generator: the "
+             "register_forward_hook calls inside it run only when something iterates over it, so the call itself "
+             "registered no hook. Return a list of the handles.")
     if isinstance(handles, (str, bytes, Mapping, torch.Tensor)) or not hasattr(handles, "__iter__"):
         fail(f"{call_text} returned {describe(handles)} as its handles; expected a list of the RemovableHandles "
              "that register_forward_hook returned.")
@@ -283,10 +287,11 @@ def _relu_model(rng):
 
 
 def _relu_input(seed, batch, width):
-    """Normal values, some replaced by tiny positive ones and some by exact zeros."""
+    """Normal values, some replaced by tiny positive ones (near 1e-4 and 1e-30) and some by exact zeros."""
     x = random_tensor(seed, (batch, width))
     pick = random_tensor(seed + 50, (batch, width))
     x = torch.where(pick > 1.0, x.abs() * 1e-4, x)
+    x = torch.where((pick > 0.6) & (pick <= 1.0), x.abs() * 1e-30 + 1e-36, x)
     return torch.where(pick < -1.3, torch.zeros_like(x), x)
 
 
@@ -334,7 +339,8 @@ def _check_entry(entry, where, inputs, output):
                     "(they give outputs exactly 0 too). Count the zeros of the output.")
         elif dead > expected["dead_fraction"]:
             hint = (" It counts more elements than the exact zeros: the output has small positive values "
-                    "(around 1e-4), which are alive. Count elements equal to 0 (output == 0).")
+                    "(near 1e-4 and 1e-30), which are alive, and a tolerance (torch.isclose, a threshold) counts "
+                    "them. Count elements equal to 0 (output == 0).")
         fail(f"{where}['dead_fraction'] is {dead:.6g}; expected {expected['dead_fraction']:.6g}, the fraction of "
              f"the output's elements that are exactly 0.{hint}")
 
@@ -495,9 +501,9 @@ def check_clamp_output(clamp_output):
         call_text = f"clamp_output(module, {low}, {high})"
         with calling(f"calling {call_text}"):
             handle = clamp_output(module, low, high)
-        if not hasattr(handle, "remove"):
+        if isinstance(handle, (list, tuple)) or not hasattr(handle, "remove"):
             fail(f"{call_text} returned {describe(handle)}; expected the RemovableHandle that "
-                 "register_forward_hook returned.")
+                 "register_forward_hook returned, itself (not in a list).")
         with calling(f"calling the module after {call_text}"):
             out = module(x)
         said = f"After {call_text}, a call of the module on x = {describe(x.detach())}"

@@ -281,6 +281,23 @@ def capture_activations(model, layer_names):
     return activations, handles
 ''',
          expect=["raised ValueError", "expected KeyError naming"]),
+    dict(exercise="capture_activations", kind="wrong", why="returns the handles as a generator",
+         source='''
+def capture_activations(model, layer_names):
+    modules = dict(model.named_modules())
+    for name in layer_names:
+        if name not in modules:
+            raise KeyError(name)
+    activations = {}
+
+    def make_hook(name):
+        def hook(module, args, output):
+            activations[name] = output.detach().clone()
+        return hook
+
+    return activations, (modules[name].register_forward_hook(make_hook(name)) for name in layer_names)
+''',
+         expect=["generator", "registered no hook", "return a list"]),
     dict(exercise="capture_activations", kind="right", why="a hook class, copy under no_grad, names checked at once",
          source='''
 import torch
@@ -626,6 +643,25 @@ def track_relu_stats(model):
     return stats, handles
 ''',
          expect=["torch.no_grad()", "added no entry", "hooks fire under no_grad"]),
+    dict(exercise="track_relu_stats", kind="wrong", why="torch.isclose to zero counts tiny outputs as dead",
+         source='''
+import torch
+from torch import nn
+
+
+def track_relu_stats(model):
+    stats, handles = {}, []
+    for name, module in model.named_modules():
+        if isinstance(module, nn.ReLU):
+            stats[name] = []
+
+            def hook(module, args, output, entries=stats[name]):
+                dead = torch.isclose(output, torch.zeros_like(output))
+                entries.append({"mean": output.mean().item(), "dead_fraction": dead.float().mean().item()})
+            handles.append(module.register_forward_hook(hook))
+    return stats, handles
+''',
+         expect=["exactly 0", "1e-30", "torch.isclose", "output == 0"]),
     dict(exercise="track_relu_stats", kind="right", why="functools.partial, sums over numel, <= 0",
          source='''
 import functools
@@ -832,6 +868,14 @@ def clamp_output(module, min_value, max_value):
     module.register_forward_hook(hook)
 ''',
          expect=["returned None", "removablehandle"]),
+    dict(exercise="clamp_output", kind="wrong", why="returns the handle in a list",
+         source='''
+def clamp_output(module, min_value, max_value):
+    def hook(module, args, output):
+        return output.clamp(min_value, max_value)
+    return [module.register_forward_hook(hook)]
+''',
+         expect=["returned list", "not in a list"]),
     dict(exercise="clamp_output", kind="right", why="clamp_ on a clone",
          source='''
 def clamp_output(module, min_value, max_value):
