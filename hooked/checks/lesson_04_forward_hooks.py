@@ -325,6 +325,9 @@ def _check_entry(entry, where, inputs, output):
             hint = " That is the mean of the ReLU's input; take the mean of its output."
         elif (output != 0).any() and _near(entry["mean"], output[output != 0].mean().item()):
             hint = " That is the mean of the non-zero elements only; average over all the elements, zeros included."
+        elif _near(entry["mean"], output.sum().item() / len(output)):
+            hint = (" That is the sum divided by the batch size, len(output); divide by the number of elements, "
+                    "output.numel(), or use output.mean().")
         fail(f"{where}['mean'] is {entry['mean']:.6g}; expected {expected['mean']:.6g}, the mean of the ReLU's "
              f"output over all its elements.{hint}")
     if not _near(entry["dead_fraction"], expected["dead_fraction"]):
@@ -332,6 +335,9 @@ def _check_entry(entry, where, inputs, output):
         hint = ""
         if _near(dead, float((output == 0).sum().item())):
             hint = " That is the number of zeros; divide by the number of elements."
+        elif _near(dead, float((output == 0).sum().item()) / len(output)):
+            hint = (" That is the number of zeros divided by the batch size, len(output); divide by the number of "
+                    "elements, output.numel().")
         elif _near(dead, 1 - expected["dead_fraction"]):
             hint = " That is the fraction of elements that are not zero."
         elif _near(dead, (inputs < 0).float().mean().item()):

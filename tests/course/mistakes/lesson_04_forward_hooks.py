@@ -662,6 +662,24 @@ def track_relu_stats(model):
     return stats, handles
 ''',
          expect=["exactly 0", "1e-30", "torch.isclose", "output == 0"]),
+    dict(exercise="track_relu_stats", kind="wrong", why="divides by the batch size",
+         source='''
+from torch import nn
+
+
+def track_relu_stats(model):
+    stats, handles = {}, []
+    for name, module in model.named_modules():
+        if isinstance(module, nn.ReLU):
+            stats[name] = []
+
+            def hook(module, args, output, entries=stats[name]):
+                entries.append({"mean": output.mean().item(),
+                                "dead_fraction": (output == 0).sum().item() / len(output)})
+            handles.append(module.register_forward_hook(hook))
+    return stats, handles
+''',
+         expect=["divided by the batch size", "output.numel()"]),
     dict(exercise="track_relu_stats", kind="right", why="functools.partial, sums over numel, <= 0",
          source='''
 import functools
