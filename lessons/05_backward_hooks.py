@@ -197,6 +197,25 @@ assert seen[0][2] is None  # 10.0 is not a tensor
 assert torch.equal(offset.grad, torch.ones(2))  # the keyword argument still gets its gradient
 
 # %% [markdown]
+# `grad_output` likewise has one entry per output of a module that returns a tuple, in order,
+# with `None` for an output that is not a tensor.
+
+# %%
+class ThreeOutputs(nn.Module):
+    def forward(self, x):
+        return 2 * x, torch.tanh(x), "a label"
+
+
+seen = []
+three = ThreeOutputs()
+three.register_full_backward_pre_hook(lambda m, grad_output: seen.append(grad_output))
+doubled, squashed, label = three(torch.tensor([0.0, 1.0], requires_grad=True))
+(3 * doubled + squashed).sum().backward()
+print("grad_output =", seen[0])
+assert len(seen[0]) == 3 and seen[0][2] is None
+assert torch.equal(seen[0][0], torch.full((2,), 3.0)) and torch.equal(seen[0][1], torch.ones(2))
+
+# %% [markdown]
 # ### When no input requires grad
 #
 # The first layer of a network usually receives data that does not require grad, while its
@@ -216,12 +235,14 @@ torch.manual_seed(0)
 first_layer = nn.Linear(3, 2)
 data = torch.randn(4, 3)  # requires_grad=False, as data usually is
 seen = []
-first_layer.register_full_backward_hook(lambda m, grad_input, grad_output: seen.append(grad_input))
+first_layer.register_full_backward_hook(
+    lambda m, grad_input, grad_output: seen.append((grad_input, m.weight.grad)))
 messages = caught_warnings(lambda: first_layer(data).sum().backward())
-print("grad_input =", seen[0])
+print("grad_input =", seen[0][0], "| weight.grad inside the hook:", seen[0][1])
 print("warning:", messages[0])
-assert seen[0] == (None,)
-assert first_layer.weight.grad is not None  # the parameters still get their gradients
+assert seen[0][0] == (None,)
+assert seen[0][1] is None  # the hook ran before the layer's own backward
+assert first_layer.weight.grad is not None  # the parameters still get their gradients afterwards
 assert messages[0].startswith("Full backward hook is firing when gradients are computed with respect to "
                               "module outputs since no inputs require gradients.")
 
@@ -232,6 +253,7 @@ print("with only a pre-hook:", messages[0][:60], "...")
 assert messages[0].startswith("Full backward hook is firing")
 
 # %% [markdown]
+# Inside the hook, `weight.grad` is still `None`: the hook ran before the layer's own backward.
 # The gradients are right; the warning only says that the hook ran early. In a loop where you
 # know why it happens, silence it with
 # `warnings.filterwarnings("ignore", message="Full backward hook is firing")`.
@@ -320,7 +342,8 @@ except RuntimeError as e:
     print(f"a list, with no input that requires grad: {type(e).__name__}: {e}")
     assert str(e) == ("Backward hook for Modules where no input requires gradient should always return None or "
                       "None for all gradients.")
-#
+
+# %% [markdown]
 # ## Trap: changing a gradient in place
 #
 # As with tensor hooks (lesson 01), the tensors in `grad_output` and `grad_input` are not private
@@ -362,7 +385,9 @@ for hook in (add_one_in_place, add_one):
 # ## No backward hook fires under `no_grad`
 #
 # Under `torch.no_grad()` the forward pass records no graph, so there is nothing for backward to
-# go through, and the module's backward hooks are not even installed. A common case: a frozen
+# go through, and the module's backward hooks are not even installed: with grad enabled, a hooked
+# module's output comes out of an extra hook step (its `grad_fn` is `BackwardHookFunctionBackward`);
+# under `no_grad` it has no `grad_fn` at all. A common case: a frozen
 # feature extractor run under `no_grad`, followed by a trained head. Backward reaches the head,
 # never the extractor.
 
@@ -374,12 +399,14 @@ extractor.register_full_backward_pre_hook(lambda m, grad_output: calls.append("e
 extractor.register_full_backward_hook(lambda m, grad_input, grad_output: calls.append("extractor hook"))
 head.register_full_backward_hook(lambda m, grad_input, grad_output: calls.append("head hook"))
 
+print("grad_fn of the extractor's output with grad enabled:", type(extractor(torch.randn(5, 3)).grad_fn).__name__)
 with torch.no_grad():
     features = extractor(torch.randn(5, 3))
 print("features.requires_grad:", features.requires_grad, "| features.grad_fn:", features.grad_fn)
 messages = caught_warnings(lambda: head(features).sum().backward())
 print("hooks that fired:", calls)
 print("extractor.weight.grad:", extractor.weight.grad, "| head.weight.grad is set:", head.weight.grad is not None)
+assert type(extractor(torch.randn(5, 3)).grad_fn).__name__ == "BackwardHookFunctionBackward"  # the hook step
 assert not features.requires_grad and features.grad_fn is None  # no graph, no hook step in it
 assert calls == ["head hook"]  # (the head's input needs no grad: it warned, as shown above)
 assert extractor.weight.grad is None and head.weight.grad is not None
@@ -448,13 +475,19 @@ assert messages[0].startswith("Using a non-full backward hook when the forward c
 # %%
 torch.manual_seed(0)
 linear = nn.Linear(3, 2)
-shapes = []
+old_seen = []
 caught_warnings(lambda: linear.register_backward_hook(
-    lambda m, grad_input, grad_output: shapes.append([tuple(g.shape) for g in grad_input])))
-caught_warnings(lambda: linear(torch.randn(4, 3, requires_grad=True)).sum().backward())
-print("old hook on Linear(3, 2), input (4, 3): grad_input shapes", shapes[0])
+    lambda m, grad_input, grad_output: old_seen.append(grad_input)))
+x = torch.randn(4, 3, requires_grad=True)
+caught_warnings(lambda: linear(x).sum().backward())
+bias_grad, input_grad, weight_t_grad = old_seen[0]
+print("old hook on Linear(3, 2), input (4, 3): grad_input shapes", [tuple(g.shape) for g in old_seen[0]])
 print("weight shape:", tuple(linear.weight.shape))
-assert shapes[0] == [(2,), (4, 3), (3, 2)]
+print("entries equal bias.grad, x.grad, weight.grad.T:", torch.equal(bias_grad, linear.bias.grad),
+      torch.equal(input_grad, x.grad), torch.equal(weight_t_grad, linear.weight.grad.T))
+assert [tuple(g.shape) for g in old_seen[0]] == [(2,), (4, 3), (3, 2)]
+assert torch.equal(bias_grad, linear.bias.grad) and torch.equal(input_grad, x.grad)
+assert torch.equal(weight_t_grad, linear.weight.grad.T)
 
 try:
     linear.register_full_backward_hook(lambda m, grad_input, grad_output: None)
@@ -593,7 +626,8 @@ plt.show()
 #
 # Traps: `grad_input[0]` is the gradient of the module's *input*, not of its output, and it is
 # `None` for a first layer fed with data. A tensor is not a `float`. A module used twice in one
-# forward pass is gone through twice in backward: two entries. And the old
+# forward pass is gone through twice in backward: two entries. A module that returns several
+# tensors gets one `grad_output` entry per tensor; only the first counts here. And the old
 # `register_backward_hook` is not the full backward hook.
 #
 # Check: run `check(record_grad_output_norms)` below, or

@@ -15,7 +15,7 @@ import torch
 from torch import nn
 
 from hooked.checking import LearnerCodeRaised, calling, describe_learner_error, fail
-from hooked.checks.noise import check_new_noise_each_call, check_noise_sample, check_seeded_noise
+from hooked.checks.noise import Z, check_new_noise_each_call, check_noise_sample, check_seeded_noise
 from hooked.checks.tensors import close, describe, random_tensor
 
 _MIXED_HOOKS = "Cannot use both regular backward hooks and full backward hooks"
@@ -207,6 +207,28 @@ class _Shared(nn.Module):
         return self.out(torch.tanh(self.layer(torch.tanh(self.layer(x)))))
 
 
+class Split(nn.Module):
+    """A module type of the check's own that returns two tensors, so grad_output has two entries."""
+
+    def __init__(self):
+        super().__init__()
+        self.first = nn.Linear(4, 6)
+        self.second = nn.Linear(4, 3)
+
+    def forward(self, x):
+        return self.first(x), torch.tanh(self.second(x))
+
+
+class _TwoHeads(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.split = Split()
+        self.head = nn.Linear(9, 2)
+
+    def forward(self, x):
+        return self.head(torch.cat(self.split(x), dim=1))
+
+
 def _watch_norms(model, layer_types):
     """The check's own record: {name: _Seen} of grad_output and grad_input per wanted module."""
     watchers = {}
@@ -231,8 +253,9 @@ def _has_entries(values):
         return True
 
 
-def _compare_norms(norms, watchers, call_text, situation, passes):
-    """Every wanted module has one float per backward through it, equal to the norm of grad_output[0]."""
+def _compare_norms(norms, watchers, module_names, call_text, situation, passes):
+    """Every wanted module has one float per backward through it, equal to the norm of grad_output[0].
+    `module_names`: every name that model.named_modules() gives."""
     if not isinstance(norms, Mapping):
         fail(f"{call_text} returned {describe(norms)} as norms; expected a dict from module name to a list of "
              "floats.")
@@ -251,11 +274,15 @@ def _compare_norms(norms, watchers, call_text, situation, passes):
             hint = (f" The lists of {emptied} stayed empty while others got too many entries: a hook defined in a "
                     "loop looks the loop variable up when it fires, so every hook used the last name. Bind the name "
                     "when you define the hook, e.g. as a default argument.")
-        elif any("." in name for name in missing) and not any("." in str(name) for name in recorded):
-            hint = (" The missing modules are nested inside other modules: model.named_modules() goes through "
-                    "every depth, model.named_children() and model.children() only through the first.")
         elif any(not isinstance(name, str) for name in recorded):
             hint = " Use the names that model.named_modules() gives (strings such as 'blocks.0.linear') as keys."
+        elif any(name not in module_names for name in unexpected):
+            strangers = [name for name in unexpected if name not in module_names]
+            hint = (f" No submodule of the model is named {strangers[0]!r}: use as keys the names that "
+                    "model.named_modules() gives, such as 'blocks.0.linear'.")
+        elif missing and all("." in name for name in missing) and not any("." in str(name) for name in recorded):
+            hint = (" The missing modules are nested inside other modules: model.named_modules() goes through "
+                    "every depth, model.named_children() and model.children() only through the first.")
         elif missing and not unexpected:
             hint = (" Keep every module that is an instance of one of layer_types (isinstance(module, layer_types) "
                     "also accepts subclasses); use the layer_types you are given, not a fixed list.")
@@ -263,6 +290,12 @@ def _compare_norms(norms, watchers, call_text, situation, passes):
             hint = " Record only modules that are instances of layer_types, the tuple you are given."
         fail(f"{said}: norms has entries for {sorted(map(str, recorded)) or 'no module'}; expected entries for "
              f"exactly {expected_names}.{hint}")
+    lists = [(name, recorded[name]) for name in expected_names if isinstance(recorded[name], list)]
+    for (name, values), (other, other_values) in zip(lists, lists[1:]):
+        if values is other_values:
+            fail(f"{said}: norms[{name!r}] and norms[{other!r}] are one and the same list object, so every hook "
+                 "appends to it. Give each name a list of its own (dict.fromkeys(names, []) and [[]] * n share one "
+                 "list; {name: [] for name in names} does not).")
     for name in expected_names:
         outputs, inputs = watchers[name]
         values = list(recorded[name]) if not isinstance(recorded[name], (int, float)) else None
@@ -293,6 +326,15 @@ def _compare_norms(norms, watchers, call_text, situation, passes):
                  "grad_output[0], the gradient of its output.")
         if all(math.isclose(v, w * w, rel_tol=1e-4, abs_tol=1e-9) for v, w in zip(values, wanted)):
             fail(f"{message} Those are the squared norms; take the norm itself (tensor.norm()).")
+        together = [math.sqrt(sum(_norm(g) ** 2 for g in grads if g is not None)) for grads in outputs.calls]
+        last = [_norm(grads[-1]) for grads in outputs.calls]
+        if len(outputs.calls[0]) > 1 and all(math.isclose(v, w, rel_tol=1e-4) for v, w in zip(values, together)):
+            fail(f"{message} That is one norm over all entries of grad_output together; this module returns several "
+                 "tensors, and only grad_output[0], the gradient of its first output, counts.")
+        if len(outputs.calls[0]) > 1 and None not in last and \
+                all(math.isclose(v, w, rel_tol=1e-4) for v, w in zip(values, last)):
+            fail(f"{message} Those are the norms of the last entry of grad_output; this module returns several "
+                 "tensors: record grad_output[0], the first.")
         if all(math.isclose(v, w, rel_tol=1e-4) for v, w in zip(values, reversed(wanted))):
             fail(f"{message} The values are there in the wrong order: append each one when its backward happens.")
         fail(message)
@@ -306,6 +348,7 @@ def check_record_grad_output_norms(record_grad_output_norms):
         (_SmallCNN, None, (3, 2, 6, 6), 5, False, 1),
         (_Encoder, (Block, nn.Tanh), (4, 6), 3, True, 1),
         (_Shared, None, (6, 5), 2, True, 2),
+        (_TwoHeads, (Split,), (5, 4), 2, True, 1),
     ]
     for number, (factory, layer_types, shape, features, needs_grad, passes) in enumerate(cases):
         seed = 500 + 10 * number
@@ -313,7 +356,7 @@ def check_record_grad_output_norms(record_grad_output_norms):
         watchers, own_handles = _watch_norms(model, default_types if layer_types is None else layer_types)
         types_text = "" if layer_types is None else \
             ", (" + ", ".join(("nn." if t.__module__.startswith("torch.nn") else "") + t.__name__
-                              for t in layer_types) + ")"
+                              for t in layer_types) + (",)" if len(layer_types) == 1 else ")")
         call_text = f"record_grad_output_norms(model{types_text}) on {_model_text(model)}"
         with _learner(f"calling {call_text}"):
             result = (record_grad_output_norms(model) if layer_types is None
@@ -331,7 +374,7 @@ def check_record_grad_output_norms(record_grad_output_norms):
                 (model(x) * weight).sum().backward()
         situation = f"{passes} backward pass{'es' if passes > 1 else ''}" + \
             ("" if needs_grad else " with an input that needs no grad (so grad_input[0] of the first layer is None)")
-        _compare_norms(norms, watchers, call_text, situation, passes)
+        _compare_norms(norms, watchers, [name for name, _ in model.named_modules()], call_text, situation, passes)
 
         # Removing the handles stops the recording and leaves no hook of the learner's behind.
         before = {name: len(values) for name, values in norms.items()}
@@ -356,7 +399,8 @@ def check_record_grad_output_norms(record_grad_output_norms):
 def _model_text(model):
     return {_Encoder: "a model with nested blocks (stem, blocks.0, blocks.1, head)",
             _SmallCNN: "a small CNN (conv, features.0, classifier, a subclass of nn.Linear)",
-            _Shared: "a model that uses its submodule `layer` twice in one forward pass"}[type(model)]
+            _Shared: "a model that uses its submodule `layer` twice in one forward pass",
+            _TwoHeads: "a model whose submodule `split` returns two tensors (grad_output has two entries)"}[type(model)]
 
 
 # ---------------------------------------------------------------- clip_grad_input
@@ -432,10 +476,16 @@ def _judge_clip_case(case, seen):
             fail(f"{message} Dividing by the norm of a zero gradient gives nan: leave a gradient whose norm is not "
                  "above max_norm unchanged.")
         if close(result, grad):
+            if position > 0:  # earlier cases showed the hook's tuple does reach the inputs
+                fail(f"{message} Your hook left grad_input[{position}] as it was, although its norm is above max_norm: "
+                     "clip every tensor of grad_input, not only the first.")
             fail(f"{message} That is grad_input unchanged: the hook must return the new tuple (a backward hook that "
                  "returns None keeps the gradients as they are).")
         if 0 < norm <= max_norm and close(result, grad * (max_norm / norm)):
-            fail(f"{message} You rescaled a gradient whose norm was already at most max_norm; keep it unchanged.")
+            squared = (f" Its squared norm, {norm * norm:.4g}, is above max_norm: compare the norm itself, not its "
+                       "square." if norm * norm > max_norm else "")
+            fail(f"{message} You rescaled a gradient whose norm was already at most max_norm; keep it unchanged."
+                 f"{squared}")
         if close(result, grad.clamp(-max_norm, max_norm)):
             fail(f"{message} You clipped each element; clip the L2 norm of the whole tensor instead.")
         tensors = [g for g in received if g is not None]
@@ -475,6 +525,10 @@ def check_clip_grad_input(clip_grad_input):
              inputs=lambda: (leaf(632, (3, 4)), leaf(633, (3, 4), needs_grad=False), 1.5),
              text="a module forward(a, b, scale) where b needs no grad",
              grad_input_text="(tensor, zeros, None)"),
+        dict(factory=_Mix, seed=651, max_norm=5.0, out_shape=(5, 4), kinds=("keep", "clip", None),
+             inputs=lambda: (leaf(652, (5, 4), 2.0), leaf(653, (5, 4), 0.9), 2.0),
+             text="a module forward(a, b, scale) whose second input gets the large gradient",
+             grad_input_text="(tensor, tensor, None)"),
         dict(factory=lambda: nn.Linear(5, 3), seed=641, max_norm=1.0, out_shape=(4, 3), kinds=(None,),
              inputs=lambda: (leaf(642, (4, 5), needs_grad=False),),
              text="nn.Linear(5, 3) whose input needs no grad", grad_input_text="(None,)"),
@@ -574,8 +628,9 @@ def _judge_noise(run, std, text):
         fail(f"{said}: noise was added to grad_output[{min(noises)}] but not to grad_output[{quiet[0]}]; add new noise "
              "to every tensor of grad_output, not only the first.")
     for position, noise in noises.items():
-        check_noise_sample(noise, std, f"the noise that {call} added to grad_output[{position}] of shape "
-                                       f"{tuple(noise.shape)}", input=received[position], input_name="grad")
+        what = f"the noise that {call} on {text} added to grad_output[{position}] of shape {tuple(noise.shape)}"
+        check_noise_sample(noise, std, what, input=received[position], input_name="grad")
+    _check_entries_drawn_apart(noises, said)
     # The noisy grad_output reached the parameters and the input, through the module's backward.
     expected_x, expected_parameters = _clean_grads(run, returned)
     for (name, parameter), expected in zip(run["module"].named_parameters(), expected_parameters):
@@ -585,6 +640,20 @@ def _judge_noise(run, std, text):
     if not close(run["x"].grad, expected_x, tolerance=1e-4):
         fail(f"{said}: the input's gradient is {describe(run['x'].grad)}; expected {describe(expected_x)}, computed "
              "from the noisy grad_output your pre-hook returned.")
+
+
+def _check_entries_drawn_apart(noises, said):
+    """The noise of each entry of grad_output is a draw of its own, not one draw added to all."""
+    positions = sorted(noises)
+    for first, second in zip(positions, positions[1:]):
+        a, b = noises[first].flatten().double(), noises[second].flatten().double()
+        if a.numel() != b.numel():
+            continue
+        correlation = torch.corrcoef(torch.stack([a, b]))[0, 1].item()
+        if abs(correlation) > Z / math.sqrt(a.numel()):
+            fail(f"{said}: the noise added to grad_output[{first}] and the noise added to grad_output[{second}] have "
+                 f"correlation {correlation:.3f}, expected about 0: the same noise went into both. Draw new noise for "
+                 "each entry of grad_output.")
 
 
 def _clean_grads(run, grad_outputs):

@@ -267,11 +267,169 @@ def record_grad_output_norms(model, layer_types=(nn.Linear, nn.Conv2d)):
 
     def forward_hook(module, args, output):
         name = names[module]
-        output.register_hook(lambda grad: norms.setdefault(name, []).append(grad.norm().item()))
+        first = output[0] if isinstance(output, tuple) else output  # grad_output[0] is the first output's
+        first.register_hook(lambda grad: norms.setdefault(name, []).append(grad.norm().item()))
 
     for module in names:
         handles.append(module.register_forward_hook(forward_hook))
     return norms, handles
+''',
+         expect=[]),
+
+    dict(exercise="record_grad_output_norms", kind="wrong", why='one norm over all entries of grad_output',
+         source='''
+import torch
+from torch import nn
+
+
+def record_grad_output_norms(model, layer_types=(nn.Linear, nn.Conv2d)):
+    norms, handles = {}, []
+    for name, module in model.named_modules():
+        if isinstance(module, layer_types):
+            norms[name] = []
+
+            def hook(module, grad_input, grad_output, name=name):
+                norms[name].append(torch.cat([g.flatten() for g in grad_output if g is not None]).norm().item())
+
+            handles.append(module.register_full_backward_hook(hook))
+    return norms, handles
+''',
+         expect=['over all entries of grad_output together', 'only grad_output[0]']),
+    dict(exercise="record_grad_output_norms", kind="wrong", why='norm of the last entry of grad_output',
+         source='''
+import torch
+from torch import nn
+
+
+def record_grad_output_norms(model, layer_types=(nn.Linear, nn.Conv2d)):
+    norms, handles = {}, []
+    for name, module in model.named_modules():
+        if isinstance(module, layer_types):
+            norms[name] = []
+
+            def hook(module, grad_input, grad_output, name=name):
+                norms[name].append(grad_output[-1].norm().item())
+
+            handles.append(module.register_full_backward_hook(hook))
+    return norms, handles
+''',
+         expect=['last entry of grad_output', 'record grad_output[0]']),
+    dict(exercise="record_grad_output_norms", kind="wrong", why='L1 norm',
+         source='''
+import torch
+from torch import nn
+
+
+def record_grad_output_norms(model, layer_types=(nn.Linear, nn.Conv2d)):
+    norms, handles = {}, []
+    for name, module in model.named_modules():
+        if isinstance(module, layer_types):
+            norms[name] = []
+
+            def hook(module, grad_input, grad_output, name=name):
+                norms[name].append(grad_output[0].abs().sum().item())
+
+            handles.append(module.register_full_backward_hook(hook))
+    return norms, handles
+''',
+         expect=['the L2 norm of grad_output[0]']),
+    dict(exercise="record_grad_output_norms", kind="wrong", why="one list shared by every name (dict.fromkeys)",
+         source='''
+import torch
+from torch import nn
+
+
+def record_grad_output_norms(model, layer_types=(nn.Linear, nn.Conv2d)):
+    names = [name for name, module in model.named_modules() if isinstance(module, layer_types)]
+    norms = dict.fromkeys(names, [])
+    handles = []
+    for name, module in model.named_modules():
+        if isinstance(module, layer_types):
+            def hook(module, grad_input, grad_output, name=name):
+                norms[name].append(grad_output[0].norm().item())
+
+            handles.append(module.register_full_backward_hook(hook))
+    return norms, handles
+''',
+         expect=["one and the same list object", "a list of its own"]),
+    dict(exercise="record_grad_output_norms", kind="wrong", why="names made up from children() positions",
+         source='''
+import torch
+from torch import nn
+
+
+def record_grad_output_norms(model, layer_types=(nn.Linear, nn.Conv2d)):
+    norms, handles = {}, []
+    for position, module in enumerate(model.children()):
+        if isinstance(module, layer_types):
+            name = str(position)
+            norms[name] = []
+
+            def hook(module, grad_input, grad_output, name=name):
+                norms[name].append(grad_output[0].norm().item())
+
+            handles.append(module.register_full_backward_hook(hook))
+    return norms, handles
+''',
+         expect=["no submodule of the model is named '0'", "names that model.named_modules() gives"]),
+    dict(exercise="record_grad_output_norms", kind="wrong", why="keeps only the first of layer_types",
+         source='''
+import torch
+from torch import nn
+
+
+def record_grad_output_norms(model, layer_types=(nn.Linear, nn.Conv2d)):
+    norms, handles = {}, []
+    for name, module in model.named_modules():
+        if isinstance(module, layer_types[0]):
+            norms[name] = []
+
+            def hook(module, grad_input, grad_output, name=name):
+                norms[name].append(grad_output[0].norm().item())
+
+            handles.append(module.register_full_backward_hook(hook))
+    return norms, handles
+''',
+         expect=["'conv', 'features.0'", "instance of one of layer_types"]),
+    dict(exercise="record_grad_output_norms", kind="wrong", why="norm of the output in a forward hook",
+         source='''
+import torch
+from torch import nn
+
+
+def record_grad_output_norms(model, layer_types=(nn.Linear, nn.Conv2d)):
+    norms, handles = {}, []
+    for name, module in model.named_modules():
+        if isinstance(module, layer_types):
+            norms[name] = []
+
+            def hook(module, args, output, name=name):
+                norms[name].append(output.norm().item())
+
+            handles.append(module.register_forward_hook(hook))
+    return norms, handles
+''',
+         expect=["the L2 norm of grad_output[0]"]),
+    dict(exercise="record_grad_output_norms", kind="right", why="filter loop, hook factory, torch.norm",
+         source='''
+import torch
+from torch import nn
+
+
+def record_grad_output_norms(model, layer_types=(nn.Linear, nn.Conv2d)):
+    chosen = []
+    for name, module in model.named_modules():
+        if any(isinstance(module, kind) for kind in layer_types):
+            chosen.append((name, module))
+    norms = {name: [] for name, _ in chosen}
+
+    def make_hook(name):
+        def hook(module, grad_input, grad_output):
+            norms[name].append(float(torch.norm(grad_output[0])))
+        return hook
+
+    handles = tuple(module.register_full_backward_hook(make_hook(name)) for name, module in chosen)
+    return norms, list(handles)
 ''',
          expect=[]),
 
@@ -459,6 +617,115 @@ class ClipInput:
 
 def clip_grad_input(module, max_norm):
     return module.register_full_backward_hook(ClipInput(max_norm))
+''',
+         expect=[]),
+
+    dict(exercise="clip_grad_input", kind='wrong', why='clips only the first entry',
+         source='''
+import torch
+
+
+def clip_grad_input(module, max_norm):
+    def clip(module, grad_input, grad_output):
+        first = grad_input[0]
+        if first is not None and first.norm() > max_norm:
+            first = first * (max_norm / first.norm())
+        return (first,) + tuple(grad_input[1:])
+
+    return module.register_full_backward_hook(clip)
+''',
+         expect=['left grad_input[1] as it was', 'not only the first']),
+    dict(exercise="clip_grad_input", kind='wrong', why='compares the squared norm with max_norm',
+         source='''
+import torch
+
+
+def clip_grad_input(module, max_norm):
+    def clip(module, grad_input, grad_output):
+        return tuple(g * (max_norm / g.norm()) if g is not None and g.pow(2).sum() > max_norm else g
+                     for g in grad_input)
+
+    return module.register_full_backward_hook(clip)
+''',
+         expect=['already at most max_norm', 'not its square']),
+    dict(exercise="clip_grad_input", kind='wrong', why='rescales every entry once one is too large',
+         source='''
+import torch
+
+
+def clip_grad_input(module, max_norm):
+    def clip(module, grad_input, grad_output):
+        if any(g is not None and g.norm() > max_norm for g in grad_input):
+            return tuple(None if g is None else g * (max_norm / g.norm()) for g in grad_input)
+        return None
+
+    return module.register_full_backward_hook(clip)
+''',
+         expect=['already at most max_norm', 'keep it unchanged']),
+    dict(exercise="clip_grad_input", kind='wrong', why='replaces None by zeros',
+         source='''
+import torch
+
+
+def clip_grad_input(module, max_norm):
+    def clip(module, grad_input, grad_output):
+        if all(g is None for g in grad_input):
+            return None
+        like = next(g for g in grad_input if g is not None)
+        out = []
+        for g in grad_input:
+            if g is None:
+                out.append(torch.zeros_like(like))
+            elif g.norm() > max_norm:
+                out.append(g * (max_norm / g.norm()))
+            else:
+                out.append(g)
+        return tuple(out)
+
+    return module.register_full_backward_hook(clip)
+''',
+         expect=['grad_input[2] is none', 'keep none in place']),
+    dict(exercise="clip_grad_input", kind='wrong', why='rescales to norm 1',
+         source='''
+import torch
+
+
+def clip_grad_input(module, max_norm):
+    def clip(module, grad_input, grad_output):
+        return tuple(g / g.norm() if g is not None and g.norm() > max_norm else g for g in grad_input)
+
+    return module.register_full_backward_hook(clip)
+''',
+         expect=['(norm 9.985, max_norm 5.0)', 'expected tensor of shape']),
+    dict(exercise="clip_grad_input", kind='right', why='torch.where on the scale, list then tuple',
+         source='''
+import torch
+
+
+def clip_grad_input(module, max_norm):
+    def clip(module, grad_input, grad_output):
+        result = list(grad_input)
+        for i, g in enumerate(result):
+            if g is not None:
+                norm = torch.linalg.vector_norm(g)
+                result[i] = g * torch.where(norm > max_norm, max_norm / norm, torch.ones_like(norm))
+        return tuple(result)
+
+    return module.register_full_backward_hook(clip)
+''',
+         expect=[]),
+    dict(exercise="clip_grad_input", kind='right', why='returns None when nothing needs clipping',
+         source='''
+import torch
+
+
+def clip_grad_input(module, max_norm):
+    def clip(module, grad_input, grad_output):
+        if all(g is None or g.norm() <= max_norm for g in grad_input):
+            return None
+        return tuple(g if g is None or g.norm() <= max_norm else g.mul(max_norm).div(g.norm()) for g in grad_input)
+
+    return module.register_full_backward_hook(clip)
 ''',
          expect=[]),
 
@@ -654,6 +921,119 @@ def add_grad_noise(module, std, generator=None):
     def add_noise(module, grad_output):
         return tuple(None if g is None else g + g.new_empty(g.shape).normal_(0.0, std, generator=generator)
                      for g in grad_output)
+
+    return module.register_full_backward_pre_hook(add_noise)
+''',
+         expect=[]),
+    dict(exercise="add_grad_noise", kind='wrong', why='one noise tensor added to every entry',
+         source='''
+import torch
+
+
+def add_grad_noise(module, std, generator=None):
+    def add_noise(module, grad_output):
+        shape = next(g.shape for g in grad_output if g is not None)
+        shared = std * torch.randn(shape, generator=generator)
+        return tuple(None if g is None else g + shared for g in grad_output)
+
+    return module.register_full_backward_pre_hook(add_noise)
+''',
+         expect=['the same noise went into both', 'new noise for each entry']),
+    dict(exercise="add_grad_noise", kind='wrong', why='returns grad_output unchanged',
+         source='''
+import torch
+
+
+def add_grad_noise(module, std, generator=None):
+    def add_noise(module, grad_output):
+        return grad_output
+
+    return module.register_full_backward_pre_hook(add_noise)
+''',
+         expect=["reached the module's backward unchanged", 'register_full_backward_pre_hook']),
+    dict(exercise="add_grad_noise", kind='wrong', why='noise broadcast over the batch',
+         source='''
+import torch
+
+
+def add_grad_noise(module, std, generator=None):
+    def add_noise(module, grad_output):
+        return tuple(None if g is None else g + std * torch.randn(g.shape[1:], generator=generator)
+                     for g in grad_output)
+
+    return module.register_full_backward_pre_hook(add_noise)
+''',
+         expect=['repeats itself along dimension 0', 'full shape']),
+    dict(exercise="add_grad_noise", kind='wrong', why='reseeds torch on every call',
+         source='''
+import torch
+
+
+def add_grad_noise(module, std, generator=None):
+    def add_noise(module, grad_output):
+        torch.manual_seed(0)
+        return tuple(None if g is None else g + std * torch.randn(g.shape, generator=generator) for g in grad_output)
+
+    return module.register_full_backward_pre_hook(add_noise)
+''',
+         expect=['exactly the same noise', 'do not reseed']),
+    dict(exercise="add_grad_noise", kind='wrong', why='noise replaces the gradient',
+         source='''
+import torch
+
+
+def add_grad_noise(module, std, generator=None):
+    def add_noise(module, grad_output):
+        return tuple(None if g is None else std * torch.randn(g.shape, generator=generator) for g in grad_output)
+
+    return module.register_full_backward_pre_hook(add_noise)
+''',
+         expect=['depends on grad', 'grad + noise']),
+    dict(exercise="add_grad_noise", kind='right', why='draws in reverse order, normal_ on empty_like',
+         source='''
+import torch
+
+
+def add_grad_noise(module, std, generator=None):
+    def add_noise(module, grad_output):
+        noises = {}
+        for i in reversed(range(len(grad_output))):
+            if grad_output[i] is not None:
+                noises[i] = torch.empty_like(grad_output[i]).normal_(0.0, std, generator=generator)
+        return tuple(None if g is None else g + noises[i] for i, g in enumerate(grad_output))
+
+    return module.register_full_backward_pre_hook(add_noise)
+''',
+         expect=[]),
+    dict(exercise="add_grad_noise", kind='right', why='torch.normal with the gradient as mean',
+         source='''
+import torch
+
+
+def add_grad_noise(module, std, generator=None):
+    def add_noise(module, grad_output):
+        return tuple(None if g is None else torch.normal(g, std, generator=generator) for g in grad_output)
+
+    return module.register_full_backward_pre_hook(add_noise)
+''',
+         expect=[]),
+    dict(exercise="add_grad_noise", kind='right', why='one draw for all entries, split',
+         source='''
+import torch
+
+
+def add_grad_noise(module, std, generator=None):
+    def add_noise(module, grad_output):
+        sizes = [g.numel() for g in grad_output if g is not None]
+        flat = std * torch.randn(sum(sizes), generator=generator, dtype=torch.float64)
+        out, start = [], 0
+        for g in grad_output:
+            if g is None:
+                out.append(None)
+                continue
+            out.append(g + flat[start:start + g.numel()].view(g.shape).to(g.dtype))
+            start += g.numel()
+        return tuple(out)
 
     return module.register_full_backward_pre_hook(add_noise)
 ''',
