@@ -27,6 +27,9 @@ _TOO_EARLY = "Full backward hook is firing"
 _LENGTH = ("A backward hook must return a tuple as long as the one it received (grad_input for a full backward hook, "
            "grad_output for a pre-hook), with None where it has None: do not drop entries, and return a tuple even "
            "for one entry.")
+_SHAPE = ("Your hook returned a tensor of another shape than the gradient it replaces: entry i of the returned tuple "
+          "replaces entry i of the tuple the hook received (grad_input for a full backward hook, grad_output for a "
+          "pre-hook) and must have its shape.")
 _NO_INPUT_GRAD = ("When no input of a module requires grad, grad_input is all None, and torch accepts only None or a "
                   "tuple of None back: return a tuple (not a list), with None kept as None.")
 _NONE_ENTRY = ("An entry of grad_input or grad_output can be None: for an argument or output that is not a tensor, "
@@ -56,6 +59,8 @@ def _learner(doing):
             fail(f"{doing[:1].upper()}{doing[1:]} raised {describe_learner_error(raised.error)}\n{_DEPRECATED}")
         if "returned an invalid number of grad_" in str(raised.error):
             fail(f"{doing[:1].upper()}{doing[1:]} raised {describe_learner_error(raised.error)}\n{_LENGTH}")
+        if "has changed the size of value" in str(raised.error):
+            fail(f"{doing[:1].upper()}{doing[1:]} raised {describe_learner_error(raised.error)}\n{_SHAPE}")
         if "should always return None or None for all gradients" in str(raised.error):
             fail(f"{doing[:1].upper()}{doing[1:]} raised {describe_learner_error(raised.error)}\n{_NO_INPUT_GRAD}")
         if "NoneType" in str(raised.error):

@@ -729,6 +729,19 @@ def clip_grad_input(module, max_norm):
 ''',
          expect=[]),
 
+    dict(exercise="clip_grad_input", kind="wrong", why="returns the clipped grad_output as grad_input",
+         source='''
+import torch
+
+
+def clip_grad_input(module, max_norm):
+    def clip(module, grad_input, grad_output):
+        return tuple(g * (max_norm / g.norm()) if g is not None and g.norm() > max_norm else g for g in grad_output)
+
+    return module.register_full_backward_hook(clip)
+''',
+         expect=["has changed the size of value", "must have its shape"]),
+
     # ------------------------------------------------------------------ add_grad_noise
     dict(exercise="add_grad_noise", kind="wrong", why="scales the noise by the variance",
          source='''
@@ -1038,4 +1051,33 @@ def add_grad_noise(module, std, generator=None):
     return module.register_full_backward_pre_hook(add_noise)
 ''',
          expect=[]),
+    dict(exercise="add_grad_noise", kind="wrong", why="noise in the pre-hook and again on grad_input",
+         source='''
+import torch
+
+
+def add_grad_noise(module, std, generator=None):
+    def before(module, grad_output):
+        return tuple(None if g is None else g + std * torch.randn(g.shape, generator=generator) for g in grad_output)
+
+    def after(module, grad_input, grad_output):
+        return tuple(None if g is None else g + std * torch.randn(g.shape, generator=generator) for g in grad_input)
+
+    module.register_full_backward_hook(after)
+    return module.register_full_backward_pre_hook(before)
+''',
+         expect=["the input's gradient is", "computed from the noisy grad_output your pre-hook returned"]),
+    dict(exercise="add_grad_noise", kind="wrong", why="a new generator from the given one's seed on every call",
+         source='''
+import torch
+
+
+def add_grad_noise(module, std, generator=None):
+    def add_noise(module, grad_output):
+        fresh = None if generator is None else torch.Generator().manual_seed(generator.initial_seed())
+        return tuple(None if g is None else g + std * torch.randn(g.shape, generator=fresh) for g in grad_output)
+
+    return module.register_full_backward_pre_hook(add_noise)
+''',
+         expect=["exactly the same noise", "do not reseed a generator on each call"]),
 ]
