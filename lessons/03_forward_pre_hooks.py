@@ -238,8 +238,8 @@ assert torch.equal(layer(torch.ones(1)), torch.tensor([10.0]))
 #
 # `args[0]` is the caller's own tensor, not a copy. A pre-hook that edits it in place (`x += ...`,
 # `x.mul_(...)`, `x[...] = ...`) changes the caller's data too: run the model twice on the same batch
-# and the second run sees an input that the first one already changed. On a tensor that requires
-# grad, PyTorch refuses.
+# and the second run sees an input that the first one already changed. On a leaf tensor that
+# requires grad (one created with `requires_grad=True`), PyTorch refuses.
 
 # %%
 def double_in_place(module, args):
@@ -543,8 +543,9 @@ plt.show()
 # Write `normalize_input(module, mean, std)`. It registers a forward pre-hook on `module` and returns
 # the handle. The hook replaces the first positional input `x`, of shape `(N, C, ...)` with any number
 # of trailing dimensions (also none: `(N, C)`), by `(x - mean[c]) / std[c]` for each channel `c` of
-# dimension 1. `mean` and `std` are sequences (lists or tuples) of `C` numbers. The caller's tensor is
-# unchanged, other positional arguments pass through, and the result keeps the dtype of `x`.
+# dimension 1, on every call, in training and eval mode alike. `mean` and `std` are sequences (lists or
+# tuples) of `C` numbers. The caller's tensor is unchanged, other positional arguments pass through, and
+# the result keeps the dtype of `x` (and lets gradients flow back to `x`).
 #
 # Traps: shaping the statistics so they broadcast against dimension 1 for every number of dimensions;
 # dividing by `std`, not by the variance; not changing `x` in place.
@@ -562,8 +563,9 @@ def normalize_input(module, mean, std):
     The first positional argument `x` has shape (N, C, ...), with any number of trailing dimensions
     (also none). It is replaced by (x - mean[c]) / std[c] for every channel c along dimension 1.
     `mean` and `std` are sequences of C numbers.
+    This happens on every call, in training and eval mode alike.
     The caller's tensor is not changed in place; other positional arguments pass through unchanged;
-    the result has the shape and dtype of `x`.
+    the result has the shape and dtype of `x`, and gradients flow back to `x`.
     """
     # TODO: write this, as its docstring says.
     raise NotImplementedError("normalize_input is not written yet")
@@ -649,7 +651,8 @@ assert copied and shared
 # Write `flatten_images(module)`. It registers a forward pre-hook on `module` and returns the handle.
 # If the first positional input has more than 2 dimensions, it becomes `(N, -1)`: every dimension
 # but the first flattened, in the tensor's own element order, also for non-contiguous inputs. 1-D and
-# 2-D inputs pass unchanged. Other positional arguments pass through unchanged.
+# 2-D inputs pass unchanged. Other positional arguments pass through unchanged. This happens in training
+# and eval mode alike, and gradients flow back to `x`.
 #
 # Traps: `view()` on non-contiguous tensors; flattening the batch dimension too; flattening inputs
 # that have 1 or 2 dimensions.
@@ -666,6 +669,7 @@ def flatten_images(module):
     If the first positional argument `x` has more than 2 dimensions, it is replaced by `x` reshaped to
     (N, -1): all dimensions but the first flattened, in the tensor's own element order, also when `x`
     is not contiguous. 1-D and 2-D inputs pass unchanged. Other positional arguments pass through unchanged.
+    This happens in training and eval mode alike; gradients flow back to `x`.
     """
     # TODO: write this, as its docstring says.
     raise NotImplementedError("flatten_images is not written yet")

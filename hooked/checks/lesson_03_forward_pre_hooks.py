@@ -1,5 +1,8 @@
 """Checks for lesson 03, forward pre-hooks."""
 
+import os
+import traceback
+
 import torch
 from torch import nn
 
@@ -38,18 +41,36 @@ def _call(module, said, args, kwargs=None, hint_for_error=None):
     `hint_for_error(error)` may add a targeted hint to an error raised on the way."""
     kwargs = kwargs or {}
     try:
-        with calling(f"{said}, calling the module"):
+        with calling(f"{said.removesuffix('.')}, calling the module"):
             module(*args, **kwargs)
     except LearnerCodeRaised as raised:
-        text = f"{said}\nCalling the module raised {describe_learner_error(raised.error)}"
-        if "forward pre-hook must return None or a tuple of (new_args, new_kwargs)" in str(raised.error):
-            fail(f"{text}\nA pre-hook registered with with_kwargs=True must return None or the pair (args, kwargs): "
-                 "a tuple of the positional arguments and a dict of the keyword arguments.")
-        hint = hint_for_error(raised.error) if hint_for_error else None
+        hint = _hook_protocol_hint(raised.error) or (hint_for_error(raised.error) if hint_for_error else None)
         if hint:
-            fail(f"{text}\n{hint}")
-        raise
+            fail(f"{said}\nCalling the module raised {describe_learner_error(raised.error)}\n{hint}")
+        raise  # reported as raised by the learner's code (or not attempted, for a NotImplementedError)
     return module.calls[-1]
+
+
+def _raised_calling(error):
+    """True when `error` was raised by PyTorch's module call itself (calling a hook or forward with
+    arguments that do not fit), not inside the learner's own functions."""
+    frames = list(traceback.walk_tb(error.__traceback__))
+    return bool(frames) and frames[-1][0].f_code.co_filename.endswith(os.path.join("nn", "modules", "module.py"))
+
+
+def _hook_protocol_hint(error):
+    """A hint for the errors PyTorch raises when a pre-hook breaks its calling convention."""
+    text = str(error)
+    if "forward pre-hook must return None or a tuple of (new_args, new_kwargs)" in text:
+        return ("A pre-hook registered with with_kwargs=True must return None or the pair (args, kwargs): "
+                "a tuple of the positional arguments and a dict of the keyword arguments.")
+    if isinstance(error, TypeError) and "argument after ** must be a mapping" in text:
+        return ("forward was called as forward(*new_args, **new_kwargs) with what your with_kwargs=True pre-hook "
+                "returned, and new_kwargs was not a dict: return the pair in the order (args, kwargs).")
+    if isinstance(error, TypeError) and "missing 1 required positional argument" in text and _raised_calling(error):
+        return ("PyTorch calls a pre-hook as hook(module, args); only one registered with "
+                "register_forward_pre_hook(hook, with_kwargs=True) is called as hook(module, args, kwargs).")
+    return None
 
 
 def _described_args(args):
@@ -75,11 +96,12 @@ def _check_first_arg_replaced(received, args, said):
     return first
 
 
-def _check_not_changed_in_place(x, original, said):
-    if not torch.equal(x, original):
+def _check_not_changed_in_place(x, original, said, new_tensor):
+    """`new_tensor` names the tensor to compute instead, e.g. "x + noise"."""
+    if x.shape != original.shape or not torch.equal(x, original):
         fail(f"{said}\nThe caller's tensor x changed in place: it was {describe(original)} and is now "
-             f"{describe(x)}. Compute a new tensor (x + noise, (x - m) / s) and return it, instead of "
-             "modifying args[0] with an in-place operation (+=, add_, sub_, div_, [...] =).")
+             f"{describe(x)}. Compute a new tensor ({new_tensor}) and return it, instead of modifying args[0] "
+             "with an in-place operation (+=, add_, sub_, div_, [...] =) or by assigning to x.data.")
 
 
 def _check_gradient_reaches(x, received, expected_grad, said):
@@ -109,6 +131,15 @@ def _forward_hook_hint(module):
 # ---------------------------------------------------------------- add_input_noise
 
 
+def _check_every_element_noisy(noise, what):
+    """Normal noise is exactly 0 with probability 0 (x + noise rounds back to x for a noise
+    below half a float32 step of x: about 1 in 10 million elements here)."""
+    untouched = (noise == 0).sum().item()
+    if untouched > noise.numel() // 100:
+        fail(f"{what} is exactly 0 at {untouched} of its {noise.numel()} elements: those elements of x got no "
+             "noise. Add noise to every element of x: draw it with the full shape of x.")
+
+
 def _noisy_input(module, x, said, extra=()):
     received = _call(module, said, (x, *extra))
     return _check_first_arg_replaced(received, (x, *extra), said)
@@ -119,20 +150,21 @@ def check_add_input_noise(add_input_noise):
     # Two modules registered before either is called, so that a std or generator kept in a
     # shared place (a global, a default argument) shows.
     cases = [(0.3, None, 301), (2.5, 8000, 303)]  # (std, generator seed, seed of x)
-    modules, handles = [], []
+    modules, handles, unused_generator = [], [], None
     for std, generator_seed, _ in cases:
         generator = None if generator_seed is None else torch.Generator().manual_seed(generator_seed)
         text = f"add_input_noise(module, {std}" + (", generator)" if generator is not None else ")")
         module = _Recorder()
         handles.append(_registered(lambda m: add_input_noise(m, std, generator), text, module))
-        modules.append((module, std, text))
+        modules.append((module, std, text, generator))
 
-    for (module, std, text), (_, _, seed) in zip(modules, cases):
+    for (module, std, text, generator), (_, _, seed) in zip(modules, cases):
         x = random_tensor(seed, NOISE_SHAPE, scale=3.0)
         y, original = random_tensor(seed + 1, (3,)), x.clone()
         said = f"Registered {text} on a module in training mode, called module(x, y, 7) with x = {describe(x)}."
+        generator_state = None if generator is None else generator.get_state()
         received = _call(module, said, (x, y, 7))
-        _check_not_changed_in_place(x, original, said)
+        _check_not_changed_in_place(x, original, said, "x + noise")
         noisy = _check_first_arg_replaced(received, (x, y, 7), said)
         if noisy.shape != x.shape or noisy.dtype != x.dtype:
             fail(f"{said}\nforward received {describe(noisy)} as x; expected the shape {tuple(x.shape)} and "
@@ -141,7 +173,10 @@ def check_add_input_noise(add_input_noise):
             fail(f"{said}\nforward received x unchanged: no noise was added. A new module is in training mode, "
                  f"where x must become x + noise.{_forward_hook_hint(module)}")
         what = f"The noise that {text} added to x of shape {tuple(x.shape)} (what forward received minus x)"
+        _check_every_element_noisy(noisy - original, what)
         check_noise_sample(noisy - original, std, what, input=original)
+        if generator is not None and torch.equal(generator.get_state(), generator_state):
+            unused_generator = said  # reported after the reproducibility check, whose hints are more specific
 
         check_new_noise_each_call(
             lambda: _noisy_input(module, original, said) - original,
@@ -156,11 +191,15 @@ def check_add_input_noise(add_input_noise):
 
     check_seeded_noise(seeded_draw, "add_input_noise(module, 0.5, generator) with a fresh module and generator "
                                     "each time, on the same x")
+    if unused_generator:
+        fail(f"{unused_generator}\nThe generator given to add_input_noise is in the same state as before the call: the "
+             "noise was not drawn from it (but from torch's global random state, or a copy of the generator). Draw it "
+             "from the generator itself (generator=generator), so that it advances with every draw.")
 
     _check_noise_only_in_training(add_input_noise)
     _check_noise_keeps_dtype_and_gradient(add_input_noise)
 
-    module, std, text = modules[0]
+    module, std, text, _ = modules[0]
     handles[0].remove()
     x = random_tensor(321, (3, 4))
     said = f"Registered {text}, then called handle.remove() and module(x)."
@@ -216,12 +255,15 @@ def _check_noise_keeps_dtype_and_gradient(add_input_noise):
 # ---------------------------------------------------------------- normalize_input
 
 
-def _wrong_dim_hint(error):
-    if "must match the size of tensor" in str(error):
-        return ("mean and std hold one value per channel, dimension 1 of x. As tensors of shape (C,) they "
-                "broadcast against the LAST dimension instead; reshape them to (1, C, 1, ...), with one 1 per "
-                "trailing dimension of x.")
-    return None
+def _wrong_dim_hint(x):
+    def hint(error):
+        if "must match the size of tensor" not in str(error):
+            return None
+        return (f"mean and std hold one value per channel, dimension 1 of x. Broadcasting lines shapes up from the "
+                "last dimension: statistics of shape (C,) meet the LAST dimension of x, and (C, 1, 1) or "
+                "(1, C, 1, 1) fit only 4-D inputs. Reshape them to (1, C, 1, ...), with one 1 per dimension of x "
+                f"after dimension 1 ({x.dim() - 2} for this {x.dim()}-D x).")
+    return hint
 
 
 def _normalization_mistakes(x, mean, std):
@@ -247,6 +289,36 @@ def _normalization_mistakes(x, mean, std):
     return mistakes
 
 
+def _expected_normalized(x, mean, std):
+    view = (1, x.shape[1]) + (1,) * (x.dim() - 2)
+    return (x - torch.tensor(mean, dtype=x.dtype).view(view)) / torch.tensor(std, dtype=x.dtype).view(view)
+
+
+def _check_normalized(module, x, mean, std, said, extra=()):
+    """Call `module(x, *extra)`; forward must receive x normalized and the other arguments as they were."""
+    original = x.clone()
+    received = _call(module, said, (x, *extra), hint_for_error=_wrong_dim_hint(x))
+    _check_not_changed_in_place(x, original, said, "(x - mean) / std")
+    result = _check_first_arg_replaced(received, (x, *extra), said)
+    expected = _expected_normalized(original, mean, std)
+    if result.shape != expected.shape:
+        more = " Your statistics have more dimensions than x: shape them (1, C) followed by one 1 per trailing " \
+               "dimension of x, as many as x has." if result.dim() > x.dim() else ""
+        fail(f"{said}\nforward received {describe(result)} as x; expected the shape of x, {tuple(x.shape)}.{more}")
+    if result.dtype != x.dtype:
+        fail(f"{said}\nforward received x as {describe(result)}; expected dtype {x.dtype}, the dtype of x. "
+             "Make the statistics tensors in the dtype of x (dtype=x.dtype).")
+    if close(result, expected):
+        return result
+    for wrong, hint in _normalization_mistakes(original, list(mean), list(std)):
+        if close(result, wrong):
+            fail(f"{said}\nforward received {describe(result)}; expected {describe(expected)}. {hint}")
+    if torch.equal(result, original):
+        fail(f"{said}\nforward received x unchanged; expected {describe(expected)}.{_forward_hook_hint(module)}")
+    fail(f"{said}\nforward received {describe(result)}; expected (x - mean[c]) / std[c] per channel c of "
+         f"dimension 1, {describe(expected)}.")
+
+
 def check_normalize_input(normalize_input):
     cases = [  # (seed, shape, how the statistics are passed)
         (401, (6, 3, 5, 4), list),
@@ -268,29 +340,22 @@ def check_normalize_input(normalize_input):
     for seed, shape, mean, std, text, module, _ in prepared:
         dtype = torch.float64 if seed == 405 else torch.float32
         x = random_tensor(seed, shape, dtype=dtype, scale=2.0)
-        y, original = random_tensor(seed + 1, (2,)), x.clone()
-        said = f"Registered {text}, called module(x, y) with x = {describe(x)}."
-        received = _call(module, said, (x, y), hint_for_error=_wrong_dim_hint)
-        _check_not_changed_in_place(x, original, said)
-        result = _check_first_arg_replaced(received, (x, y), said)
-        view = (1, shape[1]) + (1,) * (len(shape) - 2)
-        expected = (original - torch.tensor(mean, dtype=dtype).view(view)) / torch.tensor(std, dtype=dtype).view(view)
-        if result.shape != expected.shape:
-            more = " Your statistics have more dimensions than x: shape them (1, C) followed by one 1 per trailing " \
-                   "dimension of x, as many as x has." if result.dim() > x.dim() else ""
-            fail(f"{said}\nforward received {describe(result)} as x; expected the shape of x, {tuple(shape)}.{more}")
-        if result.dtype != dtype:
-            fail(f"{said}\nforward received x as {describe(result)}; expected dtype {dtype}, the dtype of x. "
-                 "Make the statistics tensors in the dtype of x (dtype=x.dtype).")
-        if close(result, expected):
-            continue
-        for wrong, hint in _normalization_mistakes(original, list(mean), list(std)):
-            if close(result, wrong):
-                fail(f"{said}\nforward received {describe(result)}; expected {describe(expected)}. {hint}")
-        if torch.equal(result, original):
-            fail(f"{said}\nforward received x unchanged; expected {describe(expected)}.{_forward_hook_hint(module)}")
-        fail(f"{said}\nforward received {describe(result)}; expected (x - mean[c]) / std[c] per channel c of "
-             f"dimension 1, {describe(expected)}.")
+        y = random_tensor(seed + 1, (2,))
+        _check_normalized(module, x, mean, std, f"Registered {text}, called module(x, y) with x = {describe(x)}.", (y,))
+
+    # One module, inputs of every rank in turn, in eval mode too: the statistics' shape follows each x.
+    _, _, mean, std, text, module, _ = prepared[0]
+    done = []
+    for seed, shape, mode in ((431, (2, 3, 4, 5), "train"), (432, (7, 3), "train"), (433, (2, 3, 6), "eval"),
+                              (434, (3, 3, 2, 2), "eval")):
+        getattr(module, mode)()
+        x = random_tensor(seed, shape, scale=2.0)
+        before = f", after calls with x of shape {', '.join(done)}" if done else ""
+        said = f"Registered {text}, called module(x) with x = {describe(x)} in {mode} mode{before}."
+        if mode == "eval":
+            said += " Normalizing is preprocessing: it happens in eval mode too."
+        _check_normalized(module, x, mean, std, said)
+        done.append(str(shape))
 
     leaf = random_tensor(411, (2, 3, 4)).requires_grad_()
     module = _Recorder()
@@ -298,11 +363,12 @@ def check_normalize_input(normalize_input):
     _registered(lambda m: normalize_input(m, [0.0, 1.0, -1.0], std), "normalize_input(module, ...)", module)
     said = f"Registered normalize_input(module, mean=[0.0, 1.0, -1.0], std={std}), called module(x) with x = " \
            f"{describe(leaf)}, requiring grad."
-    received = _call(module, said, (leaf,), hint_for_error=_wrong_dim_hint)
+    received = _call(module, said, (leaf,), hint_for_error=_wrong_dim_hint(leaf))
     result = _check_first_arg_replaced(received, (leaf,), said)
     _check_gradient_reaches(leaf, result, (1 / torch.tensor(std)).view(1, 3, 1).expand(2, 3, 4), said)
 
     *_, text, module, handle = prepared[0]
+    module.train()
     handle.remove()
     x = random_tensor(421, (2, 3, 2, 2))
     said = f"Registered {text}, then called handle.remove() and module(x)."
@@ -325,14 +391,29 @@ def _flatten_error_hint(x):
     return hint
 
 
-def _flatten_mistake_hint(result, x):
+def _flattens_in_training_only(module, result, x):
+    """Whether an x that passed unchanged in eval mode does get flattened in training mode."""
+    if module.training or result.shape != x.shape or x.dim() <= 2:
+        return False
+    module.train()
+    received = _call(module, "Called the module again in train mode", (x,))
+    return received[0][0].shape != x.shape
+
+
+def _flatten_mistake_hint(result, x, training_only):
     n = x.shape[0]
+    if x.dim() <= 2:
+        return f"A {x.dim()}-D input must pass unchanged; flatten only inputs with more than 2 dimensions."
     if result.shape == (x.numel(),):
         return "You flattened the batch dimension too; keep dimension 0 and flatten the others: shape (N, -1)."
     if x.dim() > 3 and result.shape == (n, x.shape[1], x[0, 0].numel()):
         return "You flattened from dimension 2 on; flatten every dimension but the first (from dimension 1)."
-    if x.dim() <= 2:
-        return f"A {x.dim()}-D input must pass unchanged; flatten only inputs with more than 2 dimensions."
+    if training_only:
+        return ("x passed unchanged in eval mode, but is flattened in train mode: reshaping the input is no "
+                "augmentation, do it in every mode.")
+    if result.shape == x.shape and not x.is_contiguous():
+        return ("x passed unchanged, but it has more than 2 dimensions. It is not contiguous (made by permute or "
+                "slicing): flatten such inputs too, with x.reshape(N, -1) or x.flatten(1), which copy when needed.")
     if result.shape == x.shape:
         return (f"x passed unchanged, but it has {x.dim()} dimensions: flatten every input with more than 2 "
                 "dimensions, not only 4-D images.")
@@ -353,21 +434,28 @@ def check_flatten_images(flatten_images):
     ]
     module = _Recorder()
     handle = _registered(flatten_images, "flatten_images(module)", module)
-    for x in inputs:
+    for number, x in enumerate(inputs):
         y, original = random_tensor(509, (2,)), x.clone()
         layout = "" if x.is_contiguous() else ", not contiguous"
-        said = f"Registered flatten_images(module), called module(x, y) with x = {describe(x)}{layout}."
+        mode = "eval" if number % 2 else "train"  # reshaping is no augmentation: it happens in both modes
+        getattr(module, mode)()
+        said = f"Registered flatten_images(module), called module(x, y) with x = {describe(x)}{layout}, in {mode} mode."
         received = _call(module, said, (x, y), hint_for_error=_flatten_error_hint(x))
-        _check_not_changed_in_place(x, original, said)
+        _check_not_changed_in_place(x, original, said, "x.reshape(N, -1)")
         result = _check_first_arg_replaced(received, (x, y), said)
         expected = original.reshape(original.shape[0], -1) if x.dim() > 2 else original
         if result.shape != expected.shape:
             fail(f"{said}\nforward received x of shape {tuple(result.shape)}; expected shape {tuple(expected.shape)}. "
-                 f"{_flatten_mistake_hint(result, x)}".rstrip())
+                 f"{_flatten_mistake_hint(result, x, _flattens_in_training_only(module, result, x))}".rstrip())
         if not torch.equal(result, expected):
             fail(f"{said}\nforward received {describe(result)}, of the right shape but with other values than x "
                  f"flattened ({describe(expected)}). Flatten in the tensor's own element order "
                  "(x.flatten(1) or x.reshape(N, -1)), without moving dimensions first.")
+
+    leaf = random_tensor(510, (2, 3, 2, 2)).requires_grad_()
+    said = f"Registered flatten_images(module), called module(x) with x = {describe(leaf)}, requiring grad."
+    flat = _check_first_arg_replaced(_call(module, said, (leaf,)), (leaf,), said)
+    _check_gradient_reaches(leaf, flat, torch.ones_like(leaf), said)
 
     handle.remove()
     x = random_tensor(511, (2, 3, 2))
@@ -379,7 +467,7 @@ def check_flatten_images(flatten_images):
 # ---------------------------------------------------------------- force_kwarg
 
 
-def _check_received_kwargs(received, args, expected_kwargs, said, name, caller_kwargs, other_names):
+def _check_received_kwargs(received, args, expected_kwargs, said, name, caller_kwargs, other_names, earlier_names):
     received_args, received_kwargs = received
     if len(received_args) != len(args) or any(got is not given for got, given in zip(received_args, args)):
         fail(f"{said}\nforward received the positional arguments {_described_args(received_args)}; expected "
@@ -391,6 +479,15 @@ def _check_received_kwargs(received, args, expected_kwargs, said, name, caller_k
         fail(f"{said}\nforward received the keyword arguments {received_kwargs!r}, with {strangers[0]!r}, the keyword "
              "that force_kwarg was given for ANOTHER module. Each call of force_kwarg must keep its own name and "
              "value: keep them in the hook's closure, not in a global or a class attribute.")
+    stale = [key for key in received_kwargs if key in earlier_names and key != name and key not in caller_kwargs]
+    if stale:
+        fail(f"{said}\nforward received the keyword arguments {received_kwargs!r}, with {stale[0]!r}, which this call "
+             "did not pass (an earlier call did). Build a new dict on every call from the kwargs the hook receives, "
+             "instead of updating one dict kept between calls.")
+    unasked = [key for key in received_kwargs if key != name and key not in caller_kwargs]
+    if name not in received_kwargs and unasked:
+        fail(f"{said}\nforward received the keyword arguments {received_kwargs!r}: {unasked[0]!r} in place of {name!r}. "
+             "Use the value of the parameter `name` as the key (kwargs[name] = value), not a fixed string.")
     if name not in received_kwargs:
         missing = f" The caller did not pass {name!r}: add it then, too, not only override it when passed." \
             if name not in caller_kwargs else ""
@@ -430,14 +527,20 @@ def check_force_kwarg(force_kwarg):
             ((x,), {name: other_value}),
             ((x, y), {"keep": 3, name: other_value}),
             ((x, y), {"keep": "yes"}),
+            ((x,), {}),  # after calls with other keywords: nothing of theirs may linger
         ]
+        earlier = set()
         for args, kwargs in calls:
             shown = ", ".join(["x", "y"][:len(args)] + [f"{key}={describe(val)}" for key, val in kwargs.items()])
             said = f"Registered {text}, called module({shown})."
             received = _call(module, said, args, dict(kwargs))
             expected = {**kwargs, name: value}
             others = [case[0] for case in cases if case[0] != name]
-            _check_received_kwargs(received, args, expected, said, name, kwargs, others)
+            if name not in received[1] and module._forward_hooks:
+                fail(f"{said}\nforward received the keyword arguments {received[1]!r}, without {name!r}."
+                     f"{_forward_hook_hint(module)}")
+            _check_received_kwargs(received, args, expected, said, name, kwargs, others, earlier)
+            earlier.update(kwargs)
 
     module, handle, text = prepared[0]
     handle.remove()

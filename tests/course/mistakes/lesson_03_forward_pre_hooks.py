@@ -329,6 +329,156 @@ def add_input_noise(module, std, generator=None):
     return module.register_forward_pre_hook(hook)
 ''',
          expect=[]),
+    dict(exercise="add_input_noise", kind="wrong", why="noise only on the first sample of the batch",
+         source='''
+import torch
+
+
+def add_input_noise(module, std, generator=None):
+    def hook(mod, args):
+        if not mod.training:
+            return None
+        x = args[0].clone()
+        x[0] = x[0] + torch.randn(x[0].shape, generator=generator) * std
+        return (x, *args[1:])
+
+    return module.register_forward_pre_hook(hook)
+''',
+         expect=['exactly 0 at', 'got no noise', 'full shape of x']),
+    dict(exercise="add_input_noise", kind="wrong", why="one noise value drawn when registering",
+         source='''
+import torch
+
+
+def add_input_noise(module, std, generator=None):
+    noise = torch.randn(1, generator=generator) * std
+
+    def hook(mod, args):
+        if not mod.training:
+            return None
+        return (args[0] + noise, *args[1:])
+
+    return module.register_forward_pre_hook(hook)
+''',
+         expect=['the same number everywhere']),
+    dict(exercise="add_input_noise", kind="wrong", why="draws from a copy of the generator",
+         source='''
+import torch
+
+
+def add_input_noise(module, std, generator=None):
+    own = None
+    if generator is not None:
+        own = torch.Generator()
+        own.set_state(generator.get_state())  # leaves the caller's generator alone
+
+    def hook(mod, args):
+        if not mod.training:
+            return None
+        x = args[0]
+        return (x + torch.randn(x.shape, generator=own) * std, *args[1:])
+
+    return module.register_forward_pre_hook(hook)
+''',
+         expect=['same state as before the call', 'a copy of the generator', 'generator=generator']),
+    dict(exercise="add_input_noise", kind="wrong", why="seeds the global state from the generator",
+         source='''
+import torch
+
+
+def add_input_noise(module, std, generator=None):
+    if generator is not None:
+        torch.manual_seed(generator.initial_seed())
+
+    def hook(mod, args):
+        if not mod.training:
+            return None
+        x = args[0]
+        return (x + torch.randn(x.shape) * std, *args[1:])
+
+    return module.register_forward_pre_hook(hook)
+''',
+         expect=['same state as before the call', 'global random state']),
+    dict(exercise="add_input_noise", kind="wrong", why="returns a list of arguments",
+         source='''
+import torch
+
+
+def add_input_noise(module, std, generator=None):
+    def hook(mod, args):
+        if not mod.training:
+            return None
+        x = args[0]
+        return [x + torch.randn(x.shape, generator=generator) * std, *args[1:]]
+
+    return module.register_forward_pre_hook(hook)
+''',
+         expect=['1 positional argument', 'not a tuple becomes the only one']),
+    dict(exercise="add_input_noise", kind="right", why="functools.partial and randn with a star shape",
+         source='''
+import functools
+
+import torch
+
+
+def _noisy(mod, args, std, generator):
+    if not mod.training:
+        return None
+    x = args[0]
+    return (x + std * torch.randn(*x.shape, generator=generator, dtype=x.dtype), *args[1:])
+
+
+def add_input_noise(module, std, generator=None):
+    return module.register_forward_pre_hook(functools.partial(_noisy, std=std, generator=generator))
+''',
+         expect=[]),
+    dict(exercise="add_input_noise", kind="right", why="a lambda with torch.normal around zeros",
+         source='''
+import torch
+
+
+def add_input_noise(module, std, generator=None):
+    return module.register_forward_pre_hook(
+        lambda m, a: (a[0] + torch.normal(torch.zeros_like(a[0]), std, generator=generator), *a[1:])
+        if m.training else None)
+''',
+         expect=[]),
+    dict(exercise="add_input_noise", kind="right", why="Box-Muller from uniform draws",
+         source='''
+import math
+
+import torch
+
+
+def add_input_noise(module, std, generator=None):
+    def hook(mod, args):
+        if not mod.training:
+            return None
+        x = args[0]
+        u1 = torch.rand(x.shape, generator=generator, dtype=torch.float64).clamp_min(1e-300)
+        u2 = torch.rand(x.shape, generator=generator, dtype=torch.float64)
+        normal = torch.sqrt(-2 * torch.log(u1)) * torch.cos(2 * math.pi * u2)
+        return (x + (normal * std).to(x.dtype), *args[1:])
+
+    return module.register_forward_pre_hook(hook)
+''',
+         expect=[]),
+    dict(exercise="add_input_noise", kind="right", why="adds in place to a clone",
+         source='''
+import torch
+
+
+def add_input_noise(module, std, generator=None):
+    def hook(mod, args):
+        if not mod.training:
+            return
+        x = args[0].clone()
+        x += torch.empty_like(x).normal_(mean=0.0, std=std, generator=generator)
+        return (x,) + tuple(args[1:])
+
+    return module.register_forward_pre_hook(hook)
+''',
+         expect=[]),
 
     # ------------------------------------------------------------------ normalize_input
     dict(exercise="normalize_input", kind="wrong", why="statistics broadcast against the last dimension",
@@ -495,6 +645,138 @@ def normalize_input(module, mean, std):
     return module.register_forward_pre_hook(hook)
 ''',
          expect=[]),
+    dict(exercise="normalize_input", kind="wrong", why="statistics shaped on the first call and kept",
+         source='''
+import torch
+
+
+def normalize_input(module, mean, std):
+    cache = {}
+
+    def hook(mod, args):
+        x = args[0]
+        if not cache:
+            shape = (1, -1) + (1,) * (x.dim() - 2)
+            cache["m"] = torch.tensor(mean, dtype=x.dtype).view(shape)
+            cache["s"] = torch.tensor(std, dtype=x.dtype).view(shape)
+        return ((x - cache["m"]) / cache["s"], *args[1:])
+
+    return module.register_forward_pre_hook(hook)
+''',
+         expect=['after calls with x of shape', 'more dimensions than x']),
+    dict(exercise="normalize_input", kind="wrong", why="normalizes only in training mode",
+         source='''
+import torch
+
+
+def normalize_input(module, mean, std):
+    def hook(mod, args):
+        if not mod.training:
+            return None
+        x = args[0]
+        shape = (1, -1) + (1,) * (x.dim() - 2)
+        m = torch.tensor(mean, dtype=x.dtype).view(shape)
+        s = torch.tensor(std, dtype=x.dtype).view(shape)
+        return ((x - m) / s, *args[1:])
+
+    return module.register_forward_pre_hook(hook)
+''',
+         expect=['in eval mode', 'eval mode too', 'x unchanged']),
+    dict(exercise="normalize_input", kind="wrong", why="statistics along dimension 0",
+         source='''
+import torch
+
+
+def normalize_input(module, mean, std):
+    def hook(mod, args):
+        x = args[0]
+        shape = (-1,) + (1,) * (x.dim() - 1)
+        m = torch.tensor(mean, dtype=x.dtype).view(shape)
+        s = torch.tensor(std, dtype=x.dtype).view(shape)
+        return ((x - m) / s, *args[1:])
+
+    return module.register_forward_pre_hook(hook)
+''',
+         expect=['must match the size', '(1, C, 1, ...)', '2 for this 4-D x']),
+    dict(exercise="normalize_input", kind="wrong", why="statistics shaped for 2-D or 4-D inputs only",
+         source='''
+import torch
+
+
+def normalize_input(module, mean, std):
+    def hook(mod, args):
+        x = args[0]
+        shape = (1, -1) if x.dim() == 2 else (1, -1, 1, 1)
+        m = torch.tensor(mean, dtype=x.dtype).view(shape)
+        s = torch.tensor(std, dtype=x.dtype).view(shape)
+        return ((x - m) / s, *args[1:])
+
+    return module.register_forward_pre_hook(hook)
+''',
+         expect=['must match the size', 'fit only 4-d inputs', '1 for this 3-D x']),
+    dict(exercise="normalize_input", kind="wrong", why="returns the hook, not the handle",
+         source='''
+import torch
+
+
+def normalize_input(module, mean, std):
+    def hook(mod, args):
+        x = args[0]
+        shape = (1, -1) + (1,) * (x.dim() - 2)
+        m = torch.tensor(mean, dtype=x.dtype).view(shape)
+        return ((x - m) / torch.tensor(std, dtype=x.dtype).view(shape), *args[1:])
+
+    module.register_forward_pre_hook(hook)
+    return hook
+''',
+         expect=['returned function', 'expected the handle']),
+    dict(exercise="normalize_input", kind="right", why="einsum with the channel dimension named",
+         source='''
+import torch
+
+
+def normalize_input(module, mean, std):
+    def hook(mod, args):
+        x = args[0]
+        m = torch.tensor(mean, dtype=x.dtype)
+        s = torch.tensor(std, dtype=x.dtype)
+        scaled = torch.einsum("nc...,c->nc...", x, 1 / s)
+        shift = torch.einsum("nc...,c->nc...", torch.ones_like(x), m / s)
+        return (scaled - shift, *args[1:])
+
+    return module.register_forward_pre_hook(hook)
+''',
+         expect=[]),
+    dict(exercise="normalize_input", kind="right", why="statistics shaped (C, 1, ...) and .to(x)",
+         source='''
+import torch
+
+
+def normalize_input(module, mean, std):
+    def hook(mod, args):
+        x = args[0]
+        shape = (-1,) + (1,) * (x.dim() - 2)
+        m = torch.as_tensor(mean).to(x).reshape(shape)
+        s = torch.as_tensor(std).to(x).reshape(shape)
+        return (x.sub(m).div(s),) + args[1:]
+
+    return module.register_forward_pre_hook(hook)
+''',
+         expect=[]),
+    dict(exercise="normalize_input", kind="right", why="float32 statistics promote with x",
+         source='''
+import torch
+
+
+def normalize_input(module, mean, std):
+    def hook(mod, args):
+        x = args[0]
+        shape = (1, len(mean)) + (1,) * (x.dim() - 2)
+        return ((x - torch.Tensor(mean).view(shape)) / torch.Tensor(std).view(shape), *args[1:])
+
+    return module.register_forward_pre_hook(hook)
+''',
+         expect=[]),
 
     # ------------------------------------------------------------------ flatten_images
     dict(exercise="flatten_images", kind="wrong", why="view() fails on non-contiguous input",
@@ -609,6 +891,113 @@ def flatten_images(module):
     return module.register_forward_pre_hook(hook)
 ''',
          expect=[]),
+    dict(exercise="flatten_images", kind="wrong", why="a NumPy round trip cuts the graph",
+         source='''
+import torch
+
+
+def flatten_images(module):
+    def hook(mod, args):
+        x = args[0]
+        if x.dim() > 2:
+            return (torch.from_numpy(x.detach().numpy().reshape(x.shape[0], -1)), *args[1:])
+
+    return module.register_forward_pre_hook(hook)
+''',
+         expect=['cut off from autograd']),
+    dict(exercise="flatten_images", kind="wrong", why="flattens only in training mode",
+         source='''
+def flatten_images(module):
+    def hook(mod, args):
+        x = args[0]
+        if x.dim() > 2 and mod.training:
+            return (x.flatten(1), *args[1:])
+
+    return module.register_forward_pre_hook(hook)
+''',
+         expect=['unchanged in eval mode', 'in every mode']),
+    dict(exercise="flatten_images", kind="wrong", why="skips non-contiguous inputs to avoid the view error",
+         source='''
+def flatten_images(module):
+    def hook(mod, args):
+        x = args[0]
+        if x.dim() > 2 and x.is_contiguous():
+            return (x.view(x.shape[0], -1), *args[1:])
+
+    return module.register_forward_pre_hook(hook)
+''',
+         expect=['not contiguous', 'reshape']),
+    dict(exercise="flatten_images", kind="wrong", why="flattens 2-D inputs completely",
+         source='''
+def flatten_images(module):
+    def hook(mod, args):
+        x = args[0]
+        if x.dim() == 2:
+            return (x.reshape(-1), *args[1:])
+        if x.dim() > 2:
+            return (x.flatten(1), *args[1:])
+
+    return module.register_forward_pre_hook(hook)
+''',
+         expect=['2-D input must pass unchanged']),
+    dict(exercise="flatten_images", kind="wrong", why="reshapes the caller's tensor through x.data",
+         source='''
+def flatten_images(module):
+    def hook(mod, args):
+        x = args[0]
+        if x.dim() > 2:
+            x.data = x.data.reshape(x.shape[0], -1)
+
+    return module.register_forward_pre_hook(hook)
+''',
+         expect=['changed in place', 'x.data']),
+    dict(exercise="flatten_images", kind="wrong", why="does not return the handle",
+         source='''
+def flatten_images(module):
+    def hook(mod, args):
+        x = args[0]
+        if x.dim() > 2:
+            return (x.flatten(1), *args[1:])
+
+    module.register_forward_pre_hook(hook)
+''',
+         expect=['returned None', 'expected the handle']),
+    dict(exercise="flatten_images", kind="right", why="nn.Flatten in a lambda",
+         source='''
+from torch import nn
+
+
+def flatten_images(module):
+    flatten = nn.Flatten()
+    return module.register_forward_pre_hook(lambda m, a: (flatten(a[0]), *a[1:]) if a[0].dim() > 2 else None)
+''',
+         expect=[]),
+    dict(exercise="flatten_images", kind="right", why="2-D inputs through flatten(1), which keeps them",
+         source='''
+def flatten_images(module):
+    def hook(mod, args):
+        x = args[0]
+        if x.dim() >= 2:
+            return (x.flatten(1), *args[1:])
+
+    return module.register_forward_pre_hook(hook)
+''',
+         expect=[]),
+    dict(exercise="flatten_images", kind="right", why="math.prod of the trailing sizes",
+         source='''
+import math
+
+
+def flatten_images(module):
+    def hook(mod, args):
+        x = args[0]
+        if x.dim() < 3:
+            return None
+        return (x.reshape(x.shape[0], math.prod(x.shape[1:])), *args[1:])
+
+    return module.register_forward_pre_hook(hook)
+''',
+         expect=[]),
 
     # ------------------------------------------------------------------ force_kwarg
     dict(exercise="force_kwarg", kind="wrong", why="setdefault does not override",
@@ -704,6 +1093,86 @@ class ForceKeyword:
 
 def force_kwarg(module, name, value):
     return module.register_forward_pre_hook(ForceKeyword(name, value), with_kwargs=True)
+''',
+         expect=[]),
+    dict(exercise="force_kwarg", kind="wrong", why="a kwargs hook registered without with_kwargs",
+         source='''
+def force_kwarg(module, name, value):
+    def hook(mod, args, kwargs):
+        return args, {**kwargs, name: value}
+
+    return module.register_forward_pre_hook(hook)
+''',
+         expect=['missing 1 required positional argument', 'with_kwargs=True']),
+    dict(exercise="force_kwarg", kind="wrong", why="returns the pair the wrong way round",
+         source='''
+def force_kwarg(module, name, value):
+    def hook(mod, args, kwargs):
+        return {**kwargs, name: value}, args
+
+    return module.register_forward_pre_hook(hook, with_kwargs=True)
+''',
+         expect=['must be a mapping', 'in the order (args, kwargs)']),
+    dict(exercise="force_kwarg", kind="wrong", why="one dict kept between calls",
+         source='''
+def force_kwarg(module, name, value):
+    merged = {}
+
+    def hook(mod, args, kwargs):
+        merged.update(kwargs)
+        merged[name] = value
+        return args, merged
+
+    return module.register_forward_pre_hook(hook, with_kwargs=True)
+''',
+         expect=['an earlier call did', 'new dict on every call']),
+    dict(exercise="force_kwarg", kind="wrong", why="the string 'name' as the key",
+         source='''
+def force_kwarg(module, name, value):
+    def hook(mod, args, kwargs):
+        return args, {**kwargs, "name": value}
+
+    return module.register_forward_pre_hook(hook, with_kwargs=True)
+''',
+         expect=["'name' in place of 'scale'", 'not a fixed string']),
+    dict(exercise="force_kwarg", kind="wrong", why="a forward hook sets the keyword too late",
+         source='''
+def force_kwarg(module, name, value):
+    def hook(mod, args, kwargs, output):
+        kwargs[name] = value
+
+    return module.register_forward_hook(hook, with_kwargs=True)
+''',
+         expect=["without 'scale'", 'runs after forward', 'register_forward_pre_hook']),
+    dict(exercise="force_kwarg", kind="right", why="functools.partial with keyword-only options",
+         source='''
+import functools
+
+
+def _forced(mod, args, kwargs, *, name, value):
+    new = dict(kwargs)
+    new[name] = value
+    return args, new
+
+
+def force_kwarg(module, name, value):
+    return module.register_forward_pre_hook(functools.partial(_forced, name=name, value=value), with_kwargs=True)
+''',
+         expect=[]),
+    dict(exercise="force_kwarg", kind="right", why="a lambda merging with dict()",
+         source='''
+def force_kwarg(module, name, value):
+    return module.register_forward_pre_hook(lambda m, a, k: (a, dict(k, **{name: value})), with_kwargs=True)
+''',
+         expect=[]),
+    dict(exercise="force_kwarg", kind="right", why="update, a list of args, prepended",
+         source='''
+def force_kwarg(module, name, value):
+    def hook(mod, args, kwargs):
+        kwargs.update({name: value})
+        return list(args), kwargs
+
+    return module.register_forward_pre_hook(hook, with_kwargs=True, prepend=True)
 ''',
          expect=[]),
 ]
