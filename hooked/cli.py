@@ -43,15 +43,25 @@ class UsageError(Exception):
 
 # --- names on the command line -------------------------------------------------------------
 
+def course_lessons():
+    """The course's lessons; a clear error when there are none (the package was installed
+    without its folder, so solutions/ is not beside it)."""
+    lessons = lesson_names()
+    if not lessons:
+        raise UsageError(f"no lessons in {SOLUTIONS_DIR}: hooked reads the course from the folder it is "
+                         "installed from. In the course's folder, run `pip install -e .` (requirements.txt does).")
+    return lessons
+
+
 def find_lesson(text):
     """The lesson that `text` names: 01_tensor_hooks, 01, 1, tensor_hooks, lessons/01_tensor_hooks.py."""
-    lessons = lesson_names()
+    lessons = course_lessons()
     name = pathlib.PurePath(text).name.removesuffix(".py").removesuffix(".ipynb")
     for lesson in lessons:
         number, slug = lesson.split("_", 1)
         if name in (lesson, slug) or (name.isdigit() and int(name) == int(number)):
             return lesson
-    raise UsageError(f"no lesson {text}; lessons are: {', '.join(lessons)} "
+    raise UsageError(f"no lesson {text or repr(text)}; lessons are: {', '.join(lessons)} "
                      "(a number such as 1 or 01, or the name without its number, also works)")
 
 
@@ -106,14 +116,34 @@ def _output_file(text):
         raise argparse.ArgumentTypeError(f"{text}: that is a folder; give a file name, e.g. --out results.json.")
     if not path.resolve().parent.is_dir():
         raise argparse.ArgumentTypeError(f"{text}: the folder {path.parent} does not exist; create it first.")
+    if not os.access(path.resolve().parent, os.W_OK):  # said now, not after grading the whole course
+        raise argparse.ArgumentTypeError(f"{text}: the folder {path.parent} is not writable; choose another place.")
     return path
+
+
+def _level(text):
+    try:
+        level = int(text)
+    except ValueError:
+        level = None
+    if level is None or not 1 <= level <= LEVELS:
+        raise argparse.ArgumentTypeError(f"{text}: give 1 (the idea), 2 (the API) or 3 (almost there).")
+    return level
+
+
+def _lessons_folder(arguments):
+    folder = arguments.lessons_dir or LESSONS_DIR
+    if not folder.is_dir():
+        raise UsageError(f"there is no lessons folder {display_path(str(folder))}: `python -m hooked generate` "
+                         "writes it from solutions/ (or give --lessons-dir DIR).")
+    return folder
 
 
 # --- grading -------------------------------------------------------------------------------
 
 @contextlib.contextmanager
 def _grader(arguments):
-    grader = Grader(arguments.lessons_dir or LESSONS_DIR, arguments.time_limit)
+    grader = Grader(_lessons_folder(arguments), arguments.time_limit)
     grader.start()  # torch imports in the worker while this process reads the lessons
     try:
         yield grader
@@ -126,7 +156,7 @@ def _grade(grader, lessons):
 
 
 def _chosen_lessons(arguments):
-    return [find_lesson(arguments.lesson)] if arguments.lesson else lesson_names()
+    return [find_lesson(arguments.lesson)] if arguments.lesson is not None else course_lessons()
 
 
 def _feedback(terminal, result):
@@ -183,7 +213,7 @@ def _check(arguments, terminal):
 
 def _watch(arguments, terminal):
     lessons = _chosen_lessons(arguments)
-    folder = arguments.lessons_dir or LESSONS_DIR
+    folder = _lessons_folder(arguments)
     signal.signal(signal.SIGINT, signal.default_int_handler)  # even if started with Ctrl-C ignored
 
     def stop(signum, frame):
@@ -239,7 +269,7 @@ def _hint(arguments, terminal):
     hints = lesson_hints(lesson)[exercise]
     if not hints:
         raise UsageError(f"{exercise} has no hints yet.")
-    level = arguments.level or 1
+    level = 1 if arguments.level is None else arguments.level
     if not 1 <= level <= len(hints):
         raise UsageError(f"--level {level}: {exercise} has hints 1 to {len(hints)}.")
     for hint in hints[:level]:
@@ -277,20 +307,24 @@ def _solution(arguments, terminal):
 
 def _reset(arguments, terminal):
     lesson = find_lesson(arguments.lesson)
-    folder = arguments.lessons_dir or LESSONS_DIR
+    folder = _lessons_folder(arguments)
     script, notebook = folder / f"{lesson}.py", folder / f"{lesson}.ipynb"
     fresh = lesson_text_from_solution((SOLUTIONS_DIR / f"{lesson}.py").read_text(encoding="utf-8"),
                                       f"solutions/{lesson}.py")
-    if script.exists() and script.read_text(encoding="utf-8") == fresh and not notebook.exists():
+    # errors="replace": a file saved in another encoding is not the fresh lesson, and is backed up
+    if script.exists() and script.read_text(encoding="utf-8", errors="replace") == fresh and not notebook.exists():
         terminal.line(f"{display_path(str(script))} is already the fresh lesson; nothing to reset.")
         return 0
     backup = back_up([script, notebook])
     saved = [display_path(str(path)) for path in (script, notebook) if path.exists()]
-    script.write_text(fresh, encoding="utf-8")
-    if notebook.exists():
-        notebook.unlink()  # it holds the old code; Jupyter pairs a new one from the fresh .py
     if backup is not None:
         terminal.line(f"saved {' and '.join(saved)} in {display_path(str(backup))}")
+    try:
+        script.write_text(fresh, encoding="utf-8")
+        if notebook.exists():
+            notebook.unlink()  # it holds the old code; Jupyter pairs a new one from the fresh .py
+    except OSError as error:
+        raise UsageError(f"could not write the fresh lesson: {error}") from None
     terminal.line(f"{display_path(str(script))} is the fresh lesson again.")
     if notebook.name in {pathlib.Path(path).name for path in saved}:
         terminal.line(terminal.dim("Its notebook was removed (the backup has it). If the lesson is open in "
@@ -299,7 +333,8 @@ def _reset(arguments, terminal):
 
 
 def _export(arguments, terminal):
-    lessons = [find_lesson(text) for text in arguments.lessons] or lesson_names()
+    # a lesson named twice (01 1) is graded, and counted, once
+    lessons = list(dict.fromkeys(find_lesson(text) for text in arguments.lessons)) or course_lessons()
     started = time.perf_counter()
     with _grader(arguments) as grader:
         results = _grade(grader, lessons)
@@ -310,7 +345,10 @@ def _export(arguments, terminal):
     if arguments.out is None:
         print(json.dumps(data, indent=2))
         return 0
-    progress.write_json(arguments.out, data)
+    try:
+        progress.write_json(arguments.out, data)
+    except OSError as error:
+        raise UsageError(f"could not write {arguments.out}: {error.strerror or error}") from None
     passed = sum(result.status == "passed" for result in results)
     terminal.line(f"wrote {arguments.out}: {passed} of {len(results)} exercises pass.")
     return 0
@@ -378,7 +416,7 @@ def build_parser():
     hint = command("hint", _hint, "the hints of an exercise, one level at a time")
     hint.add_argument("lesson", metavar="LESSON", help=_LESSON_HELP)
     hint.add_argument("exercise", metavar="EXERCISE", help="an exercise of that lesson, e.g. double_grad")
-    hint.add_argument("--level", type=int, metavar="N", default=None,
+    hint.add_argument("--level", type=_level, metavar="N", default=None,
                       help="show hints 1 to N (1: the idea, 2: the API, 3: almost there); default 1")
     solution = command("solution", _solution, "the reference solution of an exercise, once yours passes",
                        [grading])

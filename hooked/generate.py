@@ -74,8 +74,15 @@ def back_up(paths):
     existing = [path for path in paths if path.exists()]
     if not existing:
         return None
-    folder = BACKUP_DIR / datetime.datetime.now().strftime("%Y%m%d-%H%M%S-%f")
-    folder.mkdir(parents=True)
+    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S-%f")
+    folder, number = BACKUP_DIR / stamp, 1
+    while True:  # a clock that ticks coarsely (Windows) can give two backups the same time
+        try:
+            folder.mkdir(parents=True)
+            break
+        except FileExistsError:
+            number += 1
+            folder = BACKUP_DIR / f"{stamp}-{number}"
     for path in existing:
         shutil.copy2(path, folder / path.name)
     return folder

@@ -25,7 +25,8 @@ def hint(exercise, level=None):
     lesson, hints = find_exercise(name)
     if not hints:
         print(f"hint() was given {name!r}, which is not an exercise with hints. Pass the exercise itself, "
-              "e.g. hint(double_grad).")
+              'e.g. hint(double_grad), or its name, e.g. hint("double_grad") (needed when it was written '
+              "as a lambda, whose name is <lambda>).")
         return
     if level is None:
         level = _levels_shown.get(name, 0) + 1

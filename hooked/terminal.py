@@ -34,16 +34,21 @@ class Terminal:
     def dim(self, text):
         return (text, "dim")
 
+    def _styled(self):
+        """A terminal that shows styles: rendering for a dumb one (TERM=dumb) would drop the
+        marks that set code apart, such as `backticks`, and show nothing in their place."""
+        return self.out.is_terminal and not self.out.is_dumb_terminal
+
     def markdown(self, text):
-        """Rendered on a terminal; the markdown text itself when piped."""
-        if self.out.is_terminal:
+        """Rendered on a terminal; the markdown text itself when piped or on a dumb terminal."""
+        if self._styled():
             from rich.markdown import Markdown
             self.out.print(Markdown(text, code_theme="ansi_dark"), soft_wrap=False)
         else:
             self.out.print(Text(text))
 
     def code(self, source):
-        if self.out.is_terminal:
+        if self._styled():
             from rich.syntax import Syntax
             self.out.print(Syntax(source, "python", theme="ansi_dark", background_color="default"))
         else:

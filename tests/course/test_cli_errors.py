@@ -1,5 +1,7 @@
 """Mistakes on the command line get one clear line, a non-zero exit and no traceback."""
 
+import shutil
+
 import pytest
 
 from hooked_cli import hooked, make_course
@@ -18,8 +20,10 @@ def course(tmp_path_factory):
                              "make_scale_hook, make_clip_hook, record_grads"),
     (["hint", "01", "Double_Grad"], "did you mean double_grad?"),
     (["solution", "01", "HookGroup"], "HookGroup is an exercise of lesson 02_removing_hooks, not of 01_tensor_hooks"),
-    (["hint", "01", "double_grad", "--level", "4"], "--level 4: double_grad has hints 1 to 3"),
-    (["hint", "01", "double_grad", "--level", "two"], "argument --level: invalid int value: 'two'"),
+    (["hint", "01", "double_grad", "--level", "4"], "--level: 4: give 1 (the idea), 2 (the API) or 3"),
+    (["hint", "01", "double_grad", "--level", "two"], "--level: two: give 1 (the idea), 2 (the API) or 3"),
+    (["hint", "01", "double_grad", "--level", "0"], "--level: 0: give 1 (the idea), 2 (the API) or 3"),
+    (["check", ""], "no lesson ''; lessons are: 01_tensor_hooks, 02_removing_hooks"),
     (["hint", "01"], "the following arguments are required: EXERCISE"),
     (["status", "--lessons-dir", "no/such/folder"], "--lessons-dir: no/such/folder: no such folder"),
     (["--lessons-dir", "no/such/folder"], "--lessons-dir: no/such/folder: no such folder"),
@@ -35,3 +39,25 @@ def test_bad_input_says_what_is_wrong_without_a_traceback(course, arguments, com
     assert completed.returncode == 2
     assert complaint in completed.stderr
     assert "Traceback" not in completed.stderr + completed.stdout
+
+
+def test_a_missing_lessons_folder_is_named_with_how_to_make_it(tmp_path):
+    course = make_course(tmp_path)
+    shutil.rmtree(course / "lessons")
+    for arguments in (["status"], ["watch", "01"], ["solution", "01", "double_grad"], ["reset", "01"]):
+        completed = hooked(course, *arguments)
+        assert completed.returncode == 2, completed.stdout + completed.stderr
+        assert completed.stderr.startswith("hooked: error: there is no lessons folder lessons: "
+                                           "`python -m hooked generate` writes it"), completed.stderr
+    assert not (course / "lessons").exists()
+
+
+def test_a_course_without_its_solutions_folder_says_how_to_install_it(tmp_path):
+    course = make_course(tmp_path)
+    for path in (course / "solutions").glob("*.py"):
+        path.unlink()
+    for arguments in (["status"], ["export"], ["hint", "01", "double_grad"]):
+        completed = hooked(course, *arguments)
+        assert completed.returncode == 2, completed.stdout + completed.stderr
+        assert "no lessons in " in completed.stderr and "pip install -e ." in completed.stderr
+        assert "Traceback" not in completed.stderr

@@ -3,6 +3,7 @@
 
 import json
 import numbers
+import os
 
 import pytest
 
@@ -69,3 +70,19 @@ def test_json_export_of_a_lesson_is_the_report_pytest_writes_for_it(course, tmp_
     report = json.loads(exported.stdout)
     assert [entry["status"] for entry in report["exercises"]] == ["passed", "not_attempted", "failed", "passed"]
     assert report == json.loads((tmp_path / "pytest.json").read_text(encoding="utf-8")), graded_by_pytest.stdout
+
+
+def test_a_lesson_named_twice_is_exported_once(course):
+    completed = hooked(course, "export", "--format", "gradescope", "01", "tensor_hooks", "1")
+    assert completed.returncode == 0, completed.stderr
+    results = json.loads(completed.stdout)
+    assert [test["number"] for test in results["tests"]] == ["1.1", "1.2", "1.3", "1.4"]
+    assert results["score"] == 2
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full, a file that refuses every write")
+def test_a_results_file_that_cannot_be_written_is_an_error_without_a_traceback(course):
+    completed = hooked(course, "export", "02", "--out", "/dev/full")
+    assert completed.returncode == 2
+    assert completed.stderr.startswith("hooked: error: could not write /dev/full: No space left on device")
+    assert "Traceback" not in completed.stderr

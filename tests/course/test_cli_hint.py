@@ -68,3 +68,13 @@ def test_the_notebook_reveals_one_more_level_per_call(capsys):
     assert _first_line(HINTS[1]) in capsys.readouterr().out
     hint("not_an_exercise")
     assert "not an exercise with hints" in capsys.readouterr().out
+
+
+def test_the_notebook_tells_how_to_ask_for_an_exercise_written_as_a_lambda(capsys):
+    from hooked.notebook import hint
+
+    double_grad = lambda grad: 2 * grad  # noqa: E731 (a learner may write it so; the grader accepts it)
+    hint(double_grad)
+    assert "hint(\"double_grad\")" in capsys.readouterr().out
+    hint("double_grad", level=1)
+    assert "Hint 1 of 3: the idea" in capsys.readouterr().out

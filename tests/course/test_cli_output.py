@@ -20,7 +20,7 @@ def _on_a_terminal(course, *arguments, **env):
     that waits for it and returns what it wrote."""
     pty = pytest.importorskip("pty")  # pseudo-terminals: POSIX only
     main, terminal = pty.openpty()
-    process = start_hooked(course, *arguments, env=environment(TERM="xterm-256color", **env),
+    process = start_hooked(course, *arguments, env=environment(**{"TERM": "xterm-256color", **env}),
                            stdout=terminal, stderr=terminal)
     os.close(terminal)
 
@@ -55,3 +55,9 @@ def test_piped_output_is_plain_text_even_on_a_colour_terminal(course):
     assert "\x1b" not in completed.stdout
     errors = hooked(course, "hint", "01", "nope", env=environment(TERM="xterm-256color"))
     assert errors.stderr.startswith("hooked: error: no exercise nope") and "\x1b" not in errors.stderr
+
+
+def test_a_dumb_terminal_gets_the_hint_as_markdown_with_its_code_marks(course):
+    dumb = _on_a_terminal(course, "hint", "01", "double_grad", TERM="dumb")()
+    assert dumb.startswith("**Hint 1 of 3: the idea**"), dumb
+    assert "`double_grad`" in dumb and "\x1b" not in dumb

@@ -1,6 +1,10 @@
 """`hooked reset LESSON`: the fresh lesson again, made by the generator, after the learner's
 .py and paired .ipynb are saved in a timestamped backup."""
 
+import datetime
+import types
+
+from hooked import generate
 from hooked.generate import lesson_text_from_solution
 from hooked_cli import hooked, make_course, write_lesson
 
@@ -28,3 +32,34 @@ def test_reset_restores_the_fresh_lesson_and_keeps_the_py_and_notebook_in_a_back
     again = hooked(course, "reset", "01_tensor_hooks")
     assert "already the fresh lesson; nothing to reset" in again.stdout
     assert len(list((course / ".hooked-backups").iterdir())) == 1  # nothing new to keep
+
+
+def test_a_lesson_saved_in_another_encoding_is_backed_up_byte_for_byte_and_reset(tmp_path):
+    course = make_course(tmp_path)
+    script = course / "lessons" / "01_tensor_hooks.py"
+    work = script.read_bytes() + "# café\n".encode("latin-1")
+    script.write_bytes(work)
+    completed = hooked(course, "reset", "01")
+    assert completed.returncode == 0, completed.stderr
+    (backup,) = (course / ".hooked-backups").iterdir()
+    assert (backup / script.name).read_bytes() == work
+    assert script.read_text(encoding="utf-8") == lesson_text_from_solution(
+        (course / "solutions" / "01_tensor_hooks.py").read_text(encoding="utf-8"))
+
+
+def test_two_backups_made_at_the_same_instant_get_a_folder_each(tmp_path, monkeypatch):
+    class Frozen(datetime.datetime):
+        @classmethod
+        def now(cls, tz=None):
+            return datetime.datetime(2026, 11, 29, 17, 0, 0, 123456)
+
+    monkeypatch.setattr(generate, "BACKUP_DIR", tmp_path / "backups")
+    monkeypatch.setattr(generate, "datetime", types.SimpleNamespace(datetime=Frozen))
+    lesson = tmp_path / "01_tensor_hooks.py"
+    folders = []
+    for text in ("first work\n", "second work\n"):
+        lesson.write_text(text, encoding="utf-8")
+        folders.append(generate.back_up([lesson]))
+    assert [folder.name for folder in folders] == ["20261129-170000-123456", "20261129-170000-123456-2"]
+    assert [(folder / lesson.name).read_text(encoding="utf-8") for folder in folders] == ["first work\n",
+                                                                                         "second work\n"]
