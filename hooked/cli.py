@@ -315,7 +315,10 @@ def _reset(arguments, terminal):
     if script.exists() and script.read_text(encoding="utf-8", errors="replace") == fresh and not notebook.exists():
         terminal.line(f"{display_path(str(script))} is already the fresh lesson; nothing to reset.")
         return 0
-    backup = back_up([script, notebook])
+    try:
+        backup = back_up([script, notebook])
+    except OSError as error:
+        raise UsageError(f"could not save a backup of your lesson, so nothing was changed: {error}") from None
     saved = [display_path(str(path)) for path in (script, notebook) if path.exists()]
     if backup is not None:
         terminal.line(f"saved {' and '.join(saved)} in {display_path(str(backup))}")

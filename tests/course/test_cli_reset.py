@@ -63,3 +63,15 @@ def test_two_backups_made_at_the_same_instant_get_a_folder_each(tmp_path, monkey
     assert [folder.name for folder in folders] == ["20261129-170000-123456", "20261129-170000-123456-2"]
     assert [(folder / lesson.name).read_text(encoding="utf-8") for folder in folders] == ["first work\n",
                                                                                          "second work\n"]
+
+
+def test_when_no_backup_can_be_saved_the_lesson_is_left_as_it_is(tmp_path):
+    course = make_course(tmp_path)
+    script = write_lesson(course, "01_tensor_hooks", solved={"double_grad"})
+    work = script.read_text(encoding="utf-8")
+    (course / ".hooked-backups").write_text("a file where the backup folder should be\n", encoding="utf-8")
+    completed = hooked(course, "reset", "01")
+    assert completed.returncode == 2
+    assert completed.stderr.startswith("hooked: error: could not save a backup of your lesson, so nothing was "
+                                       "changed"), completed.stderr
+    assert script.read_text(encoding="utf-8") == work
