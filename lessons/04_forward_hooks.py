@@ -817,7 +817,8 @@ def clamp_output(module, min_value, max_value):
     """Clamp the output of `module` to `[min_value, max_value]` with a forward hook.
 
     The hook returns a new tensor, the output clamped, so that it replaces the output; the
-    original output is not changed in place. Gradients flow as through `torch.clamp`.
+    original output is not changed in place. Gradients flow as through `torch.clamp`,
+    also for outputs exactly on a bound (there `torch.clamp` passes the gradient).
     Returns the RemovableHandle of the hook.
     """
     # TODO: write this, as its docstring says.
