@@ -7,7 +7,8 @@ import torch
 from torch import nn
 
 from hooked.checking import LearnerCodeRaised, calling, describe_learner_error, fail
-from hooked.checks.noise import check_new_noise_each_call, check_noise_sample, check_seeded_noise
+from hooked.checks.noise import (check_generator_advanced, check_new_noise_each_call, check_noise_sample,
+                                 check_seeded_noise)
 from hooked.checks.tensors import close, describe, random_tensor
 
 NOISE_SHAPE = (64, 8, 8)  # 4096 elements: enough for the statistical checks of hooked/checks/noise.py
@@ -176,7 +177,8 @@ def check_add_input_noise(add_input_noise):
         _check_every_element_noisy(noisy - original, what)
         check_noise_sample(noisy - original, std, what, input=original)
         if generator is not None and torch.equal(generator.get_state(), generator_state):
-            unused_generator = said  # reported after the reproducibility check, whose hints are more specific
+            # reported after the reproducibility check, whose hints are more specific
+            unused_generator = (generator, generator_state, said)
 
         check_new_noise_each_call(
             lambda: _noisy_input(module, original, said) - original,
@@ -192,9 +194,7 @@ def check_add_input_noise(add_input_noise):
     check_seeded_noise(seeded_draw, "add_input_noise(module, 0.5, generator) with a fresh module and generator "
                                     "each time, on the same x")
     if unused_generator:
-        fail(f"{unused_generator}\nThe generator given to add_input_noise is in the same state as before the call: the "
-             "noise was not drawn from it (but from torch's global random state, or a copy of the generator). Draw it "
-             "from the generator itself (generator=generator), so that it advances with every draw.")
+        check_generator_advanced(*unused_generator, "add_input_noise")
 
     _check_noise_only_in_training(add_input_noise)
     _check_noise_keeps_dtype_and_gradient(add_input_noise)

@@ -15,7 +15,8 @@ import torch
 from torch import nn
 
 from hooked.checking import LearnerCodeRaised, calling, describe_learner_error, fail
-from hooked.checks.noise import Z, check_new_noise_each_call, check_noise_sample, check_seeded_noise
+from hooked.checks.noise import (Z, check_generator_advanced, check_new_noise_each_call, check_noise_sample,
+                                 check_seeded_noise)
 from hooked.checks.tensors import close, describe, random_tensor
 
 _MIXED_HOOKS = "Cannot use both regular backward hooks and full backward hooks"
@@ -675,12 +676,17 @@ def _clean_grads(run, grad_outputs):
 
 
 def check_add_grad_noise(add_grad_noise):
+    unused_generator = None
     for number, (factory, shape, std, with_generator, text) in enumerate(_NOISE_CASES):
         seed = 700 + 10 * number
         # Noise seeded apart from the module and inputs (a generator seeded like random_tensor's draws its values).
         generator = torch.Generator().manual_seed(seed + 5000) if with_generator else None
+        generator_state = None if generator is None else generator.get_state()
         run = _noisy_backward(add_grad_noise, factory, shape, std, generator, seed, text)
         _judge_noise(run, std, text)
+        if generator is not None and torch.equal(generator.get_state(), generator_state):
+            # reported after the reproducibility check, whose hints are more specific
+            unused_generator = (generator, generator_state, f"Ran backward through {text} with {run['call']} registered.")
 
         # Each backward draws new noise (nothing drawn once and reused).
         module, x = run["module"], run["x"]
@@ -713,6 +719,8 @@ def check_add_grad_noise(add_grad_noise):
     check_new_noise_each_call(
         lambda: _grads(_noisy_backward(add_grad_noise, factory, shape, std, None, 795, text)),
         f"add_grad_noise(module, {std}) without a generator, on two fresh modules")
+    if unused_generator:
+        check_generator_advanced(*unused_generator, "add_grad_noise")
 
 
 CHECKS = {

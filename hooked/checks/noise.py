@@ -8,6 +8,8 @@ Two kinds of checks:
   and, when `input` is given, unrelated to it.
 - `check_seeded_noise(draw, what)` and `check_new_noise_each_call(draw, what)`: the
   noise comes from the generator it is given, and is fresh on each call.
+- `check_generator_advanced(generator, state_before, what, hook_name)`: the noise was
+  drawn from the caller's generator itself (so it advanced), not from a copy of it.
 
 Each statistical test allows `Z` standard errors of its estimate, computed from the
 sample size: a correct answer fails with a probability around 1e-8 per test, and a
@@ -146,3 +148,13 @@ def check_new_noise_each_call(draw, what):
         fail(f"{what}: two calls gave exactly the same noise; expected new noise on every call. Draw it anew inside "
              "the hook, from the generator's (or torch's) running random state: do not store it, and do not reseed "
              "a generator on each call.")
+
+
+def check_generator_advanced(generator, state_before, what, hook_name):
+    """After noise was added, the caller's `generator` must have moved on from
+    `state_before`: noise drawn from a copy of it, or from torch's global random state
+    after seeding from it, leaves it where it was, and the caller's next draws repeat."""
+    if torch.equal(generator.get_state(), state_before):
+        fail(f"{what}\nThe generator given to {hook_name} is in the same state as before the call: the noise was not drawn "
+             "from it (but from torch's global random state, or a copy of the generator). Draw it from the "
+             "generator itself (generator=generator), so that it advances with every draw.")

@@ -1080,4 +1080,22 @@ def add_grad_noise(module, std, generator=None):
     return module.register_full_backward_pre_hook(add_noise)
 ''',
          expect=["exactly the same noise", "do not reseed a generator on each call"]),
+    dict(exercise="add_grad_noise", kind="wrong", why="draws from a copy of the generator",
+         source='''
+import torch
+
+
+def add_grad_noise(module, std, generator=None):
+    own = None
+    if generator is not None:
+        own = torch.Generator()
+        own.set_state(generator.get_state())  # leaves the caller's generator where it was
+
+    def add_noise(module, grad_output):
+        return tuple(None if g is None else g + std * torch.randn(g.shape, generator=own)
+                     for g in grad_output)
+
+    return module.register_full_backward_pre_hook(add_noise)
+''',
+         expect=["same state as before the call", "a copy of the generator", "generator=generator"]),
 ]
