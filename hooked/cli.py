@@ -358,9 +358,11 @@ def _export(arguments, terminal):
 
 
 def _generate(arguments, terminal):
+    # Only the lessons named, so that regenerating one lesson leaves others' drafts alone.
+    names = sorted({find_lesson(text) for text in arguments.lessons}) or None
     try:
         if arguments.check:
-            stale = stale_lessons()
+            stale = [path for path in stale_lessons() if names is None or path.stem in names]
             for path in stale:
                 print(f"{path.relative_to(ROOT)} differs from what solutions/ generates")
             if stale:
@@ -368,7 +370,7 @@ def _generate(arguments, terminal):
                 return 1
             print("lessons/ matches solutions/")
             return 0
-        written = write_lessons()
+        written = write_lessons(names)
     except MarkerError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
@@ -437,6 +439,7 @@ def build_parser():
     export.add_argument("--out", metavar="FILE", type=_output_file, default=None,
                         help="write to FILE instead of printing")
     generate = command("generate", _generate, "make lessons/ from solutions/ (for course authors)")
+    generate.add_argument("lessons", nargs="*", metavar="LESSON", help="only these lessons (default: all)")
     generate.add_argument("--check", action="store_true",
                           help="change nothing; exit 1 if lessons/ differs from what solutions/ generates")
     return parser
