@@ -37,12 +37,20 @@ def main():
 
     from hooked.checking import Result, describe_learner_error
     from hooked.checks import checks_for_lesson, run_exercise_check
-    from hooked.course import lesson_names
+    from hooked.course import checks_module_name, lesson_names
     from hooked.isolation import torch_state_restored
     from hooked.lesson_file import Cell, compile_cell
 
-    for name in lesson_names():  # import every check now, before learner code can disturb imports
-        checks_for_lesson(name)
+    # Import every check now, before learner code can disturb imports. A lesson whose checks
+    # are not written yet (an author's draft) is reported on its own, not a crash of all.
+    missing_checks = set()
+    for name in lesson_names():
+        try:
+            checks_for_lesson(name)
+        except ModuleNotFoundError as error:
+            if error.name != checks_module_name(name):
+                raise
+            missing_checks.add(name)
     sys.path.insert(0, os.getcwd())  # the lessons folder: a learner's own helper modules import as in Jupyter
 
     send({"event": "ready"})
@@ -74,7 +82,12 @@ def main():
             exercise = request["exercise"]
             with contextlib.redirect_stdout(output), contextlib.redirect_stderr(output):
                 try:
-                    result = run_exercise_check(lesson, exercise, namespace.get(exercise))
+                    if lesson in missing_checks:
+                        result = Result(lesson, exercise, "error",
+                                        f"lesson {lesson} has no checks yet: the course lacks the module "
+                                        f"{checks_module_name(lesson)} (README, 'Add a lesson', step 4).")
+                    else:
+                        result = run_exercise_check(lesson, exercise, namespace.get(exercise))
                 except BaseException as error:  # escaped the check: KeyboardInterrupt, a broken __str__, ...
                     result = Result(lesson, exercise, "failed",
                                     f"while checking {exercise}, your code raised {describe_learner_error(error)}")

@@ -61,3 +61,17 @@ def test_a_course_without_its_solutions_folder_says_how_to_install_it(tmp_path):
         assert completed.returncode == 2, completed.stdout + completed.stderr
         assert "no lessons in " in completed.stderr and "pip install -e ." in completed.stderr
         assert "Traceback" not in completed.stderr
+
+
+def test_a_lesson_without_checks_is_reported_alone_and_the_others_are_graded(tmp_path):
+    course = make_course(tmp_path)
+    draft = ("# %% tags=[\"exercise\"]\n# Exercise: draft — write your code in this cell.\n\n\n"
+             "def draft():\n    \"\"\"An author's exercise whose checks are not written yet.\"\"\"\n"
+             "    # BEGIN SOLUTION\n    return 1\n    # END SOLUTION\n")
+    (course / "solutions" / "03_draft.py").write_text(draft, encoding="utf-8")
+    (course / "lessons" / "03_draft.py").write_text(draft, encoding="utf-8")  # as if solved
+
+    completed = hooked(course, "check")
+    assert "Traceback" not in completed.stdout + completed.stderr
+    assert "lesson 03_draft has no checks yet" in completed.stdout, completed.stdout + completed.stderr
+    assert "0 / 4" in completed.stdout and "0 / 3" in completed.stdout  # lessons 01 and 02 still graded
