@@ -478,15 +478,22 @@ def _put_outputs_on_the_bounds(linear, low, high):
         linear.bias[0], linear.bias[1] = low, high
 
 
+def _weighted(output, grad_out):
+    """A scalar whose gradient with respect to `output` is `grad_out`. (Passing grad_outputs to
+    torch.autograd.grad would do the same, but its first call imports sympy: half a second.)"""
+    return (output * grad_out).sum()
+
+
 def _gradient_hint(mine, which, raw, low, high, params, grad_out):
     if mine is None:
         return ""
-    if close(mine, torch.autograd.grad(raw, params, grad_out, retain_graph=True)[which]):
+    if close(mine, torch.autograd.grad(_weighted(raw, grad_out), params, retain_graph=True)[which]):
         return (" That is the gradient without any clamp: where the output was clipped, torch.clamp passes a "
                 "gradient of 0, but yours passed it on unchanged. Build the output with output.clamp(...), not by "
                 "adding a detached correction.")
     for lookalike, what_yours_did in _BOUNDARY_LOOKALIKES:
-        if close(mine, torch.autograd.grad(lookalike(raw, low, high), params, grad_out, retain_graph=True)[which]):
+        if close(mine, torch.autograd.grad(_weighted(lookalike(raw, low, high), grad_out), params,
+                                         retain_graph=True)[which]):
             return (" The difference is at outputs exactly equal to a bound (the checker's module has such "
                     "outputs): there torch.clamp passes the gradient on unchanged, since the bounds belong to the "
                     f"range; {what_yours_did}.")
@@ -541,8 +548,8 @@ def check_clamp_output(clamp_output):
                  "tensor from the output itself: no .detach(), .data or torch.no_grad() in the hook.")
         grad_out = random_tensor(seed + 2, tuple(out.shape))
         with calling(f"computing gradients through the module after {call_text}"):
-            got = torch.autograd.grad(out, (x, weight, bias), grad_out, allow_unused=True)
-        wanted = torch.autograd.grad(expected, (x, weight, bias), grad_out, retain_graph=True)
+            got = torch.autograd.grad(_weighted(out, grad_out), (x, weight, bias), allow_unused=True)
+        wanted = torch.autograd.grad(_weighted(expected, grad_out), (x, weight, bias), retain_graph=True)
         for which, (what, mine, theirs) in enumerate(zip(_GRADIENTS, got, wanted)):
             if mine is not None and close(mine, theirs):
                 continue
