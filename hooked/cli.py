@@ -25,13 +25,12 @@ from hooked.checking import display_path
 from hooked.course import LESSONS_DIR, ROOT, SOLUTIONS_DIR, lesson_names
 from hooked.generate import MarkerError, back_up, lesson_text_from_solution, stale_lessons, write_lessons
 from hooked.gradescope import results_json
-from hooked.grader import DEFAULT_TIME_LIMIT, Grader
+from hooked.grader import DEFAULT_TIME_LIMIT, Grader, parse_time_limit
 from hooked.hints import LEVELS, lesson_hints
 from hooked.lesson_file import load_lesson_source, top_level_names
 from hooked.terminal import Terminal
 from hooked.watching import saved_lessons
 
-_LONGEST_TIME_LIMIT = 86400.0
 _STATUS_WIDTH = len("not attempted")
 _MARKER = re.compile(r"^\s*# (BEGIN|END) SOLUTION\b")
 _EXERCISE_CELL = re.compile(r'^# %% tags=\["exercise"\]\n(.*?)(?=^# %%|\Z)', re.MULTILINE | re.DOTALL)
@@ -101,13 +100,9 @@ def _folder(text):
 
 def _seconds(text):
     try:
-        value = float(text)
-    except ValueError:
-        value = 0.0
-    if not 0 < value <= _LONGEST_TIME_LIMIT:
-        raise argparse.ArgumentTypeError(f"{text}: give a positive number of seconds up to "
-                                         f"{_LONGEST_TIME_LIMIT:g}, e.g. --time-limit 30.")
-    return value
+        return parse_time_limit(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def _output_file(text):

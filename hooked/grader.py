@@ -17,6 +17,19 @@ from hooked.course import ROOT
 from hooked.lesson_file import load_lesson_source
 
 DEFAULT_TIME_LIMIT = 10.0
+LONGEST_TIME_LIMIT = 86400.0  # a day: anything longer is a typing mistake
+
+
+def parse_time_limit(text):
+    """Seconds from the text of a --time-limit option; ValueError saying what is accepted."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not 0 < value <= LONGEST_TIME_LIMIT:
+        raise ValueError(f"{text}: give a positive number of seconds up to {LONGEST_TIME_LIMIT:g}, "
+                         "e.g. --time-limit 30.")
+    return value
 _STARTUP_LIMIT = 300.0  # importing torch on a cold, busy machine
 
 

@@ -10,9 +10,8 @@ import re
 import pytest
 
 from hooked import progress
-from hooked.grader import DEFAULT_TIME_LIMIT, Grader
+from hooked.grader import DEFAULT_TIME_LIMIT, Grader, parse_time_limit
 
-_LONGEST_TIME_LIMIT = 86400.0
 _GRADER = pytest.StashKey()
 _LESSON_FILES_GIVEN = pytest.StashKey()
 _RESULTS = pytest.StashKey()
@@ -51,15 +50,10 @@ def _lessons_dir(config):
 
 
 def _time_limit(config):
-    text = config.getoption("--time-limit")
     try:
-        value = float(text)
-    except ValueError:
-        value = 0.0
-    if not 0 < value <= _LONGEST_TIME_LIMIT:
-        raise pytest.UsageError(f"--time-limit {text}: give a positive number of seconds up to "
-                                f"{_LONGEST_TIME_LIMIT:g}, e.g. --time-limit 30.")
-    return value
+        return parse_time_limit(config.getoption("--time-limit"))
+    except ValueError as error:
+        raise pytest.UsageError(f"--time-limit {error}") from None
 
 
 def _check_report_path(config):
