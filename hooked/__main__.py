@@ -1,5 +1,16 @@
+"""`python -m hooked` and the installed `hooked` command. The command's modules are imported
+inside `run`, so that Ctrl-C while they load ends quietly too, as it does later."""
+
 import sys
 
-from hooked.cli import main
 
-sys.exit(main())
+def run():
+    try:
+        from hooked.cli import main
+    except KeyboardInterrupt:
+        return 130
+    return main()
+
+
+if __name__ == "__main__":
+    sys.exit(run())
