@@ -1,0 +1,375 @@
+"""Checks for lesson 06, a CNN's feature maps and Grad-CAM. Small random CNNs from fixed seeds,
+never trained (too slow for a check); the references are computed on copies of the models."""
+
+import collections
+import copy
+import random
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from hooked.checking import LearnerCodeRaised, calling, fail
+from hooked.checks.tensors import close, describe, random_tensor
+
+
+# ---------------------------------------------------------------- models
+
+class _GradModeProbe(nn.Module):
+    """Passes its input on and records whether grad mode was on when it ran."""
+
+    def __init__(self):
+        super().__init__()
+        self.grad_mode = []
+
+    def forward(self, x):
+        self.grad_mode.append(torch.is_grad_enabled())
+        return x
+
+
+def _flat_size(channels, height, width, padding, pool):
+    height, width = height + 2 * padding - 2, width + 2 * padding - 2
+    if pool:
+        height, width = height // 2, width // 2
+    return channels * height * width
+
+
+def _small_cnn(rng, height, width, padding):
+    """probe -> conv -> in-place ReLU -> max-pool -> flatten -> linear, named as in the lesson's stack."""
+    in_channels, channels, classes = rng.randint(1, 3), rng.randint(3, 6), rng.randint(3, 5)
+    model = nn.Sequential(collections.OrderedDict(
+        probe=_GradModeProbe(),
+        conv=nn.Conv2d(in_channels, channels, kernel_size=3, padding=padding),
+        relu=nn.ReLU(inplace=True),
+        pool=nn.MaxPool2d(2, 2),
+        flatten=nn.Flatten(),
+        head=nn.Linear(_flat_size(channels, height, width, padding, pool=True), classes),
+    ))
+    return model, in_channels, classes
+
+
+def _nested_cnn(rng, height, width, padding):
+    """Two conv blocks inside `features`, each conv followed by an in-place ReLU."""
+    in_channels, channels, classes = rng.randint(1, 3), rng.randint(3, 5), rng.randint(3, 5)
+    features = nn.Sequential(nn.Conv2d(in_channels, channels, 3, padding=1), nn.ReLU(inplace=True),
+                             nn.Conv2d(channels, channels, 3, padding=padding), nn.ReLU(inplace=True))
+    model = nn.Sequential(collections.OrderedDict(
+        probe=_GradModeProbe(), features=features, flatten=nn.Flatten(),
+        head=nn.Linear(_flat_size(channels, height, width, padding, pool=False), classes)))
+    return model, in_channels, classes
+
+
+class _FailsAfterLayer(nn.Module):
+    """Runs its conv, then raises."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(1, 3, 3, padding=1)
+        self.relu = nn.ReLU(inplace=True)
+
+    def forward(self, x):
+        self.relu(self.conv(x))
+        raise ValueError("forward failed after the layer, on purpose")
+
+
+# (seed, build, (height, width), padding, layer name, the in-place ReLU after the layer or None, train mode)
+_CASES = (
+    (601, _small_cnn, (8, 10), 1, "conv", "relu", True),
+    (602, _small_cnn, (11, 10), 0, "pool", None, False),  # 4x4 maps upsampled to 11x10
+    (603, _nested_cnn, (7, 9), 0, "features.2", "features.3", True),
+    (604, _small_cnn, (9, 7), 1, "relu", None, False),  # the in-place ReLU itself
+)
+
+
+def _build(seed, build, size, padding, train):
+    torch.manual_seed(seed)
+    model, in_channels, classes = build(random.Random(seed), *size, padding)
+    model.train(train)
+    return model, in_channels, classes
+
+
+def _hooks_left(model):
+    """Names (and kinds) of modules that still hold hooks, of any kind."""
+    left = []
+    for name, module in model.named_modules():
+        for kind in ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks"):
+            if getattr(module, kind):
+                left.append(f"{name or 'the model'} ({kind.strip('_')})")
+    return left
+
+
+def _modes(model):
+    return [module.training for module in model.modules()]
+
+
+def _mode_name(training):
+    return "train" if training else "eval"
+
+
+def _check_clean(model, modes, call_text):
+    left = _hooks_left(model)
+    if left:
+        fail(f"After {call_text}, hooks were still registered on {left}. Remove every hook you register before "
+             "returning: use the handle as a context manager (`with layer.register_forward_hook(hook):`), or "
+             "call handle.remove() in a `finally:` block.")
+    if _modes(model) != modes:
+        fail(f"{call_text} left the model in {_mode_name(model.training)} mode; it was in {_mode_name(modes[0])} "
+             "mode. Leave the model's mode as it was: don't call model.eval() or model.train() (or put the old "
+             "mode back before returning).")
+
+
+# ---------------------------------------------------------------- get_activation
+
+def _true_activation(model, name, x):
+    """What the layer produced, on a copy whose ReLUs are not in place."""
+    twin = copy.deepcopy(model)
+    for module in twin.modules():
+        if isinstance(module, nn.ReLU):
+            module.inplace = False
+    kept = {}
+    twin.get_submodule(name).register_forward_hook(lambda module, args, output: kept.update(
+        inputs=args[0].detach().clone(), output=output.detach().clone()))
+    with torch.no_grad():
+        out = twin(x)
+    return kept["output"], kept["inputs"], out
+
+
+def _check_activation_value(value, expected, layer_input, model_output, relu_after, said):
+    if not isinstance(value, torch.Tensor):
+        fail(f"{said} returned {describe(value)}; expected the layer's output, {describe(expected)}. Return the "
+             "tensor your hook captured.")
+    if value.requires_grad or value.grad_fn is not None:
+        fail(f"{said} returned a tensor that is still part of an autograd graph (requires_grad="
+             f"{value.requires_grad}); return it detached, from a forward pass run under torch.no_grad().")
+    if close(value, expected):
+        return
+    if relu_after and close(value, expected.relu()):
+        fail(f"{said} returned {describe(value)}: the layer's output after the in-place ReLU that follows the "
+             f"layer overwrote it; the layer produced {describe(expected)}. output.detach() shares memory with "
+             "the output: keep output.detach().clone().")
+    if close(value, layer_input):
+        fail(f"{said} returned {describe(value)}, the layer's input (args[0]); expected its output, "
+             f"{describe(expected)}.")
+    if close(value, model_output):
+        fail(f"{said} returned {describe(value)}, the model's output; expected the output of `layer`, "
+             f"{describe(expected)}, captured by a forward hook on that layer.")
+    fail(f"{said} returned {describe(value)}; expected the layer's output, {describe(expected)}.")
+
+
+def _check_raising_forward(get_activation):
+    torch.manual_seed(605)
+    model = _FailsAfterLayer()
+    x = random_tensor(606, (1, 1, 5, 6))
+    call_text = "get_activation(model, model.conv, x) with a model whose forward raises ValueError after model.conv"
+    try:
+        result = get_activation(model, model.conv, x)
+    except ValueError as error:
+        if "on purpose" not in str(error):
+            fail(f"{call_text} raised ValueError: {error}, not the model's own ValueError; let the exception of "
+                 "the forward pass through as it is.")
+    except NotImplementedError:
+        raise
+    except Exception as error:
+        fail(f"{call_text} raised {type(error).__name__}: {error}; expected the model's ValueError to reach the "
+             "caller unchanged. Don't catch the exception; remove the hook in a `finally:` block (or a `with` "
+             "block) and let it go on.")
+    else:
+        fail(f"{call_text} returned {describe(result)}, but model(x) raised ValueError; let the exception reach "
+             "the caller (don't catch it).")
+    left = _hooks_left(model)
+    if left:
+        fail(f"{call_text}: the ValueError came through, but hooks were left on {left}. When forward raises, "
+             "the lines after model(x) don't run: remove the hook in a `finally:` block, or register it with "
+             "`with layer.register_forward_hook(hook):`.")
+
+
+def check_get_activation(get_activation):
+    for seed, build, size, padding, name, relu_after, train in _CASES:
+        model, in_channels, classes = _build(seed, build, size, padding, train)
+        x = random_tensor(seed + 10, (2, in_channels) + size)
+        expected, layer_input, model_output = _true_activation(model, name, x)
+        modes = _modes(model)
+        call_text = f"get_activation(model, model.{name}, x) with x of shape {tuple(x.shape)}"
+        with calling(f"calling {call_text}"):
+            value = get_activation(model, model.get_submodule(name), x)
+        if not torch.is_grad_enabled():
+            fail(f"After {call_text}, grad mode was left off for the code that runs next. Turn it off only for "
+                 "the forward pass, with `with torch.no_grad():`.")
+        _check_clean(model, modes, call_text)
+        said = call_text[:1].upper() + call_text[1:]
+        _check_activation_value(value, expected, layer_input, model_output, relu_after, said)
+        if any(model.probe.grad_mode):
+            fail(f"{said} ran the model's forward pass with grad mode on (a module of the model saw "
+                 "torch.is_grad_enabled() == True), so it built an autograd graph it never uses. Run the "
+                 "forward pass under torch.no_grad().")
+    _check_raising_forward(get_activation)
+
+
+# ---------------------------------------------------------------- grad_cam
+
+def _activation_and_gradient(model, name, relu_after, x, target):
+    """A and G as in a copy without in-place ReLUs; also A and G after the ReLU that follows the layer."""
+    twin = copy.deepcopy(model)
+    for module in twin.modules():
+        if isinstance(module, nn.ReLU):
+            module.inplace = False
+    kept = {}
+    twin.get_submodule(name).register_forward_hook(lambda module, args, output: kept.update(A=output))
+    if relu_after:
+        twin.get_submodule(relu_after).register_forward_hook(lambda module, args, output: kept.update(R=output))
+    score = twin(x)[0, target]
+    wanted = [kept["A"]] + ([kept["R"]] if relu_after else [])
+    grads = torch.autograd.grad(score, wanted)
+    found = {"A": kept["A"].detach()[0], "G": grads[0][0]}
+    if relu_after:
+        found.update(A_after=kept["R"].detach()[0], G_after=grads[1][0])
+    return found
+
+
+def _cam(A, G, size, relu=True, weights="gradient", mode="bilinear", align_corners=False, normalize="max",
+         relu_after_upsampling=False, normalize_first=False):
+    w = G.mean(dim=(1, 2)) if weights == "gradient" else A.mean(dim=(1, 2))
+    cam = (w[:, None, None] * A).sum(dim=0)
+    if weights == "product":  # gradient times activation, summed over channels, without the means
+        cam = (G * A).sum(dim=0)
+    if relu and not relu_after_upsampling:
+        cam = cam.relu()
+    if normalize_first and cam.max() > 0:
+        cam = cam / cam.max()
+    if size is not None:
+        options = {} if mode == "nearest" else {"align_corners": align_corners}
+        cam = F.interpolate(cam[None, None], size=size, mode=mode, **options)[0, 0]
+    if relu and relu_after_upsampling:
+        cam = cam.relu()
+    if normalize == "max" and cam.max() > 0 and not normalize_first:
+        cam = cam / cam.max()
+    if normalize == "min-max" and cam.max() > cam.min():
+        cam = (cam - cam.min()) / (cam.max() - cam.min())
+    return cam
+
+
+_NO_CLONE = ("The activation you used is the layer's output after the in-place ReLU that follows the layer "
+             "overwrote it: output.detach() shares memory with the output. Keep output.detach().clone() in the "
+             "forward hook.")
+_AFTER_RELU_GRADIENT = ("The gradient you used is the one with respect to the in-place ReLU's result (what "
+                        "output.retain_grad(), or torch.autograd.grad on the captured output, gives after the "
+                        "ReLU overwrote it), not with respect to the value the layer produced. Register a tensor "
+                        "hook on the output inside the forward hook: it fires with the gradient of the value the "
+                        "layer produced.")
+
+
+def _variants(found, size):
+    """(cam of a typical mistake, its hint), most specific first."""
+    A, G = found["A"], found["G"]
+    variants = [
+        (_cam(A, G, size, relu=False), "The map has the values of the weighted sum before the ReLU: apply "
+                                       "torch.relu to sum_k w_k * A_k (Grad-CAM keeps only what raises the score)."),
+        (_cam(A, G, size, normalize=None), "It is not normalized: divide the upsampled map by its maximum when "
+                                           "that maximum is positive."),
+        (_cam(A, G, size, normalize="min-max"), "You subtracted the minimum before dividing (min-max scaling); "
+                                                "divide by the maximum only."),
+        (_cam(A, G, size, weights="activation"), "The weights w_k are the means of the activations; they must be "
+                                                 "the means of the gradient G over the spatial dimensions."),
+        (_cam(A, G, size, weights="product"), "You summed gradient times activation place by place; Grad-CAM "
+                                              "first averages the gradient of each channel over its spatial "
+                                              "dimensions (one weight w_k per channel), then weights A_k by it."),
+        (_cam(A, G, size, align_corners=True), "The upsampling used align_corners=True; use "
+                                               "align_corners=False."),
+        (_cam(A, G, size, mode="nearest"), "The upsampling was nearest-neighbour; use mode='bilinear' (with "
+                                           "align_corners=False)."),
+        (_cam(A, G, size, relu_after_upsampling=True), "The ReLU was applied after the upsampling; apply it to "
+                                                       "the h x w map, then upsample."),
+        (_cam(A, G, size, normalize_first=True), "The map was divided by its maximum before the upsampling; "
+                                                 "upsample first, then divide by the maximum of the upsampled "
+                                                 "map."),
+    ]
+    if "A_after" in found:
+        variants = [
+            (_cam(found["A_after"], G, size), _NO_CLONE),
+            (_cam(A, found["G_after"], size), _AFTER_RELU_GRADIENT),
+            (_cam(found["A_after"], found["G_after"], size), _AFTER_RELU_GRADIENT + " " + _NO_CLONE),
+        ] + variants
+    return variants
+
+
+def _call_grad_cam(grad_cam, model, name, x, target, call_text):
+    try:
+        with calling(f"calling {call_text}"):
+            return grad_cam(model, model.get_submodule(name), x, target)
+    except LearnerCodeRaised as raised:
+        if isinstance(raised.error, RuntimeError) and "BackwardHookFunction" in str(raised.error):
+            fail(f"{call_text} raised RuntimeError: {str(raised.error)[:100]}... The layer is followed by "
+                 "ReLU(inplace=True), and a full backward hook (or pre-hook) on a module fails when its output is "
+                 "changed in place (lesson 05). Get the gradient with a tensor hook instead: in a forward hook on "
+                 "the layer, call output.register_hook(...).")
+        raise
+
+
+def _judge_cam(cam, expected, found, size, said):
+    if not isinstance(cam, torch.Tensor):
+        fail(f"{said} returned {describe(cam)}; expected a tensor of shape {size}.")
+    cam = cam.detach()
+    if tuple(cam.shape) != size:
+        h, w = found["A"].shape[-2:]
+        if cam.numel() == expected.numel() and tuple(cam.squeeze().shape) == size:
+            fail(f"{said} returned a tensor of shape {tuple(cam.shape)}; expected shape {size}, 2-D: drop the "
+                 "batch and channel dimensions that F.interpolate needs (e.g. [0, 0]).")
+        if cam.squeeze().shape == (h, w):
+            fail(f"{said} returned a map of shape {tuple(cam.shape)}, the layer's spatial size; upsample it to the "
+                 f"input's size {size} with F.interpolate(..., size=..., mode='bilinear', align_corners=False).")
+        fail(f"{said} returned a tensor of shape {tuple(cam.shape)}; expected {size}, the input's height and width.")
+    if cam.isnan().any():
+        hint = (" The map before normalization was all zero here: divide by the maximum only when it is positive."
+                if expected.max() == 0 else "")
+        fail(f"{said} returned a map with NaN values, {describe(cam)}.{hint}")
+    if close(cam, expected, tolerance=1e-4):
+        return
+    for variant, hint in _variants(found, size):
+        if close(cam, variant, tolerance=1e-4):
+            fail(f"{said} returned {describe(cam)}; expected {describe(expected)}. {hint}")
+    fail(f"{said} returned {describe(cam)}; expected {describe(expected)}: with A the layer's output and G the "
+         "gradient of model(x)[0, target] with respect to it, cam = relu(sum_k mean(G_k) * A_k), upsampled "
+         "bilinearly (align_corners=False) to the input's size, divided by its maximum when positive.")
+
+
+def _grad_cam_case(grad_cam, model, name, relu_after, x, target, what=""):
+    size = tuple(x.shape[-2:])
+    found = _activation_and_gradient(model, name, relu_after, x, target)
+    expected = _cam(found["A"], found["G"], size)
+    modes = _modes(model)
+    call_text = f"grad_cam(model, model.{name}, x, {target}) with x of shape {tuple(x.shape)}{what}"
+    cam = _call_grad_cam(grad_cam, model, name, x, target, call_text)
+    _check_clean(model, modes, call_text)
+    _judge_cam(cam, expected, found, size, call_text[:1].upper() + call_text[1:])
+    return expected
+
+
+def check_grad_cam(grad_cam):
+    for seed, build, size, padding, name, relu_after, train in _CASES:
+        model, in_channels, classes = _build(seed, build, size, padding, train)
+        x = random_tensor(seed + 20, (1, in_channels) + size, scale=2.0)
+        target = random.Random(seed).randrange(classes)
+        expected = _grad_cam_case(grad_cam, model, name, relu_after, x, target)
+        assert expected.max() == 1  # the cases are chosen so that the map is not empty
+
+    # A layer whose output is all zero: the map is zero, and must stay zero (no division by 0).
+    model, in_channels, classes = _build(607, _small_cnn, (6, 8), 1, True)
+    with torch.no_grad():
+        model.conv.weight.zero_()
+        model.conv.bias.zero_()
+    x = random_tensor(608, (1, in_channels, 6, 8))
+    _grad_cam_case(grad_cam, model, "conv", "relu", x, 1, what=" (the conv's weights and bias are all zero)")
+
+    # Activations >= 0 and a head whose weights are all negative: every w_k < 0, so relu leaves nothing.
+    model, in_channels, classes = _build(609, _small_cnn, (8, 6), 1, False)
+    with torch.no_grad():
+        model.head.weight.copy_(-model.head.weight.abs())
+    x = random_tensor(610, (1, in_channels, 8, 6))
+    _grad_cam_case(grad_cam, model, "pool", None, x, 0,
+                   what=" (the head's weights are all negative, so the weighted sum is <= 0 everywhere)")
+
+
+CHECKS = {
+    "get_activation": check_get_activation,
+    "grad_cam": check_grad_cam,
+}
