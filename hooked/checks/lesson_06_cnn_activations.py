@@ -110,8 +110,8 @@ def _check_clean(model, modes, call_text):
     left = _hooks_left(model)
     if left:
         fail(f"After {call_text}, hooks were still registered on {left}. Remove every hook you register before "
-             "returning: use the handle as a context manager (`with layer.register_forward_hook(hook):`), or "
-             "call handle.remove() in a `finally:` block.")
+             "returning: the handle is a context manager (register the hook in a `with` statement), or call "
+             "handle.remove() in a `finally:` block.")
     if _modes(model) != modes:
         fail(f"{call_text} left the model in {_mode_name(model.training)} mode; it was in {_mode_name(modes[0])} "
              "mode. Leave the model's mode as it was: don't call model.eval() or model.train() (or put the old "
@@ -179,8 +179,8 @@ def _check_raising_forward(get_activation):
     left = _hooks_left(model)
     if left:
         fail(f"{call_text}: the ValueError came through, but hooks were left on {left}. When forward raises, "
-             "the lines after model(x) don't run: remove the hook in a `finally:` block, or register it with "
-             "`with layer.register_forward_hook(hook):`.")
+             "the lines after model(x) don't run: remove the hook in a `finally:` block, or register it in a "
+             "`with` statement (the handle is a context manager).")
 
 
 def check_get_activation(get_activation):
@@ -196,7 +196,7 @@ def check_get_activation(get_activation):
             fail(f"After {call_text}, grad mode was left off for the code that runs next. Turn it off only for "
                  "the forward pass, with `with torch.no_grad():`.")
         _check_clean(model, modes, call_text)
-        said = call_text[:1].upper() + call_text[1:]
+        said = call_text
         _check_activation_value(value, expected, layer_input, model_output, relu_after, said)
         if any(model.probe.grad_mode):
             fail(f"{said} ran the model's forward pass with grad mode on (a module of the model saw "
@@ -340,7 +340,7 @@ def _grad_cam_case(grad_cam, model, name, relu_after, x, target, what=""):
     call_text = f"grad_cam(model, model.{name}, x, {target}) with x of shape {tuple(x.shape)}{what}"
     cam = _call_grad_cam(grad_cam, model, name, x, target, call_text)
     _check_clean(model, modes, call_text)
-    _judge_cam(cam, expected, found, size, call_text[:1].upper() + call_text[1:])
+    _judge_cam(cam, expected, found, size, call_text)
     return expected
 
 
@@ -367,6 +367,16 @@ def check_grad_cam(grad_cam):
     x = random_tensor(610, (1, in_channels, 8, 6))
     _grad_cam_case(grad_cam, model, "pool", None, x, 0,
                    what=" (the head's weights are all negative, so the weighted sum is <= 0 everywhere)")
+
+    # Activations > 0 everywhere and a head whose weights are all positive: the map is > 0 everywhere,
+    # so dividing by the maximum and min-max scaling differ.
+    model, in_channels, classes = _build(611, _small_cnn, (7, 9), 1, True)
+    with torch.no_grad():
+        model.head.weight.copy_(model.head.weight.abs())
+        model.conv.bias.add_(3.0)
+    x = random_tensor(612, (1, in_channels, 7, 9))
+    _grad_cam_case(grad_cam, model, "pool", None, x, 2,
+                   what=" (the head's weights are all positive, so the map is > 0 everywhere)")
 
 
 CHECKS = {

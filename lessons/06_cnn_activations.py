@@ -1,0 +1,536 @@
+# %% [markdown]
+# # Lesson 06 — Inside a CNN: feature maps and Grad-CAM
+#
+# The classic first use of hooks is to look inside a convolutional network: what each filter
+# responds to, and which part of the image a decision depends on. This lesson does both on a small
+# CNN trained on real handwritten digits, with the forward hooks of lesson 04 and the tensor hooks
+# of lesson 01, and the traps of lessons 04 and 05 (`detach()` without `clone()`, a full backward
+# hook next to an in-place ReLU) met on a real model.
+#
+# After this lesson you will be able to:
+#
+# - say, from the layers, what shape a CNN's activation has, and read the error when the channels
+#   do not match;
+# - capture a layer's feature maps with a forward hook that is removed afterwards, also when the
+#   forward pass raises, and draw them;
+# - compute Grad-CAM, "where is the model looking", from a layer's activation and its gradient,
+#   even when an in-place ReLU follows the layer.
+#
+# **Where your code goes.** Write all of your code in the exercise cells: the cells that begin
+# with the comment `# Exercise: ...` (they are tagged `exercise`). The grader runs only those
+# cells, never the demonstration cells, so each exercise cell imports what it uses.
+#
+# **How to check your work.** Run the `check(...)` cell under each exercise: it prints a pass, a
+# message that says what is wrong, or "not attempted yet". Or, from the repository root, run
+# `pytest tests/test_06_cnn_activations.py` (add `-k grad_cam` for one exercise; plain `pytest`
+# grades every lesson).
+
+# %%
+import matplotlib.pyplot as plt
+import torch
+import torch.nn.functional as F
+from sklearn.datasets import load_digits
+from torch import nn
+
+from hooked.notebook import check, hint, try_it
+
+# %% [markdown]
+# ## The network, and the shapes of its activations
+#
+# The layers we look inside: a 3×3 convolution from 1 channel (a grey image) to 16 channels,
+# padded by one pixel so that it keeps the image's height and width; a ReLU that works in place;
+# a 2×2 max-pooling that halves height and width. A small classifier head (flatten, then one
+# linear layer to 10 classes) makes it trainable. So a `1×1×28×28` image gives 16 maps of 28×28
+# after the convolution and the ReLU, and 16 maps of 14×14 after the pooling.
+
+# %%
+def make_cnn():
+    return nn.Sequential(
+        nn.Conv2d(1, 16, kernel_size=3, padding=1),  # 0: conv
+        nn.ReLU(inplace=True),                       # 1: ReLU, in place
+        nn.MaxPool2d(2, 2),                          # 2: max-pool
+        nn.Flatten(),                                # 3
+        nn.Linear(16 * 14 * 14, 10),                 # 4: the classifier head
+    )
+
+
+torch.manual_seed(0)
+model = make_cnn()
+image = torch.randn(1, 1, 28, 28)
+shapes = {}
+for index in (0, 1, 2, 4):
+    model[index].register_forward_hook(
+        lambda module, args, output, index=index: shapes.update({index: list(output.shape)}))
+model(image)
+for index, shape in shapes.items():
+    print(f"{index}: {type(model[index]).__name__:<9} output {shape}")
+assert shapes == {0: [1, 16, 28, 28], 1: [1, 16, 28, 28], 2: [1, 16, 14, 14], 4: [1, 10]}
+
+# %% [markdown]
+# A first convolution built for colour images, `Conv2d(3, 16, ...)`, refuses a grey image: its
+# weight expects 3 input channels.
+
+# %%
+colour_conv = nn.Conv2d(3, 16, kernel_size=3, padding=1)
+try:
+    colour_conv(image)
+    raise AssertionError("expected a RuntimeError")
+except RuntimeError as error:
+    print(f"{type(error).__name__}: {error}")
+    assert "expected input[1, 1, 28, 28] to have 3 channels, but got 1 channels instead" in str(error)
+
+# %% [markdown]
+# And without the padding (and without the pooling), a 3×3 convolution loses one pixel on each
+# side: 28×28 becomes 26×26.
+
+# %%
+unpadded = nn.Sequential(nn.Conv2d(1, 16, kernel_size=3), nn.ReLU(inplace=True))
+print("unpadded conv + ReLU, no pooling:", list(unpadded(image).shape))
+assert list(unpadded(image).shape) == [1, 16, 26, 26]
+
+# %% [markdown]
+# ## Train it first
+#
+# The activations of an untrained network mean little: its filters are random numbers, so its
+# feature maps are the image seen through random filters, and its predictions are guesses. So we
+# train it, on real data that ships inside scikit-learn: 1,797 handwritten digits of 8×8 pixels
+# (`sklearn.datasets.load_digits`, no download), scaled to [0, 1] and upscaled to 28×28 with
+# `F.interpolate`. A fixed seed splits them into 1,437 training and 360 test digits.
+
+# %%
+digits = load_digits()
+images = torch.tensor(digits.images, dtype=torch.float32).unsqueeze(1) / 16.0
+images = F.interpolate(images, size=(28, 28), mode="bilinear", align_corners=False)
+labels = torch.tensor(digits.target)
+order = torch.randperm(len(labels), generator=torch.Generator().manual_seed(0))
+test_idx, train_idx = order[:360], order[360:]
+print("images:", list(images.shape), "| labels:", sorted(set(labels.tolist())))
+assert list(images.shape) == [1797, 1, 28, 28] and len(train_idx) == 1437
+
+
+def accuracy(net, idx):
+    with torch.no_grad():
+        return (net(images[idx]).argmax(dim=1) == labels[idx]).float().mean().item()
+
+
+# %% [markdown]
+# Training is three passes over the training digits in batches of 32, with stochastic gradient
+# descent with momentum, written out by hand (three lines, and it spares the import of
+# `torch.optim`). It takes about a second on a CPU.
+
+# %%
+torch.manual_seed(0)
+model = make_cnn()
+untrained = make_cnn()
+untrained.load_state_dict(model.state_dict())  # a copy that stays untrained
+velocity = [torch.zeros_like(p) for p in model.parameters()]
+shuffle = torch.Generator().manual_seed(1)
+for epoch in range(3):
+    for batch in train_idx[torch.randperm(len(train_idx), generator=shuffle)].split(32):
+        loss = F.cross_entropy(model(images[batch]), labels[batch])
+        model.zero_grad()
+        loss.backward()
+        with torch.no_grad():
+            for p, v in zip(model.parameters(), velocity):
+                v.mul_(0.9).add_(p.grad)
+                p.sub_(0.02 * v)
+model.eval()
+trained_accuracy, untrained_accuracy = accuracy(model, test_idx), accuracy(untrained, test_idx)
+print(f"test accuracy: trained {trained_accuracy:.3f}, untrained {untrained_accuracy:.3f} (chance: 0.1)")
+assert trained_accuracy > 0.9 and untrained_accuracy < 0.3
+
+# %% [markdown]
+# Why the untrained activations mean little, measured. Compare the pooled maps of two 0s, and of
+# a 0 and a 1, by the cosine similarity of the flattened activations. The untrained network's
+# maps are mostly the pictures themselves, slightly blurred by random filters: a 0 and a 1 look
+# almost as alike to it as two 0s. Training makes the gap between "same digit" and "other digit"
+# much larger: the trained filters respond to what tells the classes apart.
+
+# %%
+def pooled(net, picture):
+    with torch.no_grad():
+        return net[:3](picture).flatten()
+
+
+def similarity(net, a, b):
+    return F.cosine_similarity(pooled(net, images[a:a + 1]), pooled(net, images[b:b + 1]), dim=0).item()
+
+
+zeros = (labels == 0).nonzero().flatten()
+ones = (labels == 1).nonzero().flatten()
+for name, net in (("untrained", untrained), ("trained", model)):
+    same = similarity(net, zeros[0], zeros[1])
+    other = similarity(net, zeros[0], ones[0])
+    print(f"{name:>9}: two 0s {same:.3f}, a 0 and a 1 {other:.3f}, gap {same - other:.3f}")
+gap_untrained = similarity(untrained, zeros[0], zeros[1]) - similarity(untrained, zeros[0], ones[0])
+gap_trained = similarity(model, zeros[0], zeros[1]) - similarity(model, zeros[0], ones[0])
+assert gap_trained > 1.5 * gap_untrained
+
+# %% [markdown]
+# ## Feature maps with a forward hook
+#
+# A forward hook on the max-pool stores its output in a dictionary; the hook is removed right
+# after the forward pass (with the handle as a context manager, lesson 02). One forward pass on
+# three test digits gives three sets of 16 maps of 14×14.
+
+# %%
+feature_maps = {}
+
+
+def store_pooled(module, args, output):
+    feature_maps["pool"] = output.detach().clone()
+
+
+shown = test_idx[:3]
+with model[2].register_forward_hook(store_pooled), torch.no_grad():
+    predictions = model(images[shown]).argmax(dim=1)
+print("captured:", list(feature_maps["pool"].shape), "| hooks left on the pool:", len(model[2]._forward_hooks))
+assert list(feature_maps["pool"].shape) == [3, 16, 14, 14] and not model[2]._forward_hooks
+
+fig = plt.figure(figsize=(9, 4.2), dpi=80)
+grids = fig.add_gridspec(3, 1 + 8, hspace=0.35)
+for row, index in enumerate(shown):
+    ax = fig.add_subplot(grids[row, 0])
+    ax.imshow(images[index, 0], cmap="gray_r")
+    ax.set_title(f"digit {labels[index].item()}", fontsize=9)
+    ax.axis("off")
+    inner = grids[row, 1:].subgridspec(2, 8, wspace=0.05, hspace=0.05)
+    for channel in range(16):
+        ax = fig.add_subplot(inner[channel // 8, channel % 8])
+        ax.imshow(feature_maps["pool"][row, channel], cmap="viridis")
+        ax.axis("off")
+fig.suptitle("The 16 pooled feature maps (14×14) of the trained CNN, beside each digit", fontsize=10)
+plt.show()
+assert torch.equal(predictions, labels[shown])
+
+# %% [markdown]
+# Each map is one filter's answer: some light up on vertical strokes, some on horizontal ones,
+# some on the background. All three digits were classified right.
+#
+# ## `detach()` alone is overwritten by the in-place ReLU
+#
+# Lesson 04 showed it on a linear layer; here it is on the conv, the layer right before
+# `ReLU(inplace=True)`. The hook stores `output.detach()` and `output.detach().clone()`. The ReLU
+# then writes `max(x, 0)` into the conv's output, which the detached tensor shares.
+
+# %%
+stored = {}
+
+
+def store_both(module, args, output):
+    stored["detach()"] = output.detach()
+    stored["detach().clone()"] = output.detach().clone()
+
+
+digit = images[test_idx[0]].unsqueeze(0)
+with model[0].register_forward_hook(store_both), torch.no_grad():
+    model(digit)
+    conv_output = F.conv2d(digit, model[0].weight, model[0].bias, padding=1)  # what the conv produced
+for name, value in stored.items():
+    print(f"{name:>17}: min {value.min():.3f}, equals the conv's output: {torch.equal(value, conv_output)}")
+assert stored["detach()"].min() == 0 and torch.equal(stored["detach()"], conv_output.relu())
+assert stored["detach().clone()"].min() < 0 and torch.equal(stored["detach().clone()"], conv_output)
+
+channel = int(conv_output[0].amin(dim=(1, 2)).argmin())  # the channel with the most negative value
+fig, axes = plt.subplots(1, 2, figsize=(6, 3), dpi=80)
+limit = conv_output[0, channel].abs().max()
+for ax, (name, value) in zip(axes, stored.items()):
+    picture = ax.imshow(value[0, channel], cmap="RdBu_r", vmin=-limit, vmax=limit)
+    ax.set_title(f"stored output.{name}\nmin {value[0, channel].min():.2f}", fontsize=9)
+    ax.axis("off")
+fig.colorbar(picture, ax=axes, shrink=0.8)
+fig.suptitle(f"Conv channel {channel}: the negative values (blue) survive only in the clone", fontsize=10)
+plt.show()
+
+# %% [markdown]
+# ## Exercise 1: `get_activation`
+#
+# Write `get_activation(model, layer, x)`. It returns the output of `layer` (a submodule of
+# `model`) during `model(x)`:
+#
+# - captured with a forward hook on `layer`, and the hook is removed before the function returns,
+#   also when the forward pass raises (the exception goes on to the caller);
+# - the forward pass runs without building an autograd graph (it is only looked at);
+# - the result is detached, and later in-place operations in the model (an in-place ReLU after
+#   `layer`) do not change it.
+#
+# Traps: a hook left behind when the forward raises (lesson 02's `try/finally`, or the handle as
+# a context manager); `detach()` without `clone()`; a forward pass that records a graph.
+#
+# Check: run `check(get_activation)` below, or `pytest tests/test_06_cnn_activations.py -k get_activation`.
+
+# %% tags=["exercise"]
+# Exercise: get_activation — write your code in this cell.
+import torch
+
+
+def get_activation(model, layer, x):
+    """The output of `layer`, a submodule of `model`, during `model(x)`.
+
+    Captured with a forward hook on `layer` that is removed before returning, also when the
+    forward pass raises (the exception propagates). The forward pass runs without building an
+    autograd graph. The result is detached, and in-place operations later in the model (such
+    as an in-place ReLU after `layer`) do not change it.
+    """
+    # TODO: write this, as its docstring says.
+    raise NotImplementedError("get_activation is not written yet")
+
+
+# %%
+check(get_activation)
+
+# %% [markdown] tags=["hints"]
+# <details class="tip"><summary>Hint 1 of 3: the idea</summary>
+#
+# Register a forward hook that copies the layer's output somewhere your function can read it,
+# run the model once without gradients, remove the hook whatever happens, and return the copy.
+#
+# </details>
+#
+# <details class="tip"><summary>Hint 2 of 3: the API</summary>
+#
+# `layer.register_forward_hook(hook)` returns a handle that is also a context manager: leaving a
+# `with` block removes the hook, also on an exception. `torch.no_grad()` stops the graph.
+# `output.detach().clone()` is a copy in memory of its own.
+#
+# </details>
+#
+# <details class="tip"><summary>Hint 3 of 3: almost there</summary>
+#
+# ```python
+# captured = {}
+#
+# def hook(module, args, output):
+#     captured["output"] = ...  # a copy that the in-place ReLU cannot reach
+#
+# with layer.register_forward_hook(hook), torch.no_grad():
+#     ...
+# ```
+#
+# </details>
+
+# %% [markdown]
+# Your function at work on the trained model: the conv's output keeps its negative values even
+# though an in-place ReLU follows, the pool's has the shape drawn above, and no hook is left.
+
+# %%
+with try_it():
+    conv_maps = get_activation(model, model[0], digit)
+    pool_maps = get_activation(model, model[2], digit)
+    print("conv:", list(conv_maps.shape), f"min {conv_maps.min():.3f} | pool:", list(pool_maps.shape))
+    assert torch.equal(conv_maps, conv_output) and list(pool_maps.shape) == [1, 16, 14, 14]
+    assert not conv_maps.requires_grad and not any(m._forward_hooks for m in model.modules())
+
+# %% [markdown]
+# ## Grad-CAM: where is the model looking?
+#
+# Grad-CAM (Selvaraju et al., 2017) answers "which part of the image made the model score class
+# `c`?" for one image and one layer with spatial maps:
+#
+# 1. Run the model, keeping the layer's output `A` (K maps of h×w) and the score `y = model(x)[0, c]`.
+# 2. Compute `G`, the gradient of `y` with respect to `A`. Average each of its K maps: the weight
+#    `w_k` says how much raising map `k` everywhere would raise the score.
+# 3. `cam = relu(sum_k w_k * A_k)`, an h×w map: the places whose activations push the score up
+#    (the ReLU drops those that push it down).
+# 4. Upsample it to the image's size (bilinear) and divide by its maximum to get values in [0, 1].
+#
+# So we need a layer's output **and** its gradient. Lesson 05's full backward hook gives
+# `grad_output`, but our conv is followed by `ReLU(inplace=True)`, and that fails, already in the
+# forward pass:
+
+# %%
+with model[0].register_full_backward_hook(lambda module, grad_input, grad_output: None):
+    try:
+        model(digit.clone().requires_grad_())
+        raise AssertionError("expected a RuntimeError")
+    except RuntimeError as error:
+        print(f"{type(error).__name__}: {error}")
+        assert str(error).startswith("Output 0 of BackwardHookFunction is a view and is being modified inplace.")
+
+# %% [markdown]
+# The full backward hook passes the conv's output through an extra identity step, and PyTorch
+# forbids changing that step's output in place, which the ReLU does. The fix from lesson 05: a
+# **forward** hook that registers a **tensor** hook on the output. The tensor hook is attached to
+# the value the conv produced, before the ReLU overwrites it, so it receives the gradient with
+# respect to that value, as a model without the in-place ReLU would give. The cell compares with
+# such a model (`nn.ReLU()`, not in place), where `torch.autograd.grad` gives the reference.
+#
+# Calling `output.retain_grad()` in the hook instead does not give that: after the in-place ReLU,
+# the tensor `output` *is* the ReLU's result, and its retained gradient is the one with respect to
+# that result, which lacks the ReLU's zeros where the conv's output was negative. The cell shows
+# both.
+
+# %%
+caught = {}
+
+
+def capture(module, args, output):
+    caught["activation"] = output.detach().clone()
+    output.register_hook(lambda grad: caught.update(gradient=grad))
+    output.retain_grad()
+    caught["output"] = output
+
+
+target = labels[test_idx[0]].item()
+with model[0].register_forward_hook(capture):
+    model(digit)[0, target].backward()
+
+no_in_place = make_cnn()
+no_in_place.load_state_dict(model.state_dict())
+no_in_place[1] = nn.ReLU()
+with no_in_place[0].register_forward_hook(lambda module, args, output: caught.update(reference=output)):
+    score = no_in_place(digit)[0, target]
+reference_gradient, = torch.autograd.grad(score, caught["reference"])
+print("tensor hook's gradient equals the reference:", torch.allclose(caught["gradient"], reference_gradient))
+print("retain_grad's gradient equals the reference:", torch.allclose(caught["output"].grad, reference_gradient))
+print("zeros in the reference:", int((reference_gradient == 0).sum()),
+      "| in retain_grad's:", int((caught["output"].grad == 0).sum()))
+assert torch.allclose(caught["gradient"], reference_gradient)
+assert not torch.allclose(caught["output"].grad, reference_gradient)
+assert torch.equal(caught["output"].grad * (caught["activation"] > 0), reference_gradient)
+model.zero_grad()
+
+# %% [markdown]
+# ## Exercise 2: `grad_cam`
+#
+# Write `grad_cam(model, layer, x, target)` for a single image `x` of shape `(1, C, H, W)`. It
+# returns a 2-D tensor of shape `(H, W)`:
+#
+# - `A` is the output of `layer` as the layer produced it, `G` the gradient of
+#   `model(x)[0, target]` with respect to `A` (as in the same model without in-place operations);
+# - `w_k` is the mean of `G` over its spatial dimensions (one weight per channel `k`);
+# - `cam = relu(sum_k w_k * A_k)`, upsampled bilinearly with `align_corners=False` to `(H, W)`,
+#   then divided by its maximum when that maximum is positive (an all-zero map stays zero).
+#
+# It must work when `layer` is followed by `ReLU(inplace=True)`, leave no hook on any module, and
+# leave the model in the train or eval mode it was in.
+#
+# Traps: a full backward hook (fails with an in-place ReLU); `retain_grad()` or `detach()` without
+# `clone()` (both read the value after the ReLU); weights from the activations instead of the
+# gradients; forgetting the ReLU, the upsampling or the normalization; dividing by a zero maximum.
+#
+# Check: run `check(grad_cam)` below, or `pytest tests/test_06_cnn_activations.py -k grad_cam`.
+
+# %% tags=["exercise"]
+# Exercise: grad_cam — write your code in this cell.
+import torch
+import torch.nn.functional as F
+
+
+def grad_cam(model, layer, x, target):
+    """Grad-CAM of class `target` for the single image `x` (shape (1, C, H, W)) at `layer`.
+
+    With A the output of `layer` as the layer produced it and G the gradient of
+    `model(x)[0, target]` with respect to A: w_k = mean of G over its spatial dims,
+    cam = relu(sum_k w_k * A_k), upsampled bilinearly (align_corners=False) to (H, W) and divided
+    by its maximum when that is positive. Returns a tensor of shape (H, W).
+    Works when `layer` is followed by an in-place ReLU; leaves no hook on any module and the
+    model in its train/eval mode.
+    """
+    # TODO: write this, as its docstring says.
+    raise NotImplementedError("grad_cam is not written yet")
+
+
+# %%
+check(grad_cam)
+
+# %% [markdown] tags=["hints"]
+# <details class="tip"><summary>Hint 1 of 3: the idea</summary>
+#
+# One forward pass with a forward hook on `layer` that keeps a copy of the output and attaches a
+# tensor hook to the output itself; then backward from the target's score fills in the gradient.
+# The rest is arithmetic on two tensors of shape (K, h, w).
+#
+# </details>
+#
+# <details class="tip"><summary>Hint 2 of 3: the API</summary>
+#
+# `output.register_hook(fn)` inside the forward hook (the handle of the forward hook as a context
+# manager removes it); `output.detach().clone()`; `score.backward()`; `gradient.mean(dim=(1, 2))`;
+# `torch.relu`; `F.interpolate(cam[None, None], size=..., mode="bilinear", align_corners=False)`
+# wants a 4-D tensor.
+#
+# </details>
+#
+# <details class="tip"><summary>Hint 3 of 3: almost there</summary>
+#
+# ```python
+# with layer.register_forward_hook(hook):
+#     score = model(x)[0, target]
+# score.backward()
+# weights = gradient.mean(dim=(1, 2))                       # (K,)
+# cam = torch.relu((weights[:, None, None] * activation).sum(dim=0))
+# cam = F.interpolate(...)[0, 0]
+# ...  # divide by the maximum only if it is positive
+# ```
+#
+# </details>
+
+# %% [markdown]
+# Your function at work on the trained model, at the conv (the layer followed by the in-place
+# ReLU), for four test digits: the map for the true class and the map for the class the model
+# ranks second, drawn over the digit. Measured: for the true class, the map is brighter on the
+# digit's strokes than off them.
+
+# %%
+with try_it():
+    shown = test_idx[4:8]
+    with torch.no_grad():
+        scores = model(images[shown])
+    fig, axes = plt.subplots(len(shown), 3, figsize=(4.5, 6), dpi=80)
+    on_strokes = []
+    for row, (index, row_scores) in enumerate(zip(shown, scores)):
+        digit = images[index].unsqueeze(0)
+        true_class, wrong_class = labels[index].item(), row_scores.topk(2).indices[1].item()
+        axes[row, 0].imshow(digit[0, 0], cmap="gray_r")
+        axes[row, 0].set_title(f"digit {true_class}", fontsize=9)
+        for column, target in ((1, true_class), (2, wrong_class)):
+            cam = grad_cam(model, model[0], digit, target)
+            assert cam.shape == (28, 28) and cam.min() >= 0 and cam.max() == 1
+            axes[row, column].imshow(digit[0, 0], cmap="gray_r")
+            axes[row, column].imshow(cam, cmap="jet", alpha=0.5, vmin=0, vmax=1)
+            axes[row, column].set_title(f"class {target} ({'true' if column == 1 else 'wrong'})", fontsize=9)
+            if column == 1:
+                strokes = digit[0, 0] > 0.3
+                on_strokes.append((cam[strokes].mean().item(), cam[~strokes].mean().item()))
+    for ax in axes.flat:
+        ax.axis("off")
+    fig.suptitle("Grad-CAM at the conv", fontsize=10)
+    plt.tight_layout()
+    plt.show()
+    print("mean cam on / off the strokes, true class:", [(round(a, 2), round(b, 2)) for a, b in on_strokes])
+    assert all(on > off for on, off in on_strokes)
+    assert not any(m._forward_hooks or m._backward_hooks for m in model.modules()) and not model.training
+    model.zero_grad()
+
+# %% [markdown]
+# At the max-pool (14×14 maps, upsampled to 28×28) the map is often empty. The head is one linear
+# layer on the flattened maps, so the gradient at the pool is the head's weights for the class,
+# a different number at each place; their mean over a map, `w_k`, is often negative for every
+# map that is switched on, and the ReLU then leaves nothing. That is why `grad_cam` must keep an
+# all-zero map as zeros rather than divide by its maximum.
+
+# %%
+with try_it():
+    pool_cams = [grad_cam(model, model[2], images[index].unsqueeze(0), labels[index].item())
+                 for index in test_idx[:40]]
+    empty = sum(int(cam.max() == 0) for cam in pool_cams)
+    print(f"all-zero maps at the pool: {empty} of 40 test digits; NaN anywhere: "
+          f"{any(cam.isnan().any().item() for cam in pool_cams)}")
+    assert empty > 0 and not any(cam.isnan().any() for cam in pool_cams)
+    model.zero_grad()
+
+# %% [markdown]
+# ## Summary
+#
+# - `Conv2d(1, 16, 3, padding=1)` → `ReLU` → `MaxPool2d(2, 2)` turns `1×1×28×28` into
+#   `1×16×14×14`; a first conv built for 3 channels refuses a 1-channel image; without padding
+#   and pooling, 28×28 becomes 26×26.
+# - Look inside a trained network: random filters show nothing learned.
+# - Capture with a forward hook, removed whatever happens (a `with` block), under `no_grad`,
+#   storing `output.detach().clone()`: the in-place ReLU overwrites a `detach()`ed output.
+# - Grad-CAM needs a layer's output and its gradient. A full backward hook fails when an in-place
+#   ReLU follows the layer, and `retain_grad()` then gives the gradient after the ReLU; a tensor
+#   hook registered in a forward hook gives the gradient of the value the layer produced.
+#
+# Next, lesson 07 looks at hooks that apply to every module at once, and at keyword hooks.
