@@ -48,6 +48,19 @@ def _small_cnn(rng, height, width, padding):
     return model, in_channels, classes
 
 
+def _lesson_cnn(rng, height, width, padding):
+    """The lesson's stack: Conv2d(1, 16, 3, padding=1) -> in-place ReLU -> MaxPool2d(2, 2) -> a linear head."""
+    model = nn.Sequential(collections.OrderedDict(
+        probe=_GradModeProbe(),
+        conv=nn.Conv2d(1, 16, kernel_size=3, padding=padding),
+        relu=nn.ReLU(inplace=True),
+        pool=nn.MaxPool2d(2, 2),
+        flatten=nn.Flatten(),
+        head=nn.Linear(_flat_size(16, height, width, padding, pool=True), 10),
+    ))
+    return model, 1, 10
+
+
 def _nested_cnn(rng, height, width, padding):
     """Two conv blocks inside `features`, each conv followed by an in-place ReLU."""
     in_channels, channels, classes = rng.randint(1, 3), rng.randint(3, 5), rng.randint(3, 5)
@@ -78,6 +91,7 @@ _CASES = (
     (602, _small_cnn, (11, 10), 0, "pool", None, False),  # 4x4 maps upsampled to 11x10
     (603, _nested_cnn, (7, 9), 0, "features.2", "features.3", True),
     (604, _small_cnn, (9, 7), 1, "relu", None, False),  # the in-place ReLU itself
+    (613, _lesson_cnn, (28, 28), 1, "conv", "relu", False),
 )
 
 
