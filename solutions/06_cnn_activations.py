@@ -509,39 +509,42 @@ check(grad_cam)
 with try_it():
     shown = test_idx[4:8]
     with torch.no_grad():
-        scores = model(images[shown])
-    fig, axes = plt.subplots(len(shown), 5, figsize=(7, 6), dpi=80)
-    on_strokes, differences = [], {0: [], 2: []}
-    for row, (index, row_scores) in enumerate(zip(shown, scores)):
-        digit = images[index].unsqueeze(0)
-        true_class, wrong_class = labels[index].item(), row_scores.topk(2).indices[1].item()
-        axes[row, 0].imshow(digit[0, 0], cmap="gray_r")
-        axes[row, 0].set_title(f"digit {true_class}", fontsize=9)
-        for layer_index, layer_name in ((0, "conv"), (2, "pool")):
-            cams = {}
-            for offset, (kind, target) in enumerate((("true", true_class), ("wrong", wrong_class))):
-                cam = grad_cam(model, model[layer_index], digit, target)
-                assert cam.shape == (28, 28) and cam.min() >= 0 and cam.max() in (0, 1)
-                cams[kind] = cam
-                ax = axes[row, 1 + layer_index + offset]
-                ax.imshow(digit[0, 0], cmap="gray_r")
-                ax.imshow(cam, cmap="jet", alpha=0.5, vmin=0, vmax=1)
-                ax.set_title(f"{layer_name}: {target} ({kind})", fontsize=9)
-            differences[layer_index].append((cams["true"] - cams["wrong"]).abs().mean().item())
-            if layer_index == 0:
-                strokes = digit[0, 0] > 0.3
-                on_strokes.append((cams["true"][strokes].mean().item(), cams["true"][~strokes].mean().item()))
+        runner_up = model(images[shown]).topk(2, dim=1).indices[:, 1]
+    rows = []  # per digit: the digit, then (layer name, class, kind, cam) for each of the four maps
+    for index, wrong_class in zip(shown, runner_up.tolist()):
+        digit, true_class = images[index].unsqueeze(0), labels[index].item()
+        maps = [(layer_name, target, kind, grad_cam(model, model[layer_index], digit, target))
+                for layer_index, layer_name in ((0, "conv"), (2, "pool"))
+                for kind, target in (("true", true_class), ("wrong", wrong_class))]
+        rows.append((digit[0, 0], maps))
+    assert all(cam.shape == (28, 28) and cam.min() >= 0 and cam.max() in (0, 1)
+               for digit, maps in rows for *_, cam in maps)
+
+    fig, axes = plt.subplots(len(rows), 5, figsize=(7, 6), dpi=80)
+    for row, (digit, maps) in enumerate(rows):
+        axes[row, 0].imshow(digit, cmap="gray_r")
+        axes[row, 0].set_title(f"digit {maps[0][1]}", fontsize=9)
+        for ax, (layer_name, target, kind, cam) in zip(axes[row, 1:], maps):
+            ax.imshow(digit, cmap="gray_r")
+            ax.imshow(cam, cmap="jet", alpha=0.5, vmin=0, vmax=1)
+            ax.set_title(f"{layer_name}: {target} ({kind})", fontsize=9)
     for ax in axes.flat:
         ax.axis("off")
     fig.suptitle("Grad-CAM for the true class and the runner-up, at the conv and at the pool", fontsize=10)
     plt.tight_layout()
     plt.show()
+
+    strokes = [digit > 0.3 for digit, maps in rows]
+    on_off = [(maps[0][3][mask].mean().item(), maps[0][3][~mask].mean().item())
+              for (digit, maps), mask in zip(rows, strokes)]
+    differences = {layer: [(maps[i][3] - maps[i + 1][3]).abs().mean().item() for digit, maps in rows]
+                   for i, layer in ((0, "conv"), (2, "pool"))}
     print("conv, true class, mean of the map on / off the strokes:",
-          [(round(on, 2), round(off, 2)) for on, off in on_strokes])
-    print("mean |map(true) - map(wrong)|: conv", [round(d, 3) for d in differences[0]],
-          "| pool", [round(d, 3) for d in differences[2]])
-    assert all(on > 10 * off for on, off in on_strokes)
-    assert max(differences[0]) < 0.1 < min(differences[2])
+          [(round(on, 2), round(off, 2)) for on, off in on_off])
+    print("mean |map(true) - map(wrong)|:", {layer: [round(d, 3) for d in values]
+                                             for layer, values in differences.items()})
+    assert all(on > 10 * off for on, off in on_off)
+    assert max(differences["conv"]) < 0.1 < min(differences["pool"])
     assert not any(m._forward_hooks or m._backward_hooks for m in model.modules()) and not model.training
     model.zero_grad()
 
