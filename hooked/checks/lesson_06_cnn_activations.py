@@ -132,14 +132,20 @@ def _check_clean(model, modes, call_text):
              "mode back before returning).")
 
 
-# ---------------------------------------------------------------- get_activation
-
-def _true_activation(model, name, x):
-    """What the layer produced, on a copy whose ReLUs are not in place."""
+def _twin_without_in_place(model):
+    """A copy of the model whose ReLUs are not in place: what each layer produced stays readable."""
     twin = copy.deepcopy(model)
     for module in twin.modules():
         if isinstance(module, nn.ReLU):
             module.inplace = False
+    return twin
+
+
+# ---------------------------------------------------------------- get_activation
+
+def _true_activation(model, name, x):
+    """What the layer produced, on a copy whose ReLUs are not in place."""
+    twin = _twin_without_in_place(model)
     kept = {}
     twin.get_submodule(name).register_forward_hook(lambda module, args, output: kept.update(
         inputs=args[0].detach().clone(), output=output.detach().clone()))
@@ -223,10 +229,7 @@ def check_get_activation(get_activation):
 
 def _activation_and_gradient(model, name, relu_after, x, target):
     """A and G as in a copy without in-place ReLUs; also A and G after the ReLU that follows the layer."""
-    twin = copy.deepcopy(model)
-    for module in twin.modules():
-        if isinstance(module, nn.ReLU):
-            module.inplace = False
+    twin = _twin_without_in_place(model)
     kept = {}
     twin.get_submodule(name).register_forward_hook(lambda module, args, output: kept.update(A=output))
     if relu_after:
