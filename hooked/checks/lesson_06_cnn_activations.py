@@ -1,5 +1,7 @@
-"""Checks for lesson 06, a CNN's feature maps and Grad-CAM. Small random CNNs from fixed seeds,
-never trained (too slow for a check); the references are computed on copies of the models."""
+"""Checks for lesson 06, a CNN's feature maps and Grad-CAM: on small random CNNs from fixed seeds,
+then on the lesson's CNN as trained in the lesson (stored, with a few test digits, by
+hooked.checks.trained_digits_cnn: training in a check would be too slow). The references are
+computed on copies of the models."""
 
 import collections
 import copy
@@ -10,6 +12,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from hooked.checking import LearnerCodeRaised, calling, fail
+from hooked.checks import trained_digits_cnn
 from hooked.checks.tensors import close, describe, random_tensor
 
 
@@ -100,6 +103,14 @@ def _build(seed, build, size, padding, train):
     model, in_channels, classes = build(random.Random(seed), *size, padding)
     model.train(train)
     return model, in_channels, classes
+
+
+def _layer_text(name):
+    """How the learner writes the layer: model.conv, model.features[2], model[0]."""
+    return "model" + "".join(f"[{part}]" if part.isdigit() else f".{part}" for part in name.split("."))
+
+
+_TRAINED = "the lesson's CNN, trained"
 
 
 def _hooks_left(model):
@@ -203,26 +214,36 @@ def _check_raising_forward(get_activation):
              "`with` statement (the handle is a context manager).")
 
 
+def _activation_case(get_activation, model, name, relu_after, x, what=""):
+    expected, layer_input, model_output = _true_activation(model, name, x)
+    modes = _modes(model)
+    call_text = f"get_activation(model, {_layer_text(name)}, x) with x of shape {tuple(x.shape)}{what}"
+    with calling(f"calling {call_text}"):
+        value = get_activation(model, model.get_submodule(name), x)
+    if not torch.is_grad_enabled():
+        fail(f"After {call_text}, grad mode was left off for the code that runs next. Turn it off only for "
+             "the forward pass, with `with torch.no_grad():`.")
+    _check_clean(model, modes, call_text)
+    _check_activation_value(value, expected, layer_input, model_output, relu_after, call_text)
+    return call_text
+
+
 def check_get_activation(get_activation):
     for seed, build, size, padding, name, relu_after, train in _CASES:
         model, in_channels, classes = _build(seed, build, size, padding, train)
         x = random_tensor(seed + 10, (2, in_channels) + size)
-        expected, layer_input, model_output = _true_activation(model, name, x)
-        modes = _modes(model)
-        call_text = f"get_activation(model, model.{name}, x) with x of shape {tuple(x.shape)}"
-        with calling(f"calling {call_text}"):
-            value = get_activation(model, model.get_submodule(name), x)
-        if not torch.is_grad_enabled():
-            fail(f"After {call_text}, grad mode was left off for the code that runs next. Turn it off only for "
-                 "the forward pass, with `with torch.no_grad():`.")
-        _check_clean(model, modes, call_text)
-        said = call_text
-        _check_activation_value(value, expected, layer_input, model_output, relu_after, said)
+        said = _activation_case(get_activation, model, name, relu_after, x)
         if any(model.probe.grad_mode):
             fail(f"{said} ran the model's forward pass with grad mode on (a module of the model saw "
                  "torch.is_grad_enabled() == True), so it built an autograd graph it never uses. Run the "
                  "forward pass under torch.no_grad().")
     _check_raising_forward(get_activation)
+
+    # The trained CNN on real digits: the conv (an in-place ReLU follows it) and the pool.
+    model, digits, _ = trained_digits_cnn.load()
+    for name, relu_after in (("0", "1"), ("2", None)):
+        _activation_case(get_activation, model, name, relu_after, digits,
+                         what=f" ({len(digits)} test digits, {_TRAINED})")
 
 
 # ---------------------------------------------------------------- grad_cam
@@ -354,7 +375,7 @@ def _grad_cam_case(grad_cam, model, name, relu_after, x, target, what=""):
     found = _activation_and_gradient(model, name, relu_after, x, target)
     expected = _cam(found["A"], found["G"], size)
     modes = _modes(model)
-    call_text = f"grad_cam(model, model.{name}, x, {target}) with x of shape {tuple(x.shape)}{what}"
+    call_text = f"grad_cam(model, {_layer_text(name)}, x, {target}) with x of shape {tuple(x.shape)}{what}"
     cam = _call_grad_cam(grad_cam, model, name, x, target, call_text)
     _check_clean(model, modes, call_text)
     _judge_cam(cam, expected, found, size, call_text)
@@ -394,6 +415,19 @@ def check_grad_cam(grad_cam):
     x = random_tensor(612, (1, in_channels, 7, 9))
     _grad_cam_case(grad_cam, model, "pool", None, x, 2,
                    what=" (the head's weights are all positive, so the map is > 0 everywhere)")
+
+    # The trained CNN on real digits: the true class at the conv (an in-place ReLU follows it), the true
+    # class and the runner-up at the pool, where some maps are all zero, as the lesson shows. (The
+    # runner-up at the conv adds little: there both classes light up the strokes.)
+    model, digits, labels = trained_digits_cnn.load()
+    with torch.no_grad():
+        runners_up = model(digits).topk(2, dim=1).indices[:, 1].tolist()
+    for digit, label, runner_up in zip(digits, labels.tolist(), runners_up):
+        cases = (("0", "1", label, "its true class"), ("2", None, label, "its true class"),
+                 ("2", None, runner_up, "the runner-up"))
+        for name, relu_after, target, kind in cases:
+            _grad_cam_case(grad_cam, model, name, relu_after, digit[None], target,
+                           what=f" (a test digit {label}, {kind}; {_TRAINED})")
 
 
 CHECKS = {

@@ -1,0 +1,120 @@
+"""Lesson 06's CNN, trained on scikit-learn's digits, stored with a few of its test digits in
+data/trained_digits_cnn.pt, so that the checks of lesson 06 grade on a trained model without
+training one (seconds: far too slow for a check).
+
+    python -m hooked.checks.trained_digits_cnn --write   # regenerate the file (course authors)
+
+Writing executes the code cells of solutions/06_cnn_activations.py, the single source, in order,
+up to and including the cell that trains the model, and keeps that model and a few test digits.
+Training may give other weights on another machine or torch build, so the stored file is NOT
+compared with a fresh run; tests/course/test_trained_digits_cnn.py checks that it is trained.
+"""
+
+import argparse
+import os
+import pathlib
+
+import torch
+from torch import nn
+
+PATH = pathlib.Path(__file__).resolve().parent / "data" / "trained_digits_cnn.pt"
+LESSON = pathlib.Path(__file__).resolve().parents[2] / "solutions" / "06_cnn_activations.py"
+
+
+def make_cnn():
+    """The lesson's make_cnn(): the same layers, in the same order, so the stored state_dict loads."""
+    return nn.Sequential(
+        nn.Conv2d(1, 16, kernel_size=3, padding=1),
+        nn.ReLU(inplace=True),
+        nn.MaxPool2d(2, 2),
+        nn.Flatten(),
+        nn.Linear(16 * 14 * 14, 10),
+    )
+
+
+def load():
+    """(the trained model in eval mode, digits (N, 1, 28, 28), their labels (N,)), new on each call."""
+    stored = torch.load(PATH, weights_only=True)
+    model = make_cnn()
+    model.load_state_dict(stored["state_dict"])
+    return model.eval(), stored["images"], stored["labels"]
+
+
+# ---------------------------------------------------------------- writing the file (authors only)
+
+def _lesson_trained():
+    """The namespace of the lesson's code cells, run up to and including the one that trains."""
+    import jupytext
+    import matplotlib
+    matplotlib.use("Agg")
+    namespace = {"__name__": "__main__"}
+    folder = os.getcwd()
+    os.chdir(LESSON.parent)  # where the notebook runs
+    try:
+        for number, cell in enumerate(jupytext.read(LESSON).cells):
+            if cell.cell_type == "code":
+                exec(compile(cell.source, f"{LESSON.name}, cell {number}", "exec"), namespace)
+                if "trained_accuracy" in namespace:  # the training cell's result
+                    return namespace
+    finally:
+        os.chdir(folder)
+    raise SystemExit(f"{LESSON}: no code cell defines trained_accuracy; where does it train the model?")
+
+
+def _clear_sign(pre_relu):
+    """The map before Grad-CAM's ReLU is clearly positive somewhere, or clearly <= 0 everywhere:
+    rounding can't decide whether the map is empty, so every right solution agrees on it."""
+    top = pre_relu.max().abs()
+    return bool(top > 1e-3 * pre_relu.abs().max()) or bool(pre_relu.abs().max() == 0)
+
+
+def _choose(model, images, labels, test_idx, plain=4, empty=2):
+    """Test digits the model gets right: the first `plain` whose map at the pool for the true class is
+    not empty and the first `empty` whose map is (as the lesson counts), all maps of clear sign."""
+    plain_found, empty_found = [], []
+    for index in test_idx.tolist():
+        x = images[index:index + 1]
+        with torch.no_grad():
+            top = model(x)[0].topk(2).indices.tolist()
+        if top[0] != labels[index]:
+            continue
+        maps = {(name, target): _weighted_sum(model, name, x, target) for name in ("0", "2") for target in top}
+        if not all(_clear_sign(value) for value in maps.values()):
+            continue
+        wanted = empty_found if maps["2", top[0]].max() <= 0 else plain_found
+        if len(wanted) < (empty if wanted is empty_found else plain):
+            wanted.append(index)
+        if len(plain_found) == plain and len(empty_found) == empty:
+            return sorted(plain_found + empty_found)
+    raise SystemExit(f"found only {plain_found} and {empty_found} among the test digits")
+
+
+def _weighted_sum(model, name, x, target):
+    """sum_k w_k * A_k at layer `name` ("0" the conv, "2" the pool), before the ReLU: the checks' reference."""
+    from hooked.checks.lesson_06_cnn_activations import _activation_and_gradient, _cam
+    found = _activation_and_gradient(model, name, "1" if name == "0" else None, x, target)
+    return _cam(found["A"], found["G"], size=None, relu=False, normalize=None)
+
+
+def write():
+    namespace = _lesson_trained()
+    model, images, labels = namespace["model"], namespace["images"], namespace["labels"]
+    chosen = torch.tensor(_choose(model, images, labels, namespace["test_idx"]))
+    stored = {
+        "state_dict": {key: value.detach().float().clone() for key, value in model.state_dict().items()},
+        "images": images[chosen].float().clone(),
+        "labels": labels[chosen].clone(),
+    }
+    PATH.parent.mkdir(exist_ok=True)
+    torch.save(stored, PATH)
+    print(f"wrote {PATH} ({PATH.stat().st_size:,} bytes): test accuracy "
+          f"{namespace['trained_accuracy']:.3f}, digits {stored['labels'].tolist()}")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--write", action="store_true", help="train as the lesson does and write the file")
+    if parser.parse_args().write:
+        write()
+    else:
+        parser.print_help()
