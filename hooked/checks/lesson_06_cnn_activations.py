@@ -114,12 +114,15 @@ _TRAINED = "the lesson's CNN, trained"
 
 
 def _hooks_left(model):
-    """Names (and kinds) of modules that still hold hooks, of any kind."""
+    """Names (and kinds) of modules that still hold hooks, of any kind, and of parameters that hold
+    tensor hooks."""
     left = []
     for name, module in model.named_modules():
         for kind in ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks"):
             if getattr(module, kind):
                 left.append(f"{name or 'the model'} ({kind.strip('_')})")
+    left += [f"parameter {name} (tensor hook)" for name, parameter in model.named_parameters()
+             if parameter._backward_hooks]
     return left
 
 
@@ -220,6 +223,11 @@ def _activation_case(get_activation, model, name, relu_after, x, what=""):
     call_text = f"get_activation(model, {_layer_text(name)}, x) with x of shape {tuple(x.shape)}{what}"
     with calling(f"calling {call_text}"):
         value = get_activation(model, model.get_submodule(name), x)
+    probe = getattr(model, "probe", None)
+    if probe is not None and not probe.grad_mode:
+        fail(f"{call_text} never ran the model's forward pass (its first module did not run). Call model(x) "
+             "with a forward hook on `layer`: the layer's output depends on the layers before it, so calling "
+             "layer(x) yourself gives something else.")
     if not torch.is_grad_enabled():
         fail(f"After {call_text}, grad mode was left off for the code that runs next. Turn it off only for "
              "the forward pass, with `with torch.no_grad():`.")
@@ -255,7 +263,8 @@ def _activation_and_gradient(model, name, relu_after, x, target):
     twin.get_submodule(name).register_forward_hook(lambda module, args, output: kept.update(A=output))
     if relu_after:
         twin.get_submodule(relu_after).register_forward_hook(lambda module, args, output: kept.update(R=output))
-    score = twin(x)[0, target]
+    with torch.enable_grad():
+        score = twin(x)[0, target]
     wanted = [kept["A"]] + ([kept["R"]] if relu_after else [])
     grads = torch.autograd.grad(score, wanted)
     found = {"A": kept["A"].detach()[0], "G": grads[0][0]}
@@ -270,14 +279,16 @@ def _cam(A, G, size, relu=True, weights="gradient", mode="bilinear", align_corne
     cam = (w[:, None, None] * A).sum(dim=0)
     if weights == "product":  # gradient times activation, summed over channels, without the means
         cam = (G * A).sum(dim=0)
-    if relu and not relu_after_upsampling:
+    if relu == "abs":
+        cam = cam.abs()
+    elif relu and not relu_after_upsampling:
         cam = cam.relu()
     if normalize_first and cam.max() > 0:
         cam = cam / cam.max()
     if size is not None:
         options = {} if mode == "nearest" else {"align_corners": align_corners}
         cam = F.interpolate(cam[None, None], size=size, mode=mode, **options)[0, 0]
-    if relu and relu_after_upsampling:
+    if relu is True and relu_after_upsampling:
         cam = cam.relu()
     if normalize == "max" and cam.max() > 0 and not normalize_first:
         cam = cam / cam.max()
@@ -302,6 +313,8 @@ def _variants(found, size):
     variants = [
         (_cam(A, G, size, relu=False), "The map has the values of the weighted sum before the ReLU: apply "
                                        "torch.relu to sum_k w_k * A_k (Grad-CAM keeps only what raises the score)."),
+        (_cam(A, G, size, relu="abs"), "You took the absolute value of sum_k w_k * A_k; apply torch.relu instead: "
+                                       "the places that lower the score must become 0, not count as bright."),
         (_cam(A, G, size, normalize=None), "It is not normalized: divide the upsampled map by its maximum when "
                                            "that maximum is positive."),
         (_cam(A, G, size, normalize="min-max"), "You subtracted the minimum before dividing (min-max scaling); "
@@ -343,7 +356,19 @@ def _call_grad_cam(grad_cam, model, name, x, target, call_text):
         raise
 
 
-def _judge_cam(cam, expected, found, size, said):
+def _other_class(model, name, x, target, size):
+    """(cam, hint) for the class the model predicts, if that is not `target`: the cam of the wrong class."""
+    with torch.no_grad():
+        predicted = int(_twin_without_in_place(model)(x)[0].argmax())
+    if predicted == target:
+        return []
+    found = _activation_and_gradient(model, name, None, x, predicted)
+    return [(_cam(found["A"], found["G"], size),
+             f"This is the map of class {predicted}, the one the model predicts (the argmax of model(x)[0]); "
+             f"compute it for the class passed as `target`, {target}.")]
+
+
+def _judge_cam(cam, expected, found, size, said, more_variants=list):
     if not isinstance(cam, torch.Tensor):
         fail(f"{said} returned {describe(cam)}; expected a tensor of shape {size}.")
     cam = cam.detach()
@@ -362,7 +387,7 @@ def _judge_cam(cam, expected, found, size, said):
         fail(f"{said} returned a map with NaN values, {describe(cam)}.{hint}")
     if close(cam, expected, tolerance=1e-4):
         return
-    for variant, hint in _variants(found, size):
+    for variant, hint in _variants(found, size) + more_variants():
         if close(cam, variant, tolerance=1e-4):
             fail(f"{said} returned {describe(cam)}; expected {describe(expected)}. {hint}")
     fail(f"{said} returned {describe(cam)}; expected {describe(expected)}: with A the layer's output and G the "
@@ -377,8 +402,12 @@ def _grad_cam_case(grad_cam, model, name, relu_after, x, target, what=""):
     modes = _modes(model)
     call_text = f"grad_cam(model, {_layer_text(name)}, x, {target}) with x of shape {tuple(x.shape)}{what}"
     cam = _call_grad_cam(grad_cam, model, name, x, target, call_text)
+    if not torch.is_grad_enabled():
+        fail(f"After {call_text}, grad mode was left off for the code that runs next. Don't switch it off "
+             "globally (torch.set_grad_enabled(False)); the backward pass needs it on.")
     _check_clean(model, modes, call_text)
-    _judge_cam(cam, expected, found, size, call_text)
+    _judge_cam(cam, expected, found, size, call_text,
+               more_variants=lambda: _other_class(model, name, x, target, size))
     return expected
 
 
