@@ -1,6 +1,38 @@
 """Mistake catalogue for lesson 06, a CNN's feature maps and Grad-CAM. The format of an entry is
 described in tests/course/test_mistake_catalogue.py."""
 
+
+_GRAD_CAM = """
+import torch
+import torch.nn.functional as F
+
+
+def grad_cam(model, layer, x, target):
+    saved = {}
+
+    def hook(module, args, output):
+        saved["A"] = output.detach().clone()
+        output.register_hook(lambda grad: saved.update(G=grad))
+
+    with layer.register_forward_hook(hook):
+        score = model(x)[0, target]
+    score.backward()
+    weights = saved["G"][0].mean(dim=(1, 2))
+    cam = torch.relu((weights[:, None, None] * saved["A"][0]).sum(dim=0))
+    cam = F.interpolate(cam[None, None], size=x.shape[-2:], mode="bilinear", align_corners=False)[0, 0]
+    return cam / cam.max() if cam.max() > 0 else cam
+"""
+
+
+def _grad_cam_with(*changes):
+    """A right grad_cam with each (old, new) line change made: one mistake (or one other right way)."""
+    source = _GRAD_CAM
+    for old, new in changes:
+        assert source.count(old) == 1, old
+        source = source.replace(old, new)
+    return source
+
+
 ENTRIES = [
     # ------------------------------------------------------------------ get_activation
     dict(exercise="get_activation", kind="wrong", why="detach without clone, overwritten by the in-place ReLU",
@@ -144,6 +176,142 @@ def get_activation(model, layer, x):
     with torch.set_grad_enabled(False), layer.register_forward_hook(hook, always_call=True):
         model(x)
     return seen[-1].detach()
+''',
+         expect=[]),
+
+    dict(exercise="get_activation", kind="wrong", why="calls the layer on x instead of running the model",
+         source='''
+import torch
+
+
+def get_activation(model, layer, x):
+    with torch.no_grad():
+        return layer(x).detach().clone()
+''',
+         expect=["never ran the model's forward pass", "model(x)", "forward hook"]),
+    dict(exercise="get_activation", kind="wrong", why="clones after the forward pass, too late",
+         source='''
+import torch
+
+
+def get_activation(model, layer, x):
+    captured = {}
+    with layer.register_forward_hook(lambda module, args, output: captured.update(out=output)), torch.no_grad():
+        model(x)
+    return captured["out"].detach().clone()
+''',
+         expect=["after the in-place relu", "detach().clone()"]),
+    dict(exercise="get_activation", kind="wrong", why="switches grad mode off for good",
+         source='''
+import torch
+
+
+def get_activation(model, layer, x):
+    captured = {}
+    torch.set_grad_enabled(False)
+    with layer.register_forward_hook(lambda module, args, output: captured.update(out=output.detach().clone())):
+        model(x)
+    return captured["out"]
+''',
+         expect=["grad mode was left off", "torch.no_grad()"]),
+    dict(exercise="get_activation", kind="wrong", why="replaces the forward's exception with its own",
+         source='''
+import torch
+
+
+def get_activation(model, layer, x):
+    captured = {}
+    handle = layer.register_forward_hook(lambda module, args, output: captured.update(out=output.detach().clone()))
+    try:
+        with torch.no_grad():
+            model(x)
+    except Exception as error:
+        raise RuntimeError("the forward pass failed") from error
+    finally:
+        handle.remove()
+    return captured["out"]
+''',
+         expect=["raised runtimeerror", "valueerror to reach the caller unchanged"]),
+    dict(exercise="get_activation", kind="wrong", why="hooks every module and removes only one hook",
+         source='''
+import torch
+
+
+def get_activation(model, layer, x):
+    captured = {}
+    handles = [module.register_forward_hook(
+        lambda module, args, output: captured.update({module: output.detach().clone()}))
+        for module in model.modules()]
+    try:
+        with torch.no_grad():
+            model(x)
+    finally:
+        handles[0].remove()
+    return captured[layer]
+''',
+         expect=["hooks were still registered", "remove every hook"]),
+    dict(exercise="get_activation", kind="wrong", why="hooks the model instead of the layer",
+         source='''
+import torch
+
+
+def get_activation(model, layer, x):
+    captured = {}
+    with model.register_forward_hook(lambda module, args, output: captured.update(out=output.detach().clone())), \\
+            torch.no_grad():
+        model(x)
+    return captured["out"]
+''',
+         expect=["the model's output", "forward hook on that layer"]),
+    dict(exercise="get_activation", kind="right", why="no_grad decorator, ExitStack, clone then detach",
+         source='''
+import contextlib
+
+import torch
+
+
+@torch.no_grad()
+def get_activation(model, layer, x):
+    kept = []
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(layer.register_forward_hook(lambda module, args, output: kept.append(output.clone().detach())))
+        model(x)
+    return kept[0]
+''',
+         expect=[]),
+    dict(exercise="get_activation", kind="right", why="the hook hands the model a copy, keeps the original",
+         source='''
+import torch
+
+
+def get_activation(model, layer, x):
+    kept = []
+
+    def hook(module, args, output):
+        kept.append(output)
+        return output.clone()  # the in-place ReLU changes the copy, not the kept output
+
+    with layer.register_forward_hook(hook), torch.no_grad():
+        model(x)
+    return kept[0]
+''',
+         expect=[]),
+    dict(exercise="get_activation", kind="right", why="grad mode saved and restored by hand in finally",
+         source='''
+import torch
+
+
+def get_activation(model, layer, x):
+    kept = []
+    was_enabled = torch.is_grad_enabled()
+    torch.set_grad_enabled(False)
+    handle = layer.register_forward_hook(lambda module, args, output: kept.append(output.detach().clone()))
+    try:
+        model(x)
+    finally:
+        handle.remove()
+        torch.set_grad_enabled(was_enabled)
+    return kept[-1]
 ''',
          expect=[]),
 
@@ -488,5 +656,132 @@ def grad_cam(model, layer, x, target):
     peak = cam.max()
     return torch.where(peak > 0, cam / torch.where(peak > 0, peak, torch.ones_like(peak)), cam)
 ''',
+         expect=[]),
+    dict(exercise="grad_cam", kind="wrong", why="absolute value instead of ReLU",
+         source=_grad_cam_with(("cam = torch.relu(", "cam = torch.abs(")),
+         expect=["absolute value", "torch.relu"]),
+    dict(exercise="grad_cam", kind="wrong", why="the predicted class instead of target",
+         source=_grad_cam_with(("score = model(x)[0, target]", "score = model(x)[0].max()")),
+         expect=["the one the model predicts", "passed as `target`"]),
+    dict(exercise="grad_cam", kind="wrong", why="nearest-neighbour upsampling",
+         source=_grad_cam_with(('mode="bilinear", align_corners=False', 'mode="nearest"')),
+         expect=["nearest-neighbour", "mode='bilinear'"]),
+    dict(exercise="grad_cam", kind="wrong", why="ReLU after the upsampling",
+         source=_grad_cam_with(("cam = torch.relu((weights[:, None, None] * saved[\"A\"][0]).sum(dim=0))",
+                                "cam = (weights[:, None, None] * saved[\"A\"][0]).sum(dim=0)"),
+                               ("align_corners=False)[0, 0]", "align_corners=False)[0, 0].relu()")),
+         expect=["after the upsampling", "then upsample"]),
+    dict(exercise="grad_cam", kind="wrong", why="switches grad mode off for good",
+         source=_grad_cam_with(("    return cam / cam.max()", "    torch.set_grad_enabled(False)\n    return cam / cam.max()")),
+         expect=["grad mode was left off"]),
+    dict(exercise="grad_cam", kind="wrong", why="switches an eval model to train mode",
+         source=_grad_cam_with(("    saved = {}", "    model.train()\n    saved = {}")),
+         expect=["left the model in train mode", "was in eval mode"]),
+    dict(exercise="grad_cam", kind="wrong", why="tensor hook registered after the forward pass",
+         source=_grad_cam_with(
+             ("        output.register_hook(lambda grad: saved.update(G=grad))\n",
+              "        saved[\"output\"] = output\n"),
+             ("    score.backward()", "    saved[\"output\"].register_hook(lambda grad: saved.update(G=grad))\n"
+                                    "    score.backward()")),
+         expect=["in-place relu's result", "inside the forward hook"]),
+    dict(exercise="grad_cam", kind="wrong", why="autograd.grad on the output the ReLU overwrote",
+         source=_grad_cam_with(
+             ("        output.register_hook(lambda grad: saved.update(G=grad))\n",
+              "        saved[\"output\"] = output\n"),
+             ("    score.backward()", "    saved[\"G\"], = torch.autograd.grad(score, saved[\"output\"])")),
+         expect=["in-place relu's result", "torch.autograd.grad on the captured output"]),
+    dict(exercise="grad_cam", kind="wrong", why="full backward pre-hook with an in-place ReLU",
+         source=_grad_cam_with(
+             ("        output.register_hook(lambda grad: saved.update(G=grad))\n", ""),
+             ("    with layer.register_forward_hook(hook):\n        score = model(x)[0, target]\n    score.backward()",
+              "    with layer.register_forward_hook(hook), layer.register_full_backward_pre_hook(\n"
+              "            lambda module, grad_output: saved.update(G=grad_output[0])):\n"
+              "        score = model(x)[0, target]\n        score.backward()")),
+         expect=["full backward hook (or pre-hook)", "output.register_hook"]),
+    dict(exercise="grad_cam", kind="wrong", why="leaves a tensor hook on a parameter",
+         source=_grad_cam_with(("    score.backward()",
+                                "    next(model.parameters()).register_hook(lambda grad: grad)\n    score.backward()")),
+         expect=["tensor hook", "remove every hook"]),
+    dict(exercise="grad_cam", kind="right", why="weights summed, not averaged: the same map once divided by the maximum",
+         source=_grad_cam_with(('saved["G"][0].mean(dim=(1, 2))', 'saved["G"][0].sum(dim=(1, 2))')),
+         expect=[]),
+    dict(exercise="grad_cam", kind="right", why="scale_factor when the sizes divide, einsum, clamp",
+         source="""
+import torch
+import torch.nn.functional as F
+
+
+def grad_cam(model, layer, x, target):
+    saved = {}
+
+    def hook(module, args, output):
+        saved["A"] = output.detach().clone()
+        output.register_hook(lambda grad: saved.__setitem__("G", grad))
+
+    with layer.register_forward_hook(hook):
+        model(x)[0, target].backward()
+    cam = torch.einsum("bk,bkhw->bhw", saved["G"].mean(dim=(2, 3)), saved["A"]).clamp(min=0)[:, None]
+    (H, W), (h, w) = x.shape[-2:], cam.shape[-2:]
+    if H % h == 0 and W % w == 0:
+        cam = F.interpolate(cam, scale_factor=(H // h, W // w), mode="bilinear", align_corners=False)
+    else:
+        cam = F.interpolate(cam, size=(H, W), mode="bilinear")
+    cam = cam.squeeze()
+    top = cam.max()
+    return cam / top if top > 0 else torch.zeros_like(cam)
+""",
+         expect=[]),
+    dict(exercise="grad_cam", kind="right", why="on a copy of the model without in-place ReLUs",
+         source="""
+import copy
+
+import torch
+import torch.nn.functional as F
+
+
+def grad_cam(model, layer, x, target):
+    name = next(name for name, module in model.named_modules() if module is layer)
+    twin = copy.deepcopy(model)
+    for module in twin.modules():
+        if hasattr(module, "inplace"):
+            module.inplace = False
+    kept = {}
+    twin.get_submodule(name).register_forward_hook(lambda module, args, output: kept.update(A=output))
+    (G,) = torch.autograd.grad(twin(x)[0, target], kept["A"])
+    A, G = kept["A"].detach()[0], G[0]
+    cam = F.relu((G.mean((1, 2)).view(-1, 1, 1) * A).sum(0))
+    cam = F.interpolate(cam.view(1, 1, *cam.shape), size=tuple(x.shape[2:]), mode="bilinear", align_corners=False)
+    cam = cam.view(x.shape[2], x.shape[3])
+    return cam / cam.max() if cam.max() > 0 else cam
+""",
+         expect=[]),
+    dict(exercise="grad_cam", kind="right", why="eval during the call, every module's mode put back, double precision",
+         source="""
+import torch
+import torch.nn.functional as F
+
+
+def grad_cam(model, layer, x, target):
+    modes = {module: module.training for module in model.modules()}
+    activations, gradients = [], []
+
+    def hook(module, args, output):
+        activations.append(output.detach().clone().double())
+        output.register_hook(lambda grad: gradients.append(grad.double()))
+
+    handle = layer.register_forward_hook(hook)
+    try:
+        model.eval()
+        with torch.enable_grad():
+            model(x)[0, target].backward()
+    finally:
+        handle.remove()
+        for module, training in modes.items():
+            module.training = training
+    A, G = activations[0][0], gradients[0][0]
+    cam = torch.maximum(torch.tensordot(G.mean(dim=(1, 2)), A, dims=1), torch.zeros(()).double())
+    cam = F.interpolate(cam[None, None], size=x.shape[2:], mode="bilinear", align_corners=False)[0][0]
+    return (cam.div(cam.max()) if cam.max().item() > 0 else cam).float()
+""",
          expect=[]),
 ]
