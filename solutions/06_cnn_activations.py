@@ -358,7 +358,7 @@ with try_it():
 # %%
 with model[0].register_full_backward_hook(lambda module, grad_input, grad_output: None):
     try:
-        model(digit.clone().requires_grad_())
+        model(digit)
         raise AssertionError("expected a RuntimeError")
     except RuntimeError as error:
         print(f"{type(error).__name__}: {error}")
@@ -559,9 +559,7 @@ with try_it():
 # Why maps at the max-pool are often empty: the head is one linear layer on the flattened maps, so
 # the gradient at the pool is the head's weights for the class, a different number at each place.
 # Grad-CAM averages it over each map into one weight `w_k`, which throws away *where* the head
-# looks; here that average is often negative for every map that is switched on, and the ReLU
-# leaves nothing. (Right before a head that averages each map over space, global average pooling
-# as in ResNets, the gradient is the same at every place of a map, and the average loses nothing.)
+# looks; the weighted sum can then be zero or negative everywhere, and the ReLU leaves nothing.
 # It is also why `grad_cam` must keep an all-zero map as zeros rather than divide by its maximum.
 # Counted on 40 test digits, for the true class:
 
@@ -574,6 +572,40 @@ with try_it():
           f"{any(cam.isnan().any().item() for cam in pool_cams)}")
     assert empty > 0 and not any(cam.isnan().any() for cam in pool_cams)
     model.zero_grad()
+
+# %% [markdown]
+# The reason, measured on the same 40 digits without `grad_cam`: for each digit the gradient of
+# the score at the pool equals the head's weights for the class, reshaped to 16 maps of 14×14;
+# for each digit whose map is empty, the weighted sum is at most 0 everywhere, and the cell counts
+# the maps that are switched on (not all zero) and those among them whose weight `w_k` is positive.
+# A head that first averages each map over space (global average pooling, as in ResNets) gives a
+# gradient that is the same at every place of a map, so that average loses nothing: the last
+# lines show it on a small such head.
+
+# %%
+head = model[4]
+empty_digits = 0
+for index in test_idx[:40].tolist():
+    pool_output = model[:3](images[index:index + 1]).detach().requires_grad_()
+    true_class = labels[index].item()
+    gradient, = torch.autograd.grad(model[3:](pool_output)[0, true_class], pool_output)
+    assert torch.equal(gradient[0], head.weight[true_class].view(16, 14, 14))
+    weights = gradient[0].mean(dim=(1, 2))
+    weighted_sum = (weights[:, None, None] * pool_output[0].detach()).sum(dim=0)
+    if weighted_sum.max() <= 0:
+        empty_digits += 1
+        switched_on = pool_output[0].detach().amax(dim=(1, 2)) > 0
+        print(f"test digit {index} ({true_class}): empty; maps switched on {int(switched_on.sum())}, "
+              f"with w_k > 0: {int((switched_on & (weights > 0)).sum())}")
+assert empty_digits > 0
+
+torch.manual_seed(0)
+gap_head = nn.Sequential(nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(16, 10))
+maps = torch.randn(1, 16, 14, 14, requires_grad=True)
+gap_gradient, = torch.autograd.grad(gap_head(maps)[0, 3], maps)
+print("global average pooling head: gradient the same at every place of each map:",
+      torch.allclose(gap_gradient, gap_gradient[:, :, :1, :1].expand_as(gap_gradient)))
+assert torch.allclose(gap_gradient, gap_gradient[:, :, :1, :1].expand_as(gap_gradient))
 
 # %% [markdown]
 # ## Summary
