@@ -509,7 +509,7 @@ with try_it():
         axes[row, 0].set_title(f"digit {maps[0][1]}", fontsize=9)
         for ax, (layer_name, target, kind, cam) in zip(axes[row, 1:], maps):
             ax.imshow(digit, cmap="gray_r")
-            ax.imshow(cam, cmap="jet", alpha=0.5, vmin=0, vmax=1)
+            ax.imshow(cam.detach(), cmap="jet", alpha=0.5, vmin=0, vmax=1)  # a map may keep its graph
             ax.set_title(f"{layer_name}: {target} ({kind})", fontsize=9)
     for ax in axes.flat:
         ax.axis("off")

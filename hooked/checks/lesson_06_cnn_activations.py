@@ -237,6 +237,9 @@ def _activation_case(get_activation, model, name, relu_after, x, what=""):
 
 
 def check_get_activation(get_activation):
+    # torch.inference_mode() instead of torch.no_grad() passes: the contract asks for a forward pass
+    # without an autograd graph and a detached result, and an inference tensor is both. (It cannot
+    # enter autograd later, which no use of get_activation in the course needs.)
     for seed, build, size, padding, name, relu_after, train in _CASES:
         model, in_channels, classes = _build(seed, build, size, padding, train)
         x = random_tensor(seed + 10, (2, in_channels) + size)
