@@ -274,7 +274,8 @@ import torch
 def get_activation(model, layer, x):
     kept = []
     with contextlib.ExitStack() as stack:
-        stack.enter_context(layer.register_forward_hook(lambda module, args, output: kept.append(output.clone().detach())))
+        hook = lambda module, args, output: kept.append(output.clone().detach())  # noqa: E731
+        stack.enter_context(layer.register_forward_hook(hook))
         model(x)
     return kept[0]
 ''',
@@ -317,91 +318,18 @@ def get_activation(model, layer, x):
 
     # ------------------------------------------------------------------ grad_cam
     dict(exercise="grad_cam", kind="wrong", why="missing ReLU",
-         source='''
-import torch
-import torch.nn.functional as F
-
-
-def grad_cam(model, layer, x, target):
-    saved = {}
-
-    def hook(module, args, output):
-        saved["A"] = output.detach().clone()
-        output.register_hook(lambda grad: saved.update(G=grad))
-
-    with layer.register_forward_hook(hook):
-        score = model(x)[0, target]
-    score.backward()
-    weights = saved["G"][0].mean(dim=(1, 2))
-    cam = (weights[:, None, None] * saved["A"][0]).sum(dim=0)
-    cam = F.interpolate(cam[None, None], size=x.shape[-2:], mode="bilinear", align_corners=False)[0, 0]
-    return cam / cam.max() if cam.max() > 0 else cam
-''',
+         source=_grad_cam_with(('cam = torch.relu((weights[:, None, None] * saved["A"][0]).sum(dim=0))',
+                                'cam = (weights[:, None, None] * saved["A"][0]).sum(dim=0)')),
          expect=["before the relu", "torch.relu"]),
     dict(exercise="grad_cam", kind="wrong", why="missing normalization",
-         source='''
-import torch
-import torch.nn.functional as F
-
-
-def grad_cam(model, layer, x, target):
-    saved = {}
-
-    def hook(module, args, output):
-        saved["A"] = output.detach().clone()
-        output.register_hook(lambda grad: saved.update(G=grad))
-
-    with layer.register_forward_hook(hook):
-        score = model(x)[0, target]
-    score.backward()
-    weights = saved["G"][0].mean(dim=(1, 2))
-    cam = torch.relu((weights[:, None, None] * saved["A"][0]).sum(dim=0))
-    return F.interpolate(cam[None, None], size=x.shape[-2:], mode="bilinear", align_corners=False)[0, 0]
-''',
+         source=_grad_cam_with(('    cam = F.interpolate(', '    return F.interpolate('),
+                               ('    return cam / cam.max() if cam.max() > 0 else cam\n', '')),
          expect=["not normalized", "divide", "maximum"]),
     dict(exercise="grad_cam", kind="wrong", why="divides by a zero maximum",
-         source='''
-import torch
-import torch.nn.functional as F
-
-
-def grad_cam(model, layer, x, target):
-    saved = {}
-
-    def hook(module, args, output):
-        saved["A"] = output.detach().clone()
-        output.register_hook(lambda grad: saved.update(G=grad))
-
-    with layer.register_forward_hook(hook):
-        score = model(x)[0, target]
-    score.backward()
-    weights = saved["G"][0].mean(dim=(1, 2))
-    cam = torch.relu((weights[:, None, None] * saved["A"][0]).sum(dim=0))
-    cam = F.interpolate(cam[None, None], size=x.shape[-2:], mode="bilinear", align_corners=False)[0, 0]
-    return cam / cam.max()
-''',
+         source=_grad_cam_with(('return cam / cam.max() if cam.max() > 0 else cam', 'return cam / cam.max()')),
          expect=["nan", "only when it is positive"]),
     dict(exercise="grad_cam", kind="wrong", why="weights from the activations instead of the gradients",
-         source='''
-import torch
-import torch.nn.functional as F
-
-
-def grad_cam(model, layer, x, target):
-    saved = {}
-
-    def hook(module, args, output):
-        saved["A"] = output.detach().clone()
-        output.register_hook(lambda grad: saved.update(G=grad))
-
-    with layer.register_forward_hook(hook):
-        score = model(x)[0, target]
-    score.backward()
-    weights = saved["A"][0].mean(dim=(1, 2))
-    cam = torch.relu((weights[:, None, None] * saved["A"][0]).sum(dim=0))
-    cam = F.interpolate(cam[None, None], size=x.shape[-2:], mode="bilinear", align_corners=False)[0, 0]
-    return cam / cam.max() if cam.max() > 0 else cam
-''',
+         source=_grad_cam_with(('saved["G"][0].mean', 'saved["A"][0].mean')),
          expect=["means of the activations", "gradient g"]),
     dict(exercise="grad_cam", kind="wrong", why="module full backward hook with an in-place ReLU",
          source='''
@@ -428,26 +356,7 @@ def grad_cam(model, layer, x, target):
 ''',
          expect=["inplace=true", "full backward hook", "output.register_hook"]),
     dict(exercise="grad_cam", kind="wrong", why="activation detached but not cloned",
-         source='''
-import torch
-import torch.nn.functional as F
-
-
-def grad_cam(model, layer, x, target):
-    saved = {}
-
-    def hook(module, args, output):
-        saved["A"] = output.detach()
-        output.register_hook(lambda grad: saved.update(G=grad))
-
-    with layer.register_forward_hook(hook):
-        score = model(x)[0, target]
-    score.backward()
-    weights = saved["G"][0].mean(dim=(1, 2))
-    cam = torch.relu((weights[:, None, None] * saved["A"][0]).sum(dim=0))
-    cam = F.interpolate(cam[None, None], size=x.shape[-2:], mode="bilinear", align_corners=False)[0, 0]
-    return cam / cam.max() if cam.max() > 0 else cam
-''',
+         source=_grad_cam_with(('saved["A"] = output.detach().clone()', 'saved["A"] = output.detach()')),
          expect=["overwrote it", "detach().clone()"]),
     dict(exercise="grad_cam", kind="wrong", why="retain_grad gives the gradient after the in-place ReLU",
          source='''
@@ -473,136 +382,27 @@ def grad_cam(model, layer, x, target):
 ''',
          expect=["in-place relu's result", "retain_grad", "tensor hook"]),
     dict(exercise="grad_cam", kind="wrong", why="hook left behind",
-         source='''
-import torch
-import torch.nn.functional as F
-
-
-def grad_cam(model, layer, x, target):
-    saved = {}
-
-    def hook(module, args, output):
-        saved["A"] = output.detach().clone()
-        output.register_hook(lambda grad: saved.update(G=grad))
-
-    layer.register_forward_hook(hook)
-    score = model(x)[0, target]
-    score.backward()
-    weights = saved["G"][0].mean(dim=(1, 2))
-    cam = torch.relu((weights[:, None, None] * saved["A"][0]).sum(dim=0))
-    cam = F.interpolate(cam[None, None], size=x.shape[-2:], mode="bilinear", align_corners=False)[0, 0]
-    return cam / cam.max() if cam.max() > 0 else cam
-''',
+         source=_grad_cam_with(('    with layer.register_forward_hook(hook):\n        score = model(x)[0, target]',
+                                '    layer.register_forward_hook(hook)\n    score = model(x)[0, target]')),
          expect=["hooks were still registered", "remove every hook"]),
     dict(exercise="grad_cam", kind="wrong", why="no upsampling",
-         source='''
-import torch
-
-
-def grad_cam(model, layer, x, target):
-    saved = {}
-
-    def hook(module, args, output):
-        saved["A"] = output.detach().clone()
-        output.register_hook(lambda grad: saved.update(G=grad))
-
-    with layer.register_forward_hook(hook):
-        score = model(x)[0, target]
-    score.backward()
-    weights = saved["G"][0].mean(dim=(1, 2))
-    cam = torch.relu((weights[:, None, None] * saved["A"][0]).sum(dim=0))
-    return cam / cam.max() if cam.max() > 0 else cam
-''',
+         source=_grad_cam_with(('import torch.nn.functional as F\n', ''),
+                               ('    cam = F.interpolate(cam[None, None], size=x.shape[-2:], mode="bilinear", '
+                                'align_corners=False)[0, 0]\n', '')),
          expect=["the layer's spatial size", "upsample", "f.interpolate"]),
     dict(exercise="grad_cam", kind="wrong", why="mode changed to eval",
-         source='''
-import torch
-import torch.nn.functional as F
-
-
-def grad_cam(model, layer, x, target):
-    model.eval()
-    saved = {}
-
-    def hook(module, args, output):
-        saved["A"] = output.detach().clone()
-        output.register_hook(lambda grad: saved.update(G=grad))
-
-    with layer.register_forward_hook(hook):
-        score = model(x)[0, target]
-    score.backward()
-    weights = saved["G"][0].mean(dim=(1, 2))
-    cam = torch.relu((weights[:, None, None] * saved["A"][0]).sum(dim=0))
-    cam = F.interpolate(cam[None, None], size=x.shape[-2:], mode="bilinear", align_corners=False)[0, 0]
-    return cam / cam.max() if cam.max() > 0 else cam
-''',
+         source=_grad_cam_with(('    saved = {}', '    model.eval()\n    saved = {}')),
          expect=["left the model in eval mode", "was in train mode"]),
     dict(exercise="grad_cam", kind="wrong", why="align_corners=True",
-         source='''
-import torch
-import torch.nn.functional as F
-
-
-def grad_cam(model, layer, x, target):
-    saved = {}
-
-    def hook(module, args, output):
-        saved["A"] = output.detach().clone()
-        output.register_hook(lambda grad: saved.update(G=grad))
-
-    with layer.register_forward_hook(hook):
-        score = model(x)[0, target]
-    score.backward()
-    weights = saved["G"][0].mean(dim=(1, 2))
-    cam = torch.relu((weights[:, None, None] * saved["A"][0]).sum(dim=0))
-    cam = F.interpolate(cam[None, None], size=x.shape[-2:], mode="bilinear", align_corners=True)[0, 0]
-    return cam / cam.max() if cam.max() > 0 else cam
-''',
+         source=_grad_cam_with(('align_corners=False', 'align_corners=True')),
          expect=["align_corners=true", "use align_corners=false"]),
     dict(exercise="grad_cam", kind="wrong", why="min-max scaling",
-         source='''
-import torch
-import torch.nn.functional as F
-
-
-def grad_cam(model, layer, x, target):
-    saved = {}
-
-    def hook(module, args, output):
-        saved["A"] = output.detach().clone()
-        output.register_hook(lambda grad: saved.update(G=grad))
-
-    with layer.register_forward_hook(hook):
-        score = model(x)[0, target]
-    score.backward()
-    weights = saved["G"][0].mean(dim=(1, 2))
-    cam = torch.relu((weights[:, None, None] * saved["A"][0]).sum(dim=0))
-    cam = F.interpolate(cam[None, None], size=x.shape[-2:], mode="bilinear", align_corners=False)[0, 0]
-    span = cam.max() - cam.min()
-    return (cam - cam.min()) / span if span > 0 else cam
-''',
+         source=_grad_cam_with(('    return cam / cam.max() if cam.max() > 0 else cam',
+                                '    span = cam.max() - cam.min()\n'
+                                '    return (cam - cam.min()) / span if span > 0 else cam')),
          expect=["min-max", "divide by the maximum only"]),
     dict(exercise="grad_cam", kind="wrong", why="keeps the batch and channel dimensions",
-         source='''
-import torch
-import torch.nn.functional as F
-
-
-def grad_cam(model, layer, x, target):
-    saved = {}
-
-    def hook(module, args, output):
-        saved["A"] = output.detach().clone()
-        output.register_hook(lambda grad: saved.update(G=grad))
-
-    with layer.register_forward_hook(hook):
-        score = model(x)[0, target]
-    score.backward()
-    weights = saved["G"][0].mean(dim=(1, 2))
-    cam = torch.relu((weights[:, None, None] * saved["A"][0]).sum(dim=0))
-    cam = F.interpolate(cam[None, None], size=x.shape[-2:], mode="bilinear", align_corners=False)
-    return cam / cam.max() if cam.max() > 0 else cam
-''',
+         source=_grad_cam_with(('align_corners=False)[0, 0]', 'align_corners=False)')),
          expect=["2-d", "drop the batch and channel dimensions"]),
     dict(exercise="grad_cam", kind="right", why="hook returns a clone, autograd.grad, einsum, nn.Upsample",
          source='''
@@ -672,7 +472,8 @@ def grad_cam(model, layer, x, target):
                                ("align_corners=False)[0, 0]", "align_corners=False)[0, 0].relu()")),
          expect=["after the upsampling", "then upsample"]),
     dict(exercise="grad_cam", kind="wrong", why="switches grad mode off for good",
-         source=_grad_cam_with(("    return cam / cam.max()", "    torch.set_grad_enabled(False)\n    return cam / cam.max()")),
+         source=_grad_cam_with(("    return cam / cam.max()",
+                                "    torch.set_grad_enabled(False)\n    return cam / cam.max()")),
          expect=["grad mode was left off"]),
     dict(exercise="grad_cam", kind="wrong", why="switches an eval model to train mode",
          source=_grad_cam_with(("    saved = {}", "    model.train()\n    saved = {}")),
@@ -702,7 +503,8 @@ def grad_cam(model, layer, x, target):
          source=_grad_cam_with(("    score.backward()",
                                 "    next(model.parameters()).register_hook(lambda grad: grad)\n    score.backward()")),
          expect=["tensor hook", "remove every hook"]),
-    dict(exercise="grad_cam", kind="right", why="weights summed, not averaged: the same map once divided by the maximum",
+    dict(exercise="grad_cam", kind="right",
+         why="weights summed, not averaged: the same map once divided by the maximum",
          source=_grad_cam_with(('saved["G"][0].mean(dim=(1, 2))', 'saved["G"][0].sum(dim=(1, 2))')),
          expect=[]),
     dict(exercise="grad_cam", kind="right", why="scale_factor when the sizes divide, einsum, clamp",
