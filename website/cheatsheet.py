@@ -1,8 +1,9 @@
 """The hooks cheat sheet: one row per hook API of current PyTorch (torch 2.13).
 
-The site renders this table (website/hooks.py) and a course test
-(tests/course/test_hooks_cheatsheet.py) checks every row against the installed torch:
-the API exists, and the parameters in `call` are exactly its signature.
+The site renders this table (website/hooks.py) and course tests check every row against the
+installed torch: tests/course/test_hooks_cheatsheet.py that the API exists and the parameters
+in `call` are exactly its signature, tests/course/test_hooks_cheatsheet_behaviour.py that
+`fires` and `returns` say what running the hook shows.
 
 `lesson` is the slug of the lesson that teaches the API (the site links it once the
 lesson file exists, and says "coming" until then), or None with `planned` naming the
@@ -19,14 +20,15 @@ ROWS = [
          hook="hook(grad)",
          fires="In backward, once per pass with the gradient of `t` summed over all its uses; "
                "before it is accumulated into `t.grad`.",
-         returns="A tensor of the same shape and dtype replaces the gradient; `None` keeps it.",
+         returns="A tensor of the same shape and dtype replaces the gradient (another shape or dtype "
+                 "raises `RuntimeError`); `None` keeps it.",
          lesson="01_tensor_hooks"),
     dict(group="Tensor", api="torch.Tensor.register_post_accumulate_grad_hook",
          call="t.register_post_accumulate_grad_hook(hook)",
          hook="hook(t): the tensor, not its gradient",
          fires="Leaf tensors only: after the gradient has been accumulated into `t.grad`. "
                "Not fired by `torch.autograd.grad`.",
-         returns="Must return `None`.",
+         returns="Must return `None` (else `RuntimeError`: `... should return None`).",
          lesson=None, planned="autograd-level hooks"),
     # --- module hooks
     dict(group="Module", api="torch.nn.Module.register_forward_pre_hook",
@@ -40,7 +42,7 @@ ROWS = [
          call="m.register_forward_hook(hook, *, prepend=False, with_kwargs=False, always_call=False)",
          hook="hook(module, args, output), or hook(module, args, kwargs, output) with `with_kwargs=True`",
          fires="On `m(...)`, after `forward` returns, also under `no_grad` and in `eval()`; "
-               "with `always_call=True` also when `forward` raises.",
+               "with `always_call=True` also when `forward` raises (with `output=None`).",
          returns="Any value other than `None` replaces the output, unchecked.",
          lesson="04_forward_hooks"),
     dict(group="Module", api="torch.nn.Module.register_full_backward_pre_hook",
@@ -48,14 +50,17 @@ ROWS = [
          hook="hook(module, grad_output)",
          fires="In backward, when the gradients with respect to the module's outputs are ready, "
                "before the module's own backward.",
-         returns="A tuple of the same length replaces `grad_output`; `None` keeps it.",
+         returns="A tuple of the same length replaces `grad_output` (another length raises "
+                 "`RuntimeError`); `None` keeps it.",
          lesson="05_backward_hooks"),
     dict(group="Module", api="torch.nn.Module.register_full_backward_hook",
          call="m.register_full_backward_hook(hook, prepend=False)",
          hook="hook(module, grad_input, grad_output)",
-         fires="In backward, once the gradients with respect to the module's positional inputs exist "
-               "(parameter `.grad` may not be written yet). Not installed under `no_grad`.",
-         returns="A tuple of `len(grad_input)` replaces `grad_input`; `None` keeps it.",
+         fires="In backward, once the gradients with respect to the module's positional inputs exist; "
+               "if no input requires grad, earlier, with `grad_input` all `None`. A parameter's `.grad` "
+               "can still be pending (a weight shared with an earlier layer). Not installed under `no_grad`.",
+         returns="A tuple of `len(grad_input)` replaces `grad_input` (another length raises "
+                 "`RuntimeError`); `None` keeps it.",
          lesson="05_backward_hooks"),
     dict(group="Module", api="torch.nn.Module.register_backward_hook",
          call="m.register_backward_hook(hook)",
@@ -104,19 +109,21 @@ ROWS = [
     dict(group="Global module", api=f"{MODULE}.register_module_full_backward_pre_hook",
          call=f"{MODULE}.register_module_full_backward_pre_hook(hook)",
          hook="hook(module, grad_output)",
-         fires="Like a full backward pre-hook, for every module.",
+         fires="Like a full backward pre-hook, for every module, before the module's own.",
          returns="As for `register_full_backward_pre_hook`.",
          lesson=None, planned="global and keyword hooks"),
     dict(group="Global module", api=f"{MODULE}.register_module_full_backward_hook",
          call=f"{MODULE}.register_module_full_backward_hook(hook)",
          hook="hook(module, grad_input, grad_output)",
-         fires="Like a full backward hook, for every module.",
+         fires="Like a full backward hook, for every module, before the module's own.",
          returns="As for `register_full_backward_hook`.",
          lesson=None, planned="global and keyword hooks"),
     dict(group="Global module", api=f"{MODULE}.register_module_backward_hook",
          call=f"{MODULE}.register_module_backward_hook(hook)",
          hook="hook(module, grad_input, grad_output)",
-         fires="**Deprecated**, like `register_backward_hook`, for every module.",
+         fires="**Deprecated**, like `register_backward_hook`, for every module. Once a global hook of "
+               "one backward kind (full or deprecated) is registered, registering the other raises "
+               "`RuntimeError` for the rest of the process, even after `remove()`.",
          returns="Do not use it: use `register_module_full_backward_hook`.",
          lesson=None, planned="global and keyword hooks"),
     dict(group="Global module", api=f"{MODULE}.register_module_parameter_registration_hook",
@@ -128,7 +135,8 @@ ROWS = [
     dict(group="Global module", api=f"{MODULE}.register_module_buffer_registration_hook",
          call=f"{MODULE}.register_module_buffer_registration_hook(hook)",
          hook="hook(module, name, buffer)",
-         fires="When any module registers a buffer (`register_buffer`).",
+         fires="When any module registers a buffer: `register_buffer`, assigning an `nn.Buffer`, "
+               "or assigning to an existing buffer's name.",
          returns="A value other than `None` is registered instead.",
          lesson=None, planned="global and keyword hooks"),
     dict(group="Global module", api=f"{MODULE}.register_module_module_registration_hook",
@@ -154,8 +162,8 @@ ROWS = [
          call=f"{GRAPH}.register_multi_grad_hook(tensors, fn, *, mode='all')",
          hook="fn(grads): one entry per tensor, `None` where none was computed; "
               "with `mode='any'`, fn(grad) with the first gradient computed",
-         fires="In backward: `'all'` once the gradients of all the tensors are computed, "
-               "`'any'` at the first of them.",
+         fires="In backward, once per pass: `'all'` after the last of the tensors' gradients that "
+               "the pass computes (`None` for the others), `'any'` at the first of them.",
          returns="Ignored.",
          lesson=None, planned="autograd-level hooks"),
     dict(group="Saved tensors", api=f"{GRAPH}.saved_tensors_hooks",
@@ -181,14 +189,15 @@ ROWS = [
     # --- optimizer
     dict(group="Optimizer", api="torch.optim.Optimizer.register_step_pre_hook",
          call="opt.register_step_pre_hook(hook)",
-         hook="hook(optimizer, args, kwargs)",
+         hook="hook(optimizer, args, kwargs): `args` starts with the optimizer, `(opt,)` for `opt.step()`",
          fires="Before every `opt.step()`.",
-         returns="`None`, or a pair `(args, kwargs)` that `step` is called with instead.",
+         returns="`None`, or a pair `(args, kwargs)` that `step` is called with instead (`args` still "
+                 "starting with the optimizer); anything else raises `RuntimeError`.",
          lesson=None, planned="state-dict and optimizer hooks"),
     dict(group="Optimizer", api="torch.optim.Optimizer.register_step_post_hook",
          call="opt.register_step_post_hook(hook)",
          hook="hook(optimizer, args, kwargs)",
-         fires="After every `opt.step()`.",
+         fires="After every `opt.step()`, with the `args` and `kwargs` that `step` was called with.",
          returns="Ignored.",
          lesson=None, planned="state-dict and optimizer hooks"),
     dict(group="Optimizer", api="torch.optim.Optimizer.register_state_dict_pre_hook",
