@@ -26,17 +26,17 @@ import time
 import jupytext
 import nbclient
 
+from hooked.course import lesson_names
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 BUILD_GOAL = 1.3
 WEIGHT_GOAL = 1.5e6
-_LESSON_FILE = re.compile(r"^\d\d_[a-z0-9_]+\.py$")
 
 
 def notebooks():
     """The .py files the site renders: each lesson in solutions/, in lessons/ and in solutions/."""
-    names = sorted(path.name for path in (ROOT / "solutions").glob("*.py") if _LESSON_FILE.match(path.name))
-    return [ROOT / folder / name for folder in ("lessons", "solutions") for name in names
-            if (ROOT / folder / name).is_file()]
+    return [ROOT / folder / f"{name}.py" for folder in ("lessons", "solutions") for name in lesson_names()
+            if (ROOT / folder / f"{name}.py").is_file()]
 
 
 def floor_seconds():

@@ -23,7 +23,7 @@ import time
 from hooked import __version__, progress
 from hooked.checking import display_path
 from hooked.course import LESSONS_DIR, ROOT, SOLUTIONS_DIR, lesson_names
-from hooked.generate import MarkerError, back_up, lesson_text_from_solution, stale_lessons, write_lessons
+from hooked.generate import MarkerError, back_up, fresh_lesson_text, is_solution_marker, stale_lessons, write_lessons
 from hooked.gradescope import results_json
 from hooked.grader import DEFAULT_TIME_LIMIT, Grader, parse_time_limit
 from hooked.hints import LEVELS, lesson_hints
@@ -32,7 +32,6 @@ from hooked.terminal import Terminal
 from hooked.watching import saved_lessons
 
 _STATUS_WIDTH = len("not attempted")
-_MARKER = re.compile(r"^\s*# (BEGIN|END) SOLUTION\b")
 _EXERCISE_CELL = re.compile(r'^# %% tags=\["exercise"\]\n(.*?)(?=^# %%|\Z)', re.MULTILINE | re.DOTALL)
 
 
@@ -246,7 +245,7 @@ def _show_watched(terminal, results, statuses):
         statuses[(result.lesson, result.exercise)] = result.status
         if before is not None and before != result.status:
             terminal.line(f"{result.exercise}: ", terminal.status(result.status),
-                          f" (was {before.replace('_', ' ')})")
+                          f" (was {progress.status_words(before)})")
     passed = sum(result.status == "passed" for result in results)
     terminal.line((results[0].lesson, "bold"), f"  {passed} / {len(results)} pass",
                   terminal.dim(f"  ({display_path(results[0].graded_file)})"))
@@ -293,7 +292,7 @@ def _solution(arguments, terminal):
                           f"`hooked solution {short} {exercise} --force` shows the solution anyway.")
             return 1
     cell = load_lesson_source(SOLUTIONS_DIR, lesson).cell_defining(exercise)
-    source = "\n".join(line for line in cell.source.splitlines() if not _MARKER.match(line))
+    source = "\n".join(line for line in cell.source.splitlines() if not is_solution_marker(line))
     terminal.line(terminal.dim(f"The reference solution of {exercise}, from "
                                f"{display_path(cell.filename)} line {cell.first_line}:"))
     terminal.code(source)
@@ -304,8 +303,7 @@ def _reset(arguments, terminal):
     lesson = find_lesson(arguments.lesson)
     folder = _lessons_folder(arguments)
     script, notebook = folder / f"{lesson}.py", folder / f"{lesson}.ipynb"
-    fresh = lesson_text_from_solution((SOLUTIONS_DIR / f"{lesson}.py").read_text(encoding="utf-8"),
-                                      f"solutions/{lesson}.py")
+    fresh = fresh_lesson_text(lesson)
     # errors="replace": a file saved in another encoding is not the fresh lesson, and is backed up
     if script.exists() and script.read_text(encoding="utf-8", errors="replace") == fresh and not notebook.exists():
         terminal.line(f"{display_path(str(script))} is already the fresh lesson; nothing to reset.")

@@ -62,11 +62,20 @@ def lesson_text_from_solution(text, filename="solution"):
     return "\n".join(out) + "\n"
 
 
+def is_solution_marker(line):
+    """True for a `# BEGIN SOLUTION[: ...]` or `# END SOLUTION` line."""
+    return bool(_BEGIN.match(line) or _END.match(line))
+
+
+def fresh_lesson_text(lesson):
+    """The learner's version of `lesson`, as the generator writes it to lessons/."""
+    return lesson_text_from_solution((SOLUTIONS_DIR / f"{lesson}.py").read_text(encoding="utf-8"),
+                                     f"solutions/{lesson}.py")
+
+
 def expected_lessons():
     """{lesson file path: the text it should have}, for every lesson."""
-    return {LESSONS_DIR / f"{lesson}.py": lesson_text_from_solution(
-                (SOLUTIONS_DIR / f"{lesson}.py").read_text(encoding="utf-8"), f"solutions/{lesson}.py")
-            for lesson in lesson_names()}
+    return {LESSONS_DIR / f"{lesson}.py": fresh_lesson_text(lesson) for lesson in lesson_names()}
 
 
 def back_up(paths):

@@ -14,6 +14,7 @@
 
 import base64
 import concurrent.futures
+import functools
 import hashlib
 import importlib.util
 import io
@@ -35,10 +36,11 @@ from mkdocs.structure.toc import get_toc
 from mkdocs.utils import get_relative_url
 from PIL import Image
 
+from hooked.course import SOLUTIONS_DIR, lesson_names
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 BRANCH = "main"  # links to repository files that are not on the site point at this branch
 FOLDERS = {"lessons": "Lesson", "solutions": "Solution"}
-_LESSON_FILE = re.compile(r"^(\d\d)_[a-z0-9_]+\.py$")
 _NOTEBOOK_PAGE = re.compile(r"^\d\d_[a-z0-9_]+\.ipynb$")
 _DIRECTIVE = re.compile(r"^<!-- (readme|readme-page): (.+?) -->$", re.MULTILINE)
 _LINK = re.compile(r"(!?\[[^\]]*\])\(([^)\s]+)\)")
@@ -55,12 +57,7 @@ def _load_cheatsheet():
 
 def lessons():
     """[(name, number, title)] of the lessons in solutions/, the course's single source."""
-    found = []
-    for path in sorted((ROOT / "solutions").glob("*.py")):
-        match = _LESSON_FILE.match(path.name)
-        if match:
-            found.append((path.stem, match.group(1), _title(path)))
-    return found
+    return [(name, name[:2], _title(SOLUTIONS_DIR / f"{name}.py")) for name in lesson_names()]
 
 
 def _title(path):
@@ -181,6 +178,7 @@ _STYLE = re.compile(r"<style[^>]*>(.*?)</style>", re.DOTALL)
 NOTEBOOK_CSS = "assets/hooked/notebook.css"
 
 
+@functools.cache  # a file of the installed package: read once per build
 def _notebook_css():
     """mkdocs-jupyter's stylesheet for notebooks (about 0.6 MB), which it inlines in every page."""
     return (pathlib.Path(mkdocs_jupyter.__file__).parent / "templates" / "mkdocs_html" / "assets"
@@ -263,7 +261,7 @@ def on_page_markdown(markdown, page, config, files):
         if kind == "readme-page":
             text = re.sub(r"^(#+) ", lambda m: m.group(1)[1:] + " " if len(m.group(1)) > 1 else "# ",
                           text, flags=re.MULTILINE)
-        return _fix_links(text, page, files, config, homes)
+        return _fix_links(text, page, files, config, homes, readme)
 
     return _DIRECTIVE.sub(include, markdown)
 
@@ -297,10 +295,11 @@ def _slug(text):
     return re.sub(r"[\s]+", "-", re.sub(r"[^\w\s-]", "", text).strip().lower())
 
 
-def _fix_links(text, page, files, config, homes):
-    """README links are relative to the repository root; make them work on the site."""
+def _fix_links(text, page, files, config, homes, readme):
+    """README links are relative to the repository root; make them work on the site.
+    `readme` is README.md cut into its sections (_readme_sections)."""
     anchors = {}  # heading slug -> README section it is in
-    for title, section in _readme_sections().items():
+    for title, section in readme.items():
         for heading in re.findall(r"^#+ (.+)$", section, flags=re.MULTILINE):
             anchors[_slug(heading)] = title
     page_dir = posixpath.dirname(page.file.src_uri)

@@ -10,13 +10,12 @@ import subprocess
 import sys
 
 from hooked.course import ROOT, SOLUTIONS_DIR
-from hooked.generate import lesson_text_from_solution
+from hooked.generate import is_solution_marker, lesson_text_from_solution
 
 # Lessons 01 and 02 are finished; copying only them keeps these tests independent of
 # lessons that are still being written.
 LESSONS = ("01_tensor_hooks", "02_removing_hooks")
 _DEFINITION = re.compile(r"^(?:def|class)\s+(\w+)")
-_MARKER = re.compile(r"^\s*# (BEGIN|END) SOLUTION\b")
 _COLOUR_SETTINGS = ("NO_COLOR", "FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE", "COLUMNS", "TERM")
 
 
@@ -46,7 +45,7 @@ def lesson_text(lesson, solved=(), replacements=None):
             current = definition[1]
         elif line[:1].strip():  # anything else at the top level ends the definition
             current = None
-        if current in solved and _MARKER.match(line):
+        if current in solved and is_solution_marker(line):
             continue
         lines.append(line)
     text = lesson_text_from_solution("\n".join(lines) + "\n")
