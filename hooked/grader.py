@@ -18,6 +18,7 @@ from hooked.lesson_file import load_lesson_source
 
 DEFAULT_TIME_LIMIT = 10.0
 LONGEST_TIME_LIMIT = 86400.0  # a day: anything longer is a typing mistake
+_STARTUP_LIMIT = 300.0  # importing torch on a cold, busy machine
 
 
 def parse_time_limit(text):
@@ -30,7 +31,6 @@ def parse_time_limit(text):
         raise ValueError(f"{text}: give a positive number of seconds up to {LONGEST_TIME_LIMIT:g}, "
                          "e.g. --time-limit 30.")
     return value
-_STARTUP_LIMIT = 300.0  # importing torch on a cold, busy machine
 
 
 class _Timeout(Exception):

@@ -5,6 +5,8 @@ Text from files and from the grader is never read as rich markup."""
 from rich.console import Console
 from rich.text import Text
 
+from hooked.progress import status_words
+
 STATUS_STYLES = {"passed": "green", "failed": "red", "not_attempted": "yellow", "error": "magenta"}
 
 
@@ -29,7 +31,7 @@ class Terminal:
 
     def status(self, status, width=0):
         """A (words, style) part for a status, padded to `width`."""
-        return (status.replace("_", " ").ljust(width), STATUS_STYLES[status])
+        return (status_words(status).ljust(width), STATUS_STYLES[status])
 
     def dim(self, text):
         return (text, "dim")
