@@ -1,0 +1,35 @@
+"""Optimizers for checks that need one, without the cost of torch's own.
+
+A torch.optim optimizer imports torch._dynamo (about 1 s, as long as `import torch`) the
+first time it adds a parameter group or takes a step, only to mark those methods as
+not-to-be-compiled. Grading never compiles, so the grading worker calls
+`skip_dynamo_import_in_optimizers` once, and checks use `PlainSGD`, a real
+`torch.optim.Optimizer` (with its step pre- and post-hooks) whose step needs no dynamo."""
+
+import torch
+from torch.optim import Optimizer
+
+# Optimizer methods wrapped by torch._disable_dynamo, which imports torch._dynamo on first call.
+_DYNAMO_DISABLED_METHODS = ("add_param_group", "zero_grad", "state_dict", "load_state_dict")
+
+
+def skip_dynamo_import_in_optimizers():
+    """Let these methods run as they are instead of importing torch._dynamo to wrap them.
+    Outside torch.compile the wrapper only calls the method, so behaviour is unchanged."""
+    for name in _DYNAMO_DISABLED_METHODS:
+        method = getattr(Optimizer, name).__wrapped__
+        method.__dynamo_disable = method  # torch._compile caches the wrapper under this name
+
+
+class PlainSGD(Optimizer):
+    """Stochastic gradient descent, p <- p - lr * p.grad, nothing else (no momentum)."""
+
+    def __init__(self, params, lr):
+        super().__init__(params, dict(lr=lr))
+
+    @torch.no_grad()
+    def step(self, closure=None):
+        for group in self.param_groups:
+            for parameter in group["params"]:
+                if parameter.grad is not None:
+                    parameter.add_(parameter.grad, alpha=-group["lr"])
