@@ -1,0 +1,643 @@
+# %% [markdown]
+# # Lesson 07 — Hooks everywhere: global hooks, keyword arguments, `prepend`, `always_call`
+#
+# The hooks of lessons 03–05 belong to one module. PyTorch also has *global* module hooks: one
+# registration, and the hook fires for every module called anywhere in the process. They are how
+# tools such as model summaries and debuggers see a whole model without knowing its layers.
+#
+# After this lesson you will be able to:
+#
+# - register the global hooks of `torch.nn.modules.module` (forward pre, forward, full backward
+#   pre, full backward) and say when they fire relative to a module's own hooks;
+# - say in which order the hooks of a parent and its children fire (calls *start* parent first and
+#   *finish* children first);
+# - see keyword arguments with `with_kwargs=True`, put a hook first with `prepend=True`, and run a
+#   hook when `forward` raises with `always_call=True`, including a bug of global hooks that
+#   combine `with_kwargs` and `always_call`;
+# - remove global hooks every time, also when the forward pass raises (`with handle:` or
+#   `try`/`finally`);
+# - build a model summary and a NaN/Inf locator from hooks.
+#
+# **Where your code goes.** Write all of your code in the exercise cells: the cells that begin
+# with the comment `# Exercise: ...` (they are tagged `exercise`). The grader runs only those
+# cells, never the demonstration cells, so each exercise cell imports what it uses.
+#
+# **How to check your work.** Run the `check(...)` cell under each exercise: it prints a pass, a
+# message that says what is wrong, or "not attempted yet". Or, from the repository root, run
+# `pytest tests/test_07_global_and_kwargs_hooks.py` (add `-k summarize_model` for one exercise).
+
+# %%
+import warnings
+
+import torch
+import torch.nn.modules.module as module_hooks
+from torch import nn
+
+from hooked.notebook import check, hint, try_it
+
+print("torch", torch.__version__)
+
+# %% [markdown]
+# ## A global hook fires for every module
+#
+# `torch.nn.modules.module.register_module_forward_hook(hook)` takes the same
+# `hook(module, args, output)` as `module.register_forward_hook`, but it is not attached to a
+# module: it fires after the `forward` of *every* module called, in every model of the process,
+# including the modules inside containers and the containers themselves. It returns a
+# `RemovableHandle`, like every registration.
+
+# %%
+torch.manual_seed(0)
+small = nn.Sequential(nn.Linear(3, 4), nn.ReLU())
+other = nn.Linear(2, 2)  # a different model
+seen = []
+
+handle = module_hooks.register_module_forward_hook(
+    lambda module, args, output: seen.append(type(module).__name__))
+small(torch.randn(1, 3))
+other(torch.randn(1, 2))
+handle.remove()
+print("modules seen by one global hook:", seen)
+assert seen == ["Linear", "ReLU", "Sequential", "Linear"]
+
+# %% [markdown]
+# That is also the danger. A global hook that is never removed keeps firing, for every model,
+# until the process ends; in a notebook, running its cell again adds a second one. Below a
+# forgotten counter keeps counting the calls of a model it was never meant for.
+
+# %%
+calls = {"count": 0}
+
+
+def count_call(module, args, output):
+    calls["count"] += 1
+
+
+forgotten = module_hooks.register_module_forward_hook(count_call)
+small(torch.randn(1, 3))
+print("after one pass through `small`:", calls["count"], "calls counted")
+other(torch.randn(1, 2))
+print("after a pass through an unrelated model:", calls["count"])
+assert calls["count"] == 4
+forgotten.remove()
+other(torch.randn(1, 2))
+print("after forgotten.remove():", calls["count"])
+assert calls["count"] == 4
+
+# %% [markdown]
+# So always remove a global hook, and remove it even when the forward pass raises. A handle is a
+# context manager: `with handle:` removes the hook when the block ends, however it ends. With
+# several handles, `try`/`finally` (or `contextlib.ExitStack`) does the same.
+
+# %%
+class Broken(nn.Module):
+    def forward(self, x, scale=1.0):
+        raise RuntimeError("this layer is broken")
+
+
+def hooks_registered():
+    """How many global forward pre-hooks and forward hooks are registered right now."""
+    return len(module_hooks._global_forward_pre_hooks) + len(module_hooks._global_forward_hooks)
+
+
+broken_model = nn.Sequential(nn.Linear(3, 3), Broken())
+print("global hooks before:", hooks_registered())
+try:
+    with module_hooks.register_module_forward_hook(count_call):
+        broken_model(torch.randn(1, 3))
+except RuntimeError as error:
+    print("the forward pass raised:", error)
+print("global hooks after the with-block:", hooks_registered())
+assert hooks_registered() == 0
+
+pre = module_hooks.register_module_forward_pre_hook(lambda module, args: None)
+post = module_hooks.register_module_forward_hook(count_call)
+try:
+    broken_model(torch.randn(1, 3))
+except RuntimeError:
+    pass
+finally:
+    pre.remove()
+    post.remove()
+print("global hooks after try/finally:", hooks_registered())
+assert hooks_registered() == 0
+
+# %% [markdown]
+# ## The four global hooks, and when they fire
+#
+# | Function in `torch.nn.modules.module` | the hook | like this module method |
+# |---|---|---|
+# | `register_module_forward_pre_hook(hook)` | `hook(module, args)` | `register_forward_pre_hook` |
+# | `register_module_forward_hook(hook, *, with_kwargs, always_call)` | `hook(module, args, output)` | `register_forward_hook` |
+# | `register_module_full_backward_pre_hook(hook)` | `hook(module, grad_output)` | `register_full_backward_pre_hook` |
+# | `register_module_full_backward_hook(hook)` | `hook(module, grad_input, grad_output)` | `register_full_backward_hook` |
+#
+# Return values work as for the module's own hooks (a forward hook's return replaces the output,
+# and so on). The global forward pre-hook has no `with_kwargs`, and none of them has `prepend`:
+
+# %%
+import inspect
+
+for name in ("register_module_forward_pre_hook", "register_module_forward_hook",
+             "register_module_full_backward_pre_hook", "register_module_full_backward_hook"):
+    options = [p for p in inspect.signature(getattr(module_hooks, name)).parameters if p != "hook"]
+    print(f"{name}: options {options}")
+assert list(inspect.signature(module_hooks.register_module_forward_hook).parameters) == [
+    "hook", "with_kwargs", "always_call"]
+assert list(inspect.signature(module_hooks.register_module_forward_pre_hook).parameters) == ["hook"]
+
+# %% [markdown]
+# For one module, every global hook fires *before* the module's own hook of the same kind, even
+# when the module's own hook was registered with `prepend=True` (which only puts it first among
+# the module's own hooks). The cell registers the own hooks with `prepend=True` and runs a
+# forward and a backward pass.
+
+# %%
+order = []
+layer = nn.Linear(2, 2)
+handles = [
+    module_hooks.register_module_forward_pre_hook(lambda m, args: order.append("global forward pre")),
+    module_hooks.register_module_forward_hook(lambda m, args, out: order.append("global forward")),
+    module_hooks.register_module_full_backward_pre_hook(lambda m, gout: order.append("global backward pre")),
+    module_hooks.register_module_full_backward_hook(lambda m, gin, gout: order.append("global backward")),
+    layer.register_forward_pre_hook(lambda m, args: order.append("own forward pre"), prepend=True),
+    layer.register_forward_hook(lambda m, args, out: order.append("own forward"), prepend=True),
+    layer.register_full_backward_pre_hook(lambda m, gout: order.append("own backward pre"), prepend=True),
+    layer.register_full_backward_hook(lambda m, gin, gout: order.append("own backward"), prepend=True),
+]
+try:
+    layer(torch.randn(1, 2, requires_grad=True)).sum().backward()
+finally:
+    for h in handles:
+        h.remove()
+for event in order:
+    print(" ", event)
+assert order == ["global forward pre", "own forward pre", "global forward", "own forward",
+                 "global backward pre", "own backward pre", "global backward", "own backward"]
+
+# %% [markdown]
+# ### Parents and children: calls start parent first and finish children first
+#
+# A container's `forward` calls its children, so its forward pre-hook fires before theirs and its
+# forward hook fires *after* theirs: a forward hook fires when a call returns, and the parent
+# returns last. Backward runs the other way round. Keep this in mind whenever you want "the first
+# module that ...": first to start and first to finish are different modules.
+
+# %%
+torch.manual_seed(0)
+net = nn.Sequential(nn.Linear(3, 4), nn.Sequential(nn.Linear(4, 4), nn.Tanh()))
+names = {module: name or "(root)" for name, module in net.named_modules()}
+timeline = []
+with module_hooks.register_module_forward_pre_hook(lambda m, a: timeline.append(("start", names[m]))), \
+        module_hooks.register_module_forward_hook(lambda m, a, o: timeline.append(("finish", names[m]))), \
+        module_hooks.register_module_full_backward_hook(lambda m, gi, go: timeline.append(("backward", names[m]))):
+    net(torch.randn(2, 3, requires_grad=True)).sum().backward()
+for what, name in timeline:
+    print(f"  {what:8} {name}")
+starts = [name for what, name in timeline if what == "start"]
+finishes = [name for what, name in timeline if what == "finish"]
+backwards = [name for what, name in timeline if what == "backward"]
+assert starts == ["(root)", "0", "1", "1.0", "1.1"]
+assert finishes == ["0", "1.0", "1.1", "1", "(root)"]
+assert backwards == ["1.1", "1.0", "1", "0", "(root)"]
+
+# %% [markdown]
+# ### Registration hooks, briefly
+#
+# Three more global hooks fire while modules are *built*, not called:
+# `register_module_parameter_registration_hook`, `register_module_buffer_registration_hook` and
+# `register_module_module_registration_hook`. Each hook is called as `hook(module, name, value)`
+# when a parameter, buffer or submodule is registered, by `register_parameter` and friends or
+# simply by assigning an attribute in `__init__`. A non-None return replaces the value
+# registered. They suit tools that must see every parameter as it is created.
+
+# %%
+registered = []
+with module_hooks.register_module_parameter_registration_hook(
+        lambda m, name, value: registered.append(("parameter", type(m).__name__, name))), \
+        module_hooks.register_module_buffer_registration_hook(
+            lambda m, name, value: registered.append(("buffer", type(m).__name__, name))), \
+        module_hooks.register_module_module_registration_hook(
+            lambda m, name, value: registered.append(("module", type(m).__name__, name))):
+    built = nn.Sequential(nn.Linear(2, 3), nn.BatchNorm1d(3))
+for entry in registered:
+    print(" ", entry)
+assert ("parameter", "Linear", "weight") in registered and ("parameter", "Linear", "bias") in registered
+assert ("buffer", "BatchNorm1d", "running_mean") in registered
+assert ("module", "Sequential", "0") in registered and ("module", "Sequential", "1") in registered
+
+# %% [markdown]
+# ## `with_kwargs=True`: keyword arguments are invisible without it
+#
+# `args` holds the positional arguments only. A tensor passed by keyword, `block(x, mask=m)`, is
+# not in `args`, so a hook without `with_kwargs` cannot see it at all. With `with_kwargs=True`, a
+# forward pre-hook is called as `hook(module, args, kwargs)` (and must return `None` or a pair
+# `(args, kwargs)`), a forward hook as `hook(module, args, kwargs, output)`. The global forward
+# hook takes `with_kwargs` too; the global forward pre-hook does not.
+
+# %%
+class Masked(nn.Module):
+    def forward(self, x, mask=None):
+        return x if mask is None else x * mask
+
+
+masked = Masked()
+x, mask = torch.ones(3), torch.tensor([1.0, 0.0, 1.0])
+seen = {}
+with masked.register_forward_pre_hook(lambda m, args: seen.update(pre=args)), \
+        masked.register_forward_pre_hook(lambda m, args, kwargs: seen.update(pre_kwargs=(args, kwargs)),
+                                         with_kwargs=True), \
+        module_hooks.register_module_forward_hook(lambda m, args, out: seen.update(global_plain=args)), \
+        module_hooks.register_module_forward_hook(
+            lambda m, args, kwargs, out: seen.update(global_kwargs=(args, kwargs)), with_kwargs=True):
+    masked(x, mask=mask)
+print("pre-hook, plain:          args =", seen["pre"])
+print("pre-hook, with_kwargs:    args, kwargs =", seen["pre_kwargs"])
+print("global hook, plain:       args =", seen["global_plain"])
+print("global hook, with_kwargs: args, kwargs =", seen["global_kwargs"])
+assert len(seen["pre"]) == 1 and len(seen["global_plain"]) == 1
+assert seen["pre_kwargs"][1]["mask"] is mask and seen["global_kwargs"][1]["mask"] is mask
+
+
+# %% [markdown]
+# A pre-hook with `with_kwargs=True` can also change a keyword argument, by returning the pair:
+
+# %%
+def drop_mask(module, args, kwargs):
+    return args, {key: value for key, value in kwargs.items() if key != "mask"}
+
+
+with masked.register_forward_pre_hook(drop_mask, with_kwargs=True):
+    print("masked(x, mask=mask) with the mask dropped:", masked(x, mask=mask))
+    assert torch.equal(masked(x, mask=mask), x)
+print("and without the hook:                       ", masked(x, mask=mask))
+assert torch.equal(masked(x, mask=mask), mask)
+
+# %% [markdown]
+# ## `prepend=True`: run before the hooks already registered
+#
+# A module's hooks run in the order they were registered. `prepend=True` puts the new hook at the
+# front instead. It exists on the module's own `register_forward_pre_hook`,
+# `register_forward_hook`, `register_full_backward_pre_hook` and `register_full_backward_hook`;
+# as shown above, it never moves a hook in front of the global ones.
+
+# %%
+ran = []
+square = nn.Identity()
+with square.register_forward_hook(lambda m, a, o: ran.append("first registered")), \
+        square.register_forward_hook(lambda m, a, o: ran.append("second registered")), \
+        square.register_forward_hook(lambda m, a, o: ran.append("registered last, prepend=True"), prepend=True):
+    square(torch.ones(1))
+print(ran)
+assert ran == ["registered last, prepend=True", "first registered", "second registered"]
+
+# %% [markdown]
+# ## `always_call=True`: a forward hook that runs when `forward` raises
+#
+# An ordinary forward hook does not run when `forward` raises. One registered with
+# `always_call=True` runs anyway, with `output=None`, and then the exception goes on to the
+# caller. A global forward hook takes `always_call` too. Since the exception passes through every
+# enclosing module, the parents' always-call hooks run as well, child first.
+
+# %%
+broken_model = nn.Sequential(nn.Linear(3, 3), Broken())
+names = {module: name or "(root)" for name, module in broken_model.named_modules()}
+after_error = []
+with module_hooks.register_module_forward_hook(
+        lambda m, args, out: after_error.append(("global", names[m], out)), always_call=True), \
+        broken_model[1].register_forward_hook(
+            lambda m, args, out: after_error.append(("own", names[m], out)), always_call=True), \
+        broken_model[1].register_forward_hook(lambda m, args, out: after_error.append(("plain", names[m], out))):
+    try:
+        broken_model(torch.randn(1, 3))
+    except RuntimeError as error:
+        print("the call raised:", error)
+for entry in after_error[1:]:
+    print(" ", entry)
+print("  (the first entry is the Linear, which returned normally)")
+assert after_error[0][:2] == ("global", "0") and after_error[0][2] is not None
+assert after_error[1:] == [("global", "1", None), ("own", "1", None), ("global", "(root)", None)]
+
+# %% [markdown]
+# ### A bug: a global hook with `with_kwargs=True` *and* `always_call=True`
+#
+# When `forward` succeeds, such a hook is called as `hook(module, args, kwargs, output)`, as asked.
+# When `forward` raises, torch 2.13 calls it as `hook(module, args, output)` (in
+# `Module._call_impl`, the exception path calls global always-call hooks without looking at
+# `with_kwargs`; the module's own hooks are handled right). A hook written for four arguments
+# then raises a `TypeError`, which torch turns into a warning: the hook never runs. The cell shows
+# it, next to a module's own hook with the same options, which runs.
+
+# %%
+calls_seen = []
+
+
+def note_call(module, args, kwargs, output):
+    calls_seen.append((type(module).__name__, kwargs, output))
+
+
+broken = Broken()
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    with module_hooks.register_module_forward_hook(note_call, with_kwargs=True, always_call=True), \
+            broken.register_forward_hook(note_call, with_kwargs=True, always_call=True):
+        try:
+            broken(torch.ones(1), scale=2.0)
+        except RuntimeError as error:
+            print("the call raised:", error)
+print("hooks that ran:", calls_seen)
+print("warning:", caught[0].message)
+assert calls_seen == [("Broken", {"scale": 2.0}, None)]  # only the module's own hook
+assert "global module forward hook with ``always_call=True`` raised an exception" in str(caught[0].message)
+assert "missing 1 required positional argument: 'output'" in str(caught[0].message)
+
+# %% [markdown]
+# Until that is fixed, a global hook that needs both options can accept either call:
+# `hook(module, args, *rest)`, where `rest` is `(kwargs, output)` normally and `(output,)` after
+# an error (the keyword arguments are then not available).
+
+# %%
+tolerant_calls = []
+
+
+def tolerant(module, args, *rest):
+    kwargs, output = rest if len(rest) == 2 else (None, rest[0])
+    tolerant_calls.append((type(module).__name__, kwargs, output))
+
+
+with module_hooks.register_module_forward_hook(tolerant, with_kwargs=True, always_call=True):
+    masked(x, mask=mask)
+    try:
+        broken(torch.ones(1), scale=2.0)
+    except RuntimeError:
+        pass
+print(tolerant_calls[0][:2], "| after the error:", tolerant_calls[1])
+assert tolerant_calls[0][1]["mask"] is mask and tolerant_calls[1] == ("Broken", None, None)
+
+# %% [markdown]
+# ## Exercise 1: `summarize_model`
+#
+# Tools like `torchinfo` print a table of a model: every layer, its output shape, its parameters.
+# Build one from hooks. Write `summarize_model(model, *inputs, **kwargs)`. It calls
+# `model(*inputs, **kwargs)` once and returns `(output, rows)`: `output` is what the model
+# returned, unchanged, and `rows` is a list with one dict per *call* of a module of `model`, in
+# the order the calls **start** (a parent before its children, as torchinfo lists them):
+#
+# - `"name"`: the module's name in `model.named_modules()` (the model itself is `""`);
+# - `"type"`: the name of its class, `type(module).__name__` (e.g. `"Linear"`);
+# - `"output_shape"`: for a tensor output, `tuple(output.shape)`; for a tuple or list output, a
+#   list with one entry per item, the shape tuple of each tensor item and `None` for any other
+#   item; for any other output, `None`;
+# - `"params"`: the number of elements of the module's **own** parameters, those registered on it
+#   directly (`module.parameters(recurse=False)`), trainable or frozen; a container that only
+#   holds layers has 0.
+#
+# A module called twice gets two rows. Modules that are not in `model.named_modules()` (created
+# in `forward`, or held in a plain list) get no row. Every hook you register is removed before
+# `summarize_model` returns, and also when the forward pass raises; that exception reaches the
+# caller unchanged.
+#
+# Traps: rows in the order calls *finish* (that is when a forward hook fires); a dict keyed by
+# name (a shared module's second call is lost); recursive parameter counts; dropping the root,
+# whose name `""` is falsy; global hooks left behind when `forward` raises.
+#
+# Check: run `check(summarize_model)` below, or
+# `pytest tests/test_07_global_and_kwargs_hooks.py -k summarize_model`.
+
+# %% tags=["exercise"]
+# Exercise: summarize_model — write your code in this cell.
+import torch
+import torch.nn.modules.module as module_hooks
+
+
+def summarize_model(model, *inputs, **kwargs):
+    """Run `model(*inputs, **kwargs)` once and summarize every module call, like torchinfo.
+
+    Returns `(output, rows)`: `output` is what the model returned, unchanged; `rows` is a list
+    of dicts, one per call of a module of `model`, in the order the calls start (a parent before
+    its children; a module called twice gets two rows), each
+    `{"name": str, "type": str, "output_shape": ..., "params": int}`:
+    - name: the module's name in model.named_modules() ("" for the model itself);
+    - type: type(module).__name__;
+    - output_shape: tuple(output.shape) for a tensor; for a tuple or list, a list with the shape
+      tuple of each tensor item and None for any other item; None for anything else;
+    - params: the number of elements of the module's own parameters (recurse=False), frozen
+      ones included.
+    Modules not in model.named_modules() get no row. All hooks are removed before returning,
+    also when the forward pass raises (the exception propagates unchanged).
+    """
+    # TODO: write this, as its docstring says.
+    raise NotImplementedError("summarize_model is not written yet")
+
+
+# %%
+check(summarize_model)
+
+# %% [markdown] tags=["hints"]
+# <details class="tip"><summary>Hint 1 of 3: the idea</summary>
+#
+# A forward pre-hook fires when a call starts, so it is the one that appends the row, in the
+# right order. The output is known only when the call finishes, in the forward hook: it fills in
+# the shape of the row its pre-hook opened. Calls nest, so the row to fill is the most recently
+# opened one that is still open: a stack.
+#
+# </details>
+#
+# <details class="tip"><summary>Hint 2 of 3: the API</summary>
+#
+# `module_hooks.register_module_forward_pre_hook(hook)` and
+# `module_hooks.register_module_forward_hook(hook)` (with `import torch.nn.modules.module as
+# module_hooks`) see every module; a dict `{module: name for name, module in
+# model.named_modules()}` gives names and tells you which modules are the model's.
+# `module.parameters(recurse=False)` and `p.numel()` count own parameters. Use the handles in a
+# `with` statement so they are removed however the call ends.
+#
+# </details>
+#
+# <details class="tip"><summary>Hint 3 of 3: almost there</summary>
+#
+# ```python
+# names = {module: name for name, module in model.named_modules()}
+# rows, open_rows = [], []
+#
+# def starts(module, args):
+#     if module in names:
+#         row = {"name": names[module], "type": ..., "output_shape": None, "params": ...}
+#         rows.append(row)
+#         open_rows.append(row)
+#
+# def finishes(module, args, output):
+#     if module in names:
+#         open_rows.pop()["output_shape"] = ...
+#
+# with module_hooks.register_module_forward_pre_hook(starts), \
+#         module_hooks.register_module_forward_hook(finishes):
+#     output = model(*inputs, **kwargs)
+# ```
+#
+# </details>
+
+# %% [markdown]
+# Your function at work: a small model with a layer it calls twice, a frozen layer and a keyword
+# argument.
+
+# %%
+class Tower(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.encoder = nn.Sequential(nn.Linear(6, 8), nn.ReLU())
+        self.shared = nn.Linear(8, 8)
+        self.head = nn.Linear(8, 3)
+        self.head.requires_grad_(False)
+
+    def forward(self, x, *, temperature=1.0):
+        h = self.shared(torch.tanh(self.shared(self.encoder(x))))
+        return self.head(h) / temperature
+
+
+with try_it():
+    torch.manual_seed(0)
+    tower = Tower()
+    x = torch.randn(5, 6)
+    output, rows = summarize_model(tower, x, temperature=2.0)
+    print(f"{'name':10} {'type':12} {'output shape':14} {'params':>6}")
+    for row in rows:
+        print(f"{row['name'] or '(root)':10} {row['type']:12} {str(row['output_shape']):14} {row['params']:>6}")
+    assert [row["name"] for row in rows] == ["", "encoder", "encoder.0", "encoder.1", "shared", "shared", "head"]
+    assert [row["params"] for row in rows] == [0, 0, 56, 0, 72, 72, 27]
+    assert torch.equal(output, tower(x, temperature=2.0)) and hooks_registered() == 0
+
+# %% [markdown]
+# ## Exercise 2: `find_first_nonfinite`
+#
+# A loss turns into `nan`, and you want the layer where it started. Once a NaN or an infinity
+# appears, it usually spreads to every layer after it and to every parent, so "the first module
+# whose output is not finite" is the one to look at. Write `find_first_nonfinite(model, *inputs)`:
+#
+# - it runs `model(*inputs)` once, under `torch.no_grad()` (it only looks);
+# - it returns the name (as in `model.named_modules()`, `""` for the model itself) of the first
+#   module call, in the order the calls **return**, whose output holds a NaN, `+inf` or `-inf`;
+#   or `None` if every output is finite. Since a parent returns after its children, a parent is
+#   the answer only when none of its children that ran before its own return produced a
+#   non-finite output;
+# - an output counts when it is a tensor with a non-finite element, or a tuple or list with such a
+#   tensor among its items; other outputs count as finite;
+# - only modules in `model.named_modules()` count; every hook is removed before it returns.
+#
+# Traps: `torch.isnan` misses infinities; the last non-finite module is the model itself (the
+# parent finishes last); a pre-hook sees inputs, not outputs; tuple outputs; the root's name is
+# `""`, which is falsy but is not `None`.
+#
+# Check: run `check(find_first_nonfinite)` below, or
+# `pytest tests/test_07_global_and_kwargs_hooks.py -k find_first_nonfinite`.
+
+# %% tags=["exercise"]
+# Exercise: find_first_nonfinite — write your code in this cell.
+import torch
+import torch.nn.modules.module as module_hooks
+
+
+def find_first_nonfinite(model, *inputs):
+    """Name of the first module of `model` whose output is not finite, or None.
+
+    Runs model(*inputs) once under torch.no_grad(). Returns the name (as in
+    model.named_modules(); "" for the model itself) of the first module call, in the order the
+    calls return, whose output contains NaN, +inf or -inf: a tensor with such an element, or a
+    tuple or list with such a tensor among its items. Returns None if there is none. Modules not
+    in model.named_modules() are ignored. All hooks are removed before returning.
+    """
+    # TODO: write this, as its docstring says.
+    raise NotImplementedError("find_first_nonfinite is not written yet")
+
+
+# %%
+check(find_first_nonfinite)
+
+# %% [markdown] tags=["hints"]
+# <details class="tip"><summary>Hint 1 of 3: the idea</summary>
+#
+# A forward hook fires when a call returns, so the order in which forward hooks fire is exactly
+# the order asked for. Keep the first name whose output is not finite and ignore everything
+# after it.
+#
+# </details>
+#
+# <details class="tip"><summary>Hint 2 of 3: the API</summary>
+#
+# `torch.isfinite(t).all()` is False when `t` holds a NaN or an infinity (`torch.isnan` sees only
+# NaN). `module_hooks.register_module_forward_hook(hook)` sees every module; a dict
+# `{module: name for name, module in model.named_modules()}` names them. Compare the result with
+# `is None`, not by truth value: the model's own name is `""`.
+#
+# </details>
+#
+# <details class="tip"><summary>Hint 3 of 3: almost there</summary>
+#
+# ```python
+# names = {module: name for name, module in model.named_modules()}
+# found = []
+#
+# def hook(module, args, output):
+#     if not found and module in names and ...:  # a tensor, or a tuple/list of them
+#         found.append(names[module])
+#
+# with torch.no_grad(), module_hooks.register_module_forward_hook(hook):
+#     model(*inputs)
+# ```
+#
+# </details>
+
+# %% [markdown]
+# Your function at work: a model that takes a logarithm of values that can be negative. Every
+# module from that point on, and the parents, end up with NaN; the function names where it began.
+
+# %%
+class Log(nn.Module):
+    def forward(self, x):
+        return torch.log(x)
+
+
+class Pipeline(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Sequential(nn.Linear(4, 4), Log(), nn.Linear(4, 4))
+        self.head = nn.Linear(4, 1)
+
+    def forward(self, x):
+        return self.head(self.body(x))
+
+
+with try_it():
+    torch.manual_seed(0)
+    pipeline = Pipeline()
+    x = torch.randn(3, 4)
+    with torch.no_grad():
+        nan_in = {name: bool(torch.isnan(out).any()) for name, out in
+                  [("body.0", pipeline.body[0](x)), ("body.1", pipeline.body[1](pipeline.body[0](x)))]}
+    first = find_first_nonfinite(pipeline, x)
+    print("NaN in the output of body.0:", nan_in["body.0"], "| of body.1:", nan_in["body.1"])
+    print("find_first_nonfinite(pipeline, x) =", repr(first))
+    assert first == "body.1" and not nan_in["body.0"] and nan_in["body.1"]
+    print("with positive inputs to the log:", find_first_nonfinite(nn.Sequential(nn.Softplus(), Log()), x))
+    assert find_first_nonfinite(nn.Sequential(nn.Softplus(), Log()), x) is None
+    assert hooks_registered() == 0
+
+# %% [markdown]
+# ## Summary
+#
+# | Hook | registered by | called as | fires |
+# |---|---|---|---|
+# | global forward pre | `module_hooks.register_module_forward_pre_hook(hook)` | `hook(module, args)` | when any module's call starts, before its own pre-hooks |
+# | global forward | `module_hooks.register_module_forward_hook(hook, *, with_kwargs, always_call)` | `hook(module, args, output)` | when any module's call returns, before its own forward hooks |
+# | global backward pre | `module_hooks.register_module_full_backward_pre_hook(hook)` | `hook(module, grad_output)` | before any module's backward, before its own |
+# | global backward | `module_hooks.register_module_full_backward_hook(hook)` | `hook(module, grad_input, grad_output)` | after any module's input gradients exist, before its own |
+# | registration | `module_hooks.register_module_{parameter,buffer,module}_registration_hook(hook)` | `hook(module, name, value)` | when a parameter, buffer or submodule is registered |
+#
+# Options: `with_kwargs=True` shows keyword arguments (`hook(module, args, kwargs[, output])`);
+# `prepend=True` runs a module's own hook before its other own hooks (never before global ones);
+# `always_call=True` runs a forward hook also when `forward` raises, with `output=None` (on torch
+# 2.13, not a global hook that also has `with_kwargs=True`). Calls start parent first and finish
+# children first. Global hooks fire for every module in the process: remove them with
+# `with handle:` or `try`/`finally`, every time.
+#
+# Next, lesson 08 goes below modules, to hooks on autograd itself.
