@@ -1,0 +1,366 @@
+"""Checks for lesson 10, state-dict and optimizer hooks."""
+
+import random
+
+import torch
+from torch import nn
+from torch.optim import Optimizer
+
+from hooked.checking import calling, fail
+from hooked.checks.optimizers import PlainSGD
+from hooked.checks.tensors import close, describe, random_tensor
+import torch.optim.optimizer as optimizer_globals
+
+
+def _is_handle(value):
+    return hasattr(value, "remove") and not isinstance(value, (list, tuple, dict))
+
+
+def _one_line(error):
+    return " ".join(str(error).split())
+
+
+# ---------------------------------------------------------------- migrate_checkpoint_keys
+
+class _Inner(nn.Module):
+    """Keeps its child's name `fc`: its key `inner.fc.weight` ends with the old name `fc.weight`."""
+
+    def __init__(self, width):
+        super().__init__()
+        self.fc = nn.Linear(width, width)
+
+
+class _Renamed(nn.Module):
+    """The refactored module: `fc` became `classifier`, `bn` became `norm`."""
+
+    def __init__(self, width, out):
+        super().__init__()
+        self.inner = _Inner(width)
+        self.classifier = nn.Linear(width, out)
+        self.norm = nn.BatchNorm1d(out)
+
+
+_BN_NAMES = ("weight", "bias", "running_mean", "running_var", "num_batches_tracked")
+_RENAMES = {**{f"fc.{name}": f"classifier.{name}" for name in ("weight", "bias")},
+            **{f"bn.{name}": f"norm.{name}" for name in _BN_NAMES}}
+
+
+class _Decoder(nn.Module):
+    def __init__(self, width):
+        super().__init__()
+        self.fc = nn.Linear(width, width)  # its key decoder.fc.weight also ends with fc.weight
+
+
+class _Parent(nn.Module):
+    def __init__(self, module, width):
+        super().__init__()
+        self.stem = nn.Linear(width, width)
+        self.encoder = module
+        self.decoder = _Decoder(width)
+
+
+class _Deep(nn.Module):
+    def __init__(self, module, width):
+        super().__init__()
+        self.blocks = nn.Sequential(nn.Linear(width, width), _Parent(module, width))
+
+
+def _randomized(module, seed):
+    """Every parameter and buffer filled with values from the seed (BatchNorm's too)."""
+    with torch.no_grad():
+        for number, (name, tensor) in enumerate(module.state_dict(keep_vars=True).items()):
+            if tensor.is_floating_point():
+                tensor.copy_(random_tensor(seed + number, tuple(tensor.shape)).abs() + 0.1)
+            else:
+                tensor.fill_(seed + number)
+    return module
+
+
+def _old_checkpoint(source, prefix, seed):
+    """`source.state_dict()` with the migrated module's keys (under `prefix`) back at their old names,
+    in a shuffled order; and the values each new key must receive."""
+    new_to_old = {prefix + new: prefix + old for old, new in _RENAMES.items()}
+    expected = {key: value.clone() for key, value in source.state_dict().items()}
+    items = [(new_to_old.get(key, key), value) for key, value in expected.items()]
+    random.Random(seed).shuffle(items)
+    return dict(items), expected
+
+
+def _build(seed, wrap):
+    """The module, the model that is loaded (the module itself, or a model holding it), and another
+    such model with other values, whose state dict is the checkpoint's."""
+    rng = random.Random(seed)
+    width, out = rng.randint(2, 5), rng.randint(2, 5)
+
+    def make():
+        module = _Renamed(width, out)
+        return module, module if wrap is None else wrap(module, width)
+
+    torch.manual_seed(seed)
+    module, target = make()
+    return module, target, _randomized(make()[1], seed + 100)
+
+
+# (seed, how the module sits in the model that is loaded, its prefix there)
+_MIGRATE_CASES = ((201, None, ""), (202, _Parent, "encoder."), (203, _Deep, "blocks.1.encoder."))
+
+
+def _call_migrate(migrate_checkpoint_keys, module, where):
+    call_text = f"migrate_checkpoint_keys(module, renames){where}"
+    with calling(f"calling {call_text}"):
+        handle = migrate_checkpoint_keys(module, dict(_RENAMES))
+    if not _is_handle(handle):
+        fail(f"{call_text} returned {describe(handle)}; expected the RemovableHandle that "
+             "register_load_state_dict_pre_hook returned.")
+    if not module._load_state_dict_pre_hooks:
+        fail(f"{call_text} registered no load_state_dict pre-hook on the module; register one on the module "
+             "itself with module.register_load_state_dict_pre_hook(hook).")
+    return handle, call_text
+
+
+def _diagnose(result_keys, old_keys, new_keys, prefix, loading):
+    missing, unexpected = result_keys
+    said = f"{loading} left missing keys {missing} and unexpected keys {unexpected}."
+    others = [key for key in missing if key not in new_keys]
+    if others:
+        fail(f"{said} {others} belong to the module but are not renamed keys: your hook renamed keys that only "
+             "end with (or contain) an old name. Match the whole key, prefix + old, exactly.")
+    if any(key in unexpected for key in old_keys) and not missing:
+        fail(f"{said} The old keys are still in the dict beside the new ones: the hook copied them instead of "
+             "moving them. Remove each old key (state_dict.pop(prefix + old)).")
+    if any(key in unexpected for key in old_keys):
+        if prefix:
+            fail(f"{said} The module was loaded inside a bigger model, where its keys start with {prefix!r}: "
+                 f"the hook must rename prefix + old to prefix + new, with the `prefix` argument it receives "
+                 "(it is '' only when the module itself is loaded).")
+        fail(f"{said} No old key was renamed in the dict the loader uses. The hook's return value is ignored, "
+             "and rebinding the name (state_dict = {...}) builds a dict nobody loads: edit the state_dict "
+             "argument in place.")
+    fail(f"{said} After the hook ran, every old key prefix + old must be at prefix + new and nothing else changed.")
+
+
+def _load(target, checkpoint, loading):
+    """load_state_dict(strict=False); a size mismatch (a value at the wrong key) is reported as such."""
+    try:
+        with calling(loading):
+            return target.load_state_dict(checkpoint, strict=False)
+    except Exception as error:
+        cause = getattr(error, "error", error)
+        if isinstance(cause, RuntimeError) and "size mismatch" in str(cause):
+            fail(f"{loading} raised RuntimeError: {_one_line(cause)} A tensor was moved to a key of another "
+                 "shape: move each old key to the new key that `renames` gives for it, by name, whatever the order "
+                 "of the keys in the checkpoint.")
+        raise
+
+
+def _check_loaded(target, expected, loading):
+    loaded = target.state_dict()
+    wrong = [key for key, value in expected.items() if not torch.equal(loaded[key], value)]
+    if wrong:
+        key = wrong[0]
+        fail(f"{loading}, {key} holds {describe(loaded[key])}; the checkpoint had {describe(expected[key])} for it "
+             f"(under its old name). Wrong keys: {wrong}. Move each old key's value to its own new key, by name, "
+             "whatever the order of the keys in the checkpoint.")
+
+
+def check_migrate_checkpoint_keys(migrate_checkpoint_keys):
+    for seed, wrap, prefix in _MIGRATE_CASES:
+        module, target, source = _build(seed, wrap)
+        where = "" if not prefix else f", the module sitting at {prefix!r} in the model loaded"
+        handle, call_text = _call_migrate(migrate_checkpoint_keys, module, where)
+        checkpoint, expected = _old_checkpoint(source, prefix, seed)
+        old_keys = [prefix + old for old in _RENAMES]
+        new_keys = [prefix + new for new in _RENAMES.values()]
+        what = "module" if not prefix else "model"
+        loading = (f"After {call_text}, {what}.load_state_dict(old_checkpoint, strict=False) with old_checkpoint "
+                   f"keys {list(checkpoint)}")
+        result = _load(target, checkpoint, loading)
+        if result.missing_keys or result.unexpected_keys:
+            _diagnose((result.missing_keys, result.unexpected_keys), old_keys, new_keys, prefix, loading)
+        _check_loaded(target, expected, loading)
+        strict_loading = f"After {call_text}, {what}.load_state_dict(old_checkpoint) (strict=True)"
+        with calling(strict_loading):
+            target.load_state_dict(checkpoint)
+
+        # A checkpoint that already uses the new names loads unchanged.
+        current = _randomized(source, seed + 300).state_dict()
+        loading_new = f"After {call_text}, {what}.load_state_dict(new_checkpoint) with the new names only"
+        result = _load(target, dict(current), loading_new)
+        if result.missing_keys or result.unexpected_keys:
+            fail(f"{loading_new} left missing keys {result.missing_keys} and unexpected keys "
+                 f"{result.unexpected_keys}; skip the renames whose old key is not in the dict.")
+        _check_loaded(target, current, loading_new)
+
+        with calling(f"calling handle.remove() on the handle returned by {call_text}"):
+            handle.remove()
+        if module._load_state_dict_pre_hooks:
+            fail(f"after handle.remove(), the module still has a load_state_dict pre-hook; return the handle of "
+                 "the hook you registered.")
+        result = target.load_state_dict(checkpoint, strict=False)
+        if not result.missing_keys:
+            fail(f"after handle.remove(), {what}.load_state_dict(old_checkpoint) still found every key: something "
+                 "other than the returned handle's hook keeps renaming them.")
+
+
+# ---------------------------------------------------------------- attach_weight_ema
+
+class _SignDescent(Optimizer):
+    """Another optimizer: p <- p - lr * sign(p.grad), to show the EMA works for any Optimizer."""
+
+    def __init__(self, params, lr):
+        super().__init__(params, dict(lr=lr))
+
+    @torch.no_grad()
+    def step(self, closure=None):
+        for group in self.param_groups:
+            for parameter in group["params"]:
+                if parameter.grad is not None:
+                    parameter.add_(parameter.grad.sign(), alpha=-group["lr"])
+
+
+def _two_layer(rng):
+    width, hidden, out = rng.randint(2, 5), rng.randint(2, 5), rng.randint(1, 4)
+    return nn.Sequential(nn.Linear(width, hidden), nn.Tanh(), nn.Linear(hidden, out))
+
+
+def _two_groups(model, optimizer_class):
+    """The first Linear in one parameter group, the second in another, with other learning rates."""
+    return optimizer_class([{"params": model[0].parameters(), "lr": 0.1},
+                            {"params": model[2].parameters(), "lr": 0.3}], lr=0.05)
+
+
+# (seed, optimizer, decay, steps)
+_EMA_CASES = ((301, PlainSGD, 0.9, 4), (302, _SignDescent, 0.7, 3), (303, PlainSGD, 0.99, 3))
+
+
+def _call_attach(attach_weight_ema, model, optimizer, decay):
+    call_text = f"attach_weight_ema(model, optimizer, decay={decay}) with a {type(optimizer).__name__} optimizer"
+    with calling(f"calling {call_text}"):
+        result = attach_weight_ema(model, optimizer, decay)
+    if not isinstance(result, (tuple, list)) or len(result) != 2:
+        fail(f"{call_text} returned {describe(result)}; expected a pair (ema, handle).")
+    ema, handle = result
+    if not isinstance(ema, dict):
+        fail(f"{call_text} returned {describe(ema)} as ema; expected a dict from parameter name to tensor.")
+    if not _is_handle(handle):
+        fail(f"{call_text} returned {describe(handle)} as handle; expected the RemovableHandle that "
+             "register_step_post_hook returned.")
+    return ema, handle, call_text
+
+
+def _check_start(ema, parameters, call_text):
+    if sorted(ema) != sorted(parameters):
+        fail(f"{call_text} returned ema with keys {sorted(ema)}; expected the names of model.named_parameters(), "
+             f"{sorted(parameters)}.")
+    for name, parameter in parameters.items():
+        value = ema[name]
+        if not isinstance(value, torch.Tensor):
+            fail(f"right after {call_text}, ema[{name!r}] is {describe(value)}; expected a tensor.")
+        if value is parameter or value.data_ptr() == parameter.data_ptr():
+            fail(f"right after {call_text}, ema[{name!r}] is the parameter itself (or shares its memory), so it "
+                 "follows every step instead of averaging. Store a copy: parameter.detach().clone().")
+        if value.requires_grad:
+            fail(f"right after {call_text}, ema[{name!r}] requires grad; store a copy without autograd "
+                 "(parameter.detach().clone()).")
+        if not close(value, parameter.detach()):
+            fail(f"right after {call_text}, ema[{name!r}] is {describe(value)}; expected a copy of the parameter's "
+                 f"value at attach time, {describe(parameter.detach())}.")
+
+
+def _step(model, optimizer, seed):
+    """Gradients set by hand (the model never runs forward), then one step."""
+    for number, parameter in enumerate(model.parameters()):
+        parameter.grad = random_tensor(seed + number, tuple(parameter.shape))
+    optimizer.step()
+
+
+def _check_after_step(ema, parameters, references, groups, said):
+    expected, lagged, swapped, before = references
+    for name, parameter in parameters.items():
+        value = ema[name]
+        if not isinstance(value, torch.Tensor):
+            fail(f"{said}, ema[{name!r}] is {describe(value)}; expected a tensor.")
+        if value.requires_grad or value.grad_fn is not None:
+            fail(f"{said}, ema[{name!r}] requires grad (grad_fn {type(value.grad_fn).__name__}): the update keeps "
+                 "an autograd graph that grows with every step. Update under torch.no_grad() (or from "
+                 "parameter.detach()).")
+        if close(value, expected[name]):
+            continue
+        if close(value, parameter.detach()) and not close(expected[name], parameter.detach()):
+            fail(f"{said}, ema[{name!r}] equals the parameter's new value, {describe(value)}: it follows the "
+                 "parameter instead of averaging. Expected decay * ema + (1 - decay) * parameter = "
+                 f"{describe(expected[name])}.")
+        if close(value, lagged[name]):
+            fail(f"{said}, ema[{name!r}] is {describe(value)}, the average of the parameter's values *before* "
+                 f"each step; expected {describe(expected[name])}. The hook runs before the step: register it "
+                 "with register_step_post_hook, which runs after the parameters changed.")
+        if close(value, swapped[name]):
+            fail(f"{said}, ema[{name!r}] is {describe(value)} = (1 - decay) * ema + decay * parameter; expected "
+                 f"decay * ema + (1 - decay) * parameter = {describe(expected[name])}: decay and 1 - decay are "
+                 "swapped.")
+        if close(value, before[name]):
+            group = groups[name]
+            if group > 0 and all(close(ema[other], expected[other]) for other in parameters if groups[other] == 0):
+                fail(f"{said}, ema[{name!r}] did not change, while the entries of parameter group 0 did. "
+                     f"{name!r} is in parameter group {group}: update every parameter of the model (or of every "
+                     "group in optimizer.param_groups), not only the first group's.")
+            fail(f"{said}, ema[{name!r}] did not change; expected {describe(expected[name])}. The update must run "
+                 "after every optimizer.step(): register a step post-hook on the optimizer "
+                 "(optimizer.register_step_post_hook). The checker steps without running the model, so a forward "
+                 "hook never fires; and update the entries of the dict you returned.")
+        fail(f"{said}, ema[{name!r}] is {describe(value)}; expected decay * ema + (1 - decay) * parameter = "
+             f"{describe(expected[name])}.")
+
+
+def _snapshot(ema):
+    return {name: value.detach().clone() for name, value in ema.items()}
+
+
+def check_attach_weight_ema(attach_weight_ema):
+    for seed, optimizer_class, decay, steps in _EMA_CASES:
+        torch.manual_seed(seed)
+        model = _two_layer(random.Random(seed))
+        optimizer = _two_groups(model, optimizer_class)
+        parameters = dict(model.named_parameters())
+        groups = {name: 0 if name.startswith("0.") else 1 for name in parameters}
+        ema, handle, call_text = _call_attach(attach_weight_ema, model, optimizer, decay)
+        _check_start(ema, parameters, call_text)
+        expected = {name: p.detach().clone() for name, p in parameters.items()}
+        lagged, swapped = dict(expected), dict(expected)
+        for step in range(1, steps + 1):
+            old_values = {name: p.detach().clone() for name, p in parameters.items()}
+            before = _snapshot(ema)
+            with calling(f"calling optimizer.step() (step {step}) after {call_text}"):
+                _step(model, optimizer, seed * 10 + step)
+            for name, p in parameters.items():
+                new = p.detach()
+                expected[name] = decay * expected[name] + (1 - decay) * new
+                lagged[name] = decay * lagged[name] + (1 - decay) * old_values[name]
+                swapped[name] = (1 - decay) * swapped[name] + decay * new
+            said = f"After {call_text} and {step} optimizer step{'s' if step > 1 else ''}"
+            _check_after_step(ema, parameters, (expected, lagged, swapped, before), groups, said)
+
+        # Another optimizer of the program must not move this model's average.
+        other_model = _two_layer(random.Random(seed + 1))
+        other = PlainSGD(other_model.parameters(), lr=0.1)
+        before = _snapshot(ema)
+        with calling(f"stepping another optimizer after {call_text}"):
+            _step(other_model, other, seed + 7)
+        if any(not torch.equal(ema[name], before[name]) for name in ema):
+            fail(f"After {call_text}, stepping another optimizer (of another model) changed ema: the hook is global "
+                 "(register_optimizer_step_post_hook runs for every optimizer). Register it on the optimizer given, "
+                 "with optimizer.register_step_post_hook.")
+
+        with calling(f"calling handle.remove() on the handle returned by {call_text}"):
+            handle.remove()
+        before = _snapshot(ema)
+        _step(model, optimizer, seed + 9)
+        if any(not torch.equal(ema[name], before[name]) for name in ema):
+            fail(f"After {call_text} and handle.remove(), an optimizer step still changed ema; return the handle of "
+                 "the hook that updates it.")
+
+
+CHECKS = {
+    "migrate_checkpoint_keys": check_migrate_checkpoint_keys,
+    "attach_weight_ema": check_attach_weight_ema,
+}
