@@ -1,0 +1,339 @@
+"""Checks for lesson 08, autograd-level hooks.
+
+fuse_sgd_into_backward is compared with SGD steps computed by hand on a copy of the model
+(gradients from torch.autograd.grad, p - lr * g), never with torch.optim (its first step
+imports torch._dynamo). call_when_all_grads_ready is watched through tensor hooks of the
+check's own, registered before the learner's, so they fire first in every pass."""
+
+import contextlib
+import copy
+import random
+import warnings
+
+import torch
+from torch import nn
+
+from hooked.checking import LearnerCodeRaised, calling, describe_learner_error, fail
+from hooked.checks.tensors import close, describe, random_tensor
+
+_ERROR_HINTS = (  # (text in torch's error, what it means for these exercises)
+    ("a leaf Variable that requires grad is being used in an in-place operation",
+     "Under backward(create_graph=True) grad mode is on inside the hooks, so autograd refuses to change a "
+     "parameter in place: do the update inside `with torch.no_grad():`."),
+    ("post accumulate grad hooks should return None",
+     "A post-accumulate-grad hook must return None: change the parameter in place and return nothing (an "
+     "in-place method such as param.sub_(...) returns the tensor; do not return its result)."),
+    ("doesn't require gradient",
+     "A hook cannot be registered on a tensor that does not require grad: skip the frozen parameters "
+     "(param.requires_grad is False); they need no update."),
+    ("cannot be registered on non-leaf tensors",
+     "Post-accumulate-grad hooks go on leaf tensors, such as the parameters themselves (model.parameters())."),
+    ("NoneType",
+     "param.grad was None when your hook read it. A hook defined in a loop that uses the loop variable (not its "
+     "argument) sees the loop's last parameter, whose gradient may be cleared already or not written yet: use "
+     "the parameter the hook receives."),
+)
+
+
+@contextlib.contextmanager
+def _learner(doing):
+    """`calling(doing)`, with the meaning of torch's errors that these exercises run into."""
+    try:
+        with calling(doing):
+            yield
+    except LearnerCodeRaised as raised:
+        for text, hint in _ERROR_HINTS:
+            if text in str(raised.error):
+                fail(f"{doing[:1].upper()}{doing[1:]} raised {describe_learner_error(raised.error)}\n{hint}")
+        raise
+
+
+def _seeded(factory, seed):
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        return factory()
+
+
+def _handles(result, call_text, what):
+    if isinstance(result, (str, bytes)) or not hasattr(result, "__iter__"):
+        fail(f"{call_text} returned {describe(result)}; expected a list of the handles of the {what} it registered.")
+    handles = list(result)
+    for handle in handles:
+        if not hasattr(handle, "remove"):
+            fail(f"{call_text} returned a list holding {describe(handle)}; expected only handles (objects with a "
+                 f"remove() method), the ones that registering the {what} returned.")
+    return handles
+
+
+# ---------------------------------------------------------------- fuse_sgd_into_backward
+
+class _Tied(nn.Module):
+    """Uses `layer` twice (its parameters get one summed gradient), and a bare parameter."""
+
+    def __init__(self):
+        super().__init__()
+        self.layer = nn.Linear(4, 4)
+        self.scale = nn.Parameter(torch.randn(4))
+        self.out = nn.Linear(4, 2)
+
+    def forward(self, x):
+        return self.out(torch.tanh(self.layer(torch.tanh(self.layer(x)))) * self.scale)
+
+
+def _frozen_first():
+    model = nn.Sequential(nn.Linear(5, 6), nn.Tanh(), nn.Linear(6, 3))
+    model[0].requires_grad_(False)
+    return model
+
+
+def _frozen_bias():
+    model = nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 4), nn.Tanh(), nn.Linear(4, 2))
+    model[2].bias.requires_grad_(False)
+    return model
+
+
+_MODEL_TEXT = {_frozen_first: "nn.Sequential(Linear(5, 6), Tanh, Linear(6, 3)) with its first Linear frozen",
+               _Tied: "a model that uses its Linear `layer` twice and multiplies by a bare parameter `scale`",
+               _frozen_bias: "a 3-Linear nn.Sequential whose middle Linear's bias is frozen"}
+
+
+def _loss(model, x, weight):
+    return (model(x) * weight).sum()
+
+
+def _named_trainable(model):
+    return [(name, p) for name, p in model.named_parameters() if p.requires_grad]
+
+
+def _judge_step(model, before, expected, lr, said):
+    """Every parameter equals `expected` after a fused step, its .grad None; frozen ones unchanged."""
+    for name, param in model.named_parameters():
+        if not param.requires_grad:
+            if not torch.equal(param.detach(), before[name]):
+                fail(f"{said}: the frozen parameter {name!r} changed. Leave parameters that do not require grad "
+                     "alone.")
+            continue
+        if param.grad is not None:
+            if not param.grad.any():
+                fail(f"{said}: {name}.grad is a tensor of zeros after backward; expected None. Set param.grad = None "
+                     "in the hook: zeros still hold the memory the fused step is there to free.")
+            fail(f"{said}: {name}.grad is still {describe(param.grad)} after backward; expected None. Set "
+                 "param.grad = None in the hook after the update, or the gradient stays in memory and the next "
+                 "backward adds to it.")
+    unchanged = [name for name, param in _named_trainable(model) if torch.equal(param.detach(), before[name])]
+    wrong = [name for name, param in _named_trainable(model) if not close(param.detach(), expected[name])]
+    if not wrong:
+        return
+    if unchanged and len(unchanged) == len(wrong):
+        everything = len(unchanged) == len(_named_trainable(model))
+        fail(f"{said}: {'no parameter' if everything else 'the parameters ' + str(unchanged)} changed; expected "
+             "every parameter that requires grad to take the step param - lr * param.grad. "
+             + ("Change the parameter in place (param.sub_(...) under torch.no_grad()): `param = param - ...` only "
+                "rebinds a local name." if everything else
+                "A hook defined in a loop that uses the loop variable instead of its argument updates the last "
+                "parameter only: use the parameter the hook receives."))
+    name = wrong[0]
+    param = dict(model.named_parameters())[name].detach()
+    message = (f"{said}: {name} is {describe(param)}; expected {describe(expected[name])}, its value before the "
+               f"step minus lr * its gradient.")
+    gradient = (before[name] - expected[name]) / lr
+    if close(param, before[name] - lr * before[name]):
+        fail(f"{message} You subtracted lr * the parameter itself: the hook receives the parameter, not its "
+             "gradient; read the gradient from param.grad.")
+    if close(param, before[name] + lr * gradient):
+        fail(f"{message} You added lr * gradient; SGD subtracts it.")
+    if close(param, before[name] - lr * 2 * gradient):
+        fail(f"{message} The update was applied twice.")
+    fail(message)
+
+
+def check_fuse_sgd_into_backward(fuse_sgd_into_backward):
+    cases = [(_frozen_first, 0.1, (6, 5), 3, 3), (_Tied, 0.05, (5, 4), 2, 3), (_frozen_bias, 0.3, (4, 3), 2, 2)]
+    for number, (factory, lr, shape, features, steps) in enumerate(cases):
+        seed = 800 + 10 * number
+        model = _seeded(factory, seed)
+        reference = copy.deepcopy(model)
+        call_text = f"fuse_sgd_into_backward(model, lr={lr}) on {_MODEL_TEXT[factory]}"
+        with _learner(f"calling {call_text}"):
+            result = fuse_sgd_into_backward(model, lr)
+        handles = _handles(result, call_text, "hooks")
+        trainable = len(_named_trainable(model))
+        if len(handles) != trainable:
+            fail(f"{call_text} returned {len(handles)} handles; expected {trainable}, one per parameter that requires "
+                 "grad (model.parameters() gives each parameter once, even one used twice).")
+
+        # torch.autograd.grad only looks at gradients: it must not step, nor write .grad.
+        before = {name: p.detach().clone() for name, p in model.named_parameters()}
+        x, weight = random_tensor(seed + 1, shape), random_tensor(seed + 2, (shape[0], features))
+        with _learner(f"calling torch.autograd.grad on the loss of {call_text}"):
+            torch.autograd.grad(_loss(model, x, weight), [p for _, p in _named_trainable(model)])
+        moved = [name for name, p in model.named_parameters() if not torch.equal(p.detach(), before[name])]
+        if moved:
+            fail(f"{call_text}, then torch.autograd.grad(loss, parameters): the parameters {moved} changed. "
+                 "torch.autograd.grad fires tensor hooks (register_hook) but not post-accumulate-grad hooks: take "
+                 "the step in a hook registered with register_post_accumulate_grad_hook, which runs only when "
+                 "backward writes .grad.")
+
+        for step in range(steps):
+            create_graph = step == steps - 1  # grad mode is on inside hooks then
+            x = random_tensor(seed + 3 + step, shape)
+            weight = random_tensor(seed + 6 + step, (shape[0], features))
+            before = {name: p.detach().clone() for name, p in model.named_parameters()}
+            ref_params = [p for _, p in _named_trainable(reference)]
+            grads = torch.autograd.grad(_loss(reference, x, weight), ref_params)
+            with torch.no_grad():
+                for p, g in zip(ref_params, grads):
+                    p.sub_(lr * g)
+            expected = {name: p.detach() for name, p in reference.named_parameters()}
+            how = "backward(create_graph=True)" if create_graph else "backward()"
+            said = f"{call_text}, then {step + 1} {how} pass{'es' if step else ''}"
+            with _learner(f"running {how} number {step + 1} after {call_text}"), warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # create_graph=True warns about the .grad reference cycle
+                _loss(model, x, weight).backward(create_graph=create_graph)
+            _judge_step(model, before, expected, lr, said)
+
+        # Removing the handles turns the fused step off.
+        before = {name: p.detach().clone() for name, p in model.named_parameters()}
+        with calling(f"removing the handles that {call_text} returned"):
+            for handle in handles:
+                handle.remove()
+        with _learner(f"running backward after removing the handles that {call_text} returned"):
+            _loss(model, random_tensor(seed + 9, shape), random_tensor(seed + 8, (shape[0], features))).backward()
+        moved = [name for name, p in model.named_parameters() if not torch.equal(p.detach(), before[name])]
+        if moved:
+            fail(f"{call_text}: after removing every returned handle, a backward pass still changed {moved}. Return "
+                 "the handle of every hook you registered, and register no hook whose handle you do not return.")
+
+
+# ---------------------------------------------------------------- call_when_all_grads_ready
+
+class _Watch:
+    """The check's own tensor hooks: the gradient of each tensor in the current pass."""
+
+    def __init__(self, tensors):
+        self.grads = [None] * len(tensors)
+        self.handles = [t.register_hook(lambda grad, i=i: self.seen(i, grad)) for i, t in enumerate(tensors)]
+
+    def seen(self, i, grad):
+        self.grads[i] = grad.detach().clone()
+
+    def new_pass(self):
+        self.grads = [None] * len(self.grads)
+
+    def remove(self):
+        for handle in self.handles:
+            handle.remove()
+
+
+class _Recorder:
+    """The callback given to the learner's function: each call, with what was known then."""
+
+    def __init__(self, watch):
+        self.watch = watch
+        self.calls = []  # (the argument, copies of the check's gradients known at that moment)
+
+    def __call__(self, *args):
+        self.calls.append((args, list(self.watch.grads)))
+
+
+def _grads_text(grads):
+    return "(" + ", ".join(describe(g) for g in grads) + ")"
+
+
+def _judge_call(recorder, watch, said, reached):
+    calls = recorder.calls
+    if not calls:
+        if any(g is not None for g in watch.grads):
+            partial = " reaches only some of the tensors, and" if None in watch.grads else ""
+            fail(f"{said}: callback was not called; expected one call, since this pass{partial} computes the "
+                 f"gradients of {reached}. Call back once in every backward pass (not once ever), with None for the "
+                 "tensors the pass does not reach: autograd's multi-grad hook knows which gradients a pass computes.")
+        return
+    if all(g is None for g in watch.grads):
+        fail(f"{said}: callback was called, but this pass reaches none of the tensors; expected no call.")
+    if len(calls) > 1:
+        fail(f"{said}: callback was called {len(calls)} times in one backward pass; expected once, after all the "
+             "gradients of the pass are known. Hooks on each tensor call back once per tensor.")
+    args, known = calls[0]
+    if len(args) != 1:
+        fail(f"{said}: callback was called with {len(args)} arguments; expected one, the sequence of gradients.")
+    grads = args[0]
+    if isinstance(grads, torch.Tensor):
+        fail(f"{said}: callback received {describe(grads)}, one tensor; expected a list or tuple with one gradient "
+             "per tensor. mode='any' calls back with the first gradient only; use mode='all' (the default).")
+    if not isinstance(grads, (list, tuple)) or len(grads) != len(watch.grads):
+        fail(f"{said}: callback received {describe(grads)}; expected a list or tuple of {len(watch.grads)} entries, "
+             "one per tensor, in order.")
+    if known != watch.grads and any(k is None and g is not None for k, g in zip(known, watch.grads)):
+        fail(f"{said}: callback was called before every gradient of the pass was known (the gradients of "
+             f"{[i for i, k in enumerate(known) if k is None and watch.grads[i] is not None]} came later). mode='any' "
+             "calls back at the first gradient; mode='all' waits for all of them.")
+    for i, (got, want) in enumerate(zip(grads, watch.grads)):
+        if want is None:
+            if got is not None:
+                fail(f"{said}: entry {i} is {describe(got)}; expected None, since this pass does not reach tensor {i}. "
+                     "Pass None on as it is (zeros would say the gradient was computed and is zero).")
+            continue
+        if not close(got, want):
+            fail(f"{said}: callback received {_grads_text(grads)}; expected {_grads_text(watch.grads)}, the "
+                 "gradients of the tensors in this pass, in the order of `tensors`.")
+
+
+def _graph(seed):
+    """Leaves a, b and a non-leaf h made from a; the check's tensors are [a, h, b]."""
+    rng = random.Random(seed)
+    n, m = rng.randint(2, 5), rng.randint(2, 5)
+    a = random_tensor(seed, (n,)).requires_grad_()
+    b = random_tensor(seed + 1, (m,)).requires_grad_()
+    h = torch.tanh(a * 2)
+    return a, h, b
+
+
+def check_call_when_all_grads_ready(call_when_all_grads_ready):
+    for number in range(2):
+        seed = 850 + 10 * number
+        a, h, b = _graph(seed)
+        tensors = [a, h, b] if number == 0 else [b, a]
+        names = ["a", "h", "b"] if number == 0 else ["b", "a"]
+        other = torch.ones(3, requires_grad=True)
+        wa, wh, wb = (random_tensor(seed + k, t.shape) for k, t in zip((2, 3, 4), (a, h, b)))
+        passes = [  # (what the loss uses, the loss)
+            ("a, h and b", lambda: (a * wa).sum() + (h * wh).sum() + (b * wb).sum()),
+            ("b only", lambda: (b * wb).sum()),
+            ("none of them", lambda: (other * 3).sum()),
+            ("a, h and b again", lambda: (h * wh * b.sum()).sum()),
+            ("h only (and a through it)", lambda: (h * wh).sum()),
+        ]
+        watch = _Watch(tensors)
+        recorder = _Recorder(watch)
+        call_text = (f"call_when_all_grads_ready([{', '.join(names)}], callback), where a and b are leaves and "
+                     "h = tanh(2 * a)" if number == 0 else
+                     f"call_when_all_grads_ready([{', '.join(names)}], callback) with two leaves")
+        with _learner(f"calling {call_text}"):
+            handle = call_when_all_grads_ready(tensors, recorder)
+        if not hasattr(handle, "remove"):
+            fail(f"{call_text} returned {describe(handle)}; expected a handle with a remove() method.")
+        for count, (uses, loss) in enumerate(passes):
+            watch.new_pass()
+            recorder.calls.clear()
+            with _learner(f"running backward pass {count + 1} (its loss uses {uses}) after {call_text}"):
+                loss().backward(retain_graph=True)
+            reached = [name for name, g in zip(names, watch.grads) if g is not None]
+            _judge_call(recorder, watch, f"{call_text}, then backward pass {count + 1}, whose loss uses {uses}",
+                        reached)
+        with calling(f"calling remove() on the handle that {call_text} returned"):
+            handle.remove()
+        watch.new_pass()
+        recorder.calls.clear()
+        with _learner(f"running backward after removing the handle that {call_text} returned"):
+            passes[0][1]().backward()
+        if recorder.calls:
+            fail(f"{call_text}: after handle.remove(), a backward pass still called callback; expected no call. "
+                 "Return the handle of the hook you registered.")
+        watch.remove()
+
+
+CHECKS = {
+    "fuse_sgd_into_backward": check_fuse_sgd_into_backward,
+    "call_when_all_grads_ready": check_call_when_all_grads_ready,
+}

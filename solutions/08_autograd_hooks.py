@@ -1,0 +1,655 @@
+# %% [markdown]
+# # Lesson 08 — Autograd-level hooks
+#
+# Lessons 01 and 05 hooked a tensor's gradient and a module's backward. Autograd itself offers more
+# hooks, below the level of modules: a hook that runs once a parameter's `.grad` has been written,
+# a hook that waits for the gradients of several tensors at once, hooks on the nodes of the
+# autograd graph, and hooks that decide how the tensors saved for backward are stored.
+#
+# After this lesson you will be able to:
+#
+# - use `Tensor.register_post_accumulate_grad_hook`, and say what it receives (the parameter, not
+#   the gradient), where it may be registered (leaf tensors) and when it does not fire
+#   (`torch.autograd.grad`);
+# - put the hooks of one backward pass on a leaf in their order: tensor hook, node pre-hook,
+#   `.grad` written, post-accumulate hook, node hook;
+# - fuse an SGD step into backward, so that no gradient outlives its own update;
+# - wait for the gradients of several tensors with `torch.autograd.graph.register_multi_grad_hook`,
+#   in its modes `"all"` and `"any"`;
+# - hook the nodes of the graph (`grad_fn.register_prehook`, `grad_fn.register_hook`);
+# - change how activations are saved for backward with `torch.autograd.graph.saved_tensors_hooks`
+#   and `save_on_cpu`.
+#
+# **Where your code goes.** Write all of your code in the exercise cells: the cells that begin
+# with the comment `# Exercise: ...` (they are tagged `exercise`). The grader runs only those
+# cells, never the demonstration cells, so each exercise cell imports what it uses.
+#
+# **How to check your work.** Run the `check(...)` cell under each exercise: it prints a pass, a
+# message that says what is wrong, or "not attempted yet". Or, from the repository root, run
+# `pytest tests/test_08_autograd_hooks.py` (add `-k call_when_all_grads_ready` for one exercise;
+# plain `pytest` grades every lesson).
+
+# %%
+import copy
+import warnings
+
+import matplotlib.pyplot as plt
+import torch
+from torch import nn
+from torch.autograd.graph import register_multi_grad_hook, save_on_cpu, saved_tensors_hooks
+
+from hooked.notebook import check, hint, try_it
+
+print(torch.__version__)
+
+# %% [markdown]
+# ## A hook after `.grad` is written: `register_post_accumulate_grad_hook`
+#
+# A tensor hook (lesson 01) receives the gradient *before* it is added into `.grad`. For a leaf
+# tensor, such as a parameter, autograd then accumulates the gradient into `.grad`, and only after
+# that calls the hooks registered with `tensor.register_post_accumulate_grad_hook(hook)`.
+#
+# Such a hook is called as `hook(tensor)`: it receives the **tensor itself**, not its gradient;
+# the gradient is in `tensor.grad`, already written.
+
+# %%
+torch.manual_seed(0)
+weight = torch.randn(3, requires_grad=True)
+x = torch.randn(3)
+received = {}
+
+
+def after_accumulation(param):
+    received["argument is the weight"] = param is weight
+    received["grad at that moment"] = param.grad.clone()
+
+
+weight.register_post_accumulate_grad_hook(after_accumulation)
+(weight * x).sum().backward()
+print("the hook received the weight itself:", received["argument is the weight"])
+print("param.grad inside the hook:", received["grad at that moment"], "| x:", x)
+assert received["argument is the weight"]
+assert torch.equal(received["grad at that moment"], x)  # d/dw of sum(w * x) is x, already in .grad
+
+# %% [markdown]
+# Three rules, each shown below:
+#
+# - the hook must return `None` (it cannot replace the gradient; change `param.grad` instead);
+# - it can only be registered on a **leaf** tensor (one you made, not the result of an operation);
+# - `torch.autograd.grad` does not fire it, since `torch.autograd.grad` never writes `.grad`.
+
+# %%
+returns_something = torch.randn(3, requires_grad=True)
+returns_something.register_post_accumulate_grad_hook(lambda param: param.grad * 2)
+try:
+    (returns_something * 2).sum().backward()
+    raise AssertionError("expected a RuntimeError")
+except RuntimeError as e:
+    print(f"returning a tensor: {type(e).__name__}: {e}")
+    assert str(e) == "Tensor post accumulate grad hooks should return None."
+
+leaf = torch.randn(3, requires_grad=True)
+not_a_leaf = leaf * 2
+try:
+    not_a_leaf.register_post_accumulate_grad_hook(lambda param: None)
+    raise AssertionError("expected a RuntimeError")
+except RuntimeError as e:
+    print(f"on a non-leaf tensor: {type(e).__name__}: {e}")
+    assert str(e) == "post accumulate grad hooks cannot be registered on non-leaf tensors"
+
+try:
+    torch.randn(3).register_post_accumulate_grad_hook(lambda param: None)
+    raise AssertionError("expected a RuntimeError")
+except RuntimeError as e:
+    print(f"on a tensor that does not require grad: {type(e).__name__}: {e}")
+    assert str(e) == "cannot register a hook on a tensor that doesn't require gradient"
+
+calls = []
+leaf.register_post_accumulate_grad_hook(lambda param: calls.append("post-accumulate"))
+leaf.register_hook(lambda grad: calls.append("tensor hook"))
+gradient, = torch.autograd.grad((leaf * 3).sum(), leaf)
+print("hooks fired by torch.autograd.grad:", calls, "| leaf.grad:", leaf.grad)
+assert calls == ["tensor hook"] and leaf.grad is None
+
+# %% [markdown]
+# A parameter used twice in one forward pass gets one gradient, the sum of both uses, so its
+# post-accumulate hook fires once per backward pass, after the sum is in `.grad`.
+
+# %%
+shared = torch.randn(3, requires_grad=True)
+seen = []
+shared.register_post_accumulate_grad_hook(lambda param: seen.append(param.grad.clone()))
+(shared * 2 + shared * 5).sum().backward()
+print("calls:", len(seen), "| grad seen:", seen[0])
+assert len(seen) == 1 and torch.equal(seen[0], torch.full((3,), 7.0))
+
+# %% [markdown]
+# ## Hooks on the nodes of the graph
+#
+# Every tensor made by an operation has a `grad_fn`: the node of the autograd graph that computes
+# the gradients of that operation's inputs during backward. A node takes two kinds of hook:
+#
+# - `node.register_prehook(fn)`: `fn(grad_outputs)` runs before the node, with the gradients of the
+#   node's outputs (a tuple); a returned tuple replaces them;
+# - `node.register_hook(fn)`: `fn(grad_inputs, grad_outputs)` runs after the node has computed the
+#   gradients of its inputs; a returned tuple replaces `grad_inputs`.
+#
+# A leaf has no `grad_fn`. Its gradient goes into an `AccumulateGrad` node, which you reach from
+# the node of the operation that used it, through `next_functions`.
+
+# %%
+torch.manual_seed(0)
+w = torch.randn(3, requires_grad=True)
+x = torch.randn(3)
+y = w * x
+print("y.grad_fn:", type(y.grad_fn).__name__, "| w.grad_fn:", w.grad_fn)
+accumulate = y.grad_fn.next_functions[0][0]
+print("y.grad_fn.next_functions:", y.grad_fn.next_functions)
+print("the AccumulateGrad node's variable is w:", accumulate.variable is w)
+assert type(y.grad_fn).__name__ == "MulBackward0" and w.grad_fn is None
+assert type(accumulate).__name__ == "AccumulateGrad" and accumulate.variable is w
+
+seen = {}
+y.grad_fn.register_prehook(lambda grad_outputs: seen.update(pre=grad_outputs))
+y.grad_fn.register_hook(lambda grad_inputs, grad_outputs: seen.update(inputs=grad_inputs))
+y.grad_fn.register_prehook(lambda grad_outputs: (grad_outputs[0] * 10,))  # replaces grad_outputs
+(y * 2).sum().backward()
+print("prehook got grad_outputs:", seen["pre"])
+print("hook got grad_inputs:", seen["inputs"])
+print("w.grad:", w.grad, "= 10 * 2 * x:", torch.allclose(w.grad, 20 * x))
+assert torch.equal(seen["pre"][0], torch.full((3,), 2.0))
+assert len(seen["inputs"]) == 2 and seen["inputs"][1] is None  # x needs no grad
+assert torch.allclose(w.grad, 20 * x)  # the second prehook's return reached the gradient
+
+# %% [markdown]
+# Hooks on a node run in the order they were registered, and a pre-hook's return is what the next
+# pre-hook sees: the first pre-hook above saw `2`, before the second one multiplied by 10.
+#
+# ## The order of the hooks on a leaf, in one backward pass
+#
+# Now every hook at once on one leaf `w`: a tensor hook, a pre-hook and a hook on its
+# `AccumulateGrad` node, and a post-accumulate hook. Each one records its name and whether
+# `w.grad` is written yet.
+
+# %%
+torch.manual_seed(0)
+w = torch.randn(3, requires_grad=True)
+y = w * torch.randn(3)
+accumulate = y.grad_fn.next_functions[0][0]
+order = []
+
+
+def note(name):
+    order.append((name, w.grad is not None))
+
+
+w.register_post_accumulate_grad_hook(lambda param: note("post-accumulate hook"))
+accumulate.register_hook(lambda grad_inputs, grad_outputs: note("AccumulateGrad node hook"))
+accumulate.register_prehook(lambda grad_outputs: note("AccumulateGrad node prehook"))
+w.register_hook(lambda grad: note("tensor hook"))
+y.sum().backward()
+for name, written in order:
+    print(f"{name:28} w.grad written: {written}")
+assert order == [("tensor hook", False), ("AccumulateGrad node prehook", False),
+                 ("post-accumulate hook", True), ("AccumulateGrad node hook", True)]
+
+fig, ax = plt.subplots(figsize=(9, 2.4))
+for step, (name, written) in enumerate(order):
+    ax.scatter(step, 0, s=140, color="tab:green" if written else "tab:gray", zorder=2)
+    ax.annotate(f"{step + 1}. " + name.replace(" hook", "\nhook").replace(" prehook", "\nprehook"), (step, 0),
+                xytext=(0, 14), textcoords="offset points", ha="center", fontsize=10)
+ax.axvline(1.5, color="tab:red", linestyle="--")
+ax.text(1.5, -0.35, ".grad written here", color="tab:red", ha="center")
+ax.scatter([], [], color="tab:gray", label="w.grad not written yet")
+ax.scatter([], [], color="tab:green", label="w.grad written")
+ax.legend(loc="lower left", frameon=False, ncol=2)
+ax.set_xlim(-0.7, len(order) - 0.3)
+ax.set_ylim(-0.5, 0.9)
+ax.axis("off")
+ax.set_title("The hooks of one leaf in one backward pass, in the order they fired (registered in reverse)")
+plt.tight_layout()
+plt.show()
+
+# %% [markdown]
+# The hooks were registered in the reverse order, so the order is autograd's, not ours: the tensor
+# hook and the node pre-hook see the gradient on its way in, the post-accumulate hook and the node
+# hook see it in `.grad`.
+#
+# ## Grad mode inside a backward hook
+#
+# While backward runs its hooks, grad mode is **off**, unless you called
+# `backward(create_graph=True)` (to take gradients of gradients). Then it is on, and changing a
+# parameter in place raises the error PyTorch gives for in-place changes of a leaf that requires
+# grad. Inside `with torch.no_grad():` the change works in both cases.
+
+# %%
+def update_without_no_grad(param):
+    modes.append(torch.is_grad_enabled())
+    param.sub_(0.1 * param.grad)
+
+
+def update_with_no_grad(param):
+    with torch.no_grad():
+        param.sub_(0.1 * param.grad)
+
+
+for create_graph in (False, True):
+    modes = []
+    p = torch.ones(3, requires_grad=True)
+    p.register_post_accumulate_grad_hook(update_without_no_grad)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # create_graph=True warns about a reference cycle .grad makes
+            (p * p).sum().backward(create_graph=create_graph)
+        print(f"create_graph={create_graph}: grad mode in the hook {modes[0]}, update worked: {p.tolist()}")
+        assert not create_graph and not modes[0]
+    except RuntimeError as e:
+        print(f"create_graph={create_graph}: grad mode in the hook {modes[0]}, {type(e).__name__}: {e}")
+        assert create_graph and modes[0]
+        assert str(e) == "a leaf Variable that requires grad is being used in an in-place operation."
+
+p = torch.ones(3, requires_grad=True)
+p.register_post_accumulate_grad_hook(update_with_no_grad)
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    (p * p).sum().backward(create_graph=True)
+print("with torch.no_grad(), create_graph=True:", p.detach().tolist())
+assert torch.allclose(p.detach(), torch.full((3,), 0.8))
+
+# %% [markdown]
+# ## Use: the optimizer step inside backward
+#
+# A training step usually keeps every gradient until `optimizer.step()`: after `loss.backward()`
+# all the `.grad` tensors exist at once, as many numbers as the model has parameters. With a
+# post-accumulate hook each parameter can be updated as soon as its own gradient is ready, and its
+# `.grad` freed right away (`param.grad = None`). Then at most one gradient is alive at a time. This
+# is the idea of PyTorch's tutorial "How to save memory by fusing the optimizer step into the
+# backward pass".
+#
+# The cell measures it. A hook on every parameter of a 6-layer network adds up the bytes of all
+# `.grad` tensors alive at the moment each gradient has been written: once with plain backward,
+# once with the update and `param.grad = None` done in a second hook on each parameter.
+
+# %%
+def grad_bytes(model):
+    return sum(p.grad.nelement() * p.grad.element_size() for p in model.parameters() if p.grad is not None)
+
+
+def measured_backward(model, fuse, lr=0.01):
+    alive = []
+    for param in model.parameters():
+        param.register_post_accumulate_grad_hook(lambda param: alive.append(grad_bytes(model)))
+        if fuse:
+            param.register_post_accumulate_grad_hook(update_and_free)
+    model(torch.randn(32, 64)).pow(2).mean().backward()
+    return alive
+
+
+def update_and_free(param, lr=0.01):
+    with torch.no_grad():
+        param.sub_(lr * param.grad)
+    param.grad = None
+
+
+torch.manual_seed(0)
+network = nn.Sequential(*[nn.Sequential(nn.Linear(64, 64), nn.Tanh()) for _ in range(6)])
+plain_alive = measured_backward(copy.deepcopy(network), fuse=False)
+fused_alive = measured_backward(copy.deepcopy(network), fuse=True)
+largest = max(p.nelement() * p.element_size() for p in network.parameters())
+total = sum(p.nelement() * p.element_size() for p in network.parameters())
+print(f"plain backward: up to {max(plain_alive)} bytes of gradients alive (all parameters: {total})")
+print(f"fused update:   up to {max(fused_alive)} bytes (the largest parameter: {largest})")
+assert max(plain_alive) == total and max(fused_alive) == largest
+
+fig, ax = plt.subplots(figsize=(7, 3.2))
+ax.step(range(1, len(plain_alive) + 1), [b / 1024 for b in plain_alive], where="post", label="plain backward")
+ax.step(range(1, len(fused_alive) + 1), [b / 1024 for b in fused_alive], where="post",
+        label="update + free in a post-accumulate hook")
+ax.set_xlabel("gradients written so far in this backward pass")
+ax.set_ylabel("KiB of .grad alive")
+ax.set_title("Gradient memory during one backward pass of a 6-layer network")
+ax.legend()
+plt.tight_layout()
+plt.show()
+
+# %% [markdown]
+# Two things matter in the hook: the update runs under `torch.no_grad()` (grad mode is on under
+# `create_graph=True`, as shown above), and `param.grad = None` frees the gradient; leave it, and
+# the next backward *adds* its gradient to the old one.
+#
+# A tensor hook (`register_hook`) would be the wrong place for the update: it fires before the
+# gradient is accumulated, and it also fires under `torch.autograd.grad`, which is often used only
+# to *look* at gradients. A post-accumulate hook is fired by nothing but a backward pass that
+# writes `.grad`.
+#
+# ## Exercise 1: `fuse_sgd_into_backward`
+#
+# Write `fuse_sgd_into_backward(model, lr)`. For every parameter of `model` that requires grad
+# (`model.parameters()`), register a post-accumulate-grad hook that, each time backward has
+# written the parameter's gradient:
+#
+# - updates the parameter in place, `param <- param - lr * param.grad`, under `torch.no_grad()`
+#   (it must also work in `backward(create_graph=True)`, where grad mode is on);
+# - then sets `param.grad = None`, so that after each backward every hooked parameter's `.grad` is
+#   `None` and the next backward starts from nothing.
+#
+# Parameters that do not require grad (frozen) get no hook and never change. Return a list of the
+# handles of the hooks you registered; removing them turns the fused update off. After `k`
+# backward passes the parameters equal those that `torch.optim.SGD(params, lr=lr)` gives after
+# `k` steps of `backward(); step(); zero_grad()`.
+#
+# Traps: the hook receives the parameter, not its gradient; a tensor hook updates too early and
+# also under `torch.autograd.grad`; a `.grad` that is not cleared accumulates; `torch.no_grad()`
+# forgotten fails under `create_graph=True`; a frozen parameter cannot take a hook (and needs no
+# update); and a hook defined in a loop that uses the loop variable instead of its argument
+# updates only the last parameter.
+#
+# Check: run `check(fuse_sgd_into_backward)` below, or
+# `pytest tests/test_08_autograd_hooks.py -k fuse_sgd_into_backward`.
+
+# %% tags=["exercise"]
+# Exercise: fuse_sgd_into_backward — write your code in this cell.
+import torch
+
+
+def fuse_sgd_into_backward(model, lr):
+    """Make every backward pass through `model` also take a plain SGD step.
+
+    Receives `model`, an nn.Module, and `lr`, a positive Python number.
+    For every parameter of `model` that requires grad, registers a post-accumulate-grad hook that,
+    once backward has written the parameter's gradient, updates the parameter in place under
+    torch.no_grad(), param <- param - lr * param.grad, and then sets param.grad to None.
+    Parameters that do not require grad get no hook.
+    Returns a list of the handles of all hooks registered.
+    """
+    # BEGIN SOLUTION
+    def step(param):
+        with torch.no_grad():
+            param.sub_(lr * param.grad)
+        param.grad = None
+
+    return [param.register_post_accumulate_grad_hook(step)
+            for param in model.parameters() if param.requires_grad]
+    # END SOLUTION
+
+
+# %%
+check(fuse_sgd_into_backward)
+
+# %% [markdown] tags=["hints"]
+# <details class="tip"><summary>Hint 1 of 3: the idea</summary>
+#
+# Each parameter gets one hook that fires right after its gradient is in `.grad`: the hook takes
+# one SGD step for that parameter alone and then throws the gradient away.
+#
+# </details>
+#
+# <details class="tip"><summary>Hint 2 of 3: the API</summary>
+#
+# `param.register_post_accumulate_grad_hook(hook)` calls `hook(param)` with the parameter;
+# `param.requires_grad` tells frozen parameters apart; `param.sub_(...)` inside
+# `with torch.no_grad():` changes it in place; `param.grad = None` frees the gradient.
+#
+# </details>
+#
+# <details class="tip"><summary>Hint 3 of 3: almost there</summary>
+#
+# Define one hook function with a parameter `param` (use it, not a loop variable): in a
+# `torch.no_grad()` block subtract `lr` times `param.grad` from `param` in place, then set
+# `param.grad` to `None`. Register it on each parameter whose `requires_grad` is true and return
+# the list of what the registrations return.
+#
+# </details>
+
+# %% [markdown]
+# Your fused step next to `torch.optim.SGD` on two copies of the same network with a frozen first
+# layer, for five steps of a regression. The fused copy never calls an optimizer.
+
+# %%
+with try_it():
+    torch.manual_seed(0)
+    start = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 1))
+    start[0].requires_grad_(False)  # frozen
+    fused, classic = copy.deepcopy(start), copy.deepcopy(start)
+    handles = fuse_sgd_into_backward(fused, lr=0.1)
+    optimizer = torch.optim.SGD([p for p in classic.parameters() if p.requires_grad], lr=0.1)
+    inputs, targets = torch.randn(16, 4), torch.randn(16, 1)
+    for step in range(5):
+        ((fused(inputs) - targets) ** 2).mean().backward()
+        ((classic(inputs) - targets) ** 2).mean().backward()
+        optimizer.step()
+        optimizer.zero_grad()
+    largest_difference = max((a - b).abs().max().item() for a, b in zip(fused.parameters(), classic.parameters()))
+    print("hooks registered:", len(handles), "| largest difference from torch.optim.SGD:", largest_difference)
+    print("every .grad is None after backward:", all(p.grad is None for p in fused.parameters()))
+    print("frozen layer unchanged:", torch.equal(fused[0].weight, start[0].weight))
+    assert len(handles) == 2 and largest_difference < 1e-6
+    assert all(p.grad is None for p in fused.parameters())
+    assert torch.equal(fused[0].weight, start[0].weight)
+    for handle in handles:
+        handle.remove()
+
+# %% [markdown]
+# ## Waiting for several gradients: `register_multi_grad_hook`
+#
+# `torch.autograd.graph.register_multi_grad_hook(tensors, fn)` calls `fn` once per backward pass,
+# after the gradients of all of `tensors` that this pass computes are known. `fn(grads)` receives a
+# list with one entry per tensor, in order, and `None` for a tensor the pass does not reach. When
+# the pass reaches none of them, `fn` is not called. It returns one handle; its return value is
+# ignored.
+
+# %%
+torch.manual_seed(0)
+a, b, c = (torch.randn(2, requires_grad=True) for _ in range(3))
+calls = []
+
+
+def describe_grads(grads):
+    assert isinstance(grads, list)
+    calls.append(["None" if g is None else g.tolist() for g in grads])
+
+
+handle = register_multi_grad_hook((a, b, c), describe_grads)
+(a * 2 + b * 3 + c * 4).sum().backward()
+(a * 2 + b * 3).sum().backward()  # c is not reached
+d = torch.randn(2, requires_grad=True)
+(d * 5).sum().backward()  # none of a, b, c is reached
+for call in calls:
+    print(call)
+assert calls == [[[2.0, 2.0], [3.0, 3.0], [4.0, 4.0]], [[2.0, 2.0], [3.0, 3.0], "None"]]
+handle.remove()
+(a + b + c).sum().backward()
+print("after handle.remove():", len(calls), "calls")
+assert len(calls) == 2
+
+# %% [markdown]
+# With `mode="any"`, `fn(grad)` is called once per pass with **one** gradient, the first one of
+# the tensors that autograd computes, instead of a tuple.
+
+# %%
+calls = []
+handle = register_multi_grad_hook((a, b, c), lambda grad: calls.append(grad), mode="any")
+(a * 2 + b * 3 + c * 4).sum().backward()
+print("mode='any' received:", calls)
+assert len(calls) == 1 and isinstance(calls[0], torch.Tensor) and calls[0].shape == (2,)
+handle.remove()
+
+# %% [markdown]
+# The gradients arrive through tensor hooks, **before** they are accumulated into `.grad`. So read
+# them from the tuple, not from `.grad`: in the cell below, when `fn` runs, one of the two leaves
+# has its `.grad` and the other does not yet.
+
+# %%
+a.grad = b.grad = None
+snapshot = []
+handle = register_multi_grad_hook((a, b), lambda grads: snapshot.append((a.grad is None, b.grad is None)))
+(a * 2 + b * 3).sum().backward()
+print("inside fn: a.grad is None:", snapshot[0][0], "| b.grad is None:", snapshot[0][1])
+assert snapshot == [(True, False)]
+handle.remove()
+
+# %% [markdown]
+# ## Exercise 2: `call_when_all_grads_ready`
+#
+# Write `call_when_all_grads_ready(tensors, callback)`. `tensors` is a list of tensors that require
+# grad (leaves or not). In every backward pass that computes the gradient of at least one of them,
+# call `callback(grads)` exactly once, after all of the gradients of `tensors` that this pass
+# computes are known. `grads` is a sequence (a list or a tuple) with one entry per tensor, in the
+# order of `tensors`: its gradient in this pass, or `None` for a tensor this pass does not reach. A pass that reaches none
+# of them does not call `callback`. Return a handle whose `remove()` stops the calls.
+#
+# Traps: `mode="any"` calls back at the first gradient, with one tensor; hooks on each tensor call
+# back once per tensor; a flag that calls back once ever misses the later passes; counting until
+# every tensor has a gradient never calls back in a pass that does not reach them all.
+#
+# Check: run `check(call_when_all_grads_ready)` below, or
+# `pytest tests/test_08_autograd_hooks.py -k call_when_all_grads_ready`.
+
+# %% tags=["exercise"]
+# Exercise: call_when_all_grads_ready — write your code in this cell.
+import torch
+
+
+def call_when_all_grads_ready(tensors, callback):
+    """Call `callback` once per backward pass, with the gradients of all `tensors`.
+
+    Receives `tensors`, a list of tensors that require grad, and `callback`, a function.
+    In every backward pass that computes the gradient of at least one of `tensors`, calls
+    callback(grads) exactly once, after every gradient of `tensors` that this pass computes is
+    known; `grads` is a list or tuple with one entry per tensor, in order: the gradient, or None
+    for a tensor this pass does not reach.
+    Returns a handle whose remove() stops the calls.
+    """
+    # BEGIN SOLUTION
+    return torch.autograd.graph.register_multi_grad_hook(tensors, callback)
+    # END SOLUTION
+
+
+# %%
+check(call_when_all_grads_ready)
+
+# %% [markdown] tags=["hints"]
+# <details class="tip"><summary>Hint 1 of 3: the idea</summary>
+#
+# Counting gradients yourself is hard: you do not know how many of the tensors a pass will reach.
+# Autograd knows, and offers a hook that waits for exactly the gradients a pass computes.
+#
+# </details>
+#
+# <details class="tip"><summary>Hint 2 of 3: the API</summary>
+#
+# `torch.autograd.graph.register_multi_grad_hook(tensors, fn, mode="all")` calls `fn(grads)` once
+# per pass with one entry per tensor (`None` where the pass computed none), and returns one handle.
+#
+# </details>
+#
+# <details class="tip"><summary>Hint 3 of 3: almost there</summary>
+#
+# The multi-grad hook in its default mode `"all"` already calls its function with exactly the
+# `grads` this exercise asks for, once per pass: `callback` itself can be that function. What the
+# registration returns is the handle to return.
+#
+# </details>
+
+# %% [markdown]
+# Your function at work: the gradient norm of a whole network, once per backward pass, from the
+# gradients of its parameters. Only the head is reached in the second pass.
+
+# %%
+with try_it():
+    torch.manual_seed(0)
+    body, head = nn.Linear(3, 4), nn.Linear(4, 1)
+    params = list(body.parameters()) + list(head.parameters())
+    norms = []
+
+    def total_norm(grads):
+        norms.append(torch.sqrt(sum(g.pow(2).sum() for g in grads if g is not None)).item())
+
+    handle = call_when_all_grads_ready(params, total_norm)
+    head(body(torch.randn(5, 3))).sum().backward()
+    head(torch.randn(5, 4)).sum().backward()
+    print("one norm per backward pass:", [round(n, 4) for n in norms])
+    assert len(norms) == 2
+    handle.remove()
+
+# %% [markdown]
+# ## What autograd saves for backward, and how: `saved_tensors_hooks`
+#
+# To compute gradients later, the forward pass keeps tensors: the inputs of a matrix product, the
+# output of `tanh`, and so on. These *saved tensors* (mostly activations) are usually most of a
+# training step's memory. Inside `with torch.autograd.graph.saved_tensors_hooks(pack, unpack):`,
+# autograd calls `pack(tensor)` each time it saves a tensor, and stores what `pack` returns
+# instead; in backward it calls `unpack(stored)` and uses what comes back.
+
+# %%
+torch.manual_seed(0)
+x = torch.randn(4, 3, requires_grad=True)
+w = torch.randn(3, 2, requires_grad=True)
+log = []
+
+
+def pack(tensor):
+    log.append(f"pack {tuple(tensor.shape)}" + (" (w)" if tensor is w else " (x)" if tensor is x else ""))
+    return tensor
+
+
+def unpack(stored):
+    log.append(f"unpack {tuple(stored.shape)}")
+    return stored
+
+
+with saved_tensors_hooks(pack, unpack):
+    y = torch.tanh(x @ w)
+log.append("forward done")
+y.sum().backward()
+print(log)
+assert log == ["pack (3, 2) (w)", "pack (4, 3) (x)", "pack (4, 2)", "forward done",
+               "unpack (4, 2)", "unpack (4, 3)", "unpack (3, 2)"]
+
+# %% [markdown]
+# The matrix product saved both of its inputs and `tanh` its output (its gradient is
+# `1 - tanh²`). The hooks act on the forward passes run inside the `with` block; backward may run
+# later, outside it. Nested blocks do not combine: the innermost pair wins.
+
+# %%
+log = []
+with saved_tensors_hooks(lambda t: (log.append("outer"), t)[1], lambda t: t):
+    with saved_tensors_hooks(lambda t: (log.append("inner"), t)[1], lambda t: t):
+        torch.exp(x)
+print(log)
+assert log == ["inner"]
+
+# %% [markdown]
+# `pack` may store anything: a copy on another device, a compressed tensor, a file name. `unpack`
+# must give back a tensor that backward can use in place of the original. A tensor of another
+# dtype or shape makes backward fail, here in the matrix product's backward:
+
+# %%
+for name, pack_fn, unpack_fn, error in (
+        ("stored as float16, given back as float16", lambda t: t.half(), lambda t: t,
+         "expected m1 and m2 to have the same dtype, but got: c10::Half != float"),
+        ("given back flattened", lambda t: t, lambda t: t.flatten(), "self must be a matrix")):
+    with saved_tensors_hooks(pack_fn, unpack_fn):
+        y = (x * 2.0) @ w
+    try:
+        y.sum().backward()
+        raise AssertionError("expected a RuntimeError")
+    except RuntimeError as e:
+        print(f"{name}: {type(e).__name__}: {e}")
+        assert str(e) == error
+
+# %% [markdown]
+# `torch.autograd.graph.save_on_cpu()` is a ready-made pair: saved tensors move to the CPU (pinned
+# memory with `pin_memory=True`) in forward and back to their device in backward, so that a GPU
+# keeps less memory for activations. On a CPU-only machine it changes nothing but the gradients
+# stay exact, as the cell shows.
+
+# %%
+x.grad = w.grad = None
+with save_on_cpu():
+    torch.tanh(x @ w).sum().backward()
+with_hooks = (x.grad.clone(), w.grad.clone())
+x.grad = w.grad = None
+torch.tanh(x @ w).sum().backward()
+print("same gradients with save_on_cpu:", torch.equal(with_hooks[0], x.grad) and torch.equal(with_hooks[1], w.grad))
+assert torch.equal(with_hooks[0], x.grad) and torch.equal(with_hooks[1], w.grad)
