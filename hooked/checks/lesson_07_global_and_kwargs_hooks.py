@@ -313,12 +313,12 @@ class Chain(nn.Module):
     """body (a Sequential with the culprit inside), then a probe, an unregistered module, a head; the
     root may finish with a square root of negative values, its own non-finite output."""
 
-    def __init__(self, body, width, root_sqrt=False):
+    def __init__(self, body, width, root_sqrt=False, ghost=None):
         super().__init__()
         self.body = body
         self.probe = GradProbe()
         self.head = nn.Linear(width, 2)
-        self.helpers = [_Ghost()]
+        self.helpers = [ghost or _Ghost()]
         self.root_sqrt = root_sqrt
 
     def forward(self, x):
@@ -353,7 +353,13 @@ def _root_case(width):
     return Chain(nn.Sequential(nn.Linear(width, width), nn.Tanh()), width, root_sqrt=True)
 
 
-_NONFINITE_CASES = ((711, _nan_case), (712, _inf_case), (713, _tuple_case), (714, _finite_case), (715, _root_case))
+def _ghost_case(width):
+    # the first NaN comes from a module the model holds in a plain list, not in named_modules()
+    return Chain(nn.Sequential(nn.Linear(width, width), nn.Tanh()), width, ghost=Log())
+
+
+_NONFINITE_CASES = ((711, _nan_case), (712, _inf_case), (713, _tuple_case), (714, _finite_case), (715, _root_case),
+                    (716, _ghost_case))
 
 
 def _answers(model, x):
@@ -401,10 +407,15 @@ def _answers(model, x):
         "tensor_only": first(finished, not_finite, tensor_only=True),
         "last": bad[-1] if bad else None,
         "by_input": first(started_inputs, not_finite),
+        "unregistered": "head" in bad and not any(not_finite(t) for name, values, is_tensor in finished
+                                                 if name.startswith("body") for t in values),
     }
 
 
 def _nonfinite_hint(got, answers, right):
+    if answers["unregistered"] and got is None:
+        return (" The first NaN comes from a module the model keeps in a plain list, not in named_modules(): "
+                "ignore that module and keep looking; the next module of the model is the answer.")
     if right == "" and got is None:
         return (" The model itself is the first: its name in named_modules() is '', which is falsy. Compare with "
                 "`is None` (or keep a flag), not by truth value.")
