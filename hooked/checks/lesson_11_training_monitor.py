@@ -1,0 +1,580 @@
+"""Checks for lesson 11, the capstone training monitor.
+
+Each check runs the learner's hooks on a fresh seeded model and the same steps on a deep copy
+watched by the checker's own hooks, and compares what the two recorded."""
+
+import copy
+import math
+import random
+from collections.abc import Mapping
+
+import torch
+from torch import nn
+
+from hooked.checking import CheckFailed, calling, fail
+from hooked.checks.optimizers import PlainSGD
+from hooked.checks.tensors import describe, random_tensor
+
+_KEYS = ("mean", "std", "zero_fraction")
+
+
+# ---------------------------------------------------------------- shared helpers
+
+def _seeded(seed, build):
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        return build(random.Random(seed))
+
+
+def _hooks_left(model):
+    """Where hooks of any kind are still registered on the model's modules and parameters."""
+    left = []
+    for name, module in model.named_modules():
+        for kind in ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks"):
+            if getattr(module, kind):
+                left.append(f"{kind} of module {name!r}")
+    for name, parameter in model.named_parameters():
+        if parameter._backward_hooks:
+            left.append(f"tensor hooks of parameter {name!r}")
+        if getattr(parameter, "_post_accumulate_grad_hooks", None):
+            left.append(f"post-accumulate-grad hooks of parameter {name!r}")
+    return left
+
+
+def _number(value, where):
+    """A recorded value as a float; fails for a tensor that keeps the autograd graph alive."""
+    if isinstance(value, torch.Tensor):
+        if value.requires_grad:
+            fail(f"{where} is {describe(value)} that requires grad (grad_fn {type(value.grad_fn).__name__}): "
+                 "it keeps the autograd graph of that step alive, and one such value per step keeps every step's "
+                 "graph. Store a number: .item(), or compute on output.detach().")
+        if value.numel() != 1:
+            fail(f"{where} is {describe(value)}; expected one number (a Python float or a 0-dim tensor).")
+        return value.item()
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        fail(f"{where} is {describe(value)}; expected a number (a Python float or a 0-dim tensor).")
+    return float(value)
+
+
+def _near(actual, expected):
+    if math.isnan(expected):
+        return math.isnan(actual)
+    return math.isclose(actual, expected, rel_tol=1e-4, abs_tol=1e-5)
+
+
+def _unpack(result, call_text, what):
+    if not isinstance(result, (tuple, list)) or len(result) != 2:
+        fail(f"{call_text} returned {describe(result)}; expected a pair {what}.")
+    records, handles = result
+    if not isinstance(records, Mapping):
+        fail(f"{call_text} returned {describe(records)} as its records; expected a dict from name to list.")
+    if isinstance(handles, (str, bytes, Mapping, torch.Tensor)) or not hasattr(handles, "__iter__"):
+        fail(f"{call_text} returned {describe(handles)} as its handles; expected a list of RemovableHandles.")
+    handles = list(handles)
+    if not all(hasattr(handle, "remove") for handle in handles):
+        fail(f"{call_text} returned handles {describe(handles)}; each must be a RemovableHandle that a "
+             "register_... call returned.")
+    return records, handles
+
+
+def _remove_all(handles, call_text, model):
+    with calling(f"removing every handle returned by {call_text}"):
+        for handle in handles:
+            handle.remove()
+    left = _hooks_left(model)
+    if left:
+        fail(f"after removing every handle returned by {call_text}, hooks were still registered: {left}. "
+             "Return the handle of every hook you registered.")
+
+
+def _lists(records, call_text, said):
+    """The records as {key: list}, with keys whose list is empty left out."""
+    result = {}
+    for key, entries in records.items():
+        if not isinstance(entries, (list, tuple)):
+            fail(f"{said} the entry {key!r} of what {call_text} recorded is {describe(entries)}; expected a list "
+                 "with one entry per call.")
+        if entries:
+            result[key] = list(entries)
+    return result
+
+
+def _check_keys(recorded, expected, said, what, duplicates):
+    """`duplicates` maps a second name of a shared object to its first name."""
+    names = [key for key in recorded if not isinstance(key, str) or key not in expected]
+    by_type = [key for key in names if isinstance(key, type) or isinstance(getattr(nn, str(key), None), type)]
+    if by_type:
+        fail(f"{said} the records are keyed by {by_type}; expected the {what}'s names as "
+             f"named_{what}s() gives them, {sorted(expected)}: keyed by type, two layers of one type "
+             "mix their records.")
+    shared = [key for key in names if key in duplicates]
+    if shared:
+        fail(f"{said} there are records under {shared}, a second name of the same {what} object as "
+             f"{[duplicates[key] for key in shared]}: named_{what}s() lists a shared {what} once, under its first "
+             f"name. Listing with remove_duplicate=False hooks it twice.")
+    if names:
+        fail(f"{said} there are records under {names}, which should not be recorded; expected names "
+             f"{sorted(expected)}.")
+    missing = [name for name in expected if name not in recorded]
+    if missing:
+        fail(f"{said} nothing was recorded for {missing} (records hold {sorted(map(str, recorded))}).")
+
+
+def _run(doing, function, *args):
+    with calling(doing):
+        return function(*args)
+
+
+# ---------------------------------------------------------------- record_activation_stats
+
+class _TwoNames(nn.Module):
+    """A ReLU held under two names and called twice per forward pass."""
+
+    def __init__(self, width, out):
+        super().__init__()
+        self.act = nn.ReLU()
+        self.linear = nn.Linear(width, width)
+        self.again = self.act
+        self.head = nn.Linear(width, out)
+
+    def forward(self, x):
+        return self.head(self.again(self.linear(self.act(x))))
+
+
+def _two_relus(rng):
+    width, hidden, out = rng.randint(3, 5), rng.randint(4, 6), rng.randint(2, 4)
+    model = nn.Sequential(nn.Linear(width, hidden), nn.ReLU(), nn.Linear(hidden, hidden), nn.ReLU(),
+                          nn.Linear(hidden, out))
+    return model, width, (nn.ReLU,), {}
+
+
+def _nested(rng):
+    width, hidden, out = rng.randint(3, 5), rng.randint(4, 6), rng.randint(2, 4)
+    model = nn.Sequential(nn.Sequential(nn.Linear(width, hidden), nn.Tanh()),
+                          nn.Sequential(nn.Linear(hidden, hidden), nn.ReLU()), nn.Linear(hidden, out))
+    return model, width, (nn.Linear, nn.Tanh), {}
+
+
+def _shared(rng):
+    width, out = rng.randint(3, 5), rng.randint(2, 4)
+    return _TwoNames(width, out), width, (nn.ReLU, nn.Linear), {"again": "act"}
+
+
+_STATS_CASES = ((111, _two_relus), (112, _nested), (113, _shared))
+
+
+class _OutputRecorder:
+    """The checker's forward hooks on a copy: every output of every module of the chosen types."""
+
+    def __init__(self, model, layer_types):
+        self.outputs = {}
+        for name, module in model.named_modules():
+            if isinstance(module, layer_types):
+                module.register_forward_hook(
+                    lambda module, args, output, name=name: self.outputs.setdefault(name, []).append(
+                        output.detach().clone()))
+
+
+def _stats_of(output):
+    return {"mean": output.mean().item(), "std": output.std().item(),
+            "population std": output.std(correction=0).item(), "zero_fraction": (output == 0).float().mean().item()}
+
+
+def _check_entry(entry, output, where):
+    if not isinstance(entry, Mapping):
+        fail(f"{where} is {describe(entry)}; expected a dict with the keys {list(_KEYS)}.")
+    missing = [key for key in _KEYS if key not in entry]
+    if missing:
+        fail(f"{where} has the keys {sorted(map(str, entry))}; it lacks {missing}. Expected exactly "
+             f"{list(_KEYS)}.")
+    expected = _stats_of(output)
+    values = {key: _number(entry[key], f"{where}[{key!r}]") for key in _KEYS}
+    if not _near(values["mean"], expected["mean"]):
+        fail(f"{where}['mean'] is {values['mean']:.6g}; the module's output, {describe(output)}, has mean "
+             f"{expected['mean']:.6g} over all its elements.")
+    if not _near(values["std"], expected["std"]):
+        if _near(values["std"], expected["population std"]):
+            fail(f"{where}['std'] is {values['std']:.6g}, the population standard deviation (dividing by n, "
+                 f"correction=0, as numpy's std does); expected torch's default, output.std(), which divides by "
+                 f"n - 1 (correction=1): {expected['std']:.6g}.")
+        fail(f"{where}['std'] is {values['std']:.6g}; the module's output, {describe(output)}, has "
+             f"output.std() {expected['std']:.6g} over all its elements.")
+    if not _near(values["zero_fraction"], expected["zero_fraction"]):
+        zeros = int((output == 0).sum())
+        if _near(values["zero_fraction"], 1 - expected["zero_fraction"]):
+            hint = " That is the fraction of non-zero elements."
+        elif _near(values["zero_fraction"], zeros):
+            hint = " That is the number of zeros; divide by the number of elements."
+        else:
+            hint = ""
+        fail(f"{where}['zero_fraction'] is {values['zero_fraction']:.6g}; {zeros} of the output's "
+             f"{output.numel()} elements are exactly 0, a fraction of {expected['zero_fraction']:.6g}.{hint}")
+
+
+def _compare_stats(stats, reference, call_text, said, duplicates):
+    recorded = _lists(stats, call_text, said)
+    _check_keys(recorded, reference.outputs, said, "module", duplicates)
+    for name, outputs in reference.outputs.items():
+        entries = recorded[name]
+        if len(entries) != len(outputs):
+            twice = len(entries) == 2 * len(outputs)
+            fail(f"{said} stats[{name!r}] holds {len(entries)} entries; the module was called {len(outputs)} "
+                 f"time(s) so far, one entry per call."
+                 + (" Twice as many: is a hook registered twice on it (a cell run twice, or the module found "
+                    "under two names)?" if twice else
+                    " A module called twice in one forward pass fires its hook twice: one entry per call."
+                    if len(entries) < len(outputs) else ""))
+        for index, (entry, output) in enumerate(zip(entries, outputs)):
+            _check_entry(entry, output, f"{said} stats[{name!r}][{index}]")
+
+
+def check_record_activation_stats(record_activation_stats):
+    for seed, build in _STATS_CASES:
+        model, width, layer_types, duplicates = _seeded(seed, build)
+        reference_model = copy.deepcopy(model)
+        reference = _OutputRecorder(reference_model, layer_types)
+        names = "(" + ", ".join(t.__name__ for t in layer_types) + ",)"
+        call_text = f"record_activation_stats(model, {names})"
+        stats, handles = _unpack(_run(f"calling {call_text}", record_activation_stats, model, layer_types),
+                                 call_text, "(stats, handles)")
+        for step, grad_mode in enumerate((True, False), start=1):
+            x = random_tensor(seed * 10 + step, (3, width))
+            with torch.set_grad_enabled(grad_mode):
+                output = _run(f"running model(x) after {call_text}", model, x)
+                expected = reference_model(x)
+            if not torch.equal(output.detach(), expected.detach()):
+                fail(f"After {call_text}, model(x) returned {describe(output)}; without your hooks it returns "
+                     f"{describe(expected)}. A forward hook that returns a value replaces the output: return None.")
+            mode = "with grad mode on" if grad_mode else "under torch.no_grad()"
+            _compare_stats(stats, reference, call_text, f"After {call_text} and forward pass {step} ({mode}),",
+                           duplicates)
+        _remove_all(handles, call_text, model)
+
+
+# ---------------------------------------------------------------- track_grad_norms
+
+class _Tied(nn.Module):
+    """Two linear layers that share one weight (tied weights); `b.weight` is `a.weight`."""
+
+    def __init__(self, width, out):
+        super().__init__()
+        self.a = nn.Linear(width, width)
+        self.b = nn.Linear(width, width)
+        self.b.weight = self.a.weight
+        self.head = nn.Linear(width, out)
+
+    def forward(self, x):
+        return self.head(self.b(torch.tanh(self.a(x))))
+
+
+def _mlp_frozen(rng):
+    width, hidden, out = rng.randint(3, 5), rng.randint(4, 6), rng.randint(2, 4)
+    model = nn.Sequential(nn.Linear(width, hidden), nn.Tanh(), nn.Linear(hidden, out))
+    model[0].bias.requires_grad_(False)
+    return model, width, {}
+
+
+def _tied(rng):
+    width, out = rng.randint(3, 5), rng.randint(2, 4)
+    return _Tied(width, out), width, {"b.weight": "a.weight"}
+
+
+_NORM_CASES = ((121, _mlp_frozen), (122, _tied))
+
+
+class _GradRecorder:
+    """The checker's tensor hooks on a copy: each backward's gradient of each parameter."""
+
+    def __init__(self, model):
+        self.grads = {}
+        for name, parameter in model.named_parameters():
+            if parameter.requires_grad:
+                parameter.register_hook(lambda grad, name=name: self.grads.setdefault(name, []).append(grad.clone()))
+
+
+def _compare_norms(norms, reference, accumulated, clipped, call_text, said, duplicates, frozen_names=()):
+    recorded = _lists(norms, call_text, said)
+    frozen = [name for name in recorded if name in frozen_names]
+    _check_keys({k: v for k, v in recorded.items() if k not in frozen}, reference.grads, said, "parameter",
+                duplicates)
+    if frozen:
+        fail(f"{said} there are records for {frozen}, parameters that do not require grad (or got no gradient); "
+             "expected none.")
+    for name, grads in reference.grads.items():
+        entries = recorded[name]
+        if len(entries) != len(grads):
+            fail(f"{said} norms[{name!r}] holds {len(entries)} entries; {len(grads)} backward pass(es) computed "
+                 "a gradient for that parameter, one entry each. A tensor hook fires once per backward pass, "
+                 "with the gradient summed over every use of the parameter.")
+        for index, (entry, grad) in enumerate(zip(entries, grads)):
+            where = f"{said} norms[{name!r}][{index}]"
+            value, expected = _number(entry, where), grad.norm().item()
+            if _near(value, expected):
+                continue
+            if _near(value, accumulated[name][index]):
+                fail(f"{where} is {value:.6g}, the norm of .grad after backward pass {index + 1}, which holds the "
+                     f"sum of the gradients of every backward pass since the last zero_grad(); that pass's own "
+                     f"gradient has norm {expected:.6g}. Under gradient accumulation a post-accumulate-grad hook "
+                     "(or .grad) sees the running sum: use a tensor hook, parameter.register_hook, and the "
+                     "gradient it receives.")
+            if _near(value, expected ** 2):
+                fail(f"{where} is {value:.6g}, the squared norm; expected the L2 norm {expected:.6g} "
+                     "(grad.norm(), the square root of the sum of squares).")
+            if index in clipped.get(name, {}) and _near(value, clipped[name][index]):
+                fail(f"{where} is {value:.6g}, the norm after clip_grad_norm_ scaled .grad; expected the gradient "
+                     f"backward computed, before clipping: {expected:.6g}.")
+            fail(f"{where} is {value:.6g}; the gradient that backward pass computed for {name!r} has L2 norm "
+                 f"{expected:.6g}.")
+
+
+def check_track_grad_norms(track_grad_norms):
+    for seed, build in _NORM_CASES:
+        model, width, duplicates = _seeded(seed, build)
+        reference_model = copy.deepcopy(model)
+        reference = _GradRecorder(reference_model)
+        call_text = "track_grad_norms(model)"
+        norms, handles = _unpack(_run(f"calling {call_text}", track_grad_norms, model), call_text,
+                                 "(norms, handles)")
+        accumulated, clipped = {}, {}
+        frozen = [name for name, parameter in model.named_parameters() if not parameter.requires_grad]
+        optimizer = PlainSGD(model.parameters(), lr=0.1)
+        reference_optimizer = PlainSGD(reference_model.parameters(), lr=0.1)
+        # Two backward passes accumulated into one step, then a step, then one clipped backward pass.
+        plan = (("backward pass 1 of 2 accumulated", False), ("backward pass 2 of 2 accumulated, then a step", True),
+                ("backward pass 3, then clip_grad_norm_", None))
+        for step, (what, then_step) in enumerate(plan, start=1):
+            x = random_tensor(seed * 10 + step, (4, width))
+            _run(f"running model(x).pow(2).mean().backward() after {call_text}",
+                 lambda: model(x).pow(2).mean().backward())
+            reference_model(x).pow(2).mean().backward()
+            for name, parameter in reference_model.named_parameters():
+                if parameter.requires_grad:
+                    accumulated.setdefault(name, []).append(parameter.grad.norm().item())
+            said = f"After {call_text} and {what},"
+            for (name, parameter), reference_parameter in zip(model.named_parameters(), reference_model.parameters()):
+                if parameter.requires_grad and not torch.equal(parameter.grad, reference_parameter.grad):
+                    fail(f"{said} {name}.grad is {describe(parameter.grad)}; without your hooks it is "
+                         f"{describe(reference_parameter.grad)}. The hooks must only look: return None.")
+            if then_step is None:
+                torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm=1e-3)
+                torch.nn.utils.clip_grad_norm_(reference_model.parameters(), max_norm=1e-3)
+                for name, parameter in reference_model.named_parameters():
+                    if parameter.requires_grad:
+                        clipped.setdefault(name, {})[step - 1] = parameter.grad.norm().item()
+            _compare_norms(norms, reference, accumulated, clipped, call_text, said, duplicates, frozen)
+            if then_step:
+                for opt in (optimizer, reference_optimizer):
+                    opt.step()
+                    opt.zero_grad()
+        _remove_all(handles, call_text, model)
+
+
+# ---------------------------------------------------------------- TrainingMonitor
+
+def _mlp(rng):
+    width, hidden, out = rng.randint(3, 5), rng.randint(4, 6), rng.randint(2, 4)
+    model = nn.Sequential(nn.Sequential(nn.Linear(width, hidden), nn.ReLU()),
+                          nn.Sequential(nn.Linear(hidden, hidden), nn.ReLU()), nn.Linear(hidden, out))
+    return model, width
+
+
+class _Watch:
+    """The checker's non-finite watch on a copy, as the contract states it."""
+
+    def __init__(self, model, outputs=True, gradients=True):
+        self.first = None
+        if outputs:
+            for name, module in model.named_modules():
+                module.register_forward_hook(lambda module, args, output, name=name: self.see(name, output))
+        if gradients:
+            for name, parameter in model.named_parameters():
+                parameter.register_hook(lambda grad, name=name: self.see(name, grad))
+
+    def see(self, name, value):
+        if self.first is None and not torch.isfinite(value).all():
+            self.first = name
+
+
+def _attribute(monitor, name, doing):
+    with calling(doing):
+        try:
+            return getattr(monitor, name)
+        except AttributeError:
+            fail(f"{doing}: the monitor has no attribute {name!r}. The contract names activation_stats, "
+                 "grad_norms and first_nonfinite.")
+
+
+def _new_monitor(TrainingMonitor, model, call_text):
+    monitor = _run(f"calling {call_text}", TrainingMonitor, model, (nn.ReLU,))
+    left = _hooks_left(model)
+    if left:
+        fail(f"{call_text} registered hooks already ({left}); the constructor registers nothing, attach() does.")
+    for name in ("activation_stats", "grad_norms"):
+        value = _attribute(monitor, name, f"reading monitor.{name} after {call_text}")
+        if not isinstance(value, Mapping) or any(value.values()):
+            fail(f"after {call_text}, monitor.{name} is {describe(value)}; expected an empty dict.")
+    first = _attribute(monitor, "first_nonfinite", f"reading monitor.first_nonfinite after {call_text}")
+    if first is not None:
+        fail(f"after {call_text}, monitor.first_nonfinite is {first!r}; expected None.")
+    return monitor
+
+
+def _train_step(model, optimizer, x):
+    loss = model(x).pow(2).mean()
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+
+
+def _check_attach_train_remove(TrainingMonitor):
+    seed = 131
+    model, width = _seeded(seed, _mlp)
+    reference_model = copy.deepcopy(model)
+    outputs, grads = _OutputRecorder(reference_model, (nn.ReLU,)), _GradRecorder(reference_model)
+    call_text = "TrainingMonitor(model, (nn.ReLU,))"
+    monitor = _new_monitor(TrainingMonitor, model, call_text)
+    returned = _run("calling monitor.attach()", monitor.attach)
+    if returned is not monitor:
+        fail(f"monitor.attach() returned {describe(returned)}; expected the monitor itself (return self), so that "
+             "`monitor = TrainingMonitor(model, types).attach()` works.")
+    if not _hooks_left(model):
+        fail("after monitor.attach(), no hook is registered on the model; attach() registers the hooks.")
+    optimizer, reference_optimizer = PlainSGD(model.parameters(), lr=0.05), PlainSGD(reference_model.parameters(), 0.05)
+    for step in (1, 2):
+        x = random_tensor(seed * 10 + step, (3, width))
+        _run("running a training step (forward, zero_grad, backward, step) with the monitor attached",
+             _train_step, model, optimizer, x)
+        _train_step(reference_model, reference_optimizer, x)
+    said = "After attach() and two training steps,"
+    stats = _attribute(monitor, "activation_stats", "reading monitor.activation_stats")
+    _compare_stats(stats, outputs, "monitor.activation_stats", said + " in monitor.activation_stats", {})
+    norms = _attribute(monitor, "grad_norms", "reading monitor.grad_norms")
+    _compare_norms(norms, grads, {name: [math.nan] * 2 for name in grads.grads}, {}, "monitor.grad_norms",
+                   said + " in monitor.grad_norms", {})
+    first = _attribute(monitor, "first_nonfinite", "reading monitor.first_nonfinite")
+    if first is not None:
+        fail(f"{said} monitor.first_nonfinite is {first!r}, but every output and gradient was finite; expected None.")
+    _run("calling monitor.remove()", monitor.remove)
+    left = _hooks_left(model)
+    if left:
+        fail(f"after monitor.remove(), hooks were still registered: {left}. remove() must remove every hook the "
+             "monitor registered: keep each handle, those your two functions return included.")
+    _run("calling monitor.remove() a second time", monitor.remove)
+    counts = {name: len(entries) for name, entries in stats.items()}
+    if not any(counts.values()):
+        fail("after monitor.remove(), monitor.activation_stats is empty; the recorded data must stay.")
+    x = random_tensor(seed * 10 + 3, (3, width))
+    if not torch.equal(model(x), reference_model(x)):
+        fail("after monitor.remove(), model(x) differs from the same model that never had a monitor.")
+    if {name: len(entries) for name, entries in monitor.activation_stats.items()} != counts:
+        fail("after monitor.remove(), a forward pass still added to monitor.activation_stats; remove() must stop "
+             "the recording.")
+
+
+def _overflow(model):
+    """Two biases of the second Linear set to +inf: its output has +inf there and no NaN (its inputs are
+    finite), and the next Linear's output mixes +inf and -inf into NaN."""
+    with torch.no_grad():
+        model[1][0].bias[:2] = math.inf
+
+
+def _check_first(first, expected, nan_only, said, what):
+    if first == expected:
+        return
+    if first is None:
+        fail(f"{said} monitor.first_nonfinite is None; {what}")
+    if first == nan_only:
+        fail(f"{said} monitor.first_nonfinite is {first!r}, the first place with a NaN; {what} "
+             "Look for inf and -inf too: torch.isfinite.")
+    fail(f"{said} monitor.first_nonfinite is {first!r}; {what} It must keep the first name once set: "
+         "later modules (and the containers around it) see the non-finite value too.")
+
+
+def _check_nonfinite_output(TrainingMonitor):
+    seed = 132
+    model, width = _seeded(seed, _mlp)
+    _overflow(model)
+    reference_model, nan_model = copy.deepcopy(model), copy.deepcopy(model)
+    watch = _Watch(reference_model)
+    nan_watch = _Watch(nan_model)
+    nan_watch.see = lambda name, value: setattr(nan_watch, "first", nan_watch.first or (
+        name if torch.isnan(value).any() else None))
+    x = random_tensor(seed, (3, width)).abs() + 0.1
+    reference_model(x).pow(2).mean().backward()
+    nan_model(x).pow(2).mean().backward()
+    said = "With `with TrainingMonitor(model, (nn.ReLU,)) as monitor:` around a training step in which the output " \
+           "of one layer overflows to inf,"
+    bound = None
+    with calling("running `with TrainingMonitor(model, (nn.ReLU,)) as monitor:` around model(x).backward()"):
+        with TrainingMonitor(model, (nn.ReLU,)) as bound:
+            if not hasattr(bound, "first_nonfinite"):
+                fail(f"`with TrainingMonitor(model, (nn.ReLU,)) as monitor:` bound {describe(bound)} to monitor; "
+                     "__enter__ must return the monitor (after attaching it).")
+            if not _hooks_left(model):
+                fail("inside `with TrainingMonitor(model, (nn.ReLU,)) as monitor:` no hook is registered; "
+                     "__enter__ must attach the monitor.")
+            model(x).pow(2).mean().backward()
+    left = _hooks_left(model)
+    if left:
+        fail(f"after the with block, hooks were still registered: {left}; __exit__ must remove them.")
+    _check_first(bound.first_nonfinite, watch.first, nan_watch.first, said,
+                 f"expected {watch.first!r}, the first module (in the order the forward hooks fire) whose output "
+                 "contained inf.")
+
+
+def _check_nonfinite_gradient(TrainingMonitor):
+    seed = 133
+    model, width = _seeded(seed, _mlp)
+    reference_model, forward_only = copy.deepcopy(model), copy.deepcopy(model)
+    watch, output_watch = _Watch(reference_model), _Watch(forward_only, gradients=False)
+    x = random_tensor(seed, (3, width))
+    upstream = torch.ones(3, model[2].out_features)
+    upstream[0, 0] = math.inf
+    reference_model(x).backward(upstream)
+    forward_only(x).backward(upstream)
+    assert watch.first is not None and output_watch.first is None
+    monitor = _run("calling TrainingMonitor(model, (nn.ReLU,)).attach()",
+                   lambda: TrainingMonitor(model, (nn.ReLU,)).attach())
+    _run("running model(x).backward(g) with the monitor attached, g containing inf",
+         lambda: model(x).backward(upstream))
+    _run("calling monitor.remove()", monitor.remove)
+    said = "After a backward pass whose gradients contain inf (every output of the forward pass was finite),"
+    _check_first(monitor.first_nonfinite, watch.first, None, said,
+                 f"expected {watch.first!r}, the first parameter (in the order the tensor hooks fire) whose gradient "
+                 "contained inf or NaN. The watch covers the gradients of the parameters too.")
+
+
+def _check_exception_in_block(TrainingMonitor):
+    seed = 134
+    model, width = _seeded(seed, _mlp)
+    doing = "running `with TrainingMonitor(model, (nn.ReLU,)):` around a block that raises ValueError"
+    try:
+        with calling(doing):
+            with TrainingMonitor(model, (nn.ReLU,)):
+                raise ValueError("raised by the checker inside the with block")
+    except CheckFailed:
+        raise
+    except Exception as error:
+        if not isinstance(getattr(error, "error", None), ValueError):
+            raise
+    else:
+        fail(f"{doing}: the ValueError did not come out of the with block; __exit__ swallowed it (it returned a "
+             "true value). Return None from __exit__ so the exception goes on.")
+    left = _hooks_left(model)
+    if left:
+        fail(f"{doing}: after the exception left the block, hooks were still registered: {left}. "
+             "__exit__ runs on an exception too: remove the hooks there.")
+
+
+def check_TrainingMonitor(TrainingMonitor):
+    _check_attach_train_remove(TrainingMonitor)
+    _check_nonfinite_output(TrainingMonitor)
+    _check_nonfinite_gradient(TrainingMonitor)
+    _check_exception_in_block(TrainingMonitor)
+
+
+CHECKS = {
+    "record_activation_stats": check_record_activation_stats,
+    "track_grad_norms": check_track_grad_norms,
+    "TrainingMonitor": check_TrainingMonitor,
+}
