@@ -1,0 +1,375 @@
+"""Checks for lesson 09, pitfalls and debugging."""
+
+import collections
+import copy
+import random
+
+import torch
+from torch import nn
+
+from hooked.checking import LearnerCodeRaised, calling, fail
+from hooked.checks.tensors import close, describe, random_tensor
+
+MODULE_HOOK_DICTS = {"forward_pre": "_forward_pre_hooks", "forward": "_forward_hooks",
+                     "backward_pre": "_backward_pre_hooks", "backward": "_backward_hooks",
+                     "state_dict_pre": "_state_dict_pre_hooks", "state_dict": "_state_dict_hooks",
+                     "load_state_dict_pre": "_load_state_dict_pre_hooks",
+                     "load_state_dict_post": "_load_state_dict_post_hooks"}
+PARAMETER_HOOK_DICTS = {"tensor": "_backward_hooks", "post_accumulate_grad": "_post_accumulate_grad_hooks"}
+KINDS = (*MODULE_HOOK_DICTS, *PARAMETER_HOOK_DICTS)
+_REGISTERED_WITH = {"forward_pre": "register_forward_pre_hook", "forward": "register_forward_hook",
+                    "backward_pre": "register_full_backward_pre_hook", "backward": "register_full_backward_hook",
+                    "state_dict_pre": "register_state_dict_pre_hook",
+                    "state_dict": "register_state_dict_post_hook",
+                    "load_state_dict_pre": "register_load_state_dict_pre_hook",
+                    "load_state_dict_post": "register_load_state_dict_post_hook",
+                    "tensor": "parameter.register_hook",
+                    "post_accumulate_grad": "parameter.register_post_accumulate_grad_hook"}
+
+
+def registered_hooks(model):
+    """[(name, kind, hook)] of every hook on `model`'s modules and parameters (the checker's own count)."""
+    found = []
+    for name, module in model.named_modules():
+        for kind, attribute in MODULE_HOOK_DICTS.items():
+            found += [(name, kind, hook) for hook in getattr(module, attribute).values()]
+    for name, parameter in model.named_parameters():
+        for kind, attribute in PARAMETER_HOOK_DICTS.items():
+            found += [(name, kind, hook) for hook in (getattr(parameter, attribute, None) or {}).values()]
+    return found
+
+
+def _hooks_left_message(model, after):
+    left = [(name, kind) for name, kind, hook in registered_hooks(model)]
+    if left:
+        fail(f"{after}, hooks were still registered on the model: {left} as (name, kind). Remove every hook you "
+             "registered, also when the forward or backward pass raises: register it in a `with` block, or "
+             "remove its handle in a `finally`.")
+
+
+# ---------------------------------------------------------------- grad_before_inplace_relu
+
+class _Planted(Exception):
+    """Raised by the checker's own module, to test cleanup on errors."""
+
+
+class _Raises(nn.Module):
+    def forward(self, x):
+        raise _Planted("the checker's module raised this on purpose")
+
+
+def _linear_case(rng):
+    width, hidden, out = rng.randint(3, 6), rng.randint(4, 8), rng.randint(2, 4)
+    model = nn.Sequential(nn.Linear(width, hidden), nn.ReLU(inplace=True), nn.Linear(hidden, out))
+    return model, "0", "1", (rng.randint(2, 5), width)
+
+
+def _nested_case(rng):
+    width, hidden, out = rng.randint(3, 6), rng.randint(4, 8), rng.randint(2, 4)
+    model = nn.Sequential(nn.Sequential(nn.Linear(width, hidden), nn.ReLU(inplace=True)),
+                          nn.Linear(hidden, hidden), nn.ReLU(inplace=True), nn.Linear(hidden, out))
+    return model, "1", "2", (rng.randint(2, 5), width)
+
+
+def _conv_case(rng):
+    channels, maps, size, out = rng.randint(1, 3), rng.randint(2, 4), rng.randint(3, 5), rng.randint(2, 3)
+    model = nn.Sequential(nn.Conv2d(channels, maps, 3, padding=1), nn.ReLU(inplace=True), nn.Flatten(),
+                          nn.Linear(maps * size * size, out))
+    return model, "0", "1", (rng.randint(1, 3), channels, size, size)
+
+
+_GRAD_CASES = ((91, _linear_case), (92, _nested_case), (93, _conv_case))
+
+
+def _reference_grads(model, layer_name, relu_name, x):
+    """(gradient at the layer's output, gradient at the ReLU's output), on a copy without in-place ReLUs."""
+    copied = copy.deepcopy(model)
+    for module in copied.modules():
+        if isinstance(module, nn.ReLU):
+            module.inplace = False
+    modules, outputs = dict(copied.named_modules()), {}
+    for name in (layer_name, relu_name):
+        modules[name].register_forward_hook(lambda module, args, output, name=name: outputs.update({name: output}))
+    score = copied(x).sum()
+    return torch.autograd.grad(score, [outputs[layer_name], outputs[relu_name]])
+
+
+def _inplace_settings(model):
+    return {name: module.inplace for name, module in model.named_modules() if hasattr(module, "inplace")}
+
+
+def _call_grad(fn, model, layer, layer_name, x):
+    text = f"grad_before_inplace_relu(model, model.get_submodule({layer_name!r}), x) with x of shape {tuple(x.shape)}"
+    try:
+        with calling(f"calling {text}"):
+            return fn(model, layer, x), text
+    except LearnerCodeRaised as raised:
+        if "RemovableHandle" in str(raised.error):
+            fail(f"{text} raised {type(raised.error).__name__}: {str(raised.error)[:90]}: your forward hook "
+                 "returned the handle of output.register_hook(...) (a lambda returns what its expression gives), "
+                 "and a forward hook's non-None return replaces the module's output. Write the forward hook with "
+                 "def, so that it returns None.")
+        if "BackwardHookFunction" in str(raised.error):
+            fail(f"{text} raised RuntimeError: {str(raised.error)[:90]}... A full backward hook (or backward "
+                 "pre-hook) on a module followed by an in-place ReLU fails in forward, and so does one on the "
+                 "in-place ReLU itself. Use a forward hook on the layer that registers a tensor hook on its "
+                 "output (output.register_hook).")
+        raise
+
+
+def _check_grad_result(value, expected, at_relu, text, relu_name):
+    if isinstance(value, (list, tuple)):
+        fail(f"{text} returned a {type(value).__name__} of {len(value)} item(s); expected the gradient itself, a "
+             f"tensor of shape {tuple(expected.shape)}.")
+    if not isinstance(value, torch.Tensor):
+        fail(f"{text} returned {describe(value)}; expected the gradient, a tensor of shape {tuple(expected.shape)}.")
+    if close(value, expected):
+        return
+    if close(value, at_relu):
+        fail(f"{text} returned {describe(value)}, the gradient at the output of the in-place ReLU "
+             f"({relu_name!r}); expected the gradient at the layer's own output, {describe(expected)}, which is 0 "
+             "where the ReLU cut. The ReLU overwrote the layer's output tensor, so retain_grad() or "
+             "torch.autograd.grad on the stored output see the ReLU's gradient. Register a tensor hook on the "
+             "output inside a forward hook: it receives the gradient of the value the layer produced.")
+    if close(value, torch.ones_like(expected)):
+        fail(f"{text} returned all ones, the gradient of the sum with respect to the model's output; expected the "
+             f"gradient at the layer's output, {describe(expected)}.")
+    fail(f"{text} returned {describe(value)}; expected the gradient of model(x).sum() with respect to the "
+         f"layer's output, {describe(expected)}.")
+
+
+def check_grad_before_inplace_relu(fn):
+    for seed, build in _GRAD_CASES:
+        torch.manual_seed(seed)
+        rng = random.Random(seed)
+        model, layer_name, relu_name, shape = build(rng)
+        layer, settings = model.get_submodule(layer_name), _inplace_settings(model)
+        for call in range(2):  # a second call must report its own gradient, not the first one's
+            x = random_tensor(seed * 10 + call, shape)
+            expected, at_relu = _reference_grads(model, layer_name, relu_name, x)
+            value, text = _call_grad(fn, model, layer, layer_name, x)
+            _check_grad_result(value, expected, at_relu, text, relu_name)
+            _hooks_left_message(model, f"After {text} returned")
+            changed = {name: flag for name, flag in _inplace_settings(model).items() if flag != settings[name]}
+            if changed:
+                fail(f"After {text} returned, the model's in-place settings changed: {changed} (name: inplace). "
+                     "Leave the model as it was: set inplace back, or better, keep the in-place ReLU and "
+                     "capture the gradient with a forward hook that registers a tensor hook.")
+    _check_cleanup_on_error(fn)
+
+
+def _check_cleanup_on_error(fn):
+    torch.manual_seed(94)
+    model = nn.Sequential(nn.Linear(4, 5), nn.ReLU(inplace=True), _Raises())
+    text = "grad_before_inplace_relu(model, model[0], x) on a model whose last module raises in forward"
+    try:
+        with calling(f"calling {text}"):
+            fn(model, model[0], random_tensor(94, (3, 4)))
+    except LearnerCodeRaised as raised:
+        if not isinstance(raised.error, _Planted):
+            if "BackwardHookFunction" in str(raised.error):
+                fail(f"{text} raised {type(raised.error).__name__}: {str(raised.error)[:90]}...: a full backward "
+                     "hook on a module followed by an in-place ReLU fails in forward. Use a forward hook that "
+                     "registers a tensor hook on the output.")
+            raise
+    else:
+        fail(f"{text} returned normally; the exception the model raised must reach the caller.")
+    _hooks_left_message(model, f"After {text} (the exception reached the caller)")
+    if not model[1].inplace:
+        fail(f"After {text}, the ReLU has inplace=False; leave the model as it was, also when it raises.")
+
+
+# ---------------------------------------------------------------- find_registered_hooks
+
+class _Block(nn.Module):
+    def __init__(self, width):
+        super().__init__()
+        self.linear = nn.Linear(width, width)
+        self.norm = nn.LayerNorm(width)
+
+
+def _hookable_model(rng):
+    width = rng.randint(2, 4)
+    return nn.Sequential(collections.OrderedDict(
+        stem=nn.Linear(3, width),
+        blocks=nn.ModuleList([_Block(width) for _ in range(rng.randint(2, 3))]),
+        heads=nn.ModuleDict({"main": nn.Linear(width, 2), "aux": nn.Linear(width, 1)})))
+
+
+def _new_hook(kind, index):
+    """A distinct function per registration, named for messages."""
+    def hook(*args, **kwargs):
+        return None
+    hook.__name__ = hook.__qualname__ = f"{kind}_hook_{index}"
+    return hook
+
+
+def _register(model, rng, kind, name, index):
+    """Register a fresh hook of `kind` on module or parameter `name`; returns (handle, hook)."""
+    hook = _new_hook(kind, index)
+    if kind in PARAMETER_HOOK_DICTS:
+        parameter = model.get_parameter(name)
+        method = parameter.register_hook if kind == "tensor" else parameter.register_post_accumulate_grad_hook
+        return method(hook), hook
+    module = model.get_submodule(name)
+    register = getattr(module, _REGISTERED_WITH[kind])
+    options = {}
+    if kind in ("forward_pre", "forward"):
+        options = {"with_kwargs": rng.random() < 0.5, "prepend": rng.random() < 0.3}
+        if kind == "forward":
+            options["always_call"] = rng.random() < 0.5
+    elif kind in ("backward_pre", "backward"):
+        options = {"prepend": rng.random() < 0.3}
+    return register(hook, **options), hook
+
+
+def _hooked_model(seed):
+    """A model with every kind of hook, on the root, inside ModuleList and ModuleDict, some removed again.
+    Returns (model, expected [(name, kind, hook)], handles)."""
+    rng = random.Random(seed)
+    torch.manual_seed(seed)
+    model = _hookable_model(rng)
+    module_names = [name for name, _ in model.named_modules()]
+    deep = [name for name in module_names if name.count(".") >= 1]
+    parameter_names = [name for name, _ in model.named_parameters()]
+    expected, handles, index = [], [], 0
+    for kind in KINDS:
+        places = parameter_names if kind in PARAMETER_HOOK_DICTS else module_names
+        chosen = [rng.choice([name for name in places if name.count(".") >= 2])]
+        if kind not in PARAMETER_HOOK_DICTS:
+            chosen += [rng.choice(deep), ""]
+        chosen.append(rng.choice(places))
+        for number, name in enumerate(chosen):
+            handle, hook = _register(model, rng, kind, name, index)
+            index += 1
+            if number == len(chosen) - 1 and rng.random() < 0.5:
+                handle.remove()  # a removed hook is not registered any more
+                continue
+            expected.append((name, kind, hook))
+            handles.append(handle)
+    return model, expected, handles
+
+
+def _hook_counts(model):
+    return [len(getattr(module, attribute)) for module in model.modules() for attribute in MODULE_HOOK_DICTS.values()] \
+        + [len(getattr(parameter, attribute, None) or {}) for parameter in model.parameters()
+           for attribute in PARAMETER_HOOK_DICTS.values()]
+
+
+def _call_finder(fn, model, what):
+    text = f"find_registered_hooks(model) on {what}"
+    before = _hook_counts(model)
+    with calling(f"calling {text}"):
+        try:
+            result = fn(model)
+        except (AttributeError, TypeError) as error:
+            if "NoneType" in str(error):
+                fail(f"{text} raised {type(error).__name__}: {error}. A parameter's _backward_hooks (and "
+                     "_post_accumulate_grad_hooks) is None until a hook is registered on it: treat None as no "
+                     "hooks (getattr(parameter, attribute) or {}).")
+            raise
+    if _hook_counts(model) != before:
+        fail(f"{text} changed the hooks registered on the model; it must only report them, not remove or add any.")
+    if isinstance(result, (str, bytes, dict, torch.Tensor)) or not hasattr(result, "__iter__"):
+        fail(f"{text} returned {describe(result)}; expected a list of (name, kind, hook) triples.")
+    result = list(result)
+    for item in result:
+        if not isinstance(item, (tuple, list)) or len(item) != 3:
+            fail(f"{text} returned a list holding {describe(item)}; every item must be a triple (name, kind, hook).")
+    return result, text
+
+
+def _normalized(kind, hook):
+    wrapped = getattr(hook, "hook", None) if kind == "load_state_dict_pre" else None
+    return wrapped if callable(wrapped) else hook
+
+
+def _hook_label(hook):
+    return getattr(hook, "__name__", type(hook).__name__)
+
+
+def _compare_found(result, expected, text, global_hooks=()):
+    flags = [item for item in result if isinstance(item[2], bool)]
+    if flags:
+        fail(f"{text} reported {[(name, kind, flag) for name, kind, flag in flags][:3]}: {flags[0][2]} is not a hook. "
+             "_forward_hooks_with_kwargs, _forward_hooks_always_called and _forward_pre_hooks_with_kwargs hold "
+             "flags ({id: True}) for hooks that are already in _forward_hooks or _forward_pre_hooks; read only "
+             "the hook dicts.")
+    unknown = sorted({str(kind) for name, kind, hook in result if kind not in KINDS})
+    if unknown:
+        fail(f"{text} reported the kind(s) {unknown}; the kinds are exactly {list(KINDS)}.")
+    globals_reported = [item for item in result if any(item[2] is hook for hook in global_hooks)]
+    if globals_reported:
+        fail(f"{text} reported {[(name, kind, _hook_label(hook)) for name, kind, hook in globals_reported][:3]}, "
+             "a global hook (torch.nn.modules.module.register_module_forward_hook): global hooks fire for every "
+             "module but are not registered on the model; leave them out.")
+    got = collections.Counter((name, kind, id(_normalized(kind, hook))) for name, kind, hook in result)
+    want = collections.Counter((name, kind, id(hook)) for name, kind, hook in expected)
+    labels = {id(hook): _hook_label(hook) for name, kind, hook in expected}
+    if got == want:
+        return
+    missing, extra = want - got, got - want
+    by_hook = {(kind, key): name for name, kind, key in extra}
+    for name, kind, key in missing:
+        if (kind, key) in by_hook:
+            fail(f"{text} reported the {kind} hook {labels[key]} under the name {by_hook[(kind, key)]!r}; expected "
+                 f"{name!r}, its name in model.named_modules() (or model.named_parameters() for a parameter), "
+                 "with \"\" for the model itself.")
+    if extra:
+        repeated = [(name, kind) for name, kind, key in extra if (name, kind, key) in want]
+        if repeated:
+            fail(f"{text} reported {repeated[:3]} (name, kind) more often than it is registered: one triple per "
+                 "registration. A with_kwargs or always_call hook sits once in _forward_hooks (or "
+                 "_forward_pre_hooks); the flag dicts only mark it.")
+        fail(f"{text} reported {len(extra)} hook(s) that are not registered on the model, e.g. "
+             f"{[(name, kind) for name, kind, key in extra][:3]} (name, kind); expected only {len(expected)} "
+             "hooks. Did you report removed hooks, or the same module twice?")
+    missing = list(missing)
+    kinds_missed = sorted({kind for name, kind, key in missing}, key=KINDS.index)
+    if result and all(name == "" for name, kind, hook in result):
+        fail(f"{text} reported only hooks of the model itself (name \"\"), and missed those of its submodules, "
+             f"e.g. {[(name, kind) for name, kind, key in missing][:3]}. Visit every submodule at every depth "
+             "(inside nn.ModuleList and nn.ModuleDict too) with model.named_modules(), and every parameter with "
+             "model.named_parameters().")
+    hints = []
+    for kind in kinds_missed:
+        where = ("the parameter's " if kind in PARAMETER_HOOK_DICTS else "the module's ") + \
+                (PARAMETER_HOOK_DICTS.get(kind) or MODULE_HOOK_DICTS[kind])
+        hints.append(f"{kind} (registered with {_REGISTERED_WITH[kind]}, kept in {where})")
+    fail(f"{text} missed {len(missing)} of the {len(expected)} hooks registered, e.g. "
+         f"{[(name, kind, labels[key]) for name, kind, key in missing][:3]}. Kinds missed: {'; '.join(hints)}. "
+         "Read every hook dict of every module in model.named_modules() and every parameter in "
+         "model.named_parameters().")
+
+
+def check_find_registered_hooks(fn):
+    for seed in (95, 96, 97):
+        rng = random.Random(seed)
+        torch.manual_seed(seed)
+        clean = _hookable_model(rng)
+        result, text = _call_finder(fn, clean, "a model with no hooks")
+        _compare_found(result, [], text)
+
+        global_hook = _new_hook("global_forward", 0)
+        handle = torch.nn.modules.module.register_module_forward_hook(global_hook)
+        try:
+            result, text = _call_finder(fn, clean, "a model with no hooks, while a global forward hook is registered")
+        finally:
+            handle.remove()
+        _compare_found(result, [], text, global_hooks=(global_hook,))
+
+        model, expected, handles = _hooked_model(seed)
+        what = f"a model with {len(expected)} hooks registered (on modules at every depth and on parameters)"
+        result, text = _call_finder(fn, model, what)
+        _compare_found(result, expected, text)
+
+        for handle in handles:
+            handle.remove()
+        result, text = _call_finder(fn, model, "the same model after every hook's handle was removed")
+        _compare_found(result, [], text)
+
+
+CHECKS = {
+    "grad_before_inplace_relu": check_grad_before_inplace_relu,
+    "find_registered_hooks": check_find_registered_hooks,
+}

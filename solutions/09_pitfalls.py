@@ -1,0 +1,606 @@
+# %% [markdown]
+# # Lesson 09 — Pitfalls and debugging
+#
+# Hooks fail in a few typical ways: an error in the *forward* pass caused by a *backward* hook, a
+# stored activation that changes after you stored it, memory that grows batch after batch, a hook
+# that fires three times, or not at all. This lesson reproduces each one on torch 2.13, shows the
+# real error text or a measured number, and gives the fix.
+#
+# After this lesson you will be able to:
+#
+# - fix the in-place error of full backward hooks (`... is a view and is being modified inplace`)
+#   with a forward hook that registers a tensor hook;
+# - choose between `detach()` and `detach().clone()`, and measure what a stored output keeps alive;
+# - explain why a hook fires N times after a re-run cell, and not at all through `module.forward(x)`;
+# - say what fires under `torch.no_grad()`, for a module called twice, after `torch.save`, and
+#   under `torch.compile`;
+# - find every hook still registered anywhere in a model, a leak detector.
+#
+# **Where your code goes.** Write all of your code in the exercise cells: the cells that begin
+# with the comment `# Exercise: ...` (they are tagged `exercise`). The grader runs only those
+# cells, never the demonstration cells, so each exercise cell imports what it uses.
+#
+# **How to check your work.** Run the `check(...)` cell under each exercise, or, from the
+# repository root, `pytest tests/test_09_pitfalls.py` (add `-k find_registered_hooks` for one
+# exercise).
+
+# %%
+import io
+import pickle
+import time
+
+import matplotlib.pyplot as plt
+import torch
+from torch import nn
+
+from hooked.notebook import check, hint, try_it
+
+print("torch", torch.__version__)
+
+# %% [markdown]
+# ## Pitfall 1: full backward hooks and in-place operations
+#
+# `register_full_backward_hook` (and `register_full_backward_pre_hook`) work by wrapping the
+# module's output in a special autograd function, `BackwardHookFunction`, whose output is a *view*
+# of the real output. If the next layer modifies that view in place, as `nn.ReLU(inplace=True)`
+# does, autograd refuses: the error comes **in the forward pass**, at the ReLU, although the hook
+# you added is a backward hook.
+
+# %%
+torch.manual_seed(0)
+net = nn.Sequential(nn.Linear(4, 5), nn.ReLU(inplace=True), nn.Linear(5, 2))
+x = torch.randn(3, 4)
+
+for register in ("register_full_backward_hook", "register_full_backward_pre_hook"):
+    handle = getattr(net[0], register)(lambda module, *grads: None)
+    try:
+        net(x)
+        raise AssertionError("expected a RuntimeError")
+    except RuntimeError as error:
+        message = str(error)
+    finally:
+        handle.remove()
+    print(f"{register}: RuntimeError in forward:\n  {message[:120]}...\n  ...{message[-60:]}")
+    assert message.startswith("Output 0 of BackwardHookFunction is a view and is being modified inplace.")
+    assert "You can fix this by cloning the output of the custom Function." in message
+
+# %% [markdown]
+# The message suggests cloning, but you cannot clone inside PyTorch's hook machinery. Two fixes
+# that work:
+#
+# 1. **A forward hook that registers a tensor hook on the output.** The forward hook runs right
+#    after the layer, before the ReLU touches the output; `output.register_hook(fn)` then calls
+#    `fn(grad)` in backward with the gradient with respect to the value the layer produced, the
+#    same gradient a full backward hook would see in `grad_output[0]`.
+# 2. **`inplace=False`** on the ReLU (costs one extra tensor of memory).
+#
+# Below, both give the same gradient; the reference is a copy of the network without in-place ReLU.
+
+# %%
+reference = nn.Sequential(nn.Linear(4, 5), nn.ReLU(), nn.Linear(5, 2))
+reference.load_state_dict(net.state_dict())
+outputs = {}
+reference[0].register_forward_hook(lambda module, args, output: outputs.update(linear=output))
+reference_grad = torch.autograd.grad(reference(x).sum(), outputs["linear"])[0]
+
+seen = {}
+
+
+def grad_of_output(module, args, output):
+    output.register_hook(lambda grad: seen.update(grad=grad))  # the tensor hook; returns None
+
+
+with net[0].register_forward_hook(grad_of_output):
+    net(x).sum().backward()
+print("forward hook + tensor hook, with ReLU(inplace=True):\n", seen["grad"])
+assert torch.allclose(seen["grad"], reference_grad)
+
+net[1].inplace = False
+with net[0].register_full_backward_hook(lambda module, grad_input, grad_output: seen.update(full=grad_output[0])):
+    net(x.clone().requires_grad_()).sum().backward()  # an input that requires grad avoids a warning
+net[1].inplace = True
+print("full backward hook, with ReLU(inplace=False): same gradient:", torch.allclose(seen["full"], reference_grad))
+assert torch.allclose(seen["full"], reference_grad)
+print("zeros where the ReLU cut the output:", torch.equal(seen["grad"] == 0, outputs["linear"] <= 0))
+assert torch.equal(seen["grad"] == 0, outputs["linear"] <= 0)
+
+# %% [markdown]
+# ## Exercise 1: fix `grad_before_inplace_relu`
+#
+# The exercise cell below starts with **broken code**: it registers a full backward hook on
+# `layer`, which is followed in the model by `nn.ReLU(inplace=True)`, so it fails in forward with
+# the error above, and it leaves its hook registered when it fails. In your lesson file, the
+# broken code sits under a `raise NotImplementedError` line: delete that line, then fix the code.
+#
+# `grad_before_inplace_relu(model, layer, x)` must:
+#
+# - run `model(x).sum().backward()` once (parameters' `.grad` may be filled; that is allowed);
+# - return the gradient of that sum with respect to the output of `layer` as the layer produced
+#   it (before the in-place ReLU overwrote it): a tensor of the output's shape;
+# - leave the model as it was: no hook left on any module or parameter, also when the forward or
+#   backward pass raises (the exception goes on to the caller), and every ReLU's `inplace`
+#   setting as it was.
+#
+# Traps: reading the gradient *after* the in-place ReLU (with `retain_grad()` or
+# `torch.autograd.grad` on the stored output: both give the gradient at the ReLU's output, not
+# the layer's); switching `inplace` off for good; removing the hook only when nothing raised.
+
+# %% tags=["exercise"]
+# Exercise: grad_before_inplace_relu — write your code in this cell.
+
+
+def grad_before_inplace_relu(model, layer, x):
+    """Return the gradient of `model(x).sum()` with respect to the output of `layer`.
+
+    `layer` is a submodule of `model`, called once per forward pass and followed by
+    `nn.ReLU(inplace=True)`. Runs `model(x).sum().backward()` once and returns the gradient
+    with respect to the value `layer` produced (before the ReLU overwrote it), a tensor of the
+    layer output's shape. Leaves no hook registered on the model's modules or parameters, also
+    when the forward or backward pass raises (the exception propagates), and leaves every
+    module's `inplace` setting as it was.
+    """
+    # BEGIN SOLUTION: the code below fails in forward; delete this raise, then fix the code below it
+    grads = []
+
+    def register_tensor_hook(module, args, output):
+        output.register_hook(grads.append)  # list.append returns None: the gradient is unchanged
+
+    with layer.register_forward_hook(register_tensor_hook):
+        model(x).sum().backward()
+    return grads[0]
+    # END SOLUTION
+    # Broken: a full backward hook fails in forward here, and stays registered when it does.
+    grads = []
+    handle = layer.register_full_backward_hook(
+        lambda module, grad_input, grad_output: grads.append(grad_output[0]))
+    model(x).sum().backward()
+    handle.remove()
+    return grads[0]
+
+
+# %%
+check(grad_before_inplace_relu)
+
+# %% [markdown] tags=["hints"]
+# <details class="tip"><summary>Hint 1 of 3: the idea</summary>
+#
+# Take hold of the layer's output tensor right after the layer, before the ReLU changes it, and
+# ask autograd to call you with that tensor's gradient during backward. Then remove what you
+# registered even if something raises.
+#
+# </details>
+#
+# <details class="tip"><summary>Hint 2 of 3: the API</summary>
+#
+# `layer.register_forward_hook(hook)` gives you `output` inside `hook(module, args, output)`;
+# `output.register_hook(fn)` calls `fn(grad)` in backward. A `RemovableHandle` works as a context
+# manager: `with layer.register_forward_hook(hook): ...` removes it on the way out, also on errors.
+#
+# </details>
+#
+# <details class="tip"><summary>Hint 3 of 3: almost there</summary>
+#
+# Replace the full backward hook by a forward hook whose body is
+# `output.register_hook(lambda grad: grads.append(grad))`, run `model(x).sum().backward()` inside
+# `with layer.register_forward_hook(...):`, and return `grads[0]`.
+#
+# </details>
+
+# %% [markdown]
+# ## Pitfall 2: `detach()` shares memory; `clone()` copies
+#
+# A forward hook that stores `output.detach()` stores a tensor without a graph but with the
+# **same memory** as the output (same `data_ptr()`). A later in-place operation on the output
+# changes the stored value too. `output.detach().clone()` has its own memory.
+
+# %%
+torch.manual_seed(1)
+net = nn.Sequential(nn.Linear(4, 6), nn.ReLU(inplace=True))
+stored = {}
+
+
+def store(module, args, output):
+    stored.update(detached=output.detach(), cloned=output.detach().clone(), pointer=output.data_ptr())
+
+
+with net[0].register_forward_hook(store):
+    net(torch.randn(3, 4))
+print("detach() shares the output's memory:", stored["detached"].data_ptr() == stored["pointer"])
+print(f"min of detach():         {stored['detached'].min():.4f}  <- the in-place ReLU zeroed the negatives")
+print(f"min of detach().clone(): {stored['cloned'].min():.4f}")
+assert stored["detached"].data_ptr() == stored["pointer"] != stored["cloned"].data_ptr()
+assert stored["detached"].min() == 0 and stored["cloned"].min() < 0
+assert torch.equal(stored["detached"], stored["cloned"].relu())
+
+# %% [markdown]
+# ## Pitfall 3: storing outputs without `detach()` keeps the graph alive
+#
+# An output computed with gradients on carries `output.grad_fn`, the start of its autograd graph,
+# and the graph holds the tensors autograd saved for backward (a `Linear` saves its input, a
+# `ReLU` its output). A hook that appends raw outputs to a list keeps all of them alive, batch
+# after batch. To *debug* such a leak, walk the graph from the stored tensors and add up the
+# saved tensors it holds: each node exposes them as attributes named `_saved_*`. We skip the
+# parameters, which live anyway.
+
+# %%
+def bytes_held_by_graphs(tensors, skip):
+    """Bytes of the distinct storages saved in the autograd graphs of `tensors`, except `skip`."""
+    storages, seen, stack = {}, set(), [t.grad_fn for t in tensors if t.grad_fn is not None]
+    while stack:
+        node = stack.pop()
+        if node in seen:
+            continue
+        seen.add(node)
+        for attribute in dir(node):
+            value = getattr(node, attribute) if attribute.startswith("_saved_") else None
+            if isinstance(value, torch.Tensor) and value.untyped_storage().data_ptr() not in skip:
+                storages[value.untyped_storage().data_ptr()] = value.untyped_storage().nbytes()
+        stack.extend(child for child, _ in node.next_functions if child is not None)
+    return sum(storages.values())
+
+
+torch.manual_seed(0)
+mlp = nn.Sequential(nn.Linear(128, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(), nn.Linear(512, 10))
+parameter_storages = {p.untyped_storage().data_ptr() for p in mlp.parameters()}
+
+
+def collect(detach, steps=10):
+    """KiB held by the stored outputs' graphs after each step of collecting the last layer's output."""
+    kept, kib = [], []
+    with mlp[4].register_forward_hook(lambda module, args, output: kept.append(output.detach() if detach else output)):
+        for step in range(steps):
+            mlp(torch.randn(32, 128))
+            kib.append(bytes_held_by_graphs(kept, parameter_storages) / 1024)
+    return kib, kept[0].untyped_storage().nbytes() / 1024
+
+
+raw_kib, feature_kib = collect(detach=False)
+detached_kib, _ = collect(detach=True)
+print("KiB held, output stored as is:    ", raw_kib)
+print("KiB held, output.detach() stored: ", detached_kib)
+print(f"per step: {raw_kib[0]:.0f} KiB held for {feature_kib:.2f} KiB of features wanted")
+# One step saves the input (32x128) and both ReLU outputs (32x512), float32.
+assert raw_kib == [(32 * 128 + 2 * 32 * 512) * 4 / 1024 * (step + 1) for step in range(10)]
+assert detached_kib == [0.0] * 10
+
+fig, ax = plt.subplots(figsize=(7, 3))
+steps = range(1, len(raw_kib) + 1)
+ax.plot(steps, raw_kib, "o-", color="tab:red", label="kept.append(output)")
+ax.plot(steps, detached_kib, "o-", color="tab:green", label="kept.append(output.detach())")
+ax.set_xlabel("forward passes")
+ax.set_ylabel("KiB held by the graphs")
+ax.set_title("Memory kept alive by stored outputs (measured by walking grad_fn)")
+ax.legend(frameon=False)
+plt.tight_layout()
+plt.show()
+
+# %% [markdown]
+# ## Pitfall 4: a re-run cell stacks hooks
+#
+# Every `register_*` call adds a hook; running the same notebook cell again does not replace the
+# old one. The loop below stands for running a registering cell three times: the hook then fires
+# three times per forward pass. Keep the handle and remove it before registering again (or
+# register in a `with` block).
+
+# %%
+layer = nn.Linear(2, 2)
+calls = []
+for run in range(3):  # the same cell, run three times
+    layer.register_forward_hook(lambda module, args, output: calls.append("fired"))
+layer(torch.randn(1, 2))
+print("hooks registered:", len(layer._forward_hooks), "| firings in one forward pass:", len(calls))
+assert len(layer._forward_hooks) == 3 and len(calls) == 3
+
+layer._forward_hooks.clear()  # only to reset this demonstration; keep handles in real code
+handle = None
+calls.clear()
+for run in range(3):
+    if handle is not None:
+        handle.remove()
+    handle = layer.register_forward_hook(lambda module, args, output: calls.append("fired"))
+layer(torch.randn(1, 2))
+print("removing the old handle first: firings in one forward pass:", len(calls))
+assert len(calls) == 1
+handle.remove()
+
+# %% [markdown]
+# ## Pitfall 5: `module.forward(x)` skips every hook
+#
+# Hooks are run by `module.__call__`, which calls `forward` in between. Calling `forward` directly
+# runs the computation and nothing else.
+
+# %%
+calls = []
+with layer.register_forward_pre_hook(lambda module, args: calls.append("pre")), \
+        layer.register_forward_hook(lambda module, args, output: calls.append("forward")):
+    layer.forward(torch.randn(1, 2))
+    print("after layer.forward(x):", calls)
+    layer(torch.randn(1, 2))
+    print("after layer(x):        ", calls)
+assert calls == ["pre", "forward"]
+
+# %% [markdown]
+# ## Pitfall 6: under `torch.no_grad()`, forward hooks fire, full backward hooks are not installed
+#
+# Forward hooks fire whatever the grad mode. A full backward hook wraps the output only when
+# gradients are on: under `no_grad` the output has no `grad_fn` at all, and the in-place error of
+# Pitfall 1 does not happen either. So code that works in evaluation can fail in training.
+
+# %%
+torch.manual_seed(0)
+net = nn.Sequential(nn.Linear(3, 3), nn.ReLU(inplace=True))
+fired = []
+forward_handle = net[0].register_forward_hook(lambda module, args, output: fired.append(type(output.grad_fn).__name__))
+backward_handle = net[0].register_full_backward_hook(lambda module, grad_input, grad_output: None)
+with torch.no_grad():
+    out = net(torch.randn(2, 3))
+print("under no_grad: the forward hook fired, seeing grad_fn", fired, "| no error from the in-place ReLU")
+assert fired == ["NoneType"] and out.grad_fn is None
+with torch.enable_grad():
+    net[1].inplace = False
+    net(torch.randn(2, 3))
+print("with grad on, the output the forward hook sees comes from", fired[-1])
+assert fired[-1] == "BackwardHookFunctionBackward"
+forward_handle.remove()
+backward_handle.remove()
+
+# %% [markdown]
+# ## Pitfall 7: a module used twice fires its hooks twice
+#
+# Hooks belong to the module object, not to a place in the model. A module called twice in one
+# forward pass (shared weights) fires its hooks on both calls. A hook that stores
+# `activations[name] = output` keeps only the last call; append to a list to keep both.
+
+# %%
+class SharedTwice(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.shared = nn.Linear(3, 3)
+
+    def forward(self, x):
+        return self.shared(torch.tanh(self.shared(x)))
+
+
+model = SharedTwice()
+by_name, every_call = {}, []
+
+
+def record(module, args, output):
+    by_name["shared"] = output.detach().clone()
+    every_call.append(output.detach().clone())
+
+
+with model.shared.register_forward_hook(record):
+    out = model(torch.randn(2, 3))
+print("firings in one forward pass:", len(every_call), "| the dict keeps", len(by_name), "entry: the last call")
+assert len(every_call) == 2 and torch.equal(by_name["shared"], every_call[1]) and torch.equal(every_call[1], out)
+assert not torch.equal(every_call[0], every_call[1])
+
+# %% [markdown]
+# ## Pitfall 8: `torch.save(model)` pickles the hooks
+#
+# `torch.save(model)` pickles the whole module object, hook dicts included. A hook defined with
+# `lambda` (or inside a function) cannot be pickled, so saving fails. Save the `state_dict()`
+# instead: the parameters and buffers only, no hooks. Load it into a fresh model.
+
+# %%
+torch.manual_seed(0)
+net = nn.Sequential(nn.Linear(3, 2))
+net[0].register_forward_hook(lambda module, args, output: None)
+try:
+    torch.save(net, io.BytesIO())
+    raise AssertionError("expected a PicklingError")
+except pickle.PicklingError as error:
+    print("torch.save(model):", type(error).__name__, "-", error)
+    assert "Can't pickle <function <lambda>" in str(error)
+
+buffer = io.BytesIO()
+torch.save(net.state_dict(), buffer)
+buffer.seek(0)
+fresh = nn.Sequential(nn.Linear(3, 2))
+fresh.load_state_dict(torch.load(buffer))
+print("state_dict saved and loaded; same weights:", torch.equal(fresh[0].weight, net[0].weight),
+      "| hooks on the fresh model:", len(fresh[0]._forward_hooks))
+assert torch.equal(fresh[0].weight, net[0].weight) and len(fresh[0]._forward_hooks) == 0
+
+# %% [markdown]
+# ## Pitfall 9: `torch.compile` and hooks
+#
+# `torch.compile` traces the module, hooks included, when it first runs. On torch 2.13 (the
+# `backend="eager"` below only skips code generation, to keep this cell fast):
+#
+# - hooks registered **before** compiling fire on every compiled call;
+# - a hook added **after** compiling a module that had no hooks is silently ignored by the
+#   compiled model (torch's default `skip_nnmodule_hook_guards=True` means it does not check for
+#   new hooks), while calling the plain module still fires it.
+#
+# So register hooks before compiling, or compile again after adding one. Other torch versions
+# may behave differently; the cell prints the version it ran on.
+
+# %%
+start = time.perf_counter()
+torch.manual_seed(0)
+x = torch.randn(2, 3)
+
+before = nn.Sequential(nn.Linear(3, 3), nn.ReLU())
+before_calls = []
+before[0].register_forward_hook(lambda module, args, output: before_calls.append("fired"))
+compiled_before = torch.compile(before, backend="eager")
+for _ in range(3):
+    compiled_before(x)
+print(f"torch {torch.__version__}: hook registered before compiling, 3 compiled calls ->", len(before_calls), "firings")
+assert len(before_calls) == 3
+
+
+class HookFree(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear = nn.Linear(3, 3)
+
+    def forward(self, x):
+        return self.linear(x).relu()
+
+
+after = HookFree()
+compiled_after = torch.compile(after, backend="eager")
+compiled_after(x)
+after_calls = []
+after.linear.register_forward_hook(lambda module, args, output: after_calls.append("fired"))
+compiled_after(x)
+print("hook added after compiling a hook-free module: compiled call ->", len(after_calls), "firings")
+after(x)
+print("                                              plain call    ->", len(after_calls), "firing")
+assert after_calls == ["fired"]
+seconds = time.perf_counter() - start
+print(f"this cell took {seconds:.1f} s")
+torch._dynamo.reset()
+
+# %% [markdown]
+# ## Debugging: which hooks are still registered?
+#
+# A hook you forgot to remove keeps firing, keeps memory alive, and breaks `torch.save`. A
+# module keeps its hooks in ordered dicts `{id: hook}`, one per kind. On torch 2.13:
+#
+# | registered with | kept in the module's dict | kind (for the exercise) |
+# |---|---|---|
+# | `register_forward_pre_hook` | `_forward_pre_hooks` | `"forward_pre"` |
+# | `register_forward_hook` | `_forward_hooks` | `"forward"` |
+# | `register_full_backward_pre_hook` | `_backward_pre_hooks` | `"backward_pre"` |
+# | `register_full_backward_hook` | `_backward_hooks` | `"backward"` |
+# | `register_state_dict_pre_hook` | `_state_dict_pre_hooks` | `"state_dict_pre"` |
+# | `register_state_dict_post_hook` | `_state_dict_hooks` | `"state_dict"` |
+# | `register_load_state_dict_pre_hook` | `_load_state_dict_pre_hooks` (a wrapper whose `.hook` is yours) | `"load_state_dict_pre"` |
+# | `register_load_state_dict_post_hook` | `_load_state_dict_post_hooks` | `"load_state_dict_post"` |
+#
+# and a parameter keeps `param.register_hook` hooks in `param._backward_hooks` (None until the
+# first one) and `register_post_accumulate_grad_hook` hooks in `param._post_accumulate_grad_hooks`.
+# `with_kwargs=True` and `always_call=True` do **not** get dicts of their own: the hook goes into
+# `_forward_hooks` (or `_forward_pre_hooks`), and the flag into a separate dict of `{id: True}`.
+# Global hooks (`torch.nn.modules.module.register_module_forward_hook`) live in the module
+# `torch.nn.modules.module`, not in any model.
+
+# %%
+demo = nn.Linear(2, 2)
+hook = demo.register_forward_hook(lambda module, args, kwargs, output: None, with_kwargs=True, always_call=True)
+wrapped = demo.register_load_state_dict_pre_hook(lambda *args: None)
+for name, value in vars(demo).items():
+    if "hook" in name and value:
+        print(f"{name:32} {dict(value)}")
+assert set(demo._forward_hooks_with_kwargs.values()) == {True} and len(demo._forward_hooks) == 1
+print("the load_state_dict pre-hook is stored as", type(demo._load_state_dict_pre_hooks[wrapped.id]).__name__)
+print("parameters' tensor hook dicts before any hook:", demo.weight._backward_hooks)
+assert demo.weight._backward_hooks is None
+
+# %% [markdown]
+# ## Exercise 2: `find_registered_hooks`
+#
+# Write `find_registered_hooks(model)`, a leak detector. It returns a list with one triple
+# `(name, kind, hook)` for every hook registered on `model` or any of its submodules (at any
+# depth, inside `nn.Sequential`, `nn.ModuleList`, `nn.ModuleDict` alike) or their parameters:
+#
+# - `name`: the module's name as `model.named_modules()` gives it (`""` for `model` itself), or,
+#   for a hook on a parameter, the parameter's name as `model.named_parameters()` gives it
+#   (e.g. `"blocks.0.weight"`);
+# - `kind`: one of the strings of the table above (`"forward_pre"`, `"forward"`,
+#   `"backward_pre"`, `"backward"`, `"state_dict_pre"`, `"state_dict"`, `"load_state_dict_pre"`,
+#   `"load_state_dict_post"`), or `"tensor"` for a parameter's `register_hook` hook and
+#   `"post_accumulate_grad"` for its `register_post_accumulate_grad_hook` hook;
+# - `hook`: the function registered (for `"load_state_dict_pre"`, PyTorch's wrapper around it is
+#   accepted too).
+#
+# One triple per registration (a `with_kwargs=True` hook counts once), in any order. A model with
+# no hook gives `[]`; global hooks are not the model's. It must not change the model.
+#
+# Traps: looking only at the root module; forgetting backward pre-hooks or state-dict hooks;
+# reporting the `with_kwargs`/`always_call` flag dicts as hooks; a parameter's `_backward_hooks`
+# is `None` until a hook is registered.
+
+# %% tags=["exercise"]
+# Exercise: find_registered_hooks — write your code in this cell.
+
+
+def find_registered_hooks(model):
+    """List every hook registered on `model`, its submodules at any depth, and their parameters.
+
+    Returns a list of `(name, kind, hook)` triples, one per registered hook, in any order:
+    `name` is the module's name in `model.named_modules()` ("" for the model itself) or, for a
+    parameter's hook, the parameter's name in `model.named_parameters()`; `kind` is one of
+    "forward_pre", "forward", "backward_pre", "backward", "state_dict_pre", "state_dict",
+    "load_state_dict_pre", "load_state_dict_post" (module hooks), "tensor" or
+    "post_accumulate_grad" (parameter hooks); `hook` is the registered function (for
+    "load_state_dict_pre", PyTorch's wrapper around it is accepted too). Global hooks are not
+    included. A model without hooks gives []. The model is not changed.
+    """
+    # BEGIN SOLUTION
+    module_dicts = {"forward_pre": "_forward_pre_hooks", "forward": "_forward_hooks",
+                    "backward_pre": "_backward_pre_hooks", "backward": "_backward_hooks",
+                    "state_dict_pre": "_state_dict_pre_hooks", "state_dict": "_state_dict_hooks",
+                    "load_state_dict_pre": "_load_state_dict_pre_hooks",
+                    "load_state_dict_post": "_load_state_dict_post_hooks"}
+    parameter_dicts = {"tensor": "_backward_hooks", "post_accumulate_grad": "_post_accumulate_grad_hooks"}
+    found = []
+    for name, module in model.named_modules():
+        for kind, attribute in module_dicts.items():
+            found += [(name, kind, hook) for hook in getattr(module, attribute).values()]
+    for name, parameter in model.named_parameters():
+        for kind, attribute in parameter_dicts.items():
+            hooks = getattr(parameter, attribute, None) or {}
+            found += [(name, kind, hook) for hook in hooks.values()]
+    return found
+    # END SOLUTION
+
+
+# %%
+check(find_registered_hooks)
+
+# %% [markdown] tags=["hints"]
+# <details class="tip"><summary>Hint 1 of 3: the idea</summary>
+#
+# Visit every submodule with its name, and for each one read the eight hook dicts of the table;
+# then visit every parameter with its name and read its two tensor-hook dicts. Each value of a
+# hook dict is one hook; the keys are handle ids.
+#
+# </details>
+#
+# <details class="tip"><summary>Hint 2 of 3: the API</summary>
+#
+# `model.named_modules()` and `model.named_parameters()` give `(name, object)` pairs at every
+# depth, the model itself first under `""`. A dict from kind to attribute name
+# (`{"forward": "_forward_hooks", ...}`) with `getattr(module, attribute).values()` reads them all;
+# a parameter's dicts may be `None`, so use `getattr(parameter, attribute) or {}`.
+#
+# </details>
+#
+# <details class="tip"><summary>Hint 3 of 3: almost there</summary>
+#
+# ```python
+# for name, module in model.named_modules():
+#     for kind, attribute in module_dicts.items():
+#         found += [(name, kind, hook) for hook in getattr(module, attribute).values()]
+# ```
+# and the same loop over `model.named_parameters()` with the two parameter dicts.
+#
+# </details>
+
+# %% [markdown]
+# With the detector, a leak shows up by name. Below, a helper registers hooks on a model and
+# forgets one: the detector finds it.
+
+# %%
+torch.manual_seed(0)
+model = nn.Sequential(nn.Linear(3, 4), nn.ModuleList([nn.Linear(4, 4), nn.ReLU()]))
+
+
+def leaky_capture(model):
+    handles = [model[0].register_forward_hook(lambda module, args, output: None),
+               model[1][0].register_full_backward_pre_hook(lambda module, grad_output: None)]
+    model[1][0].weight.register_hook(lambda grad: None)  # its handle is dropped: a leak
+    for handle in handles:
+        handle.remove()
+
+
+with try_it():
+    leaky_capture(model)
+    leaks = find_registered_hooks(model)
+    print("still registered:", [(name, kind) for name, kind, hook in leaks])
+    assert [(name, kind) for name, kind, hook in leaks] == [("1.0.weight", "tensor")]

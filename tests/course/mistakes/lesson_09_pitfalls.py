@@ -1,0 +1,356 @@
+"""Mistake catalogue for lesson 09, pitfalls and debugging. The format of an entry is described in
+tests/course/test_mistake_catalogue.py."""
+
+_FINDER_DICTS = '''
+MODULE_DICTS = {"forward_pre": "_forward_pre_hooks", "forward": "_forward_hooks",
+                "backward_pre": "_backward_pre_hooks", "backward": "_backward_hooks",
+                "state_dict_pre": "_state_dict_pre_hooks", "state_dict": "_state_dict_hooks",
+                "load_state_dict_pre": "_load_state_dict_pre_hooks",
+                "load_state_dict_post": "_load_state_dict_post_hooks"}
+PARAMETER_DICTS = {"tensor": "_backward_hooks", "post_accumulate_grad": "_post_accumulate_grad_hooks"}
+'''
+
+ENTRIES = [
+    # ------------------------------------------------------------------ grad_before_inplace_relu
+    dict(exercise="grad_before_inplace_relu", kind="wrong", why="the broken code as given",
+         source='''
+def grad_before_inplace_relu(model, layer, x):
+    grads = []
+    handle = layer.register_full_backward_hook(
+        lambda module, grad_input, grad_output: grads.append(grad_output[0]))
+    model(x).sum().backward()
+    handle.remove()
+    return grads[0]
+''',
+         expect=["BackwardHookFunction", "fails in forward", "tensor hook"]),
+    dict(exercise="grad_before_inplace_relu", kind="wrong", why="a full backward pre-hook instead",
+         source='''
+def grad_before_inplace_relu(model, layer, x):
+    grads = []
+    with layer.register_full_backward_pre_hook(lambda module, grad_output: grads.append(grad_output[0])):
+        model(x).sum().backward()
+    return grads[0]
+''',
+         expect=["backward pre-hook", "fails in forward", "output.register_hook"]),
+    dict(exercise="grad_before_inplace_relu", kind="wrong", why="retain_grad on the stored output",
+         source='''
+def grad_before_inplace_relu(model, layer, x):
+    outputs = []
+
+    def keep(module, args, output):
+        output.retain_grad()
+        outputs.append(output)
+
+    with layer.register_forward_hook(keep):
+        model(x).sum().backward()
+    return outputs[0].grad
+''',
+         expect=["gradient at the output of the in-place relu", "retain_grad()"]),
+    dict(exercise="grad_before_inplace_relu", kind="wrong", why="autograd.grad on the stored output",
+         source='''
+import torch
+
+
+def grad_before_inplace_relu(model, layer, x):
+    outputs = []
+    with layer.register_forward_hook(lambda module, args, output: outputs.append(output)):
+        score = model(x).sum()
+    return torch.autograd.grad(score, outputs[0])[0]
+''',
+         expect=["gradient at the output of the in-place relu", "torch.autograd.grad"]),
+    dict(exercise="grad_before_inplace_relu", kind="wrong", why="switches inplace off for good",
+         source='''
+from torch import nn
+
+
+def grad_before_inplace_relu(model, layer, x):
+    for module in model.modules():
+        if isinstance(module, nn.ReLU):
+            module.inplace = False
+    grads = []
+    with layer.register_full_backward_hook(lambda module, grad_input, grad_output: grads.append(grad_output[0])):
+        model(x).sum().backward()
+    return grads[0]
+''',
+         expect=["in-place settings changed", "set inplace back"]),
+    dict(exercise="grad_before_inplace_relu", kind="wrong", why="never removes the forward hook",
+         source='''
+def grad_before_inplace_relu(model, layer, x):
+    grads = []
+
+    def on_output(module, args, output):
+        output.register_hook(grads.append)
+
+    layer.register_forward_hook(on_output)
+    model(x).sum().backward()
+    return grads[-1]
+''',
+         expect=["still registered", "(name, kind)"]),
+    dict(exercise="grad_before_inplace_relu", kind="wrong", why="removes the hook only when nothing raised",
+         source='''
+def grad_before_inplace_relu(model, layer, x):
+    grads = []
+
+    def on_output(module, args, output):
+        output.register_hook(grads.append)
+
+    handle = layer.register_forward_hook(on_output)
+    model(x).sum().backward()
+    handle.remove()
+    return grads[0]
+''',
+         expect=["the exception reached the caller", "still registered", "finally"]),
+    dict(exercise="grad_before_inplace_relu", kind="wrong", why="a lambda forward hook returns the tensor hook's handle",
+         source='''
+def grad_before_inplace_relu(model, layer, x):
+    grads = []
+    with layer.register_forward_hook(lambda module, args, output: output.register_hook(grads.append)):
+        model(x).sum().backward()
+    return grads[0]
+''',
+         expect=["returned the handle", "replaces the module's output"]),
+    dict(exercise="grad_before_inplace_relu", kind="wrong", why="returns the list of gradients",
+         source='''
+def grad_before_inplace_relu(model, layer, x):
+    grads = []
+
+    def on_output(module, args, output):
+        output.register_hook(grads.append)
+
+    with layer.register_forward_hook(on_output):
+        model(x).sum().backward()
+    return grads
+''',
+         expect=["returned a list of 1 item", "the gradient itself"]),
+    dict(exercise="grad_before_inplace_relu", kind="wrong", why="swallows the exception",
+         source='''
+def grad_before_inplace_relu(model, layer, x):
+    grads = []
+
+    def on_output(module, args, output):
+        output.register_hook(grads.append)
+
+    with layer.register_forward_hook(on_output):
+        try:
+            model(x).sum().backward()
+        except Exception:
+            return None
+    return grads[0]
+''',
+         expect=["returned normally", "must reach the caller"]),
+    dict(exercise="grad_before_inplace_relu", kind="right", why="inplace off for the call, set back in finally",
+         source='''
+from torch import nn
+
+
+def grad_before_inplace_relu(model, layer, x):
+    relus = [module for module in model.modules() if isinstance(module, nn.ReLU) and module.inplace]
+    grads = []
+    for relu in relus:
+        relu.inplace = False
+    handle = layer.register_full_backward_hook(lambda module, grad_input, grad_output: grads.append(grad_output[0]))
+    try:
+        model(x.detach().requires_grad_()).sum().backward()
+    finally:
+        handle.remove()
+        for relu in relus:
+            relu.inplace = True
+    return grads[0]
+''',
+         expect=[]),
+    dict(exercise="grad_before_inplace_relu", kind="right", why="handles removed in finally, the hook returns None",
+         source='''
+def grad_before_inplace_relu(model, layer, x):
+    captured = {}
+
+    def on_grad(grad):
+        captured["grad"] = grad.clone()
+
+    def on_output(module, args, output):
+        output.register_hook(on_grad)
+
+    handle = layer.register_forward_hook(on_output)
+    try:
+        loss = model(x).sum()
+        loss.backward()
+    finally:
+        handle.remove()
+    return captured["grad"]
+''',
+         expect=[]),
+
+    # ------------------------------------------------------------------ find_registered_hooks
+    dict(exercise="find_registered_hooks", kind="wrong", why="only the root module",
+         source=_FINDER_DICTS + '''
+
+def find_registered_hooks(model):
+    return [("", kind, hook) for kind, attribute in MODULE_DICTS.items()
+            for hook in getattr(model, attribute).values()]
+''',
+         expect=["only hooks of the model itself", "named_modules()"]),
+    dict(exercise="find_registered_hooks", kind="wrong", why="named_children, one level deep",
+         source=_FINDER_DICTS + '''
+
+def find_registered_hooks(model):
+    found = []
+    for name, module in [("", model), *model.named_children()]:
+        for kind, attribute in MODULE_DICTS.items():
+            found += [(name, kind, hook) for hook in getattr(module, attribute).values()]
+    for name, parameter in model.named_parameters():
+        for kind, attribute in PARAMETER_DICTS.items():
+            found += [(name, kind, hook) for hook in (getattr(parameter, attribute) or {}).values()]
+    return found
+''',
+         expect=["missed", "every module in model.named_modules()"]),
+    dict(exercise="find_registered_hooks", kind="wrong", why="forgets backward pre-hooks",
+         source='''
+def find_registered_hooks(model):
+    module_dicts = {"forward_pre": "_forward_pre_hooks", "forward": "_forward_hooks",
+                    "backward": "_backward_hooks", "state_dict_pre": "_state_dict_pre_hooks",
+                    "state_dict": "_state_dict_hooks", "load_state_dict_pre": "_load_state_dict_pre_hooks",
+                    "load_state_dict_post": "_load_state_dict_post_hooks"}
+    found = []
+    for name, module in model.named_modules():
+        for kind, attribute in module_dicts.items():
+            found += [(name, kind, hook) for hook in getattr(module, attribute).values()]
+    for name, parameter in model.named_parameters():
+        for kind, attribute in {"tensor": "_backward_hooks",
+                                "post_accumulate_grad": "_post_accumulate_grad_hooks"}.items():
+            found += [(name, kind, hook) for hook in (getattr(parameter, attribute) or {}).values()]
+    return found
+''',
+         expect=["backward_pre (registered with register_full_backward_pre_hook", "_backward_pre_hooks"]),
+    dict(exercise="find_registered_hooks", kind="wrong", why="module hooks only, no parameter hooks",
+         source=_FINDER_DICTS + '''
+
+def find_registered_hooks(model):
+    return [(name, kind, hook) for name, module in model.named_modules()
+            for kind, attribute in MODULE_DICTS.items() for hook in getattr(module, attribute).values()]
+''',
+         expect=["tensor (registered with parameter.register_hook", "post_accumulate_grad"]),
+    dict(exercise="find_registered_hooks", kind="wrong", why="parameter dicts read without handling None",
+         source=_FINDER_DICTS + '''
+
+def find_registered_hooks(model):
+    found = []
+    for name, module in model.named_modules():
+        for kind, attribute in MODULE_DICTS.items():
+            found += [(name, kind, hook) for hook in getattr(module, attribute).values()]
+    for name, parameter in model.named_parameters():
+        for kind, attribute in PARAMETER_DICTS.items():
+            found += [(name, kind, hook) for hook in getattr(parameter, attribute).values()]
+    return found
+''',
+         expect=["None until a hook is registered"]),
+    dict(exercise="find_registered_hooks", kind="wrong", why="every attribute with 'hook' in its name",
+         source='''
+def find_registered_hooks(model):
+    found = []
+    for name, module in model.named_modules():
+        for attribute, value in vars(module).items():
+            if "hook" in attribute and isinstance(value, dict):
+                kind = attribute.strip("_").removesuffix("_hooks")
+                found += [(name, kind, hook) for hook in value.values()]
+    return found
+''',
+         expect=["is not a hook", "flags"]),
+    dict(exercise="find_registered_hooks", kind="wrong", why="counts global hooks as the model's",
+         source=_FINDER_DICTS + '''
+import torch.nn.modules.module as module_globals
+
+
+def find_registered_hooks(model):
+    found = []
+    for name, module in model.named_modules():
+        for kind, attribute in MODULE_DICTS.items():
+            found += [(name, kind, hook) for hook in getattr(module, attribute).values()]
+            found += [(name, kind, hook) for hook in getattr(module_globals, "_global" + attribute, {}).values()]
+    for name, parameter in model.named_parameters():
+        for kind, attribute in PARAMETER_DICTS.items():
+            found += [(name, kind, hook) for hook in (getattr(parameter, attribute) or {}).values()]
+    return found
+''',
+         expect=["a global hook", "not registered on the model"]),
+    dict(exercise="find_registered_hooks", kind="wrong", why="class names instead of module names",
+         source=_FINDER_DICTS + '''
+
+def find_registered_hooks(model):
+    found = []
+    for module in model.modules():
+        for kind, attribute in MODULE_DICTS.items():
+            found += [(type(module).__name__, kind, hook) for hook in getattr(module, attribute).values()]
+    for name, parameter in model.named_parameters():
+        for kind, attribute in PARAMETER_DICTS.items():
+            found += [(name, kind, hook) for hook in (getattr(parameter, attribute) or {}).values()]
+    return found
+''',
+         expect=["under the name", "named_modules()"]),
+    dict(exercise="find_registered_hooks", kind="wrong", why="with_kwargs hooks counted twice",
+         source=_FINDER_DICTS + '''
+
+def find_registered_hooks(model):
+    found = []
+    for name, module in model.named_modules():
+        for kind, attribute in MODULE_DICTS.items():
+            found += [(name, kind, hook) for hook in getattr(module, attribute).values()]
+        found += [(name, "forward", module._forward_hooks[key]) for key in module._forward_hooks_with_kwargs]
+    for name, parameter in model.named_parameters():
+        for kind, attribute in PARAMETER_DICTS.items():
+            found += [(name, kind, hook) for hook in (getattr(parameter, attribute) or {}).values()]
+    return found
+''',
+         expect=["more often than it is registered", "one triple per registration"]),
+    dict(exercise="find_registered_hooks", kind="wrong", why="removes the hooks it reports",
+         source=_FINDER_DICTS + '''
+
+def find_registered_hooks(model):
+    found = []
+    for name, module in model.named_modules():
+        for kind, attribute in MODULE_DICTS.items():
+            hooks = getattr(module, attribute)
+            found += [(name, kind, hook) for hook in hooks.values()]
+            hooks.clear()
+    return found
+''',
+         expect=["changed the hooks registered", "only report them"]),
+    dict(exercise="find_registered_hooks", kind="right", why="walks modules and their own parameters, unwraps",
+         source='''
+def find_registered_hooks(model):
+    kinds = ["forward_pre", "forward", "backward_pre", "backward", "state_dict_pre", "load_state_dict_pre",
+             "load_state_dict_post"]
+    found = []
+    for module_name, module in model.named_modules():
+        for kind in kinds:
+            for hook in getattr(module, f"_{kind}_hooks").values():
+                found.append((module_name, kind, getattr(hook, "hook", hook)))
+        found.extend((module_name, "state_dict", hook) for hook in module._state_dict_hooks.values())
+        for parameter_name, parameter in module.named_parameters(recurse=False):
+            full_name = f"{module_name}.{parameter_name}" if module_name else parameter_name
+            for hook in (parameter._backward_hooks or {}).values():
+                found.append((full_name, "tensor", hook))
+            for hook in (parameter._post_accumulate_grad_hooks or {}).values():
+                found.append((full_name, "post_accumulate_grad", hook))
+    return found[::-1]
+''',
+         expect=[]),
+    dict(exercise="find_registered_hooks", kind="right", why="a generator of lists",
+         source=_FINDER_DICTS + '''
+
+def _walk(model):
+    for name, module in model.named_modules():
+        for kind, attribute in MODULE_DICTS.items():
+            for hook in getattr(module, attribute).values():
+                yield [name, kind, hook]
+    for name, parameter in model.named_parameters():
+        for kind, attribute in PARAMETER_DICTS.items():
+            hooks = getattr(parameter, attribute, None)
+            if hooks:
+                for hook in hooks.values():
+                    yield [name, kind, hook]
+
+
+def find_registered_hooks(model):
+    return list(_walk(model))
+''',
+         expect=[]),
+]
