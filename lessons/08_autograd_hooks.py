@@ -74,7 +74,8 @@ assert torch.equal(received["grad at that moment"], x)  # d/dw of sum(w * x) is 
 # %% [markdown]
 # Three rules, each shown below:
 #
-# - the hook must return `None` (it cannot replace the gradient; change `param.grad` instead);
+# - the hook returns `None`: it cannot replace the gradient (change `param.grad` instead), and a
+#   returned tensor raises an error (in torch 2.13 only the tensor itself is let through);
 # - it can only be registered on a **leaf** tensor (one you made, not the result of an operation);
 # - `torch.autograd.grad` does not fire it, since `torch.autograd.grad` never writes `.grad`.
 
@@ -87,6 +88,11 @@ try:
 except RuntimeError as e:
     print(f"returning a tensor: {type(e).__name__}: {e}")
     assert str(e) == "Tensor post accumulate grad hooks should return None."
+
+returns_itself = torch.randn(3, requires_grad=True)
+returns_itself.register_post_accumulate_grad_hook(lambda param: param)
+(returns_itself * 2).sum().backward()
+print("returning the tensor itself: no error")
 
 leaf = torch.randn(3, requires_grad=True)
 not_a_leaf = leaf * 2

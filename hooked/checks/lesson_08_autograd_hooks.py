@@ -19,7 +19,7 @@ from hooked.checks.tensors import close, describe, random_tensor
 _ERROR_HINTS = (  # (text in torch's error, what it means for these exercises)
     ("a leaf Variable that requires grad is being used in an in-place operation",
      "Under backward(create_graph=True) grad mode is on inside the hooks, so autograd refuses to change a "
-     "parameter in place: do the update inside `with torch.no_grad():`."),
+     "parameter in place: change the parameter inside a torch.no_grad() block."),
     ("post accumulate grad hooks should return None",
      "A post-accumulate-grad hook must return None: change the parameter in place and return nothing (an "
      "in-place method such as param.sub_(...) returns the tensor; do not return its result)."),
@@ -108,28 +108,20 @@ def _named_trainable(model):
 def _judge_step(model, before, expected, lr, said):
     """Every parameter equals `expected` after a fused step, its .grad None; frozen ones unchanged."""
     for name, param in model.named_parameters():
-        if not param.requires_grad:
-            if not torch.equal(param.detach(), before[name]):
-                fail(f"{said}: the frozen parameter {name!r} changed. Leave parameters that do not require grad "
-                     "alone.")
-            continue
-        if param.grad is not None:
-            if not param.grad.any():
-                fail(f"{said}: {name}.grad is a tensor of zeros after backward; expected None. Set param.grad = None "
-                     "in the hook: zeros still hold the memory the fused step is there to free.")
-            fail(f"{said}: {name}.grad is still {describe(param.grad)} after backward; expected None. Set "
-                 "param.grad = None in the hook after the update, or the gradient stays in memory and the next "
-                 "backward adds to it.")
+        if not param.requires_grad and not torch.equal(param.detach(), before[name]):
+            fail(f"{said}: the frozen parameter {name!r} changed. Leave parameters that do not require grad alone.")
     unchanged = [name for name, param in _named_trainable(model) if torch.equal(param.detach(), before[name])]
     wrong = [name for name, param in _named_trainable(model) if not close(param.detach(), expected[name])]
     if not wrong:
+        _judge_grads_freed(model, said)
         return
     if unchanged and len(unchanged) == len(wrong):
         everything = len(unchanged) == len(_named_trainable(model))
-        fail(f"{said}: {'no parameter' if everything else 'the parameters ' + str(unchanged)} changed; expected "
+        fail(f"{said}: {'no parameter changed' if everything else f'the parameters {unchanged} did not change'}; "
+             "expected "
              "every parameter that requires grad to take the step param - lr * param.grad. "
-             + ("Change the parameter in place (param.sub_(...) under torch.no_grad()): `param = param - ...` only "
-                "rebinds a local name." if everything else
+             + ("Change the parameter in place (an in-place method such as sub_, with grad mode off): "
+                "`param = param - ...` only rebinds a local name." if everything else
                 "A hook defined in a loop that uses the loop variable instead of its argument updates the last "
                 "parameter only: use the parameter the hook receives."))
     name = wrong[0]
@@ -145,6 +137,18 @@ def _judge_step(model, before, expected, lr, said):
     if close(param, before[name] - lr * 2 * gradient):
         fail(f"{message} The update was applied twice.")
     fail(message)
+
+
+def _judge_grads_freed(model, said):
+    for name, param in _named_trainable(model):
+        if param.grad is None:
+            continue
+        if not param.grad.any():
+            fail(f"{said}: {name}.grad is a tensor of zeros after backward; expected None. Set the parameter's "
+                 ".grad to None in the hook: zeros still hold the memory the fused step is there to free.")
+        fail(f"{said}: {name}.grad is still {describe(param.grad)} after backward; expected None. Set the "
+             "parameter's .grad to None in the hook after the update, or the gradient stays in memory and the next "
+             "backward adds to it.")
 
 
 def check_fuse_sgd_into_backward(fuse_sgd_into_backward):

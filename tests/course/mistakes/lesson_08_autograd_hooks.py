@@ -1,0 +1,299 @@
+"""Mistake catalogue for lesson 08, autograd-level hooks. The format of an entry is
+described in tests/course/test_mistake_catalogue.py. Most wrong entries are one change to
+a right cell, written with `_changed`, which insists that the change applies."""
+
+_FUSED = '''
+import torch
+
+
+def fuse_sgd_into_backward(model, lr):
+    def step(param):
+        with torch.no_grad():
+            param.sub_(lr * param.grad)
+        param.grad = None
+
+    handles = []
+    for param in model.parameters():
+        if param.requires_grad:
+            handles.append(param.register_post_accumulate_grad_hook(step))
+    return handles
+'''
+
+_MULTI = '''
+import torch
+
+
+def call_when_all_grads_ready(tensors, callback):
+    return torch.autograd.graph.register_multi_grad_hook(tensors, callback)
+'''
+
+
+def _changed(source, old, new):
+    assert source.count(old) == 1, f"{old!r} is not once in the source"
+    return source.replace(old, new)
+
+
+def _fused(old, new):
+    return _changed(_FUSED, old, new)
+
+
+ENTRIES = [
+    # ------------------------------------------------------------------ fuse_sgd_into_backward
+    dict(exercise="fuse_sgd_into_backward", kind="wrong", why="steps in a tensor hook",
+         source='''
+import torch
+
+
+def fuse_sgd_into_backward(model, lr):
+    handles = []
+    for param in model.parameters():
+        if param.requires_grad:
+            def step(grad, param=param):
+                with torch.no_grad():
+                    param.sub_(lr * grad)
+            handles.append(param.register_hook(step))
+    return handles
+''',
+         expect=["torch.autograd.grad fires tensor hooks", "register_post_accumulate_grad_hook"]),
+    dict(exercise="fuse_sgd_into_backward", kind="wrong", why="forgets torch.no_grad",
+         source=_fused("""        with torch.no_grad():
+            param.sub_(lr * param.grad)""", """        param.sub_(lr * param.grad)"""),
+         expect=["create_graph=True", "torch.no_grad()"]),
+    dict(exercise="fuse_sgd_into_backward", kind="wrong", why="does not clear the gradient",
+         source=_fused("        param.grad = None\n", ""),
+         expect=["grad is still", "set the parameter's .grad to none"]),
+    dict(exercise="fuse_sgd_into_backward", kind="wrong", why="zeroes the gradient instead of freeing it",
+         source=_fused("        param.grad = None\n", "        param.grad.zero_()\n"),
+         expect=["tensor of zeros", "expected none"]),
+    dict(exercise="fuse_sgd_into_backward", kind="wrong", why="takes the hook's argument for the gradient",
+         source=_fused("param.sub_(lr * param.grad)", "param.sub_(lr * param)"),
+         expect=["receives the parameter, not its", "param.grad"]),
+    dict(exercise="fuse_sgd_into_backward", kind="wrong", why="hooks frozen parameters too",
+         source=_fused("        if param.requires_grad:\n            handles", "        handles"),
+         expect=["does not require grad", "skip the frozen parameters"]),
+    dict(exercise="fuse_sgd_into_backward", kind="wrong", why="returns the new value, as a tensor hook would",
+         source=_fused("""        with torch.no_grad():
+            param.sub_(lr * param.grad)
+        param.grad = None""", """        with torch.no_grad():
+            return param - lr * param.grad"""),
+         expect=["must return none"]),
+    dict(exercise="fuse_sgd_into_backward", kind="wrong", why="rebinds a local name instead of updating in place",
+         source=_fused("param.sub_(lr * param.grad)", "param = param - lr * param.grad"),
+         expect=["no parameter", "in place", "rebinds a local name"]),
+    dict(exercise="fuse_sgd_into_backward", kind="wrong", why="adds the gradient",
+         source=_fused("param.sub_(lr * param.grad)", "param.add_(lr * param.grad)"),
+         expect=["added lr * gradient"]),
+    dict(exercise="fuse_sgd_into_backward", kind="wrong", why="uses the loop variable in the hook",
+         source='''
+import torch
+
+
+def fuse_sgd_into_backward(model, lr):
+    handles = []
+    for param in model.parameters():
+        if param.requires_grad:
+            def step(_):
+                with torch.no_grad():
+                    param.sub_(lr * param.grad)
+                param.grad = None
+            handles.append(param.register_post_accumulate_grad_hook(step))
+    return handles
+''',
+         expect=["loop variable", "use the parameter the hook receives"]),
+    dict(exercise="fuse_sgd_into_backward", kind="wrong", why="loop variable, guarded against None",
+         source='''
+import torch
+
+
+def fuse_sgd_into_backward(model, lr):
+    handles = []
+    for param in model.parameters():
+        if param.requires_grad:
+            def step(_):
+                if param.grad is not None:
+                    with torch.no_grad():
+                        param.sub_(lr * param.grad)
+                    param.grad = None
+            handles.append(param.register_post_accumulate_grad_hook(step))
+    return handles
+''',
+         expect=["did not change", "loop variable", "updates the last parameter only"]),
+    dict(exercise="fuse_sgd_into_backward", kind="wrong", why="returns one handle only",
+         source=_fused("    return handles\n", "    return handles[-1:]\n"),
+         expect=["returned 1 handles", "one per parameter that requires grad"]),
+    dict(exercise="fuse_sgd_into_backward", kind="right", why="through .data, with add_ and alpha",
+         source='''
+import torch
+
+
+def fuse_sgd_into_backward(model, lr):
+    def sgd(p):
+        p.data.add_(p.grad.data, alpha=-lr)
+        p.grad = None
+
+    return [p.register_post_accumulate_grad_hook(sgd) for p in model.parameters() if p.requires_grad]
+''',
+         expect=[]),
+    dict(exercise="fuse_sgd_into_backward", kind="right", why="one torch.optim.SGD per parameter, as PyTorch's tutorial",
+         source='''
+import torch
+
+
+def fuse_sgd_into_backward(model, lr):
+    optimizers = {p: torch.optim.SGD([p], lr=lr) for p in model.parameters() if p.requires_grad}
+
+    def step(p):
+        optimizers[p].step()
+        optimizers[p].zero_grad()  # sets .grad to None
+
+    return [p.register_post_accumulate_grad_hook(step) for p in optimizers]
+''',
+         expect=[]),
+
+    # ------------------------------------------------------------------ call_when_all_grads_ready
+    dict(exercise="call_when_all_grads_ready", kind="wrong", why="mode any",
+         source=_changed(_MULTI, "(tensors, callback)\n", "(tensors, callback, mode=\"any\")\n"),
+         expect=["one tensor", "mode='any'"]),
+    dict(exercise="call_when_all_grads_ready", kind="wrong", why="a tensor hook on each tensor",
+         source='''
+import torch
+
+
+class Handles:
+    def __init__(self, handles):
+        self.handles = handles
+
+    def remove(self):
+        for handle in self.handles:
+            handle.remove()
+
+
+def call_when_all_grads_ready(tensors, callback):
+    grads = [None] * len(tensors)
+
+    def make_hook(i):
+        def hook(grad):
+            grads[i] = grad
+            callback(tuple(grads))
+        return hook
+
+    return Handles([t.register_hook(make_hook(i)) for i, t in enumerate(tensors)])
+''',
+         expect=["times in one backward pass", "once per tensor"]),
+    dict(exercise="call_when_all_grads_ready", kind="wrong", why="calls back once ever",
+         source='''
+import torch
+
+
+def call_when_all_grads_ready(tensors, callback):
+    done = []
+
+    def once(grads):
+        if not done:
+            done.append(True)
+            callback(grads)
+
+    return torch.autograd.graph.register_multi_grad_hook(tensors, once)
+''',
+         expect=["not called", "not once ever"]),
+    dict(exercise="call_when_all_grads_ready", kind="wrong", why="counts until every tensor has a gradient",
+         source='''
+import torch
+
+
+class Handles:
+    def __init__(self, handles):
+        self.handles = handles
+
+    def remove(self):
+        for handle in self.handles:
+            handle.remove()
+
+
+def call_when_all_grads_ready(tensors, callback):
+    grads = {}
+
+    def make_hook(i):
+        def hook(grad):
+            grads[i] = grad
+            if len(grads) == len(tensors):
+                callback(tuple(grads[j] for j in range(len(tensors))))
+                grads.clear()
+        return hook
+
+    return Handles([t.register_hook(make_hook(i)) for i, t in enumerate(tensors)])
+''',
+         expect=["reaches only some of the tensors", "none for the"]),
+    dict(exercise="call_when_all_grads_ready", kind="wrong", why="zeros instead of None",
+         source='''
+import torch
+
+
+def call_when_all_grads_ready(tensors, callback):
+    def fill(grads):
+        callback(tuple(torch.zeros_like(t) if g is None else g for t, g in zip(tensors, grads)))
+
+    return torch.autograd.graph.register_multi_grad_hook(tensors, fill)
+''',
+         expect=["expected none", "pass none on"]),
+    dict(exercise="call_when_all_grads_ready", kind="wrong", why="gradients in reverse order",
+         source='''
+import torch
+
+
+def call_when_all_grads_ready(tensors, callback):
+    return torch.autograd.graph.register_multi_grad_hook(tensors, lambda grads: callback(grads[::-1]))
+''',
+         expect=["in the order of `tensors`"]),
+    dict(exercise="call_when_all_grads_ready", kind="wrong", why="callback gets the gradients unpacked",
+         source='''
+import torch
+
+
+def call_when_all_grads_ready(tensors, callback):
+    return torch.autograd.graph.register_multi_grad_hook(tensors, lambda grads: callback(*grads))
+''',
+         expect=["arguments; expected one"]),
+    dict(exercise="call_when_all_grads_ready", kind="wrong", why="returns no handle",
+         source='''
+import torch
+
+
+def call_when_all_grads_ready(tensors, callback):
+    torch.autograd.graph.register_multi_grad_hook(tensors, callback)
+''',
+         expect=["returned none", "remove()"]),
+    dict(exercise="call_when_all_grads_ready", kind="right", why="a wrapper that passes a tuple",
+         source='''
+from torch.autograd.graph import register_multi_grad_hook
+
+
+def call_when_all_grads_ready(tensors, callback):
+    def all_ready(grads):
+        callback(tuple(grads))
+
+    return register_multi_grad_hook(list(tensors), all_ready, mode="all")
+''',
+         expect=[]),
+    dict(exercise="call_when_all_grads_ready", kind="right", why="a class with a remove method",
+         source='''
+import torch
+
+
+class Watcher:
+    def __init__(self, tensors, callback):
+        self.callback = callback
+        self.handle = torch.autograd.graph.register_multi_grad_hook(tensors, self.fire)
+
+    def fire(self, grads):
+        self.callback([g for g in grads])
+
+    def remove(self):
+        self.handle.remove()
+
+
+def call_when_all_grads_ready(tensors, callback):
+    return Watcher(tensors, callback)
+''',
+         expect=[]),
+]
