@@ -26,7 +26,7 @@
 #
 # **How to check your work.** Run the `check(...)` cell under each exercise: it prints a pass, a
 # message that says what is wrong, or "not attempted yet". Or, from the repository root, run
-# `pytest tests/test_08_autograd_hooks.py` (add `-k call_when_all_grads_ready` for one exercise;
+# `pytest tests/test_08_autograd_hooks.py` (add `-k HalfPrecisionSaver` for one exercise;
 # plain `pytest` grades every lesson).
 
 # %%
@@ -659,3 +659,124 @@ x.grad = w.grad = None
 torch.tanh(x @ w).sum().backward()
 print("same gradients with save_on_cpu:", torch.equal(with_hooks[0], x.grad) and torch.equal(with_hooks[1], w.grad))
 assert torch.equal(with_hooks[0], x.grad) and torch.equal(with_hooks[1], w.grad)
+
+# %% [markdown]
+# ## Use: saving activations in half precision
+#
+# A `float32` number takes 4 bytes, a `float16` number 2. A pack hook that stores saved tensors as
+# `float16`, and an unpack hook that turns them back into their dtype, halves the memory kept for
+# backward; the price is rounding in the gradients. Tensors that are not `float32` or `float64`
+# (integer indices, for example, which `max_pool` saves, or `bfloat16` tensors) must stay as they
+# are: their values would change, or they are no bigger in `float16`.
+#
+# `saved_tensors_hooks` is a class, so a context manager with state of its own can be a subclass
+# that hands two of its methods to `super().__init__(pack, unpack)`, or any class with `__enter__`
+# and `__exit__` that enters a `saved_tensors_hooks` block.
+#
+# ## Exercise 3: `HalfPrecisionSaver`
+#
+# Write a class `HalfPrecisionSaver`, used as `with saver:` where `saver = HalfPrecisionSaver()`.
+# Inside the block, and for the backward of every forward pass run inside it (even when backward
+# runs after the block):
+#
+# - each tensor that autograd saves for backward whose dtype is `torch.float32` or `torch.float64`
+#   is stored as `torch.float16`, and given back in backward with its original dtype and shape;
+# - any other tensor (`float16`, `bfloat16`, integers, `bool`) is stored and given back as it is;
+# - `saver.bytes_saved` is `0` when the saver is made, and grows each time a tensor is stored as
+#   `float16` by the bytes saved: `tensor.numel() * (tensor.element_size() - 2)` (2 bytes a number
+#   for `float32`, 6 for `float64`).
+#
+# Outside the block nothing changes. Traps: an unpack hook that gives back `float16` (backward
+# then fails on mixed dtypes) or another shape; converting integer tensors; counting the bytes
+# stored (or all the bytes of the tensor) instead of the bytes saved.
+#
+# Check: run `check(HalfPrecisionSaver)` below, or
+# `pytest tests/test_08_autograd_hooks.py -k HalfPrecisionSaver`.
+
+# %% tags=["exercise"]
+# Exercise: HalfPrecisionSaver — write your code in this cell.
+import torch
+
+
+class HalfPrecisionSaver(torch.autograd.graph.saved_tensors_hooks):
+    """A context manager that stores the tensors saved for backward in float16.
+
+    Inside `with saver:`, each tensor that autograd saves whose dtype is float32 or float64 is
+    stored as float16 and given back in backward with its original dtype and shape; other tensors
+    are stored and given back unchanged. `bytes_saved` starts at 0 and grows by
+    `tensor.numel() * (tensor.element_size() - 2)` for each tensor stored as float16.
+    """
+
+    def __init__(self):
+        # BEGIN SOLUTION
+        self.bytes_saved = 0
+        super().__init__(self.pack, self.unpack)
+        # END SOLUTION
+
+    def pack(self, tensor):
+        # BEGIN SOLUTION
+        if tensor.dtype not in (torch.float32, torch.float64):
+            return tensor, None
+        self.bytes_saved += tensor.numel() * (tensor.element_size() - 2)
+        return tensor.half(), tensor.dtype
+        # END SOLUTION
+
+    def unpack(self, packed):
+        # BEGIN SOLUTION
+        tensor, dtype = packed
+        return tensor if dtype is None else tensor.to(dtype)
+        # END SOLUTION
+
+
+# %%
+check(HalfPrecisionSaver)
+
+# %% [markdown] tags=["hints"]
+# <details class="tip"><summary>Hint 1 of 3: the idea</summary>
+#
+# The pack hook decides per tensor: a `float32` or `float64` tensor is stored smaller, together
+# with what is needed to restore it, and counted; any other tensor is stored as it is. The unpack
+# hook reverses exactly what pack did.
+#
+# </details>
+#
+# <details class="tip"><summary>Hint 2 of 3: the API</summary>
+#
+# Subclass `torch.autograd.graph.saved_tensors_hooks` and call `super().__init__(pack, unpack)`
+# with two bound methods; `tensor.half()` and `tensor.to(dtype)` convert; `tensor.dtype`,
+# `tensor.numel()` and `tensor.element_size()` (bytes per number) give what you need to count.
+#
+# </details>
+#
+# <details class="tip"><summary>Hint 3 of 3: almost there</summary>
+#
+# In `__init__`, set the counter before calling `super().__init__`. `pack` returns a pair: the
+# tensor stored (converted or not) and the dtype to restore (or `None` when it was not converted),
+# and adds `numel() * (element_size() - 2)` only for converted tensors. `unpack` takes the pair
+# apart and converts back when there is a dtype.
+#
+# </details>
+
+# %% [markdown]
+# Your saver on a 4-layer network: the bytes it saves next to what autograd saved in all, and the
+# gradients next to those computed in full precision.
+
+# %%
+with try_it():
+    torch.manual_seed(0)
+    deep = nn.Sequential(*[nn.Sequential(nn.Linear(128, 128), nn.Tanh()) for _ in range(4)])
+    inputs = torch.randn(64, 128)
+    saved_bytes = []
+    with saved_tensors_hooks(lambda t: (saved_bytes.append(t.numel() * t.element_size()), t)[1], lambda t: t):
+        deep(inputs).pow(2).mean().backward()
+    full = [p.grad.clone() for p in deep.parameters()]
+    deep.zero_grad()
+    saver = HalfPrecisionSaver()
+    with saver:
+        loss = deep(inputs).pow(2).mean()
+    loss.backward()
+    largest_error = max(((p.grad - g).norm() / g.norm()).item() for p, g in zip(deep.parameters(), full))
+    print(f"saved for backward: {sum(saved_bytes)} bytes; saved by storing float16: {saver.bytes_saved} bytes")
+    print(f"largest relative error of a parameter's gradient: {largest_error:.1e}")
+    assert saver.bytes_saved == sum(saved_bytes) // 2
+    assert 0 < largest_error < 1e-2

@@ -337,7 +337,214 @@ def check_call_when_all_grads_ready(call_when_all_grads_ready):
         watch.remove()
 
 
+# ---------------------------------------------------------------- HalfPrecisionSaver
+
+_CONVERTED = (torch.float32, torch.float64)
+_UNPACK_ERROR_HINTS = (
+    ("dtype", "Backward got a saved tensor of another dtype than the one saved: unpack must give back each tensor "
+              "in its original dtype (keep the dtype next to the float16 tensor, e.g. as a pair, and convert back)."),
+    ("must be a matrix", "Backward got a saved tensor of another shape than the one saved: unpack must give back "
+                         "each tensor in its original shape."),
+    ("shape", "Backward got a saved tensor of another shape than the one saved: unpack must give back each tensor "
+              "in its original shape."),
+    ("size", "Backward got a saved tensor of another shape than the one saved: unpack must give back each tensor "
+             "in its original shape."),
+)
+
+
+class _Case:
+    """A forward pass: leaf parameters from a seed, and the loss they give on fixed inputs."""
+
+    def __init__(self, text, make, loss):
+        self.text, self.make, self.loss = text, make, loss
+
+
+def _mlp_params(seed):
+    rng = random.Random(seed)
+    n, m = rng.randint(3, 6), rng.randint(3, 6)
+    return [random_tensor(seed + k, shape).requires_grad_(k > 0) for k, shape in
+            enumerate([(rng.randint(2, 5), n), (n, m), (m,), (m, 2)])]
+
+
+def _mlp_loss(params):
+    x, w1, b1, w2 = params
+    return (torch.tanh(x @ w1 + b1) @ w2).pow(2).sum()
+
+
+def _mixed_params(seed):
+    rng = random.Random(seed)
+    n, m = rng.randint(3, 6), 2 * rng.randint(2, 4)
+    x = random_tensor(seed, (rng.randint(2, 5), n), dtype=torch.float64)
+    w = random_tensor(seed + 1, (n, m), dtype=torch.float64).requires_grad_()
+    # Beyond float16's range (65504): converted to float16, it would become inf.
+    scale = random_tensor(seed + 2, (m // 2,), dtype=torch.bfloat16, scale=1e6).requires_grad_()
+    return [x, w, scale]
+
+
+def _mixed_loss(params):
+    """float64 activations, int64 indices saved by max_pool1d, and a bfloat16 product."""
+    x, w, scale = params
+    pooled = torch.nn.functional.max_pool1d(torch.tanh(x @ w).unsqueeze(1), 2).squeeze(1)
+    return pooled.pow(2).sum() + (pooled.bfloat16() * scale).double().sum()
+
+
+def _long_pool_params(seed):
+    return [random_tensor(seed, (2, 1, 4200)).requires_grad_()]
+
+
+def _long_pool_loss(params):
+    """max_pool1d saves int64 indices up to 4199; float16 cannot hold odd integers above 2048."""
+    pooled = torch.nn.functional.max_pool1d(params[0], 2)
+    return (pooled * torch.arange(pooled.shape[-1], dtype=torch.float32)).sum()
+
+
+_CASES = [_Case("a small network in float32 (matrix products, tanh)", _mlp_params, _mlp_loss),
+          _Case("a pass with float64 activations, max_pool1d (it saves int64 indices) and a bfloat16 product",
+                _mixed_params, _mixed_loss),
+          _Case("max_pool1d over 4200 numbers (it saves int64 indices up to 4199)", _long_pool_params,
+                _long_pool_loss)]
+
+
+def _saved_during(loss_fn, params, converted):
+    """The loss, with the check's own pack hooks: what is saved, stored as the contract says
+    when `converted` (else as it is). Returns (loss, [(dtype, numel, element size)])."""
+    saved = []
+
+    def pack(tensor):
+        saved.append((tensor.dtype, tensor.numel(), tensor.element_size()))
+        return (tensor.half(), tensor.dtype) if converted and tensor.dtype in _CONVERTED else (tensor, None)
+
+    def unpack(packed):
+        return packed[0] if packed[1] is None else packed[0].to(packed[1])
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, unpack):
+        loss = loss_fn(params)
+    return loss, saved
+
+
+def _grads(params, loss):
+    trainable = [p for p in params if p.requires_grad]
+    return torch.autograd.grad(loss, trainable)
+
+
+def _saved_bytes_text(saved):
+    return ", ".join(f"{str(dtype).removeprefix('torch.')} x {numel}" for dtype, numel, _ in saved)
+
+
+def _bytes_expected(saved):
+    return sum(numel * (size - 2) for dtype, numel, size in saved if dtype in _CONVERTED)
+
+
+def _judge_bytes(bytes_saved, saved, said):
+    expected = _bytes_expected(saved)
+    if isinstance(bytes_saved, bool) or not isinstance(bytes_saved, (int, float)) or bytes_saved != expected:
+        message = (f"{said}: bytes_saved is {describe(bytes_saved)}; expected {expected}. Autograd saved "
+                   f"{_saved_bytes_text(saved)} (dtype x numel); each float32 or float64 tensor stored as float16 "
+                   "saves numel * (element_size - 2) bytes.")
+        converted = [(numel, size) for dtype, numel, size in saved if dtype in _CONVERTED]
+        if bytes_saved == sum(numel * size for numel, size in converted):
+            fail(f"{message} You counted every byte of those tensors; count only what float16 saves.")
+        if bytes_saved == sum(numel * 2 for numel, size in converted):
+            fail(f"{message} You counted 2 bytes a number: that is what float16 stores, and what float32 saves, but "
+                 "a float64 number takes 8 bytes, so float16 saves 6 (element_size() - 2).")
+        if bytes_saved == sum(numel * (size - 2) for dtype, numel, size in saved if dtype != torch.float16):
+            fail(f"{message} You counted tensors that stay as they are (integer or bfloat16 tensors).")
+        if bytes_saved == sum(numel for numel, size in converted):
+            fail(f"{message} You counted numbers, not bytes.")
+        fail(message)
+
+
+def _learner_run(saver, case, params, said):
+    with _learner_unpack(f"running the forward pass of {case.text} inside `with saver:`"):
+        with saver:
+            loss = case.loss(params)
+    with _learner_unpack(f"running backward (after the `with` block) for {case.text}"):
+        loss.backward()
+    return [p.grad for p in params if p.requires_grad]
+
+
+@contextlib.contextmanager
+def _learner_unpack(doing):
+    try:
+        with calling(doing):
+            yield
+    except LearnerCodeRaised as raised:
+        for text, hint in _UNPACK_ERROR_HINTS:
+            if text in str(raised.error):
+                fail(f"{doing[:1].upper()}{doing[1:]} raised {describe_learner_error(raised.error)}\n{hint}")
+        raise
+
+
+def _judge_grads(grads, half, full, case, said):
+    for i, (got, want, exact) in enumerate(zip(grads, half, full)):
+        if got is None:
+            fail(f"{said}: parameter {i} got no gradient.")
+        if got.dtype != want.dtype:
+            fail(f"{said}: the gradient of parameter {i} is {describe(got)}; expected dtype "
+                 f"{str(want.dtype).removeprefix('torch.')}.")
+        if close(got, want, 1e-4):
+            continue
+        message = (f"{said}: the gradient of parameter {i} is {describe(got)}; expected {describe(want)}, the gradient "
+                   "computed from float32 and float64 saved tensors stored as float16.")
+        if close(got, exact, 1e-6):
+            fail(f"{message} Yours is the full-precision gradient: the saved tensors were not stored as float16.")
+        fail(f"{message} Store float32 and float64 tensors as float16 (tensor.half()) and every other tensor "
+             "unchanged (integer and bfloat16 tensors keep their values).")
+
+
+def check_HalfPrecisionSaver(HalfPrecisionSaver):
+    for number, case in enumerate(_CASES):
+        seed = 880 + 10 * number
+        with calling("calling HalfPrecisionSaver()"):
+            saver = HalfPrecisionSaver()
+        for method in ("__enter__", "__exit__"):
+            if not hasattr(saver, method):
+                fail(f"HalfPrecisionSaver() gave {describe(saver)}, which has no {method}; expected a context manager "
+                     "(subclass torch.autograd.graph.saved_tensors_hooks, or write __enter__ and __exit__).")
+        with calling("reading saver.bytes_saved"):
+            start = saver.bytes_saved
+        if start != 0 or isinstance(start, bool):
+            fail(f"HalfPrecisionSaver().bytes_saved is {describe(start)}; expected 0 before any forward pass.")
+
+        reference, full_params = case.make(seed), case.make(seed)
+        half_loss, saved = _saved_during(case.loss, reference, converted=True)
+        half = _grads(reference, half_loss)
+        full = _grads(full_params, case.loss(full_params))
+        said = f"saver = HalfPrecisionSaver(), then {case.text} run inside `with saver:`"
+        grads = _learner_run(saver, case, case.make(seed), said)
+        _judge_grads(grads, half, full, case, said)
+        with calling("reading saver.bytes_saved"):
+            _judge_bytes(saver.bytes_saved, saved, said)
+
+        # A second forward in a new block adds to the count; outside the block nothing changes.
+        with calling("reading saver.bytes_saved"):
+            after_first = saver.bytes_saved
+        _learner_run(saver, case, case.make(seed + 1), said)
+        second = _saved_during(case.loss, case.make(seed + 1), True)[1]
+        with calling("reading saver.bytes_saved"):
+            counted = saver.bytes_saved
+        said_again = f"{said}, then a second forward pass in a second `with saver:` block"
+        if after_first and counted == _bytes_expected(second):
+            fail(f"{said_again}: bytes_saved is {describe(counted)}, the bytes of the second pass only; expected "
+                 f"{after_first + counted}. bytes_saved starts at 0 when the saver is made and keeps growing: do not "
+                 "reset it when a block begins.")
+        _judge_bytes(counted - after_first, second, f"{said_again} (counting its increase)")
+        outside = case.make(seed + 2)
+        with _learner_unpack(f"running {case.text} after the `with saver:` blocks"):
+            case.loss(outside).backward()
+        exact_params = case.make(seed + 2)
+        exact = _grads(exact_params, case.loss(exact_params))
+        outside_grads = [p.grad for p in outside if p.requires_grad]
+        with calling("reading saver.bytes_saved"):
+            grew = saver.bytes_saved != counted
+        if grew or not all(close(g, e, 1e-6) for g, e in zip(outside_grads, exact)):
+            fail(f"{said}: after the `with` block, a forward pass outside it was still "
+                 f"{'counted' if grew else 'stored in float16'}. Leaving the block must remove the hooks (use "
+                 "saved_tensors_hooks' own __exit__, or call it from yours).")
+
+
 CHECKS = {
     "fuse_sgd_into_backward": check_fuse_sgd_into_backward,
     "call_when_all_grads_ready": check_call_when_all_grads_ready,
+    "HalfPrecisionSaver": check_HalfPrecisionSaver,
 }

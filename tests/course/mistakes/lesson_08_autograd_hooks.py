@@ -28,6 +28,27 @@ def call_when_all_grads_ready(tensors, callback):
 '''
 
 
+_SAVER = '''
+import torch
+
+
+class HalfPrecisionSaver(torch.autograd.graph.saved_tensors_hooks):
+    def __init__(self):
+        self.bytes_saved = 0
+        super().__init__(self.pack, self.unpack)
+
+    def pack(self, tensor):
+        if tensor.dtype not in (torch.float32, torch.float64):
+            return tensor, None
+        self.bytes_saved += tensor.numel() * (tensor.element_size() - 2)
+        return tensor.half(), tensor.dtype
+
+    def unpack(self, packed):
+        tensor, dtype = packed
+        return tensor if dtype is None else tensor.to(dtype)
+'''
+
+
 def _changed(source, old, new):
     assert source.count(old) == 1, f"{old!r} is not once in the source"
     return source.replace(old, new)
@@ -35,6 +56,10 @@ def _changed(source, old, new):
 
 def _fused(old, new):
     return _changed(_FUSED, old, new)
+
+
+def _saver(old, new):
+    return _changed(_SAVER, old, new)
 
 
 ENTRIES = [
@@ -294,6 +319,129 @@ class Watcher:
 
 def call_when_all_grads_ready(tensors, callback):
     return Watcher(tensors, callback)
+''',
+         expect=[]),
+    # ------------------------------------------------------------------ HalfPrecisionSaver
+    dict(exercise="HalfPrecisionSaver", kind="wrong", why="unpack gives back float16",
+         source=_saver("return tensor if dtype is None else tensor.to(dtype)", "return tensor"),
+         expect=["original dtype"]),
+    dict(exercise="HalfPrecisionSaver", kind="wrong", why="stores flattened, gives back flat",
+         source=_saver("return tensor.half(), tensor.dtype", "return tensor.half().flatten(), tensor.dtype"),
+         expect=["original shape"]),
+    dict(exercise="HalfPrecisionSaver", kind="wrong", why="converts integer and bfloat16 tensors too",
+         source=_saver("if tensor.dtype not in (torch.float32, torch.float64):",
+                       "if tensor.dtype in (torch.float16,):"),
+         expect=["every other tensor unchanged"]),
+    dict(exercise="HalfPrecisionSaver", kind="wrong", why="converts integer tensors too",
+         source=_saver("""            return tensor, None
+        self.bytes_saved += tensor.numel() * (tensor.element_size() - 2)""", """            if tensor.is_floating_point():
+                return tensor, None
+        else:
+            self.bytes_saved += tensor.numel() * (tensor.element_size() - 2)"""),
+         expect=["max_pool1d over 4200", "integer and bfloat16 tensors keep their values"]),
+    dict(exercise="HalfPrecisionSaver", kind="wrong", why="converts bfloat16 tensors too",
+         source=_saver("if tensor.dtype not in (torch.float32, torch.float64):",
+                       "if not tensor.is_floating_point():"),
+         expect=["bfloat16 tensors keep their values"]),
+    dict(exercise="HalfPrecisionSaver", kind="wrong", why="stores in full precision",
+         source=_saver("return tensor.half(), tensor.dtype", "return tensor, tensor.dtype"),
+         expect=["full-precision gradient", "not stored as float16"]),
+    dict(exercise="HalfPrecisionSaver", kind="wrong", why="counts every byte of the tensor",
+         source=_saver("tensor.numel() * (tensor.element_size() - 2)", "tensor.numel() * tensor.element_size()"),
+         expect=["counted every byte"]),
+    dict(exercise="HalfPrecisionSaver", kind="wrong", why="counts 2 bytes a number",
+         source=_saver("tensor.numel() * (tensor.element_size() - 2)", "tensor.numel() * 2"),
+         expect=["float64 number takes 8 bytes"]),
+    dict(exercise="HalfPrecisionSaver", kind="wrong", why="counts numbers",
+         source=_saver("tensor.numel() * (tensor.element_size() - 2)", "tensor.numel()"),
+         expect=["numbers, not bytes"]),
+    dict(exercise="HalfPrecisionSaver", kind="wrong", why="counts tensors that stay as they are",
+         source=_saver("""        if tensor.dtype not in (torch.float32, torch.float64):
+            return tensor, None
+        self.bytes_saved += tensor.numel() * (tensor.element_size() - 2)""",
+                       """        self.bytes_saved += tensor.numel() * (tensor.element_size() - 2)
+        if tensor.dtype not in (torch.float32, torch.float64):
+            return tensor, None"""),
+         expect=["tensors that stay as they are"]),
+    dict(exercise="HalfPrecisionSaver", kind="wrong", why="resets the count on entering",
+         source=_SAVER + '''
+    def __enter__(self):
+        self.bytes_saved = 0
+        return super().__enter__()
+''',
+         expect=["second `with saver:` block", "do not reset it"]),
+    dict(exercise="HalfPrecisionSaver", kind="wrong", why="never leaves the hooks",
+         source='''
+import torch
+
+
+class HalfPrecisionSaver:
+    def __init__(self):
+        self.bytes_saved = 0
+
+    def pack(self, tensor):
+        if tensor.dtype not in (torch.float32, torch.float64):
+            return tensor, None
+        self.bytes_saved += tensor.numel() * (tensor.element_size() - 2)
+        return tensor.half(), tensor.dtype
+
+    def unpack(self, packed):
+        tensor, dtype = packed
+        return tensor if dtype is None else tensor.to(dtype)
+
+    def __enter__(self):
+        torch.autograd.graph.saved_tensors_hooks(self.pack, self.unpack).__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        return False
+''',
+         expect=["after the `with` block", "remove the hooks"]),
+    dict(exercise="HalfPrecisionSaver", kind="right", why="a context manager that enters saved_tensors_hooks",
+         source='''
+import torch
+
+
+class HalfPrecisionSaver:
+    def __init__(self):
+        self.bytes_saved = 0
+        self._hooks = torch.autograd.graph.saved_tensors_hooks(self._pack, self._unpack)
+
+    def _pack(self, t):
+        if t.is_floating_point() and t.element_size() > 2 and t.dtype != torch.bfloat16:
+            self.bytes_saved += t.numel() * t.element_size() - t.numel() * 2
+            return {"data": t.to(torch.float16), "dtype": t.dtype}
+        return {"data": t, "dtype": t.dtype}
+
+    def _unpack(self, stored):
+        return stored["data"].to(stored["dtype"])
+
+    def __enter__(self):
+        self._hooks.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        return self._hooks.__exit__(*exc)
+''',
+         expect=[]),
+    dict(exercise="HalfPrecisionSaver", kind="right", why="closures instead of methods",
+         source='''
+import torch
+from torch.autograd.graph import saved_tensors_hooks
+
+
+class HalfPrecisionSaver(saved_tensors_hooks):
+    def __init__(self):
+        self.bytes_saved = 0
+
+        def pack(tensor):
+            if tensor.dtype in (torch.float32, torch.float64):
+                small = tensor.to(torch.half)
+                self.bytes_saved += tensor.nelement() * tensor.element_size() - small.nelement() * small.element_size()
+                return small, tensor.dtype
+            return tensor, tensor.dtype
+
+        super().__init__(pack, lambda packed: packed[0].to(packed[1]))
 ''',
          expect=[]),
 ]
