@@ -32,8 +32,8 @@ import functools
 
 import matplotlib.pyplot as plt
 import torch
-import torch.optim.optimizer
 from torch import nn
+from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
 
 from hooked.notebook import check, hint, try_it
 
@@ -423,12 +423,22 @@ with try_it():
 # and `kwargs == {}`; `optimizer.step(closure)` gives a pair. Register them with
 # `optimizer.register_step_pre_hook(hook)` and `optimizer.register_step_post_hook(hook)`.
 #
-# `torch.optim.optimizer.register_optimizer_step_pre_hook(hook)` and
-# `register_optimizer_step_post_hook(hook)` register **global** hooks, called for every optimizer
-# in the program. The order around one step: global pre-hooks, the optimizer's pre-hooks, the step,
-# the optimizer's post-hooks, global post-hooks.
+# `register_optimizer_step_pre_hook(hook)` and `register_optimizer_step_post_hook(hook)`, from the
+# module `torch.optim.optimizer`, register **global** hooks, called for every optimizer in the
+# program. The order around one step, whatever the order of registration: global pre-hooks, the
+# optimizer's pre-hooks, the step, the optimizer's post-hooks, global post-hooks. (The cell below
+# registers them in the opposite order.)
+#
+# Import them with `from torch.optim.optimizer import ...`: on torch 2.13 the package `torch.optim`
+# deletes its attribute `optimizer`, so `torch.optim.optimizer.register_optimizer_step_pre_hook`
+# raises `AttributeError`, even after `import torch.optim.optimizer`.
 
 # %%
+import torch.optim.optimizer  # loads the module, yet torch.optim gets no attribute for it
+
+print("hasattr(torch.optim, 'optimizer'):", hasattr(torch.optim, "optimizer"))
+assert not hasattr(torch.optim, "optimizer")
+
 torch.manual_seed(0)
 layer = nn.Linear(3, 1)
 optimizer = torch.optim.SGD(layer.parameters(), lr=0.1)
@@ -443,9 +453,9 @@ def recorder(label):
 
 handles = [
     optimizer.register_step_post_hook(recorder("optimizer post")),
-    torch.optim.optimizer.register_optimizer_step_post_hook(recorder("global post")),
+    register_optimizer_step_post_hook(recorder("global post")),
     optimizer.register_step_pre_hook(recorder("optimizer pre")),
-    torch.optim.optimizer.register_optimizer_step_pre_hook(recorder("global pre")),
+    register_optimizer_step_pre_hook(recorder("global pre")),
 ]
 layer(torch.randn(4, 3)).sum().backward()
 optimizer.step()
@@ -662,6 +672,6 @@ for handle in handles:
 # | `module.register_load_state_dict_post_hook` | `(module, incompatible_keys)` | child first | must be `None`; may edit the key lists |
 # | `optimizer.register_step_pre_hook` | `(optimizer, args, kwargs)`, `args == (optimizer,)` | after global pre-hooks | `None` or new `(args, kwargs)` |
 # | `optimizer.register_step_post_hook` | `(optimizer, args, kwargs)` | before global post-hooks | ignored |
-# | `torch.optim.optimizer.register_optimizer_step_pre_hook` / `_post_hook` | `(optimizer, args, kwargs)` | around every optimizer's own hooks | as the optimizer's |
+# | `register_optimizer_step_pre_hook` / `_post_hook` (from `torch.optim.optimizer`) | `(optimizer, args, kwargs)` | around every optimizer's own hooks | as the optimizer's |
 #
 # Every `register_*` call returns a handle; remove it when the hook's job is done.
