@@ -62,8 +62,8 @@ assert seen == ["Linear", "ReLU", "Sequential", "Linear"]
 
 # %% [markdown]
 # That is also the danger. A global hook that is never removed keeps firing, for every model,
-# until the process ends; in a notebook, running its cell again adds a second one. Below a
-# forgotten counter keeps counting the calls of a model it was never meant for.
+# until the process ends. Below a forgotten counter keeps counting the calls of a model it was
+# never meant for.
 
 # %%
 calls = {"count": 0}
@@ -132,11 +132,17 @@ assert hooks_registered() == 0
 # | `register_module_full_backward_pre_hook(hook)` | `hook(module, grad_output)` | `register_full_backward_pre_hook` |
 # | `register_module_full_backward_hook(hook)` | `hook(module, grad_input, grad_output)` | `register_full_backward_hook` |
 #
-# Return values work as for the module's own hooks (a forward hook's return replaces the output,
-# and so on). The global forward pre-hook has no `with_kwargs`, and none of them has `prepend`:
+# Return values work as for the module's own hooks; for instance, a global forward hook's
+# return replaces the output of every module. The global forward pre-hook has no `with_kwargs`,
+# and none of them has `prepend`:
 
 # %%
 import inspect
+
+with module_hooks.register_module_forward_hook(lambda module, args, output: torch.zeros_like(output)):
+    zeroed = small(torch.randn(1, 3))
+print("with a global hook returning torch.zeros_like(output):", zeroed)
+assert torch.equal(zeroed, torch.zeros(1, 4))
 
 for name in ("register_module_forward_pre_hook", "register_module_forward_hook",
              "register_module_full_backward_pre_hook", "register_module_full_backward_hook"):
@@ -209,7 +215,7 @@ assert backwards == ["1.1", "1.0", "1", "0", "(root)"]
 # `register_module_module_registration_hook`. Each hook is called as `hook(module, name, value)`
 # when a parameter, buffer or submodule is registered, by `register_parameter` and friends or
 # simply by assigning an attribute in `__init__`. A non-None return replaces the value
-# registered. They suit tools that must see every parameter as it is created.
+# registered. They suit tools that must see (or wrap) every parameter as it is created.
 
 # %%
 registered = []
@@ -225,6 +231,14 @@ for entry in registered:
 assert ("parameter", "Linear", "weight") in registered and ("parameter", "Linear", "bias") in registered
 assert ("buffer", "BatchNorm1d", "running_mean") in registered
 assert ("module", "Sequential", "0") in registered and ("module", "Sequential", "1") in registered
+
+# A non-None return replaces what is registered: here every new parameter is created frozen.
+with module_hooks.register_module_parameter_registration_hook(
+        lambda m, name, value: nn.Parameter(value.detach(), requires_grad=False)):
+    frozen_from_birth = nn.Linear(2, 3)
+print("a Linear built under the hook: requires_grad",
+      {name: p.requires_grad for name, p in frozen_from_birth.named_parameters()})
+assert not any(p.requires_grad for p in frozen_from_birth.parameters())
 
 # %% [markdown]
 # ## `with_kwargs=True`: keyword arguments are invisible without it
