@@ -36,12 +36,16 @@ def summarize_model(model, *inputs, **kwargs):
 '''
 
 
-def _summary(*replacements):
-    text = _SUMMARY
+def _edited(text, *replacements):
+    """`text` with each `(old, new)` replacement made; `old` must be there."""
     for old, new in replacements:
         assert old in text, old
         text = text.replace(old, new)
     return text
+
+
+def _summary(*replacements):
+    return _edited(_SUMMARY, *replacements)
 
 
 _FIND = '''
@@ -71,11 +75,7 @@ def find_first_nonfinite(model, *inputs):
 
 
 def _find(*replacements):
-    text = _FIND
-    for old, new in replacements:
-        assert old in text, old
-        text = text.replace(old, new)
-    return text
+    return _edited(_FIND, *replacements)
 
 
 ENTRIES = [
