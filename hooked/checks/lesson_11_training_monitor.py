@@ -16,6 +16,8 @@ from hooked.checks.optimizers import PlainSGD
 from hooked.checks.tensors import describe, random_tensor
 
 _KEYS = ("mean", "std", "zero_fraction")
+_LOOP_VARIABLE = ("If the records all landed under one name, the hook reads the loop variable when it runs: bind the "
+                  "name when you make the hook (a function that returns the hook, or a default argument).")
 
 
 # ---------------------------------------------------------------- shared helpers
@@ -24,6 +26,11 @@ def _seeded(seed, build):
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         return build(random.Random(seed))
+
+
+def _listed(places, shown=4):
+    more = f" and {len(places) - shown} more" if len(places) > shown else ""
+    return ", ".join(places[:shown]) + more
 
 
 def _hooks_left(model):
@@ -83,7 +90,7 @@ def _remove_all(handles, call_text, model):
             handle.remove()
     left = _hooks_left(model)
     if left:
-        fail(f"after removing every handle returned by {call_text}, hooks were still registered: {left}. "
+        fail(f"after removing every handle returned by {call_text}, hooks were still registered: {_listed(left)}. "
              "Return the handle of every hook you registered.")
 
 
@@ -112,12 +119,13 @@ def _check_keys(recorded, expected, said, what, duplicates):
         fail(f"{said} there are records under {shared}, a second name of the same {what} object as "
              f"{[duplicates[key] for key in shared]}: named_{what}s() lists a shared {what} once, under its first "
              f"name. Listing with remove_duplicate=False hooks it twice.")
+    missing = [name for name in expected if name not in recorded]
     if names:
         fail(f"{said} there are records under {names}, which should not be recorded; expected names "
-             f"{sorted(expected)}.")
-    missing = [name for name in expected if name not in recorded]
+             f"{sorted(expected)}." + (f" Nothing was recorded for {missing}. {_LOOP_VARIABLE}" if missing else ""))
     if missing:
-        fail(f"{said} nothing was recorded for {missing} (records hold {sorted(map(str, recorded))}).")
+        fail(f"{said} nothing was recorded for {missing} (records hold {sorted(map(str, recorded))}). "
+             f"{_LOOP_VARIABLE}")
 
 
 def _run(doing, function, *args):
@@ -216,6 +224,9 @@ def _compare_stats(stats, reference, call_text, said, duplicates):
     _check_keys(recorded, reference.outputs, said, "module", duplicates)
     for name, outputs in reference.outputs.items():
         entries = recorded[name]
+        if len(entries) == 1 < len(outputs):
+            fail(f"{said} stats[{name!r}] holds 1 entry; the module was called {len(outputs)} times so far. Append "
+                 "one entry per call to the module's list instead of replacing the list.")
         if len(entries) != len(outputs):
             twice = len(entries) == 2 * len(outputs)
             fail(f"{said} stats[{name!r}] holds {len(entries)} entries; the module was called {len(outputs)} "
@@ -242,9 +253,11 @@ def check_record_activation_stats(record_activation_stats):
             with torch.set_grad_enabled(grad_mode):
                 output = _run(f"running model(x) after {call_text}", model, x)
                 expected = reference_model(x)
-            if not torch.equal(output.detach(), expected.detach()):
-                fail(f"After {call_text}, model(x) returned {describe(output)}; without your hooks it returns "
-                     f"{describe(expected)}. A forward hook that returns a value replaces the output: return None.")
+            if not torch.equal(output.detach(), expected.detach()) or output.requires_grad != expected.requires_grad:
+                fail(f"After {call_text}, model(x) returned {describe(output)} (requires_grad "
+                     f"{output.requires_grad}); without your hooks it returns {describe(expected)} (requires_grad "
+                     f"{expected.requires_grad}). A forward hook that returns a value replaces the output, a "
+                     "detached one cuts training off: return None.")
             mode = "with grad mode on" if grad_mode else "under torch.no_grad()"
             _compare_stats(stats, reference, call_text, f"After {call_text} and forward pass {step} ({mode}),",
                            duplicates)
@@ -302,6 +315,9 @@ def _compare_norms(norms, reference, accumulated, clipped, call_text, said, dupl
              "expected none.")
     for name, grads in reference.grads.items():
         entries = recorded[name]
+        if len(entries) == 1 < len(grads):
+            fail(f"{said} norms[{name!r}] holds 1 entry; {len(grads)} backward passes computed a gradient for "
+                 "that parameter. Append one entry per backward pass instead of replacing the list.")
         if len(entries) != len(grads):
             fail(f"{said} norms[{name!r}] holds {len(entries)} entries; {len(grads)} backward pass(es) computed "
                  "a gradient for that parameter, one entry each. A tensor hook fires once per backward pass, "
@@ -408,7 +424,7 @@ def _new_monitor(TrainingMonitor, model, call_text):
     monitor = _run(f"calling {call_text}", TrainingMonitor, model, (nn.ReLU,))
     left = _hooks_left(model)
     if left:
-        fail(f"{call_text} registered hooks already ({left}); the constructor registers nothing, attach() does.")
+        fail(f"{call_text} registered hooks already ({_listed(left)}); the constructor registers nothing, attach() does.")
     for name in ("activation_stats", "grad_norms"):
         value = _attribute(monitor, name, f"reading monitor.{name} after {call_text}")
         if not isinstance(value, Mapping) or any(value.values()):
@@ -457,12 +473,14 @@ def _check_attach_train_remove(TrainingMonitor):
     _run("calling monitor.remove()", monitor.remove)
     left = _hooks_left(model)
     if left:
-        fail(f"after monitor.remove(), hooks were still registered: {left}. remove() must remove every hook the "
+        fail(f"after monitor.remove(), hooks were still registered: {_listed(left)}. remove() must remove every hook the "
              "monitor registered: keep each handle, those your two functions return included.")
     _run("calling monitor.remove() a second time", monitor.remove)
-    counts = {name: len(entries) for name, entries in stats.items()}
-    if not any(counts.values()):
-        fail("after monitor.remove(), monitor.activation_stats is empty; the recorded data must stay.")
+    kept = _attribute(monitor, "activation_stats", "reading monitor.activation_stats after monitor.remove()")
+    counts = {name: len(entries) for name, entries in kept.items()}
+    if not any(counts.values()) or not any(_attribute(monitor, "grad_norms", "reading monitor.grad_norms").values()):
+        fail("after monitor.remove(), monitor.activation_stats or monitor.grad_norms is empty; the recorded data "
+             "must stay.")
     x = random_tensor(seed * 10 + 3, (3, width))
     if not torch.equal(model(x), reference_model(x)):
         fail("after monitor.remove(), model(x) differs from the same model that never had a monitor.")
@@ -516,7 +534,7 @@ def _check_nonfinite_output(TrainingMonitor):
             model(x).pow(2).mean().backward()
     left = _hooks_left(model)
     if left:
-        fail(f"after the with block, hooks were still registered: {left}; __exit__ must remove them.")
+        fail(f"after the with block, hooks were still registered: {_listed(left)}; __exit__ must remove them.")
     _check_first(bound.first_nonfinite, watch.first, nan_watch.first, said,
                  f"expected {watch.first!r}, the first module (in the order the forward hooks fire) whose output "
                  "contained inf.")
@@ -530,13 +548,15 @@ def _check_nonfinite_gradient(TrainingMonitor):
     x = random_tensor(seed, (3, width))
     upstream = torch.ones(3, model[2].out_features)
     upstream[0, 0] = math.inf
-    reference_model(x).backward(upstream)
-    forward_only(x).backward(upstream)
+    # (output * upstream).sum() rather than output.backward(upstream): a gradient passed to backward makes
+    # torch import sympy (1 s); the product lies outside the model, so every module's output stays finite.
+    (reference_model(x) * upstream).sum().backward()
+    (forward_only(x) * upstream).sum().backward()
     assert watch.first is not None and output_watch.first is None
     monitor = _run("calling TrainingMonitor(model, (nn.ReLU,)).attach()",
                    lambda: TrainingMonitor(model, (nn.ReLU,)).attach())
-    _run("running model(x).backward(g) with the monitor attached, g containing inf",
-         lambda: model(x).backward(upstream))
+    _run("running (model(x) * g).sum().backward() with the monitor attached, g containing inf",
+         lambda: (model(x) * upstream).sum().backward())
     _run("calling monitor.remove()", monitor.remove)
     said = "After a backward pass whose gradients contain inf (every output of the forward pass was finite),"
     _check_first(monitor.first_nonfinite, watch.first, None, said,
@@ -562,7 +582,7 @@ def _check_exception_in_block(TrainingMonitor):
              "true value). Return None from __exit__ so the exception goes on.")
     left = _hooks_left(model)
     if left:
-        fail(f"{doing}: after the exception left the block, hooks were still registered: {left}. "
+        fail(f"{doing}: after the exception left the block, hooks were still registered: {_listed(left)}. "
              "__exit__ runs on an exception too: remove the hooks there.")
 
 
