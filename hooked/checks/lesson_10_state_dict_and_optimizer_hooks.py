@@ -22,46 +22,57 @@ def _one_line(error):
 # ---------------------------------------------------------------- migrate_checkpoint_keys
 
 class _Inner(nn.Module):
-    """Keeps its child's name `fc`: its key `inner.fc.weight` ends with the old name `fc.weight`."""
+    """Its child keeps the old name: its key `inner.<old>.weight` ends with the old key `<old>.weight`."""
 
-    def __init__(self, width):
+    def __init__(self, width, child_name):
         super().__init__()
-        self.fc = nn.Linear(width, width)
+        self.add_module(child_name, nn.Linear(width, width))
 
 
 class _Renamed(nn.Module):
-    """The refactored module: `fc` became `classifier`, `bn` became `norm`."""
+    """The refactored module: its Linear and its BatchNorm under their new names."""
 
-    def __init__(self, width, out):
+    def __init__(self, width, out, names):
         super().__init__()
-        self.inner = _Inner(width)
-        self.classifier = nn.Linear(width, out)
-        self.norm = nn.BatchNorm1d(out)
+        self.inner = _Inner(width, names.old_linear)
+        self.add_module(names.new_linear, nn.Linear(width, out))
+        self.add_module(names.new_norm, nn.BatchNorm1d(out))
+
+
+class _Names:
+    """Old and new child names of one case, and the renames they make (local keys)."""
+
+    def __init__(self, old_linear, new_linear, old_norm, new_norm):
+        self.old_linear, self.new_linear, self.old_norm, self.new_norm = old_linear, new_linear, old_norm, new_norm
+
+    def renames(self):
+        renames = {f"{self.old_linear}.{name}": f"{self.new_linear}.{name}" for name in ("weight", "bias")}
+        if self.old_norm != self.new_norm:
+            renames.update({f"{self.old_norm}.{name}": f"{self.new_norm}.{name}" for name in _BN_NAMES})
+        return renames
 
 
 _BN_NAMES = ("weight", "bias", "running_mean", "running_var", "num_batches_tracked")
-_RENAMES = {**{f"fc.{name}": f"classifier.{name}" for name in ("weight", "bias")},
-            **{f"bn.{name}": f"norm.{name}" for name in _BN_NAMES}}
 
 
 class _Decoder(nn.Module):
-    def __init__(self, width):
+    def __init__(self, width, child_name):
         super().__init__()
-        self.fc = nn.Linear(width, width)  # its key decoder.fc.weight also ends with fc.weight
+        self.add_module(child_name, nn.Linear(width, width))  # decoder.<old>.weight ends with an old key too
 
 
 class _Parent(nn.Module):
-    def __init__(self, module, width):
+    def __init__(self, module, width, names):
         super().__init__()
         self.stem = nn.Linear(width, width)
         self.encoder = module
-        self.decoder = _Decoder(width)
+        self.decoder = _Decoder(width, names.old_linear)
 
 
 class _Deep(nn.Module):
-    def __init__(self, module, width):
+    def __init__(self, module, width, names):
         super().__init__()
-        self.blocks = nn.Sequential(nn.Linear(width, width), _Parent(module, width))
+        self.blocks = nn.Sequential(nn.Linear(width, width), _Parent(module, width, names))
 
 
 def _randomized(module, seed):
@@ -75,39 +86,44 @@ def _randomized(module, seed):
     return module
 
 
-def _old_checkpoint(source, prefix, seed):
+def _old_checkpoint(source, prefix, renames, seed):
     """`source.state_dict()` with the migrated module's keys (under `prefix`) back at their old names,
     in a shuffled order; and the values each new key must receive."""
-    new_to_old = {prefix + new: prefix + old for old, new in _RENAMES.items()}
+    new_to_old = {prefix + new: prefix + old for old, new in renames.items()}
     expected = {key: value.clone() for key, value in source.state_dict().items()}
     items = [(new_to_old.get(key, key), value) for key, value in expected.items()]
     random.Random(seed).shuffle(items)
     return dict(items), expected
 
 
-def _build(seed, wrap):
+def _build(seed, wrap, names):
     """The module, the model that is loaded (the module itself, or a model holding it), and another
     such model with other values, whose state dict is the checkpoint's."""
     rng = random.Random(seed)
     width, out = rng.randint(2, 5), rng.randint(2, 5)
 
     def make():
-        module = _Renamed(width, out)
-        return module, module if wrap is None else wrap(module, width)
+        module = _Renamed(width, out, names)
+        return module, module if wrap is None else wrap(module, width, names)
 
     torch.manual_seed(seed)
     module, target = make()
     return module, target, _randomized(make()[1], seed + 100)
 
 
-# (seed, how the module sits in the model that is loaded, its prefix there)
-_MIGRATE_CASES = ((201, None, ""), (202, _Parent, "encoder."), (203, _Deep, "blocks.1.encoder."))
+# (seed, how the module sits in the model that is loaded, its prefix there, the names that changed);
+# in the last case the BatchNorm keeps its name, so only the Linear's keys are renamed.
+_MIGRATE_CASES = (
+    (201, None, "", _Names("fc", "classifier", "bn", "norm")),
+    (202, _Parent, "encoder.", _Names("proj", "head", "bn", "bn_out")),
+    (203, _Deep, "blocks.1.encoder.", _Names("fc", "out", "norm", "norm")),
+)
 
 
-def _call_migrate(migrate_checkpoint_keys, module, where):
-    call_text = f"migrate_checkpoint_keys(module, renames){where}"
+def _call_migrate(migrate_checkpoint_keys, module, renames, where):
+    call_text = f"migrate_checkpoint_keys(module, renames={renames}){where}"
     with calling(f"calling {call_text}"):
-        handle = migrate_checkpoint_keys(module, dict(_RENAMES))
+        handle = migrate_checkpoint_keys(module, dict(renames))
     if not _is_handle(handle):
         fail(f"{call_text} returned {describe(handle)}; expected the RemovableHandle that "
              "register_load_state_dict_pre_hook returned.")
@@ -117,7 +133,17 @@ def _call_migrate(migrate_checkpoint_keys, module, where):
     return handle, call_text
 
 
-def _diagnose(result_keys, old_keys, new_keys, prefix, loading):
+def _loads_alone(module, checkpoint, prefix):
+    """Whether the module, loaded by itself (prefix ''), takes its part of the old checkpoint."""
+    own = {key[len(prefix):]: value for key, value in checkpoint.items() if key.startswith(prefix)}
+    try:
+        result = module.load_state_dict(own, strict=False)
+    except Exception:  # the learner's hook; the caller reports the nested failure instead
+        return False
+    return not result.missing_keys and not result.unexpected_keys
+
+
+def _diagnose(result_keys, old_keys, new_keys, prefix, loading, loads_alone):
     missing, unexpected = result_keys
     said = f"{loading} left missing keys {missing} and unexpected keys {unexpected}."
     others = [key for key in missing if key not in new_keys]
@@ -128,13 +154,14 @@ def _diagnose(result_keys, old_keys, new_keys, prefix, loading):
         fail(f"{said} The old keys are still in the dict beside the new ones: the hook copied them instead of "
              "moving them. Remove each old key (state_dict.pop(prefix + old)).")
     if any(key in unexpected for key in old_keys):
-        if prefix:
+        if prefix and loads_alone():
             fail(f"{said} The module was loaded inside a bigger model, where its keys start with {prefix!r}: "
                  f"the hook must rename prefix + old to prefix + new, with the `prefix` argument it receives "
                  "(it is '' only when the module itself is loaded).")
-        fail(f"{said} No old key was renamed in the dict the loader uses. The hook's return value is ignored, "
-             "and rebinding the name (state_dict = {...}) builds a dict nobody loads: edit the state_dict "
-             "argument in place.")
+        fail(f"{said} The old keys of `renames` were not renamed in the dict the loader uses. Rename exactly the "
+             "keys that `renames` lists, prefix + old to prefix + new. The hook's return value is ignored, and "
+             "rebinding the name (state_dict = {...}) builds a dict nobody loads: edit the state_dict argument "
+             "in place.")
     fail(f"{said} After the hook ran, every old key prefix + old must be at prefix + new and nothing else changed.")
 
 
@@ -157,25 +184,27 @@ def _check_loaded(target, expected, loading):
     wrong = [key for key, value in expected.items() if not torch.equal(loaded[key], value)]
     if wrong:
         key = wrong[0]
-        fail(f"{loading}, {key} holds {describe(loaded[key])}; the checkpoint had {describe(expected[key])} for it "
+        fail(f"{loading.rstrip(',')}: afterwards {key} holds {describe(loaded[key])}; the checkpoint had {describe(expected[key])} for it "
              f"(under its old name). Wrong keys: {wrong}. Move each old key's value to its own new key, by name, "
              "whatever the order of the keys in the checkpoint.")
 
 
 def check_migrate_checkpoint_keys(migrate_checkpoint_keys):
-    for seed, wrap, prefix in _MIGRATE_CASES:
-        module, target, source = _build(seed, wrap)
+    for seed, wrap, prefix, names in _MIGRATE_CASES:
+        module, target, source = _build(seed, wrap, names)
+        renames = names.renames()
         where = "" if not prefix else f", the module sitting at {prefix!r} in the model loaded"
-        handle, call_text = _call_migrate(migrate_checkpoint_keys, module, where)
-        checkpoint, expected = _old_checkpoint(source, prefix, seed)
-        old_keys = [prefix + old for old in _RENAMES]
-        new_keys = [prefix + new for new in _RENAMES.values()]
+        handle, call_text = _call_migrate(migrate_checkpoint_keys, module, renames, where)
+        checkpoint, expected = _old_checkpoint(source, prefix, renames, seed)
+        old_keys = [prefix + old for old in renames]
+        new_keys = [prefix + new for new in renames.values()]
         what = "module" if not prefix else "model"
-        loading = (f"After {call_text}, {what}.load_state_dict(old_checkpoint, strict=False) with old_checkpoint "
-                   f"keys {list(checkpoint)}")
+        loading = (f"After {call_text}, {what}.load_state_dict(old_checkpoint, strict=False), the old checkpoint "
+                   "having its keys in a shuffled order,")
         result = _load(target, checkpoint, loading)
         if result.missing_keys or result.unexpected_keys:
-            _diagnose((result.missing_keys, result.unexpected_keys), old_keys, new_keys, prefix, loading)
+            _diagnose((result.missing_keys, result.unexpected_keys), old_keys, new_keys, prefix, loading,
+                      lambda: _loads_alone(module, checkpoint, prefix))
         _check_loaded(target, expected, loading)
         strict_loading = f"After {call_text}, {what}.load_state_dict(old_checkpoint) (strict=True)"
         with calling(strict_loading):
@@ -254,15 +283,15 @@ def _check_start(ema, parameters, call_text):
     for name, parameter in parameters.items():
         value = ema[name]
         if not isinstance(value, torch.Tensor):
-            fail(f"right after {call_text}, ema[{name!r}] is {describe(value)}; expected a tensor.")
+            fail(f"Right after {call_text}, ema[{name!r}] is {describe(value)}; expected a tensor.")
         if value is parameter or value.data_ptr() == parameter.data_ptr():
-            fail(f"right after {call_text}, ema[{name!r}] is the parameter itself (or shares its memory), so it "
+            fail(f"Right after {call_text}, ema[{name!r}] is the parameter itself (or shares its memory), so it "
                  "follows every step instead of averaging. Store a copy: parameter.detach().clone().")
         if value.requires_grad:
-            fail(f"right after {call_text}, ema[{name!r}] requires grad; store a copy without autograd "
+            fail(f"Right after {call_text}, ema[{name!r}] requires grad; store a copy without autograd "
                  "(parameter.detach().clone()).")
         if not close(value, parameter.detach()):
-            fail(f"right after {call_text}, ema[{name!r}] is {describe(value)}; expected a copy of the parameter's "
+            fail(f"Right after {call_text}, ema[{name!r}] is {describe(value)}; expected a copy of the parameter's "
                  f"value at attach time, {describe(parameter.detach())}.")
 
 

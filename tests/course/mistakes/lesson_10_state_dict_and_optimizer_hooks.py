@@ -101,6 +101,14 @@ def migrate_checkpoint_keys(module, renames):
     module.register_load_state_dict_pre_hook(rename)
 ''',
          expect=["returned none", "removablehandle"]),
+    dict(exercise="migrate_checkpoint_keys", kind="wrong", why="hard-codes the lesson's renames",
+         source=_migrate('''        fixed = {"fc.weight": "classifier.weight", "fc.bias": "classifier.bias"}
+        fixed.update({f"bn.{name}": f"norm.{name}"
+                      for name in ("weight", "bias", "running_mean", "running_var", "num_batches_tracked")})
+        for old, new in fixed.items():
+            if prefix + old in state_dict:
+                state_dict[prefix + new] = state_dict.pop(prefix + old)'''),
+         expect=["exactly the keys that `renames` lists"]),
     dict(exercise="migrate_checkpoint_keys", kind="right", why="one pass over the keys, *rest and a comprehension",
          source='''
 def migrate_checkpoint_keys(module, renames):
