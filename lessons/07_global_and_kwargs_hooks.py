@@ -29,6 +29,7 @@
 # %%
 import warnings
 
+import matplotlib.pyplot as plt
 import torch
 import torch.nn.modules.module as module_hooks
 from torch import nn
@@ -206,6 +207,31 @@ backwards = [name for what, name in timeline if what == "backward"]
 assert starts == ["(root)", "0", "1", "1.0", "1.1"]
 assert finishes == ["0", "1.0", "1.1", "1", "(root)"]
 assert backwards == ["1.1", "1.0", "1", "0", "(root)"]
+
+# %% [markdown]
+# The picture draws the same measurement: each module's call as a bar from the event where its
+# forward pre-hook fired to the event where its forward hook fired. The bars nest: a parent's bar
+# encloses its children's, so the parent starts first and finishes last.
+
+# %%
+spans = {}
+for step, (what, name) in enumerate(timeline):
+    if what in ("start", "finish"):
+        spans.setdefault(name, []).append(step)
+fig, ax = plt.subplots(figsize=(7, 2.6))
+for row, (name, (start, finish)) in enumerate(spans.items()):
+    ax.barh(row, finish - start, left=start, height=0.5, color="tab:blue")
+    ax.text(start - 0.15, row, "start", ha="right", va="center", fontsize=8)
+    ax.text(finish + 0.15, row, "finish", ha="left", va="center", fontsize=8)
+ax.set_yticks(range(len(spans)), list(spans))
+ax.invert_yaxis()
+ax.set_xlim(-1.5, len(starts) + len(finishes) + 0.5)
+ax.set_xlabel("hook event number (forward pass)")
+ax.set_title("When each call starts (pre-hook) and finishes (forward hook)")
+plt.tight_layout()
+plt.show()
+assert all(spans["(root)"][0] < spans[name][0] and spans[name][1] < spans["(root)"][1]
+           for name in spans if name != "(root)")
 
 # %% [markdown]
 # ### Registration hooks, briefly

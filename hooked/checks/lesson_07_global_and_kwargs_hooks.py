@@ -173,10 +173,11 @@ def _check_rows(rows, expected, finished, model, call_text):
     if not isinstance(rows, list) or not all(isinstance(row, dict) for row in rows):
         fail(f"{call_text} returned {describe(rows)} as rows; expected a list of dicts, one per module call, with "
              f"the keys {list(_KEYS)}.")
-    missing_keys = [key for key in _KEYS if rows and key not in rows[0]]
-    if missing_keys:
-        fail(f"{said} whose first row is {rows[0]}; it lacks the keys {missing_keys}. Each row is a dict with the "
-             f"keys {list(_KEYS)}.")
+    for number, row in enumerate(rows):
+        missing_keys = [key for key in _KEYS if key not in row]
+        if missing_keys:
+            fail(f"{said} where rows[{number}] is {row}; it lacks the keys {missing_keys}. Each row is a dict with "
+                 f"the keys {list(_KEYS)}.")
     got_names, want_names = _names(rows), [row["name"] for row in expected]
     if got_names != want_names:
         model_names = [name for name, module in model.named_modules()]
