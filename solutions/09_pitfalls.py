@@ -104,6 +104,15 @@ assert torch.allclose(seen["full"], reference_grad)
 print("zeros where the ReLU cut the output:", torch.equal(seen["grad"] == 0, outputs["linear"] <= 0))
 assert torch.equal(seen["grad"] == 0, outputs["linear"] <= 0)
 
+# Written as a lambda, the forward hook returns register_hook's handle, which replaces the output:
+try:
+    with net[0].register_forward_hook(lambda module, args, output: output.register_hook(print)):
+        net(x)
+    raise AssertionError("expected a TypeError")
+except TypeError as error:
+    print("lambda forward hook:", error)
+    assert "must be Tensor, not RemovableHandle" in str(error)
+
 # %% [markdown]
 # ## Exercise 1: fix `grad_before_inplace_relu`
 #
@@ -123,7 +132,9 @@ assert torch.equal(seen["grad"] == 0, outputs["linear"] <= 0)
 #
 # Traps: reading the gradient *after* the in-place ReLU (with `retain_grad()` or
 # `torch.autograd.grad` on the stored output: both give the gradient at the ReLU's output, not
-# the layer's); switching `inplace` off for good; removing the hook only when nothing raised.
+# the layer's); switching `inplace` off for good; removing the hook only when nothing raised; a
+# forward hook written as a `lambda` that returns `output.register_hook(...)`'s handle (last line
+# of the demonstration above).
 
 # %% tags=["exercise"]
 # Exercise: grad_before_inplace_relu — write your code in this cell.
@@ -322,27 +333,30 @@ assert calls == ["pre", "forward"]
 # %% [markdown]
 # ## Pitfall 6: under `torch.no_grad()`, forward hooks fire, full backward hooks are not installed
 #
-# Forward hooks fire whatever the grad mode. A full backward hook wraps the output only when
-# gradients are on: under `no_grad` the output has no `grad_fn` at all, and the in-place error of
-# Pitfall 1 does not happen either. So code that works in evaluation can fail in training.
+# Forward hooks fire whatever the grad mode. A full backward hook works by wrapping the module's
+# output in `BackwardHookFunction` (Pitfall 1), and it does so only when gradients are on: under
+# `no_grad` the next layer receives the plain output, and the in-place error of Pitfall 1 does not
+# happen either. So code that works in evaluation can fail in training. A pre-hook on the ReLU
+# shows what it receives.
 
 # %%
 torch.manual_seed(0)
 net = nn.Sequential(nn.Linear(3, 3), nn.ReLU(inplace=True))
-fired = []
-forward_handle = net[0].register_forward_hook(lambda module, args, output: fired.append(type(output.grad_fn).__name__))
-backward_handle = net[0].register_full_backward_hook(lambda module, grad_input, grad_output: None)
+fired, relu_input = [], []
+handles = [net[0].register_forward_hook(lambda module, args, output: fired.append("forward hook")),
+           net[0].register_full_backward_hook(lambda module, grad_input, grad_output: fired.append("backward hook")),
+           net[1].register_forward_pre_hook(lambda module, args: relu_input.append(type(args[0].grad_fn).__name__))]
 with torch.no_grad():
-    out = net(torch.randn(2, 3))
-print("under no_grad: the forward hook fired, seeing grad_fn", fired, "| no error from the in-place ReLU")
-assert fired == ["NoneType"] and out.grad_fn is None
-with torch.enable_grad():
-    net[1].inplace = False
     net(torch.randn(2, 3))
-print("with grad on, the output the forward hook sees comes from", fired[-1])
-assert fired[-1] == "BackwardHookFunctionBackward"
-forward_handle.remove()
-backward_handle.remove()
+print("under no_grad: fired", fired, "| the ReLU's input has grad_fn", relu_input[-1], "| no in-place error")
+assert fired == ["forward hook"] and relu_input == ["NoneType"]
+
+net[1].inplace = False  # with gradients on, the in-place ReLU would fail as in Pitfall 1
+net(torch.randn(2, 3, requires_grad=True)).sum().backward()
+print("with gradients on: fired", fired[1:], "| the ReLU's input has grad_fn", relu_input[-1])
+assert fired[1:] == ["forward hook", "backward hook"] and relu_input[-1] == "BackwardHookFunctionBackward"
+for handle in handles:
+    handle.remove()
 
 # %% [markdown]
 # ## Pitfall 7: a module used twice fires its hooks twice
@@ -380,7 +394,7 @@ assert not torch.equal(every_call[0], every_call[1])
 # ## Pitfall 8: `torch.save(model)` pickles the hooks
 #
 # `torch.save(model)` pickles the whole module object, hook dicts included. A hook defined with
-# `lambda` (or inside a function) cannot be pickled, so saving fails. Save the `state_dict()`
+# `lambda` cannot be pickled, so saving fails. Save the `state_dict()`
 # instead: the parameters and buffers only, no hooks. Load it into a fresh model.
 
 # %%
@@ -411,10 +425,11 @@ assert torch.equal(fresh[0].weight, net[0].weight) and len(fresh[0]._forward_hoo
 #
 # - hooks registered **before** compiling fire on every compiled call;
 # - a hook added **after** compiling a module that had no hooks is silently ignored by the
-#   compiled model (torch's default `skip_nnmodule_hook_guards=True` means it does not check for
-#   new hooks), while calling the plain module still fires it.
+#   compiled model (with torch's default `torch._dynamo.config.skip_nnmodule_hook_guards=True`,
+#   the compiled code does not check for new hooks), while calling the plain module still fires
+#   it; after `torch._dynamo.reset()`, which throws the compiled code away, it fires again.
 #
-# So register hooks before compiling, or compile again after adding one. Other torch versions
+# So register hooks before compiling. Other torch versions
 # may behave differently; the cell prints the version it ran on.
 
 # %%
@@ -451,9 +466,15 @@ print("hook added after compiling a hook-free module: compiled call ->", len(aft
 after(x)
 print("                                              plain call    ->", len(after_calls), "firing")
 assert after_calls == ["fired"]
+print("skip_nnmodule_hook_guards:", torch._dynamo.config.skip_nnmodule_hook_guards)
+assert torch._dynamo.config.skip_nnmodule_hook_guards is True
+torch._dynamo.reset()
+compiled_after(x)
+print("after torch._dynamo.reset(): compiled call ->", len(after_calls) - 1, "firing")
+assert after_calls == ["fired", "fired"]
 seconds = time.perf_counter() - start
 print(f"this cell took {seconds:.1f} s")
-torch._dynamo.reset()
+torch._dynamo.reset()  # free the compiled code
 
 # %% [markdown]
 # ## Debugging: which hooks are still registered?
@@ -477,19 +498,44 @@ torch._dynamo.reset()
 # `with_kwargs=True` and `always_call=True` do **not** get dicts of their own: the hook goes into
 # `_forward_hooks` (or `_forward_pre_hooks`), and the flag into a separate dict of `{id: True}`.
 # Global hooks (`torch.nn.modules.module.register_module_forward_hook`) live in the module
-# `torch.nn.modules.module`, not in any model.
+# `torch.nn.modules.module`, not in any model. The cell below registers one hook of each kind and
+# finds the dict that holds it.
 
 # %%
+where_kept = {"register_forward_pre_hook": "_forward_pre_hooks", "register_forward_hook": "_forward_hooks",
+              "register_full_backward_pre_hook": "_backward_pre_hooks",
+              "register_full_backward_hook": "_backward_hooks",
+              "register_state_dict_pre_hook": "_state_dict_pre_hooks",
+              "register_state_dict_post_hook": "_state_dict_hooks",
+              "register_load_state_dict_pre_hook": "_load_state_dict_pre_hooks",
+              "register_load_state_dict_post_hook": "_load_state_dict_post_hooks"}
 demo = nn.Linear(2, 2)
-hook = demo.register_forward_hook(lambda module, args, kwargs, output: None, with_kwargs=True, always_call=True)
-wrapped = demo.register_load_state_dict_pre_hook(lambda *args: None)
-for name, value in vars(demo).items():
-    if "hook" in name and value:
-        print(f"{name:32} {dict(value)}")
-assert set(demo._forward_hooks_with_kwargs.values()) == {True} and len(demo._forward_hooks) == 1
-print("the load_state_dict pre-hook is stored as", type(demo._load_state_dict_pre_hooks[wrapped.id]).__name__)
-print("parameters' tensor hook dicts before any hook:", demo.weight._backward_hooks)
-assert demo.weight._backward_hooks is None
+for method, attribute in where_kept.items():
+    registered = lambda *args: None  # noqa: E731
+    handle = getattr(demo, method)(registered)
+    holders = [name for name, value in vars(demo).items() if isinstance(value, dict) and handle.id in value]
+    stored = getattr(demo, attribute)[handle.id]
+    print(f"{method:35} -> {holders}, stored as {type(stored).__name__}")
+    assert holders == [attribute]
+    assert stored is registered or stored.hook is registered  # a _WrappedHook keeps yours as .hook
+    handle.remove()
+
+handle = demo.register_forward_hook(lambda module, args, kwargs, output: None, with_kwargs=True, always_call=True)
+holders = {name: value[handle.id] for name, value in vars(demo).items() if isinstance(value, dict) and handle.id in value}
+print("with_kwargs=True, always_call=True ->", holders)
+assert list(holders) == ["_forward_hooks", "_forward_hooks_with_kwargs", "_forward_hooks_always_called"]
+assert holders["_forward_hooks_with_kwargs"] is True and holders["_forward_hooks_always_called"] is True
+handle.remove()
+
+print("a parameter's _backward_hooks before any hook:", demo.weight._backward_hooks)
+handle = demo.weight.register_hook(lambda grad: None)
+print("after register_hook:", demo.weight._backward_hooks)
+assert len(demo.weight._backward_hooks) == 1
+handle.remove()
+handle = demo.weight.register_post_accumulate_grad_hook(lambda parameter: None)
+print("after register_post_accumulate_grad_hook:", demo.weight._post_accumulate_grad_hooks)
+assert len(demo.weight._post_accumulate_grad_hooks) == 1
+handle.remove()
 
 # %% [markdown]
 # ## Exercise 2: `find_registered_hooks`
