@@ -126,7 +126,7 @@ with layer.register_state_dict_pre_hook(lambda module, prefix, keep_vars: "ignor
 # raises `AttributeError` at once, because `register_state_dict_post_hook` sets an attribute on the
 # function it receives, and a bound method takes no attributes. Wrap the method in
 # `functools.partial` (or a plain function). The cell shows the error and the workaround on the
-# pinned torch; other hooks take bound methods without trouble.
+# pinned torch, and that a `state_dict` pre-hook does take a bound method.
 
 # %%
 class NoteWriter:
@@ -474,7 +474,8 @@ for handle in handles:
 # %% [markdown]
 # The post-hook runs after the parameters have changed; the pre-hook still sees the old values.
 # A step post-hook's return is ignored. A step pre-hook may return `None` or a new
-# `(args, kwargs)` pair for `step`; anything else raises.
+# `(args, kwargs)` pair, which `step` is then called with (below, a closure that SGD runs);
+# anything else raises.
 
 # %%
 before_after = {}
@@ -489,6 +490,22 @@ print("pre-hook saw the old weight:", torch.equal(before_after["pre"], start),
       "| post-hook saw the new one:", torch.equal(before_after["post"], start - 0.1 * layer.weight.grad))
 assert torch.equal(before_after["pre"], start)
 assert torch.allclose(before_after["post"], start - 0.1 * layer.weight.grad)
+
+with optimizer.register_step_post_hook(lambda opt, args, kwargs: "ignored"):
+    optimizer.step()
+    print("a post-hook returning a string: the step ran normally")
+
+ran = []
+
+
+def add_closure(opt, args, kwargs):
+    return args, {"closure": lambda: ran.append("closure")}
+
+
+with optimizer.register_step_pre_hook(add_closure):
+    optimizer.step()
+print("step() called with the pre-hook's kwargs; the closure ran:", ran)
+assert ran == ["closure"]
 
 with optimizer.register_step_pre_hook(lambda opt, args, kwargs: 5):
     try:
@@ -647,10 +664,17 @@ def set_lr(opt, state_dict):
     return changed  # used instead of the dict given
 
 
-handles = [adam.register_state_dict_pre_hook(lambda opt: calls.append("pre")),
+def record(label):
+    def hook(opt):
+        calls.append(label)
+        return "ignored"
+    return hook
+
+
+handles = [adam.register_state_dict_pre_hook(record("pre")),
            adam.register_state_dict_post_hook(tag_saved),
            adam.register_load_state_dict_pre_hook(set_lr),
-           adam.register_load_state_dict_post_hook(lambda opt: calls.append("load post"))]
+           adam.register_load_state_dict_post_hook(record("load post"))]
 saved = adam.state_dict()
 print("saved keys:", list(saved))
 adam.load_state_dict(saved)
@@ -660,6 +684,10 @@ assert calls == ["pre", "post", "load pre", "load post"] and adam.param_groups[0
 assert saved["param_groups"][0]["lr"] == 0.01  # the caller's dict is unchanged
 for handle in handles:
     handle.remove()
+
+with adam.register_state_dict_post_hook(lambda opt, state_dict: {"replaced": True}):
+    print("a state_dict post-hook returning a dict:", adam.state_dict())
+    assert adam.state_dict() == {"replaced": True}
 
 # %% [markdown]
 # ## Summary
