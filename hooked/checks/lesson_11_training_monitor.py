@@ -12,7 +12,6 @@ import torch
 from torch import nn
 
 from hooked.checking import CheckFailed, calling, fail
-from hooked.checks.optimizers import PlainSGD
 from hooked.checks.tensors import describe, random_tensor
 
 _KEYS = ("mean", "std", "zero_fraction")
@@ -126,6 +125,15 @@ def _check_keys(recorded, expected, said, what, duplicates):
     if missing:
         fail(f"{said} nothing was recorded for {missing} (records hold {sorted(map(str, recorded))}). "
              f"{_LOOP_VARIABLE}")
+
+
+def _sgd_step(model, lr):
+    """p <- p - lr * p.grad by hand: no optimizer, so the notebook's check() never imports torch._dynamo
+    (a torch.optim optimizer, PlainSGD too, imports it on construction outside the grading worker)."""
+    with torch.no_grad():
+        for parameter in model.parameters():
+            if parameter.grad is not None:
+                parameter.sub_(lr * parameter.grad)
 
 
 def _run(doing, function, *args):
@@ -353,8 +361,6 @@ def check_track_grad_norms(track_grad_norms):
                                  "(norms, handles)")
         accumulated, clipped = {}, {}
         frozen = [name for name, parameter in model.named_parameters() if not parameter.requires_grad]
-        optimizer = PlainSGD(model.parameters(), lr=0.1)
-        reference_optimizer = PlainSGD(reference_model.parameters(), lr=0.1)
         # Two backward passes accumulated into one step, then a step, then one clipped backward pass.
         plan = (("backward pass 1 of 2 accumulated", False), ("backward pass 2 of 2 accumulated, then a step", True),
                 ("backward pass 3, then clip_grad_norm_", None))
@@ -379,9 +385,9 @@ def check_track_grad_norms(track_grad_norms):
                         clipped.setdefault(name, {})[step - 1] = parameter.grad.norm().item()
             _compare_norms(norms, reference, accumulated, clipped, call_text, said, duplicates, frozen)
             if then_step:
-                for opt in (optimizer, reference_optimizer):
-                    opt.step()
-                    opt.zero_grad()
+                for trained in (model, reference_model):
+                    _sgd_step(trained, lr=0.1)
+                    trained.zero_grad()
         _remove_all(handles, call_text, model)
 
 
@@ -435,11 +441,11 @@ def _new_monitor(TrainingMonitor, model, call_text):
     return monitor
 
 
-def _train_step(model, optimizer, x):
+def _train_step(model, x):
     loss = model(x).pow(2).mean()
-    optimizer.zero_grad()
+    model.zero_grad()
     loss.backward()
-    optimizer.step()
+    _sgd_step(model, lr=0.05)
 
 
 def _check_attach_train_remove(TrainingMonitor):
@@ -455,12 +461,11 @@ def _check_attach_train_remove(TrainingMonitor):
              "`monitor = TrainingMonitor(model, types).attach()` works.")
     if not _hooks_left(model):
         fail("after monitor.attach(), no hook is registered on the model; attach() registers the hooks.")
-    optimizer, reference_optimizer = PlainSGD(model.parameters(), lr=0.05), PlainSGD(reference_model.parameters(), 0.05)
     for step in (1, 2):
         x = random_tensor(seed * 10 + step, (3, width))
         _run("running a training step (forward, zero_grad, backward, step) with the monitor attached",
-             _train_step, model, optimizer, x)
-        _train_step(reference_model, reference_optimizer, x)
+             _train_step, model, x)
+        _train_step(reference_model, x)
     said = "After attach() and two training steps,"
     stats = _attribute(monitor, "activation_stats", "reading monitor.activation_stats")
     _compare_stats(stats, outputs, "monitor.activation_stats", said + " in monitor.activation_stats", {})
