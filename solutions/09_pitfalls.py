@@ -650,3 +650,112 @@ with try_it():
     leaks = find_registered_hooks(model)
     print("still registered:", [(name, kind) for name, kind, hook in leaks])
     assert [(name, kind) for name, kind, hook in leaks] == [("1.0.weight", "tensor")]
+
+# %% [markdown]
+# ## Exercise 3: `remove_all_hooks`
+#
+# When handles are lost, the hook dicts are the only way left to clean a model. Write
+# `remove_all_hooks(model)`: it removes every hook of the ten kinds of Exercise 2 from `model`,
+# its submodules at any depth and their parameters, clears the `with_kwargs`/`always_call` flag
+# dicts (`_forward_pre_hooks_with_kwargs`, `_forward_hooks_with_kwargs`,
+# `_forward_hooks_always_called`), and returns how many hooks it removed (one per registration;
+# flags do not count). Global hooks stay registered. Afterwards no removed hook fires in forward,
+# backward, `state_dict()` or `load_state_dict()`, and hooks registered again work as usual.
+#
+# Empty each dict in place with `.clear()`. Replacing a dict is not the same thing: the cell
+# below shows that a post-accumulate-grad hook still fires after
+# `parameter._post_accumulate_grad_hooks = None`, because autograd keeps its own reference to the
+# old dict.
+
+# %%
+layer = nn.Linear(2, 1)
+fired = []
+layer.weight.register_post_accumulate_grad_hook(lambda parameter: fired.append("replaced"))
+layer.weight._post_accumulate_grad_hooks = None
+layer(torch.randn(3, 2)).sum().backward()
+print("after setting the dict to None, the hook still fired:", fired)
+assert fired == ["replaced"]
+
+layer = nn.Linear(2, 1)
+fired = []
+layer.weight.register_post_accumulate_grad_hook(lambda parameter: fired.append("cleared"))
+layer.weight._post_accumulate_grad_hooks.clear()
+layer(torch.randn(3, 2)).sum().backward()
+print("after .clear():", fired)
+assert fired == []
+
+# %% tags=["exercise"]
+# Exercise: remove_all_hooks — write your code in this cell.
+
+
+def remove_all_hooks(model):
+    """Remove every hook registered on `model`, its submodules at any depth, and their parameters.
+
+    Removes the hooks of the ten kinds of `find_registered_hooks` (module dicts `_forward_pre_hooks`,
+    `_forward_hooks`, `_backward_pre_hooks`, `_backward_hooks`, `_state_dict_pre_hooks`,
+    `_state_dict_hooks`, `_load_state_dict_pre_hooks`, `_load_state_dict_post_hooks`; parameter
+    dicts `_backward_hooks`, `_post_accumulate_grad_hooks`), each dict emptied in place, and clears
+    the flag dicts `_forward_pre_hooks_with_kwargs`, `_forward_hooks_with_kwargs` and
+    `_forward_hooks_always_called`. Returns the number of hooks removed (flags do not count).
+    Global hooks stay registered; hooks registered afterwards work as usual.
+    """
+    # BEGIN SOLUTION
+    module_dicts = ("_forward_pre_hooks", "_forward_hooks", "_backward_pre_hooks", "_backward_hooks",
+                    "_state_dict_pre_hooks", "_state_dict_hooks", "_load_state_dict_pre_hooks",
+                    "_load_state_dict_post_hooks")
+    flag_dicts = ("_forward_pre_hooks_with_kwargs", "_forward_hooks_with_kwargs", "_forward_hooks_always_called")
+    removed = 0
+    for module in model.modules():
+        for attribute in module_dicts:
+            removed += len(getattr(module, attribute))
+            getattr(module, attribute).clear()
+        for attribute in flag_dicts:
+            getattr(module, attribute).clear()
+    for parameter in model.parameters():
+        for attribute in ("_backward_hooks", "_post_accumulate_grad_hooks"):
+            hooks = getattr(parameter, attribute, None)
+            if hooks:
+                removed += len(hooks)
+                hooks.clear()
+    return removed
+    # END SOLUTION
+
+
+# %%
+check(remove_all_hooks)
+
+# %% [markdown] tags=["hints"]
+# <details class="tip"><summary>Hint 1 of 3: the idea</summary>
+#
+# Walk the same dicts as in Exercise 2, count their entries, then empty them where they are;
+# also empty the three flag dicts of every module. Leave the global hook dicts alone.
+#
+# </details>
+#
+# <details class="tip"><summary>Hint 2 of 3: the API</summary>
+#
+# `model.modules()` and `model.parameters()` visit everything at every depth (each object once).
+# `len(d)` counts a dict's hooks and `d.clear()` empties it in place; a parameter's dict may be
+# `None` (nothing to remove).
+#
+# </details>
+#
+# <details class="tip"><summary>Hint 3 of 3: almost there</summary>
+#
+# ```python
+# for module in model.modules():
+#     for attribute in module_dicts:
+#         removed += len(getattr(module, attribute))
+#         getattr(module, attribute).clear()
+# ```
+# then the flag dicts (cleared, not counted), then each parameter's two dicts when they are not None.
+#
+# </details>
+
+# %% [markdown]
+# The leaky model from above, cleaned, and checked with the detector:
+
+# %%
+with try_it():
+    print("removed:", remove_all_hooks(model), "| still registered:", find_registered_hooks(model))
+    assert find_registered_hooks(model) == []

@@ -147,8 +147,13 @@ def check_grad_before_inplace_relu(fn):
         for call in range(2):  # a second call must report its own gradient, not the first one's
             x = random_tensor(seed * 10 + call, shape)
             expected, at_relu = _reference_grads(model, layer_name, relu_name, x)
+            model.zero_grad(set_to_none=True)
             value, text = _call_grad(fn, model, layer, layer_name, x)
             _check_grad_result(value, expected, at_relu, text, relu_name)
+            if layer.weight.grad is None:
+                fail(f"After {text} returned, layer.weight.grad is None: the exercise runs "
+                     "model(x).sum().backward() once, as the broken code does (torch.autograd.grad does not "
+                     "fill .grad).")
             _hooks_left_message(model, f"After {text} returned")
             changed = {name: flag for name, flag in _inplace_settings(model).items() if flag != settings[name]}
             if changed:
@@ -187,26 +192,43 @@ class _Block(nn.Module):
         self.linear = nn.Linear(width, width)
         self.norm = nn.LayerNorm(width)
 
+    def forward(self, x):
+        return torch.tanh(self.norm(self.linear(x)))
+
+
+class _Net(nn.Module):
+    """Submodules inside nn.ModuleList and nn.ModuleDict, and a forward pass that uses them all."""
+
+    def __init__(self, width, depth):
+        super().__init__()
+        self.stem = nn.Linear(3, width)
+        self.blocks = nn.ModuleList([_Block(width) for _ in range(depth)])
+        self.heads = nn.ModuleDict({"main": nn.Linear(width, 2), "aux": nn.Linear(width, 1)})
+
+    def forward(self, x):
+        x = self.stem(x)
+        for block in self.blocks:
+            x = block(x)
+        return self.heads["main"](x).sum() + self.heads["aux"](x).sum()
+
 
 def _hookable_model(rng):
-    width = rng.randint(2, 4)
-    return nn.Sequential(collections.OrderedDict(
-        stem=nn.Linear(3, width),
-        blocks=nn.ModuleList([_Block(width) for _ in range(rng.randint(2, 3))]),
-        heads=nn.ModuleDict({"main": nn.Linear(width, 2), "aux": nn.Linear(width, 1)})))
+    return _Net(rng.randint(2, 4), rng.randint(2, 3))
 
 
-def _new_hook(kind, index):
-    """A distinct function per registration, named for messages."""
+def _new_hook(kind, index, log=None):
+    """A distinct function per registration, named for messages; it appends its name to `log`."""
     def hook(*args, **kwargs):
+        if log is not None:
+            log.append(hook.__name__)
         return None
     hook.__name__ = hook.__qualname__ = f"{kind}_hook_{index}"
     return hook
 
 
-def _register(model, rng, kind, name, index):
+def _register(model, rng, kind, name, index, log=None):
     """Register a fresh hook of `kind` on module or parameter `name`; returns (handle, hook)."""
-    hook = _new_hook(kind, index)
+    hook = _new_hook(kind, index, log)
     if kind in PARAMETER_HOOK_DICTS:
         parameter = model.get_parameter(name)
         method = parameter.register_hook if kind == "tensor" else parameter.register_post_accumulate_grad_hook
@@ -223,9 +245,9 @@ def _register(model, rng, kind, name, index):
     return register(hook, **options), hook
 
 
-def _hooked_model(seed):
-    """A model with every kind of hook, on the root, inside ModuleList and ModuleDict, some removed again.
-    Returns (model, expected [(name, kind, hook)], handles)."""
+def _hooked_model(seed, log=None):
+    """A model with every kind of hook, on the root, inside ModuleList and ModuleDict, some removed again;
+    each hook appends its name to `log` when it fires. Returns (model, expected [(name, kind, hook)], handles)."""
     rng = random.Random(seed)
     torch.manual_seed(seed)
     model = _hookable_model(rng)
@@ -240,7 +262,7 @@ def _hooked_model(seed):
             chosen += [rng.choice(deep), ""]
         chosen.append(rng.choice(places))
         for number, name in enumerate(chosen):
-            handle, hook = _register(model, rng, kind, name, index)
+            handle, hook = _register(model, rng, kind, name, index, log)
             index += 1
             if number == len(chosen) - 1 and rng.random() < 0.5:
                 handle.remove()  # a removed hook is not registered any more
@@ -369,7 +391,71 @@ def check_find_registered_hooks(fn):
         _compare_found(result, [], text)
 
 
+# ---------------------------------------------------------------- remove_all_hooks
+
+_FLAG_DICTS = ("_forward_pre_hooks_with_kwargs", "_forward_hooks_with_kwargs", "_forward_hooks_always_called")
+
+
+def _exercise_model(model, seed):
+    """Forward, backward, state_dict and load_state_dict: every kind of hook gets its chance to fire."""
+    model.zero_grad(set_to_none=True)
+    model(random_tensor(seed, (2, 3)).requires_grad_()).backward()
+    model.load_state_dict(model.state_dict())
+
+
+def check_remove_all_hooks(fn):
+    for seed in (98, 99):
+        log, global_log = [], []
+        model, expected, handles = _hooked_model(seed, log)
+        global_hook = _new_hook("global_forward", 0, global_log)
+        global_handle = torch.nn.modules.module.register_module_forward_hook(global_hook)
+        text = f"remove_all_hooks(model) on a model with {len(expected)} hooks (on modules at every depth and on parameters)"
+        try:
+            with calling(f"calling {text}"):
+                count = fn(model)
+            try:
+                _exercise_model(model, seed)
+            except Exception as error:
+                fail(f"After {text}, the model no longer runs: forward, backward or load_state_dict raised "
+                     f"{type(error).__name__}: {error}. Empty the hook dicts (dict.clear()); do not replace them "
+                     "with None or delete them.")
+            fired_globally = bool(global_log)
+        finally:
+            global_handle.remove()
+        if log:
+            fired = sorted(set(log))
+            on_parameters = [name for name in fired if name.startswith(tuple(PARAMETER_HOOK_DICTS))]
+            hint = (" A parameter's hook dicts must be emptied in place, with the dict's clear method: setting "
+                    "parameter._post_accumulate_grad_hooks to None leaves the hook attached."
+                    if on_parameters else "")
+            fail(f"After {text}, these hooks still fired when the model ran forward, backward and "
+                 f"load_state_dict(state_dict()): {fired[:5]}. Remove every hook of the ten kinds, on every "
+                 f"submodule and parameter.{hint}")
+        if not fired_globally:
+            fail(f"After {text}, a global forward hook (torch.nn.modules.module.register_module_forward_hook) no "
+                 "longer fired: global hooks are not the model's; leave them registered.")
+        left = registered_hooks(model)
+        if left:
+            fail(f"After {text}, the model still holds hooks: {[(name, kind) for name, kind, hook in left][:4]} "
+                 "(name, kind).")
+        flags = [(name, attribute) for name, module in model.named_modules() for attribute in _FLAG_DICTS
+                 if getattr(module, attribute)]
+        if flags:
+            fail(f"After {text}, flag dicts still hold entries for removed hooks: {flags[:3]} (module, dict). A "
+                 "with_kwargs or always_call forward hook also leaves an {id: True} entry there; clear those too.")
+        if isinstance(count, bool) or not isinstance(count, int) or count != len(expected):
+            fail(f"{text} returned {describe(count)}; expected the number of hooks it removed, {len(expected)} "
+                 "(one per registration; the flag entries do not count).")
+        again = []
+        with model.stem.register_forward_hook(lambda module, args, output: again.append(1)):
+            _exercise_model(model, seed)
+        if again != [1]:
+            fail(f"After {text}, a forward hook registered again on model.stem fired {len(again)} times in one "
+                 "forward pass; expected once: the model must take new hooks as before.")
+
+
 CHECKS = {
     "grad_before_inplace_relu": check_grad_before_inplace_relu,
     "find_registered_hooks": check_find_registered_hooks,
+    "remove_all_hooks": check_remove_all_hooks,
 }

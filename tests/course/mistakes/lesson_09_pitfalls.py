@@ -10,6 +10,48 @@ MODULE_DICTS = {"forward_pre": "_forward_pre_hooks", "forward": "_forward_hooks"
 PARAMETER_DICTS = {"tensor": "_backward_hooks", "post_accumulate_grad": "_post_accumulate_grad_hooks"}
 '''
 
+_REMOVER_DICTS = '''
+MODULE_DICTS = ("_forward_pre_hooks", "_forward_hooks", "_backward_pre_hooks", "_backward_hooks",
+                "_state_dict_pre_hooks", "_state_dict_hooks", "_load_state_dict_pre_hooks",
+                "_load_state_dict_post_hooks")
+FLAG_DICTS = ("_forward_pre_hooks_with_kwargs", "_forward_hooks_with_kwargs", "_forward_hooks_always_called")
+PARAMETER_DICTS = ("_backward_hooks", "_post_accumulate_grad_hooks")
+'''
+
+
+def _remover(modules="model.modules()", flags=True, parameters="clear", count_flags=False):
+    """A remove_all_hooks that differs from a right one in the way the arguments say."""
+    flag_lines = """
+        for attribute in FLAG_DICTS:
+            removed += len(getattr(module, attribute)) if COUNT else 0
+            getattr(module, attribute).clear()""".replace("COUNT", str(count_flags)) if flags else ""
+    parameter_body = {
+        "clear": """
+            hooks = getattr(parameter, attribute)
+            if hooks:
+                removed += len(hooks)
+                hooks.clear()""",
+        "none": """
+            hooks = getattr(parameter, attribute)
+            if hooks:
+                removed += len(hooks)
+                setattr(parameter, attribute, None)""",
+        "skip": """
+            pass"""}[parameters]
+    return _REMOVER_DICTS + f"""
+
+def remove_all_hooks(model):
+    removed = 0
+    for module in {modules}:
+        for attribute in MODULE_DICTS:
+            removed += len(getattr(module, attribute))
+            getattr(module, attribute).clear(){flag_lines}
+    for parameter in model.parameters():
+        for attribute in PARAMETER_DICTS:{parameter_body}
+    return removed
+"""
+
+
 ENTRIES = [
     # ------------------------------------------------------------------ grad_before_inplace_relu
     dict(exercise="grad_before_inplace_relu", kind="wrong", why="the broken code as given",
@@ -352,5 +394,75 @@ def _walk(model):
 def find_registered_hooks(model):
     return list(_walk(model))
 ''',
+         expect=[]),
+
+    # ------------------------------------------------------------------ remove_all_hooks
+    dict(exercise="remove_all_hooks", kind="wrong", why="only the root module",
+         source=_remover(modules="[model]"),
+         expect=["still fired", "every submodule"]),
+    dict(exercise="remove_all_hooks", kind="wrong", why="named_children, one level deep",
+         source=_remover(modules="[model, *model.children()]"),
+         expect=["still fired", "every submodule and parameter"]),
+    dict(exercise="remove_all_hooks", kind="wrong", why="sets the parameter dicts to None",
+         source=_remover(parameters="none"),
+         expect=["emptied in place", "leaves the hook attached"]),
+    dict(exercise="remove_all_hooks", kind="wrong", why="leaves parameter hooks",
+         source=_remover(parameters="skip"),
+         expect=["still fired", "tensor_hook"]),
+    dict(exercise="remove_all_hooks", kind="wrong", why="leaves the flag dicts",
+         source=_remover(flags=False),
+         expect=["flag dicts still hold entries", "clear those too"]),
+    dict(exercise="remove_all_hooks", kind="wrong", why="counts the flags as hooks",
+         source=_remover(count_flags=True),
+         expect=["expected the number of hooks it removed", "flag entries do not count"]),
+    dict(exercise="remove_all_hooks", kind="wrong", why="returns nothing",
+         source=_remover().replace("    return removed\n", "    removed = None\n"),
+         expect=["returned None", "the number of hooks it removed"]),
+    dict(exercise="remove_all_hooks", kind="wrong", why="also clears the global hooks",
+         source=_remover().replace("    return removed\n", """    import torch.nn.modules.module as module_globals
+    module_globals._global_forward_hooks.clear()
+    return removed
+"""),
+         expect=["global forward hook", "leave them registered"]),
+    dict(exercise="remove_all_hooks", kind="wrong", why="sets the module dicts to None",
+         source=_REMOVER_DICTS + """
+
+def remove_all_hooks(model):
+    removed = 0
+    for module in model.modules():
+        for attribute in MODULE_DICTS + FLAG_DICTS:
+            removed += len(getattr(module, attribute)) if attribute in MODULE_DICTS else 0
+            setattr(module, attribute, None)
+    for parameter in model.parameters():
+        for attribute in PARAMETER_DICTS:
+            hooks = getattr(parameter, attribute)
+            if hooks:
+                removed += len(hooks)
+                hooks.clear()
+    return removed
+""",
+         expect=["no longer runs", "dict.clear()"]),
+    dict(exercise="remove_all_hooks", kind="right", why="new empty dicts for modules, pops parameter hooks",
+         source=_REMOVER_DICTS + """
+from collections import OrderedDict
+
+
+def remove_all_hooks(model):
+    removed = 0
+    for module in model.modules():
+        removed += sum(len(getattr(module, attribute)) for attribute in MODULE_DICTS)
+        for attribute in MODULE_DICTS + FLAG_DICTS:
+            setattr(module, attribute, OrderedDict())
+    for parameter in model.parameters():
+        for attribute in PARAMETER_DICTS:
+            hooks = getattr(parameter, attribute) or {}
+            for key in list(hooks):
+                del hooks[key]
+                removed += 1
+    return removed
+""",
+         expect=[]),
+    dict(exercise="remove_all_hooks", kind="right", why="the right remover, written by the helper",
+         source=_remover(),
          expect=[]),
 ]
