@@ -441,8 +441,8 @@ with try_it():
 # `torch.autograd.graph.register_multi_grad_hook(tensors, fn)` calls `fn` once per backward pass,
 # after the gradients of all of `tensors` that this pass computes are known. `fn(grads)` receives a
 # list with one entry per tensor, in order, and `None` for a tensor the pass does not reach. When
-# the pass reaches none of them, `fn` is not called. It returns one handle; its return value is
-# ignored.
+# the pass reaches none of them, `fn` is not called. The registration returns one handle for all
+# the tensors, and what `fn` returns is ignored (the last lines of the cell show it).
 
 # %%
 torch.manual_seed(0)
@@ -468,6 +468,13 @@ handle.remove()
 print("after handle.remove():", len(calls), "calls")
 assert len(calls) == 2
 
+a.grad = None
+handle = register_multi_grad_hook((a,), lambda grads: tuple(torch.zeros_like(g) for g in grads))
+(a * 2).sum().backward()
+print("a.grad after fn returned zeros:", a.grad)
+assert torch.equal(a.grad, torch.full((2,), 2.0))  # the return changed nothing
+handle.remove()
+
 # %% [markdown]
 # With `mode="any"`, `fn(grad)` is called once per pass with **one** gradient, the first one of
 # the tensors that autograd computes, instead of a tuple.
@@ -481,9 +488,10 @@ assert len(calls) == 1 and isinstance(calls[0], torch.Tensor) and calls[0].shape
 handle.remove()
 
 # %% [markdown]
-# The gradients arrive through tensor hooks, **before** they are accumulated into `.grad`. So read
-# them from the tuple, not from `.grad`: in the cell below, when `fn` runs, one of the two leaves
-# has its `.grad` and the other does not yet.
+# `fn` may run **before** the gradients are accumulated into `.grad`. So read them from `grads`,
+# not from `.grad`: in the cell below, when `fn` runs, one of the two leaves has its `.grad` and the
+# other does not yet. And under `torch.autograd.grad`, a multi-grad hook on a leaf raises an error
+# (in torch 2.13), so use it with `backward()`.
 
 # %%
 a.grad = b.grad = None
@@ -492,6 +500,13 @@ handle = register_multi_grad_hook((a, b), lambda grads: snapshot.append((a.grad 
 (a * 2 + b * 3).sum().backward()
 print("inside fn: a.grad is None:", snapshot[0][0], "| b.grad is None:", snapshot[0][1])
 assert snapshot == [(True, False)]
+try:
+    torch.autograd.grad((a * 2 + b * 3).sum(), (a, b))
+    raise AssertionError("expected a RuntimeError")
+except RuntimeError as e:
+    print(f"under torch.autograd.grad: {type(e).__name__}: {e}")
+    assert str(e).startswith("A leaf node was passed to _will_engine_execute_node but we are currently running "
+                             "autograd.grad().")
 handle.remove()
 
 # %% [markdown]
@@ -648,8 +663,8 @@ for name, pack_fn, unpack_fn, error in (
 # %% [markdown]
 # `torch.autograd.graph.save_on_cpu()` is a ready-made pair: saved tensors move to the CPU (pinned
 # memory with `pin_memory=True`) in forward and back to their device in backward, so that a GPU
-# keeps less memory for activations. On a CPU-only machine it changes nothing but the gradients
-# stay exact, as the cell shows.
+# keeps less memory for activations (so PyTorch's documentation says; this course runs on a CPU,
+# where the cell can only show that the gradients stay exact).
 
 # %%
 x.grad = w.grad = None
