@@ -14,7 +14,8 @@
 # - explain why a hook fires N times after a re-run cell, and not at all through `module.forward(x)`;
 # - say what fires under `torch.no_grad()`, for a module called twice, after `torch.save`, and
 #   under `torch.compile`;
-# - find every hook still registered anywhere in a model, a leak detector.
+# - find every hook still registered anywhere in a model (a leak detector), and remove them all
+#   when the handles are lost.
 #
 # **Where your code goes.** Write all of your code in the exercise cells: the cells that begin
 # with the comment `# Exercise: ...` (they are tagged `exercise`). The grader runs only those
@@ -65,14 +66,14 @@ for register in ("register_full_backward_hook", "register_full_backward_pre_hook
     assert "You can fix this by cloning the output of the custom Function." in message
 
 # %% [markdown]
-# The message suggests cloning, but you cannot clone inside PyTorch's hook machinery. Two fixes
-# that work:
+# The message suggests cloning the output of the custom Function, but that function is PyTorch's
+# own hook machinery, not your code. Two fixes that work:
 #
 # 1. **A forward hook that registers a tensor hook on the output.** The forward hook runs right
 #    after the layer, before the ReLU touches the output; `output.register_hook(fn)` then calls
 #    `fn(grad)` in backward with the gradient with respect to the value the layer produced, the
 #    same gradient a full backward hook would see in `grad_output[0]`.
-# 2. **`inplace=False`** on the ReLU (costs one extra tensor of memory).
+# 2. **`inplace=False`** on the ReLU.
 #
 # Below, both give the same gradient; the reference is a copy of the network without in-place ReLU.
 
@@ -394,8 +395,8 @@ assert not torch.equal(every_call[0], every_call[1])
 # ## Pitfall 8: `torch.save(model)` pickles the hooks
 #
 # `torch.save(model)` pickles the whole module object, hook dicts included. A hook defined with
-# `lambda` cannot be pickled, so saving fails. Save the `state_dict()`
-# instead: the parameters and buffers only, no hooks. Load it into a fresh model.
+# `lambda` cannot be pickled, so saving fails. Save the `state_dict()` instead: the parameters
+# and buffers only, no hooks. Load it into a fresh model.
 
 # %%
 torch.manual_seed(0)
@@ -429,8 +430,8 @@ assert torch.equal(fresh[0].weight, net[0].weight) and len(fresh[0]._forward_hoo
 #   the compiled code does not check for new hooks), while calling the plain module still fires
 #   it; after `torch._dynamo.reset()`, which throws the compiled code away, it fires again.
 #
-# So register hooks before compiling. Other torch versions
-# may behave differently; the cell prints the version it ran on.
+# So register hooks before compiling. Other torch versions may behave differently; the cell
+# prints the version it ran on.
 
 # %%
 start = time.perf_counter()
@@ -662,10 +663,9 @@ with try_it():
 # flags do not count). Global hooks stay registered. Afterwards no removed hook fires in forward,
 # backward, `state_dict()` or `load_state_dict()`, and hooks registered again work as usual.
 #
-# Empty each dict in place with `.clear()`. Replacing a dict is not the same thing: the cell
+# Empty each dict in place with `.clear()`. Setting it to `None` is not the same thing: the cell
 # below shows that a post-accumulate-grad hook still fires after
-# `parameter._post_accumulate_grad_hooks = None`, because autograd keeps its own reference to the
-# old dict.
+# `parameter._post_accumulate_grad_hooks = None`, and not after `.clear()`.
 
 # %%
 layer = nn.Linear(2, 1)

@@ -348,9 +348,11 @@ def _compare_found(result, expected, text, global_hooks=()):
              "hooks. Did you report removed hooks, or the same module twice?")
     missing = list(missing)
     kinds_missed = sorted({kind for name, kind, key in missing}, key=KINDS.index)
-    if result and all(name == "" for name, kind, hook in result):
-        fail(f"{text} reported only hooks of the model itself (name \"\"), and missed those of its submodules, "
-             f"e.g. {[(name, kind) for name, kind, key in missing][:3]}. Visit every submodule at every depth "
+    module_items = [(name, kind) for name, kind, hook in result if kind in MODULE_HOOK_DICTS]
+    missed_below = [(name, kind) for name, kind, key in missing if name and kind in MODULE_HOOK_DICTS]
+    if module_items and all(name == "" for name, kind in module_items) and missed_below:
+        fail(f"{text} reported only module hooks of the model itself (name \"\"), and missed those of its "
+             f"submodules, e.g. {missed_below[:3]}. Visit every submodule at every depth "
              "(inside nn.ModuleList and nn.ModuleDict too) with model.named_modules(), and every parameter with "
              "model.named_parameters().")
     hints = []

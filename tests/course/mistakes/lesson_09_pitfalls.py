@@ -10,6 +10,28 @@ MODULE_DICTS = {"forward_pre": "_forward_pre_hooks", "forward": "_forward_hooks"
 PARAMETER_DICTS = {"tensor": "_backward_hooks", "post_accumulate_grad": "_post_accumulate_grad_hooks"}
 '''
 
+def _finder(modules="model.named_modules()", skip_kind=None, parameters="model.named_parameters()",
+            read_parameter_dict="getattr(parameter, attribute) or {}", extra_line=""):
+    """A find_registered_hooks that differs from a right one in the way the arguments say."""
+    kinds = "MODULE_DICTS" if skip_kind is None else \
+        f"{{k: v for k, v in MODULE_DICTS.items() if k != {skip_kind!r}}}"
+    extra = f"\n            {extra_line}" if extra_line else ""
+    return _FINDER_DICTS + f"""
+import torch.nn.modules.module as module_globals
+
+
+def find_registered_hooks(model):
+    found = []
+    for name, module in {modules}:
+        for kind, attribute in {kinds}.items():
+            found += [(name, kind, hook) for hook in getattr(module, attribute).values()]{extra}
+    for name, parameter in {parameters}:
+        for kind, attribute in PARAMETER_DICTS.items():
+            found += [(name, kind, hook) for hook in ({read_parameter_dict}).values()]
+    return found
+"""
+
+
 _REMOVER_DICTS = '''
 MODULE_DICTS = ("_forward_pre_hooks", "_forward_hooks", "_backward_pre_hooks", "_backward_hooks",
                 "_state_dict_pre_hooks", "_state_dict_hooks", "_load_state_dict_pre_hooks",
@@ -223,66 +245,19 @@ def grad_before_inplace_relu(model, layer, x):
 
     # ------------------------------------------------------------------ find_registered_hooks
     dict(exercise="find_registered_hooks", kind="wrong", why="only the root module",
-         source=_FINDER_DICTS + '''
-
-def find_registered_hooks(model):
-    return [("", kind, hook) for kind, attribute in MODULE_DICTS.items()
-            for hook in getattr(model, attribute).values()]
-''',
-         expect=["only hooks of the model itself", "named_modules()"]),
+         source=_finder(modules='[("", model)]'),
+         expect=["only module hooks of the model itself", "named_modules()"]),
     dict(exercise="find_registered_hooks", kind="wrong", why="named_children, one level deep",
-         source=_FINDER_DICTS + '''
-
-def find_registered_hooks(model):
-    found = []
-    for name, module in [("", model), *model.named_children()]:
-        for kind, attribute in MODULE_DICTS.items():
-            found += [(name, kind, hook) for hook in getattr(module, attribute).values()]
-    for name, parameter in model.named_parameters():
-        for kind, attribute in PARAMETER_DICTS.items():
-            found += [(name, kind, hook) for hook in (getattr(parameter, attribute) or {}).values()]
-    return found
-''',
+         source=_finder(modules='[("", model), *model.named_children()]'),
          expect=["missed", "every module in model.named_modules()"]),
     dict(exercise="find_registered_hooks", kind="wrong", why="forgets backward pre-hooks",
-         source='''
-def find_registered_hooks(model):
-    module_dicts = {"forward_pre": "_forward_pre_hooks", "forward": "_forward_hooks",
-                    "backward": "_backward_hooks", "state_dict_pre": "_state_dict_pre_hooks",
-                    "state_dict": "_state_dict_hooks", "load_state_dict_pre": "_load_state_dict_pre_hooks",
-                    "load_state_dict_post": "_load_state_dict_post_hooks"}
-    found = []
-    for name, module in model.named_modules():
-        for kind, attribute in module_dicts.items():
-            found += [(name, kind, hook) for hook in getattr(module, attribute).values()]
-    for name, parameter in model.named_parameters():
-        for kind, attribute in {"tensor": "_backward_hooks",
-                                "post_accumulate_grad": "_post_accumulate_grad_hooks"}.items():
-            found += [(name, kind, hook) for hook in (getattr(parameter, attribute) or {}).values()]
-    return found
-''',
+         source=_finder(skip_kind="backward_pre"),
          expect=["backward_pre (registered with register_full_backward_pre_hook", "_backward_pre_hooks"]),
     dict(exercise="find_registered_hooks", kind="wrong", why="module hooks only, no parameter hooks",
-         source=_FINDER_DICTS + '''
-
-def find_registered_hooks(model):
-    return [(name, kind, hook) for name, module in model.named_modules()
-            for kind, attribute in MODULE_DICTS.items() for hook in getattr(module, attribute).values()]
-''',
+         source=_finder(parameters="[]"),
          expect=["tensor (registered with parameter.register_hook", "post_accumulate_grad"]),
     dict(exercise="find_registered_hooks", kind="wrong", why="parameter dicts read without handling None",
-         source=_FINDER_DICTS + '''
-
-def find_registered_hooks(model):
-    found = []
-    for name, module in model.named_modules():
-        for kind, attribute in MODULE_DICTS.items():
-            found += [(name, kind, hook) for hook in getattr(module, attribute).values()]
-    for name, parameter in model.named_parameters():
-        for kind, attribute in PARAMETER_DICTS.items():
-            found += [(name, kind, hook) for hook in getattr(parameter, attribute).values()]
-    return found
-''',
+         source=_finder(read_parameter_dict="getattr(parameter, attribute)"),
          expect=["None until a hook is registered"]),
     dict(exercise="find_registered_hooks", kind="wrong", why="every attribute with 'hook' in its name",
          source='''
@@ -297,63 +272,18 @@ def find_registered_hooks(model):
 ''',
          expect=["is not a hook", "flags"]),
     dict(exercise="find_registered_hooks", kind="wrong", why="counts global hooks as the model's",
-         source=_FINDER_DICTS + '''
-import torch.nn.modules.module as module_globals
-
-
-def find_registered_hooks(model):
-    found = []
-    for name, module in model.named_modules():
-        for kind, attribute in MODULE_DICTS.items():
-            found += [(name, kind, hook) for hook in getattr(module, attribute).values()]
-            found += [(name, kind, hook) for hook in getattr(module_globals, "_global" + attribute, {}).values()]
-    for name, parameter in model.named_parameters():
-        for kind, attribute in PARAMETER_DICTS.items():
-            found += [(name, kind, hook) for hook in (getattr(parameter, attribute) or {}).values()]
-    return found
-''',
+         source=_finder(extra_line='found += [(name, kind, hook) for hook in '
+                                   'getattr(module_globals, "_global" + attribute, {}).values()]'),
          expect=["a global hook", "not registered on the model"]),
     dict(exercise="find_registered_hooks", kind="wrong", why="class names instead of module names",
-         source=_FINDER_DICTS + '''
-
-def find_registered_hooks(model):
-    found = []
-    for module in model.modules():
-        for kind, attribute in MODULE_DICTS.items():
-            found += [(type(module).__name__, kind, hook) for hook in getattr(module, attribute).values()]
-    for name, parameter in model.named_parameters():
-        for kind, attribute in PARAMETER_DICTS.items():
-            found += [(name, kind, hook) for hook in (getattr(parameter, attribute) or {}).values()]
-    return found
-''',
+         source=_finder(modules="[(type(module).__name__, module) for module in model.modules()]"),
          expect=["under the name", "named_modules()"]),
     dict(exercise="find_registered_hooks", kind="wrong", why="with_kwargs hooks counted twice",
-         source=_FINDER_DICTS + '''
-
-def find_registered_hooks(model):
-    found = []
-    for name, module in model.named_modules():
-        for kind, attribute in MODULE_DICTS.items():
-            found += [(name, kind, hook) for hook in getattr(module, attribute).values()]
-        found += [(name, "forward", module._forward_hooks[key]) for key in module._forward_hooks_with_kwargs]
-    for name, parameter in model.named_parameters():
-        for kind, attribute in PARAMETER_DICTS.items():
-            found += [(name, kind, hook) for hook in (getattr(parameter, attribute) or {}).values()]
-    return found
-''',
+         source=_finder(extra_line='found += [(name, "forward", module._forward_hooks[key]) '
+                                   'for key in module._forward_hooks_with_kwargs if kind == "forward"]'),
          expect=["more often than it is registered", "one triple per registration"]),
     dict(exercise="find_registered_hooks", kind="wrong", why="removes the hooks it reports",
-         source=_FINDER_DICTS + '''
-
-def find_registered_hooks(model):
-    found = []
-    for name, module in model.named_modules():
-        for kind, attribute in MODULE_DICTS.items():
-            hooks = getattr(module, attribute)
-            found += [(name, kind, hook) for hook in hooks.values()]
-            hooks.clear()
-    return found
-''',
+         source=_finder(extra_line="getattr(module, attribute).clear()"),
          expect=["changed the hooks registered", "only report them"]),
     dict(exercise="find_registered_hooks", kind="right", why="walks modules and their own parameters, unwraps",
          source='''
