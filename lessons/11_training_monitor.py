@@ -577,6 +577,7 @@ with try_it():
 
 # %%
 with try_it():
+    TrainingMonitor(nn.Linear(1, 1), ()).attach().remove()  # "Not done yet" until TrainingMonitor is written
     fig, axes = plt.subplots(2, 3, figsize=(10, 5.2), dpi=80, sharex="col")
     for column, (run, monitor) in enumerate(monitors.items()):
         for name, entries in monitor.activation_stats.items():
@@ -612,6 +613,7 @@ with try_it():
 
 # %%
 with try_it():
+    TrainingMonitor(nn.Linear(1, 1), ()).attach().remove()  # "Not done yet" until TrainingMonitor is written
     healthy, dead, leaky = monitors.values()
     final_zeros = {run: {name: entries[-1]["zero_fraction"] for name, entries in m.activation_stats.items()}
                    for run, m in monitors.items()}
@@ -647,6 +649,7 @@ with try_it():
 
 # %%
 with try_it():
+    TrainingMonitor(nn.Linear(1, 1), ()).attach().remove()  # "Not done yet" until TrainingMonitor is written
     failed_at = len(run_losses["too fast, LeakyReLU"])
     model = make_mlp(lambda: nn.LeakyReLU(0.1))
     train(model, 5.0, after_step=lambda step, loss: step == failed_at - 1)
