@@ -408,21 +408,27 @@ with try_it():
 # looks for `nan` points at the wrong layer.
 
 # %%
-fired = []
+fired, gradients = [], []
 nested = nn.Sequential(nn.Sequential(nn.Linear(3, 3), nn.Tanh()), nn.Linear(3, 1))
 handles = [module.register_forward_hook(lambda module, args, output, name=name: fired.append(name))
            for name, module in nested.named_modules()]
-nested(torch.randn(1, 3))
+handles += [parameter.register_hook(lambda grad, name=name: gradients.append(name))
+            for name, parameter in nested.named_parameters()]
+nested(torch.randn(1, 3)).sum().backward()
 for handle in handles:
     handle.remove()
-big = torch.tensor([3e38, -3e38, 1.0])
-overflow = big * 10
 print("forward hooks fired in the order:", fired)
-print("overflow:", overflow.tolist(), "| isnan:", torch.isnan(overflow).tolist(),
-      "| isfinite:", torch.isfinite(overflow).tolist(), "| next step, inf + -inf:", (overflow[0] + overflow[1]).item())
+print("parameter tensor hooks fired in the order:", gradients)
 assert fired == ["0.0", "0.1", "0", "1", ""]
-assert not torch.isnan(overflow).any() and torch.isfinite(overflow).tolist() == [False, False, True]
-assert torch.isnan(overflow[0] + overflow[1])
+assert {gradients[0], gradients[1]} == {"1.weight", "1.bias"} and set(gradients[2:]) == {"0.0.weight", "0.0.bias"}
+
+overflow = torch.tensor([3e38, -3e38, 1.0]) * 10
+values = torch.cat([overflow, torch.tensor([float("nan")])])
+print("values:", values.tolist(), "| isnan:", torch.isnan(values).tolist(), "| isfinite:", torch.isfinite(values).tolist())
+print("next step: inf + -inf =", (overflow[0] + overflow[1]).item(), "| 0 * inf =", (0 * overflow[0]).item())
+assert torch.isnan(values).tolist() == [False, False, False, True]
+assert torch.isfinite(values).tolist() == [False, False, True, False]
+assert torch.isnan(overflow[0] + overflow[1]) and torch.isnan(0 * overflow[0])
 
 # %% [markdown]
 # ## Exercise 3: `TrainingMonitor`
@@ -659,7 +665,8 @@ with try_it():
     value, finite = inputs[all_batches[failed_at - 1]], []
     last_gradient = model[4].weight.grad
     print(f"step {failed_at - 1}: 4.weight's gradient all finite: {bool(torch.isfinite(last_gradient).all())}, "
-          f"largest element {last_gradient.abs().max():.3g}, norm {last_gradient.norm():.3g}")
+          f"largest element {last_gradient.abs().max():.3g} (its square {last_gradient.abs().max().item() ** 2:.3g}), "
+          f"norm {last_gradient.norm():.3g}; float32's largest number: {torch.finfo(torch.float32).max:.3g}")
     assert torch.isfinite(last_gradient).all() and last_gradient.norm() == float("inf")
     with torch.no_grad():
         for index, layer in enumerate(model):
