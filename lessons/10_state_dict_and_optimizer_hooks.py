@@ -597,7 +597,8 @@ check(attach_weight_ema)
 
 # %% [markdown]
 # Your function at work: a weight trained by SGD on noisy targets jumps around its best value; its
-# average, updated by your hook after each step, is smoother.
+# average, updated by your hook after each step, is smoother. It starts from the weight's value at
+# attach time, so in the first steps it trails behind the weight.
 
 # %%
 with try_it():
