@@ -27,6 +27,7 @@ import pytest
 
 from hooked.checks import checks_for_lesson, run_exercise_check
 from hooked.course import SOLUTIONS_DIR, lesson_names
+from hooked.generate import is_solution_marker
 
 MISTAKES_DIR = pathlib.Path(__file__).resolve().parent / "mistakes"
 KINDS = ("wrong", "right")
@@ -88,10 +89,8 @@ def _reference_lines(lesson):
     lines, inside = [], False
     for line in (SOLUTIONS_DIR / f"{lesson}.py").read_text(encoding="utf-8").splitlines():
         stripped = line.strip()
-        if stripped == "# BEGIN SOLUTION":
-            inside = True
-        elif stripped == "# END SOLUTION":
-            inside = False
+        if is_solution_marker(line):  # `# BEGIN SOLUTION`, `# BEGIN SOLUTION: todo` or `# END SOLUTION`
+            inside = stripped.startswith("# BEGIN")
         elif inside and len(stripped) >= MIN_REFERENCE_LINE:
             lines.append(stripped)
     return lines
