@@ -569,6 +569,32 @@ def _check_nonfinite_gradient(TrainingMonitor):
                  "contained inf or NaN. The watch covers the gradients of the parameters too.")
 
 
+class _ScaledOutput(nn.Module):
+    """A model whose own forward (not a submodule) multiplies the output into overflow."""
+
+    def __init__(self, body):
+        super().__init__()
+        self.body = body
+
+    def forward(self, x):
+        return self.body(x) * 1e38 * 1e38
+
+
+def _check_nonfinite_in_model_itself(TrainingMonitor):
+    seed = 135
+    body, width = _seeded(seed, _mlp)
+    model = _ScaledOutput(body)
+    x = random_tensor(seed, (3, width))
+    monitor = _run("calling TrainingMonitor(model, (nn.ReLU,)).attach()",
+                   lambda: TrainingMonitor(model, (nn.ReLU,)).attach())
+    _run("running model(x) with the monitor attached", model, x)
+    _run("calling monitor.remove()", monitor.remove)
+    _check_first(monitor.first_nonfinite, "", None,
+                 "With a model whose own forward multiplies every submodule's (finite) output into inf,",
+                 "expected '', the name named_modules() gives the model itself: watch every module it lists, "
+                 "the model included, not only the layers.")
+
+
 def _check_exception_in_block(TrainingMonitor):
     seed = 134
     model, width = _seeded(seed, _mlp)
@@ -595,6 +621,7 @@ def check_TrainingMonitor(TrainingMonitor):
     _check_attach_train_remove(TrainingMonitor)
     _check_nonfinite_output(TrainingMonitor)
     _check_nonfinite_gradient(TrainingMonitor)
+    _check_nonfinite_in_model_itself(TrainingMonitor)
     _check_exception_in_block(TrainingMonitor)
 
 

@@ -286,6 +286,10 @@ def track_grad_norms(model):
            [("    def __exit__(self, *exception):\n        self.remove()",
              "    def __exit__(self, *exception):\n        pass")],
            ["after the with block, hooks were still registered", "__exit__ must remove them"]),
+    _wrong("TrainingMonitor", _MONITOR, "watches the layers only, not the model itself",
+           [("        for name, module in self.model.named_modules():\n            self.handles",
+             "        for name, module in list(self.model.named_modules())[1:]:\n            self.handles")],
+           ["expected ''", "the model included"]),
     dict(exercise="TrainingMonitor", kind="right", why="isnan or isinf, ExitStack, __exit__ returns False",
          source=_STATS + _NORMS + '''
 import contextlib
