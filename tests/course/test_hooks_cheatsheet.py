@@ -9,7 +9,7 @@ import inspect
 import pytest
 import torch
 
-from hooked.course import ROOT, lesson_names
+from hooked.course import ROOT, SOLUTIONS_DIR, lesson_names
 
 _spec = importlib.util.spec_from_file_location("hooked_site_cheatsheet", ROOT / "website" / "cheatsheet.py")
 cheatsheet = importlib.util.module_from_spec(_spec)
@@ -77,3 +77,11 @@ def test_rows_are_complete_and_lessons_are_real_slugs():
     for row in cheatsheet.ROWS:
         if row["lesson"] and row["lesson"][:2] in {name[:2] for name in existing}:
             assert row["lesson"] in existing, row
+
+
+def test_each_api_links_to_a_lesson_that_names_it():
+    for row in cheatsheet.ROWS:
+        if row["lesson"] in lesson_names():
+            name = row["api"].rsplit(".", 1)[1]
+            text = (SOLUTIONS_DIR / f"{row['lesson']}.py").read_text(encoding="utf-8")
+            assert name in text, f"{row['api']} links to lesson {row['lesson']}, which never names {name}"

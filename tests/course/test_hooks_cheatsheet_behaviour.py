@@ -474,6 +474,13 @@ def test_multi_grad_hook_return_is_ignored():
     assert (a.grad.item(), b.grad.item()) == (2.0, 3.0)
 
 
+def test_multi_grad_hook_on_a_leaf_breaks_autograd_grad():
+    a, b = _leaf(1.0), _leaf(1.0)
+    graph.register_multi_grad_hook((a, b), lambda grads: None, mode="all")
+    with pytest.raises(RuntimeError, match="A leaf node was passed to _will_engine_execute_node"):
+        torch.autograd.grad((a * b).sum(), (a, b))
+
+
 # --- Saved-tensor hooks
 
 def test_saved_tensors_hooks_pack_in_forward_unpack_in_backward():
