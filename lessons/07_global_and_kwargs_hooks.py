@@ -9,6 +9,7 @@
 #
 # - register the global hooks of `torch.nn.modules.module` (forward pre, forward, full backward
 #   pre, full backward) and say when they fire relative to a module's own hooks;
+#   say why not to use the deprecated `register_module_backward_hook`;
 # - say in which order the hooks of a parent and its children fire (calls *start* parent first and
 #   *finish* children first);
 # - see keyword arguments with `with_kwargs=True`, put a hook first with `prepend=True`, and run a
@@ -265,6 +266,85 @@ with module_hooks.register_module_parameter_registration_hook(
 print("a Linear built under the hook: requires_grad",
       {name: p.requires_grad for name, p in frozen_from_birth.named_parameters()})
 assert not any(p.requires_grad for p in frozen_from_birth.parameters())
+
+# %% [markdown]
+# ### The deprecated `register_module_backward_hook`: do not use it
+#
+# There is one more global backward hook, `torch.nn.modules.module.register_module_backward_hook`,
+# the global form of the deprecated `register_backward_hook` of lesson 05. Two reasons not to use
+# it. First, torch lets a process use global backward hooks of one kind only, full or deprecated,
+# and remembers which kind came first for the rest of the process, even after `remove()`. This
+# notebook registered `register_module_full_backward_hook` above, so the deprecated one now
+# raises; the cell registers and removes a full one first to show that removing does not help.
+# The call raises before it registers anything, so the notebook is left as it was.
+
+# %%
+global_backward_before = len(module_hooks._global_backward_hooks)
+module_hooks.register_module_full_backward_hook(lambda m, grad_input, grad_output: None).remove()
+try:
+    module_hooks.register_module_backward_hook(lambda m, grad_input, grad_output: None)
+    mixing_error = None
+except RuntimeError as error:
+    mixing_error = str(error)
+print("register_module_backward_hook after a full one was registered and removed:")
+print("  RuntimeError:", mixing_error)
+assert mixing_error == ("Cannot use both regular backward hooks and full backward hooks as a global Module hook. "
+                        "Please use only one of them.")
+assert len(module_hooks._global_backward_hooks) == global_backward_before  # nothing was left registered
+
+# %% [markdown]
+# It works the other way round too: one deprecated global hook, registered once by any library,
+# blocks `register_module_full_backward_hook` for everyone until the process ends. And the
+# deprecated hook reports the wrong gradients: like `register_backward_hook`, its `grad_input`
+# belongs to the *last operation* of the module's forward, not to the module's inputs, and torch
+# warns about it with a `FutureWarning`. Since this would block full global hooks in this
+# notebook for good, the cell runs the demonstration in a fresh Python process
+# (`subprocess`, about a second to import torch there) and prints what that process reported.
+# The module computes `x * 2 + 1`, so the true gradient with respect to `x` is 2 everywhere.
+
+# %%
+import json
+import subprocess
+import sys
+
+FRESH_PROCESS = """
+import json, warnings
+import torch
+import torch.nn.modules.module as module_hooks
+from torch import nn
+
+class DoubleThenAddOne(nn.Module):
+    def forward(self, x):
+        return x * 2 + 1
+
+model, x, seen = DoubleThenAddOne(), torch.ones(3, requires_grad=True), []
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    with module_hooks.register_module_backward_hook(
+            lambda m, grad_input, grad_output: seen.append(grad_input)):
+        model(x).sum().backward()
+try:
+    module_hooks.register_module_full_backward_hook(lambda m, grad_input, grad_output: None)
+    error = None
+except RuntimeError as raised:
+    error = str(raised)
+print(json.dumps({
+    "warnings": [(w.category.__name__, str(w.message)) for w in caught],
+    "grad_input": [None if g is None else g.tolist() for g in seen[0]],
+    "x.grad": x.grad.tolist(),
+    "full hook afterwards": error}))
+"""
+report = json.loads(subprocess.run([sys.executable, "-c", FRESH_PROCESS], capture_output=True, text=True,
+                                   check=True, timeout=60).stdout)
+for key, value in report.items():
+    print(f"{key}: {value}")
+assert report["warnings"] == [["FutureWarning", "Using a non-full backward hook when the forward contains multiple "
+                               "autograd Nodes is deprecated and will be removed in future versions. This hook "
+                               "will be missing some grad_input. Please use register_full_backward_hook to get "
+                               "the documented behavior."]]
+assert report["grad_input"] == [[1.0, 1.0, 1.0], None]  # the gradient at `x * 2` (and the constant 1), not at x
+assert report["x.grad"] == [2.0, 2.0, 2.0]
+assert report["full hook afterwards"] == mixing_error
 
 # %% [markdown]
 # ## `with_kwargs=True`: keyword arguments are invisible without it
@@ -671,6 +751,7 @@ with try_it():
 # | global forward | `module_hooks.register_module_forward_hook(hook, *, with_kwargs, always_call)` | `hook(module, args, output)` | when any module's call returns, before its own forward hooks |
 # | global backward pre | `module_hooks.register_module_full_backward_pre_hook(hook)` | `hook(module, grad_output)` | before any module's backward, before its own |
 # | global backward | `module_hooks.register_module_full_backward_hook(hook)` | `hook(module, grad_input, grad_output)` | after any module's input gradients exist, before its own |
+# | deprecated global backward | `module_hooks.register_module_backward_hook(hook)` | do not use | its `grad_input` is the last operation's; it cannot be mixed with the full global backward hooks in one process |
 # | registration | `module_hooks.register_module_{parameter,buffer,module}_registration_hook(hook)` | `hook(module, name, value)` | when a parameter, buffer or submodule is registered |
 #
 # Options: `with_kwargs=True` shows keyword arguments (`hook(module, args, kwargs[, output])`);
