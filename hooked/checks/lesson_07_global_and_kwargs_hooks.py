@@ -82,8 +82,10 @@ class Tower(nn.Module):
         self.split = Split(k)
         self.scale = nn.Parameter(torch.rand(out) + 0.5)
         self.helpers = [_Ghost()]
+        self.calls = 0
 
     def forward(self, x, *, shift):
+        self.calls += 1
         h = self.shared(self.helpers[0](torch.tanh(self.shared(self.encoder(x)))))
         first, rest, k = self.split(h)
         return self.frozen(first) * self.scale + shift + rest.unsqueeze(-1)
@@ -253,6 +255,10 @@ def check_summarize_model(summarize_model):
         if not isinstance(result, (tuple, list)) or len(result) != 2:
             fail(f"{call_text} returned {describe(result)}; expected a pair (output, rows).")
         output, rows = result
+        calls = getattr(model, "calls", 2) - 1  # the reference ran it once (a model without a counter: as if once)
+        if calls != 1:
+            fail(f"{call_text} ran the model {calls} times; run it once, with the hooks registered, and return that "
+                 "call's output with the rows it recorded.")
         if not close(output, expected_output):
             fail(f"{call_text} returned {describe(output)} as the output; the model returns "
                  f"{describe(expected_output)}. Return what model(*inputs, **kwargs) returned, and let the hooks "
@@ -291,11 +297,18 @@ class Exp(nn.Module):
         return torch.exp(x)
 
 
-class Pair(nn.Module):
-    """Returns (x, log(x)): the second item holds NaN where x < 0."""
+class Triple(nn.Module):
+    """Returns (x, log(x), x): only the middle item holds NaN (where x < 0)."""
 
     def forward(self, x):
-        return x, torch.log(x)
+        return x, torch.log(x), x
+
+
+class Huge(nn.Module):
+    """Finite outputs between 1e38 and float32's largest number (3.4e38): a sum of them overflows to inf."""
+
+    def forward(self, x):
+        return 1e38 + 1e37 * torch.tanh(x).abs()
 
 
 class GradProbe(nn.Module):
@@ -331,7 +344,8 @@ class Chain(nn.Module):
 
 
 def _nan_case(width):
-    return Chain(nn.Sequential(nn.Linear(width, width), Log(), nn.Linear(width, width)), width)
+    # the log makes NaN in some elements only; the Tanh keeps them where they are, the head spreads them to all
+    return Chain(nn.Sequential(nn.Linear(width, width), Log(), nn.Tanh()), width)
 
 
 def _inf_case(width):
@@ -343,11 +357,12 @@ def _inf_case(width):
 
 
 def _tuple_case(width):
-    return Chain(nn.Sequential(nn.Linear(width, width), Pair()), width)
+    return Chain(nn.Sequential(nn.Linear(width, width), Triple()), width)
 
 
 def _finite_case(width):
-    return Chain(nn.Sequential(nn.Linear(width, width), nn.Tanh()), width)
+    # Huge's outputs are finite; the Tanh after it brings them back to at most 1
+    return Chain(nn.Sequential(nn.Linear(width, width), Huge(), nn.Tanh()), width)
 
 
 def _root_case(width):
@@ -405,9 +420,12 @@ def _answers(model, x):
     return {
         "right": first(finished, not_finite),
         "nan_only": first(finished, lambda t: torch.isnan(t).any()),
+        "all_bad": first(finished, lambda t: not torch.isfinite(t).any()),
+        "by_sum": first(finished, lambda t: not torch.isfinite(t.sum())),
         "tensor_only": first(finished, not_finite, tensor_only=True),
         "last": bad[-1] if bad else None,
         "by_input": first(started_inputs, not_finite),
+        "types": {name: type(module).__name__ for module, name in name_of.items()},
         "unregistered": "head" in bad and not any(not_finite(t) for name, values, is_tensor in finished
                                                  if name.startswith("body") for t in values),
     }
@@ -418,11 +436,18 @@ def _nonfinite_hint(got, answers, right):
         return (" The first NaN comes from a module the model keeps in a plain list, not in named_modules(): "
                 "ignore that module and keep looking; the next module of the model is the answer.")
     if right == "" and got is None:
-        return (" The model itself is the first: its name in named_modules() is '', which is falsy. Compare with "
-                "`is None` (or keep a flag), not by truth value.")
+        return (" The model itself is the first: its own forward makes the NaN, after every submodule returned "
+                "finite outputs. Hook the model too, not only its layers; and its name in named_modules() is '', "
+                "which is falsy: compare with `is None` (or keep a flag), not by truth value.")
     if got == answers["last"] and got != right:
         return (" That is the last module with a non-finite output: the model (or a parent) returns after its "
                 "children, so its forward hook fires later. Keep the first one found and ignore the rest.")
+    if right is None and got == answers["by_sum"]:
+        return (f" The output of {got!r} is finite, only large (over 1e38): a sum or a norm of it overflows to inf. "
+                "Test the elements themselves, torch.isfinite(t).all().")
+    if got is not None and got == answers["all_bad"] and got != right:
+        return (" That is the first output in which *every* element is non-finite; one NaN or inf is enough. "
+                "torch.isfinite(t).all() is False as soon as one element is not finite.")
     if got == answers["nan_only"] and got != right:
         return (" The culprit's output holds infinities but no NaN: torch.isnan misses them; test "
                 "torch.isfinite(...).all().")
@@ -432,6 +457,9 @@ def _nonfinite_hint(got, answers, right):
     if got == answers["by_input"] and got != right:
         return (" That is the first module whose *input* is not finite, the one after the culprit. Look at "
                 "outputs, in a forward hook (a pre-hook sees only the inputs).")
+    if right is not None and isinstance(got, str) and got == answers["types"].get(right):
+        return (" That is the class of the module; return its name in model.named_modules(), which says where it "
+                "is in the model.")
     if right is not None and got is not None and right.startswith(f"{got}.") or (got == "" and right):
         return (" That is a parent of the culprit: a parent's output holds its children's NaN too, but it returns "
                 "after them. Keep the first output found, in the order the forward hooks fire.")
@@ -455,6 +483,9 @@ def check_find_first_nonfinite(find_first_nonfinite):
         if got != right or type(got) is not type(right):
             fail(f"{call_text} returned {describe(got)}; expected {right!r}"
                  f"{', since every output is finite' if right is None else ''}.{_nonfinite_hint(got, answers, right)}")
+        if len(model.probe.grad_enabled) > 1:
+            fail(f"{call_text} ran the model {len(model.probe.grad_enabled)} times; run it once, with the hook "
+                 "registered, and take the answer from that pass.")
         if any(model.probe.grad_enabled):
             fail(f"{call_text} ran the model with gradients on; run it under torch.no_grad() (forward hooks fire "
                  "there too, and no graph is built).")

@@ -269,7 +269,36 @@ def summarize_model(model, *inputs, **kwargs):
 ''',
          expect=[]),
 
+    dict(exercise="summarize_model", kind="wrong", why="output taken from a second call without hooks",
+         source=_summary(("    return output, rows", "    return model(*inputs, **kwargs), rows")),
+         expect=["ran the model 2 times", "once"]),
+    dict(exercise="summarize_model", kind="wrong", why="model run once per kind of hook",
+         source=_summary(("""    with module_hooks.register_module_forward_pre_hook(starts), \\
+            module_hooks.register_module_forward_hook(finishes):
+        output = model(*inputs, **kwargs)""", """    with module_hooks.register_module_forward_pre_hook(starts):
+        model(*inputs, **kwargs)
+    open_rows[:] = list(reversed(rows))
+    with module_hooks.register_module_forward_hook(finishes):
+        output = model(*inputs, **kwargs)""")),
+         expect=["ran the model 2 times"]),
+
     # ------------------------------------------------------------------ find_first_nonfinite
+    dict(exercise="find_first_nonfinite", kind="wrong", why="looks only at the last item of a tuple",
+         source=_find(('return any(not_finite(item) for item in value if isinstance(item, torch.Tensor))',
+                       'return bool(value) and not_finite(value[-1])')),
+         expect=["returns a tuple", "every tensor"]),
+    dict(exercise="find_first_nonfinite", kind="wrong", why="needs every element non-finite (any instead of all)",
+         source=_find(('return not torch.isfinite(value).all()', 'return not torch.isfinite(value).any()')),
+         expect=["every* element", "one nan or inf is enough"]),
+    dict(exercise="find_first_nonfinite", kind="wrong", why="tests the sum, which overflows",
+         source=_find(('return not torch.isfinite(value).all()', 'return not torch.isfinite(value.sum())')),
+         expect=["overflows", "elements themselves"]),
+    dict(exercise="find_first_nonfinite", kind="wrong", why="runs the model twice",
+         source=_find(('        model(*inputs)\n', '        model(*inputs)\n        model(*inputs)\n')),
+         expect=["ran the model 2 times", "once"]),
+    dict(exercise="find_first_nonfinite", kind="wrong", why="returns the class name",
+         source=_find(('found.append(names[module])', 'found.append(type(module).__name__)')),
+         expect=["class", "named_modules"]),
     dict(exercise="find_first_nonfinite", kind="wrong", why="checks only NaN",
          source=_find(('return not torch.isfinite(value).all()', 'return bool(torch.isnan(value).any())')),
          expect=["infinities", "isfinite"]),
