@@ -5,6 +5,7 @@ import copy
 import random
 
 import torch
+import torch.nn.modules.module as module_globals
 from torch import nn
 
 from hooked.checking import LearnerCodeRaised, calling, fail
@@ -39,12 +40,24 @@ def registered_hooks(model):
     return found
 
 
-def _hooks_left_message(model, after):
+def _global_hook_counts():
+    """{name: size} of torch's dicts of global module hooks (register_module_forward_hook and the like)."""
+    return {name: len(value) for name, value in vars(module_globals).items()
+            if name.startswith("_global_") and name.endswith("hooks") and isinstance(value, dict)}
+
+
+def _hooks_left_message(model, after, global_counts):
     left = [(name, kind) for name, kind, hook in registered_hooks(model)]
     if left:
         fail(f"{after}, hooks were still registered on the model: {left} as (name, kind). Remove every hook you "
              "registered, also when the forward or backward pass raises: register it in a `with` block, or "
              "remove its handle in a `finally`.")
+    added = [name for name, count in _global_hook_counts().items() if count > global_counts.get(name, 0)]
+    if added:
+        fail(f"{after}, a global module hook was still registered (torch.nn.modules.module.{added[0]} grew): "
+             "it fires for every module of every model from now on. Remove every hook you registered, also "
+             "when the forward or backward pass raises: register it in a `with` block, or remove its handle in "
+             "a `finally`.")
 
 
 # ---------------------------------------------------------------- grad_before_inplace_relu
@@ -82,7 +95,8 @@ _GRAD_CASES = ((91, _linear_case), (92, _nested_case), (93, _conv_case))
 
 
 def _reference_grads(model, layer_name, relu_name, x):
-    """(gradient at the layer's output, gradient at the ReLU's output), on a copy without in-place ReLUs."""
+    """(gradient at the layer's output, gradient at the ReLU's output, {parameter name: gradient}), on a copy
+    without in-place ReLUs."""
     copied = copy.deepcopy(model)
     for module in copied.modules():
         if isinstance(module, nn.ReLU):
@@ -91,7 +105,26 @@ def _reference_grads(model, layer_name, relu_name, x):
     for name in (layer_name, relu_name):
         modules[name].register_forward_hook(lambda module, args, output, name=name: outputs.update({name: output}))
     score = copied(x).sum()
-    return torch.autograd.grad(score, [outputs[layer_name], outputs[relu_name]])
+    names, parameters = zip(*copied.named_parameters())
+    grads = torch.autograd.grad(score, [outputs[layer_name], outputs[relu_name], *parameters])
+    return grads[0], grads[1], dict(zip(names, grads[2:]))
+
+
+def _check_parameter_grads(model, parameter_grads, text):
+    """The parameters' .grad must be those of one plain backward pass of model(x).sum()."""
+    for name, parameter in model.named_parameters():
+        expected = parameter_grads[name]
+        if parameter.grad is None:
+            fail(f"After {text} returned, {name}.grad is None: the exercise runs model(x).sum().backward() once, "
+                 "as the broken code does (torch.autograd.grad does not fill .grad).")
+        if close(parameter.grad, expected):
+            continue
+        if close(parameter.grad, 2 * expected):
+            fail(f"After {text} returned, {name}.grad is twice the gradient of one backward pass: run "
+                 "model(x).sum().backward() once.")
+        fail(f"After {text} returned, {name}.grad is {describe(parameter.grad)}; one backward pass of "
+             f"model(x).sum() gives {describe(expected)}. Your hooks changed the gradients: a tensor hook that "
+             "returns a tensor replaces the gradient; return None from it (only record the gradient).")
 
 
 def _inplace_settings(model):
@@ -146,15 +179,13 @@ def check_grad_before_inplace_relu(fn):
         layer, settings = model.get_submodule(layer_name), _inplace_settings(model)
         for call in range(2):  # a second call must report its own gradient, not the first one's
             x = random_tensor(seed * 10 + call, shape)
-            expected, at_relu = _reference_grads(model, layer_name, relu_name, x)
+            expected, at_relu, parameter_grads = _reference_grads(model, layer_name, relu_name, x)
             model.zero_grad(set_to_none=True)
+            global_counts = _global_hook_counts()
             value, text = _call_grad(fn, model, layer, layer_name, x)
             _check_grad_result(value, expected, at_relu, text, relu_name)
-            if layer.weight.grad is None:
-                fail(f"After {text} returned, layer.weight.grad is None: the exercise runs "
-                     "model(x).sum().backward() once, as the broken code does (torch.autograd.grad does not "
-                     "fill .grad).")
-            _hooks_left_message(model, f"After {text} returned")
+            _check_parameter_grads(model, parameter_grads, text)
+            _hooks_left_message(model, f"After {text} returned", global_counts)
             changed = {name: flag for name, flag in _inplace_settings(model).items() if flag != settings[name]}
             if changed:
                 fail(f"After {text} returned, the model's in-place settings changed: {changed} (name: inplace). "
@@ -167,6 +198,7 @@ def _check_cleanup_on_error(fn):
     torch.manual_seed(94)
     model = nn.Sequential(nn.Linear(4, 5), nn.ReLU(inplace=True), _Raises())
     text = "grad_before_inplace_relu(model, model[0], x) on a model whose last module raises in forward"
+    global_counts = _global_hook_counts()
     try:
         with calling(f"calling {text}"):
             fn(model, model[0], random_tensor(94, (3, 4)))
@@ -179,7 +211,7 @@ def _check_cleanup_on_error(fn):
             raise
     else:
         fail(f"{text} returned normally; the exception the model raised must reach the caller.")
-    _hooks_left_message(model, f"After {text} (the exception reached the caller)")
+    _hooks_left_message(model, f"After {text} (the exception reached the caller)", global_counts)
     if not model[1].inplace:
         fail(f"After {text}, the ReLU has inplace=False; leave the model as it was, also when it raises.")
 
@@ -226,9 +258,10 @@ def _new_hook(kind, index, log=None):
     return hook
 
 
-def _register(model, rng, kind, name, index, log=None):
-    """Register a fresh hook of `kind` on module or parameter `name`; returns (handle, hook)."""
-    hook = _new_hook(kind, index, log)
+def _register(model, rng, kind, name, index, log=None, hook=None):
+    """Register `hook` (default: a fresh one) as a hook of `kind` on module or parameter `name`;
+    returns (handle, hook)."""
+    hook = hook or _new_hook(kind, index, log)
     if kind in PARAMETER_HOOK_DICTS:
         parameter = model.get_parameter(name)
         method = parameter.register_hook if kind == "tensor" else parameter.register_post_accumulate_grad_hook
@@ -269,6 +302,11 @@ def _hooked_model(seed, log=None):
                 continue
             expected.append((name, kind, hook))
             handles.append(handle)
+    # The same function registered twice in one place (a re-run cell) is two registrations.
+    for kind in ("forward", "tensor"):
+        name, _, hook = next(item for item in expected if item[1] == kind)
+        handles.append(_register(model, rng, kind, name, index, log, hook=hook)[0])
+        expected.append((name, kind, hook))
     return model, expected, handles
 
 
@@ -332,11 +370,19 @@ def _compare_found(result, expected, text, global_hooks=()):
         return
     missing, extra = want - got, got - want
     by_hook = {(kind, key): name for name, kind, key in extra}
+    kind_by_hook = {(name, key): kind for name, kind, key in extra}
     for name, kind, key in missing:
         if (kind, key) in by_hook:
             fail(f"{text} reported the {kind} hook {labels[key]} under the name {by_hook[(kind, key)]!r}; expected "
                  f"{name!r}, its name in model.named_modules() (or model.named_parameters() for a parameter), "
                  "with \"\" for the model itself.")
+        if (name, key) in kind_by_hook:
+            fail(f"{text} reported the hook {labels[key]} on {name!r} as kind {kind_by_hook[(name, key)]!r}; "
+                 f"expected {kind!r}: each hook dict has its own kind (see the table of the lesson).")
+        if not extra and (name, kind, key) in got:
+            fail(f"{text} reported the {kind} hook {labels[key]} on {name!r} {got[(name, kind, key)]} time(s); it is "
+                 f"registered {want[(name, kind, key)]} times there (the same function registered again, as a "
+                 "re-run cell does). One triple per registration: do not remove duplicates.")
     if extra:
         repeated = [(name, kind) for name, kind, key in extra if (name, kind, key) in want]
         if repeated:

@@ -202,6 +202,57 @@ def grad_before_inplace_relu(model, layer, x):
     return grads[0]
 ''',
          expect=["returned normally", "must reach the caller"]),
+    dict(exercise="grad_before_inplace_relu", kind="wrong", why="runs backward twice",
+         source='''
+def grad_before_inplace_relu(model, layer, x):
+    grads = []
+
+    def on_output(module, args, output):
+        output.register_hook(grads.append)
+
+    with layer.register_forward_hook(on_output):
+        model(x).sum().backward()
+        model(x).sum().backward()
+    return grads[0]
+''',
+         expect=["twice the gradient of one backward pass", "backward() once"]),
+    dict(exercise="grad_before_inplace_relu", kind="wrong", why="the tensor hook returns a replacement gradient",
+         source='''
+import torch
+
+
+def grad_before_inplace_relu(model, layer, x):
+    grads = []
+
+    def on_grad(grad):
+        grads.append(grad)
+        return torch.zeros_like(grad)
+
+    def on_output(module, args, output):
+        output.register_hook(on_grad)
+
+    with layer.register_forward_hook(on_output):
+        model(x).sum().backward()
+    return grads[0]
+''',
+         expect=["hooks changed the gradients", "return none"]),
+    dict(exercise="grad_before_inplace_relu", kind="wrong", why="a global forward hook never removed",
+         source='''
+import torch
+
+
+def grad_before_inplace_relu(model, layer, x):
+    grads = []
+
+    def on_output(module, args, output):
+        if module is layer:
+            output.register_hook(grads.append)
+
+    torch.nn.modules.module.register_module_forward_hook(on_output)
+    model(x).sum().backward()
+    return grads[0]
+''',
+         expect=["global module hook was still registered", "_global_forward_hooks"]),
     dict(exercise="grad_before_inplace_relu", kind="right", why="inplace off for the call, set back in finally",
          source='''
 from torch import nn
@@ -240,6 +291,36 @@ def grad_before_inplace_relu(model, layer, x):
     finally:
         handle.remove()
     return captured["grad"]
+''',
+         expect=[]),
+    dict(exercise="grad_before_inplace_relu", kind="right", why="a pre-hook on the next module hooks its input",
+         source='''
+def grad_before_inplace_relu(model, layer, x):
+    modules = list(model.modules())
+    following = modules[modules.index(layer) + 1]  # the in-place ReLU, in the models of this exercise
+    grads = []
+
+    def on_input(module, args):
+        args[0].register_hook(lambda grad: grads.append(grad))
+
+    with following.register_forward_pre_hook(on_input):
+        model(x).sum().backward()
+    return grads[0]
+''',
+         expect=[]),
+    dict(exercise="grad_before_inplace_relu", kind="right", why="the forward hook hands the ReLU a clone",
+         source='''
+def grad_before_inplace_relu(model, layer, x):
+    kept = []
+
+    def keep_original(module, args, output):
+        output.retain_grad()
+        kept.append(output)
+        return output.clone()  # the ReLU overwrites the clone; the layer's own output keeps its gradient
+
+    with layer.register_forward_hook(keep_original):
+        model(x).sum().backward()
+    return kept[0].grad
 ''',
          expect=[]),
 
@@ -285,6 +366,34 @@ def find_registered_hooks(model):
     dict(exercise="find_registered_hooks", kind="wrong", why="removes the hooks it reports",
          source=_finder(extra_line="getattr(module, attribute).clear()"),
          expect=["changed the hooks registered", "only report them"]),
+    dict(exercise="find_registered_hooks", kind="wrong", why="a set drops a function registered twice",
+         source=_FINDER_DICTS + '''
+
+def find_registered_hooks(model):
+    found = set()
+    for name, module in model.named_modules():
+        for kind, attribute in MODULE_DICTS.items():
+            found |= {(name, kind, hook) for hook in getattr(module, attribute).values()}
+    for name, parameter in model.named_parameters():
+        for kind, attribute in PARAMETER_DICTS.items():
+            found |= {(name, kind, hook) for hook in (getattr(parameter, attribute) or {}).values()}
+    return list(found)
+''',
+         expect=["registered 2 times", "do not remove duplicates"]),
+    dict(exercise="find_registered_hooks", kind="wrong", why="every parameter hook reported as tensor",
+         source=_FINDER_DICTS + '''
+
+def find_registered_hooks(model):
+    found = []
+    for name, module in model.named_modules():
+        for kind, attribute in MODULE_DICTS.items():
+            found += [(name, kind, hook) for hook in getattr(module, attribute).values()]
+    for name, parameter in model.named_parameters():
+        for attribute in PARAMETER_DICTS.values():
+            found += [(name, "tensor", hook) for hook in (getattr(parameter, attribute) or {}).values()]
+    return found
+''',
+         expect=["as kind 'tensor'", "expected 'post_accumulate_grad'"]),
     dict(exercise="find_registered_hooks", kind="right", why="walks modules and their own parameters, unwraps",
          source='''
 def find_registered_hooks(model):
@@ -390,6 +499,32 @@ def remove_all_hooks(model):
                 del hooks[key]
                 removed += 1
     return removed
+""",
+         expect=[]),
+    dict(exercise="remove_all_hooks", kind="wrong", why="counts distinct functions, not registrations",
+         source=_remover().replace("removed += len(getattr(module, attribute))",
+                                   "removed += len(set(getattr(module, attribute).values()))"),
+         expect=["expected the number of hooks it removed", "one per registration"]),
+    dict(exercise="remove_all_hooks", kind="right", why="model.apply, each module's own parameters",
+         source=_REMOVER_DICTS + """
+
+def remove_all_hooks(model):
+    removed = []
+
+    def clean(module):
+        for attribute in MODULE_DICTS:
+            removed.extend(getattr(module, attribute).values())
+            getattr(module, attribute).clear()
+        for attribute in FLAG_DICTS:
+            getattr(module, attribute).clear()
+        for parameter in module.parameters(recurse=False):
+            for attribute in PARAMETER_DICTS:
+                if getattr(parameter, attribute) is not None:
+                    removed.extend(getattr(parameter, attribute).values())
+                    setattr(parameter, attribute, {})
+
+    model.apply(clean)
+    return len(removed)
 """,
          expect=[]),
     dict(exercise="remove_all_hooks", kind="right", why="the right remover, written by the helper",
