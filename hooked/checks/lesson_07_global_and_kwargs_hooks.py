@@ -128,6 +128,7 @@ def _reference_rows(model, x, kwargs):
 
     def starts(module, args):
         row = {"name": name_of[module], "type": type(module).__name__, "output_shape": None,
+               "input_shape": _shape_of(args[0]) if args else None,
                "params": sum(p.numel() for p in module.parameters(recurse=False)),
                "recursive": sum(p.numel() for p in module.parameters()),
                "trainable": sum(p.numel() for p in module.parameters(recurse=False) if p.requires_grad)}
@@ -226,6 +227,9 @@ def _check_rows(rows, expected, finished, model, call_text):
             if isinstance(want["output_shape"], list):
                 hint = (" The module returned a tuple: give a list with the shape tuple of each tensor item and None "
                         "for each other item.")
+            elif _same_shape(row["output_shape"], want["input_shape"]):
+                hint = (" That is the shape of the module's input. The output exists only when the call finishes: "
+                        "take its shape in a forward hook.")
             elif any(_same_shape(row["output_shape"], other["output_shape"]) for other in expected if other is not want):
                 hint = (" That is the output shape of another call. Fill in the row its own call opened: calls nest, "
                         "so a forward hook belongs to the most recently started call that has not finished.")

@@ -282,6 +282,41 @@ def summarize_model(model, *inputs, **kwargs):
         output = model(*inputs, **kwargs)""")),
          expect=["ran the model 2 times"]),
 
+    dict(exercise="summarize_model", kind="wrong", why="input shape taken in the pre-hook",
+         source=_summary(('"output_shape": None,', '"output_shape": tuple(args[0].shape),'),
+                         ('open_rows.pop()["output_shape"] = shape_of(output)', 'open_rows.pop()')),
+         expect=["shape of the module's input", "forward hook"]),
+    dict(exercise="summarize_model", kind="right",
+         why="global hook with with_kwargs and always_call, torch.Size and list shapes, _parameters",
+         source='''
+import torch
+import torch.nn.modules.module as module_hooks
+
+def summarize_model(model, *inputs, **kwargs):
+    names = {m: n for n, m in model.named_modules()}
+    rows, stack = [], []
+    def pre(m, args):
+        if m in names:
+            stack.append(len(rows))
+            rows.append(dict(name=names[m], type=m.__class__.__name__, output_shape=None,
+                             params=sum(p.numel() for p in m._parameters.values() if p is not None)))
+    def post(m, args, kwargs, out):
+        if m in names:
+            i = stack.pop()
+            if torch.is_tensor(out):
+                rows[i]["output_shape"] = out.shape
+            elif isinstance(out, (list, tuple)):
+                rows[i]["output_shape"] = [list(o.shape) if torch.is_tensor(o) else None for o in out]
+    h1 = module_hooks.register_module_forward_pre_hook(pre)
+    h2 = module_hooks.register_module_forward_hook(post, with_kwargs=True, always_call=True)
+    try:
+        out = model(*inputs, **kwargs)
+    finally:
+        h1.remove(); h2.remove()
+    return out, rows
+''',
+         expect=[]),
+
     # ------------------------------------------------------------------ find_first_nonfinite
     dict(exercise="find_first_nonfinite", kind="wrong", why="looks only at the last item of a tuple",
          source=_find(('return any(not_finite(item) for item in value if isinstance(item, torch.Tensor))',
@@ -404,6 +439,29 @@ def find_first_nonfinite(model, *inputs):
     finally:
         handle.remove()
     return None
+''',
+         expect=[]),
+    dict(exercise="find_first_nonfinite", kind="right", why="per-module hooks, isinf or isnan, nonlocal",
+         source='''
+import torch
+def find_first_nonfinite(model, *inputs):
+    found = None
+    handles = []
+    def bad(v):
+        ts = [v] if isinstance(v, torch.Tensor) else [t for t in v if isinstance(t, torch.Tensor)] if isinstance(v, (list, tuple)) else []
+        return any(bool(torch.isinf(t).any() | torch.isnan(t).any()) for t in ts)
+    for name, m in model.named_modules():
+        def hook(m, a, o, name=name):
+            nonlocal found
+            if found is None and bad(o):
+                found = name
+        handles.append(m.register_forward_hook(hook))
+    try:
+        with torch.no_grad():
+            model(*inputs)
+    finally:
+        for h in handles: h.remove()
+    return found
 ''',
          expect=[]),
 ]
