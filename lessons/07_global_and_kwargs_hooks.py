@@ -60,7 +60,9 @@ small(torch.randn(1, 3))
 other(torch.randn(1, 2))
 handle.remove()
 print("modules seen by one global hook:", seen)
+print("the registration returned a", type(handle).__name__)
 assert seen == ["Linear", "ReLU", "Sequential", "Linear"]
+assert isinstance(handle, torch.utils.hooks.RemovableHandle)
 
 # %% [markdown]
 # That is also the danger. A global hook that is never removed keeps firing, for every model,
@@ -298,8 +300,8 @@ assert len(module_hooks._global_backward_hooks) == global_backward_before  # not
 # deprecated hook reports the wrong gradients: like `register_backward_hook`, its `grad_input`
 # belongs to the *last operation* of the module's forward, not to the module's inputs, and torch
 # warns about it with a `FutureWarning`. Since this would block full global hooks in this
-# notebook for good, the cell runs the demonstration in a fresh Python process
-# (`subprocess`, about a second to import torch there) and prints what that process reported.
+# notebook for good, the cell runs the demonstration in a fresh Python process (started with
+# `subprocess`) and prints what that process reported.
 # The module computes `x * 2 + 1`, so the true gradient with respect to `x` is 2 everywhere.
 
 # %%
@@ -410,6 +412,10 @@ with square.register_forward_hook(lambda m, a, o: ran.append("first registered")
     square(torch.ones(1))
 print(ran)
 assert ran == ["registered last, prepend=True", "first registered", "second registered"]
+for method in ("register_forward_pre_hook", "register_forward_hook", "register_full_backward_pre_hook",
+               "register_full_backward_hook"):
+    print(f"nn.Module.{method} takes prepend:", "prepend" in inspect.signature(getattr(nn.Module, method)).parameters)
+    assert "prepend" in inspect.signature(getattr(nn.Module, method)).parameters
 
 # %% [markdown]
 # ## `always_call=True`: a forward hook that runs when `forward` raises
