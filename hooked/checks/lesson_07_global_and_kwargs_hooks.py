@@ -254,6 +254,9 @@ def check_summarize_model(summarize_model):
             if isinstance(error.error, TypeError) and "shift" in str(error.error):
                 fail(f"{call_text} raised TypeError: {error.error}. Pass the keyword arguments on to the model: "
                      "model(*inputs, **kwargs).")
+            if isinstance(error.error, TypeError) and "not tuple" in str(error.error):
+                fail(f"{call_text} raised TypeError: {error.error}. `inputs` is a tuple of the positional "
+                     "arguments: unpack it, model(*inputs, **kwargs).")
             raise
         _check_nothing_left(before, modules, call_text, "returned")
         if not isinstance(result, (tuple, list)) or len(result) != 2:
@@ -281,7 +284,13 @@ def _check_raising(summarize_model):
         with calling(f"calling {call_text}"):
             summarize_model(model, random_tensor(709, (2, width)))
     except LearnerCodeRaised as error:
-        if not isinstance(error.error, ValueError) or "on purpose" not in str(error.error):
+        raised = error.error
+        if not isinstance(raised, ValueError) or "on purpose" not in str(raised):
+            cause = raised.__cause__ or raised.__context__
+            if isinstance(cause, ValueError) and "on purpose" in str(cause):
+                fail(f"{call_text} raised {type(raised).__name__}: {raised}, made from the model's ValueError; the "
+                     "model's ValueError must reach the caller unchanged. Don't catch it: a `with handle:` block or "
+                     "try/finally removes the hooks and lets the exception go on.")
             raise
     else:
         fail(f"{call_text} returned normally; the model's ValueError must reach the caller unchanged. Don't catch "
@@ -445,7 +454,9 @@ def _nonfinite_hint(got, answers, right):
                 "which is falsy: compare with `is None` (or keep a flag), not by truth value.")
     if got == answers["last"] and got != right:
         return (" That is the last module with a non-finite output: the model (or a parent) returns after its "
-                "children, so its forward hook fires later. Keep the first one found and ignore the rest.")
+                "children, so its forward hook fires later. Keep the first one found, in the order the forward "
+                "hooks fire (not the order of named_modules(), where the model itself comes first), and ignore "
+                "the rest.")
     if right is None and got == answers["by_sum"]:
         return (f" The output of {got!r} is finite, only large (over 1e38): a sum or a norm of it overflows to inf. "
                 "Test the elements themselves, torch.isfinite(t).all().")

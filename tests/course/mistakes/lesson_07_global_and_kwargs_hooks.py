@@ -317,6 +317,16 @@ def summarize_model(model, *inputs, **kwargs):
 ''',
          expect=[]),
 
+    dict(exercise="summarize_model", kind="wrong", why="wraps the model's exception in its own",
+         source=_summary(("        output = model(*inputs, **kwargs)",
+                          "        try:\n            output = model(*inputs, **kwargs)\n"
+                          "        except Exception as error:\n"
+                          "            raise RuntimeError('summary failed') from error")),
+         expect=["made from the model's valueerror", "unchanged"]),
+    dict(exercise="summarize_model", kind="wrong", why="inputs passed as one tuple",
+         source=_summary(("output = model(*inputs, **kwargs)", "output = model(inputs, **kwargs)")),
+         expect=["unpack it", "model(*inputs, **kwargs)"]),
+
     # ------------------------------------------------------------------ find_first_nonfinite
     dict(exercise="find_first_nonfinite", kind="wrong", why="looks only at the last item of a tuple",
          source=_find(('return any(not_finite(item) for item in value if isinstance(item, torch.Tensor))',
@@ -334,6 +344,26 @@ def summarize_model(model, *inputs, **kwargs):
     dict(exercise="find_first_nonfinite", kind="wrong", why="returns the class name",
          source=_find(('found.append(names[module])', 'found.append(type(module).__name__)')),
          expect=["class", "named_modules"]),
+    dict(exercise="find_first_nonfinite", kind="wrong", why="first in named_modules() order",
+         source='''
+import torch
+def find_first_nonfinite(model, *inputs):
+    bad = set()
+    names = {m: n for n, m in model.named_modules()}
+    def hook(m, a, o):
+        if m in names and isinstance(o, torch.Tensor) and not torch.isfinite(o).all():
+            bad.add(names[m])
+    hs = [m.register_forward_hook(hook) for m in names]
+    try:
+        with torch.no_grad():
+            model(*inputs)
+    finally:
+        for h in hs: h.remove()
+    for n, m in model.named_modules():
+        if n in bad: return n
+    return None
+''',
+         expect=["not the order of named_modules()"]),
     dict(exercise="find_first_nonfinite", kind="wrong", why="checks only NaN",
          source=_find(('return not torch.isfinite(value).all()', 'return bool(torch.isnan(value).any())')),
          expect=["infinities", "isfinite"]),
