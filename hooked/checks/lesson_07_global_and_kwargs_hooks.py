@@ -181,6 +181,9 @@ def _check_rows(rows, expected, finished, model, call_text):
         if missing_keys:
             fail(f"{said} where rows[{number}] is {row}; it lacks the keys {missing_keys}. Each row is a dict with "
                  f"the keys {list(_KEYS)}.")
+        if not isinstance(row["name"], str):
+            fail(f"{said} where rows[{number}] is {row}; its 'name' should be a str, the module's name in "
+                 "model.named_modules() ('' for the model itself).")
     got_names, want_names = _names(rows), [row["name"] for row in expected]
     if got_names != want_names:
         model_names = [name for name, module in model.named_modules()]
