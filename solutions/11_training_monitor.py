@@ -497,7 +497,9 @@ class TrainingMonitor:
     monitor.grad_norms         # as track_grad_norms(model) records them
     monitor.first_nonfinite    # None, or the name of the first module (named_modules(), the model
                                # itself is "") whose output, or parameter (named_parameters()) whose
-                               # gradient, contained NaN/inf/-inf; never changes once set
+                               # gradient, contained NaN/inf/-inf, in the order the hooks fire; watched
+                               # by a forward hook on every module and a tensor hook on every parameter
+                               # that requires grad; never changes once set
     monitor.remove()  # removes every hook the monitor registered; safe to call twice; data stays
 
     `with TrainingMonitor(model, layer_types) as monitor:` attaches on entry and removes on exit,
@@ -643,6 +645,7 @@ with try_it():
         axes[0, column].set_title(run, fontsize=10)
         axes[0, column].set_ylim(-0.05, 1.05)
         axes[1, column].set_yscale("symlog", linthresh=1e-2)  # log above 0.01, linear below: 0 is drawn
+        axes[1, column].set_ylim(bottom=0)
         axes[1, column].set_xlabel("step")
     axes[0, 0].set_ylabel("fraction of zeros")
     axes[1, 0].set_ylabel("gradient norm")
