@@ -174,6 +174,43 @@ def fuse_sgd_into_backward(model, lr):
     return [p.register_post_accumulate_grad_hook(step) for p in optimizers]
 ''',
          expect=[]),
+    dict(exercise="fuse_sgd_into_backward", kind="wrong", why="returns a generator of handles",
+         source=_fused("""    handles = []
+    for param in model.parameters():
+        if param.requires_grad:
+            handles.append(param.register_post_accumulate_grad_hook(step))
+    return handles""", """    return (param.register_post_accumulate_grad_hook(step)
+            for param in model.parameters() if param.requires_grad)"""),
+         expect=["an iterator", "registers nothing until it is read", "build a list"]),
+    dict(exercise="fuse_sgd_into_backward", kind="wrong", why="a hard-coded learning rate",
+         source=_fused("param.sub_(lr * param.grad)", "param.sub_(0.1 * param.grad)"),
+         expect=["lr=0.05", "learning rate other than lr"]),
+    dict(exercise="fuse_sgd_into_backward", kind="wrong", why="skips the step when grad mode is on",
+         source=_fused("""        with torch.no_grad():
+            param.sub_(lr * param.grad)""", """        if torch.is_grad_enabled():
+            return
+        param.sub_(lr * param.grad)"""),
+         expect=["create_graph=True", "no parameter changed", "torch.no_grad()"]),
+    dict(exercise="fuse_sgd_into_backward", kind="right", why="a callable class, in-place -=, del .grad, a tuple",
+         source='''
+import torch
+
+
+class SgdStep:
+    def __init__(self, lr):
+        self.lr = lr
+
+    def __call__(self, param):
+        with torch.no_grad():
+            param -= self.lr * param.grad
+        del param.grad
+
+
+def fuse_sgd_into_backward(model, lr):
+    step = SgdStep(lr)
+    return tuple(p.register_post_accumulate_grad_hook(step) for _, p in model.named_parameters() if p.requires_grad)
+''',
+         expect=[]),
 
     # ------------------------------------------------------------------ call_when_all_grads_ready
     dict(exercise="call_when_all_grads_ready", kind="wrong", why="mode any",
@@ -321,6 +358,66 @@ def call_when_all_grads_ready(tensors, callback):
     return Watcher(tensors, callback)
 ''',
          expect=[]),
+    dict(exercise="call_when_all_grads_ready", kind="wrong", why="drops the None entries",
+         source='''
+import torch
+
+
+def call_when_all_grads_ready(tensors, callback):
+    def reached(grads):
+        callback([g for g in grads if g is not None])
+
+    return torch.autograd.graph.register_multi_grad_hook(tensors, reached)
+''',
+         expect=["backward pass 2", "3 entries, one per tensor"]),
+    dict(exercise="call_when_all_grads_ready", kind="wrong", why="reads .grad instead of the gradients received",
+         source='''
+import warnings
+
+import torch
+
+
+def call_when_all_grads_ready(tensors, callback):
+    def from_grad(grads):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # .grad of a non-leaf
+            callback([t.grad for t in tensors])
+
+    return torch.autograd.graph.register_multi_grad_hook(tensors, from_grad)
+''',
+         expect=["the gradients of the tensors in this pass"]),
+    dict(exercise="call_when_all_grads_ready", kind="right", why="tensor hooks and a callback queued for the end of backward",
+         source='''
+from torch.autograd import Variable
+
+
+class Handles:
+    def __init__(self, handles):
+        self.handles = handles
+
+    def remove(self):
+        for handle in self.handles:
+            handle.remove()
+
+
+def call_when_all_grads_ready(tensors, callback):
+    pending = {}
+
+    def deliver():
+        grads = pending.pop("grads")
+        callback(grads)
+
+    def make_hook(i):
+        def hook(grad):
+            if "grads" not in pending:
+                pending["grads"] = [None] * len(tensors)
+                Variable._execution_engine.queue_callback(deliver)  # runs when this backward pass ends
+            pending["grads"][i] = grad
+        return hook
+
+    return Handles([t.register_hook(make_hook(i)) for i, t in enumerate(tensors)])
+''',
+         expect=[]),
     # ------------------------------------------------------------------ HalfPrecisionSaver
     dict(exercise="HalfPrecisionSaver", kind="wrong", why="unpack gives back float16",
          source=_saver("return tensor if dtype is None else tensor.to(dtype)", "return tensor"),
@@ -338,7 +435,7 @@ def call_when_all_grads_ready(tensors, callback):
                 return tensor, None
         else:
             self.bytes_saved += tensor.numel() * (tensor.element_size() - 2)"""),
-         expect=["max_pool1d over 4200", "integer and bfloat16 tensors keep their values"]),
+         expect=["sort over 4200", "index out of range", "integer and bfloat16 tensors keep their values"]),
     dict(exercise="HalfPrecisionSaver", kind="wrong", why="converts bfloat16 tensors too",
          source=_saver("if tensor.dtype not in (torch.float32, torch.float64):",
                        "if not tensor.is_floating_point():"),
@@ -397,6 +494,27 @@ class HalfPrecisionSaver:
         return False
 ''',
          expect=["after the `with` block", "remove the hooks"]),
+    dict(exercise="HalfPrecisionSaver", kind="wrong", why="counts in unpack",
+         source=_saver("""        self.bytes_saved += tensor.numel() * (tensor.element_size() - 2)
+        return tensor.half(), tensor.dtype""", """        return tensor.half(), tensor.dtype""").replace(
+             """        return tensor if dtype is None else tensor.to(dtype)""",
+             """        if dtype is None:
+            return tensor
+        restored = tensor.to(dtype)
+        self.bytes_saved += restored.numel() * (restored.element_size() - 2)
+        return restored"""),
+         expect=["after the forward pass", "count in the pack hook"]),
+    dict(exercise="HalfPrecisionSaver", kind="wrong", why="stores bfloat16 instead of float16",
+         source=_saver("return tensor.half(), tensor.dtype", "return tensor.bfloat16(), tensor.dtype"),
+         expect=["stored as float16", "tensor.half()"]),
+    dict(exercise="HalfPrecisionSaver", kind="wrong", why="forgets super().__init__",
+         source=_saver("        super().__init__(self.pack, self.unpack)\n", ""),
+         expect=["pack_hook", "must call super().__init__(pack, unpack)"]),
+    dict(exercise="HalfPrecisionSaver", kind="wrong", why="a count shared by every saver",
+         source=_saver("        self.bytes_saved = 0\n", "").replace(
+             "saved_tensors_hooks):\n", "saved_tensors_hooks):\n    bytes_saved = 0\n\n").replace(
+             "self.bytes_saved +=", "type(self).bytes_saved +="),
+         expect=["expected 0 before any forward pass"]),
     dict(exercise="HalfPrecisionSaver", kind="right", why="a context manager that enters saved_tensors_hooks",
          source='''
 import torch
@@ -442,6 +560,32 @@ class HalfPrecisionSaver(saved_tensors_hooks):
             return tensor, tensor.dtype
 
         super().__init__(pack, lambda packed: packed[0].to(packed[1]))
+''',
+         expect=[]),
+    dict(exercise="HalfPrecisionSaver", kind="right", why="a new saved_tensors_hooks on each entry, kept on a stack",
+         source='''
+import torch
+
+
+class HalfPrecisionSaver:
+    def __init__(self):
+        self.bytes_saved = 0
+        self._entered = []
+
+    def _pack(self, t):
+        if t.dtype in (torch.float32, torch.float64):
+            self.bytes_saved += t.numel() * (t.element_size() - 2)
+            return t.to(torch.float16), t.dtype
+        return t, t.dtype
+
+    def __enter__(self):
+        hooks = torch.autograd.graph.saved_tensors_hooks(self._pack, lambda packed: packed[0].to(packed[1]))
+        hooks.__enter__()
+        self._entered.append(hooks)
+        return self
+
+    def __exit__(self, *exc):
+        return self._entered.pop().__exit__(*exc)
 ''',
          expect=[]),
 ]
