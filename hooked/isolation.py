@@ -57,6 +57,8 @@ def _snapshot():
         "python_rng": random.getstate(),
         "numpy_rng": numpy.random.get_state() if numpy is not None else None,
         "hooks": [dict(hooks) for hooks in _GLOBAL_HOOK_DICTS],
+        # Which kind of global backward hook (full or legacy) is in use; once set, the other kind raises.
+        "global_backward_kind": module_globals._global_is_full_backward_hook,
         "attributes": [dict(vars(namespace)) for namespace in _PATCHABLE],
         "function_modes": torch._C._len_torch_function_stack(),
         "dispatch_modes": torch._C._len_torch_dispatch_stack(),
@@ -90,6 +92,7 @@ def _restore(state):
     for hooks, saved in zip(_GLOBAL_HOOK_DICTS, state["hooks"]):
         hooks.clear()
         hooks.update(saved)
+    module_globals._global_is_full_backward_hook = state["global_backward_kind"]
     sys.setrecursionlimit(state["recursion_limit"])
 
 

@@ -41,3 +41,16 @@ def test_a_check_that_passes_is_not_disturbed_by_state_an_earlier_check_leaked()
 
     # double_grad's check runs a backward pass, which needs grad mode on.
     assert run_exercise_check("01_tensor_hooks", "double_grad", double_grad).status == "passed"
+
+
+def test_a_legacy_global_backward_hook_does_not_block_full_ones_in_later_checks():
+    module_globals = torch.nn.modules.module
+
+    def double_grad(grad):
+        # The deprecated global hook marks the process as using legacy global backward hooks.
+        module_globals.register_module_backward_hook(lambda module, grad_input, grad_output: None)
+        return 2 * grad
+
+    run_exercise_check("01_tensor_hooks", "double_grad", double_grad)
+    handle = module_globals.register_module_full_backward_hook(lambda module, grad_input, grad_output: None)
+    handle.remove()
