@@ -18,7 +18,8 @@
 #   in its modes `"all"` and `"any"`;
 # - hook the nodes of the graph (`grad_fn.register_prehook`, `grad_fn.register_hook`);
 # - change how activations are saved for backward with `torch.autograd.graph.saved_tensors_hooks`
-#   and `save_on_cpu`.
+#   and `save_on_cpu`, and forbid such hooks in a block with
+#   `torch.autograd.graph.disable_saved_tensors_hooks`.
 #
 # **Where your code goes.** Write all of your code in the exercise cells: the cells that begin
 # with the comment `# Exercise: ...` (they are tagged `exercise`). The grader runs only those
@@ -669,14 +670,81 @@ print("same gradients with save_on_cpu:", torch.equal(with_hooks[0], x.grad) and
 assert torch.equal(with_hooks[0], x.grad) and torch.equal(with_hooks[1], w.grad)
 
 # %% [markdown]
+# ## Forbidding saved-tensor hooks: `disable_saved_tensors_hooks`
+#
+# Some code cannot work if its saved tensors are packed by someone else's hooks (PyTorch's
+# documentation: "a feature that does not work with saved tensors default hooks"). It can forbid
+# them for a block: inside `with torch.autograd.graph.disable_saved_tensors_hooks(error_message):`,
+# entering `saved_tensors_hooks` (or `save_on_cpu`, which is built on it) raises
+# `RuntimeError(error_message)`, with your text as the whole message. Entering the block while
+# such hooks are already active raises the same error, before the block's body runs. Autograd itself
+# works as usual inside, and after the block the hooks are allowed again.
+
+# %%
+message = "this block keeps its saved tensors as they are"
+x.grad = None
+with torch.autograd.graph.disable_saved_tensors_hooks(message):
+    torch.tanh(x @ w).sum().backward()
+    print("backward inside the block works: x.grad is set:", x.grad is not None)
+    assert x.grad is not None
+    for name, make_hooks in (("saved_tensors_hooks", lambda: saved_tensors_hooks(lambda t: t, lambda t: t)),
+                             ("save_on_cpu", save_on_cpu)):
+        try:
+            with make_hooks():
+                pass
+            raise AssertionError("expected a RuntimeError")
+        except RuntimeError as e:
+            print(f"entering {name} inside it: {type(e).__name__}: {e}")
+            assert str(e) == message
+
+body_ran = []
+with saved_tensors_hooks(lambda t: t, lambda t: t):
+    try:
+        with torch.autograd.graph.disable_saved_tensors_hooks(message):
+            body_ran.append(True)
+        raise AssertionError("expected a RuntimeError")
+    except RuntimeError as e:
+        print(f"entering it while saved_tensors_hooks is active: {type(e).__name__}: {e} | body ran: {bool(body_ran)}")
+        assert str(e) == message and not body_ran
+
+packed = []
+with saved_tensors_hooks(lambda t: (packed.append(t.shape), t)[1], lambda t: t):
+    torch.tanh(x)
+print("after the block, pack hooks run again:", packed)
+assert packed == [x.shape]
+
+# %% [markdown]
 # ## Use: saving activations in half precision
 #
 # A `float32` number takes 4 bytes, a `float16` number 2. A pack hook that stores saved tensors as
 # `float16`, and an unpack hook that turns them back into their dtype, halves the memory kept for
 # backward; the price is rounding in the gradients. Tensors that are not `float32` or `float64`
-# (integer indices, for example, which `max_pool` saves, or `bfloat16` tensors) must stay as they
-# are: their values would change, or they are no bigger in `float16`.
-#
+# (integer indices, for example, which `max_pool1d` and `sort` save, or `bfloat16` tensors) must
+# stay as they are: their values would change, or they are no bigger in `float16`. The cell shows
+# each of these facts.
+
+# %%
+sizes = {str(dtype): torch.empty(0, dtype=dtype).element_size()
+         for dtype in (torch.float32, torch.float64, torch.float16, torch.bfloat16)}
+print("bytes a number:", sizes)
+assert list(sizes.values()) == [4, 8, 2, 2]
+
+signal = torch.randn(1, 1, 8, requires_grad=True)
+for name, forward in (("max_pool1d", lambda: nn.functional.max_pool1d(signal, 2)),
+                      ("sort", lambda: signal.sort(dim=-1))):
+    kept = []
+    with saved_tensors_hooks(lambda t: (kept.append(t.dtype), t)[1], lambda t: t):
+        forward()
+    print(f"{name} saves:", kept)
+    assert torch.int64 in kept
+
+indices = torch.tensor([2047, 2049, 4199])
+print("indices", indices.tolist(), "through float16:", indices.half().long().tolist())
+assert indices.half().long().tolist() == [2047, 2048, 4200]  # float16 holds integers exactly up to 2048
+print("saved_tensors_hooks is a class:", isinstance(saved_tensors_hooks, type))
+assert isinstance(saved_tensors_hooks, type)
+
+# %% [markdown]
 # `saved_tensors_hooks` is a class, so a context manager with state of its own can be a subclass
 # that hands two of its methods to `super().__init__(pack, unpack)`, or any class with `__enter__`
 # and `__exit__` that enters a `saved_tensors_hooks` block.
@@ -694,7 +762,10 @@ assert torch.equal(with_hooks[0], x.grad) and torch.equal(with_hooks[1], w.grad)
 #   `float16` by the bytes saved: `tensor.numel() * (tensor.element_size() - 2)` (2 bytes a number
 #   for `float32`, 6 for `float64`).
 #
-# Outside the block nothing changes. Traps: an unpack hook that gives back `float16` (backward
+# One saver can be used in several `with saver:` blocks, one after the other; `bytes_saved` keeps
+# growing across them (it is never reset). A saver counts when it stores a tensor, in forward:
+# after a forward pass inside the block, `bytes_saved` already holds that pass's count, and backward
+# does not change it. Outside the blocks nothing changes. Traps: an unpack hook that gives back `float16` (backward
 # then fails on mixed dtypes) or another shape; converting integer tensors; counting the bytes
 # stored (or all the bytes of the tensor) instead of the bytes saved.
 #
