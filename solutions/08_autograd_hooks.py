@@ -160,17 +160,19 @@ seen = {}
 y.grad_fn.register_prehook(lambda grad_outputs: seen.update(pre=grad_outputs))
 y.grad_fn.register_hook(lambda grad_inputs, grad_outputs: seen.update(inputs=grad_inputs))
 y.grad_fn.register_prehook(lambda grad_outputs: (grad_outputs[0] * 10,))  # replaces grad_outputs
+y.grad_fn.register_prehook(lambda grad_outputs: seen.update(after=grad_outputs))
 (y * 2).sum().backward()
-print("prehook got grad_outputs:", seen["pre"])
+print("prehook got grad_outputs:", seen["pre"], "| the prehook after the one that returned:", seen["after"])
 print("hook got grad_inputs:", seen["inputs"])
 print("w.grad:", w.grad, "= 10 * 2 * x:", torch.allclose(w.grad, 20 * x))
-assert torch.equal(seen["pre"][0], torch.full((3,), 2.0))
+assert torch.equal(seen["pre"][0], torch.full((3,), 2.0)) and torch.equal(seen["after"][0], torch.full((3,), 20.0))
 assert len(seen["inputs"]) == 2 and seen["inputs"][1] is None  # x needs no grad
 assert torch.allclose(w.grad, 20 * x)  # the second prehook's return reached the gradient
 
 # %% [markdown]
 # Hooks on a node run in the order they were registered, and a pre-hook's return is what the next
-# pre-hook sees: the first pre-hook above saw `2`, before the second one multiplied by 10.
+# pre-hook sees: the first pre-hook above saw `2`, the second one multiplied by 10, and the third
+# saw `20`.
 #
 # ## The order of the hooks on a leaf, in one backward pass
 #
