@@ -785,7 +785,9 @@ class HalfPrecisionSaver(torch.autograd.graph.saved_tensors_hooks):
     Inside `with saver:`, each tensor that autograd saves whose dtype is float32 or float64 is
     stored as float16 and given back in backward with its original dtype and shape; other tensors
     are stored and given back unchanged. `bytes_saved` starts at 0 and grows by
-    `tensor.numel() * (tensor.element_size() - 2)` for each tensor stored as float16.
+    `tensor.numel() * (tensor.element_size() - 2)` for each tensor stored as float16, in forward
+    (backward leaves it alone); one saver may be used in several `with` blocks, and the count
+    keeps growing across them.
     """
 
     def __init__(self):

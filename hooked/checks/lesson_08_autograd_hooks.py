@@ -288,6 +288,11 @@ def _judge_call(recorder, watch, said, reached):
                 fail(f"{said}: entry {i} is {describe(got)}; expected None, since this pass does not reach tensor {i}. "
                      "Pass None on as it is (zeros would say the gradient was computed and is zero).")
             continue
+        if got is None:
+            fail(f"{said}: entry {i} is None; expected {describe(want)}, since this pass computes the gradient of "
+                 f"tensor {i}. Pass on the gradients the pass computes, not .grad: .grad may not be written yet when "
+                 "they are all known, and a tensor that is not a leaf (made by an operation) gets no .grad, yet has a "
+                 "gradient in the pass. Watch every one of `tensors`, not only the leaves.")
         if not close(got, want):
             fail(f"{said}: callback received {_grads_text(grads)}; expected {_grads_text(watch.grads)}, the "
                  "gradients of the tensors in this pass, in the order of `tensors`.")

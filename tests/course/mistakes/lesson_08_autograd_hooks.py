@@ -385,7 +385,24 @@ def call_when_all_grads_ready(tensors, callback):
 
     return torch.autograd.graph.register_multi_grad_hook(tensors, from_grad)
 ''',
-         expect=["the gradients of the tensors in this pass"]),
+         expect=["entry 0 is none", ".grad may not be written yet"]),
+    dict(exercise="call_when_all_grads_ready", kind="wrong", why="watches the leaves only",
+         source='''
+import torch
+
+
+def call_when_all_grads_ready(tensors, callback):
+    leaves = [i for i, t in enumerate(tensors) if t.is_leaf]
+
+    def spread(grads):
+        every = [None] * len(tensors)
+        for i, grad in zip(leaves, grads):
+            every[i] = grad
+        callback(every)
+
+    return torch.autograd.graph.register_multi_grad_hook([tensors[i] for i in leaves], spread)
+''',
+         expect=["entry 1 is none", "not a leaf", "not only the leaves"]),
     dict(exercise="call_when_all_grads_ready", kind="right", why="tensor hooks and a callback queued for the end of backward",
          source='''
 from torch.autograd import Variable
