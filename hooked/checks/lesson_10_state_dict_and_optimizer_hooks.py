@@ -6,7 +6,7 @@ import torch
 from torch import nn
 from torch.optim import Optimizer
 
-from hooked.checking import calling, fail
+from hooked.checking import LearnerCodeRaised, calling, fail, learner_frame
 from hooked.checks.optimizers import PlainSGD
 from hooked.checks.tensors import close, describe, random_tensor
 
@@ -70,9 +70,11 @@ class _Parent(nn.Module):
 
 
 class _Deep(nn.Module):
+    """The module three levels down, inside a ModuleList and a Sequential: blocks.1.0.encoder."""
+
     def __init__(self, module, width, names):
         super().__init__()
-        self.blocks = nn.Sequential(nn.Linear(width, width), _Parent(module, width, names))
+        self.blocks = nn.ModuleList([nn.Linear(width, width), nn.Sequential(_Parent(module, width, names))])
 
 
 def _randomized(module, seed):
@@ -116,7 +118,7 @@ def _build(seed, wrap, names):
 _MIGRATE_CASES = (
     (201, None, "", _Names("fc", "classifier", "bn", "norm")),
     (202, _Parent, "encoder.", _Names("proj", "head", "bn", "bn_out")),
-    (203, _Deep, "blocks.1.encoder.", _Names("fc", "out", "norm", "norm")),
+    (203, _Deep, "blocks.1.0.encoder.", _Names("fc", "out", "norm", "norm")),
 )
 
 
@@ -143,7 +145,7 @@ def _loads_alone(module, checkpoint, prefix):
     return not result.missing_keys and not result.unexpected_keys
 
 
-def _diagnose(result_keys, old_keys, new_keys, prefix, loading, loads_alone):
+def _diagnose(result_keys, old_keys, new_keys, prefix, loading, loads_alone, earlier):
     missing, unexpected = result_keys
     said = f"{loading} left missing keys {missing} and unexpected keys {unexpected}."
     others = [key for key in missing if key not in new_keys]
@@ -153,11 +155,18 @@ def _diagnose(result_keys, old_keys, new_keys, prefix, loading, loads_alone):
     if any(key in unexpected for key in old_keys) and not missing:
         fail(f"{said} The old keys are still in the dict beside the new ones: the hook copied them instead of "
              "moving them. Remove each old key (state_dict.pop(prefix + old)).")
+    if prefix and missing and not unexpected:
+        fail(f"{said} The old keys were removed, but their values did not arrive at the new keys {missing}: the "
+             f"module's keys start with {prefix!r} here, so the new key is prefix + new, not new alone.")
+    if prefix and any(key in unexpected for key in old_keys) and loads_alone():
+        fail(f"{said} The module was loaded inside a bigger model, where its keys start with {prefix!r}: "
+             f"the hook must rename prefix + old to prefix + new, with the `prefix` argument it receives "
+             "(it is '' only when the module itself is loaded).")
+    if earlier:
+        fail(f"{said} The same hook had renamed the keys {earlier}. It must rename at every load, with the "
+             "`prefix` argument of that call (the same module may be loaded at another place): do not keep the "
+             "prefix of an earlier call, and do not use up or change `renames`.")
     if any(key in unexpected for key in old_keys):
-        if prefix and loads_alone():
-            fail(f"{said} The module was loaded inside a bigger model, where its keys start with {prefix!r}: "
-                 f"the hook must rename prefix + old to prefix + new, with the `prefix` argument it receives "
-                 "(it is '' only when the module itself is loaded).")
         fail(f"{said} The old keys of `renames` were not renamed in the dict the loader uses. Rename exactly the "
              "keys that `renames` lists, prefix + old to prefix + new. The hook's return value is ignored, and "
              "rebinding the name (state_dict = {...}) builds a dict nobody loads: edit the state_dict argument "
@@ -189,6 +198,49 @@ def _check_loaded(target, expected, loading):
              "whatever the order of the keys in the checkpoint.")
 
 
+class _Place:
+    """One place the migrated module is loaded from: the model loaded (the module itself or a model
+    holding it), the module's prefix there, and how the messages name that load."""
+
+    def __init__(self, target, prefix, loaded):
+        self.target, self.prefix, self.loaded = target, prefix, loaded
+
+    def keys(self, checkpoint, prefix):
+        """`checkpoint`, whose keys start with `prefix`, with this place's prefix instead."""
+        return {self.prefix + key[len(prefix):]: value for key, value in checkpoint.items() if key.startswith(prefix)}
+
+
+def _other_place(module, place):
+    """The same module loaded elsewhere: by itself if it sat in a model, else inside an nn.ModuleList."""
+    if place.prefix:
+        return _Place(module, "", "then the same module loaded by itself, module.load_state_dict")
+    holder = nn.ModuleList([nn.ReLU(), module])
+    return _Place(holder, "1.", "then the same module put at '1.' in an nn.ModuleList, holder.load_state_dict")
+
+
+def _expect_migrated(module, place, checkpoint, expected, renames, call_text, earlier):
+    """Load the old checkpoint at `place` with strict=False (judging what loaded) and then strict=True."""
+    prefix = place.prefix
+    old_keys, new_keys = [prefix + old for old in renames], [prefix + new for new in renames.values()]
+    loading = (f"After {call_text}, {place.loaded}(old_checkpoint, strict=False), the old checkpoint having its "
+               "keys in a shuffled order,")
+    result = _load(place.target, checkpoint, loading)
+    if result.missing_keys or result.unexpected_keys:
+        _diagnose((result.missing_keys, result.unexpected_keys), old_keys, new_keys, prefix, loading,
+                  lambda: _loads_alone(module, checkpoint, prefix), earlier)
+    _check_loaded(place.target, expected, loading)
+    strict_loading = f"After {call_text}, {place.loaded}(old_checkpoint) (strict=True)"
+    try:
+        with calling(strict_loading):
+            place.target.load_state_dict(checkpoint)
+    except LearnerCodeRaised as raised:
+        if learner_frame(raised.error) is None and "Error(s) in loading state_dict" in str(raised.error):
+            fail(f"{strict_loading} raised RuntimeError: {_one_line(raised.error)} The same load with strict=False "
+                 "had just worked: the hook must rename at every load; do not use up or change `renames`, and "
+                 "do not keep anything from an earlier call.")
+        raise
+
+
 def check_migrate_checkpoint_keys(migrate_checkpoint_keys):
     for seed, wrap, prefix, names in _MIGRATE_CASES:
         module, target, source = _build(seed, wrap, names)
@@ -196,19 +248,14 @@ def check_migrate_checkpoint_keys(migrate_checkpoint_keys):
         where = "" if not prefix else f", the module sitting at {prefix!r} in the model loaded"
         handle, call_text = _call_migrate(migrate_checkpoint_keys, module, renames, where)
         checkpoint, expected = _old_checkpoint(source, prefix, renames, seed)
-        old_keys = [prefix + old for old in renames]
-        new_keys = [prefix + new for new in renames.values()]
         what = "module" if not prefix else "model"
-        loading = (f"After {call_text}, {what}.load_state_dict(old_checkpoint, strict=False), the old checkpoint "
-                   "having its keys in a shuffled order,")
-        result = _load(target, checkpoint, loading)
-        if result.missing_keys or result.unexpected_keys:
-            _diagnose((result.missing_keys, result.unexpected_keys), old_keys, new_keys, prefix, loading,
-                      lambda: _loads_alone(module, checkpoint, prefix))
-        _check_loaded(target, expected, loading)
-        strict_loading = f"After {call_text}, {what}.load_state_dict(old_checkpoint) (strict=True)"
-        with calling(strict_loading):
-            target.load_state_dict(checkpoint)
+        place = _Place(target, prefix, f"{what}.load_state_dict")
+        _expect_migrated(module, place, checkpoint, expected, renames, call_text, earlier=None)
+
+        # The same hook, the same module, loaded at another prefix.
+        other = _other_place(module, place)
+        _expect_migrated(module, other, other.keys(checkpoint, prefix), other.keys(expected, prefix), renames,
+                         call_text, earlier=f"when the module was loaded at {prefix!r}")
 
         # A checkpoint that already uses the new names loads unchanged.
         current = _randomized(source, seed + 300).state_dict()

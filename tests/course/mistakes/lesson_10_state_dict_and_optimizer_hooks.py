@@ -109,6 +109,24 @@ def migrate_checkpoint_keys(module, renames):
             if prefix + old in state_dict:
                 state_dict[prefix + new] = state_dict.pop(prefix + old)'''),
          expect=["exactly the keys that `renames` lists"]),
+    dict(exercise="migrate_checkpoint_keys", kind="wrong", why="keeps the prefix of its first call",
+         source=_migrate('''        first = seen.setdefault("prefix", prefix)
+        for old, new in renames.items():
+            if first + old in state_dict:
+                state_dict[first + new] = state_dict.pop(first + old)''').replace(
+             "    def rename", "    seen = {}\n\n    def rename"),
+         expect=["prefix", "it receives"]),
+    dict(exercise="migrate_checkpoint_keys", kind="wrong", why="moves to the new key without the prefix",
+         source=_migrate('''        for old, new in renames.items():
+            if prefix + old in state_dict:
+                state_dict[new] = state_dict.pop(prefix + old)'''),
+         expect=["did not arrive", "prefix + new"]),
+    dict(exercise="migrate_checkpoint_keys", kind="wrong", why="uses up renames at the first load",
+         source=_migrate('''        while renames:
+            old, new = renames.popitem()
+            if prefix + old in state_dict:
+                state_dict[prefix + new] = state_dict.pop(prefix + old)'''),
+         expect=["strict=true", "every load", "renames"]),
     dict(exercise="migrate_checkpoint_keys", kind="right", why="one pass over the keys, *rest and a comprehension",
          source='''
 def migrate_checkpoint_keys(module, renames):
@@ -138,6 +156,30 @@ class _Renamer:
 
 def migrate_checkpoint_keys(module, renames):
     return module.register_load_state_dict_pre_hook(_Renamer(renames))
+''',
+         expect=[]),
+    dict(exercise="migrate_checkpoint_keys", kind="right", why="a new dict copied back with clear and update",
+         source=_migrate('''        moved = {}
+        for key, value in state_dict.items():
+            local = key[len(prefix):] if key.startswith(prefix) else None
+            moved[prefix + renames[local] if local in renames else key] = value
+        state_dict.clear()
+        state_dict.update(moved)'''),
+         expect=[]),
+    dict(exercise="migrate_checkpoint_keys", kind="right", why="a bound method as the hook",
+         source='''
+class _Migration:
+    def __init__(self, renames):
+        self.renames = renames
+
+    def rename(self, module, state_dict, prefix, *rest):
+        for old, new in self.renames.items():
+            if prefix + old in state_dict:
+                state_dict[prefix + new] = state_dict.pop(prefix + old)
+
+
+def migrate_checkpoint_keys(module, renames):
+    return module.register_load_state_dict_pre_hook(_Migration(renames).rename)
 ''',
          expect=[]),
 
