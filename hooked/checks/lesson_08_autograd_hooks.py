@@ -35,9 +35,18 @@ _ERROR_HINTS = (  # (text in torch's error, what it means for these exercises)
 )
 
 
+def _grad_mode_kept(doing, before):
+    if torch.is_grad_enabled() != before:
+        state = "on" if not before else "off"
+        fail(f"{doing[:1].upper()}{doing[1:]} turned grad mode {state} and left it {state} (torch.is_grad_enabled() "
+             f"is {not before} afterwards); expected grad mode as it was. Turn grad mode off only inside a "
+             "`with torch.no_grad():` block, never with torch.set_grad_enabled.")
+
+
 @contextlib.contextmanager
 def _learner(doing):
     """`calling(doing)`, with the meaning of torch's errors that these exercises run into."""
+    before = torch.is_grad_enabled()
     try:
         with calling(doing):
             yield
@@ -46,6 +55,7 @@ def _learner(doing):
             if text in str(raised.error):
                 fail(f"{doing[:1].upper()}{doing[1:]} raised {describe_learner_error(raised.error)}\n{hint}")
         raise
+    _grad_mode_kept(doing, before)
 
 
 def _seeded(factory, seed):
@@ -495,6 +505,7 @@ def _learner_run(saver, case, params, said):
 
 @contextlib.contextmanager
 def _learner_unpack(doing):
+    before = torch.is_grad_enabled()
     try:
         with calling(doing):
             yield
@@ -503,6 +514,7 @@ def _learner_unpack(doing):
             if text in str(raised.error):
                 fail(f"{doing[:1].upper()}{doing[1:]} raised {describe_learner_error(raised.error)}\n{hint}")
         raise
+    _grad_mode_kept(doing, before)
 
 
 def _judge_grads(grads, half, full, case, said):

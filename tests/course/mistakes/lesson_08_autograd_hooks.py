@@ -146,6 +146,12 @@ def fuse_sgd_into_backward(model, lr):
     dict(exercise="fuse_sgd_into_backward", kind="wrong", why="returns one handle only",
          source=_fused("    return handles\n", "    return handles[-1:]\n"),
          expect=["returned 1 handles", "one per parameter that requires grad"]),
+    dict(exercise="fuse_sgd_into_backward", kind="wrong", why="turns grad mode off for good",
+         source=_fused("""    handles = []
+""", """    torch.set_grad_enabled(False)
+    handles = []
+"""),
+         expect=["turned grad mode off and left it off", "torch.no_grad()"]),
     dict(exercise="fuse_sgd_into_backward", kind="right", why="through .data, with add_ and alpha",
          source='''
 import torch
