@@ -562,8 +562,9 @@ check(call_when_all_grads_ready)
 # <details class="tip"><summary>Hint 3 of 3: almost there</summary>
 #
 # The multi-grad hook in its default mode `"all"` already calls its function with exactly the
-# `grads` this exercise asks for, once per pass: `callback` itself can be that function. What the
-# registration returns is the handle to return.
+# `grads` this exercise asks for, once per pass, and never in a pass that reaches none of the
+# tensors: no counting and no flags are needed. Think about which function it should call, and
+# what your function must return for `remove()` to work.
 #
 # </details>
 
