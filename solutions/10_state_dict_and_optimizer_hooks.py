@@ -193,6 +193,21 @@ for handle in handles:
     handle.remove()
 
 # %% [markdown]
+# The `strict` argument a load pre-hook receives is `True` on torch 2.13 even when the caller
+# passed `strict=False`: the loader always collects the missing and unexpected keys, and only at
+# the end does the caller's `strict` decide whether they raise. So a hook must do the same work
+# for both kinds of load.
+
+# %%
+strict_seen = []
+with layer.register_load_state_dict_pre_hook(lambda module, state_dict, prefix, meta, strict, *rest:
+                                             strict_seen.append(strict)):
+    layer.load_state_dict(layer.state_dict(), strict=False)
+    layer.load_state_dict(layer.state_dict(), strict=True)
+print("strict received for strict=False, then strict=True:", strict_seen)
+assert strict_seen == [True, True]
+
+# %% [markdown]
 # ### A load pre-hook edits the dict in place
 #
 # The `state_dict` a load pre-hook receives is not the caller's dict. On torch 2.13,
@@ -533,9 +548,13 @@ with optimizer.register_step_pre_hook(lambda opt, args, kwargs: 5):
 # Write `attach_weight_ema(model, optimizer, decay)`. It returns `(ema, handle)`:
 #
 # - `ema` is a dict from each name of `model.named_parameters()` to a tensor: at attach time a copy
-#   of that parameter's value (not the parameter itself, and not requiring grad);
+#   of that parameter's value (not the parameter itself, and not requiring grad). Frozen
+#   parameters (`requires_grad=False`) have an entry too; buffers, such as BatchNorm's running
+#   statistics, have none (they are not parameters);
 # - after each `optimizer.step()`, every entry is updated with the formula above, from the
-#   parameter's value after the step; entries are plain tensors without grad or graph;
+#   parameter's value after the step; entries are plain tensors without grad or graph. (A frozen
+#   parameter that no step changes keeps its value, so its entry stays as it was.) The hook only
+#   reads the parameters: it never changes them;
 # - `handle` is the handle of a step post-hook registered on `optimizer`; once it is removed, steps
 #   no longer change `ema`.
 #
@@ -544,7 +563,8 @@ with optimizer.register_step_pre_hook(lambda opt, args, kwargs: 5):
 # Traps: a step pre-hook (the average then lags one step behind); `ema` entries that are the
 # parameters themselves (no copy); `decay` and `1 - decay` swapped; averages that keep autograd
 # history; a hook on the model (a forward hook) instead of the optimizer; a global hook that every
-# optimizer in the program would call; only the first parameter group.
+# optimizer in the program would call; only the first parameter group; `model.state_dict()`
+# instead of `model.named_parameters()` (it holds the buffers too).
 #
 # Check: run `check(attach_weight_ema)` below, or
 # `pytest tests/test_10_state_dict_and_optimizer_hooks.py -k attach_weight_ema`.
@@ -557,10 +577,12 @@ import torch
 def attach_weight_ema(model, optimizer, decay):
     """Keep an exponential moving average of the parameters of `model`.
 
-    Returns `(ema, handle)`. `ema` maps each name of `model.named_parameters()` to a tensor that
-    starts as a copy of the parameter's value (no grad). A step post-hook registered on
+    Returns `(ema, handle)`. `ema` maps each name of `model.named_parameters()` (frozen ones
+    included, buffers not) to a tensor that starts as a copy of the parameter's value (no
+    grad). A step post-hook registered on
     `optimizer` (whose handle is `handle`) updates every entry after each `optimizer.step()`:
-    ema = decay * ema + (1 - decay) * parameter (its value after the step), without autograd.
+    ema = decay * ema + (1 - decay) * parameter (its value after the step), without autograd,
+    leaving the parameters unchanged.
     """
     # BEGIN SOLUTION
     parameters = dict(model.named_parameters())
@@ -635,6 +657,9 @@ with try_it():
     jumps = lambda path: sum(abs(b - a) for a, b in zip(path[20:], path[21:]))
     print(f"total movement over the last 40 steps: weight {jumps(raw_path):.2f}, average {jumps(ema_path):.2f}")
     assert jumps(ema_path) < jumps(raw_path)
+    print("first 5 steps, weight: ", [round(value, 2) for value in raw_path[:5]])
+    print("first 5 steps, average:", [round(value, 2) for value in ema_path[:5]], "(it trails behind)")
+    assert all(average < weight for average, weight in zip(ema_path[:10], raw_path[:10]))
     plt.figure(figsize=(6, 2.5))
     plt.plot(raw_path, label="weight after each step")
     plt.plot(ema_path, label="its EMA (decay 0.9)")
@@ -642,6 +667,33 @@ with try_it():
     plt.xlabel("optimizer step")
     plt.legend()
     plt.show()
+
+# %% [markdown]
+# Frozen parameters and buffers: below, a frozen BatchNorm (its weight and bias do not require
+# grad, and the optimizer holds only the Linear's parameters). Its weight and bias get entries
+# that stay at their value; its running statistics are buffers, which `named_parameters()` does
+# not list, so `ema` has no entry for them, although the forward pass changed them.
+
+# %%
+with try_it():
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Linear(3, 3), nn.BatchNorm1d(3))
+    net[1].requires_grad_(False)
+    optimizer = torch.optim.SGD(net[0].parameters(), lr=0.1)
+    ema, handle = attach_weight_ema(net, optimizer, decay=0.9)
+    mean_before, linear_entry_before = net[1].running_mean.clone(), ema["0.weight"].clone()
+    net(torch.randn(8, 3)).sum().backward()
+    optimizer.step()
+    handle.remove()
+    print("buffers:", [name for name, _ in net.named_buffers()])
+    print("ema keys:", list(ema))
+    print("the forward pass changed running_mean:", not torch.equal(net[1].running_mean, mean_before))
+    print("the frozen weight's entry kept its value:", torch.allclose(ema["1.weight"], net[1].weight))
+    print("the Linear's entry moved:", not torch.equal(ema["0.weight"], linear_entry_before))
+    assert list(ema) == ["0.weight", "0.bias", "1.weight", "1.bias"]
+    assert not torch.equal(net[1].running_mean, mean_before)
+    assert torch.allclose(ema["1.weight"], net[1].weight) and torch.allclose(ema["1.bias"], net[1].bias)
+    assert not torch.equal(ema["0.weight"], linear_entry_before)
 
 # %% [markdown]
 # ## The optimizer's own state-dict hooks

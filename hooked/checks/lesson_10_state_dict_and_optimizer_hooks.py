@@ -293,15 +293,23 @@ class _SignDescent(Optimizer):
                     parameter.add_(parameter.grad.sign(), alpha=-group["lr"])
 
 
-def _two_layer(rng):
+# How each optimizer moves a parameter, given its gradient: p <- p - lr * direction(grad).
+_DIRECTION = {PlainSGD: lambda grad: grad, _SignDescent: torch.sign}
+
+
+def _model(rng):
+    """Linear, BatchNorm1d (frozen: its weight and bias do not require grad; it has buffers), Tanh, Linear."""
     width, hidden, out = rng.randint(2, 5), rng.randint(2, 5), rng.randint(1, 4)
-    return nn.Sequential(nn.Linear(width, hidden), nn.Tanh(), nn.Linear(hidden, out))
+    model = nn.Sequential(nn.Linear(width, hidden), nn.BatchNorm1d(hidden), nn.Tanh(), nn.Linear(hidden, out))
+    model[1].requires_grad_(False)
+    return model
 
 
 def _two_groups(model, optimizer_class):
-    """The first Linear in one parameter group, the second in another, with other learning rates."""
+    """The first Linear in one parameter group, the last in another, with other learning rates; the frozen
+    BatchNorm in none."""
     return optimizer_class([{"params": model[0].parameters(), "lr": 0.1},
-                            {"params": model[2].parameters(), "lr": 0.3}], lr=0.05)
+                            {"params": model[3].parameters(), "lr": 0.3}], lr=0.05)
 
 
 # (seed, optimizer, decay, steps)
@@ -323,10 +331,29 @@ def _call_attach(attach_weight_ema, model, optimizer, decay):
     return ema, handle, call_text
 
 
+def _check_keys(ema, model, call_text):
+    names = [name for name, _ in model.named_parameters()]
+    keys = list(ema)
+    if not all(isinstance(key, str) for key in keys):
+        kinds = sorted({type(key).__name__ for key in keys})
+        fail(f"{call_text} returned ema with keys of type {', '.join(kinds)}; expected the names of "
+             f"model.named_parameters() (strings), {names}.")
+    if sorted(keys) == sorted(names):
+        return
+    said = f"{call_text} returned ema with keys {sorted(keys)}; expected the names of model.named_parameters(), " \
+           f"{sorted(names)}."
+    buffers = [key for key in keys if key in dict(model.named_buffers())]
+    if buffers:
+        fail(f"{said} {buffers} are buffers (BatchNorm's running statistics), not parameters: ema averages the "
+             "parameters only (model.named_parameters(), not model.state_dict()).")
+    frozen = [name for name, p in model.named_parameters() if not p.requires_grad and name not in keys]
+    if frozen:
+        fail(f"{said} {frozen} are frozen parameters (requires_grad=False, in no parameter group): they belong in "
+             "ema too, as every name of model.named_parameters() does (their entries then keep their value).")
+    fail(said)
+
+
 def _check_start(ema, parameters, call_text):
-    if sorted(ema) != sorted(parameters):
-        fail(f"{call_text} returned ema with keys {sorted(ema)}; expected the names of model.named_parameters(), "
-             f"{sorted(parameters)}.")
     for name, parameter in parameters.items():
         value = ema[name]
         if not isinstance(value, torch.Tensor):
@@ -343,10 +370,25 @@ def _check_start(ema, parameters, call_text):
 
 
 def _step(model, optimizer, seed):
-    """Gradients set by hand (the model never runs forward), then one step."""
-    for number, parameter in enumerate(model.parameters()):
-        parameter.grad = random_tensor(seed + number, tuple(parameter.shape))
+    """Gradients set by hand (the model never runs forward) on the parameters that require grad, then one
+    step; returns the values the optimizer's step gives each of them."""
+    direction = _DIRECTION.get(type(optimizer), lambda grad: grad)
+    stepped = {}
+    for group in optimizer.param_groups:
+        for number, parameter in enumerate(group["params"]):
+            parameter.grad = random_tensor(seed + number + 10 * len(stepped), tuple(parameter.shape))
+            stepped[parameter] = parameter.detach() - group["lr"] * direction(parameter.grad)
     optimizer.step()
+    return stepped
+
+
+def _check_parameters(parameters, stepped, said):
+    for name, parameter in parameters.items():
+        expected = stepped.get(parameter)
+        if expected is not None and not close(parameter.detach(), expected):
+            fail(f"{said}, the parameter {name!r} is {describe(parameter.detach())}; the optimizer's step alone gives "
+                 f"{describe(expected)}: your hook changed the model's parameters. Keep the average beside them, "
+                 "in ema: update ema[name] from the parameter, never the parameter from ema.")
 
 
 def _check_after_step(ema, parameters, references, groups, said):
@@ -396,11 +438,14 @@ def _snapshot(ema):
 def check_attach_weight_ema(attach_weight_ema):
     for seed, optimizer_class, decay, steps in _EMA_CASES:
         torch.manual_seed(seed)
-        model = _two_layer(random.Random(seed))
+        model = _model(random.Random(seed))
         optimizer = _two_groups(model, optimizer_class)
         parameters = dict(model.named_parameters())
-        groups = {name: 0 if name.startswith("0.") else 1 for name in parameters}
+        groups = {name: next((index for index, group in enumerate(optimizer.param_groups)
+                              if any(p is parameter for p in group["params"])), -1)
+                  for name, parameter in parameters.items()}  # -1: frozen, in no group
         ema, handle, call_text = _call_attach(attach_weight_ema, model, optimizer, decay)
+        _check_keys(ema, model, call_text)
         _check_start(ema, parameters, call_text)
         expected = {name: p.detach().clone() for name, p in parameters.items()}
         lagged, swapped = dict(expected), dict(expected)
@@ -408,17 +453,18 @@ def check_attach_weight_ema(attach_weight_ema):
             old_values = {name: p.detach().clone() for name, p in parameters.items()}
             before = _snapshot(ema)
             with calling(f"calling optimizer.step() (step {step}) after {call_text}"):
-                _step(model, optimizer, seed * 10 + step)
+                stepped = _step(model, optimizer, seed * 10 + step)
+            said = f"After {call_text} and {step} optimizer step{'s' if step > 1 else ''}"
+            _check_parameters(parameters, stepped, said)
             for name, p in parameters.items():
                 new = p.detach()
                 expected[name] = decay * expected[name] + (1 - decay) * new
                 lagged[name] = decay * lagged[name] + (1 - decay) * old_values[name]
                 swapped[name] = (1 - decay) * swapped[name] + decay * new
-            said = f"After {call_text} and {step} optimizer step{'s' if step > 1 else ''}"
             _check_after_step(ema, parameters, (expected, lagged, swapped, before), groups, said)
 
         # Another optimizer of the program must not move this model's average.
-        other_model = _two_layer(random.Random(seed + 1))
+        other_model = _model(random.Random(seed + 1))
         other = PlainSGD(other_model.parameters(), lr=0.1)
         before = _snapshot(ema)
         with calling(f"stepping another optimizer after {call_text}"):

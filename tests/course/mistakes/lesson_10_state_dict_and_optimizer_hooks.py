@@ -237,6 +237,69 @@ def attach_weight_ema(model, optimizer, decay):
     dict(exercise="attach_weight_ema", kind="wrong", why="returns a list of handles",
          source=_ema(_COPY, _UPDATE, "[optimizer.register_step_post_hook(update)]"),
          expect=["as handle", "removablehandle"]),
+    dict(exercise="attach_weight_ema", kind="wrong", why="averages model.state_dict(), buffers too",
+         source='''
+import torch
+
+
+def attach_weight_ema(model, optimizer, decay):
+    ema = {name: value.clone() for name, value in model.state_dict().items()}
+
+    def update(optimizer, args, kwargs):
+        current = model.state_dict()
+        for name in ema:
+            ema[name].mul_(decay).add_(current[name], alpha=1 - decay)
+
+    return ema, optimizer.register_step_post_hook(update)
+''',
+         expect=["buffers", "named_parameters()"]),
+    dict(exercise="attach_weight_ema", kind="wrong", why="leaves out the frozen parameters",
+         source=_ema("    ema = {name: p.detach().clone() for name, p in parameters.items() if p.requires_grad}",
+                     '''        with torch.no_grad():
+            for name in ema:
+                ema[name].mul_(decay).add_(parameters[name], alpha=1 - decay)'''),
+         expect=["frozen parameters", "belong in ema"]),
+    dict(exercise="attach_weight_ema", kind="wrong", why="writes the average back into the parameters",
+         source=_ema(_COPY, _UPDATE + '''
+                p.copy_(ema[name])'''),
+         expect=["changed the model's parameters"]),
+    dict(exercise="attach_weight_ema", kind="wrong", why="moves the parameters towards the average",
+         source=_ema(_COPY, '''        with torch.no_grad():
+            for name, p in parameters.items():
+                p.lerp_(ema[name], decay)'''),
+         expect=["changed the model's parameters", "never the parameter"]),
+    dict(exercise="attach_weight_ema", kind="wrong", why="keys are the parameters, not their names",
+         source=_ema("    ema = {p: p.detach().clone() for p in parameters.values()}", '''        with torch.no_grad():
+            for p, average in ema.items():
+                average.mul_(decay).add_(p, alpha=1 - decay)'''),
+         expect=["keys of type parameter", "named_parameters()"]),
+    dict(exercise="attach_weight_ema", kind="right", why="a callable object, copies made with empty_like and copy_",
+         source='''
+import torch
+
+
+class _Average:
+    def __init__(self, model, decay):
+        self.model, self.decay = model, decay
+        self.values = {name: torch.empty_like(p).copy_(p.detach()) for name, p in model.named_parameters()}
+
+    @torch.no_grad()
+    def __call__(self, optimizer, args, kwargs):
+        for name, p in self.model.named_parameters():
+            self.values[name].copy_(self.decay * self.values[name] + (1 - self.decay) * p)
+
+
+def attach_weight_ema(model, optimizer, decay):
+    average = _Average(model, decay)
+    return average.values, optimizer.register_step_post_hook(average)
+''',
+         expect=[]),
+    dict(exercise="attach_weight_ema", kind="right", why="only parameters with a gradient are updated",
+         source=_ema(_COPY, '''        with torch.no_grad():
+            for name, p in parameters.items():
+                if p.grad is not None:
+                    ema[name].mul_(decay).add_(p, alpha=1 - decay)'''),
+         expect=[]),
     dict(exercise="attach_weight_ema", kind="right", why="lerp_ over model.parameters() zipped with names",
          source='''
 import torch
