@@ -323,7 +323,8 @@ with layer.register_load_state_dict_post_hook(lambda module, incompatible_keys: 
 #   loads too. Keys outside the module (other prefixes) are never touched.
 # - Removing the handle stops the renaming.
 #
-# Traps: ignoring `prefix` (works only when `module` is loaded by itself); building a new dict
+# Traps: ignoring `prefix` (works only when `module` is loaded by itself), or keeping the one of
+# the first load (the same module may be loaded at another place later); building a new dict
 # instead of editing the given one in place; renaming keys of other modules that end with the same
 # text; copying instead of moving (the old key is then unexpected); relying on the order of keys.
 #
@@ -496,8 +497,8 @@ for handle in handles:
 # %% [markdown]
 # The post-hook runs after the parameters have changed; the pre-hook still sees the old values.
 # A step post-hook's return is ignored. A step pre-hook may return `None` or a new
-# `(args, kwargs)` pair, which `step` is then called with (below, a closure that SGD runs);
-# anything else raises.
+# `(args, kwargs)` pair, which `step` is then called with (below, a closure that SGD runs; a global
+# pre-hook's return counts the same way); anything else raises.
 
 # %%
 before_after = {}
@@ -528,6 +529,10 @@ with optimizer.register_step_pre_hook(add_closure):
     optimizer.step()
 print("step() called with the pre-hook's kwargs; the closure ran:", ran)
 assert ran == ["closure"]
+with register_optimizer_step_pre_hook(add_closure):  # a global pre-hook's return is used the same way
+    optimizer.step()
+print("the same from a global pre-hook:", ran)
+assert ran == ["closure", "closure"]
 
 with optimizer.register_step_pre_hook(lambda opt, args, kwargs: 5):
     try:
