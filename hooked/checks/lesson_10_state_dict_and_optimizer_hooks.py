@@ -149,12 +149,19 @@ def _diagnose(result_keys, old_keys, new_keys, prefix, loading, loads_alone, ear
     missing, unexpected = result_keys
     said = f"{loading} left missing keys {missing} and unexpected keys {unexpected}."
     others = [key for key in missing if key not in new_keys]
+    if others and not unexpected:
+        fail(f"{said} The hook removed {others}, keys that `renames` does not list: leave every other key of the "
+             "dict as it is.")
     if others:
         fail(f"{said} {others} belong to the module but are not renamed keys: your hook renamed keys that only "
              "end with (or contain) an old name. Match the whole key, prefix + old, exactly.")
     if any(key in unexpected for key in old_keys) and not missing:
         fail(f"{said} The old keys are still in the dict beside the new ones: the hook copied them instead of "
              "moving them. Remove each old key (state_dict.pop(prefix + old)).")
+    elsewhere = [key for key in unexpected if key not in old_keys]
+    if missing and elsewhere and not any(key in unexpected for key in old_keys):
+        fail(f"{said} The old keys were moved, but to {elsewhere}, not to the new keys {missing}: move each "
+             "prefix + old to exactly prefix + new, with the `prefix` the hook receives.")
     if prefix and missing and not unexpected:
         fail(f"{said} The old keys were removed, but their values did not arrive at the new keys {missing}: the "
              f"module's keys start with {prefix!r} here, so the new key is prefix + new, not new alone.")

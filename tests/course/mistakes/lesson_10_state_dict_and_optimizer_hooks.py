@@ -127,6 +127,18 @@ def migrate_checkpoint_keys(module, renames):
             if prefix + old in state_dict:
                 state_dict[prefix + new] = state_dict.pop(prefix + old)'''),
          expect=["strict=true", "every load", "renames"]),
+    dict(exercise="migrate_checkpoint_keys", kind="wrong", why="keeps only the renamed keys of the module",
+         source=_migrate('''        moved = {prefix + new: state_dict[prefix + old] for old, new in renames.items()
+                 if prefix + old in state_dict}
+        for key in [key for key in state_dict if key.startswith(prefix)]:
+            del state_dict[key]
+        state_dict.update(moved)'''),
+         expect=["removed", "does not list"]),
+    dict(exercise="migrate_checkpoint_keys", kind="wrong", why="adds the prefix twice",
+         source=_migrate('''        for old, new in renames.items():
+            if prefix + old in state_dict:
+                state_dict[prefix + prefix + new] = state_dict.pop(prefix + old)'''),
+         expect=["moved, but to", "exactly prefix + new"]),
     dict(exercise="migrate_checkpoint_keys", kind="right", why="one pass over the keys, *rest and a comprehension",
          source='''
 def migrate_checkpoint_keys(module, renames):
