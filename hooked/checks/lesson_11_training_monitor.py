@@ -6,12 +6,14 @@ watched by the checker's own hooks, and compares what the two recorded."""
 import copy
 import math
 import random
+import traceback
 from collections.abc import Mapping
 
 import torch
 from torch import nn
 
-from hooked.checking import CheckFailed, calling, fail
+from hooked.checking import (CheckFailed, LearnerCodeRaised, calling, describe_learner_error, fail,
+                             learner_raised_not_implemented, run_check)
 from hooked.checks.tensors import describe, random_tensor
 
 _KEYS = ("mean", "std", "zero_fraction")
@@ -105,8 +107,9 @@ def _lists(records, call_text, said):
     return result
 
 
-def _check_keys(recorded, expected, said, what, duplicates):
-    """`duplicates` maps a second name of a shared object to its first name."""
+def _check_keys(recorded, expected, said, what, duplicates, explain_missing=None):
+    """`duplicates` maps a second name of a shared object to its first name; `explain_missing(missing)`
+    says why names may lack records (default: the loop-variable trap)."""
     names = [key for key in recorded if not isinstance(key, str) or key not in expected]
     by_type = [key for key in names if isinstance(key, type) or isinstance(getattr(nn, str(key), None), type)]
     if by_type:
@@ -119,12 +122,15 @@ def _check_keys(recorded, expected, said, what, duplicates):
              f"{[duplicates[key] for key in shared]}: named_{what}s() lists a shared {what} once, under its first "
              f"name. Listing with remove_duplicate=False hooks it twice.")
     missing = [name for name in expected if name not in recorded]
+    why = (explain_missing(missing) if explain_missing else "") or _LOOP_VARIABLE
     if names:
         fail(f"{said} there are records under {names}, which should not be recorded; expected names "
-             f"{sorted(expected)}." + (f" Nothing was recorded for {missing}. {_LOOP_VARIABLE}" if missing else ""))
+             f"{sorted(expected)}." + (f" Nothing was recorded for {missing}. {why}" if missing else ""))
+    if missing and not recorded:
+        fail(f"{said} nothing was recorded at all; expected records for {sorted(expected)}. Register a hook on "
+             f"each {what} and return the dict that the hooks fill.")
     if missing:
-        fail(f"{said} nothing was recorded for {missing} (records hold {sorted(map(str, recorded))}). "
-             f"{_LOOP_VARIABLE}")
+        fail(f"{said} nothing was recorded for {missing} (records hold {sorted(map(str, recorded))}). {why}")
 
 
 def _sgd_step(model, lr):
@@ -166,8 +172,10 @@ def _two_relus(rng):
 
 def _nested(rng):
     width, hidden, out = rng.randint(3, 5), rng.randint(4, 6), rng.randint(2, 4)
+    # The last layer is a subclass of Linear (the one nn.MultiheadAttention uses for its out_proj).
     model = nn.Sequential(nn.Sequential(nn.Linear(width, hidden), nn.Tanh()),
-                          nn.Sequential(nn.Linear(hidden, hidden), nn.ReLU()), nn.Linear(hidden, out))
+                          nn.Sequential(nn.Linear(hidden, hidden), nn.ReLU()),
+                          nn.modules.linear.NonDynamicallyQuantizableLinear(hidden, out))
     return model, width, (nn.Linear, nn.Tanh), {}
 
 
@@ -227,9 +235,26 @@ def _check_entry(entry, output, where):
              f"{output.numel()} elements are exactly 0, a fraction of {expected['zero_fraction']:.6g}.{hint}")
 
 
-def _compare_stats(stats, reference, call_text, said, duplicates):
+def _why_modules_missing(model, layer_types):
+    """Says why modules of `model` may have no records: the mistakes that skip modules."""
+    modules = dict(model.named_modules())
+
+    def explain(missing):
+        subclassed = [f"{name!r} is a {type(modules[name]).__name__}" for name in missing
+                      if name in modules and type(modules[name]) not in layer_types]
+        if subclassed and len(subclassed) == len(missing):
+            return (f"Module {', '.join(subclassed)}, a subclass of one of the layer types: isinstance(module, "
+                    "layer_types) counts it, comparing type(module) does not.")
+        if all("." in name for name in missing):
+            return ("Those are nested modules: named_children() lists only the model's direct children, "
+                    "named_modules() walks every module inside.")
+        return ""
+    return explain
+
+
+def _compare_stats(stats, reference, call_text, said, duplicates, explain_missing=None):
     recorded = _lists(stats, call_text, said)
-    _check_keys(recorded, reference.outputs, said, "module", duplicates)
+    _check_keys(recorded, reference.outputs, said, "module", duplicates, explain_missing)
     for name, outputs in reference.outputs.items():
         entries = recorded[name]
         if len(entries) == 1 < len(outputs):
@@ -259,8 +284,13 @@ def check_record_activation_stats(record_activation_stats):
         for step, grad_mode in enumerate((True, False), start=1):
             x = random_tensor(seed * 10 + step, (3, width))
             with torch.set_grad_enabled(grad_mode):
-                output = _run(f"running model(x) after {call_text}", model, x)
                 expected = reference_model(x)
+                output = _run(f"running model(x) after {call_text}", model, x)
+                if torch.is_grad_enabled() != grad_mode:
+                    fail(f"After {call_text}, running model(x) with grad mode {'on' if grad_mode else 'off'} left "
+                         f"grad mode {'on' if torch.is_grad_enabled() else 'off'}: a hook changed torch's global "
+                         "grad mode (torch.set_grad_enabled(...) called as a statement?). Use `with "
+                         "torch.no_grad():` or output.detach(), which change nothing outside the hook.")
             if not torch.equal(output.detach(), expected.detach()) or output.requires_grad != expected.requires_grad:
                 fail(f"After {call_text}, model(x) returned {describe(output)} (requires_grad "
                      f"{output.requires_grad}); without your hooks it returns {describe(expected)} (requires_grad "
@@ -268,7 +298,7 @@ def check_record_activation_stats(record_activation_stats):
                      "detached one cuts training off: return None.")
             mode = "with grad mode on" if grad_mode else "under torch.no_grad()"
             _compare_stats(stats, reference, call_text, f"After {call_text} and forward pass {step} ({mode}),",
-                           duplicates)
+                           duplicates, _why_modules_missing(model, layer_types))
         _remove_all(handles, call_text, model)
 
 
@@ -313,7 +343,8 @@ class _GradRecorder:
                 parameter.register_hook(lambda grad, name=name: self.grads.setdefault(name, []).append(grad.clone()))
 
 
-def _compare_norms(norms, reference, accumulated, clipped, call_text, said, duplicates, frozen_names=()):
+def _compare_norms(norms, reference, accumulated, clipped, call_text, said, duplicates, frozen_names=(), stale=None):
+    """`accumulated[name][i]`, `stale[name][i]`: the norm of .grad after and before backward pass i."""
     recorded = _lists(norms, call_text, said)
     frozen = [name for name in recorded if name in frozen_names]
     _check_keys({k: v for k, v in recorded.items() if k not in frozen}, reference.grads, said, "parameter",
@@ -341,6 +372,10 @@ def _compare_norms(norms, reference, accumulated, clipped, call_text, said, dupl
                      f"gradient has norm {expected:.6g}. Under gradient accumulation a post-accumulate-grad hook "
                      "(or .grad) sees the running sum: use a tensor hook, parameter.register_hook, and the "
                      "gradient it receives.")
+            if stale and _near(value, stale[name][index]):
+                fail(f"{where} is {value:.6g}, the norm of .grad before backward pass {index + 1} (0 when .grad was "
+                     f"None); that pass's own gradient has norm {expected:.6g}. A tensor hook runs before .grad is "
+                     "updated: take the norm of the gradient the hook receives.")
             if _near(value, expected ** 2):
                 fail(f"{where} is {value:.6g}, the squared norm; expected the L2 norm {expected:.6g} "
                      "(grad.norm(), the square root of the sum of squares).")
@@ -359,13 +394,16 @@ def check_track_grad_norms(track_grad_norms):
         call_text = "track_grad_norms(model)"
         norms, handles = _unpack(_run(f"calling {call_text}", track_grad_norms, model), call_text,
                                  "(norms, handles)")
-        accumulated, clipped = {}, {}
+        accumulated, clipped, stale = {}, {}, {}
         frozen = [name for name, parameter in model.named_parameters() if not parameter.requires_grad]
         # Two backward passes accumulated into one step, then a step, then one clipped backward pass.
         plan = (("backward pass 1 of 2 accumulated", False), ("backward pass 2 of 2 accumulated, then a step", True),
                 ("backward pass 3, then clip_grad_norm_", None))
         for step, (what, then_step) in enumerate(plan, start=1):
             x = random_tensor(seed * 10 + step, (4, width))
+            for name, parameter in reference_model.named_parameters():
+                if parameter.requires_grad:
+                    stale.setdefault(name, []).append(0.0 if parameter.grad is None else parameter.grad.norm().item())
             _run(f"running model(x).pow(2).mean().backward() after {call_text}",
                  lambda: model(x).pow(2).mean().backward())
             reference_model(x).pow(2).mean().backward()
@@ -374,16 +412,18 @@ def check_track_grad_norms(track_grad_norms):
                     accumulated.setdefault(name, []).append(parameter.grad.norm().item())
             said = f"After {call_text} and {what},"
             for (name, parameter), reference_parameter in zip(model.named_parameters(), reference_model.parameters()):
-                if parameter.requires_grad and not torch.equal(parameter.grad, reference_parameter.grad):
+                if parameter.requires_grad and (parameter.grad is None
+                                                or not torch.equal(parameter.grad, reference_parameter.grad)):
                     fail(f"{said} {name}.grad is {describe(parameter.grad)}; without your hooks it is "
-                         f"{describe(reference_parameter.grad)}. The hooks must only look: return None.")
+                         f"{describe(reference_parameter.grad)}. The hooks must only look: return None, and change "
+                         "neither the gradient in place nor .grad.")
             if then_step is None:
                 torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm=1e-3)
                 torch.nn.utils.clip_grad_norm_(reference_model.parameters(), max_norm=1e-3)
                 for name, parameter in reference_model.named_parameters():
                     if parameter.requires_grad:
                         clipped.setdefault(name, {})[step - 1] = parameter.grad.norm().item()
-            _compare_norms(norms, reference, accumulated, clipped, call_text, said, duplicates, frozen)
+            _compare_norms(norms, reference, accumulated, clipped, call_text, said, duplicates, frozen, stale)
             if then_step:
                 for trained in (model, reference_model):
                     _sgd_step(trained, lr=0.1)
@@ -394,27 +434,34 @@ def check_track_grad_norms(track_grad_norms):
 # ---------------------------------------------------------------- TrainingMonitor
 
 def _mlp(rng):
+    """Nested layers, and one frozen parameter (a tensor hook cannot be registered on it)."""
     width, hidden, out = rng.randint(3, 5), rng.randint(4, 6), rng.randint(2, 4)
     model = nn.Sequential(nn.Sequential(nn.Linear(width, hidden), nn.ReLU()),
                           nn.Sequential(nn.Linear(hidden, hidden), nn.ReLU()), nn.Linear(hidden, out))
+    model[0][0].bias.requires_grad_(False)
     return model, width
 
 
 class _Watch:
-    """The checker's non-finite watch on a copy, as the contract states it."""
+    """The checker's non-finite watch on a copy, as the contract states it; `seen` lists every name
+    that saw a non-finite value, in the order the hooks first saw one."""
 
     def __init__(self, model, outputs=True, gradients=True):
-        self.first = None
+        self.first, self.seen = None, []
+        self.names = [name for name, _ in model.named_modules()] + [name for name, _ in model.named_parameters()]
         if outputs:
             for name, module in model.named_modules():
                 module.register_forward_hook(lambda module, args, output, name=name: self.see(name, output))
         if gradients:
             for name, parameter in model.named_parameters():
-                parameter.register_hook(lambda grad, name=name: self.see(name, grad))
+                if parameter.requires_grad:
+                    parameter.register_hook(lambda grad, name=name: self.see(name, grad))
 
     def see(self, name, value):
-        if self.first is None and not torch.isfinite(value).all():
-            self.first = name
+        if not torch.isfinite(value).all():
+            self.first = self.first if self.first is not None else name
+            if name not in self.seen:
+                self.seen.append(name)
 
 
 def _attribute(monitor, name, doing):
@@ -468,10 +515,16 @@ def _check_attach_train_remove(TrainingMonitor):
         _train_step(reference_model, x)
     said = "After attach() and two training steps,"
     stats = _attribute(monitor, "activation_stats", "reading monitor.activation_stats")
-    _compare_stats(stats, outputs, "monitor.activation_stats", said + " in monitor.activation_stats", {})
     norms = _attribute(monitor, "grad_norms", "reading monitor.grad_norms")
+    for attribute, records, function in (("activation_stats", stats, "record_activation_stats"),
+                                         ("grad_norms", norms, "track_grad_norms")):
+        if isinstance(records, Mapping) and not _lists(records, f"monitor.{attribute}", said):
+            fail(f"{said} monitor.{attribute} holds no record. It must be the dict that the hooks fill, the one "
+                 f"{function} returns, and not a copy made in attach(): a copy misses what the hooks add later.")
+    _compare_stats(stats, outputs, "monitor.activation_stats", said + " in monitor.activation_stats", {})
+    frozen = [name for name, parameter in model.named_parameters() if not parameter.requires_grad]
     _compare_norms(norms, grads, {name: [math.nan] * 2 for name in grads.grads}, {}, "monitor.grad_norms",
-                   said + " in monitor.grad_norms", {})
+                   said + " in monitor.grad_norms", {}, frozen)
     first = _attribute(monitor, "first_nonfinite", "reading monitor.first_nonfinite")
     if first is not None:
         fail(f"{said} monitor.first_nonfinite is {first!r}, but every output and gradient was finite; expected None.")
@@ -501,16 +554,23 @@ def _overflow(model):
         model[1][0].bias[:2] = math.inf
 
 
-def _check_first(first, expected, nan_only, said, what):
-    if first == expected:
+def _check_first(first, watch, nan_only, said, what):
+    """`watch`: the checker's _Watch on a copy that ran the same steps."""
+    if first == watch.first:
         return
     if first is None:
         fail(f"{said} monitor.first_nonfinite is None; {what}")
     if first == nan_only:
         fail(f"{said} monitor.first_nonfinite is {first!r}, the first place with a NaN; {what} "
              "Look for inf and -inf too: torch.isfinite.")
-    fail(f"{said} monitor.first_nonfinite is {first!r}; {what} It must keep the first name once set: "
-         "later modules (and the containers around it) see the non-finite value too.")
+    if not isinstance(first, str) or first not in watch.names:
+        fail(f"{said} monitor.first_nonfinite is {describe(first)}, which is neither a named_modules() nor a "
+             f"named_parameters() name of the model; {what}")
+    if first in watch.seen:
+        fail(f"{said} monitor.first_nonfinite is {first!r}; {what} {first!r} saw a non-finite value too, but "
+             f"after {watch.first!r}: watch every module that named_modules() lists, by its output (a forward hook, "
+             "not a pre-hook), and keep the first name once set.")
+    fail(f"{said} monitor.first_nonfinite is {first!r}, where every value was finite; {what}")
 
 
 def _check_nonfinite_output(TrainingMonitor):
@@ -537,10 +597,14 @@ def _check_nonfinite_output(TrainingMonitor):
                 fail("inside `with TrainingMonitor(model, (nn.ReLU,)) as monitor:` no hook is registered; "
                      "__enter__ must attach the monitor.")
             model(x).pow(2).mean().backward()
+            inside = getattr(bound, "first_nonfinite", None)
     left = _hooks_left(model)
     if left:
         fail(f"after the with block, hooks were still registered: {_listed(left)}; __exit__ must remove them.")
-    _check_first(bound.first_nonfinite, watch.first, nan_watch.first, said,
+    if inside == watch.first and bound.first_nonfinite != inside:
+        fail(f"{said} monitor.first_nonfinite was {inside!r} inside the with block and is "
+             f"{describe(bound.first_nonfinite)} after it: removing the hooks must keep what was recorded.")
+    _check_first(bound.first_nonfinite, watch, nan_watch.first, said,
                  f"expected {watch.first!r}, the first module (in the order the forward hooks fire) whose output "
                  "contained inf.")
 
@@ -564,7 +628,7 @@ def _check_nonfinite_gradient(TrainingMonitor):
          lambda: (model(x) * upstream).sum().backward())
     _run("calling monitor.remove()", monitor.remove)
     said = "After a backward pass whose gradients contain inf (every output of the forward pass was finite),"
-    _check_first(monitor.first_nonfinite, watch.first, None, said,
+    _check_first(monitor.first_nonfinite, watch, None, said,
                  f"expected {watch.first!r}, the first parameter (in the order the tensor hooks fire) whose gradient "
                  "contained inf or NaN. The watch covers the gradients of the parameters too.")
 
@@ -585,11 +649,15 @@ def _check_nonfinite_in_model_itself(TrainingMonitor):
     body, width = _seeded(seed, _mlp)
     model = _ScaledOutput(body)
     x = random_tensor(seed, (3, width))
+    reference_model = copy.deepcopy(model)
+    watch = _Watch(reference_model)
+    reference_model(x)
+    assert watch.first == "" and watch.seen == [""]
     monitor = _run("calling TrainingMonitor(model, (nn.ReLU,)).attach()",
                    lambda: TrainingMonitor(model, (nn.ReLU,)).attach())
     _run("running model(x) with the monitor attached", model, x)
     _run("calling monitor.remove()", monitor.remove)
-    _check_first(monitor.first_nonfinite, "", None,
+    _check_first(monitor.first_nonfinite, watch, None,
                  "With a model whose own forward multiplies every submodule's (finite) output into inf,",
                  "expected '', the name named_modules() gives the model itself: watch every module it lists, "
                  "the model included, not only the layers.")
@@ -617,12 +685,78 @@ def _check_exception_in_block(TrainingMonitor):
              "__exit__ runs on an exception too: remove the hooks there.")
 
 
+# ---------------------------------------------------------------- TrainingMonitor after the earlier exercises
+
+# The grader runs all exercise cells of a lesson in one namespace, so a monitor usually calls the learner's
+# own functions: when one of them is unfinished or wrong, the monitor's failure is not the monitor's.
+_EARLIER = {"record_activation_stats": "Exercise 1", "track_grad_norms": "Exercise 2"}
+
+
+def _code_of(cls):
+    """The functions defined in the class body (methods, static and class methods, properties)."""
+    try:
+        members = list(vars(cls).values())
+    except TypeError:
+        return []
+    functions = []
+    for member in members:
+        for candidate in (member, getattr(member, "__func__", None), getattr(member, "fget", None)):
+            if hasattr(candidate, "__code__") and hasattr(candidate, "__globals__"):
+                functions.append(candidate)
+    return functions
+
+
+def _names_used(code):
+    names = set(code.co_names)
+    for constant in code.co_consts:
+        if hasattr(constant, "co_names"):
+            names |= _names_used(constant)
+    return names
+
+
+def _finish_first(name, why, seen):
+    exercise = _EARLIER[name]
+    fail(f"TrainingMonitor uses your {name}, from {exercise}, which {why}. Finish {exercise} first (until "
+         f"check({name}) passes), then check TrainingMonitor again." + (f" What this check saw: {seen}" if seen else ""))
+
+
+def _blame_earlier_exercise(TrainingMonitor, error, seen):
+    """Fails naming the earlier exercise to finish when the monitor's failure comes from one; returns otherwise."""
+    learner_error = error.error if isinstance(error, LearnerCodeRaised) else error
+    if learner_raised_not_implemented(learner_error):
+        frames = [frame for frame, _ in traceback.walk_tb(learner_error.__traceback__)]
+        if frames[-1].f_code.co_name in _EARLIER:
+            _finish_first(frames[-1].f_code.co_name, "still raises NotImplementedError (it is not written yet)", "")
+        return
+    if isinstance(learner_error, NameError) and getattr(learner_error, "name", None) in _EARLIER:
+        _finish_first(learner_error.name, "is not defined: run its exercise cell (once it is written)", "")
+    functions = _code_of(TrainingMonitor)
+    used = set().union(*(_names_used(function.__code__) for function in functions)) if functions else set()
+    namespace = functions[0].__globals__ if functions else {}
+    for name in _EARLIER:
+        if name in used and callable(namespace.get(name)):
+            result = run_check("11_training_monitor", name, CHECKS[name], namespace[name])
+            if result.status != "passed":
+                _finish_first(name, "does not pass its own check yet", seen)
+
+
 def check_TrainingMonitor(TrainingMonitor):
-    _check_attach_train_remove(TrainingMonitor)
-    _check_nonfinite_output(TrainingMonitor)
-    _check_nonfinite_gradient(TrainingMonitor)
-    _check_nonfinite_in_model_itself(TrainingMonitor)
-    _check_exception_in_block(TrainingMonitor)
+    try:
+        _check_attach_train_remove(TrainingMonitor)
+        _check_nonfinite_output(TrainingMonitor)
+        _check_nonfinite_gradient(TrainingMonitor)
+        _check_nonfinite_in_model_itself(TrainingMonitor)
+        _check_exception_in_block(TrainingMonitor)
+    except CheckFailed as failure:
+        _blame_earlier_exercise(TrainingMonitor, failure, failure.message)
+        raise
+    except LearnerCodeRaised as raised:
+        _blame_earlier_exercise(TrainingMonitor, raised,
+                                f"{raised.doing} raised {describe_learner_error(raised.error)}")
+        raise
+    except NotImplementedError as error:
+        _blame_earlier_exercise(TrainingMonitor, error, "")
+        raise
 
 
 CHECKS = {
