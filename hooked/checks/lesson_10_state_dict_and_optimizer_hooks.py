@@ -212,7 +212,7 @@ class _Place:
     def __init__(self, target, prefix, loaded):
         self.target, self.prefix, self.loaded = target, prefix, loaded
 
-    def keys(self, checkpoint, prefix):
+    def rekeyed(self, checkpoint, prefix):
         """`checkpoint`, whose keys start with `prefix`, with this place's prefix instead."""
         return {self.prefix + key[len(prefix):]: value for key, value in checkpoint.items() if key.startswith(prefix)}
 
@@ -259,9 +259,10 @@ def check_migrate_checkpoint_keys(migrate_checkpoint_keys):
         place = _Place(target, prefix, f"{what}.load_state_dict")
         _expect_migrated(module, place, checkpoint, expected, renames, call_text, earlier=None)
 
-        # The same hook, the same module, loaded at another prefix.
+        # The same hook, the same module (its values scrambled), loaded at another prefix.
         other = _other_place(module, place)
-        _expect_migrated(module, other, other.keys(checkpoint, prefix), other.keys(expected, prefix), renames,
+        _randomized(module, seed + 200)
+        _expect_migrated(module, other, other.rekeyed(checkpoint, prefix), other.rekeyed(expected, prefix), renames,
                          call_text, earlier=f"when the module was loaded at {prefix!r}")
 
         # A checkpoint that already uses the new names loads unchanged.
