@@ -122,7 +122,7 @@ with layer.register_state_dict_pre_hook(lambda module, prefix, keep_vars: "ignor
     assert list(layer.state_dict()) == ["weight", "bias"]
 
 # %% [markdown]
-# **A bug in torch 2.13: a bound method cannot be a `state_dict` post-hook.** Registering one
+# **A pitfall in torch 2.13: a bound method cannot be a `state_dict` post-hook.** Registering one
 # raises `AttributeError` at once, because `register_state_dict_post_hook` sets an attribute on the
 # function it receives, and a bound method takes no attributes. Wrap the method in
 # `functools.partial` (or a plain function). The cell shows the error and the workaround on the
