@@ -39,7 +39,7 @@ def track_grad_norms(model):
 
 # The grader runs a lesson's exercise cells in one namespace, so TrainingMonitor's cell uses the two
 # functions above; a catalogue entry is run alone, so its source holds them too.
-_MONITOR = _STATS + _NORMS + """
+_MONITOR_CLASS = """
 
 
 class TrainingMonitor:
@@ -74,6 +74,17 @@ class TrainingMonitor:
 
     def __exit__(self, *exception):
         self.remove()
+"""
+_MONITOR = _STATS + _NORMS + _MONITOR_CLASS
+
+# The generated stubs of the first two exercises, as a learner who skipped them has them.
+_STUB_STATS = """
+def record_activation_stats(model, layer_types):
+    raise NotImplementedError("record_activation_stats is not written yet")
+"""
+_STUB_NORMS = """
+def track_grad_norms(model):
+    raise NotImplementedError("track_grad_norms is not written yet")
 """
 
 
@@ -140,6 +151,15 @@ def record_activation_stats(model, layer_types):
            [("            handles.append(module.register_forward_hook(make_hook(name)))",
              "            module.register_forward_hook(make_hook(name))")],
            ["hooks were still registered"]),
+    _wrong("record_activation_stats", _STATS, "named_children misses the nested modules",
+           [("model.named_modules()", "model.named_children()")],
+           ["nested modules", "named_modules()"]),
+    _wrong("record_activation_stats", _STATS, "type(module) in layer_types misses a subclass",
+           [("isinstance(module, layer_types)", "type(module) in layer_types")],
+           ["subclass", "isinstance(module, layer_types)"]),
+    _wrong("record_activation_stats", _STATS, "the hook turns grad mode off for good",
+           [("out = output.detach()", "torch.set_grad_enabled(False)\n            out = output")],
+           ["global grad mode", "torch.no_grad()"]),
     dict(exercise="record_activation_stats", kind="right", why="defaultdict, default-argument binding, std_mean",
          source='''
 import collections
@@ -214,6 +234,39 @@ def record_activation_stats(model, layer_types):
            [("            handles.append(parameter.register_hook(make_hook(name)))",
              "            parameter.register_hook(make_hook(name))")],
            ["hooks were still registered"]),
+    dict(exercise="track_grad_norms", kind="wrong", why="reads .grad inside the tensor hook",
+         source='''
+def track_grad_norms(model):
+    norms, handles = {}, []
+    for name, p in model.named_parameters():
+        if p.requires_grad:
+            def hook(grad, name=name, p=p):
+                norms.setdefault(name, []).append(0.0 if p.grad is None else p.grad.norm().item())
+            handles.append(p.register_hook(hook))
+    return norms, handles
+''', expect=["before .grad is updated", "the gradient the hook receives"]),
+    _wrong("track_grad_norms", _NORMS, "the hook doubles the gradient in place",
+           [("norms.setdefault(name, []).append(grad.norm().item())",
+             "norms.setdefault(name, []).append(grad.norm().item())\n            grad.mul_(2)")],
+           ["without your hooks", "in place"]),
+    dict(exercise="track_grad_norms", kind="wrong", why="post-accumulate hook that empties .grad",
+         source='''
+def track_grad_norms(model):
+    norms, handles = {}, []
+    for name, p in model.named_parameters():
+        if p.requires_grad:
+            def hook(p, name=name):
+                norms.setdefault(name, []).append(p.grad.norm().item())
+                p.grad = None
+            handles.append(p.register_post_accumulate_grad_hook(hook))
+    return norms, handles
+''', expect=[".grad is none", "nor .grad"]),
+    dict(exercise="track_grad_norms", kind="wrong", why="registers nothing",
+         source='''
+def track_grad_norms(model):
+    norms, handles = {}, []
+    return norms, handles
+''', expect=["nothing was recorded at all"]),
     dict(exercise="track_grad_norms", kind="right", why="0-dim tensors, linalg.vector_norm, default-argument binding",
          source='''
 import torch
@@ -290,6 +343,98 @@ def track_grad_norms(model):
            [("        for name, module in self.model.named_modules():\n            self.handles",
              "        for name, module in list(self.model.named_modules())[1:]:\n            self.handles")],
            ["expected ''", "the model included"]),
+    dict(exercise="TrainingMonitor", kind="wrong", why="record_activation_stats still the stub",
+         source=_STUB_STATS + _NORMS + _MONITOR_CLASS,
+         expect=["record_activation_stats, from exercise 1", "not written yet", "finish exercise 1 first"]),
+    dict(exercise="TrainingMonitor", kind="wrong", why="track_grad_norms still the stub",
+         source=_STATS + _STUB_NORMS + _MONITOR_CLASS,
+         expect=["track_grad_norms, from exercise 2", "not written yet", "finish exercise 2 first"]),
+    dict(exercise="TrainingMonitor", kind="wrong", why="record_activation_stats keyed by type",
+         source=_with(_STATS, ("stats.setdefault(name, [])", "stats.setdefault(type(module).__name__, [])"))
+         + _NORMS + _MONITOR_CLASS,
+         expect=["exercise 1", "does not pass its own check", "finish exercise 1 first", "keyed by"]),
+    dict(exercise="TrainingMonitor", kind="wrong", why="track_grad_norms records the squared norm",
+         source=_STATS + _with(_NORMS, ("grad.norm().item()", "grad.pow(2).sum().item()")) + _MONITOR_CLASS,
+         expect=["exercise 2", "does not pass its own check", "finish exercise 2 first", "squared norm"]),
+    dict(exercise="TrainingMonitor", kind="wrong", why="record_activation_stats not defined (its cell not run)",
+         source=_NORMS + _MONITOR_CLASS,
+         expect=["record_activation_stats, from exercise 1", "not defined", "run its exercise cell"]),
+    _wrong("TrainingMonitor", _MONITOR, "watches only the model's own output",
+           [("for name, module in self.model.named_modules():", "for name, module in [('', self.model)]:")],
+           ["'' saw a non-finite value too, but after", "every module"]),
+    _wrong("TrainingMonitor", _MONITOR, "watches inputs with forward pre-hooks",
+           [("self.handles.append(module.register_forward_hook(\n"
+             "                lambda module, args, output, name=name: self.see(name, output.detach())))",
+             "self.handles.append(module.register_forward_pre_hook(\n"
+             "                lambda module, args, name=name: self.see(name, args[0].detach())))")],
+           ["saw a non-finite value too, but after", "not a pre-hook"]),
+    _wrong("TrainingMonitor", _MONITOR, "names the module by its class",
+           [("lambda module, args, output, name=name: self.see(name, output.detach())",
+             "lambda module, args, output, name=name: self.see(type(module).__name__, output.detach())")],
+           ["neither a named_modules() nor a named_parameters() name"]),
+    _wrong("TrainingMonitor", _MONITOR, "remove() clears first_nonfinite",
+           [("        self.handles = []\n\n    def __enter__",
+             "        self.handles = []\n        self.first_nonfinite = None\n\n    def __enter__")],
+           ["inside the with block", "must keep what was recorded"]),
+    _wrong("TrainingMonitor", _MONITOR, "keeps a copy of the stats dict made in attach()",
+           [("self.activation_stats, stats_handles = record_activation_stats(self.model, self.layer_types)",
+             "stats, stats_handles = record_activation_stats(self.model, self.layer_types)\n"
+             "        self.activation_stats = dict(stats)")],
+           ["holds no record", "not a copy"]),
+    _wrong("TrainingMonitor", _MONITOR, "watches frozen parameters too",
+           [("            if parameter.requires_grad:\n                self.handles.append(parameter.register_hook(",
+             "            if True:\n                self.handles.append(parameter.register_hook(")],
+           ["cannot register a hook on a tensor that doesn't require gradient"]),
+    dict(exercise="TrainingMonitor", kind="right", why="records on its own while the first two exercises are stubs",
+         source=_STUB_STATS + _STUB_NORMS + '''
+import torch
+
+
+class TrainingMonitor:
+    def __init__(self, model, layer_types):
+        self.model, self.layer_types = model, layer_types
+        self.activation_stats, self.grad_norms, self.first_nonfinite = {}, {}, None
+        self.handles = []
+
+    def _output(self, name, module, args, output):
+        output = output.detach()
+        if isinstance(module, self.layer_types):
+            self.activation_stats.setdefault(name, []).append({
+                "mean": output.mean().item(), "std": output.std().item(),
+                "zero_fraction": (output == 0).float().mean().item()})
+        self._see(name, output)
+
+    def _gradient(self, name, grad):
+        self.grad_norms.setdefault(name, []).append(grad.norm().item())
+        self._see(name, grad)
+
+    def _see(self, name, value):
+        if self.first_nonfinite is None and not torch.isfinite(value).all():
+            self.first_nonfinite = name
+
+    def attach(self):
+        for name, module in self.model.named_modules():
+            self.handles.append(module.register_forward_hook(
+                lambda module, args, output, name=name: self._output(name, module, args, output)))
+        for name, parameter in self.model.named_parameters():
+            if parameter.requires_grad:
+                self.handles.append(parameter.register_hook(lambda grad, name=name: self._gradient(name, grad)))
+        return self
+
+    def remove(self):
+        while self.handles:
+            self.handles.pop().remove()
+
+    def __enter__(self):
+        return self.attach()
+
+    def __exit__(self, *exception):
+        self.remove()
+''', expect=[]),
+    dict(exercise="TrainingMonitor", kind="right", why="the gradient watch by post-accumulate-grad hooks",
+         source=_with(_MONITOR, ("register_hook(lambda grad, name=name: self.see(name, grad))",
+                                 "register_post_accumulate_grad_hook(lambda p, name=name: self.see(name, p.grad))")),
+         expect=[]),
     dict(exercise="TrainingMonitor", kind="right", why="isnan or isinf, ExitStack, __exit__ returns False",
          source=_STATS + _NORMS + '''
 import contextlib
