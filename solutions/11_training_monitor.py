@@ -62,6 +62,7 @@ order = torch.randperm(len(labels), generator=torch.Generator().manual_seed(0))
 test_idx, train_idx = order[:360], order[360:]
 print("inputs:", list(inputs.shape), "| train:", len(train_idx), "| test:", len(test_idx))
 assert list(inputs.shape) == [1797, 64] and len(train_idx) == 1437
+assert inputs.min() == 0 and inputs.max() == 1
 
 
 def make_mlp(activation=nn.ReLU):
@@ -110,6 +111,7 @@ print(f"std() {values.std():.4f} | std(correction=1) {values.std(correction=1):.
       f"std(correction=0) {values.std(correction=0):.4f} | numpy {values.numpy().std():.4f}")
 assert torch.isclose(values.std(), torch.tensor(1.2910), atol=1e-4)
 assert torch.isclose(values.std(correction=0), torch.tensor(1.1180), atol=1e-4)
+assert abs(values.numpy().std() - values.std(correction=0).item()) < 1e-6
 
 # %% [markdown]
 # Second, what is stored. A forward hook runs while autograd records the forward pass, so
@@ -176,7 +178,8 @@ assert calls == ["act", "act"]
 #   `stats` or have an empty list.
 # - `handles` is a list of the `RemovableHandle`s; removing them all removes every hook.
 #
-# The model's outputs do not change, and the hooks record under `torch.no_grad()` too.
+# The hooks change nothing outside their records: the model's outputs and torch's grad mode stay
+# as they were. They record under `torch.no_grad()` too.
 #
 # Traps: stats that keep the graph alive (`output.mean()` without `.item()` or `detach()`); keying by
 # type instead of name; the population standard deviation; a module shared under two names hooked
@@ -406,7 +409,8 @@ check(track_grad_norms)
 
 # %% [markdown]
 # Your function at work under gradient accumulation: two backward calls before one step give two
-# entries per parameter, and they add up (as vectors) to the `.grad` the step would use.
+# entries per parameter. The `.grad` the step would use is the sum of the two gradients, so its
+# norm is at most the sum of the two recorded norms.
 
 # %%
 with try_it():
