@@ -188,15 +188,18 @@ _STATS_CASES = ((111, _two_relus), (112, _nested), (113, _shared))
 
 
 class _OutputRecorder:
-    """The checker's forward hooks on a copy: every output of every module of the chosen types."""
+    """The checker's forward hooks on a copy: every output (and first input) of every module of the
+    chosen types."""
 
     def __init__(self, model, layer_types):
-        self.outputs = {}
+        self.outputs, self.inputs = {}, {}
         for name, module in model.named_modules():
             if isinstance(module, layer_types):
-                module.register_forward_hook(
-                    lambda module, args, output, name=name: self.outputs.setdefault(name, []).append(
-                        output.detach().clone()))
+                module.register_forward_hook(lambda module, args, output, name=name: self.record(name, args, output))
+
+    def record(self, name, args, output):
+        self.outputs.setdefault(name, []).append(output.detach().clone())
+        self.inputs.setdefault(name, []).append(args[0].detach().clone())
 
 
 def _stats_of(output):
@@ -204,7 +207,7 @@ def _stats_of(output):
             "population std": output.std(correction=0).item(), "zero_fraction": (output == 0).float().mean().item()}
 
 
-def _check_entry(entry, output, where):
+def _check_entry(entry, output, where, module_input):
     if not isinstance(entry, Mapping):
         fail(f"{where} is {describe(entry)}; expected a dict with the keys {list(_KEYS)}.")
     missing = [key for key in _KEYS if key not in entry]
@@ -214,8 +217,11 @@ def _check_entry(entry, output, where):
     expected = _stats_of(output)
     values = {key: _number(entry[key], f"{where}[{key!r}]") for key in _KEYS}
     if not _near(values["mean"], expected["mean"]):
+        of_input = _near(values["mean"], module_input.mean().item())
         fail(f"{where}['mean'] is {values['mean']:.6g}; the module's output, {describe(output)}, has mean "
-             f"{expected['mean']:.6g} over all its elements.")
+             f"{expected['mean']:.6g} over all its elements."
+             + (" That is the mean of the module's input: record its output (a forward hook's third argument)."
+                if of_input else ""))
     if not _near(values["std"], expected["std"]):
         if _near(values["std"], expected["population std"]):
             fail(f"{where}['std'] is {values['std']:.6g}, the population standard deviation (dividing by n, "
@@ -269,7 +275,7 @@ def _compare_stats(stats, reference, call_text, said, duplicates, explain_missin
                     " A module called twice in one forward pass fires its hook twice: one entry per call."
                     if len(entries) < len(outputs) else ""))
         for index, (entry, output) in enumerate(zip(entries, outputs)):
-            _check_entry(entry, output, f"{said} stats[{name!r}][{index}]")
+            _check_entry(entry, output, f"{said} stats[{name!r}][{index}]", reference.inputs[name][index])
 
 
 def check_record_activation_stats(record_activation_stats):
