@@ -593,7 +593,7 @@ def _check_nonfinite_output(TrainingMonitor):
     nan_model(x).pow(2).mean().backward()
     said = "With `with TrainingMonitor(model, (nn.ReLU,)) as monitor:` around a training step in which the output " \
            "of one layer overflows to inf,"
-    bound = None
+    bound = inside = None
     with calling("running `with TrainingMonitor(model, (nn.ReLU,)) as monitor:` around model(x).backward()"):
         with TrainingMonitor(model, (nn.ReLU,)) as bound:
             if not hasattr(bound, "first_nonfinite"):
