@@ -454,7 +454,8 @@ class _Watch:
 
     def __init__(self, model, outputs=True, gradients=True):
         self.first, self.seen = None, []
-        self.names = [name for name, _ in model.named_modules()] + [name for name, _ in model.named_parameters()]
+        self.parameter_names = [name for name, _ in model.named_parameters()]
+        self.names = [name for name, _ in model.named_modules()] + self.parameter_names
         if outputs:
             for name, module in model.named_modules():
                 module.register_forward_hook(lambda module, args, output, name=name: self.see(name, output))
@@ -573,9 +574,11 @@ def _check_first(first, watch, nan_only, said, what):
         fail(f"{said} monitor.first_nonfinite is {describe(first)}, which is neither a named_modules() nor a "
              f"named_parameters() name of the model; {what}")
     if first in watch.seen:
+        how = ("watch the gradient of every parameter that requires grad (a tensor hook) for inf as well as NaN "
+               "(torch.isfinite)" if watch.first in watch.parameter_names else
+               "watch every module that named_modules() lists, by its output (a forward hook, not a pre-hook)")
         fail(f"{said} monitor.first_nonfinite is {first!r}; {what} {first!r} saw a non-finite value too, but "
-             f"after {watch.first!r}: watch every module that named_modules() lists, by its output (a forward hook, "
-             "not a pre-hook), and keep the first name once set.")
+             f"after {watch.first!r}: {how}, and keep the first name once set.")
     fail(f"{said} monitor.first_nonfinite is {first!r}, where every value was finite; {what}")
 
 

@@ -371,6 +371,10 @@ def track_grad_norms(model):
              "self.handles.append(module.register_forward_pre_hook(\n"
              "                lambda module, args, name=name: self.see(name, args[0].detach())))")],
            ["saw a non-finite value too, but after", "not a pre-hook"]),
+    _wrong("TrainingMonitor", _MONITOR, "watches gradients for NaN only",
+           [("lambda grad, name=name: self.see(name, grad)",
+             "lambda grad, name=name: self.see(name, grad) if torch.isnan(grad).any() else None")],
+           ["saw a non-finite value too, but after", "inf as well as nan"]),
     _wrong("TrainingMonitor", _MONITOR, "names the module by its class",
            [("lambda module, args, output, name=name: self.see(name, output.detach())",
              "lambda module, args, output, name=name: self.see(type(module).__name__, output.detach())")],
