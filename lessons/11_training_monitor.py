@@ -461,6 +461,9 @@ assert torch.isnan(overflow[0] + overflow[1]) and torch.isnan(0 * overflow[0])
 # overwritten by later modules; a watch for NaN only; an `__exit__` that returns `True` and swallows
 # the exception.
 #
+# Finish exercises 1 and 2 first: when your monitor calls one that does not pass its own check yet,
+# this check says which one to finish.
+#
 # Check: run `check(TrainingMonitor)` below, or `pytest tests/test_11_training_monitor.py -k TrainingMonitor`.
 
 # %% tags=["exercise"]
@@ -518,7 +521,9 @@ check(TrainingMonitor)
 # %% [markdown] tags=["hints"]
 # <details class="tip"><summary>Hint 1 of 3: the idea</summary>
 #
-# Keep every handle in one list: the ones your two functions return and the ones of the watch.
+# Finish exercises 1 and 2 first (their checks pass): `attach()` calls them, and this check
+# tells you when one of them is what fails. Keep every handle in one list: the ones your two
+# functions return and the ones of the watch.
 # The watch is one small function, "if nothing is recorded yet and this value is not all finite,
 # record this name", called from a forward hook on every module and a tensor hook on every
 # parameter.
