@@ -61,10 +61,11 @@ def lessons():
 
 
 def _title(path):
-    """'Tensor hooks' from the lesson's first heading, '# Lesson 01 — Tensor hooks'."""
+    """'Tensor hooks' from the lesson's first heading, '# Lesson 01 — Tensor hooks'; code marks dropped."""
     for line in path.read_text(encoding="utf-8").splitlines():
         if line.startswith("# # "):
-            return re.sub(r"^Lesson \d+\s*[—:-]\s*", "", line[4:].strip())
+            title = re.sub(r"^Lesson \d+\s*[—:-]\s*", "", line[4:].strip())
+            return title.replace("`", "")  # a page title is plain text: no code marks
     return path.stem[3:].replace("_", " ").capitalize()
 
 

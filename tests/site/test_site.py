@@ -27,8 +27,11 @@ def _exercises(path):
             if cell.cell_type == "code" and re.fullmatch(r"check\(\w+\)", cell.source.strip())]
 
 
-def _draws(path):
-    return any("plt." in cell.source for cell in _cells(path) if cell.cell_type == "code")
+def _draws(path, solved):
+    """Whether the page must show a figure: a learner's page draws only in cells that need
+    no exercise (a cell `with try_it():` draws once its exercise is solved)."""
+    return any("plt." in cell.source and (solved or "try_it()" not in cell.source)
+               for cell in _cells(path) if cell.cell_type == "code")
 
 
 def test_home_page_shows_the_readme(visit):
@@ -65,7 +68,7 @@ def test_notebook_page(visit, folder, name):
         assert expected in text, f"the check of {exercise} did not print {expected!r}"
 
     figures = page.locator(".jp-OutputArea-output img")
-    if _draws(source):
+    if _draws(source, solved=folder == "solutions"):
         assert figures.count() >= 1, "the lesson draws, but the page shows no figure"
     for index in range(figures.count()):
         figure = figures.nth(index)
