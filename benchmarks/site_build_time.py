@@ -91,14 +91,15 @@ def main():
         print(f"floor, the notebooks executed with nbclient: {floor:6.1f} s")
         print(f"mkdocs build --strict, cold cache:           {build:6.1f} s  ({ratio:.2f}x the floor; "
               f"goal <= {BUILD_GOAL}x)")
-        print(f"\n{'page':40} {'weight':>9} {'html':>9}  figures (PNG)")
+        width = max(len(f"{path.parent.name}/{path.stem}") for path in pages)
+        print(f"\n{'page':{width}} {'weight':>9} {'html':>9}  figures (PNG)")
         heaviest = 0
         for path in pages:
             page = site_dir / path.parent.name / path.stem / "index.html"
             total, html, figures = page_weight(site_dir.resolve(), page)
             heaviest = max(heaviest, total)
             shown = ", ".join(f"{size / 1e3:.0f} kB" for size in figures) or "none"
-            print(f"{path.parent.name + '/' + path.stem:40} {total / 1e6:7.2f} MB {html / 1e3:6.0f} kB  {shown}")
+            print(f"{path.parent.name + '/' + path.stem:{width}} {total / 1e6:7.2f} MB {html / 1e3:6.0f} kB  {shown}")
         index = site_dir / "search" / "search_index.json"
         print(f"(the search index, shared by every page: {index.stat().st_size / 1e3:.0f} kB)")
     missed = ratio > BUILD_GOAL or heaviest > WEIGHT_GOAL
