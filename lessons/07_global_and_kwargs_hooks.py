@@ -12,9 +12,9 @@
 #   say why not to use the deprecated `register_module_backward_hook`;
 # - say in which order the hooks of a parent and its children fire (calls *start* parent first and
 #   *finish* children first);
-# - see keyword arguments with `with_kwargs=True`, put a hook first with `prepend=True`, and run a
-#   hook when `forward` raises with `always_call=True`, including a bug of global hooks that
-#   combine `with_kwargs` and `always_call`;
+# - say which of the options of lessons 03 and 04 (`with_kwargs=True`, `prepend=True`,
+#   `always_call=True`) the global hooks take and how they combine with them, including a bug of
+#   global hooks that combine `with_kwargs` and `always_call`;
 # - remove global hooks every time, also when the forward pass raises (`with handle:` or
 #   `try`/`finally`);
 # - build a model summary and a NaN/Inf locator from hooks.
@@ -349,13 +349,14 @@ assert report["x.grad"] == [2.0, 2.0, 2.0]
 assert report["full hook afterwards"] == mixing_error
 
 # %% [markdown]
-# ## `with_kwargs=True`: keyword arguments are invisible without it
+# ## `with_kwargs=True` on global hooks
 #
-# `args` holds the positional arguments only. A tensor passed by keyword, `block(x, mask=m)`, is
-# not in `args`, so a hook without `with_kwargs` cannot see it at all. With `with_kwargs=True`, a
-# forward pre-hook is called as `hook(module, args, kwargs)` (and must return `None` or a pair
-# `(args, kwargs)`), a forward hook as `hook(module, args, kwargs, output)`. The global forward
-# hook takes `with_kwargs` too; the global forward pre-hook does not.
+# A reminder from lessons 03 and 04: `args` holds the positional arguments only, so a tensor
+# passed by keyword, `block(x, mask=m)`, is invisible to a hook without `with_kwargs`. With
+# `with_kwargs=True`, a forward pre-hook is called as `hook(module, args, kwargs)` (and must
+# return `None` or a pair `(args, kwargs)`), a forward hook as `hook(module, args, kwargs, output)`.
+# What is new here: the global forward hook takes `with_kwargs` too; the global forward pre-hook
+# does not, so it never sees keyword arguments.
 
 # %%
 class Masked(nn.Module):
@@ -382,7 +383,8 @@ assert seen["pre_kwargs"][1]["mask"] is mask and seen["global_kwargs"][1]["mask"
 
 
 # %% [markdown]
-# A pre-hook with `with_kwargs=True` can also change a keyword argument, by returning the pair:
+# As in lesson 03, a pre-hook with `with_kwargs=True` can also change a keyword argument, by
+# returning the pair:
 
 # %%
 def drop_mask(module, args, kwargs):
@@ -396,10 +398,10 @@ print("and without the hook:                       ", masked(x, mask=mask))
 assert torch.equal(masked(x, mask=mask), mask)
 
 # %% [markdown]
-# ## `prepend=True`: run before the hooks already registered
+# ## `prepend=True`: only among a module's own hooks
 #
-# A module's hooks run in the order they were registered. `prepend=True` puts the new hook at the
-# front instead. It exists on the module's own `register_forward_pre_hook`,
+# A module's hooks run in the order they were registered; `prepend=True` (lesson 03) puts the new
+# hook at the front instead. It exists on the module's own `register_forward_pre_hook`,
 # `register_forward_hook`, `register_full_backward_pre_hook` and `register_full_backward_hook`;
 # as shown above, it never moves a hook in front of the global ones.
 
@@ -418,11 +420,11 @@ for method in ("register_forward_pre_hook", "register_forward_hook", "register_f
     assert "prepend" in inspect.signature(getattr(nn.Module, method)).parameters
 
 # %% [markdown]
-# ## `always_call=True`: a forward hook that runs when `forward` raises
+# ## `always_call=True` on global hooks and parents
 #
-# An ordinary forward hook does not run when `forward` raises. One registered with
-# `always_call=True` runs anyway, with `output=None`, and then the exception goes on to the
-# caller. A global forward hook takes `always_call` too. Since the exception passes through every
+# Lesson 04 showed a module's own forward hook registered with `always_call=True`: it runs even
+# when `forward` raises, with `output=None`, and then the exception goes on to the caller. A
+# global forward hook takes `always_call` too. Since the exception passes through every
 # enclosing module, the parents' always-call hooks run as well, child first.
 
 # %%
