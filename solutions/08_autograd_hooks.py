@@ -169,6 +169,13 @@ assert torch.equal(seen["pre"][0], torch.full((3,), 2.0)) and torch.equal(seen["
 assert len(seen["inputs"]) == 2 and seen["inputs"][1] is None  # x needs no grad
 assert torch.allclose(w.grad, 20 * x)  # the second prehook's return reached the gradient
 
+w.grad = None
+y = w * x
+y.grad_fn.register_hook(lambda grad_inputs, grad_outputs: (torch.ones(3), None))  # replaces grad_inputs
+(y * 2).sum().backward()
+print("after a node hook returned (ones, None): w.grad =", w.grad)
+assert torch.equal(w.grad, torch.ones(3))
+
 # %% [markdown]
 # Hooks on a node run in the order they were registered, and a pre-hook's return is what the next
 # pre-hook sees: the first pre-hook above saw `2`, the second one multiplied by 10, and the third
@@ -480,7 +487,7 @@ handle.remove()
 
 # %% [markdown]
 # With `mode="any"`, `fn(grad)` is called once per pass with **one** gradient, the first one of
-# the tensors that autograd computes, instead of a tuple.
+# the tensors that autograd computes, instead of a list.
 
 # %%
 calls = []
@@ -519,8 +526,9 @@ handle.remove()
 # grad (leaves or not). In every backward pass that computes the gradient of at least one of them,
 # call `callback(grads)` exactly once, after all of the gradients of `tensors` that this pass
 # computes are known. `grads` is a sequence (a list or a tuple) with one entry per tensor, in the
-# order of `tensors`: its gradient in this pass, or `None` for a tensor this pass does not reach. A pass that reaches none
-# of them does not call `callback`. Return a handle whose `remove()` stops the calls.
+# order of `tensors`: its gradient in this pass, or `None` for a tensor this pass does not reach.
+# A pass that reaches none of them does not call `callback`. Return a handle whose `remove()`
+# stops the calls.
 #
 # Traps: `mode="any"` calls back at the first gradient, with one tensor; hooks on each tensor call
 # back once per tensor; a flag that calls back once ever misses the later passes; counting until
@@ -601,8 +609,8 @@ with try_it():
 # ## What autograd saves for backward, and how: `saved_tensors_hooks`
 #
 # To compute gradients later, the forward pass keeps tensors: the inputs of a matrix product, the
-# output of `tanh`, and so on. These *saved tensors* (mostly activations) are usually most of a
-# training step's memory. Inside `with torch.autograd.graph.saved_tensors_hooks(pack, unpack):`,
+# output of `tanh`, and so on. These *saved tensors* (mostly activations) can take much of a
+# training step's memory (lesson 04 measured what they keep alive). Inside `with torch.autograd.graph.saved_tensors_hooks(pack, unpack):`,
 # autograd calls `pack(tensor)` each time it saves a tensor, and stores what `pack` returns
 # instead; in backward it calls `unpack(stored)` and uses what comes back.
 
@@ -634,8 +642,9 @@ assert sorted(log[5:]) == ["unpack (3, 2)", "unpack (4, 3)"]
 
 # %% [markdown]
 # The matrix product saved both of its inputs and `tanh` its output (its gradient is
-# `1 - tanh²`). Backward unpacks them in its own order: `tanh` first, since it is nearer the loss. The hooks act on the forward passes run inside the `with` block; backward may run
-# later, outside it. Nested blocks do not combine: the innermost pair wins.
+# `1 - tanh²`). Backward unpacks them in its own order: `tanh` first, since it is nearer the
+# loss. The hooks act on the forward passes run inside the `with` block; backward may run later,
+# outside it, as above. Nested blocks do not combine: the innermost pair wins.
 
 # %%
 log = []
@@ -776,9 +785,11 @@ assert isinstance(saved_tensors_hooks, type)
 # One saver can be used in several `with saver:` blocks, one after the other; `bytes_saved` keeps
 # growing across them (it is never reset). A saver counts when it stores a tensor, in forward:
 # after a forward pass inside the block, `bytes_saved` already holds that pass's count, and backward
-# does not change it. Outside the blocks nothing changes. Traps: an unpack hook that gives back `float16` (backward
-# then fails on mixed dtypes) or another shape; converting integer tensors; counting the bytes
-# stored (or all the bytes of the tensor) instead of the bytes saved.
+# does not change it. Outside the blocks nothing changes.
+#
+# Traps: an unpack hook that gives back `float16` (backward then fails on mixed dtypes) or another
+# shape; converting integer tensors; counting the bytes stored (or all the bytes of the tensor)
+# instead of the bytes saved.
 #
 # Check: run `check(HalfPrecisionSaver)` below, or
 # `pytest tests/test_08_autograd_hooks.py -k HalfPrecisionSaver`.
@@ -874,3 +885,22 @@ with try_it():
     print(f"largest relative error of a parameter's gradient: {largest_error:.1e}")
     assert saver.bytes_saved == sum(saved_bytes) // 2
     assert 0 < largest_error < 1e-2
+
+# %% [markdown]
+# ## Summary
+#
+# | Hook | registered by | called as | fires | its return |
+# |---|---|---|---|---|
+# | post-accumulate-grad | `leaf.register_post_accumulate_grad_hook(hook)` | `hook(tensor)` | after `.grad` is written; not under `torch.autograd.grad` | must be `None` |
+# | node pre-hook | `t.grad_fn.register_prehook(fn)` | `fn(grad_outputs)` | before the node runs | a tuple replaces `grad_outputs` |
+# | node hook | `t.grad_fn.register_hook(fn)` | `fn(grad_inputs, grad_outputs)` | after the node ran | a tuple replaces `grad_inputs` |
+# | multi-grad | `torch.autograd.graph.register_multi_grad_hook(tensors, fn, mode="all")` | `fn(grads)`, `None` for a tensor not reached; `fn(grad)` with `mode="any"` | once per pass that reaches any of `tensors` | ignored |
+# | saved tensors | `with torch.autograd.graph.saved_tensors_hooks(pack, unpack):` | `pack(tensor)` in forward, `unpack(stored)` in backward | each time autograd saves / uses a tensor | `unpack` must give back a tensor of the same dtype and shape |
+#
+# On a leaf, one backward pass runs: tensor hook, `AccumulateGrad` pre-hook, `.grad` written,
+# post-accumulate hook, `AccumulateGrad` hook. Grad mode is off in backward hooks unless
+# `create_graph=True`, so update parameters under `torch.no_grad()`. `save_on_cpu()` is a
+# ready-made pack/unpack pair, and `disable_saved_tensors_hooks(message)` forbids such hooks in a
+# block.
+#
+# Next, lesson 09 gathers the ways hooks go wrong, and how to find hooks that were left behind.
