@@ -6,6 +6,12 @@
 # that fires three times, or not at all. This lesson reproduces each one on torch 2.13, shows the
 # real error text or a measured number, and gives the fix.
 #
+# You met most of these traps once already, each in its own lesson: stacked hooks in lesson 02,
+# `detach()` without `clone()`, the kept graph and `module.forward(x)` in lesson 04, the in-place
+# ReLU and `no_grad` in lesson 05, both again in lesson 06's CNN. Here they are gathered in one
+# place, each with a way to debug it; what is new is `torch.save`, `torch.compile`, and finding
+# (and removing) every hook left on a model.
+#
 # After this lesson you will be able to:
 #
 # - fix the in-place error of full backward hooks (`... is a view and is being modified inplace`)
@@ -41,7 +47,7 @@ print("torch", torch.__version__)
 # %% [markdown]
 # ## Pitfall 1: full backward hooks and in-place operations
 #
-# `register_full_backward_hook` (and `register_full_backward_pre_hook`) work by wrapping the
+# (Lessons 05 and 06.) `register_full_backward_hook` (and `register_full_backward_pre_hook`) work by wrapping the
 # module's output in a special autograd function, `BackwardHookFunction`, whose output is a *view*
 # of the real output. If the next layer modifies that view in place, as `nn.ReLU(inplace=True)`
 # does, autograd refuses: the error comes **in the forward pass**, at the ReLU, although the hook
@@ -211,7 +217,7 @@ check(grad_before_inplace_relu)
 # %% [markdown]
 # ## Pitfall 2: `detach()` shares memory; `clone()` copies
 #
-# A forward hook that stores `output.detach()` stores a tensor without a graph but with the
+# (Lesson 04, Trap 2.) A forward hook that stores `output.detach()` stores a tensor without a graph but with the
 # **same memory** as the output (same `data_ptr()`). A later in-place operation on the output
 # changes the stored value too. `output.detach().clone()` has its own memory.
 
@@ -237,7 +243,8 @@ assert torch.equal(stored["detached"], stored["cloned"].relu())
 # %% [markdown]
 # ## Pitfall 3: storing outputs without `detach()` keeps the graph alive
 #
-# An output computed with gradients on carries `output.grad_fn`, the start of its autograd graph,
+# (Lesson 04, Trap 1, measured it with saved-tensor hooks; here is a way to measure it afterwards,
+# from the stored tensors alone.) An output computed with gradients on carries `output.grad_fn`, the start of its autograd graph,
 # and the graph holds the tensors autograd saved for backward (a `Linear` saves its input, a
 # `ReLU` its output). A hook that appends raw outputs to a list keeps all of them alive, batch
 # after batch. To *debug* such a leak, walk the graph from the stored tensors and add up the
@@ -299,7 +306,7 @@ plt.show()
 # %% [markdown]
 # ## Pitfall 4: a re-run cell stacks hooks
 #
-# Every `register_*` call adds a hook; running the same notebook cell again does not replace the
+# (Lesson 02.) Every `register_*` call adds a hook; running the same notebook cell again does not replace the
 # old one. The loop below stands for running a registering cell three times: the hook then fires
 # three times per forward pass. Keep the handle and remove it before registering again (or
 # register in a `with` block).
@@ -328,7 +335,7 @@ handle.remove()
 # %% [markdown]
 # ## Pitfall 5: `module.forward(x)` skips every hook
 #
-# Hooks are run by `module.__call__`, which calls `forward` in between. Calling `forward` directly
+# (Lesson 04.) Hooks are run by `module.__call__`, which calls `forward` in between. Calling `forward` directly
 # runs the computation and nothing else.
 
 # %%
@@ -344,7 +351,7 @@ assert calls == ["pre", "forward"]
 # %% [markdown]
 # ## Pitfall 6: under `torch.no_grad()`, forward hooks fire, full backward hooks are not installed
 #
-# Forward hooks fire whatever the grad mode. A full backward hook works by wrapping the module's
+# (Lessons 04 and 05.) Forward hooks fire whatever the grad mode. A full backward hook works by wrapping the module's
 # output in `BackwardHookFunction` (Pitfall 1), and it does so only when gradients are on: under
 # `no_grad` the next layer receives the plain output, and the in-place error of Pitfall 1 does not
 # happen either. So code that works in evaluation can fail in training. A pre-hook on the ReLU
@@ -511,7 +518,9 @@ torch._dynamo.reset()  # free the compiled code
 # ## Debugging: which hooks are still registered?
 #
 # A hook you forgot to remove keeps firing, keeps memory alive, and breaks `torch.save`. A
-# module keeps its hooks in ordered dicts `{id: hook}`, one per kind. On torch 2.13:
+# module keeps its hooks in ordered dicts `{id: hook}`, one per kind. The table includes the four
+# `state_dict` hooks, which lesson 10 teaches; for this lesson it is enough to know where they are
+# kept. On torch 2.13:
 #
 # | registered with | kept in the module's dict | kind (for the exercise) |
 # |---|---|---|
@@ -764,3 +773,21 @@ check(remove_all_hooks)
 with try_it():
     print("removed:", remove_all_hooks(model), "| still registered:", find_registered_hooks(model))
     assert find_registered_hooks(model) == []
+
+# %% [markdown]
+# ## Summary
+#
+# | Symptom | Cause | Fix |
+# |---|---|---|
+# | `... BackwardHookFunction is a view and is being modified inplace` in **forward** | a full backward (pre-)hook before an in-place op | a forward hook that registers a tensor hook on the output, or `inplace=False` |
+# | a stored activation changed after the fact | `detach()` shares memory | `detach().clone()` |
+# | memory grows batch after batch | stored outputs keep their graphs | store `detach()`ed copies; walk `grad_fn` to measure |
+# | a hook fires N times | a re-run cell registered it again | keep the handle and remove it first, or `with handle:` |
+# | a hook does not fire | `module.forward(x)` instead of `module(x)`; a full backward hook under `no_grad` | call the module; run with gradients on |
+# | a dict of activations holds one entry for two calls | a module called twice | append to a list |
+# | `torch.save(model)` fails on a `lambda` | the hooks are pickled with the module | save `state_dict()` |
+# | a hook added to a submodule after `torch.compile` is ignored | the compiled code does not check submodules for new hooks | register hooks before compiling, or `torch._dynamo.reset()` |
+# | hooks left behind, handles lost | | find them in the module's and parameters' hook dicts, and `.clear()` them |
+#
+# Next, lesson 10 leaves the forward and backward passes for two other places that take hooks:
+# saving and loading (`state_dict`), and the optimizer's `step()`.
