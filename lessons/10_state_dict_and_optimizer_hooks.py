@@ -654,6 +654,8 @@ with try_it():
     plt.plot(ema_path, label="its EMA (decay 0.9)")
     plt.axhline(2.0, color="gray", linestyle=":", label="best weight")
     plt.xlabel("optimizer step")
+    plt.ylabel("value of the weight")
+    plt.title("A noisy weight and its EMA, updated by a step post-hook")
     plt.legend()
     plt.show()
 
@@ -761,3 +763,5 @@ with adam.register_state_dict_post_hook(lambda opt, state_dict: {"replaced": Tru
 # | `register_optimizer_step_pre_hook` / `_post_hook` (from `torch.optim.optimizer`) | `(optimizer, args, kwargs)` | around every optimizer's own hooks | as the optimizer's |
 #
 # Every `register_*` call returns a handle; remove it when the hook's job is done.
+#
+# Next, lesson 11 puts the hooks of the course to work together: a training monitor.
