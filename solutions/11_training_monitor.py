@@ -435,7 +435,8 @@ with try_it():
 # of the order they fire in: a module's forward hook runs when its own `forward` returns, so the
 # hooks of the modules inside a container fire before the container's, and those of earlier layers
 # before later ones. The first forward hook to see a non-finite output names the module where it
-# appeared. Gradients come in backward order, from the last layer to the first.
+# appeared (lesson 07's `find_first_nonfinite` used the same order, with a global hook).
+# Gradients come in backward order, from the last layer to the first.
 #
 # `torch.isfinite` is `False` for `nan`, `inf` and `-inf`; `torch.isnan` only for `nan`. Overflow
 # gives `inf` first, and `nan` comes one step later (`inf - inf`, `0 * inf`), so a watch that only
