@@ -25,7 +25,8 @@
 #
 # **How to check your work.** Run the `check(...)` cell under each exercise: it prints a pass, a
 # message that says what is wrong, or "not attempted yet". Or, from the repository root, run
-# `pytest tests/test_07_global_and_kwargs_hooks.py` (add `-k summarize_model` for one exercise).
+# `pytest tests/test_07_global_and_kwargs_hooks.py` (add `-k summarize_model` for one exercise;
+# plain `pytest` grades every lesson).
 
 # %%
 import warnings

@@ -329,6 +329,9 @@ plt.tight_layout()
 plt.show()
 
 # %% [markdown]
+# In the figure, plain backward's line climbs with every gradient written, to the size of all the
+# parameters; the fused update's line never goes above the largest single parameter.
+#
 # Two things matter in the hook: the update runs under `torch.no_grad()` (grad mode is on under
 # `create_graph=True`, as shown above), and `param.grad = None` frees the gradient; leave it, and
 # the next backward *adds* its gradient to the old one.

@@ -27,9 +27,10 @@
 # with the comment `# Exercise: ...` (they are tagged `exercise`). The grader runs only those
 # cells, never the demonstration cells, so each exercise cell imports what it uses.
 #
-# **How to check your work.** Run the `check(...)` cell under each exercise, or, from the
-# repository root, `pytest tests/test_09_pitfalls.py` (add `-k find_registered_hooks` for one
-# exercise).
+# **How to check your work.** Run the `check(...)` cell under each exercise: it prints a pass, a
+# message that says what is wrong, or "not attempted yet". Or, from the repository root, run
+# `pytest tests/test_09_pitfalls.py` (add `-k find_registered_hooks` for one exercise; plain
+# `pytest` grades every lesson).
 
 # %%
 import io
@@ -312,6 +313,9 @@ plt.tight_layout()
 plt.show()
 
 # %% [markdown]
+# The red line grows by the same amount with every forward pass: each stored output holds its own
+# pass's saved tensors. The green line, `detach()`, stays at 0.
+#
 # ## Pitfall 4: a re-run cell stacks hooks
 #
 # (Lesson 02.) Every `register_*` call adds a hook; running the same notebook cell again does not replace the
