@@ -894,7 +894,7 @@ with try_it():
 #
 # | Hook | registered by | called as | fires | its return |
 # |---|---|---|---|---|
-# | post-accumulate-grad | `leaf.register_post_accumulate_grad_hook(hook)` | `hook(tensor)` | after `.grad` is written; not under `torch.autograd.grad` | must be `None` |
+# | post-accumulate-grad | `leaf.register_post_accumulate_grad_hook(hook)` | `hook(tensor)` | after `.grad` is written; not under `torch.autograd.grad` | `None` (another tensor raises) |
 # | node pre-hook | `t.grad_fn.register_prehook(fn)` | `fn(grad_outputs)` | before the node runs | a tuple replaces `grad_outputs` |
 # | node hook | `t.grad_fn.register_hook(fn)` | `fn(grad_inputs, grad_outputs)` | after the node ran | a tuple replaces `grad_inputs` |
 # | multi-grad | `torch.autograd.graph.register_multi_grad_hook(tensors, fn, mode="all")` | `fn(grads)`, `None` for a tensor not reached; `fn(grad)` with `mode="any"` | once per pass that reaches any of `tensors` | ignored |
