@@ -598,4 +598,5 @@ assert torch.allclose(gap_gradient, gap_gradient[:, :, :1, :1].expand_as(gap_gra
 #   ReLU follows the layer, and `retain_grad()` then gives the gradient after the ReLU; a tensor
 #   hook registered in a forward hook gives the gradient of the value the layer produced.
 #
-# Next, lesson 07 looks at hooks that apply to every module at once, and at keyword hooks.
+# Next, lesson 07 looks at global hooks, which apply to every module at once, and at how the options
+# of lessons 03 and 04 (`with_kwargs`, `prepend`, `always_call`) work with them.

@@ -28,7 +28,8 @@ ROWS = [
          hook="hook(t): the tensor, not its gradient",
          fires="Leaf tensors only: after the gradient has been accumulated into `t.grad`. "
                "Not fired by `torch.autograd.grad`.",
-         returns="Must return `None` (else `RuntimeError`: `... should return None`).",
+         returns="`None`. Another tensor raises `RuntimeError` (`... should return None`); "
+                 "returning the tensor itself is let through.",
          lesson="08_autograd_hooks"),
     # --- module hooks
     dict(group="Module", api="torch.nn.Module.register_forward_pre_hook",
@@ -102,7 +103,8 @@ ROWS = [
          lesson="07_global_and_kwargs_hooks"),
     dict(group="Global module", api=f"{MODULE}.register_module_forward_hook",
          call=f"{MODULE}.register_module_forward_hook(hook, *, with_kwargs=False, always_call=False)",
-         hook="hook(module, args, output)",
+         hook="hook(module, args, output), or hook(module, args, kwargs, output) with `with_kwargs=True` "
+              "(on torch 2.13, combined with `always_call=True` it is called wrongly when forward raises)",
          fires="Like a forward hook, for every module, before the module's own forward hooks.",
          returns="As for `register_forward_hook`.",
          lesson="07_global_and_kwargs_hooks"),

@@ -113,6 +113,13 @@ def test_post_accumulate_grad_hook_must_return_none():
         t.sum().backward()
 
 
+def test_post_accumulate_grad_hook_may_return_the_tensor_itself():
+    t = _leaf(1.0)
+    t.register_post_accumulate_grad_hook(lambda tensor: tensor)
+    t.sum().backward()
+    assert t.grad.item() == 1.0
+
+
 # --- Module forward pre-hooks and forward hooks
 
 def test_forward_pre_hook_fires_on_call_but_not_on_calling_forward_directly():
@@ -333,6 +340,25 @@ def test_global_forward_hook_fires_for_every_module_before_its_own_and_can_repla
         handle.remove()
     assert order == ["global", ("own", 3.0)]
     assert out.item() == 3.0
+
+
+class _Raises(nn.Module):
+    def forward(self, x):
+        raise ValueError("forward failed")
+
+
+def test_global_forward_hook_with_kwargs_and_always_call_is_not_run_when_forward_raises():
+    calls = []
+    handle = global_hooks.register_module_forward_hook(
+        lambda module, args, kwargs, output: calls.append(output), with_kwargs=True, always_call=True)
+    try:
+        # torch 2.13 calls it without kwargs; the TypeError is turned into a warning.
+        with pytest.warns(UserWarning, match="missing 1 required positional argument"):
+            with pytest.raises(ValueError, match="forward failed"):
+                _Raises()(torch.tensor([1.0]))
+    finally:
+        handle.remove()
+    assert calls == []
 
 
 @pytest.fixture
