@@ -1,6 +1,8 @@
 """Mistake catalogue for lesson 06, a CNN's feature maps and Grad-CAM. The format of an entry is
 described in tests/course/test_mistake_catalogue.py."""
 
+from mistakes import edited
+
 
 _GRAD_CAM = """
 import torch
@@ -26,11 +28,7 @@ def grad_cam(model, layer, x, target):
 
 def _grad_cam_with(*changes):
     """A right grad_cam with each (old, new) line change made: one mistake (or one other right way)."""
-    source = _GRAD_CAM
-    for old, new in changes:
-        assert source.count(old) == 1, old
-        source = source.replace(old, new)
-    return source
+    return edited(_GRAD_CAM, *changes)
 
 
 ENTRIES = [

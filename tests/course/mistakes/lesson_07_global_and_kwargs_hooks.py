@@ -1,6 +1,8 @@
 """Mistake catalogue for lesson 07, global and keyword hooks. The format of an entry is described in
 tests/course/test_mistake_catalogue.py."""
 
+from mistakes import edited
+
 # The reference shape of summarize_model; each wrong entry changes one thing in it.
 _SUMMARY = '''
 import torch
@@ -36,16 +38,8 @@ def summarize_model(model, *inputs, **kwargs):
 '''
 
 
-def _edited(text, *replacements):
-    """`text` with each `(old, new)` replacement made; `old` must be there."""
-    for old, new in replacements:
-        assert old in text, old
-        text = text.replace(old, new)
-    return text
-
-
 def _summary(*replacements):
-    return _edited(_SUMMARY, *replacements)
+    return edited(_SUMMARY, *replacements)
 
 
 _FIND = '''
@@ -75,7 +69,7 @@ def find_first_nonfinite(model, *inputs):
 
 
 def _find(*replacements):
-    return _edited(_FIND, *replacements)
+    return edited(_FIND, *replacements)
 
 
 ENTRIES = [

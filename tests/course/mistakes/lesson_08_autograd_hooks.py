@@ -1,6 +1,8 @@
 """Mistake catalogue for lesson 08, autograd-level hooks. The format of an entry is
 described in tests/course/test_mistake_catalogue.py. Most wrong entries are one change to
-a right cell, written with `_changed`, which insists that the change applies."""
+a right cell, written with `edited`, which insists that the change applies."""
+
+from mistakes import edited
 
 _FUSED = '''
 import torch
@@ -49,17 +51,12 @@ class HalfPrecisionSaver(torch.autograd.graph.saved_tensors_hooks):
 '''
 
 
-def _changed(source, old, new):
-    assert source.count(old) == 1, f"{old!r} is not once in the source"
-    return source.replace(old, new)
-
-
 def _fused(old, new):
-    return _changed(_FUSED, old, new)
+    return edited(_FUSED, (old, new))
 
 
 def _saver(old, new):
-    return _changed(_SAVER, old, new)
+    return edited(_SAVER, (old, new))
 
 
 ENTRIES = [
@@ -220,7 +217,7 @@ def fuse_sgd_into_backward(model, lr):
 
     # ------------------------------------------------------------------ call_when_all_grads_ready
     dict(exercise="call_when_all_grads_ready", kind="wrong", why="mode any",
-         source=_changed(_MULTI, "(tensors, callback)\n", "(tensors, callback, mode=\"any\")\n"),
+         source=edited(_MULTI, ("(tensors, callback)\n", "(tensors, callback, mode=\"any\")\n")),
          expect=["one tensor", "mode='any'"]),
     dict(exercise="call_when_all_grads_ready", kind="wrong", why="a tensor hook on each tensor",
          source='''

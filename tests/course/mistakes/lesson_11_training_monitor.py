@@ -1,6 +1,8 @@
 """Mistake catalogue for lesson 11, the capstone training monitor. The format of an entry is
 described in tests/course/test_mistake_catalogue.py."""
 
+from mistakes import edited
+
 
 _STATS = """
 import torch
@@ -88,16 +90,8 @@ def track_grad_norms(model):
 """
 
 
-def _with(source, *changes):
-    """A right cell with each (old, new) change made: one mistake (or one other right way)."""
-    for old, new in changes:
-        assert source.count(old) == 1, old
-        source = source.replace(old, new)
-    return source
-
-
 def _wrong(exercise, base, why, changes, expect):
-    return dict(exercise=exercise, kind="wrong", why=why, source=_with(base, *changes), expect=expect)
+    return dict(exercise=exercise, kind="wrong", why=why, source=edited(base, *changes), expect=expect)
 
 
 ENTRIES = [
@@ -353,11 +347,11 @@ def track_grad_norms(model):
          source=_STATS + _STUB_NORMS + _MONITOR_CLASS,
          expect=["track_grad_norms, from exercise 2", "not written yet", "finish exercise 2 first"]),
     dict(exercise="TrainingMonitor", kind="wrong", why="record_activation_stats keyed by type",
-         source=_with(_STATS, ("stats.setdefault(name, [])", "stats.setdefault(type(module).__name__, [])"))
+         source=edited(_STATS, ("stats.setdefault(name, [])", "stats.setdefault(type(module).__name__, [])"))
          + _NORMS + _MONITOR_CLASS,
          expect=["exercise 1", "does not pass its own check", "finish exercise 1 first", "keyed by"]),
     dict(exercise="TrainingMonitor", kind="wrong", why="track_grad_norms records the squared norm",
-         source=_STATS + _with(_NORMS, ("grad.norm().item()", "grad.pow(2).sum().item()")) + _MONITOR_CLASS,
+         source=_STATS + edited(_NORMS, ("grad.norm().item()", "grad.pow(2).sum().item()")) + _MONITOR_CLASS,
          expect=["exercise 2", "does not pass its own check", "finish exercise 2 first", "squared norm"]),
     dict(exercise="TrainingMonitor", kind="wrong", why="record_activation_stats not defined (its cell not run)",
          source=_NORMS + _MONITOR_CLASS,
@@ -439,7 +433,7 @@ class TrainingMonitor:
         self.remove()
 ''', expect=[]),
     dict(exercise="TrainingMonitor", kind="right", why="the gradient watch by post-accumulate-grad hooks",
-         source=_with(_MONITOR, ("register_hook(lambda grad, name=name: self.see(name, grad))",
+         source=edited(_MONITOR, ("register_hook(lambda grad, name=name: self.see(name, grad))",
                                  "register_post_accumulate_grad_hook(lambda p, name=name: self.see(name, p.grad))")),
          expect=[]),
     dict(exercise="TrainingMonitor", kind="right", why="isnan or isinf, ExitStack, __exit__ returns False",
