@@ -4,7 +4,6 @@ import random
 
 import torch
 from torch import nn
-from torch.optim import Optimizer
 
 from hooked.checking import LearnerCodeRaised, calling, fail, learner_frame
 from hooked.checks.optimizers import PlainSGD
@@ -287,22 +286,10 @@ def check_migrate_checkpoint_keys(migrate_checkpoint_keys):
 
 # ---------------------------------------------------------------- attach_weight_ema
 
-class _SignDescent(Optimizer):
+class _SignDescent(PlainSGD):
     """Another optimizer: p <- p - lr * sign(p.grad), to show the EMA works for any Optimizer."""
 
-    def __init__(self, params, lr):
-        super().__init__(params, dict(lr=lr))
-
-    @torch.no_grad()
-    def step(self, closure=None):
-        for group in self.param_groups:
-            for parameter in group["params"]:
-                if parameter.grad is not None:
-                    parameter.add_(parameter.grad.sign(), alpha=-group["lr"])
-
-
-# How each optimizer moves a parameter, given its gradient: p <- p - lr * direction(grad).
-_DIRECTION = {PlainSGD: lambda grad: grad, _SignDescent: torch.sign}
+    direction = staticmethod(torch.sign)
 
 
 def _model(rng):
@@ -380,12 +367,11 @@ def _check_start(ema, parameters, call_text):
 def _step(model, optimizer, seed):
     """Gradients set by hand (the model never runs forward) on the parameters that require grad, then one
     step; returns the values the optimizer's step gives each of them."""
-    direction = _DIRECTION.get(type(optimizer), lambda grad: grad)
     stepped = {}
     for group in optimizer.param_groups:
         for number, parameter in enumerate(group["params"]):
             parameter.grad = random_tensor(seed + number + 10 * len(stepped), tuple(parameter.shape))
-            stepped[parameter] = parameter.detach() - group["lr"] * direction(parameter.grad)
+            stepped[parameter] = parameter.detach() - group["lr"] * optimizer.direction(parameter.grad)
     optimizer.step()
     return stepped
 

@@ -22,14 +22,19 @@ def skip_dynamo_import_in_optimizers():
 
 
 class PlainSGD(Optimizer):
-    """Stochastic gradient descent, p <- p - lr * p.grad, nothing else (no momentum)."""
+    """Stochastic gradient descent, p <- p - lr * direction(p.grad), nothing else (no momentum).
+    A subclass that overrides `direction` is another optimizer with the same machinery."""
 
     def __init__(self, params, lr):
         super().__init__(params, dict(lr=lr))
+
+    @staticmethod
+    def direction(grad):
+        return grad
 
     @torch.no_grad()
     def step(self, closure=None):
         for group in self.param_groups:
             for parameter in group["params"]:
                 if parameter.grad is not None:
-                    parameter.add_(parameter.grad, alpha=-group["lr"])
+                    parameter.add_(self.direction(parameter.grad), alpha=-group["lr"])
