@@ -32,7 +32,9 @@ from hooked.generate import is_solution_marker
 MISTAKES_DIR = pathlib.Path(__file__).resolve().parent / "mistakes"
 KINDS = ("wrong", "right")
 KEYS = {"exercise", "kind", "why", "source", "expect"}
-OPTIONAL_KEYS = {"xfail", "xfail_leak"}
+# `clause`: the clause of the exercise's contract that a wrong entry breaks (see
+# tests/course/test_contract_clauses.py, which requires it of every wrong entry).
+OPTIONAL_KEYS = {"xfail", "xfail_leak", "clause"}
 WRONG_PER_EXERCISE, RIGHT_PER_EXERCISE = 3, 1
 # Reference lines this short ("return self", "return grad") say nothing of the solution.
 MIN_REFERENCE_LINE = 13
@@ -42,14 +44,23 @@ def _catalogue_path(lesson):
     return MISTAKES_DIR / f"lesson_{lesson}.py"
 
 
+_LOADED = {}
+
+
+def _load_module(lesson):
+    """The catalogue module of `lesson`, loaded once by path."""
+    if lesson not in _LOADED:
+        spec = importlib.util.spec_from_file_location(f"mistake_catalogue_{lesson}", _catalogue_path(lesson))
+        catalogue = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(catalogue)
+        _LOADED[lesson] = catalogue
+    return _LOADED[lesson]
+
+
 def _load_entries(lesson):
-    path = _catalogue_path(lesson)
-    if not path.exists():
+    if not _catalogue_path(lesson).exists():
         return []
-    spec = importlib.util.spec_from_file_location(f"mistake_catalogue_{lesson}", path)
-    catalogue = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(catalogue)
-    return [dict(entry, lesson=lesson) for entry in catalogue.ENTRIES]
+    return [dict(entry, lesson=lesson) for entry in _load_module(lesson).ENTRIES]
 
 
 ENTRIES = [entry for lesson in lesson_names() for entry in _load_entries(lesson)]
