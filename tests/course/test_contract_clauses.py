@@ -33,9 +33,9 @@ from hooked.lesson_file import EXERCISE_TAG, read_notebook
 from test_mistake_catalogue import ENTRIES, _catalogue_path, _load_module
 
 # A contract's sentences: split after . ; ! ? and before a bulleted line. Pieces of fewer
-# than three words ("e.g.", "frozen.") are part of their neighbours, not sentences.
+# than two words ("e.g.", "frozen.") are part of their neighbours, not sentences.
 _SENTENCE_END = re.compile(r"(?<=[.;!?])\s+(?:[-*]\s+)?|\n\s*[-*]\s+")
-MIN_SENTENCE_WORDS = 3
+MIN_SENTENCE_WORDS = 2
 
 
 def _normalized(text):
