@@ -95,8 +95,8 @@ with scale_layer.register_forward_pre_hook(lambda module, args: calls.append("ho
 #
 # - `None` (or no `return`): `forward` gets the inputs unchanged.
 # - A tuple: it **replaces** the positional arguments; `forward` is called as `forward(*returned)`.
-# - Anything else: PyTorch wraps it into a 1-tuple, so `forward` gets it as its only positional
-#   argument. Returning a tensor for a one-input module therefore works.
+# - Anything else, a list included: PyTorch wraps it into a 1-tuple, so `forward` gets it as its
+#   only positional argument. Returning a tensor for a one-input module therefore works.
 
 # %%
 linear = nn.Linear(3, 2)
@@ -119,8 +119,9 @@ with linear.register_forward_pre_hook(lambda module, args: args[0] * 10):
 # %% [markdown]
 # **Trap: a returned tuple replaces all positional arguments.** The wrapping rule bites in two
 # ways. A hook that returns only the new first input drops the others: below, `forward(x, y)` then
-# misses `y`. And for a module whose single argument *is* a tuple, returning that tuple unwrapped
-# spreads it over several arguments.
+# misses `y`; a list of all the arguments does the same, since a list is not a tuple. And for a
+# module whose single argument *is* a tuple, returning that tuple unwrapped spreads it over several
+# arguments.
 
 # %%
 class Add(nn.Module):
@@ -143,6 +144,15 @@ except TypeError as error:
     dropped_error = str(error)
 print("TypeError:", dropped_error)
 assert "missing 1 required positional argument: 'y'" in dropped_error
+
+add = Add()
+add.register_forward_pre_hook(lambda module, args: [args[0] * 2, *args[1:]])  # a list, not a tuple
+try:
+    add(a, b)
+except TypeError as error:
+    list_error = str(error)
+print("TypeError:", list_error)
+assert "missing 1 required positional argument: 'y'" in list_error
 
 add_pair = AddPair()
 add_pair.register_forward_pre_hook(lambda module, args: (args[0][0] * 2, args[0][1]))  # the pair, unwrapped
@@ -179,7 +189,8 @@ assert seen == [1]
 
 
 def halve_scale(module, args, kwargs):
-    print("  with_kwargs hook: args has", len(args), "element(s), kwargs =", kwargs)
+    print("  with_kwargs hook: args has", len(args), "element(s), kwargs =", kwargs, "of type", type(kwargs).__name__)
+    assert type(kwargs) is dict and kwargs == {"scale": 3.0} and len(args) == 1
     return args, {**kwargs, "scale": kwargs.get("scale", 1.0) / 2}
 
 
@@ -190,7 +201,12 @@ assert torch.equal(out, torch.full((2,), 1.5))
 
 # %% [markdown]
 # **Trap: with `with_kwargs=True`, returning only the arguments is an error.** The wrapping rule
-# does not apply here: anything but `None` or a pair raises.
+# does not apply here. PyTorch checks only that the return is `None` or a tuple of two elements;
+# anything else raises a `RuntimeError` at once. Any tuple of two elements passes that check: PyTorch
+# unpacks it as `new_args, new_kwargs` and calls `forward(*new_args, **new_kwargs)`, so a wrong pair
+# fails only there, with a `TypeError`. Below: returning only `args` when the call had one positional
+# argument (a tuple of one element), the same for a call with two (a tuple of two elements, taken for
+# the pair), and the pair in the wrong order.
 
 # %%
 with scale_layer.register_forward_pre_hook(lambda module, args, kwargs: args, with_kwargs=True):
@@ -198,8 +214,25 @@ with scale_layer.register_forward_pre_hook(lambda module, args, kwargs: args, wi
         scale_layer(torch.ones(2), scale=3.0)
     except RuntimeError as error:
         pair_error = str(error)
-print("RuntimeError:", pair_error)
+print("only args, one positional argument -> RuntimeError:", pair_error)
 assert pair_error.startswith("forward pre-hook must return None or a tuple of (new_args, new_kwargs)")
+
+add = Add()
+with add.register_forward_pre_hook(lambda module, args, kwargs: args, with_kwargs=True):
+    try:
+        add(a, b)  # args == (a, b): taken as new_args = a, new_kwargs = b
+    except TypeError as error:
+        two_args_error = str(error)
+print("only args, two positional arguments -> TypeError:", two_args_error)
+assert two_args_error.endswith("Add.forward() argument after ** must be a mapping, not Tensor")
+
+with add.register_forward_pre_hook(lambda module, args, kwargs: (kwargs, args), with_kwargs=True):
+    try:
+        add(a, b)
+    except TypeError as error:
+        swapped_error = str(error)
+print("(kwargs, args), the wrong order -> TypeError:", swapped_error)
+assert swapped_error.endswith("Add.forward() argument after ** must be a mapping, not tuple")
 
 # %% [markdown]
 # ## Several pre-hooks: order and `prepend=True`
@@ -223,12 +256,13 @@ layer.register_forward_pre_hook(named_hook("first", 2))
 layer.register_forward_pre_hook(named_hook("second", 10))
 print("2 then 10:", layer(torch.ones(1)), order)
 assert order == ["first", "second"]
+assert torch.equal(layer(torch.ones(1)), torch.tensor([20.0]))  # the second hook got the first one's 2
 
 order.clear()
 layer.register_forward_pre_hook(named_hook("added first", 0.5), prepend=True)
 print("0.5, 2, then 10:", layer(torch.ones(1)), order)
 assert order == ["added first", "first", "second"]
-assert torch.equal(layer(torch.ones(1)), torch.tensor([10.0]))
+assert torch.equal(layer(torch.ones(1)), torch.tensor([10.0]))  # 1 * 0.5 * 2 * 10
 
 # %% [markdown]
 # Prepending matters when one hook must see the raw input: for example a hook that records what
@@ -460,8 +494,9 @@ check(add_input_noise)
 # </details>
 
 # %% [markdown]
-# Your function at work: the noise in training mode, none in eval mode, and the same noise again
-# from a generator seeded alike.
+# Once `add_input_noise` is written, this cell shows it at work: noise in training mode, none in
+# eval mode, and the same noise again from a generator seeded alike. Until then it prints
+# "Not done yet".
 
 # %%
 with try_it():
@@ -525,6 +560,8 @@ for name, (m, s) in per_channel.items():
 assert torch.allclose(per_channel["normalized along dim 1"][0], torch.zeros(3), atol=1e-5)
 assert torch.allclose(per_channel["normalized along dim 1"][1], torch.ones(3), atol=1e-5)
 assert (per_channel["normalized along the last dim"][0].abs() > 0.5).any()  # silently wrong
+# (C, 1, 1) works too: broadcasting adds the missing leading dimension.
+assert torch.equal((patches - patch_mean.view(3, 1, 1)) / patch_std.view(3, 1, 1), right_dim)
 
 # %% [markdown]
 # Measured per channel, before and after the two normalizations:
@@ -617,8 +654,8 @@ check(normalize_input)
 # </details>
 
 # %% [markdown]
-# Your function at work on the 3 x 3 patches from above: every channel comes out with mean 0 and
-# standard deviation 1.
+# Once `normalize_input` is written, this cell shows it at work on the 3 x 3 patches from above:
+# every channel comes out with mean 0 and standard deviation 1. Until then it prints "Not done yet".
 
 # %%
 with try_it():
@@ -726,8 +763,9 @@ check(flatten_images)
 # </details>
 
 # %% [markdown]
-# Your function at work: one linear classifier that takes the permuted images as well as already
-# flat vectors, with the same result.
+# Once `flatten_images` is written, this cell shows it at work: one linear classifier that takes
+# the permuted images as well as already flat vectors, with the same result. Until then it prints
+# "Not done yet".
 
 # %%
 with try_it():
@@ -835,7 +873,8 @@ check(force_kwarg)
 # </details>
 
 # %% [markdown]
-# Your function at work: the attention layer returns no weights, whatever the caller asks for.
+# Once `force_kwarg` is written, this cell shows it at work: the attention layer returns no
+# weights, whatever the caller asks for. Until then it prints "Not done yet".
 
 # %%
 with try_it():
@@ -851,7 +890,7 @@ with try_it():
 # | API | hook receives | hook returns | fires |
 # |---|---|---|---|
 # | `module.register_forward_pre_hook(hook)` | `hook(module, args)`: the positional arguments as a tuple | `None` (keep them), a tuple (the new positional arguments) or any other value (the only positional argument) | before `forward`, on every `module(...)` call, also under `no_grad` and in eval mode; not on `module.forward(...)` |
-# | `...(hook, with_kwargs=True)` | `hook(module, args, kwargs)` | `None` or the pair `(new_args, new_kwargs)`; anything else raises | the same |
+# | `...(hook, with_kwargs=True)` | `hook(module, args, kwargs)` | `None` or the pair `(new_args, new_kwargs)`; a value that is not a tuple of two elements raises a `RuntimeError`, a wrong pair fails when `forward(*new_args, **new_kwargs)` is called | the same |
 # | `...(hook, prepend=True)` | | | before the pre-hooks already registered |
 #
 # Rules of thumb: return new tensors instead of changing the caller's in place; return every
