@@ -78,8 +78,11 @@ ROWS = [
          lesson="10_state_dict_and_optimizer_hooks"),
     dict(group="Module state dict", api="torch.nn.Module.register_state_dict_post_hook",
          call="m.register_state_dict_post_hook(hook)",
-         hook="hook(module, state_dict, prefix, local_metadata)",
-         fires="In `state_dict()`, after this module has added its entries.",
+         hook="hook(module, state_dict, prefix, local_metadata). On torch 2.13 a bound method cannot be "
+              "registered (`AttributeError: 'method' object has no attribute '_from_public_api'`): register "
+              "`functools.partial(method)` or a function.",
+         fires="In `state_dict()`, after this module's whole subtree has added its entries, so children's "
+               "post-hooks run before their parent's.",
          returns="Must return `None` (else `state_dict post-hook must return None`): edit `state_dict` in place.",
          lesson="10_state_dict_and_optimizer_hooks"),
     dict(group="Module state dict", api="torch.nn.Module.register_load_state_dict_pre_hook",
@@ -165,9 +168,10 @@ ROWS = [
          hook="fn(grads): one entry per tensor, `None` where none was computed; "
               "with `mode='any'`, fn(grad) with the first gradient computed",
          fires="In backward, once per pass: `'all'` after the last of the tensors' gradients that "
-               "the pass computes (`None` for the others), `'any'` at the first of them. With a leaf among "
-               "the tensors, `torch.autograd.grad` raises `RuntimeError` (`A leaf node was passed to "
-               "_will_engine_execute_node ...`).",
+               "the pass computes (`None` for the others), `'any'` at the first of them; also under "
+               "`torch.autograd.grad`, except that with `mode='all'` a hooked leaf among its `inputs` makes it "
+               "raise `RuntimeError` (`A leaf node was passed to _will_engine_execute_node ...`, "
+               "pytorch/pytorch#131753).",
          returns="Ignored.",
          lesson="08_autograd_hooks"),
     dict(group="Saved tensors", api=f"{GRAPH}.saved_tensors_hooks",
@@ -176,7 +180,8 @@ ROWS = [
          fires="`pack_hook` in forward, whenever autograd saves a tensor for backward; `unpack_hook` in "
                "backward, when that tensor is used. The innermost pair wins.",
          returns="`pack_hook`'s value is stored instead of the tensor; `unpack_hook` must return "
-                 "the original tensor's values (a wrong one gives a silently wrong gradient).",
+                 "a tensor with the original's values, shape and dtype (a wrong one may raise in backward, or "
+                 "give a silently wrong gradient).",
          lesson="08_autograd_hooks"),
     dict(group="Saved tensors", api=f"{GRAPH}.save_on_cpu",
          call=f"with {GRAPH}.save_on_cpu(pin_memory=False, device_type='cuda'):",

@@ -287,6 +287,33 @@ def test_state_dict_post_hook_edits_the_dict_in_place_and_must_return_none():
         m.state_dict()
 
 
+def test_state_dict_post_hook_fires_after_its_whole_subtree_children_first():
+    net, seen = nn.Sequential(nn.Sequential(nn.Linear(1, 1))), []
+    for name, module in (("root", net), ("middle", net[0]), ("leaf", net[0][0])):
+        module.register_state_dict_post_hook(
+            lambda module, state_dict, prefix, meta, name=name: seen.append((name, sorted(state_dict))))
+    net.state_dict()
+    entries = ["0.0.bias", "0.0.weight"]
+    assert seen == [("leaf", entries), ("middle", entries), ("root", entries)]
+
+
+def test_state_dict_post_hook_rejects_a_bound_method_but_takes_a_partial():
+    import functools
+
+    class Counter:
+        calls = 0
+
+        def hook(self, module, state_dict, prefix, meta):
+            self.calls += 1
+
+    counter, m = Counter(), nn.Linear(1, 1)
+    with pytest.raises(AttributeError, match="'method' object has no attribute '_from_public_api'"):
+        m.register_state_dict_post_hook(counter.hook)
+    m.register_state_dict_post_hook(functools.partial(counter.hook))
+    m.state_dict()
+    assert counter.calls == 1
+
+
 def test_load_state_dict_pre_hook_runs_parents_first_and_in_place_edits_are_loaded():
     net, order = nn.Sequential(nn.Linear(1, 1)), []
     net.register_load_state_dict_pre_hook(lambda module, state_dict, prefix, *rest: order.append("parent"))
@@ -500,11 +527,27 @@ def test_multi_grad_hook_return_is_ignored():
     assert (a.grad.item(), b.grad.item()) == (2.0, 3.0)
 
 
-def test_multi_grad_hook_on_a_leaf_breaks_autograd_grad():
+def test_multi_grad_hook_all_raises_under_autograd_grad_when_a_hooked_leaf_is_an_input():
     a, b = _leaf(1.0), _leaf(1.0)
     graph.register_multi_grad_hook((a, b), lambda grads: None, mode="all")
     with pytest.raises(RuntimeError, match="A leaf node was passed to _will_engine_execute_node"):
-        torch.autograd.grad((a * b).sum(), (a, b))
+        torch.autograd.grad((a * b).sum(), (a,))
+
+
+def test_multi_grad_hook_all_fires_under_autograd_grad_when_no_hooked_leaf_is_an_input():
+    a, b, calls = _leaf(1.0), _leaf(2.0), []
+    h = a * 3
+    graph.register_multi_grad_hook((h, b), lambda grads: calls.append(grads), mode="all")
+    (grad_a,) = torch.autograd.grad((h * b).sum(), (a,))  # b is a hooked leaf, but not an input
+    assert grad_a.item() == 6.0
+    assert len(calls) == 1 and calls[0][0].item() == 2.0 and calls[0][1] is None
+
+
+def test_multi_grad_hook_any_fires_under_autograd_grad_with_hooked_leaves_as_inputs():
+    a, b, calls = _leaf(1.0), _leaf(2.0), []
+    graph.register_multi_grad_hook((a, b), lambda grad: calls.append(grad), mode="any")
+    torch.autograd.grad((a * b).sum(), (a, b))
+    assert len(calls) == 1 and calls[0].item() in (1.0, 2.0)
 
 
 # --- Saved-tensor hooks
@@ -539,6 +582,31 @@ def test_saved_tensors_hooks_wrong_unpack_gives_a_silently_wrong_gradient():
         y = (x * x).sum()
     y.backward()
     assert x.grad.tolist() == [2.0, 2.0, 2.0]  # the right gradient is [2, 4, 6]
+
+
+def test_saved_tensors_hooks_unpack_of_another_shape_or_dtype_may_raise():
+    x, w = _leaf(1.0, 2.0), torch.ones(2, 1, requires_grad=True)
+    with graph.saved_tensors_hooks(lambda t: t, lambda t: t.flatten()):
+        y = (x.reshape(1, 2) * 2) @ w  # mm saves both matrices
+    with pytest.raises(RuntimeError, match="must be a matrix"):
+        y.sum().backward()
+    with graph.saved_tensors_hooks(lambda t: t.half(), lambda t: t):
+        y = (x.reshape(1, 2) * 2) @ w
+    with pytest.raises(RuntimeError, match="same dtype"):
+        y.sum().backward()
+
+
+def test_saved_tensors_hooks_unpack_of_another_shape_or_dtype_may_run_silently():
+    x = _leaf(1.0, 2.0, 3.0)
+    with graph.saved_tensors_hooks(lambda t: t, lambda t: t[:1]):  # pow saves x; a 1-element x broadcasts
+        y = (x ** 2).sum()
+    y.backward()
+    assert x.grad.tolist() == [2.0, 2.0, 2.0]  # the right gradient is [2, 4, 6]
+    x.grad = None
+    with graph.saved_tensors_hooks(lambda t: t.half(), lambda t: t):  # tanh's backward takes a float16 output
+        y = torch.tanh(x).sum()
+    y.backward()
+    assert x.grad.dtype == torch.float32
 
 
 def test_save_on_cpu_is_a_pack_unpack_pair_that_stores_on_the_cpu():
