@@ -169,12 +169,13 @@ def grad_before_inplace_relu(model, layer, x):
     """Return the gradient of `model(x).sum()` with respect to the output of `layer`.
 
     `layer` is a submodule of `model`, called once per forward pass and followed by
-    `nn.ReLU(inplace=True)`. Runs `model(x).sum().backward()` once (the parameters' `.grad` hold
-    that pass's gradients, unchanged by your hooks) and returns the gradient with respect to the
-    value `layer` produced (before the ReLU overwrote it), a tensor of the layer output's shape.
-    Leaves no hook registered on the model's modules or parameters, nor a global module hook,
-    also when the forward or backward pass raises (the exception propagates), and leaves every
-    module's `inplace` setting as it was.
+    `nn.ReLU(inplace=True)`. Runs `model(x).sum().backward()` once, so the parameters' `.grad`
+    hold that pass's gradients. Your hooks only record: they replace no output and no gradient.
+    Returns the gradient with respect to the value `layer` produced (before the ReLU overwrote it),
+    a tensor of the layer output's shape. Leaves the model as it was: no hook left on its modules
+    or parameters, nor a global module hook, and every module's `inplace` setting as it was. That
+    holds also when the forward pass raises, and also when the backward pass raises; the exception
+    reaches the caller.
     """
     # BEGIN SOLUTION: the code below fails in forward; delete this raise, then fix the code below it
     grads = []
@@ -634,7 +635,9 @@ def find_registered_hooks(model):
     "forward_pre", "forward", "backward_pre", "backward", "state_dict_pre", "state_dict",
     "load_state_dict_pre", "load_state_dict_post" (module hooks), "tensor" or
     "post_accumulate_grad" (parameter hooks); `hook` is the registered function (for
-    "load_state_dict_pre", PyTorch's wrapper around it is accepted too). Global hooks are not
+    "load_state_dict_pre", PyTorch's wrapper around it is accepted too). A module or parameter
+    reachable under two names (a shared module, tied weights) is listed once, under the name
+    those two methods give it. Global hooks (those of `torch.nn.modules.module`) are not
     included. A model without hooks gives []. The model is not changed.
     """
     # BEGIN SOLUTION
@@ -752,11 +755,13 @@ def remove_all_hooks(model):
 
     Removes the hooks of the ten kinds of `find_registered_hooks` (module dicts `_forward_pre_hooks`,
     `_forward_hooks`, `_backward_pre_hooks`, `_backward_hooks`, `_state_dict_pre_hooks`,
-    `_state_dict_hooks`, `_load_state_dict_pre_hooks`, `_load_state_dict_post_hooks`; parameter
-    dicts `_backward_hooks`, `_post_accumulate_grad_hooks`), each dict emptied in place, and clears
-    the flag dicts `_forward_pre_hooks_with_kwargs`, `_forward_hooks_with_kwargs` and
-    `_forward_hooks_always_called`. Returns the number of hooks removed (flags do not count).
-    Global hooks stay registered; hooks registered afterwards work as usual.
+    `_state_dict_hooks`, `_load_state_dict_pre_hooks`, `_load_state_dict_post_hooks`, and parameter
+    dicts `_backward_hooks`, `_post_accumulate_grad_hooks`), each dict emptied in place (the same
+    dict object, not a new one or None), and clears the flag dicts `_forward_pre_hooks_with_kwargs`,
+    `_forward_hooks_with_kwargs` and `_forward_hooks_always_called`. Returns the number of hooks
+    removed, one per registration (flags do not count, and a module or parameter reachable under
+    two names counts once). Global hooks (those of `torch.nn.modules.module`) stay registered.
+    Hooks registered afterwards work as usual.
     """
     # BEGIN SOLUTION
     module_dicts = ("_forward_pre_hooks", "_forward_hooks", "_backward_pre_hooks", "_backward_hooks",

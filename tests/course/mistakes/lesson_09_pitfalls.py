@@ -1,6 +1,8 @@
 """Mistake catalogue for lesson 09, pitfalls and debugging. The format of an entry is described in
 tests/course/test_mistake_catalogue.py."""
 
+from mistakes import edited
+
 _FINDER_DICTS = '''
 MODULE_DICTS = {"forward_pre": "_forward_pre_hooks", "forward": "_forward_hooks",
                 "backward_pre": "_backward_pre_hooks", "backward": "_backward_hooks",
@@ -74,9 +76,32 @@ def remove_all_hooks(model):
 """
 
 
+_APPLY_REMOVER = _REMOVER_DICTS + """
+
+def remove_all_hooks(model):
+    removed = []
+
+    def clean(module):
+        for attribute in MODULE_DICTS:
+            removed.extend(getattr(module, attribute).values())
+            getattr(module, attribute).clear()
+        for attribute in FLAG_DICTS:
+            getattr(module, attribute).clear()
+        for parameter in module.parameters(recurse=False):
+            for attribute in PARAMETER_DICTS:
+                if getattr(parameter, attribute) is not None:
+                    removed.extend(getattr(parameter, attribute).values())
+                    setattr(parameter, attribute, {})
+
+    model.apply(clean)
+    return len(removed)
+"""
+
+
 ENTRIES = [
     # ------------------------------------------------------------------ grad_before_inplace_relu
     dict(exercise="grad_before_inplace_relu", kind="wrong", why="the broken code as given",
+         clause="inplace-relu",
          source='''
 def grad_before_inplace_relu(model, layer, x):
     grads = []
@@ -88,6 +113,7 @@ def grad_before_inplace_relu(model, layer, x):
 ''',
          expect=["BackwardHookFunction", "fails in forward", "tensor hook"]),
     dict(exercise="grad_before_inplace_relu", kind="wrong", why="a full backward pre-hook instead",
+         clause="inplace-relu",
          source='''
 def grad_before_inplace_relu(model, layer, x):
     grads = []
@@ -97,6 +123,7 @@ def grad_before_inplace_relu(model, layer, x):
 ''',
          expect=["backward pre-hook", "fails in forward", "output.register_hook"]),
     dict(exercise="grad_before_inplace_relu", kind="wrong", why="retain_grad on the stored output",
+         clause="layer-output-grad",
          source='''
 def grad_before_inplace_relu(model, layer, x):
     outputs = []
@@ -111,6 +138,7 @@ def grad_before_inplace_relu(model, layer, x):
 ''',
          expect=["gradient at the output of the in-place relu", "retain_grad()"]),
     dict(exercise="grad_before_inplace_relu", kind="wrong", why="autograd.grad on the stored output",
+         clause="layer-output-grad",
          source='''
 import torch
 
@@ -119,10 +147,13 @@ def grad_before_inplace_relu(model, layer, x):
     outputs = []
     with layer.register_forward_hook(lambda module, args, output: outputs.append(output)):
         score = model(x).sum()
-    return torch.autograd.grad(score, outputs[0])[0]
+    grad = torch.autograd.grad(score, outputs[0], retain_graph=True)[0]
+    score.backward()
+    return grad
 ''',
          expect=["gradient at the output of the in-place relu", "torch.autograd.grad"]),
     dict(exercise="grad_before_inplace_relu", kind="wrong", why="switches inplace off for good",
+         clause="inplace-kept",
          source='''
 from torch import nn
 
@@ -136,8 +167,9 @@ def grad_before_inplace_relu(model, layer, x):
         model(x).sum().backward()
     return grads[0]
 ''',
-         expect=["in-place settings changed", "set inplace back"]),
+         expect=["in-place settings changed", "set each inplace back"]),
     dict(exercise="grad_before_inplace_relu", kind="wrong", why="never removes the forward hook",
+         clause="no-hook-left",
          source='''
 def grad_before_inplace_relu(model, layer, x):
     grads = []
@@ -151,6 +183,7 @@ def grad_before_inplace_relu(model, layer, x):
 ''',
          expect=["still registered", "(name, kind)"]),
     dict(exercise="grad_before_inplace_relu", kind="wrong", why="removes the hook only when nothing raised",
+         clause="on-forward-error",
          source='''
 def grad_before_inplace_relu(model, layer, x):
     grads = []
@@ -165,6 +198,7 @@ def grad_before_inplace_relu(model, layer, x):
 ''',
          expect=["the exception reached the caller", "still registered", "finally"]),
     dict(exercise="grad_before_inplace_relu", kind="wrong", why="a lambda forward hook returns the tensor hook's handle",
+         clause="record-only",
          source='''
 def grad_before_inplace_relu(model, layer, x):
     grads = []
@@ -174,6 +208,7 @@ def grad_before_inplace_relu(model, layer, x):
 ''',
          expect=["returned the handle", "replaces the module's output"]),
     dict(exercise="grad_before_inplace_relu", kind="wrong", why="returns the list of gradients",
+         clause="tensor-shape",
          source='''
 def grad_before_inplace_relu(model, layer, x):
     grads = []
@@ -187,6 +222,7 @@ def grad_before_inplace_relu(model, layer, x):
 ''',
          expect=["returned a list of 1 item", "the gradient itself"]),
     dict(exercise="grad_before_inplace_relu", kind="wrong", why="swallows the exception",
+         clause="exception-reaches-caller",
          source='''
 def grad_before_inplace_relu(model, layer, x):
     grads = []
@@ -203,6 +239,7 @@ def grad_before_inplace_relu(model, layer, x):
 ''',
          expect=["returned normally", "must reach the caller"]),
     dict(exercise="grad_before_inplace_relu", kind="wrong", why="runs backward twice",
+         clause="backward-once",
          source='''
 def grad_before_inplace_relu(model, layer, x):
     grads = []
@@ -217,6 +254,7 @@ def grad_before_inplace_relu(model, layer, x):
 ''',
          expect=["twice the gradient of one backward pass", "backward() once"]),
     dict(exercise="grad_before_inplace_relu", kind="wrong", why="the tensor hook returns a replacement gradient",
+         clause="record-only",
          source='''
 import torch
 
@@ -237,6 +275,7 @@ def grad_before_inplace_relu(model, layer, x):
 ''',
          expect=["hooks changed the gradients", "return none"]),
     dict(exercise="grad_before_inplace_relu", kind="wrong", why="a global forward hook never removed",
+         clause="no-global-hook-left",
          source='''
 import torch
 
@@ -326,21 +365,27 @@ def grad_before_inplace_relu(model, layer, x):
 
     # ------------------------------------------------------------------ find_registered_hooks
     dict(exercise="find_registered_hooks", kind="wrong", why="only the root module",
+         clause="depth",
          source=_finder(modules='[("", model)]'),
          expect=["only module hooks of the model itself", "named_modules()"]),
     dict(exercise="find_registered_hooks", kind="wrong", why="named_children, one level deep",
+         clause="depth",
          source=_finder(modules='[("", model), *model.named_children()]'),
          expect=["missed", "every module in model.named_modules()"]),
     dict(exercise="find_registered_hooks", kind="wrong", why="forgets backward pre-hooks",
+         clause="kinds",
          source=_finder(skip_kind="backward_pre"),
          expect=["backward_pre (registered with register_full_backward_pre_hook", "_backward_pre_hooks"]),
     dict(exercise="find_registered_hooks", kind="wrong", why="module hooks only, no parameter hooks",
+         clause="parameters",
          source=_finder(parameters="[]"),
          expect=["tensor (registered with parameter.register_hook", "post_accumulate_grad"]),
     dict(exercise="find_registered_hooks", kind="wrong", why="parameter dicts read without handling None",
+         clause="parameters",
          source=_finder(read_parameter_dict="getattr(parameter, attribute)"),
          expect=["None until a hook is registered"]),
     dict(exercise="find_registered_hooks", kind="wrong", why="every attribute with 'hook' in its name",
+         clause="hook",
          source='''
 def find_registered_hooks(model):
     found = []
@@ -353,20 +398,25 @@ def find_registered_hooks(model):
 ''',
          expect=["is not a hook", "flags"]),
     dict(exercise="find_registered_hooks", kind="wrong", why="counts global hooks as the model's",
+         clause="globals",
          source=_finder(extra_line='found += [(name, kind, hook) for hook in '
                                    'getattr(module_globals, "_global" + attribute, {}).values()]'),
          expect=["a global hook", "not registered on the model"]),
     dict(exercise="find_registered_hooks", kind="wrong", why="class names instead of module names",
+         clause="module-name",
          source=_finder(modules="[(type(module).__name__, module) for module in model.modules()]"),
          expect=["under the name", "named_modules()"]),
     dict(exercise="find_registered_hooks", kind="wrong", why="with_kwargs hooks counted twice",
+         clause="per-registration",
          source=_finder(extra_line='found += [(name, "forward", module._forward_hooks[key]) '
                                    'for key in module._forward_hooks_with_kwargs if kind == "forward"]'),
          expect=["more often than it is registered", "one triple per registration"]),
     dict(exercise="find_registered_hooks", kind="wrong", why="removes the hooks it reports",
+         clause="unchanged",
          source=_finder(extra_line="getattr(module, attribute).clear()"),
          expect=["changed the hooks registered", "only report them"]),
     dict(exercise="find_registered_hooks", kind="wrong", why="a set drops a function registered twice",
+         clause="per-registration",
          source=_FINDER_DICTS + '''
 
 def find_registered_hooks(model):
@@ -381,6 +431,7 @@ def find_registered_hooks(model):
 ''',
          expect=["registered 2 times", "do not remove duplicates"]),
     dict(exercise="find_registered_hooks", kind="wrong", why="every parameter hook reported as tensor",
+         clause="kinds",
          source=_FINDER_DICTS + '''
 
 def find_registered_hooks(model):
@@ -394,7 +445,8 @@ def find_registered_hooks(model):
     return found
 ''',
          expect=["as kind 'tensor'", "expected 'post_accumulate_grad'"]),
-    dict(exercise="find_registered_hooks", kind="right", why="walks modules and their own parameters, unwraps",
+    dict(exercise="find_registered_hooks", kind="wrong", why="each module's own parameters: a tied weight twice",
+         clause="shared",
          source='''
 def find_registered_hooks(model):
     kinds = ["forward_pre", "forward", "backward_pre", "backward", "state_dict_pre", "load_state_dict_pre",
@@ -413,7 +465,7 @@ def find_registered_hooks(model):
                 found.append((full_name, "post_accumulate_grad", hook))
     return found[::-1]
 ''',
-         expect=[]),
+         expect=["under the name 'tail.weight' too", "tied weight", "named_parameters()"]),
     dict(exercise="find_registered_hooks", kind="right", why="a generator of lists",
          source=_FINDER_DICTS + '''
 
@@ -437,33 +489,42 @@ def find_registered_hooks(model):
 
     # ------------------------------------------------------------------ remove_all_hooks
     dict(exercise="remove_all_hooks", kind="wrong", why="only the root module",
+         clause="depth",
          source=_remover(modules="[model]"),
          expect=["still fired", "every submodule"]),
     dict(exercise="remove_all_hooks", kind="wrong", why="named_children, one level deep",
+         clause="depth",
          source=_remover(modules="[model, *model.children()]"),
          expect=["still fired", "every submodule and parameter"]),
     dict(exercise="remove_all_hooks", kind="wrong", why="sets the parameter dicts to None",
+         clause="in-place",
          source=_remover(parameters="none"),
          expect=["emptied in place", "leaves the hook attached"]),
     dict(exercise="remove_all_hooks", kind="wrong", why="leaves parameter hooks",
+         clause="parameters",
          source=_remover(parameters="skip"),
          expect=["still fired", "tensor_hook"]),
     dict(exercise="remove_all_hooks", kind="wrong", why="leaves the flag dicts",
+         clause="flags",
          source=_remover(flags=False),
          expect=["flag dicts still hold entries", "clear those too"]),
     dict(exercise="remove_all_hooks", kind="wrong", why="counts the flags as hooks",
+         clause="count",
          source=_remover(count_flags=True),
          expect=["expected the number of hooks it removed", "flag entries do not count"]),
     dict(exercise="remove_all_hooks", kind="wrong", why="returns nothing",
+         clause="count",
          source=_remover().replace("    return removed\n", "    removed = None\n"),
          expect=["returned None", "the number of hooks it removed"]),
     dict(exercise="remove_all_hooks", kind="wrong", why="also clears the global hooks",
+         clause="globals",
          source=_remover().replace("    return removed\n", """    import torch.nn.modules.module as module_globals
     module_globals._global_forward_hooks.clear()
     return removed
 """),
          expect=["global forward hook", "leave them registered"]),
     dict(exercise="remove_all_hooks", kind="wrong", why="sets the module dicts to None",
+         clause="in-place",
          source=_REMOVER_DICTS + """
 
 def remove_all_hooks(model):
@@ -481,7 +542,8 @@ def remove_all_hooks(model):
     return removed
 """,
          expect=["no longer runs", "dict.clear()"]),
-    dict(exercise="remove_all_hooks", kind="right", why="new empty dicts for modules, pops parameter hooks",
+    dict(exercise="remove_all_hooks", kind="wrong", why="new empty dicts for modules, pops parameter hooks",
+         clause="in-place",
          source=_REMOVER_DICTS + """
 from collections import OrderedDict
 
@@ -500,34 +562,394 @@ def remove_all_hooks(model):
                 removed += 1
     return removed
 """,
-         expect=[]),
+         expect=["is another object than before", "rebound the attribute", "in place"]),
     dict(exercise="remove_all_hooks", kind="wrong", why="counts distinct functions, not registrations",
+         clause="count",
          source=_remover().replace("removed += len(getattr(module, attribute))",
                                    "removed += len(set(getattr(module, attribute).values()))"),
          expect=["expected the number of hooks it removed", "one per registration"]),
+    dict(exercise="remove_all_hooks", kind="wrong", why="model.apply, sets each parameter's dicts to new ones",
+         clause="in-place", source=_APPLY_REMOVER,
+         expect=["is another object than before", "rebound the attribute", "clear method"]),
     dict(exercise="remove_all_hooks", kind="right", why="model.apply, each module's own parameters",
-         source=_REMOVER_DICTS + """
-
-def remove_all_hooks(model):
-    removed = []
-
-    def clean(module):
-        for attribute in MODULE_DICTS:
-            removed.extend(getattr(module, attribute).values())
-            getattr(module, attribute).clear()
-        for attribute in FLAG_DICTS:
-            getattr(module, attribute).clear()
-        for parameter in module.parameters(recurse=False):
-            for attribute in PARAMETER_DICTS:
-                if getattr(parameter, attribute) is not None:
-                    removed.extend(getattr(parameter, attribute).values())
-                    setattr(parameter, attribute, {})
-
-    model.apply(clean)
-    return len(removed)
-""",
+         source=edited(_APPLY_REMOVER, ("setattr(parameter, attribute, {})", "getattr(parameter, attribute).clear()")),
          expect=[]),
     dict(exercise="remove_all_hooks", kind="right", why="the right remover, written by the helper",
          source=_remover(),
          expect=[]),
+
+    # ------------------------------------------------------------------ grad_before_inplace_relu: more clauses
+    dict(exercise="grad_before_inplace_relu", kind="wrong", why="torch.autograd.grad only, no backward",
+         clause="backward-once",
+         source="""
+import torch
+
+
+def grad_before_inplace_relu(model, layer, x):
+    outputs = []
+
+    def keep_and_clone(module, args, output):
+        outputs.append(output)
+        return output.clone()  # the ReLU overwrites the clone, not the layer's output
+
+    with layer.register_forward_hook(keep_and_clone):
+        score = model(x).sum()
+    return torch.autograd.grad(score, outputs[0])[0]
+""",
+         expect=[".grad is None", ".backward() on model(x).sum() once"]),
+    dict(exercise="grad_before_inplace_relu", kind="wrong", why="sets every ReLU back to inplace=True",
+         clause="inplace-kept",
+         source="""
+from torch import nn
+
+
+def grad_before_inplace_relu(model, layer, x):
+    relus = [module for module in model.modules() if isinstance(module, nn.ReLU)]
+    grads = []
+    for relu in relus:
+        relu.inplace = False
+    try:
+        with layer.register_full_backward_hook(lambda module, grad_input, grad_output: grads.append(grad_output[0])):
+            model(x.detach().requires_grad_()).sum().backward()
+    finally:
+        for relu in relus:
+            relu.inplace = True
+    return grads[0]
+""",
+         expect=["in-place settings changed", "its own value"]),
+    dict(exercise="grad_before_inplace_relu", kind="wrong", why="guards only the forward pass",
+         clause="on-backward-error",
+         source="""
+from torch import nn
+
+
+def grad_before_inplace_relu(model, layer, x):
+    relus = [module for module in model.modules() if isinstance(module, nn.ReLU) and module.inplace]
+    grads = []
+    handle = layer.register_full_backward_hook(lambda module, grad_input, grad_output: grads.append(grad_output[0]))
+    for relu in relus:
+        relu.inplace = False
+    try:
+        score = model(x.detach().requires_grad_()).sum()
+    except Exception:
+        handle.remove()
+        raise
+    finally:
+        for relu in relus:
+            relu.inplace = True
+    score.backward()
+    handle.remove()
+    return grads[0]
+""",
+         expect=["raises in the backward pass", "still registered", "finally"]),
+    dict(exercise="grad_before_inplace_relu", kind="wrong", why="sets inplace back only when nothing raised",
+         clause="on-forward-error",
+         source="""
+from torch import nn
+
+
+def grad_before_inplace_relu(model, layer, x):
+    relus = [module for module in model.modules() if isinstance(module, nn.ReLU) and module.inplace]
+    grads = []
+    for relu in relus:
+        relu.inplace = False
+    with layer.register_full_backward_hook(lambda module, grad_input, grad_output: grads.append(grad_output[0])):
+        model(x.detach().requires_grad_()).sum().backward()
+    for relu in relus:
+        relu.inplace = True
+    return grads[0]
+""",
+         expect=["raises in the forward pass", "in-place settings changed", "finally"]),
+    dict(exercise="grad_before_inplace_relu", kind="wrong", why="a full backward hook on the ReLU itself",
+         clause="inplace-relu",
+         source="""
+def grad_before_inplace_relu(model, layer, x):
+    modules = list(model.modules())
+    relu = modules[modules.index(layer) + 1]
+    grads = []
+    with relu.register_full_backward_hook(lambda module, grad_input, grad_output: grads.append(grad_input[0])):
+        model(x).sum().backward()
+    return grads[0]
+""",
+         expect=["BackwardHookFunction", "in-place relu itself", "tensor hook"]),
+    dict(exercise="grad_before_inplace_relu", kind="wrong", why="reads output.grad without retain_grad",
+         clause="tensor-shape",
+         source="""
+def grad_before_inplace_relu(model, layer, x):
+    outputs = []
+    with layer.register_forward_hook(lambda module, args, output: outputs.append(output)):
+        model(x).sum().backward()
+    return outputs[0].grad
+""",
+         expect=["returned None", "expected the gradient"]),
+    dict(exercise="grad_before_inplace_relu", kind="wrong", why="a tensor hook on the input x",
+         clause="layer-output-grad",
+         source="""
+def grad_before_inplace_relu(model, layer, x):
+    grads = []
+    x = x.detach().requires_grad_()
+    x.register_hook(grads.append)
+    model(x).sum().backward()
+    return grads[0]
+""",
+         expect=["expected the gradient of model(x).sum() with respect to the layer's output"]),
+    dict(exercise="grad_before_inplace_relu", kind="wrong", why="the gradient of the first call, cached",
+         clause="layer-output-grad",
+         source="""
+_grads = []
+
+
+def grad_before_inplace_relu(model, layer, x):
+    def on_output(module, args, output):
+        output.register_hook(_grads.append)
+
+    with layer.register_forward_hook(on_output):
+        model(x).sum().backward()
+    return _grads[0]
+""",
+         expect=["expected the gradient of model(x).sum() with respect to the layer's output"]),
+    dict(exercise="grad_before_inplace_relu", kind="right", why="a tensor hook that returns the grad unchanged",
+         source="""
+def grad_before_inplace_relu(model, layer, x):
+    seen = {}
+
+    def keep(grad):
+        seen["grad"] = grad
+        return grad  # the same gradient: nothing replaced
+
+    def on_output(module, args, output):
+        output.register_hook(keep)
+
+    with layer.register_forward_hook(on_output):
+        model(x).sum().backward()
+    return seen["grad"]
+""",
+         expect=[]),
+
+    # ------------------------------------------------------------------ find_registered_hooks: more clauses
+    dict(exercise="find_registered_hooks", kind="wrong", why="skips the model itself",
+         clause="root",
+         source=_finder(modules='[(name, module) for name, module in model.named_modules() if name]'),
+         expect=["registered on the model itself", "do not skip it"]),
+    dict(exercise="find_registered_hooks", kind="wrong", why="parameter hooks under the local parameter name",
+         clause="parameter-name",
+         source=_finder(parameters='[(local, parameter) for module in model.modules() '
+                                   'for local, parameter in module.named_parameters(recurse=False)]'),
+         expect=["under the name", "model.named_parameters() for a parameter"]),
+    dict(exercise="find_registered_hooks", kind="wrong", why="reports the handle ids, not the hooks",
+         clause="hook",
+         source=_FINDER_DICTS + """
+
+def find_registered_hooks(model):
+    found = []
+    for name, module in model.named_modules():
+        for kind, attribute in MODULE_DICTS.items():
+            found += [(name, kind, key) for key in getattr(module, attribute)]
+    for name, parameter in model.named_parameters():
+        for kind, attribute in PARAMETER_DICTS.items():
+            found += [(name, kind, key) for key in (getattr(parameter, attribute) or {})]
+    return found
+""",
+         expect=["is not a hook", "the dict's values"]),
+    dict(exercise="find_registered_hooks", kind="wrong", why="its own walk over named_children",
+         clause="shared",
+         source=_FINDER_DICTS + """
+
+def _walk(module, name):
+    yield name, module
+    for child_name, child in module.named_children():
+        yield from _walk(child, f"{name}.{child_name}" if name else child_name)
+
+
+def find_registered_hooks(model):
+    found = []
+    for name, module in _walk(model, ""):
+        for kind, attribute in MODULE_DICTS.items():
+            found += [(name, kind, hook) for hook in getattr(module, attribute).values()]
+    for name, parameter in model.named_parameters():
+        for kind, attribute in PARAMETER_DICTS.items():
+            found += [(name, kind, hook) for hook in (getattr(parameter, attribute) or {}).values()]
+    return found
+""",
+         expect=["under the name 'twin' too", "shared module", "named_children()"]),
+    dict(exercise="find_registered_hooks", kind="wrong", why="named_modules(remove_duplicate=False)",
+         clause="shared",
+         source=_finder(modules="model.named_modules(remove_duplicate=False)",
+                        parameters="model.named_parameters(remove_duplicate=False)"),
+         expect=["too", "same module", "list it once"]),
+    dict(exercise="find_registered_hooks", kind="wrong", why="returns None when nothing is registered",
+         clause="empty",
+         source=_finder().replace("    return found\n", "    return found or None\n"),
+         expect=["a model with no hooks", "returned None", "expected a list"]),
+    dict(exercise="find_registered_hooks", kind="wrong", why="returns a dict from (name, kind) to hooks",
+         clause="returns-list",
+         source=_finder().replace("    return found\n", """    grouped = {}
+    for name, kind, hook in found:
+        grouped.setdefault((name, kind), []).append(hook)
+    return grouped
+"""),
+         expect=["returned dict", "expected a list of (name, kind, hook) triples"]),
+    dict(exercise="find_registered_hooks", kind="wrong", why="names from named_modules(prefix='model')",
+         clause="module-name",
+         source=_finder(modules='model.named_modules(prefix="model")'),
+         expect=["under the name 'model", "named_modules()"]),
+    dict(exercise="find_registered_hooks", kind="wrong", why="reports every global dict under the name ''",
+         clause="globals",
+         source=_finder().replace("    return found\n", """    for attribute, hooks in vars(module_globals).items():
+        if attribute.startswith("_global_") and attribute.endswith("_hooks") and "always" not in attribute \\
+                and "kwargs" not in attribute and "registration" not in attribute:
+            kind = attribute[len("_global_"):-len("_hooks")]
+            found += [("", kind, hook) for hook in hooks.values()]
+    return found
+"""),
+         expect=["a global hook", "leave them out"]),
+    dict(exercise="find_registered_hooks", kind="right", why="each module's own parameters, a tied weight once",
+         source="""
+def find_registered_hooks(model):
+    kinds = ["forward_pre", "forward", "backward_pre", "backward", "state_dict_pre", "load_state_dict_pre",
+             "load_state_dict_post"]
+    found, seen = [], set()
+    for module_name, module in model.named_modules():
+        for kind in kinds:
+            for hook in getattr(module, f"_{kind}_hooks").values():
+                found.append((module_name, kind, getattr(hook, "hook", hook)))
+        found.extend((module_name, "state_dict", hook) for hook in module._state_dict_hooks.values())
+        for parameter_name, parameter in module.named_parameters(recurse=False):
+            if id(parameter) in seen:
+                continue  # a tied weight: already listed under its first name
+            seen.add(id(parameter))
+            full_name = f"{module_name}.{parameter_name}" if module_name else parameter_name
+            for hook in (parameter._backward_hooks or {}).values():
+                found.append((full_name, "tensor", hook))
+            for hook in (parameter._post_accumulate_grad_hooks or {}).values():
+                found.append((full_name, "post_accumulate_grad", hook))
+    return found[::-1]
+""",
+         expect=[]),
+
+    # ------------------------------------------------------------------ remove_all_hooks: more clauses
+    dict(exercise="remove_all_hooks", kind="wrong", why="skips the model itself",
+         clause="root",
+         source=_remover(modules="[module for name, module in model.named_modules() if name]"),
+         expect=["still fired", "on the model itself"]),
+    dict(exercise="remove_all_hooks", kind="wrong", why="forward and backward hooks only",
+         clause="kinds",
+         source=edited(_remover(), ('"_state_dict_pre_hooks", "_state_dict_hooks", "_load_state_dict_pre_hooks",', ""),
+                       ('"_load_state_dict_post_hooks"', "")),
+         expect=["still fired", "state_dict", "ten kinds"]),
+    dict(exercise="remove_all_hooks", kind="wrong", why="clears every global dict too",
+         clause="globals",
+         source=_remover().replace("    return removed\n", """    import torch.nn.modules.module as module_globals
+    for attribute, value in vars(module_globals).items():
+        if attribute.startswith("_global_") and isinstance(value, dict) and "forward" not in attribute:
+            value.clear()
+    return removed
+"""),
+         expect=["torch.nn.modules.module._global_", "changed", "leave them registered"]),
+    dict(exercise="remove_all_hooks", kind="wrong", why="counts first, over each module's own parameters",
+         clause="count-shared",
+         source=_REMOVER_DICTS + """
+
+def remove_all_hooks(model):
+    removed = 0
+    for module in model.modules():
+        removed += sum(len(getattr(module, attribute)) for attribute in MODULE_DICTS)
+        for parameter in module.parameters(recurse=False):
+            removed += sum(len(getattr(parameter, attribute) or {}) for attribute in PARAMETER_DICTS)
+    for module in model.modules():
+        for attribute in MODULE_DICTS + FLAG_DICTS:
+            getattr(module, attribute).clear()
+        for parameter in module.parameters(recurse=False):
+            for attribute in PARAMETER_DICTS:
+                if getattr(parameter, attribute) is not None:
+                    getattr(parameter, attribute).clear()
+    return removed
+""",
+         expect=["expected the number of hooks it removed", "tied weight", "count their hooks once"]),
+    dict(exercise="remove_all_hooks", kind="wrong", why="resets _is_full_backward_hook to False",
+         clause="afterwards",
+         source=_remover().replace("    return removed\n", """    for module in model.modules():
+        module._is_full_backward_hook = False  # no backward hook any more
+    return removed
+"""),
+         expect=["registering a backward hook", "must take new hooks as before"]),
+    dict(exercise="remove_all_hooks", kind="right", why="pops every key of every dict",
+         source=_REMOVER_DICTS + """
+
+def _empty(hooks):
+    count = 0
+    while hooks:
+        hooks.popitem()
+        count += 1
+    return count
+
+
+def remove_all_hooks(model):
+    removed = 0
+    for module in model.modules():
+        removed += sum(_empty(getattr(module, attribute)) for attribute in MODULE_DICTS)
+        for attribute in FLAG_DICTS:
+            _empty(getattr(module, attribute))
+    for parameter in model.parameters():
+        removed += sum(_empty(getattr(parameter, attribute) or {}) for attribute in PARAMETER_DICTS)
+    return removed
+""",
+         expect=[]),
 ]
+
+
+CLAUSES = {
+    "grad_before_inplace_relu": {
+        "inplace-relu": "followed by `nn.ReLU(inplace=True)`",
+        "backward-once": "Runs `model(x).sum().backward()` once, so the parameters' `.grad` hold that pass's "
+                         "gradients",
+        "record-only": "Your hooks only record: they replace no output and no gradient",
+        "layer-output-grad": "Returns the gradient with respect to the value `layer` produced (before the ReLU "
+                             "overwrote it)",
+        "tensor-shape": "a tensor of the layer output's shape",
+        "no-hook-left": "no hook left on its modules or parameters",
+        "no-global-hook-left": "nor a global module hook",
+        "inplace-kept": "every module's `inplace` setting as it was",
+        "on-forward-error": "also when the forward pass raises",
+        "on-backward-error": "also when the backward pass raises",
+        "exception-reaches-caller": "the exception reaches the caller",
+    },
+    "find_registered_hooks": {
+        "root": "List every hook registered on `model`",
+        "depth": "its submodules at any depth",
+        "parameters": "and their parameters",
+        "returns-list": "Returns a list of `(name, kind, hook)` triples",
+        "per-registration": "one per registration",
+        "module-name": '`name` is the module\'s name in `model.named_modules()` ("" for the model itself)',
+        "parameter-name": "for a parameter's hook, the parameter's name in `model.named_parameters()`",
+        "kinds": "`kind` is one of",
+        "hook": "`hook` is the registered function",
+        "shared": "A module or parameter reachable under two names (a shared module, tied weights) is listed "
+                  "once, under the name those two methods give it",
+        "globals": "Global hooks (those of `torch.nn.modules.module`) are not included",
+        "empty": "A model without hooks gives []",
+        "unchanged": "The model is not changed",
+    },
+    "remove_all_hooks": {
+        "root": "Remove every hook registered on `model`",
+        "depth": "its submodules at any depth",
+        "parameters": "and their parameters",
+        "kinds": "Removes the hooks of the ten kinds of `find_registered_hooks`",
+        "in-place": "each dict emptied in place (the same dict object, not a new one or None)",
+        "flags": "clears the flag dicts",
+        "count": "Returns the number of hooks removed, one per registration (flags do not count",
+        "count-shared": "a module or parameter reachable under two names counts once",
+        "globals": "Global hooks (those of `torch.nn.modules.module`) stay registered",
+        "afterwards": "Hooks registered afterwards work as usual",
+    },
+}
+
+NOT_CLAUSES = {
+    "grad_before_inplace_relu": {
+        "Return the gradient of `model(x).sum()` with respect to the output of `layer`.":
+            "the summary line; the clause layer-output-grad says which value's gradient",
+    },
+    "find_registered_hooks": {
+        "in any order": "a freedom, not a duty: the right entry that returns its list reversed passes",
+    },
+}
