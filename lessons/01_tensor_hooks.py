@@ -104,14 +104,18 @@ print("after 1st backward, x.grad =", x.grad)
 (3 * x).sum().backward()
 print("after 2nd backward, x.grad =", x.grad)
 
+assert x.is_leaf and x.grad_fn is None
+assert all(p.is_leaf for p in torch.nn.Linear(3, 2).parameters())  # a model's parameters are leaves too
 assert grad_attr_inside_hook[0] is None
 assert torch.equal(grad_attr_inside_hook[1], torch.full((3,), 2.0))
 assert torch.equal(x.grad, torch.full((3,), 5.0))
 
 # %% [markdown]
-# The picture below is one real backward pass through `x` (leaf) → `h = x * 2` → `loss = (h * h).sum()`,
-# with a hook on `h` and a hook on `x`. Each point is an event that was recorded as it happened:
-# autograd reaches `h` first, then `x`, and writes `x.grad` only after both hooks have run.
+# The picture below is one real backward pass through `x` (leaf) → `h = x * 2` → `loss = (h * h).sum()`.
+# Each point was recorded by a hook at the moment it happened: the first two by a tensor hook on `h`
+# and one on `x`, the third by `x.register_post_accumulate_grad_hook` (lesson 08), which autograd
+# calls right after it has written `x.grad`. Autograd reaches `h` first, then `x`, and writes
+# `x.grad` only after both tensor hooks have run.
 
 # %%
 import matplotlib.pyplot as plt
@@ -129,13 +133,14 @@ def on_x(grad):
     events.append(("hook on x", grad.clone(), None if x.grad is None else x.grad.clone()))
 
 
+def on_x_grad_written(tensor):  # receives x itself, once x.grad has been written
+    events.append(("x.grad written", tensor.grad.clone(), tensor.grad.clone()))
+
+
 h.register_hook(on_h)
 x.register_hook(on_x)
+x.register_post_accumulate_grad_hook(on_x_grad_written)
 (h * h).sum().backward()  # d loss / dh = 2h = [4, 8, 12]; d loss / dx = 2 * (d loss / dh)
-assert x.grad is not None
-events.append(("x.grad written", x.grad.clone(), x.grad.clone()))
-
-
 
 def as_text(t):
     return "None" if t is None else "[" + ", ".join(f"{v:g}" for v in t.tolist()) + "]"
@@ -212,9 +217,17 @@ assert torch.equal(x.grad, torch.tensor([2.0, 4.0, 6.0]))
 #
 # Trap: do not change `grad` in place (no `grad.mul_(2)`, no `grad *= 2`). The same gradient
 # tensor can be shared with other parts of the graph; a later section shows what goes wrong.
-# An expression such as `grad * 2` already builds a new tensor.
+# An expression such as `grad * 2` already builds a new tensor (the cell below shows it), and it
+# keeps the gradient differentiable: do not `.detach()` the result or compute it from `grad.data`,
+# which would break `create_graph=True` (the last section shows why).
 #
 # Check: run `check(double_grad)` below, or `pytest tests/test_01_tensor_hooks.py -k double_grad`.
+
+# %%
+g = torch.tensor([1.0, 2.0, 3.0])
+doubled = g * 2
+print("g * 2 =", doubled, "| its own memory:", doubled.data_ptr() != g.data_ptr(), "| g after:", g)
+assert doubled.data_ptr() != g.data_ptr() and torch.equal(g, torch.tensor([1.0, 2.0, 3.0]))
 
 # %% tags=["exercise"]
 # Exercise: double_grad — write your code in this cell.
@@ -227,6 +240,8 @@ def double_grad(grad):
     Receives `grad`, a tensor (the gradient autograd passes to a tensor hook).
     Returns a new tensor with the same shape and dtype, equal to `2 * grad`.
     Must not change `grad` in place.
+    Under `create_graph=True` the result stays differentiable: it is computed from `grad`
+    itself, not from `grad.detach()` or `grad.data`.
     """
     # TODO: write this, as its docstring says.
     raise NotImplementedError("double_grad is not written yet")
@@ -353,7 +368,7 @@ except RuntimeError as e:
 # Traps: hooks that share one factor. After `h2 = make_scale_hook(2)` and
 # `h3 = make_scale_hook(3)`, `h2` must still multiply by 2: keep `factor` in the nested function
 # (its closure), not in a global variable or a class attribute. And, as before, no in-place
-# change of `grad`.
+# change of `grad`, and no `.detach()` or `.data`.
 #
 # Check: run `check(make_scale_hook)` below, or
 # `pytest tests/test_01_tensor_hooks.py -k make_scale_hook`.
@@ -371,6 +386,8 @@ def make_scale_hook(factor):
     with the same shape and dtype as `grad`.
     Each returned hook keeps its own `factor`: later calls of make_scale_hook do not change it.
     The hook must not change `grad` in place.
+    Under `create_graph=True` its result stays differentiable: it is computed from `grad`
+    itself, not from `grad.detach()` or `grad.data`.
     """
     # TODO: write this, as its docstring says.
     raise NotImplementedError("make_scale_hook is not written yet")
@@ -413,6 +430,11 @@ check(make_scale_hook)
 # hook with factor `-1` on `h` flips the sign of everything that flows back through `h`.
 
 # %%
+x = torch.tensor([1.0, 2.0], requires_grad=True)
+(3 * x).sum().backward()
+print("without a hook, x.grad =", x.grad)
+assert torch.equal(x.grad, torch.tensor([3.0, 3.0]))
+
 with try_it():
     x = torch.tensor([1.0, 2.0], requires_grad=True)
     h = 3 * x
@@ -672,8 +694,13 @@ check(make_clip_hook)
 # `max_norm=10` it is left alone.
 
 # %%
+w = torch.tensor([3.0, 4.0])
+x = torch.tensor([1.0, 1.0], requires_grad=True)
+(w * x).sum().backward()
+print("without a hook, x.grad =", x.grad, "| norm:", x.grad.norm())
+assert torch.equal(x.grad, w) and x.grad.norm() == 5.0
+
 with try_it():
-    w = torch.tensor([3.0, 4.0])
     for max_norm, expected in ((1.0, torch.tensor([0.6, 0.8])), (10.0, w)):
         x = torch.tensor([1.0, 1.0], requires_grad=True)
         x.register_hook(make_clip_hook(max_norm))
@@ -704,6 +731,31 @@ print("detached:", stored[0].detach(), "| requires_grad:", stored[0].detach().re
 assert stored[0].requires_grad and stored[0].grad_fn is not None
 assert torch.equal(second, torch.tensor([6.0, 12.0]))
 assert not stored[0].detach().requires_grad and stored[0].detach().grad_fn is None
+assert stored[0].detach().data_ptr() == stored[0].data_ptr()  # detach() shares the memory
+
+# %% [markdown]
+# The same graph is why a hook that *returns* a gradient must build it from `grad` itself. Under
+# `create_graph=True` the returned tensor is the gradient that `autograd.grad` hands back; if the
+# hook used `grad.detach()` or `grad.data`, the graph is gone and a second derivative fails. With
+# `grad * 2` it works: `g = 2 * 3x² = 6x²`, and differentiating `g.sum()` gives `12x`, doubled once
+# more (`24x`) because the hook on `x` fires again in the second pass.
+
+# %%
+for name, returned in (("grad * 2", lambda grad: grad * 2),
+                       ("grad.detach() * 2", lambda grad: grad.detach() * 2),
+                       ("grad.data * 2", lambda grad: grad.data * 2)):
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    fired = []
+    x.register_hook(lambda grad, returned=returned: fired.append(1) or returned(grad))
+    (g,) = torch.autograd.grad((x**3).sum(), x, create_graph=True)
+    assert torch.equal(g, torch.tensor([6.0, 24.0]))
+    try:
+        (second,) = torch.autograd.grad(g.sum(), x)
+        print(f"{name:18} g = {g.detach()} | second derivative = {second} | hook calls: {len(fired)}")
+        assert name == "grad * 2" and torch.equal(second, torch.tensor([24.0, 48.0])) and len(fired) == 2
+    except RuntimeError as e:
+        print(f"{name:18} g.requires_grad = {g.requires_grad} | RuntimeError: {e}")
+        assert name != "grad * 2" and "does not require grad" in str(e)
 
 # %% [markdown]
 # **`.detach()` alone is not enough.** `detach()` returns a tensor that shares memory with the
@@ -734,8 +786,11 @@ recorded = []
 x.register_hook(lambda grad: recorded.append(grad.detach().clone()))
 
 (2 * x).sum().backward()
+print("recorded[0] shares memory with x.grad:", recorded[0].data_ptr() == x.grad.data_ptr())
+assert recorded[0].data_ptr() != x.grad.data_ptr()
 (3 * x).sum().backward()
 print("recorded =", recorded, "| x.grad =", x.grad)
+assert not any(r.requires_grad for r in recorded)
 assert torch.equal(recorded[0], torch.full((3,), 2.0))
 assert torch.equal(recorded[1], torch.full((3,), 3.0))
 

@@ -3,6 +3,7 @@
 import random
 
 import torch
+from torch.utils.hooks import RemovableHandle
 
 from hooked.checking import calling, fail
 from hooked.checks.gradient_transforms import check_returns_new_gradient
@@ -15,6 +16,48 @@ def _leaf(seed, shape=None):
     return random_tensor(seed, shape).requires_grad_()
 
 
+def _check_fresh_each_call(hook, call_text, grads, expected):
+    """Call `hook` on two gradients of one shape: the first result must not change
+    when the hook runs again (a buffer kept between calls and overwritten)."""
+    results = []
+    for grad in grads:
+        with calling(f"calling {call_text} with grad = {describe(grad)}"):
+            results.append(hook(grad.clone()))
+        if len(results) == 1 and isinstance(results[0], torch.Tensor):
+            first = results[0].detach().clone()
+    if not isinstance(results[0], torch.Tensor) or not close(first, expected[0]):
+        return  # judged by the value checks
+    if not close(results[0], first):
+        fail(f"Called {call_text} twice, on two gradients of shape {tuple(grads[0].shape)}. The tensor it "
+             f"returned the first time changed when it was called again: it was {describe(first)} and now reads "
+             f"{describe(results[0])}. Return a new tensor on every call, not a buffer kept between calls and "
+             "overwritten: PyTorch may keep a returned gradient as a leaf's .grad.")
+
+
+def _check_keeps_graph(hook, call_text, factor):
+    """Under create_graph=True the hook's result must stay differentiable: with the
+    hook on x and loss sum(x**3), autograd.grad gives factor * 3x**2, and its own
+    derivative is factor * 6x, times factor again (the hook fires in the second pass too)."""
+    x = _leaf(61)
+    with calling(f"running torch.autograd.grad((x ** 3).sum(), x, create_graph=True) with {call_text} "
+                 f"registered on x ({describe(x)})"):
+        x.register_hook(hook)
+        (first,) = torch.autograd.grad((x ** 3).sum(), x, create_graph=True)
+    if first.grad_fn is None:
+        fail(f"Under create_graph=True, with {call_text} registered on x, the gradient that "
+             "torch.autograd.grad returned no longer requires grad: the hook's result carries no graph, so a "
+             "second derivative fails (\"element 0 of tensors does not require grad\"). Compute the result from "
+             "grad itself: not from grad.detach() or grad.data, and not under torch.no_grad().")
+    with calling(f"differentiating that gradient again, with {call_text} still registered on x"):
+        (second,) = torch.autograd.grad(first.sum(), x)
+    expected = factor * factor * 6 * x.detach()
+    if not close(second, expected):
+        fail(f"Under create_graph=True, with {call_text} registered on x and loss sum(x ** 3), the second "
+             f"derivative came out as {describe(second)}; expected {describe(expected)} ({factor} * 6x, times "
+             f"{factor} again as the hook fires in the second pass). The hook's result must be an ordinary "
+             "differentiable function of grad.")
+
+
 def check_double_grad(double_grad):
     for seed in SEEDS:
         dtype = torch.float64 if seed == SEEDS[-1] else torch.float32
@@ -24,6 +67,8 @@ def check_double_grad(double_grad):
             (grad * grad, "That is grad squared (grad * grad); double it instead (2 * grad)."),
             (grad / 2, "That is half the gradient; multiply by 2 instead."),
         ])
+    grads = [random_tensor(seed, (3, 4)) for seed in (14, 15)]
+    _check_fresh_each_call(double_grad, "double_grad(grad)", grads, [2 * grad for grad in grads])
     # As a real hook: x feeds the loss twice, so its hook sees the summed gradient.
     x = _leaf(21)
     weight = random_tensor(22, x.shape)
@@ -34,6 +79,7 @@ def check_double_grad(double_grad):
     if not close(x.grad, expected):
         fail(f"with double_grad registered on x, x.grad became {describe(x.grad)}; expected twice the "
              f"gradient, {describe(expected)}.")
+    _check_keeps_graph(double_grad, "double_grad", 2.0)
 
 
 def check_make_scale_hook(make_scale_hook):
@@ -48,14 +94,19 @@ def check_make_scale_hook(make_scale_hook):
         hooks.append(hook)
     # Call every hook after all were made, so hooks that share one factor are found out.
     for seed, factor, hook in zip(SEEDS + (14,), factors, hooks):
-        grad = random_tensor(seed)
+        dtype = torch.float64 if seed == SEEDS[-1] else torch.float32
+        grad = random_tensor(seed, dtype=dtype)
         others = [other for other in factors if other != factor]
         check_returns_new_gradient(hook, f"the hook from make_scale_hook({factor})", grad, factor * grad, [
             (grad, "That is the gradient unchanged; multiply it by the factor."),
+            (grad + factor, "That is grad + factor; multiply by the factor instead (grad * factor)."),
             *[(other * grad, f"That is grad times {other}, another hook's factor: each hook must keep its "
                              "own factor (keep it in the closure, not in a global or class attribute).")
               for other in others],
         ])
+    grads = [random_tensor(seed, (3, 4)) for seed in (15, 16)]
+    _check_fresh_each_call(hooks[1], f"the hook from make_scale_hook({factors[1]})", grads,
+                           [factors[1] * grad for grad in grads])
     # As a real hook on an intermediate tensor: it scales what flows back to the leaf.
     x = _leaf(31)
     with calling("running backward with make_scale_hook(3.0) registered on y = 2 * x"):
@@ -64,29 +115,49 @@ def check_make_scale_hook(make_scale_hook):
         y.sum().backward()
     if not close(x.grad, torch.full_like(x, 6.0)):
         fail(f"with make_scale_hook(3.0) on y = 2 * x, x.grad became {describe(x.grad)}; expected 6 everywhere.")
+    with calling("calling make_scale_hook(-3.0)"):
+        hook = make_scale_hook(-3.0)
+    _check_keeps_graph(hook, "the hook from make_scale_hook(-3.0)", -3.0)
+
+
+def _clip(grad, max_norm, norm):
+    return grad * (max_norm / norm) if norm > max_norm else grad.clone()
 
 
 def check_make_clip_hook(make_clip_hook):
-    cases = [  # (max_norm, seed, scale of the gradient)
-        (1.0, 41, 10.0),   # too large: rescaled
-        (0.5, 42, 0.01),   # small: unchanged
-        (3.0, 43, 50.0),
-        (2.0, 44, 0.0),    # zero stays zero
+    cases = [  # (max_norm, seed, scale of the gradient, dtype)
+        (1.0, 41, 10.0, torch.float32),   # too large: rescaled
+        (0.5, 42, 0.01, torch.float32),   # small: unchanged
+        (3, 43, 50.0, torch.float64),     # an int max_norm, a float64 gradient
+        (2.0, 44, 0.0, torch.float32),    # zero stays zero
     ]
-    for max_norm, seed, scale in cases:
+    for max_norm, seed, scale, dtype in cases:
         with calling(f"calling make_clip_hook({max_norm})"):
             hook = make_clip_hook(max_norm)
         if not callable(hook):
             fail(f"make_clip_hook({max_norm}) returned {describe(hook)}; expected a function, the hook.")
-        grad = random_tensor(seed, (2, 3), scale=scale) if seed != 43 else random_tensor(seed, scale=scale)
+        shape = (2, 3) if seed != 43 else None
+        grad = random_tensor(seed, shape, dtype=dtype, scale=scale)
         norm = grad.norm()
-        expected = grad * (max_norm / norm) if norm > max_norm else grad.clone()
+        expected = _clip(grad, max_norm, norm)
         wrong = [(grad.clamp(-max_norm, max_norm),
                   "You clipped each element to [-max_norm, max_norm]; clip the L2 norm over all elements "
                   "instead: if grad.norm() > max_norm, return grad * (max_norm / grad.norm()).")]
         if norm > 0:
-            wrong.append((grad * (max_norm / norm), "You rescaled a gradient whose norm "
-                          f"({norm.item():.4g}) was already below max_norm; return it unchanged in that case."))
+            wrong += [
+                (grad * (max_norm / norm), "You rescaled a gradient whose norm "
+                 f"({norm.item():.4g}) was already below max_norm; return it unchanged in that case."),
+                (_clip(grad, max_norm, grad.abs().sum()), "You measured the gradient with the sum of absolute "
+                 "values (the L1 norm); use the L2 norm, grad.norm()."),
+                (_clip(grad, max_norm, grad.abs().max()), "You measured the gradient by its largest element "
+                 "(the max norm); use the L2 norm over all elements, grad.norm()."),
+                (grad / norm, "You rescaled the gradient to norm 1 (grad / norm); rescale it to norm max_norm: "
+                 "grad * (max_norm / norm)."),
+                (grad * (norm / max_norm), "You multiplied by norm / max_norm, which makes the gradient larger; "
+                 "multiply by max_norm / norm."),
+                (grad * max_norm, "You multiplied by max_norm without dividing by the norm; multiply by "
+                 "max_norm / norm."),
+            ]
         if grad.dim() > 1:
             row_norms = grad.norm(dim=-1, keepdim=True)
             wrong.append((grad * torch.clamp(max_norm / row_norms, max=1.0),
@@ -94,20 +165,77 @@ def check_make_clip_hook(make_clip_hook):
         check_returns_new_gradient(hook, f"the hook from make_clip_hook({max_norm})", grad, expected, wrong,
                                    nan_hint="Dividing by the norm of a zero gradient (0) gives nan; return a "
                                             "gradient whose norm is not above max_norm unchanged.")
+    # One hook, called on a large gradient, then a small one, then a large one of the same shape:
+    # each call measures the gradient it receives.
+    with calling("calling make_clip_hook(1.0)"):
+        hook = make_clip_hook(1.0)
+    grads = [random_tensor(45, (3, 4), scale=5.0), random_tensor(46, (3, 4), scale=0.01),
+             random_tensor(47, (3, 4), scale=20.0)]
+    _check_fresh_each_call(hook, "the hook from make_clip_hook(1.0)", [grads[0], grads[2]],
+                           [_clip(grad, 1.0, grad.norm()) for grad in (grads[0], grads[2])])
+    results = []
+    for grad in grads:
+        with calling(f"calling the hook from make_clip_hook(1.0) again, with grad = {describe(grad)}"):
+            result = hook(grad.clone())
+        # a copy at once: a result overwritten by a later call was judged just above
+        results.append(grad.clone() if result is None else
+                       result.detach().clone() if isinstance(result, torch.Tensor) else result)
+    for number, (grad, result) in enumerate(zip(grads, results), start=1):
+        expected = _clip(grad, 1.0, grad.norm())
+        if isinstance(result, torch.Tensor) and result.shape == grad.shape and not close(result, expected):
+            fail(f"Called one hook from make_clip_hook(1.0) three times, on gradients of norm "
+                 f"{', '.join(f'{g.norm().item():.4g}' for g in grads)}. Call number {number} returned "
+                 f"{describe(result)}; expected {describe(expected)}. Each call must measure the norm of the "
+                 "gradient it receives, not one kept from an earlier call.")
+
+
+def _witnesses(tensor, seen):
+    """Two checker hooks around the learner's: `before` (registered first) notes the
+    incoming gradient, `after` (registered last) compares what the learner's hook
+    passed on. Neither keeps a reference to a gradient."""
+
+    def before(grad):
+        seen["in"] = (grad.data_ptr(), grad.detach().clone())
+
+    def after(grad):
+        seen["out"] = (grad.data_ptr(), grad.detach().clone(), grad.grad_fn is not None)
+
+    return before, after
+
+
+def _check_passed_on(seen, what):
+    pointer, incoming = seen["in"]
+    out_pointer, outgoing, _ = seen["out"]
+    if close(outgoing, incoming):
+        return
+    if out_pointer == pointer:
+        fail(f"{what}, the hook changed the gradient in place: it received {describe(incoming)} and the "
+             f"same tensor then read {describe(outgoing)}. Record a copy and leave the gradient itself alone.")
+    fail(f"{what}, the hook replaced the gradient: it received {describe(incoming)} and passed on "
+         f"{describe(outgoing)}. The hook must leave the gradient unchanged: return None (or the gradient itself).")
 
 
 def check_record_grads(record_grads):
     x = _leaf(51)
     store = []
+    seen = {}
+    before, after = _witnesses(x, seen)
     weights = [random_tensor(52, x.shape), random_tensor(53, x.shape)]
+    x.register_hook(before)
     with calling(f"calling record_grads(x, store) with x = {describe(x)}"):
         handle = record_grads(x, store)
-    if not hasattr(handle, "remove"):
+    x.register_hook(after)
+    if not isinstance(handle, RemovableHandle):
         fail(f"record_grads(x, store) returned {describe(handle)}; expected the handle that "
-             "x.register_hook(...) returns, so the caller can remove the hook.")
+             "x.register_hook(...) returns (a torch.utils.hooks.RemovableHandle), so the caller can remove the hook.")
     for step, weight in enumerate(weights, start=1):
+        seen.clear()
         with calling(f"running backward number {step} with record_grads registered on x"):
             (x * weight).sum().backward()
+        _check_passed_on(seen, f"During backward number {step} through x")
+        if len(store) == 2 * step:
+            fail(f"after {step} backward pass(es) through x, store holds {len(store)} gradients; expected {step}: "
+                 "each backward appended two. Register one hook, once.")
         if len(store) != step:
             fail(f"after {step} backward pass(es) through x, store holds {len(store)} gradient(s); expected {step}. "
                  "Append each incoming gradient to the list passed as `store`.")
@@ -120,21 +248,56 @@ def check_record_grads(record_grads):
              f"{describe(store[0])}, the accumulated x.grad, instead of {describe(weights[0])}. PyTorch may keep "
              "the very gradient tensor as x.grad and accumulate into it in place. Store a copy with memory of its own "
              "(clone it), not only a detached view.")
+    if close(store[0], weights[1]) and close(store[1], weights[0]):
+        fail(f"store holds the two gradients newest first ({describe(store[0])} is the gradient of the second "
+             "backward pass); append each one at the end of the list.")
+    if close(store[1], total):
+        fail(f"gradient number 2 was recorded as {describe(store[1])}, the accumulated x.grad (the sum of both "
+             f"passes), instead of the incoming gradient {describe(weights[1])}. Record the gradient the hook "
+             "receives from register_hook, not tensor.grad (a post-accumulate-grad hook sees .grad).")
     for step, (stored, weight) in enumerate(zip(store, weights), start=1):
         if not close(stored, weight):
             fail(f"gradient number {step} was recorded as {describe(stored)}; expected {describe(weight)}.")
 
-    # Under create_graph=True the gradient itself carries a graph; the record must not.
+    # Under create_graph=True the gradient itself carries a graph; the record must not, and the
+    # gradient that flows on must keep it.
     y = _leaf(54)
     kept = []
     with calling("calling record_grads(y, store) and torch.autograd.grad(..., create_graph=True)"):
         record_grads(y, kept)
-        torch.autograd.grad((y ** 3).sum(), y, create_graph=True)
+        (gradient,) = torch.autograd.grad((y ** 3).sum(), y, create_graph=True)
     if len(kept) != 1:
         fail(f"after one torch.autograd.grad through y, store holds {len(kept)} gradients; expected 1.")
     if kept[0].requires_grad or kept[0].grad_fn is not None:
         fail("under create_graph=True the recorded gradient still requires grad (grad_fn "
              f"{type(kept[0].grad_fn).__name__}), which keeps the whole graph alive. Detach it before storing it.")
+    if gradient.grad_fn is None:
+        fail("under create_graph=True, the gradient that torch.autograd.grad returned lost its graph: the hook "
+             "passed on a detached gradient. Store the detached copy, but leave the gradient itself unchanged: "
+             "return None.")
+    if not close(gradient, 3 * y.detach() ** 2):
+        fail(f"under create_graph=True, torch.autograd.grad returned {describe(gradient)} with record_grads on y; "
+             f"expected {describe(3 * y.detach() ** 2)}. The hook must leave the gradient unchanged.")
+
+    # It must not change the tensor: its value, its .grad, whether it keeps a .grad.
+    t = _leaf(57)
+    t.grad = random_tensor(58, t.shape)
+    value, old_grad = t.detach().clone(), t.grad.clone()
+    h = t * 2
+    with calling("calling record_grads(t, store) on a leaf t that has a .grad, and on h = t * 2"):
+        handles = [record_grads(t, []), record_grads(h, [])]
+    if t.grad is None or not close(t.grad, old_grad):
+        fail(f"record_grads changed the .grad of the tensor it was given: it was {describe(old_grad)} and is now "
+             f"{describe(t.grad)}. Register the hook and leave the tensor alone.")
+    if not torch.equal(t.detach(), value) or not t.requires_grad:
+        fail("record_grads changed the tensor it was given (its values or requires_grad). Register the hook and "
+             "leave the tensor alone.")
+    if h.retains_grad:
+        fail("record_grads made the intermediate tensor h keep its .grad (h.retain_grad()), which changes h and "
+             "keeps every gradient in memory. The hook records the gradient; nothing else is needed.")
+    for each in handles:
+        if hasattr(each, "remove"):
+            each.remove()
 
     # On an intermediate tensor, then removed.
     z = _leaf(55)

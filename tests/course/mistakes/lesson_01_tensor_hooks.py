@@ -1,9 +1,123 @@
 """Mistake catalogue for lesson 01, tensor hooks. The format of an entry is described in
-tests/course/test_mistake_catalogue.py."""
+tests/course/test_mistake_catalogue.py; CLAUSES and NOT_CLAUSES, the clause → check table, in
+tests/course/test_contract_clauses.py."""
+
+from mistakes import edited
+
+CLAUSES = {
+    "double_grad": {
+        "new-tensor": "Returns a new tensor",
+        "same-shape": "with the same shape",
+        "same-dtype": "and dtype",
+        "value": "equal to `2 * grad`",
+        "not-in-place": "Must not change `grad` in place.",
+        "differentiable": "Under `create_graph=True` the result stays differentiable",
+    },
+    "make_scale_hook": {
+        "returns-function": "Returns a function `hook(grad)`",
+        "new-tensor": "returns a new tensor",
+        "value": "equal to `grad * factor`",
+        "same-shape": "with the same shape",
+        "same-dtype": "and dtype as `grad`",
+        "own-factor": "Each returned hook keeps its own `factor`: later calls of make_scale_hook do not change it.",
+        "not-in-place": "The hook must not change `grad` in place.",
+        "differentiable": "Under `create_graph=True` its result stays differentiable",
+    },
+    "make_clip_hook": {
+        "returns-function": "Returns a function `hook(grad)`.",
+        "l2-all-elements": "Let `norm` be the L2 norm of `grad` over all its elements.",
+        "new-tensor": "the hook returns a new tensor",
+        "rescale": "`grad * (max_norm / norm)`, whose norm is `max_norm`",
+        "unchanged-below": "Otherwise it returns `grad` unchanged",
+        "zero-stays-zero": "(a zero gradient stays zero)",
+        "same-shape": "The result has the same shape",
+        "same-dtype": "and dtype as `grad`",
+        "not-in-place": "The hook must not change `grad` in place.",
+    },
+    "record_grads": {
+        "one-hook": "Registers one hook on `tensor`.",
+        "appends": "Each time the hook fires it appends to `store`",
+        "incoming": "of the incoming gradient",
+        "detached": "no graph attached, even under `create_graph=True`",
+        "cloned": "not changed by later backward passes",
+        "unchanged": "leaves the gradient unchanged (returns None)",
+        "handle": "Returns the `RemovableHandle` from `register_hook`",
+        "remove-stops": "after `handle.remove()` nothing more is appended",
+        "not-modify-grad": "Must not modify the gradient",
+        "not-modify-tensor": "or `tensor`.",
+    },
+}
+
+NOT_CLAUSES = {
+    "double_grad": {
+        "Tensor hook that doubles the gradient.": "the title; the Returns sentence says exactly what comes back",
+        "Receives `grad`, a tensor (the gradient autograd passes to a tensor hook).":
+            "describes the input the checker passes; it promises nothing about the hook",
+    },
+    "make_scale_hook": {
+        "Build a tensor hook that scales the gradient by `factor`.":
+            "the title; the Returns sentence says exactly what the hook returns",
+        "Receives `factor`, a Python number.": "describes the input; it promises nothing",
+    },
+    "make_clip_hook": {
+        "Build a tensor hook that clips the gradient's L2 norm to `max_norm`.":
+            "the title; the sentences after it say exactly what the hook returns",
+        "Receives `max_norm`, a positive Python number.": "describes the input; it promises nothing",
+    },
+    "record_grads": {
+        "Record every gradient that reaches `tensor`.": "the title; the sentences after it say exactly what happens",
+        "Receives `tensor`, a tensor that requires grad, and `store`, a list.":
+            "describes the inputs (the checker passes a leaf and a non-leaf); it promises nothing",
+    },
+}
+
+DOUBLE = '''
+import torch
+
+
+def double_grad(grad):
+    return grad * 2
+'''
+
+SCALE = '''
+import torch
+
+
+def make_scale_hook(factor):
+    def hook(grad):
+        return grad * factor
+
+    return hook
+'''
+
+CLIP = '''
+import torch
+
+
+def make_clip_hook(max_norm):
+    def hook(grad):
+        norm = grad.norm()
+        if norm > max_norm:
+            return grad * (max_norm / norm)
+        return grad
+
+    return hook
+'''
+
+RECORD = '''
+import torch
+
+
+def record_grads(tensor, store):
+    def hook(grad):
+        store.append(grad.detach().clone())
+
+    return tensor.register_hook(hook)
+'''
 
 ENTRIES = [
     # ------------------------------------------------------------------ double_grad
-    dict(exercise="double_grad", kind="wrong", why="changes grad in place with mul_",
+    dict(exercise="double_grad", kind="wrong", why="changes grad in place with mul_", clause="not-in-place",
          source='''
 import torch
 
@@ -13,7 +127,7 @@ def double_grad(grad):
     return grad
 ''',
          expect=["changed `grad` in place", "not an in-place"]),
-    dict(exercise="double_grad", kind="wrong", why="changes grad in place with *=",
+    dict(exercise="double_grad", kind="wrong", why="changes grad in place with *=", clause="not-in-place",
          source='''
 import torch
 
@@ -23,7 +137,7 @@ def double_grad(grad):
     return grad
 ''',
          expect=["in place"]),
-    dict(exercise="double_grad", kind="wrong", why="returns None",
+    dict(exercise="double_grad", kind="wrong", why="returns None", clause="value",
          source='''
 import torch
 
@@ -32,7 +146,7 @@ def double_grad(grad):
     doubled = grad * 2
 ''',
          expect=["returned None"]),
-    dict(exercise="double_grad", kind="wrong", why="returns grad unchanged",
+    dict(exercise="double_grad", kind="wrong", why="returns grad unchanged", clause="value",
          source='''
 import torch
 
@@ -41,7 +155,7 @@ def double_grad(grad):
     return grad
 ''',
          expect=["gradient unchanged", "double it"]),
-    dict(exercise="double_grad", kind="wrong", why="returns grad squared",
+    dict(exercise="double_grad", kind="wrong", why="returns grad squared", clause="value",
          source='''
 import torch
 
@@ -50,7 +164,7 @@ def double_grad(grad):
     return grad * grad
 ''',
          expect=["grad squared"]),
-    dict(exercise="double_grad", kind="wrong", why="halves instead of doubling",
+    dict(exercise="double_grad", kind="wrong", why="halves instead of doubling", clause="value",
          source='''
 import torch
 
@@ -59,7 +173,7 @@ def double_grad(grad):
     return grad / 2
 ''',
          expect=["half the gradient"]),
-    dict(exercise="double_grad", kind="wrong", why="hard-coded for one example",
+    dict(exercise="double_grad", kind="wrong", why="hard-coded for one example", clause="same-shape",
          source='''
 import torch
 
@@ -68,7 +182,7 @@ def double_grad(grad):
     return torch.tensor([2.0, 4.0])
 ''',
          expect=["shape (2,)", "the gradient's own shape"]),
-    dict(exercise="double_grad", kind="wrong", why="changes the dtype",
+    dict(exercise="double_grad", kind="wrong", why="changes the dtype", clause="same-dtype",
          source='''
 import torch
 
@@ -77,7 +191,7 @@ def double_grad(grad):
     return (grad * 2).double()
 ''',
          expect=["dtype torch.float64", "the gradient's own dtype"]),
-    dict(exercise="double_grad", kind="wrong", why="returns a Python list",
+    dict(exercise="double_grad", kind="wrong", why="returns a Python list", clause="new-tensor",
          source='''
 import torch
 
@@ -117,7 +231,7 @@ def double_grad(grad):
          expect=[]),
 
     # ------------------------------------------------------------------ make_scale_hook
-    dict(exercise="make_scale_hook", kind="wrong", why="hook changes grad in place",
+    dict(exercise="make_scale_hook", kind="wrong", why="hook changes grad in place", clause="not-in-place",
          source='''
 import torch
 
@@ -130,7 +244,7 @@ def make_scale_hook(factor):
     return hook
 ''',
          expect=["changed `grad` in place"]),
-    dict(exercise="make_scale_hook", kind="wrong", why="factor shared through a global",
+    dict(exercise="make_scale_hook", kind="wrong", why="factor shared through a global", clause="own-factor",
          source='''
 import torch
 
@@ -147,7 +261,7 @@ def make_scale_hook(factor):
     return hook
 ''',
          expect=["own factor"]),
-    dict(exercise="make_scale_hook", kind="wrong", why="factor shared through a class attribute",
+    dict(exercise="make_scale_hook", kind="wrong", why="factor shared through a class attribute", clause="own-factor",
          source='''
 import torch
 
@@ -164,7 +278,7 @@ def make_scale_hook(factor):
     return ScaleHook()
 ''',
          expect=["own factor", "class attribute"]),
-    dict(exercise="make_scale_hook", kind="wrong", why="hook returns None",
+    dict(exercise="make_scale_hook", kind="wrong", why="hook returns None", clause="value",
          source='''
 import torch
 
@@ -176,7 +290,7 @@ def make_scale_hook(factor):
     return hook
 ''',
          expect=["returned None"]),
-    dict(exercise="make_scale_hook", kind="wrong", why="hook returns grad unchanged",
+    dict(exercise="make_scale_hook", kind="wrong", why="hook returns grad unchanged", clause="value",
          source='''
 import torch
 
@@ -188,7 +302,7 @@ def make_scale_hook(factor):
     return hook
 ''',
          expect=["gradient unchanged", "multiply it by the factor"]),
-    dict(exercise="make_scale_hook", kind="wrong", why="returns a tensor instead of a function",
+    dict(exercise="make_scale_hook", kind="wrong", why="returns a tensor instead of a function", clause="returns-function",
          source='''
 import torch
 
@@ -197,7 +311,7 @@ def make_scale_hook(factor):
     return torch.tensor(factor)
 ''',
          expect=["expected a function"]),
-    dict(exercise="make_scale_hook", kind="wrong", why="forgets to return the hook",
+    dict(exercise="make_scale_hook", kind="wrong", why="forgets to return the hook", clause="returns-function",
          source='''
 import torch
 
@@ -207,7 +321,7 @@ def make_scale_hook(factor):
         return grad * factor
 ''',
          expect=["returned None", "expected a function"]),
-    dict(exercise="make_scale_hook", kind="wrong", why="calls the hook instead of returning it",
+    dict(exercise="make_scale_hook", kind="wrong", why="calls the hook instead of returning it", clause="returns-function",
          source='''
 import torch
 
@@ -258,7 +372,7 @@ def make_scale_hook(factor):
          expect=[]),
 
     # ------------------------------------------------------------------ make_clip_hook
-    dict(exercise="make_clip_hook", kind="wrong", why="clamps each element",
+    dict(exercise="make_clip_hook", kind="wrong", why="clamps each element", clause="l2-all-elements",
          source='''
 import torch
 
@@ -270,7 +384,7 @@ def make_clip_hook(max_norm):
     return hook
 ''',
          expect=["each element", "L2 norm over all elements"]),
-    dict(exercise="make_clip_hook", kind="wrong", why="always rescales",
+    dict(exercise="make_clip_hook", kind="wrong", why="always rescales", clause="unchanged-below",
          source='''
 import torch
 
@@ -282,7 +396,7 @@ def make_clip_hook(max_norm):
     return hook
 ''',
          expect=["already below max_norm", "unchanged"]),
-    dict(exercise="make_clip_hook", kind="wrong", why="divides by a zero norm",
+    dict(exercise="make_clip_hook", kind="wrong", why="divides by a zero norm", clause="zero-stays-zero",
          source='''
 import torch
 
@@ -295,7 +409,7 @@ def make_clip_hook(max_norm):
     return hook
 ''',
          expect=["nan", "zero gradient"]),
-    dict(exercise="make_clip_hook", kind="wrong", why="norm of each row",
+    dict(exercise="make_clip_hook", kind="wrong", why="norm of each row", clause="l2-all-elements",
          source='''
 import torch
 
@@ -308,7 +422,7 @@ def make_clip_hook(max_norm):
     return hook
 ''',
          expect=["along one dimension", "over all elements"]),
-    dict(exercise="make_clip_hook", kind="wrong", why="rescales grad in place",
+    dict(exercise="make_clip_hook", kind="wrong", why="rescales grad in place", clause="not-in-place",
          source='''
 import torch
 
@@ -323,7 +437,7 @@ def make_clip_hook(max_norm):
     return hook
 ''',
          expect=["changed `grad` in place"]),
-    dict(exercise="make_clip_hook", kind="wrong", why="forgets to return the hook",
+    dict(exercise="make_clip_hook", kind="wrong", why="forgets to return the hook", clause="returns-function",
          source='''
 import torch
 
@@ -399,7 +513,7 @@ def make_clip_hook(max_norm):
          expect=[]),
 
     # ------------------------------------------------------------------ record_grads
-    dict(exercise="record_grads", kind="wrong", why="detach without clone",
+    dict(exercise="record_grads", kind="wrong", why="detach without clone", clause="cloned",
          source='''
 import torch
 
@@ -411,7 +525,7 @@ def record_grads(tensor, store):
     return tensor.register_hook(hook)
 ''',
          expect=["changed after the second backward", "accumulate into it in place", "clone it"]),
-    dict(exercise="record_grads", kind="wrong", why="stores grad itself",
+    dict(exercise="record_grads", kind="wrong", why="stores grad itself", clause="detached",
          source='''
 import torch
 
@@ -422,7 +536,7 @@ def record_grads(tensor, store):
          # The stored reference keeps PyTorch from reusing the tensor as x.grad, so only the
          # graph it carries under create_graph=True gives it away.
          expect=["create_graph=True", "still requires grad", "detach it"]),
-    dict(exercise="record_grads", kind="wrong", why="clone without detach",
+    dict(exercise="record_grads", kind="wrong", why="clone without detach", clause="detached",
          source='''
 import torch
 
@@ -434,7 +548,7 @@ def record_grads(tensor, store):
     return tensor.register_hook(hook)
 ''',
          expect=["create_graph=True", "still requires grad", "detach it"]),
-    dict(exercise="record_grads", kind="wrong", why="does not return the handle",
+    dict(exercise="record_grads", kind="wrong", why="does not return the handle", clause="handle",
          source='''
 import torch
 
@@ -446,7 +560,7 @@ def record_grads(tensor, store):
     tensor.register_hook(hook)
 ''',
          expect=["returned None", "expected the handle"]),
-    dict(exercise="record_grads", kind="wrong", why="appends to a list of its own",
+    dict(exercise="record_grads", kind="wrong", why="appends to a list of its own", clause="appends",
          source='''
 import torch
 
@@ -460,7 +574,7 @@ def record_grads(tensor, store):
     return tensor.register_hook(hook)
 ''',
          expect=["store holds 0 gradient(s)", "the list passed as `store`"]),
-    dict(exercise="record_grads", kind="wrong", why="hook returns a modified gradient",
+    dict(exercise="record_grads", kind="wrong", why="hook returns a modified gradient", clause="unchanged",
          source='''
 import torch
 
@@ -473,7 +587,7 @@ def record_grads(tensor, store):
     return tensor.register_hook(hook)
 ''',
          expect=["must leave the gradient unchanged"]),
-    dict(exercise="record_grads", kind="wrong", why="reads tensor.grad instead of the incoming gradient",
+    dict(exercise="record_grads", kind="wrong", why="reads tensor.grad instead of the incoming gradient", clause="incoming",
          source='''
 import torch
 
@@ -508,6 +622,262 @@ def record_grads(tensor, store):
         return grad
 
     return tensor.register_hook(remember)
+''',
+         expect=[]),
+    # ------------------------------------------------------------------ added for the clause table
+    dict(exercise="double_grad", kind="wrong", why="returns one reused buffer", clause="new-tensor",
+         source='''
+import torch
+
+_buffers = {}
+
+
+def double_grad(grad):
+    key = (tuple(grad.shape), grad.dtype)
+    if key not in _buffers:
+        _buffers[key] = torch.empty_like(grad)
+    return torch.mul(grad, 2, out=_buffers[key])
+''',
+         expect=["changed when it was called again", "not a buffer kept between calls"]),
+    dict(exercise="double_grad", kind="wrong", why="doubles in place, returns a clone", clause="not-in-place",
+         source=edited(DOUBLE, ("    return grad * 2", "    grad.mul_(2)\n    return grad.clone()")),
+         expect=["changed `grad` in place"]),
+    dict(exercise="double_grad", kind="wrong", why="flattens the result", clause="same-shape",
+         source=edited(DOUBLE, ("grad * 2", "(grad * 2).flatten()")),
+         expect=["shape (20,)", "the gradient's own shape"]),
+    dict(exercise="double_grad", kind="wrong", why="casts to float32 first", clause="same-dtype",
+         source=edited(DOUBLE, ("grad * 2", "grad.float() * 2")),
+         expect=["returned dtype torch.float32", "expected torch.float64"]),
+    dict(exercise="double_grad", kind="wrong", why="doubles grad.detach()", clause="differentiable",
+         source=edited(DOUBLE, ("grad * 2", "grad.detach() * 2")),
+         expect=["create_graph=True", "no longer requires grad", "grad.detach()"]),
+    dict(exercise="double_grad", kind="wrong", why="doubles grad.data", clause="differentiable",
+         source=edited(DOUBLE, ("grad * 2", "grad.data * 2")),
+         expect=["create_graph=True", "grad.data"]),
+    dict(exercise="double_grad", kind="wrong", why="doubles under torch.no_grad", clause="differentiable",
+         source=edited(DOUBLE, ("    return grad * 2", "    with torch.no_grad():\n        return grad * 2")),
+         expect=["create_graph=True", "torch.no_grad()"]),
+    dict(exercise="double_grad", kind="wrong", why="rebuilds the tensor from its list of values", clause="same-dtype",
+         source=edited(DOUBLE, ("grad * 2", "torch.tensor(grad.tolist()) * 2")),
+         expect=["returned dtype torch.float32", "the gradient's own dtype"]),
+    dict(exercise="double_grad", kind="right", why="multiplies by a 0-dim tensor",
+         source=edited(DOUBLE, ("grad * 2", "grad * torch.tensor(2.0)")),
+         expect=[]),
+
+    dict(exercise="make_scale_hook", kind="wrong", why="writes into one preallocated output", clause="new-tensor",
+         source='''
+import torch
+
+
+def make_scale_hook(factor):
+    out = {}
+
+    def hook(grad):
+        if "buffer" not in out or out["buffer"].shape != grad.shape or out["buffer"].dtype != grad.dtype:
+            out["buffer"] = torch.empty_like(grad)
+        return torch.mul(grad, factor, out=out["buffer"])
+
+    return hook
+''',
+         expect=["changed when it was called again", "not a buffer kept between calls"]),
+    dict(exercise="make_scale_hook", kind="wrong", why="flattens the result", clause="same-shape",
+         source=edited(SCALE, ("grad * factor", "(grad * factor).reshape(-1)")),
+         expect=["shape (20,)", "the gradient's own shape"]),
+    dict(exercise="make_scale_hook", kind="wrong", why="scales in float32", clause="same-dtype",
+         source=edited(SCALE, ("grad * factor", "grad.float() * factor")),
+         expect=["returned dtype torch.float32", "expected torch.float64"]),
+    dict(exercise="make_scale_hook", kind="wrong", why="scales grad.data", clause="differentiable",
+         source=edited(SCALE, ("grad * factor", "grad.data * factor")),
+         expect=["create_graph=True", "no longer requires grad"]),
+    dict(exercise="make_scale_hook", kind="wrong", why="default argument read from a global at call time",
+         clause="own-factor",
+         source='''
+import torch
+
+FACTOR = None
+
+
+def make_scale_hook(factor):
+    global FACTOR
+    FACTOR = factor
+
+    def hook(grad, scale=None):
+        return grad * (FACTOR if scale is None else scale)
+
+    return hook
+''',
+         expect=["another hook's factor", "own factor"]),
+    dict(exercise="make_scale_hook", kind="wrong", why="scales in place, returns a copy", clause="not-in-place",
+         source=edited(SCALE, ("        return grad * factor", "        grad.mul_(factor)\n        return grad.clone()")),
+         expect=["changed `grad` in place"]),
+    dict(exercise="make_scale_hook", kind="wrong", why="adds the factor", clause="value",
+         source=edited(SCALE, ("grad * factor", "grad + factor")),
+         expect=["grad + factor", "multiply by the factor"]),
+    dict(exercise="make_scale_hook", kind="right", why="default argument binds the factor",
+         source='''
+import torch
+
+
+def make_scale_hook(factor):
+    def hook(grad, factor=factor):
+        return factor * grad
+
+    return hook
+''',
+         expect=[]),
+
+    dict(exercise="make_clip_hook", kind="wrong", why="L1 norm", clause="l2-all-elements",
+         source=edited(CLIP, ("grad.norm()", "grad.norm(p=1)")),
+         expect=["L1 norm", "use the L2 norm"]),
+    dict(exercise="make_clip_hook", kind="wrong", why="largest element as the norm", clause="l2-all-elements",
+         source=edited(CLIP, ("grad.norm()", "grad.abs().max()")),
+         expect=["largest element", "L2 norm over all elements"]),
+    dict(exercise="make_clip_hook", kind="wrong", why="keeps the norm of the first gradient", clause="l2-all-elements",
+         source='''
+import torch
+
+
+def make_clip_hook(max_norm):
+    state = {}
+
+    def hook(grad):
+        if "norm" not in state:
+            state["norm"] = grad.norm()
+        norm = state["norm"]
+        if norm > max_norm:
+            return grad * (max_norm / norm)
+        return grad
+
+    return hook
+''',
+         expect=["three times", "measure the norm of the gradient it receives"]),
+    dict(exercise="make_clip_hook", kind="wrong", why="normalises to norm 1", clause="rescale",
+         source=edited(CLIP, ("grad * (max_norm / norm)", "grad / norm")),
+         expect=["to norm 1", "grad * (max_norm / norm)"]),
+    dict(exercise="make_clip_hook", kind="wrong", why="multiplies by max_norm only", clause="rescale",
+         source=edited(CLIP, ("grad * (max_norm / norm)", "grad * max_norm")),
+         expect=["without dividing by the norm"]),
+    dict(exercise="make_clip_hook", kind="wrong", why="inverted ratio", clause="rescale",
+         source=edited(CLIP, ("grad * (max_norm / norm)", "grad * (norm / max_norm)")),
+         expect=["norm / max_norm", "makes the gradient larger"]),
+    dict(exercise="make_clip_hook", kind="wrong", why="rescales in float32", clause="same-dtype",
+         source=edited(CLIP, ("            return grad * (max_norm / norm)",
+                              "            return grad.float() * (max_norm / norm.float())")),
+         expect=["returned dtype torch.float32", "expected torch.float64"]),
+    dict(exercise="make_clip_hook", kind="wrong", why="returns the flattened gradient when rescaling", clause="same-shape",
+         source='''
+import torch
+
+
+def make_clip_hook(max_norm):
+    def hook(grad):
+        flat = grad.flatten()
+        norm = flat.norm()
+        if norm > max_norm:
+            return flat * (max_norm / norm)
+        return grad
+
+    return hook
+''',
+         expect=["shape (6,)", "the gradient's own shape"]),
+    dict(exercise="make_clip_hook", kind="wrong", why="rescales into a reused buffer", clause="new-tensor",
+         source='''
+import torch
+
+
+def make_clip_hook(max_norm):
+    buffers = {}
+
+    def hook(grad):
+        norm = grad.norm()
+        if norm > max_norm:
+            key = (tuple(grad.shape), grad.dtype)
+            out = buffers.setdefault(key, torch.empty_like(grad))
+            return torch.mul(grad, max_norm / norm, out=out)
+        return grad
+
+    return hook
+''',
+         expect=["changed when it was called again", "not a buffer kept between calls"]),
+    dict(exercise="make_clip_hook", kind="right", why="the coefficient of clip_grad_norm_",
+         source='''
+import torch
+
+
+def make_clip_hook(max_norm):
+    def hook(grad):
+        coefficient = max_norm / (torch.linalg.vector_norm(grad, 2.0) + 1e-6)
+        return grad * torch.clamp(coefficient, max=1.0)
+
+    return hook
+''',
+         expect=[]),
+
+    dict(exercise="record_grads", kind="wrong", why="passes on a detached gradient", clause="unchanged",
+         source=edited(RECORD, ("        store.append(grad.detach().clone())",
+                                "        store.append(grad.detach().clone())\n        return grad.detach()")),
+         expect=["create_graph=True", "lost its graph", "return None"]),
+    dict(exercise="record_grads", kind="wrong", why="uses a post-accumulate-grad hook", clause="incoming",
+         source='''
+import torch
+
+
+def record_grads(tensor, store):
+    def hook(param):
+        store.append(param.grad.detach().clone())
+
+    return tensor.register_post_accumulate_grad_hook(hook)
+''',
+         expect=["accumulated x.grad", "the gradient the hook receives"]),
+    dict(exercise="record_grads", kind="wrong", why="registers the hook twice", clause="one-hook",
+         source=edited(RECORD, ("    return tensor.register_hook(hook)",
+                                "    tensor.register_hook(hook)\n    return tensor.register_hook(hook)")),
+         expect=["each backward appended two", "register one hook, once"]),
+    dict(exercise="record_grads", kind="wrong", why="puts the newest gradient first", clause="appends",
+         source=edited(RECORD, ("store.append(grad.detach().clone())", "store.insert(0, grad.detach().clone())")),
+         expect=["newest first", "at the end of the list"]),
+    dict(exercise="record_grads", kind="wrong", why="keeps only the latest gradient", clause="appends",
+         source=edited(RECORD, ("store.append(grad.detach().clone())", "store[:] = [grad.detach().clone()]")),
+         expect=["store holds 1 gradient(s); expected 2", "append each incoming gradient"]),
+    dict(exercise="record_grads", kind="wrong", why="returns the first handle of a shared list", clause="remove-stops",
+         source='''
+import torch
+
+handles = []
+
+
+def record_grads(tensor, store):
+    def hook(grad):
+        store.append(grad.detach().clone())
+
+    handles.append(tensor.register_hook(hook))
+    return handles[0]
+''',
+         expect=["after handle.remove(), recording went on", "the handle of the hook you registered"]),
+    dict(exercise="record_grads", kind="wrong", why="returns the hook function", clause="handle",
+         source=edited(RECORD, ("    return tensor.register_hook(hook)", "    tensor.register_hook(hook)\n    return hook")),
+         expect=["returned function", "RemovableHandle"]),
+    dict(exercise="record_grads", kind="wrong", why="clips the gradient in place after recording it",
+         clause="not-modify-grad",
+         source=edited(RECORD, ("        store.append(grad.detach().clone())",
+                                "        store.append(grad.detach().clone())\n        grad.clamp_(-1.0, 1.0)")),
+         expect=["changed the gradient in place", "leave the gradient itself alone"]),
+    dict(exercise="record_grads", kind="wrong", why="clears tensor.grad to start fresh", clause="not-modify-tensor",
+         source=edited(RECORD, ("    return tensor.register_hook(hook)",
+                                "    tensor.grad = None\n    return tensor.register_hook(hook)")),
+         expect=["changed the .grad of the tensor", "leave the tensor alone"]),
+    dict(exercise="record_grads", kind="wrong", why="calls retain_grad on the tensor", clause="not-modify-tensor",
+         source=edited(RECORD, ("    return tensor.register_hook(hook)",
+                                "    if not tensor.is_leaf:\n        tensor.retain_grad()\n"
+                                "    return tensor.register_hook(hook)")),
+         expect=["retain_grad()", "changes h"]),
+    dict(exercise="record_grads", kind="right", why="lambda returning the gradient itself",
+         source='''
+import torch
+
+
+def record_grads(tensor, store):
+    return tensor.register_hook(lambda grad: store.append(grad.detach().clone()) or grad)
 ''',
          expect=[]),
 ]
