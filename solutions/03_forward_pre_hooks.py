@@ -423,9 +423,10 @@ plt.show()
 # and returns the handle. While the module is in training mode, each call replaces the first
 # positional input `x` by `x + noise`: a fresh sample on every call, with independent normal values
 # of mean 0 and standard deviation `std`, one per element of `x`, drawn from `generator` when one is
-# given. In eval mode the inputs pass unchanged. The caller's tensor is never changed in place,
-# other positional arguments pass through unchanged, and the result keeps the shape and dtype of `x`
-# (and lets gradients flow back to `x`).
+# given. In eval mode the inputs pass unchanged. The mode decides, not grad mode: under
+# `torch.no_grad()` a module in training mode still gets noise. The caller's tensor is never changed
+# in place, other positional arguments and all keyword arguments pass through unchanged, and the
+# result keeps the shape and dtype of `x` (and lets gradients flow back to `x`).
 #
 # Traps: noise in eval mode (decide on every call, not when registering); scaling by `std ** 2`;
 # drawing from the global random state when a generator is given; returning only the new `x`;
@@ -449,8 +450,9 @@ def add_input_noise(module, std, generator=None):
     argument `x` is replaced by `x + noise`, where `noise` has the shape of `x` and holds independent
     normal values of mean 0 and standard deviation `std`, drawn anew on every call, from `generator`
     (a torch.Generator) when it is not None. In eval mode the inputs pass unchanged.
-    The caller's tensor is not changed in place; other positional arguments pass through unchanged;
-    the new input keeps the dtype of `x` and gradients flow back to `x`.
+    The mode decides, not grad mode: noise is added under torch.no_grad() too.
+    The caller's tensor is not changed in place; other positional arguments and all keyword
+    arguments pass through unchanged; the new input keeps the dtype of `x` and gradients flow back to `x`.
     """
     # BEGIN SOLUTION
     def hook(mod, args):
@@ -589,8 +591,8 @@ plt.show()
 # the handle. The hook replaces the first positional input `x`, of shape `(N, C, ...)` with any number
 # of trailing dimensions (also none: `(N, C)`), by `(x - mean[c]) / std[c]` for each channel `c` of
 # dimension 1, on every call, in training and eval mode alike. `mean` and `std` are sequences (lists or
-# tuples) of `C` numbers. The caller's tensor is unchanged, other positional arguments pass through, and
-# the result keeps the dtype of `x` (and lets gradients flow back to `x`).
+# tuples) of `C` numbers. The caller's tensor is unchanged, other positional arguments and all keyword
+# arguments pass through, and the result keeps the dtype of `x` (and lets gradients flow back to `x`).
 #
 # Traps: shaping the statistics so they broadcast against dimension 1 for every number of dimensions;
 # dividing by `std`, not by the variance; not changing `x` in place.
@@ -607,10 +609,11 @@ def normalize_input(module, mean, std):
 
     The first positional argument `x` has shape (N, C, ...), with any number of trailing dimensions
     (also none). It is replaced by (x - mean[c]) / std[c] for every channel c along dimension 1.
-    `mean` and `std` are sequences of C numbers.
+    `mean` and `std` are sequences (lists or tuples) of C numbers.
     This happens on every call, in training and eval mode alike.
-    The caller's tensor is not changed in place; other positional arguments pass through unchanged;
-    the result has the shape and dtype of `x`, and gradients flow back to `x`.
+    The caller's tensor is not changed in place; other positional arguments and all keyword
+    arguments pass through unchanged; the result has the shape and dtype of `x`, and gradients flow
+    back to `x`.
     """
     # BEGIN SOLUTION
     def hook(mod, args):
@@ -704,8 +707,9 @@ assert copied and shared
 # Write `flatten_images(module)`. It registers a forward pre-hook on `module` and returns the handle.
 # If the first positional input has more than 2 dimensions, it becomes `(N, -1)`: every dimension
 # but the first flattened, in the tensor's own element order, also for non-contiguous inputs. 1-D and
-# 2-D inputs pass unchanged. Other positional arguments pass through unchanged. This happens in training
-# and eval mode alike, and gradients flow back to `x`.
+# 2-D inputs pass unchanged. The caller's tensor is not changed in place; other positional arguments and
+# all keyword arguments pass through unchanged. This happens in training and eval mode alike, and
+# gradients flow back to `x`.
 #
 # Traps: `view()` on non-contiguous tensors; flattening the batch dimension too; flattening inputs
 # that have 1 or 2 dimensions.
@@ -721,7 +725,8 @@ def flatten_images(module):
 
     If the first positional argument `x` has more than 2 dimensions, it is replaced by `x` reshaped to
     (N, -1): all dimensions but the first flattened, in the tensor's own element order, also when `x`
-    is not contiguous. 1-D and 2-D inputs pass unchanged. Other positional arguments pass through unchanged.
+    is not contiguous. 1-D and 2-D inputs pass unchanged. The caller's tensor is not changed in place;
+    other positional arguments and all keyword arguments pass through unchanged.
     This happens in training and eval mode alike; gradients flow back to `x`.
     """
     # BEGIN SOLUTION
@@ -818,8 +823,8 @@ assert not_passed is None and passed_true.shape == (2, 5, 5)
 #
 # Write `force_kwarg(module, name, value)`. It registers a forward pre-hook on `module` and returns
 # the handle. On every call, `forward` receives the keyword argument `name=value`: added when the
-# caller did not pass that keyword, overridden when the caller did. Positional arguments and other
-# keyword arguments pass through unchanged.
+# caller did not pass that keyword, overridden when the caller did, in training and eval mode and under
+# `torch.no_grad()` alike. Positional arguments and other keyword arguments pass through unchanged.
 #
 # Traps: a plain pre-hook cannot see or add keyword arguments; with `with_kwargs=True` the hook must
 # return the pair `(args, kwargs)`; `setdefault` does not override.
@@ -833,9 +838,9 @@ assert not_passed is None and passed_true.shape == (2, 5, 5)
 def force_kwarg(module, name, value):
     """Register a forward pre-hook on `module` that passes `name=value` to every call; return the handle.
 
-    On every call of `module`, `forward` receives the keyword argument `name` with the value `value`:
-    added if the caller did not pass it, overridden if the caller did. Positional arguments and the
-    other keyword arguments pass through unchanged.
+    On every call of `module` (in training and eval mode, with grad mode on or off), `forward` receives
+    the keyword argument `name` with the value `value`: added if the caller did not pass it, overridden
+    if the caller did. Positional arguments and the other keyword arguments pass through unchanged.
     """
     # BEGIN SOLUTION
     def hook(mod, args, kwargs):

@@ -78,10 +78,21 @@ def _described_args(args):
     return "(" + ", ".join(describe(arg) for arg in args) + ")"
 
 
-def _check_first_arg_replaced(received, args, said):
+def _described_kwargs(kwargs):
+    return "{" + ", ".join(f"{key!r}: {describe(value)}" for key, value in kwargs.items()) + "}"
+
+
+def _check_first_arg_replaced(received, args, said, kwargs=None):
     """The module received as many positional arguments as it was called with, the others
-    unchanged, and a tensor first; return that tensor."""
-    received_args, _ = received
+    unchanged, the keyword arguments `kwargs` (when given) unchanged, and a tensor first; return
+    that tensor."""
+    received_args, received_kwargs = received
+    if kwargs is not None and (set(received_kwargs) != set(kwargs)
+                               or any(received_kwargs[key] is not value for key, value in kwargs.items())):
+        fail(f"{said}\nforward received the keyword arguments {_described_kwargs(received_kwargs)}; expected the "
+             f"caller's {_described_kwargs(kwargs)}, unchanged. The hook changes only the first positional "
+             "argument: keyword arguments pass by themselves past a plain pre-hook (return the positional "
+             "arguments only); a with_kwargs=True hook must return the kwargs it received.")
     if len(received_args) != len(args):
         fail(f"{said}\nforward received {len(received_args)} positional argument(s), "
              f"{_described_args(received_args)}; expected {len(args)}, like the call. A pre-hook's return "
@@ -141,9 +152,9 @@ def _check_every_element_noisy(noise, what):
              "noise. Add noise to every element of x: draw it with the full shape of x.")
 
 
-def _noisy_input(module, x, said, extra=()):
-    received = _call(module, said, (x, *extra))
-    return _check_first_arg_replaced(received, (x, *extra), said)
+def _noisy_input(module, x, said, extra=(), kwargs=None):
+    received = _call(module, said, (x, *extra), kwargs)
+    return _check_first_arg_replaced(received, (x, *extra), said, kwargs)
 
 
 def check_add_input_noise(add_input_noise):
@@ -162,11 +173,13 @@ def check_add_input_noise(add_input_noise):
     for (module, std, text, generator), (_, _, seed) in zip(modules, cases):
         x = random_tensor(seed, NOISE_SHAPE, scale=3.0)
         y, original = random_tensor(seed + 1, (3,)), x.clone()
-        said = f"Registered {text} on a module in training mode, called module(x, y, 7) with x = {describe(x)}."
+        keywords = {"mask": random_tensor(seed + 2, (2,)), "scale": 1.5}
+        said = f"Registered {text} on a module in training mode, called module(x, y, 7, mask=m, scale=1.5) " \
+               f"with x = {describe(x)}."
         generator_state = None if generator is None else generator.get_state()
-        received = _call(module, said, (x, y, 7))
+        received = _call(module, said, (x, y, 7), dict(keywords))
         _check_not_changed_in_place(x, original, said, "x + noise")
-        noisy = _check_first_arg_replaced(received, (x, y, 7), said)
+        noisy = _check_first_arg_replaced(received, (x, y, 7), said, keywords)
         if noisy.shape != x.shape or noisy.dtype != x.dtype:
             fail(f"{said}\nforward received {describe(noisy)} as x; expected the shape {tuple(x.shape)} and "
                  f"dtype {x.dtype} of x: noise with the shape of x (x.shape), in its dtype.")
@@ -232,6 +245,14 @@ def _check_noise_only_in_training(add_input_noise):
            "switched back to train() and called module(x) again."
     if torch.equal(_noisy_input(module, x, said), x):
         fail(f"{said}\nThe second call received x unchanged; back in training mode, noise must be added again.")
+    said = "Registered add_input_noise(module, 1.0) on a module in training mode, called module(x) under " \
+           "torch.no_grad()."
+    with torch.no_grad():
+        unchanged = torch.equal(_noisy_input(module, x, said), x)
+    if unchanged:
+        fail(f"{said}\nforward received x unchanged. The module's mode decides, not grad mode: a module in "
+             "training mode gets noise also under torch.no_grad(). Look at module.training, not at "
+             "torch.is_grad_enabled() or x.requires_grad.")
 
 
 def _check_noise_keeps_dtype_and_gradient(add_input_noise):
@@ -257,6 +278,9 @@ def _check_noise_keeps_dtype_and_gradient(add_input_noise):
 
 def _wrong_dim_hint(x):
     def hint(error):
+        if isinstance(error, (AttributeError, TypeError)) and ("'list'" in str(error) or "'tuple'" in str(error)):
+            return ("mean and std are sequences of numbers, lists or tuples (both are passed), not tensors: make "
+                    "tensors of them first, torch.as_tensor(mean, dtype=x.dtype), whichever of the two they are.")
         if "must match the size of tensor" not in str(error):
             return None
         return (f"mean and std hold one value per channel, dimension 1 of x. Broadcasting lines shapes up from the "
@@ -276,6 +300,8 @@ def _normalization_mistakes(x, mean, std):
         ((x - m) / s ** 2, "You divided by std ** 2, the variance; divide by std."),
         (x - m, "You subtracted the mean but did not divide by std."),
         ((x - m) * s, "You multiplied by std; divide by it."),
+        ((x - m) / s.sqrt(), "You divided by the square root of std, as if std were the variance (F.batch_norm's "
+                             "running_var is a variance, for one); divide by std itself."),
         (x / s - m, "You divided first and subtracted the mean afterwards; compute (x - mean) / std."),
         ((x - s) / m, "You swapped mean and std."),
         ((x - x.mean(dim=dims, keepdim=True)) / x.std(dim=dims, keepdim=True),
@@ -294,12 +320,13 @@ def _expected_normalized(x, mean, std):
     return (x - torch.tensor(mean, dtype=x.dtype).view(view)) / torch.tensor(std, dtype=x.dtype).view(view)
 
 
-def _check_normalized(module, x, mean, std, said, extra=()):
-    """Call `module(x, *extra)`; forward must receive x normalized and the other arguments as they were."""
+def _check_normalized(module, x, mean, std, said, extra=(), kwargs=None):
+    """Call `module(x, *extra, **kwargs)`; forward must receive x normalized and the other arguments
+    as they were."""
     original = x.clone()
-    received = _call(module, said, (x, *extra), hint_for_error=_wrong_dim_hint(x))
+    received = _call(module, said, (x, *extra), kwargs, hint_for_error=_wrong_dim_hint(x))
     _check_not_changed_in_place(x, original, said, "(x - mean) / std")
-    result = _check_first_arg_replaced(received, (x, *extra), said)
+    result = _check_first_arg_replaced(received, (x, *extra), said, kwargs)
     expected = _expected_normalized(original, mean, std)
     if result.shape != expected.shape:
         more = " Your statistics have more dimensions than x: shape them (1, C) followed by one 1 per trailing " \
@@ -341,7 +368,8 @@ def check_normalize_input(normalize_input):
         dtype = torch.float64 if seed == 405 else torch.float32
         x = random_tensor(seed, shape, dtype=dtype, scale=2.0)
         y = random_tensor(seed + 1, (2,))
-        _check_normalized(module, x, mean, std, f"Registered {text}, called module(x, y) with x = {describe(x)}.", (y,))
+        _check_normalized(module, x, mean, std, f"Registered {text}, called module(x, y, mask=y) with x = "
+                          f"{describe(x)}.", (y,), {"mask": y})
 
     # One module, inputs of every rank in turn, in eval mode too: the statistics' shape follows each x.
     _, _, mean, std, text, module, _ = prepared[0]
@@ -387,6 +415,9 @@ def _flatten_error_hint(x):
                     "out in order; use x.reshape(N, -1) or x.flatten(1), which copy when needed.")
         if x.dim() <= 2:
             return f"x had {x.dim()} dimension(s): a 1-D or 2-D input must pass unchanged; look at x.dim() first."
+        if isinstance(error, IndexError):
+            return (f"x had {x.dim()} dimensions: flatten every input with more than 2 dimensions, whatever their "
+                    "number, not only 4-D images: x.flatten(1) or x.reshape(x.shape[0], -1).")
         return None
     return hint
 
@@ -406,6 +437,9 @@ def _flatten_mistake_hint(result, x, training_only):
         return f"A {x.dim()}-D input must pass unchanged; flatten only inputs with more than 2 dimensions."
     if result.shape == (x.numel(),):
         return "You flattened the batch dimension too; keep dimension 0 and flatten the others: shape (N, -1)."
+    if result.shape == (x.numel() // x.shape[-1], x.shape[-1]):
+        return ("You kept the LAST dimension and merged the others into the first; keep the first (batch) "
+                "dimension and merge the others: shape (N, -1).")
     if x.dim() > 3 and result.shape == (n, x.shape[1], x[0, 0].numel()):
         return "You flattened from dimension 2 on; flatten every dimension but the first (from dimension 1)."
     if training_only:
@@ -439,14 +473,17 @@ def check_flatten_images(flatten_images):
         layout = "" if x.is_contiguous() else ", not contiguous"
         mode = "eval" if number % 2 else "train"  # reshaping is no augmentation: it happens in both modes
         getattr(module, mode)()
-        said = f"Registered flatten_images(module), called module(x, y) with x = {describe(x)}{layout}, in {mode} mode."
-        received = _call(module, said, (x, y), hint_for_error=_flatten_error_hint(x))
+        said = f"Registered flatten_images(module), called module(x, y, mask=y) with x = {describe(x)}{layout}, " \
+               f"in {mode} mode."
+        received = _call(module, said, (x, y), {"mask": y}, hint_for_error=_flatten_error_hint(x))
         _check_not_changed_in_place(x, original, said, "x.reshape(N, -1)")
-        result = _check_first_arg_replaced(received, (x, y), said)
+        result = _check_first_arg_replaced(received, (x, y), said, {"mask": y})
         expected = original.reshape(original.shape[0], -1) if x.dim() > 2 else original
         if result.shape != expected.shape:
+            hint = _forward_hook_hint(module).strip() if result.shape == x.shape else ""
+            hint = hint or _flatten_mistake_hint(result, x, _flattens_in_training_only(module, result, x))
             fail(f"{said}\nforward received x of shape {tuple(result.shape)}; expected shape {tuple(expected.shape)}. "
-                 f"{_flatten_mistake_hint(result, x, _flattens_in_training_only(module, result, x))}".rstrip())
+                 f"{hint}".rstrip())
         if not torch.equal(result, expected):
             fail(f"{said}\nforward received {describe(result)}, of the right shape but with other values than x "
                  f"flattened ({describe(expected)}). Flatten in the tensor's own element order "
@@ -469,7 +506,13 @@ def check_flatten_images(flatten_images):
 
 def _check_received_kwargs(received, args, expected_kwargs, said, name, caller_kwargs, other_names, earlier_names):
     received_args, received_kwargs = received
-    if len(received_args) != len(args) or any(got is not given for got, given in zip(received_args, args)):
+    extended = len(received_args) > len(args) and all(got is given for got, given in zip(received_args, args))
+    if not extended and (len(received_args) != len(args)
+                         or any(got is not given for got, given in zip(received_args, args))):
+        fail(f"{said}\nforward received the positional arguments {_described_args(received_args)}; expected "
+             f"{_described_args(args)}, the caller's, unchanged. Return the positional arguments as the hook "
+             "received them (args), with only the keyword arguments changed.")
+    if extended:
         fail(f"{said}\nforward received the positional arguments {_described_args(received_args)}; expected "
              f"{_described_args(args)}, unchanged. A pre-hook without with_kwargs=True cannot add keyword "
              "arguments (returning a value there adds positional ones); register it with with_kwargs=True and "
@@ -522,23 +565,39 @@ def check_force_kwarg(force_kwarg):
 
     for (name, value, other_value), (module, _, text) in zip(cases, prepared):
         x, y = random_tensor(611, (2, 3)), random_tensor(612, (3,))
-        calls = [  # (positional, keyword arguments the caller passes)
-            ((x,), {}),
-            ((x,), {name: other_value}),
-            ((x, y), {"keep": 3, name: other_value}),
-            ((x, y), {"keep": "yes"}),
-            ((x,), {}),  # after calls with other keywords: nothing of theirs may linger
+        calls = [  # (positional, keyword arguments the caller passes, how the module is called)
+            ((x,), {}, "train"),
+            ((x,), {name: other_value}, "train"),
+            ((x, y), {"keep": 3, name: other_value}, "train"),
+            ((x, y), {"keep": "yes"}, "eval"),  # every call: in eval mode too
+            ((x,), {name: other_value}, "no_grad"),  # and under torch.no_grad()
+            ((x,), {}, "train"),  # after calls with other keywords: nothing of theirs may linger
         ]
-        earlier = set()
-        for args, kwargs in calls:
+        earlier, calls_made = set(), 0
+        for args, kwargs, how in calls:
             shown = ", ".join(["x", "y"][:len(args)] + [f"{key}={describe(val)}" for key, val in kwargs.items()])
-            said = f"Registered {text}, called module({shown})."
-            received = _call(module, said, args, dict(kwargs))
+            where = {"train": "", "eval": " in eval mode", "no_grad": " under torch.no_grad()"}[how]
+            after = f" (after {calls_made} earlier call(s))" if calls_made else ""
+            said = f"Registered {text}, called module({shown}){where}{after}."
+            module.train(how != "eval")
+            with torch.set_grad_enabled(how != "no_grad"):
+                received = _call(module, said, args, dict(kwargs))
+            module.train()
+            calls_made += 1
             expected = {**kwargs, name: value}
             others = [case[0] for case in cases if case[0] != name]
             if name not in received[1] and module._forward_hooks:
                 fail(f"{said}\nforward received the keyword arguments {received[1]!r}, without {name!r}."
                      f"{_forward_hook_hint(module)}")
+            forced = name in received[1] and _same(received[1][name], value)
+            if not forced and calls_made > 1 and not module._forward_pre_hooks:
+                fail(f"{said}\nforward received the keyword arguments {received[1]!r}, and the module no longer has "
+                     "a forward pre-hook: it was removed after an earlier call. The keyword must be forced on EVERY "
+                     "call: leave the hook registered (only the caller removes it, with the handle).")
+            if not forced and how != "train":
+                fail(f"{said}\nforward received the keyword arguments {received[1]!r}; expected {name}={describe(value)} "
+                     f"on every call, also{where} (the hook passed it in training mode with grad on). Don't look at "
+                     "module.training or grad mode: force the keyword on every call.")
             _check_received_kwargs(received, args, expected, said, name, kwargs, others, earlier)
             earlier.update(kwargs)
 

@@ -1,9 +1,11 @@
 """Mistake catalogue for lesson 03, forward pre-hooks. The format of an entry is described in
 tests/course/test_mistake_catalogue.py."""
 
+from mistakes import edited
+
 ENTRIES = [
     # ------------------------------------------------------------------ add_input_noise
-    dict(exercise="add_input_noise", kind="wrong", why="adds the noise to x in place",
+    dict(exercise="add_input_noise", kind="wrong", clause="not-in-place", why="adds the noise to x in place",
          source='''
 import torch
 
@@ -17,7 +19,7 @@ def add_input_noise(module, std, generator=None):
     return module.register_forward_pre_hook(hook)
 ''',
          expect=["changed in place", "in-place operation"]),
-    dict(exercise="add_input_noise", kind="wrong", why="adds noise in eval mode too",
+    dict(exercise="add_input_noise", kind="wrong", clause="eval-unchanged", why="adds noise in eval mode too",
          source='''
 import torch
 
@@ -30,7 +32,7 @@ def add_input_noise(module, std, generator=None):
     return module.register_forward_pre_hook(hook)
 ''',
          expect=["eval mode", "module.training"]),
-    dict(exercise="add_input_noise", kind="wrong", why="looks at the mode once, when registering",
+    dict(exercise="add_input_noise", kind="wrong", clause="mode-at-call", why="looks at the mode once, when registering",
          source='''
 import torch
 
@@ -47,7 +49,7 @@ def add_input_noise(module, std, generator=None):
     return module.register_forward_pre_hook(hook)
 ''',
          expect=["on every call", "not once when the hook is registered"]),
-    dict(exercise="add_input_noise", kind="wrong", why="ignores the generator",
+    dict(exercise="add_input_noise", kind="wrong", clause="generator", why="ignores the generator",
          source='''
 import torch
 
@@ -62,7 +64,7 @@ def add_input_noise(module, std, generator=None):
     return module.register_forward_pre_hook(hook)
 ''',
          expect=["seeded alike", "generator=generator"]),
-    dict(exercise="add_input_noise", kind="wrong", why="a fixed-seed generator of its own",
+    dict(exercise="add_input_noise", kind="wrong", clause="generator", why="a fixed-seed generator of its own",
          source='''
 import torch
 
@@ -79,7 +81,7 @@ def add_input_noise(module, std, generator=None):
     return module.register_forward_pre_hook(hook)
 ''',
          expect=["identical noise", "not from a generator of your own"]),
-    dict(exercise="add_input_noise", kind="wrong", why="scales by the variance std ** 2",
+    dict(exercise="add_input_noise", kind="wrong", clause="std", why="scales by the variance std ** 2",
          source='''
 import torch
 
@@ -94,7 +96,7 @@ def add_input_noise(module, std, generator=None):
     return module.register_forward_pre_hook(hook)
 ''',
          expect=["standard deviation", "std squared, the variance"]),
-    dict(exercise="add_input_noise", kind="wrong", why="treats std as the variance (square root)",
+    dict(exercise="add_input_noise", kind="wrong", clause="std", why="treats std as the variance (square root)",
          source='''
 import math
 
@@ -111,7 +113,7 @@ def add_input_noise(module, std, generator=None):
     return module.register_forward_pre_hook(hook)
 ''',
          expect=["square root of std", "not the variance"]),
-    dict(exercise="add_input_noise", kind="wrong", why="forgets to scale by std",
+    dict(exercise="add_input_noise", kind="wrong", clause="std", why="forgets to scale by std",
          source='''
 import torch
 
@@ -126,7 +128,7 @@ def add_input_noise(module, std, generator=None):
     return module.register_forward_pre_hook(hook)
 ''',
          expect=["standard deviation of torch.randn itself"]),
-    dict(exercise="add_input_noise", kind="wrong", why="uniform noise with the right spread",
+    dict(exercise="add_input_noise", kind="wrong", clause="normal", why="uniform noise with the right spread",
          source='''
 import torch
 
@@ -142,7 +144,7 @@ def add_input_noise(module, std, generator=None):
     return module.register_forward_pre_hook(hook)
 ''',
          expect=["normal distribution", "not the uniform one"]),
-    dict(exercise="add_input_noise", kind="wrong", why="multiplicative noise",
+    dict(exercise="add_input_noise", kind="wrong", clause="std", why="multiplicative noise",
          source='''
 import torch
 
@@ -157,7 +159,7 @@ def add_input_noise(module, std, generator=None):
     return module.register_forward_pre_hook(hook)
 ''',
          expect=["depends on the input"]),
-    dict(exercise="add_input_noise", kind="wrong", why="one noise value per sample, broadcast",
+    dict(exercise="add_input_noise", kind="wrong", clause="independent", why="one noise value per sample, broadcast",
          source='''
 import torch
 
@@ -173,7 +175,7 @@ def add_input_noise(module, std, generator=None):
     return module.register_forward_pre_hook(hook)
 ''',
          expect=["repeats itself along dimension", "full shape"]),
-    dict(exercise="add_input_noise", kind="wrong", why="the same noise on every call",
+    dict(exercise="add_input_noise", kind="wrong", clause="anew", why="the same noise on every call",
          source='''
 import torch
 
@@ -192,7 +194,7 @@ def add_input_noise(module, std, generator=None):
     return module.register_forward_pre_hook(hook)
 ''',
          expect=["exactly the same noise", "new noise on every call"]),
-    dict(exercise="add_input_noise", kind="wrong", why="returns only the noisy x",
+    dict(exercise="add_input_noise", kind="wrong", clause="other-args", why="returns only the noisy x",
          source='''
 import torch
 
@@ -207,7 +209,7 @@ def add_input_noise(module, std, generator=None):
     return module.register_forward_pre_hook(hook)
 ''',
          expect=["1 positional argument", "replaces all positional arguments"]),
-    dict(exercise="add_input_noise", kind="wrong", why="float64 noise changes the dtype",
+    dict(exercise="add_input_noise", kind="wrong", clause="dtype", why="float64 noise changes the dtype",
          source='''
 import torch
 
@@ -223,7 +225,7 @@ def add_input_noise(module, std, generator=None):
     return module.register_forward_pre_hook(hook)
 ''',
          expect=["dtype torch.float32 of x"]),
-    dict(exercise="add_input_noise", kind="wrong", why="works on x.data and cuts the graph",
+    dict(exercise="add_input_noise", kind="wrong", clause="gradient", why="works on x.data and cuts the graph",
          source='''
 import torch
 
@@ -238,7 +240,7 @@ def add_input_noise(module, std, generator=None):
     return module.register_forward_pre_hook(hook)
 ''',
          expect=["cut off from autograd"]),
-    dict(exercise="add_input_noise", kind="wrong", why="torch.normal around x has a zero gradient",
+    dict(exercise="add_input_noise", kind="wrong", clause="gradient", why="torch.normal around x has a zero gradient",
          source='''
 import torch
 
@@ -252,7 +254,7 @@ def add_input_noise(module, std, generator=None):
     return module.register_forward_pre_hook(hook)
 ''',
          expect=["all zero", "torch.normal(x, std)"]),
-    dict(exercise="add_input_noise", kind="wrong", why="a forward hook instead of a pre-hook",
+    dict(exercise="add_input_noise", kind="wrong", clause="pre-hook", why="a forward hook instead of a pre-hook",
          source='''
 import torch
 
@@ -266,7 +268,7 @@ def add_input_noise(module, std, generator=None):
     return module.register_forward_hook(hook)
 ''',
          expect=["no noise was added", "use register_forward_pre_hook"]),
-    dict(exercise="add_input_noise", kind="wrong", why="does not return the handle",
+    dict(exercise="add_input_noise", kind="wrong", clause="handle", why="does not return the handle",
          source='''
 import torch
 
@@ -329,7 +331,7 @@ def add_input_noise(module, std, generator=None):
     return module.register_forward_pre_hook(hook)
 ''',
          expect=[]),
-    dict(exercise="add_input_noise", kind="wrong", why="noise only on the first sample of the batch",
+    dict(exercise="add_input_noise", kind="wrong", clause="shape", why="noise only on the first sample of the batch",
          source='''
 import torch
 
@@ -345,7 +347,7 @@ def add_input_noise(module, std, generator=None):
     return module.register_forward_pre_hook(hook)
 ''',
          expect=['exactly 0 at', 'got no noise', 'full shape of x']),
-    dict(exercise="add_input_noise", kind="wrong", why="one noise value drawn when registering",
+    dict(exercise="add_input_noise", kind="wrong", clause="shape", why="one noise value drawn when registering",
          source='''
 import torch
 
@@ -361,7 +363,7 @@ def add_input_noise(module, std, generator=None):
     return module.register_forward_pre_hook(hook)
 ''',
          expect=['the same number everywhere']),
-    dict(exercise="add_input_noise", kind="wrong", why="draws from a copy of the generator",
+    dict(exercise="add_input_noise", kind="wrong", clause="generator", why="draws from a copy of the generator",
          source='''
 import torch
 
@@ -381,7 +383,7 @@ def add_input_noise(module, std, generator=None):
     return module.register_forward_pre_hook(hook)
 ''',
          expect=['same state as before the call', 'a copy of the generator', 'generator=generator']),
-    dict(exercise="add_input_noise", kind="wrong", why="seeds the global state from the generator",
+    dict(exercise="add_input_noise", kind="wrong", clause="generator", why="seeds the global state from the generator",
          source='''
 import torch
 
@@ -399,7 +401,7 @@ def add_input_noise(module, std, generator=None):
     return module.register_forward_pre_hook(hook)
 ''',
          expect=['same state as before the call', 'global random state']),
-    dict(exercise="add_input_noise", kind="wrong", why="returns a list of arguments",
+    dict(exercise="add_input_noise", kind="wrong", clause="other-args", why="returns a list of arguments",
          source='''
 import torch
 
@@ -481,7 +483,7 @@ def add_input_noise(module, std, generator=None):
          expect=[]),
 
     # ------------------------------------------------------------------ normalize_input
-    dict(exercise="normalize_input", kind="wrong", why="statistics broadcast against the last dimension",
+    dict(exercise="normalize_input", kind="wrong", clause="dim-1", why="statistics broadcast against the last dimension",
          source='''
 import torch
 
@@ -494,7 +496,7 @@ def normalize_input(module, mean, std):
     return module.register_forward_pre_hook(hook)
 ''',
          expect=["must match the size", "last dimension", "(1, C, 1, ...)"]),
-    dict(exercise="normalize_input", kind="wrong", why="statistics along the last dimension, broadcast by luck",
+    dict(exercise="normalize_input", kind="wrong", clause="dim-1", why="statistics along the last dimension, broadcast by luck",
          source='''
 import torch
 
@@ -512,7 +514,7 @@ def normalize_input(module, mean, std):
     return module.register_forward_pre_hook(hook)
 ''',
          expect=["normalized along the last dimension"]),
-    dict(exercise="normalize_input", kind="wrong", why="normalizes x in place",
+    dict(exercise="normalize_input", kind="wrong", clause="not-in-place", why="normalizes x in place",
          source='''
 import torch
 
@@ -526,7 +528,7 @@ def normalize_input(module, mean, std):
     return module.register_forward_pre_hook(hook)
 ''',
          expect=["changed in place"]),
-    dict(exercise="normalize_input", kind="wrong", why="divides by the variance",
+    dict(exercise="normalize_input", kind="wrong", clause="formula", why="divides by the variance",
          source='''
 import torch
 
@@ -542,7 +544,7 @@ def normalize_input(module, mean, std):
     return module.register_forward_pre_hook(hook)
 ''',
          expect=["std ** 2, the variance"]),
-    dict(exercise="normalize_input", kind="wrong", why="only subtracts the mean",
+    dict(exercise="normalize_input", kind="wrong", clause="formula", why="only subtracts the mean",
          source='''
 import torch
 
@@ -556,7 +558,7 @@ def normalize_input(module, mean, std):
     return module.register_forward_pre_hook(hook)
 ''',
          expect=["did not divide by std"]),
-    dict(exercise="normalize_input", kind="wrong", why="statistics shaped for 4-D images only",
+    dict(exercise="normalize_input", kind="wrong", clause="trailing-dims", why="statistics shaped for 4-D images only",
          source='''
 import torch
 
@@ -571,7 +573,7 @@ def normalize_input(module, mean, std):
     return module.register_forward_pre_hook(hook)
 ''',
          expect=["more dimensions than x", "trailing dimension"]),
-    dict(exercise="normalize_input", kind="wrong", why="normalizes with the statistics of x",
+    dict(exercise="normalize_input", kind="wrong", clause="formula", why="normalizes with the statistics of x",
          source='''
 import torch
 
@@ -585,7 +587,7 @@ def normalize_input(module, mean, std):
     return module.register_forward_pre_hook(hook)
 ''',
          expect=["statistics of x itself"]),
-    dict(exercise="normalize_input", kind="wrong", why="float64 statistics change the dtype",
+    dict(exercise="normalize_input", kind="wrong", clause="shape-dtype", why="float64 statistics change the dtype",
          source='''
 import torch
 
@@ -601,7 +603,7 @@ def normalize_input(module, mean, std):
     return module.register_forward_pre_hook(hook)
 ''',
          expect=["expected dtype torch.float32", "dtype=x.dtype"]),
-    dict(exercise="normalize_input", kind="wrong", why="returns only the normalized x",
+    dict(exercise="normalize_input", kind="wrong", clause="other-args", why="returns only the normalized x",
          source='''
 import torch
 
@@ -645,7 +647,7 @@ def normalize_input(module, mean, std):
     return module.register_forward_pre_hook(hook)
 ''',
          expect=[]),
-    dict(exercise="normalize_input", kind="wrong", why="statistics shaped on the first call and kept",
+    dict(exercise="normalize_input", kind="wrong", clause="every-call", why="statistics shaped on the first call and kept",
          source='''
 import torch
 
@@ -664,7 +666,7 @@ def normalize_input(module, mean, std):
     return module.register_forward_pre_hook(hook)
 ''',
          expect=['after calls with x of shape', 'more dimensions than x']),
-    dict(exercise="normalize_input", kind="wrong", why="normalizes only in training mode",
+    dict(exercise="normalize_input", kind="wrong", clause="both-modes", why="normalizes only in training mode",
          source='''
 import torch
 
@@ -682,7 +684,7 @@ def normalize_input(module, mean, std):
     return module.register_forward_pre_hook(hook)
 ''',
          expect=['in eval mode', 'eval mode too', 'x unchanged']),
-    dict(exercise="normalize_input", kind="wrong", why="statistics along dimension 0",
+    dict(exercise="normalize_input", kind="wrong", clause="dim-1", why="statistics along dimension 0",
          source='''
 import torch
 
@@ -698,7 +700,7 @@ def normalize_input(module, mean, std):
     return module.register_forward_pre_hook(hook)
 ''',
          expect=['must match the size', '(1, C, 1, ...)', '2 for this 4-D x']),
-    dict(exercise="normalize_input", kind="wrong", why="statistics shaped for 2-D or 4-D inputs only",
+    dict(exercise="normalize_input", kind="wrong", clause="trailing-dims", why="statistics shaped for 2-D or 4-D inputs only",
          source='''
 import torch
 
@@ -714,7 +716,7 @@ def normalize_input(module, mean, std):
     return module.register_forward_pre_hook(hook)
 ''',
          expect=['must match the size', 'fit only 4-d inputs', '1 for this 3-D x']),
-    dict(exercise="normalize_input", kind="wrong", why="returns the hook, not the handle",
+    dict(exercise="normalize_input", kind="wrong", clause="handle", why="returns the hook, not the handle",
          source='''
 import torch
 
@@ -779,7 +781,7 @@ def normalize_input(module, mean, std):
          expect=[]),
 
     # ------------------------------------------------------------------ flatten_images
-    dict(exercise="flatten_images", kind="wrong", why="view() fails on non-contiguous input",
+    dict(exercise="flatten_images", kind="wrong", clause="non-contiguous", why="view() fails on non-contiguous input",
          source='''
 def flatten_images(module):
     def hook(mod, args):
@@ -790,7 +792,7 @@ def flatten_images(module):
     return module.register_forward_pre_hook(hook)
 ''',
          expect=["view size is not compatible", "not contiguous", "reshape"]),
-    dict(exercise="flatten_images", kind="wrong", why="flattens the batch dimension too",
+    dict(exercise="flatten_images", kind="wrong", clause="all-but-first", why="flattens the batch dimension too",
          source='''
 def flatten_images(module):
     def hook(mod, args):
@@ -801,7 +803,7 @@ def flatten_images(module):
     return module.register_forward_pre_hook(hook)
 ''',
          expect=["flattened the batch dimension too"]),
-    dict(exercise="flatten_images", kind="wrong", why="flattens 1-D inputs too (flatten(1) raises)",
+    dict(exercise="flatten_images", kind="wrong", clause="small-unchanged", why="flattens 1-D inputs too (flatten(1) raises)",
          source='''
 def flatten_images(module):
     def hook(mod, args):
@@ -810,7 +812,7 @@ def flatten_images(module):
     return module.register_forward_pre_hook(hook)
 ''',
          expect=["dimension out of range", "1-D or 2-D input must pass unchanged"]),
-    dict(exercise="flatten_images", kind="wrong", why="reshapes 1-D inputs to (N, 1)",
+    dict(exercise="flatten_images", kind="wrong", clause="small-unchanged", why="reshapes 1-D inputs to (N, 1)",
          source='''
 def flatten_images(module):
     def hook(mod, args):
@@ -820,7 +822,7 @@ def flatten_images(module):
     return module.register_forward_pre_hook(hook)
 ''',
          expect=["expected shape (7,)", "1-d input must pass unchanged"]),
-    dict(exercise="flatten_images", kind="wrong", why="keeps the channels, flattens from dim 2",
+    dict(exercise="flatten_images", kind="wrong", clause="all-but-first", why="keeps the channels, flattens from dim 2",
          source='''
 def flatten_images(module):
     def hook(mod, args):
@@ -831,7 +833,7 @@ def flatten_images(module):
     return module.register_forward_pre_hook(hook)
 ''',
          expect=["from dimension 2"]),
-    dict(exercise="flatten_images", kind="wrong", why="only 4-D inputs are flattened",
+    dict(exercise="flatten_images", kind="wrong", clause="more-than-2", why="only 4-D inputs are flattened",
          source='''
 def flatten_images(module):
     def hook(mod, args):
@@ -842,7 +844,7 @@ def flatten_images(module):
     return module.register_forward_pre_hook(hook)
 ''',
          expect=["more than 2 dimensions, not only 4-D"]),
-    dict(exercise="flatten_images", kind="wrong", why="moves the channels last before flattening",
+    dict(exercise="flatten_images", kind="wrong", clause="order", why="moves the channels last before flattening",
          source='''
 def flatten_images(module):
     def hook(mod, args):
@@ -853,7 +855,7 @@ def flatten_images(module):
     return module.register_forward_pre_hook(hook)
 ''',
          expect=["right shape but with other values", "own element order"]),
-    dict(exercise="flatten_images", kind="wrong", why="returns only the flattened x",
+    dict(exercise="flatten_images", kind="wrong", clause="other-args", why="returns only the flattened x",
          source='''
 def flatten_images(module):
     def hook(mod, args):
@@ -891,7 +893,7 @@ def flatten_images(module):
     return module.register_forward_pre_hook(hook)
 ''',
          expect=[]),
-    dict(exercise="flatten_images", kind="wrong", why="a NumPy round trip cuts the graph",
+    dict(exercise="flatten_images", kind="wrong", clause="gradient", why="a NumPy round trip cuts the graph",
          source='''
 import torch
 
@@ -905,7 +907,7 @@ def flatten_images(module):
     return module.register_forward_pre_hook(hook)
 ''',
          expect=['cut off from autograd']),
-    dict(exercise="flatten_images", kind="wrong", why="flattens only in training mode",
+    dict(exercise="flatten_images", kind="wrong", clause="both-modes", why="flattens only in training mode",
          source='''
 def flatten_images(module):
     def hook(mod, args):
@@ -916,7 +918,7 @@ def flatten_images(module):
     return module.register_forward_pre_hook(hook)
 ''',
          expect=['unchanged in eval mode', 'in every mode']),
-    dict(exercise="flatten_images", kind="wrong", why="skips non-contiguous inputs to avoid the view error",
+    dict(exercise="flatten_images", kind="wrong", clause="non-contiguous", why="skips non-contiguous inputs to avoid the view error",
          source='''
 def flatten_images(module):
     def hook(mod, args):
@@ -927,7 +929,7 @@ def flatten_images(module):
     return module.register_forward_pre_hook(hook)
 ''',
          expect=['not contiguous', 'reshape']),
-    dict(exercise="flatten_images", kind="wrong", why="flattens 2-D inputs completely",
+    dict(exercise="flatten_images", kind="wrong", clause="small-unchanged", why="flattens 2-D inputs completely",
          source='''
 def flatten_images(module):
     def hook(mod, args):
@@ -940,7 +942,7 @@ def flatten_images(module):
     return module.register_forward_pre_hook(hook)
 ''',
          expect=['2-D input must pass unchanged']),
-    dict(exercise="flatten_images", kind="wrong", why="reshapes the caller's tensor through x.data",
+    dict(exercise="flatten_images", kind="wrong", clause="not-in-place", why="reshapes the caller's tensor through x.data",
          source='''
 def flatten_images(module):
     def hook(mod, args):
@@ -951,7 +953,7 @@ def flatten_images(module):
     return module.register_forward_pre_hook(hook)
 ''',
          expect=['changed in place', 'x.data']),
-    dict(exercise="flatten_images", kind="wrong", why="does not return the handle",
+    dict(exercise="flatten_images", kind="wrong", clause="handle", why="does not return the handle",
          source='''
 def flatten_images(module):
     def hook(mod, args):
@@ -1000,7 +1002,7 @@ def flatten_images(module):
          expect=[]),
 
     # ------------------------------------------------------------------ force_kwarg
-    dict(exercise="force_kwarg", kind="wrong", why="setdefault does not override",
+    dict(exercise="force_kwarg", kind="wrong", clause="overridden", why="setdefault does not override",
          source='''
 def force_kwarg(module, name, value):
     def hook(mod, args, kwargs):
@@ -1011,7 +1013,7 @@ def force_kwarg(module, name, value):
     return module.register_forward_pre_hook(hook, with_kwargs=True)
 ''',
          expect=["the value the caller passed", "override the caller's value"]),
-    dict(exercise="force_kwarg", kind="wrong", why="only overrides, never adds",
+    dict(exercise="force_kwarg", kind="wrong", clause="added", why="only overrides, never adds",
          source='''
 def force_kwarg(module, name, value):
     def hook(mod, args, kwargs):
@@ -1022,7 +1024,7 @@ def force_kwarg(module, name, value):
     return module.register_forward_pre_hook(hook, with_kwargs=True)
 ''',
          expect=["without 'scale'", "add it then, too"]),
-    dict(exercise="force_kwarg", kind="wrong", why="a plain pre-hook adds a positional argument",
+    dict(exercise="force_kwarg", kind="wrong", clause="registers", why="a plain pre-hook adds a positional argument",
          source='''
 def force_kwarg(module, name, value):
     def hook(mod, args):
@@ -1031,7 +1033,7 @@ def force_kwarg(module, name, value):
     return module.register_forward_pre_hook(hook)
 ''',
          expect=["cannot add keyword arguments", "with_kwargs=True"]),
-    dict(exercise="force_kwarg", kind="wrong", why="with_kwargs hook returns only the kwargs",
+    dict(exercise="force_kwarg", kind="wrong", clause="name-value", why="with_kwargs hook returns only the kwargs",
          source='''
 def force_kwarg(module, name, value):
     def hook(mod, args, kwargs):
@@ -1040,7 +1042,7 @@ def force_kwarg(module, name, value):
     return module.register_forward_pre_hook(hook, with_kwargs=True)
 ''',
          expect=["forward pre-hook must return none or a tuple", "the pair (args, kwargs)"]),
-    dict(exercise="force_kwarg", kind="wrong", why="drops the caller's other keyword arguments",
+    dict(exercise="force_kwarg", kind="wrong", clause="other-kwargs", why="drops the caller's other keyword arguments",
          source='''
 def force_kwarg(module, name, value):
     def hook(mod, args, kwargs):
@@ -1049,7 +1051,7 @@ def force_kwarg(module, name, value):
     return module.register_forward_pre_hook(hook, with_kwargs=True)
 ''',
          expect=["other keyword arguments must pass through"]),
-    dict(exercise="force_kwarg", kind="wrong", why="name and value kept in globals",
+    dict(exercise="force_kwarg", kind="wrong", clause="name-value", why="name and value kept in globals",
          source='''
 forced = {}
 
@@ -1063,7 +1065,7 @@ def force_kwarg(module, name, value):
     return module.register_forward_pre_hook(hook, with_kwargs=True)
 ''',
          expect=["another module", "its own name and value"]),
-    dict(exercise="force_kwarg", kind="wrong", why="does not return the handle",
+    dict(exercise="force_kwarg", kind="wrong", clause="handle", why="does not return the handle",
          source='''
 def force_kwarg(module, name, value):
     def hook(mod, args, kwargs):
@@ -1095,7 +1097,7 @@ def force_kwarg(module, name, value):
     return module.register_forward_pre_hook(ForceKeyword(name, value), with_kwargs=True)
 ''',
          expect=[]),
-    dict(exercise="force_kwarg", kind="wrong", why="a kwargs hook registered without with_kwargs",
+    dict(exercise="force_kwarg", kind="wrong", clause="registers", why="a kwargs hook registered without with_kwargs",
          source='''
 def force_kwarg(module, name, value):
     def hook(mod, args, kwargs):
@@ -1104,7 +1106,7 @@ def force_kwarg(module, name, value):
     return module.register_forward_pre_hook(hook)
 ''',
          expect=['missing 1 required positional argument', 'with_kwargs=True']),
-    dict(exercise="force_kwarg", kind="wrong", why="returns the pair the wrong way round",
+    dict(exercise="force_kwarg", kind="wrong", clause="name-value", why="returns the pair the wrong way round",
          source='''
 def force_kwarg(module, name, value):
     def hook(mod, args, kwargs):
@@ -1113,7 +1115,7 @@ def force_kwarg(module, name, value):
     return module.register_forward_pre_hook(hook, with_kwargs=True)
 ''',
          expect=['must be a mapping', 'in the order (args, kwargs)']),
-    dict(exercise="force_kwarg", kind="wrong", why="one dict kept between calls",
+    dict(exercise="force_kwarg", kind="wrong", clause="other-kwargs", why="one dict kept between calls",
          source='''
 def force_kwarg(module, name, value):
     merged = {}
@@ -1126,7 +1128,7 @@ def force_kwarg(module, name, value):
     return module.register_forward_pre_hook(hook, with_kwargs=True)
 ''',
          expect=['an earlier call did', 'new dict on every call']),
-    dict(exercise="force_kwarg", kind="wrong", why="the string 'name' as the key",
+    dict(exercise="force_kwarg", kind="wrong", clause="name-value", why="the string 'name' as the key",
          source='''
 def force_kwarg(module, name, value):
     def hook(mod, args, kwargs):
@@ -1135,7 +1137,7 @@ def force_kwarg(module, name, value):
     return module.register_forward_pre_hook(hook, with_kwargs=True)
 ''',
          expect=["'name' in place of 'scale'", 'not a fixed string']),
-    dict(exercise="force_kwarg", kind="wrong", why="a forward hook sets the keyword too late",
+    dict(exercise="force_kwarg", kind="wrong", clause="registers", why="a forward hook sets the keyword too late",
          source='''
 def force_kwarg(module, name, value):
     def hook(mod, args, kwargs, output):
@@ -1173,6 +1175,335 @@ def force_kwarg(module, name, value):
         return list(args), kwargs
 
     return module.register_forward_pre_hook(hook, with_kwargs=True, prepend=True)
+''',
+         expect=[]),
+]
+
+# The clause → check table (tests/course/test_contract_clauses.py): words quoted from each docstring.
+CLAUSES = {
+    "add_input_noise": {
+        "pre-hook": "Register a forward pre-hook on `module` that adds normal noise to its first input",
+        "handle": "return the handle.",
+        "mode-at-call": "(`module.training` is True at the time of the call)",
+        "shape": "`noise` has the shape of `x`",
+        "independent": "holds independent normal values",
+        "normal": "normal values",
+        "mean-0": "of mean 0",
+        "std": "standard deviation `std`",
+        "anew": "drawn anew on every call",
+        "generator": "from `generator` (a torch.Generator) when it is not None",
+        "eval-unchanged": "In eval mode the inputs pass unchanged.",
+        "grad-mode": "The mode decides, not grad mode: noise is added under torch.no_grad() too.",
+        "not-in-place": "The caller's tensor is not changed in place",
+        "other-args": "other positional arguments and all keyword arguments pass through unchanged",
+        "dtype": "the new input keeps the dtype of `x`",
+        "gradient": "gradients flow back to `x`",
+    },
+    "normalize_input": {
+        "pre-hook": "Register a forward pre-hook on `module` that normalizes its first input per channel",
+        "handle": "return the handle.",
+        "trailing-dims": "with any number of trailing dimensions (also none)",
+        "formula": "It is replaced by (x - mean[c]) / std[c]",
+        "dim-1": "for every channel c along dimension 1",
+        "sequences": "`mean` and `std` are sequences (lists or tuples) of C numbers.",
+        "every-call": "This happens on every call",
+        "both-modes": "in training and eval mode alike",
+        "not-in-place": "The caller's tensor is not changed in place",
+        "other-args": "other positional arguments and all keyword arguments pass through unchanged",
+        "shape-dtype": "the result has the shape and dtype of `x`",
+        "gradient": "gradients flow back to `x`",
+    },
+    "flatten_images": {
+        "pre-hook": "Register a forward pre-hook on `module` that flattens inputs with more than 2 dims",
+        "handle": "return the handle.",
+        "more-than-2": "If the first positional argument `x` has more than 2 dimensions",
+        "all-but-first": "it is replaced by `x` reshaped to (N, -1): all dimensions but the first flattened",
+        "order": "in the tensor's own element order",
+        "non-contiguous": "also when `x` is not contiguous",
+        "small-unchanged": "1-D and 2-D inputs pass unchanged.",
+        "not-in-place": "The caller's tensor is not changed in place",
+        "other-args": "other positional arguments and all keyword arguments pass through unchanged",
+        "both-modes": "This happens in training and eval mode alike",
+        "gradient": "gradients flow back to `x`",
+    },
+    "force_kwarg": {
+        "registers": "Register a forward pre-hook on `module` that passes `name=value` to every call",
+        "handle": "return the handle.",
+        "every-call": "On every call of `module` (in training and eval mode, with grad mode on or off)",
+        "name-value": "`forward` receives the keyword argument `name` with the value `value`",
+        "added": "added if the caller did not pass it",
+        "overridden": "overridden if the caller did",
+        "positional": "Positional arguments",
+        "other-kwargs": "the other keyword arguments pass through unchanged",
+    },
+}
+
+_NOISE = '''
+import torch
+
+
+def add_input_noise(module, std, generator=None):
+    def hook(mod, args):
+        if not mod.training:
+            return None
+        x = args[0]
+        return (x + torch.randn(x.shape, generator=generator, dtype=x.dtype) * std, *args[1:])
+
+    return module.register_forward_pre_hook(hook)
+'''
+
+_NORMALIZE = '''
+import torch
+
+
+def normalize_input(module, mean, std):
+    def hook(mod, args):
+        x = args[0]
+        shape = (1, -1) + (1,) * (x.dim() - 2)
+        m = torch.as_tensor(mean, dtype=x.dtype).reshape(shape)
+        s = torch.as_tensor(std, dtype=x.dtype).reshape(shape)
+        return ((x - m) / s, *args[1:])
+
+    return module.register_forward_pre_hook(hook)
+'''
+
+_FLATTEN = '''
+def flatten_images(module):
+    def hook(mod, args):
+        x = args[0]
+        if x.dim() <= 2:
+            return None
+        return (x.flatten(1), *args[1:])
+
+    return module.register_forward_pre_hook(hook)
+'''
+
+_FORCE = '''
+def force_kwarg(module, name, value):
+    def hook(mod, args, kwargs):
+        return args, {**kwargs, name: value}
+
+    return module.register_forward_pre_hook(hook, with_kwargs=True)
+'''
+
+ENTRIES += [
+    # ------------------------------------------------------------------ add_input_noise: clauses, adversary
+    dict(exercise="add_input_noise", kind="wrong", clause="mean-0", why="noise centred on 1, as for multiplying",
+         source=edited(_NOISE, ("torch.randn(x.shape, generator=generator, dtype=x.dtype) * std",
+                                "torch.normal(1.0, std, size=x.shape, generator=generator, dtype=x.dtype)")),
+         expect=["has mean", "expected mean 0"]),
+    dict(exercise="add_input_noise", kind="wrong", clause="grad-mode", why="no noise under no_grad in training mode",
+         source=edited(_NOISE, ("if not mod.training:", "if not mod.training or not torch.is_grad_enabled():")),
+         expect=["under torch.no_grad()", "not grad mode", "module.training"]),
+    dict(exercise="add_input_noise", kind="wrong", clause="eval-unchanged", why="grad mode instead of the module's mode",
+         source=edited(_NOISE, ("if not mod.training:", "if not torch.is_grad_enabled():")),
+         expect=["in eval mode the input must pass unchanged", "module.training"]),
+    dict(exercise="add_input_noise", kind="wrong", clause="other-args", why="a with_kwargs hook that drops the keywords",
+         source=edited(_NOISE, ("def hook(mod, args):", "def hook(mod, args, kwargs):"),
+                       ("*args[1:])", "*args[1:]), {}"),
+                       ("register_forward_pre_hook(hook)", "register_forward_pre_hook(hook, with_kwargs=True)")),
+         expect=["keyword arguments", "unchanged", "must return the kwargs it received"]),
+    dict(exercise="add_input_noise", kind="wrong", clause="other-args", why="noise on every tensor argument",
+         source=edited(_NOISE, ("        x = args[0]\n        return (x + torch.randn(x.shape, generator=generator, "
+                                "dtype=x.dtype) * std, *args[1:])",
+                                "        return tuple(a + torch.randn(a.shape, generator=generator, dtype=a.dtype) * std\n"
+                                "                     if isinstance(a, torch.Tensor) else a for a in args)")),
+         expect=["positional argument 1 reached forward", "change only the first argument"]),
+    dict(exercise="add_input_noise", kind="wrong", clause="anew", why="a fresh default generator when none is given",
+         source=edited(_NOISE, ("generator=generator, dtype", "generator=generator or torch.Generator(), dtype")),
+         expect=["exactly the same noise", "do not reseed"]),
+    dict(exercise="add_input_noise", kind="wrong", clause="anew", why="reseeds the given generator on every call",
+         source=edited(_NOISE, ("        x = args[0]\n", "        x = args[0]\n        if generator is not None:\n"
+                                "            generator.manual_seed(generator.initial_seed())\n")),
+         expect=["exactly the same noise", "do not reseed"]),
+    dict(exercise="add_input_noise", kind="wrong", clause="independent", why="one noise map shared by the whole batch",
+         source=edited(_NOISE, ("torch.randn(x.shape, generator", "torch.randn(x.shape[1:], generator")),
+         expect=["repeats itself along dimension 0", "full shape"]),
+    dict(exercise="add_input_noise", kind="wrong", clause="handle", why="returns the module for chaining",
+         source=edited(_NOISE, ("    return module.register_forward_pre_hook(hook)",
+                                "    module.register_forward_pre_hook(hook)\n    return module")),
+         expect=["returned _recorder", "expected the handle"]),
+    dict(exercise="add_input_noise", kind="wrong", clause="gradient", why="noise drawn around a detached x",
+         source=edited(_NOISE, ("return (x + torch.randn", "return (x.detach() + torch.randn")),
+         expect=["cut off from autograd"]),
+    dict(exercise="add_input_noise", kind="right", why="a hook class, keyword arguments left alone",
+         source='''
+import torch
+
+
+class InputNoise:
+    def __init__(self, std, generator):
+        self.std, self.generator = std, generator
+
+    def __call__(self, module, args):
+        if module.training:
+            first, *rest = args
+            noise = torch.empty_like(first).normal_(generator=self.generator) * self.std
+            return (first + noise, *rest)
+
+
+def add_input_noise(module, std, generator=None):
+    return module.register_forward_pre_hook(InputNoise(std, generator))
+''',
+         expect=[]),
+
+    # ------------------------------------------------------------------ normalize_input: clauses, adversary
+    dict(exercise="normalize_input", kind="wrong", clause="sequences", why="makes a tensor of lists only",
+         source=edited(_NORMALIZE, ("    def hook(mod, args):", "    if isinstance(mean, list):\n"
+                                    "        mean, std = torch.tensor(mean), torch.tensor(std)\n\n"
+                                    "    def hook(mod, args):"),
+                       ("m = torch.as_tensor(mean, dtype=x.dtype).reshape(shape)", "m = mean.to(x.dtype).reshape(shape)"),
+                       ("s = torch.as_tensor(std, dtype=x.dtype).reshape(shape)", "s = std.to(x.dtype).reshape(shape)")),
+         expect=["'tuple' object", "lists or tuples", "torch.as_tensor"]),
+    dict(exercise="normalize_input", kind="wrong", clause="gradient", why="normalizes under torch.no_grad()",
+         source=edited(_NORMALIZE, ("        return ((x - m) / s, *args[1:])",
+                                    "        with torch.no_grad():\n            return ((x - m) / s, *args[1:])")),
+         expect=["cut off from autograd"]),
+    dict(exercise="normalize_input", kind="wrong", clause="other-args", why="a with_kwargs hook that drops the keywords",
+         source=edited(_NORMALIZE, ("def hook(mod, args):", "def hook(mod, args, kwargs):"),
+                       ("*args[1:])", "*args[1:]), {}"),
+                       ("register_forward_pre_hook(hook)", "register_forward_pre_hook(hook, with_kwargs=True)")),
+         expect=["keyword arguments", "unchanged"]),
+    dict(exercise="normalize_input", kind="wrong", clause="pre-hook", why="a forward hook normalizes the output",
+         source=edited(_NORMALIZE, ("def hook(mod, args):\n        x = args[0]", "def hook(mod, args, output):\n        x = output"),
+                       ("return ((x - m) / s, *args[1:])", "return (x - m) / s"),
+                       ("register_forward_pre_hook(hook)", "register_forward_hook(hook)")),
+         expect=["x unchanged", "runs after forward", "register_forward_pre_hook"]),
+    dict(exercise="normalize_input", kind="wrong", clause="trailing-dims", why="statistics shaped (C, 1, 1) as for images",
+         source=edited(_NORMALIZE, ("shape = (1, -1) + (1,) * (x.dim() - 2)", "shape = (-1, 1, 1)")),
+         expect=["more dimensions than x"]),
+    dict(exercise="normalize_input", kind="wrong", clause="formula", why="F.batch_norm with std as the running variance",
+         source='''
+import torch
+import torch.nn.functional as F
+
+
+def normalize_input(module, mean, std):
+    def hook(mod, args):
+        x = args[0]
+        m = torch.as_tensor(mean, dtype=x.dtype)
+        s = torch.as_tensor(std, dtype=x.dtype)
+        return (F.batch_norm(x, m, s, training=False, eps=0.0), *args[1:])
+
+    return module.register_forward_pre_hook(hook)
+''',
+         expect=["square root of std", "divide by std itself"]),
+    dict(exercise="normalize_input", kind="wrong", clause="other-args", why="normalizes every tensor argument",
+         source=edited(_NORMALIZE, ("        return ((x - m) / s, *args[1:])",
+                                    "        rest = tuple(a / 1.0 if torch.is_tensor(a) else a for a in args[1:])\n"
+                                    "        return ((x - m) / s, *rest)")),
+         expect=["positional argument 1 reached forward", "change only the first argument"]),
+    dict(exercise="normalize_input", kind="wrong", clause="not-in-place", why="normalizes the caller's tensor through x.data",
+         source=edited(_NORMALIZE, ("        return ((x - m) / s, *args[1:])",
+                                    "        x.data = (x.data - m) / s\n        return (x, *args[1:])")),
+         expect=["changed in place", "x.data"]),
+    dict(exercise="normalize_input", kind="right", why="a list of args and F.batch_norm with the variance std ** 2",
+         source='''
+import torch
+import torch.nn.functional as F
+
+
+def normalize_input(module, mean, std):
+    def hook(mod, args):
+        new = list(args)
+        x = new[0]
+        m = torch.tensor(list(mean), dtype=x.dtype)
+        var = torch.tensor(list(std), dtype=x.dtype) ** 2
+        new[0] = F.batch_norm(x, m, var, training=False, eps=0.0)
+        return tuple(new)
+
+    return module.register_forward_pre_hook(hook)
+''',
+         expect=[]),
+
+    # ------------------------------------------------------------------ flatten_images: clauses, adversary
+    dict(exercise="flatten_images", kind="wrong", clause="other-args", why="a with_kwargs hook that drops the keywords",
+         source=edited(_FLATTEN, ("def hook(mod, args):", "def hook(mod, args, kwargs):"),
+                       ("*args[1:])", "*args[1:]), {}"),
+                       ("register_forward_pre_hook(hook)", "register_forward_pre_hook(hook, with_kwargs=True)")),
+         expect=["keyword arguments", "unchanged"]),
+    dict(exercise="flatten_images", kind="wrong", clause="more-than-2", why="sizes of a 4-D image spelled out",
+         source=edited(_FLATTEN, ("x.flatten(1)", "x.reshape(x.shape[0], x.shape[1] * x.shape[2] * x.shape[3])")),
+         expect=["tuple index out of range", "not only 4-d images"]),
+    dict(exercise="flatten_images", kind="wrong", clause="all-but-first", why="keeps the last dimension",
+         source=edited(_FLATTEN, ("x.flatten(1)", "x.reshape(-1, x.shape[-1])")),
+         expect=["kept the last dimension", "shape (n, -1)"]),
+    dict(exercise="flatten_images", kind="wrong", clause="gradient", why="flattens a detached x",
+         source=edited(_FLATTEN, ("x.flatten(1)", "x.detach().flatten(1)")),
+         expect=["cut off from autograd"]),
+    dict(exercise="flatten_images", kind="wrong", clause="handle", why="returns the hook function",
+         source=edited(_FLATTEN, ("    return module.register_forward_pre_hook(hook)",
+                                  "    module.register_forward_pre_hook(hook)\n    return hook")),
+         expect=["returned function", "expected the handle"]),
+    dict(exercise="flatten_images", kind="wrong", clause="other-args", why="a list of all the arguments",
+         source=edited(_FLATTEN, ("return (x.flatten(1), *args[1:])", "return [x.flatten(1), *args[1:]]")),
+         expect=["1 positional argument", "not a tuple becomes the only one"]),
+    dict(exercise="flatten_images", kind="wrong", clause="pre-hook", why="a forward hook flattens the output",
+         source='''
+def flatten_images(module):
+    def hook(mod, args, output):
+        if output.dim() > 2:
+            return output.flatten(1)
+
+    return module.register_forward_hook(hook)
+''',
+         expect=["expected shape", "runs after forward", "register_forward_pre_hook"]),
+    dict(exercise="flatten_images", kind="right", why="a with_kwargs hook that returns the keywords it got",
+         source='''
+def flatten_images(module):
+    def hook(mod, args, kwargs):
+        first, *rest = args
+        if first.dim() > 2:
+            first = first.reshape(len(first), -1)
+        return (first, *rest), kwargs
+
+    return module.register_forward_pre_hook(hook, with_kwargs=True)
+''',
+         expect=[]),
+
+    # ------------------------------------------------------------------ force_kwarg: clauses, adversary
+    dict(exercise="force_kwarg", kind="wrong", clause="every-call", why="a one-shot hook that removes itself",
+         source='''
+def force_kwarg(module, name, value):
+    def hook(mod, args, kwargs):
+        handle.remove()
+        return args, {**kwargs, name: value}
+
+    handle = module.register_forward_pre_hook(hook, with_kwargs=True)
+    return handle
+''',
+         expect=["no longer has a forward pre-hook", "every call"]),
+    dict(exercise="force_kwarg", kind="wrong", clause="every-call", why="only in training mode",
+         source=edited(_FORCE, ("    def hook(mod, args, kwargs):\n",
+                                "    def hook(mod, args, kwargs):\n        if not mod.training:\n            return None\n")),
+         expect=["also in eval mode", "don't look at module.training"]),
+    dict(exercise="force_kwarg", kind="wrong", clause="every-call", why="only while grad mode is on",
+         source=edited(_FORCE, ("    def hook(mod, args, kwargs):\n",
+                                "    import torch\n\n    def hook(mod, args, kwargs):\n"
+                                "        if not torch.is_grad_enabled():\n            return None\n")),
+         expect=["under torch.no_grad()", "on every call"]),
+    dict(exercise="force_kwarg", kind="wrong", clause="positional", why="keeps only the first positional argument",
+         source=edited(_FORCE, ("return args, {**kwargs, name: value}", "return (args[0],), {**kwargs, name: value}")),
+         expect=["positional arguments", "the caller's, unchanged", "as the hook received them"]),
+    dict(exercise="force_kwarg", kind="wrong", clause="added", why="skips calls without keyword arguments",
+         source=edited(_FORCE, ("    def hook(mod, args, kwargs):\n",
+                                "    def hook(mod, args, kwargs):\n        if not kwargs:\n            return None\n")),
+         expect=["without 'scale'", "add it then, too"]),
+    dict(exercise="force_kwarg", kind="wrong", clause="overridden", why="the caller's value wins through dict order",
+         source=edited(_FORCE, ("{**kwargs, name: value}", "{name: value, **kwargs}")),
+         expect=["the value the caller passed", "override the caller's value"]),
+    dict(exercise="force_kwarg", kind="wrong", clause="name-value", why="the pair returned as a list",
+         source=edited(_FORCE, ("return args, {**kwargs, name: value}", "return [args, {**kwargs, name: value}]")),
+         expect=["forward pre-hook must return none or a tuple", "the pair (args, kwargs)"]),
+    dict(exercise="force_kwarg", kind="right", why="a tuple of args rebuilt and a dict comprehension",
+         source='''
+def force_kwarg(module, name, value):
+    def hook(mod, args, kwargs):
+        merged = {key: val for key, val in kwargs.items() if key != name}
+        merged[name] = value
+        return tuple(args), merged
+
+    return module.register_forward_pre_hook(hook, with_kwargs=True)
 ''',
          expect=[]),
 ]
