@@ -27,6 +27,7 @@
 # grades every lesson).
 
 # %%
+import gc
 import weakref
 
 import matplotlib.pyplot as plt
@@ -259,9 +260,9 @@ assert not torch.equal(every[0], every[1])
 # ## Finding layers by name
 #
 # To hook a layer you need the module object. `model.named_modules()` lists every submodule at
-# every depth with its dotted name, the same names `state_dict()` uses: `features.2.0` is child `0`
-# of child `2` of the attribute `features`. The model itself comes first, under the name `""`.
-# `model.named_children()` lists only the direct children.
+# every depth with its dotted name, the names `state_dict()` keys start with: `features.2.0` is
+# child `0` of child `2` of the attribute `features`. The model itself comes first, under the name
+# `""`. `model.named_children()` lists only the direct children.
 
 # %%
 class Net(nn.Module):
@@ -286,6 +287,25 @@ assert child_names == ["features", "head"]
 assert dict(net.named_modules())["features.2.0"] is net.features[2][0]
 print("state_dict() keys start with the same names:", list(net.state_dict())[:4])
 assert "features.2.0.weight" in net.state_dict()
+assert net.get_submodule("") is net and net.get_submodule("features.2.0") is net.features[2][0]
+
+# %% [markdown]
+# A module reachable under two names (a layer reused in a `Sequential`, tied layers) is listed
+# *once*, under its first name. `named_modules(remove_duplicate=False)` lists every name, and
+# `get_submodule(name)` accepts any of them; `state_dict()` has keys under both names too.
+
+# %%
+reused = nn.Linear(3, 3)
+twice = nn.Sequential(reused, nn.Tanh(), reused)
+once_names = [name for name, module in twice.named_modules()]
+every_name = [name for name, module in twice.named_modules(remove_duplicate=False)]
+print("named_modules():                      ", once_names)
+print("named_modules(remove_duplicate=False):", every_name)
+print("get_submodule('2') is the reused layer:", twice.get_submodule("2") is reused,
+      "| state_dict():", list(twice.state_dict()))
+assert once_names == ["", "0", "1"] and every_name == ["", "0", "1", "2"]
+assert twice.get_submodule("2") is twice.get_submodule("0") is reused
+assert list(twice.state_dict()) == ["0.weight", "0.bias", "2.weight", "2.bias"]
 
 # %% [markdown]
 # **A trap when you register hooks in a loop.** A hook defined inside the loop that uses the loop
@@ -331,7 +351,39 @@ assert list(bound) == linear_names == ["features.0", "features.2.0", "head"]
 # A module's output, computed while gradients are on, carries its autograd graph: `output.grad_fn`
 # links back through every earlier layer. For the backward pass, autograd *saves* tensors in that
 # graph: a `Linear` saves its input, a `ReLU` its output. Keep the output and you keep all of them.
-#
+
+# %%
+torch.manual_seed(0)
+small = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 2))
+x = torch.randn(5, 3)
+small_out = small(x)
+
+
+def graph_nodes(node):
+    """The names of the autograd nodes reachable from `node`, first met first."""
+    names, todo = [], [node]
+    while todo:
+        node = todo.pop(0)
+        if node is not None and type(node).__name__ != "AccumulateGrad":  # AccumulateGrad: a parameter
+            names.append(type(node).__name__)
+            todo += [next_node for next_node, index in node.next_functions]
+    return names
+
+
+print("nodes reachable from the output's grad_fn:", graph_nodes(small_out.grad_fn))
+assert graph_nodes(small_out.grad_fn) == ["AddmmBackward0", "ReluBackward0", "TBackward0", "AddmmBackward0",
+                                          "TBackward0"]  # TBackward0: the weights' transposes
+last_linear = small_out.grad_fn  # the second Linear (addmm: bias + input @ weight.T)
+relu_node = last_linear.next_functions[1][0]
+first_linear = relu_node.next_functions[0][0]
+print("the first Linear saved its input x:", first_linear._saved_mat1 is x,
+      "| the ReLU saved its output, which the second Linear saved as its input:",
+      torch.equal(relu_node._saved_result, last_linear._saved_mat1))
+assert first_linear._saved_mat1 is x
+assert torch.equal(relu_node._saved_result, small[1](small[0](x)))
+assert torch.equal(last_linear._saved_mat1, relu_node._saved_result)
+
+# %% [markdown]
 # The classic case is collecting features batch after batch by appending the output of the last
 # layer to a list. To measure what that keeps, `torch.autograd.graph.saved_tensors_hooks` shows us
 # every tensor autograd saves. We keep only a *weak* reference to each one (which does not keep it
@@ -346,8 +398,7 @@ saved_by_autograd = []  # (weak reference, bytes)
 
 
 def pack(tensor):
-    # Return a detached alias (same memory): returning `tensor` itself would tie a saved output to
-    # its own graph in a reference cycle, which only the garbage collector frees.
+    # Return a detached alias (same memory); returning `tensor` itself leaks (see the next cell).
     alias = tensor.detach()
     if tensor.data_ptr() not in parameter_pointers:
         saved_by_autograd.append((weakref.ref(alias), tensor.untyped_storage().nbytes()))
@@ -421,6 +472,35 @@ plt.tight_layout()
 plt.show()
 
 # %% [markdown]
+# Why `pack` above returns `tensor.detach()` and not `tensor`: a ReLU saves its own output, so a
+# `pack` that returns the tensor itself makes the output hold its graph and the graph hold the
+# output. Python's garbage collector does not free that pair: the output leaks, as the weak
+# reference below shows after `del` and `gc.collect()`.
+
+# %%
+def output_outlives_gc(pack_returns_itself):
+    """Whether a ReLU's output, saved through `pack`, is still alive after `del` and gc.collect()."""
+    def pack_itself(tensor):
+        return tensor
+
+    def pack_alias(tensor):
+        return tensor.detach()
+
+    pack = pack_itself if pack_returns_itself else pack_alias
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda saved: saved):
+        relu_output = torch.relu(torch.randn(1000, requires_grad=True))
+    output_ref = weakref.ref(relu_output)
+    del relu_output
+    gc.collect()
+    return output_ref() is not None
+
+
+alive_itself, alive_alias = output_outlives_gc(True), output_outlives_gc(False)
+print("pack returns tensor:          output alive after del and gc.collect():", alive_itself)
+print("pack returns tensor.detach(): output alive after del and gc.collect():", alive_alias)
+assert alive_itself and not alive_alias
+
+# %% [markdown]
 # ## Trap 2: `detach()` alone shares memory with the output
 #
 # `output.detach()` is a new tensor without a graph, but it uses the *same memory* as `output`. If
@@ -461,19 +541,21 @@ assert torch.equal(stored["detach_clone"], true_output)
 # ## Exercise 1: `capture_activations`
 #
 # Write `capture_activations(model, layer_names)`. It registers a forward hook on each submodule
-# named in `layer_names` (names as `model.named_modules()` gives them, at any depth) and returns
-# `(activations, handles)`:
+# named in `layer_names` and returns `(activations, handles)`. A name is any name under which
+# `model` reaches a submodule, as `model.named_modules(remove_duplicate=False)` lists them: at any
+# depth, `""` for the model itself, and both names of a layer reused under two names.
 #
-# - `activations` is a dict. Each forward pass through a named layer stores, under that name, its
-#   output detached and cloned; the latest forward pass wins (a layer called twice in one pass
-#   keeps its second output, as `keep_last` did above);
+# - `activations` is a dict. Each call of a named layer (under `torch.no_grad()` and in `eval()`
+#   mode too) stores, under that name, its output detached and cloned; the latest call wins (a
+#   layer called twice in one forward pass keeps its second output, as `keep_last` did above);
 # - `handles` is a list of the hooks' handles; removing them all stops the capture.
 #
 # If a name in `layer_names` is not a submodule of `model`, raise `KeyError` with that name in its
 # message, and leave no hook of this call registered: check every name before registering any hook.
 #
 # Traps: storing `output` (Trap 1) or `output.detach()` (Trap 2); the late-binding loop variable;
-# looking only at `named_children()`, which misses nested layers.
+# looking only at `named_children()`, which misses nested layers, or at `named_modules()`, which
+# lists a reused layer under one name only.
 #
 # Check: run `check(capture_activations)` below, or
 # `pytest tests/test_04_forward_hooks.py -k capture_activations`.
@@ -483,17 +565,23 @@ assert torch.equal(stored["detach_clone"], true_output)
 
 
 def capture_activations(model, layer_names):
-    """Capture the outputs of the submodules of `model` named in `layer_names`.
+    """Capture the outputs of the submodules of `model` named in `layer_names`, and of no others.
 
-    Names are those of `model.named_modules()` (e.g. "features.2.0"), at any depth.
-    Returns `(activations, handles)`: `activations` is a dict that each forward pass through a
-    named layer updates, `activations[name] = <its output, detached and cloned>` (the latest
-    forward pass wins); `handles` is a list of the RemovableHandles of the hooks registered.
+    Names are those of `model.named_modules(remove_duplicate=False)`: at any depth
+    (such as "features.2.0"), "" for the model itself, and every name of a module that the model
+    reaches under two names.
+    Returns `(activations, handles)`.
+    `activations` is a dict that each call of a named layer updates (under torch.no_grad()
+    and in eval() mode too): `activations[name] = <its output, detached and cloned>`.
+    The latest call wins, also over an earlier call in the same forward pass (a shared layer).
+    `handles` is a list (or tuple) of the RemovableHandles of the hooks registered; removing
+    them all stops the capture.
     The hooks return None, so the model computes what it computed before.
     An unknown name raises KeyError naming it, before any hook is registered.
+    The named layers return tensors.
     """
     # BEGIN SOLUTION
-    modules = dict(model.named_modules())
+    modules = dict(model.named_modules(remove_duplicate=False))
     for name in layer_names:
         if name not in modules:
             raise KeyError(f"{name!r} is not a submodule name of the model")
@@ -518,13 +606,14 @@ check(capture_activations)
 #
 # Look every name up first and raise before you register anything. Then register one forward
 # hook per name; each hook writes its layer's output into a shared dict under its own name, so a
-# later forward pass overwrites the value of an earlier one.
+# later call overwrites the value of an earlier one.
 #
 # </details>
 #
 # <details class="tip"><summary>Hint 2 of 3: the API</summary>
 #
-# `dict(model.named_modules())` maps every dotted name, at any depth, to its module.
+# `dict(model.named_modules(remove_duplicate=False))` maps every dotted name, at any depth (a
+# reused layer under each of its names), to its module.
 # `module.register_forward_hook(hook)` returns the handle; `hook(module, args, output)`.
 # `output.detach().clone()` gives a copy without a graph, in memory of its own.
 #
@@ -533,7 +622,7 @@ check(capture_activations)
 # <details class="tip"><summary>Hint 3 of 3: almost there</summary>
 #
 # ```python
-# modules = dict(model.named_modules())
+# modules = dict(model.named_modules(remove_duplicate=False))
 # for name in layer_names:
 #     if name not in modules:
 #         raise KeyError(name)
@@ -551,18 +640,19 @@ check(capture_activations)
 # </details>
 
 # %% [markdown]
-# Your function at work on the `Net` from above: two layers captured, nested names included, then
-# the handles removed.
+# Your function at work on the `Net` from above, once `capture_activations` is done: the model's
+# own output (name `""`) and two nested layers captured, then the handles removed, then an unknown
+# name refused with a `KeyError` that leaves no hook behind.
 
 # %%
 with try_it():
     torch.manual_seed(0)
     net = Net()
-    activations, handles = capture_activations(net, ["features.1", "features.2.0"])
+    activations, handles = capture_activations(net, ["", "features.1", "features.2.0"])
     net(torch.randn(5, 4))
     print({name: tuple(value.shape) for name, value in activations.items()})
     assert {name: tuple(value.shape) for name, value in activations.items()} == {
-        "features.1": (5, 8), "features.2.0": (5, 8)}
+        "": (5, 3), "features.1": (5, 8), "features.2.0": (5, 8)}
     assert not any(value.requires_grad for value in activations.values())
     for h in handles:
         h.remove()
@@ -577,23 +667,30 @@ with try_it():
     assert sum(len(m._forward_hooks) for m in net.modules()) == 0
 
 # %% [markdown]
-# ## Statistics from hooks: dead ReLUs
+# ## Statistics from hooks: the zero fraction of ReLUs
 #
-# A hook does not have to store the output: it can reduce it to a few numbers. A ReLU unit is
-# called *dead* for an input when it outputs exactly 0; a layer where most units are dead most of
-# the time passes little signal (and little gradient) on. Two numbers per call summarise a ReLU's
-# output: its mean and the fraction of elements that are exactly zero.
+# A hook does not have to store the output: it can reduce it to a few numbers. Where a ReLU outputs
+# 0, it passes no gradient back either (the cell below shows it). Zeros are normal: for any one
+# input, many units of a layer are inactive. A unit that is zero for *every* input is called
+# *dead*: no gradient ever reaches the weights that feed it. Two numbers per call summarise a
+# ReLU's output: its mean and its *zero fraction*, the fraction of its elements that are exactly 0.
 #
-# `.item()` turns a one-element tensor into a Python float. Keeping floats rather than tensors
-# keeps nothing alive and makes the numbers easy to print, compare and plot. To find the ReLUs,
-# ask `isinstance(module, nn.ReLU)`: the class name is no guide, since `nn.ReLU6` and
-# `nn.LeakyReLU` are not kinds of `nn.ReLU`.
+# `.item()` turns a one-element tensor into a Python float. A float keeps nothing alive (a tensor
+# statistic of an output that requires grad has a `grad_fn`, and so keeps the graph) and is easy to
+# print, compare and plot. To find the ReLUs, ask `isinstance(module, nn.ReLU)`: the class name is
+# no guide, since `nn.ReLU6` and `nn.LeakyReLU` are not kinds of `nn.ReLU`.
 
 # %%
-out = torch.tensor([[0.0, 1.5], [0.0, 0.5]])
-mean, dead_fraction = out.mean().item(), (out == 0).float().mean().item()
-print("mean:", mean, type(mean).__name__, "| dead fraction:", dead_fraction, type(dead_fraction).__name__)
-assert (mean, dead_fraction) == (0.5, 0.5) and type(mean) is float and type(dead_fraction) is float
+pre_activation = torch.tensor([[-1.0, 1.5], [0.0, 0.5]], requires_grad=True)
+out = torch.relu(pre_activation)
+(relu_gradient,) = torch.autograd.grad(out.sum(), pre_activation)
+print("ReLU output:", out.tolist(), "| gradient it passes back:", relu_gradient.tolist())
+assert relu_gradient.tolist() == [[0.0, 1.0], [0.0, 1.0]]  # 0 wherever the output is 0
+print("out.mean() as a tensor has a grad_fn:", type(out.mean().grad_fn).__name__)
+assert out.mean().grad_fn is not None
+mean, zero_fraction = out.mean().item(), (out == 0).float().mean().item()
+print("mean:", mean, type(mean).__name__, "| zero fraction:", zero_fraction, type(zero_fraction).__name__)
+assert (mean, zero_fraction) == (0.5, 0.5) and type(mean) is float and type(zero_fraction) is float
 lookalikes = [nn.ReLU6(), nn.LeakyReLU()]
 print("isinstance(..., nn.ReLU):", {type(m).__name__: isinstance(m, nn.ReLU) for m in [nn.ReLU()] + lookalikes})
 assert isinstance(nn.ReLU(), nn.ReLU) and not any(isinstance(m, nn.ReLU) for m in lookalikes)
@@ -604,15 +701,16 @@ assert isinstance(nn.ReLU(), nn.ReLU) and not any(isinstance(m, nn.ReLU) for m i
 # Write `track_relu_stats(model)`. It registers a forward hook on every `nn.ReLU` in `model`, at
 # any depth, and returns `(stats, handles)`:
 #
-# - `stats` is a dict from the ReLU's name (as `named_modules()` gives it) to a list. Each call of
-#   that ReLU appends `{"mean": ..., "dead_fraction": ...}`: the mean of its output and the fraction
-#   of its output elements that are exactly zero, both Python floats. A ReLU called twice in one
-#   forward pass gets two entries;
+# - `stats` is a dict from the ReLU's name (as `named_modules()` gives it: a ReLU reused under two
+#   names is tracked once, under its first name) to a list. Each call of that ReLU (under
+#   `torch.no_grad()` and in `eval()` mode too) appends `{"mean": ..., "zero_fraction": ...}`: the
+#   mean of its output and the fraction of its output elements that are exactly zero, both Python
+#   floats. A ReLU called twice in one forward pass gets two entries;
 # - `handles` is a list of the hooks' handles; removing them all stops the tracking.
 #
 # Traps: `model.children()` sees only the top level; a class name that contains "ReLU" (`ReLU6`)
-# does not make an `nn.ReLU`; a tensor (`output.mean()`) is not a float; the late-binding loop
-# variable.
+# does not make an `nn.ReLU`, and `type(module) is nn.ReLU` misses a subclass of `nn.ReLU`; a
+# tensor (`output.mean()`) is not a float; the late-binding loop variable.
 #
 # Check: run `check(track_relu_stats)` below, or `pytest tests/test_04_forward_hooks.py -k track_relu_stats`.
 
@@ -622,12 +720,16 @@ from torch import nn
 
 
 def track_relu_stats(model):
-    """Record the mean and dead fraction of every nn.ReLU's output in `model`, at any depth.
+    """Record the mean and zero fraction of every nn.ReLU's output in `model`, at any depth.
 
-    Returns `(stats, handles)`. Each call of a ReLU named `name` (as in `model.named_modules()`)
-    appends `{"mean": m, "dead_fraction": d}` to `stats[name]`: `m` is the mean of the ReLU's
-    output, `d` the fraction of its output elements that are exactly 0, both Python floats.
-    `handles` is a list of the RemovableHandles of the hooks registered.
+    Every module that is an instance of nn.ReLU (subclasses too) is tracked once, under the name
+    `model.named_modules()` gives it (a ReLU reachable under two names: its first name).
+    Returns `(stats, handles)`. Each call of a ReLU named `name` (under torch.no_grad() and in
+    eval() mode too) appends `{"mean": m, "zero_fraction": z}` to `stats[name]`: `m` is the
+    mean of the ReLU's output, `z` the fraction of its output elements that are exactly 0, both
+    Python floats.
+    `handles` is a list (or tuple) of the RemovableHandles of the hooks registered; removing
+    them all stops the tracking.
     The hooks return None, so the model computes what it computed before.
     """
     # BEGIN SOLUTION
@@ -636,7 +738,7 @@ def track_relu_stats(model):
     def make_hook(entries):
         def hook(module, args, output):
             entries.append({"mean": output.mean().item(),
-                            "dead_fraction": (output == 0).float().mean().item()})
+                            "zero_fraction": (output == 0).float().mean().item()})
         return hook
 
     for name, module in model.named_modules():
@@ -673,7 +775,7 @@ check(track_relu_stats)
 #
 # def make_hook(entries):
 #     def hook(module, args, output):
-#         entries.append({"mean": ..., "dead_fraction": ...})
+#         entries.append({"mean": ..., "zero_fraction": ...})
 #     return hook
 #
 # for name, module in model.named_modules():
@@ -684,15 +786,19 @@ check(track_relu_stats)
 # </details>
 
 # %% [markdown]
-# Your function at work: a stack of six `Linear` + `ReLU` layers, measured twice, once with every
-# bias set to 0 and once with every bias set to -0.05. With zero biases about half of each layer's
-# outputs are dead, and the mean output shrinks from layer to layer (PyTorch's default
-# initialisation does not keep the scale of the activations). So the small negative bias, which
-# looks harmless, kills a growing share of the units until, in the last layers, every output is 0.
+# Your function at work: a stack of six `Linear` + `ReLU` layers, measured twice on one batch of
+# 256 inputs, once with every bias set to 0 and once with every bias set to -0.05. Once
+# `track_relu_stats` is done, the cell prints the mean output and the zero fraction of each ReLU
+# and draws the zero fractions. With zero biases, about half of each layer's outputs are zero (the
+# ordinary sparsity of a ReLU network at initialisation, not dead units), and the mean output
+# shrinks from layer to layer (PyTorch's default initialisation does not keep the scale of the
+# activations). So the small negative bias, which looks harmless, makes the zero fraction grow with
+# depth, until in the last two ReLUs every output is 0 for all 256 inputs: as far as this batch can
+# tell, every unit there is dead.
 
 # %%
 def relu_stats(bias):
-    """Names, dead fractions and means of the ReLUs of a fresh 6-layer stack whose biases are all `bias`."""
+    """Names, zero fractions and means of the ReLUs of a fresh 6-layer stack whose biases are all `bias`."""
     torch.manual_seed(0)
     layers = []
     for depth in range(6):
@@ -701,36 +807,39 @@ def relu_stats(bias):
         layers += [linear, nn.ReLU()]
     deep = nn.Sequential(*layers)
     stats, handles = track_relu_stats(deep)
-    deep(torch.randn(256, 32))
-    for h in handles:
-        h.remove()
+    try:
+        deep(torch.randn(256, 32))
+    finally:  # the hooks go, even if the forward pass raises
+        for h in handles:
+            h.remove()
     names = [name for name, entries in stats.items() if entries]
     assert names == ["1", "3", "5", "7", "9", "11"]
-    assert all(type(entries[0]["dead_fraction"]) is float for entries in stats.values())
-    return (names, [stats[name][0]["dead_fraction"] for name in names],
+    assert all(type(entries[0]["zero_fraction"]) is float for entries in stats.values())
+    return (names, [stats[name][0]["zero_fraction"] for name in names],
             [stats[name][0]["mean"] for name in names])
 
 
 with try_it():
-    relu_names, dead_zero_bias, mean_zero_bias = relu_stats(0.0)
-    relu_names, dead_negative_bias, mean_negative_bias = relu_stats(-0.05)
+    relu_names, zeros_zero_bias, mean_zero_bias = relu_stats(0.0)
+    relu_names, zeros_negative_bias, mean_negative_bias = relu_stats(-0.05)
     print("ReLU:                     ", relu_names)
     print("mean output, bias 0:      ", [round(m, 4) for m in mean_zero_bias])
-    print("dead fraction, bias 0:    ", [round(d, 3) for d in dead_zero_bias])
-    print("dead fraction, bias -0.05:", [round(d, 3) for d in dead_negative_bias])
+    print("zero fraction, bias 0:    ", [round(z, 3) for z in zeros_zero_bias])
+    print("zero fraction, bias -0.05:", [round(z, 3) for z in zeros_negative_bias])
     assert mean_zero_bias == sorted(mean_zero_bias, reverse=True)
-    assert all(0.4 < d < 0.6 for d in dead_zero_bias)
-    assert dead_negative_bias == sorted(dead_negative_bias) and dead_negative_bias[-1] == 1.0
+    assert all(0.4 < z < 0.6 for z in zeros_zero_bias)
+    assert zeros_negative_bias == sorted(zeros_negative_bias) and zeros_negative_bias[-2:] == [1.0, 1.0]
+    assert all(z < 1.0 for z in zeros_negative_bias[:-2])
 
     fig, ax = plt.subplots(figsize=(7, 3.2))
     positions = range(len(relu_names))
-    ax.bar([p - 0.2 for p in positions], dead_zero_bias, 0.4, color="tab:blue", label="bias 0")
-    ax.bar([p + 0.2 for p in positions], dead_negative_bias, 0.4, color="tab:red", label="bias -0.05")
+    ax.bar([p - 0.2 for p in positions], zeros_zero_bias, 0.4, color="tab:blue", label="bias 0")
+    ax.bar([p + 0.2 for p in positions], zeros_negative_bias, 0.4, color="tab:red", label="bias -0.05")
     ax.set_xticks(list(positions), relu_names)
     ax.set_ylim(0, 1.05)
     ax.set_xlabel("ReLU (its name in named_modules())")
     ax.set_ylabel("fraction of outputs exactly 0")
-    ax.set_title("Dead ReLU outputs per layer (measured by track_relu_stats)")
+    ax.set_title("Zero fraction of each ReLU's output (measured by track_relu_stats)")
     ax.legend(loc="upper left", frameon=False)
     plt.tight_layout()
     plt.show()
@@ -770,8 +879,11 @@ assert torch.equal(returned, torch.tensor([-1.0, 1.0, 1.0]))
 # %% [markdown]
 # The gradient must flow through the replacement too. `torch.clamp` passes the gradient on where
 # the value was inside the range, the bounds included, and passes 0 where it was clipped. Other
-# ways to compute the same values differ exactly at the bounds: `F.hardtanh` passes 0 there, and
-# `torch.maximum`/`torch.minimum` pass half (they split the gradient between two equal values).
+# ways to compute the same values differ exactly at the bounds: `F.hardtanh` passes 0 there;
+# `torch.maximum`/`torch.minimum` pass half (they split the gradient between two equal values); and
+# `torch.where` passes 0 wherever it picks the constant bound instead of `t`, so its conditions
+# decide: with `t <= -1` and `t >= 1` it picks the constant also at the bounds (gradient 0 there),
+# with `t < -1` and `t > 1` it keeps `t` there, as `torch.clamp` does.
 
 # %%
 t = torch.tensor([-2.0, -1.0, 0.3, 1.0, 2.0], requires_grad=True)
@@ -780,6 +892,8 @@ same_values = {
     "t.clamp(-1, 1)": t.clamp(-1, 1),
     "F.hardtanh(t, -1, 1)": F.hardtanh(t, -1, 1),
     "torch.minimum(torch.maximum(t, low), high)": torch.minimum(torch.maximum(t, low), high),
+    "torch.where(t <= -1, -1.0, torch.where(t >= 1, 1.0, t))": torch.where(t <= -1, -1.0, torch.where(t >= 1, 1.0, t)),
+    "torch.where(t < -1, -1.0, torch.where(t > 1, 1.0, t))": torch.where(t < -1, -1.0, torch.where(t > 1, 1.0, t)),
 }
 print("t =", t.tolist())
 gradients = {}
@@ -790,10 +904,15 @@ for text, value in same_values.items():
 assert gradients["t.clamp(-1, 1)"].tolist() == [0.0, 1.0, 1.0, 1.0, 0.0]
 assert gradients["F.hardtanh(t, -1, 1)"].tolist() == [0.0, 0.0, 1.0, 0.0, 0.0]
 assert gradients["torch.minimum(torch.maximum(t, low), high)"].tolist() == [0.0, 0.5, 1.0, 0.5, 0.0]
+assert gradients["torch.where(t <= -1, -1.0, torch.where(t >= 1, 1.0, t))"].tolist() == [0.0, 0.0, 1.0, 0.0, 0.0]
+assert gradients["torch.where(t < -1, -1.0, torch.where(t > 1, 1.0, t))"].tolist() == [0.0, 1.0, 1.0, 1.0, 0.0]
 
 # %% [markdown]
-# A replacement built from `output.detach()`, or under `torch.no_grad()`, cuts the graph: the
-# parameters before it get no gradient at all, and `backward()` fails.
+# A replacement built from `output.detach()`, or under `torch.no_grad()`, cuts the graph at the
+# hooked layer. Inside a network that is silent: `backward()` runs (the layers after the cut still
+# need gradients), but the parameters before the cut get none, their `.grad` stays `None`, and an
+# optimizer step leaves them as they were. Only when the cut output is the whole model's output
+# does `backward()` fail, since nothing in the loss requires grad any more.
 
 # %%
 def clamp_detached(module, args, output):
@@ -805,10 +924,22 @@ def clamp_without_grad(module, args, output):
         return output.clamp(-0.5, 0.5)
 
 
-torch.manual_seed(0)
-layer = nn.Linear(3, 4)
 x = torch.randn(2, 3)
 for cutting_hook in (clamp_detached, clamp_without_grad):
+    torch.manual_seed(0)
+    two_layers = nn.Sequential(nn.Linear(3, 4), nn.Linear(4, 2))
+    first_weight = two_layers[0].weight.detach().clone()
+    optimizer = torch.optim.SGD(two_layers.parameters(), lr=0.1)
+    with two_layers[0].register_forward_hook(cutting_hook):
+        two_layers(x).sum().backward()  # no error
+    optimizer.step()
+    print(f"{cutting_hook.__name__} on the first of two Linears: backward ran; first layer's weight.grad:",
+          two_layers[0].weight.grad, "| second layer's weight.grad is set:", two_layers[1].weight.grad is not None,
+          "| first weight unchanged by the step:", torch.equal(two_layers[0].weight, first_weight))
+    assert two_layers[0].weight.grad is None and two_layers[0].bias.grad is None
+    assert two_layers[1].weight.grad is not None and torch.equal(two_layers[0].weight, first_weight)
+
+    layer = nn.Linear(3, 4)
     with layer.register_forward_hook(cutting_hook):
         cut = layer(x)
     try:
@@ -816,23 +947,26 @@ for cutting_hook in (clamp_detached, clamp_without_grad):
         backward_error = "none, backward ran"
     except RuntimeError as error:
         backward_error = f"RuntimeError: {error}"
-    print(f"{cutting_hook.__name__}: requires_grad = {cut.requires_grad}; backward: {backward_error}")
-    assert "does not require grad" in backward_error
+    print(f"{cutting_hook.__name__} on the model's last layer: requires_grad = {cut.requires_grad}; "
+          f"backward: {backward_error}")
+    assert backward_error == "RuntimeError: element 0 of tensors does not require grad and does not have a grad_fn"
     assert not cut.requires_grad and layer.weight.grad is None
 
 # %% [markdown]
 # ## Exercise 3: `clamp_output`
 #
 # Write `clamp_output(module, min_value, max_value)`. It registers a forward hook on `module` that
-# replaces the output by the output clamped to `[min_value, max_value]`, and returns its handle.
+# replaces the output of every call (under `torch.no_grad()` and in `eval()` mode too) by the
+# output clamped to `[min_value, max_value]`, and returns its handle.
 #
 # - Don't change the original output in place: the module (or a hook before yours) may still hold it.
 # - Gradients flow as through `torch.clamp`: unchanged inside the range, the bounds included, and 0
 #   outside. The checker's module has outputs exactly on the bounds.
 #
 # Traps: `clamp_` or assignment into `output` (in place); forgetting to return the new value (the
-# output then stays unclamped); `.detach()` or `torch.no_grad()` in the hook (no gradient);
-# `F.hardtanh` or masks built with `<=` and `>=` (gradient 0 on the bounds).
+# output then stays unclamped); `.detach()` or `torch.no_grad()` in the hook (no gradient, and no
+# error from `backward()` inside a network); `F.hardtanh`, or `torch.where(output <= min_value, ...)`
+# and `torch.where(output >= max_value, ...)` (gradient 0 on the bounds, as shown above).
 #
 # Check: run `check(clamp_output)` below, or `pytest tests/test_04_forward_hooks.py -k clamp_output`.
 
@@ -843,6 +977,7 @@ for cutting_hook in (clamp_detached, clamp_without_grad):
 def clamp_output(module, min_value, max_value):
     """Clamp the output of `module` to `[min_value, max_value]` with a forward hook.
 
+    Every call's output is clamped, under torch.no_grad() and in eval() mode too.
     The hook returns a new tensor, the output clamped, so that it replaces the output; the
     original output is not changed in place. Gradients flow as through `torch.clamp`,
     also for outputs exactly on a bound (there `torch.clamp` passes the gradient).

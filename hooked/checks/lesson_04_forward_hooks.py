@@ -21,7 +21,7 @@ def _hooks_left(model):
 
 
 def _hooked_names(model):
-    return [name for name, module in model.named_modules() if module._forward_hooks]
+    return [name for name, module in model.named_modules(remove_duplicate=False) if module._forward_hooks]
 
 
 def _unpack_pair(result, call_text, what):
@@ -59,10 +59,11 @@ def _check_removal(model, handles, call_text):
 class _Reference:
     """Forward hooks on a copy of the model, recording what each module really produced."""
 
-    def __init__(self, model, wanted):
+    def __init__(self, model, wanted, every_name=False):
+        """`every_name`: a module reachable under two names is recorded under each (else once)."""
         self.model = copy.deepcopy(model)
         self.records = collections.defaultdict(list)
-        for name, module in self.model.named_modules():
+        for name, module in self.model.named_modules(remove_duplicate=not every_name):
             if wanted(name, module):
                 module.register_forward_hook(self._recorder(name))
 
@@ -98,6 +99,19 @@ def _nested_sequential(rng):
     return model, width, ["0.0", "1", "2"]
 
 
+def _with_root(rng):
+    """The model itself (name "") among the names."""
+    model, width, names = _nested_sequential(rng)
+    return model, width, ["", "1.0"]
+
+
+def _reused_in_sequential(rng):
+    """One Linear at positions "0" and "2" of a Sequential: named_modules() lists it as "0" only."""
+    width, out = rng.randint(3, 6), rng.randint(2, 4)
+    reused = nn.Linear(width, width)
+    return nn.Sequential(reused, nn.Tanh(), reused, nn.Linear(width, out)), width, ["2", "3"]
+
+
 def _named_children(rng):
     width, out = rng.randint(3, 6), rng.randint(2, 4)
     model = nn.Sequential(collections.OrderedDict(features=_Encoded(width, width), classifier=nn.Linear(width, out)))
@@ -121,14 +135,30 @@ def _shared_twice(rng):
     return _SharedTwice(width, out), width, ["shared", "head"]
 
 
-# In-place ReLUs follow "0.0" and "features.encoder"; "2", "classifier" and "head" give the model's
-# output; "shared" runs twice in each forward pass, so its second call is the latest.
-_CAPTURE_CASES = ((71, _nested_sequential), (72, _named_children), (74, _shared_twice))
+# In-place ReLUs follow "0.0" and "features.encoder"; "2", "classifier", "head" and "" give the
+# model's output; "shared" runs twice in each forward pass, so its second call is the latest; so does
+# the Linear reused as "0" and "2", which named_modules() lists as "0" only.
+_CAPTURE_CASES = ((71, _nested_sequential), (72, _named_children), (74, _shared_twice), (75, _with_root),
+                  (76, _reused_in_sequential))
+# (number, grad mode, training mode): pass 3 runs under no_grad, pass 4 in eval() mode.
+_PASSES = ((1, True, True), (2, True, True), (3, False, True), (4, True, False))
+
+
+def _mode_text(grad_mode, training):
+    return "" if grad_mode and training else " (under torch.no_grad())" if training else " (in eval() mode)"
 
 
 def _seeded_model(seed, build):
     torch.manual_seed(seed)
     return build(random.Random(seed))
+
+
+def _refused_name(error, names):
+    """The name in `names` that a KeyError seems to be about, or None."""
+    for name in names:
+        if error.args[:1] == (name,) or repr(name) in str(error) or (name and name in str(error)):
+            return name
+    return None
 
 
 def _call_capture(capture_activations, model, names):
@@ -137,9 +167,22 @@ def _call_capture(capture_activations, model, names):
         try:
             result = capture_activations(model, names)
         except KeyError as error:
-            fail(f"{call_text} raised KeyError: {error}, but every name asked for is in model.named_modules(), "
-                 f"which lists {[name for name, _ in model.named_modules()]}. Look names up in "
-                 "dict(model.named_modules()), which includes nested layers such as '0.0', not in named_children().")
+            refused = _refused_name(error, names)
+            first_names = {id(module): name for name, module in reversed(list(model.named_modules()))}
+            every_name = [name for name, _ in model.named_modules(remove_duplicate=False)]
+            said = f"{call_text} raised KeyError: {error}, but every name asked for is a layer of the model"
+            if refused == "":
+                fail(f"{said}: '' is the model itself, which named_modules() lists first, under the name ''. "
+                     "Look the names up in dict(model.named_modules(remove_duplicate=False)), the root included.")
+            if refused is not None and first_names.get(id(model.get_submodule(refused))) != refused:
+                first = first_names[id(model.get_submodule(refused))]
+                fail(f"{said}: {refused!r} is the same module as {first!r}, reused under a second name. "
+                     "named_modules() lists a module reachable under two names once, under its first name; "
+                     "named_modules(remove_duplicate=False) lists every name: look the names up in "
+                     "dict(model.named_modules(remove_duplicate=False)).")
+            fail(f"{said}: named_modules(remove_duplicate=False) lists {every_name}. Look names up in "
+                 "dict(model.named_modules(remove_duplicate=False)), which includes nested layers such as '0.0', "
+                 "not in named_children().")
     activations, handles = _unpack_pair(result, call_text, "(activations, handles)")
     if not isinstance(activations, Mapping):
         fail(f"{call_text} returned {describe(activations)} as activations; expected a dict from layer name to "
@@ -147,10 +190,10 @@ def _call_capture(capture_activations, model, names):
     return activations, _handle_list(handles, call_text), call_text
 
 
-def _check_captured(activations, names, records, step, earlier_outputs, call_text):
+def _check_captured(activations, names, records, step, grad_mode, training, earlier_outputs, call_text):
     """`records[name]` lists the (input, output) of each call of the layer in forward pass number `step`."""
     outputs = {name: records[name][-1][1] for name in names}
-    said = f"After {call_text} and forward pass number {step},"
+    said = f"After {call_text} and forward pass number {step}{_mode_text(grad_mode, training)},"
     missing = [name for name in names if name not in activations]
     if missing:
         fail(f"{said} activations has no entry for {missing} (it holds {sorted(activations, key=str)}). Store each "
@@ -168,6 +211,10 @@ def _check_captured(activations, names, records, step, earlier_outputs, call_tex
                  f"(activations[name] = ...), not a collection of every pass.")
         if not isinstance(value, torch.Tensor):
             fail(f"{said} activations[{name!r}] is {describe(value)}; expected the layer's output tensor.")
+        if value.requires_grad and value.grad_fn is None:
+            fail(f"{said} activations[{name!r}] requires grad, with no graph (grad_fn None): a leaf made to "
+                 "require grad, not the output as it was. Store output.detach().clone() as it comes, without "
+                 "requires_grad_().")
         if value.requires_grad or value.grad_fn is not None:
             fail(f"{said} activations[{name!r}] still requires grad (grad_fn "
                  f"{type(value.grad_fn).__name__}): it keeps the model's whole autograd graph alive. "
@@ -175,6 +222,15 @@ def _check_captured(activations, names, records, step, earlier_outputs, call_tex
         if close(value, expected):
             continue
         if name in earlier_outputs and close(value, earlier_outputs[name]):
+            if not grad_mode:
+                fail(f"{said} activations[{name!r}] still holds the output of the forward pass before: the "
+                     "pass under torch.no_grad() did not update it. Hooks fire under no_grad too; store the "
+                     "output on every call, whatever the grad mode (no test of output.requires_grad or "
+                     "torch.is_grad_enabled()).")
+            if not training:
+                fail(f"{said} activations[{name!r}] still holds the output of the forward pass before: the "
+                     "pass in eval() mode did not update it. Hooks fire in eval() mode too; store the output on "
+                     "every call, in training and in eval() mode alike (no test of module.training).")
             fail(f"{said} activations[{name!r}] still holds the output of the first forward pass; the latest "
                  "forward pass must win: overwrite the entry on every call.")
         calls = records[name]
@@ -197,11 +253,15 @@ def _check_captured(activations, names, records, step, earlier_outputs, call_tex
              f"{describe(expected)}.")
 
 
-def _forward_and_compare(model, reference, activations, names, x, step, earlier, call_text):
+def _forward_and_compare(model, reference, activations, names, x, step, grad_mode, training, earlier, call_text):
     done = {name: len(reference.records[name]) for name in names}  # calls in earlier passes
-    with calling(f"running forward pass number {step} of the model after {call_text}"):
+    model.train(training)
+    reference.model.train(training)
+    with calling(f"running forward pass number {step} of the model after {call_text}"), \
+            torch.set_grad_enabled(grad_mode):
         out = model(x)
-    ref_out = reference(x.clone())
+    with torch.set_grad_enabled(grad_mode):
+        ref_out = reference(x.clone())
     if not close(out, ref_out) or (out.grad_fn is None) != (ref_out.grad_fn is None):
         fail(f"After {call_text}, the model's output changed: it became {describe(out)} "
              f"(requires_grad={out.requires_grad}) instead of {describe(ref_out)} (requires_grad="
@@ -209,27 +269,30 @@ def _forward_and_compare(model, reference, activations, names, x, step, earlier,
     with torch.no_grad():
         out.zero_()  # a later in-place change by the caller must not reach what was captured
     records = {name: reference.records[name][done[name]:] for name in names}
-    _check_captured(activations, names, records, step, earlier, call_text)
+    _check_captured(activations, names, records, step, grad_mode, training, earlier, call_text)
     return {name: calls[-1][1] for name, calls in records.items()}
 
 
 def check_capture_activations(capture_activations):
     for seed, build in _CAPTURE_CASES:
         model, width, names = _seeded_model(seed, build)
-        reference = _Reference(model, lambda name, module: name in names)
+        reference = _Reference(model, lambda name, module: name in names, every_name=True)
         activations, handles, call_text = _call_capture(capture_activations, model, names)
-        hooked = _hooked_names(model)
-        if sorted(hooked) != sorted(names):
-            fail(f"{call_text} registered forward hooks on {hooked}; expected one on each layer named "
-                 f"in layer_names, {names}, and none elsewhere.")
-        x1, x2 = random_tensor(seed + 1, (3, width)), random_tensor(seed + 2, (2, width))
-        first = _forward_and_compare(model, reference, activations, names, x1, 1, {}, call_text)
-        second = _forward_and_compare(model, reference, activations, names, x2, 2, first, call_text)
+        named = {id(model.get_submodule(name)) for name in names}
+        hooked = {id(module) for module in model.modules() if module._forward_hooks}
+        if hooked != named:
+            fail(f"{call_text} registered forward hooks on {_hooked_names(model)}; expected them on the layers "
+                 f"named in layer_names, {names}, and none elsewhere.")
+        latest = {}
+        for step, grad_mode, training in _PASSES:
+            x = random_tensor(seed + step, (4 - step % 2, width))
+            latest = _forward_and_compare(model, reference, activations, names, x, step, grad_mode, training,
+                                          latest, call_text)
         _check_removal(model, handles, call_text)
         with calling("running the model after removing the handles"):
-            model(random_tensor(seed + 3, (4, width)))
+            model(random_tensor(seed + 9, (4, width)))
         for name in names:
-            if not close(activations[name], second[name]):
+            if not close(activations[name], latest[name]):
                 fail(f"after every handle was removed, a forward pass still changed activations[{name!r}]; "
                      "return the handles of the hooks that write into activations.")
 
@@ -274,15 +337,23 @@ class _ReluTwice(nn.Module):
         return self.relu(self.linear(self.relu(x)))
 
 
+class _Rectifier(nn.ReLU):
+    """A subclass of nn.ReLU, so an nn.ReLU, whose class name does not say ReLU."""
+
+
 def _relu_model(rng):
     width, out = rng.randint(4, 7), rng.randint(2, 4)
+    stem = nn.ReLU()  # sees the input itself, with values just above zero
     return nn.Sequential(collections.OrderedDict(
-        stem=nn.ReLU(),  # sees the input itself, with values just above zero
+        stem=stem,
         proj=nn.Linear(width, width),
         body=nn.Sequential(nn.Linear(width, width), nn.ReLU(inplace=True), _ReluTwice(width)),
         leaky=nn.LeakyReLU(0.1),
         capped=nn.ReLU6(),  # a Hardtanh, not an nn.ReLU, despite its name
+        mix=nn.Linear(width, width),
+        rect=_Rectifier(),
         head=nn.Linear(width, out),
+        again=stem,  # the ReLU "stem" reused: named_modules() lists it once, as "stem"
     )), width
 
 
@@ -301,7 +372,7 @@ _LATE_BINDING = ("A hook that uses the loop variable reads it when it runs, afte
 
 
 def _expected_entry(output):
-    return {"mean": output.mean().item(), "dead_fraction": (output == 0).float().mean().item()}
+    return {"mean": output.mean().item(), "zero_fraction": (output == 0).float().mean().item()}
 
 
 def _near(a, b):
@@ -310,9 +381,9 @@ def _near(a, b):
 
 def _check_entry(entry, where, inputs, output):
     expected = _expected_entry(output)
-    if not isinstance(entry, Mapping) or set(entry) != {"mean", "dead_fraction"}:
-        fail(f"{where} is {describe(entry)}; expected a dict with exactly the keys 'mean' and 'dead_fraction'.")
-    for key in ("mean", "dead_fraction"):
+    if not isinstance(entry, Mapping) or set(entry) != {"mean", "zero_fraction"}:
+        fail(f"{where} is {describe(entry)}; expected a dict with exactly the keys 'mean' and 'zero_fraction'.")
+    for key in ("mean", "zero_fraction"):
         value = entry[key]
         if isinstance(value, torch.Tensor):
             fail(f"{where}[{key!r}] is a tensor ({describe(value)}); expected a Python float: turn a one-element "
@@ -330,28 +401,28 @@ def _check_entry(entry, where, inputs, output):
                     "output.numel(), or use output.mean().")
         fail(f"{where}['mean'] is {entry['mean']:.6g}; expected {expected['mean']:.6g}, the mean of the ReLU's "
              f"output over all its elements.{hint}")
-    if not _near(entry["dead_fraction"], expected["dead_fraction"]):
-        dead = entry["dead_fraction"]
+    if not _near(entry["zero_fraction"], expected["zero_fraction"]):
+        zeros = entry["zero_fraction"]
         hint = ""
-        if _near(dead, float((output == 0).sum().item())):
+        if _near(zeros, float((output == 0).sum().item())):
             hint = " That is the number of zeros; divide by the number of elements."
-        elif _near(dead, float((output == 0).sum().item()) / len(output)):
+        elif _near(zeros, float((output == 0).sum().item()) / len(output)):
             hint = (" That is the number of zeros divided by the batch size, len(output); divide by the number of "
                     "elements, output.numel().")
-        elif _near(dead, 1 - expected["dead_fraction"]):
+        elif _near(zeros, 1 - expected["zero_fraction"]):
             hint = " That is the fraction of elements that are not zero."
-        elif _near(dead, (inputs < 0).float().mean().item()):
+        elif _near(zeros, (inputs < 0).float().mean().item()):
             hint = (" That is the fraction of the ReLU's inputs below 0, which leaves out the inputs exactly 0 "
                     "(they give outputs exactly 0 too). Count the zeros of the output.")
-        elif dead > expected["dead_fraction"]:
+        elif zeros > expected["zero_fraction"]:
             hint = (" It counts more elements than the exact zeros: the output has small positive values "
-                    "(near 1e-4 and 1e-30), which are alive, and a tolerance (torch.isclose, a threshold) counts "
+                    "(near 1e-4 and 1e-30), which are not zero, and a tolerance (torch.isclose, a threshold) counts "
                     "them. Count elements equal to 0 (output == 0).")
-        fail(f"{where}['dead_fraction'] is {dead:.6g}; expected {expected['dead_fraction']:.6g}, the fraction of "
+        fail(f"{where}['zero_fraction'] is {zeros:.6g}; expected {expected['zero_fraction']:.6g}, the fraction of "
              f"the output's elements that are exactly 0.{hint}")
 
 
-def _check_stats(stats, reference, relu_names, other_names, call_text, step, grad_mode, calls_before):
+def _check_stats(stats, reference, relu_names, other_names, call_text, step, grad_mode, training, calls_before):
     said = f"After {call_text} and {step} forward pass(es),"
     if not isinstance(stats, Mapping):
         fail(f"{call_text} returned {describe(stats)} as stats; expected a dict from ReLU name to a list of entries.")
@@ -366,6 +437,15 @@ def _check_stats(stats, reference, relu_names, other_names, call_text, step, gra
         fail(f"{said} stats has entries for {wrongly}, which are not nn.ReLU modules (they are {kinds}; "
              f"nn.LeakyReLU and nn.ReLU6 are not subclasses of nn.ReLU): track only instances of nn.ReLU, "
              f"isinstance(module, nn.ReLU), not a match on the class name.{late}")
+    every_name = dict(reference.model.named_modules(remove_duplicate=False))
+    first_names = {id(module): name for name, module in reference.model.named_modules()}
+    second_names = [key for key in stats if key in every_name and key not in relu_names and key not in other_names]
+    if any(stats[key] for key in second_names):
+        pairs = {key: first_names[id(every_name[key])] for key in second_names}
+        fail(f"{said} stats has entries under {second_names}, second names of the ReLUs {pairs} (the same module, "
+             "reused). Track each ReLU once, under the name model.named_modules() gives it (a module reachable "
+             "under two names is listed once, under its first name), not under every name that "
+             "named_modules(remove_duplicate=False) lists: with two hooks, each call counts twice.")
     unknown = [key for key in stats if key not in relu_names and key not in other_names and stats[key]]
     if unknown:
         fail(f"{said} stats has keys {unknown}; expected the ReLUs' names from model.named_modules(): {relu_names}.")
@@ -374,8 +454,14 @@ def _check_stats(stats, reference, relu_names, other_names, call_text, step, gra
         nested = [name for name in missing if "." in name]
         crowded = [name for name in relu_names if stats.get(name)
                    and len(stats[name]) > len(reference.records[name])]
+        subclassed = [name for name in missing if type(dict(reference.model.named_modules())[name]) is not nn.ReLU]
         if crowded:
             hint = f" {crowded} holds more entries than that ReLU ran. {_LATE_BINDING}"
+        elif subclassed:
+            kinds = sorted({type(dict(reference.model.named_modules())[name]).__name__ for name in subclassed})
+            hint = (f" {subclassed} are instances of {kinds}, a subclass of nn.ReLU, so nn.ReLUs too: "
+                    "isinstance(module, nn.ReLU) includes subclasses; type(module) is nn.ReLU and a match on "
+                    "the class name don't.")
         elif nested:
             hint = (f" {nested} are nested inside other modules: model.children() and named_children() see only "
                     "the top level; named_modules() visits every depth.")
@@ -390,6 +476,10 @@ def _check_stats(stats, reference, relu_names, other_names, call_text, step, gra
             if not grad_mode and len(entries) == calls_before[name]:
                 hint = (f" Forward pass number {step} ran under torch.no_grad() and added no entry: hooks fire "
                         "under no_grad too, and every call must append, whatever the grad mode.")
+            elif not training and len(entries) == calls_before[name]:
+                hint = (f" Forward pass number {step} ran in eval() mode and added no entry: hooks fire in eval() "
+                        "mode too, and every call must append, in training and in eval() mode alike (no test of "
+                        "module.training).")
             elif len(calls) == 2 * step:
                 hint = " That ReLU is called twice in each forward pass; every call appends its own entry."
             else:
@@ -412,9 +502,11 @@ def check_track_relu_stats(track_relu_stats):
             result = track_relu_stats(model)
         stats, handles = _unpack_pair(result, call_text, "(stats, handles)")
         handles = _handle_list(handles, call_text)
-        for step, batch in enumerate((5, 3), start=1):
+        # Pass 2 runs under no_grad and pass 3 in eval() mode: hooks fire there too.
+        for step, batch, grad_mode, training in ((1, 5, True, True), (2, 3, False, True), (3, 4, True, False)):
             x = _relu_input(seed + step, batch, width)
-            grad_mode = step == 1  # the second pass runs under no_grad: hooks fire there too
+            model.train(training)
+            reference.model.train(training)
             calls_before = {name: len(reference.records[name]) for name in relu_names}
             with calling(f"running forward pass number {step} of the model after {call_text}"), \
                     torch.set_grad_enabled(grad_mode):
@@ -428,10 +520,12 @@ def check_track_relu_stats(track_relu_stats):
                     raise
             with torch.set_grad_enabled(grad_mode):
                 ref_out = reference(x.clone())
-            if not close(out, ref_out):
-                fail(f"After {call_text}, the model's output changed to {describe(out)} instead of "
-                     f"{describe(ref_out)}; the hooks must return None.")
-            _check_stats(stats, reference, relu_names, other_names, call_text, step, grad_mode, calls_before)
+            if not close(out, ref_out) or (out.grad_fn is None) != (ref_out.grad_fn is None):
+                fail(f"After {call_text}, the model's output changed to {describe(out)} (requires_grad="
+                     f"{out.requires_grad}) instead of {describe(ref_out)} (requires_grad={ref_out.requires_grad}); "
+                     "the hooks must return None, so that the model computes what it computed before.")
+            _check_stats(stats, reference, relu_names, other_names, call_text, step, grad_mode, training,
+                         calls_before)
         _check_removal(model, handles, call_text)
         counts = {name: len(stats[name]) for name in relu_names}
         with calling("running the model after removing the handles"):
@@ -463,7 +557,9 @@ _GRADIENTS = ("the input x", "the weight", "the bias")
 # Clamps with torch.clamp's values but another gradient where an output equals a bound exactly.
 _BOUNDARY_LOOKALIKES = (
     (lambda raw, low, high: F.hardtanh(raw, low, high),
-     "yours passed 0 there, as F.hardtanh, ReLU-based formulas and masks built with <= or >= do"),
+     "yours passed 0 there, as F.hardtanh and ReLU-based formulas do, and torch.where when it picks the constant "
+     "bound also at the bound itself (torch.where(output <= min_value, ...) or torch.where(output >= max_value, "
+     "...); with < and > it keeps the output there)"),
     (lambda raw, low, high: torch.minimum(torch.maximum(raw, raw.new_tensor(low)), raw.new_tensor(high)),
      "yours passed half of it there, as torch.maximum and torch.minimum do where their two arguments are "
      "equal"),
@@ -556,6 +652,25 @@ def check_clamp_output(clamp_output):
             hint = _gradient_hint(mine, which, raw, low, high, (x, weight, bias), grad_out)
             fail(f"{said}: the gradient with respect to {what} was {describe(mine)}; through torch.clamp it is "
                  f"{describe(theirs)}.{hint}")
+        with calling(f"calling the module a second time after {call_text}"):
+            again = module(x)
+        if not isinstance(again, torch.Tensor) or not close(again, expected.detach()):
+            fail(f"{said} was clamped, but a second call returned {describe(again)}; expected the clamped output "
+                 f"again, {describe(expected.detach())}: clamp every call's output, not only the first.")
+        with calling(f"calling the module under torch.no_grad() after {call_text}"), torch.no_grad():
+            quiet = module(x)
+        if not isinstance(quiet, torch.Tensor) or not close(quiet, expected.detach()):
+            fail(f"{said} under torch.no_grad() returned {describe(quiet)}; expected the clamped output, "
+                 f"{describe(expected.detach())}. Hooks fire under no_grad too: clamp every call's output, "
+                 "whatever the grad mode (no test of output.requires_grad or torch.is_grad_enabled()).")
+        module.eval()
+        with calling(f"calling the module in eval() mode after {call_text}"):
+            evaluated = module(x)
+        module.train()
+        if not isinstance(evaluated, torch.Tensor) or not close(evaluated, expected.detach()):
+            fail(f"{said} in eval() mode returned {describe(evaluated)}; expected the clamped output, "
+                 f"{describe(expected.detach())}. Hooks fire in eval() mode too: clamp every call's output, in "
+                 "training and in eval() mode alike (no test of module.training).")
         with calling(f"calling handle.remove() on the handle returned by {call_text}"):
             handle.remove()
         with torch.no_grad():

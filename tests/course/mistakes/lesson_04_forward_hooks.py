@@ -1,12 +1,123 @@
 """Mistake catalogue for lesson 04, forward hooks. The format of an entry is described in
-tests/course/test_mistake_catalogue.py."""
+tests/course/test_mistake_catalogue.py; the clause table in tests/course/test_contract_clauses.py."""
+
+from mistakes import edited
+
+CLAUSES = {
+    "capture_activations": {
+        "outputs": "Capture the outputs of the submodules of `model` named in `layer_names`",
+        "only-named": "and of no others",
+        "any-depth": "at any depth",
+        "root": '"" for the model itself',
+        "alias": "every name of a module that the model reaches under two names",
+        "pair": "Returns `(activations, handles)`.",
+        "grad-mode": "each call of a named layer updates (under torch.no_grad()",
+        "eval": "and in eval() mode too): `activations[name]",
+        "by-name": "`activations[name] =",
+        "detached": "<its output, detached",
+        "cloned": "and cloned>",
+        "latest": "The latest call wins",
+        "shared-layer": "also over an earlier call in the same forward pass (a shared layer)",
+        "handles": "`handles` is a list (or tuple) of the RemovableHandles of the hooks registered",
+        "removal": "removing them all stops the capture",
+        "return-none": "The hooks return None, so the model computes what it computed before.",
+        "keyerror": "An unknown name raises KeyError",
+        "keyerror-names-it": "naming it",
+        "before-any-hook": "before any hook is registered",
+    },
+    "track_relu_stats": {
+        "any-depth": "every nn.ReLU's output in `model`, at any depth",
+        "relu-only": "Every module that is an instance of nn.ReLU",
+        "subclasses": "(subclasses too)",
+        "once": "is tracked once",
+        "names": "under the name `model.named_modules()` gives it",
+        "first-name": "(a ReLU reachable under two names: its first name)",
+        "pair": "Returns `(stats, handles)`.",
+        "every-call": "Each call of a ReLU named `name`",
+        "grad-mode": "(under torch.no_grad()",
+        "eval": "and in eval() mode too) appends",
+        "keys": 'appends `{"mean": m, "zero_fraction": z}` to `stats[name]`',
+        "mean": "`m` is the mean of the ReLU's output",
+        "zero-fraction": "`z` the fraction of its output elements that are exactly 0",
+        "floats": "both Python floats",
+        "handles": "`handles` is a list (or tuple) of the RemovableHandles of the hooks registered",
+        "removal": "removing them all stops the tracking",
+        "return-none": "The hooks return None, so the model computes what it computed before.",
+    },
+    "clamp_output": {
+        "bounds": "Clamp the output of `module` to `[min_value, max_value]`",
+        "forward-hook": "with a forward hook",
+        "every-call": "Every call's output is clamped",
+        "grad-mode": "under torch.no_grad()",
+        "eval": "and in eval() mode too.",
+        "replaces": "The hook returns a new tensor, the output clamped, so that it replaces the output",
+        "not-in-place": "the original output is not changed in place",
+        "gradients": "Gradients flow as through `torch.clamp`",
+        "bound-gradients": "also for outputs exactly on a bound (there `torch.clamp` passes the gradient)",
+        "handle": "Returns the RemovableHandle of the hook.",
+    },
+}
+
+NOT_CLAUSES = {
+    "capture_activations": {
+        "The named layers return tensors.": "a precondition on the model the caller passes, not a promise of the "
+                                            "function: the checker's named layers all return tensors",
+    },
+}
+
+# The reference solutions, to which edited() makes one change each.
+CAPTURE = '''
+def capture_activations(model, layer_names):
+    modules = dict(model.named_modules(remove_duplicate=False))
+    for name in layer_names:
+        if name not in modules:
+            raise KeyError(f"{name!r} is not a submodule name of the model")
+
+    activations = {}
+
+    def make_hook(name):
+        def hook(module, args, output):
+            activations[name] = output.detach().clone()
+        return hook
+
+    handles = [modules[name].register_forward_hook(make_hook(name)) for name in layer_names]
+    return activations, handles
+'''
+
+TRACK = '''
+from torch import nn
+
+
+def track_relu_stats(model):
+    stats, handles = {}, []
+
+    def make_hook(entries):
+        def hook(module, args, output):
+            entries.append({"mean": output.mean().item(),
+                            "zero_fraction": (output == 0).float().mean().item()})
+        return hook
+
+    for name, module in model.named_modules():
+        if isinstance(module, nn.ReLU):
+            stats[name] = []
+            handles.append(module.register_forward_hook(make_hook(stats[name])))
+    return stats, handles
+'''
+
+CLAMP = '''
+def clamp_output(module, min_value, max_value):
+    def hook(module, args, output):
+        return output.clamp(min_value, max_value)
+
+    return module.register_forward_hook(hook)
+'''
 
 ENTRIES = [
     # ------------------------------------------------------------------ capture_activations
-    dict(exercise="capture_activations", kind="wrong", why="stores the output without detach",
+    dict(exercise="capture_activations", kind="wrong", why="stores the output without detach", clause="detached",
          source='''
 def capture_activations(model, layer_names):
-    modules = dict(model.named_modules())
+    modules = dict(model.named_modules(remove_duplicate=False))
     for name in layer_names:
         if name not in modules:
             raise KeyError(name)
@@ -20,10 +131,10 @@ def capture_activations(model, layer_names):
     return activations, [modules[name].register_forward_hook(make_hook(name)) for name in layer_names]
 ''',
          expect=["still requires grad", "graph alive", "detach"]),
-    dict(exercise="capture_activations", kind="wrong", why="detach without clone, overwritten by an in-place ReLU",
+    dict(exercise="capture_activations", kind="wrong", why="detach without clone, overwritten by an in-place ReLU", clause="cloned",
          source='''
 def capture_activations(model, layer_names):
-    modules = dict(model.named_modules())
+    modules = dict(model.named_modules(remove_duplicate=False))
     for name in layer_names:
         if name not in modules:
             raise KeyError(name)
@@ -37,10 +148,10 @@ def capture_activations(model, layer_names):
     return activations, [modules[name].register_forward_hook(make_hook(name)) for name in layer_names]
 ''',
          expect=["in-place relu", "shares memory", "clone()"]),
-    dict(exercise="capture_activations", kind="wrong", why="appends every forward pass to a list",
+    dict(exercise="capture_activations", kind="wrong", why="appends every forward pass to a list", clause="latest",
          source='''
 def capture_activations(model, layer_names):
-    modules = dict(model.named_modules())
+    modules = dict(model.named_modules(remove_duplicate=False))
     for name in layer_names:
         if name not in modules:
             raise KeyError(name)
@@ -54,10 +165,10 @@ def capture_activations(model, layer_names):
     return activations, [modules[name].register_forward_hook(make_hook(name)) for name in layer_names]
 ''',
          expect=["is a list", "latest forward pass"]),
-    dict(exercise="capture_activations", kind="wrong", why="keeps the first forward pass",
+    dict(exercise="capture_activations", kind="wrong", why="keeps the first forward pass", clause="latest",
          source='''
 def capture_activations(model, layer_names):
-    modules = dict(model.named_modules())
+    modules = dict(model.named_modules(remove_duplicate=False))
     for name in layer_names:
         if name not in modules:
             raise KeyError(name)
@@ -72,10 +183,10 @@ def capture_activations(model, layer_names):
     return activations, [modules[name].register_forward_hook(make_hook(name)) for name in layer_names]
 ''',
          expect=["output of the first forward pass", "latest forward pass must win"]),
-    dict(exercise="capture_activations", kind="wrong", why="raises KeyError after registering some hooks",
+    dict(exercise="capture_activations", kind="wrong", why="raises KeyError after registering some hooks", clause="before-any-hook",
          source='''
 def capture_activations(model, layer_names):
-    modules = dict(model.named_modules())
+    modules = dict(model.named_modules(remove_duplicate=False))
     activations, handles = {}, []
     for name in layer_names:
         def hook(module, args, output, name=name):
@@ -84,7 +195,7 @@ def capture_activations(model, layer_names):
     return activations, handles
 ''',
          expect=["left forward hooks registered", "before registering any hook"]),
-    dict(exercise="capture_activations", kind="wrong", why="looks names up in named_children",
+    dict(exercise="capture_activations", kind="wrong", why="looks names up in named_children", clause="any-depth",
          source='''
 def capture_activations(model, layer_names):
     children = dict(model.named_children())
@@ -98,8 +209,8 @@ def capture_activations(model, layer_names):
         handles.append(children[name].register_forward_hook(hook))
     return activations, handles
 ''',
-         expect=["raised keyerror", "named_modules()", "nested layers"]),
-    dict(exercise="capture_activations", kind="wrong", why="get_submodule raises AttributeError",
+         expect=["raised keyerror", "named_modules(remove_duplicate=false)", "nested layers"]),
+    dict(exercise="capture_activations", kind="wrong", why="get_submodule raises AttributeError", clause="keyerror",
          source='''
 def capture_activations(model, layer_names):
     modules = [model.get_submodule(name) for name in layer_names]
@@ -111,10 +222,10 @@ def capture_activations(model, layer_names):
     return activations, handles
 ''',
          expect=["raised AttributeError", "expected KeyError"]),
-    dict(exercise="capture_activations", kind="wrong", why="late-binding loop variable",
+    dict(exercise="capture_activations", kind="wrong", why="late-binding loop variable", clause="by-name",
          source='''
 def capture_activations(model, layer_names):
-    modules = dict(model.named_modules())
+    modules = dict(model.named_modules(remove_duplicate=False))
     for name in layer_names:
         if name not in modules:
             raise KeyError(name)
@@ -126,10 +237,10 @@ def capture_activations(model, layer_names):
     return activations, handles
 ''',
          expect=["no entry for", "bind the name"]),
-    dict(exercise="capture_activations", kind="wrong", why="KeyError that does not name the layer",
+    dict(exercise="capture_activations", kind="wrong", why="KeyError that does not name the layer", clause="keyerror-names-it",
          source='''
 def capture_activations(model, layer_names):
-    modules = dict(model.named_modules())
+    modules = dict(model.named_modules(remove_duplicate=False))
     if any(name not in modules for name in layer_names):
         raise KeyError("unknown layer")
     activations, handles = {}, []
@@ -140,10 +251,10 @@ def capture_activations(model, layer_names):
     return activations, handles
 ''',
          expect=["must name the unknown layer"]),
-    dict(exercise="capture_activations", kind="wrong", why="hook returns the stored copy and replaces the output",
+    dict(exercise="capture_activations", kind="wrong", why="hook returns the stored copy and replaces the output", clause="return-none",
          source='''
 def capture_activations(model, layer_names):
-    modules = dict(model.named_modules())
+    modules = dict(model.named_modules(remove_duplicate=False))
     for name in layer_names:
         if name not in modules:
             raise KeyError(name)
@@ -156,10 +267,10 @@ def capture_activations(model, layer_names):
     return activations, handles
 ''',
          expect=["output changed", "must return none"]),
-    dict(exercise="capture_activations", kind="wrong", why="hooks every module and filters by name",
+    dict(exercise="capture_activations", kind="wrong", why="hooks every module and filters by name", clause="only-named",
          source='''
 def capture_activations(model, layer_names):
-    names = {module: name for name, module in model.named_modules()}
+    names = {module: name for name, module in model.named_modules(remove_duplicate=False)}
     for name in layer_names:
         if name not in names.values():
             raise KeyError(name)
@@ -199,7 +310,7 @@ import torch
 
 
 def capture_activations(model, layer_names):
-    by_name = dict(model.named_modules())
+    by_name = dict(model.named_modules(remove_duplicate=False))
     activations, handles = {}, []
     for name in layer_names:
         if name not in by_name:
@@ -216,10 +327,10 @@ def capture_activations(model, layer_names):
 ''',
          expect=[]),
 
-    dict(exercise="capture_activations", kind="wrong", why="stores the layer's input",
+    dict(exercise="capture_activations", kind="wrong", why="stores the layer's input", clause="outputs",
          source='''
 def capture_activations(model, layer_names):
-    modules = dict(model.named_modules())
+    modules = dict(model.named_modules(remove_duplicate=False))
     for name in layer_names:
         if name not in modules:
             raise KeyError(name)
@@ -233,10 +344,10 @@ def capture_activations(model, layer_names):
     return activations, [modules[name].register_forward_hook(make_hook(name)) for name in layer_names]
 ''',
          expect=["the layer's input", "expected its output"]),
-    dict(exercise="capture_activations", kind="wrong", why="output.data shares memory like detach",
+    dict(exercise="capture_activations", kind="wrong", why="output.data shares memory like detach", clause="cloned",
          source='''
 def capture_activations(model, layer_names):
-    modules = dict(model.named_modules())
+    modules = dict(model.named_modules(remove_duplicate=False))
     for name in layer_names:
         if name not in modules:
             raise KeyError(name)
@@ -248,10 +359,10 @@ def capture_activations(model, layer_names):
     return activations, handles
 ''',
          expect=["in-place relu", "shares memory", "clone()"]),
-    dict(exercise="capture_activations", kind="wrong", why="keeps the first call of a shared layer in each pass",
+    dict(exercise="capture_activations", kind="wrong", why="keeps the first call of a shared layer in each pass", clause="shared-layer",
          source='''
 def capture_activations(model, layer_names):
-    modules = dict(model.named_modules())
+    modules = dict(model.named_modules(remove_duplicate=False))
     for name in layer_names:
         if name not in modules:
             raise KeyError(name)
@@ -266,10 +377,10 @@ def capture_activations(model, layer_names):
     return activations, handles
 ''',
          expect=["earlier call of that layer", "same forward pass", "latest call must win"]),
-    dict(exercise="capture_activations", kind="wrong", why="ValueError for an unknown name",
+    dict(exercise="capture_activations", kind="wrong", why="ValueError for an unknown name", clause="keyerror",
          source='''
 def capture_activations(model, layer_names):
-    modules = dict(model.named_modules())
+    modules = dict(model.named_modules(remove_duplicate=False))
     for name in layer_names:
         if name not in modules:
             raise ValueError(f"unknown layer {name}")
@@ -281,10 +392,10 @@ def capture_activations(model, layer_names):
     return activations, handles
 ''',
          expect=["raised ValueError", "expected KeyError naming"]),
-    dict(exercise="capture_activations", kind="wrong", why="returns the handles as a generator",
+    dict(exercise="capture_activations", kind="wrong", why="returns the handles as a generator", clause="handles",
          source='''
 def capture_activations(model, layer_names):
-    modules = dict(model.named_modules())
+    modules = dict(model.named_modules(remove_duplicate=False))
     for name in layer_names:
         if name not in modules:
             raise KeyError(name)
@@ -313,7 +424,7 @@ class Capture:
 
 
 def capture_activations(model, layer_names):
-    table = {name: module for name, module in model.named_modules()}
+    table = {name: module for name, module in model.named_modules(remove_duplicate=False)}
     unknown = [name for name in layer_names if name not in table]
     if unknown:
         raise KeyError(f"unknown layers: {unknown}")
@@ -327,7 +438,7 @@ import copy
 
 
 def capture_activations(model, layer_names):
-    modules = dict(model.named_modules())
+    modules = dict(model.named_modules(remove_duplicate=False))
     missing = sorted(set(layer_names) - set(modules))
     if missing:
         raise KeyError(*missing)
@@ -341,7 +452,7 @@ def capture_activations(model, layer_names):
          expect=[]),
 
     # ------------------------------------------------------------------ track_relu_stats
-    dict(exercise="track_relu_stats", kind="wrong", why="only top-level ReLUs via children",
+    dict(exercise="track_relu_stats", kind="wrong", why="only top-level ReLUs via children", clause="any-depth",
          source='''
 from torch import nn
 
@@ -354,12 +465,12 @@ def track_relu_stats(model):
 
             def hook(module, args, output, entries=stats[name]):
                 entries.append({"mean": output.mean().item(),
-                                "dead_fraction": (output == 0).float().mean().item()})
+                                "zero_fraction": (output == 0).float().mean().item()})
             handles.append(module.register_forward_hook(hook))
     return stats, handles
 ''',
          expect=["no entries for", "nested", "named_modules() visits every depth"]),
-    dict(exercise="track_relu_stats", kind="wrong", why="tensors instead of Python floats",
+    dict(exercise="track_relu_stats", kind="wrong", why="tensors instead of Python floats", clause="floats",
          source='''
 from torch import nn
 
@@ -371,12 +482,12 @@ def track_relu_stats(model):
             stats[name] = []
 
             def hook(module, args, output, entries=stats[name]):
-                entries.append({"mean": output.mean(), "dead_fraction": (output == 0).float().mean()})
+                entries.append({"mean": output.mean(), "zero_fraction": (output == 0).float().mean()})
             handles.append(module.register_forward_hook(hook))
     return stats, handles
 ''',
          expect=["is a tensor", "python float", ".item()"]),
-    dict(exercise="track_relu_stats", kind="wrong", why="replaces the entries on every call",
+    dict(exercise="track_relu_stats", kind="wrong", why="replaces the entries on every call", clause="every-call",
          source='''
 from torch import nn
 
@@ -387,12 +498,12 @@ def track_relu_stats(model):
         if isinstance(module, nn.ReLU):
             def hook(module, args, output, name=name):
                 stats[name] = [{"mean": output.mean().item(),
-                                "dead_fraction": (output == 0).float().mean().item()}]
+                                "zero_fraction": (output == 0).float().mean().item()}]
             handles.append(module.register_forward_hook(hook))
     return stats, handles
 ''',
          expect=["has 1 entry;", "ran 2 times", "called twice"]),
-    dict(exercise="track_relu_stats", kind="wrong", why="late-binding loop variable",
+    dict(exercise="track_relu_stats", kind="wrong", why="late-binding loop variable", clause="names",
          source='''
 from torch import nn
 
@@ -405,12 +516,12 @@ def track_relu_stats(model):
 
             def hook(module, args, output):
                 stats[name].append({"mean": output.mean().item(),
-                                    "dead_fraction": (output == 0).float().mean().item()})
+                                    "zero_fraction": (output == 0).float().mean().item()})
             handles.append(module.register_forward_hook(hook))
     return stats, handles
 ''',
          expect=["raised keyerror", "not a relu", "when the loop ended", "bind the name"]),
-    dict(exercise="track_relu_stats", kind="wrong", why="late-binding loop variable with a defaultdict",
+    dict(exercise="track_relu_stats", kind="wrong", why="late-binding loop variable with a defaultdict", clause="names",
          source='''
 import collections
 
@@ -423,12 +534,12 @@ def track_relu_stats(model):
         if isinstance(module, nn.ReLU):
             def hook(module, args, output):
                 stats[name].append({"mean": output.mean().item(),
-                                    "dead_fraction": (output == 0).float().mean().item()})
+                                    "zero_fraction": (output == 0).float().mean().item()})
             handles.append(module.register_forward_hook(hook))
     return stats, handles
 ''',
          expect=["not nn.relu modules", "bind the name"]),
-    dict(exercise="track_relu_stats", kind="wrong", why="late-binding loop variable over the ReLUs only",
+    dict(exercise="track_relu_stats", kind="wrong", why="late-binding loop variable over the ReLUs only", clause="names",
          source='''
 from torch import nn
 
@@ -440,12 +551,12 @@ def track_relu_stats(model):
     for name, module in relus:
         def hook(module, args, output):
             stats[name].append({"mean": output.mean().item(),
-                                "dead_fraction": (output == 0).float().mean().item()})
+                                "zero_fraction": (output == 0).float().mean().item()})
         handles.append(module.register_forward_hook(hook))
     return stats, handles
 ''',
          expect=["no entries for", "more entries than that relu ran", "bind the name"]),
-    dict(exercise="track_relu_stats", kind="wrong", why="counts near-zero values as dead",
+    dict(exercise="track_relu_stats", kind="wrong", why="counts near-zero values as zeros", clause="zero-fraction",
          source='''
 from torch import nn
 
@@ -458,12 +569,12 @@ def track_relu_stats(model):
 
             def hook(module, args, output, entries=stats[name]):
                 entries.append({"mean": output.mean().item(),
-                                "dead_fraction": (output < 1e-3).float().mean().item()})
+                                "zero_fraction": (output < 1e-3).float().mean().item()})
             handles.append(module.register_forward_hook(hook))
     return stats, handles
 ''',
          expect=["exactly 0", "small positive values", "output == 0"]),
-    dict(exercise="track_relu_stats", kind="wrong", why="mean of the input",
+    dict(exercise="track_relu_stats", kind="wrong", why="mean of the input", clause="mean",
          source='''
 from torch import nn
 
@@ -476,12 +587,12 @@ def track_relu_stats(model):
 
             def hook(module, args, output, entries=stats[name]):
                 entries.append({"mean": args[0].mean().item(),
-                                "dead_fraction": (output == 0).float().mean().item()})
+                                "zero_fraction": (output == 0).float().mean().item()})
             handles.append(module.register_forward_hook(hook))
     return stats, handles
 ''',
          expect=["mean of the relu's input", "its output"]),
-    dict(exercise="track_relu_stats", kind="wrong", why="number of zeros instead of the fraction",
+    dict(exercise="track_relu_stats", kind="wrong", why="number of zeros instead of the fraction", clause="zero-fraction",
          source='''
 from torch import nn
 
@@ -494,12 +605,12 @@ def track_relu_stats(model):
 
             def hook(module, args, output, entries=stats[name]):
                 entries.append({"mean": output.mean().item(),
-                                "dead_fraction": float((output == 0).sum())})
+                                "zero_fraction": float((output == 0).sum())})
             handles.append(module.register_forward_hook(hook))
     return stats, handles
 ''',
          expect=["number of zeros", "divide by the number of elements"]),
-    dict(exercise="track_relu_stats", kind="wrong", why="matches ReLU in the class name, so LeakyReLU too",
+    dict(exercise="track_relu_stats", kind="wrong", why="matches ReLU in the class name, so LeakyReLU too", clause="relu-only",
          source='''
 def track_relu_stats(model):
     stats, handles = {}, []
@@ -509,12 +620,12 @@ def track_relu_stats(model):
 
             def hook(module, args, output, entries=stats[name]):
                 entries.append({"mean": output.mean().item(),
-                                "dead_fraction": (output == 0).float().mean().item()})
+                                "zero_fraction": (output == 0).float().mean().item()})
             handles.append(module.register_forward_hook(hook))
     return stats, handles
 ''',
          expect=["not nn.relu modules", "leakyrelu"]),
-    dict(exercise="track_relu_stats", kind="wrong", why="keyed by the module object",
+    dict(exercise="track_relu_stats", kind="wrong", why="keyed by the module object", clause="names",
          source='''
 from torch import nn
 
@@ -527,7 +638,7 @@ def track_relu_stats(model):
 
             def hook(module, args, output):
                 stats[module].append({"mean": output.mean().item(),
-                                      "dead_fraction": (output == 0).float().mean().item()})
+                                      "zero_fraction": (output == 0).float().mean().item()})
             handles.append(module.register_forward_hook(hook))
     return stats, handles
 ''',
@@ -545,11 +656,11 @@ def track_relu_stats(model):
     def make_hook(name):
         def hook(module, args, output):
             zeros = torch.count_nonzero(output == 0).item()
-            stats[name].append({"dead_fraction": zeros / output.numel(), "mean": float(output.detach().mean())})
+            stats[name].append({"zero_fraction": zeros / output.numel(), "mean": float(output.detach().mean())})
         return hook
 
     handles = [module.register_forward_hook(make_hook(name))
-               for name, module in model.named_modules() if type(module) is torch.nn.ReLU]
+               for name, module in model.named_modules() if isinstance(module, torch.nn.ReLU)]
     return stats, handles
 ''',
          expect=[]),
@@ -565,14 +676,14 @@ def track_relu_stats(model):
     def hook_for(entries):
         def hook(module, args, output):
             values = output.detach().double()
-            entries.append({"mean": values.mean().item(), "dead_fraction": values.eq(0).double().mean().item()})
+            entries.append({"mean": values.mean().item(), "zero_fraction": values.eq(0).double().mean().item()})
         return hook
 
     return stats, tuple(module.register_forward_hook(hook_for(stats[name])) for name, module in relus.items())
 ''',
          expect=[]),
 
-    dict(exercise="track_relu_stats", kind="wrong", why="class name starts with ReLU, so ReLU6 too",
+    dict(exercise="track_relu_stats", kind="wrong", why="class name starts with ReLU, so ReLU6 too", clause="relu-only",
          source='''
 def track_relu_stats(model):
     stats, handles = {}, []
@@ -582,12 +693,12 @@ def track_relu_stats(model):
 
             def hook(module, args, output, entries=stats[name]):
                 entries.append({"mean": output.mean().item(),
-                                "dead_fraction": (output == 0).float().mean().item()})
+                                "zero_fraction": (output == 0).float().mean().item()})
             handles.append(module.register_forward_hook(hook))
     return stats, handles
 ''',
          expect=["not nn.relu modules", "relu6", "isinstance(module, nn.relu)"]),
-    dict(exercise="track_relu_stats", kind="wrong", why="dead fraction from the inputs below zero",
+    dict(exercise="track_relu_stats", kind="wrong", why="zero fraction from the inputs below zero", clause="zero-fraction",
          source='''
 from torch import nn
 
@@ -600,12 +711,12 @@ def track_relu_stats(model):
 
             def hook(module, args, output, entries=stats[name]):
                 entries.append({"mean": output.mean().item(),
-                                "dead_fraction": (args[0] < 0).float().mean().item()})
+                                "zero_fraction": (args[0] < 0).float().mean().item()})
             handles.append(module.register_forward_hook(hook))
     return stats, handles
 ''',
          expect=["inputs below 0", "exactly 0", "zeros of the output"]),
-    dict(exercise="track_relu_stats", kind="wrong", why="mean of the non-zero outputs only",
+    dict(exercise="track_relu_stats", kind="wrong", why="mean of the non-zero outputs only", clause="mean",
          source='''
 from torch import nn
 
@@ -618,12 +729,12 @@ def track_relu_stats(model):
 
             def hook(module, args, output, entries=stats[name]):
                 entries.append({"mean": output[output > 0].mean().item(),
-                                "dead_fraction": (output == 0).float().mean().item()})
+                                "zero_fraction": (output == 0).float().mean().item()})
             handles.append(module.register_forward_hook(hook))
     return stats, handles
 ''',
          expect=["non-zero elements only", "zeros included"]),
-    dict(exercise="track_relu_stats", kind="wrong", why="records only while gradients are on",
+    dict(exercise="track_relu_stats", kind="wrong", why="records only while gradients are on", clause="grad-mode",
          source='''
 import torch
 from torch import nn
@@ -638,12 +749,12 @@ def track_relu_stats(model):
             def hook(module, args, output, entries=stats[name]):
                 if torch.is_grad_enabled():
                     entries.append({"mean": output.mean().item(),
-                                    "dead_fraction": (output == 0).float().mean().item()})
+                                    "zero_fraction": (output == 0).float().mean().item()})
             handles.append(module.register_forward_hook(hook))
     return stats, handles
 ''',
          expect=["torch.no_grad()", "added no entry", "hooks fire under no_grad"]),
-    dict(exercise="track_relu_stats", kind="wrong", why="torch.isclose to zero counts tiny outputs as dead",
+    dict(exercise="track_relu_stats", kind="wrong", why="torch.isclose to zero counts tiny outputs as zeros", clause="zero-fraction",
          source='''
 import torch
 from torch import nn
@@ -657,12 +768,12 @@ def track_relu_stats(model):
 
             def hook(module, args, output, entries=stats[name]):
                 dead = torch.isclose(output, torch.zeros_like(output))
-                entries.append({"mean": output.mean().item(), "dead_fraction": dead.float().mean().item()})
+                entries.append({"mean": output.mean().item(), "zero_fraction": dead.float().mean().item()})
             handles.append(module.register_forward_hook(hook))
     return stats, handles
 ''',
          expect=["exactly 0", "1e-30", "torch.isclose", "output == 0"]),
-    dict(exercise="track_relu_stats", kind="wrong", why="divides by the batch size",
+    dict(exercise="track_relu_stats", kind="wrong", why="divides by the batch size", clause="zero-fraction",
          source='''
 from torch import nn
 
@@ -675,7 +786,7 @@ def track_relu_stats(model):
 
             def hook(module, args, output, entries=stats[name]):
                 entries.append({"mean": output.mean().item(),
-                                "dead_fraction": (output == 0).sum().item() / len(output)})
+                                "zero_fraction": (output == 0).sum().item() / len(output)})
             handles.append(module.register_forward_hook(hook))
     return stats, handles
 ''',
@@ -689,7 +800,7 @@ import torch
 
 def _record(entries, module, args, output):
     size = output.numel()
-    entries.append(dict(mean=float(output.detach().sum()) / size, dead_fraction=int((output <= 0).sum()) / size))
+    entries.append(dict(mean=float(output.detach().sum()) / size, zero_fraction=int((output <= 0).sum()) / size))
 
 
 def track_relu_stats(model):
@@ -711,7 +822,7 @@ class Recorder:
 
     def __call__(self, module, args, kwargs, output):
         alive = output.count_nonzero().item()
-        self.entries.append({"mean": output.mean().item(), "dead_fraction": 1.0 - alive / output.numel()})
+        self.entries.append({"mean": output.mean().item(), "zero_fraction": 1.0 - alive / output.numel()})
 
 
 def track_relu_stats(model):
@@ -722,7 +833,7 @@ def track_relu_stats(model):
          expect=[]),
 
     # ------------------------------------------------------------------ clamp_output
-    dict(exercise="clamp_output", kind="wrong", why="clamp_ in place",
+    dict(exercise="clamp_output", kind="wrong", why="clamp_ in place", clause="not-in-place",
          source='''
 def clamp_output(module, min_value, max_value):
     def hook(module, args, output):
@@ -730,7 +841,7 @@ def clamp_output(module, min_value, max_value):
     return module.register_forward_hook(hook)
 ''',
          expect=["in place", "clamp_"]),
-    dict(exercise="clamp_output", kind="wrong", why="masked assignment into the output",
+    dict(exercise="clamp_output", kind="wrong", why="masked assignment into the output", clause="not-in-place",
          source='''
 def clamp_output(module, min_value, max_value):
     def hook(module, args, output):
@@ -740,7 +851,7 @@ def clamp_output(module, min_value, max_value):
     return module.register_forward_hook(hook)
 ''',
          expect=["in place", "assignment into the output"]),
-    dict(exercise="clamp_output", kind="wrong", why="clamps .data in place and returns None",
+    dict(exercise="clamp_output", kind="wrong", why="clamps .data in place and returns None", clause="not-in-place",
          source='''
 def clamp_output(module, min_value, max_value):
     def hook(module, args, output):
@@ -748,7 +859,7 @@ def clamp_output(module, min_value, max_value):
     return module.register_forward_hook(hook)
 ''',
          expect=["in place", ".data"]),
-    dict(exercise="clamp_output", kind="wrong", why="forgets to return the clamped tensor",
+    dict(exercise="clamp_output", kind="wrong", why="forgets to return the clamped tensor", clause="replaces",
          source='''
 def clamp_output(module, min_value, max_value):
     def hook(module, args, output):
@@ -756,7 +867,7 @@ def clamp_output(module, min_value, max_value):
     return module.register_forward_hook(hook)
 ''',
          expect=["unclamped", "returns none", "return the clamped tensor"]),
-    dict(exercise="clamp_output", kind="wrong", why="clamps a detached output",
+    dict(exercise="clamp_output", kind="wrong", why="clamps a detached output", clause="gradients",
          source='''
 def clamp_output(module, min_value, max_value):
     def hook(module, args, output):
@@ -764,7 +875,7 @@ def clamp_output(module, min_value, max_value):
     return module.register_forward_hook(hook)
 ''',
          expect=["cut off from the autograd graph", "no gradient reaches"]),
-    dict(exercise="clamp_output", kind="wrong", why="clamps under no_grad",
+    dict(exercise="clamp_output", kind="wrong", why="clamps under no_grad", clause="gradients",
          source='''
 import torch
 
@@ -776,7 +887,7 @@ def clamp_output(module, min_value, max_value):
     return module.register_forward_hook(hook)
 ''',
          expect=["cut off from the autograd graph", "torch.no_grad()"]),
-    dict(exercise="clamp_output", kind="wrong", why="straight-through: clamped values, unclamped gradient",
+    dict(exercise="clamp_output", kind="wrong", why="straight-through: clamped values, unclamped gradient", clause="gradients",
          source='''
 def clamp_output(module, min_value, max_value):
     def hook(module, args, output):
@@ -784,7 +895,7 @@ def clamp_output(module, min_value, max_value):
     return module.register_forward_hook(hook)
 ''',
          expect=["gradient without any clamp", "gradient of 0"]),
-    dict(exercise="clamp_output", kind="wrong", why="Python min and max on a tensor",
+    dict(exercise="clamp_output", kind="wrong", why="Python min and max on a tensor", clause="bounds",
          source='''
 def clamp_output(module, min_value, max_value):
     def hook(module, args, output):
@@ -792,7 +903,7 @@ def clamp_output(module, min_value, max_value):
     return module.register_forward_hook(hook)
 ''',
          expect=["raised RuntimeError", "ambiguous"]),
-    dict(exercise="clamp_output", kind="wrong", why="torch.max and torch.min with a number",
+    dict(exercise="clamp_output", kind="wrong", why="torch.max and torch.min with a number", clause="bounds",
          source='''
 import torch
 
@@ -803,7 +914,7 @@ def clamp_output(module, min_value, max_value):
     return module.register_forward_hook(hook)
 ''',
          expect=["raised TypeError", "invalid combination of arguments"]),
-    dict(exercise="clamp_output", kind="wrong", why="a pre-hook that clamps the input",
+    dict(exercise="clamp_output", kind="wrong", why="a pre-hook that clamps the input", clause="forward-hook",
          source='''
 def clamp_output(module, min_value, max_value):
     def hook(module, args):
@@ -823,7 +934,7 @@ def clamp_output(module, min_value, max_value):
     return module.register_forward_hook(hook)
 ''',
          expect=[]),
-    dict(exercise="clamp_output", kind="wrong", why="torch.minimum and torch.maximum split the gradient at the bounds",
+    dict(exercise="clamp_output", kind="wrong", why="torch.minimum and torch.maximum split the gradient at the bounds", clause="bound-gradients",
          source='''
 import torch
 
@@ -836,7 +947,7 @@ def clamp_output(module, min_value, max_value):
     return module.register_forward_hook(hook)
 ''',
          expect=["exactly equal to a bound", "half of it", "torch.maximum"]),
-    dict(exercise="clamp_output", kind="wrong", why="hardtanh passes no gradient at the bounds",
+    dict(exercise="clamp_output", kind="wrong", why="hardtanh passes no gradient at the bounds", clause="bound-gradients",
          source='''
 import torch.nn.functional as F
 
@@ -847,7 +958,7 @@ def clamp_output(module, min_value, max_value):
     return module.register_forward_hook(hook, with_kwargs=True)
 ''',
          expect=["exactly equal to a bound", "passed 0 there", "f.hardtanh"]),
-    dict(exercise="clamp_output", kind="wrong", why="torch.where masks with <= and >=",
+    dict(exercise="clamp_output", kind="wrong", why="torch.where masks with <= and >=", clause="bound-gradients",
          source='''
 import torch
 
@@ -858,8 +969,8 @@ def clamp_output(module, min_value, max_value):
         return torch.where(low >= max_value, torch.full_like(output, max_value), low)
     return module.register_forward_hook(hook)
 ''',
-         expect=["exactly equal to a bound", "passed 0 there", "<= or >="]),
-    dict(exercise="clamp_output", kind="wrong", why="clamps with ReLUs",
+         expect=["exactly equal to a bound", "passed 0 there", "torch.where(output <= min_value"]),
+    dict(exercise="clamp_output", kind="wrong", why="clamps with ReLUs", clause="bound-gradients",
          source='''
 import torch.nn.functional as F
 
@@ -870,7 +981,7 @@ def clamp_output(module, min_value, max_value):
     return module.register_forward_hook(hook)
 ''',
          expect=["exactly equal to a bound", "relu-based"]),
-    dict(exercise="clamp_output", kind="wrong", why="only the lower bound",
+    dict(exercise="clamp_output", kind="wrong", why="only the lower bound", clause="bounds",
          source='''
 def clamp_output(module, min_value, max_value):
     def hook(module, args, output):
@@ -878,7 +989,7 @@ def clamp_output(module, min_value, max_value):
     return module.register_forward_hook(hook)
 ''',
          expect=["only the lower bound", "both bounds"]),
-    dict(exercise="clamp_output", kind="wrong", why="does not return the handle",
+    dict(exercise="clamp_output", kind="wrong", why="does not return the handle", clause="handle",
          source='''
 def clamp_output(module, min_value, max_value):
     def hook(module, args, output):
@@ -886,7 +997,7 @@ def clamp_output(module, min_value, max_value):
     module.register_forward_hook(hook)
 ''',
          expect=["returned None", "removablehandle"]),
-    dict(exercise="clamp_output", kind="wrong", why="returns the handle in a list",
+    dict(exercise="clamp_output", kind="wrong", why="returns the handle in a list", clause="handle",
          source='''
 def clamp_output(module, min_value, max_value):
     def hook(module, args, output):
@@ -919,5 +1030,194 @@ def clamp_output(module, min_value, max_value):
     return module.register_forward_hook(lambda m, args, out: out.clamp_min(min_value).clamp_max(max_value),
                                         always_call=True)
 ''',
+         expect=[]),
+
+    # ------------------------------------------------------------------ one entry per clause not broken above,
+    # and submissions written from the docstring alone, as a stranger would (shapes of public code included)
+    dict(exercise="capture_activations", kind="wrong", clause="root", why="leaves the root module out of the lookup",
+         source=edited(CAPTURE, ("modules = dict(model.named_modules(remove_duplicate=False))",
+                                 "modules = {name: module for name, module in model.named_modules(remove_duplicate=False) "
+                                 "if name}")),
+         expect=["'' is the model itself", "the root included"]),
+    dict(exercise="capture_activations", kind="wrong", clause="alias",
+         why="named_modules() lists a reused layer under its first name only",
+         source=edited(CAPTURE, ("dict(model.named_modules(remove_duplicate=False))", "dict(model.named_modules())")),
+         expect=["the same module as '0'", "reused under a second name", "remove_duplicate=false"]),
+    dict(exercise="capture_activations", kind="wrong", clause="pair", why="returns the dict only",
+         source=edited(CAPTURE, ("return activations, handles", "return activations")),
+         expect=["expected a pair (activations, handles)"]),
+    dict(exercise="capture_activations", kind="wrong", clause="grad-mode", why="stores only outputs that require grad",
+         source=edited(CAPTURE, ("            activations[name] = output.detach().clone()",
+                                 "            if output.requires_grad:\n"
+                                 "                activations[name] = output.detach().clone()")),
+         expect=["under torch.no_grad()", "did not update it", "whatever the grad mode"]),
+    dict(exercise="capture_activations", kind="wrong", clause="grad-mode", why="stores only while grad mode is on",
+         source=edited(CAPTURE, ("            activations[name] = output.detach().clone()",
+                                 "            if torch.is_grad_enabled():  # training passes only\n"
+                                 "                activations[name] = output.detach().clone()"),
+                       ("def capture_activations", "import torch\n\n\ndef capture_activations")),
+         expect=["under torch.no_grad()", "did not update it", "whatever the grad mode"]),
+    dict(exercise="capture_activations", kind="wrong", clause="handles", why="returns the hook functions, not handles",
+         source=edited(CAPTURE, ("    handles = [modules[name].register_forward_hook(make_hook(name)) for name in layer_names]\n",
+                                 "    handles = [make_hook(name) for name in layer_names]\n"
+                                 "    for name, hook in zip(layer_names, handles):\n"
+                                 "        modules[name].register_forward_hook(hook)\n")),
+         expect=["each must be the removablehandle"]),
+    dict(exercise="capture_activations", kind="wrong", clause="handles", why="returns the handles in a dict by name",
+         source=edited(CAPTURE, ("handles = [modules[name].register_forward_hook(make_hook(name)) for name in layer_names]",
+                                 "handles = {name: modules[name].register_forward_hook(make_hook(name)) for name in layer_names}")),
+         expect=["as its handles", "expected a list of the removablehandles"]),
+    dict(exercise="capture_activations", kind="wrong", clause="removal", why="returns only the last handle",
+         source=edited(CAPTURE, ("    handles = [modules[name].register_forward_hook(make_hook(name)) for name in layer_names]\n",
+                                 "    for name in layer_names:\n"
+                                 "        handle = modules[name].register_forward_hook(make_hook(name))\n"
+                                 "    handles = [handle]\n")),
+         expect=["still registered on", "return the handle of every hook"]),
+    dict(exercise="capture_activations", kind="wrong", clause="cloned", why="detach().cpu() copies nothing on the CPU",
+         source=edited(CAPTURE, ("activations[name] = output.detach().clone()", "activations[name] = output.detach().cpu()")),
+         expect=["shares memory", "output.detach().clone()"]),
+    dict(exercise="capture_activations", kind="wrong", clause="by-name", why="keyed by the module object",
+         source=edited(CAPTURE, ("            activations[name] = output.detach().clone()",
+                                 "            activations[module] = output.detach().clone()")),
+         expect=["has no entry for", "under its layer's name"]),
+    dict(exercise="capture_activations", kind="wrong", clause="any-depth", why="checks names with hasattr",
+         source=edited(CAPTURE, ("        if name not in modules:", "        if not hasattr(model, name) and name:")),
+         expect=["raised keyerror", "nested layers"]),
+    dict(exercise="capture_activations", kind="right", why="output.data.clone() and a generator of names checked",
+         source=edited(CAPTURE, ("activations[name] = output.detach().clone()", "activations[name] = output.data.clone()"),
+                       ("    for name in layer_names:\n        if name not in modules:\n"
+                        "            raise KeyError(f\"{name!r} is not a submodule name of the model\")\n",
+                        "    unknown = next((name for name in layer_names if name not in modules), None)\n"
+                        "    if unknown is not None:\n        raise KeyError(unknown)\n")),
+         expect=[]),
+
+    dict(exercise="track_relu_stats", kind="wrong", clause="subclasses", why="type(module) is nn.ReLU misses a subclass",
+         source=edited(TRACK, ("if isinstance(module, nn.ReLU):", "if type(module) is nn.ReLU:")),
+         expect=["subclass of nn.relu", "isinstance(module, nn.relu) includes subclasses"]),
+    dict(exercise="track_relu_stats", kind="wrong", clause="once", why="a reused ReLU tracked under each of its names",
+         source=edited(TRACK, ("model.named_modules()", "model.named_modules(remove_duplicate=False)")),
+         expect=["second names of the relus", "track each relu once"]),
+    dict(exercise="track_relu_stats", kind="wrong", clause="first-name", why="a reused ReLU tracked under its last name",
+         source=edited(TRACK, ("    for name, module in model.named_modules():\n        if isinstance(module, nn.ReLU):\n",
+                               "    last_name = {module: name for name, module in model.named_modules(remove_duplicate=False)}\n"
+                               "    for module in model.modules():\n        name = last_name[module]\n"
+                               "        if isinstance(module, nn.ReLU):\n")),
+         expect=["second names of the relus", "under its first name"]),
+    dict(exercise="track_relu_stats", kind="wrong", clause="pair", why="returns the stats only",
+         source=edited(TRACK, ("return stats, handles", "return stats")),
+         expect=["expected a pair (stats, handles)"]),
+    dict(exercise="track_relu_stats", kind="wrong", clause="keys", why="the key dead_fraction",
+         source=edited(TRACK, ('"zero_fraction": (output == 0)', '"dead_fraction": (output == 0)')),
+         expect=["exactly the keys 'mean' and 'zero_fraction'"]),
+    dict(exercise="track_relu_stats", kind="wrong", clause="zero-fraction", why="fraction of non-zero outputs",
+         source=edited(TRACK, ("(output == 0).float().mean().item()", "(output > 0).float().mean().item()")),
+         expect=["exactly 0", "not zero"]),
+    dict(exercise="track_relu_stats", kind="wrong", clause="mean", why="sum divided by the batch size",
+         source=edited(TRACK, ('"mean": output.mean().item()', '"mean": output.sum().item() / output.shape[0]')),
+         expect=["sum divided by the batch size", "output.numel()"]),
+    dict(exercise="track_relu_stats", kind="wrong", clause="handles", why="returns the handles in a dict by name",
+         source=edited(TRACK, ("stats, handles = {}, []", "stats, handles = {}, {}"),
+                       ("handles.append(module.register_forward_hook(make_hook(stats[name])))",
+                        "handles[name] = module.register_forward_hook(make_hook(stats[name]))")),
+         expect=["as its handles", "expected a list of the removablehandles"]),
+    dict(exercise="track_relu_stats", kind="wrong", clause="removal", why="handles list made again in the loop",
+         source=edited(TRACK, ("handles.append(module.register_forward_hook(make_hook(stats[name])))",
+                               "handles = [module.register_forward_hook(make_hook(stats[name]))]")),
+         expect=["still registered on", "return the handle of every hook"]),
+    dict(exercise="track_relu_stats", kind="wrong", clause="return-none", why="the hook returns the output detached",
+         source=edited(TRACK, ('''                            "zero_fraction": (output == 0).float().mean().item()})
+        return hook''', '''                            "zero_fraction": (output == 0).float().mean().item()})
+            return output.detach()  # keep the graph out of the statistics
+        return hook''')),
+         expect=["output changed", "requires_grad=false", "must return none"]),
+    dict(exercise="track_relu_stats", kind="wrong", clause="floats", why="statistics as one-element lists",
+         source=edited(TRACK, ('"mean": output.mean().item()', '"mean": output.mean().reshape(1).tolist()')),
+         expect=["expected a python float"]),
+    dict(exercise="track_relu_stats", kind="right", why="a seen set over modules(), tolist() floats",
+         source='''
+import torch
+
+
+def track_relu_stats(model):
+    stats, handles, seen = {}, [], set()
+    for name, module in model.named_modules(remove_duplicate=False):
+        if isinstance(module, torch.nn.ReLU) and id(module) not in seen:
+            seen.add(id(module))
+            entries = stats[name] = []
+            handles.append(module.register_forward_hook(
+                lambda module, args, output, entries=entries: entries.append(
+                    {"mean": output.mean().tolist(), "zero_fraction": output.eq(0).float().mean().tolist()})))
+    return stats, handles
+''',
+         expect=[]),
+
+    dict(exercise="clamp_output", kind="wrong", clause="grad-mode", why="clamps only outputs that require grad",
+         source=edited(CLAMP, ("        return output.clamp(min_value, max_value)",
+                               "        if output.requires_grad:  # training only\n"
+                               "            return output.clamp(min_value, max_value)")),
+         expect=["under torch.no_grad()", "whatever the grad mode"]),
+    dict(exercise="clamp_output", kind="wrong", clause="not-in-place", why="torch.clamp with out=output",
+         source=edited(CLAMP, ("return output.clamp(min_value, max_value)",
+                               "return torch.clamp(output, min_value, max_value, out=output)"),
+                       ("def clamp_output", "import torch\n\n\ndef clamp_output")),
+         expect=["raised runtimeerror", "out="]),
+    dict(exercise="clamp_output", kind="wrong", clause="gradients", why="a detached copy made to require grad again",
+         source=edited(CLAMP, ("return output.clamp(min_value, max_value)",
+                               "return output.clamp(min_value, max_value).detach().requires_grad_()")),
+         expect=["cut off from the autograd graph", "requires_grad=true"]),
+    dict(exercise="clamp_output", kind="wrong", clause="bounds", why="the bounds swapped",
+         source=edited(CLAMP, ("return output.clamp(min_value, max_value)", "return output.clamp(max_value, min_value)")),
+         expect=["expected the output clamped to [-0.5, 0.5]"]),
+    dict(exercise="clamp_output", kind="wrong", clause="replaces", why="returns the clamped output in a tuple",
+         source=edited(CLAMP, ("return output.clamp(min_value, max_value)", "return (output.clamp(min_value, max_value),)")),
+         expect=["returned tuple", "expected the clamped output"]),
+    dict(exercise="clamp_output", kind="wrong", clause="bound-gradients",
+         why="torch.where with <= and >=, written with scalars",
+         source=edited(CLAMP, ("return output.clamp(min_value, max_value)",
+                               "return torch.where(output >= max_value, max_value,\n"
+                               "                           torch.where(output <= min_value, min_value, output))"),
+                       ("def clamp_output", "import torch\n\n\ndef clamp_output")),
+         expect=["exactly equal to a bound", "torch.where(output <= min_value"]),
+    dict(exercise="clamp_output", kind="right", why="torch.where with < and >, prepend=True",
+         source=edited(CLAMP, ("return output.clamp(min_value, max_value)",
+                               "return torch.where(output > max_value, max_value,\n"
+                               "                           torch.where(output < min_value, min_value, output))"),
+                       ("register_forward_hook(hook)", "register_forward_hook(hook, prepend=True)"),
+                       ("def clamp_output", "import torch\n\n\ndef clamp_output")),
+         expect=[]),
+
+    dict(exercise="capture_activations", kind="wrong", clause="eval", why="stores only in training mode",
+         source=edited(CAPTURE, ("            activations[name] = output.detach().clone()",
+                                 "            if module.training:\n"
+                                 "                activations[name] = output.detach().clone()")),
+         expect=["in eval() mode", "did not update it", "no test of module.training"]),
+    dict(exercise="capture_activations", kind="wrong", clause="detached", why="a detached clone made to require grad",
+         source=edited(CAPTURE, ("output.detach().clone()", "output.detach().clone().requires_grad_()")),
+         expect=["requires grad, with no graph", "without requires_grad_()"]),
+    dict(exercise="track_relu_stats", kind="wrong", clause="eval", why="records only in training mode",
+         source=edited(TRACK, ("            entries.append({", "            if module.training:\n"
+                               "                entries.append({")),
+         expect=["ran in eval() mode and added no entry", "no test of module.training"]),
+    dict(exercise="track_relu_stats", kind="right", why="stats lists made on first call with setdefault",
+         source=edited(TRACK, ("            stats[name] = []\n", ""),
+                       ("make_hook(stats[name])", "make_hook(stats.setdefault(name, []))")),
+         expect=[]),
+    dict(exercise="clamp_output", kind="wrong", clause="eval", why="clamps only in training mode",
+         source=edited(CLAMP, ("        return output.clamp(min_value, max_value)",
+                               "        if module.training:\n"
+                               "            return output.clamp(min_value, max_value)")),
+         expect=["in eval() mode returned", "no test of module.training"]),
+    dict(exercise="clamp_output", kind="wrong", clause="every-call", why="clamps the first call only",
+         source=edited(CLAMP, ("    def hook(module, args, output):\n        return output.clamp(min_value, max_value)\n",
+                               "    calls = []\n\n"
+                               "    def hook(module, args, output):\n"
+                               "        calls.append(1)\n"
+                               "        if len(calls) == 1:\n"
+                               "            return output.clamp(min_value, max_value)\n")),
+         expect=["a second call returned", "clamp every call's output, not only the first"]),
+    dict(exercise="clamp_output", kind="right", why="tensor bounds to torch.clamp",
+         source=edited(CLAMP, ("output.clamp(min_value, max_value)",
+                               "torch.clamp(output, torch.tensor(min_value), torch.tensor(max_value))"),
+                       ("def clamp_output", "import torch\n\n\ndef clamp_output")),
          expect=[]),
 ]
