@@ -2,8 +2,10 @@
 # # Lesson 07 — Hooks everywhere: global hooks, keyword arguments, `prepend`, `always_call`
 #
 # The hooks of lessons 03–05 belong to one module. PyTorch also has *global* module hooks: one
-# registration, and the hook fires for every module called anywhere in the process. They are how
-# tools such as model summaries and debuggers see a whole model without knowing its layers.
+# registration, and the hook fires for every module called anywhere in the process. With them a
+# tool sees a whole model without knowing its layers: PyTorch's own `ModuleTracker`
+# (`torch.utils.module_tracker`, which `FlopCounterMode` uses to count FLOPs per module) is built
+# on them.
 #
 # After this lesson you will be able to:
 #
@@ -11,7 +13,7 @@
 #   pre, full backward) and say when they fire relative to a module's own hooks;
 #   say why not to use the deprecated `register_module_backward_hook`;
 # - say in which order the hooks of a parent and its children fire (calls *start* parent first and
-#   *finish* children first);
+#   *finish* children first; in backward the nesting stays and the order of siblings reverses);
 # - say which of the options of lessons 03 and 04 (`with_kwargs=True`, `prepend=True`,
 #   `always_call=True`) the global hooks take and how they combine with them, including a bug of
 #   global hooks that combine `with_kwargs` and `always_call`;
@@ -47,7 +49,9 @@ print("torch", torch.__version__)
 # `hook(module, args, output)` as `module.register_forward_hook`, but it is not attached to a
 # module: it fires after the `forward` of *every* module called, in every model of the process,
 # including the modules inside containers and the containers themselves. It returns a
-# `RemovableHandle`, like every registration.
+# `RemovableHandle`, like every registration. The cell also reads torch's source to show that
+# `ModuleTracker` registers the global forward pre-hook and forward hook, and that
+# `FlopCounterMode` makes a `ModuleTracker`.
 
 # %%
 torch.manual_seed(0)
@@ -64,6 +68,18 @@ print("modules seen by one global hook:", seen)
 print("the registration returned a", type(handle).__name__)
 assert seen == ["Linear", "ReLU", "Sequential", "Linear"]
 assert isinstance(handle, torch.utils.hooks.RemovableHandle)
+
+import inspect
+
+from torch.utils.flop_counter import FlopCounterMode
+from torch.utils.module_tracker import ModuleTracker
+
+tracker_source = inspect.getsource(ModuleTracker)
+uses = [name for name in ("register_module_forward_pre_hook(", "register_module_forward_hook(")
+        if name in tracker_source]
+print("ModuleTracker calls:", uses, "| FlopCounterMode makes a ModuleTracker:",
+      "ModuleTracker()" in inspect.getsource(FlopCounterMode))
+assert len(uses) == 2 and "ModuleTracker()" in inspect.getsource(FlopCounterMode)
 
 # %% [markdown]
 # That is also the danger. A global hook that is never removed keeps firing, for every model,
@@ -91,8 +107,9 @@ assert calls["count"] == 4
 
 # %% [markdown]
 # So always remove a global hook, and remove it even when the forward pass raises. A handle is a
-# context manager: `with handle:` removes the hook when the block ends, however it ends. With
-# several handles, `try`/`finally` (or `contextlib.ExitStack`) does the same.
+# context manager: `with handle:` removes the hook when the block ends, however it ends. Several
+# handles fit in one `with a, b:` statement, or `try`/`finally` removes them. The cell makes the
+# forward pass raise and counts the global hooks after each form.
 
 # %%
 class Broken(nn.Module):
@@ -127,6 +144,15 @@ finally:
 print("global hooks after try/finally:", hooks_registered())
 assert hooks_registered() == 0
 
+try:
+    with module_hooks.register_module_forward_pre_hook(lambda module, args: None), \
+            module_hooks.register_module_forward_hook(count_call):
+        broken_model(torch.randn(1, 3))
+except RuntimeError:
+    pass
+print("global hooks after `with a, b:`:", hooks_registered())
+assert hooks_registered() == 0
+
 # %% [markdown]
 # ## The four global hooks, and when they fire
 #
@@ -137,17 +163,30 @@ assert hooks_registered() == 0
 # | `register_module_full_backward_pre_hook(hook)` | `hook(module, grad_output)` | `register_full_backward_pre_hook` |
 # | `register_module_full_backward_hook(hook)` | `hook(module, grad_input, grad_output)` | `register_full_backward_hook` |
 #
-# Return values work as for the module's own hooks; for instance, a global forward hook's
-# return replaces the output of every module. The global forward pre-hook has no `with_kwargs`,
-# and none of them has `prepend`:
+# Return values work as for the module's own hooks, for every module: a global forward hook's
+# return replaces each module's output, a global forward pre-hook's return replaces the
+# arguments (a single tensor is wrapped into a 1-tuple), a global full backward hook's return
+# replaces `grad_input`. The global forward pre-hook has no `with_kwargs`, and none of them has
+# `prepend`:
 
 # %%
-import inspect
-
 with module_hooks.register_module_forward_hook(lambda module, args, output: torch.zeros_like(output)):
     zeroed = small(torch.randn(1, 3))
 print("with a global hook returning torch.zeros_like(output):", zeroed)
 assert torch.equal(zeroed, torch.zeros(1, 4))
+
+lone = nn.Linear(2, 2)
+with module_hooks.register_module_forward_pre_hook(lambda module, args: torch.zeros(1, 2)):
+    from_zeros = lone(torch.ones(1, 2))
+print("with a global pre-hook returning a zero input: the output is the bias", from_zeros)
+assert torch.equal(from_zeros, lone.bias.detach().unsqueeze(0))
+
+x = torch.ones(1, 2, requires_grad=True)
+with module_hooks.register_module_full_backward_hook(lambda module, grad_input, grad_output:
+                                                     (torch.full_like(grad_input[0], 7.0),)):
+    lone(x).sum().backward()
+print("with a global backward hook returning 7s: x.grad =", x.grad)
+assert torch.equal(x.grad, torch.full((1, 2), 7.0))
 
 for name in ("register_module_forward_pre_hook", "register_module_forward_hook",
              "register_module_full_backward_pre_hook", "register_module_full_backward_hook"):
@@ -156,6 +195,8 @@ for name in ("register_module_forward_pre_hook", "register_module_forward_hook",
 assert list(inspect.signature(module_hooks.register_module_forward_hook).parameters) == [
     "hook", "with_kwargs", "always_call"]
 assert list(inspect.signature(module_hooks.register_module_forward_pre_hook).parameters) == ["hook"]
+assert list(inspect.signature(module_hooks.register_module_full_backward_pre_hook).parameters) == ["hook"]
+assert list(inspect.signature(module_hooks.register_module_full_backward_hook).parameters) == ["hook"]
 
 # %% [markdown]
 # For one module, every global hook fires *before* the module's own hook of the same kind, even
@@ -191,8 +232,14 @@ assert order == ["global forward pre", "own forward pre", "global forward", "own
 #
 # A container's `forward` calls its children, so its forward pre-hook fires before theirs and its
 # forward hook fires *after* theirs: a forward hook fires when a call returns, and the parent
-# returns last. Backward runs the other way round. Keep this in mind whenever you want "the first
-# module that ...": first to start and first to finish are different modules.
+# returns last. Backward keeps the nesting: the parent's backward pre-hook fires first (the
+# gradient of its output is the first to exist) and its backward hook last (the gradient of its
+# input is the last). What reverses is the order of siblings: the child that ran last in forward
+# gets its gradient first. Keep this in mind whenever you want "the first module that ...": first
+# to start and first to finish are different modules. The input below requires grad; the cell
+# then runs it again with an input that does not, and a module whose input needs no gradient
+# (here the model itself and `0`) fires its backward hook right after its pre-hook, with a
+# warning (lesson 05).
 
 # %%
 torch.manual_seed(0)
@@ -201,16 +248,42 @@ names = {module: name or "(root)" for name, module in net.named_modules()}
 timeline = []
 with module_hooks.register_module_forward_pre_hook(lambda m, a: timeline.append(("start", names[m]))), \
         module_hooks.register_module_forward_hook(lambda m, a, o: timeline.append(("finish", names[m]))), \
+        module_hooks.register_module_full_backward_pre_hook(
+            lambda m, go: timeline.append(("backward pre", names[m]))), \
         module_hooks.register_module_full_backward_hook(lambda m, gi, go: timeline.append(("backward", names[m]))):
     net(torch.randn(2, 3, requires_grad=True)).sum().backward()
 for what, name in timeline:
-    print(f"  {what:8} {name}")
+    print(f"  {what:12} {name}")
 starts = [name for what, name in timeline if what == "start"]
 finishes = [name for what, name in timeline if what == "finish"]
-backwards = [name for what, name in timeline if what == "backward"]
 assert starts == ["(root)", "0", "1", "1.0", "1.1"]
 assert finishes == ["0", "1.0", "1.1", "1", "(root)"]
-assert backwards == ["1.1", "1.0", "1", "0", "(root)"]
+backward_events = [event for event in timeline if event[0].startswith("backward")]
+assert backward_events == [("backward pre", "(root)"), ("backward pre", "1"),
+                           ("backward pre", "1.1"), ("backward", "1.1"),
+                           ("backward pre", "1.0"), ("backward", "1.0"),
+                           ("backward", "1"),
+                           ("backward pre", "0"), ("backward", "0"),
+                           ("backward", "(root)")]
+# nesting kept: each parent's backward pre-hook before its children's, its backward hook after them
+for parent, children in (("(root)", ["0", "1"]), ("1", ["1.0", "1.1"])):
+    for child in children:
+        assert backward_events.index(("backward pre", parent)) < backward_events.index(("backward pre", child))
+        assert backward_events.index(("backward", child)) < backward_events.index(("backward", parent))
+
+no_grad_input = []
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    with module_hooks.register_module_full_backward_pre_hook(
+            lambda m, go: no_grad_input.append(("backward pre", names[m]))), \
+            module_hooks.register_module_full_backward_hook(
+                lambda m, gi, go: no_grad_input.append(("backward", names[m]))):
+        net(torch.randn(2, 3)).sum().backward()
+print("input without grad:", no_grad_input[:3], "...")
+print("warning:", str(caught[0].message)[:80], "...")
+assert no_grad_input[:2] == [("backward pre", "(root)"), ("backward", "(root)")]
+assert no_grad_input[-2:] == [("backward pre", "0"), ("backward", "0")]
+assert str(caught[0].message).startswith("Full backward hook is firing when gradients are computed with respect to module outputs")
 
 # %% [markdown]
 # The picture draws the same measurement: each module's call as a bar from the event where its
@@ -371,21 +444,23 @@ seen = {}
 with masked.register_forward_pre_hook(lambda m, args: seen.update(pre=args)), \
         masked.register_forward_pre_hook(lambda m, args, kwargs: seen.update(pre_kwargs=(args, kwargs)),
                                          with_kwargs=True), \
+        module_hooks.register_module_forward_pre_hook(lambda m, args: seen.update(global_pre=args)), \
         module_hooks.register_module_forward_hook(lambda m, args, out: seen.update(global_plain=args)), \
         module_hooks.register_module_forward_hook(
             lambda m, args, kwargs, out: seen.update(global_kwargs=(args, kwargs)), with_kwargs=True):
     masked(x, mask=mask)
+print("global pre-hook:          args =", seen["global_pre"])
 print("pre-hook, plain:          args =", seen["pre"])
 print("pre-hook, with_kwargs:    args, kwargs =", seen["pre_kwargs"])
 print("global hook, plain:       args =", seen["global_plain"])
 print("global hook, with_kwargs: args, kwargs =", seen["global_kwargs"])
-assert len(seen["pre"]) == 1 and len(seen["global_plain"]) == 1
+assert len(seen["pre"]) == 1 and len(seen["global_plain"]) == 1 and len(seen["global_pre"]) == 1
 assert seen["pre_kwargs"][1]["mask"] is mask and seen["global_kwargs"][1]["mask"] is mask
 
 
 # %% [markdown]
 # As in lesson 03, a pre-hook with `with_kwargs=True` can also change a keyword argument, by
-# returning the pair:
+# returning the pair; returning anything else raises:
 
 # %%
 def drop_mask(module, args, kwargs):
@@ -397,6 +472,15 @@ with masked.register_forward_pre_hook(drop_mask, with_kwargs=True):
     assert torch.equal(masked(x, mask=mask), x)
 print("and without the hook:                       ", masked(x, mask=mask))
 assert torch.equal(masked(x, mask=mask), mask)
+
+try:
+    with masked.register_forward_pre_hook(lambda module, args, kwargs: args, with_kwargs=True):
+        masked(x, mask=mask)
+    bad_return = None
+except RuntimeError as error:
+    bad_return = str(error)
+print("a with_kwargs pre-hook returning only args:", bad_return)
+assert bad_return.startswith("forward pre-hook must return None or a tuple of (new_args, new_kwargs)")
 
 # %% [markdown]
 # ## `prepend=True`: only among a module's own hooks
@@ -455,7 +539,8 @@ assert after_error[1:] == [("global", "1", None), ("own", "1", None), ("global",
 # `Module._call_impl`, the exception path calls global always-call hooks without looking at
 # `with_kwargs`; the module's own hooks are handled right). A hook written for four arguments
 # then raises a `TypeError`, which torch turns into a warning: the hook never runs. The cell shows
-# it, next to a module's own hook with the same options, which runs.
+# it, next to a module's own hook with the same options, which runs; first a call that succeeds,
+# then one that raises; and it reads the exception path of `Module._call_impl`.
 
 # %%
 calls_seen = []
@@ -464,6 +549,12 @@ calls_seen = []
 def note_call(module, args, kwargs, output):
     calls_seen.append((type(module).__name__, kwargs, output))
 
+
+with module_hooks.register_module_forward_hook(note_call, with_kwargs=True, always_call=True):
+    masked(x, mask=mask)
+print("forward succeeds, the global hook ran:", calls_seen[0][:2])
+assert calls_seen[0][0] == "Masked" and calls_seen[0][1]["mask"] is mask and calls_seen[0][2] is not None
+calls_seen.clear()
 
 broken = Broken()
 with warnings.catch_warnings(record=True) as caught:
@@ -474,9 +565,15 @@ with warnings.catch_warnings(record=True) as caught:
             broken(torch.ones(1), scale=2.0)
         except RuntimeError as error:
             print("the call raised:", error)
-print("hooks that ran:", calls_seen)
+print("forward raises, hooks that ran:", calls_seen)
 print("warning:", caught[0].message)
 assert calls_seen == [("Broken", {"scale": 2.0}, None)]  # only the module's own hook
+call_impl = inspect.getsource(nn.Module._call_impl)
+exception_path = call_impl[call_impl.index("except Exception:"):]
+global_loop = exception_path[:exception_path.index("for hook_id, hook in self._forward_hooks.items()")]
+print("the exception path calls a global hook as:", global_loop[global_loop.index("hook(self"):].split("  #")[0])
+assert "hook(self, args, result)" in global_loop and "with_kwargs" not in global_loop
+assert "if hook_id in self._forward_hooks_with_kwargs:" in exception_path  # the module's own hooks: looked up
 assert "global module forward hook with ``always_call=True`` raised an exception" in str(caught[0].message)
 assert "missing 1 required positional argument: 'output'" in str(caught[0].message)
 
@@ -508,18 +605,22 @@ assert tolerant_calls[0][1]["mask"] is mask and tolerant_calls[1] == ("Broken", 
 #
 # Tools like `torchinfo` print a table of a model: every layer, its output shape, its parameters.
 # Build one from hooks. Write `summarize_model(model, *inputs, **kwargs)`. It calls
-# `model(*inputs, **kwargs)` once and returns `(output, rows)`: `output` is what the model
-# returned, unchanged, and `rows` is a list with one dict per *call* of a module of `model`, in
-# the order the calls **start** (a parent before its children, as torchinfo lists them):
+# `model(*inputs, **kwargs)` once and returns `(output, rows)`: `output` is the object the model
+# returned, itself (not a copy), and `rows` is a list with one dict per *call* of a module of
+# `model`, in the order the calls **start** (a parent before its children, as torchinfo lists
+# them):
 #
-# - `"name"`: the module's name in `model.named_modules()` (the model itself is `""`);
+# - `"name"`: the module's name in `model.named_modules()` (the model itself is `""`; a module
+#   registered under two names, `self.b = self.a`, is listed once there, under its first name,
+#   and that is its name);
 # - `"type"`: the name of its class, `type(module).__name__` (e.g. `"Linear"`);
 # - `"output_shape"`: for a tensor output, `tuple(output.shape)`; for a tuple or list output, a
 #   list with one entry per item, the shape tuple of each tensor item and `None` for any other
 #   item; for any other output, `None`;
 # - `"params"`: the number of elements of the module's **own** parameters, those registered on it
 #   directly (`module.parameters(recurse=False)`), trainable or frozen; a container that only
-#   holds layers has 0.
+#   holds layers has 0, a parameter shared by two modules (tied weights) counts for both, and
+#   buffers (a BatchNorm's running mean) are not parameters.
 #
 # A module called twice gets two rows. Modules that are not in `model.named_modules()` (created
 # in `forward`, or held in a plain list) get no row. Every hook you register is removed before
@@ -527,8 +628,9 @@ assert tolerant_calls[0][1]["mask"] is mask and tolerant_calls[1] == ("Broken", 
 # caller unchanged.
 #
 # Traps: rows in the order calls *finish* (that is when a forward hook fires); a dict keyed by
-# name (a shared module's second call is lost); recursive parameter counts; dropping the root,
-# whose name `""` is falsy; global hooks left behind when `forward` raises.
+# name (a shared module's second call is lost); `named_modules(remove_duplicate=False)`, which
+# lists a shared module under each of its names; recursive parameter counts; dropping the root,
+# whose name `""` is falsy; lists as well as tuples; global hooks left behind when `forward` raises.
 #
 # Check: run `check(summarize_model)` below, or
 # `pytest tests/test_07_global_and_kwargs_hooks.py -k summarize_model`.
@@ -542,16 +644,17 @@ import torch.nn.modules.module as module_hooks
 def summarize_model(model, *inputs, **kwargs):
     """Run `model(*inputs, **kwargs)` once and summarize every module call, like torchinfo.
 
-    Returns `(output, rows)`: `output` is what the model returned, unchanged; `rows` is a list
-    of dicts, one per call of a module of `model`, in the order the calls start (a parent before
-    its children; a module called twice gets two rows), each
+    Returns `(output, rows)`: `output` is the object the model returned, itself (not a copy);
+    `rows` is a list of dicts, one per call of a module of `model`, in the order the calls start
+    (a parent before its children; a module called twice gets two rows), each
     `{"name": str, "type": str, "output_shape": ..., "params": int}`:
-    - name: the module's name in model.named_modules() ("" for the model itself);
+    - name: the module's name in model.named_modules() ("" for the model itself; a module
+      registered under two names has only the first, the one named_modules() lists);
     - type: type(module).__name__;
     - output_shape: tuple(output.shape) for a tensor; for a tuple or list, a list with the shape
       tuple of each tensor item and None for any other item; None for anything else;
     - params: the number of elements of the module's own parameters (recurse=False), frozen
-      ones included.
+      ones and ones shared with another module included, buffers not.
     Modules not in model.named_modules() get no row. All hooks are removed before returning,
     also when the forward pass raises (the exception propagates unchanged).
     """
@@ -607,8 +710,12 @@ check(summarize_model)
 # </details>
 
 # %% [markdown]
-# Your function at work: a small model with a layer it calls twice, a frozen layer and a keyword
-# argument.
+# Your function at work: a small model with a layer it calls twice (the second time through a
+# second attribute, `self.again = self.shared`, the same module), a frozen layer and a keyword
+# argument. Once `summarize_model` passes, the cell prints one row per call: the model itself
+# first (its name `""` is printed as `(root)`), `shared` twice (`again` is not a name of
+# `named_modules()`), and the frozen `head` with its 27 parameters; until then it prints "Not
+# done yet".
 
 # %%
 class Tower(nn.Module):
@@ -616,18 +723,23 @@ class Tower(nn.Module):
         super().__init__()
         self.encoder = nn.Sequential(nn.Linear(6, 8), nn.ReLU())
         self.shared = nn.Linear(8, 8)
+        self.again = self.shared  # the same module, registered a second time
         self.head = nn.Linear(8, 3)
         self.head.requires_grad_(False)
 
     def forward(self, x, *, temperature=1.0):
-        h = self.shared(torch.tanh(self.shared(self.encoder(x))))
+        h = self.again(torch.tanh(self.shared(self.encoder(x))))
         return self.head(h) / temperature
 
 
+torch.manual_seed(0)
+tower = Tower()
+x = torch.randn(5, 6)
+print("named_modules():", [name for name, module in tower.named_modules()])
+assert [name for name, module in tower.named_modules()] == ["", "encoder", "encoder.0", "encoder.1", "shared", "head"]
+assert tower.again is tower.shared
+
 with try_it():
-    torch.manual_seed(0)
-    tower = Tower()
-    x = torch.randn(5, 6)
     output, rows = summarize_model(tower, x, temperature=2.0)
     print(f"{'name':10} {'type':12} {'output shape':14} {'params':>6}")
     for row in rows:
@@ -644,21 +756,37 @@ with try_it():
 # whose output is not finite" is the one to look at. Write `find_first_nonfinite(model, *inputs)`:
 #
 # - it runs `model(*inputs)` once, under `torch.no_grad()` (it only looks);
-# - it returns the name (as in `model.named_modules()`, `""` for the model itself) of the first
+# - it watches every module of `model.named_modules()`: the layers inside containers, the
+#   containers and the model itself; modules not in it are ignored;
+# - it returns the name (as in `model.named_modules()`: `""` for the model itself, the first name
+#   of a module registered under two) of the first
 #   module call, in the order the calls **return**, whose output holds a NaN, `+inf` or `-inf`;
 #   or `None` if every output is finite. Since a parent returns after its children, a parent is
 #   the answer only when none of its children that ran before its own return produced a
 #   non-finite output;
 # - an output counts when it is a tensor with a non-finite element, or a tuple or list with such a
 #   tensor among its items; other outputs count as finite;
-# - only modules in `model.named_modules()` count; every hook is removed before it returns.
+# - every hook is removed before it returns, also when the forward pass raises; that exception
+#   reaches the caller unchanged.
 #
-# Traps: `torch.isnan` misses infinities; the last non-finite module is the model itself (the
-# parent finishes last); a pre-hook sees inputs, not outputs; tuple outputs; the root's name is
-# `""`, which is falsy but is not `None`.
+# Traps: `torch.isnan` misses infinities (the cell below shows it); the last non-finite module is
+# the model itself (the parent finishes last); a pre-hook sees inputs, not outputs; tuple and list
+# outputs; hooks on `model.children()` only miss the layers inside them; the root's name is `""`,
+# which is falsy but is not `None`.
 #
 # Check: run `check(find_first_nonfinite)` below, or
 # `pytest tests/test_07_global_and_kwargs_hooks.py -k find_first_nonfinite`.
+
+# %%
+values = torch.tensor([1.0, float("inf"), float("-inf"), float("nan")])
+print("values:            ", values)
+print("torch.isnan:       ", torch.isnan(values))
+print("torch.isfinite:    ", torch.isfinite(values))
+logs = torch.log(torch.tensor([0.0, -1.0]))
+print("torch.log of 0 and of -1:", logs)
+assert logs[0].item() == float("-inf") and torch.isnan(logs[1])
+assert torch.isnan(values).tolist() == [False, False, False, True]
+assert torch.isfinite(values).tolist() == [True, False, False, False]
 
 # %% tags=["exercise"]
 # Exercise: find_first_nonfinite — write your code in this cell.
@@ -669,11 +797,13 @@ import torch.nn.modules.module as module_hooks
 def find_first_nonfinite(model, *inputs):
     """Name of the first module of `model` whose output is not finite, or None.
 
-    Runs model(*inputs) once under torch.no_grad(). Returns the name (as in
-    model.named_modules(); "" for the model itself) of the first module call, in the order the
-    calls return, whose output contains NaN, +inf or -inf: a tensor with such an element, or a
-    tuple or list with such a tensor among its items. Returns None if there is none. Modules not
-    in model.named_modules() are ignored. All hooks are removed before returning.
+    Runs model(*inputs) once under torch.no_grad(). Every module of model.named_modules() is
+    watched, containers and the model itself included; modules not in it are ignored. Returns
+    the name (as in model.named_modules(): "" for the model itself, and a module registered
+    under two names has only the first) of the first module call, in the order the calls return,
+    whose output contains NaN, +inf or -inf: a tensor with such an element, or a tuple or list
+    with such a tensor among its items. Returns None if there is none. All hooks are removed
+    before returning, also when the forward pass raises (the exception propagates unchanged).
     """
     # TODO: write this, as its docstring says.
     raise NotImplementedError("find_first_nonfinite is not written yet")
@@ -717,8 +847,11 @@ check(find_first_nonfinite)
 # </details>
 
 # %% [markdown]
-# Your function at work: a model that takes a logarithm of values that can be negative. Every
-# module from that point on, and the parents, end up with NaN; the function names where it began.
+# Your function at work: a model that takes a logarithm of values that can be negative. The cell
+# first runs the layers one by one: the NaN appears in `body.1` (the log) and is in every output
+# from there on, `body.2`, `body` (the parent), `head` and the model's. Once
+# `find_first_nonfinite` passes, it then prints `'body.1'`, and `None` for a model whose log only
+# gets positive values; until then it prints "Not done yet".
 
 # %%
 class Log(nn.Module):
@@ -736,17 +869,24 @@ class Pipeline(nn.Module):
         return self.head(self.body(x))
 
 
+torch.manual_seed(0)
+pipeline = Pipeline()
+x = torch.randn(3, 4)
+with torch.no_grad():
+    outputs = {"body.0": pipeline.body[0](x)}
+    outputs["body.1"] = pipeline.body[1](outputs["body.0"])
+    outputs["body.2"] = pipeline.body[2](outputs["body.1"])
+    outputs["body"] = pipeline.body(x)
+    outputs["head"] = pipeline.head(outputs["body"])
+    outputs["(root)"] = pipeline(x)
+nan_in = {name: bool(torch.isnan(out).any()) for name, out in outputs.items()}
+print("NaN in the output of:", nan_in)
+assert nan_in == {"body.0": False, "body.1": True, "body.2": True, "body": True, "head": True, "(root)": True}
+
 with try_it():
-    torch.manual_seed(0)
-    pipeline = Pipeline()
-    x = torch.randn(3, 4)
-    with torch.no_grad():
-        nan_in = {name: bool(torch.isnan(out).any()) for name, out in
-                  [("body.0", pipeline.body[0](x)), ("body.1", pipeline.body[1](pipeline.body[0](x)))]}
     first = find_first_nonfinite(pipeline, x)
-    print("NaN in the output of body.0:", nan_in["body.0"], "| of body.1:", nan_in["body.1"])
     print("find_first_nonfinite(pipeline, x) =", repr(first))
-    assert first == "body.1" and not nan_in["body.0"] and nan_in["body.1"]
+    assert first == "body.1"
     print("with positive inputs to the log:", find_first_nonfinite(nn.Sequential(nn.Softplus(), Log()), x))
     assert find_first_nonfinite(nn.Sequential(nn.Softplus(), Log()), x) is None
     assert hooks_registered() == 0
@@ -767,7 +907,8 @@ with try_it():
 # `prepend=True` runs a module's own hook before its other own hooks (never before global ones);
 # `always_call=True` runs a forward hook also when `forward` raises, with `output=None` (on torch
 # 2.13, not a global hook that also has `with_kwargs=True`). Calls start parent first and finish
-# children first. Global hooks fire for every module in the process: remove them with
-# `with handle:` or `try`/`finally`, every time.
+# children first; in backward a parent's pre-hook fires before its children's and its backward
+# hook after theirs, and siblings come in reverse order. Global hooks fire for every module in the
+# process: remove them with `with handle:` or `try`/`finally`, every time.
 #
 # Next, lesson 08 goes below modules, to hooks on autograd itself.

@@ -69,9 +69,23 @@ class Split(nn.Module):
         return h[..., :self.k], h[..., self.k:].sum(-1), self.k
 
 
+class Stats(nn.Module):
+    """Returns a dict (neither a tensor nor a tuple or list): its output_shape is None."""
+
+    def forward(self, h):
+        return {"mean": h.mean(-1), "max": h.amax(-1)}
+
+
 class Tower(nn.Module):
-    """Own parameter on the root, a frozen layer registered first, a layer called twice, a tuple
-    output, an unregistered module, and a keyword-only argument."""
+    """Own parameter on the root, a frozen layer registered first, a layer called twice and registered under
+    two names, a tuple, a list and a dict output, buffers, a parameter shared by two layers (one without
+    bias), an unregistered module, and a keyword-only argument. Keeps what its forward returned."""
+
+    class Halves(nn.Module):
+        """Returns a list of two tensors. A nested class: its __qualname__ is not its __name__."""
+
+        def forward(self, h):
+            return [h[..., :1], h[..., 1:]]
 
     def __init__(self, width, hidden, k, out):
         super().__init__()
@@ -79,16 +93,29 @@ class Tower(nn.Module):
         self.frozen.requires_grad_(False)
         self.encoder = nn.Sequential(nn.Linear(width, hidden), nn.ReLU())
         self.shared = nn.Linear(hidden, hidden)
+        self.alias = self.shared  # the same module under a second name: named_modules() lists 'shared' only
         self.split = Split(k)
+        self.norm = nn.BatchNorm1d(k)
+        self.halves = Tower.Halves()
+        self.stats = Stats()
+        self.proj = nn.Linear(k, out)
+        self.tied = nn.Linear(k, out, bias=False)
+        self.tied.weight = self.proj.weight  # one parameter, own to both 'proj' and 'tied'
         self.scale = nn.Parameter(torch.rand(out) + 0.5)
         self.helpers = [_Ghost()]
         self.calls = 0
+        self.returned = None
 
     def forward(self, x, *, shift):
         self.calls += 1
-        h = self.shared(self.helpers[0](torch.tanh(self.shared(self.encoder(x)))))
+        h = self.alias(self.helpers[0](torch.tanh(self.shared(self.encoder(x)))))
         first, rest, k = self.split(h)
-        return self.frozen(first) * self.scale + shift + rest.unsqueeze(-1)
+        first = self.norm(first)
+        low, high = self.halves(h)
+        stats = self.stats(first)
+        self.returned = ((self.frozen(first) + self.proj(first) + self.tied(first)) * self.scale + shift + rest.unsqueeze(-1)
+                         + stats["mean"].unsqueeze(-1) + low)
+        return self.returned
 
 
 class Raises(nn.Module):
@@ -122,22 +149,39 @@ def _shape_of(value):
     return None
 
 
+def _output_kind(value):
+    if isinstance(value, torch.Tensor):
+        return "tensor"
+    return type(value).__name__
+
+
 def _reference_rows(model, x, kwargs):
-    """Rows in start order, with extra keys for the hints: finish index, recursive and trainable counts."""
+    """Rows in start order, with extra keys for the hints: what recursive, trainable, buffer and deduplicated
+    counts would give, the input shape, and the kind of output."""
     rows, open_rows, finished = [], [], []
+    # what counting through model.named_parameters() (which lists a shared parameter once) gives each module
+    deduplicated = {}
+    for name, parameter in model.named_parameters():
+        owner = name.rpartition(".")[0]
+        deduplicated[owner] = deduplicated.get(owner, 0) + parameter.numel()
 
     def starts(module, args):
+        own = sum(p.numel() for p in module.parameters(recurse=False))
         row = {"name": name_of[module], "type": type(module).__name__, "output_shape": None,
                "input_shape": _shape_of(args[0]) if args else None,
-               "params": sum(p.numel() for p in module.parameters(recurse=False)),
+               "params": own,
                "recursive": sum(p.numel() for p in module.parameters()),
-               "trainable": sum(p.numel() for p in module.parameters(recurse=False) if p.requires_grad)}
+               "trainable": sum(p.numel() for p in module.parameters(recurse=False) if p.requires_grad),
+               "with_buffers": own + sum(b.numel() for b in module.buffers(recurse=False)),
+               "deduplicated": deduplicated.get(name_of[module], 0),
+               "qualname": type(module).__qualname__}
         rows.append(row)
         open_rows.append(row)
 
     def finishes(module, args, output):
         row = open_rows.pop()
         row["output_shape"] = _shape_of(output)
+        row["output_kind"] = _output_kind(output)
         finished.append(row)
 
     name_of = {}
@@ -157,18 +201,50 @@ def _reference_rows(model, x, kwargs):
 _KEYS = ("name", "type", "output_shape", "params")
 
 
+def _is_shape(got):
+    """A shape as the contract gives it: a tuple of ints (a torch.Size is one)."""
+    return isinstance(got, tuple) and all(isinstance(n, int) and not isinstance(n, bool) for n in got)
+
+
 def _same_shape(got, expected):
     if expected is None:
         return got is None
     if isinstance(expected, tuple):
-        return isinstance(got, (tuple, list, torch.Size)) and all(isinstance(n, int) for n in got) \
-            and tuple(got) == expected
-    return isinstance(got, (tuple, list)) and len(got) == len(expected) \
+        return _is_shape(got) and tuple(got) == expected
+    return isinstance(got, list) and len(got) == len(expected) \
         and all(_same_shape(g, e) for g, e in zip(got, expected))
+
+
+def _loosely_same_shape(got, expected):
+    """The same numbers, whatever the containers (tuple, list or torch.Size)."""
+    if expected is None:
+        return got is None
+    if isinstance(expected, tuple):
+        return isinstance(got, (tuple, list)) and list(got) == list(expected)
+    return isinstance(got, (tuple, list)) and len(got) == len(expected) \
+        and all(_loosely_same_shape(g, e) for g, e in zip(got, expected))
 
 
 def _names(rows):
     return [row.get("name") if isinstance(row, dict) else row for row in rows]
+
+
+def _aliases(model):
+    """{second name: the name named_modules() gives} for every module registered under more than one name."""
+    first = {module: name for name, module in model.named_modules()}
+    return {name: first[module] for name, module in model.named_modules(remove_duplicate=False)
+            if first.get(module) != name and module in first}
+
+
+def _alias_hint(got_names, aliases):
+    seen = sorted({name for name in got_names if name in aliases})
+    if not seen:
+        return ""
+    name = seen[0]
+    return (f" {name!r} is not a name of named_modules(): it is the module {aliases[name]!r}, registered a second "
+            f"time under the name {name!r}. named_modules() lists a module once, under its first name, so every "
+            f"call of it gets the name {aliases[name]!r}, and one row per call (not one per name: with "
+            "named_modules(remove_duplicate=False) it would get a hook per name).")
 
 
 def _check_rows(rows, expected, finished, model, call_text):
@@ -187,8 +263,11 @@ def _check_rows(rows, expected, finished, model, call_text):
     got_names, want_names = _names(rows), [row["name"] for row in expected]
     if got_names != want_names:
         model_names = [name for name, module in model.named_modules()]
-        hint = ""
-        if sorted(got_names, key=str) == sorted(want_names, key=str):
+        aliases = _aliases(model)
+        hint = _alias_hint(got_names, aliases)
+        if hint:
+            pass
+        elif sorted(got_names, key=str) == sorted(want_names, key=str):
             if got_names == [row["name"] for row in finished]:
                 hint = (" Those are the names in the order the calls finish, which is when a forward hook fires: a "
                         "parent finishes after its children. List them in the order the calls start, with a row "
@@ -198,12 +277,18 @@ def _check_rows(rows, expected, finished, model, call_text):
         elif "" not in got_names and got_names == [name for name in want_names if name != ""]:
             hint = (" The model itself is missing: its name in named_modules() is '', which is falsy; test "
                     "`module in names`, not the name's truth value.")
+        elif got_names[1:] == want_names[1:] and got_names[:1] != [""]:
+            hint = (f" The model itself is named {got_names[0]!r}: its name in named_modules() is '', the empty "
+                    "string; give its row that name.")
         elif got_names == [name for name in model_names if name in want_names]:
             hint = (" That is named_modules() order, one row per module. Record the calls as they happen, with "
                     "hooks: the order of the calls, and a row for every call.")
         elif len(set(got_names)) == len(got_names) and sorted(set(want_names), key=str) == sorted(got_names, key=str):
             hint = (" A module the model calls twice ('shared') must get a row per call; a dict keyed by the name "
                     "keeps only one. Append a row on every call.")
+        elif len(got_names) == len(want_names) and sum(name not in model_names for name in got_names) > 1:
+            hint = (" The names are not those of model.named_modules(): a module's name there is the path of "
+                    "attributes that leads to it ('encoder.0'), not its class or a counter.")
         elif any(name not in model_names for name in got_names):
             hint = (" There are rows for modules that are not in model.named_modules() (a global hook also fires "
                     "for the module this model keeps in a plain list); give them no row.")
@@ -212,7 +297,11 @@ def _check_rows(rows, expected, finished, model, call_text):
     for number, (row, want) in enumerate(zip(rows, expected)):
         where = f"{said} where rows[{number}] (name {want['name']!r}) is {row}"
         if row["type"] != want["type"]:
-            fail(f"{where}; its 'type' should be {want['type']!r}, the class's name, type(module).__name__.")
+            hint = ""
+            if row["type"] == want["qualname"]:
+                hint = (f" {row['type']!r} is its __qualname__, which names the class it is nested in too; the "
+                        "type is its __name__.")
+            fail(f"{where}; its 'type' should be {want['type']!r}, the class's name, type(module).__name__.{hint}")
         if row["params"] != want["params"]:
             hint = ""
             if row["params"] == want["recursive"]:
@@ -220,6 +309,13 @@ def _check_rows(rows, expected, finished, model, call_text):
                         "module.parameters(recurse=False).")
             elif row["params"] == want["trainable"]:
                 hint = " That leaves out the frozen parameters (requires_grad False); count them too."
+            elif row["params"] == want["with_buffers"]:
+                hint = (" That counts its buffers too (a BatchNorm's running mean and variance are buffers, not "
+                        "parameters); count module.parameters(recurse=False) only.")
+            elif row["params"] == want["deduplicated"]:
+                hint = (" This module shares a parameter with another one (tied weights), and model.named_parameters() "
+                        "lists a shared parameter once, under the first module; it is an own parameter of both: "
+                        "count module.parameters(recurse=False) of each module.")
             elif want["params"] and row["params"] == len(list(model.get_submodule(want["name"]).parameters(
                     recurse=False))):
                 hint = " That is the number of parameter tensors; count their elements, p.numel()."
@@ -227,9 +323,19 @@ def _check_rows(rows, expected, finished, model, call_text):
                  f"parameters, frozen ones included.{hint}")
         if not _same_shape(row["output_shape"], want["output_shape"]):
             hint = ""
-            if isinstance(want["output_shape"], list):
-                hint = (" The module returned a tuple: give a list with the shape tuple of each tensor item and None "
+            kind = want["output_kind"]
+            if _loosely_same_shape(row["output_shape"], want["output_shape"]):
+                if isinstance(want["output_shape"], tuple):
+                    hint = " The numbers are right; give the shape as a tuple, tuple(output.shape)."
+                else:
+                    hint = (f" The numbers are right; for a {kind} output give a list, with the shape of each tensor "
+                            "item as a tuple (and None for any other item).")
+            elif isinstance(want["output_shape"], list):
+                hint = (f" The module returned a {kind}: give a list with the shape tuple of each tensor item and None "
                         "for each other item.")
+            elif want["output_shape"] is None and kind != "NoneType":
+                hint = (f" The module returned a {kind}, which is neither a tensor nor a tuple or list: its "
+                        "output_shape is None.")
             elif _same_shape(row["output_shape"], want["input_shape"]):
                 hint = (" That is the shape of the module's input. The output exists only when the call finishes: "
                         "take its shape in a forward hook.")
@@ -269,23 +375,33 @@ def check_summarize_model(summarize_model):
         if calls != 1:
             fail(f"{call_text} ran the model {calls} times; run it once, with the hooks registered, and return that "
                  "call's output with the rows it recorded.")
+        returned = getattr(model, "returned", None)
+        if returned is not None and output is not returned:
+            if close(output, expected_output) and close(returned, expected_output):
+                fail(f"{call_text} returned {describe(output)} as the output: the values the model returns, but "
+                     "not the tensor the model returned (a copy, or a detached tensor). Return that object itself, "
+                     "unchanged: output = model(*inputs, **kwargs), and let the hooks return None.")
+            fail(f"{call_text} returned {describe(output)} as the output; the model returns "
+                 f"{describe(expected_output)}. Return what model(*inputs, **kwargs) returned, itself, and let the "
+                 "hooks return None so that they change nothing.")
         if not close(output, expected_output):
             fail(f"{call_text} returned {describe(output)} as the output; the model returns "
                  f"{describe(expected_output)}. Return what model(*inputs, **kwargs) returned, and let the hooks "
                  "return None so that they change nothing.")
         _check_rows(rows, expected, finished, model, call_text)
-    _check_raising(summarize_model)
+    _check_raising(summarize_model, "summarize_model")
 
 
-def _check_raising(summarize_model):
+def _check_raising(function, exercise):
+    """The model's exception reaches the caller unchanged, and every hook is gone afterwards."""
     torch.manual_seed(709)
     width = random.Random(709).randint(3, 6)
     model = nn.Sequential(nn.Linear(width, width), nn.Sequential(nn.ReLU(), Raises()))
-    call_text = f"summarize_model(model, x of shape (2, {width})) on a model whose layer '1.1' raises ValueError"
+    call_text = f"{exercise}(model, x of shape (2, {width})) on a model whose layer '1.1' raises ValueError"
     before = _global_hook_ids()
     try:
         with calling(f"calling {call_text}"):
-            summarize_model(model, random_tensor(709, (2, width)))
+            function(model, random_tensor(709, (2, width)))
     except LearnerCodeRaised as error:
         raised = error.error
         if not isinstance(raised, ValueError) or "on purpose" not in str(raised):
@@ -320,6 +436,13 @@ class Triple(nn.Module):
         return x, torch.log(x), x
 
 
+class LogList(nn.Module):
+    """Returns a list [x, log(x)]: only the second item holds NaN (where x < 0)."""
+
+    def forward(self, x):
+        return [x, torch.log(x)]
+
+
 class Huge(nn.Module):
     """Finite outputs between 1e38 and float32's largest number (3.4e38): a sum of them overflows to inf."""
 
@@ -339,6 +462,33 @@ class GradProbe(nn.Module):
         return x
 
 
+class Block(nn.Module):
+    """A container whose own forward makes the NaN, after its layers returned finite outputs."""
+
+    def __init__(self, width):
+        super().__init__()
+        self.linear = nn.Linear(width, width)
+        self.act = nn.Tanh()
+
+    def forward(self, x):
+        return torch.sqrt(self.act(self.linear(x)) - 2.0)  # tanh is at most 1: the root of a negative number
+
+
+class Reuse(nn.Module):
+    """Calls `shared` twice, with a Log between; `again` is `shared` registered a second time, under another
+    name, and the second call goes through it."""
+
+    def __init__(self, width, shared):
+        super().__init__()
+        self.lead = nn.Linear(width, width)
+        self.shared = shared
+        self.log = Log()
+        self.again = self.shared
+
+    def forward(self, x):
+        return self.again(self.log(self.shared(self.lead(x))))
+
+
 class Chain(nn.Module):
     """body (a Sequential with the culprit inside), then a probe, an unregistered module, a head; the
     root may finish with a square root of negative values, its own non-finite output."""
@@ -353,7 +503,7 @@ class Chain(nn.Module):
 
     def forward(self, x):
         h = self.body(x)
-        if isinstance(h, tuple):
+        if isinstance(h, (tuple, list)):
             h = h[0]
         out = self.head(self.helpers[0](self.probe(h)))
         return torch.sqrt(out - 100.0) if self.root_sqrt else out
@@ -372,8 +522,17 @@ def _inf_case(width):
     return Chain(body, width)
 
 
+def _neg_inf_case(width):
+    # the ReLU makes zeros, the log of zero is -inf: no NaN and no +inf in the culprit's output
+    return Chain(nn.Sequential(nn.Linear(width, width), nn.ReLU(), Log(), nn.Linear(width, width)), width)
+
+
 def _tuple_case(width):
     return Chain(nn.Sequential(nn.Linear(width, width), Triple()), width)
+
+
+def _list_case(width):
+    return Chain(nn.Sequential(nn.Linear(width, width), LogList()), width)
 
 
 def _finite_case(width):
@@ -390,27 +549,53 @@ def _ghost_case(width):
     return Chain(nn.Sequential(nn.Linear(width, width), nn.Tanh()), width, ghost=Log())
 
 
-_NONFINITE_CASES = ((711, _nan_case), (712, _inf_case), (713, _tuple_case), (714, _finite_case), (715, _root_case),
-                    (716, _ghost_case))
+def _block_case(width):
+    # a container is the answer: its own forward makes the NaN after its layers returned finite outputs
+    return Chain(Block(width), width)
+
+
+def _reused_case(width):
+    # 'body.shared' is called twice: finite the first time, NaN the second, after 'body.log' made the NaN
+    return Chain(Reuse(width, nn.Linear(width, width)), width)
+
+
+def _alias_case(width):
+    # the culprit is registered under two names, 'body.shared' and 'body.again'; its first call makes the inf
+    body = Reuse(width, Exp())
+    with torch.no_grad():
+        body.lead.weight.mul_(200.0)
+    return Chain(body, width)
+
+
+_NONFINITE_CASES = ((711, _nan_case), (712, _inf_case), (721, _neg_inf_case), (713, _tuple_case), (717, _list_case),
+                    (714, _finite_case), (715, _root_case), (716, _ghost_case), (718, _block_case),
+                    (719, _reused_case), (720, _alias_case))
+
+
+def _tensors(value):
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, (tuple, list)):
+        return [item for item in value if isinstance(item, torch.Tensor)]
+    return []
 
 
 def _answers(model, x):
     """The right answer and what typical mistakes would give, from one pass with per-module hooks."""
     name_of = {module: name for name, module in model.named_modules()}
-    finished, started_inputs = [], []
-
-    def tensors(value):
-        if isinstance(value, torch.Tensor):
-            return [value]
-        if isinstance(value, (tuple, list)):
-            return [item for item in value if isinstance(item, torch.Tensor)]
-        return []
+    leaves = {name for module, name in name_of.items() if not list(module.children())}
+    children = {name for name, child in model.named_children()}
+    calls, open_calls = [], []  # calls in start order; each gets its finish index when it returns
 
     def pre(module, args):
-        started_inputs.append((name_of[module], [t.clone() for t in tensors(args)]))
+        call = {"name": name_of[module], "start": len(calls), "inputs": [t.clone() for t in _tensors(args)]}
+        calls.append(call)
+        open_calls.append(call)
 
     def post(module, args, output):
-        finished.append((name_of[module], [t.clone() for t in tensors(output)], isinstance(output, torch.Tensor)))
+        call = open_calls.pop()
+        call.update(finish=sum("finish" in c for c in calls), outputs=[t.clone() for t in _tensors(output)],
+                    kind=type(output).__name__ if not isinstance(output, torch.Tensor) else "tensor")
 
     handles = []
     for module in name_of:
@@ -422,28 +607,40 @@ def _answers(model, x):
         for handle in handles:
             handle.remove()
     model.probe.grad_enabled.clear()
+    finished = sorted(calls, key=lambda call: call["finish"])
 
-    def first(records, test, tensor_only=False):
-        for name, values, *rest in records:
-            if tensor_only and not rest[0]:
-                continue
-            if any(test(t) for t in values):
-                return name
+    def first(records, test, key="outputs", only=lambda call: True):
+        for call in records:
+            if only(call) and any(test(t) for t in call[key]):
+                return call["name"]
         return None
 
     not_finite = lambda t: not torch.isfinite(t).all()  # noqa: E731
-    bad = [name for name, values, is_tensor in finished if any(not_finite(t) for t in values)]
+    bad = [call["name"] for call in finished if any(not_finite(t) for t in call["outputs"])]
+    by_name = {}  # a dict keyed by name: placed at its first return, judged by its last
+    for call in finished:
+        by_name[call["name"]] = any(not_finite(t) for t in call["outputs"])
+    right = first(finished, not_finite)
+    culprit = next((call for call in finished if call["name"] == right), None)
     return {
-        "right": first(finished, not_finite),
+        "right": right,
+        "culprit_kind": culprit["kind"] if culprit else None,
         "nan_only": first(finished, lambda t: torch.isnan(t).any()),
+        "no_minus_inf": first(finished, lambda t: torch.isnan(t).any() or (t == float("inf")).any()),
         "all_bad": first(finished, lambda t: not torch.isfinite(t).any()),
         "by_sum": first(finished, lambda t: not torch.isfinite(t.sum())),
-        "tensor_only": first(finished, not_finite, tensor_only=True),
+        "tensor_only": first(finished, not_finite, only=lambda call: call["kind"] == "tensor"),
+        "tuple_only": first(finished, not_finite, only=lambda call: call["kind"] in ("tensor", "tuple")),
         "last": bad[-1] if bad else None,
-        "by_input": first(started_inputs, not_finite),
+        "by_start": first(calls, not_finite),
+        "by_input": first(calls, not_finite, key="inputs"),
+        "children_only": first(finished, not_finite, only=lambda call: call["name"] in children),
+        "leaves_only": first(finished, not_finite, only=lambda call: call["name"] in leaves),
+        "by_name": next((name for name, is_bad in by_name.items() if is_bad), None),
+        "aliases": _aliases(model),
         "types": {name: type(module).__name__ for module, name in name_of.items()},
-        "unregistered": "head" in bad and not any(not_finite(t) for name, values, is_tensor in finished
-                                                 if name.startswith("body") for t in values),
+        "unregistered": "head" in bad and not any(not_finite(t) for call in finished
+                                                 if call["name"].startswith("body") for t in call["outputs"]),
     }
 
 
@@ -455,29 +652,52 @@ def _nonfinite_hint(got, answers, right):
         return (" The model itself is the first: its own forward makes the NaN, after every submodule returned "
                 "finite outputs. Hook the model too, not only its layers; and its name in named_modules() is '', "
                 "which is falsy: compare with `is None` (or keep a flag), not by truth value.")
+    if right is None and got == "":
+        return (" '' is the name of the model itself; when no output is non-finite, return None, not ''.")
+    if right is not None and got in answers["aliases"] and answers["aliases"][got] == right:
+        return (f" {got!r} is the same module as {right!r}, registered a second time under another name. "
+                f"named_modules() lists a module once, under its first name: return {right!r}.")
+    if got is not None and got == answers["children_only"] and got != right:
+        return (f" {got!r} is a direct child of the model and a parent of the culprit: it looks as if only "
+                "model.children() were watched. The culprit is a layer inside it; watch every module of "
+                "model.named_modules() (a global forward hook sees them all), the model itself included.")
+    if got is not None and got == answers["leaves_only"] and got != right and right is not None:
+        return (f" {got!r} comes after the culprit {right!r}, a container whose own forward made the NaN after "
+                "its layers returned finite outputs. Watch containers too, every module of model.named_modules(), "
+                "not only the layers without children.")
+    if got == answers["by_name"] and got != right:
+        return (f" {got!r} is called twice: its first call returned a finite output, and only its second call, "
+                f"after {right!r}, a non-finite one. Judge each call when it returns (a dict keyed by name keeps "
+                "the place of the first call and the verdict of the last).")
     if got == answers["last"] and got != right:
         return (" That is the last module with a non-finite output: the model (or a parent) returns after its "
                 "children, so its forward hook fires later. Keep the first one found, in the order the forward "
-                "hooks fire (not the order of named_modules(), where the model itself comes first), and ignore "
-                "the rest.")
+                "hooks fire (not the order the calls start, nor the order of named_modules(), where the model "
+                "itself comes first), and ignore the rest.")
     if right is None and got == answers["by_sum"]:
         return (f" The output of {got!r} is finite, only large (over 1e38): a sum or a norm of it overflows to inf. "
                 "Test the elements themselves, torch.isfinite(t).all().")
     if got is not None and got == answers["all_bad"] and got != right:
         return (" That is the first output in which *every* element is non-finite; one NaN or inf is enough. "
                 "torch.isfinite(t).all() is False as soon as one element is not finite.")
+    if got == answers["no_minus_inf"] and got != right:
+        return (" The culprit's output holds -inf (the log of 0), and no NaN or +inf: test for both infinities, "
+                "torch.isinf(t) or torch.isfinite(t).all(), not only t == inf.")
     if got == answers["nan_only"] and got != right:
         return (" The culprit's output holds infinities but no NaN: torch.isnan misses them; test "
                 "torch.isfinite(...).all().")
-    if got == answers["tensor_only"] and got != right:
-        return (" The culprit returns a tuple, with the non-finite tensor among its items: look at every tensor in "
-                "a tuple or list output.")
+    if got == answers["tensor_only"] and got != right or got == answers["tuple_only"] and got != right:
+        return (f" The culprit returns a {answers['culprit_kind']}, with the non-finite tensor among its items: "
+                "look at every tensor in a tuple or list output.")
     if got == answers["by_input"] and got != right:
         return (" That is the first module whose *input* is not finite, the one after the culprit. Look at "
                 "outputs, in a forward hook (a pre-hook sees only the inputs).")
     if right is not None and isinstance(got, str) and got == answers["types"].get(right):
         return (" That is the class of the module; return its name in model.named_modules(), which says where it "
                 "is in the model.")
+    if got == answers["by_start"] and got != right:
+        return (" That is the first call to *start* whose output is not finite: a parent starts before its "
+                "children. Take the order in which the calls return, the order forward hooks fire.")
     if right is not None and got is not None and right.startswith(f"{got}.") or (got == "" and right):
         return (" That is a parent of the culprit: a parent's output holds its children's NaN too, but it returns "
                 "after them. Keep the first output found, in the order the forward hooks fire.")
@@ -507,6 +727,7 @@ def check_find_first_nonfinite(find_first_nonfinite):
         if any(model.probe.grad_enabled):
             fail(f"{call_text} ran the model with gradients on; run it under torch.no_grad() (forward hooks fire "
                  "there too, and no graph is built).")
+    _check_raising(find_first_nonfinite, "find_first_nonfinite")
 
 
 CHECKS = {

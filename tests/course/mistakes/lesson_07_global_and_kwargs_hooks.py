@@ -74,7 +74,7 @@ def _find(*replacements):
 
 ENTRIES = [
     # ------------------------------------------------------------------ summarize_model
-    dict(exercise="summarize_model", kind="wrong", why="rows made in the forward hook, in finish order",
+    dict(exercise="summarize_model", kind="wrong", clause="start-order", why="rows made in the forward hook, in finish order",
          source='''
 import torch
 import torch.nn.modules.module as module_hooks
@@ -100,42 +100,42 @@ def summarize_model(model, *inputs, **kwargs):
     return output, rows
 ''',
          expect=["order the calls finish", "pre-hook"]),
-    dict(exercise="summarize_model", kind="wrong", why="rows kept in a dict keyed by name",
+    dict(exercise="summarize_model", kind="wrong", clause="row-per-call", why="rows kept in a dict keyed by name",
          source=_summary(('rows, open_rows = [], []', 'rows, open_rows = {}, []'),
                          ('rows.append(row)\n            open_rows', 'rows[row["name"]] = row\n            open_rows'),
                          ('return output, rows', 'return output, list(rows.values())')),
          expect=["calls twice", "row per call"]),
-    dict(exercise="summarize_model", kind="wrong", why="counts parameters recursively",
+    dict(exercise="summarize_model", kind="wrong", clause="params-own", why="counts parameters recursively",
          source=_summary(('module.parameters(recurse=False)', 'module.parameters()')),
          expect=["submodules too", "recurse=False"]),
-    dict(exercise="summarize_model", kind="wrong", why="counts only trainable parameters",
+    dict(exercise="summarize_model", kind="wrong", clause="params-frozen", why="counts only trainable parameters",
          source=_summary(('p.numel() for p in module.parameters(recurse=False)',
                           'p.numel() for p in module.parameters(recurse=False) if p.requires_grad')),
          expect=["frozen"]),
-    dict(exercise="summarize_model", kind="wrong", why="counts parameter tensors, not elements",
+    dict(exercise="summarize_model", kind="wrong", clause="params-own", why="counts parameter tensors, not elements",
          source=_summary(('sum(p.numel() for p in module.parameters(recurse=False))',
                           'len(list(module.parameters(recurse=False)))')),
          expect=["number of parameter tensors", "numel"]),
-    dict(exercise="summarize_model", kind="wrong", why="skips the root because its name is falsy",
+    dict(exercise="summarize_model", kind="wrong", clause="root-name", why="skips the root because its name is falsy",
          source=_summary(('    def starts(module, args):\n        if module in names:',
                           '    def starts(module, args):\n        if names.get(module):'),
                          ('    def finishes(module, args, output):\n        if module in names:',
                           '    def finishes(module, args, output):\n        if names.get(module):')),
          expect=["model itself is missing", "falsy"]),
-    dict(exercise="summarize_model", kind="wrong", why="looks up modules that are not in the model",
+    dict(exercise="summarize_model", kind="wrong", clause="unregistered", why="looks up modules that are not in the model",
          source=_summary(('    def starts(module, args):\n        if module in names:',
                           '    def starts(module, args):\n        if True:'),
                          ('    def finishes(module, args, output):\n        if module in names:',
                           '    def finishes(module, args, output):\n        if True:')),
          expect=["not in model.named_modules()", "plain list"]),
-    dict(exercise="summarize_model", kind="wrong", why="keyword arguments not passed to the model",
+    dict(exercise="summarize_model", kind="wrong", clause="arguments", why="keyword arguments not passed to the model",
          source=_summary(('output = model(*inputs, **kwargs)', 'output = model(*inputs)')),
          expect=["keyword arguments on to the model"]),
-    dict(exercise="summarize_model", kind="wrong", why="tuple outputs get None",
+    dict(exercise="summarize_model", kind="wrong", clause="shape-sequence", why="tuple outputs get None",
          source=_summary(('            return [tuple(item.shape) if isinstance(item, torch.Tensor) else None '
                           'for item in value]\n', '            return None\n')),
          expect=["returned a tuple", "list with the shape tuple"]),
-    dict(exercise="summarize_model", kind="wrong", why="global hooks never removed",
+    dict(exercise="summarize_model", kind="wrong", clause="hooks-removed", why="global hooks never removed",
          source=_summary(('    with module_hooks.register_module_forward_pre_hook(starts), \\\n'
                           '            module_hooks.register_module_forward_hook(finishes):\n'
                           '        output = model(*inputs, **kwargs)',
@@ -143,7 +143,7 @@ def summarize_model(model, *inputs, **kwargs):
                           '    module_hooks.register_module_forward_hook(finishes)\n'
                           '    output = model(*inputs, **kwargs)')),
          expect=["returned, global hooks were still registered", "fires for every module"]),
-    dict(exercise="summarize_model", kind="wrong", why="hooks removed only when forward succeeds",
+    dict(exercise="summarize_model", kind="wrong", clause="hooks-removed-raise", why="hooks removed only when forward succeeds",
          source=_summary(('    with module_hooks.register_module_forward_pre_hook(starts), \\\n'
                           '            module_hooks.register_module_forward_hook(finishes):\n'
                           '        output = model(*inputs, **kwargs)',
@@ -153,7 +153,7 @@ def summarize_model(model, *inputs, **kwargs):
                           '    pre.remove()\n'
                           '    post.remove()')),
          expect=["raised, global hooks were still registered", "try/finally"]),
-    dict(exercise="summarize_model", kind="wrong", why="swallows the model's exception",
+    dict(exercise="summarize_model", kind="wrong", clause="exception-unchanged", why="swallows the model's exception",
          source=_summary(('    with module_hooks.register_module_forward_pre_hook(starts), \\\n'
                           '            module_hooks.register_module_forward_hook(finishes):\n'
                           '        output = model(*inputs, **kwargs)',
@@ -164,7 +164,7 @@ def summarize_model(model, *inputs, **kwargs):
                           '        except Exception:\n'
                           '            output = None')),
          expect=["returned normally", "reach the caller"]),
-    dict(exercise="summarize_model", kind="wrong", why="per-module hooks left registered",
+    dict(exercise="summarize_model", kind="wrong", clause="hooks-removed", why="per-module hooks left registered",
          source='''
 import torch
 
@@ -263,10 +263,10 @@ def summarize_model(model, *inputs, **kwargs):
 ''',
          expect=[]),
 
-    dict(exercise="summarize_model", kind="wrong", why="output taken from a second call without hooks",
+    dict(exercise="summarize_model", kind="wrong", clause="once", why="output taken from a second call without hooks",
          source=_summary(("    return output, rows", "    return model(*inputs, **kwargs), rows")),
          expect=["ran the model 2 times", "once"]),
-    dict(exercise="summarize_model", kind="wrong", why="model run once per kind of hook",
+    dict(exercise="summarize_model", kind="wrong", clause="once", why="model run once per kind of hook",
          source=_summary(("""    with module_hooks.register_module_forward_pre_hook(starts), \\
             module_hooks.register_module_forward_hook(finishes):
         output = model(*inputs, **kwargs)""", """    with module_hooks.register_module_forward_pre_hook(starts):
@@ -276,12 +276,12 @@ def summarize_model(model, *inputs, **kwargs):
         output = model(*inputs, **kwargs)""")),
          expect=["ran the model 2 times"]),
 
-    dict(exercise="summarize_model", kind="wrong", why="input shape taken in the pre-hook",
+    dict(exercise="summarize_model", kind="wrong", clause="shape-tensor", why="input shape taken in the pre-hook",
          source=_summary(('"output_shape": None,', '"output_shape": tuple(args[0].shape),'),
                          ('open_rows.pop()["output_shape"] = shape_of(output)', 'open_rows.pop()')),
          expect=["shape of the module's input", "forward hook"]),
     dict(exercise="summarize_model", kind="right",
-         why="global hook with with_kwargs and always_call, torch.Size and list shapes, _parameters",
+         why="global hook with with_kwargs and always_call, torch.Size shapes, _parameters",
          source='''
 import torch
 import torch.nn.modules.module as module_hooks
@@ -300,7 +300,7 @@ def summarize_model(model, *inputs, **kwargs):
             if torch.is_tensor(out):
                 rows[i]["output_shape"] = out.shape
             elif isinstance(out, (list, tuple)):
-                rows[i]["output_shape"] = [list(o.shape) if torch.is_tensor(o) else None for o in out]
+                rows[i]["output_shape"] = [o.shape if torch.is_tensor(o) else None for o in out]
     h1 = module_hooks.register_module_forward_pre_hook(pre)
     h2 = module_hooks.register_module_forward_hook(post, with_kwargs=True, always_call=True)
     try:
@@ -311,34 +311,34 @@ def summarize_model(model, *inputs, **kwargs):
 ''',
          expect=[]),
 
-    dict(exercise="summarize_model", kind="wrong", why="wraps the model's exception in its own",
+    dict(exercise="summarize_model", kind="wrong", clause="exception-unchanged", why="wraps the model's exception in its own",
          source=_summary(("        output = model(*inputs, **kwargs)",
                           "        try:\n            output = model(*inputs, **kwargs)\n"
                           "        except Exception as error:\n"
                           "            raise RuntimeError('summary failed') from error")),
          expect=["made from the model's valueerror", "unchanged"]),
-    dict(exercise="summarize_model", kind="wrong", why="inputs passed as one tuple",
+    dict(exercise="summarize_model", kind="wrong", clause="arguments", why="inputs passed as one tuple",
          source=_summary(("output = model(*inputs, **kwargs)", "output = model(inputs, **kwargs)")),
          expect=["unpack it", "model(*inputs, **kwargs)"]),
 
     # ------------------------------------------------------------------ find_first_nonfinite
-    dict(exercise="find_first_nonfinite", kind="wrong", why="looks only at the last item of a tuple",
+    dict(exercise="find_first_nonfinite", kind="wrong", clause="sequence", why="looks only at the last item of a tuple",
          source=_find(('return any(not_finite(item) for item in value if isinstance(item, torch.Tensor))',
                        'return bool(value) and not_finite(value[-1])')),
          expect=["returns a tuple", "every tensor"]),
-    dict(exercise="find_first_nonfinite", kind="wrong", why="needs every element non-finite (any instead of all)",
+    dict(exercise="find_first_nonfinite", kind="wrong", clause="any-element", why="needs every element non-finite (any instead of all)",
          source=_find(('return not torch.isfinite(value).all()', 'return not torch.isfinite(value).any()')),
          expect=["every* element", "one nan or inf is enough"]),
-    dict(exercise="find_first_nonfinite", kind="wrong", why="tests the sum, which overflows",
+    dict(exercise="find_first_nonfinite", kind="wrong", clause="any-element", why="tests the sum, which overflows",
          source=_find(('return not torch.isfinite(value).all()', 'return not torch.isfinite(value.sum())')),
          expect=["overflows", "elements themselves"]),
-    dict(exercise="find_first_nonfinite", kind="wrong", why="runs the model twice",
+    dict(exercise="find_first_nonfinite", kind="wrong", clause="once", why="runs the model twice",
          source=_find(('        model(*inputs)\n', '        model(*inputs)\n        model(*inputs)\n')),
          expect=["ran the model 2 times", "once"]),
-    dict(exercise="find_first_nonfinite", kind="wrong", why="returns the class name",
+    dict(exercise="find_first_nonfinite", kind="wrong", clause="name", why="returns the class name",
          source=_find(('found.append(names[module])', 'found.append(type(module).__name__)')),
          expect=["class", "named_modules"]),
-    dict(exercise="find_first_nonfinite", kind="wrong", why="first in named_modules() order",
+    dict(exercise="find_first_nonfinite", kind="wrong", clause="return-order", why="first in named_modules() order",
          source='''
 import torch
 def find_first_nonfinite(model, *inputs):
@@ -357,41 +357,41 @@ def find_first_nonfinite(model, *inputs):
         if n in bad: return n
     return None
 ''',
-         expect=["not the order of named_modules()"]),
-    dict(exercise="find_first_nonfinite", kind="wrong", why="checks only NaN",
+         expect=["nor the order of named_modules()"]),
+    dict(exercise="find_first_nonfinite", kind="wrong", clause="infinities", why="checks only NaN",
          source=_find(('return not torch.isfinite(value).all()', 'return bool(torch.isnan(value).any())')),
          expect=["infinities", "isfinite"]),
-    dict(exercise="find_first_nonfinite", kind="wrong", why="keeps the last non-finite module",
+    dict(exercise="find_first_nonfinite", kind="wrong", clause="return-order", why="keeps the last non-finite module",
          source=_find(('if not found and module in names', 'if module in names'),
                       ('return found[0] if found else None', 'return found[-1] if found else None')),
          expect=["last module", "returns after its children"]),
-    dict(exercise="find_first_nonfinite", kind="wrong", why="looks at inputs in a pre-hook",
+    dict(exercise="find_first_nonfinite", kind="wrong", clause="output", why="looks at inputs in a pre-hook",
          source=_find(('    def hook(module, args, output):\n        if not found and module in names and '
                        'not_finite(output):',
                        '    def hook(module, args):\n        if not found and module in names and not_finite(args):'),
                       ('module_hooks.register_module_forward_hook(hook)',
                        'module_hooks.register_module_forward_pre_hook(hook)')),
          expect=["input", "forward hook"]),
-    dict(exercise="find_first_nonfinite", kind="wrong", why="ignores tuple outputs",
+    dict(exercise="find_first_nonfinite", kind="wrong", clause="sequence", why="ignores tuple outputs",
          source=_find(('return any(not_finite(item) for item in value if isinstance(item, torch.Tensor))',
                        'return False')),
          expect=["returns a tuple", "every tensor"]),
-    dict(exercise="find_first_nonfinite", kind="wrong", why="the root's empty name taken for no answer",
+    dict(exercise="find_first_nonfinite", kind="wrong", clause="root-name", why="the root's empty name taken for no answer",
          source=_find(('return found[0] if found else None', 'return found[0] if found and found[0] else None')),
          expect=["model itself", "is none"]),
-    dict(exercise="find_first_nonfinite", kind="wrong", why="global hook never removed",
+    dict(exercise="find_first_nonfinite", kind="wrong", clause="hooks-removed", why="global hook never removed",
          source=_find(('    with torch.no_grad(), module_hooks.register_module_forward_hook(hook):',
                        '    module_hooks.register_module_forward_hook(hook)\n    with torch.no_grad():')),
          expect=["global hooks were still registered"]),
-    dict(exercise="find_first_nonfinite", kind="wrong", why="runs with gradients on",
+    dict(exercise="find_first_nonfinite", kind="wrong", clause="no-grad", why="runs with gradients on",
          source=_find(('    with torch.no_grad(), module_hooks.register_module_forward_hook(hook):',
                        '    with module_hooks.register_module_forward_hook(hook):')),
          expect=["gradients on", "torch.no_grad()"]),
-    dict(exercise="find_first_nonfinite", kind="wrong", why="looks up modules that are not in the model",
+    dict(exercise="find_first_nonfinite", kind="wrong", clause="unregistered", why="looks up modules that are not in the model",
          source=_find(('if not found and module in names and not_finite(output):',
                        'if not found and not_finite(output):')),
          expect=["not in model.named_modules()"]),
-    dict(exercise="find_first_nonfinite", kind="wrong", why="hooks only the direct children",
+    dict(exercise="find_first_nonfinite", kind="wrong", clause="every-module", why="hooks only the direct children",
          source='''
 import torch
 
@@ -411,7 +411,7 @@ def find_first_nonfinite(model, *inputs):
             handle.remove()
     return found[0] if found else None
 ''',
-         expect=["parent of the culprit"]),
+         expect=["direct child of the model", "only model.children()", "every module of model.named_modules()"]),
     dict(exercise="find_first_nonfinite", kind="right", why="per-module hooks, every call recorded",
          source='''
 import torch
@@ -488,4 +488,315 @@ def find_first_nonfinite(model, *inputs):
     return found
 ''',
          expect=[]),
+    # ------------------------------------------------------------------ summarize_model: one entry per clause
+    dict(exercise="summarize_model", kind="wrong", clause="pair", why="returns the rows only",
+         source=_summary(("    return output, rows", "    return rows")),
+         expect=["expected a pair (output, rows)"]),
+    dict(exercise="summarize_model", kind="wrong", clause="output-itself", why="returns the output detached",
+         source=_summary(("    return output, rows", "    return output.detach(), rows")),
+         expect=["not the tensor the model returned", "itself"]),
+    dict(exercise="summarize_model", kind="wrong", clause="output-itself", why="returns a copy of the output",
+         source=_summary(("    return output, rows", "    return output.clone(), rows")),
+         expect=["not the tensor the model returned", "a copy"]),
+    dict(exercise="summarize_model", kind="wrong", clause="keys", why="the shape under the key 'shape'",
+         source=_summary(('"output_shape": None,', '"shape": None,'),
+                         ('open_rows.pop()["output_shape"] = shape_of(output)',
+                          'open_rows.pop()["shape"] = shape_of(output)')),
+         expect=["lacks the keys ['output_shape']"]),
+    dict(exercise="summarize_model", kind="wrong", clause="name", why="torchinfo-style names, class and counter",
+         source=_summary(('    rows, open_rows = [], []', '    rows, open_rows, seen = [], [], {}'),
+                         ('            row = {"name": names[module],',
+                          '            seen[type(module).__name__] = seen.get(type(module).__name__, 0) + 1\n'
+                          '            row = {"name": f"{type(module).__name__}-{seen[type(module).__name__]}",')),
+         expect=["not those of model.named_modules()", "path of attributes"]),
+    dict(exercise="summarize_model", kind="wrong", clause="root-name", why="the model itself named '(root)'",
+         source=_summary(('row = {"name": names[module],', 'row = {"name": names[module] or "(root)",')),
+         expect=["model itself is named '(root)'", "empty string"]),
+    dict(exercise="summarize_model", kind="wrong", clause="shared-name",
+         why="names from named_modules(remove_duplicate=False): a shared module gets its last name",
+         source=_summary(('names = {module: name for name, module in model.named_modules()}',
+                          'names = {module: name for name, module in model.named_modules(remove_duplicate=False)}')),
+         expect=["'alias' is not a name of named_modules()", "under its first name", "'shared'"]),
+    dict(exercise="summarize_model", kind="wrong", clause="shared-name",
+         why="per-module hooks on named_modules(remove_duplicate=False): two hooks on a shared module",
+         source='''
+import torch
+
+
+def summarize_model(model, *inputs, **kwargs):
+    rows, stack, handles = [], [], []
+
+    def make_hooks(name):
+        def starts(module, args):
+            stack.append(len(rows))
+            rows.append({"name": name, "type": type(module).__name__, "output_shape": None,
+                         "params": sum(p.numel() for p in module.parameters(recurse=False))})
+
+        def finishes(module, args, output):
+            if isinstance(output, torch.Tensor):
+                shape = tuple(output.shape)
+            elif isinstance(output, (tuple, list)):
+                shape = [tuple(o.shape) if isinstance(o, torch.Tensor) else None for o in output]
+            else:
+                shape = None
+            rows[stack.pop()]["output_shape"] = shape
+        return starts, finishes
+
+    try:
+        for name, module in model.named_modules(remove_duplicate=False):
+            starts, finishes = make_hooks(name)
+            handles.append(module.register_forward_pre_hook(starts))
+            handles.append(module.register_forward_hook(finishes))
+        output = model(*inputs, **kwargs)
+    finally:
+        for handle in handles:
+            handle.remove()
+    return output, rows
+''',
+         expect=["'alias' is not a name of named_modules()", "one row per call"]),
+    dict(exercise="summarize_model", kind="wrong", clause="type", why="type as __qualname__",
+         source=_summary(('"type": type(module).__name__', '"type": type(module).__qualname__')),
+         expect=["__qualname__", "type(module).__name__"]),
+    dict(exercise="summarize_model", kind="wrong", clause="type", why="type as str(type(module))",
+         source=_summary(('"type": type(module).__name__', '"type": str(type(module))')),
+         expect=["its 'type' should be", "type(module).__name__"]),
+    dict(exercise="summarize_model", kind="wrong", clause="shape-tensor", why="a tensor's shape as a list",
+         source=_summary(('            return tuple(value.shape)\n', '            return list(value.shape)\n')),
+         expect=["as a tuple, tuple(output.shape)"]),
+    dict(exercise="summarize_model", kind="wrong", clause="shape-sequence", why="tuple outputs only, lists get None",
+         source=_summary(('if isinstance(value, (tuple, list)):', 'if isinstance(value, tuple):')),
+         expect=["returned a list", "list with the shape tuple"]),
+    dict(exercise="summarize_model", kind="wrong", clause="shape-sequence", why="item shapes as lists",
+         source=_summary(('return [tuple(item.shape) if', 'return [list(item.shape) if')),
+         expect=["the numbers are right", "as a tuple"]),
+    dict(exercise="summarize_model", kind="wrong", clause="shape-sequence", why="a tuple output's shapes in a tuple",
+         source=_summary(('return [tuple(item.shape) if isinstance(item, torch.Tensor) else None for item in value]',
+                          'return tuple(tuple(item.shape) if isinstance(item, torch.Tensor) else None '
+                          'for item in value)')),
+         expect=["the numbers are right", "give a list"]),
+    dict(exercise="summarize_model", kind="wrong", clause="shape-sequence", why="non-tensor items dropped",
+         source=_summary(('return [tuple(item.shape) if isinstance(item, torch.Tensor) else None for item in value]',
+                          'return [tuple(item.shape) for item in value if isinstance(item, torch.Tensor)]')),
+         expect=["returned a tuple", "none for each other item"]),
+    dict(exercise="summarize_model", kind="wrong", clause="shape-other",
+         why="a dict output gets the shapes of its values",
+         source=_summary(('        return None\n\n    def starts',
+                          '        if isinstance(value, dict):\n'
+                          '            return [tuple(v.shape) for v in value.values()]\n'
+                          '        return None\n\n    def starts')),
+         expect=["returned a dict", "output_shape is none"]),
+    dict(exercise="summarize_model", kind="wrong", clause="params-no-buffers", why="counts buffers too",
+         source=_summary(('"params": sum(p.numel() for p in module.parameters(recurse=False))}',
+                          '"params": sum(p.numel() for p in module.parameters(recurse=False))\n'
+                          '                   + sum(b.numel() for b in module.buffers(recurse=False))}')),
+         expect=["counts its buffers too"]),
+    dict(exercise="summarize_model", kind="wrong", clause="params-shared",
+         why="counts through model.named_parameters(), which lists a tied weight once",
+         source=_summary(('    rows, open_rows = [], []',
+                          '    rows, open_rows = [], []\n'
+                          '    owned = {}\n'
+                          '    for full_name, p in model.named_parameters():\n'
+                          '        owner = full_name.rpartition(".")[0]\n'
+                          '        owned[owner] = owned.get(owner, 0) + p.numel()'),
+                         ('"params": sum(p.numel() for p in module.parameters(recurse=False))}',
+                          '"params": owned.get(names[module], 0)}')),
+         expect=["shares a parameter", "own parameter of both"]),
+    dict(exercise="summarize_model", kind="wrong", clause="params-own",
+         why="_parameters values without the None of bias=False",
+         source=_summary(('sum(p.numel() for p in module.parameters(recurse=False))',
+                          'sum(p.numel() for p in module._parameters.values())')),
+         expect=["'nonetype' object has no attribute 'numel'"]),
+    dict(exercise="summarize_model", kind="wrong", clause="unregistered",
+         why="unregistered modules get a row under their class name",
+         source=_summary(('    def starts(module, args):\n        if module in names:\n'
+                          '            row = {"name": names[module],',
+                          '    def starts(module, args):\n        if True:\n'
+                          '            row = {"name": names.get(module, type(module).__name__),'),
+                         ('    def finishes(module, args, output):\n        if module in names:',
+                          '    def finishes(module, args, output):\n        if True:')),
+         expect=["not in model.named_modules()", "give them no row"]),
+    dict(exercise="summarize_model", kind="right", why="per-module hooks via model.apply, torch.Size, type() test",
+         source='''
+import torch
+
+
+def summarize_model(model, *inputs, **kwargs):
+    names = {}
+    for name, module in model.named_modules():
+        names.setdefault(module, name)
+    rows, stack, handles = [], [], []
+
+    def pre(module, args):
+        stack.append(len(rows))
+        rows.append({"name": names[module], "type": type(module).__name__, "output_shape": None,
+                     "params": sum(p.numel() for p in module.parameters(recurse=False))})
+
+    def post(module, args, output):
+        i = stack.pop()
+        if torch.is_tensor(output):
+            rows[i]["output_shape"] = output.size()
+        elif type(output) in (tuple, list):
+            rows[i]["output_shape"] = [tuple(o.size()) if torch.is_tensor(o) else None for o in output]
+
+    def attach(module):
+        if module in names:
+            handles.append(module.register_forward_pre_hook(pre))
+            handles.append(module.register_forward_hook(post))
+
+    model.apply(attach)
+    try:
+        return model(*inputs, **kwargs), rows
+    finally:
+        for h in handles:
+            h.remove()
+''',
+         expect=[]),
+
+    # ------------------------------------------------------------------ find_first_nonfinite: one entry per clause
+    dict(exercise="find_first_nonfinite", kind="wrong", clause="every-module",
+         why="hooks only the layers without children, and the model",
+         source=_find(('    with torch.no_grad(), module_hooks.register_module_forward_hook(hook):',
+                       '    leaves = {m for m in names if not list(m.children())} | {model}\n'
+                       '    names = {m: n for m, n in names.items() if m in leaves}\n'
+                       '    with torch.no_grad(), module_hooks.register_module_forward_hook(hook):')),
+         expect=["a container whose own forward made the nan", "not only the layers without children"]),
+    dict(exercise="find_first_nonfinite", kind="wrong", clause="unregistered",
+         why="unregistered modules looked up with names.get",
+         source=_find(('if not found and module in names and not_finite(output):',
+                       'if not found and not_finite(output):'),
+                      ('found.append(names[module])', 'found.append(names.get(module))')),
+         expect=["plain list", "ignore that module"]),
+    dict(exercise="find_first_nonfinite", kind="wrong", clause="shared-name",
+         why="names from named_modules(remove_duplicate=False): a shared module gets its last name",
+         source=_find(('names = {module: name for name, module in model.named_modules()}',
+                       'names = {module: name for name, module in model.named_modules(remove_duplicate=False)}')),
+         expect=["registered a second time under another name", "under its first name"]),
+    dict(exercise="find_first_nonfinite", kind="wrong", clause="return-order",
+         why="a dict keyed by name: a module called twice is judged by its last call",
+         source='''
+import torch
+import torch.nn.modules.module as module_hooks
+
+
+def find_first_nonfinite(model, *inputs):
+    names = {module: name for name, module in model.named_modules()}
+    verdict = {}
+
+    def hook(module, args, output):
+        if module in names:
+            items = output if isinstance(output, (tuple, list)) else [output]
+            verdict[names[module]] = any(isinstance(t, torch.Tensor) and not torch.isfinite(t).all() for t in items)
+
+    with torch.no_grad(), module_hooks.register_module_forward_hook(hook):
+        model(*inputs)
+    return next((name for name, bad in verdict.items() if bad), None)
+''',
+         expect=["is called twice", "judge each call when it returns"]),
+    dict(exercise="find_first_nonfinite", kind="wrong", clause="return-order",
+         why="the first call to start whose output is bad",
+         source='''
+import torch
+import torch.nn.modules.module as module_hooks
+
+
+def find_first_nonfinite(model, *inputs):
+    names = {module: name for name, module in model.named_modules()}
+    started, bad = [], set()
+
+    def pre(module, args):
+        if module in names:
+            started.append(module)
+
+    def post(module, args, output):
+        items = output if isinstance(output, (tuple, list)) else [output]
+        if module in names and any(isinstance(t, torch.Tensor) and not torch.isfinite(t).all() for t in items):
+            bad.add(module)
+
+    with torch.no_grad(), module_hooks.register_module_forward_pre_hook(pre), \\
+            module_hooks.register_module_forward_hook(post):
+        model(*inputs)
+    return next((names[module] for module in started if module in bad), None)
+''',
+         expect=["not the order the calls start", "the order the forward hooks fire"]),
+    dict(exercise="find_first_nonfinite", kind="wrong", clause="infinities", why="tests NaN and +inf, not -inf",
+         source=_find(('return not torch.isfinite(value).all()',
+                       'return bool(torch.isnan(value).any() or (value == float("inf")).any())')),
+         expect=["holds -inf", "both infinities"]),
+    dict(exercise="find_first_nonfinite", kind="wrong", clause="sequence", why="tuple outputs only, lists ignored",
+         source=_find(('if isinstance(value, (tuple, list)):', 'if isinstance(value, tuple):')),
+         expect=["the culprit returns a list", "tuple or list output"]),
+    dict(exercise="find_first_nonfinite", kind="wrong", clause="none", why="returns '' when every output is finite",
+         source=_find(('return found[0] if found else None', 'return found[0] if found else ""')),
+         expect=["return none, not ''"]),
+    dict(exercise="find_first_nonfinite", kind="wrong", clause="hooks-removed-raise",
+         why="hook removed only when forward succeeds",
+         source=_find(('    with torch.no_grad(), module_hooks.register_module_forward_hook(hook):\n'
+                       '        model(*inputs)\n',
+                       '    handle = module_hooks.register_module_forward_hook(hook)\n'
+                       '    with torch.no_grad():\n        model(*inputs)\n    handle.remove()\n')),
+         expect=["raised, global hooks were still registered", "try/finally"]),
+    dict(exercise="find_first_nonfinite", kind="wrong", clause="exception-unchanged",
+         why="swallows the model's exception",
+         source=_find(('        model(*inputs)\n',
+                       '        try:\n            model(*inputs)\n        except Exception:\n            pass\n')),
+         expect=["returned normally", "reach the caller unchanged"]),
+    dict(exercise="find_first_nonfinite", kind="wrong", clause="exception-unchanged",
+         why="turns the model's exception into its own",
+         source=_find(('        model(*inputs)\n',
+                       '        try:\n            model(*inputs)\n        except Exception as error:\n'
+                       '            raise RuntimeError("the model failed") from error\n')),
+         expect=["made from the model's valueerror"]),
 ]
+
+CLAUSES = {
+    "summarize_model": {
+        "once": "Run `model(*inputs, **kwargs)` once",
+        "arguments": "`model(*inputs, **kwargs)`",
+        "pair": "Returns `(output, rows)`",
+        "output-itself": "`output` is the object the model returned, itself (not a copy)",
+        "row-per-call": "a module called twice gets two rows",
+        "start-order": "in the order the calls start (a parent before its children;",
+        "keys": '`{"name": str, "type": str, "output_shape": ..., "params": int}`',
+        "name": "name: the module's name in model.named_modules()",
+        "root-name": '"" for the model itself',
+        "shared-name": "a module registered under two names has only the first, the one named_modules() lists",
+        "type": "type: type(module).__name__",
+        "shape-tensor": "output_shape: tuple(output.shape) for a tensor",
+        "shape-sequence": "for a tuple or list, a list with the shape tuple of each tensor item and None for any "
+                          "other item",
+        "shape-other": "None for anything else",
+        "params-own": "params: the number of elements of the module's own parameters (recurse=False)",
+        "params-frozen": "frozen ones",
+        "params-shared": "ones shared with another module included",
+        "params-no-buffers": "buffers not",
+        "unregistered": "Modules not in model.named_modules() get no row",
+        "hooks-removed": "All hooks are removed before returning",
+        "hooks-removed-raise": "also when the forward pass raises",
+        "exception-unchanged": "(the exception propagates unchanged)",
+    },
+    "find_first_nonfinite": {
+        "once": "Runs model(*inputs) once",
+        "no-grad": "under torch.no_grad()",
+        "every-module": "Every module of model.named_modules() is watched, containers and the model itself included",
+        "unregistered": "modules not in it are ignored",
+        "name": "Returns the name (as in model.named_modules():",
+        "root-name": '"" for the model itself',
+        "shared-name": "a module registered under two names has only the first",
+        "return-order": "of the first module call, in the order the calls return",
+        "output": "whose output contains NaN, +inf or -inf",
+        "infinities": "+inf or -inf",
+        "any-element": "a tensor with such an element",
+        "sequence": "or a tuple or list with such a tensor among its items",
+        "none": "Returns None if there is none",
+        "hooks-removed": "All hooks are removed before returning",
+        "hooks-removed-raise": "also when the forward pass raises",
+        "exception-unchanged": "(the exception propagates unchanged)",
+    },
+}
+
+NOT_CLAUSES = {
+    "find_first_nonfinite": {
+        "Name of the first module of `model` whose output is not finite, or None.":
+            "the summary line; the sentences after it state each of its parts as a clause",
+    },
+}
