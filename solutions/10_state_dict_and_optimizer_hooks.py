@@ -339,10 +339,11 @@ def migrate_checkpoint_keys(module, renames):
     """Let checkpoints that use old key names load into `module`.
 
     `renames` maps old keys to new keys, both local to `module` (as in `module.state_dict()`),
-    e.g. {"fc.weight": "classifier.weight"}. Registers a load_state_dict pre-hook on `module`
+    such as {"fc.weight": "classifier.weight"}. Registers a load_state_dict pre-hook on `module`
     that, each time `module` is loaded (alone, or inside a bigger model at some `prefix`), moves
     every present `prefix + old` key of the state dict to `prefix + new`, editing the dict in
-    place. Absent old keys are skipped; other keys are left alone.
+    place: the old key is removed. When the dict holds both keys, the old key's value replaces
+    the new key's. Absent old keys are skipped; other keys are left alone.
     Returns the RemovableHandle of the hook.
     """
     # BEGIN SOLUTION
@@ -583,11 +584,12 @@ def attach_weight_ema(model, optimizer, decay):
     """Keep an exponential moving average of the parameters of `model`.
 
     Returns `(ema, handle)`. `ema` maps each name of `model.named_parameters()` (frozen ones
-    included, buffers not) to a tensor that starts as a copy of the parameter's value (no
-    grad). A step post-hook registered on
-    `optimizer` (whose handle is `handle`) updates every entry after each `optimizer.step()`:
-    ema = decay * ema + (1 - decay) * parameter (its value after the step), without autograd,
-    leaving the parameters unchanged.
+    included, buffers not, a tied parameter once) to a tensor that starts as a copy of the
+    parameter's value (no grad). A step post-hook registered on `optimizer` (whose handle is
+    `handle`) updates every entry after each `optimizer.step()`, also those of parameters that
+    got no gradient or are in no parameter group: ema = decay * ema + (1 - decay) * parameter
+    (its value after the step), without autograd, leaving the parameters unchanged. It works for
+    any `torch.optim.Optimizer`, with all of its parameter groups.
     """
     # BEGIN SOLUTION
     parameters = dict(model.named_parameters())

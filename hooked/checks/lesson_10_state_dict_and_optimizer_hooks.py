@@ -247,6 +247,35 @@ def _expect_migrated(module, place, checkpoint, expected, renames, call_text, ea
         raise
 
 
+def _expect_old_over_new(target, source, prefix, renames, seed, call_text, what):
+    """A checkpoint that holds both the old and the new key of each rename loads the old key's value."""
+    current = {key: value.clone() for key, value in _randomized(source, seed + 400).state_dict().items()}
+    older = {key: value.clone() for key, value in _randomized(source, seed + 500).state_dict().items()}
+    both, expected = dict(current), dict(current)
+    for old, new in renames.items():
+        both[prefix + old] = older[prefix + new]
+        expected[prefix + new] = older[prefix + new]
+    loading = (f"After {call_text}, {what}.load_state_dict(checkpoint, strict=False) with a checkpoint that holds "
+               "both the old and the new key of each rename (other values under each),")
+    result = _load(target, both, loading)
+    old_keys = [prefix + old for old in renames]
+    left = [key for key in result.unexpected_keys if key in old_keys]
+    if left or result.missing_keys or result.unexpected_keys:
+        fail(f"{loading} left missing keys {result.missing_keys} and unexpected keys {result.unexpected_keys}. "
+             f"The old keys {left} stayed in the dict because the new key was there too: move every present old "
+             "key to its new key all the same (its value replaces the new key's), so that no old key is left over.")
+    loaded = target.state_dict()
+    kept_new = [prefix + new for new in renames.values()
+                if torch.equal(loaded[prefix + new], current[prefix + new])
+                and not torch.equal(current[prefix + new], older[prefix + new])]
+    if kept_new:
+        fail(f"{loading.rstrip(',')}: afterwards {kept_new[0]} holds the value the checkpoint had under the new key, "
+             f"not the one under the old key {prefix + next(old for old, new in renames.items() if prefix + new == kept_new[0])!r}. "
+             "When both are present, the old key's value is moved over the new key's (pop the old key, and store its "
+             "value under the new key, replacing what was there).")
+    _check_loaded(target, expected, loading)
+
+
 def check_migrate_checkpoint_keys(migrate_checkpoint_keys):
     for seed, wrap, prefix, names in _MIGRATE_CASES:
         module, target, source = _build(seed, wrap, names)
@@ -272,6 +301,7 @@ def check_migrate_checkpoint_keys(migrate_checkpoint_keys):
             fail(f"{loading_new} left missing keys {result.missing_keys} and unexpected keys "
                  f"{result.unexpected_keys}; skip the renames whose old key is not in the dict.")
         _check_loaded(target, current, loading_new)
+        _expect_old_over_new(target, source, prefix, renames, seed, call_text, what)
 
         with calling(f"calling handle.remove() on the handle returned by {call_text}"):
             handle.remove()
@@ -293,16 +323,25 @@ class _SignDescent(PlainSGD):
 
 
 def _model(rng):
-    """Linear, BatchNorm1d (frozen: its weight and bias do not require grad; it has buffers), Tanh, Linear."""
-    width, hidden, out = rng.randint(2, 5), rng.randint(2, 5), rng.randint(1, 4)
-    model = nn.Sequential(nn.Linear(width, hidden), nn.BatchNorm1d(hidden), nn.Tanh(), nn.Linear(hidden, out))
+    """Linear, BatchNorm1d (frozen: its weight and bias do not require grad; it has buffers), Tanh, Linear, Tanh,
+    and a last Linear whose weight is tied to the Linear before (one parameter under two names, "3.weight" and
+    "5.weight") and whose bias requires grad but is in no parameter group."""
+    width, hidden = rng.randint(2, 5), rng.randint(2, 5)
+    model = nn.Sequential(nn.Linear(width, hidden), nn.BatchNorm1d(hidden), nn.Tanh(), nn.Linear(hidden, hidden),
+                          nn.Tanh(), nn.Linear(hidden, hidden))
     model[1].requires_grad_(False)
+    model[5].weight = model[3].weight
     return model
 
 
+# In step 3 (every case has 3 steps or more), "0.bias" gets no gradient (the optimizer leaves it as it was) and the
+# frozen "1.weight" is changed by hand before the step: every entry still follows its parameter.
+_NO_GRAD_STEP, _NO_GRAD_NAME, _BY_HAND_NAME = 3, "0.bias", "1.weight"
+
+
 def _two_groups(model, optimizer_class):
-    """The first Linear in one parameter group, the last in another, with other learning rates; the frozen
-    BatchNorm in none."""
+    """The first Linear in one parameter group, the second (whose weight is tied) in another, with other learning
+    rates; the frozen BatchNorm and the last bias in none."""
     return optimizer_class([{"params": model[0].parameters(), "lr": 0.1},
                             {"params": model[3].parameters(), "lr": 0.3}], lr=0.05)
 
@@ -326,7 +365,7 @@ def _call_attach(attach_weight_ema, model, optimizer, decay):
     return ema, handle, call_text
 
 
-def _check_keys(ema, model, call_text):
+def _check_keys(ema, model, optimizer, call_text):
     names = [name for name, _ in model.named_parameters()]
     keys = list(ema)
     if not all(isinstance(key, str) for key in keys):
@@ -341,10 +380,22 @@ def _check_keys(ema, model, call_text):
     if buffers:
         fail(f"{said} {buffers} are buffers (BatchNorm's running statistics), not parameters: ema averages the "
              "parameters only (model.named_parameters(), not model.state_dict()).")
+    first_name = {id(p): name for name, p in model.named_parameters()}
+    tied = [(key, first_name[id(p)]) for key, p in model.named_parameters(remove_duplicate=False)
+            if key in keys and key not in names]
+    if tied:
+        fail(f"{said} {tied[0][0]!r} is the same parameter as {tied[0][1]!r} (tied weights: one parameter reachable "
+             "under two names): it has one entry, under the name model.named_parameters() gives it. "
+             "model.state_dict() and named_parameters(remove_duplicate=False) list it twice.")
     frozen = [name for name, p in model.named_parameters() if not p.requires_grad and name not in keys]
     if frozen:
         fail(f"{said} {frozen} are frozen parameters (requires_grad=False, in no parameter group): they belong in "
              "ema too, as every name of model.named_parameters() does (their entries then keep their value).")
+    in_optimizer = {id(p) for group in optimizer.param_groups for p in group["params"]}
+    outside = [name for name, p in model.named_parameters() if id(p) not in in_optimizer and name not in keys]
+    if outside:
+        fail(f"{said} {outside} are parameters of the model in no parameter group of the optimizer: they belong in "
+             "ema too, as every name of model.named_parameters() does.")
     fail(said)
 
 
@@ -364,16 +415,22 @@ def _check_start(ema, parameters, call_text):
                  f"value at attach time, {describe(parameter.detach())}.")
 
 
-def _step(model, optimizer, seed):
-    """Gradients set by hand (the model never runs forward) on the parameters that require grad, then one
-    step; returns the values the optimizer's step gives each of them."""
-    stepped = {}
+def _step(model, optimizer, seed, without_grad=()):
+    """Gradients set by hand (the model never runs forward) on the optimizer's parameters, except those in
+    `without_grad` (their .grad is None, so the step leaves them as they are), then one step. Returns the values
+    the optimizer's step gives each of them, and those an SGD step would give (p - lr * grad)."""
+    stepped, as_sgd = {}, {}
     for group in optimizer.param_groups:
         for number, parameter in enumerate(group["params"]):
+            if any(parameter is other for other in without_grad):
+                parameter.grad = None
+                stepped[parameter] = as_sgd[parameter] = parameter.detach().clone()
+                continue
             parameter.grad = random_tensor(seed + number + 10 * len(stepped), tuple(parameter.shape))
             stepped[parameter] = parameter.detach() - group["lr"] * optimizer.direction(parameter.grad)
+            as_sgd[parameter] = parameter.detach() - group["lr"] * parameter.grad
     optimizer.step()
-    return stepped
+    return stepped, as_sgd
 
 
 def _check_parameters(parameters, stepped, said):
@@ -385,8 +442,9 @@ def _check_parameters(parameters, stepped, said):
                  "in ema: update ema[name] from the parameter, never the parameter from ema.")
 
 
-def _check_after_step(ema, parameters, references, groups, said):
-    expected, lagged, swapped, before = references
+def _check_after_step(ema, parameters, references, groups, said, step, events=None):
+    expected, lagged, swapped, before, sgd = references
+    events = events or {}
     for name, parameter in parameters.items():
         value = ema[name]
         if not isinstance(value, torch.Tensor):
@@ -401,12 +459,22 @@ def _check_after_step(ema, parameters, references, groups, said):
             fail(f"{said}, ema[{name!r}] equals the parameter's new value, {describe(value)}: it follows the "
                  "parameter instead of averaging. Expected decay * ema + (1 - decay) * parameter = "
                  f"{describe(expected[name])}.")
-        if close(value, before[name]) and close(lagged[name], before[name]):
+        if step == 1 and close(value, before[name]):
             continue  # after the first step, a pre-hook's average and no update look alike: the next step tells
+        if close(value, before[name]) and name in events:
+            fail(f"{said}, ema[{name!r}] did not change; expected {describe(expected[name])}. In this step "
+                 f"{events[name]}: the average still moves toward the parameter's value, which it lags behind. "
+                 "Update every entry after each step, whether or not its parameter has a gradient or is in the "
+                 "optimizer.")
         if close(value, lagged[name]):
             fail(f"{said}, ema[{name!r}] is {describe(value)}, the average of the parameter's values *before* "
                  f"each step; expected {describe(expected[name])}. The hook runs before the step: register it "
                  "with register_step_post_hook, which runs after the parameters changed.")
+        if name in sgd and close(value, sgd[name]) and not close(sgd[name], expected[name]):
+            fail(f"{said}, ema[{name!r}] is {describe(value)}, the average an SGD step (p - lr * p.grad) would give; "
+                 f"this optimizer is not SGD (it steps by lr * sign(grad)) and gives {describe(expected[name])}. "
+                 "Do not compute the step yourself: read each parameter's value after the step, in a step "
+                 "post-hook, so that it works for any optimizer.")
         if close(value, swapped[name]):
             fail(f"{said}, ema[{name!r}] is {describe(value)} = (1 - decay) * ema + decay * parameter; expected "
                  f"decay * ema + (1 - decay) * parameter = {describe(expected[name])}: decay and 1 - decay are "
@@ -439,15 +507,25 @@ def check_attach_weight_ema(attach_weight_ema):
                               if any(p is parameter for p in group["params"])), -1)
                   for name, parameter in parameters.items()}  # -1: frozen, in no group
         ema, handle, call_text = _call_attach(attach_weight_ema, model, optimizer, decay)
-        _check_keys(ema, model, call_text)
+        _check_keys(ema, model, optimizer, call_text)
         _check_start(ema, parameters, call_text)
         expected = {name: p.detach().clone() for name, p in parameters.items()}
         lagged, swapped = dict(expected), dict(expected)
+        sgd = dict(expected)
         for step in range(1, steps + 1):
+            events, without_grad = {}, ()
+            if step == _NO_GRAD_STEP:
+                with torch.no_grad():
+                    parameters[_BY_HAND_NAME].add_(0.5)
+                events[_BY_HAND_NAME] = (f"the frozen {_BY_HAND_NAME!r} (requires_grad=False, in no parameter group) "
+                                         "was changed by hand just before the step")
+                without_grad = (parameters[_NO_GRAD_NAME],)
+                events[_NO_GRAD_NAME] = (f"{_NO_GRAD_NAME!r} got no gradient (its .grad was None), so the "
+                                         "optimizer left it as it was")
             old_values = {name: p.detach().clone() for name, p in parameters.items()}
             before = _snapshot(ema)
             with calling(f"calling optimizer.step() (step {step}) after {call_text}"):
-                stepped = _step(model, optimizer, seed * 10 + step)
+                stepped, as_sgd = _step(model, optimizer, seed * 10 + step, without_grad)
             said = f"After {call_text} and {step} optimizer step{'s' if step > 1 else ''}"
             _check_parameters(parameters, stepped, said)
             for name, p in parameters.items():
@@ -455,7 +533,8 @@ def check_attach_weight_ema(attach_weight_ema):
                 expected[name] = decay * expected[name] + (1 - decay) * new
                 lagged[name] = decay * lagged[name] + (1 - decay) * old_values[name]
                 swapped[name] = (1 - decay) * swapped[name] + decay * new
-            _check_after_step(ema, parameters, (expected, lagged, swapped, before), groups, said)
+            sgd = {name: decay * before[name] + (1 - decay) * as_sgd[p] for name, p in parameters.items() if p in as_sgd}
+            _check_after_step(ema, parameters, (expected, lagged, swapped, before, sgd), groups, said, step, events)
 
         # Another optimizer of the program must not move this model's average.
         other_model = _model(random.Random(seed + 1))

@@ -38,11 +38,13 @@ _UPDATE = '''        with torch.no_grad():
 ENTRIES = [
     # ------------------------------------------------------------------ migrate_checkpoint_keys
     dict(exercise="migrate_checkpoint_keys", kind="wrong", why="ignores the prefix",
+         clause="prefix",
          source=_migrate('''        for old, new in renames.items():
             if old in state_dict:
                 state_dict[new] = state_dict.pop(old)'''),
          expect=["inside a bigger model", "prefix"]),
     dict(exercise="migrate_checkpoint_keys", kind="wrong", why="builds and returns a new dict",
+         clause="in-place",
          source=_migrate('''        new_dict = {}
         for key, value in state_dict.items():
             local = key[len(prefix):] if key.startswith(prefix) else None
@@ -50,21 +52,25 @@ ENTRIES = [
         return new_dict'''),
          expect=["return value is ignored", "in place"]),
     dict(exercise="migrate_checkpoint_keys", kind="wrong", why="rebinds the state_dict name",
+         clause="in-place",
          source=_migrate('''        state_dict = {(prefix + renames[key[len(prefix):]] if key[len(prefix):] in renames else key): value
                       for key, value in state_dict.items()}'''),
          expect=["rebinding", "in place"]),
     dict(exercise="migrate_checkpoint_keys", kind="wrong", why="copies the old keys instead of moving them",
+         clause="old-removed",
          source=_migrate('''        for old, new in renames.items():
             if prefix + old in state_dict:
                 state_dict[prefix + new] = state_dict[prefix + old]'''),
          expect=["copied", "state_dict.pop"]),
     dict(exercise="migrate_checkpoint_keys", kind="wrong", why="matches keys that end with an old name",
+         clause="others-alone",
          source=_migrate('''        for key in list(state_dict):
             for old, new in renames.items():
                 if key.endswith(old):
                     state_dict[key[:-len(old)] + new] = state_dict.pop(key)'''),
          expect=["only end with", "prefix + old"]),
     dict(exercise="migrate_checkpoint_keys", kind="wrong", why="replaces the old text anywhere in a key",
+         clause="others-alone",
          source=_migrate('''        for key in list(state_dict):
             for old, new in renames.items():
                 if old in key:
@@ -72,11 +78,13 @@ ENTRIES = [
                     break'''),
          expect=["only end with", "exactly"]),
     dict(exercise="migrate_checkpoint_keys", kind="wrong", why="pairs old and new keys by position",
+         clause="moves",
          source=_migrate('''        found = [key for key in state_dict if key[len(prefix):] in renames]
         for key, new in zip(found, renames.values()):
             state_dict[prefix + new] = state_dict.pop(key)'''),
          expect=["by name", "order"]),
     dict(exercise="migrate_checkpoint_keys", kind="wrong", why="registers a load post-hook that forgives the keys",
+         clause="pre-hook",
          source='''
 def migrate_checkpoint_keys(module, renames):
     def forgive(module, incompatible_keys):
@@ -87,10 +95,12 @@ def migrate_checkpoint_keys(module, renames):
 ''',
          expect=["registered no load_state_dict pre-hook"]),
     dict(exercise="migrate_checkpoint_keys", kind="wrong", why="fails on a checkpoint already in the new names",
+         clause="absent-skipped",
          source=_migrate('''        for old, new in renames.items():
             state_dict[prefix + new] = state_dict.pop(prefix + old)'''),
          expect=["keyerror"]),
     dict(exercise="migrate_checkpoint_keys", kind="wrong", why="returns nothing",
+         clause="handle",
          source='''
 def migrate_checkpoint_keys(module, renames):
     def rename(module, state_dict, prefix, *rest):
@@ -102,6 +112,7 @@ def migrate_checkpoint_keys(module, renames):
 ''',
          expect=["returned none", "removablehandle"]),
     dict(exercise="migrate_checkpoint_keys", kind="wrong", why="hard-codes the lesson's renames",
+         clause="renames",
          source=_migrate('''        fixed = {"fc.weight": "classifier.weight", "fc.bias": "classifier.bias"}
         fixed.update({f"bn.{name}": f"norm.{name}"
                       for name in ("weight", "bias", "running_mean", "running_var", "num_batches_tracked")})
@@ -110,6 +121,7 @@ def migrate_checkpoint_keys(module, renames):
                 state_dict[prefix + new] = state_dict.pop(prefix + old)'''),
          expect=["exactly the keys that `renames` lists"]),
     dict(exercise="migrate_checkpoint_keys", kind="wrong", why="keeps the prefix of its first call",
+         clause="each-load",
          source=_migrate('''        first = seen.setdefault("prefix", prefix)
         for old, new in renames.items():
             if first + old in state_dict:
@@ -117,17 +129,20 @@ def migrate_checkpoint_keys(module, renames):
              "    def rename", "    seen = {}\n\n    def rename"),
          expect=["prefix", "it receives"]),
     dict(exercise="migrate_checkpoint_keys", kind="wrong", why="moves to the new key without the prefix",
+         clause="moves",
          source=_migrate('''        for old, new in renames.items():
             if prefix + old in state_dict:
                 state_dict[new] = state_dict.pop(prefix + old)'''),
          expect=["did not arrive", "prefix + new"]),
     dict(exercise="migrate_checkpoint_keys", kind="wrong", why="uses up renames at the first load",
+         clause="each-load",
          source=_migrate('''        while renames:
             old, new = renames.popitem()
             if prefix + old in state_dict:
                 state_dict[prefix + new] = state_dict.pop(prefix + old)'''),
          expect=["strict=true", "every load", "renames"]),
     dict(exercise="migrate_checkpoint_keys", kind="wrong", why="keeps only the renamed keys of the module",
+         clause="others-alone",
          source=_migrate('''        moved = {prefix + new: state_dict[prefix + old] for old, new in renames.items()
                  if prefix + old in state_dict}
         for key in [key for key in state_dict if key.startswith(prefix)]:
@@ -135,6 +150,7 @@ def migrate_checkpoint_keys(module, renames):
         state_dict.update(moved)'''),
          expect=["removed", "does not list"]),
     dict(exercise="migrate_checkpoint_keys", kind="wrong", why="adds the prefix twice",
+         clause="moves",
          source=_migrate('''        for old, new in renames.items():
             if prefix + old in state_dict:
                 state_dict[prefix + prefix + new] = state_dict.pop(prefix + old)'''),
@@ -197,36 +213,45 @@ def migrate_checkpoint_keys(module, renames):
 
     # ------------------------------------------------------------------ attach_weight_ema
     dict(exercise="attach_weight_ema", kind="wrong", why="a step pre-hook",
+         clause="after-step",
          source=_ema(_COPY, _UPDATE, "optimizer.register_step_pre_hook(update)"),
          expect=["before", "register_step_post_hook"]),
     dict(exercise="attach_weight_ema", kind="wrong", why="ema entries are the parameters",
+         clause="copy",
          source=_ema("    ema = {name: p for name, p in parameters.items()}", "        pass"),
          expect=["parameter itself", "clone()"]),
     dict(exercise="attach_weight_ema", kind="wrong", why="detach without clone shares memory",
+         clause="copy",
          source=_ema("    ema = {name: p.detach() for name, p in parameters.items()}", _UPDATE),
          expect=["shares its memory", "clone()"]),
     dict(exercise="attach_weight_ema", kind="wrong", why="decay and 1 - decay swapped",
+         clause="formula",
          source=_ema(_COPY, '''        with torch.no_grad():
             for name, p in parameters.items():
                 ema[name] = (1 - decay) * ema[name] + decay * p'''),
          expect=["swapped"]),
     dict(exercise="attach_weight_ema", kind="wrong", why="keeps autograd history",
+         clause="no-autograd",
          source=_ema(_COPY, '''        for name, p in parameters.items():
             ema[name] = decay * ema[name] + (1 - decay) * p'''),
          expect=["requires grad", "torch.no_grad()"]),
     dict(exercise="attach_weight_ema", kind="wrong", why="a forward hook on the model",
+         clause="post-hook",
          source=_ema(_COPY, _UPDATE, "model.register_forward_hook(update)"),
          expect=["did not change", "register_step_post_hook", "forward hook"]),
     dict(exercise="attach_weight_ema", kind="wrong", why="only the first parameter group",
+         clause="all-groups",
          source=_ema(_COPY, '''        with torch.no_grad():
             for p in optimizer.param_groups[0]["params"]:
                 name = next(n for n, q in parameters.items() if q is p)
                 ema[name].mul_(decay).add_(p, alpha=1 - decay)'''),
          expect=["parameter group 1", "every group"]),
     dict(exercise="attach_weight_ema", kind="wrong", why="a global step post-hook",
+         clause="post-hook",
          source=_ema(_COPY, _UPDATE, "register_optimizer_step_post_hook(update)"),
          expect=["another optimizer", "global", "optimizer.register_step_post_hook"]),
     dict(exercise="attach_weight_ema", kind="wrong", why="rebinds the dict in the hook",
+         clause="every-entry",
          source='''
 import torch
 
@@ -244,12 +269,15 @@ def attach_weight_ema(model, optimizer, decay):
 ''',
          expect=["did not change", "dict you returned"]),
     dict(exercise="attach_weight_ema", kind="wrong", why="starts from zeros",
+         clause="copy",
          source=_ema("    ema = {name: torch.zeros_like(p) for name, p in parameters.items()}", _UPDATE),
          expect=["copy of the parameter's value at attach time"]),
     dict(exercise="attach_weight_ema", kind="wrong", why="returns a list of handles",
+         clause="handle",
          source=_ema(_COPY, _UPDATE, "[optimizer.register_step_post_hook(update)]"),
          expect=["as handle", "removablehandle"]),
     dict(exercise="attach_weight_ema", kind="wrong", why="averages model.state_dict(), buffers too",
+         clause="no-buffers",
          source='''
 import torch
 
@@ -266,21 +294,25 @@ def attach_weight_ema(model, optimizer, decay):
 ''',
          expect=["buffers", "named_parameters()"]),
     dict(exercise="attach_weight_ema", kind="wrong", why="leaves out the frozen parameters",
+         clause="frozen-keys",
          source=_ema("    ema = {name: p.detach().clone() for name, p in parameters.items() if p.requires_grad}",
                      '''        with torch.no_grad():
             for name in ema:
                 ema[name].mul_(decay).add_(parameters[name], alpha=1 - decay)'''),
          expect=["frozen parameters", "belong in ema"]),
     dict(exercise="attach_weight_ema", kind="wrong", why="writes the average back into the parameters",
+         clause="params-unchanged",
          source=_ema(_COPY, _UPDATE + '''
                 p.copy_(ema[name])'''),
          expect=["changed the model's parameters"]),
     dict(exercise="attach_weight_ema", kind="wrong", why="moves the parameters towards the average",
+         clause="params-unchanged",
          source=_ema(_COPY, '''        with torch.no_grad():
             for name, p in parameters.items():
                 p.lerp_(ema[name], decay)'''),
          expect=["changed the model's parameters", "never the parameter"]),
     dict(exercise="attach_weight_ema", kind="wrong", why="keys are the parameters, not their names",
+         clause="keys",
          source=_ema("    ema = {p: p.detach().clone() for p in parameters.values()}", '''        with torch.no_grad():
             for p, average in ema.items():
                 average.mul_(decay).add_(p, alpha=1 - decay)'''),
@@ -306,12 +338,13 @@ def attach_weight_ema(model, optimizer, decay):
     return average.values, optimizer.register_step_post_hook(average)
 ''',
          expect=[]),
-    dict(exercise="attach_weight_ema", kind="right", why="only parameters with a gradient are updated",
+    dict(exercise="attach_weight_ema", kind="wrong", why="only parameters with a gradient are updated",
+         clause="no-grad-params",
          source=_ema(_COPY, '''        with torch.no_grad():
             for name, p in parameters.items():
                 if p.grad is not None:
                     ema[name].mul_(decay).add_(p, alpha=1 - decay)'''),
-         expect=[]),
+         expect=["did not change", "got no gradient", "whether or not its parameter has a gradient"]),
     dict(exercise="attach_weight_ema", kind="right", why="lerp_ over model.parameters() zipped with names",
          source='''
 import torch
@@ -330,7 +363,8 @@ def attach_weight_ema(model, optimizer, decay):
     return ema, handle
 ''',
          expect=[]),
-    dict(exercise="attach_weight_ema", kind="right", why="new tensors from .data, every group walked",
+    dict(exercise="attach_weight_ema", kind="wrong", why="new tensors from .data, every group walked",
+         clause="no-grad-params",
          source='''
 def attach_weight_ema(model, optimizer, decay):
     name_of = {id(p): name for name, p in model.named_parameters()}
@@ -344,5 +378,224 @@ def attach_weight_ema(model, optimizer, decay):
 
     return ema, optimizer.register_step_post_hook(update)
 ''',
+         expect=["'1.weight'", "changed by hand", "or is in the optimizer"]),
+
+    # ------------------------------------------------------------------ migrate_checkpoint_keys: more clauses
+    dict(exercise="migrate_checkpoint_keys", kind="wrong", why="skips the rename when the new key is there",
+         clause="both-keys",
+         source=_migrate("""        for old, new in renames.items():
+            if prefix + old in state_dict and prefix + new not in state_dict:
+                state_dict[prefix + new] = state_dict.pop(prefix + old)"""),
+         expect=["both the old and the new key", "stayed in the dict", "replaces the new key's"]),
+    dict(exercise="migrate_checkpoint_keys", kind="wrong", why="setdefault keeps the new key's value",
+         clause="both-keys",
+         source=_migrate("""        for old, new in renames.items():
+            if prefix + old in state_dict:
+                state_dict.setdefault(prefix + new, state_dict.pop(prefix + old))"""),
+         expect=["holds the value the checkpoint had under the new key", "old key's value is moved over"]),
+    dict(exercise="migrate_checkpoint_keys", kind="wrong", why="update with the renamed keys, without removing",
+         clause="old-removed",
+         source=_migrate("""        moved = {prefix + new: state_dict[prefix + old] for old, new in renames.items()
+                 if prefix + old in state_dict}
+        state_dict.update(moved)"""),
+         expect=["copied", "remove each old key"]),
+    dict(exercise="migrate_checkpoint_keys", kind="wrong", why="the hook removes itself after the first load",
+         clause="each-load",
+         source="""
+def migrate_checkpoint_keys(module, renames):
+    def rename(module, state_dict, prefix, *rest):
+        for old, new in renames.items():
+            if prefix + old in state_dict:
+                state_dict[prefix + new] = state_dict.pop(prefix + old)
+        handle.remove()  # one checkpoint to migrate: done
+
+    handle = module.register_load_state_dict_pre_hook(rename)
+    return handle
+""",
+         expect=["every load"]),
+    dict(exercise="migrate_checkpoint_keys", kind="wrong", why="returns handle.remove instead of the handle",
+         clause="handle",
+         source="""
+def migrate_checkpoint_keys(module, renames):
+    def rename(module, state_dict, prefix, *rest):
+        for old, new in renames.items():
+            if prefix + old in state_dict:
+                state_dict[prefix + new] = state_dict.pop(prefix + old)
+
+    return module.register_load_state_dict_pre_hook(rename).remove
+""",
+         expect=["expected the removablehandle"]),
+    dict(exercise="migrate_checkpoint_keys", kind="wrong", why="renames the local part with str.replace",
+         clause="others-alone",
+         source=_migrate("""        for key in [key for key in state_dict if key.startswith(prefix)]:
+            local = key[len(prefix):]
+            for old, new in renames.items():
+                if old in local:
+                    state_dict[prefix + local.replace(old, new)] = state_dict.pop(key)
+                    break"""),
+         expect=["only end with", "exactly"]),
+    dict(exercise="migrate_checkpoint_keys", kind="right", why="the private hook without the module argument",
+         source="""
+def migrate_checkpoint_keys(module, renames):
+    def rename(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs):
+        for old in renames:
+            if prefix + old in state_dict:
+                state_dict[prefix + renames[old]] = state_dict.pop(prefix + old)
+
+    return module._register_load_state_dict_pre_hook(rename)
+""",
+         expect=[]),
+
+    # ------------------------------------------------------------------ attach_weight_ema: more clauses
+    dict(exercise="attach_weight_ema", kind="wrong", why="the Parameters of state_dict(keep_vars=True)",
+         clause="tied-once",
+         source="""
+import torch
+from torch import nn
+
+
+def attach_weight_ema(model, optimizer, decay):
+    parameters = {name: value for name, value in model.state_dict(keep_vars=True).items()
+                  if isinstance(value, nn.Parameter)}
+    ema = {name: p.detach().clone() for name, p in parameters.items()}
+
+    @torch.no_grad()
+    def update(optimizer, args, kwargs):
+        for name, p in parameters.items():
+            ema[name].mul_(decay).add_(p, alpha=1 - decay)
+
+    return ema, optimizer.register_step_post_hook(update)
+""",
+         expect=["'5.weight' is the same parameter as '3.weight'", "tied", "one entry"]),
+    dict(exercise="attach_weight_ema", kind="wrong", why="updates only parameters that require grad",
+         clause="no-grad-params",
+         source=_ema(_COPY, """        with torch.no_grad():
+            for name, p in parameters.items():
+                if p.requires_grad:
+                    ema[name].mul_(decay).add_(p, alpha=1 - decay)"""),
+         expect=["'1.weight'", "changed by hand", "or is in the optimizer"]),
+    dict(exercise="attach_weight_ema", kind="wrong", why="updates only the optimizer's parameters",
+         clause="no-grad-params",
+         source="""
+import torch
+
+
+def attach_weight_ema(model, optimizer, decay):
+    name_of = {id(p): name for name, p in model.named_parameters()}
+    ema = {name: p.detach().clone() for name, p in model.named_parameters()}
+
+    @torch.no_grad()
+    def update(opt, args, kwargs):
+        for group in opt.param_groups:
+            for p in group["params"]:
+                ema[name_of[id(p)]].lerp_(p, 1 - decay)
+
+    return ema, optimizer.register_step_post_hook(update)
+""",
+         expect=["'1.weight'", "changed by hand", "every entry"]),
+    dict(exercise="attach_weight_ema", kind="wrong", why="computes the SGD step itself in a pre-hook",
+         clause="any-optimizer",
+         source="""
+import torch
+
+
+def attach_weight_ema(model, optimizer, decay):
+    parameters = dict(model.named_parameters())
+    ema = {name: p.detach().clone() for name, p in parameters.items()}
+    lr_of = {id(p): group["lr"] for group in optimizer.param_groups for p in group["params"]}
+
+    @torch.no_grad()
+    def update(opt, args, kwargs):
+        for name, p in parameters.items():
+            stepped = p - lr_of[id(p)] * p.grad if p.grad is not None and id(p) in lr_of else p
+            ema[name].mul_(decay).add_(stepped, alpha=1 - decay)
+
+    return ema, optimizer.register_step_pre_hook(update)
+""",
+         expect=["an sgd step", "not sgd", "any optimizer"]),
+    dict(exercise="attach_weight_ema", kind="wrong", why="returns only ema",
+         clause="returns-pair",
+         source=_ema(_COPY, _UPDATE, "optimizer.register_step_post_hook(update)").replace(
+             "    return ema, optimizer.register_step_post_hook(update)\n",
+             "    optimizer.register_step_post_hook(update)\n    return ema\n"),
+         expect=["expected a pair (ema, handle)"]),
+    dict(exercise="attach_weight_ema", kind="wrong", why="returns the hook function as the handle",
+         clause="handle",
+         source=_ema(_COPY, _UPDATE, "update").replace("    return ema, update\n",
+                                                       "    optimizer.register_step_post_hook(update)\n"
+                                                       "    return ema, update\n"),
+         expect=["as handle", "removablehandle"]),
+    dict(exercise="attach_weight_ema", kind="wrong", why="clone without detach",
+         clause="no-grad-start",
+         source=_ema("    ema = {name: p.clone() for name, p in parameters.items()}", _UPDATE),
+         expect=["requires grad", "parameter.detach().clone()"]),
+    dict(exercise="attach_weight_ema", kind="wrong", why="lerp_ with decay as the weight",
+         clause="formula",
+         source=_ema(_COPY, """        with torch.no_grad():
+            for name, p in parameters.items():
+                ema[name].lerp_(p, decay)"""),
+         expect=["swapped"]),
+    dict(exercise="attach_weight_ema", kind="right", why="a dict comprehension over named_parameters each step",
+         source="""
+import torch
+
+
+def attach_weight_ema(model, optimizer, decay):
+    ema = {name: torch.tensor(p.detach().numpy().copy()) for name, p in model.named_parameters()}
+
+    def update(opt, args, kwargs):
+        with torch.no_grad():
+            fresh = {name: decay * ema[name] + (1 - decay) * p for name, p in model.named_parameters()}
+        ema.update(fresh)
+
+    return ema, optimizer.register_step_post_hook(update)
+""",
          expect=[]),
 ]
+
+
+CLAUSES = {
+    "migrate_checkpoint_keys": {
+        "renames": "`renames` maps old keys to new keys, both local to `module`",
+        "pre-hook": "Registers a load_state_dict pre-hook on `module`",
+        "each-load": "each time `module` is loaded",
+        "prefix": "(alone, or inside a bigger model at some `prefix`)",
+        "moves": "moves every present `prefix + old` key of the state dict to `prefix + new`",
+        "in-place": "editing the dict in place",
+        "old-removed": "the old key is removed",
+        "both-keys": "When the dict holds both keys, the old key's value replaces the new key's",
+        "absent-skipped": "Absent old keys are skipped",
+        "others-alone": "other keys are left alone",
+        "handle": "Returns the RemovableHandle of the hook",
+    },
+    "attach_weight_ema": {
+        "returns-pair": "Returns `(ema, handle)`",
+        "keys": "`ema` maps each name of `model.named_parameters()`",
+        "frozen-keys": "frozen ones included",
+        "no-buffers": "buffers not",
+        "tied-once": "a tied parameter once",
+        "copy": "starts as a copy of the parameter's value",
+        "no-grad-start": "(no grad)",
+        "post-hook": "A step post-hook registered on `optimizer`",
+        "handle": "(whose handle is `handle`)",
+        "every-entry": "updates every entry after each `optimizer.step()`",
+        "no-grad-params": "also those of parameters that got no gradient or are in no parameter group",
+        "formula": "ema = decay * ema + (1 - decay) * parameter",
+        "after-step": "(its value after the step)",
+        "no-autograd": "without autograd",
+        "params-unchanged": "leaving the parameters unchanged",
+        "any-optimizer": "It works for any `torch.optim.Optimizer`",
+        "all-groups": "with all of its parameter groups",
+    },
+}
+
+NOT_CLAUSES = {
+    "migrate_checkpoint_keys": {
+        "Let checkpoints that use old key names load into `module`.":
+            "the summary line; the clauses below say how",
+    },
+    "attach_weight_ema": {
+        "Keep an exponential moving average of the parameters of `model`.":
+            "the summary line; the clauses below say what the average is and when it moves",
+    },
+}
