@@ -106,8 +106,8 @@ def _build(seed, build, size, padding, train):
 
 
 def _layer_text(name):
-    """How the learner writes the layer: model.conv, model.features[2], model[0]."""
-    return "model" + "".join(f"[{part}]" if part.isdigit() else f".{part}" for part in name.split("."))
+    """How the learner writes the layer: model.conv, model.features[2], model[0]; model for the root."""
+    return "model" + "".join(f"[{part}]" if part.isdigit() else f".{part}" for part in name.split(".") if part)
 
 
 _TRAINED = "the lesson's CNN, trained"
@@ -181,6 +181,9 @@ def _check_activation_value(value, expected, layer_input, model_output, relu_aft
         fail(f"{said} returned {describe(value)}: the layer's output after the in-place ReLU that follows the "
              f"layer overwrote it; the layer produced {describe(expected)}. output.detach() shares memory with "
              "the output: keep output.detach().clone().")
+    if expected.dim() > 1 and len(expected) > 1 and close(value, expected[0]):
+        fail(f"{said} returned {describe(value)}, the output for the first sample only; expected the layer's output "
+             f"for the whole batch, {describe(expected)}. Keep the output as the hook receives it (no [0]).")
     if close(value, layer_input):
         fail(f"{said} returned {describe(value)}, the layer's input (args[0]); expected its output, "
              f"{describe(expected)}.")
@@ -217,20 +220,25 @@ def _check_raising_forward(get_activation):
              "`with` statement (the handle is a context manager).")
 
 
-def _activation_case(get_activation, model, name, relu_after, x, what=""):
+def _activation_case(get_activation, model, name, relu_after, x, what="", grad_mode=True):
     expected, layer_input, model_output = _true_activation(model, name, x)
     modes = _modes(model)
     call_text = f"get_activation(model, {_layer_text(name)}, x) with x of shape {tuple(x.shape)}{what}"
-    with calling(f"calling {call_text}"):
+    with calling(f"calling {call_text}"), torch.set_grad_enabled(grad_mode):
         value = get_activation(model, model.get_submodule(name), x)
+        grad_mode_after = torch.is_grad_enabled()
+    if grad_mode and not grad_mode_after:
+        fail(f"After {call_text}, grad mode was left off for the code that runs next. Turn it off only for "
+             "the forward pass, with `with torch.no_grad():`.")
+    if not grad_mode and grad_mode_after:
+        fail(f"{call_text} was called with grad mode off and left it on. Leave grad mode as it was: "
+             "`with torch.no_grad():` puts back whatever mode it found; torch.set_grad_enabled(True) afterwards "
+             "does not.")
     probe = getattr(model, "probe", None)
     if probe is not None and not probe.grad_mode:
         fail(f"{call_text} never ran the model's forward pass (its first module did not run). Call model(x) "
              "with a forward hook on `layer`: the layer's output depends on the layers before it, so calling "
              "layer(x) yourself gives something else.")
-    if not torch.is_grad_enabled():
-        fail(f"After {call_text}, grad mode was left off for the code that runs next. Turn it off only for "
-             "the forward pass, with `with torch.no_grad():`.")
     _check_clean(model, modes, call_text)
     _check_activation_value(value, expected, layer_input, model_output, relu_after, call_text)
     return call_text
@@ -250,6 +258,16 @@ def check_get_activation(get_activation):
                  "forward pass under torch.no_grad().")
     _check_raising_forward(get_activation)
 
+    # The root module: `layer` is the model itself, its output the model's output.
+    seed, build, size, padding, *_ = _CASES[0]
+    model, in_channels, _ = _build(seed, build, size, padding, True)
+    _activation_case(get_activation, model, "", None, random_tensor(seed + 11, (2, in_channels) + size),
+                     what=" (layer is the model itself, the root module)")
+    # Called with grad mode off (inside an evaluation loop, say): it stays off.
+    model, in_channels, _ = _build(seed, build, size, padding, False)
+    _activation_case(get_activation, model, "conv", "relu", random_tensor(seed + 12, (2, in_channels) + size),
+                     what=", under torch.no_grad()", grad_mode=False)
+
     # The trained CNN on real digits: the conv (an in-place ReLU follows it) and the pool.
     model, digits, _ = trained_digits_cnn.load()
     for name, relu_after in (("0", "1"), ("2", None)):
@@ -259,15 +277,17 @@ def check_get_activation(get_activation):
 
 # ---------------------------------------------------------------- grad_cam
 
-def _activation_and_gradient(model, name, relu_after, x, target):
-    """A and G as in a copy without in-place ReLUs; also A and G after the ReLU that follows the layer."""
+def _activation_and_gradient(model, name, relu_after, x, target, score_of=None):
+    """A and G as in a copy without in-place ReLUs; also A and G after the ReLU that follows the layer.
+    `score_of(output, target)` is what the gradient is of (default: the raw score output[0, target])."""
     twin = _twin_without_in_place(model)
     kept = {}
     twin.get_submodule(name).register_forward_hook(lambda module, args, output: kept.update(A=output))
     if relu_after:
         twin.get_submodule(relu_after).register_forward_hook(lambda module, args, output: kept.update(R=output))
     with torch.enable_grad():
-        score = twin(x)[0, target]
+        output = twin(x)
+        score = output[0, target] if score_of is None else score_of(output, target)
     wanted = [kept["A"]] + ([kept["R"]] if relu_after else [])
     grads = torch.autograd.grad(score, wanted)
     found = {"A": kept["A"].detach()[0], "G": grads[0][0]}
@@ -282,6 +302,8 @@ def _cam(A, G, size, relu=True, weights="gradient", mode="bilinear", align_corne
     cam = (w[:, None, None] * A).sum(dim=0)
     if weights == "product":  # gradient times activation, summed over channels, without the means
         cam = (G * A).sum(dim=0)
+    if weights == "channels":  # G averaged over its channels (one weight per place) instead of over space
+        cam = (G.mean(dim=0, keepdim=True) * A).sum(dim=0)
     if relu == "abs":
         cam = cam.abs()
     elif relu and not relu_after_upsampling:
@@ -327,6 +349,10 @@ def _variants(found, size):
         (_cam(A, G, size, weights="product"), "You summed gradient times activation place by place; Grad-CAM "
                                               "first averages the gradient of each channel over its spatial "
                                               "dimensions (one weight w_k per channel), then weights A_k by it."),
+        (_cam(A, G, size, weights="channels"), "You averaged G over its channels (dimension 1 of (1, K, h, w)), "
+                                               "which gives one weight per place; average each channel over its "
+                                               "spatial dimensions, gradient.mean(dim=(2, 3)), one weight w_k per "
+                                               "channel."),
         (_cam(A, G, size, align_corners=True), "The upsampling used align_corners=True; use "
                                                "align_corners=False."),
         (_cam(A, G, size, mode="nearest"), "The upsampling was nearest-neighbour; use mode='bilinear' (with "
@@ -351,6 +377,12 @@ def _call_grad_cam(grad_cam, model, name, x, target, call_text):
         with calling(f"calling {call_text}"):
             return grad_cam(model, model.get_submodule(name), x, target)
     except LearnerCodeRaised as raised:
+        no_graph = ("does not require grad and does not have a grad_fn", "cannot register a hook on a tensor that "
+                    "doesn't require gradient")
+        if isinstance(raised.error, RuntimeError) and any(text in str(raised.error) for text in no_graph):
+            fail(f"{call_text} raised RuntimeError: {raised.error} The forward pass built no autograd graph, so "
+                 "there is no gradient to take: run it with grad mode on (not under torch.no_grad() or "
+                 "torch.inference_mode(), and without detaching the output before the score is taken).")
         if isinstance(raised.error, RuntimeError) and "BackwardHookFunction" in str(raised.error):
             fail(f"{call_text} raised RuntimeError: {str(raised.error)[:100]}... The layer is followed by "
                  "ReLU(inplace=True), and a full backward hook (or pre-hook) on a module fails when its output is "
@@ -369,6 +401,52 @@ def _other_class(model, name, x, target, size):
     return [(_cam(found["A"], found["G"], size),
              f"This is the map of class {predicted}, the one the model predicts (the argmax of model(x)[0]); "
              f"compute it for the class passed as `target`, {target}.")]
+
+
+_OTHER_SCORES = (
+    # (The log-probability's gradient is the probability's divided by the probability: the same map once
+    # divided by its maximum.)
+    (lambda output, target: F.softmax(output, dim=1)[0, target],
+     "This is the map of the gradient of the softmax probability of the class (or of its log, the same map once "
+     "divided by its maximum); Grad-CAM uses the raw score, model(x)[0, target], before any softmax."),
+    (lambda output, target: F.cross_entropy(output, torch.tensor([target])),
+     "This is the map of the gradient of the cross-entropy loss for the class; Grad-CAM uses the raw score, "
+     "model(x)[0, target]: backward from that score, not from a loss."),
+)
+
+
+def _other_scores(model, name, x, target, size):
+    """(cam, hint) when the gradient is of a softmax, a log-probability or a loss instead of the score."""
+    variants = []
+    for score_of, hint in _OTHER_SCORES:
+        found = _activation_and_gradient(model, name, None, x, target, score_of)
+        variants.append((_cam(found["A"], found["G"], size), hint))
+    return variants
+
+
+def _other_layers(model, name, x, target, size):
+    """(cam, hint) at every other module of the model whose output is a batch of maps."""
+    variants = []
+    for other, module in model.named_modules():
+        if other in ("", name) or isinstance(module, _GradModeProbe):
+            continue
+        if _maps_out(model, other, x):
+            found = _activation_and_gradient(model, other, None, x, target)
+            variants.append((_cam(found["A"], found["G"], size),
+                             f"This is the Grad-CAM at {_layer_text(other)}, not at the layer passed in, "
+                             f"{_layer_text(name)}: register the hooks on `layer` itself, whatever kind of module "
+                             "it is (not on the last Conv2d you find, say)."))
+    return variants
+
+
+def _maps_out(model, name, x):
+    """Whether module `name` of a copy of the model outputs a batch of 2-D maps (N, K, h, w)."""
+    twin = _twin_without_in_place(model)
+    shapes = []
+    twin.get_submodule(name).register_forward_hook(lambda m, args, output: shapes.append(getattr(output, "shape", ())))
+    with torch.no_grad():
+        twin(x)
+    return bool(shapes) and len(shapes[0]) == 4
 
 
 def _judge_cam(cam, expected, found, size, said, more_variants=list):
@@ -410,7 +488,8 @@ def _grad_cam_case(grad_cam, model, name, relu_after, x, target, what=""):
              "globally (torch.set_grad_enabled(False)); the backward pass needs it on.")
     _check_clean(model, modes, call_text)
     _judge_cam(cam, expected, found, size, call_text,
-               more_variants=lambda: _other_class(model, name, x, target, size))
+               more_variants=lambda: _other_class(model, name, x, target, size)
+               + _other_scores(model, name, x, target, size) + _other_layers(model, name, x, target, size))
     return expected
 
 

@@ -33,7 +33,7 @@ def _grad_cam_with(*changes):
 
 ENTRIES = [
     # ------------------------------------------------------------------ get_activation
-    dict(exercise="get_activation", kind="wrong", why="detach without clone, overwritten by the in-place ReLU",
+    dict(exercise="get_activation", kind="wrong", clause="not-changed-later", why="detach without clone, overwritten by the in-place ReLU",
          source='''
 import torch
 
@@ -46,7 +46,7 @@ def get_activation(model, layer, x):
     return captured["out"]
 ''',
          expect=["after the in-place relu", "shares memory", "clone()"]),
-    dict(exercise="get_activation", kind="wrong", why="hook left behind when the forward raises",
+    dict(exercise="get_activation", kind="wrong", clause="removed-on-raise", why="hook left behind when the forward raises",
          source='''
 import torch
 
@@ -60,7 +60,7 @@ def get_activation(model, layer, x):
     return captured["out"]
 ''',
          expect=["valueerror came through", "hooks were left", "finally"]),
-    dict(exercise="get_activation", kind="wrong", why="never removes the hook",
+    dict(exercise="get_activation", kind="wrong", clause="removed", why="never removes the hook",
          source='''
 import torch
 
@@ -73,7 +73,7 @@ def get_activation(model, layer, x):
     return captured["out"]
 ''',
          expect=["hooks were still registered", "forward_hooks"]),
-    dict(exercise="get_activation", kind="wrong", why="forward with grad mode on",
+    dict(exercise="get_activation", kind="wrong", clause="no-graph", why="forward with grad mode on",
          source='''
 def get_activation(model, layer, x):
     captured = {}
@@ -82,7 +82,7 @@ def get_activation(model, layer, x):
     return captured["out"]
 ''',
          expect=["grad mode on", "torch.no_grad()"]),
-    dict(exercise="get_activation", kind="wrong", why="returns the output still attached to the graph",
+    dict(exercise="get_activation", kind="wrong", clause="detached", why="returns the output still attached to the graph",
          source='''
 def get_activation(model, layer, x):
     captured = {}
@@ -91,7 +91,7 @@ def get_activation(model, layer, x):
     return captured["out"]
 ''',
          expect=["autograd graph", "detached"]),
-    dict(exercise="get_activation", kind="wrong", why="swallows the exception of the forward pass",
+    dict(exercise="get_activation", kind="wrong", clause="propagates", why="swallows the exception of the forward pass",
          source='''
 import torch
 
@@ -109,7 +109,7 @@ def get_activation(model, layer, x):
     return captured["out"]
 ''',
          expect=["returned", "but model(x) raised valueerror", "don't catch it"]),
-    dict(exercise="get_activation", kind="wrong", why="switches the model to eval mode",
+    dict(exercise="get_activation", kind="wrong", clause="mode", why="switches the model to eval mode",
          source='''
 import torch
 
@@ -123,7 +123,7 @@ def get_activation(model, layer, x):
     return captured["out"]
 ''',
          expect=["left the model in eval mode", "it was in train mode"]),
-    dict(exercise="get_activation", kind="wrong", why="captures the layer's input",
+    dict(exercise="get_activation", kind="wrong", clause="output-of-layer", why="captures the layer's input",
          source='''
 import torch
 
@@ -177,7 +177,7 @@ def get_activation(model, layer, x):
 ''',
          expect=[]),
 
-    dict(exercise="get_activation", kind="wrong", why="calls the layer on x instead of running the model",
+    dict(exercise="get_activation", kind="wrong", clause="during-model", why="calls the layer on x instead of running the model",
          source='''
 import torch
 
@@ -187,7 +187,7 @@ def get_activation(model, layer, x):
         return layer(x).detach().clone()
 ''',
          expect=["never ran the model's forward pass", "model(x)", "forward hook"]),
-    dict(exercise="get_activation", kind="wrong", why="clones after the forward pass, too late",
+    dict(exercise="get_activation", kind="wrong", clause="not-changed-later", why="clones after the forward pass, too late",
          source='''
 import torch
 
@@ -199,7 +199,7 @@ def get_activation(model, layer, x):
     return captured["out"].detach().clone()
 ''',
          expect=["after the in-place relu", "detach().clone()"]),
-    dict(exercise="get_activation", kind="wrong", why="switches grad mode off for good",
+    dict(exercise="get_activation", kind="wrong", clause="grad-mode", why="switches grad mode off for good",
          source='''
 import torch
 
@@ -212,7 +212,7 @@ def get_activation(model, layer, x):
     return captured["out"]
 ''',
          expect=["grad mode was left off", "torch.no_grad()"]),
-    dict(exercise="get_activation", kind="wrong", why="replaces the forward's exception with its own",
+    dict(exercise="get_activation", kind="wrong", clause="propagates", why="replaces the forward's exception with its own",
          source='''
 import torch
 
@@ -230,7 +230,7 @@ def get_activation(model, layer, x):
     return captured["out"]
 ''',
          expect=["raised runtimeerror", "valueerror to reach the caller unchanged"]),
-    dict(exercise="get_activation", kind="wrong", why="hooks every module and removes only one hook",
+    dict(exercise="get_activation", kind="wrong", clause="removed", why="hooks every module and removes only one hook",
          source='''
 import torch
 
@@ -248,7 +248,7 @@ def get_activation(model, layer, x):
     return captured[layer]
 ''',
          expect=["hooks were still registered", "remove every hook"]),
-    dict(exercise="get_activation", kind="wrong", why="hooks the model instead of the layer",
+    dict(exercise="get_activation", kind="wrong", clause="output-of-layer", why="hooks the model instead of the layer",
          source='''
 import torch
 
@@ -315,21 +315,21 @@ def get_activation(model, layer, x):
          expect=[]),
 
     # ------------------------------------------------------------------ grad_cam
-    dict(exercise="grad_cam", kind="wrong", why="missing ReLU",
+    dict(exercise="grad_cam", kind="wrong", clause="relu", why="missing ReLU",
          source=_grad_cam_with(('cam = torch.relu((weights[:, None, None] * saved["A"][0]).sum(dim=0))',
                                 'cam = (weights[:, None, None] * saved["A"][0]).sum(dim=0)')),
          expect=["before the relu", "torch.relu"]),
-    dict(exercise="grad_cam", kind="wrong", why="missing normalization",
+    dict(exercise="grad_cam", kind="wrong", clause="normalize", why="missing normalization",
          source=_grad_cam_with(('    cam = F.interpolate(', '    return F.interpolate('),
                                ('    return cam / cam.max() if cam.max() > 0 else cam\n', '')),
          expect=["not normalized", "divide", "maximum"]),
-    dict(exercise="grad_cam", kind="wrong", why="divides by a zero maximum",
+    dict(exercise="grad_cam", kind="wrong", clause="zero-map", why="divides by a zero maximum",
          source=_grad_cam_with(('return cam / cam.max() if cam.max() > 0 else cam', 'return cam / cam.max()')),
          expect=["nan", "only when it is positive"]),
-    dict(exercise="grad_cam", kind="wrong", why="weights from the activations instead of the gradients",
+    dict(exercise="grad_cam", kind="wrong", clause="weights", why="weights from the activations instead of the gradients",
          source=_grad_cam_with(('saved["G"][0].mean', 'saved["A"][0].mean')),
          expect=["means of the activations", "gradient g"]),
-    dict(exercise="grad_cam", kind="wrong", why="module full backward hook with an in-place ReLU",
+    dict(exercise="grad_cam", kind="wrong", clause="in-place-relu", why="module full backward hook with an in-place ReLU",
          source='''
 import torch
 import torch.nn.functional as F
@@ -353,10 +353,10 @@ def grad_cam(model, layer, x, target):
     return cam / cam.max() if cam.max() > 0 else cam
 ''',
          expect=["inplace=true", "full backward hook", "output.register_hook"]),
-    dict(exercise="grad_cam", kind="wrong", why="activation detached but not cloned",
+    dict(exercise="grad_cam", kind="wrong", clause="A-as-produced", why="activation detached but not cloned",
          source=_grad_cam_with(('saved["A"] = output.detach().clone()', 'saved["A"] = output.detach()')),
          expect=["overwrote it", "detach().clone()"]),
-    dict(exercise="grad_cam", kind="wrong", why="retain_grad gives the gradient after the in-place ReLU",
+    dict(exercise="grad_cam", kind="wrong", clause="G", why="retain_grad gives the gradient after the in-place ReLU",
          source='''
 import torch
 import torch.nn.functional as F
@@ -379,27 +379,27 @@ def grad_cam(model, layer, x, target):
     return cam / cam.max() if cam.max() > 0 else cam
 ''',
          expect=["in-place relu's result", "retain_grad", "tensor hook"]),
-    dict(exercise="grad_cam", kind="wrong", why="hook left behind",
+    dict(exercise="grad_cam", kind="wrong", clause="no-hook", why="hook left behind",
          source=_grad_cam_with(('    with layer.register_forward_hook(hook):\n        score = model(x)[0, target]',
                                 '    layer.register_forward_hook(hook)\n    score = model(x)[0, target]')),
          expect=["hooks were still registered", "remove every hook"]),
-    dict(exercise="grad_cam", kind="wrong", why="no upsampling",
+    dict(exercise="grad_cam", kind="wrong", clause="upsample", why="no upsampling",
          source=_grad_cam_with(('import torch.nn.functional as F\n', ''),
                                ('    cam = F.interpolate(cam[None, None], size=x.shape[-2:], mode="bilinear", '
                                 'align_corners=False)[0, 0]\n', '')),
          expect=["the layer's spatial size", "upsample", "f.interpolate"]),
-    dict(exercise="grad_cam", kind="wrong", why="mode changed to eval",
+    dict(exercise="grad_cam", kind="wrong", clause="mode", why="mode changed to eval",
          source=_grad_cam_with(('    saved = {}', '    model.eval()\n    saved = {}')),
          expect=["left the model in eval mode", "was in train mode"]),
-    dict(exercise="grad_cam", kind="wrong", why="align_corners=True",
+    dict(exercise="grad_cam", kind="wrong", clause="upsample", why="align_corners=True",
          source=_grad_cam_with(('align_corners=False', 'align_corners=True')),
          expect=["align_corners=true", "use align_corners=false"]),
-    dict(exercise="grad_cam", kind="wrong", why="min-max scaling",
+    dict(exercise="grad_cam", kind="wrong", clause="normalize", why="min-max scaling",
          source=_grad_cam_with(('    return cam / cam.max() if cam.max() > 0 else cam',
                                 '    span = cam.max() - cam.min()\n'
                                 '    return (cam - cam.min()) / span if span > 0 else cam')),
          expect=["min-max", "divide by the maximum only"]),
-    dict(exercise="grad_cam", kind="wrong", why="keeps the batch and channel dimensions",
+    dict(exercise="grad_cam", kind="wrong", clause="shape", why="keeps the batch and channel dimensions",
          source=_grad_cam_with(('align_corners=False)[0, 0]', 'align_corners=False)')),
          expect=["2-d", "drop the batch and channel dimensions"]),
     dict(exercise="grad_cam", kind="right", why="hook returns a clone, autograd.grad, einsum, nn.Upsample",
@@ -455,41 +455,41 @@ def grad_cam(model, layer, x, target):
     return torch.where(peak > 0, cam / torch.where(peak > 0, peak, torch.ones_like(peak)), cam)
 ''',
          expect=[]),
-    dict(exercise="grad_cam", kind="wrong", why="absolute value instead of ReLU",
+    dict(exercise="grad_cam", kind="wrong", clause="relu", why="absolute value instead of ReLU",
          source=_grad_cam_with(("cam = torch.relu(", "cam = torch.abs(")),
          expect=["absolute value", "torch.relu"]),
-    dict(exercise="grad_cam", kind="wrong", why="the predicted class instead of target",
+    dict(exercise="grad_cam", kind="wrong", clause="target", why="the predicted class instead of target",
          source=_grad_cam_with(("score = model(x)[0, target]", "score = model(x)[0].max()")),
          expect=["the one the model predicts", "passed as `target`"]),
-    dict(exercise="grad_cam", kind="wrong", why="nearest-neighbour upsampling",
+    dict(exercise="grad_cam", kind="wrong", clause="upsample", why="nearest-neighbour upsampling",
          source=_grad_cam_with(('mode="bilinear", align_corners=False', 'mode="nearest"')),
          expect=["nearest-neighbour", "mode='bilinear'"]),
-    dict(exercise="grad_cam", kind="wrong", why="ReLU after the upsampling",
+    dict(exercise="grad_cam", kind="wrong", clause="relu", why="ReLU after the upsampling",
          source=_grad_cam_with(("cam = torch.relu((weights[:, None, None] * saved[\"A\"][0]).sum(dim=0))",
                                 "cam = (weights[:, None, None] * saved[\"A\"][0]).sum(dim=0)"),
                                ("align_corners=False)[0, 0]", "align_corners=False)[0, 0].relu()")),
          expect=["after the upsampling", "then upsample"]),
-    dict(exercise="grad_cam", kind="wrong", why="switches grad mode off for good",
+    dict(exercise="grad_cam", kind="wrong", clause="grad-mode", why="switches grad mode off for good",
          source=_grad_cam_with(("    return cam / cam.max()",
                                 "    torch.set_grad_enabled(False)\n    return cam / cam.max()")),
          expect=["grad mode was left off"]),
-    dict(exercise="grad_cam", kind="wrong", why="switches an eval model to train mode",
+    dict(exercise="grad_cam", kind="wrong", clause="mode", why="switches an eval model to train mode",
          source=_grad_cam_with(("    saved = {}", "    model.train()\n    saved = {}")),
          expect=["left the model in train mode", "was in eval mode"]),
-    dict(exercise="grad_cam", kind="wrong", why="tensor hook registered after the forward pass",
+    dict(exercise="grad_cam", kind="wrong", clause="G", why="tensor hook registered after the forward pass",
          source=_grad_cam_with(
              ("        output.register_hook(lambda grad: saved.update(G=grad))\n",
               "        saved[\"output\"] = output\n"),
              ("    score.backward()", "    saved[\"output\"].register_hook(lambda grad: saved.update(G=grad))\n"
                                     "    score.backward()")),
          expect=["in-place relu's result", "inside the forward hook"]),
-    dict(exercise="grad_cam", kind="wrong", why="autograd.grad on the output the ReLU overwrote",
+    dict(exercise="grad_cam", kind="wrong", clause="G", why="autograd.grad on the output the ReLU overwrote",
          source=_grad_cam_with(
              ("        output.register_hook(lambda grad: saved.update(G=grad))\n",
               "        saved[\"output\"] = output\n"),
              ("    score.backward()", "    saved[\"G\"], = torch.autograd.grad(score, saved[\"output\"])")),
          expect=["in-place relu's result", "torch.autograd.grad on the captured output"]),
-    dict(exercise="grad_cam", kind="wrong", why="full backward pre-hook with an in-place ReLU",
+    dict(exercise="grad_cam", kind="wrong", clause="in-place-relu", why="full backward pre-hook with an in-place ReLU",
          source=_grad_cam_with(
              ("        output.register_hook(lambda grad: saved.update(G=grad))\n", ""),
              ("    with layer.register_forward_hook(hook):\n        score = model(x)[0, target]\n    score.backward()",
@@ -497,7 +497,7 @@ def grad_cam(model, layer, x, target):
               "            lambda module, grad_output: saved.update(G=grad_output[0])):\n"
               "        score = model(x)[0, target]\n        score.backward()")),
          expect=["full backward hook (or pre-hook)", "output.register_hook"]),
-    dict(exercise="grad_cam", kind="wrong", why="leaves a tensor hook on a parameter",
+    dict(exercise="grad_cam", kind="wrong", clause="no-hook", why="leaves a tensor hook on a parameter",
          source=_grad_cam_with(("    score.backward()",
                                 "    next(model.parameters()).register_hook(lambda grad: grad)\n    score.backward()")),
          expect=["tensor hook", "remove every hook"]),
@@ -583,5 +583,228 @@ def grad_cam(model, layer, x, target):
     cam = F.interpolate(cam[None, None], size=x.shape[2:], mode="bilinear", align_corners=False)[0][0]
     return (cam.div(cam.max()) if cam.max().item() > 0 else cam).float()
 """,
+         expect=[]),
+]
+
+# The clause → check table (tests/course/test_contract_clauses.py): words quoted from each docstring.
+CLAUSES = {
+    "get_activation": {
+        "output-of-layer": "The output of `layer`",
+        "during-model": "during `model(x)`",
+        "removed": "Captured with a forward hook on `layer` that is removed before returning",
+        "removed-on-raise": "also when the forward pass raises",
+        "propagates": "(the exception propagates)",
+        "no-graph": "The forward pass runs without building an autograd graph.",
+        "detached": "The result is detached",
+        "not-changed-later": "in-place operations later in the model (such as an in-place ReLU after `layer`) do not "
+                             "change it.",
+        "root": "`layer` may be `model` itself.",
+        "mode": "The model keeps its train/eval mode",
+        "grad-mode": "grad mode is as it was once the function returns.",
+    },
+    "grad_cam": {
+        "target": "Grad-CAM of class `target`",
+        "layer": "at `layer`",
+        "A-as-produced": "With A the output of `layer` as the layer produced it",
+        "G": "G the gradient of `model(x)[0, target]` with respect to A",
+        "weights": "w_k = mean of G over its spatial dims",
+        "relu": "cam = relu(sum_k w_k * A_k)",
+        "upsample": "upsampled bilinearly (align_corners=False) to (H, W)",
+        "normalize": "divided by its maximum",
+        "zero-map": "when that is positive",
+        "shape": "Returns a tensor of shape (H, W).",
+        "in-place-relu": "Works when `layer` is followed by an in-place ReLU",
+        "no-hook": "leaves no hook on any module",
+        "mode": "the model in its train/eval mode",
+        "grad-mode": "grad mode on (it is called with grad mode on)",
+    },
+}
+
+_GET_ACTIVATION = """
+import torch
+
+
+def get_activation(model, layer, x):
+    captured = {}
+
+    def hook(module, args, output):
+        captured["out"] = output.detach().clone()
+
+    with layer.register_forward_hook(hook), torch.no_grad():
+        model(x)
+    return captured["out"]
+"""
+
+ENTRIES += [
+    # ------------------------------------------------------------------ get_activation: clauses, adversary
+    dict(exercise="get_activation", kind="wrong", clause="root", why="looks for the layer among the model's submodules only",
+         source='''
+import torch
+
+
+def get_activation(model, layer, x):
+    captured = {}
+    handles = [module.register_forward_hook(lambda m, args, output: captured.update(out=output.detach().clone()))
+               for name, module in model.named_modules() if name and module is layer]  # skip the container
+    try:
+        with torch.no_grad():
+            model(x)
+    finally:
+        for handle in handles:
+            handle.remove()
+    return captured["out"]
+''',
+         expect=["layer is the model itself", "keyerror"]),
+    dict(exercise="get_activation", kind="wrong", clause="grad-mode", why="turns grad mode back on, whatever it was",
+         source='''
+import torch
+
+
+def get_activation(model, layer, x):
+    captured = {}
+    torch.set_grad_enabled(False)
+    try:
+        with layer.register_forward_hook(lambda m, a, output: captured.update(out=output.detach().clone())):
+            model(x)
+    finally:
+        torch.set_grad_enabled(True)
+    return captured["out"]
+''',
+         expect=["called with grad mode off and left it on"]),
+    dict(exercise="get_activation", kind="wrong", clause="no-graph", why="no_grad inside the hook, not around the forward",
+         source='''
+import torch
+
+
+def get_activation(model, layer, x):
+    captured = {}
+
+    def hook(module, args, output):
+        with torch.no_grad():
+            captured["out"] = output.detach().clone()
+
+    with layer.register_forward_hook(hook):
+        model(x)
+    return captured["out"]
+''',
+         expect=["grad mode on", "torch.no_grad()"]),
+    dict(exercise="get_activation", kind="wrong", clause="removed", why="removes the hook only when the forward raises",
+         source='''
+import torch
+
+
+def get_activation(model, layer, x):
+    captured = {}
+    handle = layer.register_forward_hook(lambda m, a, output: captured.update(out=output.detach().clone()))
+    try:
+        with torch.no_grad():
+            model(x)
+    except Exception:
+        handle.remove()
+        raise
+    return captured["out"]
+''',
+         expect=["hooks were still registered", "remove every hook"]),
+    dict(exercise="get_activation", kind="wrong", clause="mode", why="eval for the forward, then train()",
+         source=edited(_GET_ACTIVATION, ("    with layer.register_forward_hook(hook), torch.no_grad():\n        model(x)\n",
+                                         "    model.eval()\n    with layer.register_forward_hook(hook), torch.no_grad():\n"
+                                         "        model(x)\n    model.train()\n")),
+         expect=["left the model in train mode", "it was in eval mode"]),
+    dict(exercise="get_activation", kind="wrong", clause="output-of-layer", why="keeps the first sample only",
+         source=edited(_GET_ACTIVATION, ('captured["out"] = output.detach().clone()',
+                                         'captured["out"] = output[0].detach().clone()')),
+         expect=["first sample only", "whole batch"]),
+    dict(exercise="get_activation", kind="wrong", clause="output-of-layer", why="a forward pre-hook keeps the layer's input",
+         source='''
+import torch
+
+
+def get_activation(model, layer, x):
+    captured = {}
+    with layer.register_forward_pre_hook(lambda m, args: captured.update(out=args[0].detach().clone())), \\
+            torch.no_grad():
+        model(x)
+    return captured["out"]
+''',
+         expect=["the layer's input", "expected its output"]),
+    dict(exercise="get_activation", kind="wrong", clause="not-changed-later", why="output.data shares memory too",
+         source=edited(_GET_ACTIVATION, ('captured["out"] = output.detach().clone()', 'captured["out"] = output.data')),
+         expect=["after the in-place relu", "clone()"]),
+    dict(exercise="get_activation", kind="right", why="a with_kwargs forward hook and deepcopy",
+         source='''
+import copy
+
+import torch
+
+
+def get_activation(model, layer, x):
+    kept = []
+    hook = layer.register_forward_hook(lambda m, args, kwargs, output: kept.append(copy.deepcopy(output)),
+                                       with_kwargs=True)
+    try:
+        with torch.no_grad():
+            model(x)
+    finally:
+        hook.remove()
+    return kept[0]
+''',
+         expect=[]),
+
+    # ------------------------------------------------------------------ grad_cam: clauses, adversary
+    dict(exercise="grad_cam", kind="wrong", clause="layer", why="always the last Conv2d of the model",
+         source=_grad_cam_with(("def grad_cam(model, layer, x, target):\n",
+                                "def grad_cam(model, layer, x, target):\n"
+                                "    layer = [m for m in model.modules() if isinstance(m, torch.nn.Conv2d)][-1]\n")),
+         expect=["not at the layer passed in", "on `layer` itself"]),
+    dict(exercise="grad_cam", kind="wrong", clause="G", why="the gradient of the softmax probability",
+         source=_grad_cam_with(("score = model(x)[0, target]", "score = F.softmax(model(x), dim=1)[0, target]")),
+         expect=["softmax probability", "raw score"]),
+    dict(exercise="grad_cam", kind="wrong", clause="G", why="backward from the cross-entropy loss",
+         source=_grad_cam_with(("score = model(x)[0, target]",
+                                "score = F.cross_entropy(model(x), torch.tensor([target]))")),
+         expect=["cross-entropy loss", "not from a loss"]),
+    dict(exercise="grad_cam", kind="wrong", clause="G", why="the gradient of the log-probability",
+         source=_grad_cam_with(("score = model(x)[0, target]", "score = model(x).log_softmax(dim=1)[0, target]")),
+         expect=["softmax probability", "or of its log", "raw score"]),
+    dict(exercise="grad_cam", kind="wrong", clause="G", why="forward pass under torch.no_grad()",
+         source=_grad_cam_with(("    with layer.register_forward_hook(hook):",
+                                "    with layer.register_forward_hook(hook), torch.no_grad():")),
+         expect=["built no autograd graph", "grad mode on"]),
+    dict(exercise="grad_cam", kind="wrong", clause="shape", why="returns a NumPy array",
+         source=_grad_cam_with(("    return cam / cam.max() if cam.max() > 0 else cam",
+                                "    return (cam / cam.max() if cam.max() > 0 else cam).numpy()")),
+         expect=["returned ndarray", "expected a tensor"]),
+    dict(exercise="grad_cam", kind="wrong", clause="weights", why="gradient averaged over the channels",
+         source=_grad_cam_with(('weights = saved["G"][0].mean(dim=(1, 2))', 'weights = saved["G"][0].mean(dim=0)'),
+                               ('torch.relu((weights[:, None, None] * saved["A"][0]).sum(dim=0))',
+                                'torch.relu((weights * saved["A"][0]).sum(dim=0))')),
+         expect=["averaged g over its channels", "one weight w_k per channel"]),
+    dict(exercise="grad_cam", kind="wrong", clause="normalize", why="divides by the maximum before upsampling",
+         source=_grad_cam_with(('    cam = F.interpolate(', '    cam = cam / cam.max() if cam.max() > 0 else cam\n'
+                                '    return F.interpolate('),
+                               ('    return cam / cam.max() if cam.max() > 0 else cam\n', '')),
+         expect=["before the upsampling", "upsample first"]),
+    dict(exercise="grad_cam", kind="right", why="the target column summed, weights as keepdim means",
+         source='''
+import torch
+import torch.nn.functional as F
+
+
+def grad_cam(model, layer, x, target):
+    store = {}
+
+    def hook(module, args, output):
+        store["A"] = output.detach().clone()
+        output.register_hook(lambda grad: store.setdefault("G", grad))
+
+    with layer.register_forward_hook(hook):
+        out = model(x)
+    out[:, target].sum().backward()
+    A, G = store["A"], store["G"]
+    cam = F.relu((G.mean(dim=(2, 3), keepdim=True) * A).sum(dim=1, keepdim=True))
+    cam = F.interpolate(cam, size=x.shape[2:], mode="bilinear", align_corners=False).squeeze(0).squeeze(0)
+    peak = cam.max()
+    return cam / peak if peak > 0 else cam
+''',
          expect=[]),
 ]
