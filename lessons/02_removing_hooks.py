@@ -205,9 +205,11 @@ layer(x)
 print("calls for one forward:", len(calls))
 assert len(layer._forward_hooks) == 3 and len(calls) == 3
 
+remaining = list(layer._forward_hooks)
 handle.remove()
 print("registered after handle.remove():", len(layer._forward_hooks))
 assert len(layer._forward_hooks) == 2
+assert list(layer._forward_hooks) == [key for key in remaining if key != handle.id] and handle.id == remaining[-1]
 
 # %% [markdown]
 # **Rescue.** When the handles are lost, what is left is to build the module again or to empty the
@@ -336,10 +338,11 @@ assert x_leaf.grad is None and len(x_leaf._backward_hooks) == 0
 # ## Exercise 1: `grad_with_temporary_hook`
 #
 # Write `grad_with_temporary_hook(x, hook, loss_fn)`. It returns the gradient of the scalar
-# `loss_fn(x)` with respect to `x`, computed while `hook` is registered on `x`. If the hook returns a
-# tensor, that tensor is the gradient you return. `x.grad` must be the same afterwards as before
-# (`None` stays `None`, a tensor keeps its value), and `hook` must be gone from `x` when the function
-# returns *or raises*.
+# `loss_fn(x)` with respect to `x` (a leaf or not), computed while `hook` is registered on `x`. If the
+# hook returns a tensor, that tensor is the gradient you return; if it returns `None`, you return the
+# gradient as autograd computed it. `x.grad` must be the same afterwards as before (`None` stays
+# `None`, a tensor keeps its value), and the hook you registered must be gone from `x` when the
+# function returns *or raises*. Hooks that were on `x` before the call stay.
 #
 # Traps: (1) calling `.backward()`, which writes into `x.grad`; (2) removing the hook on a line that
 # an exception can skip. Exceptions from `loss_fn`, from `hook` or from autograd must reach the
@@ -356,14 +359,16 @@ import torch
 def grad_with_temporary_hook(x, hook, loss_fn):
     """Return the gradient of `loss_fn(x)` with respect to `x`, computed with `hook` on `x`.
 
-    x: a tensor that requires grad.
+    x: a tensor that requires grad (a leaf or not).
     hook: a tensor hook, `hook(grad) -> Tensor | None`. Register it with `x.register_hook(hook)`.
-        If it returns a tensor, that tensor is the gradient returned here.
+        If it returns a tensor, that tensor is the gradient returned here; if it returns None,
+        the gradient is returned as autograd computed it.
     loss_fn: a function that takes `x` and returns a scalar tensor.
 
     Returns a tensor with the shape of `x`.
     `x.grad` keeps the value it had before the call (None stays None).
-    When the function returns or raises, `hook` is no longer registered on `x`.
+    When the function returns or raises, the hook it registered is removed from `x`; hooks that
+    were on `x` before the call stay.
     Exceptions raised by `loss_fn`, by `hook` or by autograd propagate unchanged.
     """
     # TODO: write this, as its docstring says.
@@ -426,26 +431,53 @@ with try_it():
 #   exception leaves the block;
 # - each group holds its own handles: adding to or removing one group does not touch another.
 #
-# Traps: (1) a list created as a class attribute is shared by every group; create it in `__init__`.
+# Traps: (1) a list created as a class attribute, or as a default argument
+# (`def __init__(self, handles=[])`), is shared by every group; create it in `__init__`.
 # (2) If `__exit__` returns a true value, Python swallows the exception that left the block; return
 # `False` or `None`. (3) `remove()` must really empty the group, so that `len(group)` is 0 afterwards.
+# The cell below shows traps (1) and (2) on two small classes.
 #
 # Check: run `check(HookGroup)` below, or `pytest tests/test_02_removing_hooks.py -k HookGroup`.
+
+# %%
+class SharedList:
+    items = []  # a class attribute: one list for every instance
+
+
+class SharedDefault:
+    def __init__(self, items=[]):  # the default list is created once, when `def` runs
+        self.items = items
+
+
+for cls in (SharedList, SharedDefault):
+    first, second = cls(), cls()
+    first.items.append("a handle")
+    print(f"{cls.__name__}: the second instance holds {second.items}")
+    assert second.items == ["a handle"]
+
+
+class Swallows:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc_value, traceback):
+        return True  # a true value: Python drops the exception
+
+
+with Swallows():
+    raise ValueError("this exception never arrives")
+print("the with block raised ValueError, and the next line ran anyway")
 
 # %% tags=["exercise"]
 # Exercise: HookGroup — write your code in this cell.
 
 
 class HookGroup:
-    """Holds RemovableHandles and removes them together.
-
-    group = HookGroup()
-    handle = group.add(layer.register_forward_hook(fn))  # add() returns the handle it was given
-    len(group)      # the number of handles held
-    group.remove()  # removes every held handle; the group is then empty; safe to call again
+    """Holds RemovableHandles and removes them together, for example
+    `handle = group.add(layer.register_forward_hook(fn))`.
 
     `with HookGroup() as group:` binds the group and calls `group.remove()` when the block exits,
-    also when an exception leaves the block. The exception is not swallowed.
+    also when an exception leaves the block; the exception is not swallowed.
     Each HookGroup holds its own handles: adding to or removing one group does not affect another.
     """
 
@@ -475,7 +507,7 @@ class HookGroup:
         raise NotImplementedError("HookGroup.__enter__ is not written yet")
 
     def __exit__(self, exc_type, exc_value, traceback):
-        """Remove every held handle. Return False, so an exception leaving the block propagates."""
+        """Call `self.remove()`, and return False (or None): the exception is not swallowed."""
         # TODO: write this, as its docstring says.
         raise NotImplementedError("HookGroup.__exit__ is not written yet")
 
@@ -557,22 +589,43 @@ with try_it():
 # interfere, and hooks registered on the module by other means (a direct `register_forward_hook`,
 # a library) are left alone.
 #
-# Trap: where the names are remembered.
+# Trap: where the names are remembered (the cell below shows both problems).
 #
 # - A dict in the exercise cell's global scope is reset when you re-run that cell. After that, the
 #   old hooks can no longer be found.
 # - A plain dict keyed by module keeps every module alive for as long as the dict exists.
-# - A dict keyed by `id(module)` can mix modules up, because Python may give a new object the id of
-#   a deleted one.
 #
 # A good place is the module itself: store a `{name: handle}` dict as an attribute on it. The
 # registry then lives and dies with the module. A `weakref.WeakKeyDictionary` keyed by module would
-# also avoid the memory leak, but it would still be reset when you re-run the cell. Removing a
-# handle that was already removed is safe, so the function does not need to track hooks that you
-# removed by hand.
+# also avoid the memory leak, but, like any dict made in the cell, it would still be reset when you
+# re-run the cell. Removing a handle that was already removed is safe (the first section showed
+# it), so the function does not need to track hooks that you removed by hand.
 #
 # Check: run `check(register_named_hook)` below, or
 # `pytest tests/test_02_removing_hooks.py -k register_named_hook`.
+
+# %%
+import gc
+import weakref
+
+cell = "registry = {}\n"  # an exercise cell that keeps its registry in a global dict
+namespace = {}
+exec(cell, namespace)  # run the cell
+namespace["registry"]["count"] = "the handle of a hook"
+exec(cell, namespace)  # run the same cell again
+print("the global registry after re-running its cell:", namespace["registry"])
+assert namespace["registry"] == {}
+
+kept_by_dict, kept_on_itself = nn.Linear(4, 2), nn.Linear(4, 2)
+plain_registry = {kept_by_dict: {}}  # keyed by the module
+kept_on_itself._named_hooks = {}  # stored on the module
+alive = {"keyed by the module": weakref.ref(kept_by_dict), "stored on the module": weakref.ref(kept_on_itself)}
+del kept_by_dict, kept_on_itself
+gc.collect()
+for where, ref in alive.items():
+    print(f"registry {where}: the module is still alive after del: {ref() is not None}")
+assert alive["keyed by the module"]() is not None and alive["stored on the module"]() is None
+del plain_registry
 
 # %% tags=["exercise"]
 # Exercise: register_named_hook — write your code in this cell.

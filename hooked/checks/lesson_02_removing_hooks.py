@@ -1,5 +1,7 @@
 """Checks for lesson 02, removing hooks and keeping them tidy."""
 
+import warnings
+
 import torch
 from torch import nn
 
@@ -9,17 +11,47 @@ from hooked.checks.tensors import close, describe, random_tensor
 
 class _CountingTensorHook:
     """A tensor hook that counts its calls, notes the gradient shapes it saw and
-    returns the gradient times `factor`."""
+    returns the gradient times `factor` (None: returns None; "resize": a gradient of
+    another shape, which autograd refuses). It notes, each call, how many hooks were
+    registered on `tensor` beyond `baseline`."""
 
-    def __init__(self, factor=3.0, error=None):
+    def __init__(self, factor=3.0, error=None, tensor=None, baseline=0):
         self.factor, self.error, self.calls, self.shapes = factor, error, 0, []
+        self.tensor, self.baseline, self.registered = tensor, baseline, []
 
     def __call__(self, grad):
         self.calls += 1
         self.shapes.append(tuple(grad.shape))
+        if self.tensor is not None:
+            self.registered.append(_hook_count(self.tensor) > self.baseline)
         if self.error is not None:
             raise self.error
+        if self.factor is None:
+            return None
+        if self.factor == "resize":
+            return grad.sum()
         return grad * self.factor
+
+
+class _WatchingTensorHook:
+    """A hook the caller had registered on x before the call: it only counts."""
+
+    def __init__(self):
+        self.calls = 0
+
+    def __call__(self, grad):
+        self.calls += 1
+
+
+def _grad_of(tensor):
+    """tensor.grad, without the warning PyTorch gives when it is read on a non-leaf."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        return tensor.grad
+
+
+def _hook_count(tensor):
+    return len(tensor._backward_hooks or {})
 
 
 class _CountingForwardHook:
@@ -37,51 +69,85 @@ def _still_registered_after(x, hook):
     """Did `hook` fire on a fresh backward through x (so it is still registered)?"""
     before = hook.calls
     hook.error = None
+    hook.factor = 3.0
     torch.autograd.grad((x * 1.0).sum(), x)
     return hook.calls > before
 
 
+def _input(seed, leaf):
+    """A tensor that requires grad: a leaf, or computed from one (a non-leaf)."""
+    base = random_tensor(seed).requires_grad_()
+    return base if leaf else base * 1.5
+
+
 def check_grad_with_temporary_hook(grad_with_temporary_hook):
-    for seed, had_grad in ((61, False), (62, True), (63, False)):
-        x = random_tensor(seed).requires_grad_()
+    cases = (  # (seed, x has a .grad before the call, what the hook returns, x is a leaf)
+        (61, False, 3.0, True), (62, True, 3.0, True), (63, False, None, True), (65, False, 3.0, False))
+    for seed, had_grad, factor, leaf in cases:
+        x = _input(seed, leaf)
         weight = random_tensor(seed + 100, x.shape)
         previous = random_tensor(seed + 200, x.shape) if had_grad else None
         x.grad = previous.clone() if had_grad else None
-        hook = _CountingTensorHook(factor=3.0)
-        doing = f"calling grad_with_temporary_hook(x, hook, loss_fn) with x = {describe(x)}, a hook that " \
-                "triples the gradient, and loss_fn(x) = (x * w).sum()"
+        watcher = _WatchingTensorHook()
+        if seed == 62:  # a hook the caller registered earlier must stay
+            x.register_hook(watcher)
+        hook = _CountingTensorHook(factor=factor, tensor=x, baseline=_hook_count(x))
+        kind = "a leaf" if leaf else "a non-leaf (x = leaf * 1.5)"
+        what = "triples the gradient" if factor else "returns None"
+        doing = f"calling grad_with_temporary_hook(x, hook, loss_fn) with x {kind} ({describe(x)}), a hook that " \
+                f"{what}, and loss_fn(x) = (x * w).sum()"
         with calling(doing):
             result = grad_with_temporary_hook(x, hook, lambda t: (t * weight).sum())
-        said = f"Called grad_with_temporary_hook(x, hook, loss_fn), hook tripling the gradient, loss (x * w).sum()."
+        said = f"Called grad_with_temporary_hook(x, hook, loss_fn), x {kind}, a hook that {what}, loss (x * w).sum()."
         if hook.calls == 0:
             fail(f"{said}\nThe hook was never called. Register it on x (x.register_hook(hook)) before computing "
                  "the gradient.")
         if hook.shapes[0] != tuple(x.shape):
             fail(f"{said}\nThe hook received a gradient of shape {hook.shapes[0]}, not x's shape {tuple(x.shape)}: "
                  "register it on x itself, not on the loss.")
+        if not any(hook.registered):
+            fail(f"{said}\nThe hook was called while nothing of yours was registered on x: you called it yourself. "
+                 "Register it with x.register_hook(hook), so that autograd calls it while computing the gradient.")
+        if result is None and factor is None:
+            fail(f"{said}\nThe hook returned None, and so did your function. When the hook returns None, "
+                 "return the gradient autograd computed (torch.autograd.grad's result), not the hook's return value.")
+        if result is None and not leaf:
+            fail(f"{said}\nIt returned None. x is a non-leaf: backward() does not fill its .grad (only leaves get "
+                 "one). Use torch.autograd.grad(loss, x), which returns the gradient for any x.")
         if not isinstance(result, torch.Tensor):
             fail(f"{said}\nIt returned {describe(result)}; expected the gradient, a tensor shaped like x.")
-        expected = 3 * weight
-        if close(result, weight):
+        expected = weight if factor is None else 3 * weight
+        if hook.calls > 1 and factor is not None and close(result, 9 * weight):
+            fail(f"{said}\nIt returned 9 * w: the hook ran twice, so it was registered twice on x. Register it "
+                 "once, with the handle you then remove.")
+        if factor is not None and close(result, weight):
             fail(f"{said}\nIt returned w, the gradient before the hook changed it; expected 3 * w, the gradient "
                  "the hook returned. Compute the gradient while the hook is registered.")
         if not close(result, expected):
-            fail(f"{said}\nIt returned {describe(result)}; expected {describe(expected)} (3 * w).")
-        if had_grad and not close(x.grad, previous):
-            fail(f"{said}\nx.grad was {describe(previous)} before the call and {describe(x.grad)} after; it must "
+            fail(f"{said}\nIt returned {describe(result)}; expected {describe(expected)}"
+                 f"{' (w: a hook that returns None leaves the gradient as it is)' if factor is None else ' (3 * w)'}.")
+        grad_after = _grad_of(x)
+        if had_grad and not close(grad_after, previous):
+            fail(f"{said}\nx.grad was {describe(previous)} before the call and {describe(grad_after)} after; it must "
                  "keep its value. torch.autograd.grad returns the gradient without touching .grad.")
-        if not had_grad and x.grad is not None:
-            fail(f"{said}\nx.grad was None before the call and {describe(x.grad)} after; it must stay None. "
+        if not had_grad and grad_after is not None:
+            fail(f"{said}\nx.grad was None before the call and {describe(grad_after)} after; it must stay None. "
                  "Use torch.autograd.grad, which returns the gradient without writing .grad, or restore .grad.")
         if _still_registered_after(x, hook):
             fail(f"{said}\nAfter it returned, the hook was still registered on x (it fired on a later backward). "
                  "Remove it before returning: use the handle that register_hook returns, as a context manager or with "
                  "try/finally.")
+        if seed == 62 and not _still_registered_after(x, watcher):
+            fail(f"{said}\nx already had another hook, registered by the caller before the call; after the call it "
+                 "was gone. Remove only the hook you registered, with its handle (not by emptying x._backward_hooks).")
 
-    for failing_part in ("loss_fn", "hook"):
+    failing = (("loss_fn", "a loss_fn that raises ValueError"), ("hook", "a hook that raises ValueError"),
+               ("autograd", "a hook that returns a gradient of the wrong shape, so that autograd raises RuntimeError"))
+    for failing_part, described in failing:
         x = random_tensor(64).requires_grad_()
         error = ValueError(f"raised on purpose by the checker's {failing_part}")
-        hook = _CountingTensorHook(error=error if failing_part == "hook" else None)
+        hook = _CountingTensorHook(error=error if failing_part == "hook" else None,
+                                   factor="resize" if failing_part == "autograd" else 3.0)
 
         def loss_fn(t):
             if failing_part == "loss_fn":
@@ -93,10 +159,14 @@ def check_grad_with_temporary_hook(grad_with_temporary_hook):
             grad_with_temporary_hook(x, hook, loss_fn)
         except Exception as caught:
             raised = caught
-        said = f"Called grad_with_temporary_hook(x, hook, loss_fn) with a {failing_part} that raises ValueError."
+        said = f"Called grad_with_temporary_hook(x, hook, loss_fn) with {described}."
         if raised is None:
             fail(f"{said}\nIt returned normally; the exception must propagate to the caller, not be swallowed.")
-        if raised is not error and not (isinstance(raised, ValueError) and str(raised) == str(error)):
+        if failing_part == "autograd":
+            if not (isinstance(raised, RuntimeError) and "has changed the size of value" in str(raised)):
+                fail(f"{said}\nIt raised {type(raised).__name__}: {raised}; expected autograd's RuntimeError "
+                     "(\"hook ... has changed the size of value\") to propagate unchanged.")
+        elif raised is not error and not (isinstance(raised, ValueError) and str(raised) == str(error)):
             fail(f"{said}\nIt raised {type(raised).__name__}: {raised}; expected the ValueError itself to "
                  "propagate unchanged.")
         if _still_registered_after(x, hook):
@@ -119,6 +189,10 @@ def _fire(module):
 def check_HookGroup(HookGroup):
     with calling("calling HookGroup()"):
         group = HookGroup()
+    with calling("calling len(group) on a new group"):
+        size = len(group)
+    if size != 0:
+        fail(f"a new HookGroup() holds {size} handle(s) before anything was added; it must start empty.")
     module, hooks, handles = _module_with_hooks(3)
     for number, handle in enumerate(handles, start=1):
         with calling("calling group.add(handle)"):
@@ -130,7 +204,13 @@ def check_HookGroup(HookGroup):
             size = len(group)
         if size != number:
             fail(f"after adding {number} handle(s), len(group) is {size}; expected {number}.")
-    other_group = HookGroup()
+    with calling("calling HookGroup() a second time, and len() of the new group"):
+        other_group = HookGroup()
+        size = len(other_group)
+    if size != 0:
+        fail(f"a second HookGroup(), just created while the first holds 3 handles, already holds {size}: each group "
+             "must start empty, with a list of its own created in __init__ (not a class attribute, not a default "
+             "argument such as handles=[], which Python creates once and shares).")
     other_module, other_hooks, other_handles = _module_with_hooks(1)
     other_group.add(other_handles[0])
     if len(group) != 3:
@@ -191,6 +271,9 @@ def check_register_named_hook(register_named_hook):
     if first.calls != 1:
         fail(f"after register_named_hook(module, 'count', hook), one forward call ran the hook {first.calls} "
              "times; expected once. Register it with module.register_forward_hook(hook).")
+    if first.argument_counts[0] == 4:
+        fail("the hook was called with 4 arguments (module, args, kwargs, output): it was registered with "
+             "with_kwargs=True. Register it with module.register_forward_hook(hook), which calls it with 3.")
     if first.argument_counts[0] != 3:
         fail(f"the hook was called with {first.argument_counts[0]} arguments; a forward hook gets 3 "
              "(module, args, output). Use register_forward_hook, not register_forward_pre_hook.")
@@ -249,13 +332,59 @@ def check_register_named_hook(register_named_hook):
         fail(f"the same hook registered under 'count' and under 'again' fired {second.calls} time(s) per forward "
              "call; expected 2. Keep each module's handles in a registry keyed by the name, not by the hook function.")
 
-    # The handle it returns is the hook's own handle.
+    # The handle it returns is the hook's own handle, also when it replaces an earlier hook.
     other_handle.remove()
     elsewhere.calls = 0
     _fire(other_module)
     if elsewhere.calls:
         fail("removing the handle returned by register_named_hook did not stop the hook; return the handle "
              "that module.register_forward_hook gave you.")
+    replacement = _CountingForwardHook()
+    with calling("calling register_named_hook(module, 'count', a third hook), replacing the one under 'count'"):
+        replacement_handle = register_named_hook(module, "count", replacement)
+    if not hasattr(replacement_handle, "remove"):
+        fail(f"register_named_hook returned {describe(replacement_handle)} when it replaced an earlier hook; "
+             "expected the handle of the new forward hook.")
+    replacement_handle.remove()
+    replacement.calls = 0
+    _fire(module)
+    if replacement.calls:
+        fail("when register_named_hook replaced an earlier hook, removing the handle it returned did not stop the "
+             "new hook: return the handle of the hook just registered, not the earlier one.")
+
+    # A handle removed by hand is harmless: registering under its name again works, once.
+    fresh = nn.Linear(4, 3)
+    again = _CountingForwardHook()
+    with calling("calling register_named_hook(module, 'count', hook), removing its handle by hand, "
+                 "then calling register_named_hook(module, 'count', hook) again"):
+        register_named_hook(fresh, "count", again).remove()
+        register_named_hook(fresh, "count", again)
+    _fire(fresh)
+    if again.calls != 1:
+        fail(f"after a hook's handle was removed by hand and the name registered again, one forward call ran the "
+             f"hook {again.calls} time(s); expected once.")
+
+    # Registered with module.register_forward_hook(hook): its return replaces the output, and
+    # it runs after hooks registered before it.
+    order = []
+    ordered = nn.Linear(4, 3)
+    ordered.register_forward_hook(lambda module, args, output: order.append("registered first"))
+
+    def replace_output(module, args, output):
+        order.append("named")
+        return torch.full_like(output, 7.0)
+
+    with calling("calling register_named_hook(module, 'replace', a hook that returns a new output)"):
+        register_named_hook(ordered, "replace", replace_output)
+    with torch.no_grad():
+        output = ordered(torch.ones(1, 4))
+    if order and order[0] == "named":
+        fail("the hook registered by register_named_hook ran before a hook registered on the module earlier: it was "
+             "registered with prepend=True. Register it with module.register_forward_hook(hook), which appends it.")
+    if not torch.equal(output, torch.full_like(output, 7.0)):
+        fail("a hook registered through register_named_hook returned a new output (all 7), but the module's output "
+             f"was {describe(output)}: its return value was lost. Register the hook itself, or a wrapper that returns "
+             "what the hook returns.")
 
 
 CHECKS = {

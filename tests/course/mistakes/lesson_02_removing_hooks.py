@@ -1,9 +1,107 @@
 """Mistake catalogue for lesson 02, removing hooks. The format of an entry is described in
-tests/course/test_mistake_catalogue.py."""
+tests/course/test_mistake_catalogue.py; CLAUSES and NOT_CLAUSES, the clause → check table, in
+tests/course/test_contract_clauses.py."""
+
+from mistakes import edited
+
+CLAUSES = {
+    "grad_with_temporary_hook": {
+        "computed-with-hook": "computed with `hook` on `x`",
+        "leaf-or-not": "x: a tensor that requires grad (a leaf or not).",
+        "register-on-x": "Register it with `x.register_hook(hook)`.",
+        "hook-return": "If it returns a tensor, that tensor is the gradient returned here",
+        "hook-none": "if it returns None, the gradient is returned as autograd computed it",
+        "shape": "Returns a tensor with the shape of `x`.",
+        "grad-kept": "`x.grad` keeps the value it had before the call (None stays None).",
+        "removed-on-return": "When the function returns",
+        "removed-on-raise": "or raises, the hook it registered is removed from `x`",
+        "others-stay": "hooks that were on `x` before the call stay",
+        "propagate": "Exceptions raised by `loss_fn`, by `hook` or by autograd propagate unchanged.",
+    },
+    "HookGroup": {
+        "exit-removes": "calls `group.remove()` when the block exits",
+        "exit-removes-on-error": "also when an exception leaves the block",
+        "not-swallowed": "the exception is not swallowed",
+        "own-handles": "Each HookGroup holds its own handles: adding to or removing one group does not affect another.",
+        "starts-empty": "Start with no handles.",
+        "add-returns": "Hold `handle` (a RemovableHandle) and return it unchanged.",
+        "len": "The number of handles held.",
+        "remove-all": "Remove every held handle",
+        "remove-empties": "and empty the group",
+        "remove-repeat": "Safe to call repeatedly.",
+        "binds": "Return the group itself",
+    },
+    "register_named_hook": {
+        "forward-hook": "Register `hook` as a forward hook on `module` under `name`;",
+        "returns-handle": "return its RemovableHandle.",
+        "registered-as-is": "is registered with `module.register_forward_hook(hook)`",
+        "replaces-same-name": "If a hook was registered earlier through this function on the same `module` under the "
+                              "same `name`, it is removed first",
+        "names-coexist": "Hooks under different names on one module coexist.",
+        "modules-separate": "The same name on different modules does not interfere.",
+        "others-alone": "Hooks registered on the module by other means are left alone.",
+    },
+}
+
+NOT_CLAUSES = {
+    "grad_with_temporary_hook": {
+        "hook: a tensor hook, `hook(grad) -> Tensor | None`.": "describes the input the checker passes",
+        "loss_fn: a function that takes `x` and returns a scalar tensor.": "describes the input the checker passes",
+    },
+    "HookGroup": {
+        "Holds RemovableHandles and removes them together, for example "
+        "`handle = group.add(layer.register_forward_hook(fn))`.":
+            "the title and an example of use; the method docstrings say exactly what each call does",
+    },
+}
+
+GRAD = '''
+import torch
+
+
+def grad_with_temporary_hook(x, hook, loss_fn):
+    with x.register_hook(hook):
+        loss = loss_fn(x)
+        (grad,) = torch.autograd.grad(loss, x)
+    return grad
+'''
+
+GROUP = '''
+class HookGroup:
+    def __init__(self):
+        self.handles = []
+
+    def add(self, handle):
+        self.handles.append(handle)
+        return handle
+
+    def __len__(self):
+        return len(self.handles)
+
+    def remove(self):
+        while self.handles:
+            self.handles.pop().remove()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc_value, traceback):
+        self.remove()
+        return False
+'''
+
+NAMED = '''
+def register_named_hook(module, name, hook):
+    registry = module.__dict__.setdefault("named_hooks", {})
+    if name in registry:
+        registry[name].remove()
+    registry[name] = module.register_forward_hook(hook)
+    return registry[name]
+'''
 
 ENTRIES = [
     # ------------------------------------------------------------------ grad_with_temporary_hook
-    dict(exercise="grad_with_temporary_hook", kind="wrong", why="never removes the hook",
+    dict(exercise="grad_with_temporary_hook", kind="wrong", why="never removes the hook", clause="removed-on-return",
          source='''
 import torch
 
@@ -14,7 +112,7 @@ def grad_with_temporary_hook(x, hook, loss_fn):
     return torch.autograd.grad(loss, x)[0]
 ''',
          expect=["after it returned", "still registered"]),
-    dict(exercise="grad_with_temporary_hook", kind="wrong", why="removes the hook only on success",
+    dict(exercise="grad_with_temporary_hook", kind="wrong", why="removes the hook only on success", clause="removed-on-raise",
          source='''
 import torch
 
@@ -27,7 +125,7 @@ def grad_with_temporary_hook(x, hook, loss_fn):
     return grad
 ''',
          expect=["after the exception", "still registered", "try/finally"]),
-    dict(exercise="grad_with_temporary_hook", kind="wrong", why="uses backward and leaves x.grad set",
+    dict(exercise="grad_with_temporary_hook", kind="wrong", why="uses backward and leaves x.grad set", clause="grad-kept",
          source='''
 import torch
 
@@ -38,7 +136,7 @@ def grad_with_temporary_hook(x, hook, loss_fn):
     return x.grad
 ''',
          expect=["x.grad was None before the call", "must stay None"]),
-    dict(exercise="grad_with_temporary_hook", kind="wrong", why="uses backward and zeroes x.grad afterwards",
+    dict(exercise="grad_with_temporary_hook", kind="wrong", why="uses backward and zeroes x.grad afterwards", clause="grad-kept",
          source='''
 import torch
 
@@ -51,7 +149,7 @@ def grad_with_temporary_hook(x, hook, loss_fn):
     return grad
 ''',
          expect=["must stay None"]),
-    dict(exercise="grad_with_temporary_hook", kind="wrong", why="swallows the exception",
+    dict(exercise="grad_with_temporary_hook", kind="wrong", why="swallows the exception", clause="propagate",
          source='''
 import torch
 
@@ -66,7 +164,7 @@ def grad_with_temporary_hook(x, hook, loss_fn):
         handle.remove()
 ''',
          expect=["returned normally", "not be swallowed"]),
-    dict(exercise="grad_with_temporary_hook", kind="wrong", why="replaces the exception with another",
+    dict(exercise="grad_with_temporary_hook", kind="wrong", why="replaces the exception with another", clause="propagate",
          source='''
 import torch
 
@@ -81,7 +179,7 @@ def grad_with_temporary_hook(x, hook, loss_fn):
         handle.remove()
 ''',
          expect=["raised RuntimeError", "propagate unchanged"]),
-    dict(exercise="grad_with_temporary_hook", kind="wrong", why="registers the hook on the loss",
+    dict(exercise="grad_with_temporary_hook", kind="wrong", why="registers the hook on the loss", clause="register-on-x",
          source='''
 import torch
 
@@ -93,7 +191,7 @@ def grad_with_temporary_hook(x, hook, loss_fn):
     return grad
 ''',
          expect=["not on the loss"]),
-    dict(exercise="grad_with_temporary_hook", kind="wrong", why="computes the gradient after removing the hook",
+    dict(exercise="grad_with_temporary_hook", kind="wrong", why="computes the gradient after removing the hook", clause="computed-with-hook",
          source='''
 import torch
 
@@ -105,7 +203,7 @@ def grad_with_temporary_hook(x, hook, loss_fn):
     return grad
 ''',
          expect=["never called", "before computing the gradient"]),
-    dict(exercise="grad_with_temporary_hook", kind="wrong", why="returns the tuple from autograd.grad",
+    dict(exercise="grad_with_temporary_hook", kind="wrong", why="returns the tuple from autograd.grad", clause="shape",
          source='''
 import torch
 
@@ -115,7 +213,7 @@ def grad_with_temporary_hook(x, hook, loss_fn):
         return torch.autograd.grad(loss_fn(x), x)
 ''',
          expect=["returned tuple", "expected the gradient"]),
-    dict(exercise="grad_with_temporary_hook", kind="wrong", why="calls the hook by hand and ignores its result",
+    dict(exercise="grad_with_temporary_hook", kind="wrong", why="calls the hook by hand and ignores its result", clause="register-on-x",
          source='''
 import torch
 
@@ -125,7 +223,7 @@ def grad_with_temporary_hook(x, hook, loss_fn):
     hook(grad)
     return grad
 ''',
-         expect=["returned w", "before the hook changed it"]),
+         expect=["called it yourself", "register it with x.register_hook(hook)"]),
     dict(exercise="grad_with_temporary_hook", kind="right", why="try-finally with handle.remove",
          source='''
 import torch
@@ -173,7 +271,7 @@ def grad_with_temporary_hook(x, hook, loss_fn):
          expect=[]),
 
     # ------------------------------------------------------------------ HookGroup
-    dict(exercise="HookGroup", kind="wrong", why="handles in a class-level list",
+    dict(exercise="HookGroup", kind="wrong", why="handles in a class-level list", clause="starts-empty",
          source='''
 class HookGroup:
     handles = []
@@ -196,8 +294,8 @@ class HookGroup:
         self.remove()
         return False
 ''',
-         expect=["second HookGroup", "not as a class attribute"]),
-    dict(exercise="HookGroup", kind="wrong", why="remove does not empty the group",
+         expect=["second HookGroup()", "already holds 3", "not a class attribute"]),
+    dict(exercise="HookGroup", kind="wrong", why="remove does not empty the group", clause="remove-empties",
          source='''
 class HookGroup:
     def __init__(self):
@@ -221,7 +319,7 @@ class HookGroup:
         self.remove()
 ''',
          expect=["len(group) is 3", "must be emptied"]),
-    dict(exercise="HookGroup", kind="wrong", why="removes from the list while iterating over it",
+    dict(exercise="HookGroup", kind="wrong", why="removes from the list while iterating over it", clause="remove-all",
          source='''
 class HookGroup:
     def __init__(self):
@@ -246,7 +344,7 @@ class HookGroup:
         self.remove()
 ''',
          expect=["1 of the 3 hooks still fired", "every held handle"]),
-    dict(exercise="HookGroup", kind="wrong", why="second remove fails",
+    dict(exercise="HookGroup", kind="wrong", why="second remove fails", clause="remove-repeat",
          source='''
 class HookGroup:
     def __init__(self):
@@ -271,7 +369,7 @@ class HookGroup:
         self.remove()
 ''',
          expect=["group.remove() a second time raised TypeError", "for handle in self.handles:"]),
-    dict(exercise="HookGroup", kind="wrong", why="__enter__ returns None",
+    dict(exercise="HookGroup", kind="wrong", why="__enter__ returns None", clause="binds",
          source='''
 class HookGroup:
     def __init__(self):
@@ -295,7 +393,7 @@ class HookGroup:
         self.remove()
 ''',
          expect=["bound group to None", "__enter__ must return the group itself"]),
-    dict(exercise="HookGroup", kind="wrong", why="__exit__ returns True and swallows the exception",
+    dict(exercise="HookGroup", kind="wrong", why="__exit__ returns True and swallows the exception", clause="not-swallowed",
          source='''
 class HookGroup:
     def __init__(self):
@@ -320,7 +418,7 @@ class HookGroup:
         return True
 ''',
          expect=["exception was swallowed", "return False or None"]),
-    dict(exercise="HookGroup", kind="wrong", why="__exit__ does not remove",
+    dict(exercise="HookGroup", kind="wrong", why="__exit__ does not remove", clause="exit-removes",
          source='''
 class HookGroup:
     def __init__(self):
@@ -344,7 +442,7 @@ class HookGroup:
         return False
 ''',
          expect=["the with block ended", "still registered"]),
-    dict(exercise="HookGroup", kind="wrong", why="add returns None",
+    dict(exercise="HookGroup", kind="wrong", why="add returns None", clause="add-returns",
          source='''
 class HookGroup:
     def __init__(self):
@@ -367,7 +465,7 @@ class HookGroup:
         self.remove()
 ''',
          expect=["group.add(handle) returned None", "the handle it was given"]),
-    dict(exercise="HookGroup", kind="wrong", why="no __len__",
+    dict(exercise="HookGroup", kind="wrong", why="no __len__", clause="len",
          source='''
 class HookGroup:
     def __init__(self):
@@ -387,8 +485,8 @@ class HookGroup:
     def __exit__(self, exc_type, exc_value, traceback):
         self.remove()
 ''',
-         expect=["len(group) raised TypeError", "has no len()"]),
-    dict(exercise="HookGroup", kind="wrong", why="__exit__ without the exception arguments",
+         expect=["len(group) on a new group raised TypeError", "has no len()"]),
+    dict(exercise="HookGroup", kind="wrong", why="__exit__ without the exception arguments", clause="exit-removes",
          source='''
 class HookGroup:
     def __init__(self):
@@ -481,7 +579,7 @@ class HookGroup(contextlib.ExitStack):
          expect=[]),
 
     # ------------------------------------------------------------------ register_named_hook
-    dict(exercise="register_named_hook", kind="wrong", why="one dict keyed by name for all modules",
+    dict(exercise="register_named_hook", kind="wrong", why="one dict keyed by name for all modules", clause="modules-separate",
          source='''
 handles = {}
 
@@ -493,7 +591,7 @@ def register_named_hook(module, name, hook):
     return handles[name]
 ''',
          expect=["on a second module", "one registry per module"]),
-    dict(exercise="register_named_hook", kind="wrong", why="never removes the earlier hook",
+    dict(exercise="register_named_hook", kind="wrong", why="never removes the earlier hook", clause="replaces-same-name",
          source='''
 def register_named_hook(module, name, hook):
     registry = module.__dict__.setdefault("named_hooks", {})
@@ -501,7 +599,7 @@ def register_named_hook(module, name, hook):
     return registry[name]
 ''',
          expect=["ran it 3 times", "remove the hook registered earlier under the same name"]),
-    dict(exercise="register_named_hook", kind="wrong", why="registers a forward pre-hook",
+    dict(exercise="register_named_hook", kind="wrong", why="registers a forward pre-hook", clause="forward-hook",
          source='''
 def register_named_hook(module, name, hook):
     registry = module.__dict__.setdefault("named_hooks", {})
@@ -511,7 +609,7 @@ def register_named_hook(module, name, hook):
     return registry[name]
 ''',
          expect=["called with 2 arguments", "not register_forward_pre_hook"]),
-    dict(exercise="register_named_hook", kind="wrong", why="returns None",
+    dict(exercise="register_named_hook", kind="wrong", why="returns None", clause="returns-handle",
          source='''
 def register_named_hook(module, name, hook):
     registry = module.__dict__.setdefault("named_hooks", {})
@@ -520,7 +618,7 @@ def register_named_hook(module, name, hook):
     registry[name] = module.register_forward_hook(hook)
 ''',
          expect=["returned None", "expected the handle"]),
-    dict(exercise="register_named_hook", kind="wrong", why="keeps one hook per module whatever the name",
+    dict(exercise="register_named_hook", kind="wrong", why="keeps one hook per module whatever the name", clause="names-coexist",
          source='''
 def register_named_hook(module, name, hook):
     previous = getattr(module, "named_hook", None)
@@ -530,14 +628,14 @@ def register_named_hook(module, name, hook):
     return module.named_hook
 ''',
          expect=["different names must coexist"]),
-    dict(exercise="register_named_hook", kind="wrong", why="clears every forward hook of the module",
+    dict(exercise="register_named_hook", kind="wrong", why="clears every forward hook of the module", clause="others-alone",
          source='''
 def register_named_hook(module, name, hook):
     module._forward_hooks.clear()
     return module.register_forward_hook(hook)
 ''',
          expect=["other means"]),
-    dict(exercise="register_named_hook", kind="wrong", why="keeps the handle on the hook function",
+    dict(exercise="register_named_hook", kind="wrong", why="keeps the handle on the hook function", clause="replaces-same-name",
          source='''
 def register_named_hook(module, name, hook):
     previous = getattr(hook, "handle", None)
@@ -586,6 +684,244 @@ def register_named_hook(module, name, hook):
     if old is not None:
         old.remove()
     return handle
+''',
+         expect=[]),
+    # ------------------------------------------------------------------ added for the clause table
+    dict(exercise="grad_with_temporary_hook", kind="wrong", why="registers a wrapper that drops the hook's return",
+         clause="hook-return",
+         source=edited(GRAD, ("    with x.register_hook(hook):",
+                              "    def observe(grad):\n        hook(grad)\n\n    with x.register_hook(observe):")),
+         expect=["returned w", "before the hook changed it"]),
+    dict(exercise="grad_with_temporary_hook", kind="wrong", why="returns what the hook returned", clause="hook-none",
+         source='''
+import torch
+
+
+def grad_with_temporary_hook(x, hook, loss_fn):
+    seen = {}
+
+    def capture(grad):
+        seen["grad"] = hook(grad)
+        return seen["grad"]
+
+    with x.register_hook(capture):
+        torch.autograd.grad(loss_fn(x), x)
+    return seen["grad"]
+''',
+         expect=["the hook returned none", "return the gradient autograd computed"]),
+    dict(exercise="grad_with_temporary_hook", kind="wrong", why="reads x.grad after backward, also on a non-leaf",
+         clause="leaf-or-not",
+         source='''
+import torch
+
+
+def grad_with_temporary_hook(x, hook, loss_fn):
+    saved = x.grad
+    x.grad = None
+    handle = x.register_hook(hook)
+    try:
+        loss_fn(x).backward()
+        grad = x.grad
+    finally:
+        handle.remove()
+        x.grad = saved
+    return grad
+''',
+         expect=["non-leaf", "backward() does not fill its .grad", "torch.autograd.grad"]),
+    dict(exercise="grad_with_temporary_hook", kind="wrong", why="empties x._backward_hooks afterwards",
+         clause="others-stay",
+         source='''
+import torch
+
+
+def grad_with_temporary_hook(x, hook, loss_fn):
+    x.register_hook(hook)
+    try:
+        return torch.autograd.grad(loss_fn(x), x)[0]
+    finally:
+        x._backward_hooks.clear()
+''',
+         expect=["x already had another hook", "remove only the hook you registered"]),
+    dict(exercise="grad_with_temporary_hook", kind="wrong", why="turns autograd's RuntimeError into zeros",
+         clause="propagate",
+         source=edited(GRAD, ("        (grad,) = torch.autograd.grad(loss, x)",
+                              "        try:\n            (grad,) = torch.autograd.grad(loss, x)\n"
+                              "        except RuntimeError:\n            return torch.zeros_like(x)")),
+         expect=["autograd raises runtimeerror", "returned normally", "not be swallowed"]),
+    dict(exercise="grad_with_temporary_hook", kind="wrong", why="clears x.grad to start clean", clause="grad-kept",
+         source=edited(GRAD, ("    with x.register_hook(hook):", "    x.grad = None\n    with x.register_hook(hook):")),
+         expect=["before the call and None after", "must keep its value"]),
+    dict(exercise="grad_with_temporary_hook", kind="wrong", why="registers the hook a second time", clause="register-on-x",
+         source=edited(GRAD, ("    with x.register_hook(hook):", "    x.register_hook(hook)\n    with x.register_hook(hook):")),
+         expect=["the hook ran twice", "register it once"]),
+    dict(exercise="grad_with_temporary_hook", kind="right", why="removes in an except clause and re-raises",
+         source='''
+import torch
+
+
+def grad_with_temporary_hook(x, hook, loss_fn):
+    handle = x.register_hook(hook)
+    try:
+        (grad,) = torch.autograd.grad(loss_fn(x), x)
+    except BaseException:
+        handle.remove()
+        raise
+    handle.remove()
+    return grad
+''',
+         expect=[]),
+
+    dict(exercise="HookGroup", kind="wrong", why="a default argument list", clause="starts-empty",
+         source=edited(GROUP, ("    def __init__(self):\n        self.handles = []",
+                               "    def __init__(self, handles=[]):\n        self.handles = handles")),
+         expect=["already holds 3", "default argument"]),
+    dict(exercise="HookGroup", kind="wrong", why="remove goes through a list shared by all groups", clause="own-handles",
+         source='''
+class HookGroup:
+    every_handle = []  # so that remove() can clean up everything
+
+    def __init__(self):
+        self.handles = []
+
+    def add(self, handle):
+        self.handles.append(handle)
+        HookGroup.every_handle.append(handle)
+        return handle
+
+    def __len__(self):
+        return len(self.handles)
+
+    def remove(self):
+        for handle in HookGroup.every_handle:
+            handle.remove()
+        HookGroup.every_handle.clear()
+        self.handles.clear()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc_value, traceback):
+        self.remove()
+''',
+         expect=["removing one hookgroup removed the hooks of another group"]),
+    dict(exercise="HookGroup", kind="wrong", why="__exit__ removes only when no exception", clause="exit-removes-on-error",
+         source=edited(GROUP, ("        self.remove()\n        return False",
+                               "        if exc_type is None:\n            self.remove()\n        return False")),
+         expect=["after an exception left the with block", "still registered"]),
+    dict(exercise="HookGroup", kind="right", why="__exit__ returns self, which is false once empty",
+         source=edited(GROUP, ("        self.remove()\n        return False", "        self.remove()\n        return self")),
+         expect=[]),
+    dict(exercise="HookGroup", kind="wrong", why="__exit__ returns from a finally clause", clause="not-swallowed",
+         source=edited(GROUP, ("        self.remove()\n        return False",
+                               "        try:\n            self.remove()\n        finally:\n            return True")),
+         expect=["exception was swallowed", "return false or none"]),
+    dict(exercise="HookGroup", kind="wrong", why="remove removes only the last handle", clause="remove-all",
+         source=edited(GROUP, ("        while self.handles:\n            self.handles.pop().remove()",
+                               "        if self.handles:\n            self.handles.pop().remove()\n"
+                               "        self.handles = []")),
+         expect=["2 of the 3 hooks still fired", "every held handle"]),
+    dict(exercise="HookGroup", kind="wrong", why="remove without calling handle.remove", clause="remove-all",
+         source=edited(GROUP, ("        while self.handles:\n            self.handles.pop().remove()",
+                               "        for handle in self.handles:\n            handle.remove\n"
+                               "        self.handles = []")),
+         expect=["3 of the 3 hooks still fired", "every held handle"]),
+    dict(exercise="HookGroup", kind="wrong", why="__enter__ returns the list of handles", clause="binds",
+         source=edited(GROUP, ("    def __enter__(self):\n        return self", "    def __enter__(self):\n        return self.handles")),
+         expect=["bound group to list", "return self"]),
+    dict(exercise="HookGroup", kind="wrong", why="add returns the group for chaining", clause="add-returns",
+         source=edited(GROUP, ("        self.handles.append(handle)\n        return handle",
+                               "        self.handles.append(handle)\n        return self")),
+         expect=["group.add(handle) returned HookGroup", "the handle it was given"]),
+    dict(exercise="HookGroup", kind="wrong", why="__exit__ forgets the handles without removing them", clause="exit-removes",
+         source=edited(GROUP, ("        self.remove()\n        return False", "        self.handles.clear()\n        return False")),
+         expect=["the with block ended", "still registered"]),
+    dict(exercise="HookGroup", kind="wrong", why="len counts every handle ever added", clause="remove-empties",
+         source=edited(GROUP, ("        self.handles.append(handle)\n        return handle",
+                               "        self.handles.append(handle)\n        self.count = getattr(self, 'count', 0) + 1\n"
+                               "        return handle"),
+                       ("        return len(self.handles)", "        return getattr(self, 'count', 0)")),
+         expect=["len(group) is 3", "must be emptied"]),
+    dict(exercise="HookGroup", kind="right", why="__exit__ without a return statement",
+         source=edited(GROUP, ("        self.remove()\n        return False", "        self.remove()")),
+         expect=[]),
+
+    dict(exercise="register_named_hook", kind="wrong", why="registers with with_kwargs=True", clause="registered-as-is",
+         source=edited(NAMED, ("module.register_forward_hook(hook)", "module.register_forward_hook(hook, with_kwargs=True)")),
+         expect=["4 arguments", "with_kwargs=True"]),
+    dict(exercise="register_named_hook", kind="wrong", why="wraps the hook and drops its return", clause="registered-as-is",
+         source='''
+def register_named_hook(module, name, hook):
+    registry = module.__dict__.setdefault("named_hooks", {})
+    if name in registry:
+        registry[name].remove()
+
+    def call(module, inputs, output):
+        hook(module, inputs, output)
+
+    registry[name] = module.register_forward_hook(call)
+    return registry[name]
+''',
+         expect=["its return value was lost", "returns what the hook returns"]),
+    dict(exercise="register_named_hook", kind="wrong", why="registers with prepend=True", clause="registered-as-is",
+         source=edited(NAMED, ("module.register_forward_hook(hook)", "module.register_forward_hook(hook, prepend=True)")),
+         expect=["ran before a hook registered on the module earlier", "prepend=True"]),
+    dict(exercise="register_named_hook", kind="wrong", why="returns the earlier handle when it replaces one",
+         clause="returns-handle",
+         source='''
+def register_named_hook(module, name, hook):
+    registry = module.__dict__.setdefault("named_hooks", {})
+    old = registry.get(name)
+    if old is not None:
+        old.remove()
+    registry[name] = module.register_forward_hook(hook)
+    return old or registry[name]
+''',
+         expect=["replaced an earlier hook", "not the earlier one"]),
+    dict(exercise="register_named_hook", kind="wrong", why="deletes the old entry of _forward_hooks itself",
+         clause="replaces-same-name",
+         source=edited(NAMED, ("        registry[name].remove()", "        del module._forward_hooks[registry[name].id]")),
+         expect=["removing its handle by hand", "raised KeyError"]),
+    dict(exercise="register_named_hook", kind="wrong", why="one registry keyed by class name and name",
+         clause="modules-separate",
+         source='''
+registry = {}
+
+
+def register_named_hook(module, name, hook):
+    key = f"{type(module).__name__}.{name}"
+    if key in registry:
+        registry[key].remove()
+    registry[key] = module.register_forward_hook(hook)
+    return registry[key]
+''',
+         expect=["on a second module", "one registry per module"]),
+    dict(exercise="register_named_hook", kind="wrong", why="removes the earlier hook only when it is the same function",
+         clause="replaces-same-name",
+         source='''
+def register_named_hook(module, name, hook):
+    registry = module.__dict__.setdefault("named_hooks", {})
+    old = registry.get(name)
+    if old is not None and old[1] is hook:
+        old[0].remove()
+    handle = module.register_forward_hook(hook)
+    registry[name] = (handle, hook)
+    return handle
+''',
+         expect=["the new hook replaces the old"]),
+    dict(exercise="register_named_hook", kind="right", why="a wrapper that returns the hook's result",
+         source='''
+def register_named_hook(module, name, hook):
+    names = getattr(module, "hook_names", None)
+    if names is None:
+        names = module.hook_names = {}
+    if name in names:
+        names.pop(name).remove()
+
+    def call(*args):
+        return hook(*args)
+
+    names[name] = module.register_forward_hook(call)
+    return names[name]
 ''',
          expect=[]),
 ]
