@@ -35,7 +35,13 @@ _NO_INPUT_GRAD = ("When no input of a module requires grad, grad_input is all No
                   "tuple of None back: return a tuple (not a list), with None kept as None.")
 _NONE_ENTRY = ("An entry of grad_input or grad_output can be None: for an argument or output that is not a tensor, "
                "and every entry of grad_input when no input of the module requires grad. Skip None entries (keep "
-               "them as None).")
+               "them as None). And a parameter's .grad is None until autograd writes it, which may be after a full "
+               "backward hook fires (always for a module called twice in one forward pass).")
+_DTYPE = ("Your hook returned a tensor of another dtype than the gradient it replaces: each returned tensor must have "
+          "the same dtype as the entry it replaces (draw noise with dtype=grad.dtype, or torch.randn_like(grad)).")
+_NUMPY = ("In a backward with create_graph=True (as torch.autograd.grad(..., create_graph=True) runs it, for a "
+          "gradient penalty) the gradients a hook receives require grad, and .numpy() refuses them. Take the norm "
+          "with torch (tensor.norm()), then .item().")
 
 
 # ---------------------------------------------------------------- shared helpers
@@ -62,6 +68,10 @@ def _learner(doing):
             fail(f"{doing[:1].upper()}{doing[1:]} raised {describe_learner_error(raised.error)}\n{_LENGTH}")
         if "has changed the size of value" in str(raised.error):
             fail(f"{doing[:1].upper()}{doing[1:]} raised {describe_learner_error(raised.error)}\n{_SHAPE}")
+        if "has changed the type of value" in str(raised.error):
+            fail(f"{doing[:1].upper()}{doing[1:]} raised {describe_learner_error(raised.error)}\n{_DTYPE}")
+        if "Can't call numpy() on Tensor that requires grad" in str(raised.error):
+            fail(f"{doing[:1].upper()}{doing[1:]} raised {describe_learner_error(raised.error)}\n{_NUMPY}")
         if "should always return None or None for all gradients" in str(raised.error):
             fail(f"{doing[:1].upper()}{doing[1:]} raised {describe_learner_error(raised.error)}\n{_NO_INPUT_GRAD}")
         if "NoneType" in str(raised.error):
@@ -89,6 +99,7 @@ class _Seen:
     def __init__(self):
         self.calls = []      # per call: the tuple as received
         self.copies = []     # per call: clones, to find in-place changes later
+        self.weight_grad_norms = []  # per call of input_hook: the norm of module.weight.grad then, or None
 
     def record(self, grads):
         self.calls.append(tuple(grads))
@@ -99,6 +110,8 @@ class _Seen:
 
     def input_hook(self, module, grad_input, grad_output):
         self.record(grad_input)
+        weight = getattr(module, "weight", None)
+        self.weight_grad_norms.append(_norm(weight.grad) if isinstance(weight, torch.Tensor) else None)
 
     def changed_in_place(self):
         """The (call, position) of a received tensor whose values changed since it was received."""
@@ -137,17 +150,21 @@ def _all_hooks_removed(model):
 
 
 def _handles_list(handles, call_text):
-    if isinstance(handles, Mapping):
-        handles = list(handles.values())
-    if isinstance(handles, (str, bytes)) or not hasattr(handles, "__iter__"):
+    if not isinstance(handles, list):
         fail(f"{call_text} returned {describe(handles)} as the handles; expected a list of the handles that "
-             "register_full_backward_hook returned.")
-    handles = list(handles)
+             "register_full_backward_hook returned (a plain list, which the caller can loop over to remove them).")
     for handle in handles:
         if not hasattr(handle, "remove"):
             fail(f"{call_text} returned handles containing {describe(handle)}; expected only the handles that "
                  "register_full_backward_hook returns (objects with a remove() method).")
     return handles
+
+
+def _no_deprecated_hook(module, call_text):
+    """torch refuses to mix the deprecated hook with full backward hooks, but not with full backward
+    pre-hooks: so look at the module itself."""
+    if getattr(module, "_is_full_backward_hook", None) is False:
+        fail(f"{call_text} registered a hook with the deprecated register_backward_hook.\n{_DEPRECATED}")
 
 
 def _single_handle(handle, call_text):
@@ -202,15 +219,17 @@ class _SmallCNN(nn.Module):
 
 
 class _Shared(nn.Module):
-    """Uses `layer` twice in one forward pass."""
+    """Uses `layer` twice in one forward pass, the second time under a second name, `again`
+    (named_modules() yields it once, as `layer`)."""
 
     def __init__(self):
         super().__init__()
         self.layer = nn.Linear(5, 5)
+        self.again = self.layer
         self.out = nn.Linear(5, 2)
 
     def forward(self, x):
-        return self.out(torch.tanh(self.layer(torch.tanh(self.layer(x)))))
+        return self.out(torch.tanh(self.again(torch.tanh(self.layer(x)))))
 
 
 class Split(nn.Module):
@@ -236,14 +255,15 @@ class _TwoHeads(nn.Module):
 
 
 def _watch_norms(model, layer_types):
-    """The check's own record: {name: _Seen} of grad_output and grad_input per wanted module."""
+    """The check's own record: {name: _Seen} of grad_output and grad_input per wanted module,
+    from hooks that run before the learner's (prepend), whenever the learner registered them."""
     watchers = {}
     handles = []
     for name, module in model.named_modules():
         if isinstance(module, layer_types):
             outputs, inputs = _Seen(), _Seen()
-            handles.append(module.register_full_backward_pre_hook(outputs.pre_hook))
-            handles.append(module.register_full_backward_hook(inputs.input_hook))
+            handles.append(module.register_full_backward_pre_hook(outputs.pre_hook, prepend=True))
+            handles.append(module.register_full_backward_hook(inputs.input_hook, prepend=True))
             watchers[name] = (outputs, inputs)
     return watchers, handles
 
@@ -259,9 +279,11 @@ def _has_entries(values):
         return True
 
 
-def _compare_norms(norms, watchers, module_names, call_text, situation, passes):
+def _compare_norms(norms, watchers, module_names, call_text, situation, passes, aliases=None):
     """Every wanted module has one float per backward through it, equal to the norm of grad_output[0].
-    `module_names`: every name that model.named_modules() gives."""
+    `module_names`: every name that model.named_modules() gives; `aliases`: {other name: the name
+    named_modules() gives} for modules reachable under several names."""
+    aliases = aliases or {}
     if not isinstance(norms, Mapping):
         fail(f"{call_text} returned {describe(norms)} as norms; expected a dict from module name to a list of "
              "floats.")
@@ -276,10 +298,18 @@ def _compare_norms(norms, watchers, module_names, call_text, situation, passes):
         overfull = [name for name in recorded if name in watchers and _has_entries(recorded[name])
                     and not isinstance(recorded[name], (int, float))
                     and len(recorded[name]) > len(watchers[name][0].calls)]
+        twins = [name for name in unexpected if name in aliases]
         if emptied and overfull:
             hint = (f" The lists of {emptied} stayed empty while others got too many entries: a hook defined in a "
                     "loop looks the loop variable up when it fires, so every hook used the last name. Bind the name "
                     "when you define the hook, e.g. as a default argument.")
+        elif twins:
+            hint = (f" {twins[0]!r} is the same module as {aliases[twins[0]]!r}, reachable under two names: "
+                    "model.named_modules() yields each module once, under the first name it finds, so hook it once, "
+                    "under that name (named_modules(remove_duplicate=False) would hook it twice).")
+        elif "" in missing:
+            hint = (" The model itself is an instance of layer_types here, and model.named_modules() yields it "
+                    "first, named '' (the empty string): hook it too, under the name ''.")
         elif any(not isinstance(name, str) for name in recorded):
             hint = " Use the names that model.named_modules() gives (strings such as 'blocks.0.linear') as keys."
         elif any(name not in module_names for name in unexpected):
@@ -314,7 +344,7 @@ def _compare_norms(norms, watchers, module_names, call_text, situation, passes):
                      "a number with .item() (a tensor also keeps memory and, with create_graph, the graph alive).")
             if not isinstance(value, float):
                 fail(f"{said}: norms[{name!r}] holds {describe(value)}; expected Python floats (tensor.norm().item()).")
-        wanted = [_norm(grads[0]) for grads in outputs.calls]
+        wanted = [_norm(grads[0]) for grads in outputs.copies]  # the copies: as received, before any change
         if len(values) != len(wanted):
             twice = (" This module is used twice in each forward pass, so each backward goes through it twice."
                      if len(wanted) > passes else "")
@@ -326,12 +356,18 @@ def _compare_norms(norms, watchers, module_names, call_text, situation, passes):
         shown = ", ".join(f"{v:.5g}" for v in values)
         expected = ", ".join(f"{w:.5g}" for w in wanted)
         message = f"{said}: norms[{name!r}] is [{shown}]; expected [{expected}], the L2 norm of grad_output[0]."
-        input_norms = [_norm(grads[0]) for grads in inputs.calls]
+        input_norms = [_norm(grads[0]) for grads in inputs.copies]
         if None not in input_norms and all(math.isclose(v, w, rel_tol=1e-4) for v, w in zip(values, input_norms)):
             fail(f"{message} Those are the norms of grad_input[0], the gradient of the module's input; record "
                  "grad_output[0], the gradient of its output.")
         if all(math.isclose(v, w * w, rel_tol=1e-4, abs_tol=1e-9) for v, w in zip(values, wanted)):
             fail(f"{message} Those are the squared norms; take the norm itself (tensor.norm()).")
+        weight_norms = inputs.weight_grad_norms
+        if None not in weight_norms and len(weight_norms) == len(values) and \
+                all(math.isclose(v, w, rel_tol=1e-4) for v, w in zip(values, weight_norms)):
+            fail(f"{message} Those are the norms of the module's weight gradient (weight.grad) when the hook fired; "
+                 "record grad_output[0], the gradient of the module's output. (And weight.grad may not be written "
+                 "yet when a full backward hook fires: it is None at the first firing of a module called twice.)")
         together = [math.sqrt(sum(_norm(g) ** 2 for g in grads if g is not None)) for grads in outputs.calls]
         last = [_norm(grads[-1]) for grads in outputs.calls]
         if len(outputs.calls[0]) > 1 and all(math.isclose(v, w, rel_tol=1e-4) for v, w in zip(values, together)):
@@ -346,20 +382,47 @@ def _compare_norms(norms, watchers, module_names, call_text, situation, passes):
         fail(message)
 
 
+def _run_passes(model, shape, features, needs_grad, passes, seed, create_graph_last, doing):
+    """`passes` backward passes through `model`, each on new inputs; the last one with create_graph=True
+    (through torch.autograd.grad) when asked. Returns, per pass, the gradients of the input and of
+    every parameter (clones)."""
+    results = []
+    parameters = list(model.parameters())
+    for step in range(passes):
+        x = random_tensor(seed + step + 1, shape).requires_grad_(needs_grad)
+        weight = random_tensor(seed + step + 5, (shape[0], features))
+        create_graph = create_graph_last and step == passes - 1
+        what = (f"running torch.autograd.grad(loss, ..., create_graph=True) as backward number {step + 1}"
+                if create_graph else f"running backward number {step + 1}")
+        with _learner(f"{what} through {doing}"), _quiet():
+            loss = (model(x) * weight).sum()
+            if create_graph:
+                grads = torch.autograd.grad(loss, ([x] if needs_grad else []) + parameters, create_graph=True)
+                grads = [g.detach().clone() for g in grads]
+            else:
+                model.zero_grad(set_to_none=True)
+                loss.backward()
+                grads = ([x.grad.clone()] if needs_grad else []) + [p.grad.clone() for p in parameters]
+        results.append(grads)
+    return results
+
+
 def check_record_grad_output_norms(record_grad_output_norms):
     default_types = (nn.Linear, nn.Conv2d)
     cases = [  # (model factory, layer_types or None for the default, input shape, output features,
-        #          input needs grad, backward passes)
-        (_Encoder, None, (7, 6), 3, True, 2),
-        (_SmallCNN, None, (3, 2, 6, 6), 5, False, 1),
-        (_Encoder, (Block, nn.Tanh), (4, 6), 3, True, 1),
-        (_Shared, None, (6, 5), 2, True, 2),
-        (_TwoHeads, (Split,), (5, 4), 2, True, 1),
+        #          input needs grad, backward passes, the last one with create_graph=True)
+        (_Encoder, None, (7, 6), 3, True, 2, True),
+        (_SmallCNN, None, (3, 2, 6, 6), 5, False, 1, False),
+        (_Encoder, (Block, nn.Tanh), (4, 6), 3, True, 1, False),
+        (_Shared, None, (6, 5), 2, True, 2, True),
+        (_TwoHeads, (Split,), (5, 4), 2, True, 1, False),
+        (lambda: nn.Linear(6, 3), None, (4, 6), 3, True, 1, False),
     ]
-    for number, (factory, layer_types, shape, features, needs_grad, passes) in enumerate(cases):
+    for number, (factory, layer_types, shape, features, needs_grad, passes, create_graph) in enumerate(cases):
         seed = 500 + 10 * number
         model = _seeded(factory, seed)
-        watchers, own_handles = _watch_norms(model, default_types if layer_types is None else layer_types)
+        clean = copy.deepcopy(model)
+        types = default_types if layer_types is None else layer_types
         types_text = "" if layer_types is None else \
             ", (" + ", ".join(("nn." if t.__module__.startswith("torch.nn") else "") + t.__name__
                               for t in layer_types) + (",)" if len(layer_types) == 1 else ")")
@@ -373,14 +436,34 @@ def check_record_grad_output_norms(record_grad_output_norms):
         if isinstance(norms, list) and isinstance(handles, Mapping):
             fail(f"{call_text} returned (list, dict); expected them the other way round: (norms, handles).")
         handles = _handles_list(handles, call_text)
-        for step in range(passes):
-            x = random_tensor(seed + step + 1, shape).requires_grad_(needs_grad)
-            weight = random_tensor(seed + step + 5, (shape[0], features))
-            with _learner(f"running backward number {step + 1} through {_model_text(model)}"), _quiet():
-                (model(x) * weight).sum().backward()
+        with _learner(f"registering the check's own full backward hooks on {_model_text(model)}, after "
+                      f"{call_text}"):
+            watchers, own_handles = _watch_norms(model, types)
+        grads = _run_passes(model, shape, features, needs_grad, passes, seed, create_graph, _model_text(model))
+        clean_grads = _run_passes(clean, shape, features, needs_grad, passes, seed, create_graph, "a copy")
         situation = f"{passes} backward pass{'es' if passes > 1 else ''}" + \
+            (" (the last one with create_graph=True)" if create_graph else "") + \
             ("" if needs_grad else " with an input that needs no grad (so grad_input[0] of the first layer is None)")
-        _compare_norms(norms, watchers, [name for name, _ in model.named_modules()], call_text, situation, passes)
+        said = f"{call_text}, then {situation}"
+        for name, (outputs, inputs) in watchers.items():
+            for seen, tuple_name in ((outputs, "grad_output"), (inputs, "grad_input")):
+                where = seen.changed_in_place()
+                if where is not None:
+                    fail(f"{said}: {tuple_name}[{where[1]}] of {name!r} was changed in place after the check's own "
+                         "hook received it (it kept a copy). The hooks change no gradient: compute the norm with "
+                         "out-of-place operations (tensor.norm()), never pow_, mul_ or the like on a gradient.")
+        for step, (got, want) in enumerate(zip(grads, clean_grads)):
+            if not all(close(g, w, tolerance=1e-4) for g, w in zip(got, want)):
+                fail(f"{said}: your hooks changed the gradients of backward number {step + 1} (they differ from "
+                     "those of an identical model without hooks). The hooks change no gradient: record the norm "
+                     "and return None.")
+        aliases = {}
+        for name, module in model.named_modules(remove_duplicate=False):
+            first = next(first for first, other in model.named_modules() if other is module)
+            if name != first:
+                aliases[name] = first
+        _compare_norms(norms, watchers, [name for name, _ in model.named_modules()], call_text, situation, passes,
+                       aliases)
 
         # Removing the handles stops the recording and leaves no hook of the learner's behind.
         before = {name: len(values) for name, values in norms.items()}
@@ -405,8 +488,10 @@ def check_record_grad_output_norms(record_grad_output_norms):
 def _model_text(model):
     return {_Encoder: "a model with nested blocks (stem, blocks.0, blocks.1, head)",
             _SmallCNN: "a small CNN (conv, features.0, classifier, a subclass of nn.Linear)",
-            _Shared: "a model that uses its submodule `layer` twice in one forward pass",
-            _TwoHeads: "a model whose submodule `split` returns two tensors (grad_output has two entries)"}[type(model)]
+            _Shared: "a model that uses its submodule `layer` twice in one forward pass, the second time under a "
+                     "second name, `again`",
+            _TwoHeads: "a model whose submodule `split` returns two tensors (grad_output has two entries)",
+            nn.Linear: "a bare nn.Linear(6, 3), which is the model itself"}[type(model)]
 
 
 # ---------------------------------------------------------------- clip_grad_input
@@ -436,11 +521,13 @@ def _run_clip_case(clip_grad_input, case):
     before, after = _Seen(), _Seen()
     inputs = case["inputs"]()
     call = f"clip_grad_input(module, {case['max_norm']})"
-    with _learner(f"registering the check's own full backward hook on {case['text']}"):
-        module.register_full_backward_hook(before.input_hook)
     with _learner(f"calling {call} on {case['text']}"):
         handle = clip_grad_input(module, case["max_norm"])
     _single_handle(handle, call)
+    _no_deprecated_hook(module, call)
+    # Ours first (prepend, so also before a hook of yours registered with prepend=True) and last.
+    with _learner(f"registering the check's own full backward hook before yours on {case['text']}"):
+        module.register_full_backward_hook(before.input_hook, prepend=True)
     with _learner(f"registering a full backward hook after yours on {case['text']}"):
         module.register_full_backward_hook(after.input_hook)
     weight = random_tensor(case["seed"] + 7, case["out_shape"])
@@ -486,7 +573,8 @@ def _judge_clip_case(case, seen):
                 fail(f"{message} Your hook left grad_input[{position}] as it was, although its norm is above max_norm: "
                      "clip every tensor of grad_input, not only the first.")
             fail(f"{message} That is grad_input unchanged: the hook must return the new tuple (a backward hook that "
-                 "returns None keeps the gradients as they are).")
+                 "returns None keeps the gradients as they are; torch.nn.utils.clip_grad_norm_ rescales the .grad "
+                 "of the tensors it is given, not the tensors themselves).")
         if 0 < norm <= max_norm and close(result, grad * (max_norm / norm)):
             squared = (f" Its squared norm, {norm * norm:.4g}, is above max_norm: compare the norm itself, not its "
                        "square." if norm * norm > max_norm else "")
@@ -510,6 +598,33 @@ def _judge_clip_case(case, seen):
         if isinstance(tensor, torch.Tensor) and tensor.requires_grad and not close(tensor.grad, result, 1e-4):
             fail(f"{said}: input {position} received the gradient {describe(tensor.grad)}; expected what your "
                  f"hook returned for it, {describe(result)}.")
+
+
+def _check_clip_keeps_the_graph(clip_grad_input, case):
+    """In a backward with create_graph=True, the clipped gradient is still part of the graph."""
+    module = _seeded(case["factory"], case["seed"])
+    clean = copy.deepcopy(module)
+    call = f"clip_grad_input(module, {case['max_norm']})"
+    with _learner(f"calling {call} on {case['text']}"):
+        clip_grad_input(module, case["max_norm"])
+    x = case["inputs"]()[0]
+    weight = random_tensor(case["seed"] + 7, case["out_shape"])
+    doing = (f"running torch.autograd.grad(loss, x, create_graph=True) through {case['text']} with {call} "
+             "registered")
+    with _learner(doing), _quiet():
+        grad_x, = torch.autograd.grad((module(x) * weight).sum(), x, create_graph=True)
+    with _quiet():
+        clean_grad, = torch.autograd.grad((clean(x) * weight).sum(), x, create_graph=True)
+    said = f"Ran torch.autograd.grad(loss, x, create_graph=True) through {case['text']} with {call} registered"
+    expected = _clip_reference(clean_grad.detach(), case["max_norm"])
+    if not close(grad_x.detach(), expected):
+        fail(f"{said}: the input's gradient is {describe(grad_x)}; expected {describe(expected)}, clipped as in an "
+             "ordinary backward.")
+    if not grad_x.requires_grad:
+        fail(f"{said}: the input's gradient does not require grad, so it is not part of the graph that "
+             "create_graph=True builds, and a second backward through it (a gradient penalty) cannot reach the "
+             "parameters. Compute the clipped tensors with ordinary operations on grad_input: no detach(), no "
+             "torch.no_grad() in the hook (autograd already turns grad mode off in an ordinary backward).")
 
 
 def check_clip_grad_input(clip_grad_input):
@@ -541,6 +656,8 @@ def check_clip_grad_input(clip_grad_input):
     ]
     for case in cases:
         _judge_clip_case(case, _run_clip_case(clip_grad_input, case))
+
+    _check_clip_keeps_the_graph(clip_grad_input, cases[0])
 
     # Removing the handle stops the clipping.
     case = cases[0]
@@ -590,11 +707,13 @@ def _noisy_backward(add_grad_noise, factory, shape, std, generator, seed, text):
     clean = copy.deepcopy(module)
     before, after = _Seen(), _Seen()
     call = f"add_grad_noise(module, {std}{', generator' if generator is not None else ''})"
-    with _learner(f"registering the check's own full backward pre-hook on {text}"):
-        module.register_full_backward_pre_hook(before.pre_hook)
     with _learner(f"calling {call} on {text}"):
         handle = add_grad_noise(module, std, generator) if generator is not None else add_grad_noise(module, std)
     _single_handle(handle, call)
+    _no_deprecated_hook(module, call)
+    # Ours first (prepend, so also before a pre-hook of yours registered with prepend=True) and last.
+    with _learner(f"registering the check's own full backward pre-hook before yours on {text}"):
+        module.register_full_backward_pre_hook(before.pre_hook, prepend=True)
     with _learner(f"registering a full backward pre-hook after yours on {text}"):
         module.register_full_backward_pre_hook(after.pre_hook)
     x = random_tensor(seed + 1, shape).requires_grad_()

@@ -1,9 +1,135 @@
 """Mistake catalogue for lesson 05, backward hooks on modules. The format of an entry is
-described in tests/course/test_mistake_catalogue.py."""
+described in tests/course/test_mistake_catalogue.py; the clause tables CLAUSES and NOT_CLAUSES
+in tests/course/test_contract_clauses.py."""
+
+from mistakes import edited
+
+_NORMS = """
+import torch
+from torch import nn
+
+
+def record_grad_output_norms(model, layer_types=(nn.Linear, nn.Conv2d)):
+    norms = {}
+    handles = []
+    for name, module in model.named_modules():
+        if not isinstance(module, layer_types):
+            continue
+        norms[name] = []
+
+        def hook(module, grad_input, grad_output, name=name):
+            norms[name].append(grad_output[0].norm().item())
+
+        handles.append(module.register_full_backward_hook(hook))
+    return norms, handles
+"""
+
+_CLIP = """
+import torch
+
+
+def clip_grad_input(module, max_norm):
+    def clip(module, grad_input, grad_output):
+        clipped = []
+        for grad in grad_input:
+            if grad is not None and grad.norm() > max_norm:
+                grad = grad * (max_norm / grad.norm())
+            clipped.append(grad)
+        return tuple(clipped)
+
+    return module.register_full_backward_hook(clip)
+"""
+
+_NOISE = """
+import torch
+
+
+def add_grad_noise(module, std, generator=None):
+    def add_noise(module, grad_output):
+        noisy = []
+        for grad in grad_output:
+            if grad is not None:
+                noise = torch.randn(grad.shape, generator=generator, dtype=grad.dtype, device=grad.device)
+                grad = grad + std * noise
+            noisy.append(grad)
+        return tuple(noisy)
+
+    return module.register_full_backward_pre_hook(add_noise)
+"""
+
+CLAUSES = {
+    "record_grad_output_norms": {
+        "any-depth": "nested submodules at any depth",
+        "root": 'and `model` itself (named "")',
+        "types": "that is an instance of one of `layer_types`",
+        "shared-name": "A module reachable under two names is hooked once, under the name `named_modules()` gives it.",
+        "not-deprecated": "The hooks are not the deprecated `register_backward_hook`",
+        "each-backward": "Each time backward goes through such a module (twice per backward for a module called "
+                         "twice in one forward pass)",
+        "grad-output-0": "appends the L2 norm of `grad_output[0]`",
+        "float": "as a Python float",
+        "name": "to `norms[name]`, where `name` is the module's name in `model.named_modules()`",
+        "create-graph": "This holds also for a backward with `create_graph=True`, where the gradients require grad.",
+        "no-change": "The hooks change no gradient, neither in place nor by returning one.",
+        "returns-pair": "Returns `(norms, handles)`: the dict of lists",
+        "handles": "and a list of the handles of all hooks registered",
+        "removes": "removing them removes every hook it registered.",
+    },
+    "clip_grad_input": {
+        "full-hook": "Registers a full backward hook on `module`",
+        "params-unchanged": "so that the gradients of the module's own parameters stay as they are.",
+        "tuple": "The hook returns a tuple (not a list: torch refuses a list when no input requires grad)",
+        "length": "as long as `grad_input`",
+        "clip-above": "each tensor whose L2 norm is above `max_norm` is replaced by a new tensor, rescaled to norm "
+                      "`max_norm`",
+        "own-norm": "each tensor is judged and rescaled by its own norm, not by one norm over all entries",
+        "keep": "other tensors are kept unchanged",
+        "none": "None entries stay None at their position.",
+        "not-in-place": "The hook must not change the tensors of `grad_input` in place.",
+        "create-graph": "In a backward with `create_graph=True` the tensors it returns stay part of the graph",
+        "handle": "Returns the handle of the hook.",
+    },
+    "add_grad_noise": {
+        "pre-hook": "Registers a full backward pre-hook on `module`",
+        "reaches": "so that the noise reaches the gradients of the module's parameters and of its inputs.",
+        "length": "The hook returns a tuple as long as `grad_output`",
+        "adds": "each tensor entry plus noise",
+        "shape-dtype": "of the same shape and dtype",
+        "none": "None entries stay None.",
+        "normal": "The noise is normal",
+        "iid": "i.i.d.",
+        "mean-std": "mean 0, standard deviation `std`",
+        "fresh": "drawn anew at every call",
+        "separate": "separately for each entry.",
+        "generator": "It is drawn from `generator` when one is given (so that equally seeded generators give the "
+                     "same noise)",
+        "global": "else from torch's global random state.",
+        "not-in-place": "The hook must not change the tensors of `grad_output` in place.",
+        "handle": "Returns the handle of the hook.",
+    },
+}
+
+_SUMMARY = "the summary line; the sentences after it spell it out, each one a clause"
+_ARGUMENTS = "describes the arguments the check passes; it asks nothing of the function"
+NOT_CLAUSES = {
+    "record_grad_output_norms": {
+        "Record the norm of the gradient that reaches each layer of a given type.": _SUMMARY,
+        "Receives `model`, an nn.Module, and `layer_types`, a tuple of module classes.": _ARGUMENTS,
+    },
+    "clip_grad_input": {
+        "Clip each gradient that `module` sends back to its inputs to L2 norm `max_norm`.": _SUMMARY,
+        "Receives `module`, an nn.Module, and `max_norm`, a positive Python number.": _ARGUMENTS,
+    },
+    "add_grad_noise": {
+        "Add Gaussian noise to the gradient of the module's outputs.": _SUMMARY,
+        "Receives `module`, an nn.Module, `std`, a positive Python number, and `generator`, a torch.Generator "
+        "or None.": _ARGUMENTS,
+    },
+}
 
 ENTRIES = [
     # ------------------------------------------------------------------ record_grad_output_norms
-    dict(exercise="record_grad_output_norms", kind="wrong", why="uses the deprecated register_backward_hook",
+    dict(exercise="record_grad_output_norms", kind="wrong", why="uses the deprecated register_backward_hook", clause="not-deprecated",
          source='''
 import torch
 from torch import nn
@@ -22,7 +148,7 @@ def record_grad_output_norms(model, layer_types=(nn.Linear, nn.Conv2d)):
     return norms, handles
 ''',
          expect=["deprecated register_backward_hook", "use register_full_backward_hook"]),
-    dict(exercise="record_grad_output_norms", kind="wrong", why="records grad_input[0]",
+    dict(exercise="record_grad_output_norms", kind="wrong", why="records grad_input[0]", clause="grad-output-0",
          source='''
 import torch
 from torch import nn
@@ -41,7 +167,7 @@ def record_grad_output_norms(model, layer_types=(nn.Linear, nn.Conv2d)):
     return norms, handles
 ''',
          expect=["norms of grad_input[0]", "record grad_output[0]"]),
-    dict(exercise="record_grad_output_norms", kind="wrong", why="stores tensors, not floats",
+    dict(exercise="record_grad_output_norms", kind="wrong", why="stores tensors, not floats", clause="float",
          source='''
 import torch
 from torch import nn
@@ -60,7 +186,7 @@ def record_grad_output_norms(model, layer_types=(nn.Linear, nn.Conv2d)):
     return norms, handles
 ''',
          expect=["expected Python floats", ".item()"]),
-    dict(exercise="record_grad_output_norms", kind="wrong", why="only the direct children",
+    dict(exercise="record_grad_output_norms", kind="wrong", why="only the direct children", clause="any-depth",
          source='''
 import torch
 from torch import nn
@@ -79,7 +205,7 @@ def record_grad_output_norms(model, layer_types=(nn.Linear, nn.Conv2d)):
     return norms, handles
 ''',
          expect=["nested", "named_modules() goes through every depth"]),
-    dict(exercise="record_grad_output_norms", kind="wrong", why="ignores layer_types",
+    dict(exercise="record_grad_output_norms", kind="wrong", why="ignores layer_types", clause="types",
          source='''
 import torch
 from torch import nn
@@ -98,7 +224,7 @@ def record_grad_output_norms(model, layer_types=(nn.Linear, nn.Conv2d)):
     return norms, handles
 ''',
          expect=["blocks.0.act", "layer_types, the tuple you are given"]),
-    dict(exercise="record_grad_output_norms", kind="wrong", why="exact type instead of isinstance",
+    dict(exercise="record_grad_output_norms", kind="wrong", why="exact type instead of isinstance", clause="types",
          source='''
 import torch
 from torch import nn
@@ -117,7 +243,7 @@ def record_grad_output_norms(model, layer_types=(nn.Linear, nn.Conv2d)):
     return norms, handles
 ''',
          expect=["classifier", "isinstance", "subclasses"]),
-    dict(exercise="record_grad_output_norms", kind="wrong", why="keeps only the latest norm",
+    dict(exercise="record_grad_output_norms", kind="wrong", why="keeps only the latest norm", clause="each-backward",
          source='''
 import torch
 from torch import nn
@@ -134,7 +260,7 @@ def record_grad_output_norms(model, layer_types=(nn.Linear, nn.Conv2d)):
     return norms, handles
 ''',
          expect=["1 entries; expected 2", "append a new entry"]),
-    dict(exercise="record_grad_output_norms", kind="wrong", why="hook in a loop without binding the name",
+    dict(exercise="record_grad_output_norms", kind="wrong", why="hook in a loop without binding the name", clause="name",
          source='''
 import torch
 from torch import nn
@@ -153,7 +279,7 @@ def record_grad_output_norms(model, layer_types=(nn.Linear, nn.Conv2d)):
     return norms, handles
 ''',
          expect=["stayed empty", "loop variable", "bind the name"]),
-    dict(exercise="record_grad_output_norms", kind="wrong", why="squared norm",
+    dict(exercise="record_grad_output_norms", kind="wrong", why="squared norm", clause="grad-output-0",
          source='''
 import torch
 from torch import nn
@@ -172,7 +298,7 @@ def record_grad_output_norms(model, layer_types=(nn.Linear, nn.Conv2d)):
     return norms, handles
 ''',
          expect=["squared norms"]),
-    dict(exercise="record_grad_output_norms", kind="wrong", why="returns only the last handle",
+    dict(exercise="record_grad_output_norms", kind="wrong", why="returns only the last handle", clause="handles",
          source='''
 import torch
 from torch import nn
@@ -192,7 +318,7 @@ def record_grad_output_norms(model, layer_types=(nn.Linear, nn.Conv2d)):
     return norms, [handle]
 ''',
          expect=["after removing every returned handle", "handles of all hooks"]),
-    dict(exercise="record_grad_output_norms", kind="wrong", why="returns the pair the other way round",
+    dict(exercise="record_grad_output_norms", kind="wrong", why="returns the pair the other way round", clause="returns-pair",
          source='''
 import torch
 from torch import nn
@@ -276,7 +402,7 @@ def record_grad_output_norms(model, layer_types=(nn.Linear, nn.Conv2d)):
 ''',
          expect=[]),
 
-    dict(exercise="record_grad_output_norms", kind="wrong", why='one norm over all entries of grad_output',
+    dict(exercise="record_grad_output_norms", kind="wrong", why='one norm over all entries of grad_output', clause="grad-output-0",
          source='''
 import torch
 from torch import nn
@@ -295,7 +421,7 @@ def record_grad_output_norms(model, layer_types=(nn.Linear, nn.Conv2d)):
     return norms, handles
 ''',
          expect=['over all entries of grad_output together', 'only grad_output[0]']),
-    dict(exercise="record_grad_output_norms", kind="wrong", why='norm of the last entry of grad_output',
+    dict(exercise="record_grad_output_norms", kind="wrong", why='norm of the last entry of grad_output', clause="grad-output-0",
          source='''
 import torch
 from torch import nn
@@ -314,7 +440,7 @@ def record_grad_output_norms(model, layer_types=(nn.Linear, nn.Conv2d)):
     return norms, handles
 ''',
          expect=['last entry of grad_output', 'record grad_output[0]']),
-    dict(exercise="record_grad_output_norms", kind="wrong", why='L1 norm',
+    dict(exercise="record_grad_output_norms", kind="wrong", why='L1 norm', clause="grad-output-0",
          source='''
 import torch
 from torch import nn
@@ -333,7 +459,7 @@ def record_grad_output_norms(model, layer_types=(nn.Linear, nn.Conv2d)):
     return norms, handles
 ''',
          expect=['the L2 norm of grad_output[0]']),
-    dict(exercise="record_grad_output_norms", kind="wrong", why="one list shared by every name (dict.fromkeys)",
+    dict(exercise="record_grad_output_norms", kind="wrong", why="one list shared by every name (dict.fromkeys)", clause="name",
          source='''
 import torch
 from torch import nn
@@ -352,7 +478,7 @@ def record_grad_output_norms(model, layer_types=(nn.Linear, nn.Conv2d)):
     return norms, handles
 ''',
          expect=["one and the same list object", "a list of its own"]),
-    dict(exercise="record_grad_output_norms", kind="wrong", why="names made up from children() positions",
+    dict(exercise="record_grad_output_norms", kind="wrong", why="names made up from children() positions", clause="name",
          source='''
 import torch
 from torch import nn
@@ -372,7 +498,7 @@ def record_grad_output_norms(model, layer_types=(nn.Linear, nn.Conv2d)):
     return norms, handles
 ''',
          expect=["no submodule of the model is named '0'", "names that model.named_modules() gives"]),
-    dict(exercise="record_grad_output_norms", kind="wrong", why="keeps only the first of layer_types",
+    dict(exercise="record_grad_output_norms", kind="wrong", why="keeps only the first of layer_types", clause="types",
          source='''
 import torch
 from torch import nn
@@ -391,7 +517,7 @@ def record_grad_output_norms(model, layer_types=(nn.Linear, nn.Conv2d)):
     return norms, handles
 ''',
          expect=["'conv', 'features.0'", "instance of one of layer_types"]),
-    dict(exercise="record_grad_output_norms", kind="wrong", why="norm of the output in a forward hook",
+    dict(exercise="record_grad_output_norms", kind="wrong", why="norm of the output in a forward hook", clause="grad-output-0",
          source='''
 import torch
 from torch import nn
@@ -434,7 +560,7 @@ def record_grad_output_norms(model, layer_types=(nn.Linear, nn.Conv2d)):
          expect=[]),
 
     # ------------------------------------------------------------------ clip_grad_input
-    dict(exercise="clip_grad_input", kind="wrong", why="calls norm() on None entries",
+    dict(exercise="clip_grad_input", kind="wrong", why="calls norm() on None entries", clause="none",
          source='''
 import torch
 
@@ -446,7 +572,7 @@ def clip_grad_input(module, max_norm):
     return module.register_full_backward_hook(clip)
 ''',
          expect=["'NoneType' object has no attribute 'norm'", "keep them as None"]),
-    dict(exercise="clip_grad_input", kind="wrong", why="drops the None entries",
+    dict(exercise="clip_grad_input", kind="wrong", why="drops the None entries", clause="length",
          source='''
 import torch
 
@@ -459,7 +585,7 @@ def clip_grad_input(module, max_norm):
     return module.register_full_backward_hook(clip)
 ''',
          expect=["invalid number of grad_input", "as long as the one it received", "do not drop entries"]),
-    dict(exercise="clip_grad_input", kind="wrong", why="rescales in place with mul_",
+    dict(exercise="clip_grad_input", kind="wrong", why="rescales in place with mul_", clause="not-in-place",
          source='''
 import torch
 
@@ -474,7 +600,7 @@ def clip_grad_input(module, max_norm):
     return module.register_full_backward_hook(clip)
 ''',
          expect=["changed in place", "not in-place operations"]),
-    dict(exercise="clip_grad_input", kind="wrong", why="always rescales",
+    dict(exercise="clip_grad_input", kind="wrong", why="always rescales", clause="keep",
          source='''
 import torch
 
@@ -486,7 +612,7 @@ def clip_grad_input(module, max_norm):
     return module.register_full_backward_hook(clip)
 ''',
          expect=["already at most max_norm", "keep it unchanged"]),
-    dict(exercise="clip_grad_input", kind="wrong", why="one norm over all entries, as clip_grad_norm_",
+    dict(exercise="clip_grad_input", kind="wrong", why="one norm over all entries, as clip_grad_norm_", clause="own-norm",
          source='''
 import torch
 
@@ -503,7 +629,7 @@ def clip_grad_input(module, max_norm):
     return module.register_full_backward_hook(clip)
 ''',
          expect=["one norm for all entries", "its own norm"]),
-    dict(exercise="clip_grad_input", kind="wrong", why="clamps each element",
+    dict(exercise="clip_grad_input", kind="wrong", why="clamps each element", clause="clip-above",
          source='''
 import torch
 
@@ -515,7 +641,7 @@ def clip_grad_input(module, max_norm):
     return module.register_full_backward_hook(clip)
 ''',
          expect=["clipped each element", "L2 norm of the whole tensor"]),
-    dict(exercise="clip_grad_input", kind="wrong", why="uses the deprecated register_backward_hook",
+    dict(exercise="clip_grad_input", kind="wrong", why="uses the deprecated register_backward_hook", clause="full-hook",
          source='''
 import torch
 
@@ -527,7 +653,7 @@ def clip_grad_input(module, max_norm):
     return module.register_backward_hook(clip)
 ''',
          expect=["deprecated register_backward_hook", "register_full_backward_hook"]),
-    dict(exercise="clip_grad_input", kind="wrong", why="computes the clipped tuple but returns nothing",
+    dict(exercise="clip_grad_input", kind="wrong", why="computes the clipped tuple but returns nothing", clause="clip-above",
          source='''
 import torch
 
@@ -540,7 +666,7 @@ def clip_grad_input(module, max_norm):
     return module.register_full_backward_hook(clip)
 ''',
          expect=["grad_input unchanged", "return the new tuple"]),
-    dict(exercise="clip_grad_input", kind="wrong", why="clips grad_output in a pre-hook",
+    dict(exercise="clip_grad_input", kind="wrong", why="clips grad_output in a pre-hook", clause="params-unchanged",
          source='''
 import torch
 
@@ -553,7 +679,7 @@ def clip_grad_input(module, max_norm):
     return module.register_full_backward_pre_hook(clip)
 ''',
          expect=["parameter", "clipping grad_output in a backward pre-hook"]),
-    dict(exercise="clip_grad_input", kind="wrong", why="forgets to return the handle",
+    dict(exercise="clip_grad_input", kind="wrong", why="forgets to return the handle", clause="handle",
          source='''
 import torch
 
@@ -565,7 +691,7 @@ def clip_grad_input(module, max_norm):
     module.register_full_backward_hook(clip)
 ''',
          expect=["returned None", "expected the handle"]),
-    dict(exercise="clip_grad_input", kind="wrong", why="returns a list",
+    dict(exercise="clip_grad_input", kind="wrong", why="returns a list", clause="tuple",
          source='''
 import torch
 
@@ -620,7 +746,7 @@ def clip_grad_input(module, max_norm):
 ''',
          expect=[]),
 
-    dict(exercise="clip_grad_input", kind='wrong', why='clips only the first entry',
+    dict(exercise="clip_grad_input", kind='wrong', why='clips only the first entry', clause="clip-above",
          source='''
 import torch
 
@@ -635,7 +761,7 @@ def clip_grad_input(module, max_norm):
     return module.register_full_backward_hook(clip)
 ''',
          expect=['left grad_input[1] as it was', 'not only the first']),
-    dict(exercise="clip_grad_input", kind='wrong', why='compares the squared norm with max_norm',
+    dict(exercise="clip_grad_input", kind='wrong', why='compares the squared norm with max_norm', clause="keep",
          source='''
 import torch
 
@@ -648,7 +774,7 @@ def clip_grad_input(module, max_norm):
     return module.register_full_backward_hook(clip)
 ''',
          expect=['already at most max_norm', 'not its square']),
-    dict(exercise="clip_grad_input", kind='wrong', why='rescales every entry once one is too large',
+    dict(exercise="clip_grad_input", kind='wrong', why='rescales every entry once one is too large', clause="keep",
          source='''
 import torch
 
@@ -662,7 +788,7 @@ def clip_grad_input(module, max_norm):
     return module.register_full_backward_hook(clip)
 ''',
          expect=['already at most max_norm', 'keep it unchanged']),
-    dict(exercise="clip_grad_input", kind='wrong', why='replaces None by zeros',
+    dict(exercise="clip_grad_input", kind='wrong', why='replaces None by zeros', clause="none",
          source='''
 import torch
 
@@ -685,7 +811,7 @@ def clip_grad_input(module, max_norm):
     return module.register_full_backward_hook(clip)
 ''',
          expect=['grad_input[2] is none', 'keep none in place']),
-    dict(exercise="clip_grad_input", kind='wrong', why='rescales to norm 1',
+    dict(exercise="clip_grad_input", kind='wrong', why='rescales to norm 1', clause="clip-above",
          source='''
 import torch
 
@@ -729,7 +855,7 @@ def clip_grad_input(module, max_norm):
 ''',
          expect=[]),
 
-    dict(exercise="clip_grad_input", kind="wrong", why="returns the clipped grad_output as grad_input",
+    dict(exercise="clip_grad_input", kind="wrong", why="returns the clipped grad_output as grad_input", clause="clip-above",
          source='''
 import torch
 
@@ -743,7 +869,7 @@ def clip_grad_input(module, max_norm):
          expect=["has changed the size of value", "must have its shape"]),
 
     # ------------------------------------------------------------------ add_grad_noise
-    dict(exercise="add_grad_noise", kind="wrong", why="scales the noise by the variance",
+    dict(exercise="add_grad_noise", kind="wrong", why="scales the noise by the variance", clause="mean-std",
          source='''
 import torch
 
@@ -756,7 +882,7 @@ def add_grad_noise(module, std, generator=None):
     return module.register_full_backward_pre_hook(add_noise)
 ''',
          expect=["std squared", "not by std ** 2"]),
-    dict(exercise="add_grad_noise", kind="wrong", why="noise on the first entry only",
+    dict(exercise="add_grad_noise", kind="wrong", why="noise on the first entry only", clause="adds",
          source='''
 import torch
 
@@ -769,7 +895,7 @@ def add_grad_noise(module, std, generator=None):
     return module.register_full_backward_pre_hook(add_noise)
 ''',
          expect=["but not to grad_output[1]", "every tensor of grad_output"]),
-    dict(exercise="add_grad_noise", kind="wrong", why="ignores the generator",
+    dict(exercise="add_grad_noise", kind="wrong", why="ignores the generator", clause="generator",
          source='''
 import torch
 
@@ -781,7 +907,7 @@ def add_grad_noise(module, std, generator=None):
     return module.register_full_backward_pre_hook(add_noise)
 ''',
          expect=["seeded alike", "from the generator you were given"]),
-    dict(exercise="add_grad_noise", kind="wrong", why="noise on grad_input in a full backward hook",
+    dict(exercise="add_grad_noise", kind="wrong", why="noise on grad_input in a full backward hook", clause="pre-hook",
          source='''
 import torch
 
@@ -794,7 +920,7 @@ def add_grad_noise(module, std, generator=None):
     return module.register_full_backward_hook(add_noise)
 ''',
          expect=["added the noise to grad_input", "never reaches the module's parameters", "pre-hook"]),
-    dict(exercise="add_grad_noise", kind="wrong", why="adds the noise in place",
+    dict(exercise="add_grad_noise", kind="wrong", why="adds the noise in place", clause="not-in-place",
          source='''
 import torch
 
@@ -809,7 +935,7 @@ def add_grad_noise(module, std, generator=None):
     return module.register_full_backward_pre_hook(add_noise)
 ''',
          expect=["changed in place", "not in-place operations"]),
-    dict(exercise="add_grad_noise", kind="wrong", why="noise proportional to the gradient",
+    dict(exercise="add_grad_noise", kind="wrong", why="noise proportional to the gradient", clause="adds",
          source='''
 import torch
 
@@ -822,7 +948,7 @@ def add_grad_noise(module, std, generator=None):
     return module.register_full_backward_pre_hook(add_noise)
 ''',
          expect=["depends on grad", "grad + noise"]),
-    dict(exercise="add_grad_noise", kind="wrong", why="uniform noise",
+    dict(exercise="add_grad_noise", kind="wrong", why="uniform noise", clause="normal",
          source='''
 import torch
 
@@ -836,7 +962,7 @@ def add_grad_noise(module, std, generator=None):
     return module.register_full_backward_pre_hook(add_noise)
 ''',
          expect=["normal distribution", "not the uniform one"]),
-    dict(exercise="add_grad_noise", kind="wrong", why="noise drawn once and reused",
+    dict(exercise="add_grad_noise", kind="wrong", why="noise drawn once and reused", clause="fresh",
          source='''
 import torch
 
@@ -858,7 +984,7 @@ def add_grad_noise(module, std, generator=None):
     return module.register_full_backward_pre_hook(add_noise)
 ''',
          expect=["exactly the same noise", "new noise on every call"]),
-    dict(exercise="add_grad_noise", kind="wrong", why="a generator of its own with a fixed seed",
+    dict(exercise="add_grad_noise", kind="wrong", why="a generator of its own with a fixed seed", clause="global",
          source='''
 import torch
 
@@ -872,7 +998,7 @@ def add_grad_noise(module, std, generator=None):
     return module.register_full_backward_pre_hook(add_noise)
 ''',
          expect=["gave identical noise", "not from a generator of your own"]),
-    dict(exercise="add_grad_noise", kind="wrong", why="adds noise to None entries",
+    dict(exercise="add_grad_noise", kind="wrong", why="adds noise to None entries", clause="none",
          source='''
 import torch
 
@@ -884,7 +1010,7 @@ def add_grad_noise(module, std, generator=None):
     return module.register_full_backward_pre_hook(add_noise)
 ''',
          expect=["NoneType", "keep them as None"]),
-    dict(exercise="add_grad_noise", kind="wrong", why="returns a tensor instead of a tuple",
+    dict(exercise="add_grad_noise", kind="wrong", why="returns a tensor instead of a tuple", clause="length",
          source='''
 import torch
 
@@ -938,7 +1064,7 @@ def add_grad_noise(module, std, generator=None):
     return module.register_full_backward_pre_hook(add_noise)
 ''',
          expect=[]),
-    dict(exercise="add_grad_noise", kind='wrong', why='one noise tensor added to every entry',
+    dict(exercise="add_grad_noise", kind='wrong', why='one noise tensor added to every entry', clause="separate",
          source='''
 import torch
 
@@ -952,7 +1078,7 @@ def add_grad_noise(module, std, generator=None):
     return module.register_full_backward_pre_hook(add_noise)
 ''',
          expect=['the same noise went into both', 'new noise for each entry']),
-    dict(exercise="add_grad_noise", kind='wrong', why='returns grad_output unchanged',
+    dict(exercise="add_grad_noise", kind='wrong', why='returns grad_output unchanged', clause="adds",
          source='''
 import torch
 
@@ -964,7 +1090,7 @@ def add_grad_noise(module, std, generator=None):
     return module.register_full_backward_pre_hook(add_noise)
 ''',
          expect=["reached the module's backward unchanged", 'register_full_backward_pre_hook']),
-    dict(exercise="add_grad_noise", kind='wrong', why='noise broadcast over the batch',
+    dict(exercise="add_grad_noise", kind='wrong', why='noise broadcast over the batch', clause="iid",
          source='''
 import torch
 
@@ -977,7 +1103,7 @@ def add_grad_noise(module, std, generator=None):
     return module.register_full_backward_pre_hook(add_noise)
 ''',
          expect=['repeats itself along dimension 0', 'full shape']),
-    dict(exercise="add_grad_noise", kind='wrong', why='reseeds torch on every call',
+    dict(exercise="add_grad_noise", kind='wrong', why='reseeds torch on every call', clause="fresh",
          source='''
 import torch
 
@@ -990,7 +1116,7 @@ def add_grad_noise(module, std, generator=None):
     return module.register_full_backward_pre_hook(add_noise)
 ''',
          expect=['exactly the same noise', 'do not reseed']),
-    dict(exercise="add_grad_noise", kind='wrong', why='noise replaces the gradient',
+    dict(exercise="add_grad_noise", kind='wrong', why='noise replaces the gradient', clause="adds",
          source='''
 import torch
 
@@ -1051,7 +1177,7 @@ def add_grad_noise(module, std, generator=None):
     return module.register_full_backward_pre_hook(add_noise)
 ''',
          expect=[]),
-    dict(exercise="add_grad_noise", kind="wrong", why="noise in the pre-hook and again on grad_input",
+    dict(exercise="add_grad_noise", kind="wrong", why="noise in the pre-hook and again on grad_input", clause="reaches",
          source='''
 import torch
 
@@ -1067,7 +1193,7 @@ def add_grad_noise(module, std, generator=None):
     return module.register_full_backward_pre_hook(before)
 ''',
          expect=["the input's gradient is", "computed from the noisy grad_output your pre-hook returned"]),
-    dict(exercise="add_grad_noise", kind="wrong", why="a new generator from the given one's seed on every call",
+    dict(exercise="add_grad_noise", kind="wrong", why="a new generator from the given one's seed on every call", clause="fresh",
          source='''
 import torch
 
@@ -1080,7 +1206,7 @@ def add_grad_noise(module, std, generator=None):
     return module.register_full_backward_pre_hook(add_noise)
 ''',
          expect=["exactly the same noise", "do not reseed a generator on each call"]),
-    dict(exercise="add_grad_noise", kind="wrong", why="draws from a copy of the generator",
+    dict(exercise="add_grad_noise", kind="wrong", why="draws from a copy of the generator", clause="generator",
          source='''
 import torch
 
@@ -1098,4 +1224,182 @@ def add_grad_noise(module, std, generator=None):
     return module.register_full_backward_pre_hook(add_noise)
 ''',
          expect=["same state as before the call", "a copy of the generator", "generator=generator"]),
+
+    # ------------------------------------------------------------------ one clause broken at a time
+    dict(exercise="record_grad_output_norms", kind="wrong", why="skips the model itself", clause="root",
+         source=edited(_NORMS, ("for name, module in model.named_modules():",
+                                "for name, module in list(model.named_modules())[1:]:  # skip the model")),
+         expect=["''", "the model itself", "hook it too"]),
+    dict(exercise="record_grad_output_norms", kind="wrong", why="skips the unnamed module", clause="root",
+         source=edited(_NORMS, ("if not isinstance(module, layer_types):", "if not name or not isinstance(module, layer_types):")),
+         expect=["''", "the model itself"]),
+    dict(exercise="record_grad_output_norms", kind="wrong", why="every name of a shared module (remove_duplicate=False)",
+         clause="shared-name",
+         source=edited(_NORMS, ("model.named_modules()", "model.named_modules(remove_duplicate=False)")),
+         expect=["same module", "hook it once", "named_modules()"]),
+    dict(exercise="record_grad_output_norms", kind="wrong", why="norm with numpy", clause="create-graph",
+         source=edited(_NORMS, ("import torch\n", "import numpy as np\nimport torch\n"),
+                       ("norms[name].append(grad_output[0].norm().item())",
+                        "norms[name].append(float(np.linalg.norm(grad_output[0].numpy())))")),
+         expect=["create_graph=True", "require grad", ".item()"]),
+    dict(exercise="record_grad_output_norms", kind="wrong", why="squares grad_output in place to take its norm",
+         clause="no-change",
+         source=edited(_NORMS, ("norms[name].append(grad_output[0].norm().item())",
+                                "norms[name].append(grad_output[0].pow_(2).sum().sqrt().item())")),
+         expect=["changed in place", "change no gradient"]),
+    dict(exercise="record_grad_output_norms", kind="wrong", why="a pre-hook that returns the normalised gradient",
+         clause="no-change",
+         source=edited(_NORMS, ("def hook(module, grad_input, grad_output, name=name):\n"
+                                "            norms[name].append(grad_output[0].norm().item())",
+                                "def hook(module, grad_output, name=name):\n"
+                                "            norm = grad_output[0].norm()\n"
+                                "            norms[name].append(norm.item())\n"
+                                "            return (grad_output[0] / (norm + 1e-12),) + tuple(grad_output[1:])"),
+                       ("register_full_backward_hook", "register_full_backward_pre_hook")),
+         expect=["changed the gradients", "change no gradient"]),
+    dict(exercise="record_grad_output_norms", kind="wrong", why="handles in a dict by name", clause="handles",
+         source=edited(_NORMS, ("handles = []", "handles = {}"),
+                       ("handles.append(module.register_full_backward_hook(hook))",
+                        "handles[name] = module.register_full_backward_hook(hook)")),
+         expect=["expected a list of the handles"]),
+    dict(exercise="record_grad_output_norms", kind="wrong", why="a call-counting forward hook left behind",
+         clause="removes",
+         source=edited(_NORMS, ("        handles.append(module.register_full_backward_hook(hook))",
+                                "        handles.append(module.register_full_backward_hook(hook))\n"
+                                "        module.register_forward_hook(lambda module, args, output: None)  # count calls")),
+         expect=["hooks are still registered", "handle of every hook"]),
+    dict(exercise="record_grad_output_norms", kind="wrong", why="modules as keys", clause="name",
+         source=edited(_NORMS, ("norms[name] = []", "norms[module] = []"),
+                       ("norms[name].append(grad_output[0].norm().item())",
+                        "norms[module].append(grad_output[0].norm().item())")),
+         expect=["names that model.named_modules() gives"]),
+    dict(exercise="record_grad_output_norms", kind="wrong", why="the norm of the weight's gradient", clause="grad-output-0",
+         source=edited(_NORMS, ("norms[name].append(grad_output[0].norm().item())",
+                                "norms[name].append(module.weight.grad.norm().item())")),
+         expect=["weight gradient", "may not be written yet", "record grad_output[0]"]),
+    dict(exercise="record_grad_output_norms", kind="wrong", why="mean of per-row norms", clause="grad-output-0",
+         source=edited(_NORMS, ("grad_output[0].norm().item()", "grad_output[0].norm(dim=-1).mean().item()")),
+         expect=["expected [", "the L2 norm of grad_output[0]"]),
+    dict(exercise="record_grad_output_norms", kind="wrong", why="returns only the dict", clause="returns-pair",
+         source=edited(_NORMS, ("return norms, handles", "return norms")),
+         expect=["expected a pair (norms, handles)"]),
+    dict(exercise="record_grad_output_norms", kind="right", why="one global full backward hook and a name table",
+         source="""
+import torch
+from torch import nn
+from torch.nn.modules.module import register_module_full_backward_hook
+
+
+def record_grad_output_norms(model, layer_types=(nn.Linear, nn.Conv2d)):
+    names = {module: name for name, module in model.named_modules() if isinstance(module, layer_types)}
+    norms = {name: [] for name in names.values()}
+
+    def hook(module, grad_input, grad_output):
+        if module in names:
+            norms[names[module]].append(torch.linalg.vector_norm(grad_output[0]).item())
+
+    return norms, [register_module_full_backward_hook(hook)]
+""",
+         expect=[]),
+    dict(exercise="record_grad_output_norms", kind="right", why="hooks registered with prepend=True",
+         source=edited(_NORMS, ("module.register_full_backward_hook(hook)",
+                                "module.register_full_backward_hook(hook, prepend=True)")),
+         expect=[]),
+
+    dict(exercise="clip_grad_input", kind="wrong", why="clips under torch.no_grad()", clause="create-graph",
+         source=edited(_CLIP, ("        clipped = []\n        for grad in grad_input:\n"
+                               "            if grad is not None and grad.norm() > max_norm:\n"
+                               "                grad = grad * (max_norm / grad.norm())\n"
+                               "            clipped.append(grad)\n",
+                               "        clipped = []\n        with torch.no_grad():\n"
+                               "            for grad in grad_input:\n"
+                               "                if grad is not None and grad.norm() > max_norm:\n"
+                               "                    grad = grad * (max_norm / grad.norm())\n"
+                               "                clipped.append(grad)\n")),
+         expect=["create_graph=True", "part of the graph", "torch.no_grad()"]),
+    dict(exercise="clip_grad_input", kind="wrong", why="returns detached gradients", clause="create-graph",
+         source=edited(_CLIP, ("clipped.append(grad)", "clipped.append(None if grad is None else grad.detach())")),
+         expect=["create_graph=True", "part of the graph", "detach()"]),
+    dict(exercise="clip_grad_input", kind="wrong", why="clip_grad_norm_ on the gradients", clause="clip-above",
+         source="""
+import torch
+
+
+def clip_grad_input(module, max_norm):
+    def clip(module, grad_input, grad_output):
+        torch.nn.utils.clip_grad_norm_([g for g in grad_input if g is not None], max_norm)
+        return grad_input
+
+    return module.register_full_backward_hook(clip)
+""",
+         expect=["grad_input unchanged", "clip_grad_norm_"]),
+    dict(exercise="clip_grad_input", kind="wrong", why="a list built by assignment", clause="tuple",
+         source=edited(_CLIP, ("return tuple(clipped)", "return clipped")),
+         expect=["return a tuple (not a list)"]),
+    dict(exercise="clip_grad_input", kind="wrong", why="returns the handle of a second hook", clause="handle",
+         source=edited(_CLIP, ("return module.register_full_backward_hook(clip)",
+                               "module.register_full_backward_hook(clip)\n"
+                               "    return module.register_forward_hook(lambda module, args, output: None)")),
+         expect=["after handle.remove()", "still clipped", "the handle of the hook you registered"]),
+    dict(exercise="clip_grad_input", kind="right", why="registered with prepend=True",
+         source=edited(_CLIP, ("module.register_full_backward_hook(clip)",
+                               "module.register_full_backward_hook(clip, prepend=True)")),
+         expect=[]),
+    dict(exercise="clip_grad_input", kind="right", why="torch.where on the two results",
+         source="""
+import torch
+
+
+def clip_grad_input(module, max_norm):
+    def clip(module, grad_input, grad_output):
+        out = []
+        for g in grad_input:
+            if g is not None:
+                norm = g.norm()
+                g = torch.where(norm > max_norm, g * max_norm / norm.clamp_min(1e-30), g)
+            out.append(g)
+        return tuple(out)
+
+    return module.register_full_backward_hook(clip)
+""",
+         expect=[]),
+
+    dict(exercise="add_grad_noise", kind="wrong", why="noise drawn in float64", clause="shape-dtype",
+         source=edited(_NOISE, ("dtype=grad.dtype, ", "dtype=torch.float64, ")),
+         expect=["changed the type of value", "same dtype"]),
+    dict(exercise="add_grad_noise", kind="wrong", why="drops the None entries", clause="length",
+         source=edited(_NOISE, ("            noisy.append(grad)\n", "                noisy.append(grad)\n")),
+         expect=["invalid number of grad_output", "do not drop entries"]),
+    dict(exercise="add_grad_noise", kind="wrong", why="torch.normal with mean and std swapped", clause="mean-std",
+         source=edited(_NOISE, ("torch.randn(grad.shape, generator=generator, dtype=grad.dtype, device=grad.device)",
+                                "torch.normal(std, 1.0, grad.shape, generator=generator, dtype=grad.dtype)"),
+                       ("grad = grad + std * noise", "grad = grad + noise")),
+         expect=["expected mean 0"]),
+    dict(exercise="add_grad_noise", kind="wrong", why="forgets to return the handle", clause="handle",
+         source=edited(_NOISE, ("    return module.register_full_backward_pre_hook(add_noise)",
+                                "    module.register_full_backward_pre_hook(add_noise)")),
+         expect=["returned None", "expected the handle"]),
+    dict(exercise="add_grad_noise", kind="wrong", why="uses the deprecated register_backward_hook", clause="pre-hook",
+         source="""
+import torch
+
+
+def add_grad_noise(module, std, generator=None):
+    def add_noise(module, grad_input, grad_output):
+        return tuple(None if g is None else g + std * torch.randn(g.shape, generator=generator) for g in grad_input)
+
+    return module.register_backward_hook(add_noise)
+""",
+         expect=["deprecated register_backward_hook", "register_full_backward_pre_hook"]),
+    dict(exercise="add_grad_noise", kind="wrong", why="noise on the first row only", clause="iid",
+         source=edited(_NOISE, ("grad = grad + std * noise",
+                                "grad = grad + std * noise[:1]")),
+         expect=["repeats itself along dimension 0"]),
+    dict(exercise="add_grad_noise", kind="right", why="registered with prepend=True",
+         source=edited(_NOISE, ("register_full_backward_pre_hook(add_noise)",
+                                "register_full_backward_pre_hook(add_noise, prepend=True)")),
+         expect=[]),
+    dict(exercise="add_grad_noise", kind="right", why="noise only while training",
+         source=edited(_NOISE, ("            if grad is not None:", "            if grad is not None and module.training:")),
+         expect=[]),
 ]
