@@ -1,5 +1,6 @@
 """Checks for lesson 07, global hooks, keyword arguments, prepend and always_call."""
 
+import contextlib
 import random
 
 import torch
@@ -47,6 +48,18 @@ def _call_learner(function, call_text, args, kwargs=None):
                      "every module called, also for modules that are not in model.named_modules() (this model "
                      "calls one it keeps in a plain list); skip those instead of looking them up.")
             raise
+
+
+@contextlib.contextmanager
+def _watching_the_model(model):
+    """Whether the model itself was called through __call__ (model.forward(...) skips its hooks), seen by a
+    pre-hook the checker removes before it looks for hooks left behind."""
+    called = []
+    handle = model.register_forward_pre_hook(lambda module, args: called.append(True))
+    try:
+        yield called
+    finally:
+        handle.remove()
 
 
 class _Ghost(nn.Module):
@@ -127,7 +140,7 @@ def _tower(rng):
     width, hidden = rng.randint(3, 6), rng.randint(5, 8)
     k, out = rng.randint(2, hidden - 2), rng.randint(2, 4)
     batch = (rng.randint(2, 4),)
-    return Tower(width, hidden, k, out), batch + (width,), {"shift": round(rng.uniform(-1, 1), 3)}
+    return Tower(width, hidden, k, out), [batch + (width,)], {"shift": round(rng.uniform(-1, 1), 3)}
 
 
 def _nested(rng):
@@ -135,10 +148,29 @@ def _nested(rng):
     model = nn.Sequential(nn.Linear(width, hidden),
                           nn.Sequential(nn.Linear(hidden, hidden), nn.Tanh()),
                           nn.Linear(hidden, out))
-    return model, (rng.randint(2, 3), rng.randint(2, 3), width), {}
+    return model, [(rng.randint(2, 3), rng.randint(2, 3), width)], {}
 
 
-_SUMMARY_CASES = ((701, _tower), (702, _nested))
+class Pair(nn.Module):
+    """Two positional inputs, each through its own layer, then a nested Sequential."""
+
+    def __init__(self, width, hidden, out):
+        super().__init__()
+        self.left = nn.Linear(width, hidden)
+        self.right = nn.Linear(width, hidden)
+        self.body = nn.Sequential(nn.Sequential(nn.Linear(hidden, hidden), nn.Tanh()), nn.Linear(hidden, out))
+
+    def forward(self, x, y):
+        return self.body(self.left(x) + self.right(y))
+
+
+def _pair(rng):
+    width, hidden, out = rng.randint(3, 6), rng.randint(3, 6), rng.randint(2, 4)
+    batch = rng.randint(2, 4)
+    return Pair(width, hidden, out), [(batch, width), (batch, width)], {}
+
+
+_SUMMARY_CASES = ((701, _tower), (702, _nested), (703, _pair))
 
 
 def _shape_of(value):
@@ -155,7 +187,7 @@ def _output_kind(value):
     return type(value).__name__
 
 
-def _reference_rows(model, x, kwargs):
+def _reference_rows(model, inputs, kwargs):
     """Rows in start order, with extra keys for the hints: what recursive, trainable, buffer and deduplicated
     counts would give, the input shape, and the kind of output."""
     rows, open_rows, finished = [], [], []
@@ -191,7 +223,7 @@ def _reference_rows(model, x, kwargs):
         handles += [module.register_forward_pre_hook(starts), module.register_forward_hook(finishes)]
     try:
         with torch.no_grad():
-            output = model(x.clone(), **kwargs)
+            output = model(*[x.clone() for x in inputs], **kwargs)
     finally:
         for handle in handles:
             handle.remove()
@@ -247,7 +279,7 @@ def _alias_hint(got_names, aliases):
             "named_modules(remove_duplicate=False) it would get a hook per name).")
 
 
-def _check_rows(rows, expected, finished, model, call_text):
+def _check_rows(rows, expected, finished, model, call_text, model_called):
     said = f"{call_text} returned rows"
     if not isinstance(rows, list) or not all(isinstance(row, dict) for row in rows):
         fail(f"{call_text} returned {describe(rows)} as rows; expected a list of dicts, one per module call, with "
@@ -274,6 +306,9 @@ def _check_rows(rows, expected, finished, model, call_text):
                         "made in a forward pre-hook.")
             else:
                 hint = " List the rows in the order the calls start."
+        elif "" not in got_names and got_names == [name for name in want_names if name != ""] and not model_called:
+            hint = (" The model itself is missing, and its hooks never fired: model.forward(...) runs the forward "
+                    "without the hooks of the model itself. Call the model, model(*inputs, **kwargs).")
         elif "" not in got_names and got_names == [name for name in want_names if name != ""]:
             hint = (" The model itself is missing: its name in named_modules() is '', which is falsy; test "
                     "`module in names`, not the name's truth value.")
@@ -286,6 +321,10 @@ def _check_rows(rows, expected, finished, model, call_text):
         elif len(set(got_names)) == len(got_names) and sorted(set(want_names), key=str) == sorted(got_names, key=str):
             hint = (" A module the model calls twice ('shared') must get a row per call; a dict keyed by the name "
                     "keeps only one. Append a row on every call.")
+        elif got_names == [row["name"] for row in expected if not list(model.get_submodule(row["name"]).children())]:
+            containers = [name for name in want_names if name not in got_names]
+            hint = (f" Those are the layers without children only; the calls of the containers {containers} are "
+                    "module calls too, and each gets its row.")
         elif len(got_names) == len(want_names) and sum(name not in model_names for name in got_names) > 1:
             hint = (" The names are not those of model.named_modules(): a module's name there is the path of "
                     "attributes that leads to it ('encoder.0'), not its class or a counter.")
@@ -349,17 +388,22 @@ def check_summarize_model(summarize_model):
     for seed, build in _SUMMARY_CASES:
         rng = random.Random(seed)
         torch.manual_seed(seed)
-        model, shape, kwargs = build(rng)
-        x = random_tensor(seed, shape)
-        expected_output, expected, finished = _reference_rows(model, x, kwargs)
-        shown = ", ".join([f"x of shape {shape}"] + [f"{key}={value}" for key, value in kwargs.items()])
+        model, shapes, kwargs = build(rng)
+        inputs = [random_tensor(seed + number, shape) for number, shape in enumerate(shapes)]
+        expected_output, expected, finished = _reference_rows(model, inputs, kwargs)
+        shown = ", ".join([f"{'xyz'[number]} of shape {shape}" for number, shape in enumerate(shapes)]
+                          + [f"{key}={value}" for key, value in kwargs.items()])
         call_text = f"summarize_model(model, {shown})"
         before = _global_hook_ids()
         modules = list(model.named_modules()) + [("(an unregistered module the model calls)", m)
                                                 for m in getattr(model, "helpers", [])]
         try:
-            result = _call_learner(summarize_model, call_text, (model, x.clone()), kwargs)
+            with _watching_the_model(model) as model_called:
+                result = _call_learner(summarize_model, call_text, (model, *[x.clone() for x in inputs]), kwargs)
         except LearnerCodeRaised as error:
+            if isinstance(error.error, TypeError) and "missing 1 required positional argument: 'y'" in str(error.error):
+                fail(f"{call_text} raised TypeError: {error.error}. Pass every positional input on to the model: "
+                     "model(*inputs, **kwargs), not only the first.")
             if isinstance(error.error, TypeError) and "shift" in str(error.error):
                 fail(f"{call_text} raised TypeError: {error.error}. Pass the keyword arguments on to the model: "
                      "model(*inputs, **kwargs).")
@@ -388,7 +432,7 @@ def check_summarize_model(summarize_model):
             fail(f"{call_text} returned {describe(output)} as the output; the model returns "
                  f"{describe(expected_output)}. Return what model(*inputs, **kwargs) returned, and let the hooks "
                  "return None so that they change nothing.")
-        _check_rows(rows, expected, finished, model, call_text)
+        _check_rows(rows, expected, finished, model, call_text, model_called)
     _check_raising(summarize_model, "summarize_model")
 
 
@@ -716,11 +760,17 @@ def check_find_first_nonfinite(find_first_nonfinite):
         call_text = f"find_first_nonfinite(model, x of shape {(batch, width)})"
         before = _global_hook_ids()
         modules = list(model.named_modules()) + [("(an unregistered module the model calls)", model.helpers[0])]
-        got = _call_learner(find_first_nonfinite, call_text, (model, x.clone()))
+        with _watching_the_model(model) as model_called:
+            got = _call_learner(find_first_nonfinite, call_text, (model, x.clone()))
         _check_nothing_left(before, modules, call_text, "returned")
         if got != right or type(got) is not type(right):
+            hint = _nonfinite_hint(got, answers, right)
+            if right == "" and got is None and not model_called:
+                hint = (" The model itself is the first: its own forward makes the NaN, after every submodule "
+                        "returned finite outputs. But its hooks never fired: model.forward(...) runs the forward "
+                        "without the hooks of the model itself. Call the model itself, model(...), as a function.")
             fail(f"{call_text} returned {describe(got)}; expected {right!r}"
-                 f"{', since every output is finite' if right is None else ''}.{_nonfinite_hint(got, answers, right)}")
+                 f"{', since every output is finite' if right is None else ''}.{hint}")
         if len(model.probe.grad_enabled) > 1:
             fail(f"{call_text} ran the model {len(model.probe.grad_enabled)} times; run it once, with the hook "
                  "registered, and take the answer from that pass.")

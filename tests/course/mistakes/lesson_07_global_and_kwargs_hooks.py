@@ -746,6 +746,58 @@ def find_first_nonfinite(model, *inputs):
                        '        try:\n            model(*inputs)\n        except Exception as error:\n'
                        '            raise RuntimeError("the model failed") from error\n')),
          expect=["made from the model's valueerror"]),
+    # ------------------------------------------------------------------ more mistakes a stranger makes
+    dict(exercise="summarize_model", kind="wrong", clause="arguments", why="passes only the first input",
+         source=_summary(("output = model(*inputs, **kwargs)", "output = model(inputs[0], **kwargs)")),
+         expect=["every positional input", "not only the first"]),
+    dict(exercise="summarize_model", kind="wrong", clause="arguments", why="calls model.forward, skipping its hooks",
+         source=_summary(("output = model(*inputs, **kwargs)", "output = model.forward(*inputs, **kwargs)")),
+         expect=["hooks never fired", "model.forward(...)"]),
+    dict(exercise="summarize_model", kind="wrong", clause="every-call", why="rows for the layers without children only",
+         source=_summary(('    def starts(module, args):\n        if module in names:',
+                          '    def starts(module, args):\n        if module in names and not list(module.children()):'),
+                         ('    def finishes(module, args, output):\n        if module in names:',
+                          '    def finishes(module, args, output):\n'
+                          '        if module in names and not list(module.children()):')),
+         expect=["layers without children only", "containers"]),
+    dict(exercise="summarize_model", kind="wrong", clause="shape-tensor",
+         why="the output shape written to the last row made, not the call's own",
+         source=_summary(('open_rows.pop()["output_shape"] = shape_of(output)',
+                          'rows[-1]["output_shape"] = shape_of(output)')),
+         expect=["output shape of another call", "most recently started call that has not finished"]),
+    dict(exercise="find_first_nonfinite", kind="wrong", clause="every-module",
+         why="calls model.forward, so the model's own hook never fires",
+         source=_find(('        model(*inputs)\n', '        model.forward(*inputs)\n')),
+         expect=["hooks never fired", "model.forward(...)"]),
+    dict(exercise="find_first_nonfinite", kind="right", why="inference_mode, isinf | isnan, a flag for the root",
+         source='''
+import torch
+from torch.nn.modules.module import register_module_forward_hook
+
+
+def find_first_nonfinite(model, *inputs):
+    names = dict((m, n) for n, m in model.named_modules())
+    state = {"done": False, "name": None}
+
+    def bad(t):
+        return isinstance(t, torch.Tensor) and bool((t.isinf() | t.isnan()).any())
+
+    def hook(module, args, output):
+        if state["done"] or module not in names:
+            return
+        items = list(output) if type(output) in (tuple, list) else [output]
+        if any(bad(t) for t in items):
+            state.update(done=True, name=names[module])
+
+    handle = register_module_forward_hook(hook)
+    try:
+        with torch.inference_mode():
+            model(*inputs)
+    finally:
+        handle.remove()
+    return state["name"] if state["done"] else None
+''',
+         expect=[]),
 ]
 
 CLAUSES = {
@@ -754,6 +806,7 @@ CLAUSES = {
         "arguments": "`model(*inputs, **kwargs)`",
         "pair": "Returns `(output, rows)`",
         "output-itself": "`output` is the object the model returned, itself (not a copy)",
+        "every-call": "one per call of a module of `model`",
         "row-per-call": "a module called twice gets two rows",
         "start-order": "in the order the calls start (a parent before its children;",
         "keys": '`{"name": str, "type": str, "output_shape": ..., "params": int}`',
