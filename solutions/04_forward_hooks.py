@@ -870,6 +870,16 @@ with remembers.register_forward_hook(lambda module, args, output: output.clamp_(
     remembers(x)
 print("in-place clamp_ in the hook: module.last =", remembers.last)
 assert torch.equal(remembers.last, torch.tensor([-1.0, 1.0, 1.0]))
+
+
+def zero_negatives(module, args, output):
+    output[output < 0] = 0.0  # assignment into the output: in place too
+
+
+with remembers.register_forward_hook(zero_negatives):
+    remembers(x)
+print("output[output < 0] = 0 in the hook: module.last =", remembers.last)
+assert torch.equal(remembers.last, torch.tensor([0.0, 1.5, 6.0]))
 with remembers.register_forward_hook(lambda module, args, output: output.clamp(-1, 1)):
     returned = remembers(x)
 print("out-of-place clamp returned: module.last =", remembers.last, "| output =", returned)
@@ -1021,9 +1031,10 @@ check(clamp_output)
 # </details>
 
 # %% [markdown]
-# Your function at work: a layer's output clamped to `[-0.5, 0.5]`. The gradient reaches the
-# weights only through the outputs that were inside the range; after `handle.remove()` the output
-# is the plain one again.
+# Your function at work, once `clamp_output` is done: a layer's output clamped to `[-0.5, 0.5]`.
+# The cell prints both output ranges and the bias gradient: the gradient reaches the weights only
+# through the outputs that were inside the range, so each unit's bias gradient is its number of
+# unclipped outputs. After `handle.remove()` the output is the plain one again.
 
 # %%
 with try_it():

@@ -209,6 +209,10 @@ def _check_captured(activations, names, records, step, grad_mode, training, earl
             fail(f"{said} activations[{name!r}] is a {type(value).__name__} of {len(value)} item(s); expected a "
                  "tensor: the output of the latest forward pass, which replaces the one before "
                  f"(activations[name] = ...), not a collection of every pass.")
+        if type(value).__module__ == "numpy":
+            fail(f"{said} activations[{name!r}] is {describe(value)}, a NumPy array; expected a tensor. "
+                 ".numpy() (after .detach().cpu()) shares memory with the output, so an in-place change reaches "
+                 "it too: store output.detach().clone(), a tensor with memory of its own.")
         if not isinstance(value, torch.Tensor):
             fail(f"{said} activations[{name!r}] is {describe(value)}; expected the layer's output tensor.")
         if value.requires_grad and value.grad_fn is None:
@@ -281,8 +285,17 @@ def check_capture_activations(capture_activations):
         named = {id(model.get_submodule(name)) for name in names}
         hooked = {id(module) for module in model.modules() if module._forward_hooks}
         if hooked != named:
+            first_names = {id(module): name for name, module in model.named_modules()}
+            unhooked = [name for name in names if id(model.get_submodule(name)) not in hooked]
+            reused = [name for name in unhooked if first_names[id(model.get_submodule(name))] != name]
+            hint = ""
+            if reused:
+                hint = (f" {reused} name a layer that the model reaches under two names; named_modules() gives it "
+                        f"only its first name, {[first_names[id(model.get_submodule(name))] for name in reused]}: "
+                        "look the names up in dict(model.named_modules(remove_duplicate=False)) instead of matching "
+                        "the names named_modules() gives.")
             fail(f"{call_text} registered forward hooks on {_hooked_names(model)}; expected them on the layers "
-                 f"named in layer_names, {names}, and none elsewhere.")
+                 f"named in layer_names, {names}, and none elsewhere.{hint}")
         latest = {}
         for step, grad_mode, training in _PASSES:
             x = random_tensor(seed + step, (4 - step % 2, width))
@@ -358,8 +371,10 @@ def _relu_model(rng):
 
 
 def _relu_input(seed, batch, width):
-    """Normal values, some replaced by tiny positive ones (near 1e-4 and 1e-30) and some by exact zeros."""
+    """Normal values, some replaced by tiny positive ones (near 1e-4 and 1e-30) and some by exact zeros;
+    column 0 is all zeros (a unit that the ReLU "stem" gives 0 for every input)."""
     x = random_tensor(seed, (batch, width))
+    x[:, 0] = 0.0
     pick = random_tensor(seed + 50, (batch, width))
     x = torch.where(pick > 1.0, x.abs() * 1e-4, x)
     x = torch.where((pick > 0.6) & (pick <= 1.0), x.abs() * 1e-30 + 1e-36, x)
@@ -377,6 +392,11 @@ def _expected_entry(output):
 
 def _near(a, b):
     return math.isclose(a, b, rel_tol=1e-5, abs_tol=1e-6)
+
+
+_TOLERANCE_HINT = (" It counts more elements than the exact zeros: the output has small positive values (near 1e-4 "
+                   "and 1e-30), which are not zero, and a tolerance (torch.isclose, a threshold) counts them. Count "
+                   "elements equal to 0 (output == 0).")
 
 
 def _check_entry(entry, where, inputs, output):
@@ -409,15 +429,20 @@ def _check_entry(entry, where, inputs, output):
         elif _near(zeros, float((output == 0).sum().item()) / len(output)):
             hint = (" That is the number of zeros divided by the batch size, len(output); divide by the number of "
                     "elements, output.numel().")
+        elif _near(zeros, torch.isclose(output, torch.zeros_like(output)).float().mean().item()):
+            hint = _TOLERANCE_HINT
         elif _near(zeros, 1 - expected["zero_fraction"]):
             hint = " That is the fraction of elements that are not zero."
+        elif output.dim() > 1 and 0 < (output == 0).all(0).float().mean().item() < 1 \
+                and _near(zeros, (output == 0).all(0).float().mean().item()):
+            hint = (" That is the fraction of units that are 0 for every input of the batch (dead on this batch); "
+                    "the zero fraction counts every element that is exactly 0, each input separately: "
+                    "(output == 0) over the whole output.")
         elif _near(zeros, (inputs < 0).float().mean().item()):
             hint = (" That is the fraction of the ReLU's inputs below 0, which leaves out the inputs exactly 0 "
                     "(they give outputs exactly 0 too). Count the zeros of the output.")
         elif zeros > expected["zero_fraction"]:
-            hint = (" It counts more elements than the exact zeros: the output has small positive values "
-                    "(near 1e-4 and 1e-30), which are not zero, and a tolerance (torch.isclose, a threshold) counts "
-                    "them. Count elements equal to 0 (output == 0).")
+            hint = _TOLERANCE_HINT
         fail(f"{where}['zero_fraction'] is {zeros:.6g}; expected {expected['zero_fraction']:.6g}, the fraction of "
              f"the output's elements that are exactly 0.{hint}")
 
@@ -462,7 +487,10 @@ def _check_stats(stats, reference, relu_names, other_names, call_text, step, gra
             hint = (f" {subclassed} are instances of {kinds}, a subclass of nn.ReLU, so nn.ReLUs too: "
                     "isinstance(module, nn.ReLU) includes subclasses; type(module) is nn.ReLU and a match on "
                     "the class name don't.")
-        elif nested:
+        elif all(getattr(dict(reference.model.named_modules())[name], "inplace", False) for name in missing):
+            hint = (f" {missing} are ReLUs with inplace=True, nn.ReLUs too: a forward hook on them sees their "
+                    "output as on any other ReLU, so track them as well.")
+        elif nested and not any(stats.get(name) for name in relu_names if "." in name):
             hint = (f" {nested} are nested inside other modules: model.children() and named_children() see only "
                     "the top level; named_modules() visits every depth.")
         else:
