@@ -92,9 +92,13 @@ layer = nn.Linear(3, 2)
 x = torch.randn(4, 3)
 plain = layer(x)
 
+stack = nn.Sequential(layer, nn.Linear(2, 1))
 with layer.register_forward_hook(lambda module, args, output: torch.zeros_like(output)):
     print("returning torch.zeros_like(output) gives", layer(x).tolist())
     assert torch.equal(layer(x), torch.zeros(4, 2))
+    print("so the next layer of a Sequential gets zeros, and gives its bias:", stack(x).flatten().tolist(),
+          "| bias:", stack[1].bias.item())
+    assert torch.equal(stack(x), stack[1].bias.detach().expand(4, 1))
 
 with layer.register_forward_hook(lambda module, args, output: output.sum()):
     summed = layer(x)
@@ -345,6 +349,18 @@ for h in handles:
 print("keys with a factory function:  ", list(bound))
 assert list(bound) == linear_names == ["features.0", "features.2.0", "head"]
 
+by_default = {}
+handles = []
+for name in linear_names:
+    def default_hook(module, args, output, name=name):  # the default is evaluated now, in the loop
+        by_default[name] = output.detach().clone()
+    handles.append(dict(net.named_modules())[name].register_forward_hook(default_hook))
+net(x)
+for h in handles:
+    h.remove()
+print("keys with a default argument:  ", list(by_default))
+assert list(by_default) == linear_names
+
 # %% [markdown]
 # ## Trap 1: storing outputs without `detach()` keeps the graph alive
 #
@@ -398,7 +414,7 @@ saved_by_autograd = []  # (weak reference, bytes)
 
 
 def pack(tensor):
-    # Return a detached alias (same memory); returning `tensor` itself leaks (see the next cell).
+    # Return a detached alias (same memory); returning `tensor` itself leaks (shown after the figure).
     alias = tensor.detach()
     if tensor.data_ptr() not in parameter_pointers:
         saved_by_autograd.append((weakref.ref(alias), tensor.untyped_storage().nbytes()))
@@ -664,7 +680,8 @@ with try_it():
 # `.item()` turns a one-element tensor into a Python float. A float keeps nothing alive (a tensor
 # statistic of an output that requires grad has a `grad_fn`, and so keeps the graph) and is easy to
 # print, compare and plot. To find the ReLUs, ask `isinstance(module, nn.ReLU)`: the class name is
-# no guide, since `nn.ReLU6` and `nn.LeakyReLU` are not kinds of `nn.ReLU`.
+# no guide, since `nn.ReLU6` and `nn.LeakyReLU` are not kinds of `nn.ReLU`, while a subclass of
+# `nn.ReLU` is one, whatever its name (`type(module) is nn.ReLU` misses it).
 
 # %%
 pre_activation = torch.tensor([[-1.0, 1.5], [0.0, 0.5]], requires_grad=True)
@@ -680,6 +697,15 @@ assert (mean, zero_fraction) == (0.5, 0.5) and type(mean) is float and type(zero
 lookalikes = [nn.ReLU6(), nn.LeakyReLU()]
 print("isinstance(..., nn.ReLU):", {type(m).__name__: isinstance(m, nn.ReLU) for m in [nn.ReLU()] + lookalikes})
 assert isinstance(nn.ReLU(), nn.ReLU) and not any(isinstance(m, nn.ReLU) for m in lookalikes)
+
+
+class Rectifier(nn.ReLU):
+    pass
+
+
+print("Rectifier, a subclass: isinstance(..., nn.ReLU):", isinstance(Rectifier(), nn.ReLU),
+      "| type(...) is nn.ReLU:", type(Rectifier()) is nn.ReLU)
+assert isinstance(Rectifier(), nn.ReLU) and type(Rectifier()) is not nn.ReLU
 
 # %% [markdown]
 # ## Exercise 2: `track_relu_stats`
