@@ -307,6 +307,13 @@ def _normalization_mistakes(x, mean, std):
         ((x - x.mean(dim=dims, keepdim=True)) / x.std(dim=dims, keepdim=True),
          "You normalized with the statistics of x itself; use the given mean and std."),
     ]
+    per_sample = x.clone()
+    for i in range(min(len(x), channels)):
+        per_sample[i] = (x[i] - mean[i]) / std[i]
+    mistakes.append((per_sample, "You normalized sample i with mean[i] and std[i]: iterating over x (zip(x, mean, "
+                                 "std), say) walks along dimension 0, the batch. The channels are dimension 1 of "
+                                 "(N, C, ...) (a torchvision transform sees one (C, H, W) image, where they come "
+                                 "first)."))
     if x.shape[-1] == channels and x.dim() > 2:
         flat_m, flat_s = torch.tensor(mean, dtype=x.dtype), torch.tensor(std, dtype=x.dtype)
         mistakes.insert(0, ((x - flat_m) / flat_s,

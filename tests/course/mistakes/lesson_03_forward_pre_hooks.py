@@ -1507,3 +1507,31 @@ def force_kwarg(module, name, value):
 ''',
          expect=[]),
 ]
+
+# Patterns of public normalization code (a per-image transform's zip loop, a multiplication by 1 / std).
+ENTRIES += [
+    dict(exercise="normalize_input", kind="wrong", clause="dim-1", why="zip over x walks along the batch",
+         source='''
+def normalize_input(module, mean, std):
+    def hook(mod, args):
+        x = args[0].clone()
+        for t, m, s in zip(x, mean, std):
+            t.sub_(m).div_(s)
+        return (x, *args[1:])
+
+    return module.register_forward_pre_hook(hook)
+''',
+         expect=["sample i with mean[i]", "dimension 0, the batch", "channels are dimension 1"]),
+    dict(exercise="normalize_input", kind="right", why="a loop over the channels of a clone, times 1 / std",
+         source='''
+def normalize_input(module, mean, std):
+    def hook(mod, args):
+        x = args[0].clone()
+        for c, (m, s) in enumerate(zip(mean, std)):
+            x[:, c] = (x[:, c] - m) * (1.0 / s)
+        return (x,) + args[1:]
+
+    return module.register_forward_pre_hook(hook)
+''',
+         expect=[]),
+]

@@ -808,3 +808,28 @@ def grad_cam(model, layer, x, target):
 ''',
          expect=[]),
 ]
+
+# Patterns of public Grad-CAM code (register_backward_hook, a map resized to the activation's own size, a
+# one-hot gradient given to backward), each alone.
+ENTRIES += [
+    # Behaviour, not spelling: the deprecated hook sits on the layer's last autograd node, whose grad_output is
+    # the gradient of the value the layer produced (a one-op layer here), so the map is right; lesson 05 says
+    # why the course does not teach it.
+    dict(exercise="grad_cam", kind="right", why="the deprecated register_backward_hook gives the right grad_output",
+         source=_grad_cam_with(
+             ("        output.register_hook(lambda grad: saved.update(G=grad))\n", ""),
+             ("    with layer.register_forward_hook(hook):\n        score = model(x)[0, target]\n    score.backward()",
+              "    with layer.register_forward_hook(hook), layer.register_backward_hook(\n"
+              "            lambda module, grad_input, grad_output: saved.update(G=grad_output[0])):\n"
+              "        score = model(x)[0, target]\n        score.backward()")),
+         expect=[]),
+    dict(exercise="grad_cam", kind="wrong", clause="upsample", why="resized to the activation's own size",
+         source=_grad_cam_with(("size=x.shape[-2:]", 'size=saved["A"].shape[-2:]')),
+         expect=["the layer's spatial size", "upsample it to the input's size"]),
+    dict(exercise="grad_cam", kind="right", why="a one-hot gradient given to backward",
+         source=_grad_cam_with(("    score.backward()",
+                                "    one_hot = torch.zeros_like(scores)\n    one_hot[0, target] = 1\n"
+                                "    scores.backward(gradient=one_hot)"),
+                               ("score = model(x)[0, target]", "scores = model(x)")),
+         expect=[]),
+]
