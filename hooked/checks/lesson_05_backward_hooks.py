@@ -582,6 +582,11 @@ def _judge_clip_case(case, seen):
                  f"{squared}")
         if close(result, grad.clamp(-max_norm, max_norm)):
             fail(f"{message} You clipped each element; clip the L2 norm of the whole tensor instead.")
+        if grad.dim() >= 2:
+            rows = grad.flatten(1).norm(dim=1).view(-1, *[1] * (grad.dim() - 1))
+            if close(result, grad * (max_norm / rows).clamp(max=1.0)):
+                fail(f"{message} You clipped each row (each sample of the batch) by its own norm; clip the L2 norm "
+                     "of the whole tensor instead, over all its elements.")
         tensors = [g for g in received if g is not None]
         total = torch.sqrt(sum(g.pow(2).sum() for g in tensors))
         if len(tensors) > 1 and close(result, grad * min(1.0, (max_norm / total).item())):
@@ -816,6 +821,13 @@ def check_add_grad_noise(add_grad_noise):
                 _outputs_and_loss(module, x.detach(), seed + 2)[2].backward()
             return torch.cat([p.grad.flatten() for p in module.parameters()])
 
+        # The second backward's noise has the same distribution (no schedule that shrinks it).
+        again()
+        for position, grad in enumerate(run["before"].copies[1]):
+            if grad is not None:
+                check_noise_sample((run["after"].calls[1][position] - grad).detach(), std,
+                                   f"the noise that {run['call']} on {text} added to grad_output[{position}] on the "
+                                   "second backward")
         check_new_noise_each_call(again, f"{run['call']} on {text}, over two backward passes")
 
         # Removing the handle stops the noise.

@@ -1402,4 +1402,74 @@ def add_grad_noise(module, std, generator=None):
     dict(exercise="add_grad_noise", kind="right", why="noise only while training",
          source=edited(_NOISE, ("            if grad is not None:", "            if grad is not None and module.training:")),
          expect=[]),
+
+    # ------------------------------------------------------------------ patterns from public code
+    dict(exercise="record_grad_output_norms", kind="wrong", why="a module-to-name table keeps the last name",
+         clause="shared-name",
+         source="""
+import torch
+from torch import nn
+
+
+def record_grad_output_norms(model, layer_types=(nn.Linear, nn.Conv2d)):
+    module2key = {module: name for name, module in model.named_modules(remove_duplicate=False)
+                  if isinstance(module, layer_types)}
+    norms = {name: [] for name in module2key.values()}
+
+    def backward_hook(module, grad_input, grad_output):
+        norms[module2key[module]].append(grad_output[0].norm().item())
+
+    return norms, [module.register_full_backward_hook(backward_hook) for module in module2key]
+""",
+         expect=["'again' is the same module as 'layer'", "hook it once"]),
+    dict(exercise="record_grad_output_norms", kind="wrong", why="hooks every module but containers (model.apply)",
+         clause="types",
+         source="""
+import torch
+from torch import nn
+
+
+def record_grad_output_norms(model, layer_types=(nn.Linear, nn.Conv2d)):
+    names = {module: name for name, module in model.named_modules()}
+    norms, handles = {}, []
+
+    def hook(module, grad_input, grad_output):
+        norms.setdefault(names[module], []).append(grad_output[0].norm().item())
+
+    def register(module):
+        if not isinstance(module, nn.Sequential):
+            handles.append(module.register_full_backward_hook(hook))
+
+    model.apply(register)
+    return norms, handles
+""",
+         expect=["record only modules that are instances of layer_types"]),
+    dict(exercise="clip_grad_input", kind="wrong", why="clips each row by its own norm, as per-sample clipping",
+         clause="clip-above",
+         source=edited(_CLIP, ("            if grad is not None and grad.norm() > max_norm:\n"
+                               "                grad = grad * (max_norm / grad.norm())\n",
+                               "            if grad is not None:\n"
+                               "                rows = grad.flatten(1).norm(dim=1).view(-1, *[1] * (grad.dim() - 1))\n"
+                               "                grad = grad * (max_norm / rows).clamp(max=1.0)\n")),
+         expect=["clipped each row", "norm of the whole tensor"]),
+    dict(exercise="add_grad_noise", kind="wrong", why="annealed noise, std / (1 + t) ** 0.55", clause="mean-std",
+         source="""
+import torch
+
+
+def add_grad_noise(module, std, generator=None):
+    calls = [0]
+
+    def add_noise(module, grad_output):
+        sigma = std / (1 + calls[0]) ** 0.55
+        calls[0] += 1
+        return tuple(None if g is None else g + sigma * torch.randn(g.shape, generator=generator, dtype=g.dtype)
+                     for g in grad_output)
+
+    return module.register_full_backward_pre_hook(add_noise)
+""",
+         expect=["second backward", "standard deviation"]),
+    dict(exercise="add_grad_noise", kind="wrong", why="noise scaled by the gradient's norm", clause="adds",
+         source=edited(_NOISE, ("grad = grad + std * noise", "grad = grad + std * grad.norm() * noise")),
+         expect=["standard deviation"]),
 ]
