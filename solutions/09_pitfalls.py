@@ -33,9 +33,11 @@
 # `pytest` grades every lesson).
 
 # %%
+import copy
 import io
 import pickle
 import time
+from collections import OrderedDict
 
 import matplotlib.pyplot as plt
 import torch
@@ -127,6 +129,13 @@ with net[0].register_forward_hook(keep_output):
 print("retain_grad() on the stored output:\n", kept["output"].grad)
 assert torch.allclose(kept["output"].grad, net[2].weight.sum(0).expand(3, 5))
 assert not torch.allclose(kept["output"].grad, reference_grad)
+
+# torch.autograd.grad on the stored output gives that same gradient at the ReLU's output.
+with net[0].register_forward_hook(lambda module, args, output: kept.update(output=output)):
+    score = net(x).sum()
+at_stored = torch.autograd.grad(score, kept["output"])[0]
+print("torch.autograd.grad on the stored output: the same as retain_grad():", torch.allclose(at_stored, net[2].weight.sum(0).expand(3, 5)))
+assert torch.allclose(at_stored, net[2].weight.sum(0).expand(3, 5))
 
 # Written as a lambda, the forward hook returns register_hook's handle, which replaces the output:
 try:
@@ -587,7 +596,9 @@ with torch.nn.modules.module.register_module_forward_hook(global_hook) as handle
           torch.nn.modules.module._global_forward_hooks[handle.id] is global_hook)
     assert holders == [] and torch.nn.modules.module._global_forward_hooks[handle.id] is global_hook
 
-print("a parameter's _backward_hooks before any hook:", demo.weight._backward_hooks)
+print("a parameter's _backward_hooks and _post_accumulate_grad_hooks before any hook:",
+      demo.weight._backward_hooks, demo.weight._post_accumulate_grad_hooks)
+assert demo.weight._backward_hooks is None and demo.weight._post_accumulate_grad_hooks is None
 handle = demo.weight.register_hook(lambda grad: None)
 print("after register_hook:", demo.weight._backward_hooks)
 assert len(demo.weight._backward_hooks) == 1
@@ -596,6 +607,46 @@ handle = demo.weight.register_post_accumulate_grad_hook(lambda parameter: None)
 print("after register_post_accumulate_grad_hook:", demo.weight._post_accumulate_grad_hooks)
 assert len(demo.weight._post_accumulate_grad_hooks) == 1
 handle.remove()
+
+# %% [markdown]
+# A module or a parameter can be reachable under two names: a module shared by two places of a
+# model, or tied weights (one `Parameter` assigned to two modules, as language models tie their
+# embedding and output layers). It is one object, with one set of hook dicts. `named_modules()`
+# and `named_parameters()` list it once, under its first name; `remove_duplicate=False`,
+# `state_dict()`, and a walk of your own down `named_children()` meet it under both names.
+
+# %%
+class Tied(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.blocks = nn.ModuleList([nn.Linear(3, 3)])
+        self.again = self.blocks[0]  # the same module under a second name
+        self.decoder = nn.Linear(3, 3)
+        self.decoder.weight = self.blocks[0].weight  # tied: one Parameter, two names
+
+
+def walk(module, name=""):
+    """A walk of one's own, down named_children()."""
+    yield name
+    for child_name, child in module.named_children():
+        yield from walk(child, f"{name}.{child_name}" if name else child_name)
+
+
+tied = Tied()
+print("named_modules():                      ", [name for name, _ in tied.named_modules()])
+print("named_modules(remove_duplicate=False):", [name for name, _ in tied.named_modules(remove_duplicate=False)])
+print("a walk down named_children():         ", list(walk(tied)))
+print("named_parameters():", [name for name, _ in tied.named_parameters()])
+print("state_dict():      ", list(tied.state_dict()))
+assert [name for name, _ in tied.named_modules()] == ["", "blocks", "blocks.0", "decoder"]
+assert [name for name, _ in tied.named_modules(remove_duplicate=False)] == ["", "blocks", "blocks.0", "again", "decoder"]
+assert list(walk(tied)) == ["", "blocks", "blocks.0", "again", "decoder"]
+assert [name for name, _ in tied.named_parameters()] == ["blocks.0.weight", "blocks.0.bias", "decoder.bias"]
+assert list(tied.state_dict()) == ["blocks.0.weight", "blocks.0.bias", "again.weight", "again.bias",
+                                   "decoder.weight", "decoder.bias"]
+with tied.again.register_forward_hook(lambda module, args, output: None) as handle:
+    print("a hook registered through tied.again sits in tied.blocks[0]'s dict:", handle.id in tied.blocks[0]._forward_hooks)
+    assert handle.id in tied.blocks[0]._forward_hooks
 
 # %% [markdown]
 # ## Exercise 2: `find_registered_hooks`
@@ -615,12 +666,16 @@ handle.remove()
 #   accepted too).
 #
 # One triple per registration (a `with_kwargs=True` hook counts once; the same function
-# registered twice on one module counts twice), in any order. A model with
-# no hook gives `[]`; global hooks are not the model's. It must not change the model.
+# registered twice on one module counts twice), in any order. A shared module or a tied weight is
+# listed once, under the name `named_modules()` or `named_parameters()` gives it. A model with
+# no hook gives `[]`; global hooks (of every kind, in `torch.nn.modules.module`) are not the
+# model's. It must not change the model.
 #
-# Traps: looking only at the root module; forgetting backward pre-hooks or state-dict hooks;
-# reporting the `with_kwargs`/`always_call` flag dicts as hooks; a parameter's `_backward_hooks`
-# is `None` until a hook is registered.
+# Traps: looking only at the root module, or skipping it (the model's own hooks count too);
+# forgetting backward pre-hooks or state-dict hooks; reporting the `with_kwargs`/`always_call`
+# flag dicts as hooks; a parameter's `_backward_hooks` is `None` until a hook is registered; a walk
+# of your own over `named_children()`, or each module's own parameters, which meets a shared module
+# or a tied weight twice.
 
 # %% tags=["exercise"]
 # Exercise: find_registered_hooks — write your code in this cell.
@@ -722,12 +777,17 @@ with try_it():
 # its submodules at any depth and their parameters, clears the `with_kwargs`/`always_call` flag
 # dicts (`_forward_pre_hooks_with_kwargs`, `_forward_hooks_with_kwargs`,
 # `_forward_hooks_always_called`), and returns how many hooks it removed (one per registration;
-# flags do not count). Global hooks stay registered. Afterwards no removed hook fires in forward,
-# backward, `state_dict()` or `load_state_dict()`, and hooks registered again work as usual.
+# flags do not count; a shared module or a tied weight is one object, whose hooks count once).
+# Global hooks stay registered. Afterwards no removed hook fires in forward, backward,
+# `state_dict()` or `load_state_dict()`, and hooks registered again work as usual.
 #
 # Empty each dict in place with `.clear()`. Setting it to `None` is not the same thing: the cell
 # below shows that a post-accumulate-grad hook still fires after
-# `parameter._post_accumulate_grad_hooks = None`, and not after `.clear()`.
+# `parameter._post_accumulate_grad_hooks = None`, and not after `.clear()`. Nor is setting it to a
+# new empty dict: the module then stops firing the hook, but every other holder of the old dict
+# still has it. A handle keeps a (weak) reference to the dict it was registered in, and a shallow
+# copy of a module (`copy.copy`, or the replicas `nn.DataParallel` makes for each forward pass)
+# shares the module's hook dicts; the second cell shows the copy still firing the hook.
 
 # %%
 layer = nn.Linear(2, 1)
@@ -745,6 +805,24 @@ layer.weight._post_accumulate_grad_hooks.clear()
 layer(torch.randn(3, 2)).sum().backward()
 print("after .clear():", fired)
 assert fired == []
+
+# %%
+for how in ("a new dict", ".clear()"):
+    layer, fired = nn.Linear(2, 1), []
+    handle = layer.register_forward_hook(lambda module, args, output: fired.append(
+        "the layer" if module is layer else "its copy"))
+    twin = copy.copy(layer)  # a shallow copy shares the layer's hook dicts
+    assert twin._forward_hooks is layer._forward_hooks
+    if how == "a new dict":
+        layer._forward_hooks = OrderedDict()
+    else:
+        layer._forward_hooks.clear()
+    layer(torch.randn(1, 2))
+    twin(torch.randn(1, 2))
+    print(f"after {how}: the hook fired for {fired}; the handle's dict holds {len(handle.hooks_dict_ref())} hook(s)")
+    assert fired == (["its copy"] if how == "a new dict" else [])
+    assert len(handle.hooks_dict_ref()) == (1 if how == "a new dict" else 0)
+
 
 # %% tags=["exercise"]
 # Exercise: remove_all_hooks — write your code in this cell.

@@ -267,6 +267,7 @@ with model.register_load_state_dict_pre_hook(rename_child_key), \
         model.body.fc.register_load_state_dict_pre_hook(lambda module, state_dict, *rest: seen.update(fc=list(state_dict))):
     print(model.load_state_dict(given))
 print("the model's hook saw:", seen["model"])
+assert sorted(seen["model"]) == sorted(given)  # the model's hook gets every key
 print("body.fc's hook saw:  ", seen["fc"])
 print("the caller's dict still has:", [key for key in given if key.startswith("body.fc.")])
 assert seen["fc"] == ["body.fc.bias", "body.fc.weight"]
@@ -321,12 +322,15 @@ with layer.register_load_state_dict_post_hook(lambda module, incompatible_keys: 
 #   old key is removed, so `strict=True` loads see no unexpected key.
 # - Renames whose old key is absent are skipped, so a checkpoint that already uses the new names
 #   loads too. Keys outside the module (other prefixes) are never touched.
+# - A dict that holds both `prefix + old` and `prefix + new` loads the old key's value: it is moved
+#   over the new key's, and no old key is left over.
 # - Removing the handle stops the renaming.
 #
 # Traps: ignoring `prefix` (works only when `module` is loaded by itself), or keeping the one of
 # the first load (the same module may be loaded at another place later); building a new dict
 # instead of editing the given one in place; renaming keys of other modules that end with the same
-# text; copying instead of moving (the old key is then unexpected); relying on the order of keys.
+# text; copying instead of moving (the old key is then unexpected); relying on the order of keys;
+# skipping a rename because the new key is there already (the old key is then unexpected).
 #
 # Check: run `check(migrate_checkpoint_keys)` below, or
 # `pytest tests/test_10_state_dict_and_optimizer_hooks.py -k migrate_checkpoint_keys`.
@@ -393,7 +397,9 @@ check(migrate_checkpoint_keys)
 # %% [markdown]
 # Your function at work: an old encoder checkpoint, saved when the encoder's layers were called
 # `fc` and `bn`, loaded into a new model where the renamed encoder sits under `"encoder."` next to
-# a decoder that has its own `fc`.
+# a decoder that has its own `fc`. Once `migrate_checkpoint_keys` is done, the cell prints a load
+# with no missing and no unexpected key, and then a checkpoint that holds both names of the
+# classifier's weight (5.0 under the old key, 0.0 under the new one) loading the old key's 5.0.
 
 # %%
 class OldEncoder(nn.Module):
@@ -436,6 +442,12 @@ with try_it():
     print(new_model.load_state_dict(checkpoint))
     assert torch.equal(new_model.encoder.classifier.weight, old_model.encoder.fc.weight)
     assert torch.equal(new_model.decoder.fc.weight, old_model.decoder.fc.weight)
+    both = dict(new_model.state_dict())
+    both["encoder.classifier.weight"] = torch.zeros(3, 4)
+    both["encoder.fc.weight"] = torch.full((3, 4), 5.0)
+    print("both keys:", new_model.load_state_dict(both), "| classifier.weight is now",
+          new_model.encoder.classifier.weight.unique().tolist())
+    assert new_model.encoder.classifier.weight.unique().tolist() == [5.0]
     handle.remove()
 
 # %% [markdown]
@@ -462,6 +474,12 @@ import torch.optim.optimizer  # loads the module, yet torch.optim gets no attrib
 
 print("hasattr(torch.optim, 'optimizer'):", hasattr(torch.optim, "optimizer"))
 assert not hasattr(torch.optim, "optimizer")
+try:
+    torch.optim.optimizer.register_optimizer_step_pre_hook
+    raise AssertionError("expected an AttributeError")
+except AttributeError as error:
+    print("torch.optim.optimizer.register_optimizer_step_pre_hook: AttributeError:", error)
+    assert str(error) == "module 'torch.optim' has no attribute 'optimizer'"
 
 torch.manual_seed(0)
 layer = nn.Linear(3, 1)
@@ -515,9 +533,12 @@ print("pre-hook saw the old weight:", torch.equal(before_after["pre"], start),
 assert torch.equal(before_after["pre"], start)
 assert torch.allclose(before_after["post"], start - 0.1 * layer.weight.grad)
 
+start = layer.weight.detach().clone()
 with optimizer.register_step_post_hook(lambda opt, args, kwargs: "ignored"):
     optimizer.step()
-    print("a post-hook returning a string: the step ran normally")
+print("a post-hook returning a string: the step ran normally:",
+      torch.allclose(layer.weight, start - 0.1 * layer.weight.grad))
+assert torch.allclose(layer.weight, start - 0.1 * layer.weight.grad)
 
 ran = []
 
@@ -556,11 +577,14 @@ with optimizer.register_step_pre_hook(lambda opt, args, kwargs: 5):
 # - `ema` is a dict from each name of `model.named_parameters()` to a tensor: at attach time a copy
 #   of that parameter's value (not the parameter itself, and not requiring grad). Frozen
 #   parameters (`requires_grad=False`) have an entry too; buffers, such as BatchNorm's running
-#   statistics, have none (they are not parameters);
+#   statistics, have none (they are not parameters); a parameter reachable under two names (tied
+#   weights) has one entry, under the name `named_parameters()` gives it;
 # - after each `optimizer.step()`, every entry is updated with the formula above, from the
-#   parameter's value after the step; entries are plain tensors without grad or graph. (A frozen
-#   parameter that no step changes keeps its value, so its entry stays as it was.) The hook only
-#   reads the parameters: it never changes them;
+#   parameter's value after the step; entries are plain tensors without grad or graph. That
+#   includes the entries of parameters that got no gradient in that step, or that are in no
+#   parameter group (frozen ones): the average still moves toward their value, which it lags
+#   behind. (A frozen parameter that nothing changes keeps its value, so its entry stays at that
+#   value.) The hook only reads the parameters: it never changes them;
 # - `handle` is the handle of a step post-hook registered on `optimizer`; once it is removed, steps
 #   no longer change `ema`.
 #
@@ -569,8 +593,10 @@ with optimizer.register_step_pre_hook(lambda opt, args, kwargs: 5):
 # Traps: a step pre-hook (the average then lags one step behind); `ema` entries that are the
 # parameters themselves (no copy); `decay` and `1 - decay` swapped; averages that keep autograd
 # history; a hook on the model (a forward hook) instead of the optimizer; a global hook that every
-# optimizer in the program would call; only the first parameter group; `model.state_dict()`
-# instead of `model.named_parameters()` (it holds the buffers too).
+# optimizer in the program would call; only the first parameter group; updating only the
+# parameters that have a gradient, or only the optimizer's; `model.state_dict()` instead of
+# `model.named_parameters()` (it holds the buffers too, and a tied weight under both names);
+# computing the SGD step yourself instead of reading the value after the step.
 #
 # Check: run `check(attach_weight_ema)` below, or
 # `pytest tests/test_10_state_dict_and_optimizer_hooks.py -k attach_weight_ema`.
@@ -679,9 +705,12 @@ with try_it():
 
 # %% [markdown]
 # Frozen parameters and buffers: below, a frozen BatchNorm (its weight and bias do not require
-# grad, and the optimizer holds only the Linear's parameters). Its weight and bias get entries
-# that stay at their value; its running statistics are buffers, which `named_parameters()` does
-# not list, so `ema` has no entry for them, although the forward pass changed them.
+# grad, and the optimizer holds only the Linear's parameters). Once `attach_weight_ema` is done,
+# the cell shows: its weight and bias get entries that stay at their value; its running
+# statistics are buffers, which `named_parameters()` does not list, so `ema` has no entry for
+# them, although the forward pass changed them. Then a step in which the Linear's weight gets no
+# gradient: SGD leaves the weight as it was, and its entry still moves toward it, the distance
+# shrinking by the factor `decay` (0.9).
 
 # %%
 with try_it():
@@ -691,18 +720,31 @@ with try_it():
     optimizer = torch.optim.SGD(net[0].parameters(), lr=0.1)
     ema, handle = attach_weight_ema(net, optimizer, decay=0.9)
     mean_before, linear_entry_before = net[1].running_mean.clone(), ema["0.weight"].clone()
-    net(torch.randn(8, 3)).sum().backward()
+    (net(torch.randn(8, 3)) * torch.randn(8, 3)).sum().backward()  # (a plain sum of BatchNorm's output has 0 gradient)
     optimizer.step()
-    handle.remove()
+    moved = (ema["0.weight"] - linear_entry_before).abs().max().item()
     print("buffers:", [name for name, _ in net.named_buffers()])
     print("ema keys:", list(ema))
     print("the forward pass changed running_mean:", not torch.equal(net[1].running_mean, mean_before))
     print("the frozen weight's entry kept its value:", torch.allclose(ema["1.weight"], net[1].weight))
-    print("the Linear's entry moved:", not torch.equal(ema["0.weight"], linear_entry_before))
+    print(f"the Linear's weight entry moved by up to {moved:.4f}")
     assert list(ema) == ["0.weight", "0.bias", "1.weight", "1.bias"]
     assert not torch.equal(net[1].running_mean, mean_before)
     assert torch.allclose(ema["1.weight"], net[1].weight) and torch.allclose(ema["1.bias"], net[1].bias)
-    assert not torch.equal(ema["0.weight"], linear_entry_before)
+    assert moved > 1e-3
+
+    weight_before = net[0].weight.detach().clone()
+    gap_before = (ema["0.weight"] - net[0].weight).abs().max().item()
+    optimizer.zero_grad()  # every .grad is None now
+    net[0].bias.grad = torch.ones_like(net[0].bias)  # a gradient for the bias only
+    optimizer.step()
+    handle.remove()
+    gap_after = (ema["0.weight"] - net[0].weight).abs().max().item()
+    print(f"a step without a gradient for the weight: the weight stayed as it was: "
+          f"{torch.equal(net[0].weight, weight_before)}; its entry's distance to it went from {gap_before:.5f} to "
+          f"{gap_after:.5f} (x {gap_after / gap_before:.3f})")
+    assert torch.equal(net[0].weight, weight_before) and gap_before > 1e-3
+    assert abs(gap_after / gap_before - 0.9) < 1e-4
 
 # %% [markdown]
 # ## The optimizer's own state-dict hooks
