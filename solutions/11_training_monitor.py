@@ -2,7 +2,8 @@
 # # Lesson 11 — Capstone: a training monitor
 #
 # The earlier lessons each showed one kind of hook. This one puts them to work together on a real
-# (small) training run: a monitor that you attach to any model, that records how every layer's
+# (small) training run: a monitor that you attach to any model (its modules may return tensors,
+# or tuples, lists and dicts of them, as `nn.LSTM` does), that records how every layer's
 # activations and every parameter's gradient behave step by step, that names the first module
 # whose output or gradient stopped being a finite number, and that leaves the model exactly as it
 # found it when it is removed. The plots at the end are drawn only from what the monitor recorded.
@@ -29,6 +30,7 @@
 # %%
 import math
 import time
+import warnings
 
 import matplotlib.pyplot as plt
 import torch
@@ -50,8 +52,7 @@ print(torch.__version__)
 # weights, and training is three passes over the training digits in batches of 64 (69 steps) of
 # plain stochastic gradient descent written out by hand (it spares the import of `torch.optim`).
 # `train` calls `after_step(step, loss)` after every step, so that a cell can watch the run, and
-# stops early when that returns `True`. The tensors are tiny, so torch works on one thread: on a
-# busy machine, splitting such small products over threads costs more time than it saves.
+# stops early when that returns `True`. The tensors are tiny; torch works on one thread here.
 
 # %%
 torch.set_num_threads(1)
@@ -115,20 +116,24 @@ assert abs(values.numpy().std() - values.std(correction=0).item()) < 1e-6
 
 # %% [markdown]
 # Second, what is stored. A forward hook runs while autograd records the forward pass, so
-# `output.mean()` computed in the hook is a new node of the graph: it requires grad and holds on
-# to the output and, through it, to the whole graph behind it. A list of such tensors, one per
-# step, keeps every step's graph alive (lesson 04 measured the memory). `.item()` turns a 0-dim
-# tensor into a Python float, which holds nothing; computing on `output.detach()` also cuts the
-# graph.
+# `output.mean()` computed in the hook is a new node of the graph: it requires grad, and through
+# its `grad_fn` it holds on to the graph behind the output, here the `Linear`'s node, which saved
+# the layer's input. A list of such tensors, one per step, keeps every step's graph alive (lesson
+# 04 measured the memory). `.item()` turns a 0-dim tensor into a Python float, which holds
+# nothing; computing on `output.detach()` also cuts the graph.
 
 # %%
 kept = []
-layer = nn.Linear(4, 3)
+layer, layer_input = nn.Linear(4, 3), torch.randn(2, 4)
 with layer.register_forward_hook(lambda module, args, output: kept.append(output.mean())):
-    layer(torch.randn(2, 4))
+    layer(layer_input)
+behind = kept[0].grad_fn.next_functions[0][0]
 print("stored:", kept[0], "| requires_grad:", kept[0].requires_grad, "| .item():", type(kept[0].item()).__name__)
+print("the node behind it:", type(behind).__name__, "| it saved the layer's input:",
+      torch.equal(behind._saved_mat1, layer_input))
 assert kept[0].requires_grad and type(kept[0].grad_fn).__name__ == "MeanBackward0"
-assert isinstance(kept[0].item(), float)
+assert type(behind).__name__ == "AddmmBackward0" and torch.equal(behind._saved_mat1, layer_input)
+assert isinstance(kept[0].item(), float) and not layer(layer_input).detach().mean().requires_grad
 
 # %% [markdown]
 # Where the hooks go, and under which name. `named_modules()` gives each module's dotted name,
@@ -162,6 +167,52 @@ print("hook calls in one forward pass:", calls)
 assert [name for name, _ in two.named_modules()] == ["", "linear", "act"]
 assert [name for name, _ in two.named_modules(remove_duplicate=False)] == ["", "linear", "act", "again"]
 assert calls == ["act", "act"]
+both = [module.register_forward_hook(lambda module, args, output, name=name: calls.append(name))
+        for name, module in two.named_modules(remove_duplicate=False) if name in ("act", "again")]
+calls.clear()
+two(torch.randn(2, 3))
+for handle in both:
+    handle.remove()
+print("one hook per name of remove_duplicate=False, calls in one forward pass:", len(calls))
+assert len(calls) == 4
+
+# %% [markdown]
+# ## Outputs that are not a tensor
+#
+# A forward hook receives whatever `forward` returned, and that is not always a tensor:
+# `nn.LSTM` returns a tuple, `(output, (h_n, c_n))` (the output at every step, then the last
+# hidden and cell states, in a tuple of their own); a module of your own may return a list, or a
+# dict. A hook that calls `output.detach()` on a tuple raises, and since hooks run inside the
+# module's call, the forward pass raises with it.
+
+# %%
+torch.manual_seed(0)
+lstm = nn.LSTM(input_size=3, hidden_size=4, batch_first=True)
+result = lstm(torch.randn(2, 5, 3))
+print(type(result).__name__, "of", [type(item).__name__ for item in result], "| output:", list(result[0].shape),
+      "| h_n and c_n:", [list(state.shape) for state in result[1]])
+assert isinstance(result, tuple) and isinstance(result[0], torch.Tensor) and isinstance(result[1], tuple)
+assert list(result[0].shape) == [2, 5, 4] and [list(state.shape) for state in result[1]] == [[1, 2, 4]] * 2
+
+
+def detach_output(module, args, output):
+    output.detach()
+
+
+try:
+    with lstm.register_forward_hook(detach_output):
+        lstm(torch.randn(2, 5, 3))
+except AttributeError as error:
+    print("a hook that calls output.detach():", repr(error))
+    assert str(error) == "'tuple' object has no attribute 'detach'"
+assert not lstm._forward_hooks
+
+# %% [markdown]
+# This lesson's records follow one rule for such outputs. The statistics of Exercise 1 describe
+# the first item of a tuple or list (for an LSTM, its output sequence) and skip any other output
+# that is not a tensor (a dict, `None`). The non-finite watch of Exercise 3 looks at every tensor
+# of an output, inside tuples, lists and dicts at any depth. The gradient norms of Exercise 2 come
+# from tensor hooks on the parameters, which never see a module's output.
 
 # %% [markdown]
 # ## Exercise 1: `record_activation_stats`
@@ -171,11 +222,14 @@ assert calls == ["act", "act"]
 # object, found with `model.named_modules()`, and returns `(stats, handles)`:
 #
 # - `stats` is a dict from the module's name (its `named_modules()` name) to a list with one entry
-#   per call of that module, in order: a dict `{"mean": ..., "std": ..., "zero_fraction": ...}` of
-#   the output's mean, standard deviation (torch's default, `output.std()`, unbiased) and fraction of
-#   elements exactly equal to 0, over all elements of the output. The values are numbers: Python
-#   floats, or 0-dim tensors that do not require grad. A module not called yet may be missing from
-#   `stats` or have an empty list.
+#   per call of that module, in the order of the calls: a dict `{"mean": ..., "std": ...,
+#   "zero_fraction": ...}` of the output's mean, standard deviation (torch's default,
+#   `output.std()`, unbiased) and fraction of elements exactly equal to 0, over all elements of the
+#   output. The values are numbers: Python floats, or 0-dim tensors that do not require grad. A
+#   module not called yet may be missing from `stats` or have an empty list.
+# - An output that is a tuple or a list is described by its first item (`nn.LSTM` returns
+#   `(output, (h_n, c_n))`: the entry describes `output`). A call whose output is neither a tensor
+#   nor a tuple or list whose first item is a tensor (a dict, `None`) adds no entry.
 # - `handles` is a list of the `RemovableHandle`s; removing them all removes every hook.
 #
 # The hooks change nothing outside their records: the model's outputs and torch's grad mode stay
@@ -183,7 +237,7 @@ assert calls == ["act", "act"]
 #
 # Traps: stats that keep the graph alive (`output.mean()` without `.item()` or `detach()`); keying by
 # type instead of name; the population standard deviation; a module shared under two names hooked
-# twice.
+# twice; `output.detach()` on a tuple.
 #
 # Check: run `check(record_activation_stats)` below, or
 # `pytest tests/test_11_training_monitor.py -k record_activation_stats`.
@@ -198,16 +252,24 @@ def record_activation_stats(model, layer_types):
     classes), one per module object (as `model.named_modules()` lists them).
 
     Returns (stats, handles). stats[name] (name from named_modules()) is a list with one entry per
-    call of the module: {"mean": m, "std": s, "zero_fraction": z} for the module's output, over all
-    its elements, with the std as `output.std()` computes it (unbiased, correction=1); the values are
-    Python floats or 0-dim tensors that do not require grad. handles: the RemovableHandles.
-    Outputs are unchanged.
+    call of the module, in the order of the calls: {"mean": m, "std": s, "zero_fraction": z} for the
+    module's output, over all its elements: its mean, its std as `output.std()` computes it
+    (unbiased, correction=1), and the fraction of its elements exactly equal to 0. The values are
+    Python floats or 0-dim tensors that do not require grad. An output that is a tuple or list
+    (nn.LSTM returns (output, (h_n, c_n))) is described by its first item; a call whose output is
+    neither a tensor nor a tuple or list whose first item is a tensor (a dict, None) adds no entry.
+    handles: the RemovableHandles; removing them all removes every hook. The hooks change neither
+    the outputs nor torch's grad mode, and they record under torch.no_grad() too.
     """
     # BEGIN SOLUTION
     stats, handles = {}, []
 
     def make_hook(name):
         def hook(module, args, output):
+            if isinstance(output, (tuple, list)) and output:
+                output = output[0]
+            if not isinstance(output, torch.Tensor):
+                return
             output = output.detach()
             stats.setdefault(name, []).append({
                 "mean": output.mean().item(),
@@ -238,7 +300,8 @@ check(record_activation_stats)
 # <details class="tip"><summary>Hint 2 of 3: the API</summary>
 #
 # `isinstance(module, tuple(layer_types))`; `module.register_forward_hook(hook)` with
-# `hook(module, args, output)`; `output.detach()`, `.mean()`, `.std()`, `(output == 0)`,
+# `hook(module, args, output)`; `isinstance(output, (tuple, list))` and `output[0]`,
+# `isinstance(output, torch.Tensor)`; `output.detach()`, `.mean()`, `.std()`, `(output == 0)`,
 # `.float().mean()`, `.item()`; `stats.setdefault(name, []).append(...)`. Bind the name when you
 # make the hook (a function that returns the hook, or a default argument), not from the loop
 # variable when the hook runs.
@@ -250,6 +313,10 @@ check(record_activation_stats)
 # ```python
 # def make_hook(name):
 #     def hook(module, args, output):
+#         if isinstance(output, (tuple, list)) and output:
+#             output = output[0]
+#         if not isinstance(output, torch.Tensor):
+#             return
 #         output = output.detach()
 #         stats.setdefault(name, []).append({"mean": output.mean().item(), ...})
 #     return hook
@@ -276,6 +343,38 @@ with try_it():
     assert not two.act._forward_hooks
 
 # %% [markdown]
+# And on a model with an LSTM: the entry of the LSTM describes its output sequence, the first item
+# of the tuple it returns. Once Exercise 1 is done, the cell prints that entry and asserts that its
+# mean is the mean of that sequence.
+
+# %%
+class Reader(nn.Module):
+    """An LSTM reads a sequence; a linear head classifies its last output."""
+
+    def __init__(self):
+        super().__init__()
+        self.lstm = nn.LSTM(3, 4, batch_first=True)
+        self.head = nn.Linear(4, 2)
+
+    def forward(self, x):
+        sequence, (h_n, c_n) = self.lstm(x)
+        return self.head(sequence[:, -1])
+
+
+torch.manual_seed(0)
+reader, sequences = Reader(), torch.randn(2, 5, 3)
+with try_it():
+    reader_stats, reader_handles = record_activation_stats(reader, (nn.LSTM, nn.Linear))
+    reader(sequences)
+    for handle in reader_handles:
+        handle.remove()
+    print("stats['lstm']:", reader_stats["lstm"])
+    with torch.no_grad():
+        expected_mean = reader.lstm(sequences)[0].mean().item()
+    assert len(reader_stats["lstm"]) == len(reader_stats["head"]) == 1
+    assert abs(float(reader_stats["lstm"][0]["mean"]) - expected_mean) < 1e-6
+
+# %% [markdown]
 # ## Gradient norms: which hook, and when
 #
 # The size of each parameter's gradient, step by step, shows a run that is about to diverge
@@ -287,20 +386,27 @@ with try_it():
 # - a **post-accumulate-grad hook**, `parameter.register_post_accumulate_grad_hook(hook)` (lesson
 #   08), called with the parameter itself after `.grad` was updated, so it sees `.grad`.
 #
-# They agree as long as `.grad` is zeroed before every backward. With **gradient accumulation**
+# They agree as long as `.grad` is zeroed before every backward (the cell below shows both). With **gradient accumulation**
 # (several backward calls, one optimizer step), `.grad` is a running sum: the post-accumulate hook
 # sees the sum so far, the tensor hook sees each backward's own gradient.
 
 # %%
 weight = nn.Parameter(torch.tensor([3.0, 4.0]))
-own, accumulated = [], []
-weight.register_hook(lambda grad: own.append(grad.norm().item()))
+own, accumulated, grad_when_hooked = [], [], []
+weight.register_hook(lambda grad: own.append(grad.norm().item())
+                     or grad_when_hooked.append(None if weight.grad is None else weight.grad.clone()))
 weight.register_post_accumulate_grad_hook(lambda parameter: accumulated.append(parameter.grad.norm().item()))
 for factor in (1.0, 2.0):  # two backward calls, no zero_grad in between
     (factor * weight).sum().backward()
 print("tensor hook (each backward):", own, "| post-accumulate hook (.grad so far):", accumulated)
+print(".grad when the tensor hook ran:", grad_when_hooked)
 assert torch.allclose(torch.tensor(own), torch.tensor([1.0, 2.0]) * 2 ** 0.5)
 assert torch.allclose(torch.tensor(accumulated), torch.tensor([1.0, 3.0]) * 2 ** 0.5)
+assert grad_when_hooked[0] is None and torch.equal(grad_when_hooked[1], torch.ones(2))
+weight.grad = None  # zeroed (as zero_grad() does): the two hooks agree again
+(3.0 * weight).sum().backward()
+print("after zeroing, one more backward:", own[-1], accumulated[-1])
+assert own[-1] == accumulated[-1]
 
 # %% [markdown]
 # This lesson records the tensor hook's view, **each backward's own gradient**: under
@@ -326,37 +432,90 @@ assert abs(sum(v ** 2 for v in seen.values()) ** 0.5 - total.item()) < 1e-3 * to
 assert abs(after.item() - 1.0) < 1e-4 < total.item() - 1.0
 
 # %% [markdown]
+# Three more cases the exercise meets. A parameter held under two names (tied weights: here two
+# `Linear` layers share one weight) is listed once by `named_parameters()`, and its tensor hook
+# fires once per backward pass with the gradient summed over both uses. A frozen parameter
+# (`requires_grad=False`) takes no tensor hook: `register_hook` raises. And under
+# `backward(create_graph=True)`, which records the backward pass itself for a second derivative,
+# the gradient a hook receives requires grad: its norm is a node of that graph, so storing it
+# needs `.item()` or `detach()` (backward warns about the reference cycle that `.grad` then holds;
+# setting `.grad` to `None` after use breaks it).
+
+# %%
+torch.manual_seed(0)
+tied = nn.Sequential(nn.Linear(3, 3), nn.Tanh(), nn.Linear(3, 3))
+tied[2].weight = tied[0].weight
+untied = nn.Sequential(nn.Linear(3, 3), nn.Tanh(), nn.Linear(3, 3))
+untied.load_state_dict({**tied.state_dict(), "2.weight": tied[0].weight.detach().clone()})
+x_tied, received = torch.randn(4, 3), []
+with tied[0].weight.register_hook(lambda grad: received.append(grad.clone())):
+    tied(x_tied).pow(2).sum().backward()
+untied(x_tied).pow(2).sum().backward()
+print("named_parameters():", [name for name, _ in tied.named_parameters()], "| hook calls:", len(received))
+print("the hook's gradient is the sum of the two uses' gradients:",
+      torch.allclose(received[0], untied[0].weight.grad + untied[2].weight.grad))
+assert [name for name, _ in tied.named_parameters()] == ["0.weight", "0.bias", "2.bias"] and len(received) == 1
+assert torch.allclose(received[0], untied[0].weight.grad + untied[2].weight.grad)
+
+frozen = nn.Linear(2, 2).requires_grad_(False)
+try:
+    frozen.weight.register_hook(lambda grad: None)
+except RuntimeError as error:
+    print("register_hook on a frozen parameter:", error)
+    assert str(error) == "cannot register a hook on a tensor that doesn't require gradient"
+
+cube, norms_seen = nn.Parameter(torch.tensor([1.0, 2.0])), []
+with warnings.catch_warnings(record=True) as caught, cube.register_hook(lambda grad: norms_seen.append(grad.norm())):
+    warnings.simplefilter("always")
+    (cube ** 3).sum().backward(create_graph=True)
+cube.grad = None  # breaks the reference cycle
+print("under create_graph=True, grad.norm() requires grad:", norms_seen[0].requires_grad,
+      "| grad_fn:", type(norms_seen[0].grad_fn).__name__, "| warned:", any("reference cycle" in str(w.message) for w in caught))
+assert norms_seen[0].requires_grad and norms_seen[0].grad_fn is not None
+assert any("reference cycle" in str(w.message) for w in caught)
+assert not norms_seen[0].detach().requires_grad
+
+# %% [markdown]
 # ## Exercise 2: `track_grad_norms`
 #
 # Write `track_grad_norms(model)`. It registers a tensor hook (`register_hook`) on every parameter
-# of `model` that requires grad, as `model.named_parameters()` lists them (a parameter shared under
-# two names is listed once), and returns `(norms, handles)`:
+# of `model` that requires grad, as `model.named_parameters()` lists them (a parameter held under
+# two names, as tied weights are, is listed once, under its first name), and returns
+# `(norms, handles)`:
 #
 # - `norms` is a dict from the parameter's name to a list with one entry per backward pass that
-#   computes a gradient for it: the L2 norm of the gradient that pass computed (not of `.grad`,
-#   which under gradient accumulation is the sum so far), as a Python float or a 0-dim tensor that
-#   does not require grad. A parameter that has had no gradient yet may be missing or have an empty
-#   list.
+#   computes a gradient for it, in the order of the passes: the L2 norm of the gradient that pass
+#   computed (summed over every use of the parameter, and not `.grad`, which under gradient
+#   accumulation is the sum so far), as a Python float or a 0-dim tensor that does not require
+#   grad, also under `backward(create_graph=True)`. A backward pass that computes no gradient for
+#   a parameter (its branch did not run) adds no entry for it; a parameter that has had no
+#   gradient yet may be missing or have an empty list. A frozen parameter (`requires_grad=False`)
+#   gets no hook: `register_hook` on it raises.
 # - `handles` is a list of the `RemovableHandle`s.
 #
-# The hooks must not change the gradients. Clipping after `backward()` does not change what was
-# recorded.
+# The hooks must not change the gradients, `.grad`, or which parameters require grad. Clipping
+# after `backward()` does not change what was recorded.
 #
 # Traps: a post-accumulate-grad hook or `.grad` (wrong as soon as gradients accumulate); the squared
-# norm; returning something from the hook; a shared parameter counted under two names.
+# norm; returning something from the hook; a shared parameter counted under two names; under
+# `create_graph=True` the gradient itself requires grad, so `grad.norm()` keeps a graph.
 #
 # Check: run `check(track_grad_norms)` below, or `pytest tests/test_11_training_monitor.py -k track_grad_norms`.
 
 # %% tags=["exercise"]
 # Exercise: track_grad_norms — write your code in this cell.
 def track_grad_norms(model):
-    """Tensor hooks on every parameter of `model` that requires grad (as model.named_parameters()
-    lists them).
+    """Tensor hooks on every parameter of `model` that requires grad, as `model.named_parameters()`
+    lists them: a parameter held under two names (tied weights) once, under its first name.
 
-    Returns (norms, handles). norms[name] is a list with one entry per backward pass that computes a
-    gradient for the parameter: the L2 norm of that pass's gradient (not of the accumulated .grad),
-    a Python float or a 0-dim tensor that does not require grad. handles: the RemovableHandles.
-    Gradients are unchanged.
+    Returns (norms, handles). norms[name] is a list with one entry per backward pass that computes
+    a gradient for the parameter, in the order of the passes: the L2 norm of the gradient that pass
+    computed (the sum over every use of the parameter, not the accumulated .grad). The values are
+    Python floats or 0-dim tensors that do not require grad, also under backward(create_graph=True).
+    A backward pass that computes no gradient for a parameter adds no entry for it, and a parameter
+    that does not require grad gets no hook. handles: the RemovableHandles; removing them all
+    removes every hook. The hooks change neither the gradients nor .grad nor any parameter's
+    requires_grad.
     """
     # BEGIN SOLUTION
     norms, handles = {}, []
@@ -466,6 +625,54 @@ assert torch.isfinite(values).tolist() == [False, False, True, False]
 assert torch.isnan(overflow[0] + overflow[1]) and torch.isnan(0 * overflow[0])
 
 # %% [markdown]
+# A forward hook sees modules only. An operation written in a parent's `forward` (here
+# `torch.log`, which gives `nan` for negative numbers) is no module, so no hook fires when it
+# returns: its `nan` is first seen in the output of the next module that takes it, or, when no
+# module comes after it, in the parent's own output. The watch then names that module, or the
+# parent (the model itself is `""`).
+
+# %%
+class LogInForward(nn.Module):
+    def __init__(self, log_last):
+        super().__init__()
+        self.body, self.head, self.log_last = nn.Linear(4, 4), nn.Linear(4, 2), log_last
+
+    def forward(self, x):
+        if self.log_last:
+            return torch.log(self.head(self.body(x)))
+        return self.head(torch.log(self.body(x)))
+
+
+def first_nonfinite_output(model, x):
+    """The name of the first module whose forward hook sees a non-finite output, or None."""
+    found = []
+    handles = [module.register_forward_hook(
+        lambda module, args, output, name=name: found.append(name) if not torch.isfinite(output).all() else None)
+        for name, module in model.named_modules()]
+    try:
+        with torch.no_grad():
+            model(x)
+    finally:
+        for handle in handles:
+            handle.remove()
+    return found[0] if found else None
+
+
+torch.manual_seed(0)
+x_log = torch.randn(8, 4)
+for log_last in (False, True):
+    torch.manual_seed(0)
+    model = LogInForward(log_last)
+    with torch.no_grad():
+        body_finite = bool(torch.isfinite(model.body(x_log)).all())
+        log_of_body_finite = bool(torch.isfinite(torch.log(model.body(x_log))).all())
+    named = first_nonfinite_output(model, x_log)
+    print(f"log {'after head' if log_last else 'between body and head'}: body's output finite: {body_finite}, "
+          f"first module with a non-finite output: {named!r}")
+    assert body_finite and named == ("" if log_last else "head")
+    assert log_last or not log_of_body_finite
+
+# %% [markdown]
 # ## Exercise 3: `TrainingMonitor`
 #
 # Write the class `TrainingMonitor(model, layer_types)` that combines the first two exercises and a
@@ -480,14 +687,19 @@ assert torch.isnan(overflow[0] + overflow[1]) and torch.isnan(0 * overflow[0])
 # - `first_nonfinite` is `None` until a watched forward output or parameter gradient contains a NaN,
 #   `inf` or `-inf`; it is then the name of that module (its `named_modules()` name) or parameter
 #   (its `named_parameters()` name), whichever the hooks saw first, and it never changes after.
+#   The model's own name, `""`, is a name like the others (it is falsy, but it is not `None`).
+# - A module's output counts when it is a tensor with such an element, or a tuple, list or dict
+#   holding such a tensor at any depth (`nn.LSTM` returns `(output, (h_n, c_n))`); any other
+#   output (`None`, a number) counts as finite.
 # - `remove()` removes every hook the monitor registered (safe to call twice); the model then
-#   behaves as before. The recorded data stays.
+#   behaves as before (which parameters require grad included). The recorded data stays.
 # - `with TrainingMonitor(model, layer_types) as monitor:` attaches on entry (binding the monitor)
 #   and removes on exit, also when the block raises; the exception goes on.
 #
-# Traps: a hook that is not removed (a `remove()` that forgets some handles); `first_nonfinite`
-# overwritten by later modules; a watch for NaN only; an `__exit__` that returns `True` and swallows
-# the exception.
+# Traps: a hook that is not removed (a `remove()` that forgets some handles, or an `__exit__` that
+# removes them only when nothing raised); `first_nonfinite` overwritten by later modules, or by a
+# test `if not self.first_nonfinite` that takes `""` for unset; a watch for NaN only;
+# `output.detach()` on a tuple; an `__exit__` that returns `True` and swallows the exception.
 #
 # Finish exercises 1 and 2 first: when your monitor calls one that does not pass its own check yet,
 # this check says which one to finish.
@@ -502,23 +714,27 @@ import torch
 class TrainingMonitor:
     """Activation stats, gradient norms and the first non-finite value of a training run.
 
-    monitor = TrainingMonitor(model, layer_types)   # registers nothing yet
-    monitor.attach()  # registers every hook; returns the monitor
-    monitor.activation_stats   # as record_activation_stats(model, layer_types) records them
-    monitor.grad_norms         # as track_grad_norms(model) records them
-    monitor.first_nonfinite    # None, or the name of the first module (named_modules(), the model
-                               # itself is "") whose output, or parameter (named_parameters()) whose
-                               # gradient, contained NaN/inf/-inf, in the order the hooks fire; watched
-                               # by a forward hook on every module and a tensor hook on every parameter
-                               # that requires grad; never changes once set
-    monitor.remove()  # removes every hook the monitor registered; safe to call twice; data stays
+    TrainingMonitor(model, layer_types) registers nothing. attach() registers
+    record_activation_stats(model, layer_types), whose stats dict becomes monitor.activation_stats,
+    track_grad_norms(model), whose norms dict becomes monitor.grad_norms, and the non-finite watch: a
+    forward hook on every module of model.named_modules(), the model itself included (its name is
+    ""), and a tensor hook on every parameter that requires grad.
 
-    `with TrainingMonitor(model, layer_types) as monitor:` attaches on entry and removes on exit,
-    also when the block raises (the exception propagates).
+    monitor.first_nonfinite is None until a watched value contains NaN, inf or -inf; it is then the
+    name of that module (its named_modules() name) or parameter (its named_parameters() name), the
+    first in the order the hooks fire, and it never changes after. A module's output counts when it
+    is a tensor with such an element, or a tuple, list or dict holding such a tensor at any depth
+    (nn.LSTM returns (output, (h_n, c_n))); any other output counts as finite.
+
+    remove() removes every hook the monitor registered, and is safe to call twice; the model then
+    behaves as before (requires_grad included), and the recorded data stays. `with
+    TrainingMonitor(model, layer_types) as monitor:` attaches on entry and binds the monitor, and
+    removes the hooks on exit, also when the block raises; the exception goes on.
     """
 
     def __init__(self, model, layer_types):
-        """Keep the model and layer types; empty records; no hooks yet."""
+        """Keep the model and layer types; activation_stats and grad_norms are empty dicts,
+        first_nonfinite is None; no hooks yet."""
         # BEGIN SOLUTION
         self.model, self.layer_types = model, layer_types
         self.activation_stats, self.grad_norms, self.first_nonfinite = {}, {}, None
@@ -526,10 +742,16 @@ class TrainingMonitor:
         # END SOLUTION
 
     def attach(self):
-        """Register the stats, the gradient norms and the non-finite watch; return self."""
+        """Register the stats, the gradient norms and the non-finite watch; return the monitor."""
         # BEGIN SOLUTION
+        def tensors(value):
+            if isinstance(value, torch.Tensor):
+                return [value]
+            items = value.values() if isinstance(value, dict) else value if isinstance(value, (tuple, list)) else ()
+            return [tensor for item in items for tensor in tensors(item)]
+
         def watch(name, value):
-            if self.first_nonfinite is None and not torch.isfinite(value).all():
+            if self.first_nonfinite is None and any(not torch.isfinite(t).all() for t in tensors(value)):
                 self.first_nonfinite = name
 
         self.activation_stats, stats_handles = record_activation_stats(self.model, self.layer_types)
@@ -537,7 +759,7 @@ class TrainingMonitor:
         self._handles += stats_handles + norm_handles
         for name, module in self.model.named_modules():
             self._handles.append(module.register_forward_hook(
-                lambda module, args, output, name=name: watch(name, output.detach())))
+                lambda module, args, output, name=name: watch(name, output)))
         for name, parameter in self.model.named_parameters():
             if parameter.requires_grad:
                 self._handles.append(parameter.register_hook(lambda grad, name=name: watch(name, grad)))
@@ -545,7 +767,7 @@ class TrainingMonitor:
         # END SOLUTION
 
     def remove(self):
-        """Remove every hook the monitor registered. Safe to call twice."""
+        """Remove every hook the monitor registered; safe to call twice."""
         # BEGIN SOLUTION
         handles, self._handles = self._handles, []
         for handle in handles:
@@ -559,7 +781,7 @@ class TrainingMonitor:
         # END SOLUTION
 
     def __exit__(self, exc_type, exc_value, traceback):
-        """Remove every hook; let an exception go on."""
+        """Remove every hook, also when the block raises; return None, so that the exception goes on."""
         # BEGIN SOLUTION
         self.remove()
         # END SOLUTION
@@ -582,9 +804,12 @@ check(TrainingMonitor)
 #
 # <details class="tip"><summary>Hint 2 of 3: the API</summary>
 #
-# `torch.isfinite(value).all()`; `model.named_modules()` includes the model itself as `""`;
-# `output.detach()`; `parameter.register_hook(hook)`. `__enter__` returns what `as` binds;
-# `__exit__(self, exc_type, exc_value, traceback)` returning `None` lets an exception go on.
+# `torch.isfinite(value).all()`; `model.named_modules()` includes the model itself as `""`
+# (test `self.first_nonfinite is None`, not its truth value); `isinstance(value, (tuple, list))`,
+# `isinstance(value, dict)` and `value.values()`, walked by a function that calls itself;
+# `parameter.register_hook(hook)`. `__enter__` returns what `as` binds;
+# `__exit__(self, exc_type, exc_value, traceback)` runs also when the block raised, and returning
+# `None` lets the exception go on.
 #
 # </details>
 #
@@ -592,20 +817,73 @@ check(TrainingMonitor)
 #
 # ```python
 # def attach(self):
+#     def tensors(value):  # every tensor in value, through tuples, lists and dicts
+#         if isinstance(value, torch.Tensor):
+#             return [value]
+#         ...
+#
 #     def watch(name, value):
-#         if self.first_nonfinite is None and not torch.isfinite(value).all():
+#         if self.first_nonfinite is None and any(not torch.isfinite(t).all() for t in tensors(value)):
 #             self.first_nonfinite = name
 #
 #     self.activation_stats, stats_handles = record_activation_stats(self.model, self.layer_types)
 #     ...
 #     for name, module in self.model.named_modules():
 #         self._handles.append(module.register_forward_hook(
-#             lambda module, args, output, name=name: watch(name, output.detach())))
+#             lambda module, args, output, name=name: watch(name, output)))
 #     ...
 #     return self
 # ```
 #
 # </details>
+
+# %% [markdown]
+# The monitor on a model whose modules return a tuple (the LSTM) and a dict (a scorer that returns
+# its scores and their scale). Once Exercise 3 is done, the cell shows the LSTM's entry (of its
+# output sequence) and the gradient norm of one of its weights; then it sets the scorer's
+# temperature to 0, which makes the dict's `"scale"` infinite while the scores, and the model's
+# output, stay finite, and the monitor names the scorer.
+
+# %%
+class Scorer(nn.Module):
+    """Returns a dict: the scores, and their scale divided by a temperature."""
+
+    def __init__(self):
+        super().__init__()
+        self.linear = nn.Linear(4, 2)
+        self.register_buffer("temperature", torch.ones(()))
+
+    def forward(self, h):
+        scores = self.linear(h)
+        return {"scores": scores, "scale": scores.abs().mean() / self.temperature}
+
+
+class ScoredReader(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lstm = nn.LSTM(3, 4, batch_first=True)
+        self.scorer = Scorer()
+
+    def forward(self, x):
+        sequence, _ = self.lstm(x)
+        return self.scorer(sequence[:, -1])["scores"]
+
+
+with try_it():
+    torch.manual_seed(0)
+    scored = ScoredReader()
+    with TrainingMonitor(scored, (nn.LSTM,)) as monitor:
+        scored(sequences).pow(2).mean().backward()
+    print("activation_stats:", monitor.activation_stats)
+    print("grad_norms['lstm.weight_ih_l0']:", monitor.grad_norms["lstm.weight_ih_l0"],
+          "| first_nonfinite:", monitor.first_nonfinite)
+    assert list(monitor.activation_stats) == ["lstm"] and monitor.first_nonfinite is None
+    scored.scorer.temperature.zero_()
+    with TrainingMonitor(scored, (nn.LSTM,)) as monitor:
+        scores = scored(sequences)
+    print("temperature 0: the model's output is finite:", bool(torch.isfinite(scores).all()),
+          "| first_nonfinite:", repr(monitor.first_nonfinite))
+    assert torch.isfinite(scores).all() and monitor.first_nonfinite == "scorer"
 
 # %% [markdown]
 # ## The monitor on three real runs
@@ -622,14 +900,14 @@ check(TrainingMonitor)
 # %%
 runs = {"healthy": (nn.ReLU, 0.5), "too fast, ReLU": (nn.ReLU, 5.0),
         "too fast, LeakyReLU": (lambda: nn.LeakyReLU(0.1), 5.0)}
-monitors, run_losses = {}, {}
+monitors, run_losses, trained = {}, {}, {}
 with try_it():
     started = time.perf_counter()
     for run, (activation, lr) in runs.items():
         model = make_mlp(activation)
         with TrainingMonitor(model, (nn.ReLU, nn.LeakyReLU)) as monitor:
             run_losses[run] = train(model, lr, after_step=lambda step, loss: monitor.first_nonfinite is not None)
-        monitors[run] = monitor
+        monitors[run], trained[run] = monitor, model
         assert not any(m._forward_hooks for m in model.modules())
         assert not any(p._backward_hooks for p in model.parameters())
         print(f"{run:>20}: {len(run_losses[run])} steps, loss {run_losses[run][0]:.3g} -> {run_losses[run][-1]:.3g}, "
@@ -677,8 +955,9 @@ with try_it():
 #   times those of the first 20) but stay within a factor of 100 and below 5.
 # - **too fast, ReLU**: from step 10 on, more than 85% of the first ReLU layer's outputs are
 #   zeros. Then a loss spike (a step with a loss above 3 ln 10) pushes the second ReLU layer's
-#   inputs below zero for every digit: a few steps later it outputs only zeros, at every step to
-#   the end (the last 20 steps at least). That layer is dead: no gradient flows through it, and
+#   inputs below zero: a few steps later it outputs only zeros, at every step to the end (the last
+#   20 steps at least), and after training it outputs 0 for every one of the 1,797 digits. That
+#   layer is dead: no gradient flows through it, and
 #   from then on the gradient norms of all three weight matrices are exactly 0. Nothing is NaN:
 #   the run is broken without any error, and only the statistics show it (its loss stays within
 #   0.25 of ln 10 ≈ 2.30, a uniform guess).
@@ -718,6 +997,10 @@ with try_it():
     assert all(float(value) == 0 for name, values in dead.grad_norms.items() if name.endswith("weight")
                for value in values[died:])
     assert all(abs(loss - math.log(10)) < 0.25 for loss in dead_losses[died:])
+    with torch.no_grad():
+        dead_layer_3 = trained["too fast, ReLU"][:4](inputs)
+    print("dead ReLU run after training, layer 3 on all", len(inputs), "digits: largest output", dead_layer_3.max().item())
+    assert list(dead_layer_3.shape) == [1797, 32] and (dead_layer_3 == 0).all()
     growth = [float(value) for value in leaky.grad_norms["4.weight"]]
     print("LeakyReLU run, gradient norm of 4.weight per step:", [f"{value:.3g}" for value in growth])
     print("losses of its last three steps:", [f"{loss:.3g}" for loss in run_losses["too fast, LeakyReLU"][-3:]],
@@ -732,7 +1015,8 @@ with try_it():
 # watch, which tests the gradient's elements, stayed quiet: every element was finite, but the sum
 # of their squares passed float32's largest number (about 3.4e38). The cell below confirms both
 # without the monitor: it replays the run up to the step before the failure, looks at that step's
-# gradient, and runs the failing batch's forward pass layer by layer.
+# gradient, and runs the failing batch's forward pass layer by layer. It also shows what a watch
+# for NaN only would have named: module `"4"`, two layers after the overflow.
 
 # %%
 with try_it():
@@ -752,10 +1036,12 @@ with try_it():
     with torch.no_grad():
         for index, layer in enumerate(model):
             value = layer(value)
-            finite.append((str(index), bool(torch.isfinite(value).all())))
-    print(f"step {failed_at}, layer by layer, is the output finite?", finite)
-    first_bad = next(name for name, ok in finite if not ok)
-    assert first_bad == leaky.first_nonfinite == "2"
+            finite.append((str(index), bool(torch.isfinite(value).all()), bool(torch.isnan(value).any())))
+    print(f"step {failed_at}, layer by layer, (layer, output finite, output has a NaN):", finite)
+    first_bad = next(name for name, ok, nan in finite if not ok)
+    first_nan = next((name for name, ok, nan in finite if nan), None)
+    print("first non-finite output:", first_bad, "| first output with a NaN:", first_nan)
+    assert first_bad == leaky.first_nonfinite == "2" and first_nan not in (None, "2")
 
 # %% [markdown]
 # ## Summary
@@ -763,13 +1049,17 @@ with try_it():
 # - Per-layer statistics: forward hooks on the layers chosen by type, keyed by their
 #   `named_modules()` name (one hook per module object; a module called twice records twice),
 #   stored as numbers (`.item()` or `detach()`), so no graph stays alive. `output.std()` is the
-#   unbiased standard deviation (`correction=1`).
+#   unbiased standard deviation (`correction=1`). A tuple or list output (`nn.LSTM`'s) is described
+#   by its first item; other outputs that are not tensors are skipped.
 # - Per-parameter gradient norms: a tensor hook sees each backward's own gradient; a
 #   post-accumulate-grad hook sees `.grad`, the sum so far under gradient accumulation. Both see
-#   the gradient before `clip_grad_norm_`, which runs after `backward()`.
+#   the gradient before `clip_grad_norm_`, which runs after `backward()`. Tied weights get one hook
+#   and the summed gradient; frozen parameters take no hook; under `create_graph=True` the gradient
+#   requires grad, so store `.item()`.
 # - Non-finite values: `torch.isfinite` (not `isnan`: overflow makes `inf` first). Forward hooks
 #   fire innermost and earliest first, so the first one to see a non-finite output names the module
-#   where it appeared.
+#   where it appeared, or, for an operation written in a parent's `forward`, the next module after
+#   it or the parent. The watch looks at every tensor of an output, through tuples, lists and dicts.
 # - A monitor keeps all its handles and removes them in `remove()` and `__exit__`, so the model is
 #   left as it was.
 # - A too-high learning rate can fail silently (dead ReLUs, loss stuck at ln 10) or loudly (overflow);

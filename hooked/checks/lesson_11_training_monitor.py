@@ -7,6 +7,7 @@ import copy
 import math
 import random
 import traceback
+import warnings
 from collections.abc import Mapping
 
 import torch
@@ -55,13 +56,29 @@ def _number(value, where):
         if value.requires_grad:
             fail(f"{where} is {describe(value)} that requires grad (grad_fn {type(value.grad_fn).__name__}): "
                  "it keeps the autograd graph of that step alive, and one such value per step keeps every step's "
-                 "graph. Store a number: .item(), or compute on output.detach().")
-        if value.numel() != 1:
-            fail(f"{where} is {describe(value)}; expected one number (a Python float or a 0-dim tensor).")
+                 "graph. Store a number: .item(), or compute on a detached tensor (.detach()).")
+        if value.dim() != 0:
+            fail(f"{where} is {describe(value)}; expected one number, a Python float or a 0-dim tensor "
+                 "(.item() gives the float).")
         return value.item()
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         fail(f"{where} is {describe(value)}; expected a number (a Python float or a 0-dim tensor).")
     return float(value)
+
+
+def _tensors(value):
+    """Every tensor in `value`, through tuples, lists and dict values at any depth."""
+    if isinstance(value, torch.Tensor):
+        return [value]
+    items = value.values() if isinstance(value, Mapping) else value if isinstance(value, (tuple, list)) else ()
+    return [tensor for item in items for tensor in _tensors(item)]
+
+
+def _described(output):
+    """The tensor that record_activation_stats describes: the output, or a tuple's or list's first item."""
+    if isinstance(output, (tuple, list)) and output:
+        output = output[0]
+    return output if isinstance(output, torch.Tensor) else None
 
 
 def _near(actual, expected):
@@ -74,6 +91,9 @@ def _unpack(result, call_text, what):
     if not isinstance(result, (tuple, list)) or len(result) != 2:
         fail(f"{call_text} returned {describe(result)}; expected a pair {what}.")
     records, handles = result
+    if not isinstance(records, Mapping) and isinstance(handles, Mapping):
+        fail(f"{call_text} returned (a {type(records).__name__}, a {type(handles).__name__}): the records come "
+             f"second; expected the pair {what}, in that order.")
     if not isinstance(records, Mapping):
         fail(f"{call_text} returned {describe(records)} as its records; expected a dict from name to list.")
     if isinstance(handles, (str, bytes, Mapping, torch.Tensor)) or not hasattr(handles, "__iter__"):
@@ -107,25 +127,37 @@ def _lists(records, call_text, said):
     return result
 
 
-def _check_keys(recorded, expected, said, what, duplicates, explain_missing=None):
+def _check_keys(recorded, expected, said, what, duplicates, explain_missing=None, explain_unexpected=None):
     """`duplicates` maps a second name of a shared object to its first name; `explain_missing(missing)`
-    says why names may lack records (default: the loop-variable trap)."""
+    says why names may lack records, `explain_unexpected(names)` why names may have records that should
+    not be there."""
     names = [key for key in recorded if not isinstance(key, str) or key not in expected]
     by_type = [key for key in names if isinstance(key, type) or isinstance(getattr(nn, str(key), None), type)]
     if by_type:
         fail(f"{said} the records are keyed by {by_type}; expected the {what}'s names as "
              f"named_{what}s() gives them, {sorted(expected)}: keyed by type, two layers of one type "
              "mix their records.")
+    numbered = [key for key in names if isinstance(key, int)]
+    if numbered and len(numbered) == len(names):
+        fail(f"{said} the records are keyed by numbers, {sorted(numbered)}; expected the {what}'s names as "
+             f"named_{what}s() gives them, {sorted(expected)}: a position in {what}s() names nothing a reader "
+             "can find.")
     shared = [key for key in names if key in duplicates]
     if shared:
         fail(f"{said} there are records under {shared}, a second name of the same {what} object as "
              f"{[duplicates[key] for key in shared]}: named_{what}s() lists a shared {what} once, under its first "
              f"name. Listing with remove_duplicate=False hooks it twice.")
     missing = [name for name in expected if name not in recorded]
-    why = (explain_missing(missing) if explain_missing else "") or _LOOP_VARIABLE
+    why = explain_missing(missing) if explain_missing else ""
+    if not why and len(recorded) == 1 and missing:
+        why = _LOOP_VARIABLE
+    if not why and missing:
+        why = f"Register a hook on every {what} that the contract names, as named_{what}s() lists them."
     if names:
+        unexpected = explain_unexpected(names) if explain_unexpected else ""
         fail(f"{said} there are records under {names}, which should not be recorded; expected names "
-             f"{sorted(expected)}." + (f" Nothing was recorded for {missing}. {why}" if missing else ""))
+             f"{sorted(expected)}." + (f" {unexpected}" if unexpected else "")
+             + (f" Nothing was recorded for {missing}. {why}" if missing else ""))
     if missing and not recorded:
         fail(f"{said} nothing was recorded at all; expected records for {sorted(expected)}. Register a hook on "
              f"each {what} and return the dict that the hooks fill.")
@@ -163,43 +195,149 @@ class _TwoNames(nn.Module):
         return self.head(self.again(self.linear(self.act(x))))
 
 
+class _Recurrent(nn.Module):
+    """An LSTM, which returns (output, (h_n, c_n)), and a linear head on its last step."""
+
+    def __init__(self, width, hidden, out):
+        super().__init__()
+        self.lstm = nn.LSTM(width, hidden, batch_first=True)
+        self.head = nn.Linear(hidden, out)
+
+    def forward(self, x):
+        sequence, _ = self.lstm(x)
+        return self.head(sequence[:, -1])
+
+
+class Pair(nn.Module):
+    """Returns a list: [linear(x), tanh(linear(x))]."""
+
+    def __init__(self, width, hidden):
+        super().__init__()
+        self.linear = nn.Linear(width, hidden)
+
+    def forward(self, x):
+        h = self.linear(x)
+        return [h, torch.tanh(h)]
+
+
+class _Paired(nn.Module):
+    def __init__(self, width, hidden, out):
+        super().__init__()
+        self.pair = Pair(width, hidden)
+        self.head = nn.Linear(hidden, out)
+
+    def forward(self, x):
+        h, gate = self.pair(x)
+        return self.head(h * gate)
+
+
+class Table(nn.Module):
+    """Returns a dict: {"out": linear(x), "gate": sigmoid(linear(x))}."""
+
+    def __init__(self, width, hidden):
+        super().__init__()
+        self.linear = nn.Linear(width, hidden)
+
+    def forward(self, x):
+        h = self.linear(x)
+        return {"out": h, "gate": torch.sigmoid(h)}
+
+
+class Probe(nn.Module):
+    """Looks at its input and returns None."""
+
+    def forward(self, x):
+        self.last_mean = float(x.detach().mean())
+
+
+class _Tabled(nn.Module):
+    def __init__(self, width, hidden, out):
+        super().__init__()
+        self.table = Table(width, hidden)
+        self.probe = Probe()
+        self.head = nn.Linear(hidden, out)
+
+    def forward(self, x):
+        parts = self.table(x)
+        self.probe(parts["out"])
+        return self.head(parts["out"] * parts["gate"])
+
+
+def _case(model, shape, layer_types, duplicates=None, note=""):
+    return dict(model=model, shape=shape, layer_types=layer_types, duplicates=duplicates or {}, note=note)
+
+
+def _sizes(rng):
+    return rng.randint(3, 5), rng.randint(4, 6), rng.randint(2, 4)
+
+
 def _two_relus(rng):
-    width, hidden, out = rng.randint(3, 5), rng.randint(4, 6), rng.randint(2, 4)
+    width, hidden, out = _sizes(rng)
     model = nn.Sequential(nn.Linear(width, hidden), nn.ReLU(), nn.Linear(hidden, hidden), nn.ReLU(),
                           nn.Linear(hidden, out))
-    return model, width, (nn.ReLU,), {}
+    return _case(model, (3, width), (nn.ReLU,))
 
 
 def _nested(rng):
-    width, hidden, out = rng.randint(3, 5), rng.randint(4, 6), rng.randint(2, 4)
+    width, hidden, out = _sizes(rng)
     # The last layer is a subclass of Linear (the one nn.MultiheadAttention uses for its out_proj).
     model = nn.Sequential(nn.Sequential(nn.Linear(width, hidden), nn.Tanh()),
                           nn.Sequential(nn.Linear(hidden, hidden), nn.ReLU()),
                           nn.modules.linear.NonDynamicallyQuantizableLinear(hidden, out))
-    return model, width, (nn.Linear, nn.Tanh), {}
+    return _case(model, (3, width), (nn.Linear, nn.Tanh))
 
 
 def _shared(rng):
-    width, out = rng.randint(3, 5), rng.randint(2, 4)
-    return _TwoNames(width, out), width, (nn.ReLU, nn.Linear), {"again": "act"}
+    width, hidden, out = _sizes(rng)
+    return _case(_TwoNames(width, out), (3, width), (nn.ReLU, nn.Linear), {"again": "act"})
 
 
-_STATS_CASES = ((111, _two_relus), (112, _nested), (113, _shared))
+_TUPLE_RULE = "An output that is a tuple or list is described by its first item"
+_OTHER_RULE = ("a call whose output is neither a tensor nor a tuple or list whose first item is a tensor adds no "
+               "entry: the hook returns without recording")
+
+
+def _recurrent(rng):
+    width, hidden, out = _sizes(rng)
+    return _case(_Recurrent(width, hidden, out), (3, 4, width), (nn.LSTM, nn.Linear),
+                 note=f"Module 'lstm' is an nn.LSTM: it returns a tuple, (output, (h_n, c_n)), not a tensor. "
+                      f"{_TUPLE_RULE}: the LSTM's entry describes its output sequence.")
+
+
+def _paired(rng):
+    width, hidden, out = _sizes(rng)
+    return _case(_Paired(width, hidden, out), (3, width), (Pair, nn.Linear),
+                 note=f"Module 'pair' returns a list, [h, tanh(h)], not a tensor. {_TUPLE_RULE} (a list as well "
+                      "as a tuple): its entry describes h.")
+
+
+def _tabled(rng):
+    width, hidden, out = _sizes(rng)
+    return _case(_Tabled(width, hidden, out), (3, width), (Table, Probe, nn.Linear),
+                 note=f"Module 'table' returns a dict and module 'probe' returns None: {_OTHER_RULE}.")
+
+
+_STATS_CASES = ((111, _two_relus), (112, _nested), (113, _shared), (114, _recurrent), (115, _paired),
+                (116, _tabled))
 
 
 class _OutputRecorder:
-    """The checker's forward hooks on a copy: every output (and first input) of every module of the
-    chosen types."""
+    """The checker's forward hooks on a copy: every described output (and first input) of every module of
+    the chosen types; `kinds[name]` is the type of a module's output when it is not a tensor."""
 
     def __init__(self, model, layer_types):
-        self.outputs, self.inputs = {}, {}
+        self.outputs, self.inputs, self.kinds = {}, {}, {}
         for name, module in model.named_modules():
             if isinstance(module, layer_types):
                 module.register_forward_hook(lambda module, args, output, name=name: self.record(name, args, output))
 
     def record(self, name, args, output):
-        self.outputs.setdefault(name, []).append(output.detach().clone())
-        self.inputs.setdefault(name, []).append(args[0].detach().clone())
+        if not isinstance(output, torch.Tensor):
+            self.kinds[name] = type(output).__name__
+        described = _described(output)
+        if described is not None:
+            self.outputs.setdefault(name, []).append(described.detach().clone())
+            self.inputs.setdefault(name, []).append(args[0].detach().clone())
 
 
 def _stats_of(output):
@@ -207,7 +345,7 @@ def _stats_of(output):
             "population std": output.std(correction=0).item(), "zero_fraction": (output == 0).float().mean().item()}
 
 
-def _check_entry(entry, output, where, module_input):
+def _check_entry(entry, output, where, module_input, kind=None):
     if not isinstance(entry, Mapping):
         fail(f"{where} is {describe(entry)}; expected a dict with the keys {list(_KEYS)}.")
     missing = [key for key in _KEYS if key not in entry]
@@ -216,36 +354,53 @@ def _check_entry(entry, output, where, module_input):
              f"{list(_KEYS)}.")
     expected = _stats_of(output)
     values = {key: _number(entry[key], f"{where}[{key!r}]") for key in _KEYS}
+    first_item = (f" The module returned a {kind}; {_TUPLE_RULE.lower()}, {describe(output)}, and only that "
+                  "item." if kind in ("tuple", "list") else "")
     if not _near(values["mean"], expected["mean"]):
         of_input = _near(values["mean"], module_input.mean().item())
         fail(f"{where}['mean'] is {values['mean']:.6g}; the module's output, {describe(output)}, has mean "
              f"{expected['mean']:.6g} over all its elements."
              + (" That is the mean of the module's input: record its output (a forward hook's third argument)."
-                if of_input else ""))
+                if of_input else "") + first_item)
     if not _near(values["std"], expected["std"]):
         if _near(values["std"], expected["population std"]):
             fail(f"{where}['std'] is {values['std']:.6g}, the population standard deviation (dividing by n, "
                  f"correction=0, as numpy's std does); expected torch's default, output.std(), which divides by "
                  f"n - 1 (correction=1): {expected['std']:.6g}.")
         fail(f"{where}['std'] is {values['std']:.6g}; the module's output, {describe(output)}, has "
-             f"output.std() {expected['std']:.6g} over all its elements.")
+             f"output.std() {expected['std']:.6g} over all its elements." + first_item)
     if not _near(values["zero_fraction"], expected["zero_fraction"]):
         zeros = int((output == 0).sum())
         if _near(values["zero_fraction"], 1 - expected["zero_fraction"]):
             hint = " That is the fraction of non-zero elements."
+        elif _near(values["zero_fraction"], (output <= 0).float().mean().item()):
+            hint = (" That is the fraction of elements <= 0, which counts the negative elements too; count only "
+                    "the elements exactly equal to 0 (output == 0).")
         elif _near(values["zero_fraction"], zeros):
             hint = " That is the number of zeros; divide by the number of elements."
         else:
-            hint = ""
+            hint = first_item
         fail(f"{where}['zero_fraction'] is {values['zero_fraction']:.6g}; {zeros} of the output's "
              f"{output.numel()} elements are exactly 0, a fraction of {expected['zero_fraction']:.6g}.{hint}")
 
 
-def _why_modules_missing(model, layer_types):
+def _entry_matches(entry, output, module_input):
+    try:
+        _check_entry(entry, output, "", module_input)
+    except CheckFailed:
+        return False
+    return True
+
+
+def _why_modules_missing(model, layer_types, kinds):
     """Says why modules of `model` may have no records: the mistakes that skip modules."""
     modules = dict(model.named_modules())
 
     def explain(missing):
+        structured = [f"{name!r} returns a {kinds[name]}" for name in missing if name in kinds]
+        if structured:
+            return (f"Module {', '.join(structured)}: {_TUPLE_RULE.lower()} (a list as well as a tuple), so it "
+                    "has one entry per call too.")
         subclassed = [f"{name!r} is a {type(modules[name]).__name__}" for name in missing
                       if name in modules and type(modules[name]) not in layer_types]
         if subclassed and len(subclassed) == len(missing):
@@ -258,9 +413,19 @@ def _why_modules_missing(model, layer_types):
     return explain
 
 
+def _why_unexpected(kinds):
+    def explain(names):
+        other = [f"{name!r} returned a {kinds[name]}" for name in names if name in kinds]
+        if other:
+            return f"Module {', '.join(other)}: {_OTHER_RULE}."
+        return ""
+    return explain
+
+
 def _compare_stats(stats, reference, call_text, said, duplicates, explain_missing=None):
     recorded = _lists(stats, call_text, said)
-    _check_keys(recorded, reference.outputs, said, "module", duplicates, explain_missing)
+    _check_keys(recorded, reference.outputs, said, "module", duplicates, explain_missing,
+                _why_unexpected(reference.kinds))
     for name, outputs in reference.outputs.items():
         entries = recorded[name]
         if len(entries) == 1 < len(outputs):
@@ -274,24 +439,40 @@ def _compare_stats(stats, reference, call_text, said, duplicates, explain_missin
                     "under two names)?" if twice else
                     " A module called twice in one forward pass fires its hook twice: one entry per call."
                     if len(entries) < len(outputs) else ""))
+        inputs = reference.inputs[name]
+        in_order = all(_entry_matches(entry, output, module_input)
+                       for entry, output, module_input in zip(entries, outputs, inputs))
+        if not in_order and len(entries) > 1 and all(
+                _entry_matches(entry, output, module_input)
+                for entry, output, module_input in zip(entries[::-1], outputs, inputs)):
+            fail(f"{said} stats[{name!r}] holds the entries of the module's {len(outputs)} calls in reverse order; "
+                 "expected them in the order of the calls: append each new entry at the end.")
         for index, (entry, output) in enumerate(zip(entries, outputs)):
-            _check_entry(entry, output, f"{said} stats[{name!r}][{index}]", reference.inputs[name][index])
+            _check_entry(entry, output, f"{said} stats[{name!r}][{index}]", inputs[index], reference.kinds.get(name))
 
 
 def check_record_activation_stats(record_activation_stats):
     for seed, build in _STATS_CASES:
-        model, width, layer_types, duplicates = _seeded(seed, build)
+        case = _seeded(seed, build)
+        model, layer_types, duplicates, note = case["model"], case["layer_types"], case["duplicates"], case["note"]
         reference_model = copy.deepcopy(model)
         reference = _OutputRecorder(reference_model, layer_types)
         names = "(" + ", ".join(t.__name__ for t in layer_types) + ",)"
         call_text = f"record_activation_stats(model, {names})"
         stats, handles = _unpack(_run(f"calling {call_text}", record_activation_stats, model, layer_types),
                                  call_text, "(stats, handles)")
+        kept = None
         for step, grad_mode in enumerate((True, False), start=1):
-            x = random_tensor(seed * 10 + step, (3, width))
+            x = random_tensor(seed * 10 + step, case["shape"])
             with torch.set_grad_enabled(grad_mode):
                 expected = reference_model(x)
-                output = _run(f"running model(x) after {call_text}", model, x)
+                doing = f"running model(x) after {call_text}"
+                try:
+                    output = _run(doing, model, x)
+                except LearnerCodeRaised as raised:
+                    if not note:
+                        raise
+                    fail(f"{doing[:1].upper() + doing[1:]} raised {describe_learner_error(raised.error)}\n{note}")
                 if torch.is_grad_enabled() != grad_mode:
                     fail(f"After {call_text}, running model(x) with grad mode {'on' if grad_mode else 'off'} left "
                          f"grad mode {'on' if torch.is_grad_enabled() else 'off'}: a hook changed torch's global "
@@ -303,8 +484,17 @@ def check_record_activation_stats(record_activation_stats):
                      f"{expected.requires_grad}). A forward hook that returns a value replaces the output, a "
                      "detached one cuts training off: return None.")
             mode = "with grad mode on" if grad_mode else "under torch.no_grad()"
-            _compare_stats(stats, reference, call_text, f"After {call_text} and forward pass {step} ({mode}),",
-                           duplicates, _why_modules_missing(model, layer_types))
+            said = f"After {call_text} and forward pass {step} ({mode}),"
+            now = {key: list(entries) for key, entries in stats.items() if isinstance(entries, (list, tuple))}
+            unchanged = kept is not None and now.keys() == kept.keys() and all(
+                len(now[key]) == len(kept[key]) and all(a is b for a, b in zip(now[key], kept[key])) for key in now)
+            if not grad_mode and any(now.values()) and unchanged:
+                fail(f"{said} the records are exactly as they were before that pass: the hooks recorded nothing "
+                     "under torch.no_grad(). Forward hooks fire under torch.no_grad() too; record there as well "
+                     "(a test of torch.is_grad_enabled() or output.requires_grad skips it).")
+            kept = now
+            _compare_stats(stats, reference, call_text, said, duplicates,
+                           _why_modules_missing(model, layer_types, reference.kinds))
         _remove_all(handles, call_text, model)
 
 
@@ -324,6 +514,24 @@ class _Tied(nn.Module):
         return self.head(self.b(torch.tanh(self.a(x))))
 
 
+class _Gated(nn.Module):
+    """`extra` runs only when `use_extra` is set (the check clears it for backward pass 2); `spare` never runs."""
+
+    def __init__(self, width, out):
+        super().__init__()
+        self.a = nn.Linear(width, width)
+        self.extra = nn.Linear(width, width)
+        self.spare = nn.Linear(width, 1)
+        self.head = nn.Linear(width, out)
+        self.use_extra = True
+
+    def forward(self, x):
+        h = torch.tanh(self.a(x))
+        if self.use_extra:
+            h = h + self.extra(h)
+        return self.head(h)
+
+
 def _mlp_frozen(rng):
     width, hidden, out = rng.randint(3, 5), rng.randint(4, 6), rng.randint(2, 4)
     model = nn.Sequential(nn.Linear(width, hidden), nn.Tanh(), nn.Linear(hidden, out))
@@ -336,7 +544,22 @@ def _tied(rng):
     return _Tied(width, out), width, {"b.weight": "a.weight"}
 
 
-_NORM_CASES = ((121, _mlp_frozen), (122, _tied))
+def _gated(rng):
+    width, out = rng.randint(3, 5), rng.randint(2, 4)
+    return _Gated(width, out), width, {}
+
+
+_NORM_CASES = ((121, _mlp_frozen), (122, _tied), (123, _gated))
+# (what the pass is, what follows it): "accumulate", "step", "clip" or "create_graph".
+_NORM_PLAN = (("backward pass 1 of 2 accumulated", "accumulate"),
+              ("backward pass 2 of 2 accumulated, then a step", "step"),
+              ("backward pass 3, then clip_grad_norm_", "clip"),
+              ("backward pass 4, run as backward(create_graph=True)", "create_graph"))
+
+
+def _set_pass(model, step):
+    if isinstance(model, _Gated):
+        model.use_extra = step != 2
 
 
 class _GradRecorder:
@@ -346,40 +569,69 @@ class _GradRecorder:
         self.grads = {}
         for name, parameter in model.named_parameters():
             if parameter.requires_grad:
-                parameter.register_hook(lambda grad, name=name: self.grads.setdefault(name, []).append(grad.clone()))
+                parameter.register_hook(
+                    lambda grad, name=name: self.grads.setdefault(name, []).append(grad.detach().clone()))
 
 
-def _compare_norms(norms, reference, accumulated, clipped, call_text, said, duplicates, frozen_names=(), stale=None):
-    """`accumulated[name][i]`, `stale[name][i]`: the norm of .grad after and before backward pass i."""
+def _why_parameters_missing(missing):
+    if missing and all(name.endswith("bias") for name in missing):
+        return "Those are biases: hook every parameter that requires grad, the biases too."
+    return ""
+
+
+def _why_no_gradient(never):
+    def explain(names):
+        idle = [name for name in names if name in never]
+        if idle:
+            return (f"No backward pass computed a gradient for {idle} (never used in forward): a pass that computes "
+                    "no gradient for a parameter adds no entry for it.")
+        return ""
+    return explain
+
+
+def _compare_norms(norms, reference, accumulated, clipped, call_text, said, duplicates, frozen_names=(), stale=None,
+                   skipped=None, never=()):
+    """`accumulated[name][i]`, `stale[name][i]`: the norm of .grad after and before the i-th backward pass that
+    computed a gradient for `name`; `skipped[name]`: the passes that computed none for it."""
     recorded = _lists(norms, call_text, said)
     frozen = [name for name in recorded if name in frozen_names]
     _check_keys({k: v for k, v in recorded.items() if k not in frozen}, reference.grads, said, "parameter",
-                duplicates)
+                duplicates, _why_parameters_missing, _why_no_gradient(never))
     if frozen:
         fail(f"{said} there are records for {frozen}, parameters that do not require grad (or got no gradient); "
              "expected none.")
+    skipped = skipped or {}
     for name, grads in reference.grads.items():
         entries = recorded[name]
         if len(entries) == 1 < len(grads):
             fail(f"{said} norms[{name!r}] holds 1 entry; {len(grads)} backward passes computed a gradient for "
                  "that parameter. Append one entry per backward pass instead of replacing the list.")
+        if len(entries) > len(grads) and skipped.get(name):
+            fail(f"{said} norms[{name!r}] holds {len(entries)} entries; {len(grads)} backward passes computed a "
+                 f"gradient for that parameter, and pass(es) {skipped[name]} computed none (its branch did not "
+                 "run). A backward pass that computes no gradient for a parameter adds no entry for it.")
         if len(entries) != len(grads):
             fail(f"{said} norms[{name!r}] holds {len(entries)} entries; {len(grads)} backward pass(es) computed "
                  "a gradient for that parameter, one entry each. A tensor hook fires once per backward pass, "
                  "with the gradient summed over every use of the parameter.")
-        for index, (entry, grad) in enumerate(zip(entries, grads)):
+        values = [_number(entry, f"{said} norms[{name!r}][{index}]") for index, entry in enumerate(entries)]
+        expected_norms = [grad.norm().item() for grad in grads]
+        if len(values) > 1 and not all(map(_near, values, expected_norms)) \
+                and all(map(_near, values[::-1], expected_norms)):
+            fail(f"{said} norms[{name!r}] holds the norms of the {len(grads)} backward passes in reverse order; "
+                 "expected them in the order of the passes: append each new norm at the end.")
+        for index, (value, expected) in enumerate(zip(values, expected_norms)):
             where = f"{said} norms[{name!r}][{index}]"
-            value, expected = _number(entry, where), grad.norm().item()
             if _near(value, expected):
                 continue
             if _near(value, accumulated[name][index]):
-                fail(f"{where} is {value:.6g}, the norm of .grad after backward pass {index + 1}, which holds the "
+                fail(f"{where} is {value:.6g}, the norm of .grad after that backward pass, which holds the "
                      f"sum of the gradients of every backward pass since the last zero_grad(); that pass's own "
                      f"gradient has norm {expected:.6g}. Under gradient accumulation a post-accumulate-grad hook "
                      "(or .grad) sees the running sum: use a tensor hook, parameter.register_hook, and the "
                      "gradient it receives.")
             if stale and _near(value, stale[name][index]):
-                fail(f"{where} is {value:.6g}, the norm of .grad before backward pass {index + 1} (0 when .grad was "
+                fail(f"{where} is {value:.6g}, the norm of .grad before that backward pass (0 when .grad was "
                      f"None); that pass's own gradient has norm {expected:.6g}. A tensor hook runs before .grad is "
                      "updated: take the norm of the gradient the hook receives.")
             if _near(value, expected ** 2):
@@ -392,6 +644,25 @@ def _compare_norms(norms, reference, accumulated, clipped, call_text, said, dupl
                  f"{expected:.6g}.")
 
 
+def _requires_grad(model):
+    return {name: parameter.requires_grad for name, parameter in model.named_parameters()}
+
+
+def _check_requires_grad(model, before, after_what):
+    changed = [name for name, flag in _requires_grad(model).items() if before.get(name) != flag]
+    if changed:
+        fail(f"{after_what}, requires_grad changed for {changed} (it was {[before.get(name) for name in changed]}): "
+             "a frozen parameter must stay frozen, or it trains. Give it no hook instead "
+             "(if parameter.requires_grad: ...).")
+
+
+def _backward(model, x, create_graph):
+    loss = model(x).pow(2).mean()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # backward(create_graph=True) warns about the .grad reference cycle
+        loss.backward(create_graph=create_graph)
+
+
 def check_track_grad_norms(track_grad_norms):
     for seed, build in _NORM_CASES:
         model, width, duplicates = _seeded(seed, build)
@@ -400,40 +671,51 @@ def check_track_grad_norms(track_grad_norms):
         call_text = "track_grad_norms(model)"
         norms, handles = _unpack(_run(f"calling {call_text}", track_grad_norms, model), call_text,
                                  "(norms, handles)")
-        accumulated, clipped, stale = {}, {}, {}
+        _check_requires_grad(model, _requires_grad(reference_model), f"After {call_text}")
+        accumulated, clipped, stale, skipped = {}, {}, {}, {}
+        trainable = [name for name, parameter in reference_model.named_parameters() if parameter.requires_grad]
         frozen = [name for name, parameter in model.named_parameters() if not parameter.requires_grad]
-        # Two backward passes accumulated into one step, then a step, then one clipped backward pass.
-        plan = (("backward pass 1 of 2 accumulated", False), ("backward pass 2 of 2 accumulated, then a step", True),
-                ("backward pass 3, then clip_grad_norm_", None))
-        for step, (what, then_step) in enumerate(plan, start=1):
+        for step, (what, then) in enumerate(_NORM_PLAN, start=1):
             x = random_tensor(seed * 10 + step, (4, width))
+            create_graph = then == "create_graph"
+            before_grad = {name: 0.0 if parameter.grad is None else parameter.grad.norm().item()
+                           for name, parameter in reference_model.named_parameters()}
+            before_count = {name: len(reference.grads.get(name, [])) for name in trainable}
+            for trained in (model, reference_model):
+                _set_pass(trained, step)
+            _run(f"running model(x).pow(2).mean().backward({'create_graph=True' if create_graph else ''}) after "
+                 f"{call_text}", _backward, model, x, create_graph)
+            _backward(reference_model, x, create_graph)
             for name, parameter in reference_model.named_parameters():
-                if parameter.requires_grad:
-                    stale.setdefault(name, []).append(0.0 if parameter.grad is None else parameter.grad.norm().item())
-            _run(f"running model(x).pow(2).mean().backward() after {call_text}",
-                 lambda: model(x).pow(2).mean().backward())
-            reference_model(x).pow(2).mean().backward()
-            for name, parameter in reference_model.named_parameters():
-                if parameter.requires_grad:
+                if name not in trainable:
+                    continue
+                if len(reference.grads.get(name, [])) > before_count[name]:
+                    stale.setdefault(name, []).append(before_grad[name])
                     accumulated.setdefault(name, []).append(parameter.grad.norm().item())
+                else:
+                    skipped.setdefault(name, []).append(step)
             said = f"After {call_text} and {what},"
             for (name, parameter), reference_parameter in zip(model.named_parameters(), reference_model.parameters()):
-                if parameter.requires_grad and (parameter.grad is None
-                                                or not torch.equal(parameter.grad, reference_parameter.grad)):
-                    fail(f"{said} {name}.grad is {describe(parameter.grad)}; without your hooks it is "
-                         f"{describe(reference_parameter.grad)}. The hooks must only look: return None, and change "
+                mine, theirs = parameter.grad, reference_parameter.grad
+                if (mine is None) != (theirs is None) or (mine is not None and not torch.equal(mine, theirs)):
+                    fail(f"{said} {name}.grad is {describe(mine)}; without your hooks it is "
+                         f"{describe(theirs)}. The hooks must only look: return None, and change "
                          "neither the gradient in place nor .grad.")
-            if then_step is None:
+            if then == "clip":
                 torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm=1e-3)
                 torch.nn.utils.clip_grad_norm_(reference_model.parameters(), max_norm=1e-3)
                 for name, parameter in reference_model.named_parameters():
-                    if parameter.requires_grad:
-                        clipped.setdefault(name, {})[step - 1] = parameter.grad.norm().item()
-            _compare_norms(norms, reference, accumulated, clipped, call_text, said, duplicates, frozen, stale)
-            if then_step:
+                    if name in trainable and step not in skipped.get(name, []):
+                        clipped.setdefault(name, {})[len(accumulated[name]) - 1] = parameter.grad.norm().item()
+            never = [name for name in trainable if name not in reference.grads]
+            _compare_norms(norms, reference, accumulated, clipped, call_text, said, duplicates, frozen, stale,
+                           skipped, never)
+            if then == "step":
                 for trained in (model, reference_model):
                     _sgd_step(trained, lr=0.1)
-                    trained.zero_grad()
+            if then in ("step", "create_graph"):
+                for trained in (model, reference_model):
+                    trained.zero_grad()  # .grad = None; after create_graph=True this breaks the reference cycle
         _remove_all(handles, call_text, model)
 
 
@@ -465,7 +747,7 @@ class _Watch:
                     parameter.register_hook(lambda grad, name=name: self.see(name, grad))
 
     def see(self, name, value):
-        if not torch.isfinite(value).all():
+        if any(not torch.isfinite(tensor).all() for tensor in _tensors(value)):
             self.first = self.first if self.first is not None else name
             if name not in self.seen:
                 self.seen.append(name)
@@ -515,6 +797,8 @@ def _check_attach_train_remove(TrainingMonitor):
              "`monitor = TrainingMonitor(model, types).attach()` works.")
     if not _hooks_left(model):
         fail("after monitor.attach(), no hook is registered on the model; attach() registers the hooks.")
+    flags = _requires_grad(reference_model)
+    _check_requires_grad(model, flags, "After monitor.attach()")
     for step in (1, 2):
         x = random_tensor(seed * 10 + step, (3, width))
         _run("running a training step (forward, zero_grad, backward, step) with the monitor attached",
@@ -541,6 +825,7 @@ def _check_attach_train_remove(TrainingMonitor):
         fail(f"after monitor.remove(), hooks were still registered: {_listed(left)}. remove() must remove every hook the "
              "monitor registered: keep each handle, those your two functions return included.")
     _run("calling monitor.remove() a second time", monitor.remove)
+    _check_requires_grad(model, flags, "After monitor.remove()")
     kept = _attribute(monitor, "activation_stats", "reading monitor.activation_stats after monitor.remove()")
     counts = {name: len(entries) for name, entries in kept.items()}
     if not any(counts.values()) or not any(_attribute(monitor, "grad_norms", "reading monitor.grad_norms").values()):
@@ -618,6 +903,49 @@ def _check_nonfinite_output(TrainingMonitor):
                  "contained inf.")
 
 
+def _check_nan_output(TrainingMonitor):
+    seed = 138
+    model, width = _seeded(seed, _mlp)
+    with torch.no_grad():
+        model[1][0].bias[:1] = math.nan  # NaN from there on, and no inf anywhere
+    reference_model = copy.deepcopy(model)
+    watch = _Watch(reference_model)
+    x = random_tensor(seed, (3, width))
+    reference_model(x).pow(2).mean().backward()
+    monitor = _run("calling TrainingMonitor(model, (nn.ReLU,)).attach()",
+                   lambda: TrainingMonitor(model, (nn.ReLU,)).attach())
+    _run("running model(x).pow(2).mean().backward() with the monitor attached",
+         lambda: model(x).pow(2).mean().backward())
+    _run("calling monitor.remove()", monitor.remove)
+    _check_first(monitor.first_nonfinite, watch, None,
+                 "After a training step in which one layer's output holds NaN (and no value is inf),",
+                 f"expected {watch.first!r}, the first module whose output contained NaN: torch.isfinite is False "
+                 "for NaN, inf and -inf alike.")
+
+
+def _check_large_finite(TrainingMonitor):
+    seed = 139
+    model, width = _seeded(seed, _mlp)
+    with torch.no_grad():
+        model[2].bias.fill_(2e38)  # every element finite; sums and norms of them overflow
+    reference_model = copy.deepcopy(model)
+    watch = _Watch(reference_model)
+    x = random_tensor(seed, (3, width))
+    with torch.no_grad():
+        reference_model(x)
+    assert watch.first is None
+    monitor = _run("calling TrainingMonitor(model, (nn.ReLU,)).attach()",
+                   lambda: TrainingMonitor(model, (nn.ReLU,)).attach())
+    with torch.no_grad():
+        _run("running model(x) with the monitor attached", model, x)
+    _run("calling monitor.remove()", monitor.remove)
+    _check_first(monitor.first_nonfinite, watch, None,
+                 "After a forward pass whose last layer outputs values near 2e38 (below float32's largest number, "
+                 "3.4e38),",
+                 "expected None: every element was finite, though their sum and their norm overflow to inf. Test "
+                 "each element: torch.isfinite(t).all(), not a sum or a norm.")
+
+
 def _check_nonfinite_gradient(TrainingMonitor):
     seed = 133
     model, width = _seeded(seed, _mlp)
@@ -660,16 +988,127 @@ def _check_nonfinite_in_model_itself(TrainingMonitor):
     x = random_tensor(seed, (3, width))
     reference_model = copy.deepcopy(model)
     watch = _Watch(reference_model)
-    reference_model(x)
-    assert watch.first == "" and watch.seen == [""]
+    reference_model(x).sum().backward()
+    assert watch.first == "" and watch.seen[0] == "" and len(watch.seen) > 1
     monitor = _run("calling TrainingMonitor(model, (nn.ReLU,)).attach()",
                    lambda: TrainingMonitor(model, (nn.ReLU,)).attach())
-    _run("running model(x) with the monitor attached", model, x)
+    output = _run("running model(x) with the monitor attached", model, x)
+    after_forward = _attribute(monitor, "first_nonfinite", "reading monitor.first_nonfinite")
+    said = "With a model whose own forward multiplies every submodule's (finite) output into inf,"
+    if after_forward is None or after_forward != "":
+        _run("calling monitor.remove()", monitor.remove)
+        _check_first(after_forward, watch, None, said + " after the forward pass",
+                     "expected '', the name named_modules() gives the model itself: watch every module it lists, "
+                     "the model included, not only the layers.")
+    _run("running model(x).sum().backward() with the monitor attached", lambda: output.sum().backward())
     _run("calling monitor.remove()", monitor.remove)
-    _check_first(monitor.first_nonfinite, watch, None,
-                 "With a model whose own forward multiplies every submodule's (finite) output into inf,",
-                 "expected '', the name named_modules() gives the model itself: watch every module it lists, "
-                 "the model included, not only the layers.")
+    first = monitor.first_nonfinite
+    if first != "":
+        fail(f"{said} monitor.first_nonfinite was '' after the forward pass and is {describe(first)} after the "
+             "backward pass, whose gradients were not finite either: it must never change once set. '' (the model "
+             "itself) is falsy but it is a name: test `self.first_nonfinite is None`, not "
+             "`not self.first_nonfinite`.")
+
+
+class _Nested(nn.Module):
+    """Returns a list [h, [h * scale]]: the inner item is used nowhere else."""
+
+    def __init__(self, width, hidden):
+        super().__init__()
+        self.linear = nn.Linear(width, hidden)
+        self.register_buffer("scale", torch.ones(()))
+
+    def forward(self, x):
+        h = self.linear(x)
+        return [h, [h * self.scale]]
+
+
+class _Keyed(nn.Module):
+    """Returns a dict {"out": h, "extra": {"scale": h * scale}}: the inner item is used nowhere else."""
+
+    def __init__(self, hidden):
+        super().__init__()
+        self.linear = nn.Linear(hidden, hidden)
+        self.register_buffer("scale", torch.ones(()))
+
+    def forward(self, h):
+        h = self.linear(h)
+        return {"out": h, "extra": {"scale": h * self.scale}}
+
+
+class _Structured(nn.Module):
+    """An LSTM (a tuple output), a module returning a nested list, one returning a nested dict, and one returning
+    None; every output is finite unless the check sets a `scale` buffer to inf."""
+
+    def __init__(self, width, hidden, out, probe):
+        super().__init__()
+        self.lstm = nn.LSTM(width, hidden, batch_first=True)
+        self.split = _Nested(hidden, hidden)
+        self.keyed = _Keyed(hidden)
+        self.probe = Probe() if probe else None
+        self.head = nn.Linear(hidden, out)
+
+    def forward(self, x):
+        sequence, _ = self.lstm(x)
+        h, _ = self.split(sequence[:, -1])
+        h = self.keyed(h)["out"]
+        if self.probe is not None:
+            self.probe(h)
+        return self.head(h)
+
+
+def _structured(rng, probe):
+    width, hidden, out = rng.randint(3, 5), rng.randint(4, 6), rng.randint(2, 4)
+    return _Structured(width, hidden, out, probe), width
+
+
+_STRUCTURED = ("Its modules return a tuple ('lstm', an nn.LSTM: (output, (h_n, c_n))), a list holding a list "
+               "('split'), a dict holding a dict ('keyed')")
+
+
+def _check_structured_outputs(TrainingMonitor):
+    for seed, probe in ((136, False), (137, True)):
+        model, width = _seeded(seed, lambda rng: _structured(rng, probe))
+        x = random_tensor(seed, (3, 4, width))
+        described = _STRUCTURED + (" and None ('probe')" if probe else "")
+        rule = ("the watch looks at every tensor of an output, through tuples, lists and dicts at any depth, and "
+                "counts any other output (None) as finite" if probe else
+                "the watch looks at every tensor of an output, through tuples, lists and dicts at any depth")
+        reference_model = copy.deepcopy(model)
+        outputs = _OutputRecorder(reference_model, (nn.LSTM,))
+        call_text = "TrainingMonitor(model, (nn.LSTM,))"
+        monitor = _run(f"calling {call_text}.attach()", lambda: TrainingMonitor(model, (nn.LSTM,)).attach())
+        doing = "running a training step (forward, zero_grad, backward, step) with the monitor attached"
+        try:
+            _run(doing, _train_step, model, x)
+        except LearnerCodeRaised as raised:
+            fail(f"{doing[:1].upper() + doing[1:]} raised {describe_learner_error(raised.error)}\n{described}: "
+                 f"{rule}.")
+        _train_step(reference_model, x)
+        _run("calling monitor.remove()", monitor.remove)
+        said = f"After {call_text}.attach() and a training step on a model whose modules return tuples, lists and dicts,"
+        _compare_stats(_attribute(monitor, "activation_stats", "reading monitor.activation_stats"), outputs,
+                       "monitor.activation_stats", said + " in monitor.activation_stats", {})
+        first = _attribute(monitor, "first_nonfinite", "reading monitor.first_nonfinite")
+        if first is not None:
+            fail(f"{said} monitor.first_nonfinite is {first!r}, but every output and gradient was finite; "
+                 "expected None.")
+        if probe:
+            continue
+        for holder, where in (("split", "inside the list in its list"), ("keyed", "inside the dict in its dict")):
+            infinite, reference_model = copy.deepcopy(model), copy.deepcopy(model)
+            for copied in (infinite, reference_model):
+                getattr(copied, holder).scale.fill_(math.inf)
+            watch = _Watch(reference_model)
+            with torch.no_grad():
+                reference_model(x)
+            assert watch.first == holder, (watch.first, holder)
+            monitor = _run(f"calling {call_text}.attach()", lambda: TrainingMonitor(infinite, (nn.LSTM,)).attach())
+            _run("running model(x) with the monitor attached", infinite, x)
+            _run("calling monitor.remove()", monitor.remove)
+            _check_first(monitor.first_nonfinite, watch, None,
+                         f"With module {holder!r} returning a tensor with inf {where} (every other output finite),",
+                         f"expected {holder!r}: {rule}.")
 
 
 def _check_exception_in_block(TrainingMonitor):
@@ -754,7 +1193,10 @@ def check_TrainingMonitor(TrainingMonitor):
         _check_attach_train_remove(TrainingMonitor)
         _check_nonfinite_output(TrainingMonitor)
         _check_nonfinite_gradient(TrainingMonitor)
+        _check_nan_output(TrainingMonitor)
+        _check_large_finite(TrainingMonitor)
         _check_nonfinite_in_model_itself(TrainingMonitor)
+        _check_structured_outputs(TrainingMonitor)
         _check_exception_in_block(TrainingMonitor)
     except CheckFailed as failure:
         _blame_earlier_exercise(TrainingMonitor, failure, failure.message)

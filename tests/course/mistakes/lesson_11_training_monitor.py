@@ -1,7 +1,94 @@
 """Mistake catalogue for lesson 11, the capstone training monitor. The format of an entry is
-described in tests/course/test_mistake_catalogue.py."""
+described in tests/course/test_mistake_catalogue.py; CLAUSES and NOT_CLAUSES in
+tests/course/test_contract_clauses.py."""
 
 from mistakes import edited
+
+
+CLAUSES = {
+    "record_activation_stats": {
+        "every-module": "Forward hooks on every module of `model`",
+        "isinstance": "that is an instance of `layer_types`",
+        "once-per-object": "one per module object (as `model.named_modules()` lists them)",
+        "returns-pair": "Returns (stats, handles).",
+        "keyed-by-name": "stats[name] (name from named_modules())",
+        "entry-per-call": "is a list with one entry per call of the module",
+        "call-order": "in the order of the calls",
+        "keys": '{"mean": m, "std": s, "zero_fraction": z}',
+        "of-output": "for the module's output",
+        "all-elements": "over all its elements",
+        "mean": "its mean",
+        "unbiased-std": "its std as `output.std()` computes it (unbiased, correction=1)",
+        "zero-fraction": "the fraction of its elements exactly equal to 0",
+        "numbers": "The values are Python floats or 0-dim tensors that do not require grad.",
+        "tuple-first": "An output that is a tuple or list (nn.LSTM returns (output, (h_n, c_n))) is described by "
+                       "its first item",
+        "no-entry": "a call whose output is neither a tensor nor a tuple or list whose first item is a tensor "
+                    "(a dict, None) adds no entry",
+        "handles": "handles: the RemovableHandles; removing them all removes every hook.",
+        "outputs-unchanged": "The hooks change neither the outputs",
+        "grad-mode": "nor torch's grad mode",
+        "under-no-grad": "they record under torch.no_grad() too",
+    },
+    "track_grad_norms": {
+        "every-parameter": "Tensor hooks on every parameter of `model` that requires grad",
+        "tied-once": "a parameter held under two names (tied weights) once, under its first name",
+        "returns-pair": "Returns (norms, handles).",
+        "keyed-by-name": "norms[name]",
+        "entry-per-pass": "is a list with one entry per backward pass that computes a gradient for the parameter",
+        "pass-order": "in the order of the passes",
+        "l2": "the L2 norm",
+        "this-pass": "of the gradient that pass computed (the sum over every use of the parameter, not the "
+                     "accumulated .grad)",
+        "numbers": "The values are Python floats or 0-dim tensors that do not require grad",
+        "create-graph": "also under backward(create_graph=True)",
+        "no-gradient": "A backward pass that computes no gradient for a parameter adds no entry for it",
+        "frozen": "a parameter that does not require grad gets no hook",
+        "handles": "handles: the RemovableHandles; removing them all removes every hook.",
+        "gradients-unchanged": "The hooks change neither the gradients nor .grad",
+        "requires-grad": "nor any parameter's requires_grad",
+    },
+    "TrainingMonitor": {
+        "init-nothing": "TrainingMonitor(model, layer_types) registers nothing.",
+        "init-state": "activation_stats and grad_norms are empty dicts, first_nonfinite is None",
+        "attach-returns": "return the monitor",
+        "stats": "attach() registers record_activation_stats(model, layer_types), whose stats dict becomes "
+                 "monitor.activation_stats",
+        "norms": "track_grad_norms(model), whose norms dict becomes monitor.grad_norms",
+        "watch-modules": "a forward hook on every module of model.named_modules()",
+        "watch-root": 'the model itself included (its name is "")',
+        "watch-params": "a tensor hook on every parameter that requires grad",
+        "nonfinite": "monitor.first_nonfinite is None until a watched value contains NaN, inf or -inf",
+        "names": "the name of that module (its named_modules() name) or parameter (its named_parameters() name)",
+        "first": "the first in the order the hooks fire, and it never changes after",
+        "structured": "A module's output counts when it is a tensor with such an element, or a tuple, list or dict "
+                      "holding such a tensor at any depth",
+        "other-finite": "any other output counts as finite",
+        "remove-all": "remove() removes every hook the monitor registered",
+        "remove-twice": "safe to call twice",
+        "as-before": "the model then behaves as before (requires_grad included)",
+        "data-stays": "the recorded data stays",
+        "with-enter": "attaches on entry and binds the monitor",
+        "with-exit": "removes the hooks on exit",
+        "with-raises": "also when the block raises",
+        "propagates": "the exception goes on",
+    },
+}
+
+NOT_CLAUSES = {
+    "TrainingMonitor": {
+        "Activation stats, gradient norms and the first non-finite value of a training run.":
+            "the class's title: what it records, which the clauses below state one by one",
+        "Keep the model and layer types;": "keeping its arguments is how attach() can use them; nothing to observe "
+                                           "by itself",
+        "no hooks yet.": "restates 'registers nothing' (clause init-nothing)",
+        "Register the stats, the gradient norms and the non-finite watch;": "restates the class docstring's attach() "
+                                                                            "sentence (clauses stats, norms, watch-*)",
+        "Remove every hook the monitor registered;": "restates clause remove-all",
+        "Attach, and return the monitor.": "restates clauses with-enter and attach-returns",
+        "Remove every hook, also when the block raises;": "restates clauses with-exit and with-raises",
+    },
+}
 
 
 _STATS = """
@@ -13,6 +100,10 @@ def record_activation_stats(model, layer_types):
 
     def make_hook(name):
         def hook(module, args, output):
+            if isinstance(output, (tuple, list)) and output:
+                output = output[0]
+            if not isinstance(output, torch.Tensor):
+                return
             out = output.detach()
             stats.setdefault(name, []).append(
                 {"mean": out.mean().item(), "std": out.std().item(), "zero_fraction": (out == 0).float().mean().item()})
@@ -22,6 +113,12 @@ def record_activation_stats(model, layer_types):
         if isinstance(module, layer_types):
             handles.append(module.register_forward_hook(make_hook(name)))
     return stats, handles
+"""
+
+_FIRST_ITEM = """            if isinstance(output, (tuple, list)) and output:
+                output = output[0]
+            if not isinstance(output, torch.Tensor):
+                return
 """
 
 _NORMS = """
@@ -44,6 +141,16 @@ def track_grad_norms(model):
 _MONITOR_CLASS = """
 
 
+def tensors(value):
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, (tuple, list)):
+        return [t for item in value for t in tensors(item)]
+    return []
+
+
 class TrainingMonitor:
     def __init__(self, model, layer_types):
         self.model, self.layer_types = model, layer_types
@@ -51,7 +158,7 @@ class TrainingMonitor:
         self.handles = []
 
     def see(self, name, value):
-        if self.first_nonfinite is None and not torch.isfinite(value).all():
+        if self.first_nonfinite is None and any(not torch.isfinite(t).all() for t in tensors(value)):
             self.first_nonfinite = name
 
     def attach(self):
@@ -60,7 +167,7 @@ class TrainingMonitor:
         self.handles += stats_handles + norm_handles
         for name, module in self.model.named_modules():
             self.handles.append(module.register_forward_hook(
-                lambda module, args, output, name=name: self.see(name, output.detach())))
+                lambda module, args, output, name=name: self.see(name, output)))
         for name, parameter in self.model.named_parameters():
             if parameter.requires_grad:
                 self.handles.append(parameter.register_hook(lambda grad, name=name: self.see(name, grad)))
@@ -78,6 +185,8 @@ class TrainingMonitor:
         self.remove()
 """
 _MONITOR = _STATS + _NORMS + _MONITOR_CLASS
+_GRAD_WATCH = "                self.handles.append(parameter.register_hook(lambda grad, name=name: self.see(name, grad)))"
+_OUTPUT_WATCH = "lambda module, args, output, name=name: self.see(name, output)"
 
 # The generated stubs of the first two exercises, as a learner who skipped them has them.
 _STUB_STATS = """
@@ -90,73 +199,131 @@ def track_grad_norms(model):
 """
 
 
-def _wrong(exercise, base, why, changes, expect):
-    return dict(exercise=exercise, kind="wrong", why=why, source=edited(base, *changes), expect=expect)
+def _wrong(exercise, base, why, changes, expect, clause):
+    return dict(exercise=exercise, kind="wrong", why=why, source=edited(base, *changes), expect=expect, clause=clause)
+
+
+def _stats(why, changes, expect, clause):
+    return _wrong("record_activation_stats", _STATS, why, changes, expect, clause)
+
+
+def _norms(why, changes, expect, clause):
+    return _wrong("track_grad_norms", _NORMS, why, changes, expect, clause)
+
+
+def _monitor(why, changes, expect, clause):
+    return _wrong("TrainingMonitor", _MONITOR, why, changes, expect, clause)
 
 
 ENTRIES = [
     # ------------------------------------------------------------------ record_activation_stats
-    _wrong("record_activation_stats", _STATS, "stores tensors that keep the graph alive",
+    _stats("stores tensors that keep the graph alive",
            [("out = output.detach()", "out = output"),
             ('out.mean().item(), "std": out.std().item(), "zero_fraction": (out == 0).float().mean().item()',
              'out.mean(), "std": out.std(), "zero_fraction": (out == 0).float().mean()')],
-           ["requires grad", "keeps the autograd graph", ".item()"]),
-    _wrong("record_activation_stats", _STATS, "keyed by module type",
-           [("stats.setdefault(name, [])", "stats.setdefault(type(module).__name__, [])")],
-           ["keyed by", "type"]),
-    _wrong("record_activation_stats", _STATS, "keyed by the class itself",
-           [("stats.setdefault(name, [])", "stats.setdefault(type(module), [])")],
-           ["keyed by", "type"]),
-    _wrong("record_activation_stats", _STATS, "population standard deviation",
-           [("out.std().item()", "out.std(correction=0).item()")],
-           ["population standard deviation", "correction=1"]),
-    _wrong("record_activation_stats", _STATS, "numpy's std",
-           [("out.std().item()", "float(out.numpy().std())")],
-           ["population standard deviation"]),
-    _wrong("record_activation_stats", _STATS, "a shared module hooked under both names",
+           ["requires grad", "keeps the autograd graph", ".item()"], "numbers"),
+    _stats("keyed by module type", [("stats.setdefault(name, [])", "stats.setdefault(type(module).__name__, [])")],
+           ["keyed by", "type"], "keyed-by-name"),
+    _stats("keyed by the class itself", [("stats.setdefault(name, [])", "stats.setdefault(type(module), [])")],
+           ["keyed by", "type"], "keyed-by-name"),
+    _stats("population standard deviation", [("out.std().item()", "out.std(correction=0).item()")],
+           ["population standard deviation", "correction=1"], "unbiased-std"),
+    _stats("numpy's std", [("out.std().item()", "float(out.numpy().std())")],
+           ["population standard deviation"], "unbiased-std"),
+    _stats("a shared module hooked under both names",
            [("model.named_modules()", "model.named_modules(remove_duplicate=False)")],
-           ["second name", "remove_duplicate=false"]),
+           ["second name", "remove_duplicate=false"], "once-per-object"),
     dict(exercise="record_activation_stats", kind="wrong", why="the name read from the loop variable when the hook runs",
-         source='''
+         clause="keyed-by-name", source='''
+import torch
+
+
 def record_activation_stats(model, layer_types):
     stats, handles = {}, []
+
+    def hook(module, args, output):
+        if isinstance(output, (tuple, list)) and output:
+            output = output[0]
+        if isinstance(output, torch.Tensor):
+            stats.setdefault(name, []).append({"mean": output.mean().item(), "std": output.std().item(),
+                                               "zero_fraction": (output == 0).float().mean().item()})
+
     for name, module in model.named_modules():
         if isinstance(module, layer_types):
-            handles.append(module.register_forward_hook(lambda module, args, output: stats.setdefault(name, []).append(
-                {"mean": output.mean().item(), "std": output.std().item(),
-                 "zero_fraction": (output == 0).float().mean().item()})))
+            handles.append(module.register_forward_hook(hook))
     return stats, handles
 ''', expect=["nothing was recorded", "loop variable"]),
-    _wrong("record_activation_stats", _STATS, "fraction of non-zeros",
-           [("(out == 0)", "(out != 0)")],
-           ["non-zero"]),
-    _wrong("record_activation_stats", _STATS, "the number of zeros, not a fraction",
-           [("(out == 0).float().mean().item()", "(out == 0).sum().item()")],
-           ["number of zeros"]),
-    _wrong("record_activation_stats", _STATS, "replaces the list on every call",
+    _stats("fraction of non-zeros", [("(out == 0)", "(out != 0)")], ["non-zero"], "zero-fraction"),
+    _stats("the number of zeros, not a fraction", [("(out == 0).float().mean().item()", "(out == 0).sum().item()")],
+           ["number of zeros"], "zero-fraction"),
+    _stats("zeros counted as out <= 0, negatives included", [("(out == 0)", "(out <= 0)")],
+           ["exactly 0", "negative"], "zero-fraction"),
+    _stats("replaces the list on every call",
            [("stats.setdefault(name, []).append(\n                ", "stats[name] = [\n                "),
             ('(out == 0).float().mean().item()})', '(out == 0).float().mean().item()}]')],
-           ["append one entry per call"]),
-    _wrong("record_activation_stats", _STATS, "the hook returns the detached output",
+           ["append one entry per call"], "entry-per-call"),
+    _stats("the newest entry first",
+           [("stats.setdefault(name, []).append(\n                ", "stats.setdefault(name, []).insert(0, \n                ")],
+           ["reverse order", "in the order of the calls"], "call-order"),
+    _stats("the hook returns the detached output",
            [("        return hook\n", "        return lambda module, args, output: hook(module, args, output) "
-                                      "or output.detach()\n")],
-           ["replaces the output", "return none"]),
-    _wrong("record_activation_stats", _STATS, "handles not returned",
+                                   "or (output.detach() if isinstance(output, torch.Tensor) else output)\n")],
+           ["replaces the output", "return none"], "outputs-unchanged"),
+    _stats("handles not returned",
            [("            handles.append(module.register_forward_hook(make_hook(name)))",
              "            module.register_forward_hook(make_hook(name))")],
-           ["hooks were still registered"]),
-    _wrong("record_activation_stats", _STATS, "stats of the module's input",
-           [("out = output.detach()", "out = args[0].detach()")],
-           ["mean of the module's input", "record its output"]),
-    _wrong("record_activation_stats", _STATS, "named_children misses the nested modules",
-           [("model.named_modules()", "model.named_children()")],
-           ["nested modules", "named_modules()"]),
-    _wrong("record_activation_stats", _STATS, "type(module) in layer_types misses a subclass",
+           ["hooks were still registered"], "handles"),
+    _stats("the hook functions returned as the handles",
+           [("            handles.append(module.register_forward_hook(make_hook(name)))",
+             "            hook = make_hook(name)\n            module.register_forward_hook(hook)\n"
+             "            handles.append(hook)")],
+           ["each must be a removablehandle"], "handles"),
+    _stats("returns (handles, stats)", [("    return stats, handles", "    return handles, stats")],
+           ["in that order", "(stats, handles)"], "returns-pair"),
+    _stats("stats of the module's input", [("out = output.detach()", "out = args[0].detach()")],
+           ["mean of the module's input", "record its output"], "of-output"),
+    _stats("the stats of the first sample only", [("out = output.detach()", "out = output.detach()[0]")],
+           ["over all its elements"], "all-elements"),
+    _stats("the mean of the absolute values", [('"mean": out.mean().item()', '"mean": out.abs().mean().item()')],
+           ["['mean'] is", "has mean"], "mean"),
+    _stats("zero_fraction under another key", [('"zero_fraction": ', '"zeros": ')],
+           ["lacks ['zero_fraction']"], "keys"),
+    _stats("named_children misses the nested modules", [("model.named_modules()", "model.named_children()")],
+           ["nested modules", "named_modules()"], "every-module"),
+    _stats("type(module) in layer_types misses a subclass",
            [("isinstance(module, layer_types)", "type(module) in layer_types")],
-           ["subclass", "isinstance(module, layer_types)"]),
-    _wrong("record_activation_stats", _STATS, "the hook turns grad mode off for good",
+           ["subclass", "isinstance(module, layer_types)"], "isinstance"),
+    _stats("the hook turns grad mode off for good",
            [("out = output.detach()", "torch.set_grad_enabled(False)\n            out = output")],
-           ["global grad mode", "torch.no_grad()"]),
+           ["global grad mode", "torch.no_grad()"], "grad-mode"),
+    _stats("records only while grad mode is on",
+           [("            out = output.detach()", "            if not torch.is_grad_enabled():\n                return\n"
+                                                 "            out = output.detach()")],
+           ["recorded nothing under torch.no_grad()"], "under-no-grad"),
+    _stats("assumes every output is a tensor (nn.LSTM returns a tuple)", [(_FIRST_ITEM, "")],
+           ["'tuple' object has no attribute 'detach'", "nn.lstm", "described by its first item"], "tuple-first"),
+    _stats("takes the first item of a tuple, not of a list",
+           [("if isinstance(output, (tuple, list)) and output:", "if isinstance(output, tuple) and output:")],
+           ["returns a list", "a list as well as a tuple"], "tuple-first"),
+    _stats("skips lists instead of describing their first item",
+           [(_FIRST_ITEM, "            if isinstance(output, tuple):\n                output = output[0]\n"
+                          "            if not isinstance(output, torch.Tensor):\n                return\n")],
+           ["nothing was recorded for ['pair']", "returns a list", "described by its first item"], "tuple-first"),
+    _stats("describes every tensor of a tuple together",
+           [(_FIRST_ITEM, "            if isinstance(output, (tuple, list)):\n"
+                          "                output = torch.cat([t.flatten() for t in output if isinstance(t, torch.Tensor)]\n"
+                          "                                   + [t.flatten() for item in output if isinstance(item, tuple)\n"
+                          "                                      for t in item])\n"
+                          "            if not isinstance(output, torch.Tensor):\n                return\n")],
+           ["returned a tuple", "first item", "only that item"], "tuple-first"),
+    _stats("a dict output reaches output.detach()",
+           [("            if not isinstance(output, torch.Tensor):\n                return\n", "")],
+           ["'dict' object has no attribute 'detach'", "returns a dict", "adds no entry"], "no-entry"),
+    _stats("a dict described by its first value",
+           [("            if not isinstance(output, torch.Tensor):\n                return\n",
+             "            if isinstance(output, dict) and output:\n                output = next(iter(output.values()))\n"
+             "            if not isinstance(output, torch.Tensor):\n                return\n")],
+           ["records under ['table']", "should not be recorded", "returned a dict", "adds no entry"], "no-entry"),
     dict(exercise="record_activation_stats", kind="right", why="defaultdict, default-argument binding, std_mean",
          source='''
 import collections
@@ -172,10 +339,13 @@ def record_activation_stats(model, layer_types):
             continue
 
         def hook(module, args, output, key=name):
+            first = output[0] if isinstance(output, (tuple, list)) and len(output) else output
+            if not torch.is_tensor(first):
+                return
             with torch.no_grad():
-                std, mean = torch.std_mean(output)
+                std, mean = torch.std_mean(first)
                 stats[key].append(dict(mean=float(mean), std=float(std),
-                                       zero_fraction=float(output.eq(0).sum()) / output.numel()))
+                                       zero_fraction=float(first.eq(0).sum()) / first.numel()))
 
         handles.append(module.register_forward_hook(hook))
     return stats, handles
@@ -184,11 +354,16 @@ def record_activation_stats(model, layer_types):
          source='''
 import functools
 
+import torch
+
 
 def _record(stats, name, module, args, output):
-    output = output.detach()
-    stats[name].append({"mean": output.mean(), "std": output.std(correction=1),
-                        "zero_fraction": 1 - output.count_nonzero() / output.numel()})
+    if isinstance(output, (list, tuple)):
+        output = output[0] if output else None
+    if isinstance(output, torch.Tensor):
+        output = output.detach()
+        stats[name].append({"mean": output.mean(), "std": output.std(correction=1),
+                            "zero_fraction": 1 - output.count_nonzero() / output.numel()})
 
 
 def record_activation_stats(model, layer_types):
@@ -197,41 +372,89 @@ def record_activation_stats(model, layer_types):
     handles = [module.register_forward_hook(functools.partial(_record, stats, name)) for name, module in chosen]
     return stats, handles
 ''', expect=[]),
+    dict(exercise="record_activation_stats", kind="right", why=".data as fastai's ActivationStats does, try/except",
+         source='''
+def record_activation_stats(model, layer_types):
+    stats, handles = {}, []
+
+    def make_hook(name):
+        def hook(module, args, output):
+            try:
+                out = (output[0] if isinstance(output, (tuple, list)) else output).data
+            except (AttributeError, IndexError):
+                return
+            stats.setdefault(name, []).append(
+                {"mean": out.mean().item(), "std": out.std().item(), "zero_fraction": (out == 0).float().mean().item()})
+        return hook
+
+    for name, module in model.named_modules():
+        if isinstance(module, layer_types):
+            handles.append(module.register_forward_hook(make_hook(name)))
+    return stats, handles
+''', expect=[]),
 
     # ------------------------------------------------------------------ track_grad_norms
-    _wrong("track_grad_norms", _NORMS, "post-accumulate-grad hook reads the accumulated .grad",
+    _norms("post-accumulate-grad hook reads the accumulated .grad",
            [("        def hook(grad):\n            norms.setdefault(name, []).append(grad.norm().item())",
              "        def hook(parameter):\n            norms.setdefault(name, []).append(parameter.grad.norm().item())"),
             ("parameter.register_hook(", "parameter.register_post_accumulate_grad_hook(")],
-           ["post-accumulate-grad hook", "running sum", "register_hook"]),
-    _wrong("track_grad_norms", _NORMS, "squared norm",
-           [("grad.norm().item()", "grad.pow(2).sum().item()")],
-           ["squared norm"]),
-    _wrong("track_grad_norms", _NORMS, "L1 norm",
-           [("grad.norm().item()", "grad.abs().sum().item()")],
-           ["l2 norm"]),
-    _wrong("track_grad_norms", _NORMS, "a tied weight hooked under both names",
+           ["post-accumulate-grad hook", "running sum", "register_hook"], "this-pass"),
+    _norms("squared norm", [("grad.norm().item()", "grad.pow(2).sum().item()")], ["squared norm"], "l2"),
+    _norms("L1 norm", [("grad.norm().item()", "grad.abs().sum().item()")], ["l2 norm"], "l2"),
+    _norms("a tied weight hooked under both names",
            [("model.named_parameters()", "model.named_parameters(remove_duplicate=False)")],
-           ["second name", "remove_duplicate=false"]),
-    _wrong("track_grad_norms", _NORMS, "the name read from the loop variable when the hook runs",
-           [("    def make_hook(name):\n        def hook(grad):\n",
-             "    def make_hook(unused):\n        def hook(grad):\n")],
-           ["nothing was recorded", "loop variable"]),
-    _wrong("track_grad_norms", _NORMS, "replaces the list on every backward",
+           ["second name", "remove_duplicate=false"], "tied-once"),
+    dict(exercise="track_grad_norms", kind="wrong", why="a tied weight named by its last name", clause="tied-once",
+         source='''
+def track_grad_norms(model):
+    names = {parameter: name for name, parameter in model.named_parameters(remove_duplicate=False)}
+    norms, handles = {}, []
+    for parameter, name in names.items():
+        if parameter.requires_grad:
+            handles.append(parameter.register_hook(
+                lambda grad, name=name: norms.setdefault(name, []).append(grad.norm().item())))
+    return norms, handles
+''', expect=["second name", "['b.weight']", "first name"]),
+    _norms("the name read from the loop variable when the hook runs",
+           [("    def make_hook(name):\n        def hook(grad):\n", "    def make_hook(unused):\n        def hook(grad):\n")],
+           ["nothing was recorded", "loop variable"], "keyed-by-name"),
+    dict(exercise="track_grad_norms", kind="wrong", why="keyed by the parameter's position", clause="keyed-by-name",
+         source='''
+def track_grad_norms(model):
+    norms, handles = {}, []
+    for index, parameter in enumerate(model.parameters()):
+        if parameter.requires_grad:
+            handles.append(parameter.register_hook(
+                lambda grad, index=index: norms.setdefault(index, []).append(grad.norm().item())))
+    return norms, handles
+''', expect=["keyed by numbers", "named_parameters()"]),
+    _norms("replaces the list on every backward",
            [("norms.setdefault(name, []).append(grad.norm().item())", "norms[name] = [grad.norm().item()]")],
-           ["append one entry per backward pass"]),
-    _wrong("track_grad_norms", _NORMS, "hooks every parameter, frozen ones included",
+           ["append one entry per backward pass"], "entry-per-pass"),
+    _norms("the newest norm first",
+           [("norms.setdefault(name, []).append(grad.norm().item())",
+             "norms.setdefault(name, []).insert(0, grad.norm().item())")],
+           ["reverse order", "in the order of the passes"], "pass-order"),
+    _norms("hooks every parameter, frozen ones included",
            [("        if parameter.requires_grad:\n            handles", "        handles")],
-           ["cannot register a hook on a tensor that doesn't require gradient"]),
-    _wrong("track_grad_norms", _NORMS, "the hook returns a normalized gradient",
+           ["cannot register a hook on a tensor that doesn't require gradient"], "frozen"),
+    _norms("unfreezes the frozen parameters to hook them",
+           [("        if parameter.requires_grad:\n            handles",
+             "        parameter.requires_grad_(True)\n        if parameter.requires_grad:\n            handles")],
+           ["requires_grad changed", "must stay frozen"], "requires-grad"),
+    _norms("the hook returns a normalized gradient",
            [("            norms.setdefault(name, []).append(grad.norm().item())",
              "            norms.setdefault(name, []).append(grad.norm().item())\n            return grad / grad.norm()")],
-           ["the hooks must only look", "return none"]),
-    _wrong("track_grad_norms", _NORMS, "handles not returned",
+           ["the hooks must only look", "return none"], "gradients-unchanged"),
+    _norms("handles not returned",
            [("            handles.append(parameter.register_hook(make_hook(name)))",
              "            parameter.register_hook(make_hook(name))")],
-           ["hooks were still registered"]),
-    dict(exercise="track_grad_norms", kind="wrong", why="reads .grad inside the tensor hook",
+           ["hooks were still registered"], "handles"),
+    _norms("returns (handles, norms)", [("    return norms, handles", "    return handles, norms")],
+           ["in that order", "(norms, handles)"], "returns-pair"),
+    _norms("hooks the weights only", [("        if parameter.requires_grad:", "        if name.endswith('weight'):")],
+           ["nothing was recorded for", "the biases too"], "every-parameter"),
+    dict(exercise="track_grad_norms", kind="wrong", why="reads .grad inside the tensor hook", clause="this-pass",
          source='''
 def track_grad_norms(model):
     norms, handles = {}, []
@@ -242,12 +465,12 @@ def track_grad_norms(model):
             handles.append(p.register_hook(hook))
     return norms, handles
 ''', expect=["before .grad is updated", "the gradient the hook receives"]),
-    _wrong("track_grad_norms", _NORMS, "the hook doubles the gradient in place",
+    _norms("the hook doubles the gradient in place",
            [("norms.setdefault(name, []).append(grad.norm().item())",
              "norms.setdefault(name, []).append(grad.norm().item())\n            grad.mul_(2)")],
-           ["without your hooks", "in place"]),
+           ["without your hooks", "in place"], "gradients-unchanged"),
     dict(exercise="track_grad_norms", kind="wrong", why="post-accumulate hook that empties .grad",
-         source='''
+         clause="gradients-unchanged", source='''
 def track_grad_norms(model):
     norms, handles = {}, []
     for name, p in model.named_parameters():
@@ -258,14 +481,45 @@ def track_grad_norms(model):
             handles.append(p.register_post_accumulate_grad_hook(hook))
     return norms, handles
 ''', expect=[".grad is none", "nor .grad"]),
-    dict(exercise="track_grad_norms", kind="wrong", why="registers nothing",
-         source='''
+    dict(exercise="track_grad_norms", kind="wrong", why="registers nothing", clause="every-parameter", source='''
 def track_grad_norms(model):
     norms, handles = {}, []
     return norms, handles
 ''', expect=["nothing was recorded at all"]),
-    dict(exercise="track_grad_norms", kind="right", why="0-dim tensors, linalg.vector_norm, default-argument binding",
+    _norms("stores grad.norm(), which requires grad under create_graph=True",
+           [("grad.norm().item()", "grad.norm()")], ["create_graph=true", "requires grad", ".item()"], "create-graph"),
+    _norms("stores a numpy number", [("grad.norm().item()", "grad.detach().norm().numpy()")],
+           ["expected a number"], "numbers"),
+    dict(exercise="track_grad_norms", kind="wrong", why="one multi-grad hook that records 0 for a missing gradient",
+         clause="no-gradient", source='''
+import torch
+
+
+def track_grad_norms(model):
+    named = [(name, p) for name, p in model.named_parameters() if p.requires_grad]
+    norms = {name: [] for name, p in named}
+
+    def record(grads):
+        for (name, p), grad in zip(named, grads):
+            norms[name].append(0.0 if grad is None else grad.norm().item())
+
+    return norms, [torch.autograd.graph.register_multi_grad_hook([p for _, p in named], record)]
+''', expect=["no backward pass computed a gradient", "adds no entry"]),
+    dict(exercise="track_grad_norms", kind="right", why="0-dim detached tensors, linalg.vector_norm, default-argument binding",
          source='''
+import torch
+
+
+def track_grad_norms(model):
+    norms = {name: [] for name, p in model.named_parameters() if p.requires_grad}
+    handles = []
+    for name, p in model.named_parameters():
+        if p.requires_grad:
+            handles.append(p.register_hook(lambda g, name=name: norms[name].append(torch.linalg.vector_norm(g.detach()))))
+    return norms, handles
+''', expect=[]),
+    dict(exercise="track_grad_norms", kind="wrong", why="0-dim tensors from linalg.vector_norm, not detached",
+         clause="create-graph", source='''
 import torch
 
 
@@ -276,7 +530,7 @@ def track_grad_norms(model):
         if p.requires_grad:
             handles.append(p.register_hook(lambda g, name=name: norms[name].append(torch.linalg.vector_norm(g))))
     return norms, handles
-''', expect=[]),
+''', expect=["create_graph=true", "requires grad"]),
     dict(exercise="track_grad_norms", kind="right", why="a hook that returns the gradient unchanged, sqrt of squares",
          source='''
 import collections
@@ -297,95 +551,149 @@ def track_grad_norms(model):
             handles.append(parameter.register_hook(make_hook(name)))
     return norms, handles
 ''', expect=[]),
+    dict(exercise="track_grad_norms", kind="right", why="frozen parameters skipped by catching the error, under no_grad",
+         source='''
+import torch
+
+
+def track_grad_norms(model):
+    norms, handles = {}, []
+    for name, parameter in model.named_parameters():
+        def hook(grad, name=name):
+            with torch.no_grad():
+                norms.setdefault(name, []).append(float(grad.norm(p=2)))
+        try:
+            handles.append(parameter.register_hook(hook))
+        except RuntimeError:
+            pass
+    return norms, handles
+''', expect=[]),
 
     # ------------------------------------------------------------------ TrainingMonitor
-    _wrong("TrainingMonitor", _MONITOR, "remove() forgets the handles of the two functions",
-           [("self.handles += stats_handles + norm_handles", "pass")],
-           ["hooks were still registered", "your two functions"]),
-    _wrong("TrainingMonitor", _MONITOR, "first_nonfinite overwritten by later modules",
-           [("if self.first_nonfinite is None and not torch.isfinite(value).all():",
-             "if not torch.isfinite(value).all():")],
-           ["keep the first name"]),
-    _wrong("TrainingMonitor", _MONITOR, "watches for NaN only",
-           [("not torch.isfinite(value).all()", "torch.isnan(value).any()")],
-           ["torch.isfinite"]),
-    _wrong("TrainingMonitor", _MONITOR, "no watch on the gradients",
-           [("                self.handles.append(parameter.register_hook(lambda grad, name=name: self.see(name, grad)))",
-             "                pass")],
-           ["gradients of the parameters"]),
-    _wrong("TrainingMonitor", _MONITOR, "__exit__ swallows the exception",
-           [("    def __exit__(self, *exception):\n        self.remove()",
-             "    def __exit__(self, *exception):\n        self.remove()\n        return True")],
-           ["swallowed", "return none"]),
-    _wrong("TrainingMonitor", _MONITOR, "attach() does not return the monitor",
-           [("                self.handles.append(parameter.register_hook(lambda grad, name=name: self.see(name, grad)))\n"
-             "        return self",
-             "                self.handles.append(parameter.register_hook(lambda grad, name=name: self.see(name, grad)))")],
-           ["return self"]),
-    _wrong("TrainingMonitor", _MONITOR, "hooks registered in the constructor",
-           [("        self.handles = []\n\n    def see", "        self.handles = []\n        self.attach()\n\n    def see")],
-           ["constructor registers nothing"]),
-    _wrong("TrainingMonitor", _MONITOR, "__enter__ returns None",
-           [("        return self.attach()", "        self.attach()")],
-           ["__enter__ must return the monitor"]),
-    _wrong("TrainingMonitor", _MONITOR, "remove() throws the data away",
-           [("        self.handles = []\n\n    def __enter__",
-             "        self.handles = []\n        self.activation_stats, self.grad_norms = {}, {}\n\n    def __enter__")],
-           ["the recorded data must stay"]),
-    _wrong("TrainingMonitor", _MONITOR, "__exit__ does not remove the hooks",
-           [("    def __exit__(self, *exception):\n        self.remove()",
-             "    def __exit__(self, *exception):\n        pass")],
-           ["after the with block, hooks were still registered", "__exit__ must remove them"]),
-    _wrong("TrainingMonitor", _MONITOR, "watches the layers only, not the model itself",
-           [("        for name, module in self.model.named_modules():\n            self.handles",
-             "        for name, module in list(self.model.named_modules())[1:]:\n            self.handles")],
-           ["expected ''", "the model included"]),
-    dict(exercise="TrainingMonitor", kind="wrong", why="record_activation_stats still the stub",
+    _monitor("remove() forgets the handles of the two functions", [("self.handles += stats_handles + norm_handles", "pass")],
+             ["hooks were still registered", "your two functions"], "remove-all"),
+    _monitor("first_nonfinite overwritten by later modules",
+             [("if self.first_nonfinite is None and any(", "if any(")], ["keep the first name"], "first"),
+    _monitor("'' taken for unset: if not self.first_nonfinite",
+             [("if self.first_nonfinite is None and any(", "if not self.first_nonfinite and any(")],
+             ["never change once set", "falsy", "is none"], "first"),
+    _monitor("watches for NaN only",
+             [("any(not torch.isfinite(t).all() for t in tensors(value))", "any(torch.isnan(t).any() for t in tensors(value))")],
+             ["torch.isfinite"], "nonfinite"),
+    _monitor("watches for inf only",
+             [("any(not torch.isfinite(t).all() for t in tensors(value))", "any(torch.isinf(t).any() for t in tensors(value))")],
+             ["contained nan", "torch.isfinite"], "nonfinite"),
+    _monitor("tests the sum, which overflows for large finite values",
+             [("any(not torch.isfinite(t).all() for t in tensors(value))",
+               "any(not torch.isfinite(t.sum()) for t in tensors(value))")],
+             ["every element was finite", "each element"], "nonfinite"),
+    _monitor("no watch on the gradients", [(_GRAD_WATCH, "                pass")],
+             ["gradients of the parameters"], "watch-params"),
+    _monitor("__exit__ swallows the exception",
+             [("    def __exit__(self, *exception):\n        self.remove()",
+               "    def __exit__(self, *exception):\n        self.remove()\n        return True")],
+             ["swallowed", "return none"], "propagates"),
+    _monitor("__exit__ removes the hooks only when nothing raised",
+             [("    def __exit__(self, *exception):\n        self.remove()",
+               "    def __exit__(self, exc_type, *exception):\n        if exc_type is None:\n            self.remove()")],
+             ["after the exception left the block, hooks were still registered", "on an exception too"], "with-raises"),
+    _monitor("attach() does not return the monitor",
+             [(_GRAD_WATCH + "\n        return self", _GRAD_WATCH)], ["return self"], "attach-returns"),
+    _monitor("hooks registered in the constructor",
+             [("        self.handles = []\n\n    def see", "        self.handles = []\n        self.attach()\n\n    def see")],
+             ["constructor registers nothing"], "init-nothing"),
+    _monitor("grad_norms first set in attach()",
+             [("self.activation_stats, self.grad_norms, self.first_nonfinite = {}, {}, None",
+               "self.activation_stats, self.first_nonfinite = {}, None")],
+             ["no attribute 'grad_norms'"], "init-state"),
+    _monitor("__enter__ returns None", [("        return self.attach()", "        self.attach()")],
+             ["__enter__ must return the monitor"], "with-enter"),
+    _monitor("remove() throws the data away",
+             [("        self.handles = []\n\n    def __enter__",
+               "        self.handles = []\n        self.activation_stats, self.grad_norms = {}, {}\n\n    def __enter__")],
+             ["the recorded data must stay"], "data-stays"),
+    _monitor("__exit__ does not remove the hooks",
+             [("    def __exit__(self, *exception):\n        self.remove()", "    def __exit__(self, *exception):\n        pass")],
+             ["after the with block, hooks were still registered", "__exit__ must remove them"], "with-exit"),
+    _monitor("remove() cannot be called twice",
+             [("            handle.remove()\n        self.handles = []", "            handle.remove()\n        del self.handles")],
+             ["a second time", "attributeerror"], "remove-twice"),
+    _monitor("watches the layers only, not the model itself",
+             [("        for name, module in self.model.named_modules():\n            self.handles",
+               "        for name, module in list(self.model.named_modules())[1:]:\n            self.handles")],
+             ["expected ''", "the model included"], "watch-root"),
+    dict(exercise="TrainingMonitor", kind="wrong", why="record_activation_stats still the stub", clause="stats",
          source=_STUB_STATS + _NORMS + _MONITOR_CLASS,
          expect=["record_activation_stats, from exercise 1", "not written yet", "finish exercise 1 first"]),
-    dict(exercise="TrainingMonitor", kind="wrong", why="track_grad_norms still the stub",
+    dict(exercise="TrainingMonitor", kind="wrong", why="track_grad_norms still the stub", clause="norms",
          source=_STATS + _STUB_NORMS + _MONITOR_CLASS,
          expect=["track_grad_norms, from exercise 2", "not written yet", "finish exercise 2 first"]),
-    dict(exercise="TrainingMonitor", kind="wrong", why="record_activation_stats keyed by type",
+    dict(exercise="TrainingMonitor", kind="wrong", why="record_activation_stats keyed by type", clause="stats",
          source=edited(_STATS, ("stats.setdefault(name, [])", "stats.setdefault(type(module).__name__, [])"))
          + _NORMS + _MONITOR_CLASS,
          expect=["exercise 1", "does not pass its own check", "finish exercise 1 first", "keyed by"]),
-    dict(exercise="TrainingMonitor", kind="wrong", why="track_grad_norms records the squared norm",
+    dict(exercise="TrainingMonitor", kind="wrong", why="record_activation_stats assumes a tensor", clause="stats",
+         source=edited(_STATS, (_FIRST_ITEM, "")) + _NORMS + _MONITOR_CLASS,
+         expect=["exercise 1", "does not pass its own check", "finish exercise 1 first", "'tuple' object"]),
+    dict(exercise="TrainingMonitor", kind="wrong", why="track_grad_norms records the squared norm", clause="norms",
          source=_STATS + edited(_NORMS, ("grad.norm().item()", "grad.pow(2).sum().item()")) + _MONITOR_CLASS,
          expect=["exercise 2", "does not pass its own check", "finish exercise 2 first", "squared norm"]),
     dict(exercise="TrainingMonitor", kind="wrong", why="record_activation_stats not defined (its cell not run)",
-         source=_NORMS + _MONITOR_CLASS,
+         clause="stats", source=_NORMS + _MONITOR_CLASS,
          expect=["record_activation_stats, from exercise 1", "not defined", "run its exercise cell"]),
-    _wrong("TrainingMonitor", _MONITOR, "watches only the model's own output",
-           [("for name, module in self.model.named_modules():", "for name, module in [('', self.model)]:")],
-           ["'' saw a non-finite value too, but after", "every module"]),
-    _wrong("TrainingMonitor", _MONITOR, "watches inputs with forward pre-hooks",
-           [("self.handles.append(module.register_forward_hook(\n"
-             "                lambda module, args, output, name=name: self.see(name, output.detach())))",
-             "self.handles.append(module.register_forward_pre_hook(\n"
-             "                lambda module, args, name=name: self.see(name, args[0].detach())))")],
-           ["saw a non-finite value too, but after", "not a pre-hook"]),
-    _wrong("TrainingMonitor", _MONITOR, "watches gradients for NaN only",
-           [("lambda grad, name=name: self.see(name, grad)",
-             "lambda grad, name=name: self.see(name, grad) if torch.isnan(grad).any() else None")],
-           ["saw a non-finite value too, but after", "inf as well as nan"]),
-    _wrong("TrainingMonitor", _MONITOR, "names the module by its class",
-           [("lambda module, args, output, name=name: self.see(name, output.detach())",
-             "lambda module, args, output, name=name: self.see(type(module).__name__, output.detach())")],
-           ["neither a named_modules() nor a named_parameters() name"]),
-    _wrong("TrainingMonitor", _MONITOR, "remove() clears first_nonfinite",
-           [("        self.handles = []\n\n    def __enter__",
-             "        self.handles = []\n        self.first_nonfinite = None\n\n    def __enter__")],
-           ["inside the with block", "must keep what was recorded"]),
-    _wrong("TrainingMonitor", _MONITOR, "keeps a copy of the stats dict made in attach()",
-           [("self.activation_stats, stats_handles = record_activation_stats(self.model, self.layer_types)",
-             "stats, stats_handles = record_activation_stats(self.model, self.layer_types)\n"
-             "        self.activation_stats = dict(stats)")],
-           ["holds no record", "not a copy"]),
-    _wrong("TrainingMonitor", _MONITOR, "watches frozen parameters too",
-           [("            if parameter.requires_grad:\n                self.handles.append(parameter.register_hook(",
-             "            if True:\n                self.handles.append(parameter.register_hook(")],
-           ["cannot register a hook on a tensor that doesn't require gradient"]),
+    _monitor("watches only the model's own output",
+             [("for name, module in self.model.named_modules():", "for name, module in [('', self.model)]:")],
+             ["'' saw a non-finite value too, but after", "every module"], "watch-modules"),
+    _monitor("watches inputs with forward pre-hooks",
+             [("self.handles.append(module.register_forward_hook(\n"
+               "                lambda module, args, output, name=name: self.see(name, output)))",
+               "self.handles.append(module.register_forward_pre_hook(\n"
+               "                lambda module, args, name=name: self.see(name, args)))")],
+             ["saw a non-finite value too, but after", "not a pre-hook"], "watch-modules"),
+    _monitor("watches gradients for NaN only",
+             [("lambda grad, name=name: self.see(name, grad)",
+               "lambda grad, name=name: self.see(name, grad) if torch.isnan(grad).any() else None")],
+             ["saw a non-finite value too, but after", "inf as well as nan"], "nonfinite"),
+    _monitor("names the module by its class",
+             [(_OUTPUT_WATCH, "lambda module, args, output, name=name: self.see(type(module).__name__, output)")],
+             ["neither a named_modules() nor a named_parameters() name"], "names"),
+    _monitor("remove() clears first_nonfinite",
+             [("        self.handles = []\n\n    def __enter__",
+               "        self.handles = []\n        self.first_nonfinite = None\n\n    def __enter__")],
+             ["inside the with block", "must keep what was recorded"], "data-stays"),
+    _monitor("keeps a copy of the stats dict made in attach()",
+             [("self.activation_stats, stats_handles = record_activation_stats(self.model, self.layer_types)",
+               "stats, stats_handles = record_activation_stats(self.model, self.layer_types)\n"
+               "        self.activation_stats = dict(stats)")],
+             ["holds no record", "not a copy"], "stats"),
+    _monitor("keeps a copy of the norms dict made in attach()",
+             [("self.grad_norms, norm_handles = track_grad_norms(self.model)",
+               "norms, norm_handles = track_grad_norms(self.model)\n        self.grad_norms = dict(norms)")],
+             ["monitor.grad_norms holds no record", "not a copy"], "norms"),
+    _monitor("watches frozen parameters too",
+             [("            if parameter.requires_grad:\n                self.handles.append(parameter.register_hook(",
+               "            if True:\n                self.handles.append(parameter.register_hook(")],
+             ["cannot register a hook on a tensor that doesn't require gradient"], "watch-params"),
+    _monitor("unfreezes the model to watch every parameter",
+             [("        for name, parameter in self.model.named_parameters():\n            if parameter.requires_grad:",
+               "        self.model.requires_grad_(True)\n"
+               "        for name, parameter in self.model.named_parameters():\n            if parameter.requires_grad:")],
+             ["after monitor.attach()", "requires_grad changed", "must stay frozen"], "as-before"),
+    _monitor("the watch calls output.detach() (nn.LSTM returns a tuple)",
+             [(_OUTPUT_WATCH, "lambda module, args, output, name=name: self.see(name, output.detach())")],
+             ["'tuple' object has no attribute 'detach'", "through tuples, lists and dicts"], "structured"),
+    _monitor("the watch looks one level into tuples and lists only",
+             [("        return [t for item in value for t in tensors(item)]",
+               "        return [item for item in value if isinstance(item, torch.Tensor)]")],
+             ["expected 'split'", "at any depth"], "structured"),
+    _monitor("the watch skips dicts",
+             [("    if isinstance(value, dict):\n        value = list(value.values())\n", "")],
+             ["expected 'keyed'", "through tuples, lists and dicts"], "structured"),
+    _monitor("the watch iterates over any output that is not a tensor",
+             [("    if isinstance(value, (tuple, list)):\n        return [t for item in value for t in tensors(item)]\n"
+               "    return []",
+               "    return [t for item in value for t in tensors(item)]")],
+             ["nonetype", "none ('probe')", "any other output (none) as finite"], "other-finite"),
     dict(exercise="TrainingMonitor", kind="right", why="records on its own while the first two exercises are stubs",
          source=_STUB_STATS + _STUB_NORMS + '''
 import torch
@@ -398,11 +706,12 @@ class TrainingMonitor:
         self.handles = []
 
     def _output(self, name, module, args, output):
-        output = output.detach()
-        if isinstance(module, self.layer_types):
+        first = output[0] if isinstance(output, (tuple, list)) and output else output
+        if isinstance(module, self.layer_types) and isinstance(first, torch.Tensor):
+            first = first.detach()
             self.activation_stats.setdefault(name, []).append({
-                "mean": output.mean().item(), "std": output.std().item(),
-                "zero_fraction": (output == 0).float().mean().item()})
+                "mean": first.mean().item(), "std": first.std().item(),
+                "zero_fraction": (first == 0).float().mean().item()})
         self._see(name, output)
 
     def _gradient(self, name, grad):
@@ -410,8 +719,16 @@ class TrainingMonitor:
         self._see(name, grad)
 
     def _see(self, name, value):
-        if self.first_nonfinite is None and not torch.isfinite(value).all():
-            self.first_nonfinite = name
+        if self.first_nonfinite is not None:
+            return
+        if isinstance(value, torch.Tensor):
+            if not torch.isfinite(value).all():
+                self.first_nonfinite = name
+        elif isinstance(value, dict):
+            self._see(name, list(value.values()))
+        elif isinstance(value, (tuple, list)):
+            for item in value:
+                self._see(name, item)
 
     def attach(self):
         for name, module in self.model.named_modules():
@@ -436,11 +753,12 @@ class TrainingMonitor:
          source=edited(_MONITOR, ("register_hook(lambda grad, name=name: self.see(name, grad))",
                                  "register_post_accumulate_grad_hook(lambda p, name=name: self.see(name, p.grad))")),
          expect=[]),
-    dict(exercise="TrainingMonitor", kind="right", why="isnan or isinf, ExitStack, __exit__ returns False",
+    dict(exercise="TrainingMonitor", kind="right", why="isnan or isinf, ExitStack, torch.utils._pytree, returns False",
          source=_STATS + _NORMS + '''
 import contextlib
 
 import torch
+import torch.utils._pytree as pytree
 
 
 class TrainingMonitor:
@@ -453,7 +771,8 @@ class TrainingMonitor:
         self._stack = contextlib.ExitStack()
 
     def _check(self, name, value):
-        bad = bool(torch.isnan(value).any() or torch.isinf(value).any())
+        leaves = [leaf for leaf in pytree.tree_leaves(value) if isinstance(leaf, torch.Tensor)]
+        bad = any(bool(torch.isnan(leaf).any() or torch.isinf(leaf).any()) for leaf in leaves)
         if bad and self.first_nonfinite is None:
             self.first_nonfinite = name
 
@@ -465,7 +784,7 @@ class TrainingMonitor:
         for handle in handles:
             self._stack.enter_context(handle)
         for name, module in self.model.named_modules():
-            hook = lambda module, args, output, name=name: self._check(name, output.detach())
+            hook = lambda module, args, output, name=name: self._check(name, output)
             self._stack.enter_context(module.register_forward_hook(hook))
         for name, parameter in self.model.named_parameters():
             if parameter.requires_grad:
@@ -482,12 +801,20 @@ class TrainingMonitor:
         self.remove()
         return False
 ''', expect=[]),
-    dict(exercise="TrainingMonitor", kind="right", why="functools.partial hooks, one list per kind of hook",
+    dict(exercise="TrainingMonitor", kind="right", why="functools.partial hooks, one list per kind of hook, abs().max()",
          source=_STATS + _NORMS + '''
 import functools
 import math
 
 import torch
+
+
+def _leaves(value):
+    if isinstance(value, torch.Tensor):
+        yield value
+    elif isinstance(value, (tuple, list, dict)):
+        for item in (value.values() if isinstance(value, dict) else value):
+            yield from _leaves(item)
 
 
 class TrainingMonitor:
@@ -498,8 +825,10 @@ class TrainingMonitor:
         self.watch_handles, self.record_handles = [], []
 
     def _note(self, name, value):
-        if self.first_nonfinite is None and not math.isfinite(value.detach().abs().max().item()):
-            self.first_nonfinite = name
+        for leaf in _leaves(value):
+            if self.first_nonfinite is None and leaf.numel() and leaf.is_floating_point() \\
+                    and not math.isfinite(leaf.detach().abs().max().item()):
+                self.first_nonfinite = name
 
     def _output(self, name, module, args, output):
         self._note(name, output)
