@@ -219,7 +219,7 @@ assert torch.equal(x.grad, torch.tensor([2.0, 4.0, 6.0]))
 # tensor can be shared with other parts of the graph; a later section shows what goes wrong.
 # An expression such as `grad * 2` already builds a new tensor (the cell below shows it), and it
 # keeps the gradient differentiable: do not `.detach()` the result or compute it from `grad.data`,
-# which would break `create_graph=True` (the last section shows why).
+# which would break `create_graph=True` (the section "Recording gradients" shows why).
 #
 # Check: run `check(double_grad)` below, or `pytest tests/test_01_tensor_hooks.py -k double_grad`.
 
@@ -699,6 +699,7 @@ x = torch.tensor([1.0, 1.0], requires_grad=True)
 (w * x).sum().backward()
 print("without a hook, x.grad =", x.grad, "| norm:", x.grad.norm())
 assert torch.equal(x.grad, w) and x.grad.norm() == 5.0
+assert x.grad.norm().dim() == 0 and bool(x.grad.norm() > 1)  # a 0-dim tensor, comparable with a number
 
 with try_it():
     for max_norm, expected in ((1.0, torch.tensor([0.6, 0.8])), (10.0, w)):
@@ -890,7 +891,8 @@ with try_it():
 # | `t.register_hook(fn)` | `fn(grad)`: the gradient of `t`, summed over all uses of `t` | `None` (keep `grad`) or a new tensor of the same shape and dtype (replace it) | once per backward pass (`backward()` or `torch.autograd.grad`), before the gradient reaches a leaf's `.grad` |
 # | `handle = t.register_hook(fn)` | — | a `torch.utils.hooks.RemovableHandle` | `handle.remove()` stops later calls |
 #
-# Rules of thumb: return a new tensor instead of editing `grad` in place; store
+# Rules of thumb: return a new tensor instead of editing `grad` in place, computed from `grad`
+# itself (not `grad.detach()` or `grad.data`, so that `create_graph=True` still works); store
 # `grad.detach().clone()`; several hooks on one tensor run in registration order; a returned
 # tensor on a non-leaf changes the gradients of everything behind it.
 #

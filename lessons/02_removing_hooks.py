@@ -144,8 +144,10 @@ calls.clear()
 bad_target = torch.tensor([5])
 try:
     step_without_cleanup(layer, x, bad_target)
+    raise AssertionError("expected an IndexError")
 except IndexError as e:
     print(f"{type(e).__name__}: {e}")
+    assert "Target 5 is out of bounds" in str(e)
 print("registered after the error:", len(layer._forward_hooks))
 calls.clear()
 layer(x)
@@ -176,6 +178,7 @@ assert len(layer._forward_hooks) == 0
 
 try:
     step_with_cleanup(layer, x, bad_target)
+    raise AssertionError("expected an IndexError")
 except IndexError as e:
     print(f"{type(e).__name__}: {e}")
 print("registered after the error:", len(layer._forward_hooks))

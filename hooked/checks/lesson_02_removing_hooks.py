@@ -100,8 +100,8 @@ def check_grad_with_temporary_hook(grad_with_temporary_hook):
             result = grad_with_temporary_hook(x, hook, lambda t: (t * weight).sum())
         said = f"Called grad_with_temporary_hook(x, hook, loss_fn), x {kind}, a hook that {what}, loss (x * w).sum()."
         if hook.calls == 0:
-            fail(f"{said}\nThe hook was never called. Register it on x (x.register_hook(hook)) before computing "
-                 "the gradient.")
+            fail(f"{said}\nThe hook was never called. Register it on x (x.register_hook(hook)) and compute the "
+                 "gradient with torch.autograd.grad while it is registered (torch.func.grad does not run tensor hooks).")
         if hook.shapes[0] != tuple(x.shape):
             fail(f"{said}\nThe hook received a gradient of shape {hook.shapes[0]}, not x's shape {tuple(x.shape)}: "
                  "register it on x itself, not on the loss.")
@@ -140,6 +140,22 @@ def check_grad_with_temporary_hook(grad_with_temporary_hook):
         if seed == 62 and not _still_registered_after(x, watcher):
             fail(f"{said}\nx already had another hook, registered by the caller before the call; after the call it "
                  "was gone. Remove only the hook you registered, with its handle (not by emptying x._backward_hooks).")
+
+    # The caller had registered the same hook on x already: only the call's own registration goes.
+    x = random_tensor(66).requires_grad_()
+    weight = random_tensor(166, x.shape)
+    hook = _CountingTensorHook(factor=None)
+    x.register_hook(hook)
+    with calling("calling grad_with_temporary_hook(x, hook, loss_fn) where the caller had already registered "
+                 "the same hook on x"):
+        grad_with_temporary_hook(x, hook, lambda t: (t * weight).sum())
+    before = hook.calls
+    torch.autograd.grad((x * 1.0).sum(), x)
+    if hook.calls - before != 1:
+        fail("Called grad_with_temporary_hook(x, hook, loss_fn) where the caller had registered the same hook on x "
+             f"before the call. After the call, a backward through x ran that hook {hook.calls - before} time(s); "
+             "expected once: the caller's registration stays. Remove only the registration you made, with its handle "
+             "(not every entry of x._backward_hooks that is this hook).")
 
     failing = (("loss_fn", "a loss_fn that raises ValueError"), ("hook", "a hook that raises ValueError"),
                ("autograd", "a hook that returns a gradient of the wrong shape, so that autograd raises RuntimeError"))
@@ -222,8 +238,10 @@ def check_HookGroup(HookGroup):
     if any(hook.calls for hook in hooks) or module._forward_hooks:
         fail(f"after group.remove(), {sum(hook.calls > 0 for hook in hooks)} of the 3 hooks still fired. "
              "remove() must call .remove() on every held handle.")
-    if len(group) != 0:
-        fail(f"after group.remove(), len(group) is {len(group)}; expected 0: the group must be emptied.")
+    with calling("calling len(group) after group.remove()"):
+        size = len(group)
+    if size != 0:
+        fail(f"after group.remove(), len(group) is {size}; expected 0: the group must be emptied.")
     with calling("calling group.remove() a second time"):
         group.remove()
     _fire(other_module)

@@ -880,4 +880,33 @@ def record_grads(tensor, store):
     return tensor.register_hook(lambda grad: store.append(grad.detach().clone()) or grad)
 ''',
          expect=[]),
+    # ------------------------------------------------------------------ written from the docstrings alone
+    dict(exercise="double_grad", kind="wrong", why="copies through torch.tensor", clause="differentiable",
+         source=edited(DOUBLE, ("    return grad * 2", "    return torch.tensor(2 * grad)")),
+         expect=["create_graph=True", "no longer requires grad"]),
+    dict(exercise="double_grad", kind="wrong", why="doubles the detached result of mul", clause="differentiable",
+         source=edited(DOUBLE, ("grad * 2", "grad.mul(2).detach()")),
+         expect=["create_graph=True", "no longer requires grad"]),
+    dict(exercise="make_clip_hook", kind="wrong", why="torch.renorm", clause="l2-all-elements",
+         source=edited(CLIP, ("        norm = grad.norm()\n        if norm > max_norm:\n"
+                              "            return grad * (max_norm / norm)\n        return grad",
+                              "        return grad.renorm(2, 0, max_norm)")),
+         expect=["norm along one dimension", "over all elements"]),
+    dict(exercise="make_clip_hook", kind="wrong", why="clip_grad_norm_ on the gradient", clause="rescale",
+         source=edited(CLIP, ("        norm = grad.norm()\n        if norm > max_norm:\n"
+                              "            return grad * (max_norm / norm)\n        return grad",
+                              "        torch.nn.utils.clip_grad_norm_([grad], max_norm)")),
+         expect=["returned none", "return the new gradient"]),
+    dict(exercise="record_grads", kind="wrong", why="cpu() taken for a copy", clause="detached",
+         source=edited(RECORD, ("grad.detach().clone()", "grad.cpu()")),
+         expect=["create_graph=True", "still requires grad", "detach it"]),
+    dict(exercise="record_grads", kind="wrong", why="detach().cpu() is no copy on the CPU", clause="cloned",
+         source=edited(RECORD, ("grad.detach().clone()", "grad.detach().cpu()")),
+         expect=["changed after the second backward", "clone it"]),
+    dict(exercise="record_grads", kind="wrong", why="stores grad.data", clause="cloned",
+         source=edited(RECORD, ("grad.detach().clone()", "grad.data")),
+         expect=["changed after the second backward", "clone it"]),
+    dict(exercise="record_grads", kind="right", why="detach().to(copy=True)",
+         source=edited(RECORD, ("grad.detach().clone()", "grad.detach().to('cpu', copy=True)")),
+         expect=[]),
 ]

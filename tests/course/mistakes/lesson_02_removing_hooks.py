@@ -202,7 +202,7 @@ def grad_with_temporary_hook(x, hook, loss_fn):
     (grad,) = torch.autograd.grad(loss, x)
     return grad
 ''',
-         expect=["never called", "before computing the gradient"]),
+         expect=["never called", "while it is registered"]),
     dict(exercise="grad_with_temporary_hook", kind="wrong", why="returns the tuple from autograd.grad", clause="shape",
          source='''
 import torch
@@ -924,4 +924,79 @@ def register_named_hook(module, name, hook):
     return names[name]
 ''',
          expect=[]),
+    # ------------------------------------------------------------------ written from the docstrings alone
+    dict(exercise="grad_with_temporary_hook", kind="wrong", why="torch.func.grad, which does not run the hook",
+         clause="computed-with-hook",
+         source='''
+import torch
+import torch.func
+
+
+def grad_with_temporary_hook(x, hook, loss_fn):
+    with x.register_hook(hook):
+        return torch.func.grad(loss_fn)(x)
+''',
+         expect=["never called", "torch.func.grad does not run tensor hooks"]),
+    dict(exercise="HookGroup", kind="wrong", why="remove deletes the list", clause="remove-empties",
+         source=edited(GROUP, ("        while self.handles:\n            self.handles.pop().remove()",
+                               "        for handle in self.handles:\n            handle.remove()\n"
+                               "        del self.handles")),
+         expect=["len(group) after group.remove() raised AttributeError"]),
+    dict(exercise="HookGroup", kind="right", why="holds the bound remove methods",
+         source='''
+class HookGroup:
+    def __init__(self):
+        self.removers = []
+
+    def add(self, handle):
+        self.removers.append(handle.remove)
+        return handle
+
+    def __len__(self):
+        return len(self.removers)
+
+    def remove(self):
+        removers, self.removers = self.removers, []
+        for remove in removers:
+            remove()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info):
+        self.remove()
+        return False
+''',
+         expect=[]),
+    dict(exercise="register_named_hook", kind="wrong", why="returns the handle's id", clause="returns-handle",
+         source=edited(NAMED, ("    return registry[name]", "    return registry[name].id")),
+         expect=["returned int", "expected the handle"]),
+    dict(exercise="register_named_hook", kind="right", why="one attribute per name on the module",
+         source='''
+def register_named_hook(module, name, hook):
+    attribute = f"_named_hook_{name}"
+    old = getattr(module, attribute, None)
+    if old is not None:
+        old.remove()
+    handle = module.register_forward_hook(hook)
+    setattr(module, attribute, handle)
+    return handle
+''',
+         expect=[]),
+    dict(exercise="grad_with_temporary_hook", kind="wrong", why="removes every registration of the hook",
+         clause="others-stay",
+         source='''
+import torch
+
+
+def grad_with_temporary_hook(x, hook, loss_fn):
+    x.register_hook(hook)
+    try:
+        return torch.autograd.grad(loss_fn(x), x)[0]
+    finally:
+        for key, registered in list(x._backward_hooks.items()):
+            if registered is hook:
+                del x._backward_hooks[key]
+''',
+         expect=["had registered the same hook", "expected once", "only the registration you made"]),
 ]
