@@ -236,9 +236,9 @@ assert order == ["global forward pre", "own forward pre", "global forward", "own
 # gradient of its output is the first to exist) and its backward hook last (the gradient of its
 # input is the last). What reverses is the order of siblings: the child that ran last in forward
 # gets its gradient first. Keep this in mind whenever you want "the first module that ...": first
-# to start and first to finish are different modules. The input below requires grad; the cell
-# then runs it again with an input that does not, and a module whose input needs no gradient
-# (here the model itself and `0`) fires its backward hook right after its pre-hook, with a
+# to start and first to finish are different modules. The input below requires grad. The cell
+# then runs the model again on an input that does not: the model itself, whose input then needs
+# no gradient, fires its backward hook right after its pre-hook, before any child's, with a
 # warning (lesson 05).
 
 # %%
@@ -281,9 +281,9 @@ with warnings.catch_warnings(record=True) as caught:
         net(torch.randn(2, 3)).sum().backward()
 print("input without grad:", no_grad_input[:3], "...")
 print("warning:", str(caught[0].message)[:80], "...")
-assert no_grad_input[:2] == [("backward pre", "(root)"), ("backward", "(root)")]
-assert no_grad_input[-2:] == [("backward pre", "0"), ("backward", "0")]
-assert str(caught[0].message).startswith("Full backward hook is firing when gradients are computed with respect to module outputs")
+assert no_grad_input[:3] == [("backward pre", "(root)"), ("backward", "(root)"), ("backward pre", "1")]
+assert str(caught[0].message).startswith("Full backward hook is firing when gradients are computed with respect "
+                                         "to module outputs")
 
 # %% [markdown]
 # The picture draws the same measurement: each module's call as a bar from the event where its
@@ -356,6 +356,7 @@ assert not any(p.requires_grad for p in frozen_from_birth.parameters())
 
 # %%
 global_backward_before = len(module_hooks._global_backward_hooks)
+assert global_backward_before == 0  # every full global backward hook of the cells above was removed
 module_hooks.register_module_full_backward_hook(lambda m, grad_input, grad_output: None).remove()
 try:
     module_hooks.register_module_backward_hook(lambda m, grad_input, grad_output: None)

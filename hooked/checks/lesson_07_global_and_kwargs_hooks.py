@@ -1,6 +1,7 @@
 """Checks for lesson 07, global hooks, keyword arguments, prepend and always_call."""
 
 import contextlib
+import numbers
 import random
 
 import torch
@@ -292,6 +293,10 @@ def _check_rows(rows, expected, finished, model, call_text, model_called):
         if not isinstance(row["name"], str):
             fail(f"{said} where rows[{number}] is {row}; its 'name' should be a str, the module's name in "
                  "model.named_modules() ('' for the model itself).")
+        if not isinstance(row["params"], numbers.Integral) or isinstance(row["params"], bool):
+            fail(f"{said} where rows[{number}] is {row}; its 'params' is {describe(row['params'])}, and should be "
+                 "an int, the number of elements: sum(p.numel() for p in module.parameters(recurse=False)) "
+                 "(p.numel() is an int; a tensor such as torch.prod(...) is not).")
     got_names, want_names = _names(rows), [row["name"] for row in expected]
     if got_names != want_names:
         model_names = [name for name, module in model.named_modules()]
@@ -424,7 +429,7 @@ def check_summarize_model(summarize_model):
             if close(output, expected_output) and close(returned, expected_output):
                 fail(f"{call_text} returned {describe(output)} as the output: the values the model returns, but "
                      "not the tensor the model returned (a copy, or a detached tensor). Return that object itself, "
-                     "unchanged: output = model(*inputs, **kwargs), and let the hooks return None.")
+                     "what model(*inputs, **kwargs) gave, unchanged, and let the hooks return None.")
             fail(f"{call_text} returned {describe(output)} as the output; the model returns "
                  f"{describe(expected_output)}. Return what model(*inputs, **kwargs) returned, itself, and let the "
                  "hooks return None so that they change nothing.")
@@ -553,6 +558,19 @@ class Chain(nn.Module):
         return torch.sqrt(out - 100.0) if self.root_sqrt else out
 
 
+class PairChain(Chain):
+    """A Chain that takes two positional inputs and adds them first."""
+
+    inputs = 2
+
+    def forward(self, x, y):
+        return super().forward(x + y)
+
+
+def _pair_case(width):
+    return PairChain(nn.Sequential(nn.Linear(width, width), Log(), nn.Tanh()), width)
+
+
 def _nan_case(width):
     # the log makes NaN in some elements only; the Tanh keeps them where they are, the head spreads them to all
     return Chain(nn.Sequential(nn.Linear(width, width), Log(), nn.Tanh()), width)
@@ -613,7 +631,7 @@ def _alias_case(width):
 
 _NONFINITE_CASES = ((711, _nan_case), (712, _inf_case), (721, _neg_inf_case), (713, _tuple_case), (717, _list_case),
                     (714, _finite_case), (715, _root_case), (716, _ghost_case), (718, _block_case),
-                    (719, _reused_case), (720, _alias_case))
+                    (719, _reused_case), (720, _alias_case), (722, _pair_case))
 
 
 def _tensors(value):
@@ -624,7 +642,7 @@ def _tensors(value):
     return []
 
 
-def _answers(model, x):
+def _answers(model, inputs):
     """The right answer and what typical mistakes would give, from one pass with per-module hooks."""
     name_of = {module: name for name, module in model.named_modules()}
     leaves = {name for module, name in name_of.items() if not list(module.children())}
@@ -646,7 +664,7 @@ def _answers(model, x):
         handles += [module.register_forward_pre_hook(pre), module.register_forward_hook(post)]
     try:
         with torch.no_grad():
-            model(x.clone())
+            model(*[x.clone() for x in inputs])
     finally:
         for handle in handles:
             handle.remove()
@@ -754,14 +772,21 @@ def check_find_first_nonfinite(find_first_nonfinite):
         width, batch = rng.randint(3, 6), rng.randint(3, 5)
         torch.manual_seed(seed)
         model = build(width)
-        x = random_tensor(seed, (batch, width))
-        answers = _answers(model, x)
+        inputs = [random_tensor(seed + number, (batch, width)) for number in range(getattr(model, "inputs", 1))]
+        answers = _answers(model, inputs)
         right = answers["right"]
-        call_text = f"find_first_nonfinite(model, x of shape {(batch, width)})"
+        shown = ", ".join(f"{'xy'[number]} of shape {(batch, width)}" for number in range(len(inputs)))
+        call_text = f"find_first_nonfinite(model, {shown})"
         before = _global_hook_ids()
         modules = list(model.named_modules()) + [("(an unregistered module the model calls)", model.helpers[0])]
         with _watching_the_model(model) as model_called:
-            got = _call_learner(find_first_nonfinite, call_text, (model, x.clone()))
+            try:
+                got = _call_learner(find_first_nonfinite, call_text, (model, *[x.clone() for x in inputs]))
+            except LearnerCodeRaised as error:
+                if isinstance(error.error, TypeError) and "missing 1 required positional argument" in str(error.error):
+                    fail(f"{call_text} raised TypeError: {error.error}. Pass every positional input on to the "
+                         "model (unpack `inputs` with a star), not only the first.")
+                raise
         _check_nothing_left(before, modules, call_text, "returned")
         if got != right or type(got) is not type(right):
             hint = _nonfinite_hint(got, answers, right)

@@ -769,6 +769,14 @@ def find_first_nonfinite(model, *inputs):
          why="calls model.forward, so the model's own hook never fires",
          source=_find(('        model(*inputs)\n', '        model.forward(*inputs)\n')),
          expect=["hooks never fired", "model.forward(...)"]),
+    dict(exercise="summarize_model", kind="wrong", clause="keys", why="params as a tensor, torchsummary style",
+         source=_summary(('"params": sum(p.numel() for p in module.parameters(recurse=False))}',
+                          '"params": sum(torch.prod(torch.LongTensor(list(p.size())))\n'
+                          '                              for p in module.parameters(recurse=False))}')),
+         expect=["should be an int", "p.numel()"]),
+    dict(exercise="find_first_nonfinite", kind="wrong", clause="arguments", why="passes only the first input",
+         source=_find(('        model(*inputs)\n', '        model(inputs[0])\n')),
+         expect=["every positional input", "not only the first"]),
     dict(exercise="find_first_nonfinite", kind="right", why="inference_mode, isinf | isnan, a flag for the root",
          source='''
 import torch
@@ -829,6 +837,7 @@ CLAUSES = {
     },
     "find_first_nonfinite": {
         "once": "Runs model(*inputs) once",
+        "arguments": "model(*inputs)",
         "no-grad": "under torch.no_grad()",
         "every-module": "Every module of model.named_modules() is watched, containers and the model itself included",
         "unregistered": "modules not in it are ignored",
