@@ -55,6 +55,7 @@ class Scale(nn.Module):
 
 def show_inputs(module, args):
     events.append("pre-hook")
+    assert module is scale_layer and type(args) is tuple
     print("the pre-hook got module", type(module).__name__, "and args of type", type(args).__name__,
           "with", len(args), "element(s):", args)
 
