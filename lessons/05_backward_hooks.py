@@ -267,16 +267,20 @@ def silenced():
     only_pre(data).sum().backward()
 
 
-messages = caught_warnings(silenced)
-print("with the filter below:", messages)
+messages = caught_warnings(silenced)  # the filter is set inside caught_warnings' catch_warnings() block
+print("with the filter below, inside the block:", messages)
 assert messages == []
+messages = caught_warnings(lambda: only_pre(data).sum().backward())
+print("after the block, the warning is back:", messages[0][:28], "...")
+assert messages[0].startswith("Full backward hook is firing")
 
 # %% [markdown]
 # Inside the hook, `weight.grad` is still `None`: the hook ran before the layer's own backward.
 # The gradients are right (the same as without the hook); the warning only says that the hook ran
 # early. In a loop where you know why it happens, silence it with
-# `warnings.filterwarnings("ignore", message="Full backward hook is firing")`, inside
-# `warnings.catch_warnings()` so that the filter ends with the block (the end of the cell shows it).
+# `warnings.filterwarnings("ignore", message="Full backward hook is firing")`, inside a
+# `warnings.catch_warnings()` block so that the filter ends with the block (the end of the cell
+# shows both).
 #
 # ## What a returned value does
 #
@@ -322,8 +326,8 @@ assert torch.allclose(by_full_hook["x"], 2 * reference["x"])
 
 # %% [markdown]
 # Computed is not yet stored. Autograd writes a parameter's `.grad` once all of its contributions
-# are summed. For a module called once, `.grad` happens to be written when the full hook fires;
-# for a module called twice, it is still `None` at the first firing and holds the sum of both
+# are summed. For a module called once (on an input that requires grad), `.grad` happens to be
+# written already when the full hook fires; for a module called twice, it is still `None` at the first firing and holds the sum of both
 # calls at the second. Read parameter gradients after `backward()` returns, not in a full
 # backward hook (lesson 08 shows a hook that fires when `.grad` is written).
 
@@ -392,6 +396,12 @@ except RuntimeError as e:
     print(f"a list, with no input that requires grad: {type(e).__name__}: {e}")
     assert str(e) == ("Backward hook for Modules where no input requires gradient should always return None or "
                       "None for all gradients.")
+
+returns_tuple = nn.Linear(3, 2)
+returns_tuple.register_full_backward_hook(lambda m, grad_input, grad_output: tuple(grad_input))  # (None,)
+caught_warnings(lambda: returns_tuple(torch.randn(4, 3)).sum().backward())
+print("a tuple of None, with no input that requires grad: accepted")
+assert returns_tuple.weight.grad is not None
 
 # %% [markdown]
 # ## Trap: changing a gradient in place
@@ -753,6 +763,20 @@ plt.show()
 # 3.2 to 9.6 only, the first layer's weights moved by 13.5%, and the loss falls to 0.0115, a tenth
 # of the variance.
 #
+# What `model.named_modules()` yields, which the exercise relies on: the model itself first, named
+# `""`, then every submodule at any depth, and a module reachable under two names only once, under
+# the first (`named_modules(remove_duplicate=False)` yields both names).
+
+# %%
+tied = nn.Sequential(nn.Linear(4, 4), nn.Sequential(nn.Tanh(), nn.Linear(4, 4)))
+tied.add_module("again", tied[0])  # the first layer, under a second name
+names = [name for name, _ in tied.named_modules()]
+print("named_modules():", names)
+print("remove_duplicate=False:", [name for name, _ in tied.named_modules(remove_duplicate=False)])
+assert names == ["", "0", "1", "1.0", "1.1"]
+assert [name for name, _ in tied.named_modules(remove_duplicate=False)] == ["", "0", "1", "1.0", "1.1", "again"]
+
+# %% [markdown]
 # ## Exercise 1: `record_grad_output_norms`
 #
 # Write `record_grad_output_norms(model, layer_types=(nn.Linear, nn.Conv2d))`. It returns
@@ -818,9 +842,10 @@ check(record_grad_output_norms)
 #
 # <details class="tip"><summary>Hint 2 of 3: the API</summary>
 #
-# `model.named_modules()` yields `(name, module)` pairs at every depth; `isinstance(module,
-# layer_types)` accepts a tuple of classes; `module.register_full_backward_hook(hook)` calls
-# `hook(module, grad_input, grad_output)`; `tensor.norm().item()` is a Python float.
+# `model.named_modules()` yields `(name, module)` pairs at every depth, the model itself first
+# (named `""`) and each module once; `isinstance(module, layer_types)` accepts a tuple of classes;
+# `module.register_full_backward_hook(hook)` calls `hook(module, grad_input, grad_output)`;
+# `tensor.norm().item()` is a Python float.
 #
 # </details>
 #
