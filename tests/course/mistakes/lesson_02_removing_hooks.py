@@ -999,4 +999,22 @@ def grad_with_temporary_hook(x, hook, loss_fn):
                 del x._backward_hooks[key]
 ''',
          expect=["had registered the same hook", "expected once", "only the registration you made"]),
+    dict(exercise="HookGroup", kind="wrong", why="a list subclass whose remove keeps the handles", clause="remove-empties",
+         source='''
+class HookGroup(list):
+    def add(self, handle):
+        self.append(handle)
+        return handle
+
+    def remove(self):
+        for handle in self:
+            handle.remove()
+
+    def __enter__(self, *args):
+        return self
+
+    def __exit__(self, *args):
+        self.remove()
+''',
+         expect=["len(group) is 3", "must be emptied"]),
 ]
