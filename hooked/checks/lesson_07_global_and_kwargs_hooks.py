@@ -701,6 +701,7 @@ def _answers(model, inputs):
         "by_name": next((name for name, is_bad in by_name.items() if is_bad), None),
         "aliases": _aliases(model),
         "types": {name: type(module).__name__ for module, name in name_of.items()},
+        "finish_order": [call["name"] for call in finished],
         "unregistered": "head" in bad and not any(not_finite(t) for call in finished
                                                  if call["name"].startswith("body") for t in call["outputs"]),
     }
@@ -741,7 +742,9 @@ def _nonfinite_hint(got, answers, right):
                 "Test the elements themselves, torch.isfinite(t).all().")
     if got is not None and got == answers["all_bad"] and got != right:
         return (" That is the first output in which *every* element is non-finite; one NaN or inf is enough. "
-                "torch.isfinite(t).all() is False as soon as one element is not finite.")
+                "torch.isfinite(t).all() is False as soon as one element is not finite. (Or, if you watch only "
+                f"some kinds of layers: the culprit {right!r} is a {answers['types'].get(right)}, and every module "
+                "counts, whatever its class.)")
     if got == answers["no_minus_inf"] and got != right:
         return (" The culprit's output holds -inf (the log of 0), and no NaN or +inf: test for both infinities, "
                 "torch.isinf(t) or torch.isfinite(t).all(), not only t == inf.")
@@ -763,6 +766,11 @@ def _nonfinite_hint(got, answers, right):
     if right is not None and got is not None and right.startswith(f"{got}.") or (got == "" and right):
         return (" That is a parent of the culprit: a parent's output holds its children's NaN too, but it returns "
                 "after them. Keep the first output found, in the order the forward hooks fire.")
+    if right is not None and got in answers["finish_order"] and \
+            answers["finish_order"].index(got) > answers["finish_order"].index(right):
+        return (f" {got!r} returns after the culprit {right!r}, a {answers['types'].get(right)} whose output was "
+                "already non-finite: it looks as if the culprit was not watched. Every module of "
+                "model.named_modules() counts, whatever its class.")
     return ""
 
 

@@ -777,6 +777,17 @@ def find_first_nonfinite(model, *inputs):
     dict(exercise="find_first_nonfinite", kind="wrong", clause="arguments", why="passes only the first input",
          source=_find(('        model(*inputs)\n', '        model(inputs[0])\n')),
          expect=["every positional input", "not only the first"]),
+    dict(exercise="find_first_nonfinite", kind="wrong", clause="sequence",
+         why="looks only at the first item of a tuple or list",
+         source=_find(('return any(not_finite(item) for item in value if isinstance(item, torch.Tensor))',
+                       'return bool(value) and not_finite(value[0])')),
+         expect=["returns a tuple", "every tensor"]),
+    dict(exercise="find_first_nonfinite", kind="wrong", clause="every-module",
+         why="watches only Linear, Conv and norm layers",
+         source=_find(('if not found and module in names and not_finite(output):',
+                       'if not found and module in names and isinstance(module, (torch.nn.Linear, torch.nn.Conv2d,\n'
+                       '                torch.nn.LayerNorm, torch.nn.BatchNorm1d)) and not_finite(output):')),
+         expect=["the culprit 'body.1' is a log", "every module counts, whatever its class"]),
     dict(exercise="find_first_nonfinite", kind="right", why="inference_mode, isinf | isnan, a flag for the root",
          source='''
 import torch
