@@ -589,11 +589,37 @@ def _why_no_gradient(never):
     return explain
 
 
+def _misnamed(recorded, reference):
+    """(name, other) when the norms recorded under `name` are those of parameter `other`, else None."""
+    norms = {name: [grad.norm().item() for grad in grads] for name, grads in reference.grads.items()}
+
+    def values(entries):
+        try:
+            return [_number(entry, "") for entry in entries]
+        except CheckFailed:
+            return None
+
+    for name, entries in recorded.items():
+        found = values(entries)
+        if found is None or name not in norms or norms[name] == found or (
+                len(found) == len(norms[name]) and all(map(_near, found, norms[name]))):
+            continue
+        for other, expected in norms.items():
+            if other != name and len(found) == len(expected) and all(map(_near, found, expected)):
+                return name, other
+    return None
+
+
 def _compare_norms(norms, reference, accumulated, clipped, call_text, said, duplicates, frozen_names=(), stale=None,
                    skipped=None, never=()):
     """`accumulated[name][i]`, `stale[name][i]`: the norm of .grad after and before the i-th backward pass that
     computed a gradient for `name`; `skipped[name]`: the passes that computed none for it."""
     recorded = _lists(norms, call_text, said)
+    misnamed = _misnamed(recorded, reference)
+    if misnamed:
+        fail(f"{said} norms[{misnamed[0]!r}] holds the norms of the gradients of {misnamed[1]!r}: each name must go "
+             "with its own parameter. Take both from named_parameters() together (for name, parameter in "
+             "model.named_parameters()); names zipped with parameters() drift apart once one is skipped.")
     frozen = [name for name in recorded if name in frozen_names]
     _check_keys({k: v for k, v in recorded.items() if k not in frozen}, reference.grads, said, "parameter",
                 duplicates, _why_parameters_missing, _why_no_gradient(never))

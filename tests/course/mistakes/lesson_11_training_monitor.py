@@ -393,6 +393,51 @@ def record_activation_stats(model, layer_types):
     return stats, handles
 ''', expect=[]),
 
+    dict(exercise="record_activation_stats", kind="right", why="one global forward hook that looks modules up by object",
+         source='''
+import torch
+import torch.nn.modules.module as module_hooks
+
+
+def record_activation_stats(model, layer_types):
+    names = {module: name for name, module in model.named_modules() if isinstance(module, layer_types)}
+    stats = {}
+
+    def hook(module, args, output):
+        name = names.get(module)
+        if name is None:
+            return
+        first = output[0] if isinstance(output, (tuple, list)) and output else output
+        if isinstance(first, torch.Tensor):
+            first = first.detach()
+            stats.setdefault(name, []).append({"mean": first.mean().item(), "std": first.std().item(),
+                                               "zero_fraction": (first == 0).float().mean().item()})
+
+    return stats, [module_hooks.register_module_forward_hook(hook)]
+''', expect=[]),
+    dict(exercise="record_activation_stats", kind="wrong", why="names from a counter per type", clause="keyed-by-name",
+         source='''
+import torch
+
+
+def record_activation_stats(model, layer_types):
+    stats, handles, counts = {}, [], {}
+    for module in model.modules():
+        if isinstance(module, layer_types):
+            kind = type(module).__name__
+            counts[kind] = counts.get(kind, 0) + 1
+            name = f"{kind}_{counts[kind]}"
+
+            def hook(module, args, output, name=name):
+                out = output[0] if isinstance(output, (tuple, list)) else output
+                if isinstance(out, torch.Tensor):
+                    out = out.detach()
+                    stats.setdefault(name, []).append({"mean": out.mean().item(), "std": out.std().item(),
+                                                       "zero_fraction": (out == 0).float().mean().item()})
+            handles.append(module.register_forward_hook(hook))
+    return stats, handles
+''', expect=["should not be recorded", "expected names"]),
+
     # ------------------------------------------------------------------ track_grad_norms
     _norms("post-accumulate-grad hook reads the accumulated .grad",
            [("        def hook(grad):\n            norms.setdefault(name, []).append(grad.norm().item())",
@@ -569,6 +614,18 @@ def track_grad_norms(model):
     return norms, handles
 ''', expect=[]),
 
+    dict(exercise="track_grad_norms", kind="wrong", why="names zipped with parameters(), frozen ones shift them",
+         clause="keyed-by-name", source='''
+def track_grad_norms(model):
+    names = [name for name, p in model.named_parameters() if p.requires_grad]
+    trainable = [p for p in model.parameters() if p.requires_grad or True]
+    norms, handles = {}, []
+    for name, p in zip(names, trainable):
+        if p.requires_grad:
+            handles.append(p.register_hook(lambda g, name=name: norms.setdefault(name, []).append(g.norm().item())))
+    return norms, handles
+''', expect=["holds the norms of the gradients of '2.weight'", "named_parameters() together"]),
+
     # ------------------------------------------------------------------ TrainingMonitor
     _monitor("remove() forgets the handles of the two functions", [("self.handles += stats_handles + norm_handles", "pass")],
              ["hooks were still registered", "your two functions"], "remove-all"),
@@ -694,6 +751,23 @@ def track_grad_norms(model):
                "    return []",
                "    return [t for item in value for t in tensors(item)]")],
              ["nonetype", "none ('probe')", "any other output (none) as finite"], "other-finite"),
+    _monitor("__enter__ does not attach", [("        return self.attach()", "        return self")],
+             ["no hook is registered", "__enter__ must attach"], "with-enter"),
+    _monitor("remove() removes from the list it walks, skipping every other handle",
+             [("        for handle in self.handles:\n            handle.remove()\n        self.handles = []",
+               "        for handle in self.handles:\n            self.handles.remove(handle)\n            handle.remove()")],
+             ["hooks were still registered", "remove() must remove every hook"], "remove-all"),
+    _monitor("watches only the modules of layer_types",
+             [("        for name, module in self.model.named_modules():\n            self.handles",
+               "        for name, module in self.model.named_modules():\n            if not isinstance(module, self.layer_types):\n"
+               "                continue\n            self.handles")],
+             ["saw a non-finite value too, but after", "every module"], "watch-modules"),
+    dict(exercise="TrainingMonitor", kind="right", why="__exit__ returns exc_type is None, handles popped",
+         source=edited(_MONITOR, ("    def __exit__(self, *exception):\n        self.remove()",
+                                  "    def __exit__(self, exc_type, exc, tb):\n        self.remove()\n        return exc_type is None"),
+                       ("        for handle in self.handles:\n            handle.remove()\n        self.handles = []",
+                        "        while self.handles:\n            self.handles.pop().remove()")),
+         expect=[]),
     dict(exercise="TrainingMonitor", kind="right", why="records on its own while the first two exercises are stubs",
          source=_STUB_STATS + _STUB_NORMS + '''
 import torch
