@@ -375,7 +375,8 @@ def fuse_sgd_into_backward(model, lr):
     """Make every backward pass through `model` also take a plain SGD step.
 
     Receives `model`, an nn.Module, and `lr`, a positive Python number.
-    For every parameter of `model` that requires grad, registers a post-accumulate-grad hook that,
+    For every parameter of `model` that requires grad (each one once, as model.parameters() gives
+    it, also a parameter reachable under two names), registers a post-accumulate-grad hook that,
     once backward has written the parameter's gradient, updates the parameter in place under
     torch.no_grad(), param <- param - lr * param.grad, and then sets param.grad to None.
     Parameters that do not require grad get no hook.
@@ -496,8 +497,7 @@ handle.remove()
 # %% [markdown]
 # `fn` may run **before** the gradients are accumulated into `.grad`. So read them from `grads`,
 # not from `.grad`: in the cell below, when `fn` runs, one of the two leaves has its `.grad` and the
-# other does not yet. And under `torch.autograd.grad`, a multi-grad hook on a leaf raises an error
-# (in torch 2.13), so use it with `backward()`.
+# other does not yet.
 
 # %%
 a.grad = b.grad = None
@@ -506,13 +506,39 @@ handle = register_multi_grad_hook((a, b), lambda grads: snapshot.append((a.grad 
 (a * 2 + b * 3).sum().backward()
 print("inside fn: a.grad is None:", snapshot[0][0], "| b.grad is None:", snapshot[0][1])
 assert snapshot == [(True, False)]
+handle.remove()
+
+# %% [markdown]
+# Under `torch.autograd.grad` (which computes gradients without writing `.grad`) a multi-grad hook
+# works too, with one exception in torch 2.13 (pytorch/pytorch#131753): in mode `"all"`, a hooked
+# **leaf** among the `inputs` of `torch.autograd.grad` makes it raise. With the hooked leaves not
+# among `inputs`, or in mode `"any"`, the hook fires. The cell shows the three cases.
+
+# %%
+calls = []
+handle = register_multi_grad_hook((a, b), lambda grads: calls.append(grads))
 try:
-    torch.autograd.grad((a * 2 + b * 3).sum(), (a, b))
+    torch.autograd.grad((a * 2 + b * 3).sum(), (a,))
     raise AssertionError("expected a RuntimeError")
 except RuntimeError as e:
-    print(f"under torch.autograd.grad: {type(e).__name__}: {e}")
+    print(f"mode 'all', the hooked leaf a among inputs: {type(e).__name__}: {e}")
     assert str(e).startswith("A leaf node was passed to _will_engine_execute_node but we are currently running "
                              "autograd.grad().")
+handle.remove()
+
+calls = []
+h = a * 2  # not a leaf
+handle = register_multi_grad_hook((h, b), lambda grads: calls.append(grads))
+gradient, = torch.autograd.grad((h * b).sum(), (a,))  # b is a hooked leaf, but not among inputs
+print("mode 'all', hooked leaf b not among inputs: fn got", [None if g is None else g.tolist() for g in calls[0]])
+assert len(calls) == 1 and torch.equal(calls[0][0], b.detach()) and calls[0][1] is None
+handle.remove()
+
+calls = []
+handle = register_multi_grad_hook((a, b), lambda grad: calls.append(grad), mode="any")
+torch.autograd.grad((a * 2 + b * 3).sum(), (a, b))
+print("mode 'any', hooked leaves among inputs: fn called", len(calls), "time")
+assert len(calls) == 1
 handle.remove()
 
 # %% [markdown]
@@ -541,11 +567,13 @@ import torch
 def call_when_all_grads_ready(tensors, callback):
     """Call `callback` once per backward pass, with the gradients of all `tensors`.
 
-    Receives `tensors`, a list of tensors that require grad, and `callback`, a function.
+    Receives `tensors`, a list of tensors that require grad (leaves or not), and `callback`, a
+    function.
     In every backward pass that computes the gradient of at least one of `tensors`, calls
     callback(grads) exactly once, after every gradient of `tensors` that this pass computes is
     known; `grads` is a list or tuple with one entry per tensor, in order: the gradient, or None
     for a tensor this pass does not reach.
+    It is never called otherwise: not while registering, nor in a pass that computes none of them.
     Returns a handle whose remove() stops the calls.
     """
     # TODO: write this, as its docstring says.
@@ -651,8 +679,9 @@ assert log == ["inner"]
 
 # %% [markdown]
 # `pack` may store anything: a copy on another device, a compressed tensor, a file name. `unpack`
-# must give back a tensor that backward can use in place of the original. A tensor of another
-# dtype or shape makes backward fail, here in the matrix product's backward:
+# must give back a tensor with the original's values, dtype and shape. Nothing checks that it
+# does. A tensor of another dtype or shape may make backward fail, as here in the matrix
+# product's backward:
 
 # %%
 for name, pack_fn, unpack_fn, error in (
@@ -667,6 +696,28 @@ for name, pack_fn, unpack_fn, error in (
     except RuntimeError as e:
         print(f"{name}: {type(e).__name__}: {e}")
         assert str(e) == error
+
+# %% [markdown]
+# Or backward runs and the gradient is silently wrong. `x ** 2` saves `x`; an unpack that gives
+# back `t[:1]` (one number instead of three) broadcasts in the backward formula `2 * x * grad`.
+# And `tanh`, whose backward reads its saved output, takes a `float16` tensor without a word: the
+# gradient comes out `float32`, computed from rounded values.
+
+# %%
+v = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+with saved_tensors_hooks(lambda t: t, lambda t: t[:1]):
+    y = v ** 2
+y.sum().backward()
+print("x ** 2 with unpack giving back t[:1]: v.grad =", v.grad.tolist(), "| the right gradient is [2, 4, 6]")
+assert v.grad.tolist() == [2.0, 2.0, 2.0]
+
+u = torch.tensor([0.1, 0.5, 1.7], requires_grad=True)
+with saved_tensors_hooks(lambda t: t.half(), lambda t: t):  # float16 given back to a float32 backward
+    y = torch.tanh(u)
+y.sum().backward()
+exact = 1 - torch.tanh(u.detach()) ** 2
+print("tanh with a float16 saved output: u.grad =", u.grad.tolist(), u.grad.dtype, "| exact:", exact.tolist())
+assert u.grad.dtype == torch.float32 and not torch.equal(u.grad, exact) and torch.allclose(u.grad, exact, atol=1e-3)
 
 # %% [markdown]
 # `torch.autograd.graph.save_on_cpu()` is a ready-made pair: saved tensors move to the CPU (pinned
@@ -731,31 +782,132 @@ assert packed == [x.shape]
 # %% [markdown]
 # ## Use: saving activations in half precision
 #
-# A `float32` number takes 4 bytes, a `float16` number 2. A pack hook that stores saved tensors as
-# `float16`, and an unpack hook that turns them back into their dtype, halves the memory kept for
-# backward; the price is rounding in the gradients. Tensors that are not `float32` or `float64`
-# (integer indices, for example, which `max_pool1d` and `sort` save, or `bfloat16` tensors) must
-# stay as they are: their values would change, or they are no bigger in `float16`. The cell shows
-# each of these facts.
+# A `float32` number takes 4 bytes, a `float16` number 2. A pack hook that stores the saved tensors
+# as `float16`, with an unpack hook that turns them back into their dtype, should keep less memory
+# for backward, at the price of rounding in the gradients. Whether it does is a matter of
+# measuring: the memory kept for backward is the storage of the tensors that the forward pass
+# leaves alive. The helper below counts it: every tensor alive in Python after the forward pass
+# whose storage was not alive before, each storage once (a tensor and its views share one
+# storage). It finds the tensors the graph keeps too, since those are Python objects.
 
 # %%
+import gc
+
+
+def storages_alive():
+    """{storage address: bytes} of every tensor alive in Python."""
+    gc.collect()
+    return {t.untyped_storage().data_ptr(): t.untyped_storage().nbytes()
+            for t in gc.get_objects() if issubclass(type(t), torch.Tensor)}
+
+
+def bytes_kept(forward):
+    """The bytes of the storages that forward() leaves alive, its result's own not counted; and the result."""
+    before = storages_alive()
+    result = forward()
+    own = result.untyped_storage().data_ptr()
+    return sum(size for address, size in storages_alive().items() if address not in before and address != own), result
+
+
 sizes = {str(dtype): torch.empty(0, dtype=dtype).element_size()
          for dtype in (torch.float32, torch.float64, torch.float16, torch.bfloat16)}
 print("bytes a number:", sizes)
 assert list(sizes.values()) == [4, 8, 2, 2]
 
+torch.manual_seed(0)
+deep = nn.Sequential(*[nn.Sequential(nn.Linear(128, 128), nn.Tanh()) for _ in range(4)])
+inputs = torch.randn(64, 128)
+
+
+def every_float_to_half(tensor):
+    return (tensor.half(), tensor.dtype) if tensor.dtype == torch.float32 else (tensor, None)
+
+
+def back_to_dtype(packed):
+    return packed[0] if packed[1] is None else packed[0].to(packed[1])
+
+
+def forward_with_naive_hooks():
+    with saved_tensors_hooks(every_float_to_half, back_to_dtype):
+        return deep(inputs).pow(2).mean()
+
+
+plain, _ = bytes_kept(lambda: deep(inputs).pow(2).mean())
+naive, _ = bytes_kept(forward_with_naive_hooks)
+print(f"kept for backward: {plain // 1024} KiB without hooks, {naive // 1024} KiB with every float32 tensor "
+      "stored as float16")
+assert plain == 4 * 64 * 128 * 4 and naive == 240 * 1024  # four 64 x 128 tanh outputs; then more, not less
+
+# %% [markdown]
+# More, not less: 240 KiB instead of 128. `pack` makes a new tensor each time it is called, and it is
+# called with more than the activations. The next cell lists what it receives in one
+# `Linear → Tanh → Linear` pass:
+#
+# - the input batch, a **leaf** (no operation made it): whoever made it keeps it alive anyway;
+# - the second layer's `weight.t()`, which `nn.Linear` saves: a **view** of a parameter (its `_base`
+#   is the weight), which stays alive anyway; a float16 copy of it only adds memory;
+# - the tanh output **twice**, the same tensor object: `tanh` saves its output (its gradient is
+#   `1 - tanh²`), and the next matrix product saves its input. Packed twice, it is copied twice.
+#
+# Only the activations that nothing else keeps alive, converted once each, save memory.
+
+# %%
+torch.manual_seed(0)
+first, second = nn.Linear(3, 4), nn.Linear(4, 2)
+x_batch = torch.randn(5, 3)
+received = []
+with saved_tensors_hooks(lambda t: (received.append(t), t)[1], lambda t: t):
+    second(torch.tanh(first(x_batch)))
+for t in received:
+    what = ("the input batch" if t is x_batch else "a view of second.weight" if t._base is second.weight
+            else "the tanh output")
+    print(f"{str(tuple(t.shape)):7} leaf: {t.is_leaf!s:5} _base is a leaf: "
+          f"{t._base is not None and t._base.is_leaf!s:5} -> {what}")
+assert received[0] is x_batch and received[0].is_leaf
+assert received[1] is received[2] and not received[1].is_leaf  # one tensor, saved by tanh and by the product
+assert received[3]._base is second.weight and not received[3].is_leaf
+assert len(received) == 4  # first.weight is not saved: its input needs no gradient
+
+# %% [markdown]
+# Not every saved tensor is a float32 activation either. Integer tensors (the indices that
+# `max_pool1d` and `sort` save) never require grad, so they are leaves, and float16 holds integers
+# exactly only up to 2048. And float16 has a small **range**: its largest number is 65504, and
+# anything larger becomes `inf`, which then runs through the gradients. `bfloat16` takes 2 bytes
+# too, with float32's range and fewer digits (exact integers only up to 256): it does not overflow
+# where float32 does not, which is why mixed-precision training mostly uses it where the hardware
+# has it (float16 needs its values scaled to stay in range). The cell shows each of these facts; the
+# exercise below stores float16, and `.bfloat16()` in place of `.half()` would make it a bfloat16
+# saver.
+
+# %%
 signal = torch.randn(1, 1, 8, requires_grad=True)
 for name, forward in (("max_pool1d", lambda: nn.functional.max_pool1d(signal, 2)),
                       ("sort", lambda: signal.sort(dim=-1))):
     kept = []
-    with saved_tensors_hooks(lambda t: (kept.append(t.dtype), t)[1], lambda t: t):
+    with saved_tensors_hooks(lambda t: (kept.append((t.dtype, t.is_leaf)), t)[1], lambda t: t):
         forward()
-    print(f"{name} saves:", kept)
-    assert torch.int64 in kept
+    print(f"{name} saves (dtype, is a leaf):", kept)
+    assert (torch.int64, True) in kept
 
 indices = torch.tensor([2047, 2049, 4199])
 print("indices", indices.tolist(), "through float16:", indices.half().long().tolist())
 assert indices.half().long().tolist() == [2047, 2048, 4200]  # float16 holds integers exactly up to 2048
+
+big = torch.tensor([60000.0, 65504.0, 70000.0])
+print("largest float16:", torch.finfo(torch.float16).max, "| largest bfloat16:", torch.finfo(torch.bfloat16).max)
+print(big.tolist(), "as float16:", big.half().tolist(), "| as bfloat16:", big.bfloat16().tolist())
+assert torch.finfo(torch.float16).max == 65504 and big.half()[2].isinf() and big.bfloat16().isfinite().all()
+print("257 as bfloat16:", torch.tensor(257.0).bfloat16().item(), "| as float16:", torch.tensor(257.0).half().item())
+assert torch.tensor(257.0).bfloat16().item() == 256 and torch.tensor(257.0).half().item() == 257
+
+activation = torch.tensor([300.0, 2.0], requires_grad=True)
+for dtype in (torch.float16, torch.bfloat16):
+    activation.grad = None
+    with saved_tensors_hooks(lambda t: (t.to(dtype), t.dtype), back_to_dtype):
+        loss = (activation * activation * activation).sum()  # saves activation and activation ** 2 (90000)
+    loss.backward()
+    print(f"saved as {str(dtype).removeprefix('torch.')}: activation.grad = {activation.grad.tolist()}")
+    assert activation.grad[0].isinf() == (dtype == torch.float16)  # the right value is 3 * 300 ** 2 = 270000
 print("saved_tensors_hooks is a class:", isinstance(saved_tensors_hooks, type))
 assert isinstance(saved_tensors_hooks, type)
 
@@ -768,41 +920,59 @@ assert isinstance(saved_tensors_hooks, type)
 #
 # Write a class `HalfPrecisionSaver`, used as `with saver:` where `saver = HalfPrecisionSaver()`.
 # Inside the block, and for the backward of every forward pass run inside it (even when backward
-# runs after the block):
+# runs after the block), for each tensor that autograd saves:
 #
-# - each tensor that autograd saves for backward whose dtype is `torch.float32` or `torch.float64`
-#   is stored as `torch.float16`, and given back in backward with its original dtype and shape;
-# - any other tensor (`float16`, `bfloat16`, integers, `bool`) is stored and given back as it is;
-# - `saver.bytes_saved` is `0` when the saver is made, and grows each time a tensor is stored as
-#   `float16` by the bytes saved: `tensor.numel() * (tensor.element_size() - 2)` (2 bytes a number
-#   for `float32`, 6 for `float64`).
+# - a leaf tensor (a parameter, frozen or not, the input, an integer tensor) or a view of one
+#   (`tensor._base` is a leaf, like the `weight.t()` that `nn.Linear` saves) is stored as it is;
+# - any other `float32` or `float64` tensor is stored as `torch.float16`, and given back in backward
+#   with its original dtype and shape. A tensor that several operations save (the same tensor
+#   object) is converted once, and its one copy stored for each of them;
+# - any other tensor (`float16`, `bfloat16`) is stored and given back as it is.
 #
-# One saver can be used in several `with saver:` blocks, one after the other; `bytes_saved` keeps
-# growing across them (it is never reset). A saver counts when it stores a tensor, in forward:
-# after a forward pass inside the block, `bytes_saved` already holds that pass's count, and backward
-# does not change it. Outside the blocks nothing changes.
+# The saver itself keeps no tensor alive: not the tensors it converts (a cache of them would keep
+# them), and no float16 copy once the tensor it was made from is freed (a cache that never forgets
+# holds the memory it was to save). `weakref.finalize(tensor, callback)` calls `callback()` when
+# `tensor` is freed.
 #
-# Traps: an unpack hook that gives back `float16` (backward then fails on mixed dtypes) or another
-# shape; converting integer tensors; counting the bytes stored (or all the bytes of the tensor)
-# instead of the bytes saved.
+# `saver.bytes_saved` is `0` when the saver is made, and grows each time a tensor is converted (once
+# per tensor) by `tensor.numel() * (tensor.element_size() - 2)` (2 bytes a number for `float32`, 6
+# for `float64`). One saver can be used in several `with saver:` blocks, one after the other;
+# `bytes_saved` keeps growing across them (it is never reset). It counts in forward: after a forward
+# pass inside the block, `bytes_saved` already holds that pass's count, and backward does not change
+# it. Outside the blocks nothing changes.
+#
+# Traps: converting parameters, views of them, or inputs; converting a tensor twice; a cache keyed
+# by `data_ptr()` (a view such as `h.t()` starts at the same address as `h`), or by `id()` without
+# forgetting freed tensors (a later tensor gets the same id); an unpack hook that gives back
+# `float16` or another shape; converting integer tensors.
 #
 # Check: run `check(HalfPrecisionSaver)` below, or
 # `pytest tests/test_08_autograd_hooks.py -k HalfPrecisionSaver`.
 
 # %% tags=["exercise"]
 # Exercise: HalfPrecisionSaver — write your code in this cell.
+import weakref
+
 import torch
 
 
 class HalfPrecisionSaver(torch.autograd.graph.saved_tensors_hooks):
-    """A context manager that stores the tensors saved for backward in float16.
+    """A context manager that stores the activations saved for backward in float16.
 
-    Inside `with saver:`, each tensor that autograd saves whose dtype is float32 or float64 is
-    stored as float16 and given back in backward with its original dtype and shape; other tensors
-    are stored and given back unchanged. `bytes_saved` starts at 0 and grows by
-    `tensor.numel() * (tensor.element_size() - 2)` for each tensor stored as float16, in forward
-    (backward leaves it alone); one saver may be used in several `with` blocks, and the count
-    keeps growing across them.
+    Inside `with saver:`, for each tensor that autograd saves:
+    - a leaf tensor (a parameter, frozen or not, an input, an integer tensor: any tensor that no
+      recorded operation made), or a view of one (its `_base` is a leaf, like the `weight.t()` that
+      nn.Linear saves), is stored as it is, not copied;
+    - any other tensor whose dtype is float32 or float64 is stored as float16 and given back in
+      backward with its original dtype and shape; a tensor that several operations save (the same
+      tensor object) is converted once, and that one float16 copy is stored for each of them;
+    - any other tensor (float16, bfloat16) is stored and given back as it is.
+    The saver itself keeps no tensor alive: not a tensor it converts, and no float16 copy once the
+    tensor it was made from is freed.
+    `bytes_saved` starts at 0 and grows by `tensor.numel() * (tensor.element_size() - 2)` for each
+    tensor converted to float16 (once per tensor), in forward (backward leaves it alone); one saver
+    may be used in several `with` blocks, and the count keeps growing across them.
+    Outside the blocks nothing changes.
     """
 
     def __init__(self):
@@ -826,52 +996,62 @@ check(HalfPrecisionSaver)
 # %% [markdown] tags=["hints"]
 # <details class="tip"><summary>Hint 1 of 3: the idea</summary>
 #
-# The pack hook decides per tensor: a `float32` or `float64` tensor is stored smaller, together
-# with what is needed to restore it, and counted; any other tensor is stored as it is. The unpack
-# hook reverses exactly what pack did.
+# The pack hook decides per tensor: a leaf, or a view of one, is kept as it is (it lives anyway);
+# a non-leaf `float32` or `float64` tensor is stored smaller, together with what is needed to
+# restore it, and counted; anything else is kept as it is. Remember the copy of each tensor you
+# converted, so that a second save of the same tensor gets the same copy, and forget it when the
+# tensor is freed. The unpack hook reverses exactly what pack did.
 #
 # </details>
 #
 # <details class="tip"><summary>Hint 2 of 3: the API</summary>
 #
 # Subclass `torch.autograd.graph.saved_tensors_hooks` and call `super().__init__(pack, unpack)`
-# with two bound methods; `tensor.half()` and `tensor.to(dtype)` convert; `tensor.dtype`,
-# `tensor.numel()` and `tensor.element_size()` (bytes per number) give what you need to count.
+# with two bound methods. `tensor.is_leaf` and `tensor._base` (the tensor a view was made from, or
+# `None`) find leaves and their views; `tensor.half()` and `tensor.to(dtype)` convert;
+# `tensor.numel()` and `tensor.element_size()` count. A dict keyed by `id(tensor)` remembers the
+# copies, and `weakref.finalize(tensor, the_dict.pop, key, None)` removes an entry when its tensor
+# is freed.
 #
 # </details>
 #
 # <details class="tip"><summary>Hint 3 of 3: almost there</summary>
 #
-# In `__init__`, set the counter before calling `super().__init__`. `pack` returns a pair: the
-# tensor stored (converted or not) and the dtype to restore (or `None` when it was not converted),
-# and adds `numel() * (element_size() - 2)` only for converted tensors. `unpack` takes the pair
-# apart and converts back when there is a dtype.
+# In `__init__`, set the counter and an empty dict before calling `super().__init__`. In `pack`,
+# take `base = tensor._base` when it is not `None` (else the tensor itself); if `base.is_leaf` or
+# the dtype is neither float32 nor float64, return `(tensor, None)`. Otherwise, the first time you
+# see `id(tensor)`, store `tensor.half()` under it, register the `finalize` and add
+# `numel() * (element_size() - 2)`; return `(the stored copy, tensor.dtype)`. `unpack` takes the
+# pair apart and converts back when there is a dtype.
 #
 # </details>
 
 # %% [markdown]
-# Your saver on a 4-layer network: the bytes it saves next to what autograd saved in all, and the
-# gradients next to those computed in full precision.
+# Your saver on the 4-layer network of the measurement above, measured the same way. Once the
+# exercise is done, the cell shows 64 KiB kept for backward (half of the 128 KiB without hooks,
+# and the 240 KiB of the naive hooks), `bytes_saved` of 65536, and the largest relative error of a
+# parameter's gradient next to full precision, about 2e-4.
 
 # %%
 with try_it():
-    torch.manual_seed(0)
-    deep = nn.Sequential(*[nn.Sequential(nn.Linear(128, 128), nn.Tanh()) for _ in range(4)])
-    inputs = torch.randn(64, 128)
-    saved_bytes = []
-    with saved_tensors_hooks(lambda t: (saved_bytes.append(t.numel() * t.element_size()), t)[1], lambda t: t):
-        deep(inputs).pow(2).mean().backward()
+    deep.zero_grad()
+    deep(inputs).pow(2).mean().backward()
     full = [p.grad.clone() for p in deep.parameters()]
     deep.zero_grad()
     saver = HalfPrecisionSaver()
-    with saver:
-        loss = deep(inputs).pow(2).mean()
+
+    def forward_with_saver():
+        with saver:
+            return deep(inputs).pow(2).mean()
+
+    kept, loss = bytes_kept(forward_with_saver)
     loss.backward()
     largest_error = max(((p.grad - g).norm() / g.norm()).item() for p, g in zip(deep.parameters(), full))
-    print(f"saved for backward: {sum(saved_bytes)} bytes; saved by storing float16: {saver.bytes_saved} bytes")
+    print(f"kept for backward: {plain // 1024} KiB without hooks, {naive // 1024} KiB with the naive hooks, "
+          f"{kept // 1024} KiB with your saver; saver.bytes_saved: {saver.bytes_saved}")
     print(f"largest relative error of a parameter's gradient: {largest_error:.1e}")
-    assert saver.bytes_saved == sum(saved_bytes) // 2
-    assert 0 < largest_error < 1e-2
+    assert kept == plain // 2 == saver.bytes_saved
+    assert 0 < largest_error < 1e-3
 
 # %% [markdown]
 # ## Summary
@@ -881,13 +1061,14 @@ with try_it():
 # | post-accumulate-grad | `leaf.register_post_accumulate_grad_hook(hook)` | `hook(tensor)` | after `.grad` is written; not under `torch.autograd.grad` | `None` (another tensor raises) |
 # | node pre-hook | `t.grad_fn.register_prehook(fn)` | `fn(grad_outputs)` | before the node runs | a tuple replaces `grad_outputs` |
 # | node hook | `t.grad_fn.register_hook(fn)` | `fn(grad_inputs, grad_outputs)` | after the node ran | a tuple replaces `grad_inputs` |
-# | multi-grad | `torch.autograd.graph.register_multi_grad_hook(tensors, fn, mode="all")` | `fn(grads)`, `None` for a tensor not reached; `fn(grad)` with `mode="any"` | once per pass that reaches any of `tensors` | ignored |
-# | saved tensors | `with torch.autograd.graph.saved_tensors_hooks(pack, unpack):` | `pack(tensor)` in forward, `unpack(stored)` in backward | each time autograd saves / uses a tensor | `unpack` must give back a tensor of the same dtype and shape |
+# | multi-grad | `torch.autograd.graph.register_multi_grad_hook(tensors, fn, mode="all")` | `fn(grads)`, `None` for a tensor not reached; `fn(grad)` with `mode="any"` | once per pass that reaches any of `tensors` (under `torch.autograd.grad`, mode `"all"` raises with a hooked leaf among `inputs`) | ignored |
+# | saved tensors | `with torch.autograd.graph.saved_tensors_hooks(pack, unpack):` | `pack(tensor)` in forward, `unpack(stored)` in backward | each time autograd saves / uses a tensor | `unpack` must give back the original's values, dtype and shape (unchecked: a wrong one may raise, or give a wrong gradient) |
 #
 # On a leaf, one backward pass runs: tensor hook, `AccumulateGrad` pre-hook, `.grad` written,
 # post-accumulate hook, `AccumulateGrad` hook. Grad mode is off in backward hooks unless
-# `create_graph=True`, so update parameters under `torch.no_grad()`. `save_on_cpu()` is a
-# ready-made pack/unpack pair, and `disable_saved_tensors_hooks(message)` forbids such hooks in a
-# block.
+# `create_graph=True`, so update parameters under `torch.no_grad()`. A pack hook saves memory only
+# when it stores leaves (parameters, inputs) and their views as they are and converts each tensor
+# once: measure what the graph keeps. `save_on_cpu()` is a ready-made pack/unpack pair, and
+# `disable_saved_tensors_hooks(message)` forbids such hooks in a block.
 #
 # Next, lesson 09 gathers the ways hooks go wrong, and how to find hooks that were left behind.

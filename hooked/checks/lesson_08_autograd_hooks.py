@@ -7,8 +7,10 @@ check's own, registered before the learner's, so they fire first in every pass."
 
 import contextlib
 import copy
+import gc
 import random
 import warnings
+import weakref
 
 import torch
 from torch import nn
@@ -82,16 +84,23 @@ def _handles(result, call_text, what):
 # ---------------------------------------------------------------- fuse_sgd_into_backward
 
 class _Tied(nn.Module):
-    """Uses `layer` twice (its parameters get one summed gradient), and a bare parameter."""
+    """Uses `layer` twice (its parameters get one summed gradient), a bare parameter, a weight tied
+    to `layer`'s (one parameter under two names: layer.weight and mirror.weight), and a parameter
+    `spare` that only the passes with `use_spare` set reach (in the others it gets no gradient)."""
 
     def __init__(self):
         super().__init__()
         self.layer = nn.Linear(4, 4)
         self.scale = nn.Parameter(torch.randn(4))
+        self.mirror = nn.Linear(4, 4)
+        self.mirror.weight = self.layer.weight
+        self.spare = nn.Parameter(torch.randn(4))
         self.out = nn.Linear(4, 2)
+        self.use_spare = False
 
     def forward(self, x):
-        return self.out(torch.tanh(self.layer(torch.tanh(self.layer(x)))) * self.scale)
+        h = torch.tanh(self.mirror(torch.tanh(self.layer(torch.tanh(self.layer(x)))))) * self.scale
+        return self.out(h * self.spare if self.use_spare else h)
 
 
 def _frozen_first():
@@ -107,7 +116,9 @@ def _frozen_bias():
 
 
 _MODEL_TEXT = {_frozen_first: "nn.Sequential(Linear(5, 6), Tanh, Linear(6, 3)) with its first Linear frozen",
-               _Tied: "a model that uses its Linear `layer` twice and multiplies by a bare parameter `scale`",
+               _Tied: "a model that uses its Linear `layer` twice, ties mirror.weight to layer.weight (one parameter "
+                      "under two names), multiplies by a bare parameter `scale`, and uses a parameter `spare` only in "
+                      "some passes",
                _frozen_bias: "a 3-Linear nn.Sequential whose middle Linear's bias is frozen"}
 
 
@@ -124,13 +135,15 @@ def _judge_step(model, before, expected, lr, said, create_graph):
     for name, param in model.named_parameters():
         if not param.requires_grad and not torch.equal(param.detach(), before[name]):
             fail(f"{said}: the frozen parameter {name!r} changed. Leave parameters that do not require grad alone.")
-    unchanged = [name for name, param in _named_trainable(model) if torch.equal(param.detach(), before[name])]
+    unchanged = [name for name, param in _named_trainable(model) if torch.equal(param.detach(), before[name])
+                 and not torch.equal(expected[name], before[name])]  # (not `spare` in a pass that skips it)
     wrong = [name for name, param in _named_trainable(model) if not close(param.detach(), expected[name])]
     if not wrong:
         _judge_grads_freed(model, said)
         return
     if unchanged and len(unchanged) == len(wrong):
-        everything = len(unchanged) == len(_named_trainable(model))
+        everything = len(unchanged) == sum(not torch.equal(expected[name], before[name])
+                                           for name, _ in _named_trainable(model))
         if everything and create_graph:
             fail(f"{said}: no parameter changed, although the earlier backward() passes did update them; expected "
                  "every parameter that requires grad to take the step param - lr * param.grad. Under "
@@ -145,6 +158,10 @@ def _judge_step(model, before, expected, lr, said, create_graph):
                 "parameter only: use the parameter the hook receives."))
     name = wrong[0]
     param = dict(model.named_parameters())[name].detach()
+    if torch.equal(expected[name], before[name]):
+        fail(f"{said}: {name} changed, to {describe(param)}, although this pass does not reach it (it gets no "
+             "gradient); expected it unchanged. Step a parameter only in its own hook, when backward has written its "
+             "gradient.")
     message = (f"{said}: {name} is {describe(param)}; expected {describe(expected[name])}, its value before the "
                f"step minus lr * its gradient.")
     gradient = (before[name] - expected[name]) / lr
@@ -184,13 +201,14 @@ def check_fuse_sgd_into_backward(fuse_sgd_into_backward):
         trainable = len(_named_trainable(model))
         if len(handles) != trainable:
             fail(f"{call_text} returned {len(handles)} handles; expected {trainable}, one per parameter that requires "
-                 "grad (model.parameters() gives each parameter once, even one used twice).")
+                 "grad (model.parameters() gives each parameter once, even one used twice or reachable under two "
+                 "names, as a tied weight is: a second hook on it would take a second step).")
 
         # torch.autograd.grad only looks at gradients: it must not step, nor write .grad.
         before = {name: p.detach().clone() for name, p in model.named_parameters()}
         x, weight = random_tensor(seed + 1, shape), random_tensor(seed + 2, (shape[0], features))
         with _learner(f"calling torch.autograd.grad on the loss of {call_text}"):
-            torch.autograd.grad(_loss(model, x, weight), [p for _, p in _named_trainable(model)])
+            torch.autograd.grad(_loss(model, x, weight), [p for _, p in _named_trainable(model)], allow_unused=True)
         moved = [name for name, p in model.named_parameters() if not torch.equal(p.detach(), before[name])]
         if moved:
             fail(f"{call_text}, then torch.autograd.grad(loss, parameters): the parameters {moved} changed. "
@@ -200,14 +218,18 @@ def check_fuse_sgd_into_backward(fuse_sgd_into_backward):
 
         for step in range(steps):
             create_graph = step == steps - 1  # grad mode is on inside hooks then
+            for m in (model, reference):
+                if isinstance(m, _Tied):
+                    m.use_spare = step == 1  # spare gets a gradient in the second pass only
             x = random_tensor(seed + 3 + step, shape)
             weight = random_tensor(seed + 6 + step, (shape[0], features))
             before = {name: p.detach().clone() for name, p in model.named_parameters()}
             ref_params = [p for _, p in _named_trainable(reference)]
-            grads = torch.autograd.grad(_loss(reference, x, weight), ref_params)
+            grads = torch.autograd.grad(_loss(reference, x, weight), ref_params, allow_unused=True)
             with torch.no_grad():
                 for p, g in zip(ref_params, grads):
-                    p.sub_(lr * g)
+                    if g is not None:  # a parameter the pass does not reach takes no step
+                        p.sub_(lr * g)
             expected = {name: p.detach() for name, p in reference.named_parameters()}
             how = "backward(create_graph=True)" if create_graph else "backward()"
             said = f"{call_text}, then {step + 1} {how} pass{'es' if step else ''}"
@@ -332,6 +354,7 @@ def check_call_when_all_grads_ready(call_when_all_grads_ready):
             ("none of them", lambda: (other * 3).sum()),
             ("a, h and b again", lambda: (h * wh * b.sum()).sum()),
             ("h only (and a through it)", lambda: (h * wh).sum()),
+            ("a, h and b, with backward(create_graph=True)", lambda: (a * wa * b.sum()).sum() + (h * wh).sum()),
         ]
         watch = _Watch(tensors)
         recorder = _Recorder(watch)
@@ -340,13 +363,22 @@ def check_call_when_all_grads_ready(call_when_all_grads_ready):
                      f"call_when_all_grads_ready([{', '.join(names)}], callback) with two leaves")
         with _learner(f"calling {call_text}"):
             handle = call_when_all_grads_ready(tensors, recorder)
+        if isinstance(handle, (list, tuple)):
+            fail(f"{call_text} returned a {type(handle).__name__} of {len(handle)}; expected one handle with a remove() "
+                 "method that stops the calls (register_multi_grad_hook returns one for all the tensors; a list's own "
+                 "remove() takes an argument, and removes nothing).")
         if not hasattr(handle, "remove"):
             fail(f"{call_text} returned {describe(handle)}; expected a handle with a remove() method.")
+        if recorder.calls:
+            fail(f"{call_text} called callback while registering, before any backward pass; expected no call until a "
+                 "backward pass computes the gradient of one of the tensors.")
         for count, (uses, loss) in enumerate(passes):
             watch.new_pass()
             recorder.calls.clear()
-            with _learner(f"running backward pass {count + 1} (its loss uses {uses}) after {call_text}"):
-                loss().backward(retain_graph=True)
+            with _learner(f"running backward pass {count + 1} (its loss uses {uses}) after {call_text}"), \
+                    warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # create_graph=True warns about the .grad reference cycle
+                loss().backward(retain_graph=True, create_graph="create_graph" in uses)
             reached = [name for name, g in zip(names, watch.grads) if g is not None]
             _judge_call(recorder, watch, f"{call_text}, then backward pass {count + 1}, whose loss uses {uses}",
                         reached)
@@ -365,29 +397,34 @@ def check_call_when_all_grads_ready(call_when_all_grads_ready):
 # ---------------------------------------------------------------- HalfPrecisionSaver
 
 _CONVERTED = (torch.float32, torch.float64)
+_SHAPE_HINT = ("Backward got a saved tensor of another shape than the one saved: unpack must give back each tensor "
+               "in its original shape. (A cache keyed by data_ptr() gives a view that starts at the same address, "
+               "h.t() next to h, the copy of the other tensor: key it by the tensor, id(tensor).)")
 _UNPACK_ERROR_HINTS = (  # the first text found in the error wins
     ("out of bounds", "Backward got an index out of range: an integer tensor that autograd saved (here the indices that "
-                      "torch.sort keeps) came back changed. float16 holds integers exactly only up to 2048: store every "
-                      "tensor that is not float32 or float64 unchanged (integer and bfloat16 tensors keep their "
-                      "values)."),
+                      "torch.sort keeps) came back changed. float16 holds integers exactly only up to 2048. An integer "
+                      "tensor never requires grad, so it is a leaf: store leaves as they are."),
     ("dtype", "Backward got a saved tensor of another dtype than the one saved: unpack must give back each tensor "
               "in its original dtype (keep the dtype next to the float16 tensor, e.g. as a pair, and convert back)."),
-    ("must be a matrix", "Backward got a saved tensor of another shape than the one saved: unpack must give back "
-                         "each tensor in its original shape."),
-    ("shape", "Backward got a saved tensor of another shape than the one saved: unpack must give back each tensor "
-              "in its original shape."),
-    ("size", "Backward got a saved tensor of another shape than the one saved: unpack must give back each tensor "
-             "in its original shape."),
+    ("must be a matrix", _SHAPE_HINT),
+    ("shape", _SHAPE_HINT),
+    ("size", _SHAPE_HINT),
     ("pack_hook", "A subclass of torch.autograd.graph.saved_tensors_hooks must call super().__init__(pack, unpack) "
                   "in its __init__: that is where saved_tensors_hooks keeps the two hooks it installs on entering."),
 )
 
 
 class _Case:
-    """A forward pass: leaf parameters from a seed, and the loss they give on fixed inputs."""
+    """A forward pass: `make(seed)` gives its objects (leaf tensors, or a model and its input),
+    `loss(objects)` the loss, `trainable(objects)` the tensors whose .grad backward writes."""
 
-    def __init__(self, text, make, loss):
+    def __init__(self, text, make, loss, trainable=None, create_graph=False):
         self.text, self.make, self.loss = text, make, loss
+        self.trainable = trainable or (lambda objects: [t for t in objects if t.requires_grad])
+        self.create_graph = create_graph
+        # Whether to measure the memory the graph keeps: create_graph=True keeps the saved tensors
+        # in the gradients' graph, so nothing is freed after backward.
+        self.measure = not create_graph
 
 
 def _mlp_params(seed):
@@ -398,8 +435,41 @@ def _mlp_params(seed):
 
 
 def _mlp_loss(params):
+    """tanh's output is saved twice: by tanh, and by the matrix product that uses it."""
     x, w1, b1, w2 = params
     return (torch.tanh(x @ w1 + b1) @ w2).pow(2).sum()
+
+
+class _LinearNet(nn.Module):
+    """nn.Linear layers (they save weight.t(), a view of the weight), the middle one frozen, and the
+    last one's weight tied to the first one's (one parameter under two names)."""
+
+    def __init__(self, n):
+        super().__init__()
+        self.first, self.frozen, self.last = nn.Linear(n, n), nn.Linear(n, n), nn.Linear(n, n)
+        self.frozen.requires_grad_(False)
+        self.last.weight = self.first.weight
+
+    def forward(self, x):
+        return self.last(torch.tanh(self.frozen(torch.tanh(self.first(x))))).pow(2).sum()
+
+
+def _linear_objects(seed):
+    rng = random.Random(seed)
+    n = rng.randint(3, 6)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = _LinearNet(n)
+    return [model, random_tensor(seed + 1, (rng.randint(2, 5), n))]
+
+
+def _linear_loss(objects):
+    model, x = objects
+    return model(x)
+
+
+def _linear_trainable(objects):
+    return [p for p in objects[0].parameters() if p.requires_grad]
 
 
 def _mixed_params(seed):
@@ -417,7 +487,9 @@ def _mixed_loss(params):
     (sort, not max_pool1d: max_pool1d costs some 15 ms a call here, sort well under 1 ms.)"""
     x, w, scale = params
     ordered = torch.tanh(x @ w).sort(dim=-1).values[:, ::2]
-    return ordered.pow(2).sum() + (ordered.bfloat16() * scale).double().sum()
+    low = ordered.bfloat16()
+    big = low * scale  # a bfloat16 activation beyond float16's range, which the next product saves
+    return ordered.pow(2).sum() + (big * low).double().sum()
 
 
 def _long_sort_params(seed):
@@ -430,77 +502,214 @@ def _long_sort_loss(params):
     return (ordered * torch.arange(ordered.shape[-1], dtype=torch.float32)).sum()
 
 
-_CASES = [_Case("a small network in float32 (matrix products, tanh)", _mlp_params, _mlp_loss),
+def _chain_params(seed):
+    rng = random.Random(seed)
+    n = rng.randint(8, 12)
+    return [random_tensor(seed, (4, n)), random_tensor(seed + 1, (n, n)).requires_grad_()]
+
+
+def _chain_loss(params):
+    """Each tanh output is freed once the next one exists, so later tensors get the memory (and
+    often the id) of earlier ones: a cache that does not check its tensor is still alive mixes them up."""
+    x, w = params
+    h = x @ w
+    for _ in range(5):
+        h = torch.tanh(h * 1.5)
+    return (h @ h.t()).pow(2).sum()  # h and h.t(): two tensors at one address
+
+
+_CASES = [_Case("a small network in float32 (x @ w1 + b1, tanh, @ w2: tanh's output is saved by two operations)",
+                _mlp_params, _mlp_loss),
+          _Case("a model of nn.Linear layers (they save weight.t(), a view of the weight), its middle layer frozen and "
+                "its last weight tied to its first (one parameter under two names)",
+                _linear_objects, _linear_loss, _linear_trainable),
           _Case("a pass with float64 activations, torch.sort (it saves int64 indices) and a bfloat16 product",
                 _mixed_params, _mixed_loss),
           _Case("torch.sort over 4200 numbers (it saves int64 indices up to 4199)", _long_sort_params,
-                _long_sort_loss)]
+                _long_sort_loss),
+          _Case("a chain of five tanh, each output freed once the next exists, then h @ h.t(), with "
+                "backward(create_graph=True)",
+                _chain_params, _chain_loss, create_graph=True)]
 
 
-def _saved_during(loss_fn, params, converted):
-    """The loss, with the check's own pack hooks: what is saved, stored as the contract says
-    when `converted` (else as it is). Returns (loss, [(dtype, numel, element size)])."""
-    saved = []
+def _stored_as_is(tensor, leaves=True, views=True):
+    base = tensor if tensor._base is None or not views else tensor._base
+    return (leaves and base.is_leaf) or tensor.dtype not in _CONVERTED
 
-    def pack(tensor):
-        saved.append((tensor.dtype, tensor.numel(), tensor.element_size()))
-        return (tensor.half(), tensor.dtype) if converted and tensor.dtype in _CONVERTED else (tensor, None)
 
-    def unpack(packed):
+class _Reference:
+    """The check's own pack and unpack: the contract's saver, or a known-wrong variant of it.
+    `leaves=False` converts leaves too, `views=False` converts views of leaves (weight.t()),
+    `once=False` converts a tensor again each time an operation saves it, `inputs=False` converts
+    the leaves that do not require grad (inputs)."""
+
+    def __init__(self, leaves=True, views=True, once=True, inputs=True):
+        self.leaves, self.views, self.once, self.inputs = leaves, views, once, inputs
+        self.bytes_saved = 0
+        self.copies = {}
+        self.saves = []  # (dtype, numel, element size, "as is" / "converted" / "again") of each save
+
+    def pack(self, tensor):
+        save = [tensor.dtype, tensor.numel(), tensor.element_size(), "as is"]
+        self.saves.append(save)
+        if _stored_as_is(tensor, self.leaves, self.views) and (self.inputs or tensor.requires_grad
+                                                               or tensor.dtype not in _CONVERTED):
+            return tensor, None
+        key = id(tensor)
+        if self.once and key in self.copies:
+            save[3] = "again"
+            return self.copies[key], tensor.dtype
+        save[3] = "converted"
+        half = tensor.half()
+        if self.once:
+            self.copies[key] = half
+            weakref.finalize(tensor, self.copies.pop, key, None)
+        self.bytes_saved += tensor.numel() * (tensor.element_size() - 2)
+        return half, tensor.dtype
+
+    def unpack(self, packed):
         return packed[0] if packed[1] is None else packed[0].to(packed[1])
 
-    with torch.autograd.graph.saved_tensors_hooks(pack, unpack):
-        loss = loss_fn(params)
-    return loss, saved
+    def run(self, case, seed, measure=False):
+        """(gradients, bytes the graph holds when `measure`, this reference) of the case's forward
+        pass under these hooks."""
+        objects = case.make(seed)
+        with _watching_new_objects() if measure else contextlib.nullcontext():
+            with torch.autograd.graph.saved_tensors_hooks(self.pack, self.unpack):
+                loss = case.loss(objects)
+            held = _new_bytes(_own_tensors(objects) + [loss]) if measure else None
+        self.unpacked = _unpacked(loss)
+        loss.backward()
+        return [t.grad for t in case.trainable(objects)], held, self
 
 
-def _grads(params, loss):
-    trainable = [p for p in params if p.requires_grad]
-    return torch.autograd.grad(loss, trainable)
+@contextlib.contextmanager
+def _watching_new_objects():
+    """Inside the block, gc.get_objects() lists only the objects made in it (gc.freeze moves every
+    older object out of the collector's view), so that _new_bytes looks at a few objects, not at
+    every object of the process."""
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
 
 
-def _saved_bytes_text(saved):
-    return ", ".join(f"{str(dtype).removeprefix('torch.')} x {numel}" for dtype, numel, _ in saved)
+def _new_bytes(besides=()):
+    """Bytes of the storages of the tensors made inside _watching_new_objects() that are still alive
+    (each storage counted once), less the storages of the tensors `besides` (a case's own
+    parameters and inputs, whose views such as weight.t() are new tensors; the loss; gradients)."""
+    gc.collect()
+    skip = {t.untyped_storage().data_ptr() for t in besides}
+    found = {}
+    for obj in gc.get_objects():
+        if issubclass(type(obj), torch.Tensor):
+            try:
+                storage = obj.untyped_storage()
+            except (RuntimeError, NotImplementedError):
+                continue
+            if storage.data_ptr() and storage.data_ptr() not in skip:
+                found[storage.data_ptr()] = storage.nbytes()
+    return sum(found.values())
 
 
-def _bytes_expected(saved):
-    return sum(numel * (size - 2) for dtype, numel, size in saved if dtype in _CONVERTED)
+def _own_tensors(objects):
+    """The tensors a case made before its forward pass: its leaf tensors, a model's parameters and buffers."""
+    own = []
+    for obj in objects:
+        own += [*obj.parameters(), *obj.buffers()] if isinstance(obj, nn.Module) else [obj]
+    return own
 
 
-def _judge_bytes(bytes_saved, saved, said):
-    expected = _bytes_expected(saved)
+def _unpacked(loss):
+    """(node, attribute, dtype, shape) of every saved tensor of the graph of `loss`, as backward would
+    get it: reading a node's `_saved_...` attribute calls the unpack hook."""
+    found, seen, todo = [], set(), [loss.grad_fn]
+    while todo:
+        node = todo.pop(0)
+        if node is None or node in seen:
+            continue
+        seen.add(node)
+        for name in sorted(dir(node)):
+            if name.startswith("_saved_"):
+                value = getattr(node, name)
+                for tensor in value if isinstance(value, (list, tuple)) else [value]:
+                    if isinstance(tensor, torch.Tensor):
+                        found.append((node.name(), name.removeprefix("_saved_"), tensor.dtype, tuple(tensor.shape)))
+        todo += [next_node for next_node, _ in node.next_functions]
+    return found
+
+
+def _judge_unpacked(got, want, said):
+    for (node, name, dtype, shape), (_, _, want_dtype, want_shape) in zip(got, want):
+        what = f"{said}: the tensor that {node} saved as {name!r} came back from unpack as"
+        if dtype != want_dtype:
+            fail(f"{what} {str(dtype).removeprefix('torch.')}; expected {str(want_dtype).removeprefix('torch.')}, "
+                 "its original dtype (keep the dtype next to the float16 tensor, e.g. as a pair, and convert back to "
+                 "it: .float() turns float64 into float32).")
+        if shape != want_shape:
+            fail(f"{what} shape {shape}; expected {want_shape}, its original shape. (A cache keyed by data_ptr() gives a "
+                 "view that starts at the same address, h.t() next to h, the copy of the other tensor: key it by the "
+                 "tensor, id(tensor).)")
+
+
+def _judge_bytes(bytes_saved, reference, said):
+    """bytes_saved against the contract's count for the saves `reference` recorded."""
+    expected = reference.bytes_saved
     if isinstance(bytes_saved, bool) or not isinstance(bytes_saved, (int, float)) or bytes_saved != expected:
-        message = (f"{said}: bytes_saved is {describe(bytes_saved)}; expected {expected}. Autograd saved "
-                   f"{_saved_bytes_text(saved)} (dtype x numel); each float32 or float64 tensor stored as float16 "
-                   "saves numel * (element_size - 2) bytes.")
-        converted = [(numel, size) for dtype, numel, size in saved if dtype in _CONVERTED]
+        saves = reference.saves
+        converted = [(numel, size) for dtype, numel, size, kind in saves if kind == "converted"]
+        text = ", ".join(f"{str(dtype).removeprefix('torch.')} x {numel} ({kind})" for dtype, numel, _, kind in saves)
+        message = (f"{said}: bytes_saved is {describe(bytes_saved)}; expected {expected}. Autograd saved {text} "
+                   "(dtype x numel); each distinct tensor stored as float16 saves numel * (element_size - 2) bytes.")
         if bytes_saved == sum(numel * size for numel, size in converted):
             fail(f"{message} You counted every byte of those tensors; count only what float16 saves.")
         if bytes_saved == sum(numel * 2 for numel, size in converted):
             fail(f"{message} You counted 2 bytes a number: that is what float16 stores, and what float32 saves, but "
                  "a float64 number takes 8 bytes, so float16 saves 6 (element_size() - 2).")
-        if bytes_saved == sum(numel * (size - 2) for dtype, numel, size in saved if dtype != torch.float16):
-            fail(f"{message} You counted tensors that stay as they are (integer or bfloat16 tensors).")
         if bytes_saved == sum(numel for numel, size in converted):
             fail(f"{message} You counted numbers, not bytes.")
+        if bytes_saved == sum(numel * (size - 2) for dtype, numel, size, kind in saves if kind != "as is"):
+            fail(f"{message} You counted a tensor that two operations save twice: it is converted once, so it saves "
+                 "its bytes once.")
+        if bytes_saved == sum(numel * (size - 2) for dtype, numel, size, kind in saves):
+            fail(f"{message} You counted tensors that stay as they are (leaves, integer or bfloat16 tensors) too.")
         fail(message)
 
 
-def _learner_run(saver, case, params, said):
-    """Forward inside `with saver:`, backward after it. Returns (gradients, bytes_saved after forward)."""
-    with _learner_unpack(f"running the forward pass of {case.text} inside `with saver:`"):
-        with saver:
-            loss = case.loss(params)
-    with calling("reading saver.bytes_saved"):
-        counted = saver.bytes_saved
-    with _learner_unpack(f"running backward (after the `with` block) for {case.text}"):
-        loss.backward()
+def _learner_run(saver, case, objects, said, measure=False):
+    """Forward inside `with saver:`, backward after it. Returns (gradients, bytes_saved after forward,
+    bytes the graph held after forward and bytes still alive once backward has freed the graph,
+    when `measure`)."""
+    own = _own_tensors(objects)
+    with _watching_new_objects() if measure else contextlib.nullcontext():
+        with _learner_unpack(f"running the forward pass of {case.text} inside `with saver:`"):
+            with saver:
+                loss = case.loss(objects)
+                held = _new_bytes(own + [loss]) if measure else None  # inside the block: nothing kept till its end
+                with calling("reading saver.bytes_saved"):
+                    inside = saver.bytes_saved
+        with calling("reading saver.bytes_saved"):
+            counted = saver.bytes_saved
+        if counted != inside:
+            fail(f"{said}: bytes_saved was {describe(inside)} inside the block, right after the forward pass, and "
+                 f"{describe(counted)} once the block was left; expected the count of the pass already inside the "
+                 "block: count in the pack hook, when each tensor is stored, not when the block ends.")
+        with _learner_unpack(f"reading the saved tensors of {case.text} (which calls unpack)"):
+            unpacked = _unpacked(loss)
+        with _learner_unpack(f"running backward (after the `with` block) for {case.text}"), \
+                warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # create_graph=True warns about the .grad reference cycle
+            loss.backward(create_graph=case.create_graph)
+        grads = [t.grad for t in case.trainable(objects)]
+        del loss
+        left = _new_bytes(own + [g for g in grads if g is not None]) if measure else None
     with calling("reading saver.bytes_saved"):
         if saver.bytes_saved != counted:
             fail(f"{said}: bytes_saved was {describe(counted)} after the forward pass and {describe(saver.bytes_saved)} "
                  "after backward; expected it to change only while tensors are stored, in forward (count in the pack "
                  "hook, not in unpack: a tensor is stored once it is saved, whether or not backward ever runs).")
-    return [p.grad for p in params if p.requires_grad], counted
+    return grads, counted, held, left, unpacked
 
 
 @contextlib.contextmanager
@@ -517,21 +726,68 @@ def _learner_unpack(doing):
     _grad_mode_kept(doing, before)
 
 
-def _judge_grads(grads, half, full, case, said):
-    for i, (got, want, exact) in enumerate(zip(grads, half, full)):
+def _all_close(got, want, tolerance=1e-4):
+    return all(g is not None and close(g, w, tolerance) for g, w in zip(got, want))
+
+
+def _judge_grads(grads, half, case, seed, said):
+    for i, (got, want) in enumerate(zip(grads, half)):
         if got is None:
             fail(f"{said}: parameter {i} got no gradient.")
         if got.dtype != want.dtype:
             fail(f"{said}: the gradient of parameter {i} is {describe(got)}; expected dtype "
                  f"{str(want.dtype).removeprefix('torch.')}.")
-        if close(got, want, 1e-4):
-            continue
-        message = (f"{said}: the gradient of parameter {i} is {describe(got)}; expected {describe(want)}, the gradient "
-                   "computed from float32 and float64 saved tensors stored as float16.")
-        if close(got, exact, 1e-6):
-            fail(f"{message} Yours is the full-precision gradient: the saved tensors were not stored as float16.")
-        fail(f"{message} Store float32 and float64 tensors as float16 (tensor.half()) and every other tensor "
-             "unchanged (integer and bfloat16 tensors keep their values).")
+    if _all_close(grads, half):
+        return
+    i = next(i for i, (got, want) in enumerate(zip(grads, half)) if not close(got, want, 1e-4))
+    message = (f"{said}: the gradient of parameter {i} is {describe(grads[i])}; expected {describe(half[i])}, the "
+               "gradient computed with the non-leaf float32 and float64 saved tensors stored as float16.")
+    exact_objects = case.make(seed)
+    case.loss(exact_objects).backward()
+    if _all_close(grads, [t.grad for t in case.trainable(exact_objects)], 1e-6):
+        fail(f"{message} Yours is the full-precision gradient: the saved tensors were not stored as float16.")
+    if _all_close(grads, _Reference(views=False).run(case, seed)[0]):
+        fail(f"{message} You converted the weight.t() that nn.Linear saves: a view of a parameter (its `_base` is a "
+             "leaf) is stored as it is, like the parameter itself.")
+    if _all_close(grads, _Reference(inputs=False).run(case, seed)[0]):
+        fail(f"{message} You converted a leaf that does not require grad (the input): every leaf is stored as it "
+             "is, parameters or not. Whoever made it keeps it, so a float16 copy only adds memory (and rounds the "
+             "input the weights' gradients are computed from).")
+    if _all_close(grads, _Reference(leaves=False).run(case, seed)[0]):
+        fail(f"{message} You converted leaf tensors (the parameters, the input): store leaves as they are. They stay "
+             "alive anyway, so a float16 copy only adds memory, and rounds the weights the gradients are computed "
+             "with.")
+    fail(f"{message} Store non-leaf float32 and float64 tensors as float16 (tensor.half()), each tensor once, and "
+         "every other tensor unchanged (bfloat16 and float16 tensors keep their values). A cache must check that "
+         "its tensor is still alive: a freed tensor's id and memory are given to later tensors.")
+
+
+def _judge_held(held, case, seed, expected, said):
+    if held == expected:
+        return
+    message = (f"{said}: after the forward pass the graph holds {held} bytes of tensors made in it; expected "
+               f"{expected}.")
+    for variant, why in ((_Reference(once=False), "You converted a tensor each time an operation saved it (tanh's "
+                          "output is saved by tanh and by the next operation), so the graph holds two float16 copies "
+                          "of it: convert each tensor once, and store that one copy for every save."),
+                         (_Reference(views=False), "You copied the weight.t() that nn.Linear saves: a view of a "
+                          "parameter is stored as it is, since the parameter stays alive anyway."),
+                         (_Reference(inputs=False), "You copied a leaf that does not require grad (the input), "
+                          "which stays alive anyway: store every leaf as it is."),
+                         (_Reference(leaves=False), "You copied leaf tensors (parameters, inputs), which stay alive "
+                          "anyway: store leaves as they are.")):
+        if held == variant.run(case, seed, measure=True)[1]:
+            fail(f"{message} {why}")
+    if held < expected:
+        fail(f"{message} Your saver stored something smaller than the contract says: a tensor that stays as it is "
+             "converted to float16 (a leaf, such as the int64 indices that torch.sort saves: an integer tensor never "
+             "requires grad, so it is a leaf; or a bfloat16 tensor).")
+    if held > expected:
+        fail(f"{message} Your saver keeps more alive than one float16 copy of each non-leaf activation: a copy "
+             "made twice, a leaf copied, or the original tensor kept next to its copy (a cache that holds the "
+             "tensors it converts keeps them alive, even if it is cleared when the block ends: hold them by a weak "
+             "reference, or by id() only).")
+    fail(message)
 
 
 def check_HalfPrecisionSaver(HalfPrecisionSaver):
@@ -548,20 +804,28 @@ def check_HalfPrecisionSaver(HalfPrecisionSaver):
         if start != 0 or isinstance(start, bool):
             fail(f"HalfPrecisionSaver().bytes_saved is {describe(start)}; expected 0 before any forward pass.")
 
-        reference, full_params = case.make(seed), case.make(seed)
-        half_loss, saved = _saved_during(case.loss, reference, converted=True)
-        half = _grads(reference, half_loss)
-        full = _grads(full_params, case.loss(full_params))
+        measure = case.measure
+        half, held_expected, first_reference = _Reference().run(case, seed, measure)
         said = f"saver = HalfPrecisionSaver(), then {case.text} run inside `with saver:`"
-        grads, after_first = _learner_run(saver, case, case.make(seed), said)
-        _judge_grads(grads, half, full, case, said)
-        _judge_bytes(after_first, saved, said)
+        grads, after_first, held, left, unpacked = _learner_run(saver, case, case.make(seed), said, measure)
+        _judge_unpacked(unpacked, first_reference.unpacked, said)
+        _judge_grads(grads, half, case, seed, said)
+        if measure:
+            _judge_held(held, case, seed, held_expected, said)
+        _judge_bytes(after_first, first_reference, said)
+        if measure:
+            if left:
+                fail(f"{said}: once backward had run and the graph was freed, {left} bytes of tensors made in the "
+                     "forward pass were still alive; expected none. The saver must keep no float16 copy alive after "
+                     "the tensor it was made from is freed: a cache of copies must forget them (e.g. "
+                     "weakref.finalize(tensor, ...) or a WeakValueDictionary), or it holds the memory it was there "
+                     "to save.")
 
         # A second forward in a new block adds to the count; outside the block nothing changes.
         counted = _learner_run(saver, case, case.make(seed + 1), said)[1]
-        second = _saved_during(case.loss, case.make(seed + 1), True)[1]
+        second = _Reference().run(case, seed + 1)[2]
         said_again = f"{said}, then a second forward pass in a second `with saver:` block"
-        if after_first and counted == _bytes_expected(second):
+        if after_first and counted == second.bytes_saved:
             fail(f"{said_again}: bytes_saved is {describe(counted)}, the bytes of the second pass only; expected "
                  f"{after_first + counted}. bytes_saved starts at 0 when the saver is made and keeps growing: do not "
                  "reset it when a block begins.")
@@ -569,15 +833,17 @@ def check_HalfPrecisionSaver(HalfPrecisionSaver):
         outside = case.make(seed + 2)
         with _learner_unpack(f"running {case.text} after the `with saver:` blocks"):
             case.loss(outside).backward()
-        exact_params = case.make(seed + 2)
-        exact = _grads(exact_params, case.loss(exact_params))
-        outside_grads = [p.grad for p in outside if p.requires_grad]
+        exact_objects = case.make(seed + 2)
+        case.loss(exact_objects).backward()
+        exact = [t.grad for t in case.trainable(exact_objects)]
+        outside_grads = [t.grad for t in case.trainable(outside)]
         with calling("reading saver.bytes_saved"):
             grew = saver.bytes_saved != counted
-        if grew or not all(close(g, e, 1e-6) for g, e in zip(outside_grads, exact)):
+        if grew or not _all_close(outside_grads, exact, 1e-6):
             fail(f"{said}: after the `with` block, a forward pass outside it was still "
                  f"{'counted' if grew else 'stored in float16'}. Leaving the block must remove the hooks (use "
                  "saved_tensors_hooks' own __exit__, or call it from yours).")
+
 
 
 CHECKS = {

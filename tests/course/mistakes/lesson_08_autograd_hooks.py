@@ -31,19 +31,27 @@ def call_when_all_grads_ready(tensors, callback):
 
 
 _SAVER = '''
+import weakref
+
 import torch
 
 
 class HalfPrecisionSaver(torch.autograd.graph.saved_tensors_hooks):
     def __init__(self):
         self.bytes_saved = 0
+        self._copies = {}
         super().__init__(self.pack, self.unpack)
 
     def pack(self, tensor):
-        if tensor.dtype not in (torch.float32, torch.float64):
+        base = tensor if tensor._base is None else tensor._base
+        if base.is_leaf or tensor.dtype not in (torch.float32, torch.float64):
             return tensor, None
-        self.bytes_saved += tensor.numel() * (tensor.element_size() - 2)
-        return tensor.half(), tensor.dtype
+        key = id(tensor)
+        if key not in self._copies:
+            self._copies[key] = tensor.half()
+            weakref.finalize(tensor, self._copies.pop, key, None)
+            self.bytes_saved += tensor.numel() * (tensor.element_size() - 2)
+        return self._copies[key], tensor.dtype
 
     def unpack(self, packed):
         tensor, dtype = packed
@@ -61,7 +69,7 @@ def _saver(old, new):
 
 ENTRIES = [
     # ------------------------------------------------------------------ fuse_sgd_into_backward
-    dict(exercise="fuse_sgd_into_backward", kind="wrong", why="steps in a tensor hook",
+    dict(exercise="fuse_sgd_into_backward", kind="wrong", why="steps in a tensor hook", clause="post-accumulate",
          source='''
 import torch
 
@@ -77,35 +85,35 @@ def fuse_sgd_into_backward(model, lr):
     return handles
 ''',
          expect=["torch.autograd.grad fires tensor hooks", "register_post_accumulate_grad_hook"]),
-    dict(exercise="fuse_sgd_into_backward", kind="wrong", why="forgets torch.no_grad",
+    dict(exercise="fuse_sgd_into_backward", kind="wrong", why="forgets torch.no_grad", clause="no-grad",
          source=_fused("""        with torch.no_grad():
             param.sub_(lr * param.grad)""", """        param.sub_(lr * param.grad)"""),
          expect=["create_graph=True", "torch.no_grad()"]),
-    dict(exercise="fuse_sgd_into_backward", kind="wrong", why="does not clear the gradient",
+    dict(exercise="fuse_sgd_into_backward", kind="wrong", why="does not clear the gradient", clause="grad-none",
          source=_fused("        param.grad = None\n", ""),
          expect=["grad is still", "set the parameter's .grad to none"]),
-    dict(exercise="fuse_sgd_into_backward", kind="wrong", why="zeroes the gradient instead of freeing it",
+    dict(exercise="fuse_sgd_into_backward", kind="wrong", why="zeroes the gradient instead of freeing it", clause="grad-none",
          source=_fused("        param.grad = None\n", "        param.grad.zero_()\n"),
          expect=["tensor of zeros", "expected none"]),
-    dict(exercise="fuse_sgd_into_backward", kind="wrong", why="takes the hook's argument for the gradient",
+    dict(exercise="fuse_sgd_into_backward", kind="wrong", why="takes the hook's argument for the gradient", clause="update",
          source=_fused("param.sub_(lr * param.grad)", "param.sub_(lr * param)"),
          expect=["receives the parameter, not its", "param.grad"]),
-    dict(exercise="fuse_sgd_into_backward", kind="wrong", why="hooks frozen parameters too",
+    dict(exercise="fuse_sgd_into_backward", kind="wrong", why="hooks frozen parameters too", clause="frozen",
          source=_fused("        if param.requires_grad:\n            handles", "        handles"),
          expect=["does not require grad", "skip the frozen parameters"]),
-    dict(exercise="fuse_sgd_into_backward", kind="wrong", why="returns the new value, as a tensor hook would",
+    dict(exercise="fuse_sgd_into_backward", kind="wrong", why="returns the new value, as a tensor hook would", clause="in-place",
          source=_fused("""        with torch.no_grad():
             param.sub_(lr * param.grad)
         param.grad = None""", """        with torch.no_grad():
             return param - lr * param.grad"""),
          expect=["must return none"]),
-    dict(exercise="fuse_sgd_into_backward", kind="wrong", why="rebinds a local name instead of updating in place",
+    dict(exercise="fuse_sgd_into_backward", kind="wrong", why="rebinds a local name instead of updating in place", clause="in-place",
          source=_fused("param.sub_(lr * param.grad)", "param = param - lr * param.grad"),
          expect=["no parameter", "in place", "rebinds a local name"]),
-    dict(exercise="fuse_sgd_into_backward", kind="wrong", why="adds the gradient",
+    dict(exercise="fuse_sgd_into_backward", kind="wrong", why="adds the gradient", clause="update",
          source=_fused("param.sub_(lr * param.grad)", "param.add_(lr * param.grad)"),
          expect=["added lr * gradient"]),
-    dict(exercise="fuse_sgd_into_backward", kind="wrong", why="uses the loop variable in the hook",
+    dict(exercise="fuse_sgd_into_backward", kind="wrong", why="uses the loop variable in the hook", clause="every-trainable",
          source='''
 import torch
 
@@ -122,7 +130,7 @@ def fuse_sgd_into_backward(model, lr):
     return handles
 ''',
          expect=["loop variable", "use the parameter the hook receives"]),
-    dict(exercise="fuse_sgd_into_backward", kind="wrong", why="loop variable, guarded against None",
+    dict(exercise="fuse_sgd_into_backward", kind="wrong", why="loop variable, guarded against None", clause="every-trainable",
          source='''
 import torch
 
@@ -140,10 +148,10 @@ def fuse_sgd_into_backward(model, lr):
     return handles
 ''',
          expect=["did not change", "loop variable", "updates the last parameter only"]),
-    dict(exercise="fuse_sgd_into_backward", kind="wrong", why="returns one handle only",
+    dict(exercise="fuse_sgd_into_backward", kind="wrong", why="returns one handle only", clause="handles",
          source=_fused("    return handles\n", "    return handles[-1:]\n"),
          expect=["returned 1 handles", "one per parameter that requires grad"]),
-    dict(exercise="fuse_sgd_into_backward", kind="wrong", why="turns grad mode off for good",
+    dict(exercise="fuse_sgd_into_backward", kind="wrong", why="turns grad mode off for good", clause="no-grad",
          source=_fused("""    handles = []
 """, """    torch.set_grad_enabled(False)
     handles = []
@@ -177,7 +185,7 @@ def fuse_sgd_into_backward(model, lr):
     return [p.register_post_accumulate_grad_hook(step) for p in optimizers]
 ''',
          expect=[]),
-    dict(exercise="fuse_sgd_into_backward", kind="wrong", why="returns a generator of handles",
+    dict(exercise="fuse_sgd_into_backward", kind="wrong", why="returns a generator of handles", clause="handles",
          source=_fused("""    handles = []
     for param in model.parameters():
         if param.requires_grad:
@@ -185,10 +193,10 @@ def fuse_sgd_into_backward(model, lr):
     return handles""", """    return (param.register_post_accumulate_grad_hook(step)
             for param in model.parameters() if param.requires_grad)"""),
          expect=["an iterator", "registers nothing until it is read", "build a list"]),
-    dict(exercise="fuse_sgd_into_backward", kind="wrong", why="a hard-coded learning rate",
+    dict(exercise="fuse_sgd_into_backward", kind="wrong", why="a hard-coded learning rate", clause="update",
          source=_fused("param.sub_(lr * param.grad)", "param.sub_(0.1 * param.grad)"),
          expect=["lr=0.05", "learning rate other than lr"]),
-    dict(exercise="fuse_sgd_into_backward", kind="wrong", why="skips the step when grad mode is on",
+    dict(exercise="fuse_sgd_into_backward", kind="wrong", why="skips the step when grad mode is on", clause="no-grad",
          source=_fused("""        with torch.no_grad():
             param.sub_(lr * param.grad)""", """        if torch.is_grad_enabled():
             return
@@ -216,10 +224,10 @@ def fuse_sgd_into_backward(model, lr):
          expect=[]),
 
     # ------------------------------------------------------------------ call_when_all_grads_ready
-    dict(exercise="call_when_all_grads_ready", kind="wrong", why="mode any",
+    dict(exercise="call_when_all_grads_ready", kind="wrong", why="mode any", clause="sequence",
          source=edited(_MULTI, ("(tensors, callback)\n", "(tensors, callback, mode=\"any\")\n")),
          expect=["one tensor", "mode='any'"]),
-    dict(exercise="call_when_all_grads_ready", kind="wrong", why="a tensor hook on each tensor",
+    dict(exercise="call_when_all_grads_ready", kind="wrong", why="a tensor hook on each tensor", clause="exactly-once",
          source='''
 import torch
 
@@ -245,7 +253,7 @@ def call_when_all_grads_ready(tensors, callback):
     return Handles([t.register_hook(make_hook(i)) for i, t in enumerate(tensors)])
 ''',
          expect=["times in one backward pass", "once per tensor"]),
-    dict(exercise="call_when_all_grads_ready", kind="wrong", why="calls back once ever",
+    dict(exercise="call_when_all_grads_ready", kind="wrong", why="calls back once ever", clause="every-pass",
          source='''
 import torch
 
@@ -261,7 +269,7 @@ def call_when_all_grads_ready(tensors, callback):
     return torch.autograd.graph.register_multi_grad_hook(tensors, once)
 ''',
          expect=["not called", "not once ever"]),
-    dict(exercise="call_when_all_grads_ready", kind="wrong", why="counts until every tensor has a gradient",
+    dict(exercise="call_when_all_grads_ready", kind="wrong", why="counts until every tensor has a gradient", clause="every-pass",
          source='''
 import torch
 
@@ -289,7 +297,7 @@ def call_when_all_grads_ready(tensors, callback):
     return Handles([t.register_hook(make_hook(i)) for i, t in enumerate(tensors)])
 ''',
          expect=["reaches only some of the tensors", "none for the"]),
-    dict(exercise="call_when_all_grads_ready", kind="wrong", why="zeros instead of None",
+    dict(exercise="call_when_all_grads_ready", kind="wrong", why="zeros instead of None", clause="none",
          source='''
 import torch
 
@@ -301,7 +309,7 @@ def call_when_all_grads_ready(tensors, callback):
     return torch.autograd.graph.register_multi_grad_hook(tensors, fill)
 ''',
          expect=["expected none", "pass none on"]),
-    dict(exercise="call_when_all_grads_ready", kind="wrong", why="gradients in reverse order",
+    dict(exercise="call_when_all_grads_ready", kind="wrong", why="gradients in reverse order", clause="order",
          source='''
 import torch
 
@@ -310,7 +318,7 @@ def call_when_all_grads_ready(tensors, callback):
     return torch.autograd.graph.register_multi_grad_hook(tensors, lambda grads: callback(grads[::-1]))
 ''',
          expect=["in the order of `tensors`"]),
-    dict(exercise="call_when_all_grads_ready", kind="wrong", why="callback gets the gradients unpacked",
+    dict(exercise="call_when_all_grads_ready", kind="wrong", why="callback gets the gradients unpacked", clause="sequence",
          source='''
 import torch
 
@@ -319,7 +327,7 @@ def call_when_all_grads_ready(tensors, callback):
     return torch.autograd.graph.register_multi_grad_hook(tensors, lambda grads: callback(*grads))
 ''',
          expect=["arguments; expected one"]),
-    dict(exercise="call_when_all_grads_ready", kind="wrong", why="returns no handle",
+    dict(exercise="call_when_all_grads_ready", kind="wrong", why="returns no handle", clause="handle",
          source='''
 import torch
 
@@ -361,7 +369,7 @@ def call_when_all_grads_ready(tensors, callback):
     return Watcher(tensors, callback)
 ''',
          expect=[]),
-    dict(exercise="call_when_all_grads_ready", kind="wrong", why="drops the None entries",
+    dict(exercise="call_when_all_grads_ready", kind="wrong", why="drops the None entries", clause="sequence",
          source='''
 import torch
 
@@ -373,7 +381,7 @@ def call_when_all_grads_ready(tensors, callback):
     return torch.autograd.graph.register_multi_grad_hook(tensors, reached)
 ''',
          expect=["backward pass 2", "3 entries, one per tensor"]),
-    dict(exercise="call_when_all_grads_ready", kind="wrong", why="reads .grad instead of the gradients received",
+    dict(exercise="call_when_all_grads_ready", kind="wrong", why="reads .grad instead of the gradients received", clause="gradient",
          source='''
 import warnings
 
@@ -389,7 +397,7 @@ def call_when_all_grads_ready(tensors, callback):
     return torch.autograd.graph.register_multi_grad_hook(tensors, from_grad)
 ''',
          expect=["entry 0 is none", ".grad may not be written yet"]),
-    dict(exercise="call_when_all_grads_ready", kind="wrong", why="watches the leaves only",
+    dict(exercise="call_when_all_grads_ready", kind="wrong", why="watches the leaves only", clause="any-tensor",
          source='''
 import torch
 
@@ -439,62 +447,87 @@ def call_when_all_grads_ready(tensors, callback):
 ''',
          expect=[]),
     # ------------------------------------------------------------------ HalfPrecisionSaver
-    dict(exercise="HalfPrecisionSaver", kind="wrong", why="unpack gives back float16",
+    dict(exercise="HalfPrecisionSaver", kind="wrong", why="unpack gives back float16", clause="dtype",
          source=_saver("return tensor if dtype is None else tensor.to(dtype)", "return tensor"),
          expect=["original dtype"]),
-    dict(exercise="HalfPrecisionSaver", kind="wrong", why="stores flattened, gives back flat",
-         source=_saver("return tensor.half(), tensor.dtype", "return tensor.half().flatten(), tensor.dtype"),
+    dict(exercise="HalfPrecisionSaver", kind="wrong", why="stores flattened, gives back flat", clause="shape",
+         source=_saver("self._copies[key] = tensor.half()", "self._copies[key] = tensor.half().flatten()"),
          expect=["original shape"]),
-    dict(exercise="HalfPrecisionSaver", kind="wrong", why="converts integer and bfloat16 tensors too",
-         source=_saver("if tensor.dtype not in (torch.float32, torch.float64):",
-                       "if tensor.dtype in (torch.float16,):"),
-         expect=["every other tensor unchanged"]),
-    dict(exercise="HalfPrecisionSaver", kind="wrong", why="converts integer tensors too",
-         source=_saver("""            return tensor, None
-        self.bytes_saved += tensor.numel() * (tensor.element_size() - 2)""", """            if tensor.is_floating_point():
-                return tensor, None
-        else:
-            self.bytes_saved += tensor.numel() * (tensor.element_size() - 2)"""),
-         expect=["sort over 4200", "index out of range", "integer and bfloat16 tensors keep their values"]),
-    dict(exercise="HalfPrecisionSaver", kind="wrong", why="converts bfloat16 tensors too",
-         source=_saver("if tensor.dtype not in (torch.float32, torch.float64):",
-                       "if not tensor.is_floating_point():"),
-         expect=["bfloat16 tensors keep their values"]),
-    dict(exercise="HalfPrecisionSaver", kind="wrong", why="stores in full precision",
-         source=_saver("return tensor.half(), tensor.dtype", "return tensor, tensor.dtype"),
+    dict(exercise="HalfPrecisionSaver", kind="wrong", why="converts bfloat16 and float16 activations too",
+         clause="others",
+         source=_saver("if base.is_leaf or tensor.dtype not in (torch.float32, torch.float64):",
+                       "if base.is_leaf or not tensor.is_floating_point():"),
+         expect=["bfloat16 and float16 tensors keep their values"]),
+    dict(exercise="HalfPrecisionSaver", kind="wrong", why="converts integer tensors too (no leaf rule)",
+         clause="leaves",
+         source=_saver("if base.is_leaf or tensor.dtype not in (torch.float32, torch.float64):",
+                       "if tensor.dtype in (torch.float16, torch.bfloat16) or (base.is_leaf and tensor.is_floating_point()):"),
+         expect=["int64 indices that torch.sort saves", "integer tensor never requires grad", "so it is a leaf"]),
+    dict(exercise="HalfPrecisionSaver", kind="wrong", why="stores in full precision", clause="float16",
+         source=_saver("self._copies[key] = tensor.half()", "self._copies[key] = tensor.clone()"),
          expect=["full-precision gradient", "not stored as float16"]),
-    dict(exercise="HalfPrecisionSaver", kind="wrong", why="counts every byte of the tensor",
+    dict(exercise="HalfPrecisionSaver", kind="wrong", why="stores bfloat16 instead of float16", clause="float16",
+         source=_saver("self._copies[key] = tensor.half()", "self._copies[key] = tensor.bfloat16()"),
+         expect=["stored as float16", "tensor.half()"]),
+    dict(exercise="HalfPrecisionSaver", kind="wrong", why="counts every byte of the tensor", clause="count",
          source=_saver("tensor.numel() * (tensor.element_size() - 2)", "tensor.numel() * tensor.element_size()"),
          expect=["counted every byte"]),
-    dict(exercise="HalfPrecisionSaver", kind="wrong", why="counts 2 bytes a number",
+    dict(exercise="HalfPrecisionSaver", kind="wrong", why="counts 2 bytes a number", clause="count",
          source=_saver("tensor.numel() * (tensor.element_size() - 2)", "tensor.numel() * 2"),
          expect=["float64 number takes 8 bytes"]),
-    dict(exercise="HalfPrecisionSaver", kind="wrong", why="counts numbers",
+    dict(exercise="HalfPrecisionSaver", kind="wrong", why="counts numbers", clause="count",
          source=_saver("tensor.numel() * (tensor.element_size() - 2)", "tensor.numel()"),
          expect=["numbers, not bytes"]),
-    dict(exercise="HalfPrecisionSaver", kind="wrong", why="counts tensors that stay as they are",
-         source=_saver("""        if tensor.dtype not in (torch.float32, torch.float64):
-            return tensor, None
-        self.bytes_saved += tensor.numel() * (tensor.element_size() - 2)""",
-                       """        self.bytes_saved += tensor.numel() * (tensor.element_size() - 2)
-        if tensor.dtype not in (torch.float32, torch.float64):
-            return tensor, None"""),
+    dict(exercise="HalfPrecisionSaver", kind="wrong", why="counts tensors that stay as they are", clause="count",
+         source=edited(_SAVER, ("""            self.bytes_saved += tensor.numel() * (tensor.element_size() - 2)
+""", ""), ("""        base = tensor if""", """        self.bytes_saved += tensor.numel() * (tensor.element_size() - 2)
+        base = tensor if""")),
          expect=["tensors that stay as they are"]),
-    dict(exercise="HalfPrecisionSaver", kind="wrong", why="resets the count on entering",
+    dict(exercise="HalfPrecisionSaver", kind="wrong", why="resets the count on entering", clause="across-blocks",
          source=_SAVER + '''
     def __enter__(self):
         self.bytes_saved = 0
         return super().__enter__()
 ''',
          expect=["second `with saver:` block", "do not reset it"]),
-    dict(exercise="HalfPrecisionSaver", kind="wrong", why="never leaves the hooks",
+    dict(exercise="HalfPrecisionSaver", kind="wrong", why="never leaves the hooks", clause="outside",
+         source=edited(_SAVER, ("class HalfPrecisionSaver(torch.autograd.graph.saved_tensors_hooks):",
+                                "class HalfPrecisionSaver:"),
+                       ("        super().__init__(self.pack, self.unpack)\n", "")) + '''
+    def __enter__(self):
+        torch.autograd.graph.saved_tensors_hooks(self.pack, self.unpack).__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        return False
+''',
+         expect=["after the `with` block", "remove the hooks"]),
+    dict(exercise="HalfPrecisionSaver", kind="wrong", why="counts in unpack", clause="in-forward",
+         source=edited(_SAVER, ("""            self.bytes_saved += tensor.numel() * (tensor.element_size() - 2)
+""", ""), ("""        return tensor if dtype is None else tensor.to(dtype)""", """        if dtype is None:
+            return tensor
+        restored = tensor.to(dtype)
+        self.bytes_saved += restored.numel() * (restored.element_size() - 2)
+        return restored""")),
+         expect=["after the forward pass", "count in the pack hook"]),
+    dict(exercise="HalfPrecisionSaver", kind="wrong", why="forgets super().__init__", clause="context-manager",
+         source=_saver("        super().__init__(self.pack, self.unpack)\n", ""),
+         expect=["pack_hook", "must call super().__init__(pack, unpack)"]),
+    dict(exercise="HalfPrecisionSaver", kind="wrong", why="a count shared by every saver", clause="starts-0",
+         source=_saver("        self.bytes_saved = 0\n", "").replace(
+             "saved_tensors_hooks):\n", "saved_tensors_hooks):\n    bytes_saved = 0\n\n").replace(
+             "self.bytes_saved +=", "type(self).bytes_saved +="),
+         expect=["expected 0 before any forward pass"]),
+    dict(exercise="HalfPrecisionSaver", kind="wrong", why="converts every float32 tensor, as the lesson's naive hooks",
+         clause="leaves",
          source='''
 import torch
 
 
-class HalfPrecisionSaver:
+class HalfPrecisionSaver(torch.autograd.graph.saved_tensors_hooks):
     def __init__(self):
         self.bytes_saved = 0
+        super().__init__(self.pack, self.unpack)
 
     def pack(self, tensor):
         if tensor.dtype not in (torch.float32, torch.float64):
@@ -505,51 +538,71 @@ class HalfPrecisionSaver:
     def unpack(self, packed):
         tensor, dtype = packed
         return tensor if dtype is None else tensor.to(dtype)
-
-    def __enter__(self):
-        torch.autograd.graph.saved_tensors_hooks(self.pack, self.unpack).__enter__()
-        return self
-
-    def __exit__(self, *exc):
-        return False
 ''',
-         expect=["after the `with` block", "remove the hooks"]),
-    dict(exercise="HalfPrecisionSaver", kind="wrong", why="counts in unpack",
-         source=_saver("""        self.bytes_saved += tensor.numel() * (tensor.element_size() - 2)
-        return tensor.half(), tensor.dtype""", """        return tensor.half(), tensor.dtype""").replace(
-             """        return tensor if dtype is None else tensor.to(dtype)""",
-             """        if dtype is None:
-            return tensor
-        restored = tensor.to(dtype)
-        self.bytes_saved += restored.numel() * (restored.element_size() - 2)
-        return restored"""),
-         expect=["after the forward pass", "count in the pack hook"]),
-    dict(exercise="HalfPrecisionSaver", kind="wrong", why="stores bfloat16 instead of float16",
-         source=_saver("return tensor.half(), tensor.dtype", "return tensor.bfloat16(), tensor.dtype"),
-         expect=["stored as float16", "tensor.half()"]),
-    dict(exercise="HalfPrecisionSaver", kind="wrong", why="forgets super().__init__",
-         source=_saver("        super().__init__(self.pack, self.unpack)\n", ""),
-         expect=["pack_hook", "must call super().__init__(pack, unpack)"]),
-    dict(exercise="HalfPrecisionSaver", kind="wrong", why="a count shared by every saver",
-         source=_saver("        self.bytes_saved = 0\n", "").replace(
-             "saved_tensors_hooks):\n", "saved_tensors_hooks):\n    bytes_saved = 0\n\n").replace(
-             "self.bytes_saved +=", "type(self).bytes_saved +="),
-         expect=["expected 0 before any forward pass"]),
-    dict(exercise="HalfPrecisionSaver", kind="right", why="a context manager that enters saved_tensors_hooks",
+         expect=["converted leaf tensors", "store leaves as they are"]),
+    dict(exercise="HalfPrecisionSaver", kind="wrong", why="skips nn.Parameter only, as activation-offloading code does",
+         clause="leaves",
+         source=_saver("""        base = tensor if tensor._base is None else tensor._base
+        if base.is_leaf or""", """        if isinstance(tensor, torch.nn.Parameter) or"""),
+         expect=["converted leaf tensors", "store leaves as they are"]),
+    dict(exercise="HalfPrecisionSaver", kind="wrong", why="skips leaves that require grad only, converts the input",
+         clause="leaves",
+         source=_saver("if base.is_leaf or", "if (base.is_leaf and base.requires_grad) or"),
+         expect=["leaf that does not require grad", "every leaf is stored as it is"]),
+    dict(exercise="HalfPrecisionSaver", kind="wrong", why="skips leaves but not their views", clause="views",
+         source=_saver("""        base = tensor if tensor._base is None else tensor._base
+        if base.is_leaf or""", """        if tensor.is_leaf or"""),
+         expect=["weight.t()", "view of a parameter is stored as it is"]),
+    dict(exercise="HalfPrecisionSaver", kind="wrong", why="converts a tensor again at each save", clause="once",
+         source=_saver("if key not in self._copies:", "if True:"),
+         expect=["each time an operation saved it", "convert each tensor once"]),
+    dict(exercise="HalfPrecisionSaver", kind="wrong", why="a cache keyed by data_ptr", clause="once",
+         source=_saver("key = id(tensor)", "key = tensor.data_ptr()"),
+         expect=["h @ h.t()", "keyed by data_ptr()", "id(tensor)"]),
+    dict(exercise="HalfPrecisionSaver", kind="wrong", why="converts once but counts every save", clause="count-once",
+         source=edited(_SAVER, ("""            self.bytes_saved += tensor.numel() * (tensor.element_size() - 2)
+        return""", """        self.bytes_saved += tensor.numel() * (tensor.element_size() - 2)
+        return""")),
+         expect=["counted a tensor that two operations save twice"]),
+    dict(exercise="HalfPrecisionSaver", kind="wrong", why="a cache that never forgets its copies", clause="forgets-copies",
+         source=_saver("            weakref.finalize(tensor, self._copies.pop, key, None)\n", ""),
+         expect=["still alive", "keep no float16 copy alive", "weakref.finalize"]),
+    dict(exercise="HalfPrecisionSaver", kind="wrong", why="keeps the original next to its copy",
+         clause="keeps-none-converted",
+         source=_saver("            self._copies[key] = tensor.half()\n",
+                       "            self._copies[key] = tensor.half()\n            self.originals = [*getattr(self, 'originals', []), tensor]\n"),
+         expect=["original tensor kept next to its copy"]),
+    dict(exercise="HalfPrecisionSaver", kind="wrong", why="a cache of the tensors themselves, cleared when the block ends",
+         clause="keeps-none-converted",
+         source=edited(_SAVER, ("            weakref.finalize(tensor, self._copies.pop, key, None)\n",
+                                "            self._kept.append(tensor)  # so that its id stays its own\n"),
+                       ("        self._copies = {}\n", "        self._copies = {}\n        self._kept = []\n")) + '''
+    def __exit__(self, *exc):
+        self._copies.clear()
+        self._kept.clear()
+        return super().__exit__(*exc)
+''',
+         expect=["even if it is cleared when the block ends"]),
+    dict(exercise="HalfPrecisionSaver", kind="right", why="a context manager, a WeakIdKeyDictionary of copies",
          source='''
 import torch
+from torch.utils.weak import WeakIdKeyDictionary
 
 
 class HalfPrecisionSaver:
     def __init__(self):
         self.bytes_saved = 0
+        self._half_of = WeakIdKeyDictionary()  # an entry lives as long as its tensor
         self._hooks = torch.autograd.graph.saved_tensors_hooks(self._pack, self._unpack)
 
     def _pack(self, t):
-        if t.is_floating_point() and t.element_size() > 2 and t.dtype != torch.bfloat16:
+        root = t._base if t._base is not None else t
+        if root.is_leaf or not t.is_floating_point() or t.element_size() <= 2:
+            return {"data": t, "dtype": t.dtype}
+        if t not in self._half_of:
+            self._half_of[t] = t.to(torch.float16)
             self.bytes_saved += t.numel() * t.element_size() - t.numel() * 2
-            return {"data": t.to(torch.float16), "dtype": t.dtype}
-        return {"data": t, "dtype": t.dtype}
+        return {"data": self._half_of[t], "dtype": t.dtype}
 
     def _unpack(self, stored):
         return stored["data"].to(stored["dtype"])
@@ -562,8 +615,10 @@ class HalfPrecisionSaver:
         return self._hooks.__exit__(*exc)
 ''',
          expect=[]),
-    dict(exercise="HalfPrecisionSaver", kind="right", why="closures instead of methods",
+    dict(exercise="HalfPrecisionSaver", kind="right", why="closures, and a weak reference whose callback forgets",
          source='''
+import weakref
+
 import torch
 from torch.autograd.graph import saved_tensors_hooks
 
@@ -571,19 +626,28 @@ from torch.autograd.graph import saved_tensors_hooks
 class HalfPrecisionSaver(saved_tensors_hooks):
     def __init__(self):
         self.bytes_saved = 0
+        copies = {}
 
         def pack(tensor):
-            if tensor.dtype in (torch.float32, torch.float64):
-                small = tensor.to(torch.half)
-                self.bytes_saved += tensor.nelement() * tensor.element_size() - small.nelement() * small.element_size()
-                return small, tensor.dtype
-            return tensor, tensor.dtype
+            if tensor.is_leaf or (tensor._base is not None and tensor._base.is_leaf):
+                return tensor, None
+            if tensor.dtype not in (torch.float32, torch.float64):
+                return tensor, None
+            key = id(tensor)
+            if key in copies and copies[key][0]() is tensor:
+                return copies[key][1], tensor.dtype
+            small = tensor.to(torch.half)
+            copies[key] = (weakref.ref(tensor, lambda _, key=key: copies.pop(key, None)), small)
+            self.bytes_saved += tensor.nelement() * tensor.element_size() - small.nelement() * small.element_size()
+            return small, tensor.dtype
 
-        super().__init__(pack, lambda packed: packed[0].to(packed[1]))
+        super().__init__(pack, lambda packed: packed[0] if packed[1] is None else packed[0].to(packed[1]))
 ''',
          expect=[]),
     dict(exercise="HalfPrecisionSaver", kind="right", why="a new saved_tensors_hooks on each entry, kept on a stack",
          source='''
+import weakref
+
 import torch
 
 
@@ -591,12 +655,20 @@ class HalfPrecisionSaver:
     def __init__(self):
         self.bytes_saved = 0
         self._entered = []
+        self._copies = weakref.WeakValueDictionary()  # id -> copy, while the graph holds the copy
+        self._alive = {}  # id -> weak reference to the tensor, to tell a reused id apart
 
     def _pack(self, t):
-        if t.dtype in (torch.float32, torch.float64):
+        base = t if t._base is None else t._base
+        if base.is_leaf or t.dtype not in (torch.float32, torch.float64):
+            return t, t.dtype
+        copy, alive = self._copies.get(id(t)), self._alive.get(id(t))
+        if copy is None or alive is None or alive() is not t:
+            copy = t.to(torch.float16)
+            self._copies[id(t)] = copy
+            self._alive[id(t)] = weakref.ref(t, lambda _, key=id(t): self._alive.pop(key, None))
             self.bytes_saved += t.numel() * (t.element_size() - 2)
-            return t.to(torch.float16), t.dtype
-        return t, t.dtype
+        return copy, t.dtype
 
     def __enter__(self):
         hooks = torch.autograd.graph.saved_tensors_hooks(self._pack, lambda packed: packed[0].to(packed[1]))
@@ -609,3 +681,286 @@ class HalfPrecisionSaver:
 ''',
          expect=[]),
 ]
+
+ENTRIES += [
+    # ------------------------------------------------------------------ fuse_sgd_into_backward, more
+    dict(exercise="fuse_sgd_into_backward", kind="wrong", clause="each-once",
+         why="hooks a tied weight under each of its names",
+         source=_fused("    for param in model.parameters():\n",
+                       "    for _, param in model.named_parameters(remove_duplicate=False):\n"),
+         expect=["returned 8 handles; expected 7", "reachable under two names", "second step"]),
+    dict(exercise="fuse_sgd_into_backward", kind="wrong", clause="each-once",
+         why="walks every module's own parameters",
+         source=_fused("    for param in model.parameters():\n        if param.requires_grad:\n"
+                       "            handles.append(param.register_post_accumulate_grad_hook(step))\n",
+                       "    for module in model.modules():\n        for param in module.parameters(recurse=False):\n"
+                       "            if param.requires_grad:\n"
+                       "                handles.append(param.register_post_accumulate_grad_hook(step))\n"),
+         expect=["expected 7, one per parameter", "tied weight"]),
+    dict(exercise="fuse_sgd_into_backward", kind="wrong", clause="frozen",
+         why="PyTorch's tutorial loop, without the requires_grad test",
+         source='''
+import torch
+
+
+def fuse_sgd_into_backward(model, lr):
+    optimizer_dict = {p: torch.optim.SGD([p], lr=lr) for p in model.parameters()}
+
+    def optimizer_hook(parameter):
+        optimizer_dict[parameter].step()
+        optimizer_dict[parameter].zero_grad()
+
+    return [p.register_post_accumulate_grad_hook(optimizer_hook) for p in model.parameters()]
+''',
+         expect=["does not require grad", "skip the frozen parameters"]),
+    dict(exercise="fuse_sgd_into_backward", kind="wrong", clause="grad-none",
+         why="optimizer's zero_grad(set_to_none=False)",
+         source='''
+import torch
+
+
+def fuse_sgd_into_backward(model, lr):
+    optimizers = {p: torch.optim.SGD([p], lr=lr) for p in model.parameters() if p.requires_grad}
+
+    def step(p):
+        optimizers[p].step()
+        optimizers[p].zero_grad(set_to_none=False)
+
+    return [p.register_post_accumulate_grad_hook(step) for p in optimizers]
+''',
+         expect=["tensor of zeros", "expected none"]),
+    dict(exercise="fuse_sgd_into_backward", kind="wrong", clause="post-accumulate",
+         why="a full backward hook on the root module steps every parameter",
+         source='''
+import torch
+
+
+def fuse_sgd_into_backward(model, lr):
+    params = [p for p in model.parameters() if p.requires_grad]
+
+    def step_all(module, grad_input, grad_output):
+        with torch.no_grad():
+            for p in params:
+                if p.grad is not None:
+                    p.sub_(lr * p.grad)
+                    p.grad = None
+
+    return [model.register_full_backward_hook(step_all)]
+''',
+         expect=["returned 1 handles", "one per parameter that requires grad"]),
+    dict(exercise="fuse_sgd_into_backward", kind="right", why="each hook steps every parameter that has a gradient",
+         source='''
+import torch
+
+
+def fuse_sgd_into_backward(model, lr):
+    params = [p for p in model.parameters() if p.requires_grad]
+
+    def step(_):
+        with torch.no_grad():
+            for p in params:  # only the parameter whose hook runs has a gradient now
+                if p.grad is not None:
+                    p.sub_(lr * p.grad)
+                    p.grad = None
+
+    return [p.register_post_accumulate_grad_hook(step) for p in params]
+''',
+         expect=[]),
+
+    # ------------------------------------------------------------------ call_when_all_grads_ready, more
+    dict(exercise="call_when_all_grads_ready", kind="wrong", clause="after-all",
+         why="calls back at the first gradient of the pass, with the list it fills later",
+         source='''
+import torch
+
+
+class Handles:
+    def __init__(self, handles):
+        self.handles = handles
+
+    def remove(self):
+        for handle in self.handles:
+            handle.remove()
+
+
+def call_when_all_grads_ready(tensors, callback):
+    passes = {}
+
+    def make_hook(i):
+        def hook(grad):
+            grads = passes.setdefault(torch._C._current_graph_task_id(), [None] * len(tensors))
+            first = all(g is None for g in grads)
+            grads[i] = grad
+            if first:
+                callback(grads)
+        return hook
+
+    return Handles([t.register_hook(make_hook(i)) for i, t in enumerate(tensors)])
+''',
+         expect=["called before every gradient of the pass was known", "mode='all' waits"]),
+    dict(exercise="call_when_all_grads_ready", kind="wrong", clause="after-all",
+         why="mode any, its gradient put first in a list",
+         source='''
+import torch
+
+
+def call_when_all_grads_ready(tensors, callback):
+    def first(grad):
+        callback([grad] + [None] * (len(tensors) - 1))
+
+    return torch.autograd.graph.register_multi_grad_hook(tensors, first, mode="any")
+''',
+         expect=["called before every gradient of the pass was known"]),
+    dict(exercise="call_when_all_grads_ready", kind="wrong", clause="no-call",
+         why="calls back once at registration, with no gradients yet",
+         source='''
+import torch
+
+
+def call_when_all_grads_ready(tensors, callback):
+    callback([None] * len(tensors))  # a first call, so that the callback can set itself up
+    return torch.autograd.graph.register_multi_grad_hook(tensors, callback)
+''',
+         expect=["while registering", "expected no call"]),
+    dict(exercise="call_when_all_grads_ready", kind="wrong", clause="exactly-once",
+         why="one multi-grad hook per tensor",
+         source='''
+import torch
+
+
+class Handles:
+    def __init__(self, handles):
+        self.handles = handles
+
+    def remove(self):
+        for handle in self.handles:
+            handle.remove()
+
+
+def call_when_all_grads_ready(tensors, callback):
+    def make(i):
+        return lambda grads: callback([grads[0] if j == i else None for j in range(len(tensors))])
+
+    return Handles([torch.autograd.graph.register_multi_grad_hook([t], make(i)) for i, t in enumerate(tensors)])
+''',
+         expect=["times in one backward pass", "expected once"]),
+    dict(exercise="call_when_all_grads_ready", kind="wrong", clause="handle",
+         why="returns a list of handles",
+         source='''
+import torch
+
+
+def call_when_all_grads_ready(tensors, callback):
+    return [torch.autograd.graph.register_multi_grad_hook(tensors, callback)]
+''',
+         expect=["returned a list", "one handle", "register_multi_grad_hook returns one"]),
+    dict(exercise="call_when_all_grads_ready", kind="wrong", clause="sequence",
+         why="passes a generator of the gradients",
+         source='''
+import torch
+
+
+def call_when_all_grads_ready(tensors, callback):
+    return torch.autograd.graph.register_multi_grad_hook(tensors, lambda grads: callback(g for g in grads))
+''',
+         expect=["expected a list or tuple", "one per tensor"]),
+    dict(exercise="call_when_all_grads_ready", kind="right", why="detached copies of the gradients, in a tuple",
+         source='''
+import torch
+
+
+def call_when_all_grads_ready(tensors, callback):
+    def copies(grads):
+        callback(tuple(None if g is None else g.detach().clone() for g in grads))
+
+    return torch.autograd.graph.register_multi_grad_hook(list(tensors), copies)
+''',
+         expect=[]),
+
+    # ------------------------------------------------------------------ HalfPrecisionSaver, more
+    dict(exercise="HalfPrecisionSaver", kind="wrong", clause="dtype", why="unpack gives back float32 with .float()",
+         source=_saver("return tensor if dtype is None else tensor.to(dtype)",
+                       "return tensor if dtype is None else tensor.float()"),
+         expect=["float32", "expected float64", "original dtype"]),
+    dict(exercise="HalfPrecisionSaver", kind="wrong", clause="in-forward", why="adds the count up when the block ends",
+         source=edited(_SAVER, ("""            self.bytes_saved += tensor.numel() * (tensor.element_size() - 2)
+""", """            self._pending.append(tensor.numel() * (tensor.element_size() - 2))
+"""), ("        self._copies = {}\n", "        self._copies = {}\n        self._pending = []\n")) + '''
+    def __exit__(self, *exc):
+        self.bytes_saved += sum(self._pending)
+        self._pending.clear()
+        return super().__exit__(*exc)
+''',
+         expect=["inside the block", "not when the block ends"]),
+]
+
+CLAUSES = {
+    "fuse_sgd_into_backward": {
+        "every-trainable": "For every parameter of `model` that requires grad",
+        "each-once": "each one once, as model.parameters() gives it, also a parameter reachable under two names",
+        "post-accumulate": "registers a post-accumulate-grad hook that, once backward has written the parameter's "
+                           "gradient",
+        "in-place": "updates the parameter in place",
+        "no-grad": "under torch.no_grad()",
+        "update": "param <- param - lr * param.grad",
+        "grad-none": "and then sets param.grad to None",
+        "frozen": "Parameters that do not require grad get no hook.",
+        "handles": "Returns a list of the handles of all hooks registered.",
+    },
+    "call_when_all_grads_ready": {
+        "any-tensor": "a list of tensors that require grad (leaves or not)",
+        "every-pass": "In every backward pass that computes the gradient of at least one of `tensors`",
+        "exactly-once": "calls callback(grads) exactly once",
+        "after-all": "after every gradient of `tensors` that this pass computes is known",
+        "sequence": "`grads` is a list or tuple with one entry per tensor",
+        "order": "in order",
+        "gradient": "the gradient, or None",
+        "none": "or None for a tensor this pass does not reach",
+        "no-call": "It is never called otherwise: not while registering, nor in a pass that computes none of them.",
+        "handle": "Returns a handle whose remove() stops the calls.",
+    },
+    "HalfPrecisionSaver": {
+        "context-manager": "A context manager that stores the activations saved for backward in float16.",
+        "leaves": "a leaf tensor (a parameter, frozen or not, an input, an integer tensor: any tensor that no recorded "
+                  "operation made)",
+        "views": "or a view of one (its `_base` is a leaf, like the `weight.t()` that nn.Linear saves), is stored as "
+                 "it is, not copied",
+        "float16": "any other tensor whose dtype is float32 or float64 is stored as float16",
+        "dtype": "given back in backward with its original dtype",
+        "shape": "original dtype and shape",
+        "once": "a tensor that several operations save (the same tensor object) is converted once, and that one "
+                "float16 copy is stored for each of them",
+        "others": "any other tensor (float16, bfloat16) is stored and given back as it is.",
+        "keeps-none-converted": "The saver itself keeps no tensor alive: not a tensor it converts",
+        "forgets-copies": "and no float16 copy once the tensor it was made from is freed",
+        "starts-0": "`bytes_saved` starts at 0",
+        "count": "grows by `tensor.numel() * (tensor.element_size() - 2)` for each tensor converted to float16",
+        "count-once": "(once per tensor)",
+        "in-forward": "in forward (backward leaves it alone)",
+        "across-blocks": "one saver may be used in several `with` blocks, and the count keeps growing across them.",
+        "outside": "Outside the blocks nothing changes.",
+    },
+}
+
+_SUMMARY = "the one-line summary of the sentences below, each of which is a clause"
+_PROTOCOL = ("describes when saved_tensors_hooks calls the method; what pack and unpack must do is in the class's "
+             "clauses (a right answer may have no methods of these names)")
+NOT_CLAUSES = {
+    "fuse_sgd_into_backward": {
+        "Make every backward pass through `model` also take a plain SGD step.": _SUMMARY,
+        "Receives `model`, an nn.Module, and `lr`, a positive Python number.":
+            "describes the arguments the check passes; a step with another rate breaks the clause 'update'",
+    },
+    "call_when_all_grads_ready": {
+        "Call `callback` once per backward pass, with the gradients of all `tensors`.": _SUMMARY,
+        "and `callback`, a function.": "describes the argument the check passes",
+    },
+    "HalfPrecisionSaver": {
+        "Inside `with saver:`, for each tensor that autograd saves:":
+            "introduces the three items below, each a clause; 'outside the blocks' is the clause 'outside'",
+        "Called in forward with each tensor autograd saves": _PROTOCOL,
+        "returns what to store instead.": _PROTOCOL,
+        "Called in backward with what pack returned": _PROTOCOL,
+        "returns the tensor for backward to use.": _PROTOCOL,
+    },
+}
