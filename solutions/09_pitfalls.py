@@ -134,8 +134,9 @@ assert not torch.allclose(kept["output"].grad, reference_grad)
 with net[0].register_forward_hook(lambda module, args, output: kept.update(output=output)):
     score = net(x).sum()
 at_stored = torch.autograd.grad(score, kept["output"])[0]
-print("torch.autograd.grad on the stored output: the same as retain_grad():", torch.allclose(at_stored, net[2].weight.sum(0).expand(3, 5)))
-assert torch.allclose(at_stored, net[2].weight.sum(0).expand(3, 5))
+same = torch.allclose(at_stored, net[2].weight.sum(0).expand(3, 5))
+print("torch.autograd.grad on the stored output: the same as retain_grad():", same)
+assert same
 
 # Written as a lambda, the forward hook returns register_hook's handle, which replaces the output:
 try:

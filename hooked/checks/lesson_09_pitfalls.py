@@ -456,6 +456,11 @@ def _compare_found(result, expected, text, global_hooks=(), aliases=None):
                  "re-run cell does). One triple per registration: do not remove duplicates.")
     if extra:
         repeated = [(name, kind) for name, kind, key in extra if (name, kind, key) in want]
+        if repeated and all(kind in PARAMETER_HOOK_DICTS for name, kind in repeated):
+            fail(f"{text} reported the parameter hooks {repeated[:3]} (name, kind) more often than they are "
+                 "registered: one triple per registration. module.named_parameters() goes down into submodules, so "
+                 "calling it on every module lists a parameter once more for each module above it; read the "
+                 "parameters once, with model.named_parameters().")
         if repeated:
             fail(f"{text} reported {repeated[:3]} (name, kind) more often than it is registered: one triple per "
                  "registration. A with_kwargs or always_call hook sits once in _forward_hooks (or "
@@ -635,6 +640,11 @@ def check_remove_all_hooks(fn):
                 handle.remove()
         if log:
             fired = sorted(set(log))
+            left = registered_hooks(model)
+            if left and all(name == "" for name, kind, hook in left):
+                fail(f"After {text}, the model's own hooks (registered on the model itself, name \"\") still fired "
+                     f"when the model ran: {fired[:5]}. The model is a module too: model.modules() gives it first, "
+                     "while a walk over model.children() or model._modules starts below it.")
             on_parameters = [name for name in fired if name.startswith(tuple(PARAMETER_HOOK_DICTS))]
             hint = (" A parameter's hook dicts must be emptied in place, with the dict's clear method: setting "
                     "parameter._post_accumulate_grad_hooks to None leaves the hook attached."

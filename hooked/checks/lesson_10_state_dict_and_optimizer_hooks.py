@@ -187,6 +187,10 @@ def _load(target, checkpoint, loading):
             return target.load_state_dict(checkpoint, strict=False)
     except Exception as error:
         cause = getattr(error, "error", error)
+        if isinstance(cause, RuntimeError) and "received <class 'NoneType'>" in str(cause):
+            fail(f"{loading} raised RuntimeError: {_one_line(cause)[:300]} The hook stored None under a new key whose "
+                 "old key was not in the dict: skip the renames whose old key is absent (leave the dict as it is for "
+                 "them).")
         if isinstance(cause, RuntimeError) and "size mismatch" in str(cause):
             fail(f"{loading} raised RuntimeError: {_one_line(cause)} A tensor was moved to a key of another "
                  "shape: move each old key to the new key that `renames` gives for it, by name, whatever the order "
@@ -268,9 +272,10 @@ def _expect_old_over_new(target, source, prefix, renames, seed, call_text, what)
     kept_new = [prefix + new for new in renames.values()
                 if torch.equal(loaded[prefix + new], current[prefix + new])
                 and not torch.equal(current[prefix + new], older[prefix + new])]
+    old_of = {prefix + new: prefix + old for old, new in renames.items()}
     if kept_new:
         fail(f"{loading.rstrip(',')}: afterwards {kept_new[0]} holds the value the checkpoint had under the new key, "
-             f"not the one under the old key {prefix + next(old for old, new in renames.items() if prefix + new == kept_new[0])!r}. "
+             f"not the one under the old key {old_of[kept_new[0]]!r}. "
              "When both are present, the old key's value is moved over the new key's (pop the old key, and store its "
              "value under the new key, replacing what was there).")
     _check_loaded(target, expected, loading)
@@ -302,6 +307,17 @@ def check_migrate_checkpoint_keys(migrate_checkpoint_keys):
                  f"{result.unexpected_keys}; skip the renames whose old key is not in the dict.")
         _check_loaded(target, current, loading_new)
         _expect_old_over_new(target, source, prefix, renames, seed, call_text, what)
+
+        # A partial checkpoint: one renamed entry under neither name. Its key is missing, and nothing else.
+        dropped_old, dropped_new = next(iter(renames.items()))
+        partial = {key: value for key, value in checkpoint.items() if key != prefix + dropped_old}
+        loading_partial = (f"After {call_text}, {what}.load_state_dict(checkpoint, strict=False) with a checkpoint "
+                           f"that holds {prefix + dropped_old!r} under neither name,")
+        result = _load(target, partial, loading_partial)
+        if result.missing_keys != [prefix + dropped_new] or result.unexpected_keys:
+            fail(f"{loading_partial} left missing keys {result.missing_keys} and unexpected keys "
+                 f"{result.unexpected_keys}; expected only {prefix + dropped_new!r} missing. Skip the renames whose "
+                 "old key is absent: add no key for them.")
 
         with calling(f"calling handle.remove() on the handle returned by {call_text}"):
             handle.remove()
@@ -533,7 +549,8 @@ def check_attach_weight_ema(attach_weight_ema):
                 expected[name] = decay * expected[name] + (1 - decay) * new
                 lagged[name] = decay * lagged[name] + (1 - decay) * old_values[name]
                 swapped[name] = (1 - decay) * swapped[name] + decay * new
-            sgd = {name: decay * before[name] + (1 - decay) * as_sgd[p] for name, p in parameters.items() if p in as_sgd}
+            sgd = {name: decay * before[name] + (1 - decay) * as_sgd[p]
+                   for name, p in parameters.items() if p in as_sgd}
             _check_after_step(ema, parameters, (expected, lagged, swapped, before, sgd), groups, said, step, events)
 
         # Another optimizer of the program must not move this model's average.

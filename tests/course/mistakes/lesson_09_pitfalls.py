@@ -831,7 +831,7 @@ def find_registered_hooks(model):
     dict(exercise="remove_all_hooks", kind="wrong", why="skips the model itself",
          clause="root",
          source=_remover(modules="[module for name, module in model.named_modules() if name]"),
-         expect=["still fired", "on the model itself"]),
+         expect=["the model's own hooks", "model.modules() gives it first"]),
     dict(exercise="remove_all_hooks", kind="wrong", why="forward and backward hooks only",
          clause="kinds",
          source=edited(_remover(), ('"_state_dict_pre_hooks", "_state_dict_hooks", "_load_state_dict_pre_hooks",', ""),
@@ -893,6 +893,95 @@ def remove_all_hooks(model):
     for parameter in model.parameters():
         removed += sum(_empty(getattr(parameter, attribute) or {}) for attribute in PARAMETER_DICTS)
     return removed
+""",
+         expect=[]),
+
+    # ------------------------------------------------------------------ more wrong ways, seen in public code
+    dict(exercise="remove_all_hooks", kind="wrong", why="a recursive walk over model._modules",
+         clause="root",
+         source="""
+MODULE_DICTS = ("_forward_pre_hooks", "_forward_hooks", "_backward_pre_hooks", "_backward_hooks",
+                "_state_dict_pre_hooks", "_state_dict_hooks", "_load_state_dict_pre_hooks",
+                "_load_state_dict_post_hooks")
+FLAG_DICTS = ("_forward_pre_hooks_with_kwargs", "_forward_hooks_with_kwargs", "_forward_hooks_always_called")
+
+
+def remove_all_hooks(model):
+    removed = 0
+    for name, child in model._modules.items():
+        if child is not None:
+            for attribute in MODULE_DICTS:
+                removed += len(getattr(child, attribute))
+                getattr(child, attribute).clear()
+            for attribute in FLAG_DICTS:
+                getattr(child, attribute).clear()
+            for parameter in child.parameters(recurse=False):
+                for attribute in ("_backward_hooks", "_post_accumulate_grad_hooks"):
+                    hooks = getattr(parameter, attribute)
+                    if hooks:
+                        removed += len(hooks)
+                        hooks.clear()
+            removed += remove_all_hooks(child)
+    return removed
+""",
+         expect=["the model's own hooks", "model._modules starts below it"]),
+    dict(exercise="remove_all_hooks", kind="wrong", why="counts each dict after clearing it",
+         clause="count",
+         source="""
+MODULE_DICTS = ("_forward_pre_hooks", "_forward_hooks", "_backward_pre_hooks", "_backward_hooks",
+                "_state_dict_pre_hooks", "_state_dict_hooks", "_load_state_dict_pre_hooks",
+                "_load_state_dict_post_hooks")
+FLAG_DICTS = ("_forward_pre_hooks_with_kwargs", "_forward_hooks_with_kwargs", "_forward_hooks_always_called")
+
+
+def remove_all_hooks(model):
+    removed = 0
+    for module in model.modules():
+        for attribute in MODULE_DICTS + FLAG_DICTS:
+            getattr(module, attribute).clear()
+            removed += len(getattr(module, attribute))
+    for parameter in model.parameters():
+        for attribute in ("_backward_hooks", "_post_accumulate_grad_hooks"):
+            if getattr(parameter, attribute):
+                getattr(parameter, attribute).clear()
+    return removed
+""",
+         expect=["returned int 0", "the number of hooks it removed"]),
+    dict(exercise="find_registered_hooks", kind="wrong", why="named_parameters() of every module",
+         clause="per-registration",
+         source="""
+KINDS = {"forward_pre": "_forward_pre_hooks", "forward": "_forward_hooks", "backward_pre": "_backward_pre_hooks",
+         "backward": "_backward_hooks", "state_dict_pre": "_state_dict_pre_hooks", "state_dict": "_state_dict_hooks",
+         "load_state_dict_pre": "_load_state_dict_pre_hooks", "load_state_dict_post": "_load_state_dict_post_hooks"}
+
+
+def find_registered_hooks(model):
+    found = []
+    for name, module in model.named_modules():
+        for kind, attribute in KINDS.items():
+            found += [(name, kind, hook) for hook in getattr(module, attribute).values()]
+        for pname, parameter in module.named_parameters(prefix=name):
+            for hook in (parameter._backward_hooks or {}).values():
+                found.append((pname, "tensor", hook))
+            for hook in (parameter._post_accumulate_grad_hooks or {}).values():
+                found.append((pname, "post_accumulate_grad", hook))
+    return found
+""",
+         expect=["more often than they are registered", "once more for each module above it"]),
+    dict(exercise="find_registered_hooks", kind="right", why="kinds made from the attribute names",
+         source="""
+def find_registered_hooks(model):
+    found = []
+    for name, module in model.named_modules():
+        for attribute in ("_forward_pre_hooks", "_forward_hooks", "_backward_pre_hooks", "_backward_hooks",
+                          "_state_dict_pre_hooks", "_state_dict_hooks", "_load_state_dict_pre_hooks",
+                          "_load_state_dict_post_hooks"):
+            kind = attribute.strip("_").removesuffix("_hooks")
+            found += [(name, kind, hook) for hook in getattr(module, attribute).values()]
+    for name, parameter in model.named_parameters():
+        for kind, attribute in (("tensor", "_backward_hooks"), ("post_accumulate_grad", "_post_accumulate_grad_hooks")):
+            found += [(name, kind, hook) for hook in (getattr(parameter, attribute) or {}).values()]
+    return found
 """,
          expect=[]),
 ]

@@ -551,6 +551,106 @@ def attach_weight_ema(model, optimizer, decay):
     return ema, optimizer.register_step_post_hook(update)
 """,
          expect=[]),
+
+    # ------------------------------------------------------------------ more wrong ways
+    dict(exercise="migrate_checkpoint_keys", kind="wrong", why="moves keys while iterating the dict",
+         clause="moves",
+         source="""
+def migrate_checkpoint_keys(module, renames):
+    def rename(module, state_dict, prefix, *rest):
+        for key in state_dict:
+            local = key[len(prefix):]
+            if key.startswith(prefix) and local in renames:
+                state_dict[prefix + renames[local]] = state_dict.pop(key)
+    return module.register_load_state_dict_pre_hook(rename)
+""",
+         expect=["mutated during iteration"]),
+    dict(exercise="migrate_checkpoint_keys", kind="wrong", why="pop with the new key's value as the default",
+         clause="absent-skipped",
+         source="""
+def migrate_checkpoint_keys(module, renames):
+    def rename(module, state_dict, prefix, *rest):
+        for old, new in renames.items():
+            state_dict[prefix + new] = state_dict.pop(prefix + old, state_dict.get(prefix + new))
+    return module.register_load_state_dict_pre_hook(rename)
+""",
+         expect=["under neither name", "stored none", "skip the renames whose old key is absent"]),
+    dict(exercise="migrate_checkpoint_keys", kind="wrong", why="pop with None, stored under the new key",
+         clause="absent-skipped",
+         source="""
+def migrate_checkpoint_keys(module, renames):
+    def rename(module, state_dict, prefix, *rest):
+        for old, new in renames.items():
+            value = state_dict.pop(prefix + old, None)
+            state_dict[prefix + new] = value
+    return module.register_load_state_dict_pre_hook(rename)
+""",
+         expect=["with the new names only", "stored none"]),
+    dict(exercise="migrate_checkpoint_keys", kind="wrong", why="reads renames as new to old",
+         clause="moves",
+         source="""
+def migrate_checkpoint_keys(module, renames):
+    def rename(module, state_dict, prefix, *rest):
+        for new, old in renames.items():
+            if prefix + old in state_dict:
+                state_dict[prefix + new] = state_dict.pop(prefix + old)
+    return module.register_load_state_dict_pre_hook(rename)
+""",
+         expect=["were not renamed", "prefix + old to prefix + new"]),
+    dict(exercise="attach_weight_ema", kind="wrong", why="the parameters of a deep copy of the model",
+         clause="no-grad-start",
+         source="""
+import copy
+import torch
+
+
+def attach_weight_ema(model, optimizer, decay):
+    shadow = copy.deepcopy(model)
+    ema = dict(shadow.named_parameters())
+
+    @torch.no_grad()
+    def update(opt, args, kwargs):
+        for name, p in model.named_parameters():
+            ema[name].mul_(decay).add_(p, alpha=1 - decay)
+
+    return ema, optimizer.register_step_post_hook(update)
+""",
+         expect=["requires grad", "detach().clone()"]),
+    dict(exercise="attach_weight_ema", kind="right", why="a deep copy with requires_grad_(False), as timm does",
+         source="""
+import copy
+import torch
+
+
+def attach_weight_ema(model, optimizer, decay):
+    shadow = copy.deepcopy(model).requires_grad_(False)
+    ema = dict(shadow.named_parameters())
+
+    @torch.no_grad()
+    def update(opt, args, kwargs):
+        for name, p in model.named_parameters():
+            ema[name].mul_(decay).add_(p, alpha=1 - decay)
+
+    return ema, optimizer.register_step_post_hook(update)
+""",
+         expect=[]),
+    dict(exercise="attach_weight_ema", kind="wrong", why="the hook takes the optimizer only",
+         clause="post-hook",
+         source="""
+import torch
+
+
+def attach_weight_ema(model, optimizer, decay):
+    ema = {name: p.detach().clone() for name, p in model.named_parameters()}
+
+    @torch.no_grad()
+    def update(optimizer):
+        for name, p in model.named_parameters():
+            ema[name].mul_(decay).add_(p, alpha=1 - decay)
+
+    return ema, optimizer.register_step_post_hook(update)
+""",
+         expect=["takes 1 positional argument but 3 were given"]),
 ]
 
 
