@@ -224,6 +224,10 @@ def check_record_grads(record_grads):
     x.register_hook(before)
     with calling(f"calling record_grads(x, store) with x = {describe(x)}"):
         handle = record_grads(x, store)
+    added = len(x._backward_hooks or {}) - 1
+    if added > 1:
+        fail(f"record_grads(x, store) registered {added} hooks on x (x._backward_hooks grew by {added}); expected "
+             "one. Register one hook, once.")
     x.register_hook(after)
     if not isinstance(handle, RemovableHandle):
         fail(f"record_grads(x, store) returned {describe(handle)}; expected the handle that "

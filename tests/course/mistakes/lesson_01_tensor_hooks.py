@@ -832,7 +832,7 @@ def record_grads(tensor, store):
     dict(exercise="record_grads", kind="wrong", why="registers the hook twice", clause="one-hook",
          source=edited(RECORD, ("    return tensor.register_hook(hook)",
                                 "    tensor.register_hook(hook)\n    return tensor.register_hook(hook)")),
-         expect=["each backward appended two", "register one hook, once"]),
+         expect=["registered 2 hooks on x", "register one hook, once"]),
     dict(exercise="record_grads", kind="wrong", why="puts the newest gradient first", clause="appends",
          source=edited(RECORD, ("store.append(grad.detach().clone())", "store.insert(0, grad.detach().clone())")),
          expect=["newest first", "at the end of the list"]),
