@@ -76,6 +76,11 @@ class _Reference:
         return self.model(x)
 
 
+_DETACHED_IN_PLACE = (" The values are right but the graph is gone: a hook returned a detached value, or detached "
+                      "the output itself in place (output.detach_(), output.requires_grad_(False)). Take a "
+                      "detached copy, output.detach(), and leave the output as it is.")
+
+
 # ---------------------------------------------------------------- capture_activations
 
 class _Encoded(nn.Module):
@@ -222,7 +227,8 @@ def _check_captured(activations, names, records, step, grad_mode, training, earl
         if value.requires_grad or value.grad_fn is not None:
             fail(f"{said} activations[{name!r}] still requires grad (grad_fn "
                  f"{type(value.grad_fn).__name__}): it keeps the model's whole autograd graph alive. "
-                 "Store the output detached from autograd (output.detach()), and cloned.")
+                 "Store the output detached from autograd (output.detach()), and cloned; torch.no_grad() "
+                 "inside the hook does not detach a tensor that forward already made.")
         if close(value, expected):
             continue
         if name in earlier_outputs and close(value, earlier_outputs[name]):
@@ -269,7 +275,8 @@ def _forward_and_compare(model, reference, activations, names, x, step, grad_mod
     if not close(out, ref_out) or (out.grad_fn is None) != (ref_out.grad_fn is None):
         fail(f"After {call_text}, the model's output changed: it became {describe(out)} "
              f"(requires_grad={out.requires_grad}) instead of {describe(ref_out)} (requires_grad="
-             f"{ref_out.requires_grad}). The hooks must return None, so that the output stays as it was.")
+             f"{ref_out.requires_grad}). The hooks must return None, so that the output stays as it was."
+             f"{_DETACHED_IN_PLACE if close(out, ref_out) else ''}")
     with torch.no_grad():
         out.zero_()  # a later in-place change by the caller must not reach what was captured
     records = {name: reference.records[name][done[name]:] for name in names}
@@ -551,7 +558,8 @@ def check_track_relu_stats(track_relu_stats):
             if not close(out, ref_out) or (out.grad_fn is None) != (ref_out.grad_fn is None):
                 fail(f"After {call_text}, the model's output changed to {describe(out)} (requires_grad="
                      f"{out.requires_grad}) instead of {describe(ref_out)} (requires_grad={ref_out.requires_grad}); "
-                     "the hooks must return None, so that the model computes what it computed before.")
+                     "the hooks must return None, so that the model computes what it computed before."
+                     f"{_DETACHED_IN_PLACE if close(out, ref_out) else ''}")
             _check_stats(stats, reference, relu_names, other_names, call_text, step, grad_mode, training,
                          calls_before)
         _check_removal(model, handles, call_text)
