@@ -850,6 +850,17 @@ def check_add_grad_noise(add_grad_noise):
     check_new_noise_each_call(
         lambda: _grads(_noisy_backward(add_grad_noise, factory, shape, std, None, 795, text)),
         f"add_grad_noise(module, {std}) without a generator, on two fresh modules")
+    # Without a generator, the noise comes from torch's global random state: torch.manual_seed makes it repeat.
+    def after_manual_seed():
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(4321)
+            return _grads(_noisy_backward(add_grad_noise, factory, shape, std, None, 796, text))
+
+    if not torch.equal(after_manual_seed(), after_manual_seed()):
+        fail(f"add_grad_noise(module, {std}) without a generator, on {text}: two runs, each after "
+             "torch.manual_seed(4321), gave different noise. Without a generator, draw from torch's global random "
+             "state (torch.randn(..., generator=None)), so that torch.manual_seed makes the noise repeat; not from a "
+             "generator of your own seeded by the clock or by torch.seed().")
     if unused_generator:
         check_generator_advanced(*unused_generator, "add_grad_noise")
 

@@ -1472,4 +1472,22 @@ def add_grad_noise(module, std, generator=None):
     dict(exercise="add_grad_noise", kind="wrong", why="noise scaled by the gradient's norm", clause="adds",
          source=edited(_NOISE, ("grad = grad + std * noise", "grad = grad + std * grad.norm() * noise")),
          expect=["standard deviation"]),
+
+    dict(exercise="add_grad_noise", kind="wrong", why="a clock-seeded generator of its own when none is given",
+         clause="global",
+         source=edited(_NOISE, ("def add_grad_noise(module, std, generator=None):\n",
+                                "def add_grad_noise(module, std, generator=None):\n"
+                                "    if generator is None:\n"
+                                "        import time\n"
+                                "        generator = torch.Generator().manual_seed(time.time_ns() % 2 ** 31)\n")),
+         expect=["torch.manual_seed", "global random state", "not from a generator of your own"]),
+    dict(exercise="add_grad_noise", kind="right", why="falls back to torch.default_generator",
+         source=edited(_NOISE, ("generator=generator,", "generator=generator or torch.default_generator,")),
+         expect=[]),
+    dict(exercise="clip_grad_input", kind="wrong", why="renorm along the batch dimension", clause="clip-above",
+         source=edited(_CLIP, ("            if grad is not None and grad.norm() > max_norm:\n"
+                               "                grad = grad * (max_norm / grad.norm())\n",
+                               "            if grad is not None:\n"
+                               "                grad = grad.renorm(2, 0, max_norm)\n")),
+         expect=["clipped each row", "norm of the whole tensor"]),
 ]
