@@ -158,18 +158,21 @@ except TypeError as error:
 # `grad_before_inplace_relu(model, layer, x)` must:
 #
 # - run `model(x).sum().backward()` once, leaving in the parameters' `.grad` the gradients of
-#   that one pass (your hooks only record: none may replace a gradient);
+#   that one pass (your hooks only record: none may replace an output or a gradient);
 # - return the gradient of that sum with respect to the output of `layer` as the layer produced
 #   it (before the in-place ReLU overwrote it): a tensor of the output's shape;
-# - leave the model as it was: no hook left on any module or parameter (nor a global module
-#   hook), also when the forward or backward pass raises (the exception goes on to the caller),
-#   and every ReLU's `inplace` setting as it was.
+# - leave the model as it was: no hook of yours left on any module or parameter (nor a global
+#   module hook), while hooks registered before the call stay, and every module's `inplace`
+#   setting as it was; also when the forward or the backward pass raises (the exception goes on
+#   to the caller).
 #
 # Traps: reading the gradient *after* the in-place ReLU (with `retain_grad()` on the stored
 # output, as shown above, or `torch.autograd.grad` on it: you get the gradient at the ReLU's
-# output, not the layer's); switching `inplace` off for good; removing the hook only when nothing raised; a
-# forward hook written as a `lambda` that returns `output.register_hook(...)`'s handle (last line
-# of the demonstration above).
+# output, not the layer's); switching `inplace` off for good, or setting every ReLU back to
+# `inplace=True` (some were not); removing the hook only when nothing raised; a forward hook
+# written as a `lambda` that returns `output.register_hook(...)`'s handle (last line of the
+# demonstration above); cleaning up with `layer._forward_hooks.clear()`, which also removes hooks
+# that were there before.
 
 # %% tags=["exercise"]
 # Exercise: grad_before_inplace_relu — write your code in this cell.
@@ -182,8 +185,9 @@ def grad_before_inplace_relu(model, layer, x):
     `nn.ReLU(inplace=True)`. Runs `model(x).sum().backward()` once, so the parameters' `.grad`
     hold that pass's gradients. Your hooks only record: they replace no output and no gradient.
     Returns the gradient with respect to the value `layer` produced (before the ReLU overwrote it),
-    a tensor of the layer output's shape. Leaves the model as it was: no hook left on its modules
-    or parameters, nor a global module hook, and every module's `inplace` setting as it was. That
+    a tensor of the layer output's shape. Leaves the model as it was: no hook of yours left on its
+    modules or parameters (hooks registered before stay), nor a global module hook, and every
+    module's `inplace` setting as it was. That
     holds also when the forward pass raises, and also when the backward pass raises; the exception
     reaches the caller.
     """

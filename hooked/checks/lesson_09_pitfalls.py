@@ -46,8 +46,16 @@ def _global_hook_counts():
             if name.startswith("_global_") and name.endswith("hooks") and isinstance(value, dict)}
 
 
-def _hooks_left_message(model, after, global_counts):
-    left = [(name, kind) for name, kind, hook in registered_hooks(model)]
+def _hooks_left_message(model, after, global_counts, before=()):
+    """Fails if a hook was left on the model or globally, or if a hook registered before (`before`, from
+    registered_hooks) is gone."""
+    now = registered_hooks(model)
+    gone = [(name, kind) for name, kind, hook in before if not any(hook is other for _, _, other in now)]
+    if gone:
+        fail(f"{after}, hooks that were registered on the model before the call were gone: {gone} as (name, kind). "
+             "Remove only the hooks you registered, through their handles; clearing a module's hook dicts also "
+             "removes everybody else's.")
+    left = [(name, kind) for name, kind, hook in now if not any(hook is other for _, _, other in before)]
     if left:
         fail(f"{after}, hooks were still registered on the model: {left} as (name, kind). Remove every hook you "
              "registered, also when the forward or backward pass raises: register it in a `with` block, or "
@@ -189,12 +197,20 @@ def _check_grad_result(value, expected, at_relu, text, relu_name):
          f"layer's output, {describe(expected)}.")
 
 
+def _bystander(module, args, output):
+    """A forward hook registered before the learner's call, as a learner's own monitor would be: it must stay."""
+    return None
+
+
 def check_grad_before_inplace_relu(fn):
     for seed, build in _GRAD_CASES:
         torch.manual_seed(seed)
         rng = random.Random(seed)
         model, layer_name, relu_name, shape = build(rng)
         layer, settings = model.get_submodule(layer_name), _inplace_settings(model)
+        if seed == _GRAD_CASES[-1][0]:
+            layer.register_forward_hook(_bystander)  # registered before the call: it must stay
+        before = registered_hooks(model)
         for call in range(2):  # a second call must report its own gradient, not the first one's
             x = random_tensor(seed * 10 + call, shape)
             expected, at_relu, parameter_grads = _reference_grads(model, layer_name, relu_name, x)
@@ -203,7 +219,7 @@ def check_grad_before_inplace_relu(fn):
             value, text = _call_grad(fn, model, layer, layer_name, x)
             _check_grad_result(value, expected, at_relu, text, relu_name)
             _check_parameter_grads(model, parameter_grads, text)
-            _hooks_left_message(model, f"After {text} returned", global_counts)
+            _hooks_left_message(model, f"After {text} returned", global_counts, before)
             changed = {name: flag for name, flag in _inplace_settings(model).items() if flag != settings[name]}
             if changed:
                 fail(f"After {text} returned, the model's in-place settings changed: {changed} (name: inplace; they "

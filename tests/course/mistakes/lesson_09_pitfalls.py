@@ -984,6 +984,56 @@ def find_registered_hooks(model):
     return found
 """,
          expect=[]),
+
+    dict(exercise="grad_before_inplace_relu", kind="wrong", why="clears the layer's forward hooks in finally",
+         clause="others-kept",
+         source="""
+def grad_before_inplace_relu(model, layer, x):
+    grads = []
+
+    def on_output(module, args, output):
+        output.register_hook(grads.append)
+
+    layer.register_forward_hook(on_output)
+    try:
+        model(x).sum().backward()
+    finally:
+        layer._forward_hooks.clear()
+    return grads[0]
+""",
+         expect=["registered on the model before the call were gone", "only the hooks you registered"]),
+    dict(exercise="grad_before_inplace_relu", kind="wrong", why="registers the tensor hook after the forward pass",
+         clause="layer-output-grad",
+         source="""
+def grad_before_inplace_relu(model, layer, x):
+    outputs, grads = [], []
+    with layer.register_forward_hook(lambda module, args, output: outputs.append(output)):
+        score = model(x).sum()
+    outputs[0].register_hook(grads.append)
+    score.backward()
+    return grads[0]
+""",
+         expect=["gradient at the output of the in-place relu", "inside a forward hook"]),
+    dict(exercise="grad_before_inplace_relu", kind="right", why="a global forward hook, removed in finally",
+         source="""
+import torch
+
+
+def grad_before_inplace_relu(model, layer, x):
+    grads = []
+
+    def on_output(module, args, output):
+        if module is layer:
+            output.register_hook(grads.append)
+
+    handle = torch.nn.modules.module.register_module_forward_hook(on_output)
+    try:
+        model(x).sum().backward()
+    finally:
+        handle.remove()
+    return grads[0]
+""",
+         expect=[]),
 ]
 
 
@@ -996,7 +1046,8 @@ CLAUSES = {
         "layer-output-grad": "Returns the gradient with respect to the value `layer` produced (before the ReLU "
                              "overwrote it)",
         "tensor-shape": "a tensor of the layer output's shape",
-        "no-hook-left": "no hook left on its modules or parameters",
+        "no-hook-left": "no hook of yours left on its modules or parameters",
+        "others-kept": "hooks registered before stay",
         "no-global-hook-left": "nor a global module hook",
         "inplace-kept": "every module's `inplace` setting as it was",
         "on-forward-error": "also when the forward pass raises",
