@@ -279,7 +279,8 @@ plt.show()
 # - the result is detached, and later in-place operations in the model (an in-place ReLU after
 #   `layer`) do not change it;
 # - `layer` may be any module of `model`, `model` itself included;
-# - the model keeps its train/eval mode, and grad mode is as it was once the function returns.
+# - the model and each of its modules keep their train/eval mode, and grad mode is as it was once the
+#   function returns.
 #
 # Traps: a hook left behind when the forward raises (lesson 02's `try/finally`, or the handle as
 # a context manager); `detach()` without `clone()`; a forward pass that records a graph.
@@ -298,7 +299,8 @@ def get_activation(model, layer, x):
     forward pass raises (the exception propagates). The forward pass runs without building an
     autograd graph. The result is detached, and in-place operations later in the model (such
     as an in-place ReLU after `layer`) do not change it. `layer` may be `model` itself.
-    The model keeps its train/eval mode, and grad mode is as it was once the function returns.
+    The model and each of its modules keep their train/eval mode, and grad mode is as it was once the
+    function returns.
     """
     # BEGIN SOLUTION
     captured = {}
@@ -442,10 +444,10 @@ model.zero_grad()
 # - `cam = relu(sum_k w_k * A_k)`, upsampled bilinearly with `align_corners=False` to `(H, W)`,
 #   then divided by its maximum when that maximum is positive (an all-zero map stays zero).
 #
-# It must work when `layer` is followed by `ReLU(inplace=True)`, leave no hook on any module, and
-# leave the model in the train or eval mode it was in, and grad mode on (it is called with grad mode
-# on, which its backward pass needs). (A `backward()` that also fills the
-# parameters' `.grad` is allowed.)
+# It must work when `layer` is followed by `ReLU(inplace=True)`, leave no hook on any module, leave
+# every module of the model in the train or eval mode it was in, and leave grad mode on (it is called
+# with grad mode on, which its backward pass needs). (A `backward()` that also fills the parameters'
+# `.grad` is allowed.)
 #
 # Traps: a full backward hook (fails with an in-place ReLU); `retain_grad()` or `detach()` without
 # `clone()` (both read the value after the ReLU); weights from the activations instead of the
@@ -466,8 +468,8 @@ def grad_cam(model, layer, x, target):
     `model(x)[0, target]` with respect to A: w_k = mean of G over its spatial dims,
     cam = relu(sum_k w_k * A_k), upsampled bilinearly (align_corners=False) to (H, W) and divided
     by its maximum when that is positive. Returns a tensor of shape (H, W).
-    Works when `layer` is followed by an in-place ReLU; leaves no hook on any module, the
-    model in its train/eval mode, and grad mode on (it is called with grad mode on).
+    Works when `layer` is followed by an in-place ReLU; leaves no hook on any module, every
+    module of the model in its train/eval mode, and grad mode on (it is called with grad mode on).
     """
     # BEGIN SOLUTION
     saved = {}

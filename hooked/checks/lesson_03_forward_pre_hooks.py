@@ -455,6 +455,8 @@ def _flatten_mistake_hint(result, x, training_only):
     if result.shape == x.shape and not x.is_contiguous():
         return ("x passed unchanged, but it has more than 2 dimensions. It is not contiguous (made by permute or "
                 "slicing): flatten such inputs too, with x.reshape(N, -1) or x.flatten(1), which copy when needed.")
+    if result.shape == x.shape and x.dim() == 4:
+        return "x passed unchanged, but it has 4 dimensions, more than 2: flatten it to (N, -1)."
     if result.shape == x.shape:
         return (f"x passed unchanged, but it has {x.dim()} dimensions: flatten every input with more than 2 "
                 "dimensions, not only 4-D images.")

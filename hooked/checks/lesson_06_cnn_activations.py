@@ -140,10 +140,16 @@ def _check_clean(model, modes, call_text):
         fail(f"After {call_text}, hooks were still registered on {left}. Remove every hook you register before "
              "returning: the handle is a context manager (register the hook in a `with` statement), or call "
              "handle.remove() in a `finally:` block.")
-    if _modes(model) != modes:
+    if model.training != modes[0]:
         fail(f"{call_text} left the model in {_mode_name(model.training)} mode; it was in {_mode_name(modes[0])} "
              "mode. Leave the model's mode as it was: don't call model.eval() or model.train() (or put the old "
              "mode back before returning).")
+    if _modes(model) != modes:
+        changed = [f"{name} (was {_mode_name(was)}, now {_mode_name(module.training)})"
+                   for (name, module), was in zip(model.named_modules(), modes) if module.training != was]
+        fail(f"{call_text} changed the mode of submodules: {', '.join(changed)}. The model's modules were not all in "
+             "the same mode, and model.train(mode) sets every submodule to one mode. Leave the modes alone (no "
+             "model.eval() / model.train()), or put back each module's own mode.")
 
 
 def _twin_without_in_place(model):
@@ -263,6 +269,11 @@ def check_get_activation(get_activation):
     model, in_channels, _ = _build(seed, build, size, padding, True)
     _activation_case(get_activation, model, "", None, random_tensor(seed + 11, (2, in_channels) + size),
                      what=" (layer is the model itself, the root module)")
+    # Mixed modes (a frozen part in eval mode inside a model in training mode): each module keeps its own.
+    model, in_channels, _ = _build(seed, build, size, padding, True)
+    model.pool.eval()
+    _activation_case(get_activation, model, "conv", "relu", random_tensor(seed + 13, (2, in_channels) + size),
+                     what=" (the model in train mode, its pool in eval mode)")
     # Called with grad mode off (inside an evaluation loop, say): it stays off.
     model, in_channels, _ = _build(seed, build, size, padding, False)
     _activation_case(get_activation, model, "conv", "relu", random_tensor(seed + 12, (2, in_channels) + size),
@@ -357,6 +368,8 @@ def _variants(found, size):
                                                "align_corners=False."),
         (_cam(A, G, size, mode="nearest"), "The upsampling was nearest-neighbour; use mode='bilinear' (with "
                                            "align_corners=False)."),
+        (_cam(A, G, size, mode="bicubic"), "The upsampling was bicubic; use mode='bilinear' (with "
+                                           "align_corners=False)."),
         (_cam(A, G, size, relu_after_upsampling=True), "The ReLU was applied after the upsampling; apply it to "
                                                        "the h x w map, then upsample."),
         (_cam(A, G, size, normalize_first=True), "The map was divided by its maximum before the upsampling; "
@@ -383,6 +396,11 @@ def _call_grad_cam(grad_cam, model, name, x, target, call_text):
             fail(f"{call_text} raised RuntimeError: {raised.error} The forward pass built no autograd graph, so "
                  "there is no gradient to take: run it with grad mode on (not under torch.no_grad() or "
                  "torch.inference_mode(), and without detaching the output before the score is taken).")
+        if isinstance(raised.error, RuntimeError) and "appears to not have been used in the graph" in str(raised.error):
+            fail(f"{call_text} raised RuntimeError: {raised.error} The tensor you take the gradient with respect to "
+                 "is not on the way to the score: a copy made in the hook (output.clone()) is not what the model "
+                 "goes on with. Register a tensor hook on the output itself, output.register_hook(...), inside "
+                 "the forward hook.")
         if isinstance(raised.error, RuntimeError) and "BackwardHookFunction" in str(raised.error):
             fail(f"{call_text} raised RuntimeError: {str(raised.error)[:100]}... The layer is followed by "
                  "ReLU(inplace=True), and a full backward hook (or pre-hook) on a module fails when its output is "
@@ -500,6 +518,13 @@ def check_grad_cam(grad_cam):
         target = random.Random(seed).randrange(classes)
         expected = _grad_cam_case(grad_cam, model, name, relu_after, x, target)
         assert expected.max() == 1  # the cases are chosen so that the map is not empty
+
+    # Mixed modes (a frozen part in eval mode inside a model in training mode): each module keeps its own.
+    seed, build, size, padding, name, relu_after, _ = _CASES[0]
+    model, in_channels, classes = _build(seed, build, size, padding, True)
+    model.pool.eval()
+    _grad_cam_case(grad_cam, model, name, relu_after, random_tensor(seed + 21, (1, in_channels) + size, scale=2.0),
+                   random.Random(seed).randrange(classes), what=" (the model in train mode, its pool in eval mode)")
 
     # A layer whose output is all zero: the map is zero, and must stay zero (no division by 0).
     model, in_channels, classes = _build(607, _small_cnn, (6, 8), 1, True)

@@ -1535,3 +1535,11 @@ def normalize_input(module, mean, std):
 ''',
          expect=[]),
 ]
+
+# Second round, written from the docstrings alone.
+ENTRIES += [
+    dict(exercise="flatten_images", kind="wrong", clause="more-than-2", why="flattens only for an nn.Linear",
+         source=edited(_FLATTEN, ("        if x.dim() <= 2:", "        if x.dim() <= 2 or not isinstance(mod, nn.Linear):"),
+                       ("def flatten_images(module):", "from torch import nn\n\n\ndef flatten_images(module):")),
+         expect=["x passed unchanged", "4 dimensions, more than 2"]),
+]

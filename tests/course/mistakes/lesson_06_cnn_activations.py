@@ -426,7 +426,7 @@ def grad_cam(model, layer, x, target):
     return cam / cam.max().clamp(min=1e-12)
 ''',
          expect=[]),
-    dict(exercise="grad_cam", kind="right", why="try/finally removal, mode restored, torch.where guard",
+    dict(exercise="grad_cam", kind="right", why="try/finally removal, zero_grad first, torch.where guard",
          source='''
 import torch
 import torch.nn.functional as F
@@ -439,10 +439,8 @@ def grad_cam(model, layer, x, target):
         activations.append(output.detach().clone())
         output.register_hook(gradients.append)
 
-    was_training = model.training
     handle = layer.register_forward_hook(hook)
     try:
-        model.train(was_training)
         model.zero_grad()
         model(x)[0, target].backward()
     finally:
@@ -599,7 +597,7 @@ CLAUSES = {
         "not-changed-later": "in-place operations later in the model (such as an in-place ReLU after `layer`) do not "
                              "change it.",
         "root": "`layer` may be `model` itself.",
-        "mode": "The model keeps its train/eval mode",
+        "mode": "The model and each of its modules keep their train/eval mode",
         "grad-mode": "grad mode is as it was once the function returns.",
     },
     "grad_cam": {
@@ -615,7 +613,7 @@ CLAUSES = {
         "shape": "Returns a tensor of shape (H, W).",
         "in-place-relu": "Works when `layer` is followed by an in-place ReLU",
         "no-hook": "leaves no hook on any module",
-        "mode": "the model in its train/eval mode",
+        "mode": "every module of the model in its train/eval mode",
         "grad-mode": "grad mode on (it is called with grad mode on)",
     },
 }
@@ -832,4 +830,26 @@ ENTRIES += [
                                 "    scores.backward(gradient=one_hot)"),
                                ("score = model(x)[0, target]", "scores = model(x)")),
          expect=[]),
+]
+
+# Second round, written from the docstrings alone.
+ENTRIES += [
+    dict(exercise="get_activation", kind="wrong", clause="mode", why="eval for the forward, then model.train(was)",
+         source=edited(_GET_ACTIVATION, ("    with layer.register_forward_hook(hook), torch.no_grad():\n        model(x)\n",
+                                         "    was_training = model.training\n    model.eval()\n"
+                                         "    with layer.register_forward_hook(hook), torch.no_grad():\n        model(x)\n"
+                                         "    model.train(was_training)\n")),
+         expect=["changed the mode of submodules", "pool (was eval, now train)", "each module's own mode"]),
+    dict(exercise="grad_cam", kind="wrong", clause="mode", why="eval for the call, then model.train(was)",
+         source=_grad_cam_with(("    saved = {}", "    was_training = model.training\n    model.eval()\n    saved = {}"),
+                               ("    score.backward()", "    score.backward()\n    model.train(was_training)")),
+         expect=["changed the mode of submodules", "each module's own mode"]),
+    dict(exercise="grad_cam", kind="wrong", clause="G", why="autograd.grad with respect to the hook's clone",
+         source=_grad_cam_with(("        output.register_hook(lambda grad: saved.update(G=grad))\n",
+                                "        saved[\"copy\"] = output.clone()\n"),
+                               ("    score.backward()", "    saved[\"G\"], = torch.autograd.grad(score, saved[\"copy\"])")),
+         expect=["not on the way to the score", "output.register_hook"]),
+    dict(exercise="grad_cam", kind="wrong", clause="upsample", why="bicubic upsampling",
+         source=_grad_cam_with(('mode="bilinear"', 'mode="bicubic"')),
+         expect=["bicubic", "mode='bilinear'"]),
 ]
