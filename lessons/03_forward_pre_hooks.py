@@ -205,9 +205,11 @@ assert torch.equal(out, torch.full((2,), 1.5))
 # does not apply here. PyTorch checks only that the return is `None` or a tuple of two elements;
 # anything else raises a `RuntimeError` at once. Any tuple of two elements passes that check: PyTorch
 # unpacks it as `new_args, new_kwargs` and calls `forward(*new_args, **new_kwargs)`, so a wrong pair
-# fails only there, with a `TypeError`. Below: returning only `args` when the call had one positional
-# argument (a tuple of one element), the same for a call with two (a tuple of two elements, taken for
-# the pair), and the pair in the wrong order.
+# is caught there if at all. Below: returning only `args` when the call had one positional argument
+# (a tuple of one element: `RuntimeError`), the same for a call with two (a tuple of two elements,
+# taken for the pair: `TypeError`), the pair in the wrong order (`TypeError`), and the tensor
+# `args[0]` in place of the tuple `args`: `forward(*x)` spreads the tensor's elements over the
+# arguments, and no error is raised at all.
 
 # %%
 with scale_layer.register_forward_pre_hook(lambda module, args, kwargs: args, with_kwargs=True):
@@ -234,6 +236,11 @@ with add.register_forward_pre_hook(lambda module, args, kwargs: (kwargs, args), 
         swapped_error = str(error)
 print("(kwargs, args), the wrong order -> TypeError:", swapped_error)
 assert swapped_error.endswith("Add.forward() argument after ** must be a mapping, not tuple")
+
+with scale_layer.register_forward_pre_hook(lambda module, args, kwargs: (args[0], kwargs), with_kwargs=True):
+    spread = scale_layer(torch.tensor([2.0, 3.0]))  # forward(tensor(2.), tensor(3.)): x = 2, scale = 3
+print("(args[0], kwargs) on x = [2, 3] -> no error, output", spread, "of shape", tuple(spread.shape))
+assert spread.shape == () and spread.item() == 6.0
 
 # %% [markdown]
 # ## Several pre-hooks: order and `prepend=True`
@@ -869,7 +876,7 @@ with try_it():
 # | API | hook receives | hook returns | fires |
 # |---|---|---|---|
 # | `module.register_forward_pre_hook(hook)` | `hook(module, args)`: the positional arguments as a tuple | `None` (keep them), a tuple (the new positional arguments) or any other value (the only positional argument) | before `forward`, on every `module(...)` call, also under `no_grad` and in eval mode; not on `module.forward(...)` |
-# | `...(hook, with_kwargs=True)` | `hook(module, args, kwargs)` | `None` or the pair `(new_args, new_kwargs)`; a value that is not a tuple of two elements raises a `RuntimeError`, a wrong pair fails when `forward(*new_args, **new_kwargs)` is called | the same |
+# | `...(hook, with_kwargs=True)` | `hook(module, args, kwargs)` | `None` or the pair `(new_args, new_kwargs)`; a value that is not a tuple of two elements raises a `RuntimeError`, a wrong pair is caught, if at all, when `forward(*new_args, **new_kwargs)` is called | the same |
 # | `...(hook, prepend=True)` | | | before the pre-hooks already registered |
 #
 # Rules of thumb: return new tensors instead of changing the caller's in place; return every
