@@ -86,7 +86,10 @@ print("keys:", list(saved))
 assert [call[:2] for call in calls] == [
     ("pre ", "(model)"), ("pre ", "body"), ("pre ", "body.fc"), ("post", "body.fc"), ("post", "body"),
     ("pre ", "head"), ("post", "head"), ("post", "(model)")]
+assert [call[2] for call in calls if call[0] == "pre "] == ["", "body.", "body.fc.", "head."]
 assert [call[2] for call in calls if call[1] == "body.fc"] == ["body.fc.", "body.fc."]
+# Each post-hook sees its whole subtree's entries: body.fc's 2 keys, still 2 after body, 4 after head and the model.
+assert [call[3] for call in calls if call[0] == "post"] == [f"{n} keys in the dict so far" for n in (2, 2, 4, 4)]
 assert list(saved) == ["body.fc.weight", "body.fc.bias", "head.weight", "head.bias"]
 for handle in handles:
     handle.remove()
@@ -104,11 +107,15 @@ layer = nn.Linear(3, 2)
 
 def add_note(module, state_dict, prefix, local_metadata):
     state_dict[prefix + "note"] = torch.tensor(7.0)  # an extra entry, saved with the weights
+    del state_dict[prefix + "bias"]  # an entry removed
+    state_dict[prefix + "weight"] = state_dict[prefix + "weight"] * 0  # an entry changed
 
 
 with layer.register_state_dict_post_hook(add_note):
-    print("edited in place:", list(layer.state_dict()))
-    assert list(layer.state_dict()) == ["weight", "bias", "note"]
+    edited_dict = layer.state_dict()
+print("edited in place:", list(edited_dict), "| weight saved as", edited_dict["weight"].unique().tolist())
+assert list(edited_dict) == ["weight", "note"] and edited_dict["weight"].unique().tolist() == [0.0]
+assert layer.weight.abs().sum() > 0  # the module's own weight is untouched
 
 with layer.register_state_dict_post_hook(lambda module, state_dict, prefix, meta: {"only": torch.zeros(1)}):
     try:
