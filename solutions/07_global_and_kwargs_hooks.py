@@ -200,22 +200,22 @@ assert list(inspect.signature(module_hooks.register_module_full_backward_hook).p
 
 # %% [markdown]
 # For one module, every global hook fires *before* the module's own hook of the same kind, even
-# when the module's own hook was registered with `prepend=True` (which only puts it first among
-# the module's own hooks). The cell registers the own hooks with `prepend=True` and runs a
-# forward and a backward pass.
+# when the module's own hook was registered earlier and with `prepend=True` (which only puts it
+# first among the module's own hooks). The cell registers the own hooks first, with
+# `prepend=True`, then the global ones, and runs a forward and a backward pass.
 
 # %%
 order = []
 layer = nn.Linear(2, 2)
-handles = [
-    module_hooks.register_module_forward_pre_hook(lambda m, args: order.append("global forward pre")),
-    module_hooks.register_module_forward_hook(lambda m, args, out: order.append("global forward")),
-    module_hooks.register_module_full_backward_pre_hook(lambda m, gout: order.append("global backward pre")),
-    module_hooks.register_module_full_backward_hook(lambda m, gin, gout: order.append("global backward")),
+handles = [  # the module's own hooks first, then the global ones
     layer.register_forward_pre_hook(lambda m, args: order.append("own forward pre"), prepend=True),
     layer.register_forward_hook(lambda m, args, out: order.append("own forward"), prepend=True),
     layer.register_full_backward_pre_hook(lambda m, gout: order.append("own backward pre"), prepend=True),
     layer.register_full_backward_hook(lambda m, gin, gout: order.append("own backward"), prepend=True),
+    module_hooks.register_module_forward_pre_hook(lambda m, args: order.append("global forward pre")),
+    module_hooks.register_module_forward_hook(lambda m, args, out: order.append("global forward")),
+    module_hooks.register_module_full_backward_pre_hook(lambda m, gout: order.append("global backward pre")),
+    module_hooks.register_module_full_backward_hook(lambda m, gin, gout: order.append("global backward")),
 ]
 try:
     layer(torch.randn(1, 2, requires_grad=True)).sum().backward()
