@@ -577,7 +577,8 @@ assert messages[0].startswith("Using a non-full backward hook when the forward c
 # Even a single `nn.Linear` confuses it: its forward is one matrix operation with three inputs,
 # so the old hook's `grad_input` has three entries, the gradients of the bias, of the input and of
 # the *transposed* weight, instead of one entry for the one input. And a module cannot have both
-# kinds of hook.
+# the old hook and a full backward hook (in either order); a full backward pre-hook is accepted
+# next to the old hook, so that pair raises nothing that would warn you.
 
 # %%
 torch.manual_seed(0)
@@ -602,6 +603,21 @@ try:
 except RuntimeError as e:
     print(f"{type(e).__name__}: {e}")
     assert str(e).startswith("Cannot use both regular backward hooks and full backward hooks on a single Module.")
+
+full_first = nn.Linear(3, 2)
+full_first.register_full_backward_hook(lambda m, grad_input, grad_output: None)
+try:
+    caught_warnings(lambda: full_first.register_backward_hook(lambda m, grad_input, grad_output: None))
+    raise AssertionError("expected a RuntimeError")
+except RuntimeError as e:
+    print(f"the other order: {type(e).__name__}: {str(e)[:60]}...")
+    assert str(e).startswith("Cannot use both regular backward hooks and full backward hooks on a single Module.")
+
+pre_calls = []
+linear.register_full_backward_pre_hook(lambda m, grad_output: pre_calls.append("pre-hook"))  # accepted
+caught_warnings(lambda: linear(x).sum().backward())
+print("a full backward pre-hook next to the old hook is accepted and fires:", pre_calls)
+assert pre_calls == ["pre-hook"]
 
 # %% [markdown]
 # Use `register_full_backward_hook` and `register_full_backward_pre_hook`; never the old one.
