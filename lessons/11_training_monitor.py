@@ -167,6 +167,7 @@ print("hook calls in one forward pass:", calls)
 assert [name for name, _ in two.named_modules()] == ["", "linear", "act"]
 assert [name for name, _ in two.named_modules(remove_duplicate=False)] == ["", "linear", "act", "again"]
 assert calls == ["act", "act"]
+assert [name for name, module in make_mlp().named_modules() if isinstance(module, nn.ReLU)] == ["1", "3"]
 both = [module.register_forward_hook(lambda module, args, output, name=name: calls.append(name))
         for name, module in two.named_modules(remove_duplicate=False) if name in ("act", "again")]
 calls.clear()
@@ -193,6 +194,8 @@ print(type(result).__name__, "of", [type(item).__name__ for item in result], "| 
       "| h_n and c_n:", [list(state.shape) for state in result[1]])
 assert isinstance(result, tuple) and isinstance(result[0], torch.Tensor) and isinstance(result[1], tuple)
 assert list(result[0].shape) == [2, 5, 4] and [list(state.shape) for state in result[1]] == [[1, 2, 4]] * 2
+print("h_n is the output's last step:", torch.equal(result[1][0][0], result[0][:, -1]))
+assert torch.equal(result[1][0][0], result[0][:, -1])
 
 
 def detach_output(module, args, output):
@@ -309,8 +312,8 @@ check(record_activation_stats)
 # </details>
 
 # %% [markdown]
-# Your function at work on the demonstration module: its shared ReLU gets one hook, two records
-# per forward pass, all under the name `"act"`.
+# Once Exercise 1 is done, this cell shows your function at work on the demonstration module: its
+# shared ReLU gets one hook, two records per forward pass, all under the name `"act"`.
 
 # %%
 with try_it():
@@ -366,9 +369,10 @@ with try_it():
 # - a **post-accumulate-grad hook**, `parameter.register_post_accumulate_grad_hook(hook)` (lesson
 #   08), called with the parameter itself after `.grad` was updated, so it sees `.grad`.
 #
-# They agree as long as `.grad` is zeroed before every backward (the cell below shows both). With **gradient accumulation**
+# They agree as long as `.grad` is zeroed before every backward. With **gradient accumulation**
 # (several backward calls, one optimizer step), `.grad` is a running sum: the post-accumulate hook
-# sees the sum so far, the tensor hook sees each backward's own gradient.
+# sees the sum so far, the tensor hook sees each backward's own gradient. The cell below shows all
+# three: two backward calls without zeroing, then one after.
 
 # %%
 weight = nn.Parameter(torch.tensor([3.0, 4.0]))
@@ -536,9 +540,9 @@ check(track_grad_norms)
 # </details>
 
 # %% [markdown]
-# Your function at work under gradient accumulation: two backward calls before one step give two
-# entries per parameter. The `.grad` the step would use is the sum of the two gradients, so its
-# norm is at most the sum of the two recorded norms.
+# Once Exercise 2 is done, this cell shows your function at work under gradient accumulation: two
+# backward calls before one step give two entries per parameter. The `.grad` the step would use is
+# the sum of the two gradients, so its norm is at most the sum of the two recorded norms.
 
 # %%
 with try_it():
@@ -568,7 +572,8 @@ with try_it():
 #
 # `torch.isfinite` is `False` for `nan`, `inf` and `-inf`; `torch.isnan` only for `nan`. Overflow
 # gives `inf` first, and `nan` comes one step later (`inf - inf`, `0 * inf`), so a watch that only
-# looks for `nan` points at the wrong layer.
+# looks for `nan` points at the wrong layer: below, the first layer overflows to `inf` and only the
+# second one, which subtracts two infinities, outputs `nan`.
 
 # %%
 fired, gradients = [], []
@@ -592,6 +597,15 @@ print("next step: inf + -inf =", (overflow[0] + overflow[1]).item(), "| 0 * inf 
 assert torch.isnan(values).tolist() == [False, False, False, True]
 assert torch.isfinite(values).tolist() == [False, False, True, False]
 assert torch.isnan(overflow[0] + overflow[1]) and torch.isnan(0 * overflow[0])
+
+two_layers = nn.Sequential(nn.Linear(2, 2, bias=False), nn.Linear(2, 1, bias=False))
+with torch.no_grad():
+    two_layers[0].weight.fill_(1e38)
+    two_layers[1].weight.copy_(torch.tensor([[1.0, -1.0]]))
+    first_output = two_layers[0](torch.tensor([[10.0, 10.0]]))
+    second_output = two_layers[1](first_output)
+print("layer 0:", first_output.tolist(), "| layer 1:", second_output.tolist())
+assert torch.isinf(first_output).all() and not torch.isnan(first_output).any() and torch.isnan(second_output).all()
 
 # %% [markdown]
 # A forward hook sees modules only. An operation written in a parent's `forward` (here
@@ -829,8 +843,9 @@ with try_it():
 # %% [markdown]
 # ## The monitor on three real runs
 #
-# Three runs of the same MLP from the same starting weights, each watched by a monitor from start
-# to end; each stops at the first step after which the monitor reports a non-finite value:
+# Once Exercise 3 is done, the cell below makes three runs of the same MLP from the same starting
+# weights, each watched by a monitor from start to end; each stops at the first step after which
+# the monitor reports a non-finite value:
 #
 # - **healthy**: ReLU, learning rate 0.5;
 # - **too fast, ReLU**: learning rate 5;
@@ -860,10 +875,10 @@ with try_it():
     assert monitors["too fast, LeakyReLU"].first_nonfinite is not None
 
 # %% [markdown]
-# What the monitor recorded, drawn: per run, the fraction of zeros of the two activation layers'
-# outputs (top) and the gradient norm of the three weight matrices (bottom, on a log scale above 0.01
-# and a linear one below, so that a norm of exactly 0 shows), step by step. Values that are `inf` or
-# `nan` are not drawn.
+# Once Exercise 3 is done, the cell below draws what the monitor recorded: per run, the fraction of
+# zeros of the two activation layers' outputs (top) and the gradient norm of the three weight
+# matrices (bottom, on a log scale above 0.01 and a linear one below, so that a norm of exactly 0
+# shows), step by step. Values that are `inf` or `nan` are left out.
 
 # %%
 with try_it():
@@ -874,7 +889,8 @@ with try_it():
             axes[0, column].plot([float(entry["zero_fraction"]) for entry in entries], label=f"layer {name}")
         for name, values in monitor.grad_norms.items():
             if name.endswith("weight"):
-                axes[1, column].plot([float(value) for value in values], label=name)
+                finite = [(step, float(value)) for step, value in enumerate(values) if math.isfinite(float(value))]
+                axes[1, column].plot(*zip(*finite), label=name)
         axes[0, column].set_title(run, fontsize=10)
         axes[0, column].set_ylim(-0.05, 1.05)
         axes[1, column].set_yscale("symlog", linthresh=1e-2)  # log above 0.01, linear below: 0 is drawn
@@ -889,7 +905,8 @@ with try_it():
     plt.show()
 
 # %% [markdown]
-# Three different stories, read from the records and checked below:
+# The records tell three different stories; once Exercise 3 is done, the cell below prints the
+# figures and checks each statement:
 #
 # - **healthy**: at the last step, 30% to 60% of the ReLU outputs are zero, as expected of a ReLU;
 #   the gradient norms grow as the network learns (over the last 20 steps they are more than 3
@@ -902,9 +919,10 @@ with try_it():
 #   from then on the gradient norms of all three weight matrices are exactly 0. Nothing is NaN:
 #   the run is broken without any error, and only the statistics show it (its loss stays within
 #   0.25 of ln 10 ≈ 2.30, a uniform guess).
-# - **too fast, LeakyReLU**: a leaky ReLU never stops the gradient, so the weights keep growing
-#   and the gradient norms grow by orders of magnitude until the numbers overflow; the monitor
-#   names where that happened first. (A leaky ReLU outputs no zeros: its top plot stays at 0.)
+# - **too fast, LeakyReLU**: a leaky ReLU never stops the gradient (its slope below 0 is 0.1, not
+#   0), and the gradient norms grow by orders of magnitude until the numbers overflow; the monitor
+#   names where that happened first. (Its leaky ReLUs output no exact zero at any step: the top
+#   plot stays at 0.)
 
 # %%
 with try_it():
@@ -924,6 +942,7 @@ with try_it():
     assert all(max(values) < 5 and max(values) < 100 * min(values) for values in healthy_norms.values())
     assert all(sum(values[-20:]) > 3 * sum(values[:20]) for values in healthy_norms.values())
     assert all(float(entry["zero_fraction"]) == 0 for entries in leaky.activation_stats.values() for entry in entries)
+    assert torch.allclose(nn.LeakyReLU(0.1)(torch.tensor([-2.0, 3.0])), torch.tensor([-0.2, 3.0]))
 
     dead_zeros = {name: [float(entry["zero_fraction"]) for entry in entries]
                   for name, entries in dead.activation_stats.items()}
@@ -950,7 +969,7 @@ with try_it():
     assert leaky.first_nonfinite in dict(model.named_modules())  # a module's output, not a gradient
 
 # %% [markdown]
-# Two things to read there. The monitor named module `"2"`, the second `Linear`: its output
+# Two things to read in those figures. The monitor names module `"2"`, the second `Linear`: its output
 # overflowed to `inf` in the forward pass of the last step, before the layers after it and the
 # loss. And one step earlier, the recorded norm of `4.weight`'s gradient was already `inf`, yet the
 # watch, which tests the gradient's elements, stayed quiet: every element was finite, but the sum

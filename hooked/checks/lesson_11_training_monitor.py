@@ -674,6 +674,15 @@ def _requires_grad(model):
     return {name: parameter.requires_grad for name, parameter in model.named_parameters()}
 
 
+def _check_training_modes(model, before, after_what):
+    changed = [repr(name) + (" (the model itself)" if name == "" else "") for name, module in model.named_modules()
+               if module.training != before[name]]
+    if changed:
+        fail(f"{after_what}, the training mode changed for {_listed(changed)} (model.train() or model.eval() "
+             "called?): the monitor must leave the model as it found it, and a model in eval mode behaves "
+             "differently (dropout, batch norm).")
+
+
 def _check_requires_grad(model, before, after_what):
     changed = [name for name, flag in _requires_grad(model).items() if before.get(name) != flag]
     if changed:
@@ -824,7 +833,9 @@ def _check_attach_train_remove(TrainingMonitor):
     if not _hooks_left(model):
         fail("after monitor.attach(), no hook is registered on the model; attach() registers the hooks.")
     flags = _requires_grad(reference_model)
+    modes = {name: module.training for name, module in reference_model.named_modules()}
     _check_requires_grad(model, flags, "After monitor.attach()")
+    _check_training_modes(model, modes, "After monitor.attach()")
     for step in (1, 2):
         x = random_tensor(seed * 10 + step, (3, width))
         _run("running a training step (forward, zero_grad, backward, step) with the monitor attached",
@@ -852,6 +863,7 @@ def _check_attach_train_remove(TrainingMonitor):
              "monitor registered: keep each handle, those your two functions return included.")
     _run("calling monitor.remove() a second time", monitor.remove)
     _check_requires_grad(model, flags, "After monitor.remove()")
+    _check_training_modes(model, modes, "After monitor.remove()")
     kept = _attribute(monitor, "activation_stats", "reading monitor.activation_stats after monitor.remove()")
     counts = {name: len(entries) for name, entries in kept.items()}
     if not any(counts.values()) or not any(_attribute(monitor, "grad_norms", "reading monitor.grad_norms").values()):

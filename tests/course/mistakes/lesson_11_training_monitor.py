@@ -736,6 +736,10 @@ def track_grad_norms(model):
                "        self.model.requires_grad_(True)\n"
                "        for name, parameter in self.model.named_parameters():\n            if parameter.requires_grad:")],
              ["after monitor.attach()", "requires_grad changed", "must stay frozen"], "as-before"),
+    _monitor("attach() puts the model in eval mode",
+             [("        self.grad_norms, norm_handles = track_grad_norms(self.model)\n",
+               "        self.grad_norms, norm_handles = track_grad_norms(self.model)\n        self.model.eval()\n")],
+             ["after monitor.attach()", "training mode changed", "as it found it"], "as-before"),
     _monitor("the watch calls output.detach() (nn.LSTM returns a tuple)",
              [(_OUTPUT_WATCH, "lambda module, args, output, name=name: self.see(name, output.detach())")],
              ["'tuple' object has no attribute 'detach'", "through tuples, lists and dicts"], "structured"),
