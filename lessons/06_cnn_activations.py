@@ -152,9 +152,10 @@ assert trained_accuracy > 0.9 and untrained_accuracy < 0.3
 # the pairs of the same digit, the mean over the pairs of different digits, and the gap between
 # the two (the larger the gap, the more the maps say which digit it is). The raw pixels are the
 # yardstick. Random filters make the pairs look more alike (both means rise above the pixels') and
-# shrink the gap below the pixels' own: they pass on how alike the pictures are, blurred. After training the gap is about twice the
-# untrained one, and a little larger than the pixels': one trained layer of 16 filters separates
-# the digits somewhat better than the pixels do, where random filters separate them worse.
+# shrink the gap below the pixels' own: they pass on how alike the pictures are, blurred. After
+# training the gap is about twice the untrained one, and a little larger than the pixels': one
+# trained layer of 16 filters separates the digits somewhat better than the pixels do, where random
+# filters separate them worse.
 
 # %%
 def similarity_gap(features, digit_labels):
