@@ -127,8 +127,8 @@ class Tower(nn.Module):
         first = self.norm(first)
         low, high = self.halves(h)
         stats = self.stats(first)
-        self.returned = ((self.frozen(first) + self.proj(first) + self.tied(first)) * self.scale + shift + rest.unsqueeze(-1)
-                         + stats["mean"].unsqueeze(-1) + low)
+        self.returned = ((self.frozen(first) + self.proj(first) + self.tied(first)) * self.scale + shift
+                         + rest.unsqueeze(-1) + stats["mean"].unsqueeze(-1) + low)
         return self.returned
 
 
