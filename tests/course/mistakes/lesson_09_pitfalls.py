@@ -1034,6 +1034,58 @@ def grad_before_inplace_relu(model, layer, x):
     return grads[0]
 """,
          expect=[]),
+
+    dict(exercise="remove_all_hooks", kind="right", why="also resets _is_full_backward_hook to None, as Lightning does",
+         source="""
+MODULE_DICTS = ("_forward_pre_hooks", "_forward_hooks", "_backward_pre_hooks", "_backward_hooks",
+                "_state_dict_pre_hooks", "_state_dict_hooks", "_load_state_dict_pre_hooks",
+                "_load_state_dict_post_hooks", "_forward_pre_hooks_with_kwargs", "_forward_hooks_with_kwargs",
+                "_forward_hooks_always_called")
+
+
+def remove_all_hooks(model):
+    removed = 0
+    for module in model.modules():
+        for attribute in MODULE_DICTS:
+            if not attribute.endswith(("kwargs", "called")):
+                removed += len(getattr(module, attribute))
+            getattr(module, attribute).clear()
+        module._is_full_backward_hook = None  # as before any backward hook
+    for parameter in model.parameters():
+        for attribute in ("_backward_hooks", "_post_accumulate_grad_hooks"):
+            hooks = getattr(parameter, attribute)
+            if hooks is not None:
+                removed += len(hooks)
+                hooks.clear()
+    return removed
+""",
+         expect=[]),
+    dict(exercise="remove_all_hooks", kind="wrong", why="deletes the parameter dicts",
+         clause="in-place",
+         source="""
+MODULE_DICTS = ("_forward_pre_hooks", "_forward_hooks", "_backward_pre_hooks", "_backward_hooks",
+                "_state_dict_pre_hooks", "_state_dict_hooks", "_load_state_dict_pre_hooks",
+                "_load_state_dict_post_hooks")
+FLAGS = ("_forward_pre_hooks_with_kwargs", "_forward_hooks_with_kwargs", "_forward_hooks_always_called")
+
+
+def remove_all_hooks(model):
+    removed = 0
+    for module in model.modules():
+        for attribute in MODULE_DICTS:
+            removed += len(getattr(module, attribute))
+            getattr(module, attribute).clear()
+        for attribute in FLAGS:
+            getattr(module, attribute).clear()
+    for parameter in model.parameters():
+        for attribute in ("_backward_hooks", "_post_accumulate_grad_hooks"):
+            hooks = getattr(parameter, attribute)
+            if hooks:
+                removed += len(hooks)
+                delattr(parameter, attribute)
+    return removed
+""",
+         expect=["deletion of _backwards_hooks not allowed"]),
 ]
 
 

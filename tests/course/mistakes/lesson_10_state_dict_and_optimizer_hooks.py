@@ -651,6 +651,35 @@ def attach_weight_ema(model, optimizer, decay):
     return ema, optimizer.register_step_post_hook(update)
 """,
          expect=["takes 1 positional argument but 3 were given"]),
+
+    dict(exercise="migrate_checkpoint_keys", kind="right",
+         why="no startswith test: a child's hook gets only the keys under its prefix",
+         source="""
+def migrate_checkpoint_keys(module, renames):
+    def rename(module, state_dict, prefix, *rest):
+        for key in list(state_dict):
+            local = key[len(prefix):]
+            if local in renames:
+                state_dict[prefix + renames[local]] = state_dict.pop(key)
+    return module.register_load_state_dict_pre_hook(rename)
+""",
+         expect=[]),
+    dict(exercise="attach_weight_ema", kind="wrong", why="copy_ of an expression that needs grad",
+         clause="no-autograd",
+         source="""
+import torch
+
+
+def attach_weight_ema(model, optimizer, decay):
+    ema = {name: p.detach().clone() for name, p in model.named_parameters()}
+
+    def update(opt, args, kwargs):
+        for name, p in model.named_parameters():
+            ema[name].copy_(decay * ema[name] + (1 - decay) * p)
+
+    return ema, optimizer.register_step_post_hook(update)
+""",
+         expect=["requires grad", "copybackwards", "torch.no_grad()"]),
 ]
 
 
