@@ -33,6 +33,7 @@
 # %%
 import copy
 import warnings
+import weakref
 
 import matplotlib.pyplot as plt
 import torch
@@ -94,6 +95,16 @@ returns_itself = torch.randn(3, requires_grad=True)
 returns_itself.register_post_accumulate_grad_hook(lambda param: param)
 (returns_itself * 2).sum().backward()
 print("returning the tensor itself: no error")
+
+def times_ten(param):
+    param.grad.mul_(10)  # changes .grad in place; returns None
+
+
+changes_grad = torch.randn(3, requires_grad=True)
+changes_grad.register_post_accumulate_grad_hook(times_ten)
+(changes_grad * 2).sum().backward()
+print("a hook that multiplies param.grad by 10 in place: .grad =", changes_grad.grad)
+assert torch.equal(changes_grad.grad, torch.full((3,), 20.0))
 
 leaf = torch.randn(3, requires_grad=True)
 not_a_leaf = leaf * 2
@@ -264,13 +275,14 @@ for create_graph in (False, True):
         assert create_graph and modes[0]
         assert str(e) == "a leaf Variable that requires grad is being used in an in-place operation."
 
-p = torch.ones(3, requires_grad=True)
-p.register_post_accumulate_grad_hook(update_with_no_grad)
-with warnings.catch_warnings():
-    warnings.simplefilter("ignore")
-    (p * p).sum().backward(create_graph=True)
-print("with torch.no_grad(), create_graph=True:", p.detach().tolist())
-assert torch.allclose(p.detach(), torch.full((3,), 0.8))
+for create_graph in (False, True):
+    p = torch.ones(3, requires_grad=True)
+    p.register_post_accumulate_grad_hook(update_with_no_grad)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        (p * p).sum().backward(create_graph=create_graph)
+    print(f"with torch.no_grad(), create_graph={create_graph}:", p.detach().tolist())
+    assert torch.allclose(p.detach(), torch.full((3,), 0.8))
 
 # %% [markdown]
 # ## Use: the optimizer step inside backward
@@ -316,6 +328,18 @@ total = sum(p.nelement() * p.element_size() for p in network.parameters())
 print(f"plain backward: up to {max(plain_alive)} bytes of gradients alive (all parameters: {total})")
 print(f"fused update:   up to {max(fused_alive)} bytes (the largest parameter: {largest})")
 assert max(plain_alive) == total and max(fused_alive) == largest
+assert plain_alive == sorted(plain_alive)  # plain backward: each gradient written adds to what is alive
+sizes_of_one = {p.nelement() * p.element_size() for p in network.parameters()}
+assert set(fused_alive) <= sizes_of_one  # fused: each time, exactly one parameter's gradient is alive
+
+kept = copy.deepcopy(network)
+for _ in range(2):
+    kept(torch.ones(1, 64)).sum().backward()  # .grad not freed between the passes
+once = copy.deepcopy(network)
+once(torch.ones(1, 64)).sum().backward()
+print("without param.grad = None, a second backward adds: .grad is twice one pass's:",
+      torch.allclose(kept[0][0].bias.grad, 2 * once[0][0].bias.grad))
+assert torch.allclose(kept[0][0].bias.grad, 2 * once[0][0].bias.grad)
 
 fig, ax = plt.subplots(figsize=(7, 3.2))
 ax.step(range(1, len(plain_alive) + 1), [b / 1024 for b in plain_alive], where="post", label="plain backward")
@@ -423,7 +447,9 @@ check(fuse_sgd_into_backward)
 
 # %% [markdown]
 # Your fused step next to `torch.optim.SGD` on two copies of the same network with a frozen first
-# layer, for five steps of a regression. The fused copy never calls an optimizer.
+# layer, for five steps of a regression. The fused copy never calls an optimizer. Once the exercise
+# is done, the cell prints 2 hooks registered, a largest difference from `torch.optim.SGD` below
+# 1e-6, every `.grad` `None`, and the frozen layer unchanged.
 
 # %%
 with try_it():
@@ -556,8 +582,8 @@ handle.remove()
 # call `callback(grads)` exactly once, after all of the gradients of `tensors` that this pass
 # computes are known. `grads` is a sequence (a list or a tuple) with one entry per tensor, in the
 # order of `tensors`: its gradient in this pass, or `None` for a tensor this pass does not reach.
-# A pass that reaches none of them does not call `callback`. Return a handle whose `remove()`
-# stops the calls.
+# A pass that reaches none of them does not call `callback`, nor does registering it. Return a
+# handle whose `remove()` stops the calls.
 #
 # Traps: `mode="any"` calls back at the first gradient, with one tensor; hooks on each tensor call
 # back once per tensor; a flag that calls back once ever misses the later passes; counting until
@@ -616,7 +642,8 @@ check(call_when_all_grads_ready)
 # </details>
 
 # %% [markdown]
-# Your function at work: the gradient norm of a whole network, once per backward pass, from the
+# Your function at work (once the exercise is done, the cell prints two norms, one per backward
+# pass): the gradient norm of a whole network, once per backward pass, from the
 # gradients of its parameters. Only the head is reached in the second pass.
 
 # %%
@@ -641,7 +668,8 @@ with try_it():
 #
 # To compute gradients later, the forward pass keeps tensors: the inputs of a matrix product, the
 # output of `tanh`, and so on. These *saved tensors* (mostly activations) can take much of a
-# training step's memory (lesson 04 measured what they keep alive). Inside `with torch.autograd.graph.saved_tensors_hooks(pack, unpack):`,
+# training step's memory (lesson 04 showed that a stored output keeps its graph, and with it these
+# tensors, alive). Inside `with torch.autograd.graph.saved_tensors_hooks(pack, unpack):`,
 # autograd calls `pack(tensor)` each time it saves a tensor, and stores what `pack` returns
 # instead; in backward it calls `unpack(stored)` and uses what comes back.
 
@@ -796,7 +824,9 @@ assert packed == [x.shape]
 # measuring: the memory kept for backward is the storage of the tensors that the forward pass
 # leaves alive. The helper below counts it: every tensor alive in Python after the forward pass
 # whose storage was not alive before, each storage once (a tensor and its views share one
-# storage). It finds the tensors the graph keeps too, since those are Python objects.
+# storage). It finds the tensors that the graph keeps when they are Python objects: everything a
+# pack hook returns, and, in the network below, every activation (each was returned to Python by a
+# layer).
 
 # %%
 import gc
@@ -881,11 +911,13 @@ assert len(received) == 4  # first.weight is not saved: its input needs no gradi
 # `max_pool1d` and `sort` save) never require grad, so they are leaves, and float16 holds integers
 # exactly only up to 2048. And float16 has a small **range**: its largest number is 65504, and
 # anything larger becomes `inf`, which then runs through the gradients. `bfloat16` takes 2 bytes
-# too, with float32's range and fewer digits (exact integers only up to 256): it does not overflow
-# where float32 does not, which is why mixed-precision training mostly uses it where the hardware
-# has it (float16 needs its values scaled to stay in range). The cell shows each of these facts; the
-# exercise below stores float16, and `.bfloat16()` in place of `.half()` would make it a bfloat16
-# saver.
+# too, with nearly float32's range (its largest number is 3.39e38, float32's 3.40e38) and fewer
+# digits (exact integers only up to 256): activations do not overflow in it. That is why it is the
+# usual 2-byte type for training where the hardware has it; `torch.autocast` on the CPU uses it by
+# default, while float16 training multiplies the loss by a scale that it adjusts as it goes
+# (`torch.amp.GradScaler`, which starts at 65536) to keep the gradients in float16's range. The
+# cell shows each of these facts; the exercise below stores float16, and `.bfloat16()` in place of
+# `.half()` would make it a bfloat16 saver.
 
 # %%
 signal = torch.randn(1, 1, 8, requires_grad=True)
@@ -902,7 +934,9 @@ print("indices", indices.tolist(), "through float16:", indices.half().long().tol
 assert indices.half().long().tolist() == [2047, 2048, 4200]  # float16 holds integers exactly up to 2048
 
 big = torch.tensor([60000.0, 65504.0, 70000.0])
-print("largest float16:", torch.finfo(torch.float16).max, "| largest bfloat16:", torch.finfo(torch.bfloat16).max)
+print("largest float16:", torch.finfo(torch.float16).max, "| bfloat16:", torch.finfo(torch.bfloat16).max,
+      "| float32:", torch.finfo(torch.float32).max)
+assert 3.38e38 < torch.finfo(torch.bfloat16).max < torch.finfo(torch.float32).max < 3.41e38
 print(big.tolist(), "as float16:", big.half().tolist(), "| as bfloat16:", big.bfloat16().tolist())
 assert torch.finfo(torch.float16).max == 65504 and big.half()[2].isinf() and big.bfloat16().isfinite().all()
 print("257 as bfloat16:", torch.tensor(257.0).bfloat16().item(), "| as float16:", torch.tensor(257.0).half().item())
@@ -916,6 +950,23 @@ for dtype in (torch.float16, torch.bfloat16):
     loss.backward()
     print(f"saved as {str(dtype).removeprefix('torch.')}: activation.grad = {activation.grad.tolist()}")
     assert activation.grad[0].isinf() == (dtype == torch.float16)  # the right value is 3 * 300 ** 2 = 270000
+print("torch.autocast's dtype on the CPU:", torch.get_autocast_dtype("cpu"))
+assert torch.get_autocast_dtype("cpu") == torch.bfloat16
+scaler = torch.amp.GradScaler("cpu")
+print("GradScaler's first scale:", scaler.get_scale(), "| a loss of 2.0 scaled:", scaler.scale(torch.tensor(2.0)).item())
+assert scaler.get_scale() == 65536.0 and scaler.scale(torch.tensor(2.0)).item() == 131072.0
+
+h = torch.randn(3, 4)
+print("h.t() starts at h's address:", h.t().data_ptr() == h.data_ptr())
+assert h.t().data_ptr() == h.data_ptr()
+freed = []
+t = torch.ones(3)
+old_id = id(t)
+weakref.finalize(t, freed.append, "t was freed")
+del t
+later = torch.ones(3)
+print("weakref.finalize:", freed, "| a later tensor got the freed one's id:", id(later) == old_id)
+assert freed == ["t was freed"]
 print("saved_tensors_hooks is a class:", isinstance(saved_tensors_hooks, type))
 assert isinstance(saved_tensors_hooks, type)
 
@@ -951,7 +1002,7 @@ assert isinstance(saved_tensors_hooks, type)
 #
 # Traps: converting parameters, views of them, or inputs; converting a tensor twice; a cache keyed
 # by `data_ptr()` (a view such as `h.t()` starts at the same address as `h`), or by `id()` without
-# forgetting freed tensors (a later tensor gets the same id); an unpack hook that gives back
+# forgetting freed tensors (a later tensor may get the same id, as in the cell above); an unpack hook that gives back
 # `float16` or another shape; converting integer tensors.
 #
 # Check: run `check(HalfPrecisionSaver)` below, or

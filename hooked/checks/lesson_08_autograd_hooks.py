@@ -249,6 +249,12 @@ def check_fuse_sgd_into_backward(fuse_sgd_into_backward):
         if moved:
             fail(f"{call_text}: after removing every returned handle, a backward pass still changed {moved}. Return "
                  "the handle of every hook you registered, and register no hook whose handle you do not return.")
+        for name, param in model.named_parameters():
+            left = len(param._post_accumulate_grad_hooks or {}) + len(param._backward_hooks or {})
+            if left:
+                fail(f"{call_text}: after removing every returned handle, {name} still has {left} hook(s) on it; "
+                     "expected none. Return the handle of every hook you registered (a hook whose handle is dropped "
+                     "can never be removed).")
 
 
 # ---------------------------------------------------------------- call_when_all_grads_ready

@@ -748,6 +748,12 @@ def fuse_sgd_into_backward(model, lr):
     return [model.register_full_backward_hook(step_all)]
 ''',
          expect=["returned 1 handles", "one per parameter that requires grad"]),
+    dict(exercise="fuse_sgd_into_backward", kind="wrong", clause="handles",
+         why="also registers a logging hook whose handle it drops",
+         source=_fused("            handles.append(param.register_post_accumulate_grad_hook(step))\n",
+                       "            param.register_hook(lambda grad: None)  # log the gradient norm here, later\n"
+                       "            handles.append(param.register_post_accumulate_grad_hook(step))\n"),
+         expect=["still has 1 hook(s)", "return the handle of every hook you registered"]),
     dict(exercise="fuse_sgd_into_backward", kind="right", why="each hook steps every parameter that has a gradient",
          source='''
 import torch
