@@ -201,11 +201,14 @@ def check_add_input_noise(add_input_noise):
         module = _Recorder()
         _registered(lambda m: add_input_noise(m, 0.5, generator), "add_input_noise(module, 0.5, generator)", module)
         x = random_tensor(311, (4, 5))
-        said = f"Registered add_input_noise(module, 0.5, generator), called module(x) with x = {describe(x)}."
-        return _noisy_input(module, x, said) - x
+        said = f"Registered add_input_noise(module, 0.5, generator), called module(x) twice with x = {describe(x)}."
+        torch.randn(3)  # other code drawing from torch's global random state before each call
+        first = _noisy_input(module, x, said) - x
+        torch.randn(3)
+        return torch.stack([first, _noisy_input(module, x, said) - x])
 
-    check_seeded_noise(seeded_draw, "add_input_noise(module, 0.5, generator) with a fresh module and generator "
-                                    "each time, on the same x")
+    check_seeded_noise(seeded_draw, "add_input_noise(module, 0.5, generator) called twice, with a fresh module and "
+                                    "generator each time, on the same x")
     if unused_generator:
         check_generator_advanced(*unused_generator, "add_input_noise")
 

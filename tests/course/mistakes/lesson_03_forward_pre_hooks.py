@@ -1543,3 +1543,23 @@ ENTRIES += [
                        ("def flatten_images(module):", "from torch import nn\n\n\ndef flatten_images(module):")),
          expect=["x passed unchanged", "4 dimensions, more than 2"]),
 ]
+ENTRIES += [
+    dict(exercise="add_input_noise", kind="wrong", clause="generator", why="the generator for the first call only",
+         source='''
+import torch
+
+
+def add_input_noise(module, std, generator=None):
+    state = {"generator": generator}
+
+    def hook(mod, args):
+        if not mod.training:
+            return None
+        x = args[0]
+        g, state["generator"] = state["generator"], None  # later calls: the global random state
+        return (x + torch.randn(x.shape, generator=g, dtype=x.dtype) * std, *args[1:])
+
+    return module.register_forward_pre_hook(hook)
+''',
+         expect=["called twice", "seeded alike", "generator=generator"]),
+]
