@@ -635,6 +635,35 @@ assert tolerant_calls[0][1]["mask"] is mask and tolerant_calls[1] == ("Broken", 
 #
 # Check: run `check(summarize_model)` below, or
 # `pytest tests/test_07_global_and_kwargs_hooks.py -k summarize_model`.
+#
+# The details behind those rules, measured: a BatchNorm's running statistics are buffers, not
+# parameters; a module registered under two names is listed once by `named_modules()` and under
+# both names with `remove_duplicate=False`; a parameter shared by two modules is an own parameter
+# of each, but `model.named_parameters()` lists it once.
+
+# %%
+norm = nn.BatchNorm1d(3)
+print("BatchNorm1d parameters:", [name for name, p in norm.named_parameters(recurse=False)],
+      "| buffers:", [name for name, b in norm.named_buffers(recurse=False)])
+assert [name for name, p in norm.named_parameters(recurse=False)] == ["weight", "bias"]
+assert "running_mean" in dict(norm.named_buffers(recurse=False))
+
+twice = nn.Module()
+twice.first = nn.Linear(2, 2, bias=False)
+twice.second = twice.first  # one module, two names
+print("named_modules():", [name for name, m in twice.named_modules()],
+      "| remove_duplicate=False:", [name for name, m in twice.named_modules(remove_duplicate=False)])
+assert [name for name, m in twice.named_modules()] == ["", "first"]
+assert [name for name, m in twice.named_modules(remove_duplicate=False)] == ["", "first", "second"]
+
+tied = nn.Module()
+tied.encode, tied.decode = nn.Linear(2, 2, bias=False), nn.Linear(2, 2, bias=False)
+tied.decode.weight = tied.encode.weight  # tied weights: one parameter, own to both layers
+print("own parameters of encode and decode:", len(list(tied.encode.parameters(recurse=False))),
+      len(list(tied.decode.parameters(recurse=False))),
+      "| model.named_parameters():", [name for name, p in tied.named_parameters()])
+assert list(tied.decode.parameters(recurse=False))[0] is tied.encode.weight
+assert [name for name, p in tied.named_parameters()] == ["encode.weight"]
 
 # %% tags=["exercise"]
 # Exercise: summarize_model — write your code in this cell.
