@@ -327,9 +327,10 @@ assert torch.allclose(by_full_hook["x"], 2 * reference["x"])
 # %% [markdown]
 # Computed is not yet stored. Autograd writes a parameter's `.grad` once all of its contributions
 # are summed. For a module called once (on an input that requires grad), `.grad` happens to be
-# written already when the full hook fires; for a module called twice, it is still `None` at the first firing and holds the sum of both
-# calls at the second. Read parameter gradients after `backward()` returns, not in a full
-# backward hook (lesson 08 shows a hook that fires when `.grad` is written).
+# written already when the full hook fires; for a module called twice, it is still `None` at the
+# first firing and holds the sum of both calls at the second. Read parameter gradients after
+# `backward()` returns, not in a full backward hook (lesson 08 shows a hook that fires when
+# `.grad` is written).
 
 # %%
 def weight_grad_at_each_firing(calls):
@@ -753,8 +754,8 @@ assert (f"{min(shrink['sigmoid']):.0f}", f"{max(shrink['sigmoid']):.0f}", f"{100
     ("47", "418", "11")
 assert (f"{min(shrink['tanh']):.1f}", f"{max(shrink['tanh']):.1f}", f"{losses['tanh'][-1]:.4f}") == \
     ("3.2", "9.6", "0.0115")
-assert (f"{losses['tanh'][-1] / target_variance:.2f}", f"{100 * moved['sigmoid']:.1f}", f"{100 * moved['tanh']:.1f}") == \
-    ("0.10", "3.3", "13.5")
+assert (f"{losses['tanh'][-1] / target_variance:.2f}", f"{100 * moved['sigmoid']:.1f}",
+        f"{100 * moved['tanh']:.1f}") == ("0.10", "3.3", "13.5")
 
 fig, axes = plt.subplots(1, 2, figsize=(10, 3.5), sharey=True)
 for ax, kind in zip(axes, networks):

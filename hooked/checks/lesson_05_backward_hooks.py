@@ -810,7 +810,8 @@ def check_add_grad_noise(add_grad_noise):
         _judge_noise(run, std, text)
         if generator is not None and torch.equal(generator.get_state(), generator_state):
             # reported after the reproducibility check, whose hints are more specific
-            unused_generator = (generator, generator_state, f"Ran backward through {text} with {run['call']} registered.")
+            unused_generator = (generator, generator_state,
+                                f"Ran backward through {text} with {run['call']} registered.")
 
         # Each backward draws new noise (nothing drawn once and reused).
         module, x = run["module"], run["x"]

@@ -129,7 +129,8 @@ NOT_CLAUSES = {
 
 ENTRIES = [
     # ------------------------------------------------------------------ record_grad_output_norms
-    dict(exercise="record_grad_output_norms", kind="wrong", why="uses the deprecated register_backward_hook", clause="not-deprecated",
+    dict(exercise="record_grad_output_norms", kind="wrong", why="uses the deprecated register_backward_hook",
+         clause="not-deprecated",
          source='''
 import torch
 from torch import nn
@@ -260,7 +261,8 @@ def record_grad_output_norms(model, layer_types=(nn.Linear, nn.Conv2d)):
     return norms, handles
 ''',
          expect=["1 entries; expected 2", "append a new entry"]),
-    dict(exercise="record_grad_output_norms", kind="wrong", why="hook in a loop without binding the name", clause="name",
+    dict(exercise="record_grad_output_norms", kind="wrong", why="hook in a loop without binding the name",
+         clause="name",
          source='''
 import torch
 from torch import nn
@@ -318,7 +320,8 @@ def record_grad_output_norms(model, layer_types=(nn.Linear, nn.Conv2d)):
     return norms, [handle]
 ''',
          expect=["after removing every returned handle", "handles of all hooks"]),
-    dict(exercise="record_grad_output_norms", kind="wrong", why="returns the pair the other way round", clause="returns-pair",
+    dict(exercise="record_grad_output_norms", kind="wrong", why="returns the pair the other way round",
+         clause="returns-pair",
          source='''
 import torch
 from torch import nn
@@ -402,7 +405,8 @@ def record_grad_output_norms(model, layer_types=(nn.Linear, nn.Conv2d)):
 ''',
          expect=[]),
 
-    dict(exercise="record_grad_output_norms", kind="wrong", why='one norm over all entries of grad_output', clause="grad-output-0",
+    dict(exercise="record_grad_output_norms", kind="wrong", why='one norm over all entries of grad_output',
+         clause="grad-output-0",
          source='''
 import torch
 from torch import nn
@@ -421,7 +425,8 @@ def record_grad_output_norms(model, layer_types=(nn.Linear, nn.Conv2d)):
     return norms, handles
 ''',
          expect=['over all entries of grad_output together', 'only grad_output[0]']),
-    dict(exercise="record_grad_output_norms", kind="wrong", why='norm of the last entry of grad_output', clause="grad-output-0",
+    dict(exercise="record_grad_output_norms", kind="wrong", why='norm of the last entry of grad_output',
+         clause="grad-output-0",
          source='''
 import torch
 from torch import nn
@@ -459,7 +464,8 @@ def record_grad_output_norms(model, layer_types=(nn.Linear, nn.Conv2d)):
     return norms, handles
 ''',
          expect=['the L2 norm of grad_output[0]']),
-    dict(exercise="record_grad_output_norms", kind="wrong", why="one list shared by every name (dict.fromkeys)", clause="name",
+    dict(exercise="record_grad_output_norms", kind="wrong", why="one list shared by every name (dict.fromkeys)",
+         clause="name",
          source='''
 import torch
 from torch import nn
@@ -478,7 +484,8 @@ def record_grad_output_norms(model, layer_types=(nn.Linear, nn.Conv2d)):
     return norms, handles
 ''',
          expect=["one and the same list object", "a list of its own"]),
-    dict(exercise="record_grad_output_norms", kind="wrong", why="names made up from children() positions", clause="name",
+    dict(exercise="record_grad_output_norms", kind="wrong", why="names made up from children() positions",
+         clause="name",
          source='''
 import torch
 from torch import nn
@@ -517,7 +524,8 @@ def record_grad_output_norms(model, layer_types=(nn.Linear, nn.Conv2d)):
     return norms, handles
 ''',
          expect=["'conv', 'features.0'", "instance of one of layer_types"]),
-    dict(exercise="record_grad_output_norms", kind="wrong", why="norm of the output in a forward hook", clause="grad-output-0",
+    dict(exercise="record_grad_output_norms", kind="wrong", why="norm of the output in a forward hook",
+         clause="grad-output-0",
          source='''
 import torch
 from torch import nn
@@ -612,7 +620,8 @@ def clip_grad_input(module, max_norm):
     return module.register_full_backward_hook(clip)
 ''',
          expect=["already at most max_norm", "keep it unchanged"]),
-    dict(exercise="clip_grad_input", kind="wrong", why="one norm over all entries, as clip_grad_norm_", clause="own-norm",
+    dict(exercise="clip_grad_input", kind="wrong", why="one norm over all entries, as clip_grad_norm_",
+         clause="own-norm",
          source='''
 import torch
 
@@ -653,7 +662,8 @@ def clip_grad_input(module, max_norm):
     return module.register_backward_hook(clip)
 ''',
          expect=["deprecated register_backward_hook", "register_full_backward_hook"]),
-    dict(exercise="clip_grad_input", kind="wrong", why="computes the clipped tuple but returns nothing", clause="clip-above",
+    dict(exercise="clip_grad_input", kind="wrong", why="computes the clipped tuple but returns nothing",
+         clause="clip-above",
          source='''
 import torch
 
@@ -855,7 +865,8 @@ def clip_grad_input(module, max_norm):
 ''',
          expect=[]),
 
-    dict(exercise="clip_grad_input", kind="wrong", why="returns the clipped grad_output as grad_input", clause="clip-above",
+    dict(exercise="clip_grad_input", kind="wrong", why="returns the clipped grad_output as grad_input",
+         clause="clip-above",
          source='''
 import torch
 
@@ -1193,7 +1204,8 @@ def add_grad_noise(module, std, generator=None):
     return module.register_full_backward_pre_hook(before)
 ''',
          expect=["the input's gradient is", "computed from the noisy grad_output your pre-hook returned"]),
-    dict(exercise="add_grad_noise", kind="wrong", why="a new generator from the given one's seed on every call", clause="fresh",
+    dict(exercise="add_grad_noise", kind="wrong", why="a new generator from the given one's seed on every call",
+         clause="fresh",
          source='''
 import torch
 
@@ -1231,9 +1243,11 @@ def add_grad_noise(module, std, generator=None):
                                 "for name, module in list(model.named_modules())[1:]:  # skip the model")),
          expect=["''", "the model itself", "hook it too"]),
     dict(exercise="record_grad_output_norms", kind="wrong", why="skips the unnamed module", clause="root",
-         source=edited(_NORMS, ("if not isinstance(module, layer_types):", "if not name or not isinstance(module, layer_types):")),
+         source=edited(_NORMS, ("if not isinstance(module, layer_types):",
+                                "if not name or not isinstance(module, layer_types):")),
          expect=["''", "the model itself"]),
-    dict(exercise="record_grad_output_norms", kind="wrong", why="every name of a shared module (remove_duplicate=False)",
+    dict(exercise="record_grad_output_norms", kind="wrong",
+         why="every name of a shared module (remove_duplicate=False)",
          clause="shared-name",
          source=edited(_NORMS, ("model.named_modules()", "model.named_modules(remove_duplicate=False)")),
          expect=["same module", "hook it once", "named_modules()"]),
@@ -1266,14 +1280,15 @@ def add_grad_noise(module, std, generator=None):
          clause="removes",
          source=edited(_NORMS, ("        handles.append(module.register_full_backward_hook(hook))",
                                 "        handles.append(module.register_full_backward_hook(hook))\n"
-                                "        module.register_forward_hook(lambda module, args, output: None)  # count calls")),
+                                "        module.register_forward_hook(lambda module, args, output: None)  # calls")),
          expect=["hooks are still registered", "handle of every hook"]),
     dict(exercise="record_grad_output_norms", kind="wrong", why="modules as keys", clause="name",
          source=edited(_NORMS, ("norms[name] = []", "norms[module] = []"),
                        ("norms[name].append(grad_output[0].norm().item())",
                         "norms[module].append(grad_output[0].norm().item())")),
          expect=["names that model.named_modules() gives"]),
-    dict(exercise="record_grad_output_norms", kind="wrong", why="the norm of the weight's gradient", clause="grad-output-0",
+    dict(exercise="record_grad_output_norms", kind="wrong", why="the norm of the weight's gradient",
+         clause="grad-output-0",
          source=edited(_NORMS, ("norms[name].append(grad_output[0].norm().item())",
                                 "norms[name].append(module.weight.grad.norm().item())")),
          expect=["weight gradient", "may not be written yet", "record grad_output[0]"]),
@@ -1400,7 +1415,8 @@ def add_grad_noise(module, std, generator=None):
                                 "register_full_backward_pre_hook(add_noise, prepend=True)")),
          expect=[]),
     dict(exercise="add_grad_noise", kind="right", why="noise only while training",
-         source=edited(_NOISE, ("            if grad is not None:", "            if grad is not None and module.training:")),
+         source=edited(_NOISE, ("            if grad is not None:",
+                                "            if grad is not None and module.training:")),
          expect=[]),
 
     # ------------------------------------------------------------------ patterns from public code
