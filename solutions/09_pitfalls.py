@@ -753,7 +753,8 @@ check(find_registered_hooks)
 
 # %% [markdown]
 # With the detector, a leak shows up by name. Below, a helper registers hooks on a model and
-# forgets one: the detector finds it.
+# forgets one. Once `find_registered_hooks` is done, the cell prints the one hook left:
+# `("1.0.weight", "tensor")`.
 
 # %%
 torch.manual_seed(0)
@@ -900,12 +901,14 @@ check(remove_all_hooks)
 # </details>
 
 # %% [markdown]
-# The leaky model from above, cleaned, and checked with the detector:
+# The leaky model from above, cleaned, and checked with the detector. Once both exercises are done,
+# the cell prints `removed: 1` and an empty list.
 
 # %%
 with try_it():
-    print("removed:", remove_all_hooks(model), "| still registered:", find_registered_hooks(model))
-    assert find_registered_hooks(model) == []
+    removed = remove_all_hooks(model)
+    print("removed:", removed, "| still registered:", find_registered_hooks(model))
+    assert removed == 1 and find_registered_hooks(model) == []
 
 # %% [markdown]
 # ## Summary
