@@ -373,6 +373,10 @@ def _check_entry(entry, output, where, module_input, kind=None):
         zeros = int((output == 0).sum())
         if _near(values["zero_fraction"], 1 - expected["zero_fraction"]):
             hint = " That is the fraction of non-zero elements."
+        elif any(_near(values["zero_fraction"], (output.abs() < near).float().mean().item()) and (
+                (output.abs() < near) & (output != 0)).any() for near in (1e-3, 1e-4, 1e-6, 1e-8)):
+            hint = (" That counts elements near 0 too (|x| below a threshold); count only the elements exactly "
+                    "equal to 0 (output == 0).")
         elif _near(values["zero_fraction"], (output <= 0).float().mean().item()):
             hint = (" That is the fraction of elements <= 0, which counts the negative elements too; count only "
                     "the elements exactly equal to 0 (output == 0).")
@@ -462,8 +466,12 @@ def check_record_activation_stats(record_activation_stats):
         stats, handles = _unpack(_run(f"calling {call_text}", record_activation_stats, model, layer_types),
                                  call_text, "(stats, handles)")
         kept = None
-        for step, grad_mode in enumerate((True, False), start=1):
+        # Pass 1 trains with grad mode on, pass 2 runs under torch.no_grad(), pass 3 in eval mode.
+        for step, (grad_mode, training) in enumerate(((True, True), (False, True), (True, False)), start=1):
             x = random_tensor(seed * 10 + step, case["shape"])
+            x.view(-1)[:2] = 1e-5  # near 0, not 0: still not a zero after a ReLU
+            for copy_ in (model, reference_model):
+                copy_.train(training)
             with torch.set_grad_enabled(grad_mode):
                 expected = reference_model(x)
                 doing = f"running model(x) after {call_text}"
@@ -483,7 +491,7 @@ def check_record_activation_stats(record_activation_stats):
                      f"{output.requires_grad}); without your hooks it returns {describe(expected)} (requires_grad "
                      f"{expected.requires_grad}). A forward hook that returns a value replaces the output, a "
                      "detached one cuts training off: return None.")
-            mode = "with grad mode on" if grad_mode else "under torch.no_grad()"
+            mode = ("with grad mode on" if grad_mode else "under torch.no_grad()") + ("" if training else ", in eval mode")
             said = f"After {call_text} and forward pass {step} ({mode}),"
             now = {key: list(entries) for key, entries in stats.items() if isinstance(entries, (list, tuple))}
             unchanged = kept is not None and now.keys() == kept.keys() and all(
@@ -492,9 +500,15 @@ def check_record_activation_stats(record_activation_stats):
                 fail(f"{said} the records are exactly as they were before that pass: the hooks recorded nothing "
                      "under torch.no_grad(). Forward hooks fire under torch.no_grad() too; record there as well "
                      "(a test of torch.is_grad_enabled() or output.requires_grad skips it).")
+            if not training and any(now.values()) and unchanged:
+                fail(f"{said} the records are exactly as they were before that pass: the hooks recorded nothing "
+                     "in eval mode. Forward hooks fire after model.eval() too, and every call of the module adds "
+                     "an entry (a test of module.training skips them).")
             kept = now
             _compare_stats(stats, reference, call_text, said, duplicates,
                            _why_modules_missing(model, layer_types, reference.kinds))
+        for copy_ in (model, reference_model):
+            copy_.train()
         _remove_all(handles, call_text, model)
 
 
@@ -579,12 +593,15 @@ def _why_parameters_missing(missing):
     return ""
 
 
-def _why_no_gradient(never):
+def _why_unexpected_parameters(never, module_names):
     def explain(names):
         idle = [name for name in names if name in never]
         if idle:
             return (f"No backward pass computed a gradient for {idle} (never used in forward): a pass that computes "
                     "no gradient for a parameter adds no entry for it.")
+        if all(name in module_names for name in names):
+            return ("Those are module names: record per parameter, with a tensor hook on each parameter, under its "
+                    "named_parameters() name.")
         return ""
     return explain
 
@@ -611,7 +628,7 @@ def _misnamed(recorded, reference):
 
 
 def _compare_norms(norms, reference, accumulated, clipped, call_text, said, duplicates, frozen_names=(), stale=None,
-                   skipped=None, never=()):
+                   skipped=None, never=(), module_names=()):
     """`accumulated[name][i]`, `stale[name][i]`: the norm of .grad after and before the i-th backward pass that
     computed a gradient for `name`; `skipped[name]`: the passes that computed none for it."""
     recorded = _lists(norms, call_text, said)
@@ -622,7 +639,7 @@ def _compare_norms(norms, reference, accumulated, clipped, call_text, said, dupl
              "model.named_parameters()); names zipped with parameters() drift apart once one is skipped.")
     frozen = [name for name in recorded if name in frozen_names]
     _check_keys({k: v for k, v in recorded.items() if k not in frozen}, reference.grads, said, "parameter",
-                duplicates, _why_parameters_missing, _why_no_gradient(never))
+                duplicates, _why_parameters_missing, _why_unexpected_parameters(never, module_names))
     if frozen:
         fail(f"{said} there are records for {frozen}, parameters that do not require grad (or got no gradient); "
              "expected none.")
@@ -744,7 +761,7 @@ def check_track_grad_norms(track_grad_norms):
                         clipped.setdefault(name, {})[len(accumulated[name]) - 1] = parameter.grad.norm().item()
             never = [name for name in trainable if name not in reference.grads]
             _compare_norms(norms, reference, accumulated, clipped, call_text, said, duplicates, frozen, stale,
-                           skipped, never)
+                           skipped, never, [name for name, _ in model.named_modules()])
             if then == "step":
                 for trained in (model, reference_model):
                     _sgd_step(trained, lr=0.1)
@@ -1033,7 +1050,7 @@ def _check_nonfinite_in_model_itself(TrainingMonitor):
     output = _run("running model(x) with the monitor attached", model, x)
     after_forward = _attribute(monitor, "first_nonfinite", "reading monitor.first_nonfinite")
     said = "With a model whose own forward multiplies every submodule's (finite) output into inf,"
-    if after_forward is None or after_forward != "":
+    if after_forward != "":
         _run("calling monitor.remove()", monitor.remove)
         _check_first(after_forward, watch, None, said + " after the forward pass",
                      "expected '', the name named_modules() gives the model itself: watch every module it lists, "

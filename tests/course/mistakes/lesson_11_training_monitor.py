@@ -258,6 +258,14 @@ def record_activation_stats(model, layer_types):
            ["number of zeros"], "zero-fraction"),
     _stats("zeros counted as out <= 0, negatives included", [("(out == 0)", "(out <= 0)")],
            ["exactly 0", "negative"], "zero-fraction"),
+    _stats("zeros counted as |x| < 1e-3", [("(out == 0)", "(out.abs() < 1e-3)")],
+           ["near 0", "exactly equal to 0"], "zero-fraction"),
+    _stats("records only in training mode",
+           [("            out = output.detach()", "            if not module.training:\n                return\n"
+                                                 "            out = output.detach()")],
+           ["recorded nothing in eval mode", "every call of the module adds an entry"], "entry-per-call"),
+    _stats("the variance instead of the standard deviation", [("out.std().item()", "out.var().item()")],
+           ["['std'] is", "output.std()"], "unbiased-std"),
     _stats("replaces the list on every call",
            [("stats.setdefault(name, []).append(\n                ", "stats[name] = [\n                "),
             ('(out == 0).float().mean().item()})', '(out == 0).float().mean().item()}]')],
@@ -625,6 +633,18 @@ def track_grad_norms(model):
             handles.append(p.register_hook(lambda g, name=name: norms.setdefault(name, []).append(g.norm().item())))
     return norms, handles
 ''', expect=["holds the norms of the gradients of '2.weight'", "named_parameters() together"]),
+
+    dict(exercise="track_grad_norms", kind="wrong", why="full backward hooks on the modules, grad_output norms",
+         clause="every-parameter", source='''
+def track_grad_norms(model):
+    norms, handles = {}, []
+    for name, module in model.named_modules():
+        if list(module.parameters(recurse=False)):
+            def hook(module, grad_input, grad_output, name=name):
+                norms.setdefault(name, []).append(sum(g.norm() ** 2 for g in grad_output if g is not None).sqrt().item())
+            handles.append(module.register_full_backward_hook(hook))
+    return norms, handles
+''', expect=["should not be recorded", "those are module names", "tensor hook on each parameter"]),
 
     # ------------------------------------------------------------------ TrainingMonitor
     _monitor("remove() forgets the handles of the two functions", [("self.handles += stats_handles + norm_handles", "pass")],
