@@ -708,6 +708,9 @@ def _answers(model, inputs):
 
 
 def _nonfinite_hint(got, answers, right):
+    if isinstance(got, nn.Module):
+        return (" That is the module itself; return its name in model.named_modules() (a str, '' for the model "
+                "itself).")
     if answers["unregistered"] and got is None:
         return (" The first NaN comes from a module the model keeps in a plain list, not in named_modules(): "
                 "ignore that module and keep looking; the next module of the model is the answer.")

@@ -788,6 +788,9 @@ def find_first_nonfinite(model, *inputs):
                        'if not found and module in names and isinstance(module, (torch.nn.Linear, torch.nn.Conv2d,\n'
                        '                torch.nn.LayerNorm, torch.nn.BatchNorm1d)) and not_finite(output):')),
          expect=["the culprit 'body.1' is a log", "every module counts, whatever its class"]),
+    dict(exercise="find_first_nonfinite", kind="wrong", clause="name", why="returns the module, not its name",
+         source=_find(('found.append(names[module])', 'found.append(module)')),
+         expect=["that is the module itself", "return its name"]),
     dict(exercise="find_first_nonfinite", kind="right", why="inference_mode, isinf | isnan, a flag for the root",
          source='''
 import torch
