@@ -3,7 +3,13 @@
 fuse_sgd_into_backward is compared with SGD steps computed by hand on a copy of the model
 (gradients from torch.autograd.grad, p - lr * g), never with torch.optim (its first step
 imports torch._dynamo). call_when_all_grads_ready is watched through tensor hooks of the
-check's own, registered before the learner's, so they fire first in every pass."""
+check's own, registered before the learner's, so they fire first in every pass.
+
+HalfPrecisionSaver is compared with the check's own pack and unpack (_Reference, which also
+plays the known-wrong variants): the gradients, the dtype and shape of every saved tensor as
+unpack gives it back (read through the graph's `_saved_...` attributes), bytes_saved, and the
+memory the graph really keeps: the storages of the tensors made in the forward pass that are
+still alive, each counted once (gc.freeze hides the older objects, so this is cheap)."""
 
 import contextlib
 import copy

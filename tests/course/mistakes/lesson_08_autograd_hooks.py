@@ -884,6 +884,32 @@ def call_when_all_grads_ready(tensors, callback):
          expect=[]),
 
     # ------------------------------------------------------------------ HalfPrecisionSaver, more
+    dict(exercise="HalfPrecisionSaver", kind="wrong", clause="once",
+         why="a WeakValueDictionary of copies by id, without checking the tensor is the same",
+         source=edited(_SAVER, ("        self._copies = {}\n", "        self._copies = weakref.WeakValueDictionary()\n"),
+                       ("""        key = id(tensor)
+        if key not in self._copies:
+            self._copies[key] = tensor.half()
+            weakref.finalize(tensor, self._copies.pop, key, None)
+            self.bytes_saved += tensor.numel() * (tensor.element_size() - 2)
+        return self._copies[key], tensor.dtype""", """        copy = self._copies.get(id(tensor))  # alive while the graph holds it
+        if copy is None:
+            copy = tensor.half()
+            self._copies[id(tensor)] = copy
+            self.bytes_saved += tensor.numel() * (tensor.element_size() - 2)
+        return copy, tensor.dtype""")),
+         expect=["a cache must check that its tensor is still alive", "id and memory are given to later tensors"]),
+    dict(exercise="HalfPrecisionSaver", kind="right", why="pack returns the float16 tensor, its dtype kept on it",
+         source=edited(_SAVER, ("            return tensor, None\n", "            return tensor\n"),
+                       ("            self._copies[key] = tensor.half()\n",
+                        "            half = tensor.to(torch.float16, copy=True)\n"
+                        "            half.original_dtype = tensor.dtype\n"
+                        "            self._copies[key] = half\n"),
+                       ("        return self._copies[key], tensor.dtype\n", "        return self._copies[key]\n"),
+                       ("""        tensor, dtype = packed
+        return tensor if dtype is None else tensor.to(dtype)""",
+                        """        return packed.to(getattr(packed, "original_dtype", packed.dtype))""")),
+         expect=[]),
     dict(exercise="HalfPrecisionSaver", kind="wrong", clause="dtype", why="unpack gives back float32 with .float()",
          source=_saver("return tensor if dtype is None else tensor.to(dtype)",
                        "return tensor if dtype is None else tensor.float()"),
