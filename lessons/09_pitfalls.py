@@ -37,6 +37,7 @@ import copy
 import io
 import pickle
 import time
+import weakref
 from collections import OrderedDict
 
 import matplotlib.pyplot as plt
@@ -768,9 +769,9 @@ with try_it():
 # below shows that a post-accumulate-grad hook still fires after
 # `parameter._post_accumulate_grad_hooks = None`, and not after `.clear()`. Nor is setting it to a
 # new empty dict: the module then stops firing the hook, but every other holder of the old dict
-# still has it. A handle keeps a (weak) reference to the dict it was registered in, and a shallow
-# copy of a module (`copy.copy`, or the replicas `nn.DataParallel` makes for each forward pass)
-# shares the module's hook dicts; the second cell shows the copy still firing the hook.
+# still has it. A handle keeps a weak reference to the dict it was registered in, and a shallow
+# copy of a module (`copy.copy(module)`) shares the module's hook dicts; the second cell shows the
+# copy still firing the hook, and the handle still reaching it.
 
 # %%
 layer = nn.Linear(2, 1)
@@ -802,6 +803,7 @@ for how in ("a new dict", ".clear()"):
         layer._forward_hooks.clear()
     layer(torch.randn(1, 2))
     twin(torch.randn(1, 2))
+    assert isinstance(handle.hooks_dict_ref, weakref.ref)  # the handle's reference to the dict it was registered in
     print(f"after {how}: the hook fired for {fired}; the handle's dict holds {len(handle.hooks_dict_ref())} hook(s)")
     assert fired == (["its copy"] if how == "a new dict" else [])
     assert len(handle.hooks_dict_ref()) == (1 if how == "a new dict" else 0)

@@ -601,8 +601,8 @@ def _check_in_place(before, text):
             fail(f"After {text}, {where}.{attribute} is another object than before, and the dict it held still "
                  f"holds {len(hooks)} hook(s): you rebound the attribute (to a new dict, or None) instead of "
                  "emptying the dict in place. Everything else that holds the old dict still has those hooks (a "
-                 "handle, a shallow copy of the module such as copy.copy or DataParallel makes, which shares its "
-                 "hook dicts); empty each dict in place with its clear method.")
+                 "handle, a shallow copy of the module such as copy.copy makes, which shares its hook dicts); empty "
+                 "each dict in place with its clear method.")
 
 
 def _check_new_hooks_work(model, seed, text):
