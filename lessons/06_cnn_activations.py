@@ -440,8 +440,8 @@ model.zero_grad()
 #
 # It must work when `layer` is followed by `ReLU(inplace=True)`, leave no hook on any module, leave
 # every module of the model in the train or eval mode it was in, and leave grad mode on (it is called
-# with grad mode on, which its backward pass needs). (A `backward()` that also fills the parameters'
-# `.grad` is allowed.)
+# with grad mode on, which its backward pass needs). The caller's `x` is left as it was: its values,
+# and it does not require grad. (A `backward()` that also fills the parameters' `.grad` is allowed.)
 #
 # Traps: a full backward hook (fails with an in-place ReLU); `retain_grad()` or `detach()` without
 # `clone()` (both read the value after the ReLU); weights from the activations instead of the
@@ -464,6 +464,7 @@ def grad_cam(model, layer, x, target):
     by its maximum when that is positive. Returns a tensor of shape (H, W).
     Works when `layer` is followed by an in-place ReLU; leaves no hook on any module, every
     module of the model in its train/eval mode, and grad mode on (it is called with grad mode on).
+    `x` is left as it was: its values, and it does not require grad.
     """
     # TODO: write this, as its docstring says.
     raise NotImplementedError("grad_cam is not written yet")

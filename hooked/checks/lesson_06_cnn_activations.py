@@ -500,7 +500,15 @@ def _grad_cam_case(grad_cam, model, name, relu_after, x, target, what=""):
     expected = _cam(found["A"], found["G"], size)
     modes = _modes(model)
     call_text = f"grad_cam(model, {_layer_text(name)}, x, {target}) with x of shape {tuple(x.shape)}{what}"
+    original = x.clone()
     cam = _call_grad_cam(grad_cam, model, name, x, target, call_text)
+    if x.requires_grad or x.grad is not None:
+        fail(f"After {call_text}, the caller's x requires grad (or has a .grad): grad_cam set requires_grad on it. "
+             "Grad-CAM needs the gradient with respect to the layer's output, not the image; leave x as it was "
+             "(no x.requires_grad_()).")
+    if not torch.equal(x, original):
+        fail(f"After {call_text}, the caller's x has changed: it was {describe(original)} and is now {describe(x)}. "
+             "Leave x as it was: no in-place operation on it.")
     if not torch.is_grad_enabled():
         fail(f"After {call_text}, grad mode was left off for the code that runs next. Don't switch it off "
              "globally (torch.set_grad_enabled(False)); the backward pass needs it on.")

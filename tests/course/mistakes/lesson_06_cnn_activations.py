@@ -615,6 +615,7 @@ CLAUSES = {
         "no-hook": "leaves no hook on any module",
         "mode": "every module of the model in its train/eval mode",
         "grad-mode": "grad mode on (it is called with grad mode on)",
+        "x-unchanged": "`x` is left as it was: its values, and it does not require grad.",
     },
 }
 
@@ -852,4 +853,13 @@ ENTRIES += [
     dict(exercise="grad_cam", kind="wrong", clause="upsample", why="bicubic upsampling",
          source=_grad_cam_with(('mode="bilinear"', 'mode="bicubic"')),
          expect=["bicubic", "mode='bilinear'"]),
+]
+
+ENTRIES += [
+    dict(exercise="grad_cam", kind="wrong", clause="x-unchanged", why="sets requires_grad on the caller's image",
+         source=_grad_cam_with(("    saved = {}", "    x.requires_grad_()\n    saved = {}")),
+         expect=["x requires grad", "no x.requires_grad_()"]),
+    dict(exercise="grad_cam", kind="right", why="a copy of the image that requires grad",
+         source=_grad_cam_with(("        score = model(x)[0, target]", "        score = model(x.clone().requires_grad_())[0, target]")),
+         expect=[]),
 ]
