@@ -650,6 +650,15 @@ for where, kind in (("the Linear before an in-place ReLU", "full hook"),
         print(f"{kind} on {where}, forward raised:\n  {type(e).__name__}: {e}\n")
         assert str(e).startswith(IN_PLACE_ERROR)
 
+hooked_linear = nn.Linear(3, 4)
+hooked_linear.register_full_backward_hook(lambda m, grad_input, grad_output: None)
+try:
+    hooked_linear(torch.randn(2, 3)).add_(1.0)  # any in-place operation on the output
+    raise AssertionError("expected a RuntimeError")
+except RuntimeError as e:
+    print(f"output.add_(1.0) after a hooked Linear: {type(e).__name__}: {str(e)[:50]}...")
+    assert str(e).startswith(IN_PLACE_ERROR)
+
 # %% [markdown]
 # Two fixes. Use `nn.ReLU(inplace=False)` (the default), if you may change the model. If you may
 # not, skip the module hook: register a **forward** hook that registers a **tensor** hook on the
@@ -1179,7 +1188,11 @@ with try_it():
 #   tensor that needs no grad next to one that does, all `None` (with a warning) when no input
 #   requires grad. A returned tuple must keep the length; build new tensors, never edit the
 #   received ones in place.
-# - Under `no_grad`, backward never goes through the module, so no backward hook fires.
+# - A full hook's return cannot change the module's own parameter gradients; `.grad` may not be
+#   written yet when it fires (a module called twice: `None` at the first firing).
+# - Under `no_grad`, backward never goes through the module, so no backward hook fires. With
+#   `create_graph=True`, the gradients in a hook require grad: compute what it returns with grad
+#   mode on (no `torch.no_grad()`, no `detach()`); `.numpy()` on them raises.
 # - An in-place operation on a hooked module's output (`nn.ReLU(inplace=True)`) raises in the
 #   forward pass; use `inplace=False`, or a forward hook that registers a tensor hook on the output.
 #
