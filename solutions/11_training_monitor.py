@@ -120,7 +120,8 @@ assert abs(values.numpy().std() - values.std(correction=0).item()) < 1e-6
 # its `grad_fn` it holds on to the graph behind the output, here the `Linear`'s node, which saved
 # the layer's input. A list of such tensors, one per step, keeps every step's graph alive (lesson
 # 04 measured the memory). `.item()` turns a 0-dim tensor into a Python float, which holds
-# nothing; computing on `output.detach()` also cuts the graph.
+# nothing; computing on `output.detach()` also cuts the graph. (Under `torch.no_grad()` nothing is
+# recorded by autograd, but the hook still fires, as it does in eval mode: the cell checks both.)
 
 # %%
 kept = []
@@ -134,6 +135,15 @@ print("the node behind it:", type(behind).__name__, "| it saved the layer's inpu
 assert kept[0].requires_grad and type(kept[0].grad_fn).__name__ == "MeanBackward0"
 assert type(behind).__name__ == "AddmmBackward0" and torch.equal(behind._saved_mat1, layer_input)
 assert isinstance(kept[0].item(), float) and not layer(layer_input).detach().mean().requires_grad
+modes = []
+with layer.register_forward_hook(lambda module, args, output: modes.append((torch.is_grad_enabled(), module.training))):
+    with torch.no_grad():
+        layer(layer_input)
+    layer.eval()
+    layer(layer_input)
+    layer.train()
+print("the hook fired with (grad mode, training):", modes)
+assert modes == [(False, True), (True, False)]
 
 # %% [markdown]
 # Where the hooks go, and under which name. `named_modules()` gives each module's dotted name,
@@ -236,7 +246,7 @@ assert not lstm._forward_hooks
 # - `handles` is a list of the `RemovableHandle`s; removing them all removes every hook.
 #
 # The hooks change nothing outside their records: the model's outputs and torch's grad mode stay
-# as they were. They record under `torch.no_grad()` too.
+# as they were. They record under `torch.no_grad()` and in eval mode (`model.eval()`) too.
 #
 # Traps: stats that keep the graph alive (`output.mean()` without `.item()` or `detach()`); keying by
 # type instead of name; the population standard deviation; a module shared under two names hooked
@@ -262,7 +272,7 @@ def record_activation_stats(model, layer_types):
     (nn.LSTM returns (output, (h_n, c_n))) is described by its first item; a call whose output is
     neither a tensor nor a tuple or list whose first item is a tensor (a dict, None) adds no entry.
     handles: the RemovableHandles; removing them all removes every hook. The hooks change neither
-    the outputs nor torch's grad mode, and they record under torch.no_grad() too.
+    the outputs nor torch's grad mode, and they record under torch.no_grad() and in eval mode too.
     """
     # BEGIN SOLUTION
     stats, handles = {}, []

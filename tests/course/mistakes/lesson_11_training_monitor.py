@@ -28,7 +28,8 @@ CLAUSES = {
         "handles": "handles: the RemovableHandles; removing them all removes every hook.",
         "outputs-unchanged": "The hooks change neither the outputs",
         "grad-mode": "nor torch's grad mode",
-        "under-no-grad": "they record under torch.no_grad() too",
+        "under-no-grad": "they record under torch.no_grad()",
+        "eval-mode": "and in eval mode too",
     },
     "track_grad_norms": {
         "every-parameter": "Tensor hooks on every parameter of `model` that requires grad",
@@ -263,7 +264,7 @@ def record_activation_stats(model, layer_types):
     _stats("records only in training mode",
            [("            out = output.detach()", "            if not module.training:\n                return\n"
                                                  "            out = output.detach()")],
-           ["recorded nothing in eval mode", "every call of the module adds an entry"], "entry-per-call"),
+           ["recorded nothing in eval mode", "every call of the module adds an entry"], "eval-mode"),
     _stats("the variance instead of the standard deviation", [("out.std().item()", "out.var().item()")],
            ["['std'] is", "output.std()"], "unbiased-std"),
     _stats("replaces the list on every call",
