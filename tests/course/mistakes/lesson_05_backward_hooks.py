@@ -1506,4 +1506,17 @@ def add_grad_noise(module, std, generator=None):
                                "            if grad is not None:\n"
                                "                grad = grad.renorm(2, 0, max_norm)\n")),
          expect=["clipped each row", "norm of the whole tensor"]),
+
+    dict(exercise="record_grad_output_norms", kind="right", why="the hook returns equal copies of grad_input",
+         source=edited(_NORMS, ("norms[name].append(grad_output[0].norm().item())",
+                                "norms[name].append(grad_output[0].norm().item())\n"
+                                "            return tuple(None if g is None else g.clone() for g in grad_input)")),
+         expect=[]),
+    dict(exercise="record_grad_output_norms", kind="right", why="a pre-hook that returns grad_output as it came",
+         source=edited(_NORMS, ("def hook(module, grad_input, grad_output, name=name):",
+                                "def hook(module, grad_output, name=name):"),
+                       ("register_full_backward_hook(hook)", "register_full_backward_pre_hook(hook)"),
+                       ("norms[name].append(grad_output[0].norm().item())",
+                        "norms[name].append(grad_output[0].norm().item())\n            return grad_output")),
+         expect=[]),
 ]
