@@ -174,7 +174,19 @@ def _true_activation(model, name, x):
     return kept["output"], kept["inputs"], out
 
 
-def _check_activation_value(value, expected, layer_input, model_output, relu_after, said):
+def _outputs_of_modules(model, x):
+    """{name: output} of every module of a copy of the model whose ReLUs are not in place."""
+    twin = _twin_without_in_place(model)
+    outputs = {}
+    for name, module in twin.named_modules():
+        module.register_forward_hook(lambda m, args, output, name=name: outputs.setdefault(
+            name, output.detach().clone() if isinstance(output, torch.Tensor) else output))
+    with torch.no_grad():
+        twin(x)
+    return outputs
+
+
+def _check_activation_value(value, expected, layer_input, model_output, relu_after, said, others=dict):
     if not isinstance(value, torch.Tensor):
         fail(f"{said} returned {describe(value)}; expected the layer's output, {describe(expected)}. Return the "
              "tensor your hook captured.")
@@ -196,6 +208,10 @@ def _check_activation_value(value, expected, layer_input, model_output, relu_aft
     if close(value, model_output):
         fail(f"{said} returned {describe(value)}, the model's output; expected the output of `layer`, "
              f"{describe(expected)}, captured by a forward hook on that layer.")
+    for other, output in others().items():
+        if isinstance(output, torch.Tensor) and close(value, output):
+            fail(f"{said} returned {describe(value)}, the output of {_layer_text(other)}; expected the output of the "
+                 f"layer passed in, {describe(expected)}. Hook `layer` itself, not the modules of its kind.")
     fail(f"{said} returned {describe(value)}; expected the layer's output, {describe(expected)}.")
 
 
@@ -246,7 +262,8 @@ def _activation_case(get_activation, model, name, relu_after, x, what="", grad_m
              "with a forward hook on `layer`: the layer's output depends on the layers before it, so calling "
              "layer(x) yourself gives something else.")
     _check_clean(model, modes, call_text)
-    _check_activation_value(value, expected, layer_input, model_output, relu_after, call_text)
+    _check_activation_value(value, expected, layer_input, model_output, relu_after, call_text,
+                            others=lambda: _outputs_of_modules(model, x))
     return call_text
 
 
@@ -263,6 +280,11 @@ def check_get_activation(get_activation):
                  "torch.is_grad_enabled() == True), so it built an autograd graph it never uses. Run the "
                  "forward pass under torch.no_grad().")
     _check_raising_forward(get_activation)
+
+    # The first of two modules of the same kind: the output of `layer` itself, not of the last Conv2d.
+    model, in_channels, _ = _build(603, _nested_cnn, (7, 9), 0, True)
+    _activation_case(get_activation, model, "features.0", "features.1", random_tensor(614, (2, in_channels, 7, 9)),
+                     what=" (the first of the model's two convs)")
 
     # The root module: `layer` is the model itself, its output the model's output.
     seed, build, size, padding, *_ = _CASES[0]

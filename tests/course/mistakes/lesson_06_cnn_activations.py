@@ -863,3 +863,24 @@ ENTRIES += [
          source=_grad_cam_with(("        score = model(x)[0, target]", "        score = model(x.clone().requires_grad_())[0, target]")),
          expect=[]),
 ]
+
+ENTRIES += [
+    dict(exercise="get_activation", kind="wrong", clause="output-of-layer", why="hooks every module of the layer's type",
+         source='''
+import torch
+
+
+def get_activation(model, layer, x):
+    captured = []
+    handles = [module.register_forward_hook(lambda m, a, output: captured.append(output.detach().clone()))
+               for module in model.modules() if type(module) is type(layer)]
+    try:
+        with torch.no_grad():
+            model(x)
+    finally:
+        for handle in handles:
+            handle.remove()
+    return captured[-1]
+''',
+         expect=["first of the model's two convs", "the output of model.features[2]", "hook `layer` itself"]),
+]
