@@ -887,7 +887,8 @@ assert plain == 4 * 64 * 128 * 4 and naive == 240 * 1024  # four 64 x 128 tanh o
 # - the tanh output **twice**, the same tensor object: `tanh` saves its output (its gradient is
 #   `1 - tanh²`), and the next matrix product saves its input. Packed twice, it is copied twice.
 #
-# Only the activations that nothing else keeps alive, converted once each, save memory.
+# So a saver should convert only the activations that nothing else keeps alive, each once. That is
+# exercise 3; the cell after it measures what such a saver keeps.
 
 # %%
 torch.manual_seed(0)
@@ -998,7 +999,8 @@ assert isinstance(saved_tensors_hooks, type)
 # for `float64`). One saver can be used in several `with saver:` blocks, one after the other;
 # `bytes_saved` keeps growing across them (it is never reset). It counts in forward: after a forward
 # pass inside the block, `bytes_saved` already holds that pass's count, and backward does not change
-# it. Outside the blocks nothing changes.
+# it. Outside the blocks nothing changes, also after a block that an exception left (and the
+# exception goes on).
 #
 # Traps: converting parameters, views of them, or inputs; converting a tensor twice; a cache keyed
 # by `data_ptr()` (a view such as `h.t()` starts at the same address as `h`), or by `id()` without
@@ -1031,7 +1033,8 @@ class HalfPrecisionSaver(torch.autograd.graph.saved_tensors_hooks):
     `bytes_saved` starts at 0 and grows by `tensor.numel() * (tensor.element_size() - 2)` for each
     tensor converted to float16 (once per tensor), in forward (backward leaves it alone); one saver
     may be used in several `with` blocks, and the count keeps growing across them.
-    Outside the blocks nothing changes.
+    Outside the blocks nothing changes, also after a block that an exception left (the exception
+    goes on).
     """
 
     def __init__(self):

@@ -426,6 +426,10 @@ _UNPACK_ERROR_HINTS = (  # the first text found in the error wins
 )
 
 
+class _BodyError(ValueError):
+    """Raised by the check inside a `with saver:` block."""
+
+
 class _Case:
     """A forward pass: `make(seed)` gives its objects (leaf tensors, or a model and its input),
     `loss(objects)` the loss, `trainable(objects)` the tensors whose .grad backward writes."""
@@ -842,6 +846,22 @@ def check_HalfPrecisionSaver(HalfPrecisionSaver):
                  f"{after_first + counted}. bytes_saved starts at 0 when the saver is made and keeps growing: do not "
                  "reset it when a block begins.")
         _judge_bytes(counted - after_first, second, f"{said_again} (counting its increase)")
+        # A block left by an exception is left too: the hooks go, and the exception goes on.
+        left_by_error = number == 0
+        if left_by_error:
+            propagated = False
+            with calling("running a `with saver:` block whose body raises ValueError"):
+                try:
+                    with saver:
+                        raise _BodyError("raised inside the block")
+                except _BodyError:
+                    propagated = True
+            if not propagated:
+                fail(f"{said}, then a `with saver:` block whose body raised ValueError: the exception did not come "
+                     "out of the block; expected it to propagate (__exit__ must return False, or what "
+                     "saved_tensors_hooks' own __exit__ returns).")
+            with calling("reading saver.bytes_saved"):
+                counted = saver.bytes_saved
         outside = case.make(seed + 2)
         with _learner_unpack(f"running {case.text} after the `with saver:` blocks"):
             case.loss(outside).backward()
@@ -852,9 +872,11 @@ def check_HalfPrecisionSaver(HalfPrecisionSaver):
         with calling("reading saver.bytes_saved"):
             grew = saver.bytes_saved != counted
         if grew or not _all_close(outside_grads, exact, 1e-6):
-            fail(f"{said}: after the `with` block, a forward pass outside it was still "
-                 f"{'counted' if grew else 'stored in float16'}. Leaving the block must remove the hooks (use "
-                 "saved_tensors_hooks' own __exit__, or call it from yours).")
+            after = " (the last one left by an exception raised in its body)" if left_by_error else ""
+            fail(f"{said}: after the `with` blocks{after}, a forward pass outside them was still "
+                 f"{'counted' if grew else 'stored in float16'}. Leaving the block must remove the hooks, also when "
+                 "an exception leaves it (use saved_tensors_hooks' own __exit__, or call it from yours whatever the "
+                 "exception).")
 
 
 

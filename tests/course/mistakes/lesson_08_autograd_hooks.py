@@ -910,6 +910,29 @@ def call_when_all_grads_ready(tensors, callback):
         return tensor if dtype is None else tensor.to(dtype)""",
                         """        return packed.to(getattr(packed, "original_dtype", packed.dtype))""")),
          expect=[]),
+    dict(exercise="HalfPrecisionSaver", kind="wrong", clause="outside",
+         why="leaves the hooks only when the block ends without an exception",
+         source=edited(_SAVER, ("class HalfPrecisionSaver(torch.autograd.graph.saved_tensors_hooks):",
+                                "class HalfPrecisionSaver:"),
+                       ("        super().__init__(self.pack, self.unpack)\n",
+                        "        self._hooks = torch.autograd.graph.saved_tensors_hooks(self.pack, self.unpack)\n")) + '''
+    def __enter__(self):
+        self._hooks.__enter__()
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type is None:
+            self._hooks.__exit__(exc_type, exc, tb)
+        return False
+''',
+         expect=["left by an exception", "also when an exception leaves it"]),
+    dict(exercise="HalfPrecisionSaver", kind="wrong", clause="outside", why="swallows an exception raised in the block",
+         source=_SAVER + '''
+    def __exit__(self, *exc):
+        super().__exit__(*exc)
+        return True
+''',
+         expect=["did not come out of the block", "propagate"]),
     dict(exercise="HalfPrecisionSaver", kind="wrong", clause="dtype", why="unpack gives back float32 with .float()",
          source=_saver("return tensor if dtype is None else tensor.to(dtype)",
                        "return tensor if dtype is None else tensor.float()"),
@@ -970,7 +993,8 @@ CLAUSES = {
         "count-once": "(once per tensor)",
         "in-forward": "in forward (backward leaves it alone)",
         "across-blocks": "one saver may be used in several `with` blocks, and the count keeps growing across them.",
-        "outside": "Outside the blocks nothing changes.",
+        "outside": "Outside the blocks nothing changes, also after a block that an exception left (the exception "
+                   "goes on).",
     },
 }
 
