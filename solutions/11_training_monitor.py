@@ -715,8 +715,8 @@ for log_last in (False, True):
 # - A module's output counts when it is a tensor with such an element, or a tuple, list or dict
 #   holding such a tensor at any depth (`nn.LSTM` returns `(output, (h_n, c_n))`); any other
 #   output (`None`, a number) counts as finite.
-# - `remove()` removes every hook the monitor registered (safe to call twice); the model then
-#   behaves as before (which parameters require grad included). The recorded data stays.
+# - `remove()` removes every hook the monitor registered, and no other (safe to call twice); the
+#   model then behaves as before (which parameters require grad included). The recorded data stays.
 # - `with TrainingMonitor(model, layer_types) as monitor:` attaches on entry (binding the monitor)
 #   and removes on exit, also when the block raises; the exception goes on.
 #
@@ -750,8 +750,8 @@ class TrainingMonitor:
     is a tensor with such an element, or a tuple, list or dict holding such a tensor at any depth
     (nn.LSTM returns (output, (h_n, c_n))); any other output counts as finite.
 
-    remove() removes every hook the monitor registered, and is safe to call twice; the model then
-    behaves as before (requires_grad included), and the recorded data stays. `with
+    remove() removes every hook the monitor registered, and no other, and is safe to call twice;
+    the model then behaves as before (requires_grad included), and the recorded data stays. `with
     TrainingMonitor(model, layer_types) as monitor:` attaches on entry and binds the monitor, and
     removes the hooks on exit, also when the block raises; the exception goes on.
     """

@@ -35,17 +35,21 @@ def _listed(places, shown=4):
     return ", ".join(places[:shown]) + more
 
 
-def _hooks_left(model):
-    """Where hooks of any kind are still registered on the model's modules and parameters."""
+def _hooks_left(model, ignore=()):
+    """Where hooks of any kind are still registered on the model's modules and parameters (hooks in
+    `ignore`, the checker's own, left out)."""
+    def some(hooks):
+        return any(all(hook is not mine for mine in ignore) for hook in hooks.values())
+
     left = []
     for name, module in model.named_modules():
         for kind in ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks"):
-            if getattr(module, kind):
+            if some(getattr(module, kind)):
                 left.append(f"{kind} of module {name!r}")
     for name, parameter in model.named_parameters():
-        if parameter._backward_hooks:
+        if parameter._backward_hooks and some(parameter._backward_hooks):
             left.append(f"tensor hooks of parameter {name!r}")
-        if getattr(parameter, "_post_accumulate_grad_hooks", None):
+        if some(getattr(parameter, "_post_accumulate_grad_hooks", None) or {}):
             left.append(f"post-accumulate-grad hooks of parameter {name!r}")
     return left
 
@@ -843,11 +847,23 @@ def _check_attach_train_remove(TrainingMonitor):
     outputs, grads = _OutputRecorder(reference_model, (nn.ReLU,)), _GradRecorder(reference_model)
     call_text = "TrainingMonitor(model, (nn.ReLU,))"
     monitor = _new_monitor(TrainingMonitor, model, call_text)
+    # The caller's own hooks, registered before attach(): remove() must leave them.
+    seen_by_caller = []
+
+    def callers_forward_hook(module, args, output):
+        seen_by_caller.append("forward")
+
+    def callers_tensor_hook(grad):
+        seen_by_caller.append("gradient")
+
+    callers = (callers_forward_hook, callers_tensor_hook)
+    model[1].register_forward_hook(callers_forward_hook)
+    model[2].weight.register_hook(callers_tensor_hook)
     returned = _run("calling monitor.attach()", monitor.attach)
     if returned is not monitor:
         fail(f"monitor.attach() returned {describe(returned)}; expected the monitor itself (return self), so that "
              "`monitor = TrainingMonitor(model, types).attach()` works.")
-    if not _hooks_left(model):
+    if not _hooks_left(model, callers):
         fail("after monitor.attach(), no hook is registered on the model; attach() registers the hooks.")
     flags = _requires_grad(reference_model)
     modes = {name: module.training for name, module in reference_model.named_modules()}
@@ -874,10 +890,18 @@ def _check_attach_train_remove(TrainingMonitor):
     if first is not None:
         fail(f"{said} monitor.first_nonfinite is {first!r}, but every output and gradient was finite; expected None.")
     _run("calling monitor.remove()", monitor.remove)
-    left = _hooks_left(model)
+    left = _hooks_left(model, callers)
     if left:
         fail(f"after monitor.remove(), hooks were still registered: {_listed(left)}. remove() must remove every hook the "
              "monitor registered: keep each handle, those your two functions return included.")
+    gone = [where for where, hooks, hook in (("a forward hook on module '1'", model[1]._forward_hooks, callers[0]),
+                                             ("a tensor hook on parameter '2.weight'", model[2].weight._backward_hooks,
+                                              callers[1]))
+            if all(registered is not hook for registered in (hooks or {}).values())]
+    if gone:
+        fail(f"monitor.remove() also removed hooks that the monitor did not register: {', '.join(gone)}, registered "
+             "before attach() by the caller. Remove only the monitor's own hooks, by the handles it kept, not by "
+             "clearing the model's hook dicts.")
     _run("calling monitor.remove() a second time", monitor.remove)
     _check_requires_grad(model, flags, "After monitor.remove()")
     _check_training_modes(model, modes, "After monitor.remove()")

@@ -66,6 +66,7 @@ CLAUSES = {
                       "holding such a tensor at any depth",
         "other-finite": "any other output counts as finite",
         "remove-all": "remove() removes every hook the monitor registered",
+        "remove-only-own": "and no other",
         "remove-twice": "safe to call twice",
         "as-before": "the model then behaves as before (requires_grad included)",
         "data-stays": "the recorded data stays",
@@ -693,6 +694,12 @@ def track_grad_norms(model):
     _monitor("__exit__ does not remove the hooks",
              [("    def __exit__(self, *exception):\n        self.remove()", "    def __exit__(self, *exception):\n        pass")],
              ["after the with block, hooks were still registered", "__exit__ must remove them"], "with-exit"),
+    _monitor("remove() clears every hook of the model, the caller's too",
+             [("        for handle in self.handles:\n            handle.remove()\n        self.handles = []",
+               "        for module in self.model.modules():\n            module._forward_hooks.clear()\n"
+               "        for parameter in self.model.parameters():\n            if parameter._backward_hooks:\n"
+               "                parameter._backward_hooks.clear()\n        self.handles = []")],
+             ["also removed hooks that the monitor did not register", "by the handles it kept"], "remove-only-own"),
     _monitor("remove() cannot be called twice",
              [("            handle.remove()\n        self.handles = []", "            handle.remove()\n        del self.handles")],
              ["a second time", "attributeerror"], "remove-twice"),
