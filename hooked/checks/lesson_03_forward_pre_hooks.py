@@ -447,6 +447,9 @@ def _flatten_mistake_hint(result, x, training_only):
         return f"A {x.dim()}-D input must pass unchanged; flatten only inputs with more than 2 dimensions."
     if result.shape == (x.numel(),):
         return "You flattened the batch dimension too; keep dimension 0 and flatten the others: shape (N, -1)."
+    if n == 1 and result.shape == x.squeeze().shape:
+        return ("You squeezed x: a batch of one sample lost its batch dimension. Keep dimension 0 whatever its "
+                "size and flatten the others: shape (N, -1).")
     if result.shape == (x.numel() // x.shape[-1], x.shape[-1]):
         return ("You kept the LAST dimension and merged the others into the first; keep the first (batch) "
                 "dimension and merge the others: shape (N, -1).")

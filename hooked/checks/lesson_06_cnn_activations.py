@@ -355,9 +355,9 @@ def _cam(A, G, size, relu=True, weights="gradient", mode="bilinear", align_corne
     return cam
 
 
-_NO_CLONE = ("The activation you used is the layer's output after the in-place ReLU that follows the layer "
-             "overwrote it: output.detach() shares memory with the output. Keep output.detach().clone() in the "
-             "forward hook.")
+_NO_CLONE = ("The activation you used is the layer's output with a ReLU applied: the in-place ReLU that follows "
+             "the layer overwrote it (output.detach() shares memory with the output), or your code applied one. "
+             "A is what the layer produced: keep output.detach().clone() in the forward hook, as it is.")
 _AFTER_RELU_GRADIENT = ("The gradient you used is the one with respect to the in-place ReLU's result (what "
                         "output.retain_grad(), or torch.autograd.grad on the captured output, gives after the "
                         "ReLU overwrote it), not with respect to the value the layer produced. Register a tensor "

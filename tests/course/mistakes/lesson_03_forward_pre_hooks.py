@@ -1563,3 +1563,9 @@ def add_input_noise(module, std, generator=None):
 ''',
          expect=["called twice", "seeded alike", "generator=generator"]),
 ]
+ENTRIES += [
+    dict(exercise="flatten_images", kind="wrong", clause="all-but-first", why="squeezes x first",
+         source=edited(_FLATTEN, ("        x = args[0]\n", "        x = args[0].squeeze()\n"),
+                       ("            return None\n", "            return (x, *args[1:])\n")),
+         expect=["you squeezed x", "batch of one sample", "shape (n, -1)"]),
+]

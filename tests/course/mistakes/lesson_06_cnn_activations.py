@@ -884,3 +884,8 @@ def get_activation(model, layer, x):
 ''',
          expect=["first of the model's two convs", "the output of model.features[2]", "hook `layer` itself"]),
 ]
+ENTRIES += [
+    dict(exercise="grad_cam", kind="wrong", clause="A-as-produced", why="a ReLU applied to the kept activation",
+         source=_grad_cam_with(('saved["A"] = output.detach().clone()', 'saved["A"] = output.detach().clone().relu()')),
+         expect=["with a relu applied", "or your code applied one", "what the layer produced"]),
+]
