@@ -426,14 +426,16 @@ assert abs(sum(v ** 2 for v in seen.values()) ** 0.5 - total.item()) < 1e-3 * to
 assert abs(after.item() - 1.0) < 1e-4 < total.item() - 1.0
 
 # %% [markdown]
-# Three more cases the exercise meets. A parameter held under two names (tied weights: here two
+# Four more cases the exercise meets. A parameter held under two names (tied weights: here two
 # `Linear` layers share one weight) is listed once by `named_parameters()`, and its tensor hook
 # fires once per backward pass with the gradient summed over both uses. A frozen parameter
 # (`requires_grad=False`) takes no tensor hook: `register_hook` raises. And under
 # `backward(create_graph=True)`, which records the backward pass itself for a second derivative,
 # the gradient a hook receives requires grad: its norm is a node of that graph, so storing it
 # needs `.item()` or `detach()` (backward warns about the reference cycle that `.grad` then holds;
-# setting `.grad` to `None` after use breaks it).
+# setting `.grad` to `None` after use breaks it). Last, a parameter that a forward pass did not
+# use (a branch that did not run) gets no gradient in that backward pass, and its tensor hook does
+# not fire.
 
 # %%
 torch.manual_seed(0)
@@ -466,8 +468,15 @@ cube.grad = None  # breaks the reference cycle
 print("under create_graph=True, grad.norm() requires grad:", norms_seen[0].requires_grad,
       "| grad_fn:", type(norms_seen[0].grad_fn).__name__, "| warned:", any("reference cycle" in str(w.message) for w in caught))
 assert norms_seen[0].requires_grad and norms_seen[0].grad_fn is not None
-assert any("reference cycle" in str(w.message) for w in caught)
+assert any("reference cycle" in str(w.message) and "to None after use to break the cycle" in str(w.message)
+           for w in caught)
 assert not norms_seen[0].detach().requires_grad
+
+used, unused, fired_for = nn.Parameter(torch.ones(2)), nn.Parameter(torch.ones(2)), []
+with used.register_hook(lambda grad: fired_for.append("used")), unused.register_hook(lambda grad: fired_for.append("unused")):
+    (2 * used).sum().backward()
+print("tensor hooks that fired:", fired_for, "| unused.grad:", unused.grad)
+assert fired_for == ["used"] and unused.grad is None
 
 # %% [markdown]
 # ## Exercise 2: `track_grad_norms`
