@@ -11,7 +11,8 @@
 # After this lesson you will be able to:
 #
 # - record per-layer activation statistics (mean, standard deviation, fraction of zeros, the sign
-#   of dead ReLUs) with forward hooks, as plain numbers that keep no autograd graph alive;
+#   of dead ReLUs) with forward hooks, as plain numbers that keep no autograd graph alive, also for
+#   modules that return a tuple, a list or a dict (`nn.LSTM`);
 # - record per-parameter gradient norms with tensor hooks, and say what they show when gradients
 #   are accumulated over several backward calls or clipped afterwards;
 # - combine both into a monitor with `attach()`, `remove()` and a `with` block, that catches the
