@@ -35,6 +35,7 @@ from torch import nn
 
 from hooked.notebook import check, hint, try_it
 
+torch.set_num_threads(1)  # the tensors of this lesson are tiny; torch works on one thread here
 print(torch.__version__)
 
 # %% [markdown]
