@@ -767,11 +767,12 @@ with try_it():
 #
 # Empty each dict in place with `.clear()`. Setting it to `None` is not the same thing: the cell
 # below shows that a post-accumulate-grad hook still fires after
-# `parameter._post_accumulate_grad_hooks = None`, and not after `.clear()`. Nor is setting it to a
-# new empty dict: the module then stops firing the hook, but every other holder of the old dict
-# still has it. A handle keeps a weak reference to the dict it was registered in, and a shallow
-# copy of a module (`copy.copy(module)`) shares the module's hook dicts; the second cell shows the
-# copy still firing the hook, and the handle still reaching it.
+# `parameter._post_accumulate_grad_hooks = None`, and not after `.clear()`. Nor is setting a
+# module's dict to a new empty dict: the module then stops firing the hook, but a shallow copy of
+# the module (`copy.copy(module)`) shares its hook dicts and still has the hook, and a handle,
+# which keeps a weak reference to the dict it was registered in, still reaches it. The second
+# cell shows both, and that a parameter is different: autograd holds a parameter's dicts, and
+# given a new dict it uses that one and frees the old.
 
 # %%
 layer = nn.Linear(2, 1)
@@ -808,6 +809,15 @@ for how in ("a new dict", ".clear()"):
     assert fired == (["its copy"] if how == "a new dict" else [])
     assert len(handle.hooks_dict_ref()) == (1 if how == "a new dict" else 0)
 
+# A parameter's dicts are held by autograd. Given None, it keeps the old dict (the hook fired, in
+# the cell above); given a new dict, it uses that one, and the old dict is freed.
+layer, fired = nn.Linear(2, 1), []
+handle = layer.weight.register_post_accumulate_grad_hook(lambda parameter: fired.append("fired"))
+layer.weight._post_accumulate_grad_hooks = OrderedDict()
+layer(torch.randn(3, 2)).sum().backward()
+print("a parameter's dict set to a new dict: fired", fired, "| the handle's dict:", handle.hooks_dict_ref())
+assert fired == [] and handle.hooks_dict_ref() is None
+
 
 # %% tags=["exercise"]
 # Exercise: remove_all_hooks — write your code in this cell.
@@ -819,11 +829,11 @@ def remove_all_hooks(model):
     Removes the hooks of the ten kinds of `find_registered_hooks` (module dicts `_forward_pre_hooks`,
     `_forward_hooks`, `_backward_pre_hooks`, `_backward_hooks`, `_state_dict_pre_hooks`,
     `_state_dict_hooks`, `_load_state_dict_pre_hooks`, `_load_state_dict_post_hooks`, and parameter
-    dicts `_backward_hooks`, `_post_accumulate_grad_hooks`), each dict emptied in place (the same
-    dict object, not a new one or None), and clears the flag dicts `_forward_pre_hooks_with_kwargs`,
-    `_forward_hooks_with_kwargs` and `_forward_hooks_always_called`. Returns the number of hooks
-    removed, one per registration (flags do not count, and a module or parameter reachable under
-    two names counts once). Global hooks (those of `torch.nn.modules.module`) stay registered.
+    dicts `_backward_hooks`, `_post_accumulate_grad_hooks`), each module dict emptied in place (the
+    same dict object, not a new one or None), and clears the flag dicts
+    `_forward_pre_hooks_with_kwargs`, `_forward_hooks_with_kwargs` and
+    `_forward_hooks_always_called`. Returns the number of hooks removed, one per registration
+    (flags do not count, and a module or parameter reachable under two names counts once). Global hooks (those of `torch.nn.modules.module`) stay registered.
     Hooks registered afterwards work as usual.
     """
     # TODO: write this, as its docstring says.

@@ -597,12 +597,14 @@ def _global_dicts():
 
 def _check_in_place(before, text):
     for owner, where, attribute, hooks in before:
+        if not isinstance(owner, nn.Module):
+            continue  # autograd holds a parameter's dicts: given a new dict, it uses that one and frees the old
         if hooks and getattr(owner, attribute, None) is not hooks:
             fail(f"After {text}, {where}.{attribute} is another object than before, and the dict it held still "
                  f"holds {len(hooks)} hook(s): you rebound the attribute (to a new dict, or None) instead of "
                  "emptying the dict in place. Everything else that holds the old dict still has those hooks (a "
                  "handle, a shallow copy of the module such as copy.copy makes, which shares its hook dicts); empty "
-                 "each dict in place with its clear method.")
+                 "each module dict in place with its clear method.")
 
 
 def _check_new_hooks_work(model, seed, text):
@@ -662,8 +664,9 @@ def check_remove_all_hooks(fn):
                      f"when the model ran: {fired[:5]}. The model is a module too: model.modules() gives it first, "
                      "while a walk over model.children() or model._modules starts below it.")
             on_parameters = [name for name in fired if name.startswith(tuple(PARAMETER_HOOK_DICTS))]
-            hint = (" A parameter's hook dicts must be emptied in place, with the dict's clear method: setting "
-                    "parameter._post_accumulate_grad_hooks to None leaves the hook attached."
+            hint = (" Empty a parameter's hook dicts with the dict's clear method: setting "
+                    "parameter._post_accumulate_grad_hooks to None leaves the hook attached (autograd keeps the old "
+                    "dict)."
                     if on_parameters else "")
             fail(f"After {text}, these hooks still fired when the model ran forward, backward and "
                  f"load_state_dict(state_dict()): {fired[:5]}. Remove every hook of the ten kinds, on the model "
