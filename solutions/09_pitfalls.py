@@ -792,10 +792,10 @@ with try_it():
 # below shows that a post-accumulate-grad hook still fires after
 # `parameter._post_accumulate_grad_hooks = None`, and not after `.clear()`. Nor is setting a
 # module's dict to a new empty dict: the module then stops firing the hook, but a shallow copy of
-# the module (`copy.copy(module)`) shares its hook dicts and still has the hook, and a handle,
-# which keeps a weak reference to the dict it was registered in, still reaches it. The second
-# cell shows both, and that a parameter is different: autograd holds a parameter's dicts, and
-# given a new dict it uses that one and frees the old.
+# the module (`copy.copy(module)`) shares its hook dicts and still has the hook; the handle, which
+# keeps a weak reference to the dict it was registered in, reaches it too, as long as the copy
+# keeps that dict alive. The second cell shows both, and that a parameter is different: autograd
+# holds a parameter's dicts, and given a new dict it uses that one and frees the old.
 
 # %%
 layer = nn.Linear(2, 1)
