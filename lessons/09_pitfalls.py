@@ -188,9 +188,8 @@ def grad_before_inplace_relu(model, layer, x):
     Returns the gradient with respect to the value `layer` produced (before the ReLU overwrote it),
     a tensor of the layer output's shape. Leaves the model as it was: no hook of yours left on its
     modules or parameters (hooks registered before stay), nor a global module hook, and every
-    module's `inplace` setting as it was. That
-    holds also when the forward pass raises, and also when the backward pass raises; the exception
-    reaches the caller.
+    module's `inplace` setting as it was. That holds also when the forward pass raises, and also
+    when the backward pass raises; the exception reaches the caller.
     """
     # TODO: the code below fails in forward; delete this raise, then fix the code below it
     raise NotImplementedError("grad_before_inplace_relu is not written yet")
