@@ -18,6 +18,7 @@ MODULE_HOOK_DICTS = {"forward_pre": "_forward_pre_hooks", "forward": "_forward_h
                      "load_state_dict_post": "_load_state_dict_post_hooks"}
 PARAMETER_HOOK_DICTS = {"tensor": "_backward_hooks", "post_accumulate_grad": "_post_accumulate_grad_hooks"}
 KINDS = (*MODULE_HOOK_DICTS, *PARAMETER_HOOK_DICTS)
+_FLAG_DICTS = ("_forward_pre_hooks_with_kwargs", "_forward_hooks_with_kwargs", "_forward_hooks_always_called")
 _REGISTERED_WITH = {"forward_pre": "register_forward_pre_hook", "forward": "register_forward_hook",
                     "backward_pre": "register_full_backward_pre_hook", "backward": "register_full_backward_hook",
                     "state_dict_pre": "register_state_dict_pre_hook",
@@ -384,9 +385,13 @@ def _hooked_model(seed, log=None):
 
 
 def _hook_counts(model):
-    return [len(getattr(module, attribute)) for module in model.modules() for attribute in MODULE_HOOK_DICTS.values()] \
-        + [len(getattr(parameter, attribute, None) or {}) for parameter in model.parameters()
-           for attribute in PARAMETER_HOOK_DICTS.values()]
+    """What the model's hook and flag dicts hold: every (key, the object stored) of each, by identity."""
+    dicts = [getattr(module, attribute) for module in model.modules()
+             for attribute in (*MODULE_HOOK_DICTS.values(), *_FLAG_DICTS)]
+    dicts += [getattr(parameter, attribute, None) for parameter in model.parameters()
+              for attribute in PARAMETER_HOOK_DICTS.values()]
+    return [None if hooks is None else (id(hooks), [(key, id(value)) for key, value in hooks.items()])
+            for hooks in dicts]
 
 
 def _call_finder(fn, model, what):
@@ -402,7 +407,8 @@ def _call_finder(fn, model, what):
                      "hooks (getattr(parameter, attribute) or {}).")
             raise
     if _hook_counts(model) != before:
-        fail(f"{text} changed the hooks registered on the model; it must only report them, not remove or add any.")
+        fail(f"{text} changed the hooks registered on the model (their dicts now hold other entries, or are other "
+             "dicts); it must only report them, not remove, add or replace any.")
     if isinstance(result, (str, bytes, dict, torch.Tensor)) or not hasattr(result, "__iter__"):
         fail(f"{text} returned {describe(result)}; expected a list of (name, kind, hook) triples.")
     result = list(result)
@@ -565,7 +571,6 @@ def check_find_registered_hooks(fn):
 
 # ---------------------------------------------------------------- remove_all_hooks
 
-_FLAG_DICTS = ("_forward_pre_hooks_with_kwargs", "_forward_hooks_with_kwargs", "_forward_hooks_always_called")
 
 
 def _exercise_model(model, seed):

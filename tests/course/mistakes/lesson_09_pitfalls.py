@@ -1086,6 +1086,29 @@ def remove_all_hooks(model):
     return removed
 """,
          expect=["deletion of _backwards_hooks not allowed"]),
+
+    dict(exercise="find_registered_hooks", kind="wrong", why="unwraps the load pre-hooks in their dict",
+         clause="unchanged",
+         source="""
+KINDS = {"forward_pre": "_forward_pre_hooks", "forward": "_forward_hooks", "backward_pre": "_backward_pre_hooks",
+         "backward": "_backward_hooks", "state_dict_pre": "_state_dict_pre_hooks", "state_dict": "_state_dict_hooks",
+         "load_state_dict_pre": "_load_state_dict_pre_hooks", "load_state_dict_post": "_load_state_dict_post_hooks"}
+
+
+def find_registered_hooks(model):
+    found = []
+    for name, module in model.named_modules():
+        wrapped = module._load_state_dict_pre_hooks
+        for key, hook in wrapped.items():
+            wrapped[key] = getattr(hook, "hook", hook)  # store the learner's function itself
+        for kind, attribute in KINDS.items():
+            found += [(name, kind, hook) for hook in getattr(module, attribute).values()]
+    for name, parameter in model.named_parameters():
+        for kind, attribute in (("tensor", "_backward_hooks"), ("post_accumulate_grad", "_post_accumulate_grad_hooks")):
+            found += [(name, kind, hook) for hook in (getattr(parameter, attribute) or {}).values()]
+    return found
+""",
+         expect=["changed the hooks registered", "not remove, add or replace any"]),
 ]
 
 
