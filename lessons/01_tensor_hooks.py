@@ -228,6 +228,10 @@ g = torch.tensor([1.0, 2.0, 3.0])
 doubled = g * 2
 print("g * 2 =", doubled, "| its own memory:", doubled.data_ptr() != g.data_ptr(), "| g after:", g)
 assert doubled.data_ptr() != g.data_ptr() and torch.equal(g, torch.tensor([1.0, 2.0, 3.0]))
+for dtype in (torch.float32, torch.float64):  # same shape and dtype as the tensor it came from
+    g_typed = torch.ones(2, 3, dtype=dtype)
+    print(f"{dtype}: (g * 2).shape = {tuple((g_typed * 2).shape)}, (g * 2).dtype = {(g_typed * 2).dtype}")
+    assert (g_typed * 2).shape == g_typed.shape and (g_typed * 2).dtype == dtype
 
 # %% tags=["exercise"]
 # Exercise: double_grad — write your code in this cell.
@@ -275,8 +279,8 @@ check(double_grad)
 # </details>
 
 # %% [markdown]
-# Your hook at work: the gradient of `x * x` is `2 * x`; with `double_grad` registered, `x.grad`
-# becomes `4 * x`.
+# Once `double_grad` is written, this cell shows it at work (until then it prints "Not done yet"):
+# the gradient of `x * x` is `2 * x`; with `double_grad` registered, `x.grad` becomes `4 * x`.
 
 # %%
 with try_it():
@@ -426,7 +430,8 @@ check(make_scale_hook)
 # </details>
 
 # %% [markdown]
-# Your hook at work on an intermediate tensor: `h = 3 * x`, so `x.grad` would be `[3, 3]`; a scale
+# Once `make_scale_hook` is written, the second part of this cell shows it at work on an
+# intermediate tensor: `h = 3 * x`, so `x.grad` would be `[3, 3]` (the first part shows it); a scale
 # hook with factor `-1` on `h` flips the sign of everything that flows back through `h`.
 
 # %%
@@ -605,8 +610,11 @@ for hook in (times_100_in_place, times_100):
     a = torch.tensor([1.0, 2.0], requires_grad=True)
     b = torch.tensor([3.0, 4.0], requires_grad=True)
     a.register_hook(hook)
-    ((a + b) * w).sum().backward()  # true gradients: a.grad = b.grad = w = [1, 2]
-    print(f"{hook.__name__:>18}: a.grad = {a.grad}, b.grad = {b.grad}")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ((a + b) * w).sum().backward()  # true gradients: a.grad = b.grad = w = [1, 2]
+    print(f"{hook.__name__:>18}: a.grad = {a.grad}, b.grad = {b.grad} | warnings: {len(caught)}")
+    assert not caught  # silently: no error, no warning
     assert torch.equal(a.grad, torch.tensor([100.0, 200.0]))
     if hook is times_100_in_place:
         assert torch.equal(b.grad, torch.tensor([100.0, 200.0]))  # corrupted
@@ -624,8 +632,9 @@ for hook in (times_100_in_place, times_100):
 # - otherwise return the gradient unchanged.
 #
 # Traps: a zero gradient has norm 0 and must stay zero. Do not divide by the norm unless you are
-# rescaling: dividing by a zero norm gives `nan` (the cell below shows it). And no in-place change
-# of `grad` (no `grad.mul_`, no `grad *= ...`).
+# rescaling: dividing by a zero norm gives `nan` (the cell below shows it). No in-place change
+# of `grad` (no `grad.mul_`, no `grad *= ...`). And, as in `make_scale_hook`, each hook keeps its own
+# `max_norm` in its closure.
 #
 # Check: run `check(make_clip_hook)` below, or
 # `pytest tests/test_01_tensor_hooks.py -k make_clip_hook`.
@@ -648,6 +657,7 @@ def make_clip_hook(max_norm):
     If `norm > max_norm`, the hook returns a new tensor `grad * (max_norm / norm)`, whose norm
     is `max_norm`. Otherwise it returns `grad` unchanged (a zero gradient stays zero).
     The result has the same shape and dtype as `grad`. The hook must not change `grad` in place.
+    Each returned hook keeps its own `max_norm`: later calls of make_clip_hook do not change it.
     """
     # TODO: write this, as its docstring says.
     raise NotImplementedError("make_clip_hook is not written yet")
@@ -689,9 +699,10 @@ check(make_clip_hook)
 # </details>
 
 # %% [markdown]
-# Your hook at work, clipping the gradient of a leaf. With `loss = (w * x).sum()` the gradient of
-# `x` is `w = [3, 4]`, whose norm is 5. With `max_norm=1` it becomes `[0.6, 0.8]`; with
-# `max_norm=10` it is left alone.
+# Clipping the gradient of a leaf. With `loss = (w * x).sum()` the gradient of `x` is
+# `w = [3, 4]`, whose norm is 5 (the first part of the cell shows it). Once `make_clip_hook` is
+# written, the second part shows it at work: with `max_norm=1` the gradient becomes `[0.6, 0.8]`;
+# with `max_norm=10` it is left alone.
 
 # %%
 w = torch.tensor([3.0, 4.0])
@@ -864,8 +875,9 @@ check(record_grads)
 # </details>
 
 # %% [markdown]
-# Your hook at work: two backward passes are recorded separately and correctly, the gradient
-# itself is unchanged, and after `handle.remove()` a third backward is not recorded.
+# Once `record_grads` is written, this cell shows it at work: two backward passes are recorded
+# separately and correctly, the gradient itself is unchanged, and after `handle.remove()` a third
+# backward is not recorded.
 
 # %%
 with try_it():

@@ -131,11 +131,15 @@ def check_make_clip_hook(make_clip_hook):
         (3, 43, 50.0, torch.float64),     # an int max_norm, a float64 gradient
         (2.0, 44, 0.0, torch.float32),    # zero stays zero
     ]
-    for max_norm, seed, scale, dtype in cases:
+    hooks = []
+    for max_norm, _, _, _ in cases:
         with calling(f"calling make_clip_hook({max_norm})"):
             hook = make_clip_hook(max_norm)
         if not callable(hook):
             fail(f"make_clip_hook({max_norm}) returned {describe(hook)}; expected a function, the hook.")
+        hooks.append(hook)
+    # Call every hook after all were made, so hooks that share one max_norm are found out.
+    for (max_norm, seed, scale, dtype), hook in zip(cases, hooks):
         shape = (2, 3) if seed != 43 else None
         grad = random_tensor(seed, shape, dtype=dtype, scale=scale)
         norm = grad.norm()
@@ -158,6 +162,11 @@ def check_make_clip_hook(make_clip_hook):
                 (grad * max_norm, "You multiplied by max_norm without dividing by the norm; multiply by "
                  "max_norm / norm."),
             ]
+        for other in {other for other, _, _, _ in cases if other != max_norm}:
+            if norm > min(max_norm, other):
+                wrong.append((_clip(grad, other, norm), f"That is the gradient clipped to {other}, the max_norm of "
+                              "another hook: each hook must keep its own max_norm (keep it in the closure, not in a "
+                              "global or class attribute)."))
         if grad.dim() > 1:
             row_norms = grad.norm(dim=-1, keepdim=True)
             wrong.append((grad * torch.clamp(max_norm / row_norms, max=1.0),
@@ -263,6 +272,20 @@ def check_record_grads(record_grads):
         if not close(stored, weight):
             fail(f"gradient number {step} was recorded as {describe(stored)}; expected {describe(weight)}.")
 
+    # A float64 gradient: a clone keeps the dtype, and with it the values.
+    d = random_tensor(59, (4,), dtype=torch.float64).requires_grad_()
+    weight = random_tensor(60, (4,), dtype=torch.float64) / 3
+    recorded = []
+    with calling(f"calling record_grads(d, store) with d = {describe(d)} and running backward"):
+        record_grads(d, recorded)
+        (d * weight).sum().backward()
+    if len(recorded) == 1 and isinstance(recorded[0], torch.Tensor) and recorded[0].dtype != weight.dtype:
+        fail(f"a float64 gradient was recorded as {describe(recorded[0])}, in {recorded[0].dtype}: a clone keeps "
+             "the gradient's dtype, and its values with it. Store grad.detach().clone() without converting it.")
+    if len(recorded) == 1 and not (isinstance(recorded[0], torch.Tensor) and torch.equal(recorded[0], weight)):
+        fail(f"a float64 gradient {describe(weight)} was recorded as {describe(recorded[0])}; expected an exact "
+             "copy of it.")
+
     # Under create_graph=True the gradient itself carries a graph; the record must not, and the
     # gradient that flows on must keep it.
     y = _leaf(54)
@@ -271,7 +294,8 @@ def check_record_grads(record_grads):
         record_grads(y, kept)
         (gradient,) = torch.autograd.grad((y ** 3).sum(), y, create_graph=True)
     if len(kept) != 1:
-        fail(f"after one torch.autograd.grad through y, store holds {len(kept)} gradients; expected 1.")
+        fail(f"after one torch.autograd.grad through y, the new list passed as store holds {len(kept)} gradients; "
+             "expected 1. Append each incoming gradient to the list passed as `store`, not to a list of your own.")
     if kept[0].requires_grad or kept[0].grad_fn is not None:
         fail("under create_graph=True the recorded gradient still requires grad (grad_fn "
              f"{type(kept[0].grad_fn).__name__}), which keeps the whole graph alive. Detach it before storing it.")

@@ -33,11 +33,13 @@ CLAUSES = {
         "same-shape": "The result has the same shape",
         "same-dtype": "and dtype as `grad`",
         "not-in-place": "The hook must not change `grad` in place.",
+        "own-max-norm": "Each returned hook keeps its own `max_norm`: later calls of make_clip_hook do not change it.",
     },
     "record_grads": {
         "one-hook": "Registers one hook on `tensor`.",
         "appends": "Each time the hook fires it appends to `store`",
         "incoming": "of the incoming gradient",
+        "clone-same-dtype": "a detached clone",
         "detached": "no graph attached, even under `create_graph=True`",
         "cloned": "not changed by later backward passes",
         "unchanged": "leaves the gradient unchanged (returns None)",
@@ -908,5 +910,84 @@ def record_grads(tensor, store):
          expect=["changed after the second backward", "clone it"]),
     dict(exercise="record_grads", kind="right", why="detach().to(copy=True)",
          source=edited(RECORD, ("grad.detach().clone()", "grad.detach().to('cpu', copy=True)")),
+         expect=[]),
+    # ------------------------------------------------------------------ review: written from the docstrings alone
+    dict(exercise="make_clip_hook", kind="wrong", why="max_norm kept in a global", clause="own-max-norm",
+         source='''
+import torch
+
+LIMIT = None
+
+
+def make_clip_hook(max_norm):
+    global LIMIT
+    LIMIT = max_norm
+
+    def hook(grad):
+        norm = grad.norm()
+        if norm > LIMIT:
+            return grad * (LIMIT / norm)
+        return grad
+
+    return hook
+''',
+         expect=["clipped to 2.0, the max_norm of another hook", "keep its own max_norm"]),
+    dict(exercise="make_clip_hook", kind="wrong", why="max_norm kept on the class of a callable", clause="own-max-norm",
+         source='''
+import torch
+
+
+class Clipper:
+    max_norm = 1.0
+
+    def __call__(self, grad):
+        norm = grad.norm()
+        if norm > Clipper.max_norm:
+            return grad * (Clipper.max_norm / norm)
+        return grad
+
+
+def make_clip_hook(max_norm):
+    Clipper.max_norm = max_norm
+    return Clipper()
+''',
+         expect=["the max_norm of another hook", "not in a global or class attribute"]),
+    dict(exercise="make_clip_hook", kind="wrong", why="clamps in place, as public clipping hooks do", clause="not-in-place",
+         source=edited(CLIP, ("        norm = grad.norm()\n        if norm > max_norm:\n"
+                              "            return grad * (max_norm / norm)\n        return grad",
+                              "        return grad.clamp_(-max_norm, max_norm)")),
+         expect=["changed `grad` in place"]),
+    dict(exercise="record_grads", kind="wrong", why="stores a float32 copy", clause="clone-same-dtype",
+         source=edited(RECORD, ("grad.detach().clone()", "grad.detach().clone().float()")),
+         expect=["float64 gradient was recorded", "keeps the gradient's dtype"]),
+    dict(exercise="record_grads", kind="wrong", why="stores copy.deepcopy(grad)", clause="detached",
+         source=edited(RECORD, ("import torch", "import copy\n\nimport torch"),
+                       ("grad.detach().clone()", "copy.deepcopy(grad)")),
+         expect=["create_graph=True", "deepcopy protocol"]),
+    dict(exercise="record_grads", kind="wrong", why="keeps every gradient in a list of its own too", clause="appends",
+         source='''
+import torch
+
+SEEN = []
+
+
+def record_grads(tensor, store):
+    def hook(grad):
+        SEEN.append(grad.detach().clone())
+        store[:] = SEEN
+
+    return tensor.register_hook(hook)
+''',
+         expect=["the new list passed as store holds", "not to a list of your own"]),
+    dict(exercise="double_grad", kind="wrong", why="doubles through numpy", clause="differentiable",
+         source=edited(DOUBLE, ("    return grad * 2", "    return torch.from_numpy(grad.numpy() * 2)")),
+         expect=["create_graph=True", "can't call numpy() on tensor that requires grad"]),
+    dict(exercise="double_grad", kind="wrong", why="writes into an out= tensor", clause="differentiable",
+         source=edited(DOUBLE, ("    return grad * 2", "    return torch.mul(grad, 2, out=torch.empty_like(grad))")),
+         expect=["create_graph=True", "out=... arguments don't support automatic differentiation"]),
+    dict(exercise="make_clip_hook", kind="right", why="min of 1 and the ratio",
+         source=edited(CLIP, ("        norm = grad.norm()\n        if norm > max_norm:\n"
+                              "            return grad * (max_norm / norm)\n        return grad",
+                              "        return grad * min(1.0, max_norm / grad.norm())")),
          expect=[]),
 ]
