@@ -338,17 +338,47 @@ assert torch.equal(grad, 10 * 2 * x_leaf.detach())
 assert x_leaf.grad is None and len(x_leaf._backward_hooks) == 0
 
 # %% [markdown]
+# `backward()` differs in two more ways. It fills the `.grad` of every leaf the loss depends on, not
+# only of the tensor you care about. And on a non-leaf it fills `.grad` only after `retain_grad()`,
+# which stays switched on for every later backward; `backward(inputs=[h])` switches it on by itself.
+# `torch.autograd.grad(loss, h)` writes no `.grad` at all:
+
+# %%
+base = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+weight = torch.tensor([0.5, -1.0, 2.0], requires_grad=True)
+h = base * 2  # a non-leaf
+(grad_h,) = torch.autograd.grad((h * weight).sum(), h)
+print("autograd.grad returned", grad_h, "| base.grad:", base.grad, "| weight.grad:", weight.grad)
+assert torch.equal(grad_h, weight.detach()) and base.grad is None and weight.grad is None
+
+h.retain_grad()
+(h * weight).sum().backward()
+print("backward after h.retain_grad(): h.grad:", h.grad, "| base.grad:", base.grad, "| weight.grad:", weight.grad)
+print("h.retains_grad afterwards:", h.retains_grad)
+assert torch.equal(h.grad, weight.detach()) and torch.equal(base.grad, 2 * weight.detach())
+assert torch.equal(weight.grad, h.detach()) and h.retains_grad
+
+h_other = base * 2
+print("before backward(inputs=[h_other]): h_other.retains_grad =", h_other.retains_grad)
+(h_other * weight).sum().backward(inputs=[h_other])
+print("after it: h_other.retains_grad =", h_other.retains_grad, "| h_other.grad:", h_other.grad)
+assert h_other.retains_grad and torch.equal(h_other.grad, weight.detach())
+
+# %% [markdown]
 # ## Exercise 1: `grad_with_temporary_hook`
 #
 # Write `grad_with_temporary_hook(x, hook, loss_fn)`. It returns the gradient of the scalar
 # `loss_fn(x)` with respect to `x` (a leaf or not), computed while `hook` is registered on `x`. If the
 # hook returns a tensor, that tensor is the gradient you return; if it returns `None`, you return the
 # gradient as autograd computed it. `x.grad` must be the same afterwards as before (`None` stays
-# `None`, a tensor keeps its value), and the hook you registered must be gone from `x` when the
-# function returns *or raises*. Hooks that were on `x` before the call stay.
+# `None`, a tensor keeps its value), no other tensor's `.grad` may change, and the hook you
+# registered must be gone from `x` when the function returns *or raises*. Hooks that were on `x`
+# before the call stay.
 #
-# Traps: (1) calling `.backward()`, which writes into `x.grad`; (2) removing the hook on a line that
-# an exception can skip. Exceptions from `loss_fn`, from `hook` or from autograd must reach the
+# Traps: (1) calling `.backward()`: it writes into `x.grad` and into the `.grad` of every leaf behind
+# the loss, and on a non-leaf it needs `x.retain_grad()` (which `backward(inputs=[x])` turns on by
+# itself), a change to `x` that lasts for every later backward (the cell above shows all three);
+# (2) removing the hook on a line that an exception can skip. Exceptions from `loss_fn`, from `hook` or from autograd must reach the
 # caller unchanged, so don't catch them.
 #
 # Check: run `check(grad_with_temporary_hook)` below, or
@@ -370,6 +400,8 @@ def grad_with_temporary_hook(x, hook, loss_fn):
 
     Returns a tensor with the shape of `x`.
     `x.grad` keeps the value it had before the call (None stays None).
+    No other `.grad` is written either (not those of the leaves that `x` or the loss depend on),
+    and `x.retains_grad` is unchanged.
     When the function returns or raises, the hook it registered is removed from `x`; hooks that
     were on `x` before the call stay.
     Exceptions raised by `loss_fn`, by `hook` or by autograd propagate unchanged.
@@ -411,7 +443,8 @@ check(grad_with_temporary_hook)
 # </details>
 
 # %% [markdown]
-# Your function at work: a hook that doubles the gradient of `(x ** 2).sum()`, which is `2 * x`.
+# Once `grad_with_temporary_hook` is written, this cell shows it at work (until then it prints
+# "Not done yet"): a hook that doubles the gradient of `(x ** 2).sum()`, which is `2 * x`.
 
 # %%
 with try_it():
@@ -555,8 +588,8 @@ check(HookGroup)
 # </details>
 
 # %% [markdown]
-# Your class at work: one forward hook on each of the three layers of a small model, all removed
-# when the `with` block ends.
+# Once `HookGroup` is written, this cell shows it at work: one forward hook on each of the three
+# layers of a small model, all removed when the `with` block ends.
 
 # %%
 with try_it():
@@ -590,18 +623,20 @@ with try_it():
 # `register_named_hook(layer, "count", count_call)` then replaces the hook instead of stacking
 # another one. Different names on one module coexist, the same name on two modules does not
 # interfere, and hooks registered on the module by other means (a direct `register_forward_hook`,
-# a library) are left alone.
+# a library) are left alone. A name may also be the name of one of the module's attributes, such as
+# `"weight"`: the module's attributes stay as they are.
 #
-# Trap: where the names are remembered (the cell below shows both problems).
+# Trap: where the names are remembered (the cell below shows both problems, and the checker tests
+# both: it runs your exercise cell a second time, and it lets a module go).
 #
 # - A dict in the exercise cell's global scope is reset when you re-run that cell. After that, the
 #   old hooks can no longer be found.
 # - A plain dict keyed by module keeps every module alive for as long as the dict exists.
 #
 # A good place is the module itself: store a `{name: handle}` dict as an attribute on it. The
-# registry then lives and dies with the module. A `weakref.WeakKeyDictionary` keyed by module would
-# also avoid the memory leak, but, like any dict made in the cell, it would still be reset when you
-# re-run the cell. Removing a handle that was already removed is safe (the first section showed
+# registry then lives and dies with the module. A `weakref.WeakKeyDictionary` keyed by module
+# avoids the memory leak, but, like any dict made in the cell, it is still reset when you re-run the
+# cell (the cell shows that too). Removing a handle that was already removed is safe (the first section showed
 # it), so the function does not need to track hooks that you removed by hand.
 #
 # Check: run `check(register_named_hook)` below, or
@@ -630,6 +665,22 @@ for where, ref in alive.items():
 assert alive["keyed by the module"]() is not None and alive["stored on the module"]() is None
 del plain_registry
 
+weak_cell = "import weakref\nregistry = weakref.WeakKeyDictionary()\n"  # keyed by module, weakly
+exec(weak_cell, namespace)
+held = nn.Linear(4, 2)
+namespace["registry"][held] = {"count": "the handle of a hook"}
+held_ref = weakref.ref(held)
+del held
+gc.collect()
+print("WeakKeyDictionary: the module is still alive after del:", held_ref() is not None,
+      "| entries left:", len(namespace["registry"]))
+assert held_ref() is None and len(namespace["registry"]) == 0
+kept = nn.Linear(4, 2)
+namespace["registry"][kept] = {"count": "the handle of a hook"}
+exec(weak_cell, namespace)  # run the cell again
+print("WeakKeyDictionary after re-running its cell, entries for a living module:", len(namespace["registry"]))
+assert kept not in namespace["registry"]
+
 # %% tags=["exercise"]
 # Exercise: register_named_hook — write your code in this cell.
 
@@ -643,6 +694,9 @@ def register_named_hook(module, name, hook):
     replaces the hook instead of adding a second one.
     Hooks under different names on one module coexist. The same name on different modules does not
     interfere. Hooks registered on the module by other means are left alone.
+    The module's own attributes stay as they are, whatever `name` is (also "weight" or "forward").
+    What the function remembers survives running its own cell again, and it keeps no module alive
+    once the caller has let go of it.
     """
     # TODO: write this, as its docstring says.
     raise NotImplementedError("register_named_hook is not written yet")
@@ -686,9 +740,9 @@ check(register_named_hook)
 # </details>
 
 # %% [markdown]
-# Your function at work: the registering line runs three times, as a re-run cell would, and the
-# hook still fires once per forward. A second name adds a second hook, and a hook registered
-# directly stays.
+# Once `register_named_hook` is written, this cell shows it at work: the registering line runs
+# three times, as a re-run cell would, and the hook still fires once per forward. A second name adds
+# a second hook, and a hook registered directly stays.
 
 # %%
 with try_it():

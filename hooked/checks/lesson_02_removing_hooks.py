@@ -1,12 +1,18 @@
 """Checks for lesson 02, removing hooks and keeping them tidy."""
 
+import gc
+import linecache
+import os
+import sys
 import warnings
+import weakref
 
 import torch
 from torch import nn
 
 from hooked.checking import calling, fail
 from hooked.checks.tensors import close, describe, random_tensor
+from hooked.lesson_file import without_magics
 
 
 class _CountingTensorHook:
@@ -17,10 +23,12 @@ class _CountingTensorHook:
 
     def __init__(self, factor=3.0, error=None, tensor=None, baseline=0):
         self.factor, self.error, self.calls, self.shapes = factor, error, 0, []
-        self.tensor, self.baseline, self.registered = tensor, baseline, []
+        self.tensor, self.baseline, self.registered, self.by_autograd = tensor, baseline, [], []
 
     def __call__(self, grad):
         self.calls += 1
+        caller = sys._getframe(1).f_code.co_filename  # autograd's engine is called from torch/autograd/
+        self.by_autograd.append(os.path.join("torch", "autograd") in caller)
         self.shapes.append(tuple(grad.shape))
         if self.tensor is not None:
             self.registered.append(_hook_count(self.tensor) > self.baseline)
@@ -75,17 +83,20 @@ def _still_registered_after(x, hook):
 
 
 def _input(seed, leaf):
-    """A tensor that requires grad: a leaf, or computed from one (a non-leaf)."""
+    """A tensor that requires grad, a leaf or computed from one (a non-leaf), and that leaf."""
     base = random_tensor(seed).requires_grad_()
-    return base if leaf else base * 1.5
+    return (base if leaf else base * 1.5), base
 
 
 def check_grad_with_temporary_hook(grad_with_temporary_hook):
     cases = (  # (seed, x has a .grad before the call, what the hook returns, x is a leaf)
-        (61, False, 3.0, True), (62, True, 3.0, True), (63, False, None, True), (65, False, 3.0, False))
+        (61, False, 3.0, True), (62, True, 3.0, True), (63, False, None, True), (65, False, 3.0, False),
+        (67, False, 3.0, True))
     for seed, had_grad, factor, leaf in cases:
-        x = _input(seed, leaf)
+        x, base = _input(seed, leaf)
         weight = random_tensor(seed + 100, x.shape)
+        # In the last case the loss's weight is a leaf that requires grad too: its .grad must stay None.
+        weight_leaf = weight.clone().requires_grad_() if seed == 67 else weight
         previous = random_tensor(seed + 200, x.shape) if had_grad else None
         x.grad = previous.clone() if had_grad else None
         watcher = _WatchingTensorHook()
@@ -94,17 +105,22 @@ def check_grad_with_temporary_hook(grad_with_temporary_hook):
         hook = _CountingTensorHook(factor=factor, tensor=x, baseline=_hook_count(x))
         kind = "a leaf" if leaf else "a non-leaf (x = leaf * 1.5)"
         what = "triples the gradient" if factor else "returns None"
+        loss_text = "(x * w).sum()" + (", w a leaf that requires grad" if weight_leaf is not weight else "")
         doing = f"calling grad_with_temporary_hook(x, hook, loss_fn) with x {kind} ({describe(x)}), a hook that " \
-                f"{what}, and loss_fn(x) = (x * w).sum()"
+                f"{what}, and loss_fn(x) = {loss_text}"
         with calling(doing):
-            result = grad_with_temporary_hook(x, hook, lambda t: (t * weight).sum())
-        said = f"Called grad_with_temporary_hook(x, hook, loss_fn), x {kind}, a hook that {what}, loss (x * w).sum()."
+            result = grad_with_temporary_hook(x, hook, lambda t: (t * weight_leaf).sum())
+        said = f"Called grad_with_temporary_hook(x, hook, loss_fn), x {kind}, a hook that {what}, loss {loss_text}."
         if hook.calls == 0:
             fail(f"{said}\nThe hook was never called. Register it on x (x.register_hook(hook)) and compute the "
                  "gradient with torch.autograd.grad while it is registered (torch.func.grad does not run tensor hooks).")
         if hook.shapes[0] != tuple(x.shape):
             fail(f"{said}\nThe hook received a gradient of shape {hook.shapes[0]}, not x's shape {tuple(x.shape)}: "
                  "register it on x itself, not on the loss.")
+        if not any(hook.registered) and all(hook.by_autograd):
+            fail(f"{said}\nAutograd ran the hook, but while nothing of yours was registered on x: it was registered "
+                 "on another tensor (a copy such as x.detach().requires_grad_(), which is not x). Register it on x "
+                 "itself with x.register_hook(hook), and compute the gradient with respect to x.")
         if not any(hook.registered):
             fail(f"{said}\nThe hook was called while nothing of yours was registered on x: you called it yourself. "
                  "Register it with x.register_hook(hook), so that autograd calls it while computing the gradient.")
@@ -133,6 +149,19 @@ def check_grad_with_temporary_hook(grad_with_temporary_hook):
         if not had_grad and grad_after is not None:
             fail(f"{said}\nx.grad was None before the call and {describe(grad_after)} after; it must stay None. "
                  "Use torch.autograd.grad, which returns the gradient without writing .grad, or restore .grad.")
+        if not leaf and x.retains_grad:
+            fail(f"{said}\nAfterwards x.retains_grad is True: the call switched on x.retain_grad(), so every later "
+                 "backward through x fills x.grad. Leave x as it was: torch.autograd.grad(loss, x) returns the "
+                 "gradient of a non-leaf without retain_grad().")
+        if not leaf and base.grad is not None:
+            fail(f"{said}\nThe leaf that x was computed from had no .grad before the call and has "
+                 f"{describe(base.grad)} after: backward() wrote into it. Write no .grad at all: "
+                 "torch.autograd.grad(loss, x) returns the gradient and fills no .grad.")
+        if weight_leaf is not weight and weight_leaf.grad is not None:
+            fail(f"{said}\nw had no .grad before the call and has "
+                 f"{describe(weight_leaf.grad)} after: backward() fills the .grad of every leaf behind the loss. Write "
+                 "no .grad at all: torch.autograd.grad(loss, x) returns the gradient of x only (backward(inputs=[x]) "
+                 "would also limit it to x).")
         if _still_registered_after(x, hook):
             fail(f"{said}\nAfter it returned, the hook was still registered on x (it fired on a later backward). "
                  "Remove it before returning: use the handle that register_hook returns, as a context manager or with "
@@ -275,6 +304,11 @@ def check_HookGroup(HookGroup):
         if any(hook.calls for hook in hooks) or module._forward_hooks:
             fail(f"after {leaving}, hooks added to the group were still registered; __exit__ must remove every "
                  "held handle, as remove() does.")
+        with calling(f"calling len(group) after {leaving}"):
+            size = len(manager)
+        if size != 0:
+            fail(f"after {leaving}, the hooks were removed but len(group) is {size}; expected 0. __exit__ must call "
+                 "the group's remove(), which also empties the group, not remove the handles by itself.")
 
 
 def check_register_named_hook(register_named_hook):
@@ -403,6 +437,97 @@ def check_register_named_hook(register_named_hook):
         fail("a hook registered through register_named_hook returned a new output (all 7), but the module's output "
              f"was {describe(output)}: its return value was lost. Register the hook itself, or a wrapper that returns "
              "what the hook returns.")
+
+    _check_named_hook_leaves_attributes(register_named_hook)
+    _check_named_hook_registry_lives_on(register_named_hook)
+
+
+_CELL_MARKER = "# %%"
+
+
+def _run_cell_again(function):
+    """Run the cell that defined `function` once more, as re-running it in a notebook does, in a
+    copy of its namespace (so that the learner's own namespace is untouched), and return the
+    function that the new run defines. None when the cell cannot be found or run again: the
+    function comes from an imported module (importing again does not run it again), its source is
+    not available, or the cell raises."""
+    code = getattr(function, "__code__", None)
+    name = getattr(function, "__name__", None)
+    namespace = getattr(function, "__globals__", None)
+    if code is None or not isinstance(name, str) or not isinstance(namespace, dict):
+        return None
+    module = sys.modules.get(namespace.get("__name__"))
+    if module is not None and getattr(module, "__file__", None) == code.co_filename:
+        return None
+    lines = linecache.getlines(code.co_filename)
+    first = code.co_firstlineno - 1
+    if not 0 <= first < len(lines):
+        return None
+    start = first
+    while start > 0 and not lines[start - 1].startswith(_CELL_MARKER):
+        start -= 1
+    end = first + 1
+    while end < len(lines) and not lines[end].startswith(_CELL_MARKER):
+        end += 1
+    text = "\n" * start + without_magics("".join(lines[start:end]))
+    again = dict(namespace)
+    try:
+        exec(compile(text, code.co_filename, "exec", dont_inherit=True), again)
+    except Exception:
+        return None
+    rerun = again.get(name)
+    return rerun if callable(rerun) and rerun is not function else None
+
+
+def _check_named_hook_registry_lives_on(register_named_hook):
+    """The registry must survive a second run of the exercise cell, and must not keep a module alive."""
+    module = nn.Linear(4, 3)
+    before, after = _CountingForwardHook(), _CountingForwardHook()
+    with calling("calling register_named_hook(module, 'count', hook)"):
+        register_named_hook(module, "count", before)
+    rerun = _run_cell_again(register_named_hook)
+    if rerun is not None:
+        with calling("running the exercise cell again (as re-running it in the notebook does), then calling "
+                     "register_named_hook(module, 'count', another_hook) with the new definition"):
+            rerun(module, "count", after)
+        _fire(module)
+        if before.calls:
+            fail("after the exercise cell was run a second time (as when you re-run it in the notebook), "
+                 "register_named_hook(module, 'count', another_hook) did not find the hook registered under 'count' "
+                 f"before: both fired ({before.calls} and {after.calls} time(s)). A registry made by the cell (a "
+                 "global dict, a WeakKeyDictionary, a default argument, an attribute of the function) is made anew "
+                 "when the cell runs again; keep it on the module itself.")
+
+    let_go = nn.Linear(4, 3)
+    with calling("calling register_named_hook(module, 'count', hook) on a module the caller then deletes"):
+        register_named_hook(let_go, "count", _CountingForwardHook())
+    alive = weakref.ref(let_go)
+    del let_go
+    gc.collect()
+    if alive() is not None:
+        fail("after register_named_hook(module, 'count', hook), the caller deleted its module, and the module stayed "
+             "alive: something that register_named_hook keeps (a dict keyed by the module?) still refers to it. "
+             "Keep the registry on the module itself, so that it goes away with the module.")
+
+
+def _check_named_hook_leaves_attributes(register_named_hook):
+    """A name that is also an attribute of the module ("weight", "forward") changes no attribute."""
+    module = nn.Linear(4, 3)
+    weight, forward = module.weight, module.forward
+    hooks = {name: _CountingForwardHook() for name in ("weight", "forward")}
+    for name, hook in hooks.items():
+        with calling(f"calling register_named_hook(module, {name!r}, hook) on an nn.Linear"):
+            register_named_hook(module, name, hook)
+    if module.weight is not weight or "forward" in vars(module) or module.forward != forward:
+        changed = "weight" if module.weight is not weight else "forward"
+        fail(f"register_named_hook(module, {changed!r}, hook) changed module.{changed}, which is now "
+             f"{describe(getattr(module, changed))}: the name was used as an attribute of the module. Keep the "
+             "handles in one dict of your own, keyed by name, so that any name is safe.")
+    with calling("calling the module after register_named_hook(module, 'weight', ...) and (module, 'forward', ...)"):
+        _fire(module)
+    if any(hook.calls != 1 for hook in hooks.values()):
+        fail("after registering hooks under 'weight' and 'forward', one forward call ran them "
+             f"{hooks['weight'].calls} and {hooks['forward'].calls} time(s); expected once each.")
 
 
 CHECKS = {

@@ -13,6 +13,8 @@ CLAUSES = {
         "hook-none": "if it returns None, the gradient is returned as autograd computed it",
         "shape": "Returns a tensor with the shape of `x`.",
         "grad-kept": "`x.grad` keeps the value it had before the call (None stays None).",
+        "no-other-grad": "No other `.grad` is written either",
+        "retains-grad": "and `x.retains_grad` is unchanged.",
         "removed-on-return": "When the function returns",
         "removed-on-raise": "or raises, the hook it registered is removed from `x`",
         "others-stay": "hooks that were on `x` before the call stay",
@@ -40,6 +42,9 @@ CLAUSES = {
         "names-coexist": "Hooks under different names on one module coexist.",
         "modules-separate": "The same name on different modules does not interfere.",
         "others-alone": "Hooks registered on the module by other means are left alone.",
+        "attributes-stay": "The module's own attributes stay as they are, whatever `name` is",
+        "survives-rerun": "What the function remembers survives running its own cell again",
+        "no-keep-alive": "it keeps no module alive once the caller has let go of it.",
     },
 }
 
@@ -238,7 +243,7 @@ def grad_with_temporary_hook(x, hook, loss_fn):
     return gradients[0]
 ''',
          expect=[]),
-    dict(exercise="grad_with_temporary_hook", kind="right", why="backward with x.grad saved and restored",
+    dict(exercise="grad_with_temporary_hook", kind="wrong", why="backward(inputs=[x]) with x.grad saved and restored", clause="retains-grad",
          source='''
 import torch
 
@@ -254,7 +259,7 @@ def grad_with_temporary_hook(x, hook, loss_fn):
         handle.remove()
         x.grad = saved
 ''',
-         expect=[]),
+         expect=['x.retains_grad is true', 'retain_grad()', 'torch.autograd.grad']),
     dict(exercise="grad_with_temporary_hook", kind="right", why="contextlib.ExitStack",
          source='''
 import contextlib
@@ -554,7 +559,7 @@ class HookGroup(list):
         return None
 ''',
          expect=[]),
-    dict(exercise="HookGroup", kind="right", why="built on contextlib.ExitStack",
+    dict(exercise="HookGroup", kind="wrong", why="an ExitStack subclass whose inherited __exit__ skips remove()", clause="exit-removes",
          source='''
 import contextlib
 
@@ -576,7 +581,7 @@ class HookGroup(contextlib.ExitStack):
         self.count = 0
         self.close()
 ''',
-         expect=[]),
+         expect=['len(group) is 2; expected 0', "__exit__ must call the group's remove()"]),
 
     # ------------------------------------------------------------------ register_named_hook
     dict(exercise="register_named_hook", kind="wrong", why="one dict keyed by name for all modules", clause="modules-separate",
@@ -645,7 +650,7 @@ def register_named_hook(module, name, hook):
     return hook.handle
 ''',
          expect=["the new hook replaces the old", "keyed by the name"]),
-    dict(exercise="register_named_hook", kind="right", why="WeakKeyDictionary of dicts",
+    dict(exercise="register_named_hook", kind="wrong", why="a WeakKeyDictionary made in the cell", clause="survives-rerun",
          source='''
 import weakref
 
@@ -660,8 +665,8 @@ def register_named_hook(module, name, hook):
     names[name] = new = module.register_forward_hook(hook)
     return new
 ''',
-         expect=[]),
-    dict(exercise="register_named_hook", kind="right", why="dict keyed by id(module) and name",
+         expect=['exercise cell was run a second time', 'keep it on the module itself']),
+    dict(exercise="register_named_hook", kind="wrong", why="dict keyed by id(module) and name", clause="survives-rerun",
          source='''
 registry = {}
 
@@ -673,7 +678,7 @@ def register_named_hook(module, name, hook):
     registry[key] = module.register_forward_hook(hook)
     return registry[key]
 ''',
-         expect=[]),
+         expect=['exercise cell was run a second time', 'a global dict']),
     dict(exercise="register_named_hook", kind="right", why="handle removed unconditionally, registry via hasattr",
          source='''
 def register_named_hook(module, name, hook):
@@ -1017,4 +1022,159 @@ class HookGroup(list):
         self.remove()
 ''',
          expect=["len(group) is 3", "must be emptied"]),
+    # ------------------------------------------------------------------ review: written from the docstrings alone
+    dict(exercise="grad_with_temporary_hook", kind="wrong", why="backward with a capturing hook, x.grad restored",
+         clause="no-other-grad",
+         source='''
+import torch
+
+
+def grad_with_temporary_hook(x, hook, loss_fn):
+    seen = []
+    saved = None if x.grad is None else x.grad.clone()
+    with x.register_hook(hook), x.register_hook(lambda grad: seen.append(grad)):
+        loss_fn(x).backward()
+    x.grad = saved
+    return seen[0]
+''',
+         expect=["the leaf that x was computed from", "backward() wrote into it", "torch.autograd.grad"]),
+    dict(exercise="grad_with_temporary_hook", kind="wrong", why="retain_grad on a non-leaf, x.grad restored",
+         clause="retains-grad",
+         source='''
+import torch
+
+
+def grad_with_temporary_hook(x, hook, loss_fn):
+    saved = x.grad
+    x.grad = None
+    if not x.is_leaf:
+        x.retain_grad()
+    with x.register_hook(hook):
+        loss_fn(x).backward(inputs=[x])
+    grad, x.grad = x.grad, saved
+    return grad
+''',
+         expect=["x.retains_grad is true", "every later backward"]),
+    dict(exercise="grad_with_temporary_hook", kind="wrong", why="hook on a detached copy of x", clause="register-on-x",
+         source=edited(GRAD, ("    with x.register_hook(hook):\n        loss = loss_fn(x)\n"
+                              "        (grad,) = torch.autograd.grad(loss, x)",
+                              "    copy = x.detach().requires_grad_()\n    with copy.register_hook(hook):\n"
+                              "        loss = loss_fn(copy)\n        (grad,) = torch.autograd.grad(loss, copy)")),
+         expect=["autograd ran the hook", "registered on another tensor", "register it on x itself"]),
+    dict(exercise="grad_with_temporary_hook", kind="wrong", why="returns the hook's value from a finally clause",
+         clause="propagate",
+         source='''
+import torch
+
+
+def grad_with_temporary_hook(x, hook, loss_fn):
+    handle = x.register_hook(hook)
+    grad = None
+    try:
+        (grad,) = torch.autograd.grad(loss_fn(x), x)
+    finally:
+        handle.remove()
+        return grad
+''',
+         expect=["returned normally", "not be swallowed"]),
+    dict(exercise="grad_with_temporary_hook", kind="right", why="a wrapper around the hook, keyword arguments",
+         source=edited(GRAD, ("with x.register_hook(hook):", "with x.register_hook(lambda grad: hook(grad)):"),
+                       ("torch.autograd.grad(loss, x)", "torch.autograd.grad(outputs=loss, inputs=[x])")),
+         expect=[]),
+    dict(exercise="HookGroup", kind="wrong", why="__exit__ removes the handles without emptying the group",
+         clause="exit-removes",
+         source=edited(GROUP, ("    def __exit__(self, exc_type, exc_value, traceback):\n        self.remove()",
+                               "    def __exit__(self, exc_type, exc_value, traceback):\n"
+                               "        for handle in self.handles:\n            handle.remove()")),
+         expect=["len(group) is 2; expected 0", "__exit__ must call the group's remove()"]),
+    dict(exercise="HookGroup", kind="right", why="an ExitStack subclass whose __exit__ calls remove",
+         source='''
+import contextlib
+
+
+class HookGroup(contextlib.ExitStack):
+    def __init__(self):
+        super().__init__()
+        self.count = 0
+
+    def add(self, handle):
+        self.callback(handle.remove)
+        self.count += 1
+        return handle
+
+    def __len__(self):
+        return self.count
+
+    def remove(self):
+        self.count = 0
+        super().__exit__(None, None, None)  # runs the callbacks; close() would call self.__exit__
+
+    def __exit__(self, exc_type, exc_value, traceback):
+        self.remove()
+        return False
+''',
+         expect=[]),
+    dict(exercise="register_named_hook", kind="wrong", why="the handle stored as an attribute named after the hook",
+         clause="attributes-stay",
+         source='''
+def register_named_hook(module, name, hook):
+    old = getattr(module, name, None)
+    if hasattr(old, "remove"):
+        old.remove()
+    handle = module.register_forward_hook(hook)
+    setattr(module, name, handle)
+    return handle
+''',
+         expect=["register_named_hook(module, 'weight', hook)", "cannot assign"]),
+    dict(exercise="register_named_hook", kind="wrong", why="the handle stored in the module's __dict__ under the name",
+         clause="attributes-stay",
+         source='''
+def register_named_hook(module, name, hook):
+    old = module.__dict__.get(name)
+    if hasattr(old, "remove"):
+        old.remove()
+    handle = module.register_forward_hook(hook)
+    module.__dict__[name] = handle
+    return handle
+''',
+         expect=["changed module.weight", "any name is safe"]),
+    dict(exercise="register_named_hook", kind="wrong", why="a registry kept on torch, keyed by the module",
+         clause="no-keep-alive",
+         source='''
+import torch.utils.hooks
+
+
+def register_named_hook(module, name, hook):
+    if not hasattr(torch.utils.hooks, "course_named_hooks"):
+        torch.utils.hooks.course_named_hooks = {}
+    names = torch.utils.hooks.course_named_hooks.setdefault(module, {})
+    if name in names:
+        names.pop(name).remove()
+    names[name] = module.register_forward_hook(hook)
+    return names[name]
+''',
+         expect=["the module stayed alive", "keep the registry on the module itself"]),
+    dict(exercise="register_named_hook", kind="wrong", why="a registry in a default argument", clause="survives-rerun",
+         source='''
+def register_named_hook(module, name, hook, _registry={}):
+    names = _registry.setdefault(id(module), {})
+    if name in names:
+        names.pop(name).remove()
+    names[name] = module.register_forward_hook(hook)
+    return names[name]
+''',
+         expect=["exercise cell was run a second time", "a default argument"]),
+    dict(exercise="register_named_hook", kind="right", why="the registry set with object.__setattr__",
+         source='''
+def register_named_hook(module, name, hook):
+    registry = vars(module).get("_hooks_by_name")
+    if registry is None:
+        registry = {}
+        object.__setattr__(module, "_hooks_by_name", registry)
+    if name in registry:
+        registry.pop(name).remove()
+    registry[name] = handle = module.register_forward_hook(hook)
+    return handle
+''',
+         expect=[]),
 ]
