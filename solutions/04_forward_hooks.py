@@ -579,19 +579,24 @@ assert torch.equal(stored["detach_clone"], true_output)
 # Write `capture_activations(model, layer_names)`. It registers a forward hook on each submodule
 # named in `layer_names` and returns `(activations, handles)`. A name is any name under which
 # `model` reaches a submodule, as `model.named_modules(remove_duplicate=False)` lists them: at any
-# depth, `""` for the model itself, and both names of a layer reused under two names.
+# depth, `""` for the model itself, and both names of a layer reused under two names (if both are
+# asked for, each gets its own entry).
 #
-# - `activations` is a dict. Each call of a named layer (under `torch.no_grad()` and in `eval()`
-#   mode too) stores, under that name, its output detached and cloned; the latest call wins (a
-#   layer called twice in one forward pass keeps its second output, as `keep_last` did above);
-# - `handles` is a list of the hooks' handles; removing them all stops the capture.
+# - `activations` is a new dict. Each call of a named layer (under `torch.no_grad()` and in
+#   `eval()` mode too) stores, under that name, a new tensor: its output detached and cloned, of the
+#   output's dtype. The latest call wins (a layer called twice in one forward pass keeps its second
+#   output, as `keep_last` did above);
+# - `handles` is a list of the handles of the hooks this call registered; removing them all stops
+#   the capture.
 #
 # If a name in `layer_names` is not a submodule of `model`, raise `KeyError` with that name in its
-# message, and leave no hook of this call registered: check every name before registering any hook.
+# message, and leave no hook of this call registered: the simplest way is to check every name before
+# registering any hook.
 #
 # Traps: storing `output` (Trap 1) or `output.detach()` (Trap 2); the late-binding loop variable;
 # looking only at `named_children()`, which misses nested layers, or at `named_modules()`, which
-# lists a reused layer under one name only.
+# lists a reused layer under one name only; a dict or list kept between calls (at module level, or
+# a default argument such as `handles=[]`), which mixes in what earlier calls registered.
 #
 # Check: run `check(capture_activations)` below, or
 # `pytest tests/test_04_forward_hooks.py -k capture_activations`.
@@ -607,13 +612,14 @@ def capture_activations(model, layer_names):
     (such as "features.2.0"), "" for the model itself, and every name of a module that the model
     reaches under two names.
     Returns `(activations, handles)`.
-    `activations` is a dict that each call of a named layer updates (under torch.no_grad()
-    and in eval() mode too): `activations[name] = <its output, detached and cloned>`.
+    `activations` is a new dict that each call of a named layer updates (under torch.no_grad()
+    and in eval() mode too): `activations[name] = <its output, detached and cloned>`, a new
+    tensor each time, of the output's dtype.
     The latest call wins, also over an earlier call in the same forward pass (a shared layer).
-    `handles` is a list (or tuple) of the RemovableHandles of the hooks registered; removing
-    them all stops the capture.
+    `handles` is a list (or tuple) of the RemovableHandles of the hooks this call registered;
+    removing them all stops the capture.
     The hooks return None, so the model computes what it computed before.
-    An unknown name raises KeyError naming it, before any hook is registered.
+    An unknown name raises KeyError naming it, and no hook of this call stays registered.
     The named layers return tensors.
     """
     # BEGIN SOLUTION
@@ -745,18 +751,21 @@ assert isinstance(Rectifier(), nn.ReLU) and type(Rectifier()) is not nn.ReLU
 # ## Exercise 2: `track_relu_stats`
 #
 # Write `track_relu_stats(model)`. It registers a forward hook on every `nn.ReLU` in `model`, at
-# any depth, and returns `(stats, handles)`:
+# any depth (the model itself too, if it is an `nn.ReLU`: its name is `""`), and returns
+# `(stats, handles)`:
 #
-# - `stats` is a dict from the ReLU's name (as `named_modules()` gives it: a ReLU reused under two
-#   names is tracked once, under its first name) to a list. Each call of that ReLU (under
+# - `stats` is a new dict from the ReLU's name (as `named_modules()` gives it: a ReLU reused under
+#   two names is tracked once, under its first name) to a list. Each call of that ReLU (under
 #   `torch.no_grad()` and in `eval()` mode too) appends `{"mean": ..., "zero_fraction": ...}`: the
 #   mean of its output and the fraction of its output elements that are exactly zero, both Python
 #   floats. A ReLU called twice in one forward pass gets two entries;
-# - `handles` is a list of the hooks' handles; removing them all stops the tracking.
+# - `handles` is a list of the handles of the hooks this call registered; removing them all stops
+#   the tracking.
 #
 # Traps: `model.children()` sees only the top level; a class name that contains "ReLU" (`ReLU6`)
 # does not make an `nn.ReLU`, and `type(module) is nn.ReLU` misses a subclass of `nn.ReLU`; a
-# tensor (`output.mean()`) is not a float; the late-binding loop variable.
+# tensor (`output.mean()`) is not a float; the late-binding loop variable; a dict or list kept
+# between calls.
 #
 # Check: run `check(track_relu_stats)` below, or `pytest tests/test_04_forward_hooks.py -k track_relu_stats`.
 
@@ -768,14 +777,15 @@ from torch import nn
 def track_relu_stats(model):
     """Record the mean and zero fraction of every nn.ReLU's output in `model`, at any depth.
 
-    Every module that is an instance of nn.ReLU (subclasses too) is tracked once, under the name
-    `model.named_modules()` gives it (a ReLU reachable under two names: its first name).
-    Returns `(stats, handles)`. Each call of a ReLU named `name` (under torch.no_grad() and in
+    Every module that is an instance of nn.ReLU (subclasses too), the model itself included
+    (name ""), is tracked once, under the name `model.named_modules()` gives it (a ReLU reachable
+    under two names: its first name).
+    Returns `(stats, handles)`, `stats` a new dict. Each call of a ReLU named `name` (under torch.no_grad() and in
     eval() mode too) appends `{"mean": m, "zero_fraction": z}` to `stats[name]`: `m` is the
     mean of the ReLU's output, `z` the fraction of its output elements that are exactly 0, both
     Python floats.
-    `handles` is a list (or tuple) of the RemovableHandles of the hooks registered; removing
-    them all stops the tracking.
+    `handles` is a list (or tuple) of the RemovableHandles of the hooks this call registered;
+    removing them all stops the tracking.
     The hooks return None, so the model computes what it computed before.
     """
     # BEGIN SOLUTION
@@ -1012,16 +1022,19 @@ for cutting_hook in (clamp_detached, clamp_without_grad):
 #
 # Write `clamp_output(module, min_value, max_value)`. It registers a forward hook on `module` that
 # replaces the output of every call (under `torch.no_grad()` and in `eval()` mode too) by the
-# output clamped to `[min_value, max_value]`, and returns its handle.
+# output clamped to `[min_value, max_value]` (of the output's dtype), and returns its handle.
 #
 # - Don't change the original output in place: the module (or a hook before yours) may still hold it.
+# - Each call adds a hook of its own, with its own bounds, and leaves the other hooks alone: two
+#   calls on one module chain (the second clamps what the first returned).
 # - Gradients flow as through `torch.clamp`: unchanged inside the range, the bounds included, and 0
 #   outside. The checker's module has outputs exactly on the bounds.
 #
 # Traps: `clamp_` or assignment into `output` (in place); forgetting to return the new value (the
 # output then stays unclamped); `.detach()` or `torch.no_grad()` in the hook (no gradient, and no
 # error from `backward()` inside a network); `F.hardtanh`, or `torch.where(output <= min_value, ...)`
-# and `torch.where(output >= max_value, ...)` (gradient 0 on the bounds, as shown above).
+# and `torch.where(output >= max_value, ...)` (gradient 0 on the bounds, as shown above); a handle
+# or the bounds kept outside the hook (in a global, or on the module), which a later call replaces.
 #
 # Check: run `check(clamp_output)` below, or `pytest tests/test_04_forward_hooks.py -k clamp_output`.
 
@@ -1033,9 +1046,11 @@ def clamp_output(module, min_value, max_value):
     """Clamp the output of `module` to `[min_value, max_value]` with a forward hook.
 
     Every call's output is clamped, under torch.no_grad() and in eval() mode too.
-    The hook returns a new tensor, the output clamped, so that it replaces the output; the
-    original output is not changed in place. Gradients flow as through `torch.clamp`,
+    The hook returns a new tensor, the output clamped (of the output's dtype), so that it
+    replaces the output; the original output is not changed in place. Gradients flow as through `torch.clamp`,
     also for outputs exactly on a bound (there `torch.clamp` passes the gradient).
+    Each call registers a hook of its own, with its own bounds, and leaves other hooks alone
+    (two on one module chain).
     Returns the RemovableHandle of the hook.
     """
     # BEGIN SOLUTION

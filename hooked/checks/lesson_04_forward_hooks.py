@@ -46,6 +46,36 @@ def _handle_list(handles, call_text):
     return handles
 
 
+def _check_own_handles(handles, call_text):
+    """Each RemovableHandle returned must be of a hook that is registered now: a list kept between calls
+    (at module level, or a default argument) also holds the handles of earlier calls, whose hooks the
+    checker has removed."""
+    stale = 0
+    for handle in handles:
+        reference = getattr(handle, "hooks_dict_ref", None)
+        if not callable(reference):
+            continue  # not a RemovableHandle; judged by what remove() does
+        hooks = reference()
+        if hooks is None or getattr(handle, "id", None) not in hooks:
+            stale += 1
+    if stale:
+        fail(f"{call_text} returned {len(handles)} handles, {stale} of them of hooks that are no longer registered "
+             "(hooks of an earlier call, which the checker removed, or hooks already removed). A list kept between "
+             "calls, at module level or as a default argument such as handles=[], collects the handles of every "
+             "call: make a new list in each call, holding the handles of this call's hooks only.")
+
+
+def _check_fresh(store, what, call_text):
+    """Before any forward pass, `store` (the dict returned) must hold nothing recorded."""
+    if not isinstance(store, Mapping):
+        return
+    held = [key for key, value in store.items() if value is not None and not (isinstance(value, list) and not value)]
+    if held:
+        fail(f"Right after {call_text}, before any forward pass, {what} already holds values under {held[:6]}: a "
+             "dict kept between calls (at module level, or a default argument such as stats={}) also holds what "
+             "earlier calls recorded. Make a new dict in each call.")
+
+
 def _check_removal(model, handles, call_text):
     with calling(f"removing every handle returned by {call_text}"):
         for handle in handles:
@@ -117,6 +147,18 @@ def _reused_in_sequential(rng):
     return nn.Sequential(reused, nn.Tanh(), reused, nn.Linear(width, out)), width, ["2", "3"]
 
 
+def _both_names_of_reused(rng):
+    """Both names of the Linear reused as "0" and "2": each name gets its own entry, the latest call."""
+    model, width, names = _reused_in_sequential(rng)
+    return model, width, ["0", "2", "3"]
+
+
+def _in_float64(rng):
+    """The nested model in float64: a copy of the output keeps its dtype."""
+    model, width, names = _nested_sequential(rng)
+    return model.double(), width, names
+
+
 def _named_children(rng):
     width, out = rng.randint(3, 6), rng.randint(2, 4)
     model = nn.Sequential(collections.OrderedDict(features=_Encoded(width, width), classifier=nn.Linear(width, out)))
@@ -142,11 +184,14 @@ def _shared_twice(rng):
 
 # In-place ReLUs follow "0.0" and "features.encoder"; "2", "classifier", "head" and "" give the
 # model's output; "shared" runs twice in each forward pass, so its second call is the latest; so does
-# the Linear reused as "0" and "2", which named_modules() lists as "0" only.
+# the Linear reused as "0" and "2", which named_modules() lists as "0" only (case 77 asks for both
+# names); case 78 runs in float64.
 _CAPTURE_CASES = ((71, _nested_sequential), (72, _named_children), (74, _shared_twice), (75, _with_root),
-                  (76, _reused_in_sequential))
-# (number, grad mode, training mode): pass 3 runs under no_grad, pass 4 in eval() mode.
-_PASSES = ((1, True, True), (2, True, True), (3, False, True), (4, True, False))
+                  (76, _reused_in_sequential), (77, _both_names_of_reused), (78, _in_float64))
+# (number, batch size, grad mode, training mode): pass 3 runs under no_grad, pass 4 in eval() mode;
+# passes 1 and 2 have the same shape, so that writing into the tensor stored before would go unseen
+# by the values alone.
+_PASSES = ((1, 3, True, True), (2, 3, True, True), (3, 4, False, True), (4, 3, True, False))
 
 
 def _mode_text(grad_mode, training):
@@ -195,11 +240,18 @@ def _call_capture(capture_activations, model, names):
     return activations, _handle_list(handles, call_text), call_text
 
 
-def _check_captured(activations, names, records, step, grad_mode, training, earlier_outputs, call_text):
-    """`records[name]` lists the (input, output) of each call of the layer in forward pass number `step`."""
+def _check_captured(activations, names, records, step, grad_mode, training, earlier_outputs, call_text, aliases):
+    """`records[name]` lists the (input, output) of each call of the layer in forward pass number `step`;
+    `aliases[name]` the other names in `names` of the same module."""
     outputs = {name: records[name][-1][1] for name in names}
     said = f"After {call_text} and forward pass number {step}{_mode_text(grad_mode, training)},"
     missing = [name for name in names if name not in activations]
+    aliased = {name: other for name in missing for other in aliases[name] if other in activations}
+    if aliased:
+        fail(f"{said} activations has no entry for {sorted(aliased)}, which name the same module as "
+             f"{sorted(set(aliased.values()))} (one layer reused under two names, and both names asked for). "
+             "Each name in layer_names gets its own entry, updated by every call of that module: register a "
+             "hook for every name, also when two names reach one module.")
     if missing:
         fail(f"{said} activations has no entry for {missing} (it holds {sorted(activations, key=str)}). Store each "
              "output under its layer's name, the name given in layer_names. If the values all landed under one "
@@ -229,6 +281,10 @@ def _check_captured(activations, names, records, step, grad_mode, training, earl
                  f"{type(value.grad_fn).__name__}): it keeps the model's whole autograd graph alive. "
                  "Store the output detached from autograd (output.detach()), and cloned; torch.no_grad() "
                  "inside the hook does not detach a tensor that forward already made.")
+        if value.dtype != expected.dtype:
+            fail(f"{said} activations[{name!r}] has dtype {value.dtype}; the layer's output has dtype "
+                 f"{expected.dtype}. Store the output as it is, output.detach().clone(), which keeps its dtype "
+                 "(no .float(), .half() or .to(...)).")
         if close(value, expected):
             continue
         if name in earlier_outputs and close(value, earlier_outputs[name]):
@@ -263,7 +319,8 @@ def _check_captured(activations, names, records, step, grad_mode, training, earl
              f"{describe(expected)}.")
 
 
-def _forward_and_compare(model, reference, activations, names, x, step, grad_mode, training, earlier, call_text):
+def _forward_and_compare(model, reference, activations, names, x, step, grad_mode, training, earlier, call_text,
+                         aliases):
     done = {name: len(reference.records[name]) for name in names}  # calls in earlier passes
     model.train(training)
     reference.model.train(training)
@@ -280,7 +337,7 @@ def _forward_and_compare(model, reference, activations, names, x, step, grad_mod
     with torch.no_grad():
         out.zero_()  # a later in-place change by the caller must not reach what was captured
     records = {name: reference.records[name][done[name]:] for name in names}
-    _check_captured(activations, names, records, step, grad_mode, training, earlier, call_text)
+    _check_captured(activations, names, records, step, grad_mode, training, earlier, call_text, aliases)
     return {name: calls[-1][1] for name, calls in records.items()}
 
 
@@ -289,6 +346,9 @@ def check_capture_activations(capture_activations):
         model, width, names = _seeded_model(seed, build)
         reference = _Reference(model, lambda name, module: name in names, every_name=True)
         activations, handles, call_text = _call_capture(capture_activations, model, names)
+        aliases = {name: [other for other in names if other != name
+                          and model.get_submodule(other) is model.get_submodule(name)] for name in names}
+        dtype = next(model.parameters()).dtype
         named = {id(model.get_submodule(name)) for name in names}
         hooked = {id(module) for module in model.modules() if module._forward_hooks}
         if hooked != named:
@@ -303,14 +363,24 @@ def check_capture_activations(capture_activations):
                         "the names named_modules() gives.")
             fail(f"{call_text} registered forward hooks on {_hooked_names(model)}; expected them on the layers "
                  f"named in layer_names, {names}, and none elsewhere.{hint}")
-        latest = {}
-        for step, grad_mode, training in _PASSES:
-            x = random_tensor(seed + step, (4 - step % 2, width))
+        _check_own_handles(handles, call_text)
+        _check_fresh(activations, "activations", call_text)
+        latest, kept = {}, {}
+        for step, batch, grad_mode, training in _PASSES:
+            x = random_tensor(seed + step, (batch, width), dtype=dtype)
             latest = _forward_and_compare(model, reference, activations, names, x, step, grad_mode, training,
-                                          latest, call_text)
+                                          latest, call_text, aliases)
+            changed = [name for name, (value, values) in kept.items() if not torch.equal(value, values)]
+            if changed:
+                fail(f"After {call_text}, forward pass number {step} changed the tensor that "
+                     f"activations[{changed[0]!r}] held after pass number {step - 1}: the new output was written "
+                     "into the old tensor (copy_, slice assignment or another in-place operation) instead of "
+                     "stored as a new one. Store a new clone on every call, activations[name] = "
+                     "output.detach().clone(), so that a tensor taken out of activations earlier keeps its values.")
+            kept = {name: (activations[name], activations[name].clone()) for name in names}
         _check_removal(model, handles, call_text)
         with calling("running the model after removing the handles"):
-            model(random_tensor(seed + 9, (4, width)))
+            model(random_tensor(seed + 9, (4, width), dtype=dtype))
         for name in names:
             if not close(activations[name], latest[name]):
                 fail(f"after every handle was removed, a forward pass still changed activations[{name!r}]; "
@@ -377,6 +447,11 @@ def _relu_model(rng):
     )), width
 
 
+def _bare_relu(rng):
+    """The model is itself an nn.ReLU: named_modules() gives it the name ""."""
+    return nn.ReLU(), rng.randint(4, 7)
+
+
 def _relu_input(seed, batch, width):
     """Normal values, some replaced by tiny positive ones (near 1e-4 and 1e-30) and some by exact zeros;
     column 0 is all zeros (a unit that the ReLU "stem" gives 0 for every input)."""
@@ -406,7 +481,8 @@ _TOLERANCE_HINT = (" It counts more elements than the exact zeros: the output ha
                    "elements equal to 0 (output == 0).")
 
 
-def _check_entry(entry, where, inputs, output):
+def _check_entry(entry, where, inputs, output, others=()):
+    """`others`: (zero fraction, inputs, output) of the other calls, to tell look-alikes apart."""
     expected = _expected_entry(output)
     if not isinstance(entry, Mapping) or set(entry) != {"mean", "zero_fraction"}:
         fail(f"{where} is {describe(entry)}; expected a dict with exactly the keys 'mean' and 'zero_fraction'.")
@@ -430,28 +506,58 @@ def _check_entry(entry, where, inputs, output):
              f"output over all its elements.{hint}")
     if not _near(entry["zero_fraction"], expected["zero_fraction"]):
         zeros = entry["zero_fraction"]
-        hint = ""
-        if _near(zeros, float((output == 0).sum().item())):
-            hint = " That is the number of zeros; divide by the number of elements."
-        elif _near(zeros, float((output == 0).sum().item()) / len(output)):
-            hint = (" That is the number of zeros divided by the batch size, len(output); divide by the number of "
-                    "elements, output.numel().")
-        elif _near(zeros, torch.isclose(output, torch.zeros_like(output)).float().mean().item()):
-            hint = _TOLERANCE_HINT
-        elif _near(zeros, 1 - expected["zero_fraction"]):
-            hint = " That is the fraction of elements that are not zero."
-        elif output.dim() > 1 and 0 < (output == 0).all(0).float().mean().item() < 1 \
-                and _near(zeros, (output == 0).all(0).float().mean().item()):
-            hint = (" That is the fraction of units that are 0 for every input of the batch (dead on this batch); "
-                    "the zero fraction counts every element that is exactly 0, each input separately: "
-                    "(output == 0) over the whole output.")
-        elif _near(zeros, (inputs < 0).float().mean().item()):
-            hint = (" That is the fraction of the ReLU's inputs below 0, which leaves out the inputs exactly 0 "
-                    "(they give outputs exactly 0 too). Count the zeros of the output.")
-        elif zeros > expected["zero_fraction"]:
-            hint = _TOLERANCE_HINT
         fail(f"{where}['zero_fraction'] is {zeros:.6g}; expected {expected['zero_fraction']:.6g}, the fraction of "
-             f"the output's elements that are exactly 0.{hint}")
+             f"the output's elements that are exactly 0.{_zero_fraction_hint(zeros, inputs, output, others)}")
+
+
+def _zero_fraction_lookalikes(inputs, output):
+    """What known wrong ways of computing the zero fraction give for this call, each with its hint."""
+    zeros = output == 0
+    count = float(zeros.sum().item())
+    found = [(count, " That is the number of zeros; divide by the number of elements."),
+             (count / len(output), " That is the number of zeros divided by the batch size, len(output); divide by "
+                                   "the number of elements, output.numel()."),
+             (1 - zeros.float().mean().item(), " That is the fraction of elements that are not zero."),
+             ((inputs < 0).float().mean().item(),
+              " That is the fraction of the ReLU's inputs below 0, which leaves out the inputs exactly 0 (they give "
+              "outputs exactly 0 too). Count the zeros of the output."),
+             (torch.isclose(output, torch.zeros_like(output)).float().mean().item(), _TOLERANCE_HINT)]
+    found += [((output < 10.0 ** -power).float().mean().item(), _TOLERANCE_HINT) for power in range(1, 39)]
+    # The last two do not apply to every call (value None there); their places stay the same.
+    dead = zeros.all(0).float().mean().item() if output.dim() > 1 else None
+    found.append((dead if dead is not None and 0 < dead < 1 else None, " That is the fraction of units that are 0 for every input of the batch (dead on this "
+                                "batch); the zero fraction counts every element that is exactly 0, each input "
+                                "separately: (output == 0) over the whole output."))
+    found.append(((output[0] == 0).float().mean().item() if output.dim() > 1 else None,
+                  " That is the zero fraction of the first input of the batch only, output[0]; count over the "
+                  "whole output."))
+    return found
+
+
+def _zero_fraction_hint(zeros, inputs, output, others):
+    """The hint of the one look-alike that gives `zeros` here and also the values given for `others`, a list
+    of (zero fraction given, inputs, output) of the other calls; none when the look-alikes that remain
+    disagree (two can agree on one call by chance)."""
+    lookalikes = _zero_fraction_lookalikes(inputs, output)
+    candidates = [index for index, (value, hint) in enumerate(lookalikes) if value is not None and _near(zeros, value)]
+    for given, other_inputs, other_output in others:
+        theirs = _zero_fraction_lookalikes(other_inputs, other_output)
+        kept = [index for index in candidates if theirs[index][0] is None or _near(given, theirs[index][0])]
+        candidates = kept or candidates
+    hints = {lookalikes[index][1] for index in candidates}
+    return hints.pop() if len(hints) == 1 else ""
+
+
+def _zero_fractions_given(stats, reference, relu_names):
+    """(zero fraction, inputs, output) of every call whose entry is a dict with a float zero fraction."""
+    given = []
+    for name in relu_names:
+        entries = stats.get(name)
+        if isinstance(entries, list):
+            for entry, (inputs, output) in zip(entries, reference.records[name]):
+                if isinstance(entry, Mapping) and isinstance(entry.get("zero_fraction"), float):
+                    given.append((entry["zero_fraction"], inputs, output))
+    return given
 
 
 def _check_stats(stats, reference, relu_names, other_names, call_text, step, grad_mode, training, calls_before):
@@ -487,7 +593,10 @@ def _check_stats(stats, reference, relu_names, other_names, call_text, step, gra
         crowded = [name for name in relu_names if stats.get(name)
                    and len(stats[name]) > len(reference.records[name])]
         subclassed = [name for name in missing if type(dict(reference.model.named_modules())[name]) is not nn.ReLU]
-        if crowded:
+        if "" in missing:
+            hint = (" '' is the model itself, an nn.ReLU here: named_modules() yields it first, under the name ''. "
+                    "Track it like any other ReLU (don't skip the empty name).")
+        elif crowded:
             hint = f" {crowded} holds more entries than that ReLU ran. {_LATE_BINDING}"
         elif subclassed:
             kinds = sorted({type(dict(reference.model.named_modules())[name]).__name__ for name in subclassed})
@@ -522,13 +631,14 @@ def _check_stats(stats, reference, relu_names, other_names, call_text, step, gra
             count = f"{len(entries)} entr{'y' if len(entries) == 1 else 'ies'}"
             fail(f"{said} stats[{name!r}] has {count}; that ReLU ran {len(calls)} times.{hint}")
         for number, (entry, (inputs, output)) in enumerate(zip(entries, calls)):
-            _check_entry(entry, f"{said} stats[{name!r}][{number}]", inputs, output)
+            _check_entry(entry, f"{said} stats[{name!r}][{number}]", inputs, output,
+                         _zero_fractions_given(stats, reference, relu_names))
 
 
 def check_track_relu_stats(track_relu_stats):
-    for seed in (81, 82):
+    for seed, build in ((81, _relu_model), (82, _relu_model), (83, _bare_relu)):
         torch.manual_seed(seed)
-        model, width = _relu_model(random.Random(seed))
+        model, width = build(random.Random(seed))
         relu_names = [name for name, module in model.named_modules() if isinstance(module, nn.ReLU)]
         other_names = [name for name, module in model.named_modules() if not isinstance(module, nn.ReLU)]
         reference = _Reference(model, lambda name, module: isinstance(module, nn.ReLU))
@@ -537,6 +647,8 @@ def check_track_relu_stats(track_relu_stats):
             result = track_relu_stats(model)
         stats, handles = _unpack_pair(result, call_text, "(stats, handles)")
         handles = _handle_list(handles, call_text)
+        _check_own_handles(handles, call_text)
+        _check_fresh(stats, "stats", call_text)
         # Pass 2 runs under no_grad and pass 3 in eval() mode: hooks fire there too.
         for step, batch, grad_mode, training in ((1, 5, True, True), (2, 3, False, True), (3, 4, True, False)):
             x = _relu_input(seed + step, batch, width)
@@ -586,7 +698,8 @@ class _KeepsOutput(nn.Module):
         return self.last
 
 
-_CLAMP_CASES = ((91, -0.5, 0.5, (4,)), (92, 0.0, 1.0, (3, 2)), (93, -2.0, 0.25, (2,)))
+_CLAMP_CASES = ((91, -0.5, 0.5, (4,), torch.float32), (92, 0.0, 1.0, (3, 2), torch.float32),
+                (93, -2.0, 0.25, (2,), torch.float32), (94, -1.0, 0.75, (3,), torch.float64))
 
 _GRADIENTS = ("the input x", "the weight", "the bias")
 
@@ -633,13 +746,13 @@ def _gradient_hint(mine, which, raw, low, high, params, grad_out):
 
 
 def check_clamp_output(clamp_output):
-    for seed, low, high, batch in _CLAMP_CASES:
+    for seed, low, high, batch, dtype in _CLAMP_CASES:
         rng = random.Random(seed)
         width, out_width = rng.randint(3, 6), rng.randint(3, 6)
         torch.manual_seed(seed)
-        module = _KeepsOutput(width, out_width)
+        module = _KeepsOutput(width, out_width).to(dtype)
         _put_outputs_on_the_bounds(module.linear, low, high)
-        x = random_tensor(seed + 1, batch + (width,), scale=3.0).requires_grad_()
+        x = random_tensor(seed + 1, batch + (width,), dtype=dtype, scale=3.0).requires_grad_()
         weight, bias = module.linear.weight, module.linear.bias
         raw = F.linear(x, weight, bias)
         expected = raw.clamp(low, high)
@@ -663,6 +776,9 @@ def check_clamp_output(clamp_output):
                  "tensor (output.clamp(...)); don't use clamp_, .data or assignment into the output.")
         if not isinstance(out, torch.Tensor):
             fail(f"{said} returned {describe(out)}; expected the clamped output, {describe(expected.detach())}.")
+        if out.dtype != raw.dtype:
+            fail(f"{said} returned {describe(out)}; the module's output has dtype {raw.dtype}. The clamped output "
+                 "keeps the output's dtype, as output.clamp(...) does (no .float(), .half() or .to(...)).")
         if close(out, raw.detach()):
             fail(f"{said} returned the output unclamped, {describe(out)}. A forward hook that returns None leaves "
                  "the output as it was: return the clamped tensor.")
@@ -714,6 +830,37 @@ def check_clamp_output(clamp_output):
         if module._forward_hooks or not close(after, raw.detach()):
             fail(f"after handle.remove(), the module's output is {describe(after)}, still clamped; return the "
                  "handle of the hook that clamps.")
+
+    # Several clamps at once: each call registers its own hook, with its own bounds, and leaves the others
+    # alone; two on one module chain, the second getting what the first returned.
+    torch.manual_seed(96)
+    first, second = _KeepsOutput(4, 5), _KeepsOutput(4, 5)
+    x = random_tensor(97, (3, 4), scale=3.0)
+    with torch.no_grad():
+        raw_first, raw_second = first(x), second(x)
+    calls = "clamp_output(first, -0.5, 0.5), clamp_output(second, -1.0, 1.0), then clamp_output(first, 0.0, 1.0)"
+    with calling(f"calling {calls}"):
+        handles = [clamp_output(first, -0.5, 0.5), clamp_output(second, -1.0, 1.0), clamp_output(first, 0.0, 1.0)]
+    with calling(f"calling the modules after {calls}"), torch.no_grad():
+        got_first, got_second = first(x), second(x)
+    want_first, want_second = raw_first.clamp(-0.5, 0.5).clamp(0.0, 1.0), raw_second.clamp(-1.0, 1.0)
+    if not close(got_second, want_second):
+        unclamped = " It is not clamped at all." if close(got_second, raw_second) else ""
+        fail(f"After {calls}, second(x) returned {describe(got_second)}; expected its output clamped to "
+             f"[-1.0, 1.0], {describe(want_second)}.{unclamped} A later call of clamp_output removed or changed the "
+             "hook an earlier call registered (state kept between calls, such as a handle at module level): "
+             "each call registers its own hook and leaves the others alone.")
+    if not close(got_first, want_first):
+        hint = ""
+        if close(got_first, raw_first.clamp(0.0, 1.0)):
+            hint = (" That is the output clamped to [0.0, 1.0] only: the first call's hook is gone, or it clamps with "
+                    "the last call's bounds (bounds kept on the module or in a global, not in the hook itself).")
+        fail(f"After {calls}, first(x) returned {describe(got_first)}; expected its output clamped to [-0.5, 0.5] "
+             f"by the first hook and then to [0.0, 1.0] by the second, {describe(want_first)}: the forward hooks of "
+             f"one module chain, each getting the output the one before returned.{hint} Each call registers its "
+             "own hook, with its own bounds.")
+    for handle in handles:
+        handle.remove()
 
 
 CHECKS = {

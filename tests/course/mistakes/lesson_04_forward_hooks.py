@@ -13,26 +13,31 @@ CLAUSES = {
         "pair": "Returns `(activations, handles)`.",
         "grad-mode": "each call of a named layer updates (under torch.no_grad()",
         "eval": "and in eval() mode too): `activations[name]",
+        "fresh-dict": "`activations` is a new dict",
         "by-name": "`activations[name] =",
         "detached": "<its output, detached",
         "cloned": "and cloned>",
+        "new-tensor": "a new tensor each time",
+        "dtype": "of the output's dtype",
         "latest": "The latest call wins",
         "shared-layer": "also over an earlier call in the same forward pass (a shared layer)",
-        "handles": "`handles` is a list (or tuple) of the RemovableHandles of the hooks registered",
+        "handles": "`handles` is a list (or tuple) of the RemovableHandles of the hooks this call registered",
         "removal": "removing them all stops the capture",
         "return-none": "The hooks return None, so the model computes what it computed before.",
         "keyerror": "An unknown name raises KeyError",
         "keyerror-names-it": "naming it",
-        "before-any-hook": "before any hook is registered",
+        "no-hook-left": "and no hook of this call stays registered",
     },
     "track_relu_stats": {
         "any-depth": "every nn.ReLU's output in `model`, at any depth",
         "relu-only": "Every module that is an instance of nn.ReLU",
         "subclasses": "(subclasses too)",
+        "root": 'the model itself included (name "")',
         "once": "is tracked once",
         "names": "under the name `model.named_modules()` gives it",
         "first-name": "(a ReLU reachable under two names: its first name)",
-        "pair": "Returns `(stats, handles)`.",
+        "pair": "Returns `(stats, handles)`",
+        "fresh-dict": "`stats` a new dict",
         "every-call": "Each call of a ReLU named `name`",
         "grad-mode": "(under torch.no_grad()",
         "eval": "and in eval() mode too) appends",
@@ -40,7 +45,7 @@ CLAUSES = {
         "mean": "`m` is the mean of the ReLU's output",
         "zero-fraction": "`z` the fraction of its output elements that are exactly 0",
         "floats": "both Python floats",
-        "handles": "`handles` is a list (or tuple) of the RemovableHandles of the hooks registered",
+        "handles": "`handles` is a list (or tuple) of the RemovableHandles of the hooks this call registered",
         "removal": "removing them all stops the tracking",
         "return-none": "The hooks return None, so the model computes what it computed before.",
     },
@@ -50,10 +55,13 @@ CLAUSES = {
         "every-call": "Every call's output is clamped",
         "grad-mode": "under torch.no_grad()",
         "eval": "and in eval() mode too.",
-        "replaces": "The hook returns a new tensor, the output clamped, so that it replaces the output",
+        "replaces": "The hook returns a new tensor, the output clamped",
+        "dtype": "(of the output's dtype)",
         "not-in-place": "the original output is not changed in place",
         "gradients": "Gradients flow as through `torch.clamp`",
         "bound-gradients": "also for outputs exactly on a bound (there `torch.clamp` passes the gradient)",
+        "own-hook": "Each call registers a hook of its own, with its own bounds",
+        "others-alone": "and leaves other hooks alone (two on one module chain)",
         "handle": "Returns the RemovableHandle of the hook.",
     },
 }
@@ -183,7 +191,7 @@ def capture_activations(model, layer_names):
     return activations, [modules[name].register_forward_hook(make_hook(name)) for name in layer_names]
 ''',
          expect=["output of the first forward pass", "latest forward pass must win"]),
-    dict(exercise="capture_activations", kind="wrong", why="raises KeyError after registering some hooks", clause="before-any-hook",
+    dict(exercise="capture_activations", kind="wrong", why="raises KeyError after registering some hooks", clause="no-hook-left",
          source='''
 def capture_activations(model, layer_names):
     modules = dict(model.named_modules(remove_duplicate=False))
@@ -1111,7 +1119,7 @@ def clamp_output(module, min_value, max_value):
          expect=["exactly the keys 'mean' and 'zero_fraction'"]),
     dict(exercise="track_relu_stats", kind="wrong", clause="zero-fraction", why="fraction of non-zero outputs",
          source=edited(TRACK, ("(output == 0).float().mean().item()", "(output > 0).float().mean().item()")),
-         expect=["exactly 0", "not zero"]),
+         expect=["exactly 0", "the fraction of elements that are not zero"]),
     dict(exercise="track_relu_stats", kind="wrong", clause="mean", why="sum divided by the batch size",
          source=edited(TRACK, ('"mean": output.mean().item()', '"mean": output.sum().item() / output.shape[0]')),
          expect=["sum divided by the batch size", "output.numel()"]),
@@ -1261,4 +1269,181 @@ def track_relu_stats(model):
          source=edited(CLAMP, ("return output.clamp(min_value, max_value)", "return nn.Hardtanh(min_value, max_value)(output)"),
                        ("def clamp_output", "from torch import nn\n\n\ndef clamp_output")),
          expect=["exactly equal to a bound", "f.hardtanh"]),
+    # ------------------------------------------------------------------ review: gaps found by submissions
+    # written from the docstrings alone (each passed, or was told of a mistake it did not make, before)
+    dict(exercise="capture_activations", kind="wrong", clause="alias",
+         why="one hook per module object, so a reused layer's second name gets nothing",
+         source=edited(CAPTURE, ("    handles = [modules[name].register_forward_hook(make_hook(name)) for name in layer_names]",
+                                 "    handles, seen = [], set()\n"
+                                 "    for name in layer_names:\n"
+                                 "        if id(modules[name]) not in seen:  # hook each module once\n"
+                                 "            seen.add(id(modules[name]))\n"
+                                 "            handles.append(modules[name].register_forward_hook(make_hook(name)))")),
+         expect=["which name the same module as ['0']", "each name in layer_names gets its own entry"]),
+    dict(exercise="capture_activations", kind="wrong", clause="new-tensor",
+         why="copies each new output into the tensor stored before (a preallocated buffer)",
+         source=edited(CAPTURE, ("            activations[name] = output.detach().clone()",
+                                 "            old = activations.get(name)\n"
+                                 "            if old is not None and old.shape == output.shape:\n"
+                                 "                old.copy_(output.detach())  # no new allocation\n"
+                                 "            else:\n"
+                                 "                activations[name] = output.detach().clone()")),
+         expect=["changed the tensor that activations", "store a new clone on every call"]),
+    dict(exercise="capture_activations", kind="wrong", clause="dtype", why="stores a float32 copy of a float64 output",
+         source=edited(CAPTURE, ("activations[name] = output.detach().clone()",
+                                 "activations[name] = output.detach().float().clone()")),
+         expect=["has dtype torch.float32", "has dtype torch.float64", "keeps its dtype"]),
+    dict(exercise="capture_activations", kind="wrong", clause="cloned",
+         why="detach().cpu().float(), as public block-capture hooks write it (no copy of a float32 CPU tensor)",
+         source=edited(CAPTURE, ("activations[name] = output.detach().clone()",
+                                 "activations[name] = output.detach().cpu().float()")),
+         expect=["in-place relu", "shares memory", "output.detach().clone()"]),
+    dict(exercise="capture_activations", kind="wrong", clause="handles", why="a mutable default argument handles=[]",
+         source=edited(CAPTURE, ("def capture_activations(model, layer_names):", "def capture_activations(model, layer_names, handles=[]):"),
+                       ("    handles = [modules[name].register_forward_hook(make_hook(name)) for name in layer_names]",
+                        "    handles.extend(modules[name].register_forward_hook(make_hook(name)) for name in layer_names)")),
+         expect=["no longer registered", "default argument", "make a new list in each call"]),
+    dict(exercise="capture_activations", kind="wrong", clause="fresh-dict", why="one activations dict at module level",
+         source=edited(CAPTURE, ("\ndef capture_activations(model, layer_names):", "\nactivations = {}\n\n\ndef capture_activations(model, layer_names):"),
+                       ("\n    activations = {}\n", "\n")),
+         expect=["before any forward pass", "already holds values", "make a new dict in each call"]),
+    dict(exercise="capture_activations", kind="right", why="a hook class, prepend=True, unknown names by set difference",
+         source='''
+class Saver:
+    def __init__(self, store, name):
+        self.store, self.name = store, name
+
+    def __call__(self, module, args, output):
+        self.store[self.name] = output.detach().clone()
+
+
+def capture_activations(model, layer_names):
+    names = dict(model.named_modules(remove_duplicate=False))
+    unknown = set(layer_names) - set(names)
+    if unknown:
+        raise KeyError(", ".join(sorted(unknown)))
+    store = {}
+    handles = [names[name].register_forward_hook(Saver(store, name), prepend=True) for name in layer_names]
+    return store, handles
+''',
+         expect=[]),
+    dict(exercise="capture_activations", kind="right", why="with_kwargs, a default argument, copy_ into a fresh empty_like",
+         source='''
+import torch
+
+
+def capture_activations(model, layer_names):
+    table = {name: module for name, module in model.named_modules(remove_duplicate=False)}
+    missing = [name for name in layer_names if name not in table]
+    if missing:
+        raise KeyError(missing[0])
+    activations, handles = {}, []
+    for name in layer_names:
+        def hook(module, args, kwargs, output, name=name):
+            copy = torch.empty_like(output, requires_grad=False)
+            copy.copy_(output.detach())
+            activations[name] = copy
+        handles.append(table[name].register_forward_hook(hook, with_kwargs=True))
+    return activations, handles
+''',
+         expect=[]),
+
+    dict(exercise="track_relu_stats", kind="wrong", clause="root", why="skips the empty name, as public activation hooks do",
+         source=edited(TRACK, ("if isinstance(module, nn.ReLU):", "if name and isinstance(module, nn.ReLU):  # skip top-level model")),
+         expect=["no entries for the relus ['']", "'' is the model itself", "don't skip the empty name"]),
+    dict(exercise="track_relu_stats", kind="wrong", clause="handles", why="one handles list at module level",
+         source=edited(TRACK, ("\ndef track_relu_stats(model):\n    stats, handles = {}, []",
+                               "\nhandles = []\n\n\ndef track_relu_stats(model):\n    stats = {}")),
+         expect=["no longer registered", "make a new list in each call"]),
+    dict(exercise="track_relu_stats", kind="wrong", clause="fresh-dict", why="one stats dict at module level, setdefault",
+         source=edited(TRACK, ("\ndef track_relu_stats(model):\n    stats, handles = {}, []",
+                               "\nstats = {}\n\n\ndef track_relu_stats(model):\n    handles = []"),
+                       ("            stats[name] = []\n", "            stats.setdefault(name, [])\n")),
+         expect=["before any forward pass", "already holds values", "make a new dict in each call"]),
+    dict(exercise="track_relu_stats", kind="wrong", clause="zero-fraction", why="zero fraction of the first input only",
+         source=edited(TRACK, ('"zero_fraction": (output == 0).float().mean().item()',
+                               '"zero_fraction": (output[0] == 0).float().mean().item()')),
+         expect=["first input of the batch only"]),
+    dict(exercise="track_relu_stats", kind="wrong", clause="zero-fraction", why="a threshold of 1e-6 on the absolute value",
+         source=edited(TRACK, ('"zero_fraction": (output == 0).float().mean().item()',
+                               '"zero_fraction": (output.abs() < 1e-6).float().mean().item()')),
+         expect=["a tolerance", "output == 0"]),
+    dict(exercise="track_relu_stats", kind="right", why="model.apply with a first-name table, float64 means, a tuple",
+         source='''
+import torch
+from torch import nn
+
+
+def track_relu_stats(model):
+    names = {}
+    for name, module in model.named_modules():
+        names.setdefault(module, name)
+    stats, handles = {}, []
+
+    def visit(module):
+        if isinstance(module, nn.ReLU) and names[module] not in stats:
+            entries = stats[names[module]] = []
+
+            def hook(mod, inp, out):
+                with torch.no_grad():
+                    entries.append({"mean": out.double().mean().item(), "zero_fraction": out.eq(0).double().mean().item()})
+            handles.append(module.register_forward_hook(hook))
+
+    model.apply(visit)
+    return stats, tuple(handles)
+''',
+         expect=[]),
+
+    dict(exercise="clamp_output", kind="wrong", clause="others-alone", why="one handle at module level, removed by the next call",
+         source='''
+_handle = None
+
+
+def clamp_output(module, min_value, max_value):
+    global _handle
+    if _handle is not None:
+        _handle.remove()  # only one clamp at a time
+
+    def hook(module, args, output):
+        return output.clamp(min_value, max_value)
+
+    _handle = module.register_forward_hook(hook)
+    return _handle
+''',
+         expect=["second(x) returned", "it is not clamped at all", "leaves the others alone"]),
+    dict(exercise="clamp_output", kind="wrong", clause="own-hook", why="the bounds kept on the module, read by the hook",
+         source='''
+def clamp_output(module, min_value, max_value):
+    module.clamp_range = (min_value, max_value)
+
+    def hook(module, args, output):
+        low, high = module.clamp_range
+        return output.clamp(low, high)
+
+    return module.register_forward_hook(hook)
+''',
+         expect=["clamped to [0.0, 1.0] only", "the last call's bounds", "its own bounds"]),
+    dict(exercise="clamp_output", kind="wrong", clause="dtype", why="returns a float32 clamp of a float64 output",
+         source=edited(CLAMP, ("return output.clamp(min_value, max_value)", "return output.clamp(min_value, max_value).float()")),
+         expect=["the module's output has dtype torch.float64", "keeps the output's dtype"]),
+    dict(exercise="clamp_output", kind="right", why="strict torch.where with output * 0 + bound",
+         source=edited(CLAMP, ("return output.clamp(min_value, max_value)",
+                               "return torch.where(output < min_value, output * 0 + min_value,\n"
+                               "                           torch.where(output > max_value, output * 0 + max_value, output))"),
+                       ("def clamp_output", "import torch\n\n\ndef clamp_output")),
+         expect=[]),
+    dict(exercise="clamp_output", kind="right", why="torch.clip with bounds as tensors of the output's dtype, with_kwargs",
+         source='''
+import torch
+
+
+def clamp_output(module, min_value, max_value):
+    def hook(module, args, kwargs, output):
+        low = torch.tensor(min_value, dtype=output.dtype)
+        high = torch.tensor(max_value, dtype=output.dtype)
+        return torch.clip(output, min=low, max=high)
+
+    return module.register_forward_hook(hook, with_kwargs=True)
+''',
+         expect=[]),
 ]
