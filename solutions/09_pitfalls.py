@@ -678,9 +678,10 @@ with tied.again.register_forward_hook(lambda module, args, output: None) as hand
 #
 # Traps: looking only at the root module, or skipping it (the model's own hooks count too);
 # forgetting backward pre-hooks or state-dict hooks; reporting the `with_kwargs`/`always_call`
-# flag dicts as hooks; a parameter's `_backward_hooks` is `None` until a hook is registered; a walk
-# of your own over `named_children()`, or each module's own parameters, which meets a shared module
-# or a tied weight twice.
+# flag dicts as hooks; a parameter's `_backward_hooks` is `None` until a hook is registered;
+# skipping parameters that do not require grad (one frozen after its hook was registered keeps
+# the hook); a walk of your own over `named_children()`, or each module's own parameters, which
+# meets a shared module or a tied weight twice.
 
 # %% tags=["exercise"]
 # Exercise: find_registered_hooks — write your code in this cell.

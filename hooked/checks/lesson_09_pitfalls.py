@@ -297,6 +297,9 @@ class _Net(nn.Module):
         return self.heads["main"](h).sum() + self.heads["aux"](h).sum()
 
 
+# A parameter that gets a hook and is frozen afterwards.
+_FROZEN_LATER = "heads.aux.bias"
+
 # Where the shared module and the tied weight are registered from: their second names.
 _SECOND_NAMES = {"twin": "blocks.0", "tail.weight": "stem.weight"}
 
@@ -381,6 +384,12 @@ def _hooked_model(seed, log=None):
         handle, hook = _register(model, rng, kind, second, index, log)
         handles.append(handle)
         expected.append((_SECOND_NAMES[second], kind, hook))
+    # A parameter frozen after a hook was registered on it (a fine-tuning script freezing a layer): the hook stays.
+    index += 1
+    handle, hook = _register(model, rng, "post_accumulate_grad", _FROZEN_LATER, index, log)
+    model.get_parameter(_FROZEN_LATER).requires_grad_(False)
+    handles.append(handle)
+    expected.append((_FROZEN_LATER, "post_accumulate_grad", hook))
     return model, expected, handles
 
 
@@ -503,6 +512,11 @@ def _compare_found(result, expected, text, global_hooks=(), aliases=None):
 
 
 def _missed(result, missing, expected, labels, text):
+    frozen = [(name, kind, labels[key]) for name, kind, key in missing if name == _FROZEN_LATER]
+    if frozen and len(frozen) == len(missing):
+        fail(f"{text} missed {frozen}: {_FROZEN_LATER} was frozen (requires_grad_(False)) after that hook was "
+             "registered on it, and the hook is still registered. Read the hook dicts of every parameter, whether "
+             "or not it requires grad.")
     kinds_missed = sorted({kind for name, kind, key in missing}, key=KINDS.index)
     module_items = [(name, kind) for name, kind, hook in result if kind in MODULE_HOOK_DICTS]
     missed_below = [(name, kind) for name, kind, key in missing if name and kind in MODULE_HOOK_DICTS]

@@ -1109,6 +1109,28 @@ def find_registered_hooks(model):
     return found
 """,
          expect=["changed the hooks registered", "not remove, add or replace any"]),
+
+    dict(exercise="find_registered_hooks", kind="wrong", why="skips parameters that do not require grad",
+         clause="parameters",
+         source="""
+KINDS = {"forward_pre": "_forward_pre_hooks", "forward": "_forward_hooks", "backward_pre": "_backward_pre_hooks",
+         "backward": "_backward_hooks", "state_dict_pre": "_state_dict_pre_hooks", "state_dict": "_state_dict_hooks",
+         "load_state_dict_pre": "_load_state_dict_pre_hooks", "load_state_dict_post": "_load_state_dict_post_hooks"}
+
+
+def find_registered_hooks(model):
+    found = []
+    for name, module in model.named_modules():
+        for kind, attribute in KINDS.items():
+            found += [(name, kind, hook) for hook in getattr(module, attribute).values()]
+    for name, parameter in model.named_parameters():
+        if not parameter.requires_grad:
+            continue  # a frozen parameter gets no gradient, so no gradient hook
+        for kind, attribute in (("tensor", "_backward_hooks"), ("post_accumulate_grad", "_post_accumulate_grad_hooks")):
+            found += [(name, kind, hook) for hook in (getattr(parameter, attribute) or {}).values()]
+    return found
+""",
+         expect=["frozen (requires_grad_(false)) after that hook was registered", "whether or not it requires grad"]),
 ]
 
 
