@@ -611,6 +611,10 @@ handle.remove()
 handle = demo.weight.register_post_accumulate_grad_hook(lambda parameter: None)
 print("after register_post_accumulate_grad_hook:", demo.weight._post_accumulate_grad_hooks)
 assert len(demo.weight._post_accumulate_grad_hooks) == 1
+demo.weight.requires_grad_(False)  # frozen after the hook was registered: the hook stays in the dict
+print("frozen afterwards, the parameter still holds", len(demo.weight._post_accumulate_grad_hooks), "hook")
+assert len(demo.weight._post_accumulate_grad_hooks) == 1
+demo.weight.requires_grad_(True)
 handle.remove()
 
 # %% [markdown]
