@@ -1,6 +1,8 @@
 """Checks for lesson 02, removing hooks and keeping them tidy."""
 
+import contextlib
 import gc
+import io
 import linecache
 import os
 import sys
@@ -443,6 +445,7 @@ def check_register_named_hook(register_named_hook):
 
 
 _CELL_MARKER = "# %%"
+_RERUNNING = []  # set while a cell runs again: a check() inside that cell must not run it once more
 
 
 def _run_cell_again(function):
@@ -471,10 +474,16 @@ def _run_cell_again(function):
         end += 1
     text = "\n" * start + without_magics("".join(lines[start:end]))
     again = dict(namespace)
-    try:
-        exec(compile(text, code.co_filename, "exec", dont_inherit=True), again)
+    if _RERUNNING:
+        return None
+    _RERUNNING.append(name)
+    try:  # silently: what the cell prints was seen when it ran the first time
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            exec(compile(text, code.co_filename, "exec", dont_inherit=True), again)
     except Exception:
         return None
+    finally:
+        _RERUNNING.clear()
     rerun = again.get(name)
     return rerun if callable(rerun) and rerun is not function else None
 
