@@ -595,7 +595,8 @@ with optimizer.register_step_pre_hook(lambda opt, args, kwargs: 5):
 # history; a hook on the model (a forward hook) instead of the optimizer; a global hook that every
 # optimizer in the program would call; only the first parameter group; updating only the
 # parameters that have a gradient, or only the optimizer's; `model.state_dict()` instead of
-# `model.named_parameters()` (it holds the buffers too, and a tied weight under both names);
+# `model.named_parameters()` (it holds the buffers too, and, as lesson 09 showed, a tied weight
+# under both names);
 # computing the SGD step yourself instead of reading the value after the step.
 #
 # Check: run `check(attach_weight_ema)` below, or
