@@ -603,8 +603,7 @@ with optimizer.register_step_pre_hook(lambda opt, args, kwargs: 5):
 # optimizer in the program would call; only the first parameter group; updating only the
 # parameters that have a gradient, or only the optimizer's; `model.state_dict()` instead of
 # `model.named_parameters()` (it holds the buffers too, and, as lesson 09 showed, a tied weight
-# under both names);
-# computing the SGD step yourself instead of reading the value after the step.
+# under both names); computing the SGD step yourself instead of reading the value after the step.
 #
 # Check: run `check(attach_weight_ema)` below, or
 # `pytest tests/test_10_state_dict_and_optimizer_hooks.py -k attach_weight_ema`.
