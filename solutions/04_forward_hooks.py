@@ -845,26 +845,32 @@ check(track_relu_stats)
 # Your function at work: a stack of six `Linear` + `ReLU` layers, measured twice on one batch of
 # 256 inputs, once with every bias set to 0 and once with every bias set to -0.05. Once
 # `track_relu_stats` is done, the cell prints the mean output and the zero fraction of each ReLU
-# and draws the zero fractions. With zero biases, about half of each layer's outputs are zero (the
-# ordinary sparsity of a ReLU network at initialisation, not dead units), and the mean output
+# and draws the zero fractions. With zero biases, about half of each layer's outputs are zero: the
+# ordinary sparsity of a ReLU network at initialisation, almost all of it from units that are 0 for
+# some inputs and not for others (a cell further down counts the dead ones). The mean output
 # shrinks from layer to layer (PyTorch's default initialisation does not keep the scale of the
 # activations). So the small negative bias, which looks harmless, makes the zero fraction grow with
 # depth, until in the last two ReLUs every output is 0 for all 256 inputs: as far as this batch can
 # tell, every unit there is dead.
 
 # %%
-def relu_stats(bias):
-    """Names, zero fractions and means of the ReLUs of a fresh 6-layer stack whose biases are all `bias`."""
+def deep_stack(bias):
+    """A fresh 6-layer Linear + ReLU stack whose biases are all `bias`, and a batch of 256 inputs."""
     torch.manual_seed(0)
     layers = []
     for depth in range(6):
         linear = nn.Linear(32, 32)
         nn.init.constant_(linear.bias, bias)
         layers += [linear, nn.ReLU()]
-    deep = nn.Sequential(*layers)
+    return nn.Sequential(*layers), torch.randn(256, 32)
+
+
+def relu_stats(bias):
+    """Names, zero fractions and means of the ReLUs of `deep_stack(bias)`, on its batch."""
+    deep, batch = deep_stack(bias)
     stats, handles = track_relu_stats(deep)
     try:
-        deep(torch.randn(256, 32))
+        deep(batch)
     finally:  # the hooks go, even if the forward pass raises
         for h in handles:
             h.remove()
@@ -899,6 +905,47 @@ with try_it():
     ax.legend(loc="upper left", frameon=False)
     plt.tight_layout()
     plt.show()
+
+# %% [markdown]
+# Dead is a property of a unit, not of one output. The cell below needs no exercise: it runs the
+# same two stacks on the same batch layer by layer and counts, for each ReLU, the units (of 32)
+# whose output is 0 for all 256 inputs. With zero biases there are a few, only in the last three
+# ReLUs; with a bias of -0.05 there are more with each layer, until all 32 units of the last two
+# ReLUs are dead. Then it shows what makes them dead: a loss computed from the third ReLU's output
+# sends no gradient at all to the weights and the bias that feed its dead unit, and some to those
+# of every other unit.
+
+# %%
+def dead_units(bias):
+    """For each ReLU of `deep_stack(bias)`, how many of its 32 units are 0 for every input of the batch."""
+    deep, batch = deep_stack(bias)
+    counts, hidden = [], batch
+    with torch.no_grad():
+        for layer in deep:
+            hidden = layer(hidden)
+            if isinstance(layer, nn.ReLU):
+                counts.append(int((hidden == 0).all(dim=0).sum()))
+    return counts
+
+
+dead_zero_bias, dead_negative_bias = dead_units(0.0), dead_units(-0.05)
+print("units zero for all 256 inputs, bias 0:    ", dead_zero_bias)
+print("units zero for all 256 inputs, bias -0.05:", dead_negative_bias)
+assert dead_zero_bias[:3] == [0, 0, 0] and 0 < sum(dead_zero_bias) and max(dead_zero_bias) <= 2
+assert dead_negative_bias == sorted(dead_negative_bias) and dead_negative_bias[-2:] == [32, 32]
+
+deep, batch = deep_stack(-0.05)
+third_relu_output = deep[:6](batch)  # Linear, ReLU, Linear, ReLU, Linear "4", ReLU "5"
+dead = (third_relu_output == 0).all(dim=0)
+third_relu_output.sum().backward()
+weight_grad, bias_grad = deep[4].weight.grad, deep[4].bias.grad
+print("dead units of ReLU '5':", dead.nonzero().flatten().tolist(),
+      "| largest gradient reaching their weights:", weight_grad[dead].abs().max().item(),
+      "| their bias gradient:", bias_grad[dead].tolist())
+print("every other unit's weights get some gradient:", bool((weight_grad[~dead].abs().sum(dim=1) > 0).all()))
+assert dead.sum() == dead_negative_bias[2] == 1
+assert (weight_grad[dead] == 0).all() and (bias_grad[dead] == 0).all()
+assert (weight_grad[~dead].abs().sum(dim=1) > 0).all()
 
 # %% [markdown]
 # ## Changing outputs
