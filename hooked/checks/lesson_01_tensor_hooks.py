@@ -296,9 +296,12 @@ def check_record_grads(record_grads):
     if len(kept) != 1:
         fail(f"after one torch.autograd.grad through y, the new list passed as store holds {len(kept)} gradients; "
              "expected 1. Append each incoming gradient to the list passed as `store`, not to a list of your own.")
-    if kept[0].requires_grad or kept[0].grad_fn is not None:
+    if kept[0].grad_fn is not None:
         fail("under create_graph=True the recorded gradient still requires grad (grad_fn "
              f"{type(kept[0].grad_fn).__name__}), which keeps the whole graph alive. Detach it before storing it.")
+    if kept[0].requires_grad:
+        fail("the recorded gradient requires grad (requires_grad=True; it has no graph, but it is a new leaf that "
+             "autograd would track): a detached clone does not. Store grad.detach().clone(), without requires_grad_().")
     if gradient.grad_fn is None:
         fail("under create_graph=True, the gradient that torch.autograd.grad returned lost its graph: the hook "
              "passed on a detached gradient. Store the detached copy, but leave the gradient itself unchanged: "

@@ -115,13 +115,14 @@ def check_grad_with_temporary_hook(grad_with_temporary_hook):
         said = f"Called grad_with_temporary_hook(x, hook, loss_fn), x {kind}, a hook that {what}, loss {loss_text}."
         if hook.calls == 0:
             fail(f"{said}\nThe hook was never called. Register it on x (x.register_hook(hook)) and compute the "
-                 "gradient with torch.autograd.grad while it is registered (torch.func.grad does not run tensor hooks).")
+                 "gradient with torch.autograd.grad while it is registered (torch.func.grad does not run tensor hooks, and torch.autograd.functional differentiates a copy of x).")
         if hook.shapes[0] != tuple(x.shape):
             fail(f"{said}\nThe hook received a gradient of shape {hook.shapes[0]}, not x's shape {tuple(x.shape)}: "
                  "register it on x itself, not on the loss.")
         if not any(hook.registered) and all(hook.by_autograd):
             fail(f"{said}\nAutograd ran the hook, but while nothing of yours was registered on x: it was registered "
-                 "on another tensor (a copy such as x.detach().requires_grad_(), which is not x). Register it on x "
+                 "on another tensor (a view or a copy of x, such as x.view_as(x) or x.detach().requires_grad_(), is "
+                 "not x). Register it on x "
                  "itself with x.register_hook(hook), and compute the gradient with respect to x.")
         if not any(hook.registered):
             fail(f"{said}\nThe hook was called while nothing of yours was registered on x: you called it yourself. "

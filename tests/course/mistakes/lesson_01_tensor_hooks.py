@@ -990,4 +990,10 @@ def record_grads(tensor, store):
                               "            return grad * (max_norm / norm)\n        return grad",
                               "        return grad * min(1.0, max_norm / grad.norm())")),
          expect=[]),
+    dict(exercise="record_grads", kind="wrong", why="stores a clone with requires_grad_()", clause="detached",
+         source=edited(RECORD, ("grad.detach().clone()", "grad.detach().clone().requires_grad_()")),
+         expect=["requires_grad=True", "without requires_grad_()"]),
+    dict(exercise="double_grad", kind="wrong", why="adds a detached copy to grad", clause="differentiable",
+         source=edited(DOUBLE, ("    return grad * 2", "    return grad + grad.detach()")),
+         expect=["second derivative", "differentiable function of grad"]),
 ]

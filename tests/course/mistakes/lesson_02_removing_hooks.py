@@ -1177,4 +1177,40 @@ def register_named_hook(module, name, hook):
     return handle
 ''',
          expect=[]),
+    dict(exercise="grad_with_temporary_hook", kind="wrong", why="hook on a view of x", clause="register-on-x",
+         source=edited(GRAD, ("    with x.register_hook(hook):\n        loss = loss_fn(x)\n"
+                              "        (grad,) = torch.autograd.grad(loss, x)",
+                              "    view = x.view_as(x)\n    with view.register_hook(hook):\n"
+                              "        loss = loss_fn(view)\n        (grad,) = torch.autograd.grad(loss, view)")),
+         expect=["autograd ran the hook", "a view or a copy of x"]),
+    dict(exercise="grad_with_temporary_hook", kind="wrong", why="torch.autograd.functional.vjp", clause="computed-with-hook",
+         source=edited(GRAD, ("        loss = loss_fn(x)\n        (grad,) = torch.autograd.grad(loss, x)",
+                              "        _, grad = torch.autograd.functional.vjp(loss_fn, x)")),
+         expect=["never called", "torch.autograd.functional differentiates a copy of x"]),
+    dict(exercise="HookGroup", kind="wrong", why="__exit__ returns what remove() returns, True", clause="not-swallowed",
+         source=edited(GROUP, ("            self.handles.pop().remove()\n",
+                               "            self.handles.pop().remove()\n        return True\n"),
+                       ("        self.remove()\n        return False", "        return self.remove()")),
+         expect=["exception was swallowed", "return false or none"]),
+    dict(exercise="register_named_hook", kind="wrong", why="a manager object made in the cell", clause="survives-rerun",
+         source='''
+class NamedHooks:
+    def __init__(self):
+        self.handles = {}
+
+    def register(self, module, name, hook):
+        key = (id(module), name)
+        if key in self.handles:
+            self.handles.pop(key).remove()
+        self.handles[key] = module.register_forward_hook(hook)
+        return self.handles[key]
+
+
+manager = NamedHooks()
+
+
+def register_named_hook(module, name, hook):
+    return manager.register(module, name, hook)
+''',
+         expect=["exercise cell was run a second time", "made anew when the cell runs again"]),
 ]
