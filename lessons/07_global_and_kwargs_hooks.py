@@ -609,7 +609,7 @@ assert tolerant_calls[0][1]["mask"] is mask and tolerant_calls[1] == ("Broken", 
 # `model(*inputs, **kwargs)` once and returns `(output, rows)`: `output` is the object the model
 # returned, itself (not a copy), and `rows` is a list with one dict per *call* of a module of
 # `model`, in the order the calls **start** (a parent before its children, as torchinfo lists
-# them):
+# them), each with these four keys and no others:
 #
 # - `"name"`: the module's name in `model.named_modules()` (the model itself is `""`; a module
 #   registered under two names, `self.b = self.a`, is listed once there, under its first name,
@@ -617,21 +617,24 @@ assert tolerant_calls[0][1]["mask"] is mask and tolerant_calls[1] == ("Broken", 
 # - `"type"`: the name of its class, `type(module).__name__` (e.g. `"Linear"`);
 # - `"output_shape"`: for a tensor output, `tuple(output.shape)`; for a tuple or list output, a
 #   list with one entry per item, the shape tuple of each tensor item and `None` for any other
-#   item; for any other output, `None`;
+#   item (a tuple inside the tuple too: do not look inside it); for any other output, `None`;
 # - `"params"`: the number of elements of the module's **own** parameters, those registered on it
 #   directly (`module.parameters(recurse=False)`), trainable or frozen; a container that only
 #   holds layers has 0, a parameter shared by two modules (tied weights) counts for both, and
 #   buffers (a BatchNorm's running mean) are not parameters.
 #
 # A module called twice gets two rows. Modules that are not in `model.named_modules()` (created
-# in `forward`, or held in a plain list) get no row. Every hook you register is removed before
-# `summarize_model` returns, and also when the forward pass raises; that exception reaches the
-# caller unchanged.
+# in `forward`, or held in a plain list) get no row. The model runs as the caller has it: in its
+# train or eval mode, and in the caller's grad mode, so that the output has its graph when
+# gradients are on (no `torch.no_grad()` here); both modes are as they were afterwards. Every hook
+# you register is removed before `summarize_model` returns, and also when the forward pass raises;
+# that exception reaches the caller unchanged.
 #
 # Traps: rows in the order calls *finish* (that is when a forward hook fires); a dict keyed by
 # name (a shared module's second call is lost); `named_modules(remove_duplicate=False)`, which
 # lists a shared module under each of its names; recursive parameter counts; dropping the root,
-# whose name `""` is falsy; lists as well as tuples; global hooks left behind when `forward` raises.
+# whose name `""` is falsy; lists as well as tuples; global hooks left behind when `forward` raises;
+# a list of rows made outside the function, which the next call finds still full.
 #
 # Check: run `check(summarize_model)` below, or
 # `pytest tests/test_07_global_and_kwargs_hooks.py -k summarize_model`.
@@ -676,16 +679,19 @@ def summarize_model(model, *inputs, **kwargs):
 
     Returns `(output, rows)`: `output` is the object the model returned, itself (not a copy);
     `rows` is a list of dicts, one per call of a module of `model`, in the order the calls start
-    (a parent before its children; a module called twice gets two rows), each
-    `{"name": str, "type": str, "output_shape": ..., "params": int}`:
+    (a parent before its children; a module called twice gets two rows), each with these four keys
+    and no others, `{"name": str, "type": str, "output_shape": ..., "params": int}`:
     - name: the module's name in model.named_modules() ("" for the model itself; a module
       registered under two names has only the first, the one named_modules() lists);
     - type: type(module).__name__;
     - output_shape: tuple(output.shape) for a tensor; for a tuple or list, a list with the shape
-      tuple of each tensor item and None for any other item; None for anything else;
+      tuple of each tensor item and None for any other item, a tuple or list item included; None
+      for anything else;
     - params: the number of elements of the module's own parameters (recurse=False), frozen
       ones and ones shared with another module included, buffers not.
-    Modules not in model.named_modules() get no row. All hooks are removed before returning,
+    Modules not in model.named_modules() get no row. The model runs as the caller has it, in its
+    train or eval mode and in the caller's grad mode (so the output has its graph when gradients
+    are on); both modes are as they were afterwards. All hooks are removed before returning,
     also when the forward pass raises (the exception propagates unchanged).
     """
     # TODO: write this, as its docstring says.
@@ -744,8 +750,9 @@ check(summarize_model)
 # second attribute, `self.again = self.shared`, the same module), a frozen layer and a keyword
 # argument. Once `summarize_model` passes, the cell prints one row per call: the model itself
 # first (its name `""` is printed as `(root)`), `shared` twice (`again` is not a name of
-# `named_modules()`), and the frozen `head` with its 27 parameters; until then it prints "Not
-# done yet".
+# `named_modules()`), and the frozen `head` with its 27 parameters, then that the output it
+# returned has its graph (`requires_grad` is True: the model ran with gradients on); until then it
+# prints "Not done yet".
 
 # %%
 class Tower(nn.Module):
@@ -776,6 +783,8 @@ with try_it():
         print(f"{row['name'] or '(root)':10} {row['type']:12} {str(row['output_shape']):14} {row['params']:>6}")
     assert [row["name"] for row in rows] == ["", "encoder", "encoder.0", "encoder.1", "shared", "shared", "head"]
     assert [row["params"] for row in rows] == [0, 0, 56, 0, 72, 72, 27]
+    print("the output returned: requires_grad =", output.requires_grad)
+    assert output.requires_grad and output.grad_fn is not None
     assert torch.equal(output, tower(x, temperature=2.0)) and hooks_registered() == 0
 
 # %% [markdown]
@@ -785,7 +794,9 @@ with try_it():
 # appears, it usually spreads to every layer after it and to every parent, so "the first module
 # whose output is not finite" is the one to look at. Write `find_first_nonfinite(model, *inputs)`:
 #
-# - it runs `model(*inputs)` once, under `torch.no_grad()` (it only looks);
+# - it runs `model(*inputs)` once, under `torch.no_grad()` (it only looks), in the model's own
+#   train or eval mode (no `model.eval()`); the model's mode and the grad mode are as they were
+#   afterwards;
 # - it watches every module of `model.named_modules()`: the layers inside containers, the
 #   containers and the model itself; modules not in it are ignored;
 # - it returns the name (as in `model.named_modules()`: `""` for the model itself, the first name
@@ -795,7 +806,8 @@ with try_it():
 #   the answer only when none of its children that ran before its own return produced a
 #   non-finite output;
 # - an output counts when it is a tensor with a non-finite element, or a tuple or list with such a
-#   tensor among its items; other outputs count as finite;
+#   tensor among its items; other outputs count as finite (a dict, or a tuple inside the tuple,
+#   whatever it holds);
 # - every hook is removed before it returns, also when the forward pass raises; that exception
 #   reaches the caller unchanged.
 #
@@ -827,13 +839,15 @@ import torch.nn.modules.module as module_hooks
 def find_first_nonfinite(model, *inputs):
     """Name of the first module of `model` whose output is not finite, or None.
 
-    Runs model(*inputs) once under torch.no_grad(). Every module of model.named_modules() is
-    watched, containers and the model itself included; modules not in it are ignored. Returns
-    the name (as in model.named_modules(): "" for the model itself, and a module registered
-    under two names has only the first) of the first module call, in the order the calls return,
-    whose output contains NaN, +inf or -inf: a tensor with such an element, or a tuple or list
-    with such a tensor among its items. Returns None if there is none. All hooks are removed
-    before returning, also when the forward pass raises (the exception propagates unchanged).
+    Runs model(*inputs) once under torch.no_grad(), in the model's own train or eval mode;
+    afterwards the model's mode and torch's grad mode are as they were. Every module of
+    model.named_modules() is watched, containers and the model itself included; modules not in it
+    are ignored. Returns the name (as in model.named_modules(): "" for the model itself, and a
+    module registered under two names has only the first) of the first module call, in the order
+    the calls return, whose output contains NaN, +inf or -inf: a tensor with such an element, or
+    a tuple or list with such a tensor among its items. Any other output (a dict, a tuple inside
+    the tuple) counts as finite. Returns None if there is none. All hooks are removed before
+    returning, also when the forward pass raises (the exception propagates unchanged).
     """
     # TODO: write this, as its docstring says.
     raise NotImplementedError("find_first_nonfinite is not written yet")

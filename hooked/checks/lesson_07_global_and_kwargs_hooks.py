@@ -51,6 +51,27 @@ def _call_learner(function, call_text, args, kwargs=None):
             raise
 
 
+def _modes(model):
+    return [(name, module.training) for name, module in model.named_modules()]
+
+
+def _check_modes_kept(modes_before, model, call_text, how):
+    """Fail if the call left grad mode off or changed the train/eval mode of a module (both are put back first,
+    so that the checks after this one see the state they expect)."""
+    if not torch.is_grad_enabled():
+        torch.set_grad_enabled(True)
+        fail(f"After {call_text} {how}, gradients were off: it left torch's grad mode changed (as "
+             "torch.set_grad_enabled(False) does until it is set back). Use `with torch.no_grad():`, which puts the "
+             "caller's grad mode back when the block ends, however it ends.")
+    changed = [name or "''" for (name, was), (_, now) in zip(modes_before, _modes(model)) if was != now]
+    if changed:
+        for (name, was), module in zip(modes_before, model.modules()):
+            module.training = was
+        fail(f"After {call_text} {how}, the modules {changed} were in {'eval' if modes_before[0][1] else 'train'} "
+             "mode: it left the model's mode changed (model.eval() sets it for good). Leave the model's train or "
+             "eval mode as the caller had it.")
+
+
 @contextlib.contextmanager
 def _watching_the_model(model):
     """Whether the model itself was called through __call__ (model.forward(...) skips its hooks), seen by a
@@ -73,14 +94,15 @@ class _Ghost(nn.Module):
 # ---------------------------------------------------------------- summarize_model
 
 class Split(nn.Module):
-    """Returns a tuple: the first `k` features, the sum of the rest, and the int k."""
+    """Returns a tuple: the first `k` features, the sum of the rest, the int k, and a tuple holding the rest (a
+    tuple inside the tuple: its entry in output_shape is None)."""
 
     def __init__(self, k):
         super().__init__()
         self.k = k
 
     def forward(self, h):
-        return h[..., :self.k], h[..., self.k:].sum(-1), self.k
+        return h[..., :self.k], h[..., self.k:].sum(-1), self.k, (h[..., self.k:],)
 
 
 class Stats(nn.Module):
@@ -93,7 +115,8 @@ class Stats(nn.Module):
 class Tower(nn.Module):
     """Own parameter on the root, a frozen layer registered first, a layer called twice and registered under
     two names, a tuple, a list and a dict output, buffers, a parameter shared by two layers (one without
-    bias), an unregistered module, and a keyword-only argument. Keeps what its forward returned."""
+    bias), an unregistered module, and a keyword-only argument. Keeps what its forward returned, and the
+    train mode and grad mode of each of its calls."""
 
     class Halves(nn.Module):
         """Returns a list of two tensors. A nested class: its __qualname__ is not its __name__."""
@@ -119,11 +142,13 @@ class Tower(nn.Module):
         self.helpers = [_Ghost()]
         self.calls = 0
         self.returned = None
+        self.modes = []  # (self.training, torch.is_grad_enabled()) of each call
 
     def forward(self, x, *, shift):
         self.calls += 1
+        self.modes.append((self.training, torch.is_grad_enabled()))
         h = self.alias(self.helpers[0](torch.tanh(self.shared(self.encoder(x)))))
-        first, rest, k = self.split(h)
+        first, rest, k, _ = self.split(h)
         first = self.norm(first)
         low, high = self.halves(h)
         stats = self.stats(first)
@@ -198,8 +223,12 @@ def _reference_rows(model, inputs, kwargs):
         owner = name.rpartition(".")[0]
         deduplicated[owner] = deduplicated.get(owner, 0) + parameter.numel()
 
+    counted = set()  # the parameters that an earlier row counted
+
     def starts(module, args):
         own = sum(p.numel() for p in module.parameters(recurse=False))
+        not_yet_counted = sum(p.numel() for p in module.parameters(recurse=False) if id(p) not in counted)
+        counted.update(id(p) for p in module.parameters(recurse=False))
         row = {"name": name_of[module], "type": type(module).__name__, "output_shape": None,
                "input_shape": _shape_of(args[0]) if args else None,
                "params": own,
@@ -207,6 +236,7 @@ def _reference_rows(model, inputs, kwargs):
                "trainable": sum(p.numel() for p in module.parameters(recurse=False) if p.requires_grad),
                "with_buffers": own + sum(b.numel() for b in module.buffers(recurse=False)),
                "deduplicated": deduplicated.get(name_of[module], 0),
+               "not_yet_counted": not_yet_counted,
                "qualname": type(module).__qualname__}
         rows.append(row)
         open_rows.append(row)
@@ -215,6 +245,8 @@ def _reference_rows(model, inputs, kwargs):
         row = open_rows.pop()
         row["output_shape"] = _shape_of(output)
         row["output_kind"] = _output_kind(output)
+        row["nested_items"] = [number for number, item in enumerate(output) if isinstance(item, (tuple, list))] \
+            if isinstance(output, (tuple, list)) else []
         finished.append(row)
 
     name_of = {}
@@ -290,6 +322,10 @@ def _check_rows(rows, expected, finished, model, call_text, model_called):
         if missing_keys:
             fail(f"{said} where rows[{number}] is {row}; it lacks the keys {missing_keys}. Each row is a dict with "
                  f"the keys {list(_KEYS)}.")
+        extra_keys = [key for key in row if key not in _KEYS]
+        if extra_keys:
+            fail(f"{said} where rows[{number}] is {row}; it has the extra keys {extra_keys}. Each row has exactly "
+                 f"the four keys {list(_KEYS)} and no others.")
         if not isinstance(row["name"], str):
             fail(f"{said} where rows[{number}] is {row}; its 'name' should be a str, the module's name in "
                  "model.named_modules() ('' for the model itself).")
@@ -304,6 +340,11 @@ def _check_rows(rows, expected, finished, model, call_text, model_called):
         hint = _alias_hint(got_names, aliases)
         if hint:
             pass
+        elif len(got_names) > len(want_names) and got_names[-len(want_names):] == want_names:
+            hint = (f" The last {len(want_names)} rows are this call's; the {len(got_names) - len(want_names)} "
+                    "before them are left from an earlier call of summarize_model (checked on another model "
+                    "first). Make a new list of rows inside the function, on every call: a list made outside it "
+                    "is shared by every call.")
         elif sorted(got_names, key=str) == sorted(want_names, key=str):
             if got_names == [row["name"] for row in finished]:
                 hint = (" Those are the names in the order the calls finish, which is when a forward hook fires: a "
@@ -360,6 +401,10 @@ def _check_rows(rows, expected, finished, model, call_text, model_called):
                 hint = (" This module shares a parameter with another one (tied weights), and model.named_parameters() "
                         "lists a shared parameter once, under the first module; it is an own parameter of both: "
                         "count module.parameters(recurse=False) of each module.")
+            elif row["params"] == want["not_yet_counted"]:
+                hint = (" That leaves out the parameters an earlier row already counted (the same module called "
+                        "again, or a weight tied to another module's): every row counts all of its module's own "
+                        "parameters, module.parameters(recurse=False), whatever other rows counted.")
             elif want["params"] and row["params"] == len(list(model.get_submodule(want["name"]).parameters(
                     recurse=False))):
                 hint = " That is the number of parameter tensors; count their elements, p.numel()."
@@ -374,6 +419,15 @@ def _check_rows(rows, expected, finished, model, call_text, model_called):
                 else:
                     hint = (f" The numbers are right; for a {kind} output give a list, with the shape of each tensor "
                             "item as a tuple (and None for any other item).")
+            elif isinstance(want["output_shape"], list) and want["nested_items"] \
+                    and isinstance(row["output_shape"], list) and len(row["output_shape"]) == len(want["output_shape"]) \
+                    and all(_same_shape(got, expected) for number, (got, expected)
+                            in enumerate(zip(row["output_shape"], want["output_shape"]))
+                            if number not in want["nested_items"]):
+                items = ", ".join(str(number) for number in want["nested_items"])
+                hint = (f" The module returned a {kind} whose item {items} is itself a tuple (a tuple inside the "
+                        "tuple), not a tensor: like any other item that is not a tensor, its entry is None. Do not "
+                        "look inside it.")
             elif isinstance(want["output_shape"], list):
                 hint = (f" The module returned a {kind}: give a list with the shape tuple of each tensor item and None "
                         "for each other item.")
@@ -396,6 +450,9 @@ def check_summarize_model(summarize_model):
         model, shapes, kwargs = build(rng)
         inputs = [random_tensor(seed + number, shape) for number, shape in enumerate(shapes)]
         expected_output, expected, finished = _reference_rows(model, inputs, kwargs)
+        if hasattr(model, "modes"):
+            model.modes.clear()  # the reference's call
+        modes_before = _modes(model)
         shown = ", ".join([f"{'xyz'[number]} of shape {shape}" for number, shape in enumerate(shapes)]
                           + [f"{key}={value}" for key, value in kwargs.items()])
         call_text = f"summarize_model(model, {shown})"
@@ -417,6 +474,7 @@ def check_summarize_model(summarize_model):
                      "arguments: unpack it, model(*inputs, **kwargs).")
             raise
         _check_nothing_left(before, modules, call_text, "returned")
+        _check_modes_kept(modes_before, model, call_text, "returned")
         if not isinstance(result, (tuple, list)) or len(result) != 2:
             fail(f"{call_text} returned {describe(result)}; expected a pair (output, rows).")
         output, rows = result
@@ -424,6 +482,14 @@ def check_summarize_model(summarize_model):
         if calls != 1:
             fail(f"{call_text} ran the model {calls} times; run it once, with the hooks registered, and return that "
                  "call's output with the rows it recorded.")
+        for training, grad_enabled in getattr(model, "modes", []):
+            if not training:
+                fail(f"{call_text} ran the model in eval mode; the model was in train mode. Run it in the mode the "
+                     "caller has it (model.eval() changes what BatchNorm and Dropout compute).")
+            if not grad_enabled:
+                fail(f"{call_text} ran the model with gradients off (under torch.no_grad() or "
+                     "torch.inference_mode()), so the output it returns has no graph: the caller could not "
+                     "backpropagate through it. Run the model in the caller's grad mode; hooks fire in either.")
         returned = getattr(model, "returned", None)
         if returned is not None and output is not returned:
             if close(output, expected_output) and close(returned, expected_output):
@@ -500,15 +566,52 @@ class Huge(nn.Module):
 
 
 class GradProbe(nn.Module):
-    """Records whether gradients were on when it was called."""
+    """Records whether gradients were on, and its train mode, when it was called."""
 
     def __init__(self):
         super().__init__()
         self.grad_enabled = []
+        self.training_seen = []
 
     def forward(self, x):
         self.grad_enabled.append(torch.is_grad_enabled())
+        self.training_seen.append(self.training)
         return x
+
+
+class Packed(nn.Module):
+    """Returns a dict {"x": x, "log": log(x)}: a dict output counts as finite, whatever it holds."""
+
+    def forward(self, x):
+        return {"x": x, "log": torch.log(x)}
+
+
+class Nest(nn.Module):
+    """Takes Packed's dict, returns (x, (log(x),)): a tuple inside the tuple counts as finite."""
+
+    def forward(self, packed):
+        return packed["x"], (packed["log"],)
+
+
+class Unnest(nn.Module):
+    """Takes Nest's tuple, returns the tensor log(x) itself: the first output that counts as non-finite."""
+
+    def forward(self, nested):
+        return nested[1][0]
+
+
+class WithEmpty(nn.Module):
+    """Returns (x, an empty tensor): a tensor without elements has no non-finite element."""
+
+    def forward(self, x):
+        return x, x[..., :0]
+
+
+class Big(nn.Module):
+    """float64 outputs between 1 and about 7e86: finite, but past float32's largest number (3.4e38)."""
+
+    def forward(self, x):
+        return torch.exp(100.0 * torch.tanh(x) + 100.0)
 
 
 class Block(nn.Module):
@@ -598,8 +701,33 @@ def _list_case(width):
 
 
 def _finite_case(width):
-    # Huge's outputs are finite; the Tanh after it brings them back to at most 1
-    return Chain(nn.Sequential(nn.Linear(width, width), Huge(), nn.Tanh()), width)
+    # Huge's outputs are finite; the Tanh after it brings them back to at most 1; the last layer adds an
+    # empty tensor to its output
+    return Chain(nn.Sequential(nn.Linear(width, width), Huge(), nn.Tanh(), WithEmpty()), width)
+
+
+def _other_outputs_case(width):
+    # the log's NaN is first in a dict (counts as finite), then in a tuple inside a tuple (counts as finite), then
+    # in a tensor: 'body.3'
+    return Chain(nn.Sequential(nn.Linear(width, width), Packed(), Nest(), Unnest()), width)
+
+
+def _dirty_input_case(width):
+    # the input itself holds +inf and -inf (set by the checker), which the Hardtanh clamps: every output is finite
+    model = Chain(nn.Sequential(nn.Hardtanh(), nn.Linear(width, width), nn.Tanh()), width)
+    model.dirty_input = True
+    return model
+
+
+def _float64_case(width):
+    # a float64 model whose Big layer returns finite values past float32's range; the Tanh brings them back to 1
+    return Chain(nn.Sequential(nn.Linear(width, width), Big(), nn.Tanh()), width).double()
+
+
+def _train_only_case(width):
+    # in train mode the Dropout (p=1) zeros everything and the log of zero is -inf, in 'body.3'; in eval mode the
+    # Dropout passes the Softplus's positive values on and every output is finite
+    return Chain(nn.Sequential(nn.Linear(width, width), nn.Softplus(), nn.Dropout(p=1.0), Log()), width)
 
 
 def _root_case(width):
@@ -631,7 +759,8 @@ def _alias_case(width):
 
 _NONFINITE_CASES = ((711, _nan_case), (712, _inf_case), (721, _neg_inf_case), (713, _tuple_case), (717, _list_case),
                     (714, _finite_case), (715, _root_case), (716, _ghost_case), (718, _block_case),
-                    (719, _reused_case), (720, _alias_case), (722, _pair_case))
+                    (719, _reused_case), (720, _alias_case), (722, _pair_case), (723, _other_outputs_case),
+                    (724, _dirty_input_case), (725, _float64_case), (726, _train_only_case))
 
 
 def _tensors(value):
@@ -639,6 +768,18 @@ def _tensors(value):
         return [value]
     if isinstance(value, (tuple, list)):
         return [item for item in value if isinstance(item, torch.Tensor)]
+    return []
+
+
+def _all_tensors(value, dicts=True):
+    """Every tensor in `value`, also inside nested tuples and lists and (if `dicts`) dicts: what a deeper search
+    finds."""
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if dicts and isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, (tuple, list)):
+        return [tensor for item in value for tensor in _all_tensors(item, dicts)]
     return []
 
 
@@ -657,6 +798,8 @@ def _answers(model, inputs):
     def post(module, args, output):
         call = open_calls.pop()
         call.update(finish=sum("finish" in c for c in calls), outputs=[t.clone() for t in _tensors(output)],
+                    deep=[t.clone() for t in _all_tensors(output)],
+                    nested=[t.clone() for t in _all_tensors(output, dicts=False)],
                     kind=type(output).__name__ if not isinstance(output, torch.Tensor) else "tensor")
 
     handles = []
@@ -669,6 +812,7 @@ def _answers(model, inputs):
         for handle in handles:
             handle.remove()
     model.probe.grad_enabled.clear()
+    model.probe.training_seen.clear()
     finished = sorted(calls, key=lambda call: call["finish"])
 
     def first(records, test, key="outputs", only=lambda call: True):
@@ -696,6 +840,14 @@ def _answers(model, inputs):
         "last": bad[-1] if bad else None,
         "by_start": first(calls, not_finite),
         "by_input": first(calls, not_finite, key="inputs"),
+        "input_nonfinite": any(not_finite(x) for x in inputs),
+        "input_or_output": next((call["name"] for call in finished
+                                 if any(not_finite(t) for t in call["outputs"] + call["inputs"])), None),
+        "deep": first(finished, not_finite, key="deep"),
+        "nested": first(finished, not_finite, key="nested"),
+        "as_float32": first(finished, lambda t: t.dtype == torch.float64 and not torch.isfinite(t.float()).all()
+                            or not torch.isfinite(t).all()),
+        "kinds": {call["name"]: call["kind"] for call in finished},
         "children_only": first(finished, not_finite, only=lambda call: call["name"] in children),
         "leaves_only": first(finished, not_finite, only=lambda call: call["name"] in leaves),
         "by_name": next((name for name, is_bad in by_name.items() if is_bad), None),
@@ -711,6 +863,21 @@ def _nonfinite_hint(got, answers, right):
     if isinstance(got, nn.Module):
         return (" That is the module itself; return its name in model.named_modules() (a str, '' for the model "
                 "itself).")
+    if got is not None and not isinstance(got, str):
+        return (" Return the name of the module, a str ('' for the model itself), or None when every output is "
+                "finite.")
+    if got is not None and got in (answers["deep"], answers["nested"]) and got != right:
+        return (f" {got!r} returned a {answers['kinds'].get(got)}: only a tensor, or a tensor directly among the items "
+                "of a tuple or list, counts. Any other output, a dict or a tuple inside a tuple, counts as finite "
+                f"whatever it holds; the non-finite values count where they come out as a tensor, in {right!r}.")
+    if answers["input_nonfinite"] and got is not None and got != right \
+            and got in (answers["input_or_output"], answers["by_input"]):
+        return (f" The model's input itself holds inf and -inf, so {got!r} received them, but its output is finite "
+                "(a Hardtanh clamps them). Only outputs count: look at what each module returns, not at what it "
+                "gets.")
+    if got is not None and got == answers["as_float32"] and got != right:
+        return (f" The outputs of {got!r} are float64 and finite (up to about 7e86); only converted to float32 do "
+                "they overflow to inf. Test each tensor in its own dtype, torch.isfinite(t).all().")
     if answers["unregistered"] and got is None:
         return (" The first NaN comes from a module the model keeps in a plain list, not in named_modules(): "
                 "ignore that module and keep looking; the next module of the model is the answer.")
@@ -777,17 +944,41 @@ def _nonfinite_hint(got, answers, right):
     return ""
 
 
+def _answer_outlives_the_call(find_first_nonfinite, got):
+    """Whether find_first_nonfinite returns `got` again for a model without a module of that name (an answer kept
+    from an earlier call)."""
+    probe = nn.Sequential(nn.Tanh())
+    try:
+        with calling("calling find_first_nonfinite(nn.Sequential(nn.Tanh()), x)"):
+            again = find_first_nonfinite(probe, torch.zeros(2, 3))
+    except LearnerCodeRaised:
+        return False
+    finally:
+        torch.set_grad_enabled(True)
+    return isinstance(again, str) and again == got and got not in dict(probe.named_modules())
+
+
 def check_find_first_nonfinite(find_first_nonfinite):
+    earlier = []  # the answers of the cases before
     for seed, build in _NONFINITE_CASES:
         rng = random.Random(seed)
         width, batch = rng.randint(3, 6), rng.randint(3, 5)
         torch.manual_seed(seed)
         model = build(width)
         inputs = [random_tensor(seed + number, (batch, width)) for number in range(getattr(model, "inputs", 1))]
+        if model.head.weight.dtype == torch.float64:
+            inputs = [x.double() for x in inputs]
+        if getattr(model, "dirty_input", False):
+            inputs[0][0, 0], inputs[0][-1, -1] = float("inf"), float("-inf")
         answers = _answers(model, inputs)
         right = answers["right"]
         shown = ", ".join(f"{'xy'[number]} of shape {(batch, width)}" for number in range(len(inputs)))
+        if inputs[0].dtype == torch.float64:
+            shown += ", float64 (and so is the model)"
+        if answers["input_nonfinite"]:
+            shown += ", holding inf and -inf"
         call_text = f"find_first_nonfinite(model, {shown})"
+        modes_before = _modes(model)
         before = _global_hook_ids()
         modules = list(model.named_modules()) + [("(an unregistered module the model calls)", model.helpers[0])]
         with _watching_the_model(model) as model_called:
@@ -797,16 +988,34 @@ def check_find_first_nonfinite(find_first_nonfinite):
                 if isinstance(error.error, TypeError) and "missing 1 required positional argument" in str(error.error):
                     fail(f"{call_text} raised TypeError: {error.error}. Pass every positional input on to the "
                          "model (unpack `inputs` with a star), not only the first.")
+                if "numel() == 0" in str(error.error) or "empty" in str(error.error).lower():
+                    fail(f"{call_text} raised {type(error.error).__name__}: {str(error.error).rstrip('.')}. A layer of "
+                         "this model "
+                         "returns an empty tensor (no elements) in a tuple; an empty tensor has no non-finite "
+                         "element, so it counts as finite. Test the elements, torch.isfinite(t).all(), which is "
+                         "True for an empty tensor.")
                 raise
         _check_nothing_left(before, modules, call_text, "returned")
-        if got != right or type(got) is not type(right):
+        _check_modes_kept(modes_before, model, call_text, "returned")
+        if not all(model.probe.training_seen):
+            fail(f"{call_text} ran the model in eval mode; the model was in train mode, in which its output differs "
+                 "(a Dropout, for one, only drops in train mode). Run the model in the mode the caller has it: "
+                 "torch.no_grad() turns gradients off and leaves the mode alone.")
+        if type(got) is not type(right) or got != right:
             hint = _nonfinite_hint(got, answers, right)
             if right == "" and got is None and not model_called:
                 hint = (" The model itself is the first: its own forward makes the NaN, after every submodule "
                         "returned finite outputs. But its hooks never fired: model.forward(...) runs the forward "
                         "without the hooks of the model itself. Call the model itself, model(...), as a function.")
+            if not hint and isinstance(got, str) and got in earlier and _answer_outlives_the_call(
+                    find_first_nonfinite, got):
+                hint = (f" {got!r} is what an earlier call of find_first_nonfinite found (the checker runs it on "
+                        f"several models), and it returns {got!r} again for nn.Sequential(nn.Tanh()), which has no "
+                        "module of that name: keep what a call finds in a variable made inside the function, on "
+                        "every call, not in one that outlives the call.")
             fail(f"{call_text} returned {describe(got)}; expected {right!r}"
                  f"{', since every output is finite' if right is None else ''}.{hint}")
+        earlier.append(right)
         if len(model.probe.grad_enabled) > 1:
             fail(f"{call_text} ran the model {len(model.probe.grad_enabled)} times; run it once, with the hook "
                  "registered, and take the answer from that pass.")

@@ -820,6 +820,125 @@ def find_first_nonfinite(model, *inputs):
     return state["name"] if state["done"] else None
 ''',
          expect=[]),
+    # ---- found in review: global state (grad mode, train mode, a list kept between calls), exact keys and
+    # nested items, outputs that count as finite, inputs, dtypes, empty tensors, a non-str answer
+    dict(exercise="summarize_model", kind="wrong", clause="grad-mode", why="runs the model under no_grad",
+         source=_summary(("        output = model(*inputs, **kwargs)",
+                          "        with torch.no_grad():\n            output = model(*inputs, **kwargs)")),
+         expect=["gradients off", "no graph", "caller's grad mode"]),
+    dict(exercise="summarize_model", kind="wrong", clause="modes-kept", why="grad mode turned off and left off",
+         source=_summary(("        output = model(*inputs, **kwargs)",
+                          "        output = model(*inputs, **kwargs)\n    torch.set_grad_enabled(False)")),
+         expect=["gradients were off", "grad mode"]),
+    dict(exercise="summarize_model", kind="wrong", clause="model-mode", why="runs the model in eval mode, then back",
+         source=_summary(("        output = model(*inputs, **kwargs)",
+                          "        was_training = model.training\n        model.eval()\n"
+                          "        output = model(*inputs, **kwargs)\n        model.train(was_training)")),
+         expect=["ran the model in eval mode", "the mode the caller has it"]),
+    dict(exercise="summarize_model", kind="wrong", clause="modes-kept", why="model.eval() left behind",
+         source=_summary(("        output = model(*inputs, **kwargs)",
+                          "        model.eval()\n        output = model(*inputs, **kwargs)")),
+         expect=["eval mode", "left the model's mode changed"]),
+    dict(exercise="summarize_model", kind="wrong", clause="keys-only", why="an extra 'depth' key, torchinfo style",
+         source=_summary(('"output_shape": None,', '"output_shape": None, "depth": len(open_rows),')),
+         expect=["extra keys ['depth']", "exactly the four keys"]),
+    dict(exercise="summarize_model", kind="wrong", clause="shape-nested", why="shapes looked up inside nested tuples",
+         source=_summary(("            return [tuple(item.shape) if isinstance(item, torch.Tensor) else None for item in value]",
+                          "            return [shape_of(item) for item in value]")),
+         expect=["a tuple inside the tuple", "its entry is none"]),
+    dict(exercise="summarize_model", kind="wrong", clause="every-call", why="a list of rows made outside the function",
+         source=_summary(("    rows, open_rows = [], []\n", "    open_rows = []\n"),
+                         ("def summarize_model(model, *inputs, **kwargs):",
+                          "rows = []\n\n\ndef summarize_model(model, *inputs, **kwargs):")),
+         expect=["left from an earlier call", "new list of rows inside the function"]),
+    dict(exercise="summarize_model", kind="wrong", clause="params-shared", why="a parameter counted in one row only",
+         source=_summary(("    rows, open_rows = [], []\n", "    rows, open_rows, counted = [], [], set()\n"),
+                         ('"params": sum(p.numel() for p in module.parameters(recurse=False))}',
+                          '"params": sum(p.numel() for p in module.parameters(recurse=False)\n'
+                          '                              if p not in counted and not counted.add(p))}')),
+         expect=["an earlier row already counted", "every row counts all"]),
+    dict(exercise="summarize_model", kind="right", why="open rows keyed by module, params counted when the call ends",
+         source=_summary(("    rows, open_rows = [], []\n", "    rows, open_rows = [], {}\n"),
+                         ('"params": sum(p.numel() for p in module.parameters(recurse=False))}', '"params": 0}'),
+                         ("            open_rows.append(row)", "            open_rows.setdefault(module, []).append(row)"),
+                         ('            open_rows.pop()["output_shape"] = shape_of(output)',
+                          '            row = open_rows[module].pop()\n'
+                          '            row["output_shape"] = shape_of(output)\n'
+                          '            row["params"] = sum(p.numel() for p in module.parameters(recurse=False))')),
+         expect=[]),
+    dict(exercise="find_first_nonfinite", kind="wrong", clause="model-mode", why="runs the model in eval mode, then back",
+         source=_find(("        model(*inputs)",
+                       "        was_training = model.training\n        model.eval()\n        model(*inputs)\n"
+                       "        model.train(was_training)")),
+         expect=["ran the model in eval mode", "leaves the mode alone"]),
+    dict(exercise="find_first_nonfinite", kind="wrong", clause="modes-kept",
+         why="torch.set_grad_enabled(False) instead of a no_grad block",
+         source=_find(("    with torch.no_grad(), module_hooks.register_module_forward_hook(hook):",
+                       "    torch.set_grad_enabled(False)\n    with module_hooks.register_module_forward_hook(hook):")),
+         expect=["gradients were off", "with torch.no_grad():"]),
+    dict(exercise="find_first_nonfinite", kind="wrong", clause="modes-kept", why="model.eval() left behind",
+         source=_find(("        model(*inputs)", "        model.eval()\n        model(*inputs)")),
+         expect=["eval mode", "left the model's mode changed"]),
+    dict(exercise="find_first_nonfinite", kind="wrong", clause="other-finite", why="looks inside dicts and nested tuples",
+         source=_find(("        if isinstance(value, (tuple, list)):\n"
+                       "            return any(not_finite(item) for item in value if isinstance(item, torch.Tensor))",
+                       "        if isinstance(value, dict):\n            return not_finite(list(value.values()))\n"
+                       "        if isinstance(value, (tuple, list)):\n"
+                       "            return any(not_finite(item) for item in value)")),
+         expect=["returned a dict", "counts as finite"]),
+    dict(exercise="find_first_nonfinite", kind="wrong", clause="other-finite", why="looks inside nested tuples",
+         source=_find(("            return any(not_finite(item) for item in value if isinstance(item, torch.Tensor))",
+                       "            return any(not_finite(item) for item in value)")),
+         expect=["returned a tuple", "a tuple inside a tuple, counts as finite"]),
+    dict(exercise="find_first_nonfinite", kind="wrong", clause="output", why="flags a module whose input is not finite",
+         source=_find(("        if not found and module in names and not_finite(output):",
+                       "        if not found and module in names and (not_finite(args) or not_finite(output)):")),
+         expect=["input itself holds inf", "only outputs count"]),
+    dict(exercise="find_first_nonfinite", kind="wrong", clause="any-element",
+         why="tests the largest absolute value, which an empty tensor has not",
+         source=_find(("            return not torch.isfinite(value).all()",
+                       "            return not torch.isfinite(value.abs().max())")),
+         expect=["empty tensor", "counts as finite"]),
+    dict(exercise="find_first_nonfinite", kind="wrong", clause="any-element", why="converts outputs to float32 first",
+         source=_find(("            return not torch.isfinite(value).all()",
+                       "            return not torch.isfinite(value.float()).all()")),
+         expect=["float64 and finite", "own dtype"]),
+    dict(exercise="find_first_nonfinite", kind="wrong", clause="return-order",
+         why="the answer kept in a list made outside the function",
+         source=_find(("    found = []\n", ""),
+                       ("def find_first_nonfinite(model, *inputs):",
+                        "found = []\n\n\ndef find_first_nonfinite(model, *inputs):")),
+         expect=["an earlier call", "outlives the call"]),
+    dict(exercise="find_first_nonfinite", kind="wrong", clause="name", why="returns a list of the names found",
+         source=_find(("    return found[0] if found else None", "    return found[:1] or None")),
+         expect=["a str", "or none"]),
+    dict(exercise="find_first_nonfinite", kind="right", why="per-module hooks, nan_to_num compared, try/finally",
+         source='''
+import torch
+
+
+def find_first_nonfinite(model, *inputs):
+    found, handles = [], []
+
+    def nonfinite(t):
+        # nan_to_num changes exactly the NaN and infinite elements
+        return torch.is_tensor(t) and not torch.equal(torch.nan_to_num(t, nan=0.0, posinf=0.0, neginf=0.0), t)
+
+    try:
+        for name, module in model.named_modules():
+            def hook(mod, args, output, name=name):
+                items = output if isinstance(output, (tuple, list)) else [output]
+                if not found and any(nonfinite(t) for t in items):
+                    found.append(name)
+            handles.append(module.register_forward_hook(hook))
+        with torch.no_grad():
+            model(*inputs)
+    finally:
+        for handle in handles:
+            handle.remove()
+    return found[0] if found else None
+''',
+         expect=[]),
 ]
 
 CLAUSES = {
@@ -832,6 +951,7 @@ CLAUSES = {
         "row-per-call": "a module called twice gets two rows",
         "start-order": "in the order the calls start (a parent before its children;",
         "keys": '`{"name": str, "type": str, "output_shape": ..., "params": int}`',
+        "keys-only": "each with these four keys and no others",
         "name": "name: the module's name in model.named_modules()",
         "root-name": '"" for the model itself',
         "shared-name": "a module registered under two names has only the first, the one named_modules() lists",
@@ -839,12 +959,16 @@ CLAUSES = {
         "shape-tensor": "output_shape: tuple(output.shape) for a tensor",
         "shape-sequence": "for a tuple or list, a list with the shape tuple of each tensor item and None for any "
                           "other item",
+        "shape-nested": "a tuple or list item included",
         "shape-other": "None for anything else",
         "params-own": "params: the number of elements of the module's own parameters (recurse=False)",
         "params-frozen": "frozen ones",
         "params-shared": "ones shared with another module included",
         "params-no-buffers": "buffers not",
         "unregistered": "Modules not in model.named_modules() get no row",
+        "model-mode": "The model runs as the caller has it, in its train or eval mode",
+        "grad-mode": "in the caller's grad mode (so the output has its graph when gradients are on)",
+        "modes-kept": "both modes are as they were afterwards",
         "hooks-removed": "All hooks are removed before returning",
         "hooks-removed-raise": "also when the forward pass raises",
         "exception-unchanged": "(the exception propagates unchanged)",
@@ -853,6 +977,8 @@ CLAUSES = {
         "once": "Runs model(*inputs) once",
         "arguments": "model(*inputs)",
         "no-grad": "under torch.no_grad()",
+        "model-mode": "in the model's own train or eval mode",
+        "modes-kept": "afterwards the model's mode and torch's grad mode are as they were",
         "every-module": "Every module of model.named_modules() is watched, containers and the model itself included",
         "unregistered": "modules not in it are ignored",
         "name": "Returns the name (as in model.named_modules():",
@@ -863,6 +989,7 @@ CLAUSES = {
         "infinities": "+inf or -inf",
         "any-element": "a tensor with such an element",
         "sequence": "or a tuple or list with such a tensor among its items",
+        "other-finite": "Any other output (a dict, a tuple inside the tuple) counts as finite",
         "none": "Returns None if there is none",
         "hooks-removed": "All hooks are removed before returning",
         "hooks-removed-raise": "also when the forward pass raises",
