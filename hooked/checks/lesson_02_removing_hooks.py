@@ -29,8 +29,7 @@ class _CountingTensorHook:
 
     def __call__(self, grad):
         self.calls += 1
-        caller = sys._getframe(1).f_code.co_filename  # autograd's engine is called from torch/autograd/
-        self.by_autograd.append(os.path.join("torch", "autograd") in caller)
+        self.by_autograd.append(_inside_autograd())
         self.shapes.append(tuple(grad.shape))
         if self.tensor is not None:
             self.registered.append(_hook_count(self.tensor) > self.baseline)
@@ -41,6 +40,17 @@ class _CountingTensorHook:
         if self.factor == "resize":
             return grad.sum()
         return grad * self.factor
+
+
+def _inside_autograd():
+    """Is a backward pass running (autograd's engine is started from torch/autograd/)? Then a hook
+    was called by autograd, directly or from a hook of the learner's, not by hand."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        if os.path.join("torch", "autograd") in frame.f_code.co_filename:
+            return True
+        frame = frame.f_back
+    return False
 
 
 class _WatchingTensorHook:
