@@ -9,6 +9,8 @@ from collections.abc import Iterator, Mapping
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch.nn.modules.module import _global_forward_hooks
+from torch.utils.hooks import RemovableHandle
 
 from hooked.checking import calling, fail
 from hooked.checks.tensors import close, describe, random_tensor
@@ -757,11 +759,20 @@ def check_clamp_output(clamp_output):
         raw = F.linear(x, weight, bias)
         expected = raw.clamp(low, high)
         call_text = f"clamp_output(module, {low}, {high})"
+        global_hooks = len(_global_forward_hooks)
         with calling(f"calling {call_text}"):
             handle = clamp_output(module, low, high)
+        if not module._forward_hooks and not module._forward_pre_hooks and len(_global_forward_hooks) == global_hooks:
+            patched = " It replaced module.forward instead." if "forward" in vars(module) else ""
+            fail(f"After {call_text}, the module has no forward hook (module._forward_hooks is empty).{patched} "
+                 "Register one with module.register_forward_hook(hook): a wrapped or replaced forward is not a "
+                 "hook (module.forward(x) would clamp too), and its handle is no RemovableHandle.")
         if isinstance(handle, (list, tuple)) or not hasattr(handle, "remove"):
             fail(f"{call_text} returned {describe(handle)}; expected the RemovableHandle that "
                  "register_forward_hook returned, itself (not in a list).")
+        if not isinstance(handle, RemovableHandle):
+            fail(f"{call_text} returned {describe(handle)}, an object with a remove() method; expected the "
+                 "RemovableHandle that register_forward_hook returned, itself.")
         with calling(f"calling the module after {call_text}"):
             out = module(x)
         said = f"After {call_text}, a call of the module on x = {describe(x.detach())}"

@@ -1446,4 +1446,45 @@ def clamp_output(module, min_value, max_value):
     return module.register_forward_hook(hook, with_kwargs=True)
 ''',
          expect=[]),
+    dict(exercise="clamp_output", kind="wrong", clause="forward-hook",
+         why="wraps module.forward and returns an object with remove()",
+         source='''
+class Undo:
+    def __init__(self, module, forward):
+        self.module, self.forward = module, forward
+
+    def remove(self):
+        self.module.forward = self.forward
+
+
+def clamp_output(module, min_value, max_value):
+    original = module.forward
+    module.forward = lambda *args, **kwargs: original(*args, **kwargs).clamp(min_value, max_value)
+    return Undo(module, original)
+''',
+         expect=["has no forward hook", "replaced module.forward", "register_forward_hook"]),
+    dict(exercise="track_relu_stats", kind="right", why="one global forward hook and a module-to-name table",
+         source='''
+from torch import nn
+from torch.nn.modules.module import register_module_forward_hook
+
+
+def track_relu_stats(model):
+    names = {}
+    for name, module in model.named_modules():
+        if isinstance(module, nn.ReLU):
+            names.setdefault(module, name)
+    stats = {name: [] for name in names.values()}
+
+    def hook(module, args, output):
+        name = names.get(module)
+        if name is not None:
+            stats[name].append({"mean": output.mean().item(), "zero_fraction": (output == 0).float().mean().item()})
+
+    return stats, [register_module_forward_hook(hook)]
+''',
+         expect=[]),
+    dict(exercise="capture_activations", kind="right", why="clone() then detach()",
+         source=edited(CAPTURE, ("activations[name] = output.detach().clone()", "activations[name] = output.clone().detach()")),
+         expect=[]),
 ]
