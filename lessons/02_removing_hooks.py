@@ -378,8 +378,8 @@ assert h_other.retains_grad and torch.equal(h_other.grad, weight.detach())
 # Traps: (1) calling `.backward()`: it writes into `x.grad` and into the `.grad` of every leaf behind
 # the loss, and on a non-leaf it needs `x.retain_grad()` (which `backward(inputs=[x])` turns on by
 # itself), a change to `x` that lasts for every later backward (the cell above shows all three);
-# (2) removing the hook on a line that an exception can skip. Exceptions from `loss_fn`, from `hook` or from autograd must reach the
-# caller unchanged, so don't catch them.
+# (2) removing the hook on a line that an exception can skip. Exceptions from `loss_fn`, from `hook`
+# or from autograd must reach the caller unchanged, so don't catch them.
 #
 # Check: run `check(grad_with_temporary_hook)` below, or
 # `pytest tests/test_02_removing_hooks.py -k grad_with_temporary_hook`.
@@ -636,8 +636,8 @@ with try_it():
 # A good place is the module itself: store a `{name: handle}` dict as an attribute on it. The
 # registry then lives and dies with the module. A `weakref.WeakKeyDictionary` keyed by module
 # avoids the memory leak, but, like any dict made in the cell, it is still reset when you re-run the
-# cell (the cell shows that too). Removing a handle that was already removed is safe (the first section showed
-# it), so the function does not need to track hooks that you removed by hand.
+# cell (the cell shows that too). Removing a handle that was already removed is safe (the first
+# section showed it), so the function does not need to track hooks that you removed by hand.
 #
 # Check: run `check(register_named_hook)` below, or
 # `pytest tests/test_02_removing_hooks.py -k register_named_hook`.
