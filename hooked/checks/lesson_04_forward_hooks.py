@@ -483,8 +483,9 @@ _TOLERANCE_HINT = (" It counts more elements than the exact zeros: the output ha
                    "elements equal to 0 (output == 0).")
 
 
-def _check_entry(entry, where, inputs, output, others=()):
-    """`others`: (zero fraction, inputs, output) of the other calls, to tell look-alikes apart."""
+def _check_entry(entry, where, inputs, output, others=(), before=()):
+    """`others`: (zero fraction, inputs, output) of the other calls, to tell look-alikes apart; `before`: the
+    outputs of this ReLU's earlier calls."""
     expected = _expected_entry(output)
     if not isinstance(entry, Mapping) or set(entry) != {"mean", "zero_fraction"}:
         fail(f"{where} is {describe(entry)}; expected a dict with exactly the keys 'mean' and 'zero_fraction'.")
@@ -508,8 +509,15 @@ def _check_entry(entry, where, inputs, output, others=()):
              f"output over all its elements.{hint}")
     if not _near(entry["zero_fraction"], expected["zero_fraction"]):
         zeros = entry["zero_fraction"]
+        outputs = list(before) + [output]
+        running = sum(float((each == 0).sum()) for each in outputs) / sum(each.numel() for each in outputs)
+        if before and _near(zeros, running):
+            hint = (f" That is the fraction over this call and the {len(before)} before it: each entry describes its "
+                    "own call, so count the zeros of this output only, without running totals.")
+        else:
+            hint = _zero_fraction_hint(zeros, inputs, output, others)
         fail(f"{where}['zero_fraction'] is {zeros:.6g}; expected {expected['zero_fraction']:.6g}, the fraction of "
-             f"the output's elements that are exactly 0.{_zero_fraction_hint(zeros, inputs, output, others)}")
+             f"the output's elements that are exactly 0.{hint}")
 
 
 def _zero_fraction_lookalikes(inputs, output):
@@ -634,7 +642,7 @@ def _check_stats(stats, reference, relu_names, other_names, call_text, step, gra
             fail(f"{said} stats[{name!r}] has {count}; that ReLU ran {len(calls)} times.{hint}")
         for number, (entry, (inputs, output)) in enumerate(zip(entries, calls)):
             _check_entry(entry, f"{said} stats[{name!r}][{number}]", inputs, output,
-                         _zero_fractions_given(stats, reference, relu_names))
+                         _zero_fractions_given(stats, reference, relu_names), [out for _, out in calls[:number]])
 
 
 def check_track_relu_stats(track_relu_stats):

@@ -1487,4 +1487,18 @@ def track_relu_stats(model):
     dict(exercise="capture_activations", kind="right", why="clone() then detach()",
          source=edited(CAPTURE, ("activations[name] = output.detach().clone()", "activations[name] = output.clone().detach()")),
          expect=[]),
+    dict(exercise="track_relu_stats", kind="wrong", clause="zero-fraction",
+         why="one minus the units alive for some input (sum over the batch > 0), as public dead-ReLU trackers count",
+         source=edited(TRACK, ('"zero_fraction": (output == 0).float().mean().item()',
+                               '"zero_fraction": 1 - (output.detach().sum(dim=0) > 0).float().mean().item()')),
+         expect=["units that are 0 for every input of the batch", "each input separately"]),
+    dict(exercise="track_relu_stats", kind="wrong", clause="zero-fraction",
+         why="running totals of zeros and elements over every call so far",
+         source=edited(TRACK, ("    def make_hook(entries):\n        def hook(module, args, output):\n",
+                               "    def make_hook(entries):\n        totals = [0, 0]\n\n"
+                               "        def hook(module, args, output):\n"
+                               "            totals[0] += int((output == 0).sum())\n"
+                               "            totals[1] += output.numel()\n"),
+                       ('"zero_fraction": (output == 0).float().mean().item()', '"zero_fraction": totals[0] / totals[1]')),
+         expect=["over this call and the", "without running totals"]),
 ]
