@@ -776,7 +776,9 @@ with try_it():
 # the module (`copy.copy(module)`) shares its hook dicts and still has the hook; the handle, which
 # keeps a weak reference to the dict it was registered in, reaches it too, as long as the copy
 # keeps that dict alive. The second cell shows both, and that a parameter is different: autograd
-# holds a parameter's dicts, and given a new dict it uses that one and frees the old.
+# holds a parameter's dicts, and given a new dict it uses that one and frees the old. (After
+# `.clear()`, a handle kept from before can still be removed: it finds nothing, and raises
+# nothing.)
 
 # %%
 layer = nn.Linear(2, 1)
@@ -812,6 +814,7 @@ for how in ("a new dict", ".clear()"):
     print(f"after {how}: the hook fired for {fired}; the handle's dict holds {len(handle.hooks_dict_ref())} hook(s)")
     assert fired == (["its copy"] if how == "a new dict" else [])
     assert len(handle.hooks_dict_ref()) == (1 if how == "a new dict" else 0)
+    handle.remove()  # an old handle's remove() still works: it removes the hook from its dict, if there
 
 # A parameter's dicts are held by autograd. Given None, it keeps the old dict (the hook fired, in
 # the cell above); given a new dict, it uses that one, and the old dict is freed.

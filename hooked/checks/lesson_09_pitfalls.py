@@ -716,6 +716,12 @@ def check_remove_all_hooks(fn):
                       if isinstance(count, int) and count > len(expected) else "")
             fail(f"{text} returned {describe(count)}; expected the number of hooks it removed, {len(expected)} "
                  f"(one per registration; the flag entries do not count).{shared}")
+        try:
+            for handle in handles:
+                handle.remove()  # the handles kept from before still work: they find nothing to remove
+        except Exception as error:
+            fail(f"After {text}, removing a hook through a handle kept from before raised {type(error).__name__}: "
+                 f"{error}. Empty the hook dicts; leave them dicts.")
         _check_new_hooks_work(model, seed, text)
 
 
