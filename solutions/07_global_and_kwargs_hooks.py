@@ -617,7 +617,8 @@ assert tolerant_calls[0][1]["mask"] is mask and tolerant_calls[1] == ("Broken", 
 # - `"type"`: the name of its class, `type(module).__name__` (e.g. `"Linear"`);
 # - `"output_shape"`: for a tensor output, `tuple(output.shape)`; for a tuple or list output, a
 #   list with one entry per item, the shape tuple of each tensor item and `None` for any other
-#   item (a tuple inside the tuple too: do not look inside it); for any other output, `None`;
+#   item (a tuple inside the tuple too: do not look inside it); for any other output, `None`. A
+#   named tuple, such as what `torch.max(x, dim)` returns, is a tuple;
 # - `"params"`: the number of elements of the module's **own** parameters, those registered on it
 #   directly (`module.parameters(recurse=False)`), trainable or frozen; a container that only
 #   holds layers has 0, a parameter shared by two modules (tied weights) counts for both, and
@@ -642,7 +643,8 @@ assert tolerant_calls[0][1]["mask"] is mask and tolerant_calls[1] == ("Broken", 
 # The details behind those rules, measured: a BatchNorm's running statistics are buffers, not
 # parameters; a module registered under two names is listed once by `named_modules()` and under
 # both names with `remove_duplicate=False`; a parameter shared by two modules is an own parameter
-# of each, but `model.named_parameters()` lists it once.
+# of each, but `model.named_parameters()` lists it once; what `torch.max(x, dim)` returns is a
+# named tuple, an instance of `tuple` whose type is not `tuple`.
 
 # %%
 norm = nn.BatchNorm1d(3)
@@ -668,6 +670,11 @@ print("own parameters of encode and decode:", len(list(tied.encode.parameters(re
 assert list(tied.decode.parameters(recurse=False))[0] is tied.encode.weight
 assert [name for name, p in tied.named_parameters()] == ["encode.weight"]
 
+top = torch.max(torch.randn(2, 3), dim=-1)
+print(f"torch.max(x, dim) returns a {type(top).__module__}.{type(top).__name__}:",
+      "isinstance(top, tuple) =", isinstance(top, tuple), "| type(top) is tuple =", type(top) is tuple)
+assert isinstance(top, tuple) and type(top) is not tuple and len(top) == 2
+
 # %% tags=["exercise"]
 # Exercise: summarize_model — write your code in this cell.
 import torch
@@ -685,8 +692,8 @@ def summarize_model(model, *inputs, **kwargs):
       registered under two names has only the first, the one named_modules() lists);
     - type: type(module).__name__;
     - output_shape: tuple(output.shape) for a tensor; for a tuple or list, a list with the shape
-      tuple of each tensor item and None for any other item, a tuple or list item included; None
-      for anything else;
+      tuple of each tensor item and None for any other item, a tuple or list item included (a
+      named tuple, such as what torch.max(x, dim) returns, is a tuple); None for anything else;
     - params: the number of elements of the module's own parameters (recurse=False), frozen
       ones and ones shared with another module included, buffers not.
     Modules not in model.named_modules() get no row. The model runs as the caller has it, in its
@@ -831,15 +838,16 @@ with try_it():
 #   the answer only when none of its children that ran before its own return produced a
 #   non-finite output;
 # - an output counts when it is a tensor with a non-finite element, or a tuple or list with such a
-#   tensor among its items; other outputs count as finite (a dict, or a tuple inside the tuple,
-#   whatever it holds);
+#   tensor among its items (a named tuple, such as what `torch.sort(x, dim)` returns, is a tuple);
+#   other outputs count as finite (a dict, or a tuple inside the tuple, whatever it holds);
 # - every hook is removed before it returns, also when the forward pass raises; that exception
 #   reaches the caller unchanged.
 #
 # Traps: `torch.isnan` misses infinities (the cell below shows it); the last non-finite module is
 # the model itself (the parent finishes last); a pre-hook sees inputs, not outputs; tuple and list
-# outputs; hooks on `model.children()` only miss the layers inside them; the root's name is `""`,
-# which is falsy but is not `None`.
+# outputs, named tuples among them (`type(output) in (tuple, list)` misses those; the cell below
+# shows one); hooks on `model.children()` only miss the layers inside them; the root's name is
+# `""`, which is falsy but is not `None`; an answer kept in a variable outside the function.
 #
 # Check: run `check(find_first_nonfinite)` below, or
 # `pytest tests/test_07_global_and_kwargs_hooks.py -k find_first_nonfinite`.
@@ -854,6 +862,10 @@ print("torch.log of 0 and of -1:", logs)
 assert logs[0].item() == float("-inf") and torch.isnan(logs[1])
 assert torch.isnan(values).tolist() == [False, False, False, True]
 assert torch.isfinite(values).tolist() == [True, False, False, False]
+ordered = torch.sort(values, dim=-1)
+print("torch.sort returns a", type(ordered).__name__, "| isinstance(..., tuple):", isinstance(ordered, tuple),
+      "| type(...) is tuple:", type(ordered) is tuple)
+assert isinstance(ordered, tuple) and type(ordered) is not tuple
 
 # %% tags=["exercise"]
 # Exercise: find_first_nonfinite — write your code in this cell.
@@ -870,8 +882,9 @@ def find_first_nonfinite(model, *inputs):
     are ignored. Returns the name (as in model.named_modules(): "" for the model itself, and a
     module registered under two names has only the first) of the first module call, in the order
     the calls return, whose output contains NaN, +inf or -inf: a tensor with such an element, or
-    a tuple or list with such a tensor among its items. Any other output (a dict, a tuple inside
-    the tuple) counts as finite. Returns None if there is none. All hooks are removed before
+    a tuple or list with such a tensor among its items (a named tuple, such as what
+    torch.sort(x, dim) returns, is a tuple). Any other output (a dict, a tuple inside the tuple)
+    counts as finite. Returns None if there is none. All hooks are removed before
     returning, also when the forward pass raises (the exception propagates unchanged).
     """
     # BEGIN SOLUTION

@@ -105,6 +105,13 @@ class Split(nn.Module):
         return h[..., :self.k], h[..., self.k:].sum(-1), self.k, (h[..., self.k:],)
 
 
+class Top(nn.Module):
+    """Returns h.max(dim=-1), a torch.return_types.max: a named tuple (values, indices), so a tuple."""
+
+    def forward(self, h):
+        return h.max(dim=-1)
+
+
 class Stats(nn.Module):
     """Returns a dict (neither a tensor nor a tuple or list): its output_shape is None."""
 
@@ -114,7 +121,7 @@ class Stats(nn.Module):
 
 class Tower(nn.Module):
     """Own parameter on the root, a frozen layer registered first, a layer called twice and registered under
-    two names, a tuple, a list and a dict output, buffers, a parameter shared by two layers (one without
+    two names, a tuple, a named tuple, a list and a dict output, buffers, a parameter shared by two layers (one without
     bias), an unregistered module, and a keyword-only argument. Keeps what its forward returned, and the
     train mode and grad mode of each of its calls."""
 
@@ -135,6 +142,7 @@ class Tower(nn.Module):
         self.norm = nn.BatchNorm1d(k)
         self.halves = Tower.Halves()
         self.stats = Stats()
+        self.top = Top()
         self.proj = nn.Linear(k, out)
         self.tied = nn.Linear(k, out, bias=False)
         self.tied.weight = self.proj.weight  # one parameter, own to both 'proj' and 'tied'
@@ -152,8 +160,9 @@ class Tower(nn.Module):
         first = self.norm(first)
         low, high = self.halves(h)
         stats = self.stats(first)
+        top = self.top(h)
         self.returned = ((self.frozen(first) + self.proj(first) + self.tied(first)) * self.scale + shift
-                         + rest.unsqueeze(-1) + stats["mean"].unsqueeze(-1) + low)
+                         + rest.unsqueeze(-1) + stats["mean"].unsqueeze(-1) + low + top.values.unsqueeze(-1))
         return self.returned
 
 
@@ -245,6 +254,8 @@ def _reference_rows(model, inputs, kwargs):
         row = open_rows.pop()
         row["output_shape"] = _shape_of(output)
         row["output_kind"] = _output_kind(output)
+        row["named_tuple"] = isinstance(output, tuple) and type(output) is not tuple
+        row["output_type"] = f"{type(output).__module__}.{type(output).__qualname__}"
         row["nested_items"] = [number for number, item in enumerate(output) if isinstance(item, (tuple, list))] \
             if isinstance(output, (tuple, list)) else []
         finished.append(row)
@@ -419,6 +430,9 @@ def _check_rows(rows, expected, finished, model, call_text, model_called):
                 else:
                     hint = (f" The numbers are right; for a {kind} output give a list, with the shape of each tensor "
                             "item as a tuple (and None for any other item).")
+            elif isinstance(want["output_shape"], list) and want["named_tuple"] and row["output_shape"] is None:
+                hint = (f" The module returned a {want['output_type']}, a named tuple: that is a tuple too (isinstance(output, tuple) is True, although "
+                        "type(output) is not tuple). Test isinstance(output, (tuple, list)).")
             elif isinstance(want["output_shape"], list) and want["nested_items"] \
                     and isinstance(row["output_shape"], list) and len(row["output_shape"]) == len(want["output_shape"]) \
                     and all(_same_shape(got, expected) for number, (got, expected)
@@ -600,6 +614,14 @@ class Unnest(nn.Module):
         return nested[1][0]
 
 
+class SortedLog(nn.Module):
+    """Returns torch.sort(log(x), dim=-1), a torch.return_types.sort: a named tuple (values, indices), so a
+    tuple, whose values hold NaN (where x < 0)."""
+
+    def forward(self, x):
+        return torch.sort(torch.log(x), dim=-1)
+
+
 class WithEmpty(nn.Module):
     """Returns (x, an empty tensor): a tensor without elements has no non-finite element."""
 
@@ -712,6 +734,11 @@ def _other_outputs_case(width):
     return Chain(nn.Sequential(nn.Linear(width, width), Packed(), Nest(), Unnest()), width)
 
 
+def _named_tuple_case(width):
+    # the culprit returns a named tuple (torch.return_types.sort), a tuple whose values hold NaN
+    return Chain(nn.Sequential(nn.Linear(width, width), SortedLog()), width)
+
+
 def _dirty_input_case(width):
     # the input itself holds +inf and -inf (set by the checker), which the Hardtanh clamps: every output is finite
     model = Chain(nn.Sequential(nn.Hardtanh(), nn.Linear(width, width), nn.Tanh()), width)
@@ -760,7 +787,8 @@ def _alias_case(width):
 _NONFINITE_CASES = ((711, _nan_case), (712, _inf_case), (721, _neg_inf_case), (713, _tuple_case), (717, _list_case),
                     (714, _finite_case), (715, _root_case), (716, _ghost_case), (718, _block_case),
                     (719, _reused_case), (720, _alias_case), (722, _pair_case), (723, _other_outputs_case),
-                    (724, _dirty_input_case), (725, _float64_case), (726, _train_only_case))
+                    (724, _dirty_input_case), (725, _float64_case), (726, _train_only_case),
+                    (727, _named_tuple_case))
 
 
 def _tensors(value):
@@ -800,7 +828,9 @@ def _answers(model, inputs):
         call.update(finish=sum("finish" in c for c in calls), outputs=[t.clone() for t in _tensors(output)],
                     deep=[t.clone() for t in _all_tensors(output)],
                     nested=[t.clone() for t in _all_tensors(output, dicts=False)],
-                    kind=type(output).__name__ if not isinstance(output, torch.Tensor) else "tensor")
+                    kind=type(output).__name__ if not isinstance(output, torch.Tensor) else "tensor",
+                    named_tuple=isinstance(output, tuple) and type(output) is not tuple,
+                    output_type=f"{type(output).__module__}.{type(output).__qualname__}")
 
     handles = []
     for module in name_of:
@@ -831,6 +861,8 @@ def _answers(model, inputs):
     return {
         "right": right,
         "culprit_kind": culprit["kind"] if culprit else None,
+        "culprit_named_tuple": culprit["output_type"] if culprit and culprit["named_tuple"] else None,
+        "exact_types": first(finished, not_finite, only=lambda call: call["kind"] in ("tensor", "tuple", "list")),
         "nan_only": first(finished, lambda t: torch.isnan(t).any()),
         "no_minus_inf": first(finished, lambda t: torch.isnan(t).any() or (t == float("inf")).any()),
         "all_bad": first(finished, lambda t: not torch.isfinite(t).any()),
@@ -921,6 +953,11 @@ def _nonfinite_hint(got, answers, right):
     if got == answers["nan_only"] and got != right:
         return (" The culprit's output holds infinities but no NaN: torch.isnan misses them; test "
                 "torch.isfinite(...).all().")
+    if answers["culprit_named_tuple"] and got != right and \
+            got in (answers["exact_types"], answers["tensor_only"], answers["tuple_only"]):
+        return (f" The culprit {right!r} returns a {answers['culprit_named_tuple']}, a named tuple: that is a tuple "
+                "too (isinstance(output, tuple) is True, although type(output) is not tuple), with the non-finite "
+                "tensor among its items. Test isinstance(output, (tuple, list)) and look at every tensor item.")
     if got == answers["tensor_only"] and got != right or got == answers["tuple_only"] and got != right:
         return (f" The culprit returns a {answers['culprit_kind']}, with the non-finite tensor among its items: "
                 "look at every tensor in a tuple or list output.")

@@ -615,7 +615,7 @@ def summarize_model(model, *inputs, **kwargs):
                          ('    def finishes(module, args, output):\n        if module in names:',
                           '    def finishes(module, args, output):\n        if True:')),
          expect=["not in model.named_modules()", "give them no row"]),
-    dict(exercise="summarize_model", kind="right", why="per-module hooks via model.apply, torch.Size, type() test",
+    dict(exercise="summarize_model", kind="right", why="per-module hooks via model.apply, torch.Size, an index stack",
          source='''
 import torch
 
@@ -635,7 +635,7 @@ def summarize_model(model, *inputs, **kwargs):
         i = stack.pop()
         if torch.is_tensor(output):
             rows[i]["output_shape"] = output.size()
-        elif type(output) in (tuple, list):
+        elif isinstance(output, (tuple, list)):
             rows[i]["output_shape"] = [tuple(o.size()) if torch.is_tensor(o) else None for o in output]
 
     def attach(module):
@@ -807,7 +807,7 @@ def find_first_nonfinite(model, *inputs):
     def hook(module, args, output):
         if state["done"] or module not in names:
             return
-        items = list(output) if type(output) in (tuple, list) else [output]
+        items = list(output) if isinstance(output, (tuple, list)) else [output]
         if any(bad(t) for t in items):
             state.update(done=True, name=names[module])
 
@@ -912,6 +912,12 @@ def find_first_nonfinite(model, *inputs):
     dict(exercise="find_first_nonfinite", kind="wrong", clause="name", why="returns a list of the names found",
          source=_find(("    return found[0] if found else None", "    return found[:1] or None")),
          expect=["a str", "or none"]),
+    dict(exercise="summarize_model", kind="wrong", clause="shape-namedtuple", why="tests type(output) in (tuple, list)",
+         source=_summary(("        if isinstance(value, (tuple, list)):", "        if type(value) in (tuple, list):")),
+         expect=["torch.return_types.max, a named tuple", "isinstance(output, (tuple, list))"]),
+    dict(exercise="find_first_nonfinite", kind="wrong", clause="namedtuple", why="tests type(output) in (tuple, list)",
+         source=_find(("        if isinstance(value, (tuple, list)):", "        if type(value) in (tuple, list):")),
+         expect=["torch.return_types.sort, a named tuple", "isinstance(output, (tuple, list))"]),
     dict(exercise="find_first_nonfinite", kind="right", why="per-module hooks, nan_to_num compared, try/finally",
          source='''
 import torch
@@ -960,6 +966,7 @@ CLAUSES = {
         "shape-sequence": "for a tuple or list, a list with the shape tuple of each tensor item and None for any "
                           "other item",
         "shape-nested": "a tuple or list item included",
+        "shape-namedtuple": "a named tuple, such as what torch.max(x, dim) returns, is a tuple",
         "shape-other": "None for anything else",
         "params-own": "params: the number of elements of the module's own parameters (recurse=False)",
         "params-frozen": "frozen ones",
@@ -989,6 +996,7 @@ CLAUSES = {
         "infinities": "+inf or -inf",
         "any-element": "a tensor with such an element",
         "sequence": "or a tuple or list with such a tensor among its items",
+        "namedtuple": "a named tuple, such as what torch.sort(x, dim) returns, is a tuple",
         "other-finite": "Any other output (a dict, a tuple inside the tuple) counts as finite",
         "none": "Returns None if there is none",
         "hooks-removed": "All hooks are removed before returning",
