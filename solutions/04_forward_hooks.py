@@ -780,10 +780,10 @@ def track_relu_stats(model):
     Every module that is an instance of nn.ReLU (subclasses too), the model itself included
     (name ""), is tracked once, under the name `model.named_modules()` gives it (a ReLU reachable
     under two names: its first name).
-    Returns `(stats, handles)`, `stats` a new dict. Each call of a ReLU named `name` (under torch.no_grad() and in
-    eval() mode too) appends `{"mean": m, "zero_fraction": z}` to `stats[name]`: `m` is the
-    mean of the ReLU's output, `z` the fraction of its output elements that are exactly 0, both
-    Python floats.
+    Returns `(stats, handles)`, `stats` a new dict. Each call of a ReLU named `name` (under
+    torch.no_grad() and in eval() mode too) appends `{"mean": m, "zero_fraction": z}` to
+    `stats[name]`: `m` is the mean of the ReLU's output, `z` the fraction of its output elements
+    that are exactly 0, both Python floats.
     `handles` is a list (or tuple) of the RemovableHandles of the hooks this call registered;
     removing them all stops the tracking.
     The hooks return None, so the model computes what it computed before.
@@ -910,8 +910,8 @@ with try_it():
 # Dead is a property of a unit, not of one output. The cell below needs no exercise: it runs the
 # same two stacks on the same batch layer by layer and counts, for each ReLU, the units (of 32)
 # whose output is 0 for all 256 inputs. With zero biases there are a few, only in the last three
-# ReLUs; with a bias of -0.05 there are more with each layer, until all 32 units of the last two
-# ReLUs are dead. Then it shows what makes them dead: a loss computed from the third ReLU's output
+# ReLUs; with a bias of -0.05 their number grows with depth, until all 32 units of the last two
+# ReLUs are dead. Then it shows what being dead costs: a loss computed from the third ReLU's output
 # sends no gradient at all to the weights and the bias that feed its dead unit, and some to those
 # of every other unit.
 
@@ -1094,8 +1094,9 @@ def clamp_output(module, min_value, max_value):
 
     Every call's output is clamped, under torch.no_grad() and in eval() mode too.
     The hook returns a new tensor, the output clamped (of the output's dtype), so that it
-    replaces the output; the original output is not changed in place. Gradients flow as through `torch.clamp`,
-    also for outputs exactly on a bound (there `torch.clamp` passes the gradient).
+    replaces the output; the original output is not changed in place. Gradients flow as
+    through `torch.clamp`, also for outputs exactly on a bound (there `torch.clamp` passes the
+    gradient).
     Each call registers a hook of its own, with its own bounds, and leaves other hooks alone
     (two on one module chain).
     Returns the RemovableHandle of the hook.
