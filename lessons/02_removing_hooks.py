@@ -462,7 +462,8 @@ with try_it():
 #
 # - `group.add(handle)` stores the handle and returns it;
 # - `len(group)` is the number of handles held;
-# - `group.remove()` removes every held handle and empties the group. Calling it again is safe;
+# - `group.remove()` removes every held handle (and no hook it does not hold) and empties the
+#   group. Calling it again is safe;
 # - `with HookGroup() as group:` gives the group and removes everything on exit, also when an
 #   exception leaves the block;
 # - each group holds its own handles: adding to or removing one group does not touch another.
@@ -533,7 +534,8 @@ class HookGroup:
         raise NotImplementedError("HookGroup.__len__ is not written yet")
 
     def remove(self):
-        """Remove every held handle and empty the group. Safe to call repeatedly."""
+        """Remove every held handle and empty the group; hooks it does not hold stay registered.
+        Safe to call repeatedly."""
         # TODO: write this, as its docstring says.
         raise NotImplementedError("HookGroup.remove is not written yet")
 

@@ -828,6 +828,8 @@ assert torch.equal(recorded[1], torch.full((3,), 3.0))
 #   from later in-place accumulation): `grad.detach().clone()`.
 # - The hook leaves the gradient unchanged: it returns `None`.
 # - Removing the returned handle stops the recording.
+# - Each call registers its own hook: a second call on the same tensor, with another list, starts
+#   a second recording, and the first goes on.
 #
 # Traps: storing `grad` itself or `grad.detach()` (the two demonstrations above).
 #
@@ -847,6 +849,8 @@ def record_grads(tensor, store):
     changed by later backward passes), and leaves the gradient unchanged (returns None).
     Returns the `RemovableHandle` from `register_hook`; after `handle.remove()` nothing more
     is appended. Must not modify the gradient or `tensor`.
+    Each call registers its own hook: a recording that an earlier call started on the same tensor
+    goes on.
     """
     # BEGIN SOLUTION
     def hook(grad):

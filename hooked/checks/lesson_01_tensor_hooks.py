@@ -330,6 +330,18 @@ def check_record_grads(record_grads):
         if hasattr(each, "remove"):
             each.remove()
 
+    # Two recordings of one tensor, each into its own list: both go on.
+    w = _leaf(56)
+    first, second = [], []
+    with calling("calling record_grads(w, first), then record_grads(w, second), and running one backward"):
+        record_grads(w, first)
+        record_grads(w, second)
+        (w * 2).sum().backward()
+    if len(first) != 1 or len(second) != 1:
+        fail(f"record_grads(w, first) and then record_grads(w, second) on the same w: after one backward, first "
+             f"holds {len(first)} gradient(s) and second {len(second)}; expected 1 each. Each call registers its own "
+             "hook, and a recording that an earlier call started goes on until its handle is removed.")
+
     # On an intermediate tensor, then removed.
     z = _leaf(55)
     seen = []

@@ -252,6 +252,8 @@ def check_HookGroup(HookGroup):
     if size != 0:
         fail(f"a new HookGroup() holds {size} handle(s) before anything was added; it must start empty.")
     module, hooks, handles = _module_with_hooks(3)
+    outsider = _CountingForwardHook()  # on the same module, never added to the group
+    module.register_forward_hook(outsider)
     for number, handle in enumerate(handles, start=1):
         with calling("calling group.add(handle)"):
             returned = group.add(handle)
@@ -277,9 +279,13 @@ def check_HookGroup(HookGroup):
     with calling("calling group.remove()"):
         group.remove()
     _fire(module)
-    if any(hook.calls for hook in hooks) or module._forward_hooks:
+    if any(hook.calls for hook in hooks) or len(module._forward_hooks) > 1:
         fail(f"after group.remove(), {sum(hook.calls > 0 for hook in hooks)} of the 3 hooks still fired. "
              "remove() must call .remove() on every held handle.")
+    if outsider.calls != 1:
+        fail("after group.remove(), a hook on the same module that was never added to the group was gone too: "
+             "remove() must remove only the handles the group holds (the remove() method of each), not empty the "
+             "module's whole dict of hooks.")
     with calling("calling len(group) after group.remove()"):
         size = len(group)
     if size != 0:

@@ -40,6 +40,8 @@ CLAUSES = {
         "appends": "Each time the hook fires it appends to `store`",
         "incoming": "of the incoming gradient",
         "clone-same-dtype": "a detached clone",
+        "each-call": "Each call registers its own hook: a recording that an earlier call started on the same tensor "
+                     "goes on.",
         "detached": "no graph attached, even under `create_graph=True`",
         "cloned": "not changed by later backward passes",
         "unchanged": "leaves the gradient unchanged (returns None)",
@@ -996,4 +998,30 @@ def record_grads(tensor, store):
     dict(exercise="double_grad", kind="wrong", why="adds a detached copy to grad", clause="differentiable",
          source=edited(DOUBLE, ("    return grad * 2", "    return grad + grad.detach()")),
          expect=["second derivative", "differentiable function of grad"]),
+    dict(exercise="record_grads", kind="wrong", why="removes the recording an earlier call started", clause="each-call",
+         source='''
+import torch
+
+
+def record_grads(tensor, store):
+    earlier = getattr(tensor, "recording", None)
+    if earlier is not None:
+        earlier.remove()  # no stacked hooks, as in lesson 02 -- but the earlier recording stops
+    tensor.recording = tensor.register_hook(lambda grad: store.append(grad.detach().clone()))
+    return tensor.recording
+''',
+         expect=["first holds 0 gradient(s) and second 1", "each call registers its own hook"]),
+    dict(exercise="record_grads", kind="wrong", why="returns the cached handle of an earlier call", clause="each-call",
+         source='''
+import torch
+
+HANDLES = {}
+
+
+def record_grads(tensor, store):
+    if id(tensor) not in HANDLES:
+        HANDLES[id(tensor)] = tensor.register_hook(lambda grad: store.append(grad.detach().clone()))
+    return HANDLES[id(tensor)]
+''',
+         expect=["and second 0; expected 1 each", "each call registers its own hook"]),
 ]

@@ -30,6 +30,7 @@ CLAUSES = {
         "len": "The number of handles held.",
         "remove-all": "Remove every held handle",
         "remove-empties": "and empty the group",
+        "others-stay": "hooks it does not hold stay registered.",
         "remove-repeat": "Safe to call repeatedly.",
         "binds": "Return the group itself",
     },
@@ -1213,4 +1214,14 @@ def register_named_hook(module, name, hook):
     return manager.register(module, name, hook)
 ''',
          expect=["exercise cell was run a second time", "made anew when the cell runs again"]),
+    dict(exercise="HookGroup", kind="wrong", why="remove empties the dicts the handles point to", clause="others-stay",
+         source=edited(GROUP, ("            self.handles.pop().remove()",
+                               "            hooks = self.handles.pop().hooks_dict_ref()\n"
+                               "            if hooks is not None:\n                hooks.clear()")),
+         expect=["never added to the group was gone too", "only the handles the group holds"]),
+    dict(exercise="HookGroup", kind="right", why="pops each handle's own entry from its dict",
+         source=edited(GROUP, ("            self.handles.pop().remove()",
+                               "            handle = self.handles.pop()\n            hooks = handle.hooks_dict_ref()\n"
+                               "            if hooks is not None:\n                hooks.pop(handle.id, None)")),
+         expect=[]),
 ]
