@@ -388,6 +388,18 @@ def check_capture_activations(capture_activations):
                 fail(f"after every handle was removed, a forward pass still changed activations[{name!r}]; "
                      "return the handles of the hooks that write into activations.")
 
+    # No names: no hook, nothing captured (an empty list is not "every layer").
+    model, width, names = _seeded_model(79, _nested_sequential)
+    activations, handles, call_text = _call_capture(capture_activations, model, [])
+    hooked = _hooked_names(model)
+    with calling(f"running the model after {call_text}"):
+        model(random_tensor(80, (3, width)))
+    if hooked or activations:
+        fail(f"{call_text} registered forward hooks on {hooked} and captured {sorted(activations)}; with no names "
+             "asked for, it registers no hook and captures nothing: an empty layer_names is not 'every layer'.")
+    for handle in handles:
+        handle.remove()
+
     # An unknown name: KeyError naming it, and no hook of the call left behind.
     model, width, names = _seeded_model(73, _named_children)
     unknown = "features.encoder.7"

@@ -1501,4 +1501,10 @@ def track_relu_stats(model):
                                "            totals[1] += output.numel()\n"),
                        ('"zero_fraction": (output == 0).float().mean().item()', '"zero_fraction": totals[0] / totals[1]')),
          expect=["over this call and the", "without running totals"]),
+    dict(exercise="capture_activations", kind="wrong", clause="only-named",
+         why="an empty layer_names taken to mean every layer, as public feature extractors default",
+         source=edited(CAPTURE, ("    for name in layer_names:\n        if name not in modules:",
+                                 "    if not layer_names:\n        layer_names = [name for name in modules if name]\n"
+                                 "    for name in layer_names:\n        if name not in modules:")),
+         expect=["capture_activations(model, [])", "registers no hook and captures nothing"]),
 ]
