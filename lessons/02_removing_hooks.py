@@ -782,7 +782,8 @@ with try_it():
 # - In notebooks, a cell that registers a hook adds another hook each time it runs. Remove the old
 #   handle first, or register by name (`register_named_hook`).
 # - To get a gradient without touching `x.grad`, use `torch.autograd.grad`. It still runs the hooks
-#   registered on `x`.
+#   registered on `x`, and it writes no `.grad` at all, also not on the leaves behind the loss;
+#   `backward()` writes them, and on a non-leaf it needs `retain_grad()`, which stays on.
 #
 # Next, lesson 03 covers forward pre-hooks, which see a module's inputs before `forward` runs and can
 # replace them.
