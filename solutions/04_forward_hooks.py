@@ -295,9 +295,11 @@ assert "features.2.0.weight" in net.state_dict()
 assert net.get_submodule("") is net and net.get_submodule("features.2.0") is net.features[2][0]
 
 # %% [markdown]
-# A module reachable under two names (a layer reused in a `Sequential`, tied layers) is listed
-# *once*, under its first name. `named_modules(remove_duplicate=False)` lists every name, and
-# `get_submodule(name)` accepts any of them; `state_dict()` has keys under both names too.
+# A module reachable under two names (a layer reused in a `Sequential`, or one module assigned to
+# two attributes) is listed *once*, under its first name. `named_modules(remove_duplicate=False)`
+# lists every name, and `get_submodule(name)` accepts any of them; `state_dict()` has keys under
+# both names too. Tied weights are another case: two modules that share one weight `Parameter` are
+# two modules, both listed; it is `named_parameters()` that lists the shared weight once.
 
 # %%
 reused = nn.Linear(3, 3)
@@ -311,6 +313,14 @@ print("get_submodule('2') is the reused layer:", twice.get_submodule("2") is reu
 assert once_names == ["", "0", "1"] and every_name == ["", "0", "1", "2"]
 assert twice.get_submodule("2") is twice.get_submodule("0") is reused
 assert list(twice.state_dict()) == ["0.weight", "0.bias", "2.weight", "2.bias"]
+
+encoder, decoder = nn.Linear(3, 3), nn.Linear(3, 3)
+decoder.weight = encoder.weight  # tied weights: one Parameter, two modules
+tied = nn.Sequential(encoder, decoder)
+tied_modules = [name for name, module in tied.named_modules()]
+tied_parameters = [name for name, parameter in tied.named_parameters()]
+print("tied weights: named_modules():", tied_modules, "| named_parameters():", tied_parameters)
+assert tied_modules == ["", "0", "1"] and tied_parameters == ["0.weight", "0.bias", "1.bias"]
 
 # %% [markdown]
 # **A trap when you register hooks in a loop.** A hook defined inside the loop that uses the loop
