@@ -237,6 +237,11 @@ def check_record_grads(record_grads):
     if added > 1:
         fail(f"record_grads(x, store) registered {added} hooks on x (x._backward_hooks grew by {added}); expected "
              "one. Register one hook, once.")
+    if added == 0 and not getattr(x, "_post_accumulate_grad_hooks", None):
+        fail("record_grads(x, store) returned with no hook of its own left on x (x._backward_hooks did not grow): "
+             "the hook was removed before the function returned, for instance by a `with` block around "
+             "register_hook, which removes it at the end of the block. Register it and return the handle; the "
+             "caller removes it.")
     x.register_hook(after)
     if not isinstance(handle, RemovableHandle):
         fail(f"record_grads(x, store) returned {describe(handle)}; expected the handle that "

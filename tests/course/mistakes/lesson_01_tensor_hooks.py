@@ -1024,4 +1024,8 @@ def record_grads(tensor, store):
     return HANDLES[id(tensor)]
 ''',
          expect=["and second 0; expected 1 each", "each call registers its own hook"]),
+    dict(exercise="record_grads", kind="wrong", why="registers in a with block, which removes the hook", clause="one-hook",
+         source=edited(RECORD, ("    return tensor.register_hook(hook)",
+                                "    with tensor.register_hook(hook) as handle:\n        pass\n    return handle")),
+         expect=["no hook of its own left on x", "a `with` block around register_hook"]),
 ]
