@@ -745,14 +745,16 @@ for kind in networks:
           f"layer 6 gets {min(shrink[kind]):.1f} to {max(shrink[kind]):.1f} times layer 0's gradient, "
           f"layer 0's weight moved by {100 * moved[kind]:.1f}%")
 late_change = max(max(norms[10:]) / min(norms[10:]) for norms in histories["sigmoid"].values())
-print(f"sigmoid, steps 10 to 59: each curve varies by at most {100 * (late_change - 1):.0f}%")
+jump = min(max(norms[:10]) / max(norms[10:]) for norms in histories["sigmoid"].values())
+print(f"sigmoid, steps 10 to 59: each curve varies by at most {100 * (late_change - 1):.0f}%; "
+      f"its peak in steps 0 to 9 is at least {jump:.0f} times its largest value after")
 assert all(len(norms) == 60 for history in histories.values() for norms in history.values())
 for history in histories.values():
     assert history["0"][0] < history["2"][0] < history["4"][0] < history["6"][0]  # shrinks towards the input
 # sigmoid: the loss stalls at that of predicting the mean, the output barely varies
 assert abs(losses["sigmoid"][-1] / target_variance - 1) < 0.02
 assert output_std["sigmoid"] < 0.05 * targets.std().item()
-assert min(shrink["sigmoid"]) > 40 and late_change < 1.15
+assert min(shrink["sigmoid"]) > 40 and late_change < 1.15 and jump > 10
 # tanh: the loss falls well below the variance, the gradient shrinks less than tenfold
 assert losses["tanh"][-1] < 0.15 * target_variance
 assert max(shrink["tanh"]) < 10
@@ -785,7 +787,8 @@ plt.show()
 # (0.1111), which is the loss of always predicting their mean; its output barely varies (std
 # 0.008, against 0.334 for the targets). That is the vanishing-gradient symptom the hooks reveal:
 # at every step its first layer receives a gradient 47 to 418 times smaller than its last layer,
-# and after a jump in the first steps all four curves stay flat from step 10 on (within 11%). Its
+# and after a jump in the first steps (a peak more than ten times the later values) all four
+# curves stay flat from step 10 on (within 11%). Its
 # first layer's weights moved by 3.3% in 60 steps. With tanh the gradient shrinks by a factor of
 # 3.2 to 9.6 only, the first layer's weights moved by 13.5%, and the loss falls to 0.0115, a tenth
 # of the variance.
@@ -804,6 +807,28 @@ assert names == ["", "0", "1", "1.0", "1.1"]
 assert [name for name, _ in tied.named_modules(remove_duplicate=False)] == ["", "0", "1", "1.0", "1.1", "again"]
 
 # %% [markdown]
+# A layer whose parameters are frozen (`requires_grad=False`) is still gone through by backward,
+# hooks included, when something before it needs a gradient; once nothing before it does, backward
+# stops before it.
+
+# %%
+torch.manual_seed(0)
+partly_frozen = nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 4), nn.Tanh(), nn.Linear(4, 1))
+partly_frozen[2].requires_grad_(False)  # the middle layer is frozen
+fired = []
+for index in (0, 2):
+    partly_frozen[index].register_full_backward_hook(
+        lambda m, grad_input, grad_output, index=index: fired.append(index))
+caught_warnings(lambda: partly_frozen(torch.randn(5, 3)).sum().backward())  # (layer 0's input needs no grad)
+print("layer 2 frozen, layer 0 trains: full hooks fired on layers", fired)
+assert fired == [2, 0]
+partly_frozen[0].requires_grad_(False)  # now nothing before layer 4 needs a gradient
+fired.clear()
+partly_frozen(torch.randn(5, 3)).sum().backward()
+print("layers 0 and 2 frozen: full hooks fired on layers", fired)
+assert fired == []
+
+# %% [markdown]
 # ## Exercise 1: `record_grad_output_norms`
 #
 # Write `record_grad_output_norms(model, layer_types=(nn.Linear, nn.Conv2d))`. It returns
@@ -812,10 +837,13 @@ assert [name for name, _ in tied.named_modules(remove_duplicate=False)] == ["", 
 # - register a full backward hook on every module of `model` that is an instance of one of
 #   `layer_types`: `model.named_modules()` gives each one with its name, at any depth (e.g.
 #   `"encoder.0"`), `model` itself first (named `""`), and a module reachable under two names
-#   once, under the first;
-# - each time backward goes through such a module, the hook appends the L2 norm of
-#   `grad_output[0]`, as a Python `float`, to the list `norms[name]`, and changes no gradient;
-# - `handles` is a list of the handles of every hook you registered.
+#   once, under the first; a module with frozen parameters is hooked too (backward still goes
+#   through it on its way to the layers before it);
+# - each time backward goes through such a module, in training and in eval mode, the hook appends
+#   the L2 norm of `grad_output[0]`, as a Python `float`, to the list `norms[name]`, and changes
+#   no gradient;
+# - `handles` is a list of the handles of every hook you registered. Each call makes a new dict
+#   and hooks of its own: two calls on one model record side by side.
 #
 # Traps: `grad_input[0]` is the gradient of the module's *input*, not of its output, and it is
 # `None` for a first layer fed with data. A tensor is not a `float`. A module used twice in one
@@ -839,17 +867,21 @@ def record_grad_output_norms(model, layer_types=(nn.Linear, nn.Conv2d)):
 
     Receives `model`, an nn.Module, and `layer_types`, a tuple of module classes.
     Registers a hook on every module that `model.named_modules()` yields and that is an instance
-    of one of `layer_types`: nested submodules at any depth, and `model` itself (named "").
+    of one of `layer_types`: nested submodules at any depth, modules whose parameters are frozen
+    (`requires_grad=False`), and `model` itself (named "").
     A module reachable under two names is hooked once, under the name `named_modules()` gives it.
     The hooks are not the deprecated `register_backward_hook`, which cannot be combined with full
     backward hooks on the same module.
     Each time backward goes through such a module (twice per backward for a module called twice
     in one forward pass), its hook appends the L2 norm of `grad_output[0]` as a Python float to
     `norms[name]`, where `name` is the module's name in `model.named_modules()`.
-    This holds also for a backward with `create_graph=True`, where the gradients require grad.
+    This holds also in eval mode, and for a backward with `create_graph=True`, where the gradients
+    require grad.
     The hooks change no gradient, neither in place nor by returning one.
     Returns `(norms, handles)`: the dict of lists, and a list of the handles of all hooks
     registered; removing them removes every hook it registered.
+    Each call registers hooks of its own and returns a new dict, so that two calls on one model
+    record independently.
     """
     # BEGIN SOLUTION
     norms = {}
@@ -939,7 +971,8 @@ with try_it():
 # - a tensor whose norm is at most `max_norm` is kept as it is (a zero gradient stays zero);
 # - a `None` entry stays `None`, at the same position; the tuple keeps its length.
 #
-# Each entry is clipped on its own, not with one norm over all entries together. As the section
+# It clips at every backward, in training and in eval mode, each hook with the `max_norm` of its
+# own call. Each entry is clipped on its own, not with one norm over all entries together. As the section
 # "What a returned value does" showed, this changes what reaches the module's inputs, not the
 # gradients of the module's own parameters.
 #
@@ -970,6 +1003,8 @@ def clip_grad_input(module, max_norm):
     The hook must not change the tensors of `grad_input` in place.
     In a backward with `create_graph=True` the tensors it returns stay part of the graph (no
     `detach()`, no `torch.no_grad()`), so that a second backward can go through them.
+    It clips at every backward through the module, in training and in eval mode, each hook with
+    the `max_norm` given to its own call.
     Returns the handle of the hook.
     """
     # BEGIN SOLUTION
@@ -1073,10 +1108,14 @@ assert not torch.equal(first, other)
 # Write `add_grad_noise(module, std, generator=None)`. It registers a full backward **pre**-hook
 # on `module` and returns its handle. The hook returns a new tuple built from `grad_output`:
 #
-# - to each tensor entry it adds new noise of the same shape and dtype, i.i.d. normal with mean 0
-#   and standard deviation `std`, drawn anew at every call and separately for each entry, from
-#   `generator` when one is given (else from torch's global random state);
+# - to each tensor entry it adds new noise of the same shape (the sum keeps the entry's dtype),
+#   i.i.d. normal with mean 0 and standard deviation `std`, drawn anew at every call and
+#   separately for each entry, from `generator` when one is given (else from torch's global
+#   random state);
 # - a `None` entry stays `None`; the tuple keeps its length.
+#
+# Each hook uses the `std` and `generator` of its own call. In eval mode it may add noise or not
+# (noise as a regulariser is often meant for training only).
 #
 # Traps: noise on the first entry only; `std ** 2` (the variance) instead of `std`; ignoring
 # `generator`; noise added to `grad_input` in a full backward hook, which never reaches the
@@ -1097,12 +1136,15 @@ def add_grad_noise(module, std, generator=None):
     Registers a full backward pre-hook on `module`, so that the noise reaches the gradients of
     the module's parameters and of its inputs.
     The hook returns a tuple as long as `grad_output`:
-    each tensor entry plus noise of the same shape and dtype; None entries stay None.
+    each tensor entry plus noise of the same shape, returned in the entry's dtype; None entries stay
+    None.
     The noise is normal (i.i.d., mean 0, standard deviation `std`), drawn anew at every call and
     separately for each entry.
     It is drawn from `generator` when one is given (so that equally seeded generators give the
     same noise), else from torch's global random state.
     The hook must not change the tensors of `grad_output` in place.
+    Each hook uses the `std` and `generator` given to its own call.
+    In eval mode it may add noise or not.
     Returns the handle of the hook.
     """
     # BEGIN SOLUTION

@@ -39,6 +39,8 @@ _NONE_ENTRY = ("An entry of grad_input or grad_output can be None: for an argume
                "backward hook fires (always for a module called twice in one forward pass).")
 _DTYPE = ("Your hook returned a tensor of another dtype than the gradient it replaces: each returned tensor must have "
           "the same dtype as the entry it replaces (draw noise with dtype=grad.dtype, or torch.randn_like(grad)).")
+_GENERATOR = ("Your hook returned a generator: a comprehension in parentheses, (... for g in ...), is a generator "
+              "expression, not a tuple, and torch needs its length. Return a tuple: tuple(... for g in ...).")
 _NUMPY = ("In a backward with create_graph=True (as torch.autograd.grad(..., create_graph=True) runs it, for a "
           "gradient penalty) the gradients a hook receives require grad, and .numpy() refuses them. Take the norm "
           "with torch (tensor.norm()), then .item().")
@@ -70,6 +72,8 @@ def _learner(doing):
             fail(f"{doing[:1].upper()}{doing[1:]} raised {describe_learner_error(raised.error)}\n{_SHAPE}")
         if "has changed the type of value" in str(raised.error):
             fail(f"{doing[:1].upper()}{doing[1:]} raised {describe_learner_error(raised.error)}\n{_DTYPE}")
+        if "object of type 'generator' has no len()" in str(raised.error):
+            fail(f"{doing[:1].upper()}{doing[1:]} raised {describe_learner_error(raised.error)}\n{_GENERATOR}")
         if "Can't call numpy() on Tensor that requires grad" in str(raised.error):
             fail(f"{doing[:1].upper()}{doing[1:]} raised {describe_learner_error(raised.error)}\n{_NUMPY}")
         if "should always return None or None for all gradients" in str(raised.error):
@@ -100,6 +104,7 @@ class _Seen:
         self.calls = []      # per call: the tuple as received
         self.copies = []     # per call: clones, to find in-place changes later
         self.weight_grad_norms = []  # per call of input_hook: the norm of module.weight.grad then, or None
+        self.output_norms = []  # per call of input_hook: the norm of grad_output[0], or None
 
     def record(self, grads):
         self.calls.append(tuple(grads))
@@ -112,6 +117,7 @@ class _Seen:
         self.record(grad_input)
         weight = getattr(module, "weight", None)
         self.weight_grad_norms.append(_norm(weight.grad) if isinstance(weight, torch.Tensor) else None)
+        self.output_norms.append(_norm(grad_output[0]))
 
     def changed_in_place(self):
         """The (call, position) of a received tensor whose values changed since it was received."""
@@ -207,10 +213,13 @@ class _ScaledLinear(nn.Linear):
 
 
 class _SmallCNN(nn.Module):
+    """Its middle convolution, features.0, is frozen: backward goes through it to `conv`, which trains."""
+
     def __init__(self):
         super().__init__()
         self.conv = nn.Conv2d(2, 4, 3)
         self.features = nn.Sequential(nn.Conv2d(4, 4, 3, padding=1), nn.ReLU())
+        self.features[0].requires_grad_(False)
         self.flatten = nn.Flatten()
         self.classifier = _ScaledLinear(4 * 4 * 4, 5)
 
@@ -279,10 +288,12 @@ def _has_entries(values):
         return True
 
 
-def _compare_norms(norms, watchers, module_names, call_text, situation, passes, aliases=None):
+def _compare_norms(norms, watchers, module_names, call_text, situation, passes, aliases=None, frozen=(),
+                   eval_mode=False):
     """Every wanted module has one float per backward through it, equal to the norm of grad_output[0].
     `module_names`: every name that model.named_modules() gives; `aliases`: {other name: the name
-    named_modules() gives} for modules reachable under several names."""
+    named_modules() gives} for modules reachable under several names; `frozen`: the names of wanted
+    modules whose parameters are all frozen; `eval_mode`: the model ran in eval mode."""
     aliases = aliases or {}
     if not isinstance(norms, Mapping):
         fail(f"{call_text} returned {describe(norms)} as norms; expected a dict from module name to a list of "
@@ -303,6 +314,13 @@ def _compare_norms(norms, watchers, module_names, call_text, situation, passes, 
             hint = (f" The lists of {emptied} stayed empty while others got too many entries: a hook defined in a "
                     "loop looks the loop variable up when it fires, so every hook used the last name. Bind the name "
                     "when you define the hook, e.g. as a default argument.")
+        elif missing and set(missing) <= set(frozen):
+            hint = (f" The parameters of {missing} are frozen (requires_grad=False), but backward still goes "
+                    "through them on its way to the layers before them: hook every module of layer_types, frozen "
+                    "or not.")
+        elif eval_mode and emptied and set(emptied) == set(missing) and not unexpected:
+            hint = (" The model is in eval mode (model.eval()) here, and backward goes through its modules as in "
+                    "training: record in both modes (do not test module.training).")
         elif twins:
             hint = (f" {twins[0]!r} is the same module as {aliases[twins[0]]!r}, reachable under two names: "
                     "model.named_modules() yields each module once, under the first name it finds, so hook it once, "
@@ -314,9 +332,11 @@ def _compare_norms(norms, watchers, module_names, call_text, situation, passes, 
             hint = " Use the names that model.named_modules() gives (strings such as 'blocks.0.linear') as keys."
         elif any(name not in module_names for name in unexpected):
             strangers = [name for name in unexpected if name not in module_names]
+            example = next((name for name in expected_names if name), "''")
             hint = (f" No submodule of the model is named {strangers[0]!r}: use as keys the names that "
-                    "model.named_modules() gives, such as 'blocks.0.linear'.")
-        elif missing and all("." in name for name in missing) and not any("." in str(name) for name in recorded):
+                    f"model.named_modules() gives, such as {example!r}.")
+        elif missing and recorded and all("." in name for name in missing) and \
+                not any("." in str(name) for name in recorded):
             hint = (" The missing modules are nested inside other modules: model.named_modules() goes through "
                     "every depth, model.named_children() and model.children() only through the first.")
         elif missing and not unexpected:
@@ -387,7 +407,7 @@ def _run_passes(model, shape, features, needs_grad, passes, seed, create_graph_l
     (through torch.autograd.grad) when asked. Returns, per pass, the gradients of the input and of
     every parameter (clones)."""
     results = []
-    parameters = list(model.parameters())
+    parameters = [p for p in model.parameters() if p.requires_grad]  # frozen ones get no gradient
     for step in range(passes):
         x = random_tensor(seed + step + 1, shape).requires_grad_(needs_grad)
         weight = random_tensor(seed + step + 5, (shape[0], features))
@@ -410,17 +430,21 @@ def _run_passes(model, shape, features, needs_grad, passes, seed, create_graph_l
 def check_record_grad_output_norms(record_grad_output_norms):
     default_types = (nn.Linear, nn.Conv2d)
     cases = [  # (model factory, layer_types or None for the default, input shape, output features,
-        #          input needs grad, backward passes, the last one with create_graph=True)
-        (_Encoder, None, (7, 6), 3, True, 2, True),
-        (_SmallCNN, None, (3, 2, 6, 6), 5, False, 1, False),
-        (_Encoder, (Block, nn.Tanh), (4, 6), 3, True, 1, False),
-        (_Shared, None, (6, 5), 2, True, 2, True),
-        (_TwoHeads, (Split,), (5, 4), 2, True, 1, False),
-        (lambda: nn.Linear(6, 3), None, (4, 6), 3, True, 1, False),
+        #          input needs grad, backward passes, the last one with create_graph=True, in eval mode)
+        (_Encoder, None, (7, 6), 3, True, 2, True, False),
+        (_SmallCNN, None, (3, 2, 6, 6), 5, False, 1, False, False),
+        (_Encoder, (Block, nn.Tanh), (4, 6), 3, True, 1, False, False),
+        (_Shared, None, (6, 5), 2, True, 2, True, False),
+        (_TwoHeads, (Split,), (5, 4), 2, True, 1, False, True),
+        (lambda: nn.Linear(6, 3), None, (4, 6), 3, True, 1, False, False),
     ]
-    for number, (factory, layer_types, shape, features, needs_grad, passes, create_graph) in enumerate(cases):
+    previous_norms = None
+    for number, (factory, layer_types, shape, features, needs_grad, passes, create_graph, eval_mode) in \
+            enumerate(cases):
         seed = 500 + 10 * number
         model = _seeded(factory, seed)
+        if eval_mode:
+            model.eval()
         clean = copy.deepcopy(model)
         types = default_types if layer_types is None else layer_types
         types_text = "" if layer_types is None else \
@@ -435,6 +459,11 @@ def check_record_grad_output_norms(record_grad_output_norms):
         norms, handles = result
         if isinstance(norms, list) and isinstance(handles, Mapping):
             fail(f"{call_text} returned (list, dict); expected them the other way round: (norms, handles).")
+        if norms is previous_norms and norms is not None:
+            fail(f"{call_text} returned the same norms dict as its call on the previous model, so it holds that "
+                 "model's names and entries too. Make a new dict in each call (a dict made once, outside the "
+                 "function, is shared by every call).")
+        previous_norms = norms
         handles = _handles_list(handles, call_text)
         with _learner(f"registering the check's own full backward hooks on {_model_text(model)}, after "
                       f"{call_text}"):
@@ -443,6 +472,7 @@ def check_record_grad_output_norms(record_grad_output_norms):
         clean_grads = _run_passes(clean, shape, features, needs_grad, passes, seed, create_graph, "a copy")
         situation = f"{passes} backward pass{'es' if passes > 1 else ''}" + \
             (" (the last one with create_graph=True)" if create_graph else "") + \
+            (" in eval mode (model.eval())" if eval_mode else "") + \
             ("" if needs_grad else " with an input that needs no grad (so grad_input[0] of the first layer is None)")
         said = f"{call_text}, then {situation}"
         for name, (outputs, inputs) in watchers.items():
@@ -462,8 +492,10 @@ def check_record_grad_output_norms(record_grad_output_norms):
             first = next(first for first, other in model.named_modules() if other is module)
             if name != first:
                 aliases[name] = first
+        frozen = [name for name, module in model.named_modules() if name in watchers
+                  and list(module.parameters()) and not any(p.requires_grad for p in module.parameters())]
         _compare_norms(norms, watchers, [name for name, _ in model.named_modules()], call_text, situation, passes,
-                       aliases)
+                       aliases, frozen, eval_mode)
 
         # Removing the handles stops the recording and leaves no hook of the learner's behind.
         before = {name: len(values) for name, values in norms.items()}
@@ -483,11 +515,61 @@ def check_record_grad_output_norms(record_grad_output_norms):
         if left:
             fail(f"{call_text}: after removing every returned handle, hooks are still registered on {left}. Return "
                  "the handle of every hook you registered, and register only hooks whose handle you return.")
+    _check_two_calls(record_grad_output_norms)
+
+
+def _check_two_calls(record_grad_output_norms):
+    """Two calls on one model: each returns a dict of its own, filled by hooks of its own."""
+    model = _seeded(_Encoder, 590)
+    text = _model_text(model)
+    call_text = f"record_grad_output_norms(model) called twice on {text}"
+    results = []
+    for which in ("first", "second"):
+        with _learner(f"calling record_grad_output_norms(model) a {which} time on {text}"):
+            result = record_grad_output_norms(model)
+        if not isinstance(result, tuple) or len(result) != 2:
+            fail(f"record_grad_output_norms(model), called a {which} time on {text}, returned {describe(result)}; "
+                 "expected a pair (norms, handles).")
+        results.append((result[0], _handles_list(result[1], f"record_grad_output_norms(model) ({which} call)")))
+    (first, first_handles), (second, second_handles) = results
+    if first is second:
+        fail(f"{call_text} returned the same norms dict both times; expected a new dict from each call, so that "
+             "two calls record independently (a dict made once, outside the function, is shared by every call).")
+    watchers, own_handles = _watch_norms(model, (nn.Linear, nn.Conv2d))
+    _run_passes(model, (5, 6), 3, True, 1, 590, False, text)
+    wanted = {name: len(outputs.calls) for name, (outputs, _) in watchers.items()}
+    counts = []
+    for norms in (first, second):
+        if not isinstance(norms, Mapping):
+            fail(f"{call_text} returned {describe(norms)} as norms; expected a dict from module name to a list of "
+                 "floats.")
+        counts.append({name: len(values) if isinstance(values, list) else values for name, values in norms.items()})
+    if counts[0] != wanted or counts[1] != wanted:
+        fail(f"{call_text}, then 1 backward pass: the first call's norms have {counts[0]} entries and the second "
+             f"call's {counts[1]}; expected {wanted} in each. Each call must register hooks of its own that append "
+             "to the lists of its own dict; nothing may be shared between calls or left on the modules (a list "
+             "kept as an attribute of the module, or a mark that the module is hooked already, is).")
+    for norms, which in ((first, "first"), (second, "second")):
+        _compare_norms(norms, watchers, [name for name, _ in model.named_modules()],
+                       f"{call_text} (the {which} call's norms)", "1 backward pass", 1)
+    for handle in own_handles:
+        handle.remove()
+    with calling("removing the handles that the first call returned"):
+        for handle in first_handles:
+            handle.remove()
+    with _learner(f"running backward through {text} after removing the first call's handles"), _quiet():
+        model(random_tensor(599, (5, 6)).requires_grad_()).sum().backward()
+    grew = [name for name, values in first.items() if len(values) != wanted.get(name, 0)]
+    still = [name for name, values in second.items() if len(values) != 2 * wanted.get(name, 0)]
+    if grew or still:
+        fail(f"{call_text}: after removing the first call's handles, a backward pass changed the first call's lists "
+             f"of {grew} and did not add one entry to the second call's lists of {still}. Removing one call's "
+             "handles must stop that call's hooks only.")
 
 
 def _model_text(model):
     return {_Encoder: "a model with nested blocks (stem, blocks.0, blocks.1, head)",
-            _SmallCNN: "a small CNN (conv, features.0, classifier, a subclass of nn.Linear)",
+            _SmallCNN: "a small CNN (conv, features.0 with frozen parameters, classifier, a subclass of nn.Linear)",
             _Shared: "a model that uses its submodule `layer` twice in one forward pass, the second time under a "
                      "second name, `again`",
             _TwoHeads: "a model whose submodule `split` returns two tensors (grad_output has two entries)",
@@ -569,6 +651,12 @@ def _judge_clip_case(case, seen):
             fail(f"{message} Dividing by the norm of a zero gradient gives nan: leave a gradient whose norm is not "
                  "above max_norm unchanged.")
         if close(result, grad):
+            tensor = seen["inputs"][position]
+            if isinstance(tensor, torch.Tensor) and tensor.requires_grad and close(tensor.grad, expected):
+                fail(f"{message} The input did receive the clipped gradient, but only after the module's full backward "
+                     "hooks ran (a tensor hook on the input, registered by a forward pre-hook, for example), so a "
+                     "full backward hook registered after yours sees grad_input unclipped. Register a full backward "
+                     "hook (register_full_backward_hook) whose return value is the new grad_input tuple.")
             if position > 0:  # earlier cases showed the hook's tuple does reach the inputs
                 fail(f"{message} Your hook left grad_input[{position}] as it was, although its norm is above max_norm: "
                      "clip every tensor of grad_input, not only the first.")
@@ -582,6 +670,14 @@ def _judge_clip_case(case, seen):
                  f"{squared}")
         if close(result, grad.clamp(-max_norm, max_norm)):
             fail(f"{message} You clipped each element; clip the L2 norm of the whole tensor instead.")
+        largest = grad.abs().max().item()
+        if largest > max_norm and close(result, grad * (max_norm / largest)):
+            fail(f"{message} You rescaled by the largest element (the infinity norm, {largest:.4g}); judge and rescale "
+                 "by the L2 norm over all elements, grad.norm().")
+        output_norm = seen["before"].output_norms[0]
+        if output_norm and close(result, grad * min(1.0, max_norm / output_norm)):
+            fail(f"{message} You judged and rescaled it by the norm of grad_output[0] ({output_norm:.4g}), the "
+                 "gradient of the module's output; judge each tensor of grad_input by its own norm.")
         if grad.dim() >= 2:
             rows = grad.flatten(1).norm(dim=1).view(-1, *[1] * (grad.dim() - 1))
             if close(result, grad * (max_norm / rows).clamp(max=1.0)):
@@ -632,6 +728,56 @@ def _check_clip_keeps_the_graph(clip_grad_input, case):
              "torch.no_grad() in the hook (autograd already turns grad mode off in an ordinary backward).")
 
 
+def _check_clip_every_backward(seen, case):
+    """After the first backward of `seen` (from _run_clip_case), a second one in training mode and a
+    third in eval mode: the hook clips each time."""
+    module, weight = seen["module"], random_tensor(case["seed"] + 7, case["out_shape"])
+    for number, mode in ((2, "training"), (3, "eval")):
+        module.train(mode == "training")
+        for watcher in (seen["before"], seen["after"]):
+            watcher.calls.clear()
+            watcher.copies.clear()
+        with _learner(f"running backward number {number}, in {mode} mode, through {case['text']} with "
+                      f"{seen['call']} registered"), _quiet():
+            (module(*case["inputs"]()) * weight).sum().backward()
+        received, returned = seen["before"].copies[0], seen["after"].calls[0]
+        for position, (grad, result) in enumerate(zip(received, returned)):
+            expected = _clip_reference(grad, case["max_norm"])
+            if grad is not None and not (isinstance(result, torch.Tensor) and close(result, expected)):
+                mode_text = ("the model is in eval mode (module.eval()) here, and backward goes through the "
+                             "module as in training: clip in both modes (do not test module.training)"
+                             if mode == "eval" else "the hook must clip at every backward, not only the first")
+                fail(f"Ran backward number {number}, in {mode} mode, through {case['text']} with {seen['call']} "
+                     f"registered: grad_input[{position}] was {describe(grad)} (norm {grad.norm().item():.4g}), "
+                     f"and your hook returned {describe(result)}; expected {describe(expected)}. The first backward "
+                     f"was clipped; {mode_text}.")
+    module.train()
+
+
+def _check_clip_own_max_norm(clip_grad_input):
+    """Two modules clipped at once, each with its own max_norm: each hook keeps its own."""
+    first = _seeded(lambda: nn.Linear(5, 3), 661)
+    second = copy.deepcopy(first)
+    with _learner("calling clip_grad_input(first, 1.0), then clip_grad_input(second, 2.0)"):
+        clip_grad_input(first, 1.0)
+        clip_grad_input(second, 2.0)
+    weight = random_tensor(668, (8, 3))
+    for module, max_norm, name in ((first, 1.0, "first"), (second, 2.0, "second")):
+        x = (random_tensor(662, (8, 5)) * 10.0).requires_grad_()
+        with _learner(f"running backward through the {name} module, after clip_grad_input(first, 1.0) and "
+                      "clip_grad_input(second, 2.0)"), _quiet():
+            (module(x) * weight).sum().backward()
+        norm = x.grad.norm().item()
+        if not math.isclose(norm, max_norm, rel_tol=1e-3):
+            other = 3.0 - max_norm
+            hint = (f" That is the max_norm of the other call ({other}): each hook must keep the max_norm given to "
+                    "its own call (bind it in a closure, not in a variable shared by every call)."
+                    if math.isclose(norm, other, rel_tol=1e-3) else "")
+            fail(f"clip_grad_input(first, 1.0), then clip_grad_input(second, 2.0), on two copies of nn.Linear(5, 3): "
+                 f"backward through the {name} one sent its input a gradient of norm {norm:.4g}; expected "
+                 f"{max_norm} (the gradient's norm is above both).{hint}")
+
+
 def check_clip_grad_input(clip_grad_input):
     def leaf(seed, shape, scale=1.0, needs_grad=True):
         return (random_tensor(seed, shape) * scale).requires_grad_(needs_grad)
@@ -660,9 +806,13 @@ def check_clip_grad_input(clip_grad_input):
              text="nn.Linear(5, 3) whose input needs no grad", grad_input_text="(None,)"),
     ]
     for case in cases:
-        _judge_clip_case(case, _run_clip_case(clip_grad_input, case))
+        seen = _run_clip_case(clip_grad_input, case)
+        _judge_clip_case(case, seen)
+        if case is cases[2]:  # (tensor, tensor, None): clipped at every backward, in training and eval mode
+            _check_clip_every_backward(seen, case)
 
     _check_clip_keeps_the_graph(clip_grad_input, cases[0])
+    _check_clip_own_max_norm(clip_grad_input)
 
     # Removing the handle stops the clipping.
     case = cases[0]
@@ -695,6 +845,7 @@ _NOISE_CASES = [  # (factory, input shape, std, with a generator, description)
     (lambda: nn.Linear(6, 40), (50, 6), 0.3, True, "nn.Linear(6, 40) with an input of shape (50, 6)"),
     (_TwoOutputs, (32, 8), 2.0, True, "a module returning (y, tanh(y), 3), so grad_output is (tensor, tensor, None)"),
     (lambda: nn.Linear(6, 40), (50, 6), 0.05, False, "nn.Linear(6, 40), with generator=None"),
+    (lambda: nn.Linear(6, 40).double(), (50, 6), 0.3, True, "nn.Linear(6, 40) in float64 (module.double())"),
 ]
 
 
@@ -721,7 +872,8 @@ def _noisy_backward(add_grad_noise, factory, shape, std, generator, seed, text):
         module.register_full_backward_pre_hook(before.pre_hook, prepend=True)
     with _learner(f"registering a full backward pre-hook after yours on {text}"):
         module.register_full_backward_pre_hook(after.pre_hook)
-    x = random_tensor(seed + 1, shape).requires_grad_()
+    dtype = next(module.parameters()).dtype
+    x = random_tensor(seed + 1, shape).to(dtype).requires_grad_()
     with _learner(f"running backward through {text} with {call} registered"):
         _, _, loss = _outputs_and_loss(module, x, seed + 2)
         loss.backward()
@@ -747,8 +899,16 @@ def _judge_noise(run, std, text):
         noises[position] = (result - grad).detach()
     quiet = [position for position, noise in noises.items() if not noise.any()]
     if len(quiet) == len(noises):
-        x_changed = not close(run["x"].grad, _clean_grads(run, received)[0], tolerance=1e-6)
-        hint = (" The input's gradient did change: you added the noise to grad_input in a full backward hook, "
+        clean_x, clean_parameters = _clean_grads(run, received)
+        x_changed = not close(run["x"].grad, clean_x, tolerance=1e-6)
+        parameters_changed = not all(close(p.grad, c, tolerance=1e-6)
+                                     for p, c in zip(run["module"].parameters(), clean_parameters))
+        hint = (" The gradients of the module's parameters and input did change: the noise was added after the "
+                "module's backward pre-hooks ran (by a tensor hook on the module's output, for example), so a "
+                "backward pre-hook registered after yours sees grad_output without it. Add it in a full backward "
+                "pre-hook (register_full_backward_pre_hook) whose return value is the new grad_output tuple."
+                if x_changed and parameters_changed else
+                " The input's gradient did change: you added the noise to grad_input in a full backward hook, "
                 "after the module's backward, so it never reaches the module's parameters. Add it to grad_output "
                 "in a full backward pre-hook." if x_changed else
                 " Register a full backward pre-hook (register_full_backward_pre_hook) whose return value is the new "
@@ -864,6 +1024,36 @@ def check_add_grad_noise(add_grad_noise):
              "generator of your own seeded by the clock or by torch.seed().")
     if unused_generator:
         check_generator_advanced(*unused_generator, "add_grad_noise")
+    _check_noise_own_arguments(add_grad_noise)
+
+
+def _check_noise_own_arguments(add_grad_noise):
+    """Two modules with noise at once, each with its own std and generator: each hook keeps its own."""
+    factory, shape, _, _, text = _NOISE_CASES[0]
+    first, second = _seeded(factory, 760), _seeded(factory, 760)
+    generators = [torch.Generator().manual_seed(5761), torch.Generator().manual_seed(5762)]
+    states = [generator.get_state() for generator in generators]
+    call_text = ("add_grad_noise(first, 0.3, first_generator), then add_grad_noise(second, 2.0, second_generator), "
+                 f"on two copies of {text}")
+    with _learner(f"calling {call_text}"):
+        add_grad_noise(first, 0.3, generators[0])
+        add_grad_noise(second, 2.0, generators[1])
+    seen = _Seen()
+    with _learner(f"registering a full backward pre-hook after yours on the first module, after {call_text}"):
+        first.register_full_backward_pre_hook(seen.pre_hook)
+    x = random_tensor(761, shape).requires_grad_()
+    with _learner(f"running backward through the first module, after {call_text}"), _quiet():
+        (first(x) * random_tensor(762, (shape[0], 40))).sum().backward()
+    noise = (seen.calls[0][0] - random_tensor(762, (shape[0], 40))).detach().double()
+    measured = noise.std().item()
+    if math.isclose(measured, 2.0, rel_tol=0.15):
+        fail(f"{call_text}: backward through the first module added noise of standard deviation {measured:.3g}, the "
+             "std of the second call; expected 0.3. Each hook must keep the std given to its own call (bind it in a "
+             "closure, not in a variable shared by every call).")
+    if torch.equal(generators[0].get_state(), states[0]) and not torch.equal(generators[1].get_state(), states[1]):
+        fail(f"{call_text}: backward through the first module drew its noise from second_generator, the generator "
+             "of the second call; expected first_generator. Each hook must keep the generator given to its own call "
+             "(bind it in a closure, not in a variable shared by every call).")
 
 
 CHECKS = {

@@ -61,6 +61,7 @@ CLAUSES = {
     "record_grad_output_norms": {
         "any-depth": "nested submodules at any depth",
         "root": 'and `model` itself (named "")',
+        "frozen": "modules whose parameters are frozen (`requires_grad=False`)",
         "types": "that is an instance of one of `layer_types`",
         "shared-name": "A module reachable under two names is hooked once, under the name `named_modules()` gives it.",
         "not-deprecated": "The hooks are not the deprecated `register_backward_hook`",
@@ -69,11 +70,14 @@ CLAUSES = {
         "grad-output-0": "appends the L2 norm of `grad_output[0]`",
         "float": "as a Python float",
         "name": "to `norms[name]`, where `name` is the module's name in `model.named_modules()`",
-        "create-graph": "This holds also for a backward with `create_graph=True`, where the gradients require grad.",
+        "eval": "This holds also in eval mode",
+        "create-graph": "for a backward with `create_graph=True`, where the gradients require grad.",
         "no-change": "The hooks change no gradient, neither in place nor by returning one.",
         "returns-pair": "Returns `(norms, handles)`: the dict of lists",
         "handles": "and a list of the handles of all hooks registered",
         "removes": "removing them removes every hook it registered.",
+        "per-call": "Each call registers hooks of its own and returns a new dict, so that two calls on one model "
+                    "record independently.",
     },
     "clip_grad_input": {
         "full-hook": "Registers a full backward hook on `module`",
@@ -87,6 +91,9 @@ CLAUSES = {
         "none": "None entries stay None at their position.",
         "not-in-place": "The hook must not change the tensors of `grad_input` in place.",
         "create-graph": "In a backward with `create_graph=True` the tensors it returns stay part of the graph",
+        "every-backward": "It clips at every backward through the module",
+        "eval": "in training and in eval mode",
+        "own-max-norm": "each hook with the `max_norm` given to its own call.",
         "handle": "Returns the handle of the hook.",
     },
     "add_grad_noise": {
@@ -94,7 +101,7 @@ CLAUSES = {
         "reaches": "so that the noise reaches the gradients of the module's parameters and of its inputs.",
         "length": "The hook returns a tuple as long as `grad_output`",
         "adds": "each tensor entry plus noise",
-        "shape-dtype": "of the same shape and dtype",
+        "shape-dtype": "of the same shape, returned in the entry's dtype",
         "none": "None entries stay None.",
         "normal": "The noise is normal",
         "iid": "i.i.d.",
@@ -105,6 +112,7 @@ CLAUSES = {
                      "same noise)",
         "global": "else from torch's global random state.",
         "not-in-place": "The hook must not change the tensors of `grad_output` in place.",
+        "own-args": "Each hook uses the `std` and `generator` given to its own call.",
         "handle": "Returns the handle of the hook.",
     },
 }
@@ -124,6 +132,9 @@ NOT_CLAUSES = {
         "Add Gaussian noise to the gradient of the module's outputs.": _SUMMARY,
         "Receives `module`, an nn.Module, `std`, a positive Python number, and `generator`, a torch.Generator "
         "or None.": _ARGUMENTS,
+        "In eval mode it may add noise or not.": "leaves eval mode to the learner on purpose: noise as a regulariser "
+                                                  "is often meant for training only, and a hook that adds none in "
+                                                  "eval mode is as right (catalogue: 'noise only while training')",
     },
 }
 
@@ -1519,4 +1530,756 @@ def add_grad_noise(module, std, generator=None):
                        ("norms[name].append(grad_output[0].norm().item())",
                         "norms[name].append(grad_output[0].norm().item())\n            return grad_output")),
          expect=[]),
+
+    # ------------------------------------------------------------------ a stranger's submissions, from the contract alone
+    dict(exercise="record_grad_output_norms", kind="wrong", why='skips frozen layers', clause="frozen",
+         source='''
+import torch
+from torch import nn
+
+
+def record_grad_output_norms(model, layer_types=(nn.Linear, nn.Conv2d)):
+    norms, handles = {}, []
+    for name, module in model.named_modules():
+        if not isinstance(module, layer_types):
+            continue
+        if not any(p.requires_grad for p in module.parameters()):
+            continue  # frozen: nothing to monitor
+        norms[name] = []
+        def hook(m, gi, go, name=name):
+            norms[name].append(go[0].norm().item())
+        handles.append(module.register_full_backward_hook(hook))
+    return norms, handles
+''',
+         expect=['frozen (requires_grad=false)', 'hook every module of layer_types']),
+    dict(exercise="record_grad_output_norms", kind="wrong", why='module-level dict shared between calls', clause="per-call",
+         source='''
+import torch
+from torch import nn
+
+
+NORMS = {}
+def record_grad_output_norms(model, layer_types=(nn.Linear, nn.Conv2d)):
+    handles = []
+    for name, module in model.named_modules():
+        if isinstance(module, layer_types):
+            NORMS.setdefault(name, [])
+            def hook(m, gi, go, name=name):
+                NORMS[name].append(go[0].norm().item())
+            handles.append(module.register_full_backward_hook(hook))
+    return NORMS, handles
+''',
+         expect=['same norms dict', 'new dict in each call']),
+    dict(exercise="record_grad_output_norms", kind="wrong", why='lists stored on the modules, looked up at firing time', clause="per-call",
+         source='''
+import torch
+from torch import nn
+
+
+def record_grad_output_norms(model, layer_types=(nn.Linear, nn.Conv2d)):
+    norms, handles = {}, []
+    for name, module in model.named_modules():
+        if isinstance(module, layer_types):
+            module.grad_norms = []
+            norms[name] = module.grad_norms
+            def hook(m, gi, go):
+                m.grad_norms.append(go[0].norm().item())
+            handles.append(module.register_full_backward_hook(hook))
+    return norms, handles
+''',
+         expect=['called twice', 'hooks of its own', 'a list kept as an attribute of the module']),
+    dict(exercise="record_grad_output_norms", kind="wrong", why='records only in training mode', clause="eval",
+         source='''
+import torch
+from torch import nn
+
+
+def record_grad_output_norms(model, layer_types=(nn.Linear, nn.Conv2d)):
+    norms, handles = {}, []
+    for name, module in model.named_modules():
+        if isinstance(module, layer_types):
+            norms[name] = []
+            def hook(m, gi, go, name=name):
+                if m.training:
+                    norms[name].append(go[0].norm().item())
+            handles.append(module.register_full_backward_hook(hook))
+    return norms, handles
+''',
+         expect=['eval mode', 'do not test module.training']),
+    dict(exercise="record_grad_output_norms", kind="wrong", why='named_modules with a prefix', clause="name",
+         source='''
+import torch
+from torch import nn
+
+
+def record_grad_output_norms(model, layer_types=(nn.Linear, nn.Conv2d)):
+    norms, handles = {}, []
+    for name, module in model.named_modules(prefix="model"):
+        if isinstance(module, layer_types):
+            norms[name] = []
+            def hook(m, gi, go, name=name):
+                norms[name].append(go[0].norm().item())
+            handles.append(module.register_full_backward_hook(hook))
+    return norms, handles
+''',
+         expect=["no submodule of the model is named 'model.", "such as 'blocks.0.linear'"]),
+    dict(exercise="record_grad_output_norms", kind="wrong", why='RMS instead of the norm', clause="grad-output-0",
+         source='''
+import torch
+from torch import nn
+
+
+def record_grad_output_norms(model, layer_types=(nn.Linear, nn.Conv2d)):
+    norms, handles = {}, []
+    for name, module in model.named_modules():
+        if isinstance(module, layer_types):
+            norms[name] = []
+            def hook(m, gi, go, name=name):
+                norms[name].append(go[0].pow(2).mean().sqrt().item())
+            handles.append(module.register_full_backward_hook(hook))
+    return norms, handles
+''',
+         expect=['[0.34029, 0.28235]', 'the l2 norm of grad_output[0]']),
+    dict(exercise="record_grad_output_norms", kind="wrong", why='handles as a tuple', clause="handles",
+         source='''
+import torch
+from torch import nn
+
+
+def record_grad_output_norms(model, layer_types=(nn.Linear, nn.Conv2d)):
+    norms, handles = {}, []
+    for name, module in model.named_modules():
+        if isinstance(module, layer_types):
+            norms[name] = []
+            def hook(m, gi, go, name=name):
+                norms[name].append(go[0].norm().item())
+            handles.append(module.register_full_backward_hook(hook))
+    return norms, tuple(handles)
+''',
+         expect=['returned tuple', 'expected a list of the handles']),
+    dict(exercise="record_grad_output_norms", kind="wrong", why='default layer_types Linear only', clause="types",
+         source='''
+import torch
+from torch import nn
+
+
+def record_grad_output_norms(model, layer_types=(nn.Linear,)):
+    norms, handles = {}, []
+    for name, module in model.named_modules():
+        if isinstance(module, layer_types):
+            norms[name] = []
+            def hook(m, gi, go, name=name):
+                norms[name].append(go[0].norm().item())
+            handles.append(module.register_full_backward_hook(hook))
+    return norms, handles
+''',
+         expect=["entries for ['classifier']", 'use the layer_types you are given']),
+    dict(exercise="record_grad_output_norms", kind="wrong", why='class names as keys', clause="name",
+         source='''
+import torch
+from torch import nn
+
+
+def record_grad_output_norms(model, layer_types=(nn.Linear, nn.Conv2d)):
+    norms, handles = {}, []
+    for name, module in model.named_modules():
+        if isinstance(module, layer_types):
+            key = module._get_name()
+            norms.setdefault(key, [])
+            def hook(m, gi, go, key=key):
+                norms[key].append(go[0].norm().item())
+            handles.append(module.register_full_backward_hook(hook))
+    return norms, handles
+''',
+         expect=["no submodule of the model is named 'linear'"]),
+    dict(exercise="record_grad_output_norms", kind="wrong", why='skips modules once seen via a flag on the module', clause="per-call",
+         source='''
+import torch
+from torch import nn
+
+
+def record_grad_output_norms(model, layer_types=(nn.Linear, nn.Conv2d)):
+    norms, handles = {}, []
+    for name, module in model.named_modules():
+        if isinstance(module, layer_types) and not getattr(module, "_norm_hooked", False):
+            module._norm_hooked = True
+            norms[name] = []
+            def hook(m, gi, go, name=name):
+                norms[name].append(go[0].norm().item())
+            handles.append(module.register_full_backward_hook(hook))
+    return norms, handles
+''',
+         expect=['called twice', "the second call's {}", 'a mark that the module is hooked already']),
+    dict(exercise="record_grad_output_norms", kind="wrong", why='registers a backward hook in a forward hook on every forward', clause="grad-output-0",
+         source='''
+import torch
+from torch import nn
+
+
+def record_grad_output_norms(model, layer_types=(nn.Linear, nn.Conv2d)):
+    norms, handles = {}, []
+    for name, module in model.named_modules():
+        if isinstance(module, layer_types):
+            norms[name] = []
+            def fwd(m, args, out, name=name):
+                out.register_hook(lambda g: norms[name].append(g.norm().item()))
+            handles.append(module.register_forward_hook(fwd))
+    return norms, handles
+''',
+         expect=["'tuple' object has no attribute 'register_hook'"]),
+    dict(exercise="record_grad_output_norms", kind="wrong", why='only leaf modules', clause="types",
+         source='''
+import torch
+from torch import nn
+
+
+def record_grad_output_norms(model, layer_types=(nn.Linear, nn.Conv2d)):
+    norms, handles = {}, []
+    for name, module in model.named_modules():
+        if isinstance(module, layer_types) and not list(module.children()):
+            norms[name] = []
+            def hook(m, gi, go, name=name):
+                norms[name].append(go[0].norm().item())
+            handles.append(module.register_full_backward_hook(hook))
+    return norms, handles
+''',
+         expect=["expected entries for exactly ['blocks.0', 'blocks.0.act'", 'keep every module that is an instance of one of layer_types']),
+    dict(exercise="record_grad_output_norms", kind="wrong", why='max abs instead of L2', clause="grad-output-0",
+         source='''
+import torch
+from torch import nn
+
+
+def record_grad_output_norms(model, layer_types=(nn.Linear, nn.Conv2d)):
+    norms, handles = {}, []
+    for name, module in model.named_modules():
+        if isinstance(module, layer_types):
+            norms[name] = []
+            def hook(m, gi, go, name=name):
+                norms[name].append(go[0].abs().max().item())
+            handles.append(module.register_full_backward_hook(hook))
+    return norms, handles
+''',
+         expect=['[1.2412, 0.66326]', 'the l2 norm of grad_output[0]']),
+    dict(exercise="record_grad_output_norms", kind="wrong", why='hooks only modules with a weight', clause="types",
+         source='''
+import torch
+from torch import nn
+
+
+def record_grad_output_norms(model, layer_types=(nn.Linear, nn.Conv2d)):
+    norms, handles = {}, []
+    for name, module in model.named_modules():
+        if isinstance(module, layer_types) and hasattr(module, "weight"):
+            norms[name] = []
+            def hook(m, gi, go, name=name):
+                norms[name].append(go[0].norm().item())
+            handles.append(module.register_full_backward_hook(hook))
+    return norms, handles
+''',
+         expect=['entries for no module', 'keep every module that is an instance of one of layer_types']),
+    dict(exercise="record_grad_output_norms", kind="wrong", why='removes its own hook after the first firing', clause="each-backward",
+         source='''
+import torch
+from torch import nn
+
+
+def record_grad_output_norms(model, layer_types=(nn.Linear, nn.Conv2d)):
+    norms, handles = {}, []
+    for name, module in model.named_modules():
+        if isinstance(module, layer_types):
+            norms[name] = []
+            box = {}
+            def hook(m, gi, go, name=name, box=box):
+                norms[name].append(go[0].norm().item())
+                box["h"].remove()
+            box["h"] = module.register_full_backward_hook(hook)
+            handles.append(box["h"])
+    return norms, handles
+''',
+         expect=['has 1 entries; expected 2', 'append a new entry each time the hook fires']),
+    dict(exercise="record_grad_output_norms", kind="right", why='functools.partial and torch.linalg.vector_norm, float()',
+         source='''
+import torch
+from torch import nn
+
+
+import functools
+
+def _record(store, module, grad_input, grad_output):
+    store.append(float(torch.linalg.vector_norm(grad_output[0])))
+
+def record_grad_output_norms(model, layer_types=(nn.Linear, nn.Conv2d)):
+    wanted = [(n, m) for n, m in model.named_modules() if isinstance(m, layer_types)]
+    norms = {n: [] for n, _ in wanted}
+    handles = [m.register_full_backward_hook(functools.partial(_record, norms[n])) for n, m in wanted]
+    return norms, handles
+''',
+         expect=[]),
+    dict(exercise="record_grad_output_norms", kind="right", why='pre-hook, detach then double norm',
+         source='''
+import torch
+from torch import nn
+
+
+def record_grad_output_norms(model, layer_types=(nn.Linear, nn.Conv2d)):
+    norms, handles = {}, []
+    def make(name):
+        def pre(module, grad_output):
+            norms.setdefault(name, []).append(grad_output[0].detach().double().norm().item())
+        return pre
+    for name, module in model.named_modules():
+        if isinstance(module, layer_types):
+            handles.append(module.register_full_backward_pre_hook(make(name)))
+    return norms, handles
+''',
+         expect=[]),
+    dict(exercise="record_grad_output_norms", kind="right", why='a monitor class with __call__ and id-keyed names',
+         source='''
+import torch
+from torch import nn
+
+
+class _Rec:
+    def __init__(self, lst): self.lst = lst
+    def __call__(self, module, grad_input, grad_output):
+        with torch.no_grad():
+            self.lst.append(grad_output[0].flatten().dot(grad_output[0].flatten()).sqrt().item())
+
+def record_grad_output_norms(model, layer_types=(nn.Linear, nn.Conv2d)):
+    norms, handles, seen = {}, [], set()
+    for name, module in model.named_modules(remove_duplicate=False):
+        if id(module) in seen or not isinstance(module, layer_types):
+            seen.add(id(module)); continue
+        seen.add(id(module))
+        norms[name] = []
+        handles.append(module.register_full_backward_hook(_Rec(norms[name])))
+    return norms, handles
+''',
+         expect=[]),
+    dict(exercise="clip_grad_input", kind="wrong", why='returns a generator expression', clause="tuple",
+         source='''
+import torch
+
+
+def clip_grad_input(module, max_norm):
+    def hook(m, grad_input, grad_output):
+        return (None if g is None else (g * (max_norm / g.norm()) if g.norm() > max_norm else g) for g in grad_input)
+    return module.register_full_backward_hook(hook)
+''',
+         expect=['generator expression, not a tuple', 'return a tuple']),
+    dict(exercise="clip_grad_input", kind="wrong", why='max_norm kept in a module-level global', clause="own-max-norm",
+         source='''
+import torch
+
+
+MAX_NORM = None
+def _clip(m, grad_input, grad_output):
+    out = []
+    for g in grad_input:
+        if g is not None and g.norm() > MAX_NORM:
+            g = g * (MAX_NORM / g.norm())
+        out.append(g)
+    return tuple(out)
+
+def clip_grad_input(module, max_norm):
+    global MAX_NORM
+    MAX_NORM = max_norm
+    return module.register_full_backward_hook(_clip)
+''',
+         expect=['that is the max_norm of the other call', 'its own call']),
+    dict(exercise="clip_grad_input", kind="wrong", why='scale by max over elements (inf norm)', clause="clip-above",
+         source='''
+import torch
+
+
+def clip_grad_input(module, max_norm):
+    def hook(m, grad_input, grad_output):
+        out = []
+        for g in grad_input:
+            if g is not None and g.abs().max() > max_norm:
+                g = g * (max_norm / g.abs().max())
+            out.append(g)
+        return tuple(out)
+    return module.register_full_backward_hook(hook)
+''',
+         expect=['the infinity norm', 'l2 norm over all elements']),
+    dict(exercise="clip_grad_input", kind="wrong", why='clips only the first time it fires', clause="every-backward",
+         source='''
+import torch
+
+
+def clip_grad_input(module, max_norm):
+    state = {"done": False}
+    def hook(m, grad_input, grad_output):
+        if state["done"]:
+            return None
+        state["done"] = True
+        out = []
+        for g in grad_input:
+            if g is not None and g.norm() > max_norm:
+                g = g * (max_norm / g.norm())
+            out.append(g)
+        return tuple(out)
+    return module.register_full_backward_hook(hook)
+''',
+         expect=['backward number 2', 'clip at every backward']),
+    dict(exercise="clip_grad_input", kind="wrong", why='clips only while training', clause="eval",
+         source='''
+import torch
+
+
+def clip_grad_input(module, max_norm):
+    def hook(m, grad_input, grad_output):
+        if not m.training:
+            return None
+        out = []
+        for g in grad_input:
+            if g is not None and g.norm() > max_norm:
+                g = g * (max_norm / g.norm())
+            out.append(g)
+        return tuple(out)
+    return module.register_full_backward_hook(hook)
+''',
+         expect=['in eval mode', 'do not test module.training']),
+    dict(exercise="clip_grad_input", kind="wrong", why='copies the clipped values back with copy_', clause="not-in-place",
+         source='''
+import torch
+
+
+def clip_grad_input(module, max_norm):
+    def hook(m, grad_input, grad_output):
+        for g in grad_input:
+            if g is not None and g.norm() > max_norm:
+                g.copy_(g * (max_norm / g.norm()))
+        return grad_input
+    return module.register_full_backward_hook(hook)
+''',
+         expect=['grad_input[0] was changed in place']),
+    dict(exercise="clip_grad_input", kind="wrong", why="judges by grad_output's norm", clause="own-norm",
+         source='''
+import torch
+
+
+def clip_grad_input(module, max_norm):
+    def hook(m, grad_input, grad_output):
+        n = grad_output[0].norm()
+        if n <= max_norm:
+            return None
+        return tuple(None if g is None else g * (max_norm / n) for g in grad_input)
+    return module.register_full_backward_hook(hook)
+''',
+         expect=['norm of grad_output[0]', 'judge each tensor of grad_input by its own norm']),
+    dict(exercise="clip_grad_input", kind="wrong", why='rescales to max_norm squared', clause="clip-above",
+         source='''
+import torch
+
+
+def clip_grad_input(module, max_norm):
+    def hook(m, grad_input, grad_output):
+        return tuple(g if g is None or g.norm() <= max_norm else g * (max_norm ** 2 / g.norm()) for g in grad_input)
+    return module.register_full_backward_hook(hook)
+''',
+         expect=['(norm 9.985, max_norm 5.0)', 'values [3.492,', 'expected tensor of shape (6, 4), float32, values [0.6984,']),
+    dict(exercise="clip_grad_input", kind="wrong", why='norm with .item() under create_graph into torch.tensor', clause="create-graph",
+         source='''
+import torch
+
+
+def clip_grad_input(module, max_norm):
+    def hook(m, grad_input, grad_output):
+        out = []
+        for g in grad_input:
+            if g is not None and g.norm() > max_norm:
+                g = torch.tensor(g.tolist()) * (max_norm / g.norm().item())
+            out.append(g)
+        return tuple(out)
+    return module.register_full_backward_hook(hook)
+''',
+         expect=['does not require grad', 'no detach()']),
+    dict(exercise="clip_grad_input", kind="wrong", why='clips in a tensor hook on the input, registered by a forward pre-hook', clause="full-hook",
+         source='''
+import torch
+
+
+def clip_grad_input(module, max_norm):
+    def pre(m, args):
+        for a in args:
+            if isinstance(a, torch.Tensor) and a.requires_grad:
+                a.register_hook(lambda g: g * (max_norm / g.norm()) if g.norm() > max_norm else g)
+    return module.register_forward_pre_hook(pre)
+''',
+         expect=["only after the module's full backward hooks ran", 'register_full_backward_hook']),
+    dict(exercise="clip_grad_input", kind="wrong", why='normalises every tensor to max_norm', clause="keep",
+         source='''
+import torch
+
+
+import torch.nn.functional as F
+def clip_grad_input(module, max_norm):
+    def hook(m, grad_input, grad_output):
+        return tuple(None if g is None else F.normalize(g.flatten(), dim=0).view_as(g) * max_norm for g in grad_input)
+    return module.register_full_backward_hook(hook)
+''',
+         expect=['already at most max_norm; keep it unchanged']),
+    dict(exercise="clip_grad_input", kind="wrong", why='division by norm plus one', clause="clip-above",
+         source='''
+import torch
+
+
+def clip_grad_input(module, max_norm):
+    def hook(m, grad_input, grad_output):
+        return tuple(None if g is None else (g * (max_norm / (g.norm() + 1.0)) if g.norm() > max_norm else g) for g in grad_input)
+    return module.register_full_backward_hook(hook)
+''',
+         expect=['(norm 3.053, max_norm 1.0)', 'values [-0.09831,', 'expected tensor of shape (8, 5), float32, values [-0.1305,']),
+    dict(exercise="clip_grad_input", kind="right", why='clone then mul_ on the copy, >=',
+         source='''
+import torch
+
+
+def clip_grad_input(module, max_norm):
+    def hook(m, grad_input, grad_output):
+        out = list(grad_input)
+        for i, g in enumerate(out):
+            if g is None:
+                continue
+            norm = torch.linalg.vector_norm(g)
+            if norm >= max_norm:
+                out[i] = g.clone().mul_(max_norm / norm)
+        return tuple(out)
+    return module.register_full_backward_hook(hook)
+''',
+         expect=[]),
+    dict(exercise="clip_grad_input", kind="right", why='F.normalize when above, functools.partial',
+         source='''
+import torch
+
+
+import functools
+import torch.nn.functional as F
+
+def _clip(max_norm, module, grad_input, grad_output):
+    return tuple(g if g is None or g.norm() <= max_norm else F.normalize(g.flatten(), dim=0).view_as(g) * max_norm
+                 for g in grad_input)
+
+def clip_grad_input(module, max_norm):
+    return module.register_full_backward_hook(functools.partial(_clip, max_norm))
+''',
+         expect=[]),
+    dict(exercise="add_grad_noise", kind="wrong", why='returns a generator expression', clause="length",
+         source='''
+import torch
+
+
+def add_grad_noise(module, std, generator=None):
+    def hook(m, grad_output):
+        return (None if g is None else g + std * torch.randn(g.shape, generator=generator, dtype=g.dtype) for g in grad_output)
+    return module.register_full_backward_pre_hook(hook)
+''',
+         expect=['generator expression, not a tuple', 'return a tuple']),
+    dict(exercise="add_grad_noise", kind="wrong", why='std kept in a module-level global', clause="own-args",
+         source='''
+import torch
+
+
+STD, GEN = None, None
+def _hook(m, grad_output):
+    return tuple(None if g is None else g + STD * torch.randn(g.shape, generator=GEN, dtype=g.dtype) for g in grad_output)
+
+def add_grad_noise(module, std, generator=None):
+    global STD, GEN
+    STD, GEN = std, generator
+    return module.register_full_backward_pre_hook(_hook)
+''',
+         expect=['the std of the second call', 'its own call']),
+    dict(exercise="add_grad_noise", kind="right", why='noise only while training, a hook of its own',
+         source='''
+import torch
+
+
+def add_grad_noise(module, std, generator=None):
+    def hook(m, grad_output):
+        if not m.training:
+            return None
+        return tuple(None if g is None else g + std * torch.randn(g.shape, generator=generator, dtype=g.dtype) for g in grad_output)
+    return module.register_full_backward_pre_hook(hook)
+''',
+         expect=[]),
+    dict(exercise="add_grad_noise", kind="right", why='float32 noise for any gradient',
+         source='''
+import torch
+
+
+def add_grad_noise(module, std, generator=None):
+    def hook(m, grad_output):
+        return tuple(None if g is None else g + std * torch.randn(g.shape, generator=generator) for g in grad_output)
+    return module.register_full_backward_pre_hook(hook)
+''',
+         expect=[]),
+    dict(exercise="add_grad_noise", kind="wrong", why='numpy noise', clause="generator",
+         source='''
+import torch
+
+
+import numpy as np
+def add_grad_noise(module, std, generator=None):
+    def hook(m, grad_output):
+        return tuple(None if g is None else g + torch.from_numpy(np.random.normal(0, std, g.shape)).to(g.dtype) for g in grad_output)
+    return module.register_full_backward_pre_hook(hook)
+''',
+         expect=['two generators seeded alike', 'generator=generator']),
+    dict(exercise="add_grad_noise", kind="wrong", why='std divided by the batch size, as DP-SGD', clause="mean-std",
+         source='''
+import torch
+
+
+def add_grad_noise(module, std, generator=None):
+    def hook(m, grad_output):
+        return tuple(None if g is None else g + (std / g.shape[0]) * torch.randn(g.shape, generator=generator, dtype=g.dtype) for g in grad_output)
+    return module.register_full_backward_pre_hook(hook)
+''',
+         expect=['has standard deviation 0.006031', 'expected 0.3']),
+    dict(exercise="add_grad_noise", kind="wrong", why='generator created at registration when none given', clause="global",
+         source='''
+import torch
+
+
+def add_grad_noise(module, std, generator=None):
+    gen = generator if generator is not None else torch.Generator()
+    def hook(m, grad_output):
+        return tuple(None if g is None else g + std * torch.randn(g.shape, generator=gen, dtype=g.dtype) for g in grad_output)
+    return module.register_full_backward_pre_hook(hook)
+''',
+         expect=['without a generator', 'two calls gave exactly the same noise']),
+    dict(exercise="add_grad_noise", kind="wrong", why='noise accumulates (random walk)', clause="mean-std",
+         source='''
+import torch
+
+
+def add_grad_noise(module, std, generator=None):
+    state = {}
+    def hook(m, grad_output):
+        out = []
+        for i, g in enumerate(grad_output):
+            if g is None:
+                out.append(None); continue
+            state[i] = state.get(i, 0) + std * torch.randn(g.shape, generator=generator, dtype=g.dtype)
+            out.append(g + state[i])
+        return tuple(out)
+    return module.register_full_backward_pre_hook(hook)
+''',
+         expect=['on the second backward has standard deviation 0.4232', 'expected 0.3']),
+    dict(exercise="add_grad_noise", kind="wrong", why='one-shot: noise on the first backward only', clause="fresh",
+         source='''
+import torch
+
+
+def add_grad_noise(module, std, generator=None):
+    state = {"n": 0}
+    def hook(m, grad_output):
+        state["n"] += 1
+        if state["n"] > 1:
+            return None
+        return tuple(None if g is None else g + std * torch.randn(g.shape, generator=generator, dtype=g.dtype) for g in grad_output)
+    return module.register_full_backward_pre_hook(hook)
+''',
+         expect=['on the second backward is the same number everywhere']),
+    dict(exercise="add_grad_noise", kind="wrong", why='noise on the output in a forward hook', clause="pre-hook",
+         source='''
+import torch
+
+
+def add_grad_noise(module, std, generator=None):
+    def fwd(m, args, out):
+        if isinstance(out, torch.Tensor):
+            return out + std * torch.randn(out.shape, generator=generator, dtype=out.dtype)
+        return tuple(o + std * torch.randn(o.shape, generator=generator, dtype=o.dtype) if isinstance(o, torch.Tensor) else o for o in out)
+    return module.register_forward_hook(fwd)
+''',
+         expect=["grad_output reached the module's backward unchanged", 'register a full backward pre-hook']),
+    dict(exercise="add_grad_noise", kind="wrong", why='noise with std 1 (forgets std)', clause="mean-std",
+         source='''
+import torch
+
+
+def add_grad_noise(module, std, generator=None):
+    def hook(m, grad_output):
+        return tuple(None if g is None else g + torch.randn(g.shape, generator=generator, dtype=g.dtype) for g in grad_output)
+    return module.register_full_backward_pre_hook(hook)
+''',
+         expect=['scale the noise by std']),
+    dict(exercise="add_grad_noise", kind="wrong", why='tensor hook on the output from a forward hook', clause="pre-hook",
+         source='''
+import torch
+
+
+def add_grad_noise(module, std, generator=None):
+    def fwd(m, args, out):
+        outs = [out] if isinstance(out, torch.Tensor) else [o for o in out if isinstance(o, torch.Tensor)]
+        for o in outs:
+            if o.requires_grad:
+                o.register_hook(lambda g: g + std * torch.randn(g.shape, generator=generator, dtype=g.dtype))
+    return module.register_forward_hook(fwd)
+''',
+         expect=["after the module's backward pre-hooks ran", "tensor hook on the module's output"]),
+    dict(exercise="add_grad_noise", kind="right", why='randn_like with generator, normal_ fallback, list',
+         source='''
+import torch
+
+
+def add_grad_noise(module, std, generator=None):
+    def hook(m, grad_output):
+        out = list(grad_output)
+        for i, g in enumerate(out):
+            if g is not None:
+                out[i] = g + torch.randn_like(g, generator=generator).mul_(std)
+        return tuple(out)
+    return module.register_full_backward_pre_hook(hook)
+''',
+         expect=[]),
+    dict(exercise="add_grad_noise", kind="right", why='class hook with torch.normal(0, std, size)',
+         source='''
+import torch
+
+
+class _Noise:
+    def __init__(self, std, generator):
+        self.std, self.generator = std, generator
+    def __call__(self, module, grad_output):
+        return tuple(g if g is None else
+                     g + torch.normal(0.0, self.std, size=g.shape, generator=self.generator, dtype=g.dtype)
+                     for g in grad_output)
+
+def add_grad_noise(module, std, generator=None):
+    return module.register_full_backward_pre_hook(_Noise(std, generator))
+''',
+         expect=[]),
+    dict(exercise="add_grad_noise", kind="wrong", why='sum converted to float32', clause="shape-dtype",
+         source='''
+import torch
+
+
+def add_grad_noise(module, std, generator=None):
+    def hook(m, grad_output):
+        return tuple(None if g is None else (g + std * torch.randn(g.shape, generator=generator, dtype=g.dtype)).float() for g in grad_output)
+    return module.register_full_backward_pre_hook(hook)
+''',
+         expect=['changed the type of value', 'dtype=grad.dtype']),
+    dict(exercise="add_grad_noise", kind="wrong", why='generator kept in a module-level global', clause="own-args",
+         source='''
+import torch
+
+
+_GENERATOR = None
+
+def add_grad_noise(module, std, generator=None):
+    global _GENERATOR
+    _GENERATOR = generator
+    def hook(m, grad_output):
+        return tuple(None if g is None else g + std * torch.randn(g.shape, generator=_GENERATOR, dtype=g.dtype)
+                     for g in grad_output)
+    return module.register_full_backward_pre_hook(hook)
+''',
+         expect=['from second_generator', 'its own call']),
 ]
