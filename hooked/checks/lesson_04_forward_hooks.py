@@ -377,8 +377,8 @@ def check_capture_activations(capture_activations):
                 fail(f"After {call_text}, forward pass number {step} changed the tensor that "
                      f"activations[{changed[0]!r}] held after pass number {step - 1}: the new output was written "
                      "into the old tensor (copy_, slice assignment or another in-place operation) instead of "
-                     "stored as a new one. Store a new clone on every call, activations[name] = "
-                     "output.detach().clone(), so that a tensor taken out of activations earlier keeps its values.")
+                     "stored as a new one. Store a new clone on every call (output.detach().clone()), so that a "
+                     "tensor taken out of activations earlier keeps its values.")
             kept = {name: (activations[name], activations[name].clone()) for name in names}
         _check_removal(model, handles, call_text)
         with calling("running the model after removing the handles"):
