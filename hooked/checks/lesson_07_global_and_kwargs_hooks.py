@@ -522,28 +522,39 @@ def check_summarize_model(summarize_model):
 
 
 def _check_raising(function, exercise):
-    """The model's exception reaches the caller unchanged, and every hook is gone afterwards."""
+    """The model's exception reaches the caller unchanged, and every hook is gone afterwards: a ValueError of the
+    checker's, then the RuntimeError torch raises for a shape mismatch (a submission that stops the pass early
+    with a RuntimeError of its own and catches RuntimeError would swallow it)."""
     torch.manual_seed(709)
     width = random.Random(709).randint(3, 6)
-    model = nn.Sequential(nn.Linear(width, width), nn.Sequential(nn.ReLU(), Raises()))
-    call_text = f"{exercise}(model, x of shape (2, {width})) on a model whose layer '1.1' raises ValueError"
-    before = _global_hook_ids()
-    try:
-        with calling(f"calling {call_text}"):
-            function(model, random_tensor(709, (2, width)))
-    except LearnerCodeRaised as error:
-        raised = error.error
-        if not isinstance(raised, ValueError) or "on purpose" not in str(raised):
-            cause = raised.__cause__ or raised.__context__
-            if isinstance(cause, ValueError) and "on purpose" in str(cause):
-                fail(f"{call_text} raised {type(raised).__name__}: {raised}, made from the model's ValueError; the "
-                     "model's ValueError must reach the caller unchanged. Don't catch it: a `with handle:` block or "
-                     "try/finally removes the hooks and lets the exception go on.")
-            raise
-    else:
-        fail(f"{call_text} returned normally; the model's ValueError must reach the caller unchanged. Don't catch "
-             "it: a `with handle:` block or try/finally removes the hooks and lets the exception go on.")
-    _check_nothing_left(before, list(model.named_modules()), call_text, "raised")
+    models = [(nn.Sequential(nn.Linear(width, width), nn.Sequential(nn.ReLU(), Raises())), ValueError,
+               "raises ValueError", "on purpose"),
+              (nn.Sequential(nn.Linear(width, width + 1), nn.Sequential(nn.ReLU(), nn.Linear(width, 2))),
+               RuntimeError, "gets an input of the wrong size, so torch raises RuntimeError", "cannot be multiplied")]
+    for model, kind, what, words in models:
+        name = kind.__name__
+        call_text = f"{exercise}(model, x of shape (2, {width})) on a model whose layer '1.1' {what}"
+        own_stop = (" If you stop the pass early by raising an exception of your own, raise and catch a class of "
+                    "your own, not RuntimeError, which torch itself raises.") if kind is RuntimeError else ""
+        before = _global_hook_ids()
+        try:
+            with calling(f"calling {call_text}"):
+                returned = function(model, random_tensor(709, (2, width)))
+        except LearnerCodeRaised as error:
+            raised = error.error
+            if not isinstance(raised, kind) or words not in str(raised):
+                cause = raised.__cause__ or raised.__context__
+                if isinstance(cause, kind) and words in str(cause):
+                    fail(f"{call_text} raised {type(raised).__name__}: {raised}, made from the model's {name}; the "
+                         f"model's {name} must reach the caller unchanged. Don't catch it: a `with handle:` block or "
+                         "try/finally removes the hooks and lets the exception go on.")
+                raise
+        else:
+            fail(f"{call_text} returned normally (it gave {describe(returned)}); the model's {name} must reach the "
+                 "caller unchanged. "
+                 "Don't catch it: a `with handle:` block or try/finally removes the hooks and lets the exception "
+                 f"go on.{own_stop}")
+        _check_nothing_left(before, list(model.named_modules()), call_text, "raised")
 
 
 # ---------------------------------------------------------------- find_first_nonfinite
@@ -612,6 +623,27 @@ class Unnest(nn.Module):
 
     def forward(self, nested):
         return nested[1][0]
+
+
+class LogOfMean(nn.Module):
+    """Returns a 0-d tensor, like a loss: the log of (mean - 10), NaN for this model's small values."""
+
+    def forward(self, x):
+        return torch.log(x.mean() - 10.0)
+
+
+class Scaled(nn.Module):
+    """A container that multiplies its layer's output by a 0-d tensor: 'scale' (a LogOfMean) makes the NaN, a
+    single element, and the container's own output is NaN everywhere."""
+
+    def __init__(self, width):
+        super().__init__()
+        self.linear = nn.Linear(width, width)
+        self.scale = LogOfMean()
+
+    def forward(self, x):
+        h = self.linear(x)
+        return h * self.scale(h)
 
 
 class SortedLog(nn.Module):
@@ -734,6 +766,11 @@ def _other_outputs_case(width):
     return Chain(nn.Sequential(nn.Linear(width, width), Packed(), Nest(), Unnest()), width)
 
 
+def _scalar_case(width):
+    # the culprit 'body.scale' returns a 0-d tensor (one element) that is NaN
+    return Chain(Scaled(width), width)
+
+
 def _named_tuple_case(width):
     # the culprit returns a named tuple (torch.return_types.sort), a tuple whose values hold NaN
     return Chain(nn.Sequential(nn.Linear(width, width), SortedLog()), width)
@@ -788,7 +825,7 @@ _NONFINITE_CASES = ((711, _nan_case), (712, _inf_case), (721, _neg_inf_case), (7
                     (714, _finite_case), (715, _root_case), (716, _ghost_case), (718, _block_case),
                     (719, _reused_case), (720, _alias_case), (722, _pair_case), (723, _other_outputs_case),
                     (724, _dirty_input_case), (725, _float64_case), (726, _train_only_case),
-                    (727, _named_tuple_case))
+                    (727, _named_tuple_case), (728, _scalar_case))
 
 
 def _tensors(value):
@@ -861,6 +898,8 @@ def _answers(model, inputs):
     return {
         "right": right,
         "culprit_kind": culprit["kind"] if culprit else None,
+        "culprit_numel": min((t.numel() for t in culprit["outputs"]), default=None) if culprit else None,
+        "two_or_more": first(finished, lambda t: t.numel() >= 2 and not torch.isfinite(t).all()),
         "culprit_named_tuple": culprit["output_type"] if culprit and culprit["named_tuple"] else None,
         "exact_types": first(finished, not_finite, only=lambda call: call["kind"] in ("tensor", "tuple", "list")),
         "nan_only": first(finished, lambda t: torch.isnan(t).any()),
@@ -910,6 +949,10 @@ def _nonfinite_hint(got, answers, right):
     if got is not None and got == answers["as_float32"] and got != right:
         return (f" The outputs of {got!r} are float64 and finite (up to about 7e86); only converted to float32 do "
                 "they overflow to inf. Test each tensor in its own dtype, torch.isfinite(t).all().")
+    if answers["culprit_numel"] is not None and answers["culprit_numel"] < 2 and got != right \
+            and got == answers["two_or_more"]:
+        return (f" The culprit {right!r} returns a tensor with a single element (a 0-d tensor, like a loss), which "
+                "is NaN: it counts like any other tensor, whatever its size.")
     if answers["unregistered"] and got is None:
         return (" The first NaN comes from a module the model keeps in a plain list, not in named_modules(): "
                 "ignore that module and keep looking; the next module of the model is the answer.")

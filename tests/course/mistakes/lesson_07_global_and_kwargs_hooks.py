@@ -918,6 +918,62 @@ def find_first_nonfinite(model, *inputs):
     dict(exercise="find_first_nonfinite", kind="wrong", clause="namedtuple", why="tests type(output) in (tuple, list)",
          source=_find(("        if isinstance(value, (tuple, list)):", "        if type(value) in (tuple, list):")),
          expect=["torch.return_types.sort, a named tuple", "isinstance(output, (tuple, list))"]),
+    dict(exercise="find_first_nonfinite", kind="wrong", clause="exception-unchanged",
+         why="stops the pass with a RuntimeError of its own and catches every RuntimeError",
+         source='''
+import torch
+import torch.nn.modules.module as module_hooks
+
+
+def find_first_nonfinite(model, *inputs):
+    names = {m: n for n, m in model.named_modules()}
+
+    def bad(output):
+        items = output if isinstance(output, (tuple, list)) else [output]
+        return any(torch.is_tensor(t) and not torch.isfinite(t).all() for t in items)
+
+    def hook(module, args, output):
+        if module in names and bad(output):
+            raise RuntimeError(names[module])  # stop at the first one
+
+    try:
+        with torch.no_grad(), module_hooks.register_module_forward_hook(hook):
+            model(*inputs)
+    except RuntimeError as stop:
+        return stop.args[0]
+    return None
+''',
+         expect=["runtimeerror must reach the caller unchanged", "a class of your own"]),
+    dict(exercise="find_first_nonfinite", kind="right", why="stops the pass with StopIteration, a class torch does not raise",
+         source='''
+import torch
+import torch.nn.modules.module as module_hooks
+
+
+def find_first_nonfinite(model, *inputs):
+    names = {m: n for n, m in model.named_modules()}
+
+    def bad(output):
+        items = output if isinstance(output, (tuple, list)) else [output]
+        return any(torch.is_tensor(t) and not torch.isfinite(t).all() for t in items)
+
+    def hook(module, args, output):
+        if module in names and bad(output):
+            raise StopIteration(names[module])
+
+    try:
+        with torch.no_grad(), module_hooks.register_module_forward_hook(hook):
+            model(*inputs)
+    except StopIteration as stop:
+        return stop.args[0]
+    return None
+''',
+         expect=[]),
+    dict(exercise="find_first_nonfinite", kind="wrong", clause="any-element",
+         why="skips tensors of fewer than 2 elements, as fairseq's NanDetector does",
+         source=_find(("            return not torch.isfinite(value).all()",
+                       "            return value.numel() >= 2 and not torch.isfinite(value).all()")),
+         expect=["a single element", "whatever its size"]),
     dict(exercise="find_first_nonfinite", kind="right", why="per-module hooks, nan_to_num compared, try/finally",
          source='''
 import torch
