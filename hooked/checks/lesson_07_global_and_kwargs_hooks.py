@@ -246,6 +246,10 @@ def _reference_rows(model, inputs, kwargs):
                "with_buffers": own + sum(b.numel() for b in module.buffers(recurse=False)),
                "deduplicated": deduplicated.get(name_of[module], 0),
                "not_yet_counted": not_yet_counted,
+               "weight_and_bias": sum(t.numel() for t in (getattr(module, "weight", None), getattr(module, "bias", None))
+                                      if isinstance(t, nn.Parameter)),
+               "other_parameters": [name for name, p in module.named_parameters(recurse=False)
+                                    if name not in ("weight", "bias")],
                "qualname": type(module).__qualname__}
         rows.append(row)
         open_rows.append(row)
@@ -412,6 +416,10 @@ def _check_rows(rows, expected, finished, model, call_text, model_called):
                 hint = (" This module shares a parameter with another one (tied weights), and model.named_parameters() "
                         "lists a shared parameter once, under the first module; it is an own parameter of both: "
                         "count module.parameters(recurse=False) of each module.")
+            elif want["other_parameters"] and row["params"] == want["weight_and_bias"]:
+                hint = (f" That counts only the parameters named weight and bias; this module has others too "
+                        f"({', '.join(want['other_parameters'])}). Count every own parameter, "
+                        "module.parameters(recurse=False).")
             elif row["params"] == want["not_yet_counted"]:
                 hint = (" That leaves out the parameters an earlier row already counted (the same module called "
                         "again, or a weight tied to another module's): every row counts all of its module's own "
@@ -424,7 +432,12 @@ def _check_rows(rows, expected, finished, model, call_text, model_called):
         if not _same_shape(row["output_shape"], want["output_shape"]):
             hint = ""
             kind = want["output_kind"]
-            if _loosely_same_shape(row["output_shape"], want["output_shape"]):
+            if isinstance(want["output_shape"], tuple) and isinstance(row["output_shape"], (tuple, list)) \
+                    and len(row["output_shape"]) == len(want["output_shape"]) > 0 and row["output_shape"][0] == -1 \
+                    and list(row["output_shape"][1:]) == list(want["output_shape"][1:]):
+                hint = (" The first number is the batch size, and here it is the real one: give the whole shape, "
+                        "tuple(output.shape), not -1 for the batch dimension (as torchsummary prints it).")
+            elif _loosely_same_shape(row["output_shape"], want["output_shape"]):
                 if isinstance(want["output_shape"], tuple):
                     hint = " The numbers are right; give the shape as a tuple, tuple(output.shape)."
                 else:

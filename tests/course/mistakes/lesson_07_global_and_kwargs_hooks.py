@@ -866,6 +866,19 @@ def find_first_nonfinite(model, *inputs):
                           '            row["output_shape"] = shape_of(output)\n'
                           '            row["params"] = sum(p.numel() for p in module.parameters(recurse=False))')),
          expect=[]),
+    dict(exercise="summarize_model", kind="wrong", clause="params-own",
+         why="counts weight and bias only, torchsummary style",
+         source=_summary(('"params": sum(p.numel() for p in module.parameters(recurse=False))}',
+                          '"params": sum(t.numel() for t in (getattr(module, "weight", None),\n'
+                          '                                                getattr(module, "bias", None))\n'
+                          '                              if isinstance(t, torch.nn.Parameter))}')),
+         expect=["named weight and bias", "module.parameters(recurse=false)"]),
+    dict(exercise="summarize_model", kind="wrong", clause="shape-tensor", why="the batch dimension shown as -1",
+         source=_summary(("            return tuple(value.shape)", "            return (-1,) + tuple(value.shape)[1:]")),
+         expect=["batch size", "not -1"]),
+    dict(exercise="summarize_model", kind="right", why="the type parsed from str(module.__class__), torchsummary style",
+         source=_summary(('"type": type(module).__name__,', '"type": str(module.__class__).split(".")[-1].split("\'")[0],')),
+         expect=[]),
     dict(exercise="find_first_nonfinite", kind="wrong", clause="model-mode", why="runs the model in eval mode, then back",
          source=_find(("        model(*inputs)",
                        "        was_training = model.training\n        model.eval()\n        model(*inputs)\n"
