@@ -317,8 +317,9 @@ assert all(spans["(root)"][0] < spans[name][0] and spans[name][1] < spans["(root
 # `register_module_parameter_registration_hook`, `register_module_buffer_registration_hook` and
 # `register_module_module_registration_hook`. Each hook is called as `hook(module, name, value)`
 # when a parameter, buffer or submodule is registered, by `register_parameter` and friends or
-# simply by assigning an attribute in `__init__`. A non-None return replaces the value
-# registered. They suit tools that must see (or wrap) every parameter as it is created.
+# simply by assigning an attribute, in `__init__` or later (the cell also assigns a
+# parameter to a Sequential already built). A non-None return replaces the value registered.
+# They suit tools that must see (or wrap) every parameter as it is created.
 
 # %%
 registered = []
@@ -329,11 +330,13 @@ with module_hooks.register_module_parameter_registration_hook(
         module_hooks.register_module_module_registration_hook(
             lambda m, name, value: registered.append(("module", type(m).__name__, name))):
     built = nn.Sequential(nn.Linear(2, 3), nn.BatchNorm1d(3))
+    built.offset = nn.Parameter(torch.zeros(3))  # a plain attribute assignment registers a parameter too
 for entry in registered:
     print(" ", entry)
 assert ("parameter", "Linear", "weight") in registered and ("parameter", "Linear", "bias") in registered
 assert ("buffer", "BatchNorm1d", "running_mean") in registered
 assert ("module", "Sequential", "0") in registered and ("module", "Sequential", "1") in registered
+assert registered[-1] == ("parameter", "Sequential", "offset")
 
 # A non-None return replaces what is registered: here every new parameter is created frozen.
 with module_hooks.register_module_parameter_registration_hook(
@@ -863,9 +866,9 @@ assert logs[0].item() == float("-inf") and torch.isnan(logs[1])
 assert torch.isnan(values).tolist() == [False, False, False, True]
 assert torch.isfinite(values).tolist() == [True, False, False, False]
 ordered = torch.sort(values, dim=-1)
-print("torch.sort returns a", type(ordered).__name__, "| isinstance(..., tuple):", isinstance(ordered, tuple),
-      "| type(...) is tuple:", type(ordered) is tuple)
-assert isinstance(ordered, tuple) and type(ordered) is not tuple
+print("torch.sort returns a", type(ordered).__name__, "| isinstance(..., (tuple, list)):",
+      isinstance(ordered, (tuple, list)), "| type(...) in (tuple, list):", type(ordered) in (tuple, list))
+assert isinstance(ordered, (tuple, list)) and type(ordered) not in (tuple, list)
 
 # %% tags=["exercise"]
 # Exercise: find_first_nonfinite — write your code in this cell.
