@@ -582,12 +582,14 @@ handle.remove()
 # call `callback(grads)` exactly once, after all of the gradients of `tensors` that this pass
 # computes are known. `grads` is a sequence (a list or a tuple) with one entry per tensor, in the
 # order of `tensors`: its gradient in this pass, or `None` for a tensor this pass does not reach.
-# A pass that reaches none of them does not call `callback`, nor does registering it. Return a
-# handle whose `remove()` stops the calls.
+# A pass that reaches none of them does not call `callback`, nor does registering it. `callback` may
+# keep `grads`, so nothing changes it after the call. Return a handle whose `remove()` stops the
+# calls and removes every hook you registered.
 #
 # Traps: `mode="any"` calls back at the first gradient, with one tensor; hooks on each tensor call
 # back once per tensor; a flag that calls back once ever misses the later passes; counting until
-# every tensor has a gradient never calls back in a pass that does not reach them all.
+# every tensor has a gradient never calls back in a pass that does not reach them all; a buffer list
+# handed to `callback` and reset for the next pass changes what `callback` kept.
 #
 # Check: run `check(call_when_all_grads_ready)` below, or
 # `pytest tests/test_08_autograd_hooks.py -k call_when_all_grads_ready`.
@@ -605,9 +607,9 @@ def call_when_all_grads_ready(tensors, callback):
     In every backward pass that computes the gradient of at least one of `tensors`, calls
     callback(grads) exactly once, after every gradient of `tensors` that this pass computes is
     known; `grads` is a list or tuple with one entry per tensor, in order: the gradient, or None
-    for a tensor this pass does not reach.
+    for a tensor this pass does not reach. callback may keep `grads`: it is not changed after the call.
     It is never called otherwise: not while registering, nor in a pass that computes none of them.
-    Returns a handle whose remove() stops the calls.
+    Returns a handle whose remove() stops the calls and removes every hook registered.
     """
     # BEGIN SOLUTION
     return torch.autograd.graph.register_multi_grad_hook(tensors, callback)

@@ -51,15 +51,24 @@ def _grad_mode_kept(doing, before):
              "`with torch.no_grad():` block, never with torch.set_grad_enabled.")
 
 
+_MULTI_ERROR_HINTS = (  # call_when_all_grads_ready: `tensors` holds a non-leaf tensor
+    ("cannot be registered on non-leaf tensors",
+     "`tensors` may hold tensors that are not leaves (h = tanh(2 * a) here), and a post-accumulate-grad hook goes on "
+     "leaves only (nor does a non-leaf get a .grad to read): watch the gradients themselves, which "
+     "torch.autograd.graph.register_multi_grad_hook (or a tensor hook, register_hook) receives for any tensor that "
+     "requires grad."),
+)
+
+
 @contextlib.contextmanager
-def _learner(doing):
+def _learner(doing, hints=_ERROR_HINTS):
     """`calling(doing)`, with the meaning of torch's errors that these exercises run into."""
     before = torch.is_grad_enabled()
     try:
         with calling(doing):
             yield
     except LearnerCodeRaised as raised:
-        for text, hint in _ERROR_HINTS:
+        for text, hint in hints:
             if text in str(raised.error):
                 fail(f"{doing[:1].upper()}{doing[1:]} raised {describe_learner_error(raised.error)}\n{hint}")
         raise
@@ -73,6 +82,10 @@ def _seeded(factory, seed):
 
 
 def _handles(result, call_text, what):
+    if isinstance(result, dict):
+        fail(f"{call_text} returned {describe(result)}, a dict; expected a list of the handles of the {what} it "
+             "registered (a dict's items are its keys when it is read as a sequence): return list(....values()), or "
+             "build a list.")
     if isinstance(result, (str, bytes)) or not hasattr(result, "__iter__"):
         fail(f"{call_text} returned {describe(result)}; expected a list of the handles of the {what} it registered.")
     if iter(result) is result:  # a generator registers nothing until someone reads it
@@ -136,8 +149,9 @@ def _named_trainable(model):
     return [(name, p) for name, p in model.named_parameters() if p.requires_grad]
 
 
-def _judge_step(model, before, expected, lr, said, create_graph):
-    """Every parameter equals `expected` after a fused step, its .grad None; frozen ones unchanged."""
+def _judge_step(model, before, expected, lr, said, create_graph, addresses):
+    """Every parameter equals `expected` after a fused step, in its own memory (`addresses`), its .grad
+    None; frozen ones unchanged."""
     for name, param in model.named_parameters():
         if not param.requires_grad and not torch.equal(param.detach(), before[name]):
             fail(f"{said}: the frozen parameter {name!r} changed. Leave parameters that do not require grad alone.")
@@ -145,6 +159,12 @@ def _judge_step(model, before, expected, lr, said, create_graph):
                  and not torch.equal(expected[name], before[name])]  # (not `spare` in a pass that skips it)
     wrong = [name for name, param in _named_trainable(model) if not close(param.detach(), expected[name])]
     if not wrong:
+        moved = [name for name, param in _named_trainable(model) if param.data_ptr() != addresses[name]]
+        if moved:
+            fail(f"{said}: the parameters {moved} took the right step, but into new memory (their data_ptr() "
+                 "changed); expected each one updated in place. `param.data = param - lr * param.grad` makes a new "
+                 "tensor each step, and views of the parameter (weight.t()) or an optimizer's reference to it keep "
+                 "the old values: change it in place, with an in-place method such as sub_ inside torch.no_grad().")
         _judge_grads_freed(model, said)
         return
     if unchanged and len(unchanged) == len(wrong):
@@ -230,6 +250,7 @@ def check_fuse_sgd_into_backward(fuse_sgd_into_backward):
             x = random_tensor(seed + 3 + step, shape)
             weight = random_tensor(seed + 6 + step, (shape[0], features))
             before = {name: p.detach().clone() for name, p in model.named_parameters()}
+            addresses = {name: p.data_ptr() for name, p in model.named_parameters()}
             ref_params = [p for _, p in _named_trainable(reference)]
             grads = torch.autograd.grad(_loss(reference, x, weight), ref_params, allow_unused=True)
             with torch.no_grad():
@@ -242,7 +263,7 @@ def check_fuse_sgd_into_backward(fuse_sgd_into_backward):
             with _learner(f"running {how} number {step + 1} after {call_text}"), warnings.catch_warnings():
                 warnings.simplefilter("ignore")  # create_graph=True warns about the .grad reference cycle
                 _loss(model, x, weight).backward(create_graph=create_graph)
-            _judge_step(model, before, expected, lr, said, create_graph)
+            _judge_step(model, before, expected, lr, said, create_graph, addresses)
 
         # Removing the handles turns the fused step off.
         before = {name: p.detach().clone() for name, p in model.named_parameters()}
@@ -291,14 +312,17 @@ class _Recorder:
         self.calls = []  # (the argument, copies of the check's gradients known at that moment)
 
     def __call__(self, *args):
-        self.calls.append((args, list(self.watch.grads)))
+        grads = args[0] if len(args) == 1 else None
+        # (the entries at the moment of the call, to tell whether the sequence changed after it)
+        at_call = list(grads) if isinstance(grads, (list, tuple)) else None
+        self.calls.append((args, list(self.watch.grads), at_call))
 
 
 def _grads_text(grads):
     return "(" + ", ".join(describe(g) for g in grads) + ")"
 
 
-def _judge_call(recorder, watch, said, reached):
+def _judge_call(recorder, watch, said, reached, tensors):
     calls = recorder.calls
     if not calls:
         if any(g is not None for g in watch.grads):
@@ -312,25 +336,36 @@ def _judge_call(recorder, watch, said, reached):
     if len(calls) > 1:
         fail(f"{said}: callback was called {len(calls)} times in one backward pass; expected once, after all the "
              "gradients of the pass are known. Hooks on each tensor call back once per tensor.")
-    args, known = calls[0]
+    args, known, at_call = calls[0]
     if len(args) != 1:
         fail(f"{said}: callback was called with {len(args)} arguments; expected one, the sequence of gradients.")
     grads = args[0]
     if isinstance(grads, torch.Tensor):
         fail(f"{said}: callback received {describe(grads)}, one tensor; expected a list or tuple with one gradient "
              "per tensor. mode='any' calls back with the first gradient only; use mode='all' (the default).")
-    if not isinstance(grads, (list, tuple)) or len(grads) != len(watch.grads):
-        fail(f"{said}: callback received {describe(grads)}; expected a list or tuple of {len(watch.grads)} entries, "
-             "one per tensor, in order.")
     if known != watch.grads and any(k is None and g is not None for k, g in zip(known, watch.grads)):
         fail(f"{said}: callback was called before every gradient of the pass was known (the gradients of "
              f"{[i for i, k in enumerate(known) if k is None and watch.grads[i] is not None]} came later). mode='any' "
              "calls back at the first gradient; mode='all' waits for all of them.")
+    changed = at_call is not None and (len(at_call) != len(grads)
+                                       or any(then is not now for then, now in zip(at_call, grads)))
+    if changed:
+        fail(f"{said}: callback received a {type(grads).__name__} that changed after the call (its entries then: "
+             f"{_grads_text(at_call)}; once the pass was over: {_grads_text(grads)}); expected it left as it was, "
+             "since callback may keep it. Give callback a new list or tuple in each pass (e.g. tuple(buffer)), not a "
+             "buffer that you reset or fill later.")
+    if not isinstance(grads, (list, tuple)) or len(grads) != len(watch.grads):
+        fail(f"{said}: callback received {describe(grads)}; expected a list or tuple of {len(watch.grads)} entries, "
+             "one per tensor, in order.")
     for i, (got, want) in enumerate(zip(grads, watch.grads)):
         if want is None:
             if got is not None:
+                stale = tensors[i].grad if tensors[i].is_leaf else None
+                why = ("That is tensor {i}'s .grad, which an earlier pass wrote: pass on the gradients of this pass, "
+                       "not .grad." if stale is not None and got.shape == stale.shape and close(got, stale) else
+                       "Pass None on as it is (zeros would say the gradient was computed and is zero).")
                 fail(f"{said}: entry {i} is {describe(got)}; expected None, since this pass does not reach tensor {i}. "
-                     "Pass None on as it is (zeros would say the gradient was computed and is zero).")
+                     + why.format(i=i))
             continue
         if got is None:
             fail(f"{said}: entry {i} is None; expected {describe(want)}, since this pass computes the gradient of "
@@ -373,7 +408,7 @@ def check_call_when_all_grads_ready(call_when_all_grads_ready):
         call_text = (f"call_when_all_grads_ready([{', '.join(names)}], callback), where a and b are leaves and "
                      "h = tanh(2 * a)" if number == 0 else
                      f"call_when_all_grads_ready([{', '.join(names)}], callback) with two leaves")
-        with _learner(f"calling {call_text}"):
+        with _learner(f"calling {call_text}", _MULTI_ERROR_HINTS + _ERROR_HINTS):
             handle = call_when_all_grads_ready(tensors, recorder)
         if isinstance(handle, (list, tuple)):
             fail(f"{call_text} returned a {type(handle).__name__} of {len(handle)}; expected one handle with a remove() "
@@ -393,7 +428,7 @@ def check_call_when_all_grads_ready(call_when_all_grads_ready):
                 loss().backward(retain_graph=True, create_graph="create_graph" in uses)
             reached = [name for name, g in zip(names, watch.grads) if g is not None]
             _judge_call(recorder, watch, f"{call_text}, then backward pass {count + 1}, whose loss uses {uses}",
-                        reached)
+                        reached, tensors)
         with calling(f"calling remove() on the handle that {call_text} returned"):
             handle.remove()
         watch.new_pass()
@@ -404,6 +439,11 @@ def check_call_when_all_grads_ready(call_when_all_grads_ready):
             fail(f"{call_text}: after handle.remove(), a backward pass still called callback; expected no call. "
                  "Return the handle of the hook you registered.")
         watch.remove()
+        left = [name for name, t in zip(names, tensors)
+                if t._backward_hooks or getattr(t, "_post_accumulate_grad_hooks", None)]
+        if left:
+            fail(f"{call_text}: after handle.remove(), the tensors {left} still have hooks on them; expected none. "
+                 "remove() must remove every hook you registered: a hook whose handle is dropped can never be removed.")
 
 
 # ---------------------------------------------------------------- HalfPrecisionSaver
@@ -423,6 +463,13 @@ _UNPACK_ERROR_HINTS = (  # the first text found in the error wins
     ("size", _SHAPE_HINT),
     ("pack_hook", "A subclass of torch.autograd.graph.saved_tensors_hooks must call super().__init__(pack, unpack) "
                   "in its __init__: that is where saved_tensors_hooks keeps the two hooks it installs on entering."),
+    ("tls.stack.empty()", "Leaving the block removed hooks that were never installed: an __enter__ of your own in a "
+                          "subclass of saved_tensors_hooks must call super().__enter__() (and __exit__ "
+                          "super().__exit__(...))."),
+    ("Boolean value of Tensor", "A tensor was compared with ==, which compares its values, not the objects: a "
+                                "weakref.WeakKeyDictionary (or a list searched with `in`) does that with its keys. "
+                                "Key a cache by id(tensor), or use torch.utils.weak.WeakTensorKeyDictionary, which "
+                                "compares tensors by identity."),
 )
 
 
@@ -499,13 +546,15 @@ def _mixed_params(seed):
 
 
 def _mixed_loss(params):
-    """float64 activations, int64 indices saved by sort, and a bfloat16 product.
+    """float64 activations, int64 indices saved by sort, a bfloat16 product, and a float32 activation
+    saved last (each converted tensor has a dtype of its own to be given back in).
     (sort, not max_pool1d: max_pool1d costs some 15 ms a call here, sort well under 1 ms.)"""
     x, w, scale = params
     ordered = torch.tanh(x @ w).sort(dim=-1).values[:, ::2]
     low = ordered.bfloat16()
     big = low * scale  # a bfloat16 activation beyond float16's range, which the next product saves
-    return ordered.pow(2).sum() + (big * low).double().sum()
+    single = torch.tanh(ordered.float())
+    return ordered.pow(2).sum() + (big * low).double().sum() + (single * single).sum()
 
 
 def _long_sort_params(seed):
@@ -520,17 +569,17 @@ def _long_sort_loss(params):
 
 def _chain_params(seed):
     rng = random.Random(seed)
-    n = rng.randint(8, 12)
-    return [random_tensor(seed, (4, n)), random_tensor(seed + 1, (n, n)).requires_grad_()]
+    n, m = rng.randint(8, 12), rng.randint(4096, 4200)  # 64 KiB tensors: a freed one's memory is soon reused
+    return [random_tensor(seed, (4, n)), random_tensor(seed + 1, (n, m)).requires_grad_()]
 
 
 def _chain_loss(params):
     """Each tanh output is freed once the next one exists, so later tensors get the memory (and
     often the id) of earlier ones: a cache that does not check its tensor is still alive mixes them up."""
     x, w = params
-    h = x @ w
-    for _ in range(5):
-        h = torch.tanh(h * 1.5)
+    h = torch.tanh(x @ w)
+    for _ in range(16):
+        h = torch.tanh(h)
     return (h @ h.t()).pow(2).sum()  # h and h.t(): two tensors at one address
 
 
@@ -539,7 +588,8 @@ _CASES = [_Case("a small network in float32 (x @ w1 + b1, tanh, @ w2: tanh's out
           _Case("a model of nn.Linear layers (they save weight.t(), a view of the weight), its middle layer frozen and "
                 "its last weight tied to its first (one parameter under two names)",
                 _linear_objects, _linear_loss, _linear_trainable),
-          _Case("a pass with float64 activations, torch.sort (it saves int64 indices) and a bfloat16 product",
+          _Case("a pass with float64 activations, torch.sort (it saves int64 indices), a bfloat16 product and a "
+                "float32 activation",
                 _mixed_params, _mixed_loss),
           _Case("torch.sort over 4200 numbers (it saves int64 indices up to 4199)", _long_sort_params,
                 _long_sort_loss),
@@ -557,25 +607,32 @@ class _Reference:
     """The check's own pack and unpack: the contract's saver, or a known-wrong variant of it.
     `leaves=False` converts leaves too, `views=False` converts views of leaves (weight.t()),
     `once=False` converts a tensor again each time an operation saves it, `inputs=False` converts
-    the leaves that do not require grad (inputs)."""
+    the leaves that do not require grad (inputs), `params=False` the leaves that do and their views
+    (a saver that asks requires_grad, not is_leaf); `again_as_is=True` stores the later saves of a
+    converted tensor as they are, `all_views=True` every view (of an activation too) as it is."""
 
-    def __init__(self, leaves=True, views=True, once=True, inputs=True):
-        self.leaves, self.views, self.once, self.inputs = leaves, views, once, inputs
+    def __init__(self, leaves=True, views=True, once=True, inputs=True, params=True, again_as_is=False,
+                 all_views=False):
+        self.leaves, self.views, self.once, self.inputs, self.params = leaves, views, once, inputs, params
+        self.again_as_is, self.all_views = again_as_is, all_views
         self.bytes_saved = 0
         self.copies = {}
         self.saves = []  # (dtype, numel, element size, "as is" / "converted" / "again") of each save
+        self.storages = []  # (numel, storage bytes) of each tensor converted
 
     def pack(self, tensor):
         save = [tensor.dtype, tensor.numel(), tensor.element_size(), "as is"]
         self.saves.append(save)
-        if _stored_as_is(tensor, self.leaves, self.views) and (self.inputs or tensor.requires_grad
-                                                               or tensor.dtype not in _CONVERTED):
+        keep = tensor.dtype not in _CONVERTED or (tensor.requires_grad and self.params) \
+            or (not tensor.requires_grad and self.inputs)
+        if (_stored_as_is(tensor, self.leaves, self.views) and keep) or (self.all_views and tensor._base is not None):
             return tensor, None
         key = id(tensor)
         if self.once and key in self.copies:
             save[3] = "again"
-            return self.copies[key], tensor.dtype
+            return (tensor, None) if self.again_as_is else (self.copies[key], tensor.dtype)
         save[3] = "converted"
+        self.storages.append((tensor.numel(), tensor.untyped_storage().nbytes()))
         half = tensor.half()
         if self.once:
             self.copies[key] = half
@@ -678,6 +735,12 @@ def _judge_bytes(bytes_saved, reference, said):
         text = ", ".join(f"{str(dtype).removeprefix('torch.')} x {numel} ({kind})" for dtype, numel, _, kind in saves)
         message = (f"{said}: bytes_saved is {describe(bytes_saved)}; expected {expected}. Autograd saved {text} "
                    "(dtype x numel); each distinct tensor stored as float16 saves numel * (element_size - 2) bytes.")
+        # (a storage holds only the tensor's own numbers unless it is a view: so before 'every byte', which
+        # a count of every byte already fails on a pass without views)
+        if bytes_saved == sum(storage - numel * 2 for numel, storage in reference.storages):
+            fail(f"{message} You counted the bytes of each tensor's storage (untyped_storage().nbytes()): a view's "
+                 "storage can be larger than the view (torch.sort(...).values[:, ::2] holds every other number of "
+                 "its storage). Count the tensor's own numbers, tensor.numel() * (tensor.element_size() - 2).")
         if bytes_saved == sum(numel * size for numel, size in converted):
             fail(f"{message} You counted every byte of those tensors; count only what float16 saves.")
         if bytes_saved == sum(numel * 2 for numel, size in converted):
@@ -685,6 +748,9 @@ def _judge_bytes(bytes_saved, reference, said):
                  "a float64 number takes 8 bytes, so float16 saves 6 (element_size() - 2).")
         if bytes_saved == sum(numel for numel, size in converted):
             fail(f"{message} You counted numbers, not bytes.")
+        if bytes_saved == sum(numel * size // 2 for numel, size in converted):
+            fail(f"{message} You counted half of each tensor's bytes: float16 halves a float32 tensor, but a float64 "
+                 "number goes from 8 bytes to 2, and saves 6 (element_size() - 2).")
         if bytes_saved == sum(numel * (size - 2) for dtype, numel, size, kind in saves if kind != "as is"):
             fail(f"{message} You counted a tensor that two operations save twice: it is converted once, so it saves "
                  "its bytes once.")
@@ -721,11 +787,35 @@ def _learner_run(saver, case, objects, said, measure=False):
         del loss
         left = _new_bytes(own + [g for g in grads if g is not None]) if measure else None
     with calling("reading saver.bytes_saved"):
-        if saver.bytes_saved != counted:
-            fail(f"{said}: bytes_saved was {describe(counted)} after the forward pass and {describe(saver.bytes_saved)} "
-                 "after backward; expected it to change only while tensors are stored, in forward (count in the pack "
-                 "hook, not in unpack: a tensor is stored once it is saved, whether or not backward ever runs).")
+        after_backward = saver.bytes_saved
+    if after_backward != counted:
+        if isinstance(after_backward, (int, float)) and isinstance(counted, (int, float)) \
+                and after_backward < counted:
+            fail(f"{said}: bytes_saved was {describe(counted)} after the forward pass and {describe(after_backward)} "
+                 "after backward, once the graph and its float16 copies were freed; expected it unchanged. It counts "
+                 "the bytes saved by each conversion, as it happens, and never goes down: add to a number in the pack "
+                 "hook, do not add up the copies alive now.")
+        fail(f"{said}: bytes_saved was {describe(counted)} after the forward pass and {describe(after_backward)} "
+             "after backward; expected it to change only while tensors are stored, in forward (count in the pack "
+             "hook, not in unpack: a tensor is stored once it is saved, whether or not backward ever runs).")
     return grads, counted, held, left, unpacked
+
+
+def _training_step_inside(saver, case, objects):
+    """Forward and backward inside one `with saver:` block. Returns the bytes of the tensors made in
+    the block that are still alive before it ends, once backward has freed the graph."""
+    own = _own_tensors(objects)
+    with _watching_new_objects():
+        with _learner_unpack(f"running the forward and the backward pass of {case.text} inside one `with saver:` "
+                             "block"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # create_graph=True warns about the .grad reference cycle
+            with saver:
+                loss = case.loss(objects)
+                loss.backward()
+                del loss
+                grads = [t.grad for t in case.trainable(objects)]
+                left = _new_bytes(own + [g for g in grads if g is not None])
+    return left
 
 
 @contextlib.contextmanager
@@ -769,6 +859,14 @@ def _judge_grads(grads, half, case, seed, said):
         fail(f"{message} You converted a leaf that does not require grad (the input): every leaf is stored as it "
              "is, parameters or not. Whoever made it keeps it, so a float16 copy only adds memory (and rounds the "
              "input the weights' gradients are computed from).")
+    if _all_close(grads, _Reference(again_as_is=True).run(case, seed)[0]):
+        fail(f"{message} You stored the second save of a tensor as it is, in full precision (tanh's output is "
+             "saved by tanh and by the next operation): that keeps the original alive next to its copy. Store the "
+             "one float16 copy for every save of the tensor.")
+    if _all_close(grads, _Reference(params=False).run(case, seed)[0]):
+        fail(f"{message} You converted the parameters (leaves that require grad) and their views: a leaf is stored "
+             "as it is, whether it requires grad or not. requires_grad does not tell an activation from a parameter "
+             "(both require grad); is_leaf and _base do.")
     if _all_close(grads, _Reference(leaves=False).run(case, seed)[0]):
         fail(f"{message} You converted leaf tensors (the parameters, the input): store leaves as they are. They stay "
              "alive anyway, so a float16 copy only adds memory, and rounds the weights the gradients are computed "
@@ -790,6 +888,12 @@ def _judge_held(held, case, seed, expected, said):
                           "parameter is stored as it is, since the parameter stays alive anyway."),
                          (_Reference(inputs=False), "You copied a leaf that does not require grad (the input), "
                           "which stays alive anyway: store every leaf as it is."),
+                         (_Reference(all_views=True), "You stored a view of an activation as it is (the "
+                          "torch.sort(...).values[:, ::2] here; its _base is not a leaf): it keeps its base, a "
+                          "full-precision activation, alive. Only views of leaves are stored as they are."),
+                         (_Reference(params=False), "You copied the parameters (leaves that require grad) and "
+                          "their views, which stay alive anyway: a leaf is stored as it is, whether it requires grad "
+                          "or not."),
                          (_Reference(leaves=False), "You copied leaf tensors (parameters, inputs), which stay alive "
                           "anyway: store leaves as they are.")):
         if held == variant.run(case, seed, measure=True)[1]:
@@ -846,6 +950,17 @@ def check_HalfPrecisionSaver(HalfPrecisionSaver):
                  f"{after_first + counted}. bytes_saved starts at 0 when the saver is made and keeps growing: do not "
                  "reset it when a block begins.")
         _judge_bytes(counted - after_first, second, f"{said_again} (counting its increase)")
+        if measure:  # a training step inside one block: the copies go with the graph, not at the block's end
+            left = _training_step_inside(saver, case, case.make(seed + 3))
+            if left:
+                fail(f"{said}, then a forward and a backward pass both inside one `with saver:` block (a training "
+                     f"step): once backward had freed the graph, {left} bytes of tensors made in the block were still "
+                     "alive before the block ended; expected none. The saver must forget a float16 copy when the "
+                     "tensor it was made from is freed, not when the block ends: a training loop inside one block "
+                     "would keep the copies of every step (weakref.finalize(tensor, ...) removes an entry when its "
+                     "tensor is freed).")
+            with calling("reading saver.bytes_saved"):
+                counted = saver.bytes_saved
         # A block left by an exception is left too: the hooks go, and the exception goes on.
         left_by_error = number == 0
         if left_by_error:

@@ -59,6 +59,15 @@ class HalfPrecisionSaver(torch.autograd.graph.saved_tensors_hooks):
 '''
 
 
+# The lines of _SAVER's pack that convert a tensor once and remember its copy.
+_CACHED = """        key = id(tensor)
+        if key not in self._copies:
+            self._copies[key] = tensor.half()
+            weakref.finalize(tensor, self._copies.pop, key, None)
+            self.bytes_saved += tensor.numel() * (tensor.element_size() - 2)
+        return self._copies[key], tensor.dtype"""
+assert _CACHED in _SAVER
+
 def _fused(old, new):
     return edited(_FUSED, (old, new))
 
@@ -949,6 +958,298 @@ def call_when_all_grads_ready(tensors, callback):
          expect=["inside the block", "not when the block ends"]),
 ]
 
+ENTRIES += [
+    # ------------------------------------------------------------------ fuse_sgd_into_backward, review
+    dict(exercise="fuse_sgd_into_backward", kind="wrong", clause="in-place",
+         why="assigns param.data a new tensor each step",
+         source=_fused("""        with torch.no_grad():
+            param.sub_(lr * param.grad)""", """        param.data = param - lr * param.grad"""),
+         expect=["into new memory", "data_ptr()", "in place"]),
+    dict(exercise="fuse_sgd_into_backward", kind="wrong", clause="handles", why="returns a dict of handles by name",
+         source='''
+import torch
+
+
+def fuse_sgd_into_backward(model, lr):
+    def step(param):
+        with torch.no_grad():
+            param.sub_(lr * param.grad)
+        param.grad = None
+
+    return {name: param.register_post_accumulate_grad_hook(step)
+            for name, param in model.named_parameters() if param.requires_grad}
+''',
+         expect=["a dict", "expected a list of the handles"]),
+    dict(exercise="fuse_sgd_into_backward", kind="right", why="requires_grad_(False) around the update",
+         source='''
+import torch
+
+
+def fuse_sgd_into_backward(model, lr):
+    def step(p):
+        g, p.grad = p.grad, None
+        p.requires_grad_(False)  # an in-place change of a leaf that needs no grad is allowed
+        p.sub_(lr * g.detach())
+        p.requires_grad_(True)
+
+    return [p.register_post_accumulate_grad_hook(step) for p in model.parameters() if p.requires_grad]
+''',
+         expect=[]),
+
+    # ------------------------------------------------------------------ call_when_all_grads_ready, review
+    dict(exercise="call_when_all_grads_ready", kind="wrong", clause="kept",
+         why="hands callback its buffer list, then resets it for the next pass",
+         source='''
+from torch.autograd import Variable
+
+
+class Handles:
+    def __init__(self, handles):
+        self.handles = handles
+
+    def remove(self):
+        for handle in self.handles:
+            handle.remove()
+
+
+def call_when_all_grads_ready(tensors, callback):
+    buffer = [None] * len(tensors)
+    queued = []
+
+    def deliver():
+        queued.clear()
+        callback(buffer)
+        for i in range(len(buffer)):
+            buffer[i] = None  # ready for the next pass
+
+    def make_hook(i):
+        def hook(grad):
+            if not queued:
+                queued.append(True)
+                Variable._execution_engine.queue_callback(deliver)
+            buffer[i] = grad
+        return hook
+
+    return Handles([t.register_hook(make_hook(i)) for i, t in enumerate(tensors)])
+''',
+         expect=["changed after the call", "callback may keep it", "a new list or tuple in each pass"]),
+    dict(exercise="call_when_all_grads_ready", kind="right",
+         why="hands callback a tuple of its buffer, then resets the buffer",
+         source='''
+from torch.autograd import Variable
+
+
+class Handles:
+    def __init__(self, handles):
+        self.handles = handles
+
+    def remove(self):
+        for handle in self.handles:
+            handle.remove()
+
+
+def call_when_all_grads_ready(tensors, callback):
+    buffer = [None] * len(tensors)
+    queued = []
+
+    def deliver():
+        queued.clear()
+        callback(tuple(buffer))
+        buffer[:] = [None] * len(buffer)
+
+    def make_hook(i):
+        def hook(grad):
+            if not queued:
+                queued.append(True)
+                Variable._execution_engine.queue_callback(deliver)
+            buffer[i] = grad
+        return hook
+
+    return Handles([t.register_hook(make_hook(i)) for i, t in enumerate(tensors)])
+''',
+         expect=[]),
+    dict(exercise="call_when_all_grads_ready", kind="wrong", clause="removes-all",
+         why="also registers a logging hook on each tensor and drops its handle",
+         source=edited(_MULTI, ("    return torch.autograd.graph.register_multi_grad_hook(tensors, callback)\n",
+                                "    for t in tensors:\n"
+                                "        t.register_hook(lambda grad: None)  # log the norm here, later\n"
+                                "    return torch.autograd.graph.register_multi_grad_hook(tensors, callback)\n")),
+         expect=["still have hooks on them", "remove every hook you registered"]),
+    dict(exercise="call_when_all_grads_ready", kind="wrong", clause="any-tensor",
+         why="post-accumulate-grad hooks, which only leaves take",
+         source='''
+import torch
+
+
+class Handles:
+    def __init__(self, handles):
+        self.handles = handles
+
+    def remove(self):
+        for handle in self.handles:
+            handle.remove()
+
+
+def call_when_all_grads_ready(tensors, callback):
+    grads = [None] * len(tensors)
+
+    def make_hook(i):
+        def hook(tensor):
+            grads[i] = tensor.grad
+            if all(g is not None for g in grads):
+                callback(list(grads))
+        return hook
+
+    return Handles([t.register_post_accumulate_grad_hook(make_hook(i)) for i, t in enumerate(tensors)])
+''',
+         expect=["not leaves", "register_multi_grad_hook"]),
+    dict(exercise="call_when_all_grads_ready", kind="wrong", clause="gradient",
+         why="gives the .grad of the leaves, the pass's gradients for the others",
+         source='''
+import torch
+
+
+def call_when_all_grads_ready(tensors, callback):
+    def mixed(grads):
+        callback([t.grad if t.is_leaf and t.grad is not None else g for t, g in zip(tensors, grads)])
+
+    return torch.autograd.graph.register_multi_grad_hook(tensors, mixed)
+''',
+         expect=["an earlier pass wrote", "not .grad"]),
+
+    # ------------------------------------------------------------------ HalfPrecisionSaver, review
+    dict(exercise="HalfPrecisionSaver", kind="wrong", clause="forgets-copies",
+         why="copies held with a weak reference to check their tensor, cleared when the block ends",
+         source=edited(_SAVER, (_CACHED, """        ref, half = self._copies.get(id(tensor), (None, None))
+        if ref is None or ref() is not tensor:
+            half = tensor.half()
+            self._copies[id(tensor)] = (weakref.ref(tensor), half)
+            self.bytes_saved += tensor.numel() * (tensor.element_size() - 2)
+        return half, tensor.dtype""")) + '''
+    def __exit__(self, *exc):
+        self._copies.clear()
+        return super().__exit__(*exc)
+''',
+         expect=["both inside one `with saver:` block", "not when the block ends"]),
+    dict(exercise="HalfPrecisionSaver", kind="wrong", clause="once",
+         why="a WeakValueDictionary keyed by data_ptr, shape, stride and dtype",
+         source=edited(_SAVER, ("        self._copies = {}\n", "        self._copies = weakref.WeakValueDictionary()\n"),
+                       (_CACHED, """        key = (tensor.data_ptr(), tuple(tensor.shape), tensor.stride(), tensor.dtype)
+        copy = self._copies.get(key)
+        if copy is None:
+            copy = tensor.half()
+            self._copies[key] = copy
+            self.bytes_saved += tensor.numel() * (tensor.element_size() - 2)
+        return copy, tensor.dtype""")),
+         expect=["a chain of", "a cache must check that its tensor is still alive", "memory are given to later"]),
+    dict(exercise="HalfPrecisionSaver", kind="wrong", clause="leaves",
+         why="asks requires_grad, not is_leaf (parameters and their views converted)",
+         source=_saver("""        base = tensor if tensor._base is None else tensor._base
+        if base.is_leaf or""", """        if not tensor.requires_grad or"""),
+         expect=["converted the parameters", "requires_grad does not tell an activation from a parameter"]),
+    dict(exercise="HalfPrecisionSaver", kind="wrong", clause="dtype",
+         why="keeps the dtype to give back on the saver, not with each tensor",
+         source=edited(_SAVER, ("            return tensor, None\n", "            return tensor, None\n"
+                                "        self._dtype = tensor.dtype\n"),
+                       ("        return self._copies[key], tensor.dtype\n", "        return self._copies[key], True\n"),
+                       ("return tensor if dtype is None else tensor.to(dtype)",
+                        "return tensor if dtype is None else tensor.to(self._dtype)")),
+         expect=["came back from unpack as float32", "expected float64"]),
+    dict(exercise="HalfPrecisionSaver", kind="wrong", clause="in-forward",
+         why="bytes_saved adds up the float16 copies alive now",
+         source=edited(_SAVER, ("        self.bytes_saved = 0\n", ""),
+                       ("            self.bytes_saved += tensor.numel() * (tensor.element_size() - 2)\n", ""),
+                       ("            self._copies[key] = tensor.half()\n",
+                        "            self._copies[key] = tensor.half()\n"
+                        "            copy = self._copies[key]  # counted while the graph holds it\n"
+                        "            self._saves[id(copy)] = tensor.numel() * (tensor.element_size() - 2)\n"
+                        "            weakref.finalize(copy, self._saves.pop, id(copy), None)\n"),
+                       ("        self._copies = {}\n", "        self._copies = {}\n        self._saves = {}\n")) + '''
+    @property
+    def bytes_saved(self):
+        return sum(self._saves.values())
+''',
+         expect=["never goes down", "after backward"]),
+    dict(exercise="HalfPrecisionSaver", kind="wrong", clause="count", why="counts half of each tensor's bytes",
+         source=_saver("tensor.numel() * (tensor.element_size() - 2)", "tensor.nbytes // 2"),
+         expect=["half of each tensor's bytes", "saves 6"]),
+    dict(exercise="HalfPrecisionSaver", kind="wrong", clause="count", why="counts the bytes of the tensor's storage",
+         source=_saver("tensor.numel() * (tensor.element_size() - 2)",
+                       "tensor.untyped_storage().nbytes() - 2 * tensor.numel()"),
+         expect=["untyped_storage().nbytes()", "a view's storage can be larger"]),
+    dict(exercise="HalfPrecisionSaver", kind="wrong", clause="once", why="a weakref.WeakKeyDictionary keyed by the tensor",
+         source=edited(_SAVER, ("        self._copies = {}\n", "        self._copies = weakref.WeakKeyDictionary()\n"),
+                       (_CACHED, """        if tensor not in self._copies:
+            self._copies[tensor] = tensor.half()
+            self.bytes_saved += tensor.numel() * (tensor.element_size() - 2)
+        return self._copies[tensor], tensor.dtype""")),
+         expect=["boolean value of tensor", "WeakKeyDictionary", "WeakTensorKeyDictionary"]),
+    dict(exercise="HalfPrecisionSaver", kind="wrong", clause="context-manager",
+         why="an __enter__ of its own that does not call super().__enter__()",
+         source=_SAVER + '''
+    def __enter__(self):
+        self._copies.clear()
+        return self
+''',
+         expect=["must call super().__enter__()"]),
+    dict(exercise="HalfPrecisionSaver", kind="wrong", clause="float16", why="stores every view as it is",
+         source=_saver("""        base = tensor if tensor._base is None else tensor._base
+        if base.is_leaf or""", """        if tensor.is_leaf or tensor._base is not None or"""),
+         expect=["a view of an activation as it is", "only views of leaves"]),
+    dict(exercise="HalfPrecisionSaver", kind="wrong", clause="once",
+         why="converts at the first save, stores the later saves as they are",
+         source=_saver("""        if key not in self._copies:
+            self._copies[key] = tensor.half()""", """        if key in self._copies:
+            return tensor, None
+        if True:
+            self._copies[key] = tensor.half()"""),
+         expect=["second save of a tensor as it is", "one float16 copy for every save"]),
+    dict(exercise="HalfPrecisionSaver", kind="right", why="stores a numpy float16 array",
+         source=edited(_SAVER, ("self._copies[key] = tensor.half()", "self._copies[key] = tensor.detach().half().numpy()"),
+                       ("return tensor if dtype is None else tensor.to(dtype)",
+                        "return tensor if dtype is None else torch.from_numpy(tensor).to(dtype)")),
+         expect=[]),
+    dict(exercise="HalfPrecisionSaver", kind="right", why="a plain class with an ExitStack per block, empty + copy_",
+         source='''
+import contextlib
+import weakref
+
+import torch
+
+
+class HalfPrecisionSaver:
+    def __init__(self):
+        self.bytes_saved = 0
+        self._stacks = []
+        self._cache = {}
+
+    def __enter__(self):
+        stack = contextlib.ExitStack()
+        stack.enter_context(torch.autograd.graph.saved_tensors_hooks(self._pack, self._unpack))
+        self._stacks.append(stack)
+        return self
+
+    def __exit__(self, *exc):
+        return self._stacks.pop().__exit__(*exc)
+
+    def _pack(self, t):
+        owner = t if t._base is None else t._base
+        if owner.grad_fn is None or t.dtype not in (torch.float32, torch.float64):
+            return ("same", t)
+        entry = self._cache.get(id(t))
+        if entry is None:
+            entry = torch.empty(t.shape, dtype=torch.float16).copy_(t)
+            self._cache[id(t)] = entry
+            weakref.finalize(t, self._cache.pop, id(t), None)
+            self.bytes_saved += t.numel() * t.element_size() - entry.numel() * entry.element_size()
+        return ("half", entry, t.dtype)
+
+    def _unpack(self, packed):
+        return packed[1] if packed[0] == "same" else packed[1].to(packed[2])
+''',
+         expect=[]),
+]
+
 CLAUSES = {
     "fuse_sgd_into_backward": {
         "every-trainable": "For every parameter of `model` that requires grad",
@@ -972,7 +1273,9 @@ CLAUSES = {
         "gradient": "the gradient, or None",
         "none": "or None for a tensor this pass does not reach",
         "no-call": "It is never called otherwise: not while registering, nor in a pass that computes none of them.",
-        "handle": "Returns a handle whose remove() stops the calls.",
+        "kept": "callback may keep `grads`: it is not changed after the call.",
+        "handle": "Returns a handle whose remove() stops the calls",
+        "removes-all": "and removes every hook registered.",
     },
     "HalfPrecisionSaver": {
         "context-manager": "A context manager that stores the activations saved for backward in float16.",
