@@ -267,6 +267,38 @@ class _Tabled(nn.Module):
         return self.head(parts["out"] * parts["gate"])
 
 
+class Nest(nn.Module):
+    """Returns a tuple whose first item is a tuple: ((h, tanh(h)), h)."""
+
+    def __init__(self, width, hidden):
+        super().__init__()
+        self.linear = nn.Linear(width, hidden)
+
+    def forward(self, x):
+        h = self.linear(x)
+        return (h, torch.tanh(h)), h
+
+
+class Found(nn.Module):
+    """Returns the list of its input's rows whose mean is above 10: an empty list here."""
+
+    def forward(self, x):
+        return [row for row in x if row.mean() > 10]
+
+
+class _Odd(nn.Module):
+    def __init__(self, width, hidden, out):
+        super().__init__()
+        self.nest = Nest(width, hidden)
+        self.found = Found()
+        self.head = nn.Linear(hidden, out)
+
+    def forward(self, x):
+        (h, gate), _ = self.nest(x)
+        self.found(h)
+        return self.head(h * gate)
+
+
 def _case(model, shape, layer_types, duplicates=None, note=""):
     return dict(model=model, shape=shape, layer_types=layer_types, duplicates=duplicates or {}, note=note)
 
@@ -289,6 +321,12 @@ def _nested(rng):
                           nn.Sequential(nn.Linear(hidden, hidden), nn.ReLU()),
                           nn.modules.linear.NonDynamicallyQuantizableLinear(hidden, out))
     return _case(model, (3, width), (nn.Linear, nn.Tanh))
+
+
+def _rooted(rng):
+    width, hidden, out = _sizes(rng)
+    model = nn.Sequential(nn.Linear(width, hidden), nn.ReLU(), nn.Sequential(nn.Linear(hidden, out), nn.Tanh()))
+    return _case(model, (3, width), (nn.Sequential,))
 
 
 def _shared(rng):
@@ -321,8 +359,25 @@ def _tabled(rng):
                  note=f"Module 'table' returns a dict and module 'probe' returns None: {_OTHER_RULE}.")
 
 
+def _odd(rng):
+    width, hidden, out = _sizes(rng)
+    return _case(_Odd(width, hidden, out), (3, width), (Nest, Found, nn.Linear),
+                 note=f"Module 'nest' returns a tuple whose first item is a tuple, ((h, tanh(h)), h), and module "
+                      f"'found' returns an empty list: {_OTHER_RULE}.")
+
+
 _STATS_CASES = ((111, _two_relus), (112, _nested), (113, _shared), (114, _recurrent), (115, _paired),
-                (116, _tabled))
+                (116, _tabled), (117, _rooted), (118, _odd))
+
+
+def _kind(output):
+    """The type of an output that is not a tensor, said so that an empty list or a tuple in a tuple shows."""
+    kind = type(output).__name__
+    if isinstance(output, (tuple, list)) and not output:
+        return f"empty {kind}"
+    if isinstance(output, (tuple, list)) and not isinstance(output[0], torch.Tensor):
+        return f"{kind} whose first item is a {type(output[0]).__name__}"
+    return kind
 
 
 class _OutputRecorder:
@@ -337,7 +392,7 @@ class _OutputRecorder:
 
     def record(self, name, args, output):
         if not isinstance(output, torch.Tensor):
-            self.kinds[name] = type(output).__name__
+            self.kinds[name] = _kind(output)
         described = _described(output)
         if described is not None:
             self.outputs.setdefault(name, []).append(described.detach().clone())
@@ -375,12 +430,14 @@ def _check_entry(entry, output, where, module_input, kind=None):
              f"output.std() {expected['std']:.6g} over all its elements." + first_item)
     if not _near(values["zero_fraction"], expected["zero_fraction"]):
         zeros = int((output == 0).sum())
-        if _near(values["zero_fraction"], 1 - expected["zero_fraction"]):
-            hint = " That is the fraction of non-zero elements."
-        elif any(_near(values["zero_fraction"], (output.abs() < near).float().mean().item()) and (
-                (output.abs() < near) & (output != 0)).any() for near in (1e-3, 1e-4, 1e-6, 1e-8)):
+        # Near zeros first: the checker's inputs hold a few (1e-5, 1e-9), and their count can happen to equal
+        # that of the non-zero elements.
+        if any(_near(values["zero_fraction"], (output.abs() <= near).float().mean().item()) and (
+                (output.abs() <= near) & (output != 0)).any() for near in (1e-3, 1e-4, 1e-6, 1e-8)):
             hint = (" That counts elements near 0 too (|x| below a threshold); count only the elements exactly "
                     "equal to 0 (output == 0).")
+        elif _near(values["zero_fraction"], 1 - expected["zero_fraction"]):
+            hint = " That is the fraction of non-zero elements."
         elif _near(values["zero_fraction"], (output <= 0).float().mean().item()):
             hint = (" That is the fraction of elements <= 0, which counts the negative elements too; count only "
                     "the elements exactly equal to 0 (output == 0).")
@@ -409,6 +466,9 @@ def _why_modules_missing(model, layer_types, kinds):
         if structured:
             return (f"Module {', '.join(structured)}: {_TUPLE_RULE.lower()} (a list as well as a tuple), so it "
                     "has one entry per call too.")
+        if "" in missing:
+            return (f"Module '' is the model itself, a {type(model).__name__}, so one of the layer types: "
+                    "named_modules() lists it first, under the name '', and it gets a hook too.")
         subclassed = [f"{name!r} is a {type(modules[name]).__name__}" for name in missing
                       if name in modules and type(modules[name]) not in layer_types]
         if subclassed and len(subclassed) == len(missing):
@@ -459,6 +519,39 @@ def _compare_stats(stats, reference, call_text, said, duplicates, explain_missin
             _check_entry(entry, output, f"{said} stats[{name!r}][{index}]", inputs[index], reference.kinds.get(name))
 
 
+def _how_output_changed(model, layer_types, x, grad_mode):
+    """How the learner's hooks changed a module's output, seen by one more forward pass between a checker's hook
+    that runs before them (prepend) and one that runs after them: "in place" when the same object came back with
+    other values, "returned" when another object came back, None when neither showed."""
+    seen, found, handles = {}, [], []
+
+    def before(name, output):
+        described = _described(output)
+        seen[name] = (output, None if described is None else described.detach().clone())
+
+    def after(name, output):
+        original, values = seen.pop(name, (None, None))
+        if output is not original:
+            found.append("returned")
+        elif values is not None and not torch.equal(_described(output).detach(), values):
+            found.append("in place")
+
+    for name, module in model.named_modules():
+        if isinstance(module, layer_types):
+            handles.append(module.register_forward_hook(
+                lambda module, args, output, name=name: before(name, output), prepend=True))
+            handles.append(module.register_forward_hook(lambda module, args, output, name=name: after(name, output)))
+    try:
+        with torch.set_grad_enabled(grad_mode):
+            model(x)
+    except Exception:
+        pass
+    finally:
+        for handle in handles:
+            handle.remove()
+    return found[0] if found else None
+
+
 def check_record_activation_stats(record_activation_stats):
     for seed, build in _STATS_CASES:
         case = _seeded(seed, build)
@@ -474,6 +567,7 @@ def check_record_activation_stats(record_activation_stats):
         for step, (grad_mode, training) in enumerate(((True, True), (False, True), (True, False)), start=1):
             x = random_tensor(seed * 10 + step, case["shape"])
             x.view(-1)[:2] = 1e-5  # near 0, not 0: still not a zero after a ReLU
+            x.view(-1)[2] = 1e-9  # closer still: torch.isclose(x, 0) (atol 1e-8) takes it for 0
             for copy_ in (model, reference_model):
                 copy_.train(training)
             with torch.set_grad_enabled(grad_mode):
@@ -491,10 +585,15 @@ def check_record_activation_stats(record_activation_stats):
                          "grad mode (torch.set_grad_enabled(...) called as a statement?). Use `with "
                          "torch.no_grad():` or output.detach(), which change nothing outside the hook.")
             if not torch.equal(output.detach(), expected.detach()) or output.requires_grad != expected.requires_grad:
+                how = _how_output_changed(model, layer_types, x, grad_mode)
+                why = ("A hook changed a module's output in place (an in-place operation such as sub_() or abs_() on "
+                       "the output, or on output.detach(), which shares its memory): compute out of place, or on "
+                       "output.detach().clone(), and return None." if how == "in place" else
+                       "A forward hook that returns a value replaces the output, a detached one cuts training off: "
+                       "return None.")
                 fail(f"After {call_text}, model(x) returned {describe(output)} (requires_grad "
                      f"{output.requires_grad}); without your hooks it returns {describe(expected)} (requires_grad "
-                     f"{expected.requires_grad}). A forward hook that returns a value replaces the output, a "
-                     "detached one cuts training off: return None.")
+                     f"{expected.requires_grad}). {why}")
             mode = ("with grad mode on" if grad_mode else "under torch.no_grad()") + ("" if training else ", in eval mode")
             said = f"After {call_text} and forward pass {step} ({mode}),"
             now = {key: list(entries) for key, entries in stats.items() if isinstance(entries, (list, tuple))}
@@ -571,7 +670,7 @@ _NORM_CASES = ((121, _mlp_frozen), (122, _tied), (123, _gated))
 # (what the pass is, what follows it): "accumulate", "step", "clip" or "create_graph".
 _NORM_PLAN = (("backward pass 1 of 2 accumulated", "accumulate"),
               ("backward pass 2 of 2 accumulated, then a step", "step"),
-              ("backward pass 3, then clip_grad_norm_", "clip"),
+              ("backward pass 3, of a loss 1000 times larger, then clip_grad_norm_", "clip"),
               ("backward pass 4, run as backward(create_graph=True)", "create_graph"))
 
 
@@ -712,8 +811,10 @@ def _check_requires_grad(model, before, after_what):
              "(if parameter.requires_grad: ...).")
 
 
-def _backward(model, x, create_graph):
-    loss = model(x).pow(2).mean()
+def _backward(model, x, create_graph, scale=1.0):
+    """A loss of `scale` times the mean square of the output: scale 1000 gives gradients above 1, which a hook that
+    clamps or clips them would change."""
+    loss = scale * model(x).pow(2).mean()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # backward(create_graph=True) warns about the .grad reference cycle
         loss.backward(create_graph=create_graph)
@@ -734,14 +835,16 @@ def check_track_grad_norms(track_grad_norms):
         for step, (what, then) in enumerate(_NORM_PLAN, start=1):
             x = random_tensor(seed * 10 + step, (4, width))
             create_graph = then == "create_graph"
+            scale = 1000.0 if then == "clip" else 1.0
             before_grad = {name: 0.0 if parameter.grad is None else parameter.grad.norm().item()
                            for name, parameter in reference_model.named_parameters()}
             before_count = {name: len(reference.grads.get(name, [])) for name in trainable}
             for trained in (model, reference_model):
                 _set_pass(trained, step)
-            _run(f"running model(x).pow(2).mean().backward({'create_graph=True' if create_graph else ''}) after "
-                 f"{call_text}", _backward, model, x, create_graph)
-            _backward(reference_model, x, create_graph)
+            loss_text = "(1000 * model(x).pow(2).mean())" if scale != 1 else "model(x).pow(2).mean()"
+            _run(f"running {loss_text}.backward({'create_graph=True' if create_graph else ''}) after "
+                 f"{call_text}", _backward, model, x, create_graph, scale)
+            _backward(reference_model, x, create_graph, scale)
             for name, parameter in reference_model.named_parameters():
                 if name not in trainable:
                     continue
@@ -833,6 +936,29 @@ def _new_monitor(TrainingMonitor, model, call_text):
     return monitor
 
 
+def _same(a, b):
+    """Equal tensors (or both None), NaN where the other has NaN."""
+    if a is None or b is None:
+        return a is None and b is None
+    return a.shape == b.shape and torch.equal(a.isnan(), b.isnan()) and torch.equal(a[~a.isnan()], b[~b.isnan()])
+
+
+_ONLY_LOOK = ("The monitor's hooks only look: a forward hook that returns a value replaces the module's output, a "
+              "tensor hook that returns one replaces the gradient (torch.nan_to_num(...), a clamp, the result of a "
+              "test); return None from every hook.")
+
+
+def _check_only_looked(model, reference_model, output, expected, said):
+    """Fails when the monitored model's output or gradients differ from those of the same model without a monitor."""
+    if not _same(output.detach(), expected.detach()):
+        fail(f"{said} model(x) returned {describe(output)}; the same model without a monitor returns "
+             f"{describe(expected)}. {_ONLY_LOOK}")
+    for (name, parameter), reference in zip(model.named_parameters(), reference_model.parameters()):
+        if not _same(parameter.grad, reference.grad):
+            fail(f"{said} {name}.grad is {describe(parameter.grad)}; without the monitor it is "
+                 f"{describe(reference.grad)}. {_ONLY_LOOK}")
+
+
 def _train_step(model, x):
     loss = model(x).pow(2).mean()
     model.zero_grad()
@@ -865,16 +991,38 @@ def _check_attach_train_remove(TrainingMonitor):
              "`monitor = TrainingMonitor(model, types).attach()` works.")
     if not _hooks_left(model, callers):
         fail("after monitor.attach(), no hook is registered on the model; attach() registers the hooks.")
+
+    # And the caller's hooks registered while the monitor is attached: remove() must leave them too.
+    def callers_later_forward_hook(module, args, output):
+        seen_by_caller.append("later forward")
+
+    def callers_later_tensor_hook(grad):
+        seen_by_caller.append("later gradient")
+
+    callers += (callers_later_forward_hook, callers_later_tensor_hook)
+    model[0].register_forward_hook(callers_later_forward_hook)
+    model[2].bias.register_hook(callers_later_tensor_hook)
     flags = _requires_grad(reference_model)
     modes = {name: module.training for name, module in reference_model.named_modules()}
     _check_requires_grad(model, flags, "After monitor.attach()")
     _check_training_modes(model, modes, "After monitor.attach()")
     for step in (1, 2):
         x = random_tensor(seed * 10 + step, (3, width))
-        _run("running a training step (forward, zero_grad, backward, step) with the monitor attached",
-             _train_step, model, x)
+        doing = "running a training step (forward, zero_grad, backward, step) with the monitor attached"
+        try:
+            _run(doing, _train_step, model, x)
+        except LearnerCodeRaised as raised:
+            if isinstance(raised.error, TypeError) and "must be Tensor" in str(raised.error):
+                fail(f"{doing[:1].upper() + doing[1:]} raised {describe_learner_error(raised.error)}\nA module "
+                     f"received something that is not a tensor. {_ONLY_LOOK}")
+            raise
         _train_step(reference_model, x)
     said = "After attach() and two training steps,"
+    changed = [name for (name, parameter), reference in zip(model.named_parameters(), reference_model.parameters())
+               if not torch.equal(parameter, reference)]
+    if changed:
+        fail(f"{said} the parameters {_listed(changed)} differ from those of the same model trained without a "
+             f"monitor: the outputs or the gradients changed. {_ONLY_LOOK}")
     stats = _attribute(monitor, "activation_stats", "reading monitor.activation_stats")
     norms = _attribute(monitor, "grad_norms", "reading monitor.grad_norms")
     for attribute, records, function in (("activation_stats", stats, "record_activation_stats"),
@@ -894,14 +1042,19 @@ def _check_attach_train_remove(TrainingMonitor):
     if left:
         fail(f"after monitor.remove(), hooks were still registered: {_listed(left)}. remove() must remove every hook the "
              "monitor registered: keep each handle, those your two functions return included.")
-    gone = [where for where, hooks, hook in (("a forward hook on module '1'", model[1]._forward_hooks, callers[0]),
-                                             ("a tensor hook on parameter '2.weight'", model[2].weight._backward_hooks,
-                                              callers[1]))
+    gone = [where for where, hooks, hook in (
+                ("a forward hook on module '1', registered before attach()", model[1]._forward_hooks, callers[0]),
+                ("a tensor hook on parameter '2.weight', registered before attach()", model[2].weight._backward_hooks,
+                 callers[1]),
+                ("a forward hook on module '0', registered while the monitor was attached", model[0]._forward_hooks,
+                 callers[2]),
+                ("a tensor hook on parameter '2.bias', registered while the monitor was attached",
+                 model[2].bias._backward_hooks, callers[3]))
             if all(registered is not hook for registered in (hooks or {}).values())]
     if gone:
-        fail(f"monitor.remove() also removed hooks that the monitor did not register: {', '.join(gone)}, registered "
-             "before attach() by the caller. Remove only the monitor's own hooks, by the handles it kept, not by "
-             "clearing the model's hook dicts.")
+        fail(f"monitor.remove() also removed hooks that the monitor did not register: {'; '.join(gone)}, by the "
+             "caller. Remove only the monitor's own hooks, by the handles it kept, not by clearing the model's hook "
+             "dicts or restoring them as they were at attach().")
     _run("calling monitor.remove() a second time", monitor.remove)
     _check_requires_grad(model, flags, "After monitor.remove()")
     _check_training_modes(model, modes, "After monitor.remove()")
@@ -916,6 +1069,19 @@ def _check_attach_train_remove(TrainingMonitor):
     if {name: len(entries) for name, entries in monitor.activation_stats.items()} != counts:
         fail("after monitor.remove(), a forward pass still added to monitor.activation_stats; remove() must stop "
              "the recording.")
+
+
+def _check_attach_twice(TrainingMonitor):
+    model, width = _seeded(140, _mlp)
+    monitor = _run("calling TrainingMonitor(model, (nn.ReLU,)).attach()",
+                   lambda: TrainingMonitor(model, (nn.ReLU,)).attach())
+    _run("calling monitor.attach() a second time", monitor.attach)
+    _run("calling monitor.remove()", monitor.remove)
+    left = _hooks_left(model)
+    if left:
+        fail(f"after monitor.attach(), monitor.attach() again (a cell run twice) and monitor.remove(), hooks were "
+             f"still registered: {_listed(left)}. remove() removes every hook the monitor registered, those of both "
+             "attach() calls: add each call's handles to the list the monitor keeps instead of replacing the list.")
 
 
 def _overflow(model):
@@ -937,6 +1103,11 @@ def _check_first(first, watch, nan_only, said, what):
     if not isinstance(first, str) or first not in watch.names:
         fail(f"{said} monitor.first_nonfinite is {describe(first)}, which is neither a named_modules() nor a "
              f"named_parameters() name of the model; {what}")
+    holder = watch.first in watch.parameter_names and isinstance(first, str) and first in watch.names \
+        and first not in watch.parameter_names and (first == "" or watch.first.startswith(first + "."))
+    if holder:
+        fail(f"{said} monitor.first_nonfinite is {first!r}, the module that holds {watch.first!r}; {what} A gradient "
+             "is named by its parameter's named_parameters() name.")
     if first in watch.seen:
         how = ("watch the gradient of every parameter that requires grad (a tensor hook) for inf as well as NaN "
                "(torch.isfinite)" if watch.first in watch.parameter_names else
@@ -960,7 +1131,8 @@ def _check_nonfinite_output(TrainingMonitor):
     nan_model(x).pow(2).mean().backward()
     said = "With `with TrainingMonitor(model, (nn.ReLU,)) as monitor:` around a training step in which the output " \
            "of one layer overflows to inf,"
-    bound = inside = None
+    expected = copy.deepcopy(model)(x)
+    bound = inside = output = None
     with calling("running `with TrainingMonitor(model, (nn.ReLU,)) as monitor:` around model(x).backward()"):
         with TrainingMonitor(model, (nn.ReLU,)) as bound:
             if not hasattr(bound, "first_nonfinite"):
@@ -969,7 +1141,8 @@ def _check_nonfinite_output(TrainingMonitor):
             if not _hooks_left(model):
                 fail("inside `with TrainingMonitor(model, (nn.ReLU,)) as monitor:` no hook is registered; "
                      "__enter__ must attach the monitor.")
-            model(x).pow(2).mean().backward()
+            output = model(x)
+            output.pow(2).mean().backward()
             inside = getattr(bound, "first_nonfinite", None)
     left = _hooks_left(model)
     if left:
@@ -980,6 +1153,7 @@ def _check_nonfinite_output(TrainingMonitor):
     _check_first(bound.first_nonfinite, watch, nan_watch.first, said,
                  f"expected {watch.first!r}, the first module (in the order the forward hooks fire) whose output "
                  "contained inf.")
+    _check_only_looked(model, reference_model, output, expected, said)
 
 
 def _check_nan_output(TrainingMonitor):
@@ -1040,13 +1214,16 @@ def _check_nonfinite_gradient(TrainingMonitor):
     assert watch.first is not None and output_watch.first is None
     monitor = _run("calling TrainingMonitor(model, (nn.ReLU,)).attach()",
                    lambda: TrainingMonitor(model, (nn.ReLU,)).attach())
+    expected = copy.deepcopy(model)(x)
+    output = _run("running model(x) with the monitor attached", model, x)
     _run("running (model(x) * g).sum().backward() with the monitor attached, g containing inf",
-         lambda: (model(x) * upstream).sum().backward())
+         lambda: (output * upstream).sum().backward())
     _run("calling monitor.remove()", monitor.remove)
     said = "After a backward pass whose gradients contain inf (every output of the forward pass was finite),"
     _check_first(monitor.first_nonfinite, watch, None, said,
                  f"expected {watch.first!r}, the first parameter (in the order the tensor hooks fire) whose gradient "
                  "contained inf or NaN. The watch covers the gradients of the parameters too.")
+    _check_only_looked(model, reference_model, output, expected, said)
 
 
 class _ScaledOutput(nn.Module):
@@ -1270,6 +1447,7 @@ def _blame_earlier_exercise(TrainingMonitor, error, seen):
 def check_TrainingMonitor(TrainingMonitor):
     try:
         _check_attach_train_remove(TrainingMonitor)
+        _check_attach_twice(TrainingMonitor)
         _check_nonfinite_output(TrainingMonitor)
         _check_nonfinite_gradient(TrainingMonitor)
         _check_nan_output(TrainingMonitor)

@@ -59,6 +59,8 @@ CLAUSES = {
         "watch-modules": "a forward hook on every module of model.named_modules()",
         "watch-root": 'the model itself included (its name is "")',
         "watch-params": "a tensor hook on every parameter that requires grad",
+        "only-look-outputs": "they change neither the model's outputs",
+        "only-look-gradients": "nor its gradients",
         "nonfinite": "monitor.first_nonfinite is None until a watched value contains NaN, inf or -inf",
         "names": "the name of that module (its named_modules() name) or parameter (its named_parameters() name)",
         "first": "the first in the order the hooks fire, and it never changes after",
@@ -66,7 +68,9 @@ CLAUSES = {
                       "holding such a tensor at any depth",
         "other-finite": "any other output counts as finite",
         "remove-all": "remove() removes every hook the monitor registered",
+        "remove-all-attaches": "(by every attach() call)",
         "remove-only-own": "and no other",
+        "remove-keeps-later": "the caller's, registered before or while it was attached, stay",
         "remove-twice": "safe to call twice",
         "as-before": "the model then behaves as before (requires_grad included)",
         "data-stays": "the recorded data stays",
@@ -943,9 +947,9 @@ class TrainingMonitor:
         stats, a = record_activation_stats(self.model, self.layer_types)
         norms, b = track_grad_norms(self.model)
         self.activation_stats, self.grad_norms = stats, norms
-        self.record_handles = a + b
-        self.watch_handles = [m.register_forward_hook(functools.partial(self._output, n))
-                              for n, m in self.model.named_modules()]
+        self.record_handles += a + b
+        self.watch_handles += [m.register_forward_hook(functools.partial(self._output, n))
+                               for n, m in self.model.named_modules()]
         self.watch_handles += [p.register_hook(functools.partial(self._note, n))
                                for n, p in self.model.named_parameters() if p.requires_grad]
         return self
@@ -961,4 +965,102 @@ class TrainingMonitor:
     def __exit__(self, *args):
         self.remove()
 ''', expect=[]),
+]
+
+# Found by writing submissions from the contracts alone: each of these passed, or got a message that named a
+# mistake it did not make, before the check was fixed.
+ENTRIES += [
+    _stats("skips the model itself (its name is '')",
+           [("if isinstance(module, layer_types):", "if name and isinstance(module, layer_types):")],
+           ["module '' is the model itself", "named_modules() lists it first"], "every-module"),
+    _stats("takes output[0] of an empty list",
+           [("if isinstance(output, (tuple, list)) and output:", "if isinstance(output, (tuple, list)):")],
+           ["indexerror", "an empty list", "adds no entry"], "no-entry"),
+    _stats("looks for a first tensor inside a tuple's first item too",
+           [("            if isinstance(output, (tuple, list)) and output:\n                output = output[0]\n",
+             "            while isinstance(output, (tuple, list)) and output:\n                output = output[0]\n")],
+           ["records under ['nest']", "tuple whose first item is a tuple", "adds no entry"], "no-entry"),
+    _stats("centers the detached output in place to compute the std",
+           [('"std": out.std().item()', '"std": (out.sub_(out.mean()).pow(2).sum() / (out.numel() - 1)).sqrt().item()')],
+           ["in place", "shares its memory", "return none"], "outputs-unchanged"),
+    _stats("counts zeros after abs_() on the detached output",
+           [("(out == 0).float()", "(out.abs_() == 0).float()")],
+           ["in place", "output.detach(), which shares its memory"], "outputs-unchanged"),
+    _stats("zeros counted with torch.isclose (atol 1e-8)",
+           [("(out == 0).float()", "torch.isclose(out, torch.zeros_like(out)).float()")],
+           ["counts elements near 0 too", "exactly equal to 0"], "zero-fraction"),
+    dict(exercise="record_activation_stats", kind="right", why="0-dim tensors under no_grad, count over numel, prepend",
+         source='''
+import torch
+from collections import defaultdict
+
+
+def record_activation_stats(model, layer_types):
+    stats, handles = defaultdict(list), []
+    for name, module in model.named_modules():
+        if not isinstance(module, tuple(layer_types)):
+            continue
+
+        def hook(module, args, output, name=name):
+            if isinstance(output, (list, tuple)):
+                if not output:
+                    return
+                output = output[0]
+            if not torch.is_tensor(output):
+                return
+            with torch.no_grad():
+                stats[name].append(dict(mean=output.mean(), std=torch.std(output),
+                                        zero_fraction=(output == 0).sum() / output.numel()))
+
+        handles.append(module.register_forward_hook(hook, prepend=True))
+    return stats, handles
+''', expect=[]),
+    _norms("clamps the gradient it records",
+           [("            norms.setdefault(name, []).append(grad.norm().item())\n",
+             "            norms.setdefault(name, []).append(grad.norm().item())\n            return grad.clamp(-1, 1)\n")],
+           ["1000 times larger", ".grad is", "without your hooks", "return none"], "gradients-unchanged"),
+    dict(exercise="track_grad_norms", kind="right", why="the norm taken in float64",
+         source=edited(_NORMS, ("grad.norm().item()", "grad.detach().double().norm().item()")), expect=[]),
+    _monitor("attach() replaces the list of handles of an earlier call",
+             [("        self.handles += stats_handles + norm_handles", "        self.handles = stats_handles + norm_handles")],
+             ["attach() again", "hooks were still registered", "instead of replacing the list"], "remove-all-attaches"),
+    _monitor("remove() restores the hook dicts as they were at attach()",
+             [("        self.activation_stats, stats_handles = record_activation_stats(",
+               "        self.saved = [(m._forward_hooks, dict(m._forward_hooks)) for m in self.model.modules()]\n"
+               "        self.saved += [(p._backward_hooks, dict(p._backward_hooks)) for p in self.model.parameters()\n"
+               "                       if p._backward_hooks is not None]\n"
+               "        self.activation_stats, stats_handles = record_activation_stats("),
+              ("        for handle in self.handles:\n            handle.remove()\n        self.handles = []",
+               "        for hooks, saved in getattr(self, 'saved', []):\n            hooks.clear()\n"
+               "            hooks.update(saved)\n        self.saved = []\n"
+               "        for handle in self.handles:\n            handle.remove()\n        self.handles = []")],
+             ["registered while the monitor was attached", "restoring them"], "remove-keeps-later"),
+    _monitor("the output watch returns torch.nan_to_num(output)",
+             [(_OUTPUT_WATCH, "lambda module, args, output, name=name: (self.see(name, output), torch.nan_to_num(output) "
+                              "if isinstance(output, torch.Tensor) else None)[1]")],
+             ["the same model without a monitor returns", "only look"], "only-look-outputs"),
+    _monitor("the watch returns its test, True or False",
+             [("            self.first_nonfinite = name\n",
+               "            self.first_nonfinite = name\n        return self.first_nonfinite is not None\n")],
+             ["must be tensor, not bool", "only look"], "only-look-outputs"),
+    _monitor("the gradient watch returns torch.nan_to_num(grad)",
+             [("lambda grad, name=name: self.see(name, grad)",
+               "lambda grad, name=name: (self.see(name, grad), torch.nan_to_num(grad))[1]")],
+             [".grad is", "without the monitor", "only look"], "only-look-gradients"),
+    _monitor("the gradient watch clamps the gradient",
+             [("lambda grad, name=name: self.see(name, grad)",
+               "lambda grad, name=name: (self.see(name, grad), grad.clamp(-1e6, 1e6))[1]")],
+             [".grad is", "without the monitor", "only look"], "only-look-gradients"),
+    _monitor("a gradient named by the module that holds the parameter",
+             [("lambda grad, name=name: self.see(name, grad)",
+               "lambda grad, name=name: self.see(name.rpartition('.')[0], grad)")],
+             ["the module that holds", "named_parameters() name"], "names"),
+    dict(exercise="TrainingMonitor", kind="right", why="one global forward hook that skips modules of other models",
+         source=edited(_MONITOR, ("        for name, module in self.model.named_modules():\n"
+                                  "            self.handles.append(module.register_forward_hook(\n"
+                                  "                lambda module, args, output, name=name: self.see(name, output)))\n",
+                                  "        names = {module: name for name, module in self.model.named_modules()}\n"
+                                  "        self.handles.append(torch.nn.modules.module.register_module_forward_hook(\n"
+                                  "            lambda module, args, output: self.see(names[module], output) if module in names "
+                                  "else None))\n")), expect=[]),
 ]
