@@ -314,6 +314,12 @@ def _compare_norms(norms, watchers, module_names, call_text, situation, passes, 
             hint = (f" The lists of {emptied} stayed empty while others got too many entries: a hook defined in a "
                     "loop looks the loop variable up when it fires, so every hook used the last name. Bind the name "
                     "when you define the hook, e.g. as a default argument.")
+        elif [name for name in emptied if watchers[name][1].calls
+              and all(grads[0] is None for grads in watchers[name][1].calls)]:
+            skipped = [name for name in emptied if all(grads[0] is None for grads in watchers[name][1].calls)]
+            hint = (f" Backward went through {skipped}, but the lists stayed empty: there grad_input[0] is None (the "
+                    "module's input needs no grad), and your hook recorded nothing. Record the norm of "
+                    "grad_output[0] whatever grad_input holds.")
         elif missing and set(missing) <= set(frozen):
             hint = (f" The parameters of {missing} are frozen (requires_grad=False), but backward still goes "
                     "through them on its way to the layers before them: hook every module of layer_types, frozen "
@@ -911,6 +917,8 @@ def _judge_noise(run, std, text):
                 " The input's gradient did change: you added the noise to grad_input in a full backward hook, "
                 "after the module's backward, so it never reaches the module's parameters. Add it to grad_output "
                 "in a full backward pre-hook." if x_changed else
+                " Your full backward pre-hook ran, but returned grad_output unchanged (or None): return the new tuple, "
+                "with noise added, at every call." if len(run["module"]._backward_pre_hooks) > 2 else
                 " Register a full backward pre-hook (register_full_backward_pre_hook) whose return value is the new "
                 "grad_output tuple.")
         fail(f"{said}: grad_output reached the module's backward unchanged; expected noise added to it.{hint}")
@@ -959,6 +967,9 @@ def _clean_grads(run, grad_outputs):
     return x.grad, [p.grad for p in clean.parameters()]
 
 
+_EVERY_CALL_PASSES = 40  # a hook that skips the noise at random one call in ten passes them all with chance 1.5%
+
+
 def check_add_grad_noise(add_grad_noise):
     unused_generator = None
     for number, (factory, shape, std, with_generator, text) in enumerate(_NOISE_CASES):
@@ -990,6 +1001,15 @@ def check_add_grad_noise(add_grad_noise):
                                    f"the noise that {run['call']} on {text} added to grad_output[{position}] on the "
                                    "second backward")
         check_new_noise_each_call(again, f"{run['call']} on {text}, over two backward passes")
+        if number == 0:  # noise at every call: none skipped at random
+            for step in range(_EVERY_CALL_PASSES):
+                first_call = len(run["before"].calls)
+                again()
+                received, returned = run["before"].copies[first_call], run["after"].calls[first_call]
+                if torch.equal(returned[0].detach(), received[0]):
+                    fail(f"Ran {first_call + 1} backward passes through {text} with {run['call']} registered: on "
+                         f"backward number {first_call + 1} grad_output reached the module's backward without noise. "
+                         "Add noise at every call of the hook (not only with some probability).")
 
         # Removing the handle stops the noise.
         with calling("removing the handle that add_grad_noise returned"):

@@ -1111,7 +1111,8 @@ def add_grad_noise(module, std, generator=None):
 
     return module.register_full_backward_pre_hook(add_noise)
 ''',
-         expect=["reached the module's backward unchanged", 'register_full_backward_pre_hook']),
+         expect=["reached the module's backward unchanged", "your full backward pre-hook ran, but returned "
+                 "grad_output unchanged"]),
     dict(exercise="add_grad_noise", kind='wrong', why='noise broadcast over the batch', clause="iid",
          source='''
 import torch
@@ -2282,4 +2283,81 @@ def add_grad_noise(module, std, generator=None):
     return module.register_full_backward_pre_hook(hook)
 ''',
          expect=['from second_generator', 'its own call']),
+    dict(exercise="add_grad_noise", kind="wrong", why='noise with probability one half per call', clause="fresh",
+         source='''
+import torch
+
+
+def add_grad_noise(module, std, generator=None):
+    def hook(m, grad_output):
+        if torch.rand(1, generator=generator).item() < 0.5:
+            return None
+        return tuple(None if g is None else g + std * torch.randn(g.shape, generator=generator, dtype=g.dtype) for g in grad_output)
+    return module.register_full_backward_pre_hook(hook)
+''',
+         expect=['without noise', 'add noise at every call']),
+    dict(exercise="record_grad_output_norms", kind="wrong", why='dict kept on the model, looked up when the hook fires', clause="per-call",
+         source='''
+import torch
+from torch import nn
+
+
+def record_grad_output_norms(model, layer_types=(nn.Linear, nn.Conv2d)):
+    model.grad_norms = {}
+    handles = []
+    for name, module in model.named_modules():
+        if isinstance(module, layer_types):
+            model.grad_norms[name] = []
+            def hook(m, gi, go, name=name):
+                model.grad_norms[name].append(go[0].norm().item())
+            handles.append(module.register_full_backward_hook(hook))
+    return model.grad_norms, handles
+''',
+         expect=['called twice', 'hooks of its own']),
+    dict(exercise="record_grad_output_norms", kind="wrong", why='records nothing when grad_input[0] is None', clause="each-backward",
+         source='''
+import torch
+from torch import nn
+
+
+def record_grad_output_norms(model, layer_types=(nn.Linear, nn.Conv2d)):
+    norms, handles = {}, []
+    for name, module in model.named_modules():
+        if isinstance(module, layer_types) and not isinstance(module, nn.Sequential):
+            norms[name] = []
+            def hook(m, gi, go, name=name):
+                if go is not None and go[0] is not None and gi[0] is not None:
+                    norms[name].append(go[0].detach().norm().item())
+            handles.append(module.register_full_backward_hook(hook))
+    return norms, handles
+''',
+         expect=['grad_input[0] is none', 'whatever grad_input holds']),
+    dict(exercise="clip_grad_input", kind="wrong", why='clips only while grad mode is off (torch.is_grad_enabled)', clause="create-graph",
+         source='''
+import torch
+
+
+def clip_grad_input(module, max_norm):
+    def hook(m, grad_input, grad_output):
+        if torch.is_grad_enabled():
+            return None
+        return tuple(None if g is None else (g * (max_norm / g.norm()) if g.norm() > max_norm else g) for g in grad_input)
+    return module.register_full_backward_hook(hook)
+''',
+         expect=['create_graph=true', 'clipped as in an ordinary backward']),
+    dict(exercise="add_grad_noise", kind="wrong", why='skips the noise one call in ten', clause="fresh",
+         source='''
+import torch
+
+
+def add_grad_noise(module, std, generator=None):
+    calls = [0]
+    def hook(m, grad_output):
+        calls[0] += 1
+        if calls[0] % 10 == 0:
+            return None
+        return tuple(None if g is None else g + std * torch.randn(g.shape, generator=generator, dtype=g.dtype) for g in grad_output)
+    return module.register_full_backward_pre_hook(hook)
+''',
+         expect=['on backward number 10', 'add noise at every call']),
 ]
