@@ -158,18 +158,22 @@ except TypeError as error:
 #
 # `grad_before_inplace_relu(model, layer, x)` must:
 #
-# - run `model(x).sum().backward()` once, leaving in the parameters' `.grad` the gradients of
-#   that one pass (your hooks only record: none may replace an output or a gradient);
+# - work wherever `layer` sits in `model`, at any depth (inside blocks of blocks);
+# - run `model(x).sum().backward()` once (one forward pass, one backward pass, no
+#   `create_graph`), leaving in the parameters' `.grad` the gradients of that one pass (your hooks
+#   only record: none may replace an output or a gradient);
 # - return the gradient of that sum with respect to the output of `layer` as the layer produced
-#   it (before the in-place ReLU overwrote it): a tensor of the output's shape;
+#   it (before the in-place ReLU overwrote it): a tensor of the output's shape and dtype;
 # - leave the model as it was: no hook of yours left on any module or parameter (nor a global
-#   module hook), while hooks registered before the call stay, and every module's `inplace`
-#   setting as it was; also when the forward or the backward pass raises (the exception goes on
-#   to the caller).
+#   module hook), while hooks registered before the call stay, every module's `inplace` setting
+#   and the model's train/eval mode as they were, and `x` unchanged; also when the forward or the
+#   backward pass raises (the exception goes on to the caller).
 #
 # Traps: reading the gradient *after* the in-place ReLU (with `retain_grad()` on the stored
 # output, as shown above, or `torch.autograd.grad` on it: you get the gradient at the ReLU's
-# output, not the layer's); switching `inplace` off for good, or setting every ReLU back to
+# output, not the layer's); finding the ReLU as the next entry of `model.children()` (true only
+# when `layer` is a direct child); a first forward pass just to learn the output's shape;
+# switching `inplace` off for good, or setting every ReLU back to
 # `inplace=True` (some were not); removing the hook only when nothing raised; a forward hook
 # written as a `lambda` that returns `output.register_hook(...)`'s handle (last line of the
 # demonstration above); cleaning up with `layer._forward_hooks.clear()`, which also removes hooks
@@ -182,14 +186,15 @@ except TypeError as error:
 def grad_before_inplace_relu(model, layer, x):
     """Return the gradient of `model(x).sum()` with respect to the output of `layer`.
 
-    `layer` is a submodule of `model`, called once per forward pass and followed by
+    `layer` is a submodule of `model` at any depth, called once per forward pass and followed by
     `nn.ReLU(inplace=True)`. Runs `model(x).sum().backward()` once, so the parameters' `.grad`
-    hold that pass's gradients. Your hooks only record: they replace no output and no gradient.
-    Returns the gradient with respect to the value `layer` produced (before the ReLU overwrote it),
-    a tensor of the layer output's shape. Leaves the model as it was: no hook of yours left on its
-    modules or parameters (hooks registered before stay), nor a global module hook, and every
-    module's `inplace` setting as it was. That holds also when the forward pass raises, and also
-    when the backward pass raises; the exception reaches the caller.
+    hold that pass's gradients: one forward pass and one backward pass, without `create_graph`.
+    Your hooks only record: they replace no output and no gradient. Returns the gradient with
+    respect to the value `layer` produced (before the ReLU overwrote it), a tensor of the layer
+    output's shape and dtype. Leaves the model as it was: no hook of yours left on its modules or
+    parameters (hooks registered before stay), nor a global module hook, every module's `inplace`
+    setting as it was, and its train/eval mode too; `x` is not changed. That holds also when the
+    forward pass raises, and also when the backward pass raises; the exception reaches the caller.
     """
     # TODO: the code below fails in forward; delete this raise, then fix the code below it
     raise NotImplementedError("grad_before_inplace_relu is not written yet")

@@ -104,11 +104,33 @@ def _linear_case(rng):
 
 
 def _nested_case(rng):
-    """The layer between two ReLUs, one of them not in place (its setting must stay False)."""
+    """The layer between two ReLUs, one of them not in place (its setting must stay False); the first Linear
+    frozen (its .grad must stay None)."""
     width, hidden, out = rng.randint(3, 6), rng.randint(4, 8), rng.randint(2, 4)
     model = nn.Sequential(nn.Sequential(nn.Linear(width, hidden), nn.ReLU(inplace=False)),
                           nn.Linear(hidden, hidden), nn.ReLU(inplace=True), nn.Linear(hidden, out))
+    model[0][0].requires_grad_(False)
     return model, "1", "2", (rng.randint(2, 5), width)
+
+
+class _Body(nn.Module):
+    """A block (two Linears) followed by an in-place ReLU, one level below the model."""
+
+    def __init__(self, width, hidden):
+        super().__init__()
+        self.stages = nn.Sequential(nn.Sequential(nn.Linear(width, hidden), nn.Linear(hidden, hidden)),
+                                    nn.ReLU(inplace=True))
+
+    def forward(self, x):
+        return self.stages(x)
+
+
+def _deep_case(rng):
+    """The layer three levels down (a block, model.body.stages[0]), its in-place ReLU beside it; float64, and
+    in eval mode (both must stay so)."""
+    width, hidden, out = rng.randint(3, 6), rng.randint(4, 8), rng.randint(2, 4)
+    model = nn.Sequential(nn.Linear(width, width), _Body(width, hidden), nn.Linear(hidden, out)).double().eval()
+    return model, "1.stages.0", "1.stages.1", (rng.randint(2, 5), width)
 
 
 def _conv_case(rng):
@@ -118,7 +140,8 @@ def _conv_case(rng):
     return model, "0", "1", (rng.randint(1, 3), channels, size, size)
 
 
-_GRAD_CASES = ((91, _linear_case), (92, _nested_case), (93, _conv_case))
+_GRAD_CASES = ((91, _linear_case), (92, _nested_case), (93, _conv_case), (96, _deep_case))
+_DEEP_SEED = 96
 
 
 def _reference_grads(model, layer_name, relu_name, x):
@@ -132,7 +155,7 @@ def _reference_grads(model, layer_name, relu_name, x):
     for name in (layer_name, relu_name):
         modules[name].register_forward_hook(lambda module, args, output, name=name: outputs.update({name: output}))
     score = copied(x).sum()
-    names, parameters = zip(*copied.named_parameters())
+    names, parameters = zip(*[(name, p) for name, p in copied.named_parameters() if p.requires_grad])
     grads = torch.autograd.grad(score, [outputs[layer_name], outputs[relu_name], *parameters])
     return grads[0], grads[1], dict(zip(names, grads[2:]))
 
@@ -140,7 +163,17 @@ def _reference_grads(model, layer_name, relu_name, x):
 def _check_parameter_grads(model, parameter_grads, text):
     """The parameters' .grad must be those of one plain backward pass of model(x).sum()."""
     for name, parameter in model.named_parameters():
+        if name not in parameter_grads:  # frozen
+            if parameter.grad is not None:
+                fail(f"After {text} returned, {name}.grad is {describe(parameter.grad)}; {name} is frozen "
+                     "(requires_grad=False), and one backward pass of model(x).sum() leaves its .grad None. Do not "
+                     "write .grad yourself: let one backward pass fill the .grad of the others.")
+            continue
         expected = parameter_grads[name]
+        if parameter.grad is not None and (parameter.grad.requires_grad or parameter.grad.grad_fn is not None):
+            fail(f"After {text} returned, {name}.grad requires grad (it has an autograd graph): backward ran with "
+                 "create_graph=True, which keeps a graph in every .grad (and a reference cycle). Call backward() "
+                 "on the sum without create_graph.")
         if parameter.grad is None:
             fail(f"After {text} returned, {name}.grad is None: call .backward() on model(x).sum() once, as the "
                  "broken code does (torch.autograd.grad does not fill .grad).")
@@ -177,14 +210,24 @@ def _call_grad(fn, model, layer, layer_name, x):
         raise
 
 
-def _check_grad_result(value, expected, at_relu, text, relu_name):
+def _check_grad_result(value, expected, at_relu, text, relu_name, deep=""):
     if isinstance(value, (list, tuple)):
         fail(f"{text} returned a {type(value).__name__} of {len(value)} item(s); expected the gradient itself, a "
              f"tensor of shape {tuple(expected.shape)}.")
     if not isinstance(value, torch.Tensor):
         fail(f"{text} returned {describe(value)}; expected the gradient, a tensor of shape {tuple(expected.shape)}.")
     if close(value, expected):
+        if value.dtype != expected.dtype:
+            fail(f"{text} returned the right values as {str(value.dtype).removeprefix('torch.')}; the layer's "
+                 f"output is {str(expected.dtype).removeprefix('torch.')} here, and so is its gradient: return the "
+                 "gradient autograd gives (a tensor of the output's shape and dtype), not a tensor you made.")
+        if value.requires_grad or value.grad_fn is not None:
+            fail(f"{text} returned a gradient that requires grad (grad_fn {type(value.grad_fn).__name__}): "
+                 "backward ran with create_graph=True. Call backward() on the sum without create_graph.")
         return
+    if deep:
+        fail(f"{text} returned {describe(value)}; expected the gradient at the layer's output, {describe(expected)}. "
+             f"It worked when layer was a direct child of model; {deep}")
     if close(value, at_relu):
         fail(f"{text} returned {describe(value)}, the gradient at the output of the in-place ReLU "
              f"({relu_name!r}); expected the gradient at the layer's own output, {describe(expected)}, which is 0 "
@@ -203,24 +246,62 @@ def _bystander(module, args, output):
     return None
 
 
+def _modes(model):
+    return {name or "(model)": module.training for name, module in model.named_modules()}
+
+
+def _deep_note(layer_name):
+    depth = layer_name.count(".") + 1
+    return (f"here layer is {depth} levels down, model.get_submodule({layer_name!r}) (a block of its own), and its "
+            "in-place ReLU is its neighbour inside another submodule. `layer` may sit at any depth: do not look it "
+            "(or its ReLU) up among model.children(), by index, or as the next entry of model.modules(); hook "
+            "`layer` itself with a forward hook that registers a tensor hook on its output.")
+
+
 def check_grad_before_inplace_relu(fn):
     for seed, build in _GRAD_CASES:
         torch.manual_seed(seed)
         rng = random.Random(seed)
         model, layer_name, relu_name, shape = build(rng)
         layer, settings = model.get_submodule(layer_name), _inplace_settings(model)
-        if seed == _GRAD_CASES[-1][0]:
+        deep = _deep_note(layer_name) if seed == _DEEP_SEED else ""
+        if seed == 93:
             layer.register_forward_hook(_bystander)  # registered before the call: it must stay
-        before = registered_hooks(model)
+        passes = []
+        model.register_forward_pre_hook(lambda module, args: passes.append(None))  # the checker's: it stays
+        before, modes = registered_hooks(model), _modes(model)
         for call in range(2):  # a second call must report its own gradient, not the first one's
-            x = random_tensor(seed * 10 + call, shape)
+            x = random_tensor(seed * 10 + call, shape, dtype=next(model.parameters()).dtype)
+            x_before = x.clone()
             expected, at_relu, parameter_grads = _reference_grads(model, layer_name, relu_name, x)
             model.zero_grad(set_to_none=True)
             global_counts = _global_hook_counts()
-            value, text = _call_grad(fn, model, layer, layer_name, x)
-            _check_grad_result(value, expected, at_relu, text, relu_name)
+            passes.clear()
+            try:
+                value, text = _call_grad(fn, model, layer, layer_name, x)
+            except LearnerCodeRaised as raised:
+                if deep:
+                    fail(f"grad_before_inplace_relu(model, model.get_submodule({layer_name!r}), x) raised "
+                         f"{type(raised.error).__name__}: {_short(raised.error)}. It worked when layer was a direct "
+                         f"child of model; {deep}")
+                raise
+            _check_grad_result(value, expected, at_relu, text, relu_name, deep)
             _check_parameter_grads(model, parameter_grads, text)
+            if len(passes) != 1:
+                fail(f"{text} ran the model {len(passes)} times (forward passes of model); expected exactly one, "
+                     "the one that backward() runs through. Each extra pass changes what a model keeps between passes "
+                     "(BatchNorm's running statistics, a dropout's random numbers): take the output's shape and the "
+                     "gradient from that one pass, in the hooks.")
             _hooks_left_message(model, f"After {text} returned", global_counts, before)
+            if x.requires_grad or not torch.equal(x, x_before):
+                fail(f"After {text} returned, the caller's x was changed ("
+                     f"{'it requires grad now' if x.requires_grad else 'its values differ'}): leave x as it was "
+                     "(x.clone().requires_grad_() makes a copy of your own, if you need one).")
+            if _modes(model) != modes:
+                changed = {name: flag for name, flag in _modes(model).items() if flag != modes[name]}
+                fail(f"After {text} returned, the model's train/eval mode changed: {changed} (name: training; it "
+                     f"was {'training' if modes['(model)'] else 'eval'}). Leave the mode as it was: do not call "
+                     "model.train() or model.eval().")
             changed = {name: flag for name, flag in _inplace_settings(model).items() if flag != settings[name]}
             if changed:
                 fail(f"After {text} returned, the model's in-place settings changed: {changed} (name: inplace; they "
@@ -228,6 +309,11 @@ def check_grad_before_inplace_relu(fn):
                      "better, keep the in-place ReLU and capture the gradient with a forward hook that registers a "
                      "tensor hook.")
     _check_cleanup_on_error(fn)
+
+
+def _short(error):
+    text = " ".join(str(error).split())
+    return text if len(text) <= 120 else text[:117] + "..."
 
 
 def _check_cleanup_on_error(fn):

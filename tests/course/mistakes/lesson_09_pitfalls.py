@@ -332,11 +332,12 @@ def grad_before_inplace_relu(model, layer, x):
     return captured["grad"]
 ''',
          expect=[]),
-    dict(exercise="grad_before_inplace_relu", kind="right", why="a pre-hook on the next module hooks its input",
+    dict(exercise="grad_before_inplace_relu", kind="wrong", why="a pre-hook on the next entry of model.modules()",
+         clause="any-depth",
          source='''
 def grad_before_inplace_relu(model, layer, x):
     modules = list(model.modules())
-    following = modules[modules.index(layer) + 1]  # the in-place ReLU, in the models of this exercise
+    following = modules[modules.index(layer) + 1]  # the in-place ReLU, when layer is a single module
     grads = []
 
     def on_input(module, args):
@@ -346,7 +347,7 @@ def grad_before_inplace_relu(model, layer, x):
         model(x).sum().backward()
     return grads[0]
 ''',
-         expect=[]),
+         expect=["worked when layer was a direct child", "at any depth", "3 levels down"]),
     dict(exercise="grad_before_inplace_relu", kind="right", why="the forward hook hands the ReLU a clone",
          source='''
 def grad_before_inplace_relu(model, layer, x):
@@ -1131,12 +1132,178 @@ def find_registered_hooks(model):
     return found
 """,
          expect=["frozen (requires_grad_(false)) after that hook was registered", "whether or not it requires grad"]),
+    # ---- grad_before_inplace_relu: a layer at any depth, one pass, dtype, mode and x kept
+    dict(exercise="grad_before_inplace_relu", kind="wrong", why="finds the ReLU as the next child of the model",
+         clause="any-depth",
+         source='''
+def grad_before_inplace_relu(model, layer, x):
+    children = list(model.children())
+    relu = children[children.index(layer) + 1]
+    relu.inplace = False
+    grads = []
+    try:
+        with layer.register_full_backward_hook(lambda module, grad_input, grad_output: grads.append(grad_output[0])):
+            model(x).sum().backward()
+    finally:
+        relu.inplace = True
+    return grads[0]
+''',
+         expect=["raised ValueError", "worked when layer was a direct child", "at any depth"]),
+    dict(exercise="grad_before_inplace_relu", kind="wrong", why="a first pass under no_grad to learn the shape",
+         clause="one-pass",
+         source='''
+import torch
+
+
+def grad_before_inplace_relu(model, layer, x):
+    shapes = []
+    with torch.no_grad(), layer.register_forward_hook(lambda module, args, output: shapes.append(output.shape) and None):
+        model(x)
+    result = torch.zeros(shapes[0])
+
+    def on_output(module, args, output):
+        def copy(grad):
+            result.copy_(grad)
+
+        output.register_hook(copy)
+
+    with layer.register_forward_hook(on_output):
+        model(x).sum().backward()
+    return result
+''',
+         expect=["ran the model 2 times", "expected exactly one"]),
+    dict(exercise="grad_before_inplace_relu", kind="wrong", why="backward with create_graph=True",
+         clause="no-create-graph",
+         source='''
+def grad_before_inplace_relu(model, layer, x):
+    grads = []
+
+    def on_output(module, args, output):
+        output.register_hook(grads.append)
+
+    with layer.register_forward_hook(on_output):
+        model(x).sum().backward(create_graph=True)
+    return grads[0]
+''',
+         expect=["requires grad", "create_graph=True", "without create_graph"]),
+    dict(exercise="grad_before_inplace_relu", kind="wrong", why="adds the gradient into a float32 zeros tensor",
+         clause="tensor-dtype",
+         source='''
+import torch
+
+
+def grad_before_inplace_relu(model, layer, x):
+    holder = {}
+
+    def on_output(module, args, output):
+        holder["grad"] = torch.zeros(output.shape)
+
+        def add(grad):
+            holder["grad"] += grad
+
+        output.register_hook(add)
+
+    with layer.register_forward_hook(on_output):
+        model(x).sum().backward()
+    return holder["grad"]
+''',
+         expect=["right values as float32", "float64 here", "shape and dtype"]),
+    dict(exercise="grad_before_inplace_relu", kind="wrong", why="calls model.train() first",
+         clause="mode-kept",
+         source='''
+def grad_before_inplace_relu(model, layer, x):
+    model.train()  # gradients are for training
+    grads = []
+
+    def on_output(module, args, output):
+        output.register_hook(grads.append)
+
+    with layer.register_forward_hook(on_output):
+        model(x).sum().backward()
+    return grads[0]
+''',
+         expect=["train/eval mode changed", "it was eval", "model.train()"]),
+    dict(exercise="grad_before_inplace_relu", kind="wrong", why="x.requires_grad_() on the caller's x",
+         clause="x-unchanged",
+         source='''
+def grad_before_inplace_relu(model, layer, x):
+    x.requires_grad_()  # so that every module's backward runs
+    grads = []
+
+    def on_output(module, args, output):
+        output.register_hook(grads.append)
+
+    with layer.register_forward_hook(on_output):
+        model(x).sum().backward()
+    return grads[0]
+''',
+         expect=["caller's x was changed", "requires grad now", "x.clone().requires_grad_()"]),
+    dict(exercise="grad_before_inplace_relu", kind="wrong", why="torch.autograd.grad for every parameter, .grad set by hand",
+         clause="backward-once",
+         source='''
+import torch
+
+
+def grad_before_inplace_relu(model, layer, x):
+    grads = []
+
+    def on_output(module, args, output):
+        output.register_hook(grads.append)
+
+    with layer.register_forward_hook(on_output):
+        score = model(x).sum()
+    parameters = list(model.parameters())
+    for parameter, grad in zip(parameters, torch.autograd.grad(score, parameters)):
+        parameter.grad = grad
+    return grads[0]
+''',
+         expect=["does not require grad"]),
+    dict(exercise="grad_before_inplace_relu", kind="right", why="every ReLU off and back to its own value, full backward hook",
+         source='''
+from torch import nn
+
+
+def grad_before_inplace_relu(model, layer, x):
+    saved = {module: module.inplace for module in model.modules() if isinstance(module, nn.ReLU)}
+    grads = []
+    try:
+        for module in saved:
+            module.inplace = False
+        with layer.register_full_backward_hook(
+                lambda module, grad_input, grad_output: grads.append(grad_output[0].detach().clone())):
+            model(x).sum().backward()
+    finally:
+        for module, inplace in saved.items():
+            module.inplace = inplace
+    return grads[0]
+''',
+         expect=[]),
+    dict(exercise="grad_before_inplace_relu", kind="right", why="the forward hook removed before backward",
+         source='''
+def grad_before_inplace_relu(model, layer, x):
+    grads = []
+
+    def on_output(module, args, output):
+        output.register_hook(lambda grad: grads.append(grad))  # the tensor hook outlives the forward hook
+
+    with layer.register_forward_hook(on_output):
+        score = model(x).sum()
+    score.backward()
+    return grads[0]
+''',
+         expect=[]),
 ]
 
 
 CLAUSES = {
     "grad_before_inplace_relu": {
+        "any-depth": "`layer` is a submodule of `model` at any depth",
         "inplace-relu": "followed by `nn.ReLU(inplace=True)`",
+        "one-pass": "one forward pass and one backward pass",
+        "no-create-graph": "without `create_graph`",
+        "tensor-dtype": "shape and dtype",
+        "mode-kept": "and its train/eval mode too",
+        "x-unchanged": "`x` is not changed",
         "backward-once": "Runs `model(x).sum().backward()` once, so the parameters' `.grad` hold that pass's "
                          "gradients",
         "record-only": "Your hooks only record: they replace no output and no gradient",
