@@ -517,7 +517,11 @@ for handle in handles:
 # The post-hook runs after the parameters have changed; the pre-hook still sees the old values.
 # A step post-hook's return is ignored. A step pre-hook may return `None` or a new
 # `(args, kwargs)` pair, which `step` is then called with (below, a closure that SGD runs; a global
-# pre-hook's return counts the same way); anything else raises.
+# pre-hook's return counts the same way). Torch checks only that the return is a tuple of two
+# items: anything else (`5`, a list `[args, kwargs]`, a tuple of three) raises `RuntimeError`. A
+# tuple of two that is not `(a tuple of arguments, a dict of keyword arguments)` passes that check
+# and fails only when `step` is called with it: `(1, 2)` raises `TypeError` (`argument after **
+# must be a mapping, not int`).
 
 # %%
 before_after = {}
@@ -556,12 +560,24 @@ with register_optimizer_step_pre_hook(add_closure):  # a global pre-hook's retur
 print("the same from a global pre-hook:", ran)
 assert ran == ["closure", "closure"]
 
-with optimizer.register_step_pre_hook(lambda opt, args, kwargs: 5):
+returns = {"5": 5, "a list [args, kwargs]": [(optimizer,), {}], "a tuple of three": ((optimizer,), {}, None)}
+for label, returned in returns.items():
+    with optimizer.register_step_pre_hook(lambda opt, args, kwargs: returned):
+        try:
+            optimizer.step()
+            raise AssertionError("expected a RuntimeError")
+        except RuntimeError as error:
+            print(f"a pre-hook returning {label}: RuntimeError: ... must return None or a tuple of (new_args, "
+                  "new_kwargs), but got ...")
+            assert "must return None or a tuple of (new_args, new_kwargs), but got" in str(error)
+
+with optimizer.register_step_pre_hook(lambda opt, args, kwargs: (1, 2)):
     try:
         optimizer.step()
-    except RuntimeError as error:
-        print("a pre-hook returning 5: RuntimeError:", error)
-        assert "must return None or a tuple of (new_args, new_kwargs), but got 5" in str(error)
+        raise AssertionError("expected a TypeError")
+    except TypeError as error:
+        print("a pre-hook returning (1, 2): TypeError:", error)
+        assert str(error).endswith("argument after ** must be a mapping, not int")
 
 # %% [markdown]
 # ## Exercise 2: `attach_weight_ema`
@@ -811,7 +827,7 @@ with adam.register_state_dict_post_hook(lambda opt, state_dict: {"replaced": Tru
 # | `module.register_state_dict_post_hook` | `(module, state_dict, prefix, local_metadata)` | child first | must be `None` (edit in place); no bound methods on 2.13 |
 # | `module.register_load_state_dict_pre_hook` | `(module, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs)` | parent first | ignored: edit the dict in place |
 # | `module.register_load_state_dict_post_hook` | `(module, incompatible_keys)` | child first | must be `None`; may edit the key lists |
-# | `optimizer.register_step_pre_hook` | `(optimizer, args, kwargs)`, `args == (optimizer,)` | after global pre-hooks | `None` or new `(args, kwargs)` |
+# | `optimizer.register_step_pre_hook` | `(optimizer, args, kwargs)`, `args == (optimizer,)` | after global pre-hooks | `None` or a new `(args, kwargs)` tuple; anything but a tuple of two raises `RuntimeError` |
 # | `optimizer.register_step_post_hook` | `(optimizer, args, kwargs)` | before global post-hooks | ignored |
 # | `register_optimizer_step_pre_hook` / `_post_hook` (from `torch.optim.optimizer`) | `(optimizer, args, kwargs)` | around every optimizer's own hooks | as the optimizer's |
 #
