@@ -809,7 +809,7 @@ assert [name for name, _ in tied.named_modules(remove_duplicate=False)] == ["", 
 # %% [markdown]
 # A layer whose parameters are frozen (`requires_grad=False`) is still gone through by backward,
 # hooks included, when something before it needs a gradient; once nothing before it does, backward
-# stops before it.
+# stops before it. Eval mode (`model.eval()`) changes nothing here: the same backward hooks fire.
 
 # %%
 torch.manual_seed(0)
@@ -822,6 +822,12 @@ for index in (0, 2):
 caught_warnings(lambda: partly_frozen(torch.randn(5, 3)).sum().backward())  # (layer 0's input needs no grad)
 print("layer 2 frozen, layer 0 trains: full hooks fired on layers", fired)
 assert fired == [2, 0]
+partly_frozen.eval()
+fired.clear()
+caught_warnings(lambda: partly_frozen(torch.randn(5, 3)).sum().backward())
+print("the same in eval mode:", fired)
+assert fired == [2, 0]
+partly_frozen.train()
 partly_frozen[0].requires_grad_(False)  # now nothing before layer 4 needs a gradient
 fired.clear()
 partly_frozen(torch.randn(5, 3)).sum().backward()
@@ -837,8 +843,8 @@ assert fired == []
 # - register a full backward hook on every module of `model` that is an instance of one of
 #   `layer_types`: `model.named_modules()` gives each one with its name, at any depth (e.g.
 #   `"encoder.0"`), `model` itself first (named `""`), and a module reachable under two names
-#   once, under the first; a module with frozen parameters is hooked too (backward still goes
-#   through it on its way to the layers before it);
+#   once, under the first; a module with frozen parameters is hooked too (backward goes through
+#   it whenever something before it needs a gradient, as the cell above shows);
 # - each time backward goes through such a module, in training and in eval mode, the hook appends
 #   the L2 norm of `grad_output[0]`, as a Python `float`, to the list `norms[name]`, and changes
 #   no gradient;
