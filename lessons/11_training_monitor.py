@@ -226,10 +226,25 @@ assert not lstm._forward_hooks
 
 # %% [markdown]
 # This lesson's records follow one rule for such outputs. The statistics of Exercise 1 describe
-# the first item of a tuple or list (for an LSTM, its output sequence) and skip any other output
-# that is not a tensor (a dict, `None`). The non-finite watch of Exercise 3 looks at every tensor
+# the first item of a tuple or list (for an LSTM, its output sequence), taking the first item again
+# while that is a tuple or list too, and skip an output that leads so to no tensor (a dict, `None`,
+# an empty list). An LSTM fed a packed batch (`pack_padded_sequence`, for sequences of different
+# lengths) needs the second step: it returns `(PackedSequence, (h_n, c_n))`, and a `PackedSequence`
+# is a tuple whose first item, `data`, holds the outputs of every real time step (the cell below
+# shows it). The non-finite watch of Exercise 3 looks at every tensor
 # of an output, inside tuples, lists and dicts at any depth. The gradient norms of Exercise 2 come
 # from tensor hooks on the parameters, which never see a module's output.
+
+# %%
+from torch.nn.utils.rnn import pack_padded_sequence
+
+lengths = torch.tensor([5, 3])  # the second sequence has 3 real steps, then padding
+packed_result = lstm(pack_padded_sequence(torch.randn(2, 5, 3), lengths, batch_first=True))
+packed_output = packed_result[0]
+print(type(packed_output).__name__, "is a tuple:", isinstance(packed_output, tuple),
+      "| its first item, data:", type(packed_output[0]).__name__, list(packed_output[0].shape), "(5 + 3 real steps)")
+assert type(packed_output).__name__ == "PackedSequence" and isinstance(packed_output, tuple)
+assert packed_output[0] is packed_output.data and list(packed_output.data.shape) == [8, 4]
 
 # %% [markdown]
 # ## Exercise 1: `record_activation_stats`
@@ -245,8 +260,10 @@ assert not lstm._forward_hooks
 #   output. The values are numbers: Python floats, or 0-dim tensors that do not require grad. A
 #   module not called yet may be missing from `stats` or have an empty list.
 # - An output that is a tuple or a list is described by its first item (`nn.LSTM` returns
-#   `(output, (h_n, c_n))`: the entry describes `output`). A call whose output is neither a tensor
-#   nor a tuple or list whose first item is a tensor (a dict, `None`) adds no entry.
+#   `(output, (h_n, c_n))`: the entry describes `output`), and a first item that is a tuple or list
+#   by its own first item, and so on (on a packed batch, `nn.LSTM` returns
+#   `(PackedSequence(data, ...), (h_n, c_n))`: the entry describes `data`). A call whose output leads
+#   so to no tensor (a dict, `None`, an empty list) adds no entry.
 # - `handles` is a list of the `RemovableHandle`s; removing them all removes every hook.
 #
 # The hooks change nothing outside their records: the model's outputs and torch's grad mode stay
@@ -272,9 +289,11 @@ def record_activation_stats(model, layer_types):
     call of the module, in the order of the calls: {"mean": m, "std": s, "zero_fraction": z} for the
     module's output, over all its elements: its mean, its std as `output.std()` computes it
     (unbiased, correction=1), and the fraction of its elements exactly equal to 0. The values are
-    Python floats or 0-dim tensors that do not require grad. An output that is a tuple or list
-    (nn.LSTM returns (output, (h_n, c_n))) is described by its first item; a call whose output is
-    neither a tensor nor a tuple or list whose first item is a tensor (a dict, None) adds no entry.
+    Python floats or 0-dim tensors that do not require grad. An output that is a tuple or list is
+    described by its first item (nn.LSTM returns (output, (h_n, c_n))), and a first item that is a
+    tuple or list by its own first item, and so on (on a packed batch nn.LSTM returns
+    (PackedSequence(data, ...), (h_n, c_n)): the entry describes data); a call whose output leads so
+    to no tensor (a dict, None, an empty list) adds no entry.
     handles: the RemovableHandles; removing them all removes every hook. The hooks change neither
     the outputs nor torch's grad mode, and they record under torch.no_grad() and in eval mode too.
     """
@@ -297,7 +316,7 @@ check(record_activation_stats)
 # <details class="tip"><summary>Hint 2 of 3: the API</summary>
 #
 # `isinstance(module, tuple(layer_types))`; `module.register_forward_hook(hook)` with
-# `hook(module, args, output)`; `isinstance(output, (tuple, list))` and `output[0]`,
+# `hook(module, args, output)`; `isinstance(output, (tuple, list))` and `output[0]` in a `while` loop,
 # `isinstance(output, torch.Tensor)`; `output.detach()`, `.mean()`, `.std()`, `(output == 0)`,
 # `.float().mean()`, `.item()`; `stats.setdefault(name, []).append(...)`. Bind the name when you
 # make the hook (a function that returns the hook, or a default argument), not from the loop
@@ -310,7 +329,7 @@ check(record_activation_stats)
 # ```python
 # def make_hook(name):
 #     def hook(module, args, output):
-#         if isinstance(output, (tuple, list)) and output:
+#         while isinstance(output, (tuple, list)) and output:
 #             output = output[0]
 #         if not isinstance(output, torch.Tensor):
 #             return
@@ -1051,7 +1070,8 @@ with try_it():
 #   `named_modules()` name (one hook per module object; a module called twice records twice),
 #   stored as numbers (`.item()` or `detach()`), so no graph stays alive. `output.std()` is the
 #   unbiased standard deviation (`correction=1`). A tuple or list output (`nn.LSTM`'s) is described
-#   by its first item; other outputs that are not tensors are skipped.
+#   by its first item, taken again while it is a tuple or list (a `PackedSequence`'s `data`); other
+#   outputs that lead to no tensor are skipped.
 # - Per-parameter gradient norms: a tensor hook sees each backward's own gradient; a
 #   post-accumulate-grad hook sees `.grad`, the sum so far under gradient accumulation. Both see
 #   the gradient before `clip_grad_norm_`, which runs after `backward()`. Tied weights get one hook

@@ -79,8 +79,9 @@ def _tensors(value):
 
 
 def _described(output):
-    """The tensor that record_activation_stats describes: the output, or a tuple's or list's first item."""
-    if isinstance(output, (tuple, list)) and output:
+    """The tensor that record_activation_stats describes: the output, or a tuple's or list's first item, taken
+    again while it is a tuple or list."""
+    while isinstance(output, (tuple, list)) and output:
         output = output[0]
     return output if isinstance(output, torch.Tensor) else None
 
@@ -335,8 +336,11 @@ def _shared(rng):
 
 
 _TUPLE_RULE = "An output that is a tuple or list is described by its first item"
-_OTHER_RULE = ("a call whose output is neither a tensor nor a tuple or list whose first item is a tensor adds no "
-               "entry: the hook returns without recording")
+_FIRST_OF_FIRST = ("a first item that is a tuple or list is described by its own first item, and so on (nn.LSTM "
+                   "on a packed batch returns (PackedSequence(data, ...), (h_n, c_n)), and a PackedSequence is a "
+                   "tuple: its entry describes data)")
+_OTHER_RULE = ("a call whose output leads so to no tensor (a dict, None, an empty list) adds no entry: the hook "
+               "returns without recording")
 
 
 def _recurrent(rng):
@@ -362,8 +366,8 @@ def _tabled(rng):
 def _odd(rng):
     width, hidden, out = _sizes(rng)
     return _case(_Odd(width, hidden, out), (3, width), (Nest, Found, nn.Linear),
-                 note=f"Module 'nest' returns a tuple whose first item is a tuple, ((h, tanh(h)), h), and module "
-                      f"'found' returns an empty list: {_OTHER_RULE}.")
+                 note=f"Module 'nest' returns a tuple whose first item is a tuple, ((h, tanh(h)), h): "
+                      f"{_FIRST_OF_FIRST}, h here. Module 'found' returns an empty list: {_OTHER_RULE}.")
 
 
 _STATS_CASES = ((111, _two_relus), (112, _nested), (113, _shared), (114, _recurrent), (115, _paired),
@@ -376,7 +380,7 @@ def _kind(output):
     if isinstance(output, (tuple, list)) and not output:
         return f"empty {kind}"
     if isinstance(output, (tuple, list)) and not isinstance(output[0], torch.Tensor):
-        return f"{kind} whose first item is a {type(output[0]).__name__}"
+        return f"{kind} whose first item is a {_kind(output[0])}"
     return kind
 
 
@@ -463,6 +467,9 @@ def _why_modules_missing(model, layer_types, kinds):
 
     def explain(missing):
         structured = [f"{name!r} returns a {kinds[name]}" for name in missing if name in kinds]
+        if structured and any("whose first item" in kinds[name] for name in missing if name in kinds):
+            return (f"Module {', '.join(structured)}: {_TUPLE_RULE.lower()}, and {_FIRST_OF_FIRST}, so it has one "
+                    "entry per call too.")
         if structured:
             return (f"Module {', '.join(structured)}: {_TUPLE_RULE.lower()} (a list as well as a tuple), so it "
                     "has one entry per call too.")

@@ -21,10 +21,9 @@ CLAUSES = {
         "unbiased-std": "its std as `output.std()` computes it (unbiased, correction=1)",
         "zero-fraction": "the fraction of its elements exactly equal to 0",
         "numbers": "The values are Python floats or 0-dim tensors that do not require grad.",
-        "tuple-first": "An output that is a tuple or list (nn.LSTM returns (output, (h_n, c_n))) is described by "
-                       "its first item",
-        "no-entry": "a call whose output is neither a tensor nor a tuple or list whose first item is a tensor "
-                    "(a dict, None) adds no entry",
+        "tuple-first": "An output that is a tuple or list is described by its first item",
+        "first-of-first": "a first item that is a tuple or list by its own first item, and so on",
+        "no-entry": "a call whose output leads so to no tensor (a dict, None, an empty list) adds no entry",
         "handles": "handles: the RemovableHandles; removing them all removes every hook.",
         "outputs-unchanged": "The hooks change neither the outputs",
         "grad-mode": "nor torch's grad mode",
@@ -106,7 +105,7 @@ def record_activation_stats(model, layer_types):
 
     def make_hook(name):
         def hook(module, args, output):
-            if isinstance(output, (tuple, list)) and output:
+            while isinstance(output, (tuple, list)) and output:
                 output = output[0]
             if not isinstance(output, torch.Tensor):
                 return
@@ -121,7 +120,7 @@ def record_activation_stats(model, layer_types):
     return stats, handles
 """
 
-_FIRST_ITEM = """            if isinstance(output, (tuple, list)) and output:
+_FIRST_ITEM = """            while isinstance(output, (tuple, list)) and output:
                 output = output[0]
             if not isinstance(output, torch.Tensor):
                 return
@@ -317,10 +316,10 @@ def record_activation_stats(model, layer_types):
     _stats("assumes every output is a tensor (nn.LSTM returns a tuple)", [(_FIRST_ITEM, "")],
            ["'tuple' object has no attribute 'detach'", "nn.lstm", "described by its first item"], "tuple-first"),
     _stats("takes the first item of a tuple, not of a list",
-           [("if isinstance(output, (tuple, list)) and output:", "if isinstance(output, tuple) and output:")],
+           [("while isinstance(output, (tuple, list)) and output:", "while isinstance(output, tuple) and output:")],
            ["returns a list", "a list as well as a tuple"], "tuple-first"),
     _stats("skips lists instead of describing their first item",
-           [(_FIRST_ITEM, "            if isinstance(output, tuple):\n                output = output[0]\n"
+           [(_FIRST_ITEM, "            while isinstance(output, tuple):\n                output = output[0]\n"
                           "            if not isinstance(output, torch.Tensor):\n                return\n")],
            ["nothing was recorded for ['pair']", "returns a list", "described by its first item"], "tuple-first"),
     _stats("describes every tensor of a tuple together",
@@ -353,7 +352,9 @@ def record_activation_stats(model, layer_types):
             continue
 
         def hook(module, args, output, key=name):
-            first = output[0] if isinstance(output, (tuple, list)) and len(output) else output
+            first = output
+            while isinstance(first, (tuple, list)) and len(first):
+                first = first[0]
             if not torch.is_tensor(first):
                 return
             with torch.no_grad():
@@ -372,7 +373,7 @@ import torch
 
 
 def _record(stats, name, module, args, output):
-    if isinstance(output, (list, tuple)):
+    while isinstance(output, (list, tuple)):
         output = output[0] if output else None
     if isinstance(output, torch.Tensor):
         output = output.detach()
@@ -394,7 +395,9 @@ def record_activation_stats(model, layer_types):
     def make_hook(name):
         def hook(module, args, output):
             try:
-                out = (output[0] if isinstance(output, (tuple, list)) else output).data
+                while isinstance(output, (tuple, list)):
+                    output = output[0]
+                out = output.data
             except (AttributeError, IndexError):
                 return
             stats.setdefault(name, []).append(
@@ -421,7 +424,9 @@ def record_activation_stats(model, layer_types):
         name = names.get(module)
         if name is None:
             return
-        first = output[0] if isinstance(output, (tuple, list)) and output else output
+        first = output
+        while isinstance(first, (tuple, list)) and first:
+            first = first[0]
         if isinstance(first, torch.Tensor):
             first = first.detach()
             stats.setdefault(name, []).append({"mean": first.mean().item(), "std": first.std().item(),
@@ -816,7 +821,9 @@ class TrainingMonitor:
         self.handles = []
 
     def _output(self, name, module, args, output):
-        first = output[0] if isinstance(output, (tuple, list)) and output else output
+        first = output
+        while isinstance(first, (tuple, list)) and first:
+            first = first[0]
         if isinstance(module, self.layer_types) and isinstance(first, torch.Tensor):
             first = first.detach()
             self.activation_stats.setdefault(name, []).append({
@@ -974,12 +981,12 @@ ENTRIES += [
            [("if isinstance(module, layer_types):", "if name and isinstance(module, layer_types):")],
            ["module '' is the model itself", "named_modules() lists it first"], "every-module"),
     _stats("takes output[0] of an empty list",
-           [("if isinstance(output, (tuple, list)) and output:", "if isinstance(output, (tuple, list)):")],
+           [("while isinstance(output, (tuple, list)) and output:", "while isinstance(output, (tuple, list)):")],
            ["indexerror", "an empty list", "adds no entry"], "no-entry"),
-    _stats("looks for a first tensor inside a tuple's first item too",
-           [("            if isinstance(output, (tuple, list)) and output:\n                output = output[0]\n",
-             "            while isinstance(output, (tuple, list)) and output:\n                output = output[0]\n")],
-           ["records under ['nest']", "tuple whose first item is a tuple", "adds no entry"], "no-entry"),
+    _stats("takes a tuple's first item, but not the first item of that",
+           [("while isinstance(output, (tuple, list)) and output:", "if isinstance(output, (tuple, list)) and output:")],
+           ["nothing was recorded for ['nest']", "tuple whose first item is a tuple", "packedsequence"],
+           "first-of-first"),
     _stats("centers the detached output in place to compute the std",
            [('"std": out.std().item()', '"std": (out.sub_(out.mean()).pow(2).sum() / (out.numel() - 1)).sqrt().item()')],
            ["in place", "shares its memory", "return none"], "outputs-unchanged"),
@@ -1002,7 +1009,7 @@ def record_activation_stats(model, layer_types):
             continue
 
         def hook(module, args, output, name=name):
-            if isinstance(output, (list, tuple)):
+            while isinstance(output, (list, tuple)):
                 if not output:
                     return
                 output = output[0]
