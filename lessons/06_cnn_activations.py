@@ -36,6 +36,8 @@ from torch import nn
 
 from hooked.notebook import check, hint, try_it
 
+torch.set_num_threads(1)  # the tensors of this lesson are small; torch works on one thread here
+
 # %% [markdown]
 # ## The network, and the shapes of its activations
 #
@@ -276,11 +278,13 @@ plt.show()
 # `model`) during `model(x)`:
 #
 # - captured with a forward hook on `layer`, and the hook is removed before the function returns,
-#   also when the forward pass raises (the exception goes on to the caller);
+#   also when the forward pass raises (the exception goes on to the caller), whether it raises after
+#   `layer` ran or before; hooks that were registered before the call stay;
 # - the forward pass runs without building an autograd graph (it is only looked at);
 # - the result is detached, and later in-place operations in the model (an in-place ReLU after
 #   `layer`) do not change it;
-# - `layer` may be any module of `model`, `model` itself included;
+# - `layer` may be any module of `model`, `model` itself included; if it runs more than once during
+#   `model(x)` (one module used twice, under two names), the result is the output of its last call;
 # - the model and each of its modules keep their train/eval mode, and grad mode is as it was once the
 #   function returns.
 #
@@ -298,9 +302,11 @@ def get_activation(model, layer, x):
     """The output of `layer`, a submodule of `model`, during `model(x)`.
 
     Captured with a forward hook on `layer` that is removed before returning, also when the
-    forward pass raises (the exception propagates). The forward pass runs without building an
-    autograd graph. The result is detached, and in-place operations later in the model (such
-    as an in-place ReLU after `layer`) do not change it. `layer` may be `model` itself.
+    forward pass raises (the exception propagates). Hooks registered before the call stay.
+    The forward pass runs without building an autograd graph. The result is detached, and
+    in-place operations later in the model (such as an in-place ReLU after `layer`) do not change
+    it. `layer` may be `model` itself. If `layer` runs more than once during `model(x)` (a module
+    used twice), the result is the output of its last call.
     The model and each of its modules keep their train/eval mode, and grad mode is as it was once the
     function returns.
     """
@@ -427,6 +433,41 @@ assert torch.equal(caught["output"].grad * (caught["activation"] > 0), reference
 model.zero_grad()
 
 # %% [markdown]
+# **A frozen model.** Grad-CAM is often asked of a model whose parameters are frozen
+# (`requires_grad=False` on every one, as for a pretrained backbone). Then nothing in the forward pass
+# requires grad, the conv's output has no autograd graph, and `output.register_hook` raises. The graph
+# comes back when the input requires grad: `x.detach().requires_grad_()` is a new tensor that shares
+# the values of `x`, so the caller's `x` keeps `requires_grad=False`, and the parameters stay frozen.
+# The gradient with respect to the conv's output is then the same as in the model that is not frozen.
+
+# %%
+frozen = make_cnn()
+frozen.load_state_dict(model.state_dict())
+frozen[1] = nn.ReLU()  # not in place, so that the output keeps what the conv produced
+frozen.requires_grad_(False)
+frozen_outputs = []
+with frozen[0].register_forward_hook(lambda module, args, output: frozen_outputs.append(output)):
+    frozen(digit)
+    print("frozen model, x without grad: the conv's output requires grad:", frozen_outputs[0].requires_grad)
+    try:
+        frozen_outputs[0].register_hook(lambda grad: None)
+        raise AssertionError("expected a RuntimeError")
+    except RuntimeError as error:
+        print(f"{type(error).__name__}: {error}")
+        assert str(error) == "cannot register a hook on a tensor that doesn't require gradient"
+    copy_of_digit = digit.detach().requires_grad_()
+    frozen_score = frozen(copy_of_digit)[0, target]
+frozen_gradient, = torch.autograd.grad(frozen_score, frozen_outputs[1])
+print("with a copy of x that requires grad: the conv's output requires grad:", frozen_outputs[1].requires_grad,
+      "| x requires grad:", digit.requires_grad, "| a parameter requires grad:",
+      any(p.requires_grad for p in frozen.parameters()))
+print("the gradient equals the one of the model that is not frozen:", torch.allclose(frozen_gradient, reference_gradient))
+assert frozen_outputs[1].requires_grad and not digit.requires_grad
+assert copy_of_digit.data_ptr() == digit.data_ptr()  # the same values, in the same memory
+assert not any(p.requires_grad for p in frozen.parameters())
+assert torch.allclose(frozen_gradient, reference_gradient)
+
+# %% [markdown]
 # ## Exercise 2: `grad_cam`
 #
 # Write `grad_cam(model, layer, x, target)` for a single image `x` of shape `(1, C, H, W)`. It
@@ -438,14 +479,19 @@ model.zero_grad()
 # - `cam = relu(sum_k w_k * A_k)`, upsampled bilinearly with `align_corners=False` to `(H, W)`,
 #   then divided by its maximum when that maximum is positive (an all-zero map stays zero).
 #
-# It must work when `layer` is followed by `ReLU(inplace=True)`, leave no hook on any module, leave
-# every module of the model in the train or eval mode it was in, and leave grad mode on (it is called
-# with grad mode on, which its backward pass needs). The caller's `x` is left as it was: its values,
-# and it does not require grad. (A `backward()` that also fills the parameters' `.grad` is allowed.)
+# It must work when `layer` is followed by `ReLU(inplace=True)`, and on a frozen model (no parameter
+# requires grad, the case of the cell above) without unfreezing it: every parameter's `requires_grad` is
+# left as it was. It leaves no hook on any module, also when the forward pass raises (the exception
+# goes on to the caller), and hooks registered before the call stay; it leaves every module of the
+# model in the train or eval mode it was in, and grad mode on (it is called with grad mode on, which
+# its backward pass needs). The caller's `x` is left as it was: its values, and it does not require
+# grad. (A `backward()` that also fills the parameters' `.grad` is allowed.) `layer` runs once during
+# `model(x)`: a module used twice has one `A` and one `G` per call, and Grad-CAM of it is not asked.
 #
 # Traps: a full backward hook (fails with an in-place ReLU); `retain_grad()` or `detach()` without
 # `clone()` (both read the value after the ReLU); weights from the activations instead of the
-# gradients; forgetting the ReLU, the upsampling or the normalization; dividing by a zero maximum.
+# gradients; forgetting the ReLU, the upsampling or the normalization; dividing by a zero maximum;
+# a frozen model, whose layer output has no graph unless the input requires grad.
 #
 # Check: run `check(grad_cam)` below, or `pytest tests/test_06_cnn_activations.py -k grad_cam`.
 
@@ -462,9 +508,12 @@ def grad_cam(model, layer, x, target):
     `model(x)[0, target]` with respect to A: w_k = mean of G over its spatial dims,
     cam = relu(sum_k w_k * A_k), upsampled bilinearly (align_corners=False) to (H, W) and divided
     by its maximum when that is positive. Returns a tensor of shape (H, W).
-    Works when `layer` is followed by an in-place ReLU; leaves no hook on any module, every
-    module of the model in its train/eval mode, and grad mode on (it is called with grad mode on).
-    `x` is left as it was: its values, and it does not require grad.
+    Works when `layer` is followed by an in-place ReLU, and on a frozen model (no parameter
+    requires grad) without changing any parameter's requires_grad. Leaves no hook on any module, also
+    when the forward pass raises (the exception propagates), and keeps the hooks registered before the
+    call. Leaves every module of the model in its train/eval mode, and grad mode on (it is called with
+    grad mode on). `x` is left as it was: its values, and it does not require grad.
+    `layer` runs once during `model(x)`.
     """
     # TODO: write this, as its docstring says.
     raise NotImplementedError("grad_cam is not written yet")
@@ -478,6 +527,7 @@ check(grad_cam)
 #
 # One forward pass with a forward hook on `layer` that keeps a copy of the output and attaches a
 # tensor hook to the output itself; then backward from the target's score fills in the gradient.
+# Run it on a copy of `x` that requires grad, so that there is a graph even when the model is frozen.
 # The rest is arithmetic on two tensors of shape (K, h, w).
 #
 # </details>
@@ -485,7 +535,8 @@ check(grad_cam)
 # <details class="tip"><summary>Hint 2 of 3: the API</summary>
 #
 # `output.register_hook(fn)` inside the forward hook (the handle of the forward hook as a context
-# manager removes it); `output.detach().clone()`; `score.backward()`; `gradient.mean(dim=(1, 2))`;
+# manager removes it); `output.detach().clone()`; `x.detach().requires_grad_()` (a new tensor: `x`
+# itself does not change); `score.backward()`; `gradient.mean(dim=(1, 2))`;
 # `torch.relu`; `F.interpolate(cam[None, None], size=..., mode="bilinear", align_corners=False)`
 # wants a 4-D tensor.
 #
@@ -495,7 +546,7 @@ check(grad_cam)
 #
 # ```python
 # with layer.register_forward_hook(hook):
-#     score = model(x)[0, target]
+#     score = model(x.detach().requires_grad_())[0, target]
 # score.backward()
 # weights = gradient.mean(dim=(1, 2))                       # (K,)
 # cam = torch.relu((weights[:, None, None] * activation).sum(dim=0))

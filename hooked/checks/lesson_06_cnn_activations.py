@@ -75,6 +75,28 @@ def _nested_cnn(rng, height, width, padding):
     return model, in_channels, classes
 
 
+def _shared_cnn(rng, height, width, padding):
+    """One conv used twice (the same object under two names), each call followed by an in-place ReLU."""
+    channels, classes = rng.randint(2, 4), rng.randint(3, 5)
+    conv = nn.Conv2d(channels, channels, 3, padding=1)
+    model = nn.Sequential(collections.OrderedDict(
+        probe=_GradModeProbe(), conv=conv, relu=nn.ReLU(inplace=True), again=conv, relu2=nn.ReLU(inplace=True),
+        flatten=nn.Flatten(), head=nn.Linear(channels * height * width, classes)))
+    return model, channels, classes
+
+
+class _FailsBeforeLayer(nn.Module):
+    """Raises before its conv runs (as a model does when x has the wrong number of channels for an
+    earlier layer)."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(1, 3, 3, padding=1)
+
+    def forward(self, x):
+        raise ValueError("forward failed before the layer, on purpose")
+
+
 class _FailsAfterLayer(nn.Module):
     """Runs its conv, then raises."""
 
@@ -113,17 +135,36 @@ def _layer_text(name):
 _TRAINED = "the lesson's CNN, trained"
 
 
-def _hooks_left(model):
-    """Names (and kinds) of modules that still hold hooks, of any kind, and of parameters that hold
-    tensor hooks."""
+_HOOK_KINDS = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks")
+
+
+def _registered_hooks(model):
+    """{(module name, kind): {hook id: hook}} of every module's hook dicts."""
+    return {(name, kind): dict(getattr(module, kind)) for name, module in model.named_modules() for kind in _HOOK_KINDS}
+
+
+def _hooks_left(model, before=None):
+    """Names (and kinds) of modules that hold hooks of any kind not in `before` (the caller's own,
+    from _registered_hooks), and of parameters that hold tensor hooks."""
+    before = before or {}
     left = []
     for name, module in model.named_modules():
-        for kind in ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks"):
-            if getattr(module, kind):
+        for kind in _HOOK_KINDS:
+            if set(getattr(module, kind)) - set(before.get((name, kind), {})):
                 left.append(f"{name or 'the model'} ({kind.strip('_')})")
     left += [f"parameter {name} (tensor hook)" for name, parameter in model.named_parameters()
              if parameter._backward_hooks]
     return left
+
+
+def _check_callers_hooks_kept(model, before, call_text):
+    """The hooks the caller had registered (`before`) are all still there, the same objects."""
+    gone = [f"{name or 'the model'} ({kind.strip('_')})" for (name, kind), hooks in before.items()
+            for key, hook in hooks.items() if getattr(model.get_submodule(name), kind).get(key) is not hook]
+    if gone:
+        fail(f"{call_text} removed hooks that the caller had registered before the call, on {gone}. Remove only "
+             "the hook you registered, through its handle (handle.remove(), or the handle as a context manager); "
+             "emptying a module's hook dict (module._forward_hooks.clear()) takes the caller's hooks too.")
 
 
 def _modes(model):
@@ -134,8 +175,10 @@ def _mode_name(training):
     return "train" if training else "eval"
 
 
-def _check_clean(model, modes, call_text):
-    left = _hooks_left(model)
+def _check_clean(model, modes, call_text, before=None):
+    if before:
+        _check_callers_hooks_kept(model, before, call_text)
+    left = _hooks_left(model, before)
     if left:
         fail(f"After {call_text}, hooks were still registered on {left}. Remove every hook you register before "
              "returning: the handle is a context manager (register the hook in a `with` statement), or call "
@@ -167,11 +210,13 @@ def _true_activation(model, name, x):
     """What the layer produced, on a copy whose ReLUs are not in place."""
     twin = _twin_without_in_place(model)
     kept = {}
-    twin.get_submodule(name).register_forward_hook(lambda module, args, output: kept.update(
-        inputs=args[0].detach().clone(), output=output.detach().clone()))
+    calls = []
+    twin.get_submodule(name).register_forward_hook(lambda module, args, output: calls.append(
+        (args[0].detach().clone(), output.detach().clone())))
     with torch.no_grad():
         out = twin(x)
-    return kept["output"], kept["inputs"], out
+    kept.update(inputs=calls[-1][0], output=calls[-1][1], outputs=[output for _, output in calls])
+    return kept["output"], kept["inputs"], out, kept["outputs"]
 
 
 def _outputs_of_modules(model, x):
@@ -186,7 +231,12 @@ def _outputs_of_modules(model, x):
     return outputs
 
 
-def _check_activation_value(value, expected, layer_input, model_output, relu_after, said, others=dict):
+def _check_activation_value(value, expected, layer_input, model_output, relu_after, said, others=dict, calls=(),
+                            replaced=False):
+    if isinstance(value, (list, tuple)) and len(calls) > 1:
+        fail(f"{said} returned a {type(value).__name__} of {len(value)} element(s); `layer` runs {len(calls)} times "
+             "during model(x) here (one module used twice), and the result is one tensor: the output of its last "
+             "call. Keep only the latest output in the hook (overwrite it on each call).")
     if not isinstance(value, torch.Tensor):
         fail(f"{said} returned {describe(value)}; expected the layer's output, {describe(expected)}. Return the "
              "tensor your hook captured.")
@@ -194,7 +244,22 @@ def _check_activation_value(value, expected, layer_input, model_output, relu_aft
         fail(f"{said} returned a tensor that is still part of an autograd graph (requires_grad="
              f"{value.requires_grad}); return it detached, from a forward pass run under torch.no_grad().")
     if close(value, expected):
+        if value.dtype != expected.dtype:
+            fail(f"{said} returned {describe(value)}; expected the layer's output as it is, {describe(expected)}, in "
+                 f"its dtype {expected.dtype}: keep output.detach().clone(), without converting it.")
         return
+    if len(calls) > 1 and any(close(value, output) for output in calls[:-1]):
+        first = next(number for number, output in enumerate(calls, start=1) if close(value, output))
+        fail(f"{said} returned {describe(value)}, the output of call {first} of {len(calls)}: `layer` runs "
+             f"{len(calls)} times during model(x) here (one module used twice), and the result is the output of "
+             "its last call. Overwrite what the hook keeps on every call (don't keep only the first, and don't "
+             "remove the hook once it has fired).")
+    if relu_after and replaced and close(value, expected.relu()):
+        fail(f"{said} returned {describe(value)}: the layer's output after the in-place ReLU that follows the "
+             f"layer; the layer produced {describe(expected)}. Your forward hook returned a value (a lambda whose "
+             "expression gives a tensor, such as dict.setdefault(...)), and a forward hook's return replaces the "
+             "layer's output: the model went on with your copy, and the in-place ReLU overwrote it. Make the hook "
+             "return None (a def whose body stores the copy).")
     if relu_after and close(value, expected.relu()):
         fail(f"{said} returned {describe(value)}: the layer's output after the in-place ReLU that follows the "
              f"layer overwrote it; the layer produced {describe(expected)}. output.detach() shares memory with "
@@ -217,11 +282,19 @@ def _check_activation_value(value, expected, layer_input, model_output, relu_aft
 
 def _check_raising_forward(get_activation):
     torch.manual_seed(605)
-    model = _FailsAfterLayer()
     x = random_tensor(606, (1, 1, 5, 6))
-    call_text = "get_activation(model, model.conv, x) with a model whose forward raises ValueError after model.conv"
+    for model, when in ((_FailsAfterLayer(), "after model.conv"), (_FailsBeforeLayer(), "before model.conv runs")):
+        _check_raises_and_cleans(get_activation, model, x,
+                                 f"get_activation(model, model.conv, x) with a model whose forward raises ValueError "
+                                 f"{when}")
+
+
+def _check_raises_and_cleans(function, model, x, call_text, *more):
+    """`function(model, model.conv, x, *more)` lets the model's own ValueError through, leaves no hook and
+    leaves each parameter's requires_grad as it was."""
+    requires_grad = [p.requires_grad for p in model.parameters()]
     try:
-        result = get_activation(model, model.conv, x)
+        result = function(model, model.conv, x, *more)
     except ValueError as error:
         if "on purpose" not in str(error):
             fail(f"{call_text} raised ValueError: {error}, not the model's own ValueError; let the exception of "
@@ -238,17 +311,37 @@ def _check_raising_forward(get_activation):
     left = _hooks_left(model)
     if left:
         fail(f"{call_text}: the ValueError came through, but hooks were left on {left}. When forward raises, "
-             "the lines after model(x) don't run: remove the hook in a `finally:` block, or register it in a "
+             "the lines after model(x) don't run (and a hook that removes itself when it fires never fires if "
+             "forward raises before the layer): remove the hook in a `finally:` block, or register it in a "
              "`with` statement (the handle is a context manager).")
+    if [p.requires_grad for p in model.parameters()] != requires_grad:
+        fail(f"{call_text}: the ValueError came through, but parameters' requires_grad had changed (the model's "
+             "parameters were frozen). Leave each parameter's requires_grad as it was, also when forward raises.")
 
 
 def _activation_case(get_activation, model, name, relu_after, x, what="", grad_mode=True):
-    expected, layer_input, model_output = _true_activation(model, name, x)
-    modes = _modes(model)
+    expected, layer_input, model_output, calls = _true_activation(model, name, x)
+    modes, before = _modes(model), _registered_hooks(model)
     call_text = f"get_activation(model, {_layer_text(name)}, x) with x of shape {tuple(x.shape)}{what}"
-    with calling(f"calling {call_text}"), torch.set_grad_enabled(grad_mode):
-        value = get_activation(model, model.get_submodule(name), x)
-        grad_mode_after = torch.is_grad_enabled()
+    # Where the in-place ReLU wrote: into the layer's own output, or into a tensor a hook returned instead.
+    seen, probes = {}, []
+    if relu_after:
+        probes = [model.get_submodule(name).register_forward_hook(
+                      lambda module, args, output: seen.update(produced=output.data_ptr()), prepend=True),
+                  model.get_submodule(relu_after).register_forward_pre_hook(
+                      lambda module, args: seen.update(overwritten=args[0].data_ptr()))]
+        before = _registered_hooks(model)
+    try:
+        with calling(f"calling {call_text}"), torch.set_grad_enabled(grad_mode):
+            value = get_activation(model, model.get_submodule(name), x)
+            grad_mode_after = torch.is_grad_enabled()
+    finally:
+        for probe in probes:
+            probe.remove()
+    if probes:
+        before = {key: {i: hook for i, hook in hooks.items() if all(i != probe.id for probe in probes)}
+                  for key, hooks in before.items()}
+    replaced = "overwritten" in seen and seen.get("produced") != seen["overwritten"]
     if grad_mode and not grad_mode_after:
         fail(f"After {call_text}, grad mode was left off for the code that runs next. Turn it off only for "
              "the forward pass, with `with torch.no_grad():`.")
@@ -261,9 +354,9 @@ def _activation_case(get_activation, model, name, relu_after, x, what="", grad_m
         fail(f"{call_text} never ran the model's forward pass (its first module did not run). Call model(x) "
              "with a forward hook on `layer`: the layer's output depends on the layers before it, so calling "
              "layer(x) yourself gives something else.")
-    _check_clean(model, modes, call_text)
+    _check_clean(model, modes, call_text, before)
     _check_activation_value(value, expected, layer_input, model_output, relu_after, call_text,
-                            others=lambda: _outputs_of_modules(model, x))
+                            others=lambda: _outputs_of_modules(model, x), calls=calls, replaced=replaced)
     return call_text
 
 
@@ -296,6 +389,16 @@ def check_get_activation(get_activation):
     model.pool.eval()
     _activation_case(get_activation, model, "conv", "relu", random_tensor(seed + 13, (2, in_channels) + size),
                      what=" (the model in train mode, its pool in eval mode)")
+    # Hooks the caller registered before (on the layer, on the model) stay, and only they.
+    model, in_channels, _ = _build(seed, build, size, padding, True)
+    model.conv.register_forward_hook(lambda module, args, output: None)
+    model.register_forward_pre_hook(lambda module, args: None)
+    _activation_case(get_activation, model, "conv", "relu", random_tensor(seed + 14, (2, in_channels) + size),
+                     what=" (the caller's own forward hook on model.conv and pre-hook on model registered before)")
+    # A module used twice: the output of its last call.
+    model, in_channels, _ = _build(615, _shared_cnn, (6, 7), 1, True)
+    _activation_case(get_activation, model, "conv", "relu2", random_tensor(616, (2, in_channels, 6, 7)),
+                     what=" (model.conv runs twice: model.again is the same module)")
     # Called with grad mode off (inside an evaluation loop, say): it stays off.
     model, in_channels, _ = _build(seed, build, size, padding, False)
     _activation_case(get_activation, model, "conv", "relu", random_tensor(seed + 12, (2, in_channels) + size),
@@ -313,7 +416,7 @@ def check_get_activation(get_activation):
 def _activation_and_gradient(model, name, relu_after, x, target, score_of=None):
     """A and G as in a copy without in-place ReLUs; also A and G after the ReLU that follows the layer.
     `score_of(output, target)` is what the gradient is of (default: the raw score output[0, target])."""
-    twin = _twin_without_in_place(model)
+    twin = _twin_without_in_place(model).requires_grad_(True)  # a frozen model's twin too has a graph
     kept = {}
     twin.get_submodule(name).register_forward_hook(lambda module, args, output: kept.update(A=output))
     if relu_after:
@@ -407,6 +510,18 @@ def _variants(found, size):
     return variants
 
 
+def _frozen_up_to(model, name):
+    """Whether no parameter of the layer `name`, or of the modules that run before it, requires grad: then
+    the layer's output requires grad only if x does. (For the models of these checks, which run their
+    modules in the order they are registered.)"""
+    for other, module in model.named_modules():
+        if any(p.requires_grad for p in module.parameters(recurse=False)):
+            return False
+        if other == name:
+            return True
+    return True
+
+
 def _call_grad_cam(grad_cam, model, name, x, target, call_text):
     try:
         with calling(f"calling {call_text}"):
@@ -414,6 +529,13 @@ def _call_grad_cam(grad_cam, model, name, x, target, call_text):
     except LearnerCodeRaised as raised:
         no_graph = ("does not require grad and does not have a grad_fn", "cannot register a hook on a tensor that "
                     "doesn't require gradient")
+        if (isinstance(raised.error, RuntimeError) and any(text in str(raised.error) for text in no_graph)
+                and _frozen_up_to(model, name)):
+            fail(f"{call_text} raised RuntimeError: {raised.error} No parameter of the layer or of the modules "
+                 "before it requires grad (they are frozen), and x does not either, so the layer's output is not "
+                 "part of any autograd graph: there is nothing to hook and no gradient to take. Run the model on a "
+                 "copy of x that requires grad, model(x.detach().requires_grad_()), and leave the parameters' "
+                 "requires_grad alone (x itself must not require grad afterwards).")
         if isinstance(raised.error, RuntimeError) and any(text in str(raised.error) for text in no_graph):
             fail(f"{call_text} raised RuntimeError: {raised.error} The forward pass built no autograd graph, so "
                  "there is no gradient to take: run it with grad mode on (not under torch.no_grad() or "
@@ -520,10 +642,17 @@ def _grad_cam_case(grad_cam, model, name, relu_after, x, target, what=""):
     size = tuple(x.shape[-2:])
     found = _activation_and_gradient(model, name, relu_after, x, target)
     expected = _cam(found["A"], found["G"], size)
-    modes = _modes(model)
+    modes, before = _modes(model), _registered_hooks(model)
+    requires_grad = [p.requires_grad for p in model.parameters()]
     call_text = f"grad_cam(model, {_layer_text(name)}, x, {target}) with x of shape {tuple(x.shape)}{what}"
     original = x.clone()
     cam = _call_grad_cam(grad_cam, model, name, x, target, call_text)
+    changed = [f"{p_name} (was {was}, now {p.requires_grad})"
+               for (p_name, p), was in zip(model.named_parameters(), requires_grad) if p.requires_grad != was]
+    if changed:
+        fail(f"After {call_text}, parameters' requires_grad had changed: {', '.join(changed)}. A frozen model must "
+             "stay frozen: leave each parameter's requires_grad as it was (to get a graph through frozen layers, "
+             "run the model on a copy of x that requires grad, x.detach().requires_grad_()).")
     if x.requires_grad or x.grad is not None:
         fail(f"After {call_text}, the caller's x requires grad (or has a .grad): grad_cam set requires_grad on it. "
              "Grad-CAM needs the gradient with respect to the layer's output, not the image; leave x as it was "
@@ -534,7 +663,7 @@ def _grad_cam_case(grad_cam, model, name, relu_after, x, target, what=""):
     if not torch.is_grad_enabled():
         fail(f"After {call_text}, grad mode was left off for the code that runs next. Don't switch it off "
              "globally (torch.set_grad_enabled(False)); the backward pass needs it on.")
-    _check_clean(model, modes, call_text)
+    _check_clean(model, modes, call_text, before)
     _judge_cam(cam, expected, found, size, call_text,
                more_variants=lambda: _other_class(model, name, x, target, size)
                + _other_scores(model, name, x, target, size) + _other_layers(model, name, x, target, size))
@@ -555,6 +684,32 @@ def check_grad_cam(grad_cam):
     model.pool.eval()
     _grad_cam_case(grad_cam, model, name, relu_after, random_tensor(seed + 21, (1, in_channels) + size, scale=2.0),
                    random.Random(seed).randrange(classes), what=" (the model in train mode, its pool in eval mode)")
+
+    # A frozen model (no parameter requires grad), and a frozen layer under a head that is trained.
+    for what, frozen in ((" (a frozen model: no parameter requires grad)", lambda model: model),
+                         (" (model.conv frozen, the head trainable)", lambda model: model.conv)):
+        model, in_channels, classes = _build(seed, build, size, padding, False)
+        frozen(model).requires_grad_(False)
+        _grad_cam_case(grad_cam, model, name, relu_after,
+                       random_tensor(seed + 22, (1, in_channels) + size, scale=2.0),
+                       random.Random(seed).randrange(classes), what=what)
+
+    # Hooks the caller registered before (on the layer, on the model) stay, and only they.
+    model, in_channels, classes = _build(seed, build, size, padding, False)
+    model.conv.register_forward_hook(lambda module, args, output: None)
+    model.register_forward_pre_hook(lambda module, args: None)
+    _grad_cam_case(grad_cam, model, name, relu_after, random_tensor(seed + 23, (1, in_channels) + size, scale=2.0),
+                   random.Random(seed).randrange(classes),
+                   what=" (the caller's own forward hook on model.conv and pre-hook on model registered before)")
+
+    # A forward pass that raises: the exception goes on to the caller, and no hook is left.
+    torch.manual_seed(617)
+    x = random_tensor(618, (1, 1, 5, 6))
+    for model, when in ((_FailsAfterLayer(), "after model.conv"), (_FailsBeforeLayer(), "before model.conv runs"),
+                        (_FailsAfterLayer().requires_grad_(False), "after model.conv, its parameters frozen")):
+        _check_raises_and_cleans(grad_cam, model, x,
+                                 f"grad_cam(model, model.conv, x, 0) with a model whose forward raises ValueError "
+                                 f"{when}", 0)
 
     # A layer whose output is all zero: the map is zero, and must stay zero (no division by 0).
     model, in_channels, classes = _build(607, _small_cnn, (6, 8), 1, True)

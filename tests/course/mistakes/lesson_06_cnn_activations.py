@@ -11,6 +11,7 @@ import torch.nn.functional as F
 
 def grad_cam(model, layer, x, target):
     saved = {}
+    x = x.detach().requires_grad_()  # a graph also through a frozen model; the caller's x does not change
 
     def hook(module, args, output):
         saved["A"] = output.detach().clone()
@@ -24,6 +25,9 @@ def grad_cam(model, layer, x, target):
     cam = F.interpolate(cam[None, None], size=x.shape[-2:], mode="bilinear", align_corners=False)[0, 0]
     return cam / cam.max() if cam.max() > 0 else cam
 """
+
+
+_COPY_OF_X = "    x = x.detach().requires_grad_()  # a graph also through a frozen model; the caller's x does not change\n"
 
 
 def _grad_cam_with(*changes):
@@ -275,7 +279,7 @@ def get_activation(model, layer, x):
         hook = lambda module, args, output: kept.append(output.clone().detach())  # noqa: E731
         stack.enter_context(layer.register_forward_hook(hook))
         model(x)
-    return kept[0]
+    return kept[-1]
 ''',
          expect=[]),
     dict(exercise="get_activation", kind="right", why="the hook hands the model a copy, keeps the original",
@@ -292,7 +296,7 @@ def get_activation(model, layer, x):
 
     with layer.register_forward_hook(hook), torch.no_grad():
         model(x)
-    return kept[0]
+    return kept[-1]
 ''',
          expect=[]),
     dict(exercise="get_activation", kind="right", why="grad mode saved and restored by hand in finally",
@@ -416,7 +420,7 @@ def grad_cam(model, layer, x, target):
         return output.clone()  # the model goes on with the copy; an in-place ReLU changes the copy
 
     with layer.register_forward_hook(hook):
-        score = model(x)[0, target]
+        score = model(x.clone().requires_grad_(True))[0, target]  # a graph through frozen layers too
     A = kept["A"]
     (G,) = torch.autograd.grad(score, A)
     weights = G[0].sum(dim=(1, 2)) / (G.shape[2] * G.shape[3])
@@ -442,7 +446,7 @@ def grad_cam(model, layer, x, target):
     handle = layer.register_forward_hook(hook)
     try:
         model.zero_grad()
-        model(x)[0, target].backward()
+        model(torch.autograd.Variable(x, requires_grad=True))[0, target].backward()  # an old spelling of a copy
     finally:
         handle.remove()
     A, G = activations[0].squeeze(0), gradients[0].squeeze(0)
@@ -517,7 +521,7 @@ def grad_cam(model, layer, x, target):
         output.register_hook(lambda grad: saved.__setitem__("G", grad))
 
     with layer.register_forward_hook(hook):
-        model(x)[0, target].backward()
+        model(x.detach().requires_grad_())[0, target].backward()
     cam = torch.einsum("bk,bkhw->bhw", saved["G"].mean(dim=(2, 3)), saved["A"]).clamp(min=0)[:, None]
     (H, W), (h, w) = x.shape[-2:], cam.shape[-2:]
     if H % h == 0 and W % w == 0:
@@ -539,7 +543,7 @@ import torch.nn.functional as F
 
 def grad_cam(model, layer, x, target):
     name = next(name for name, module in model.named_modules() if module is layer)
-    twin = copy.deepcopy(model)
+    twin = copy.deepcopy(model).requires_grad_(True)  # the copy may be unfrozen; the model stays frozen
     for module in twin.modules():
         if hasattr(module, "inplace"):
             module.inplace = False
@@ -561,6 +565,7 @@ import torch.nn.functional as F
 
 def grad_cam(model, layer, x, target):
     modes = {module: module.training for module in model.modules()}
+    frozen = [p for p in model.parameters() if not p.requires_grad]
     activations, gradients = [], []
 
     def hook(module, args, output):
@@ -570,12 +575,17 @@ def grad_cam(model, layer, x, target):
     handle = layer.register_forward_hook(hook)
     try:
         model.eval()
+        for p in frozen:
+            p.requires_grad_(True)
         with torch.enable_grad():
             model(x)[0, target].backward()
     finally:
         handle.remove()
         for module, training in modes.items():
             module.training = training
+        for p in frozen:
+            p.requires_grad_(False)
+            p.grad = None
     A, G = activations[0][0], gradients[0][0]
     cam = torch.maximum(torch.tensordot(G.mean(dim=(1, 2)), A, dims=1), torch.zeros(()).double())
     cam = F.interpolate(cam[None, None], size=x.shape[2:], mode="bilinear", align_corners=False)[0][0]
@@ -597,6 +607,9 @@ CLAUSES = {
         "not-changed-later": "in-place operations later in the model (such as an in-place ReLU after `layer`) do not "
                              "change it.",
         "root": "`layer` may be `model` itself.",
+        "callers-hooks": "Hooks registered before the call stay.",
+        "shared-last": "If `layer` runs more than once during `model(x)` (a module used twice), the result is the output "
+                       "of its last call.",
         "mode": "The model and each of its modules keep their train/eval mode",
         "grad-mode": "grad mode is as it was once the function returns.",
     },
@@ -612,7 +625,12 @@ CLAUSES = {
         "zero-map": "when that is positive",
         "shape": "Returns a tensor of shape (H, W).",
         "in-place-relu": "Works when `layer` is followed by an in-place ReLU",
-        "no-hook": "leaves no hook on any module",
+        "frozen": "and on a frozen model (no parameter requires grad)",
+        "requires-grad-kept": "without changing any parameter's requires_grad",
+        "no-hook": "Leaves no hook on any module",
+        "no-hook-on-raise": "also when the forward pass raises",
+        "propagates": "(the exception propagates)",
+        "callers-hooks": "keeps the hooks registered before the call",
         "mode": "every module of the model in its train/eval mode",
         "grad-mode": "grad mode on (it is called with grad mode on)",
         "x-unchanged": "`x` is left as it was: its values, and it does not require grad.",
@@ -745,7 +763,7 @@ def get_activation(model, layer, x):
             model(x)
     finally:
         hook.remove()
-    return kept[0]
+    return kept[-1]
 ''',
          expect=[]),
 
@@ -796,8 +814,10 @@ def grad_cam(model, layer, x, target):
         store["A"] = output.detach().clone()
         output.register_hook(lambda grad: store.setdefault("G", grad))
 
+    image = x.detach().clone()
+    image.requires_grad = True
     with layer.register_forward_hook(hook):
-        out = model(x)
+        out = model(image)
     out[:, target].sum().backward()
     A, G = store["A"], store["G"]
     cam = F.relu((G.mean(dim=(2, 3), keepdim=True) * A).sum(dim=1, keepdim=True))
@@ -860,7 +880,8 @@ ENTRIES += [
          source=_grad_cam_with(("    saved = {}", "    x.requires_grad_()\n    saved = {}")),
          expect=["x requires grad", "no x.requires_grad_()"]),
     dict(exercise="grad_cam", kind="right", why="a copy of the image that requires grad",
-         source=_grad_cam_with(("        score = model(x)[0, target]", "        score = model(x.clone().requires_grad_())[0, target]")),
+         source=_grad_cam_with((_COPY_OF_X, ""),
+                               ("        score = model(x)[0, target]", "        score = model(x.clone().requires_grad_())[0, target]")),
          expect=[]),
 ]
 
@@ -889,3 +910,128 @@ ENTRIES += [
          source=_grad_cam_with(('saved["A"] = output.detach().clone()', 'saved["A"] = output.detach().clone().relu()')),
          expect=["with a relu applied", "or your code applied one", "what the layer produced"]),
 ]
+
+_NOT_FROZEN_SAFE = _grad_cam_with((_COPY_OF_X, ""))
+
+# Review of issue 12: hooks the caller had, a module used twice, a forward that raises before the layer,
+# a frozen model.
+ENTRIES += [
+    dict(exercise="get_activation", kind="wrong", clause="callers-hooks", why="empties the layer's forward-hook dict",
+         source='''
+import torch
+
+
+def get_activation(model, layer, x):
+    captured = {}
+    layer.register_forward_hook(lambda m, a, output: captured.update(out=output.detach().clone()))
+    try:
+        with torch.no_grad():
+            model(x)
+    finally:
+        layer._forward_hooks.clear()
+    return captured["out"]
+''',
+         expect=["removed hooks that the caller had registered", "only the hook you registered"]),
+    dict(exercise="get_activation", kind="wrong", clause="shared-last", why="keeps the first call of a module used twice",
+         source=edited(_GET_ACTIVATION, ('        captured["out"] = output.detach().clone()',
+                                         '        if "out" not in captured:\n'
+                                         '            captured["out"] = output.detach().clone()')),
+         expect=["the output of call 1 of 2", "its last call"]),
+    dict(exercise="get_activation", kind="wrong", clause="shared-last", why="a list of the outputs of every call",
+         source='''
+import torch
+
+
+def get_activation(model, layer, x):
+    outputs = []
+    with layer.register_forward_hook(lambda m, a, output: outputs.append(output.detach().clone())), torch.no_grad():
+        model(x)
+    return outputs[0] if len(outputs) == 1 else outputs
+''',
+         expect=["returned a list of 2", "runs 2 times", "its last call"]),
+    dict(exercise="get_activation", kind="wrong", clause="removed-on-raise", why="a hook that removes itself when it fires",
+         source='''
+import torch
+
+
+def get_activation(model, layer, x):
+    captured = {}
+
+    def hook(module, args, output):
+        captured["out"] = output.detach().clone()
+        captured["handle"].remove()
+
+    captured["handle"] = layer.register_forward_hook(hook)
+    with torch.no_grad():
+        model(x)
+    return captured["out"]
+''',
+         expect=["raises valueerror before model.conv runs", "hooks were left", "finally"]),
+    dict(exercise="get_activation", kind="wrong", clause="output-of-layer", why="a float64 copy of the output",
+         source=edited(_GET_ACTIVATION, ("output.detach().clone()", "output.detach().double()")),
+         expect=["in its dtype torch.float32", "without converting it"]),
+    dict(exercise="get_activation", kind="wrong", clause="not-changed-later", why="a lambda hook that returns its copy",
+         source='''
+import torch
+
+
+def get_activation(model, layer, x):
+    captured = {}
+    with layer.register_forward_hook(lambda m, a, output: captured.setdefault("out", output.detach().clone())), \\
+            torch.no_grad():
+        model(x)
+    return captured["out"]
+''',
+         expect=["your forward hook returned a value", "replaces the layer's output", "return none"]),
+    dict(exercise="grad_cam", kind="wrong", clause="frozen", why="the model run on x itself, no graph when frozen",
+         source=_NOT_FROZEN_SAFE,
+         expect=["frozen", "not part of any autograd graph", "x.detach().requires_grad_()"]),
+    dict(exercise="grad_cam", kind="wrong", clause="frozen", why="a copy of x that requires grad only when every parameter is frozen",
+         source=_grad_cam_with((_COPY_OF_X, "    if not any(p.requires_grad for p in model.parameters()):\n"
+                                            "        x = x.detach().requires_grad_()\n")),
+         expect=["model.conv frozen, the head trainable", "not part of any autograd graph"]),
+    dict(exercise="grad_cam", kind="wrong", clause="requires-grad-kept", why="unfreezes the model and leaves it so",
+         source=_grad_cam_with((_COPY_OF_X, "    model.requires_grad_(True)\n")),
+         expect=["requires_grad had changed", "conv.weight (was false, now true)", "must stay frozen"]),
+    dict(exercise="grad_cam", kind="wrong", clause="no-hook-on-raise", why="removes the hook after backward, no finally",
+         source=_grad_cam_with(("    with layer.register_forward_hook(hook):\n        score = model(x)[0, target]\n"
+                                "    score.backward()\n",
+                                "    handle = layer.register_forward_hook(hook)\n    score = model(x)[0, target]\n"
+                                "    score.backward()\n    handle.remove()\n")),
+         expect=["the valueerror came through, but hooks were left", "finally"]),
+    dict(exercise="grad_cam", kind="wrong", clause="propagates", why="an empty map when the forward pass raises",
+         source=_grad_cam_with(("    with layer.register_forward_hook(hook):\n        score = model(x)[0, target]\n",
+                                "    with layer.register_forward_hook(hook):\n        try:\n"
+                                "            score = model(x)[0, target]\n        except Exception:\n"
+                                "            return torch.zeros(x.shape[-2:])\n")),
+         expect=["but model(x) raised valueerror", "don't catch it"]),
+    dict(exercise="grad_cam", kind="wrong", clause="callers-hooks", why="empties the layer's forward-hook dict",
+         source=_grad_cam_with(("    with layer.register_forward_hook(hook):\n        score = model(x)[0, target]\n",
+                                "    layer.register_forward_hook(hook)\n    try:\n        score = model(x)[0, target]\n"
+                                "    finally:\n        layer._forward_hooks.clear()\n")),
+         expect=["removed hooks that the caller had registered", "only the hook you registered"]),
+    dict(exercise="grad_cam", kind="wrong", clause="requires-grad-kept",
+         why="unfreezes for the call and puts the flags back, but not when forward raises",
+         source=_grad_cam_with((_COPY_OF_X, "    flags = [(p, p.requires_grad) for p in model.parameters()]\n"
+                                            "    model.requires_grad_(True)\n"),
+                               ("    score.backward()\n", "    score.backward()\n    for p, flag in flags:\n"
+                                                          "        p.requires_grad_(flag)\n")),
+         expect=["the valueerror came through, but parameters' requires_grad had changed", "also when forward raises"]),
+    dict(exercise="grad_cam", kind="right", why="the parameters unfrozen for the call, each flag put back",
+         source=_grad_cam_with((_COPY_OF_X, "    flags = [(p, p.requires_grad) for p in model.parameters()]\n"),
+                               ("    with layer.register_forward_hook(hook):\n        score = model(x)[0, target]\n"
+                                "    score.backward()\n",
+                                "    try:\n        for p, _ in flags:\n            p.requires_grad_(True)\n"
+                                "        with layer.register_forward_hook(hook):\n"
+                                "            score = model(x)[0, target]\n        score.backward()\n"
+                                "    finally:\n        for p, flag in flags:\n            p.requires_grad_(flag)\n")),
+         expect=[]),
+]
+
+NOT_CLAUSES = {
+    "grad_cam": {
+        "`layer` runs once during `model(x)`.": "a precondition, not a promise: a module used twice has one A and "
+                                                "one G per call, and Grad-CAM of one layer names one of each; "
+                                                "nothing is asked of grad_cam for such a module",
+    },
+}
