@@ -41,6 +41,9 @@ _DTYPE = ("Your hook returned a tensor of another dtype than the gradient it rep
           "the same dtype as the entry it replaces (draw noise with dtype=grad.dtype, or torch.randn_like(grad)).")
 _GENERATOR = ("Your hook returned a generator: a comprehension in parentheses, (... for g in ...), is a generator "
               "expression, not a tuple, and torch needs its length. Return a tuple: tuple(... for g in ...).")
+_AMBIGUOUS = ("A norm taken along some dimensions (per row, or per matrix as torch.linalg.matrix_norm does on a tensor "
+              "of more than two dimensions) gives several values, which cannot be compared with max_norm. Take the "
+              "L2 norm over all elements: grad.norm() or torch.linalg.vector_norm(grad).")
 _NUMPY = ("In a backward with create_graph=True (as torch.autograd.grad(..., create_graph=True) runs it, for a "
           "gradient penalty) the gradients a hook receives require grad, and .numpy() refuses them. Take the norm "
           "with torch (tensor.norm()), then .item().")
@@ -74,6 +77,8 @@ def _learner(doing):
             fail(f"{doing[:1].upper()}{doing[1:]} raised {describe_learner_error(raised.error)}\n{_DTYPE}")
         if "object of type 'generator' has no len()" in str(raised.error):
             fail(f"{doing[:1].upper()}{doing[1:]} raised {describe_learner_error(raised.error)}\n{_GENERATOR}")
+        if "Boolean value of Tensor with more than one value is ambiguous" in str(raised.error):
+            fail(f"{doing[:1].upper()}{doing[1:]} raised {describe_learner_error(raised.error)}\n{_AMBIGUOUS}")
         if "Can't call numpy() on Tensor that requires grad" in str(raised.error):
             fail(f"{doing[:1].upper()}{doing[1:]} raised {describe_learner_error(raised.error)}\n{_NUMPY}")
         if "should always return None or None for all gradients" in str(raised.error):
@@ -676,6 +681,12 @@ def _judge_clip_case(case, seen):
                  f"{squared}")
         if close(result, grad.clamp(-max_norm, max_norm)):
             fail(f"{message} You clipped each element; clip the L2 norm of the whole tensor instead.")
+        if grad.dim() == 2:
+            spectral = torch.linalg.matrix_norm(grad, ord=2).item()
+            if spectral > max_norm and close(result, grad * (max_norm / spectral)):
+                fail(f"{message} You rescaled by the spectral norm ({spectral:.4g}, the largest singular value, which "
+                     "torch.linalg.norm(grad, ord=2) gives for a matrix); judge and rescale by the L2 norm over all "
+                     "elements: grad.norm() or torch.linalg.vector_norm(grad).")
         largest = grad.abs().max().item()
         if largest > max_norm and close(result, grad * (max_norm / largest)):
             fail(f"{message} You rescaled by the largest element (the infinity norm, {largest:.4g}); judge and rescale "
@@ -810,6 +821,9 @@ def check_clip_grad_input(clip_grad_input):
         dict(factory=lambda: nn.Linear(5, 3), seed=641, max_norm=1.0, out_shape=(4, 3), kinds=(None,),
              inputs=lambda: (leaf(642, (4, 5), needs_grad=False),),
              text="nn.Linear(5, 3) whose input needs no grad", grad_input_text="(None,)"),
+        dict(factory=lambda: nn.Conv2d(2, 3, 3), seed=671, max_norm=2.0, out_shape=(4, 3, 3, 3), kinds=("clip",),
+             inputs=lambda: (leaf(672, (4, 2, 5, 5)),), text="nn.Conv2d(2, 3, 3) with an input of shape (4, 2, 5, 5)",
+             grad_input_text="(one 4-dimensional tensor, norm above max_norm)"),
     ]
     for case in cases:
         seen = _run_clip_case(clip_grad_input, case)

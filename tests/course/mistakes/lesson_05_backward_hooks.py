@@ -2360,4 +2360,68 @@ def add_grad_noise(module, std, generator=None):
     return module.register_full_backward_pre_hook(hook)
 ''',
          expect=['on backward number 10', 'add noise at every call']),
+    dict(exercise="clip_grad_input", kind="wrong", why='spectral norm: torch.linalg.norm(g, ord=2)', clause="clip-above",
+         source='''
+import torch
+
+
+def clip_grad_input(module, max_norm):
+    def hook(m, grad_input, grad_output):
+        out = []
+        for g in grad_input:
+            if g is not None:
+                n = torch.linalg.norm(g, ord=2)
+                if n > max_norm:
+                    g = g * (max_norm / n)
+            out.append(g)
+        return tuple(out)
+    return module.register_full_backward_hook(hook)
+''',
+         expect=['spectral norm', 'l2 norm over all elements']),
+    dict(exercise="clip_grad_input", kind="wrong", why='torch.linalg.matrix_norm, per matrix on a 4-dimensional gradient', clause="clip-above",
+         source='''
+import torch
+
+
+def clip_grad_input(module, max_norm):
+    def hook(m, grad_input, grad_output):
+        out = []
+        for g in grad_input:
+            if g is not None:
+                n = torch.linalg.matrix_norm(g)
+                if n > max_norm:
+                    g = g * (max_norm / n)
+            out.append(g)
+        return tuple(out)
+    return module.register_full_backward_hook(hook)
+''',
+         expect=['boolean value of tensor with more than one value is ambiguous', 'l2 norm over all elements']),
+    dict(exercise="add_grad_noise", kind="wrong", why='one noise value per row, broadcast over the features', clause="iid",
+         source='''
+import torch
+
+
+def add_grad_noise(module, std, generator=None):
+    def hook(m, grad_output):
+        return tuple(None if g is None else g + std * torch.randn(g.shape[0], 1, generator=generator, dtype=g.dtype) for g in grad_output)
+    return module.register_full_backward_pre_hook(hook)
+''',
+         expect=['repeats itself along dimension 1', 'one independent value per element']),
+    dict(exercise="add_grad_noise", kind="wrong", why="the generator's state restored before each entry", clause="separate",
+         source='''
+import torch
+
+
+def add_grad_noise(module, std, generator=None):
+    def hook(m, grad_output):
+        state = generator.get_state() if generator is not None else torch.get_rng_state()
+        out = []
+        for g in grad_output:
+            if generator is not None: generator.set_state(state)
+            else: torch.set_rng_state(state)
+            out.append(None if g is None else g + std * torch.randn(g.shape, generator=generator, dtype=g.dtype))
+        return tuple(out)
+    return module.register_full_backward_pre_hook(hook)
+''',
+         expect=['the same noise went into both', 'draw new noise for each entry']),
 ]
