@@ -987,6 +987,68 @@ def find_first_nonfinite(model, *inputs):
          source=_find(("            return not torch.isfinite(value).all()",
                        "            return value.numel() >= 2 and not torch.isfinite(value).all()")),
          expect=["a single element", "whatever its size"]),
+    dict(exercise="summarize_model", kind="right", why="rows made when calls finish, sorted by their start index",
+         source='''
+import itertools
+import torch
+from torch.nn.modules import module as M
+
+def summarize_model(model, *inputs, **kwargs):
+    names = {}
+    for n, m in model.named_modules():
+        names.setdefault(m, n)
+    counter = itertools.count()
+    started, done = [], []
+    def pre(m, a):
+        if m in names:
+            started.append(next(counter))
+    def post(m, a, o):
+        if m in names:
+            i = started.pop()
+            if isinstance(o, torch.Tensor):
+                shape = tuple(o.shape)
+            elif isinstance(o, (tuple, list)):
+                shape = [tuple(t.shape) if isinstance(t, torch.Tensor) else None for t in o]
+            else:
+                shape = None
+            done.append((i, {"name": names[m], "type": type(m).__name__, "output_shape": shape,
+                             "params": sum(p.numel() for p in m.parameters(recurse=False))}))
+    handles = [M.register_module_forward_pre_hook(pre), M.register_module_forward_hook(post)]
+    try:
+        out = model(*inputs, **kwargs)
+    finally:
+        for h in handles:
+            h.remove()
+    return out, [row for _, row in sorted(done, key=lambda pair: pair[0])]
+''',
+         expect=[]),
+    dict(exercise="find_first_nonfinite", kind="right", why="every call logged, numpy's isfinite",
+         source='''
+import numpy as np
+import torch
+
+def find_first_nonfinite(model, *inputs):
+    log = []
+    handles = []
+    def make(name):
+        def hook(m, a, o):
+            ts = [o] if torch.is_tensor(o) else [t for t in o if torch.is_tensor(t)] if isinstance(o, (tuple, list)) else []
+            log.append((name, any(not np.isfinite(t.detach().cpu().numpy()).all() for t in ts)))
+        return hook
+    for name, m in model.named_modules():
+        handles.append(m.register_forward_hook(make(name)))
+    try:
+        with torch.no_grad():
+            model(*inputs)
+    finally:
+        for h in handles:
+            h.remove()
+    for name, bad in log:
+        if bad:
+            return name
+    return None
+''',
+         expect=[]),
     dict(exercise="find_first_nonfinite", kind="right", why="per-module hooks, nan_to_num compared, try/finally",
          source='''
 import torch
