@@ -506,7 +506,11 @@ def _call_finder(fn, model, what):
              "dicts); it must only report them, not remove, add or replace any.")
     if isinstance(result, (str, bytes, dict, torch.Tensor)) or not hasattr(result, "__iter__"):
         fail(f"{text} returned {describe(result)}; expected a list of (name, kind, hook) triples.")
-    result = list(result)
+    if not isinstance(result, list):
+        fail(f"{text} returned a {type(result).__name__}, not a list; expected a list of (name, kind, hook) "
+             "triples. A generator or a tuple is not [] even when it holds nothing (so `find_registered_hooks(model) "
+             "== []` is False for a clean model), and a generator can be read only once: return a list "
+             "(list(...) of it).")
     for item in result:
         if not isinstance(item, (tuple, list)) or len(item) != 3:
             fail(f"{text} returned a list holding {describe(item)}; every item must be a triple (name, kind, hook).")
@@ -769,10 +773,16 @@ def check_remove_all_hooks(fn):
                      f"when the model ran: {fired[:5]}. The model is a module too: model.modules() gives it first, "
                      "while a walk over model.children() or model._modules starts below it.")
             on_parameters = [name for name in fired if name.startswith(tuple(PARAMETER_HOOK_DICTS))]
-            hint = (" Empty a parameter's hook dicts with the dict's clear method: setting "
-                    "parameter._post_accumulate_grad_hooks to None leaves the hook attached (autograd keeps the old "
-                    "dict)."
-                    if on_parameters else "")
+            kinds_left = sorted({kind for _, kind, _ in left}, key=KINDS.index)
+            still_held = [kind for kind in kinds_left if kind in PARAMETER_HOOK_DICTS]
+            hint = ""
+            if kinds_left:
+                hint += (f" Still in their dicts: hooks of the kind(s) {kinds_left} (kept in "
+                         f"{', '.join(sorted({(MODULE_HOOK_DICTS | PARAMETER_HOOK_DICTS)[kind] for kind in kinds_left}))}).")
+            if on_parameters and not still_held:
+                hint += (" Empty a parameter's hook dicts with the dict's clear method: setting "
+                         "parameter._post_accumulate_grad_hooks to None leaves the hook attached (autograd keeps the "
+                         "old dict).")
             fail(f"After {text}, these hooks still fired when the model ran forward, backward and "
                  f"load_state_dict(state_dict()): {fired[:5]}. Remove every hook of the ten kinds, on the model "
                  f"itself and on every submodule and parameter.{hint}")

@@ -1292,6 +1292,59 @@ def grad_before_inplace_relu(model, layer, x):
     return grads[0]
 ''',
          expect=[]),
+    # ---- find_registered_hooks and remove_all_hooks: a generator returned, a public cleaner
+    dict(exercise="find_registered_hooks", kind="wrong", why="returns a generator of triples",
+         clause="returns-list",
+         source=_FINDER_DICTS + '''
+
+def find_registered_hooks(model):
+    for name, module in model.named_modules():
+        for kind, attribute in MODULE_DICTS.items():
+            for hook in getattr(module, attribute).values():
+                yield name, kind, hook
+    for name, parameter in model.named_parameters():
+        for kind, attribute in PARAMETER_DICTS.items():
+            for hook in (getattr(parameter, attribute) or {}).values():
+                yield name, kind, hook
+''',
+         expect=["returned a generator, not a list", "is not [] even when it holds nothing"]),
+    dict(exercise="remove_all_hooks", kind="wrong",
+         why="model.apply over three dicts, as public debugging snippets do",
+         clause="kinds",
+         source='''
+def remove_all_hooks(model):
+    removed = [0]
+
+    def remove_hooks(module):
+        for attribute in ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks"):
+            hooks = getattr(module, attribute, None)
+            if hooks:
+                removed[0] += len(hooks)
+                hooks.clear()
+
+    model.apply(remove_hooks)
+    return removed[0]
+''',
+         expect=["still in their dicts", "backward_pre", "post_accumulate_grad"]),
+    dict(exercise="remove_all_hooks", kind="right", why="clears every dict whose name has hook in it, counts the *_hooks ones",
+         source='''
+def remove_all_hooks(model):
+    removed = 0
+    for module in model.modules():
+        for name, value in list(vars(module).items()):
+            if "hook" in name and isinstance(value, dict):
+                if name.endswith("hooks"):  # the flag dicts end in _with_kwargs and _always_called
+                    removed += len(value)
+                value.clear()
+    for parameter in model.parameters():
+        for attribute in ("_backward_hooks", "_post_accumulate_grad_hooks"):
+            hooks = getattr(parameter, attribute)
+            if hooks is not None:
+                removed += len(hooks)
+                hooks.clear()
+    return removed
+''',
+         expect=[]),
 ]
 
 
