@@ -55,14 +55,13 @@ def _modes(model):
     return [(name, module.training) for name, module in model.named_modules()]
 
 
-def _check_modes_kept(modes_before, model, call_text, how):
+def _check_modes_kept(modes_before, model, call_text, how, grad_advice):
     """Fail if the call left grad mode off or changed the train/eval mode of a module (both are put back first,
     so that the checks after this one see the state they expect)."""
     if not torch.is_grad_enabled():
         torch.set_grad_enabled(True)
         fail(f"After {call_text} {how}, gradients were off: it left torch's grad mode changed (as "
-             "torch.set_grad_enabled(False) does until it is set back). Use `with torch.no_grad():`, which puts the "
-             "caller's grad mode back when the block ends, however it ends.")
+             f"torch.set_grad_enabled(False) does until it is set back). {grad_advice}")
     changed = [name or "''" for (name, was), (_, now) in zip(modes_before, _modes(model)) if was != now]
     if changed:
         for (name, was), module in zip(modes_before, model.modules()):
@@ -504,7 +503,8 @@ def check_summarize_model(summarize_model):
                      "arguments: unpack it, model(*inputs, **kwargs).")
             raise
         _check_nothing_left(before, modules, call_text, "returned")
-        _check_modes_kept(modes_before, model, call_text, "returned")
+        _check_modes_kept(modes_before, model, call_text, "returned",
+                          "Leave the grad mode alone: the model runs in the caller's grad mode.")
         if not isinstance(result, (tuple, list)) or len(result) != 2:
             fail(f"{call_text} returned {describe(result)}; expected a pair (output, rows).")
         output, rows = result
@@ -1104,7 +1104,9 @@ def check_find_first_nonfinite(find_first_nonfinite):
                          "True for an empty tensor.")
                 raise
         _check_nothing_left(before, modules, call_text, "returned")
-        _check_modes_kept(modes_before, model, call_text, "returned")
+        _check_modes_kept(modes_before, model, call_text, "returned",
+                          "Use `with torch.no_grad():`, which puts the caller's grad mode back when the block ends, "
+                          "however it ends.")
         if not all(model.probe.training_seen):
             fail(f"{call_text} ran the model in eval mode; the model was in train mode, in which its output differs "
                  "(a Dropout, for one, only drops in train mode). Run the model in the mode the caller has it: "

@@ -829,7 +829,7 @@ def find_first_nonfinite(model, *inputs):
     dict(exercise="summarize_model", kind="wrong", clause="modes-kept", why="grad mode turned off and left off",
          source=_summary(("        output = model(*inputs, **kwargs)",
                           "        output = model(*inputs, **kwargs)\n    torch.set_grad_enabled(False)")),
-         expect=["gradients were off", "grad mode"]),
+         expect=["gradients were off", "leave the grad mode alone"]),
     dict(exercise="summarize_model", kind="wrong", clause="model-mode", why="runs the model in eval mode, then back",
          source=_summary(("        output = model(*inputs, **kwargs)",
                           "        was_training = model.training\n        model.eval()\n"
