@@ -41,6 +41,62 @@ def test_hooks_of_one_kind_run_in_registration_order_unless_prepended():
     assert order == ["prepended", "first", "second"]
 
 
+def _registrations():
+    """{row api: a function that registers a hook that does nothing on fresh objects, and returns what
+    registering returned}"""
+    t, m = _leaf(1.0), nn.Linear(1, 1)
+    node = (t * 2).grad_fn
+    opt = torch.optim.SGD(m.parameters(), lr=0.1)
+    nothing = lambda *args, **kwargs: None
+    tensor, module, node_api = "torch.Tensor.", "torch.nn.Module.", "torch.autograd.graph.Node."
+    optim, module_globals = "torch.optim.Optimizer.", "torch.nn.modules.module."
+    found = {f"{tensor}{name}": getattr(t, name) for name in ("register_hook", "register_post_accumulate_grad_hook")}
+    found.update({f"{node_api}{name}": getattr(node, name) for name in ("register_hook", "register_prehook")})
+    found["torch.autograd.graph.register_multi_grad_hook"] = lambda hook: graph.register_multi_grad_hook([t], hook)
+    for name in dir(m):
+        if name.startswith("register_") and "hook" in name:
+            found[f"{module}{name}"] = getattr(m, name)
+    for name in dir(opt):
+        if name.startswith("register_") and "hook" in name:
+            found[f"{optim}{name}"] = getattr(opt, name)
+    for name in dir(global_hooks):
+        if name.startswith("register_module_") and "hook" in name:
+            found[f"{module_globals}{name}"] = getattr(global_hooks, name)
+    for name in ("register_optimizer_step_pre_hook", "register_optimizer_step_post_hook"):
+        found[f"torch.optim.optimizer.{name}"] = getattr(global_optimizer_hooks, name)
+    return {api: (lambda register=register: register(nothing)) for api, register in found.items()}
+
+
+def test_every_register_call_returns_a_removable_handle_that_a_with_block_removes(monkeypatch):
+    import importlib.util
+
+    from hooked.course import ROOT
+    from torch.utils.hooks import RemovableHandle
+
+    spec = importlib.util.spec_from_file_location("hooked_site_cheatsheet", ROOT / "website" / "cheatsheet.py")
+    cheatsheet = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(cheatsheet)
+    registering = [row["api"] for row in cheatsheet.ROWS if row["api"].rsplit(".", 1)[1].startswith("register")]
+    registrations = _registrations()
+    assert set(registering) <= set(registrations), sorted(set(registering) - set(registrations))
+    for api in registering:
+        # torch remembers, for the process, which kind of global backward hook was registered first
+        monkeypatch.setattr(global_hooks, "_global_is_full_backward_hook", None)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the deprecated backward hooks warn
+            registrations = _registrations()  # fresh objects (a module takes one kind of backward hook), alive
+            handle = registrations[api]()
+        try:
+            assert isinstance(handle, RemovableHandle), (api, type(handle))
+            inner = getattr(handle, "handles", (handle,))  # a multi-grad hook's handle holds one per tensor
+            assert all(h.id in h.hooks_dict_ref() for h in inner), api
+            with handle:
+                pass
+            assert all(h.id not in h.hooks_dict_ref() for h in inner), api
+        finally:
+            handle.remove()  # (a global hook must not outlive the test, whatever failed)
+
+
 def test_leaf_backward_order_is_tensor_hook_then_grad_written_then_post_accumulate_hook():
     t, order = _leaf(1.0), []
     t.register_post_accumulate_grad_hook(lambda tensor: order.append(("post-accumulate", tensor.grad.item())))
@@ -176,6 +232,15 @@ def test_forward_hook_with_always_call_fires_when_forward_raises():
     assert calls == [None]
 
 
+def test_forward_hook_with_kwargs_receives_args_kwargs_and_output():
+    m, seen = _AddTwo(), []
+    m.register_forward_hook(
+        lambda module, args, kwargs, output: seen.append((len(args), sorted(kwargs), output.item())) or output * 10,
+        with_kwargs=True)
+    assert m(torch.tensor([1.0]), y=torch.tensor([10.0])).item() == 130.0
+    assert seen == [(1, ["y"], 13.0)]
+
+
 def test_forward_hook_any_non_none_return_replaces_the_output_unchecked():
     m = _Twice()
     m.register_forward_hook(lambda module, args, output: "not a tensor")
@@ -229,8 +294,11 @@ def test_full_backward_hook_is_not_installed_under_no_grad():
     m, x, calls = _Twice(), _leaf(1.0), []
     m.register_full_backward_hook(lambda module, grad_input, grad_output: calls.append(1))
     with torch.no_grad():
-        m(x)
-    out = m(x)  # the same module, called with grad on: installed again
+        out = m(x)
+    out.requires_grad_()  # a graph from here on, but the module's call is not in it
+    (out * 3).sum().backward()
+    assert calls == []
+    out = m(x)  # the same module, called with grad on: installed
     out.sum().backward()
     assert calls == [1]
 
@@ -242,6 +310,17 @@ def test_full_backward_hook_sees_none_for_inputs_that_do_not_require_grad():
         warnings.simplefilter("ignore")  # "Full backward hook is firing when gradients are computed with respect to module outputs"
         m(x).sum().backward()
     assert seen == [(None,)]
+
+
+def test_full_backward_hook_with_no_input_requiring_grad_fires_before_the_parameter_gradients():
+    m, x, weight_grad_at_hook_time = nn.Linear(2, 1), torch.ones(1, 2), []
+    m.register_full_backward_hook(
+        lambda module, grad_input, grad_output: weight_grad_at_hook_time.append(module.weight.grad))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "Full backward hook is firing when gradients are computed with respect to module outputs"
+        m(x).sum().backward()
+    assert weight_grad_at_hook_time == [None]  # the module's own backward had not run yet
+    assert m.weight.grad is not None
 
 
 def test_full_backward_hook_can_fire_before_a_shared_weight_grad_is_written():
@@ -333,6 +412,10 @@ def test_load_state_dict_post_hook_runs_children_first_and_must_return_none():
     net[0].register_load_state_dict_post_hook(lambda module, keys: order.append("child"))
     net.load_state_dict(net.state_dict())
     assert order == ["child", "parent"]
+    loaded = []
+    net.register_load_state_dict_post_hook(lambda module, keys: loaded.append(module[0].weight.item()))
+    net.load_state_dict({"0.weight": torch.full((1, 1), 7.0), "0.bias": torch.zeros(1)})
+    assert loaded == [7.0]  # after loading: the module holds the new values
     m = nn.Linear(1, 1)
     m.register_load_state_dict_post_hook(lambda module, keys: keys.missing_keys.clear())  # in place: fine
     m.load_state_dict({}, strict=True)
@@ -414,6 +497,17 @@ def test_global_full_backward_hooks_fire_for_every_module_before_its_own(fresh_g
     assert x.grad.item() == 20.0
 
 
+def test_global_full_backward_hook_return_replaces_grad_input(fresh_global_backward_kind):
+    m, x = _Twice(), _leaf(1.0)
+    handle = global_hooks.register_module_full_backward_hook(
+        lambda module, grad_input, grad_output: (grad_input[0] * 0,))
+    try:
+        m(x).sum().backward()
+    finally:
+        handle.remove()
+    assert x.grad.item() == 0.0
+
+
 def test_global_deprecated_backward_hook_sees_only_the_last_operation(fresh_global_backward_kind):
     m, x, y, seen = _AddTwo(), _leaf(1.0), _leaf(1.0), []
     handle = global_hooks.register_module_backward_hook(
@@ -432,6 +526,14 @@ def test_global_full_and_deprecated_backward_hooks_exclude_each_other_even_after
     global_hooks.register_module_full_backward_hook(lambda module, grad_input, grad_output: None).remove()
     with pytest.raises(RuntimeError, match="Cannot use both regular backward hooks and full backward hooks"):
         global_hooks.register_module_backward_hook(lambda module, grad_input, grad_output: None)
+
+
+def test_global_deprecated_then_full_backward_hook_exclude_each_other_too(fresh_global_backward_kind):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        global_hooks.register_module_backward_hook(lambda module, grad_input, grad_output: None).remove()
+    with pytest.raises(RuntimeError, match="Cannot use both regular backward hooks and full backward hooks"):
+        global_hooks.register_module_full_backward_hook(lambda module, grad_input, grad_output: None)
 
 
 def test_global_registration_hooks_fire_on_attribute_assignment_and_can_replace_the_value():
@@ -517,6 +619,19 @@ def test_multi_grad_hook_all_vs_any():
     assert len(all_calls) == 1
     assert [None if grad is None else grad.item() for grad in all_calls[0]] == [2.0, 3.0, None]
     assert len(any_calls) == 1 and any_calls[0].item() in (2.0, 3.0)
+
+
+def test_multi_grad_hook_all_fires_after_the_last_gradient_any_at_the_first():
+    a, b, order = _leaf(1.0), _leaf(1.0), []
+    a.register_hook(lambda grad: order.append("a"))
+    b.register_hook(lambda grad: order.append("b"))
+    graph.register_multi_grad_hook((a, b), lambda grads: order.append("all"), mode="all")
+    graph.register_multi_grad_hook((a, b), lambda grad: order.append("any"), mode="any")
+    (a * 2 + b * 3).sum().backward()
+    first, last = order[0], [name for name in order if name in ("a", "b")][-1]
+    assert order.index("any") == order.index(first) + 1  # right after the first gradient
+    assert order.index("all") == order.index(last) + 1  # right after the last one
+    assert order.count("any") == order.count("all") == 1
 
 
 def test_multi_grad_hook_return_is_ignored():
