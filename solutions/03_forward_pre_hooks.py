@@ -431,7 +431,8 @@ plt.show()
 # and returns the handle. While the module is in training mode, each call replaces the first
 # positional input `x` by `x + noise`: a fresh sample on every call, with independent normal values
 # of mean 0 and standard deviation `std`, one per element of `x`, drawn from `generator` when one is
-# given. In eval mode the inputs pass unchanged. The mode decides, not grad mode: under
+# given and from torch's global random state otherwise (so that `torch.manual_seed` reproduces it).
+# In eval mode the inputs pass unchanged. The mode decides, not grad mode: under
 # `torch.no_grad()` a module in training mode still gets noise. The caller's tensor is never changed
 # in place, other positional arguments and all keyword arguments pass through unchanged, and the
 # result keeps the shape and dtype of `x` (and lets gradients flow back to `x`).
@@ -457,7 +458,8 @@ def add_input_noise(module, std, generator=None):
     In training mode (`module.training` is True at the time of the call), the first positional
     argument `x` is replaced by `x + noise`, where `noise` has the shape of `x` and holds independent
     normal values of mean 0 and standard deviation `std`, drawn anew on every call, from `generator`
-    (a torch.Generator) when it is not None. In eval mode the inputs pass unchanged.
+    (a torch.Generator) when it is not None, and from torch's global random state when it is None.
+    In eval mode the inputs pass unchanged.
     The mode decides, not grad mode: noise is added under torch.no_grad() too.
     The caller's tensor is not changed in place; other positional arguments and all keyword
     arguments pass through unchanged; the new input keeps the dtype of `x` and gradients flow back to `x`.

@@ -211,6 +211,7 @@ def check_add_input_noise(add_input_noise):
                                     "generator each time, on the same x")
     if unused_generator:
         check_generator_advanced(*unused_generator, "add_input_noise")
+    _check_global_state_without_generator(add_input_noise)
 
     _check_noise_only_in_training(add_input_noise)
     _check_noise_keeps_dtype_and_gradient(add_input_noise)
@@ -222,6 +223,30 @@ def check_add_input_noise(add_input_noise):
     if not torch.equal(_noisy_input(module, x, said), x):
         fail(f"{said}\nforward still received a changed x: removing the returned handle must remove the noise. "
              "Return the handle of the pre-hook you registered.")
+
+
+def _check_global_state_without_generator(add_input_noise):
+    """Without a generator the noise comes from torch's global random state: torch.manual_seed(s) before
+    the call decides it."""
+    x = random_tensor(351, (6, 7))
+    noise = {}
+    for seed in (7100, 7100, 7101):
+        module = _Recorder()
+        _registered(lambda m: add_input_noise(m, 0.5), "add_input_noise(module, 0.5)", module)
+        said = (f"Registered add_input_noise(module, 0.5) on a fresh module, called torch.manual_seed({seed}) and "
+                f"module(x) with x = {describe(x)}.")
+        torch.manual_seed(seed)
+        noise.setdefault(seed, []).append(_noisy_input(module, x, said) - x)
+    if not torch.equal(*noise[7100]):
+        fail("Registered add_input_noise(module, 0.5) (no generator) on two fresh modules and called each right "
+             "after torch.manual_seed(7100): the two noises differ. Without a generator, draw from torch's global "
+             "random state (generator=None), which torch.manual_seed resets.")
+    if torch.equal(noise[7100][0], noise[7101][0]):
+        fail("Registered add_input_noise(module, 0.5) (no generator) on fresh modules and called them right after "
+             "torch.manual_seed(7100) and torch.manual_seed(7101): the same noise both times, so it does not come "
+             "from torch's global random state (a torch.Generator() of your own, made when none is given, always "
+             "starts from the same default seed). Pass generator=None on to torch.randn when no generator is "
+             "given.")
 
 
 def _check_noise_only_in_training(add_input_noise):
@@ -259,15 +284,22 @@ def _check_noise_only_in_training(add_input_noise):
 
 
 def _check_noise_keeps_dtype_and_gradient(add_input_noise):
+    for dtype in (torch.float64, torch.float16):  # float32 noise promotes float16 to float32
+        x = random_tensor(341, (32, 40), dtype=dtype)
+        module = _Recorder()
+        _registered(lambda m: add_input_noise(m, 0.3), "add_input_noise(module, 0.3)", module)
+        said = f"Registered add_input_noise(module, 0.3), called module(x) with x = {describe(x)}."
+        noisy = _noisy_input(module, x, said)
+        if noisy.dtype != x.dtype:
+            fail(f"{said}\nforward received x as {describe(noisy)}; expected dtype {x.dtype}, the dtype of x. "
+                 "Draw the noise in the dtype of x (dtype=x.dtype, or torch.randn_like / x.new_empty): noise of "
+                 "another dtype promotes x to the wider of the two.")
     x = random_tensor(341, (32, 40), dtype=torch.float64)
     module = _Recorder()
     _registered(lambda m: add_input_noise(m, 0.3), "add_input_noise(module, 0.3)", module)
     said = f"Registered add_input_noise(module, 0.3), called module(x) with x = {describe(x)}."
-    noisy = _noisy_input(module, x, said)
-    if noisy.dtype != x.dtype:
-        fail(f"{said}\nforward received x as {describe(noisy)}; expected dtype {x.dtype}, the dtype of x. "
-             "Draw the noise in the dtype of x (dtype=x.dtype, or torch.randn_like / x.new_empty).")
-    check_noise_sample(noisy - x, 0.3, f"The noise added to x of shape {tuple(x.shape)}, float64,", input=x)
+    check_noise_sample(_noisy_input(module, x, said) - x, 0.3, f"The noise added to x of shape {tuple(x.shape)}, "
+                       "float64,", input=x)
 
     leaf = random_tensor(342, (3, 4)).requires_grad_()
     module = _Recorder()
@@ -279,13 +311,38 @@ def _check_noise_keeps_dtype_and_gradient(add_input_noise):
 # ---------------------------------------------------------------- normalize_input
 
 
-def _wrong_dim_hint(x):
+def _normalized_position(module, x, extra):
+    """The position of the positional argument the module's hooks normalize, found by calling it with
+    copies of x in every position (so that any one of them can be normalized without an error); None
+    when that call fails too or changes none of them, or changes more than one."""
+    copies = [x.clone() for _ in range(1 + len(extra))]
+    try:
+        module(*copies)
+    except Exception:
+        return None
+    received = module.calls[-1][0]
+    if len(received) != len(copies):
+        return None
+    changed = [i for i, (got, given) in enumerate(zip(received, copies))
+               if not (isinstance(got, torch.Tensor) and got.shape == x.shape and torch.equal(got, x))]
+    return changed[0] if len(changed) == 1 else None
+
+
+def _wrong_dim_hint(x, module=None, extra=()):
     def hint(error):
         if isinstance(error, (AttributeError, TypeError)) and ("'list'" in str(error) or "'tuple'" in str(error)):
             return ("mean and std are sequences of numbers, lists or tuples (both are passed), not tensors: make "
                     "tensors of them first, torch.as_tensor(mean, dtype=x.dtype), whichever of the two they are.")
         if "must match the size of tensor" not in str(error):
             return None
+        position = _normalized_position(module, x, extra) if module is not None and extra else None
+        if position:
+            last = " (args[-1], the last one)" if position == len(extra) else ""
+            return (f"Your hook normalizes positional argument {position}{last}, not the first: called with "
+                    f"{1 + len(extra)} copies of x, the module received argument {position} changed and the first "
+                    "unchanged. Here argument 1 is another tensor (y, of shape "
+                    f"{tuple(extra[0].shape) if isinstance(extra[0], torch.Tensor) else '?'}), which has no channels "
+                    "to normalize. Normalize x = args[0] and pass args[1:] on unchanged.")
         return (f"mean and std hold one value per channel, dimension 1 of x. Broadcasting lines shapes up from the "
                 "last dimension: statistics of shape (C,) meet the LAST dimension of x, and (C, 1, 1) or "
                 "(1, C, 1, 1) fit only 4-D inputs. Reshape them to (1, C, 1, ...), with one 1 per dimension of x "
@@ -334,18 +391,20 @@ def _check_normalized(module, x, mean, std, said, extra=(), kwargs=None):
     """Call `module(x, *extra, **kwargs)`; forward must receive x normalized and the other arguments
     as they were."""
     original = x.clone()
-    received = _call(module, said, (x, *extra), kwargs, hint_for_error=_wrong_dim_hint(x))
+    received = _call(module, said, (x, *extra), kwargs, hint_for_error=_wrong_dim_hint(x, module, extra))
     _check_not_changed_in_place(x, original, said, "(x - mean) / std")
     result = _check_first_arg_replaced(received, (x, *extra), said, kwargs)
-    expected = _expected_normalized(original, mean, std)
+    half = x.dtype in (torch.float16, torch.bfloat16)  # judged against float64 numbers, to half precision
+    expected = _expected_normalized(original.double() if half else original, mean, std)
     if result.shape != expected.shape:
         more = " Your statistics have more dimensions than x: shape them (1, C) followed by one 1 per trailing " \
                "dimension of x, as many as x has." if result.dim() > x.dim() else ""
         fail(f"{said}\nforward received {describe(result)} as x; expected the shape of x, {tuple(x.shape)}.{more}")
     if result.dtype != x.dtype:
         fail(f"{said}\nforward received x as {describe(result)}; expected dtype {x.dtype}, the dtype of x. "
-             "Make the statistics tensors in the dtype of x (dtype=x.dtype).")
-    if close(result, expected):
+             "Make the statistics tensors in the dtype of x (dtype=x.dtype): statistics of another dtype promote "
+             "x to the wider of the two.")
+    if close(result, expected, tolerance=1e-2 if half else 1e-5):
         return result
     for wrong, hint in _normalization_mistakes(original, list(mean), list(std)):
         if close(result, wrong):
@@ -394,6 +453,15 @@ def check_normalize_input(normalize_input):
             said += " Normalizing is preprocessing: it happens in eval mode too."
         _check_normalized(module, x, mean, std, said)
         done.append(str(shape))
+
+    # Half precision: the statistics follow x's dtype (float32 ones would make the result float32).
+    module = _Recorder()
+    _registered(lambda m: normalize_input(m, [0.5, -1.0, 2.0], [0.25, 2.0, 4.0]), "normalize_input(module, ...)",
+                module)
+    x = random_tensor(412, (4, 3, 5), dtype=torch.float16, scale=2.0)
+    _check_normalized(module, x, [0.5, -1.0, 2.0], [0.25, 2.0, 4.0],
+                      f"Registered normalize_input(module, mean=[0.5, -1.0, 2.0], std=[0.25, 2.0, 4.0]), called "
+                      f"module(x) with x = {describe(x)}.")
 
     leaf = random_tensor(411, (2, 3, 4)).requires_grad_()
     module = _Recorder()
@@ -615,6 +683,13 @@ def check_force_kwarg(force_kwarg):
                      "module.training or grad mode: force the keyword on every call.")
             _check_received_kwargs(received, args, expected, said, name, kwargs, others, earlier)
             earlier.update(kwargs)
+
+    for module, _, text in prepared:
+        if not module._forward_pre_hooks:
+            fail(f"Registered {text}: forward received the keyword on every call, but the module has no forward "
+                 "pre-hook (module._forward_pre_hooks is empty), so something else passed it (a replaced "
+                 "module.forward, say). Register a pre-hook, module.register_forward_pre_hook(hook, "
+                 "with_kwargs=True), and return its handle.")
 
     module, handle, text = prepared[0]
     handle.remove()

@@ -765,7 +765,8 @@ def normalize_input(module, mean, std):
     return module.register_forward_pre_hook(hook)
 ''',
          expect=[]),
-    dict(exercise="normalize_input", kind="right", why="float32 statistics promote with x",
+    dict(exercise="normalize_input", kind="wrong", clause="shape-dtype",
+         why="float32 statistics turn a float16 x into float32",
          source='''
 import torch
 
@@ -778,7 +779,7 @@ def normalize_input(module, mean, std):
 
     return module.register_forward_pre_hook(hook)
 ''',
-         expect=[]),
+         expect=["float16", "expected dtype torch.float16", "promote x"]),
 
     # ------------------------------------------------------------------ flatten_images
     dict(exercise="flatten_images", kind="wrong", clause="non-contiguous", why="view() fails on non-contiguous input",
@@ -1192,6 +1193,7 @@ CLAUSES = {
         "std": "standard deviation `std`",
         "anew": "drawn anew on every call",
         "generator": "from `generator` (a torch.Generator) when it is not None",
+        "global-state": "and from torch's global random state when it is None",
         "eval-unchanged": "In eval mode the inputs pass unchanged.",
         "grad-mode": "The mode decides, not grad mode: noise is added under torch.no_grad() too.",
         "not-in-place": "The caller's tensor is not changed in place",
@@ -1568,4 +1570,68 @@ ENTRIES += [
          source=edited(_FLATTEN, ("        x = args[0]\n", "        x = args[0].squeeze()\n"),
                        ("            return None\n", "            return (x, *args[1:])\n")),
          expect=["you squeezed x", "batch of one sample", "shape (n, -1)"]),
+]
+
+# Review of issue 12: half precision, the last positional argument, no generator, a replaced forward.
+ENTRIES += [
+    dict(exercise="add_input_noise", kind="wrong", clause="dtype", why="float32 noise turns a float16 x into float32",
+         source='''
+import torch
+
+
+def add_input_noise(module, std, generator=None):
+    def hook(mod, args):
+        if mod.training:
+            x = args[0]
+            return (x + torch.randn(x.shape, generator=generator) * std, *args[1:])
+
+    return module.register_forward_pre_hook(hook)
+''',
+         expect=["float16", "expected dtype torch.float16", "promotes x"]),
+    dict(exercise="add_input_noise", kind="wrong", clause="global-state",
+         why="a generator of its own when none is given",
+         source='''
+import torch
+
+
+def add_input_noise(module, std, generator=None):
+    generator = generator if generator is not None else torch.Generator()
+
+    def hook(mod, args):
+        if mod.training:
+            x = args[0]
+            return (x + torch.randn(x.shape, generator=generator, dtype=x.dtype) * std, *args[1:])
+
+    return module.register_forward_pre_hook(hook)
+''',
+         expect=["torch.manual_seed(7101)", "the same noise both times", "global random state"]),
+    dict(exercise="normalize_input", kind="wrong", clause="other-args", why="normalizes the last positional argument",
+         source='''
+import torch
+
+
+def normalize_input(module, mean, std):
+    def hook(mod, args):
+        x = args[-1]
+        shape = (1, -1) + (1,) * (x.dim() - 2)
+        m = torch.as_tensor(mean, dtype=x.dtype).view(shape)
+        s = torch.as_tensor(std, dtype=x.dtype).view(shape)
+        return (*args[:-1], (x - m) / s)
+
+    return module.register_forward_pre_hook(hook)
+''',
+         expect=["normalizes positional argument 1", "args[-1]", "normalize x = args[0]"]),
+    dict(exercise="force_kwarg", kind="wrong", clause="registers", why="replaces module.forward instead of a hook",
+         source='''
+def force_kwarg(module, name, value):
+    forward = module.forward
+
+    class Handle:
+        def remove(self):
+            module.forward = forward
+
+    module.forward = lambda *args, **kwargs: forward(*args, **{**kwargs, name: value})
+    return Handle()
+''',
+         expect=["no forward pre-hook", "with_kwargs=true"]),
 ]
