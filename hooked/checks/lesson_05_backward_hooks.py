@@ -554,10 +554,11 @@ def _check_two_calls(record_grad_output_norms):
         if not isinstance(norms, Mapping):
             fail(f"{call_text} returned {describe(norms)} as norms; expected a dict from module name to a list of "
                  "floats.")
-        counts.append({name: len(values) if isinstance(values, list) else values for name, values in norms.items()})
+        counts.append({name: len(values) if isinstance(values, list) else values for name, values in norms.items()
+                       if not isinstance(values, list) or values})  # empty lists count as no entry, as above
     if counts[0] != wanted or counts[1] != wanted:
-        fail(f"{call_text}, then 1 backward pass: the first call's norms have {counts[0]} entries and the second "
-             f"call's {counts[1]}; expected {wanted} in each. Each call must register hooks of its own that append "
+        fail(f"{call_text}, then 1 backward pass: the first call's norms hold {counts[0] or 'no entries'} and the "
+             f"second call's {counts[1] or 'no entries'} (entries per name); expected {wanted} in each. Each call must register hooks of its own that append "
              "to the lists of its own dict; nothing may be shared between calls or left on the modules (a list "
              "kept as an attribute of the module, or a mark that the module is hooked already, is).")
     for norms, which in ((first, "first"), (second, "second")):

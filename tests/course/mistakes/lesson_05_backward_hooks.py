@@ -1710,7 +1710,7 @@ def record_grad_output_norms(model, layer_types=(nn.Linear, nn.Conv2d)):
             handles.append(module.register_full_backward_hook(hook))
     return norms, handles
 ''',
-         expect=['called twice', "the second call's {}", 'a mark that the module is hooked already']),
+         expect=['called twice', "the second call's no entries", 'a mark that the module is hooked already']),
     dict(exercise="record_grad_output_norms", kind="wrong", why='registers a backward hook in a forward hook on every forward', clause="grad-output-0",
          source='''
 import torch
@@ -2424,4 +2424,21 @@ def add_grad_noise(module, std, generator=None):
     return module.register_full_backward_pre_hook(hook)
 ''',
          expect=['the same noise went into both', 'draw new noise for each entry']),
+    dict(exercise="record_grad_output_norms", kind="right", why='a list for every module name, hooks only on the wanted ones',
+         source='''
+import torch
+from torch import nn
+
+
+def record_grad_output_norms(model, layer_types=(nn.Linear, nn.Conv2d)):
+    norms = {name: [] for name, _ in model.named_modules()}
+    handles = []
+    for name, module in model.named_modules():
+        if isinstance(module, layer_types):
+            def hook(m, gi, go, out=norms[name]):
+                out.append(go[0].norm().item())
+            handles.append(module.register_full_backward_hook(hook))
+    return norms, handles
+''',
+         expect=[]),
 ]
