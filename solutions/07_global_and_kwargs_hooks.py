@@ -331,8 +331,12 @@ with module_hooks.register_module_parameter_registration_hook(
             lambda m, name, value: registered.append(("module", type(m).__name__, name))):
     built = nn.Sequential(nn.Linear(2, 3), nn.BatchNorm1d(3))
     built.offset = nn.Parameter(torch.zeros(3))  # a plain attribute assignment registers a parameter too
+    registered_when_built = len(registered)
+    built(torch.randn(4, 2))  # calling the model registers nothing
 for entry in registered:
     print(" ", entry)
+print("registrations seen while the model was called:", len(registered) - registered_when_built)
+assert len(registered) == registered_when_built
 assert ("parameter", "Linear", "weight") in registered and ("parameter", "Linear", "bias") in registered
 assert ("buffer", "BatchNorm1d", "running_mean") in registered
 assert ("module", "Sequential", "0") in registered and ("module", "Sequential", "1") in registered
