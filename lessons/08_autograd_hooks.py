@@ -290,7 +290,7 @@ for create_graph in (False, True):
 # A training step usually keeps every gradient until `optimizer.step()`: after `loss.backward()`
 # all the `.grad` tensors exist at once, as many numbers as the model has parameters. With a
 # post-accumulate hook each parameter can be updated as soon as its own gradient is ready, and its
-# `.grad` freed right away (`param.grad = None`). Then at most one gradient is alive at a time. This
+# `.grad` freed right away (`param.grad = None`). Then at most one `.grad` is alive at a time. This
 # is the idea of PyTorch's tutorial "How to save memory by fusing the optimizer step into the
 # backward pass".
 #
@@ -384,8 +384,10 @@ plt.show()
 # Traps: the hook receives the parameter, not its gradient; a tensor hook updates too early and
 # also under `torch.autograd.grad`; a `.grad` that is not cleared accumulates; `torch.no_grad()`
 # forgotten fails under `create_graph=True`; a frozen parameter cannot take a hook (and needs no
-# update); and a hook defined in a loop that uses the loop variable instead of its argument
-# updates only the last parameter.
+# update); a hook defined in a loop that uses the loop variable instead of its argument sees the
+# loop's last parameter in every call, whichever parameter's gradient is ready; and
+# `param.data = param - lr * param.grad` gives the parameter new memory instead of updating it in
+# place.
 #
 # Check: run `check(fuse_sgd_into_backward)` below, or
 # `pytest tests/test_08_autograd_hooks.py -k fuse_sgd_into_backward`.
@@ -905,12 +907,14 @@ assert len(received) == 4  # first.weight is not saved: its input needs no gradi
 # Not every saved tensor is a float32 activation either. Integer tensors (the indices that
 # `max_pool1d` and `sort` save) never require grad, so they are leaves, and float16 holds integers
 # exactly only up to 2048. And float16 has a small **range**: its largest number is 65504, and
-# anything larger becomes `inf`, which then runs through the gradients. `bfloat16` takes 2 bytes
-# too, with nearly float32's range (its largest number is 3.39e38, float32's 3.40e38) and fewer
-# digits (exact integers only up to 256): activations do not overflow in it. That is why it is the
-# usual 2-byte type for training where the hardware has it; `torch.autocast` on the CPU uses it by
-# default, while float16 training multiplies the loss by a scale that it adjusts as it goes
-# (`torch.amp.GradScaler`, which starts at 65536) to keep the gradients in float16's range. The
+# from 65520 up a number becomes `inf`, which then runs through the gradients. `bfloat16` takes 2
+# bytes too, with nearly float32's range (its largest number is 3.39e38, float32's 3.40e38) and
+# fewer digits (exact integers only up to 256): an activation that float32 holds practically never
+# overflows in it. That is why it is the usual 2-byte type for training where the hardware has it;
+# `torch.autocast` on the CPU uses it by default, while float16 training multiplies the loss by a
+# scale that it adjusts as it goes (`torch.amp.GradScaler` starts at 65536, halves the scale after a
+# step whose gradients overflowed, and doubles it after 2000 steps without) to keep the gradients
+# in float16's range. The
 # cell shows each of these facts; the exercise below stores float16, and `.bfloat16()` in place of
 # `.half()` would make it a bfloat16 saver.
 
@@ -928,12 +932,13 @@ indices = torch.tensor([2047, 2049, 4199])
 print("indices", indices.tolist(), "through float16:", indices.half().long().tolist())
 assert indices.half().long().tolist() == [2047, 2048, 4200]  # float16 holds integers exactly up to 2048
 
-big = torch.tensor([60000.0, 65504.0, 70000.0])
+big = torch.tensor([60000.0, 65504.0, 65510.0, 65520.0, 70000.0])
 print("largest float16:", torch.finfo(torch.float16).max, "| bfloat16:", torch.finfo(torch.bfloat16).max,
       "| float32:", torch.finfo(torch.float32).max)
 assert 3.38e38 < torch.finfo(torch.bfloat16).max < torch.finfo(torch.float32).max < 3.41e38
 print(big.tolist(), "as float16:", big.half().tolist(), "| as bfloat16:", big.bfloat16().tolist())
-assert torch.finfo(torch.float16).max == 65504 and big.half()[2].isinf() and big.bfloat16().isfinite().all()
+assert torch.finfo(torch.float16).max == 65504 and big.half().tolist() == [60000, 65504, 65504, *[float("inf")] * 2]
+assert big.bfloat16().isfinite().all()
 print("257 as bfloat16:", torch.tensor(257.0).bfloat16().item(), "| as float16:", torch.tensor(257.0).half().item())
 assert torch.tensor(257.0).bfloat16().item() == 256 and torch.tensor(257.0).half().item() == 257
 
@@ -950,18 +955,26 @@ assert torch.get_autocast_dtype("cpu") == torch.bfloat16
 scaler = torch.amp.GradScaler("cpu")
 print("GradScaler's first scale:", scaler.get_scale(), "| a loss of 2.0 scaled:", scaler.scale(torch.tensor(2.0)).item())
 assert scaler.get_scale() == 65536.0 and scaler.scale(torch.tensor(2.0)).item() == 131072.0
+print("GradScaler after an overflow multiplies its scale by", scaler.get_backoff_factor(), "| after",
+      scaler.get_growth_interval(), "steps without, by", scaler.get_growth_factor())
+assert (scaler.get_backoff_factor(), scaler.get_growth_interval(), scaler.get_growth_factor()) == (0.5, 2000, 2.0)
 
 h = torch.randn(3, 4)
 print("h.t() starts at h's address:", h.t().data_ptr() == h.data_ptr())
 assert h.t().data_ptr() == h.data_ptr()
 freed = []
 t = torch.ones(3)
-old_id = id(t)
 weakref.finalize(t, freed.append, "t was freed")
 del t
-later = torch.ones(3)
-print("weakref.finalize:", freed, "| a later tensor got the freed one's id:", id(later) == old_id)
+print("weakref.finalize:", freed)
 assert freed == ["t was freed"]
+ids = []
+for _ in range(10):
+    t = torch.ones(3)
+    ids.append(id(t))
+    del t
+print("ten tensors, each freed before the next is made, had", len(set(ids)), "different ids")
+assert len(set(ids)) < 10  # a freed tensor's id goes to a later tensor
 print("saved_tensors_hooks is a class:", isinstance(saved_tensors_hooks, type))
 assert isinstance(saved_tensors_hooks, type)
 
@@ -997,9 +1010,11 @@ assert isinstance(saved_tensors_hooks, type)
 # exception goes on).
 #
 # Traps: converting parameters, views of them, or inputs; converting a tensor twice; a cache keyed
-# by `data_ptr()` (a view such as `h.t()` starts at the same address as `h`), or by `id()` without
-# forgetting freed tensors (a later tensor may get the same id, as in the cell above); an unpack hook that gives back
-# `float16` or another shape; converting integer tensors.
+# by `data_ptr()` (a view such as `h.t()` starts at the same address as `h`; and with the shape and
+# strides in the key, a freed tensor's memory goes to later tensors), or by `id()` without
+# forgetting freed tensors (a later tensor gets the same id, as in the cell above); a cache that
+# forgets only when the block ends (a training loop inside one block keeps every step's copies); an
+# unpack hook that gives back `float16` or another shape; converting integer tensors.
 #
 # Check: run `check(HalfPrecisionSaver)` below, or
 # `pytest tests/test_08_autograd_hooks.py -k HalfPrecisionSaver`.
@@ -1122,9 +1137,9 @@ with try_it():
 #
 # On a leaf, one backward pass runs: tensor hook, `AccumulateGrad` pre-hook, `.grad` written,
 # post-accumulate hook, `AccumulateGrad` hook. Grad mode is off in backward hooks unless
-# `create_graph=True`, so update parameters under `torch.no_grad()`. A pack hook saves memory only
-# when it stores leaves (parameters, inputs) and their views as they are and converts each tensor
-# once: measure what the graph keeps. `save_on_cpu()` is a ready-made pack/unpack pair, and
+# `create_graph=True`, so update parameters under `torch.no_grad()`. A float16 pack hook saves
+# memory only if it stores what stays alive anyway (leaves, such as parameters and inputs, and their
+# views) as it is and converts each activation once: measure what the graph keeps. `save_on_cpu()` is a ready-made pack/unpack pair, and
 # `disable_saved_tensors_hooks(message)` forbids such hooks in a block.
 #
 # Next, lesson 09 gathers the ways hooks go wrong, and how to find hooks that were left behind.

@@ -575,7 +575,9 @@ def _chain_params(seed):
 
 def _chain_loss(params):
     """Each tanh output is freed once the next one exists, so later tensors get the memory (and
-    often the id) of earlier ones: a cache that does not check its tensor is still alive mixes them up."""
+    often the id) of earlier ones: a cache that does not check its tensor is still alive mixes them up.
+    (Whether a freed tensor's memory goes to the next one depends on the allocator; with 16 steps of
+    64 KiB tensors a cache keyed by data_ptr, shape and stride is caught on every seed tried here.)"""
     x, w = params
     h = torch.tanh(x @ w)
     for _ in range(16):
@@ -593,8 +595,8 @@ _CASES = [_Case("a small network in float32 (x @ w1 + b1, tanh, @ w2: tanh's out
                 _mixed_params, _mixed_loss),
           _Case("torch.sort over 4200 numbers (it saves int64 indices up to 4199)", _long_sort_params,
                 _long_sort_loss),
-          _Case("a chain of five tanh, each output freed once the next exists, then h @ h.t(), with "
-                "backward(create_graph=True)",
+          _Case("a chain of 17 tanh on (4, m) tensors, each output freed once the next exists, then h @ h.t(), "
+                "with backward(create_graph=True)",
                 _chain_params, _chain_loss, create_graph=True)]
 
 
