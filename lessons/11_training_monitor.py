@@ -451,16 +451,17 @@ assert abs(sum(v ** 2 for v in seen.values()) ** 0.5 - total.item()) < 1e-3 * to
 assert abs(after.item() - 1.0) < 1e-4 < total.item() - 1.0
 
 # %% [markdown]
-# Four more cases the exercise meets. A parameter held under two names (tied weights: here two
+# Five more cases the exercise meets. A parameter held under two names (tied weights: here two
 # `Linear` layers share one weight) is listed once by `named_parameters()`, and its tensor hook
 # fires once per backward pass with the gradient summed over both uses. A frozen parameter
 # (`requires_grad=False`) takes no tensor hook: `register_hook` raises. And under
 # `backward(create_graph=True)`, which records the backward pass itself for a second derivative,
 # the gradient a hook receives requires grad: its norm is a node of that graph, so storing it
 # needs `.item()` or `detach()` (backward warns about the reference cycle that `.grad` then holds;
-# setting `.grad` to `None` after use breaks it). Last, a parameter that a forward pass did not
-# use (a branch that did not run) gets no gradient in that backward pass, and its tensor hook does
-# not fire.
+# setting `.grad` to `None` after use breaks it). A parameter that a forward pass did not use (a
+# branch that did not run) gets no gradient in that backward pass, and its tensor hook does not
+# fire. Last, the norm of a gradient that holds an `inf` is `inf`, and `nan` when it holds a `NaN`:
+# recorded as they are, these are the values that show a run diverging.
 
 # %%
 torch.manual_seed(0)
@@ -505,6 +506,10 @@ with used.register_hook(lambda grad: fired_for.append("used")), unused.register_
 print("tensor hooks that fired:", fired_for, "| unused.grad:", unused.grad)
 assert fired_for == ["used"] and unused.grad is None
 
+with_inf, with_nan = torch.tensor([float("inf"), 1.0]), torch.tensor([float("inf"), float("nan")])
+print("norm with an inf:", with_inf.norm().item(), "| with an inf and a NaN:", with_nan.norm().item())
+assert with_inf.norm() == float("inf") and torch.isnan(with_nan.norm())
+
 # %% [markdown]
 # ## Exercise 2: `track_grad_norms`
 #
@@ -516,8 +521,8 @@ assert fired_for == ["used"] and unused.grad is None
 # - `norms` is a dict from the parameter's name to a list with one entry per backward pass that
 #   computes a gradient for it, in the order of the passes: the L2 norm of the gradient that pass
 #   computed (summed over every use of the parameter, and not `.grad`, which under gradient
-#   accumulation is the sum so far), as a Python float or a 0-dim tensor that does not require
-#   grad, also under `backward(create_graph=True)`. A backward pass that computes no gradient for
+#   accumulation is the sum so far; `inf` or `nan` when that gradient holds them), as a Python float
+#   or a 0-dim tensor that does not require grad, also under `backward(create_graph=True)`. A backward pass that computes no gradient for
 #   a parameter (its branch did not run) adds no entry for it; a parameter that has had no
 #   gradient yet may be missing or have an empty list. A frozen parameter (`requires_grad=False`)
 #   gets no hook: `register_hook` on it raises.
@@ -540,7 +545,8 @@ def track_grad_norms(model):
 
     Returns (norms, handles). norms[name] is a list with one entry per backward pass that computes
     a gradient for the parameter, in the order of the passes: the L2 norm of the gradient that pass
-    computed (the sum over every use of the parameter, not the accumulated .grad). The values are
+    computed (the sum over every use of the parameter, not the accumulated .grad), inf or NaN when
+    that gradient holds inf or NaN. The values are
     Python floats or 0-dim tensors that do not require grad, also under backward(create_graph=True).
     A backward pass that computes no gradient for a parameter adds no entry for it, and a parameter
     that does not require grad gets no hook. handles: the RemovableHandles; removing them all

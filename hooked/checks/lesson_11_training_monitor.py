@@ -678,7 +678,9 @@ _NORM_CASES = ((121, _mlp_frozen), (122, _tied), (123, _gated))
 _NORM_PLAN = (("backward pass 1 of 2 accumulated", "accumulate"),
               ("backward pass 2 of 2 accumulated, then a step", "step"),
               ("backward pass 3, of a loss 1000 times larger, then clip_grad_norm_", "clip"),
-              ("backward pass 4, run as backward(create_graph=True)", "create_graph"))
+              ("backward pass 4, run as backward(create_graph=True)", "create_graph"),
+              ("backward pass 5, of a loss whose gradient holds inf, so that the parameters' gradients hold inf "
+               "and NaN", "nonfinite"))
 
 
 def _set_pass(model, step):
@@ -777,6 +779,11 @@ def _compare_norms(norms, reference, accumulated, clipped, call_text, said, dupl
             where = f"{said} norms[{name!r}][{index}]"
             if _near(value, expected):
                 continue
+            if not math.isfinite(expected) and math.isfinite(value):
+                fail(f"{where} is {value:.6g}; the gradient that backward pass computed for {name!r} holds inf or NaN, "
+                     f"and its L2 norm is {expected:.6g}. Record the norm of the gradient as it is (a "
+                     "torch.nan_to_num() or a filter of the non-finite elements hides the very values a monitor is "
+                     "for).")
             if _near(value, accumulated[name][index]):
                 fail(f"{where} is {value:.6g}, the norm of .grad after that backward pass, which holds the "
                      f"sum of the gradients of every backward pass since the last zero_grad(); that pass's own "
@@ -818,10 +825,17 @@ def _check_requires_grad(model, before, after_what):
              "(if parameter.requires_grad: ...).")
 
 
-def _backward(model, x, create_graph, scale=1.0):
+def _backward(model, x, create_graph, scale=1.0, nonfinite=False):
     """A loss of `scale` times the mean square of the output: scale 1000 gives gradients above 1, which a hook that
-    clamps or clips them would change."""
-    loss = scale * model(x).pow(2).mean()
+    clamps or clips them would change. With `nonfinite`, the output times a tensor with one inf, summed: the
+    gradients hold inf and NaN, and so do their norms."""
+    output = model(x)
+    if nonfinite:
+        upstream = torch.ones_like(output)
+        upstream[0, 0] = math.inf
+        loss = (output * upstream).sum()
+    else:
+        loss = scale * output.pow(2).mean()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # backward(create_graph=True) warns about the .grad reference cycle
         loss.backward(create_graph=create_graph)
@@ -848,10 +862,12 @@ def check_track_grad_norms(track_grad_norms):
             before_count = {name: len(reference.grads.get(name, [])) for name in trainable}
             for trained in (model, reference_model):
                 _set_pass(trained, step)
-            loss_text = "(1000 * model(x).pow(2).mean())" if scale != 1 else "model(x).pow(2).mean()"
+            nonfinite = then == "nonfinite"
+            loss_text = ("(1000 * model(x).pow(2).mean())" if scale != 1 else
+                         "(model(x) * g).sum(), g holding an inf," if nonfinite else "model(x).pow(2).mean()")
             _run(f"running {loss_text}.backward({'create_graph=True' if create_graph else ''}) after "
-                 f"{call_text}", _backward, model, x, create_graph, scale)
-            _backward(reference_model, x, create_graph, scale)
+                 f"{call_text}", _backward, model, x, create_graph, scale, nonfinite)
+            _backward(reference_model, x, create_graph, scale, nonfinite)
             for name, parameter in reference_model.named_parameters():
                 if name not in trainable:
                     continue
@@ -863,7 +879,7 @@ def check_track_grad_norms(track_grad_norms):
             said = f"After {call_text} and {what},"
             for (name, parameter), reference_parameter in zip(model.named_parameters(), reference_model.parameters()):
                 mine, theirs = parameter.grad, reference_parameter.grad
-                if (mine is None) != (theirs is None) or (mine is not None and not torch.equal(mine, theirs)):
+                if not _same(mine, theirs):
                     fail(f"{said} {name}.grad is {describe(mine)}; without your hooks it is "
                          f"{describe(theirs)}. The hooks must only look: return None, and change "
                          "neither the gradient in place nor .grad.")
