@@ -442,8 +442,9 @@ plt.show()
 # `torch.normal(x, std)`, whose gradient with respect to `x` is zero.
 #
 # The check judges the noise by its statistics (mean, standard deviation, normal shape, independence
-# from `x` and between elements), and by reproducibility with equally seeded generators, so any
-# correct way of drawing normal noise passes.
+# from `x` and between elements), by reproducibility with equally seeded generators, and, without a
+# generator, by the noise following `torch.manual_seed`, so any correct way of drawing normal noise
+# passes.
 #
 # Check: run `check(add_input_noise)` below, or `pytest tests/test_03_forward_pre_hooks.py -k add_input_noise`.
 

@@ -685,14 +685,17 @@ def check_grad_cam(grad_cam):
     _grad_cam_case(grad_cam, model, name, relu_after, random_tensor(seed + 21, (1, in_channels) + size, scale=2.0),
                    random.Random(seed).randrange(classes), what=" (the model in train mode, its pool in eval mode)")
 
-    # A frozen model (no parameter requires grad), and a frozen layer under a head that is trained.
-    for what, frozen in ((" (a frozen model: no parameter requires grad)", lambda model: model),
-                         (" (model.conv frozen, the head trainable)", lambda model: model.conv)):
-        model, in_channels, classes = _build(seed, build, size, padding, False)
+    # A frozen model (no parameter requires grad), a frozen layer under a head that is trained, and a
+    # frozen model at a layer without parameters (the pool).
+    for case, what, frozen in ((_CASES[0], " (a frozen model: no parameter requires grad)", lambda model: model),
+                               (_CASES[0], " (model.conv frozen, the head trainable)", lambda model: model.conv),
+                               (_CASES[1], " (a frozen model: no parameter requires grad)", lambda model: model)):
+        case_seed, case_build, case_size, case_padding, case_name, case_relu_after, _ = case
+        model, in_channels, classes = _build(case_seed, case_build, case_size, case_padding, False)
         frozen(model).requires_grad_(False)
-        _grad_cam_case(grad_cam, model, name, relu_after,
-                       random_tensor(seed + 22, (1, in_channels) + size, scale=2.0),
-                       random.Random(seed).randrange(classes), what=what)
+        _grad_cam_case(grad_cam, model, case_name, case_relu_after,
+                       random_tensor(case_seed + 22, (1, in_channels) + case_size, scale=2.0),
+                       random.Random(case_seed).randrange(classes), what=what)
 
     # Hooks the caller registered before (on the layer, on the model) stay, and only they.
     model, in_channels, classes = _build(seed, build, size, padding, False)

@@ -1035,3 +1035,41 @@ NOT_CLAUSES = {
                                                 "nothing is asked of grad_cam for such a module",
     },
 }
+
+ENTRIES += [
+    dict(exercise="grad_cam", kind="wrong", clause="frozen",
+         why="unfreezes the layer's own parameters for the call, none at a pool",
+         source='''
+import torch
+import torch.nn.functional as F
+
+
+def grad_cam(model, layer, x, target):
+    saved = {}
+    flags = [(p, p.requires_grad) for p in layer.parameters()]
+
+    def hook(module, args, output):
+        saved["A"] = output.detach().clone()
+        output.register_hook(lambda grad: saved.update(G=grad))
+
+    try:
+        for p, _ in flags:
+            p.requires_grad_(True)
+        with layer.register_forward_hook(hook):
+            score = model(x)[0, target]
+        score.backward()
+    finally:
+        for p, flag in flags:
+            p.requires_grad_(flag)
+    weights = saved["G"][0].mean(dim=(1, 2))
+    cam = torch.relu((weights[:, None, None] * saved["A"][0]).sum(dim=0))
+    cam = F.interpolate(cam[None, None], size=x.shape[-2:], mode="bilinear", align_corners=False)[0, 0]
+    return cam / cam.max() if cam.max() > 0 else cam
+''',
+         expect=["grad_cam(model, model.pool", "a frozen model", "not part of any autograd graph"]),
+    dict(exercise="grad_cam", kind="wrong", clause="x-unchanged",
+         why="requires_grad set on the caller's x and reset after backward",
+         source=_grad_cam_with((_COPY_OF_X, "    x.requires_grad_(True)\n"),
+                               ("    score.backward()\n", "    score.backward()\n    x.requires_grad_(False)\n")),
+         expect=["the caller's x requires grad (or has a .grad)", "leave x as it was"]),
+]
