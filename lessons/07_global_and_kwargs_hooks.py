@@ -642,16 +642,18 @@ assert tolerant_calls[0][1]["mask"] is mask and tolerant_calls[1] == ("Broken", 
 # name (a shared module's second call is lost); `named_modules(remove_duplicate=False)`, which
 # lists a shared module under each of its names; recursive parameter counts; dropping the root,
 # whose name `""` is falsy; lists as well as tuples; global hooks left behind when `forward` raises;
-# a list of rows made outside the function, which the next call finds still full.
+# a list of rows made outside the function, which the next call finds still full; hooks attached
+# with `model.apply()`, which reaches a module that sits in two containers once from each.
 #
 # Check: run `check(summarize_model)` below, or
 # `pytest tests/test_07_global_and_kwargs_hooks.py -k summarize_model`.
 #
 # The details behind those rules, measured: a BatchNorm's running statistics are buffers, not
 # parameters; a module registered under two names is listed once by `named_modules()` and under
-# both names with `remove_duplicate=False`; a parameter shared by two modules is an own parameter
-# of each, but `model.named_parameters()` lists it once; what `torch.max(x, dim)` returns is a
-# named tuple, an instance of `tuple` whose type is not `tuple`.
+# both names with `remove_duplicate=False`; a module that sits in two containers is listed once
+# by `named_modules()` but reached twice by `model.apply()`; a parameter shared by two modules is
+# an own parameter of each, but `model.named_parameters()` lists it once; what `torch.max(x, dim)`
+# returns is a named tuple, an instance of `tuple` whose type is not `tuple`.
 
 # %%
 norm = nn.BatchNorm1d(3)
@@ -667,6 +669,14 @@ print("named_modules():", [name for name, m in twice.named_modules()],
       "| remove_duplicate=False:", [name for name, m in twice.named_modules(remove_duplicate=False)])
 assert [name for name, m in twice.named_modules()] == ["", "first"]
 assert [name for name, m in twice.named_modules(remove_duplicate=False)] == ["", "first", "second"]
+
+act = nn.Tanh()
+two_containers = nn.Sequential(nn.Sequential(nn.Linear(2, 2), act), nn.Sequential(act))  # one Tanh in both
+reached = []
+two_containers.apply(reached.append)
+print("the Tanh: in named_modules()", sum(m is act for name, m in two_containers.named_modules()), "time,",
+      "reached by apply()", sum(m is act for m in reached), "times")
+assert sum(m is act for name, m in two_containers.named_modules()) == 1 and sum(m is act for m in reached) == 2
 
 tied = nn.Module()
 tied.encode, tied.decode = nn.Linear(2, 2, bias=False), nn.Linear(2, 2, bias=False)

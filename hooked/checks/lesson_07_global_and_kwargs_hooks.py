@@ -186,13 +186,16 @@ def _nested(rng):
 
 
 class Pair(nn.Module):
-    """Two positional inputs, each through its own layer, then a nested Sequential."""
+    """Two positional inputs, each through its own layer, then a nested Sequential. One Tanh sits in two
+    containers, 'left' and 'body.0': named_modules() lists it once, as 'left.1', and a walk over
+    named_children() reaches it twice."""
 
     def __init__(self, width, hidden, out):
         super().__init__()
-        self.left = nn.Linear(width, hidden)
+        act = nn.Tanh()
+        self.left = nn.Sequential(nn.Linear(width, hidden), act)
         self.right = nn.Linear(width, hidden)
-        self.body = nn.Sequential(nn.Sequential(nn.Linear(hidden, hidden), nn.Tanh()), nn.Linear(hidden, out))
+        self.body = nn.Sequential(nn.Sequential(nn.Linear(hidden, hidden), act), nn.Linear(hidden, out))
 
     def forward(self, x, y):
         return self.body(self.left(x) + self.right(y))
@@ -316,6 +319,20 @@ def _aliases(model):
             if first.get(module) != name and module in first}
 
 
+def _visits(model):
+    """How many times model.apply() (a walk over children(), each container visiting its own) reaches each
+    module: more than once for a module that sits in two containers."""
+    visits = {}
+
+    def walk(module):
+        for child in module.children():
+            walk(child)
+        visits[module] = visits.get(module, 0) + 1
+
+    walk(model)
+    return visits
+
+
 def _alias_hint(got_names, aliases):
     seen = sorted({name for name in got_names if name in aliases})
     if not seen:
@@ -324,7 +341,8 @@ def _alias_hint(got_names, aliases):
     return (f" {name!r} is not a name of named_modules(): it is the module {aliases[name]!r}, registered a second "
             f"time under the name {name!r}. named_modules() lists a module once, under its first name, so every "
             f"call of it gets the name {aliases[name]!r}, and one row per call (not one per name: with "
-            "named_modules(remove_duplicate=False) it would get a hook per name).")
+            "named_modules(remove_duplicate=False), or a walk over named_children() that reaches it from two "
+            "containers, it would get a hook per name).")
 
 
 def _check_rows(rows, expected, finished, model, call_text, model_called):
@@ -355,6 +373,12 @@ def _check_rows(rows, expected, finished, model, call_text, model_called):
         hint = _alias_hint(got_names, aliases)
         if hint:
             pass
+        elif len(got_names) > len(want_names) and got_names == [
+                row["name"] for row in expected for _ in range(_visits(model)[model.get_submodule(row["name"])])]:
+            twice = sorted({name for name, module in model.named_modules() if _visits(model)[module] > 1})
+            hint = (f" Each call of {', '.join(map(repr, twice))} got two rows: that module sits in two containers, "
+                    "and a walk over children() such as model.apply() reaches it once from each, so it got two "
+                    "hooks. Hook each module of model.named_modules() once (or use global hooks).")
         elif len(got_names) > len(want_names) and got_names[-len(want_names):] == want_names:
             hint = (f" The last {len(want_names)} rows are this call's; the {len(got_names) - len(want_names)} "
                     "before them are left from an earlier call of summarize_model (checked on another model "

@@ -615,7 +615,45 @@ def summarize_model(model, *inputs, **kwargs):
                          ('    def finishes(module, args, output):\n        if module in names:',
                           '    def finishes(module, args, output):\n        if True:')),
          expect=["not in model.named_modules()", "give them no row"]),
-    dict(exercise="summarize_model", kind="right", why="per-module hooks via model.apply, torch.Size, an index stack",
+    dict(exercise="summarize_model", kind="right", why="per-module hooks on each module of named_modules(), torch.Size, an index stack",
+         source='''
+import torch
+
+
+def summarize_model(model, *inputs, **kwargs):
+    names = {}
+    for name, module in model.named_modules():
+        names.setdefault(module, name)
+    rows, stack, handles = [], [], []
+
+    def pre(module, args):
+        stack.append(len(rows))
+        rows.append({"name": names[module], "type": type(module).__name__, "output_shape": None,
+                     "params": sum(p.numel() for p in module.parameters(recurse=False))})
+
+    def post(module, args, output):
+        i = stack.pop()
+        if torch.is_tensor(output):
+            rows[i]["output_shape"] = output.size()
+        elif isinstance(output, (tuple, list)):
+            rows[i]["output_shape"] = [tuple(o.size()) if torch.is_tensor(o) else None for o in output]
+
+    def attach(module):
+        if module in names:
+            handles.append(module.register_forward_pre_hook(pre))
+            handles.append(module.register_forward_hook(post))
+
+    for module in names:
+        attach(module)
+    try:
+        return model(*inputs, **kwargs), rows
+    finally:
+        for h in handles:
+            h.remove()
+''',
+         expect=[]),
+    dict(exercise="summarize_model", kind="wrong", clause="row-per-call",
+         why="per-module hooks attached with model.apply(), which reaches a module in two containers twice",
          source='''
 import torch
 
@@ -650,7 +688,7 @@ def summarize_model(model, *inputs, **kwargs):
         for h in handles:
             h.remove()
 ''',
-         expect=[]),
+         expect=["got two rows", "model.apply()", "hook each module of model.named_modules() once"]),
 
     # ------------------------------------------------------------------ find_first_nonfinite: one entry per clause
     dict(exercise="find_first_nonfinite", kind="wrong", clause="every-module",
@@ -1049,6 +1087,37 @@ def find_first_nonfinite(model, *inputs):
     return None
 ''',
          expect=[]),
+    dict(exercise="summarize_model", kind="wrong", clause="shared-name",
+         why="its own walk over named_children(), which reaches a module in two containers twice",
+         source='''
+import torch
+
+def summarize_model(model, *inputs, **kwargs):
+    rows, stack, handles = [], [], []
+    def attach(module, name):
+        def pre(m, a):
+            r = {"name": name, "type": type(m).__name__, "output_shape": None,
+                 "params": sum(p.numel() for p in m.parameters(recurse=False))}
+            rows.append(r); stack.append(r)
+        def post(m, a, o):
+            r = stack.pop()
+            if torch.is_tensor(o):
+                r["output_shape"] = tuple(o.shape)
+            elif isinstance(o, (tuple, list)):
+                r["output_shape"] = [tuple(t.shape) if torch.is_tensor(t) else None for t in o]
+        handles.append(module.register_forward_pre_hook(pre))
+        handles.append(module.register_forward_hook(post))
+        for child_name, child in module.named_children():
+            attach(child, f"{name}.{child_name}" if name else child_name)
+    attach(model, "")
+    try:
+        out = model(*inputs, **kwargs)
+    finally:
+        for h in handles:
+            h.remove()
+    return out, rows
+''',
+         expect=["'body.0.1' is not a name of named_modules()", "a walk over named_children()"]),
     dict(exercise="find_first_nonfinite", kind="right", why="per-module hooks, nan_to_num compared, try/finally",
          source='''
 import torch
