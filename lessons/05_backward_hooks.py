@@ -1075,7 +1075,8 @@ with try_it():
 # For reproducible experiments, draw the noise from a `torch.Generator` you are given:
 # `torch.randn(shape, generator=generator)` and `torch.randn_like(grad, generator=generator)` use
 # it, and two generators seeded alike give the same numbers. `randn_like` also copies the dtype of
-# `grad` (here float64).
+# `grad` (here float64). With `generator=None` they draw from torch's global random state, which
+# `torch.manual_seed` resets.
 
 # %%
 grad = torch.zeros(2, 3, dtype=torch.float64)
@@ -1086,6 +1087,13 @@ assert torch.equal(first, second) and second.dtype == torch.float64
 other = torch.randn_like(grad, generator=torch.Generator().manual_seed(8))
 print("another seed draws other noise:", not torch.equal(first, other))
 assert not torch.equal(first, other)
+with torch.random.fork_rng(devices=[]):  # (leaves the global random state as it was)
+    torch.manual_seed(7)
+    global_draw = torch.randn(grad.shape, generator=None, dtype=grad.dtype)
+    torch.manual_seed(7)
+    global_again = torch.randn(grad.shape, dtype=grad.dtype)
+print("generator=None, each time after torch.manual_seed(7): the same noise:", torch.equal(global_draw, global_again))
+assert torch.equal(global_draw, global_again)
 
 # %% [markdown]
 # ## Exercise 3: `add_grad_noise`

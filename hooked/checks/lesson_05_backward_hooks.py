@@ -558,9 +558,10 @@ def _check_two_calls(record_grad_output_norms):
                        if not isinstance(values, list) or values})  # empty lists count as no entry, as above
     if counts[0] != wanted or counts[1] != wanted:
         fail(f"{call_text}, then 1 backward pass: the first call's norms hold {counts[0] or 'no entries'} and the "
-             f"second call's {counts[1] or 'no entries'} (entries per name); expected {wanted} in each. Each call must register hooks of its own that append "
-             "to the lists of its own dict; nothing may be shared between calls or left on the modules (a list "
-             "kept as an attribute of the module, or a mark that the module is hooked already, is).")
+             f"second call's {counts[1] or 'no entries'} (entries per name); expected {wanted} in each. Each call "
+             "must register hooks of its own that append to the lists of its own dict; nothing may be shared "
+             "between calls or left on the modules (a list kept as an attribute of the module, or a mark that the "
+             "module is hooked already, is).")
     for norms, which in ((first, "first"), (second, "second")):
         _compare_norms(norms, watchers, [name for name, _ in model.named_modules()],
                        f"{call_text} (the {which} call's norms)", "1 backward pass", 1)

@@ -1532,7 +1532,7 @@ def add_grad_noise(module, std, generator=None):
                         "norms[name].append(grad_output[0].norm().item())\n            return grad_output")),
          expect=[]),
 
-    # ------------------------------------------------------------------ a stranger's submissions, from the contract alone
+    # ------------------------------------------------------------------ a stranger's submissions
     dict(exercise="record_grad_output_norms", kind="wrong", why='skips frozen layers', clause="frozen",
          source='''
 import torch
@@ -1553,7 +1553,8 @@ def record_grad_output_norms(model, layer_types=(nn.Linear, nn.Conv2d)):
     return norms, handles
 ''',
          expect=['frozen (requires_grad=false)', 'hook every module of layer_types']),
-    dict(exercise="record_grad_output_norms", kind="wrong", why='module-level dict shared between calls', clause="per-call",
+    dict(exercise="record_grad_output_norms", kind="wrong", why='module-level dict shared between calls',
+         clause="per-call",
          source='''
 import torch
 from torch import nn
@@ -1571,7 +1572,8 @@ def record_grad_output_norms(model, layer_types=(nn.Linear, nn.Conv2d)):
     return NORMS, handles
 ''',
          expect=['same norms dict', 'new dict in each call']),
-    dict(exercise="record_grad_output_norms", kind="wrong", why='lists stored on the modules, looked up at firing time', clause="per-call",
+    dict(exercise="record_grad_output_norms", kind="wrong", why='lists stored on the modules, looked up at firing time',
+         clause="per-call",
          source='''
 import torch
 from torch import nn
@@ -1693,7 +1695,8 @@ def record_grad_output_norms(model, layer_types=(nn.Linear, nn.Conv2d)):
     return norms, handles
 ''',
          expect=["no submodule of the model is named 'linear'"]),
-    dict(exercise="record_grad_output_norms", kind="wrong", why='skips modules once seen via a flag on the module', clause="per-call",
+    dict(exercise="record_grad_output_norms", kind="wrong", why='skips modules once seen via a flag on the module',
+         clause="per-call",
          source='''
 import torch
 from torch import nn
@@ -1711,7 +1714,9 @@ def record_grad_output_norms(model, layer_types=(nn.Linear, nn.Conv2d)):
     return norms, handles
 ''',
          expect=['called twice', "the second call's no entries", 'a mark that the module is hooked already']),
-    dict(exercise="record_grad_output_norms", kind="wrong", why='registers a backward hook in a forward hook on every forward', clause="grad-output-0",
+    dict(exercise="record_grad_output_norms", kind="wrong",
+         why='registers a backward hook in a forward hook on every forward',
+         clause="grad-output-0",
          source='''
 import torch
 from torch import nn
@@ -1744,7 +1749,8 @@ def record_grad_output_norms(model, layer_types=(nn.Linear, nn.Conv2d)):
             handles.append(module.register_full_backward_hook(hook))
     return norms, handles
 ''',
-         expect=["expected entries for exactly ['blocks.0', 'blocks.0.act'", 'keep every module that is an instance of one of layer_types']),
+         expect=["expected entries for exactly ['blocks.0', 'blocks.0.act'",
+                 'keep every module that is an instance of one of layer_types']),
     dict(exercise="record_grad_output_norms", kind="wrong", why='max abs instead of L2', clause="grad-output-0",
          source='''
 import torch
@@ -1779,7 +1785,8 @@ def record_grad_output_norms(model, layer_types=(nn.Linear, nn.Conv2d)):
     return norms, handles
 ''',
          expect=['entries for no module', 'keep every module that is an instance of one of layer_types']),
-    dict(exercise="record_grad_output_norms", kind="wrong", why='removes its own hook after the first firing', clause="each-backward",
+    dict(exercise="record_grad_output_norms", kind="wrong", why='removes its own hook after the first firing',
+         clause="each-backward",
          source='''
 import torch
 from torch import nn
@@ -1799,7 +1806,8 @@ def record_grad_output_norms(model, layer_types=(nn.Linear, nn.Conv2d)):
     return norms, handles
 ''',
          expect=['has 1 entries; expected 2', 'append a new entry each time the hook fires']),
-    dict(exercise="record_grad_output_norms", kind="right", why='functools.partial and torch.linalg.vector_norm, float()',
+    dict(exercise="record_grad_output_norms", kind="right",
+         why='functools.partial and torch.linalg.vector_norm, float()',
          source='''
 import torch
 from torch import nn
@@ -1943,7 +1951,8 @@ def clip_grad_input(module, max_norm):
     return module.register_full_backward_hook(hook)
 ''',
          expect=['in eval mode', 'do not test module.training']),
-    dict(exercise="clip_grad_input", kind="wrong", why='copies the clipped values back with copy_', clause="not-in-place",
+    dict(exercise="clip_grad_input", kind="wrong", why='copies the clipped values back with copy_',
+         clause="not-in-place",
          source='''
 import torch
 
@@ -1981,8 +1990,11 @@ def clip_grad_input(module, max_norm):
         return tuple(g if g is None or g.norm() <= max_norm else g * (max_norm ** 2 / g.norm()) for g in grad_input)
     return module.register_full_backward_hook(hook)
 ''',
-         expect=['(norm 9.985, max_norm 5.0)', 'values [3.492,', 'expected tensor of shape (6, 4), float32, values [0.6984,']),
-    dict(exercise="clip_grad_input", kind="wrong", why='norm with .item() under create_graph into torch.tensor', clause="create-graph",
+         expect=['(norm 9.985, max_norm 5.0)',
+                 'values [3.492,',
+                 'expected tensor of shape (6, 4), float32, values [0.6984,']),
+    dict(exercise="clip_grad_input", kind="wrong", why='norm with .item() under create_graph into torch.tensor',
+         clause="create-graph",
          source='''
 import torch
 
@@ -1998,7 +2010,9 @@ def clip_grad_input(module, max_norm):
     return module.register_full_backward_hook(hook)
 ''',
          expect=['does not require grad', 'no detach()']),
-    dict(exercise="clip_grad_input", kind="wrong", why='clips in a tensor hook on the input, registered by a forward pre-hook', clause="full-hook",
+    dict(exercise="clip_grad_input", kind="wrong",
+         why='clips in a tensor hook on the input, registered by a forward pre-hook',
+         clause="full-hook",
          source='''
 import torch
 
@@ -2030,10 +2044,13 @@ import torch
 
 def clip_grad_input(module, max_norm):
     def hook(m, grad_input, grad_output):
-        return tuple(None if g is None else (g * (max_norm / (g.norm() + 1.0)) if g.norm() > max_norm else g) for g in grad_input)
+        return tuple(None if g is None else (g * (max_norm / (g.norm() + 1.0)) if g.norm() > max_norm else g)
+                     for g in grad_input)
     return module.register_full_backward_hook(hook)
 ''',
-         expect=['(norm 3.053, max_norm 1.0)', 'values [-0.09831,', 'expected tensor of shape (8, 5), float32, values [-0.1305,']),
+         expect=['(norm 3.053, max_norm 1.0)',
+                 'values [-0.09831,',
+                 'expected tensor of shape (8, 5), float32, values [-0.1305,']),
     dict(exercise="clip_grad_input", kind="right", why='clone then mul_ on the copy, >=',
          source='''
 import torch
@@ -2075,7 +2092,8 @@ import torch
 
 def add_grad_noise(module, std, generator=None):
     def hook(m, grad_output):
-        return (None if g is None else g + std * torch.randn(g.shape, generator=generator, dtype=g.dtype) for g in grad_output)
+        return (None if g is None else g + std * torch.randn(g.shape, generator=generator, dtype=g.dtype)
+                for g in grad_output)
     return module.register_full_backward_pre_hook(hook)
 ''',
          expect=['generator expression, not a tuple', 'return a tuple']),
@@ -2086,7 +2104,8 @@ import torch
 
 STD, GEN = None, None
 def _hook(m, grad_output):
-    return tuple(None if g is None else g + STD * torch.randn(g.shape, generator=GEN, dtype=g.dtype) for g in grad_output)
+    return tuple(None if g is None else g + STD * torch.randn(g.shape, generator=GEN, dtype=g.dtype)
+                 for g in grad_output)
 
 def add_grad_noise(module, std, generator=None):
     global STD, GEN
@@ -2103,7 +2122,8 @@ def add_grad_noise(module, std, generator=None):
     def hook(m, grad_output):
         if not m.training:
             return None
-        return tuple(None if g is None else g + std * torch.randn(g.shape, generator=generator, dtype=g.dtype) for g in grad_output)
+        return tuple(None if g is None else g + std * torch.randn(g.shape, generator=generator, dtype=g.dtype)
+                     for g in grad_output)
     return module.register_full_backward_pre_hook(hook)
 ''',
          expect=[]),
@@ -2126,7 +2146,8 @@ import torch
 import numpy as np
 def add_grad_noise(module, std, generator=None):
     def hook(m, grad_output):
-        return tuple(None if g is None else g + torch.from_numpy(np.random.normal(0, std, g.shape)).to(g.dtype) for g in grad_output)
+        return tuple(None if g is None else g + torch.from_numpy(np.random.normal(0, std, g.shape)).to(g.dtype)
+                     for g in grad_output)
     return module.register_full_backward_pre_hook(hook)
 ''',
          expect=['two generators seeded alike', 'generator=generator']),
@@ -2137,11 +2158,14 @@ import torch
 
 def add_grad_noise(module, std, generator=None):
     def hook(m, grad_output):
-        return tuple(None if g is None else g + (std / g.shape[0]) * torch.randn(g.shape, generator=generator, dtype=g.dtype) for g in grad_output)
+        return tuple(None if g is None
+                     else g + (std / g.shape[0]) * torch.randn(g.shape, generator=generator, dtype=g.dtype)
+                     for g in grad_output)
     return module.register_full_backward_pre_hook(hook)
 ''',
          expect=['has standard deviation 0.006031', 'expected 0.3']),
-    dict(exercise="add_grad_noise", kind="wrong", why='generator created at registration when none given', clause="global",
+    dict(exercise="add_grad_noise", kind="wrong", why='generator created at registration when none given',
+         clause="global",
          source='''
 import torch
 
@@ -2149,7 +2173,8 @@ import torch
 def add_grad_noise(module, std, generator=None):
     gen = generator if generator is not None else torch.Generator()
     def hook(m, grad_output):
-        return tuple(None if g is None else g + std * torch.randn(g.shape, generator=gen, dtype=g.dtype) for g in grad_output)
+        return tuple(None if g is None else g + std * torch.randn(g.shape, generator=gen, dtype=g.dtype)
+                     for g in grad_output)
     return module.register_full_backward_pre_hook(hook)
 ''',
          expect=['without a generator', 'two calls gave exactly the same noise']),
@@ -2182,7 +2207,8 @@ def add_grad_noise(module, std, generator=None):
         state["n"] += 1
         if state["n"] > 1:
             return None
-        return tuple(None if g is None else g + std * torch.randn(g.shape, generator=generator, dtype=g.dtype) for g in grad_output)
+        return tuple(None if g is None else g + std * torch.randn(g.shape, generator=generator, dtype=g.dtype)
+                     for g in grad_output)
     return module.register_full_backward_pre_hook(hook)
 ''',
          expect=['on the second backward is the same number everywhere']),
@@ -2195,7 +2221,9 @@ def add_grad_noise(module, std, generator=None):
     def fwd(m, args, out):
         if isinstance(out, torch.Tensor):
             return out + std * torch.randn(out.shape, generator=generator, dtype=out.dtype)
-        return tuple(o + std * torch.randn(o.shape, generator=generator, dtype=o.dtype) if isinstance(o, torch.Tensor) else o for o in out)
+        return tuple(o + std * torch.randn(o.shape, generator=generator, dtype=o.dtype)
+                     if isinstance(o, torch.Tensor) else o
+                     for o in out)
     return module.register_forward_hook(fwd)
 ''',
          expect=["grad_output reached the module's backward unchanged", 'register a full backward pre-hook']),
@@ -2206,11 +2234,13 @@ import torch
 
 def add_grad_noise(module, std, generator=None):
     def hook(m, grad_output):
-        return tuple(None if g is None else g + torch.randn(g.shape, generator=generator, dtype=g.dtype) for g in grad_output)
+        return tuple(None if g is None else g + torch.randn(g.shape, generator=generator, dtype=g.dtype)
+                     for g in grad_output)
     return module.register_full_backward_pre_hook(hook)
 ''',
          expect=['scale the noise by std']),
-    dict(exercise="add_grad_noise", kind="wrong", why='tensor hook on the output from a forward hook', clause="pre-hook",
+    dict(exercise="add_grad_noise", kind="wrong", why='tensor hook on the output from a forward hook',
+         clause="pre-hook",
          source='''
 import torch
 
@@ -2263,7 +2293,8 @@ import torch
 
 def add_grad_noise(module, std, generator=None):
     def hook(m, grad_output):
-        return tuple(None if g is None else (g + std * torch.randn(g.shape, generator=generator, dtype=g.dtype)).float() for g in grad_output)
+        return tuple(None if g is None else (g + std * torch.randn(g.shape, generator=generator, dtype=g.dtype)).float()
+                     for g in grad_output)
     return module.register_full_backward_pre_hook(hook)
 ''',
          expect=['changed the type of value', 'dtype=grad.dtype']),
@@ -2292,11 +2323,13 @@ def add_grad_noise(module, std, generator=None):
     def hook(m, grad_output):
         if torch.rand(1, generator=generator).item() < 0.5:
             return None
-        return tuple(None if g is None else g + std * torch.randn(g.shape, generator=generator, dtype=g.dtype) for g in grad_output)
+        return tuple(None if g is None else g + std * torch.randn(g.shape, generator=generator, dtype=g.dtype)
+                     for g in grad_output)
     return module.register_full_backward_pre_hook(hook)
 ''',
          expect=['without noise', 'add noise at every call']),
-    dict(exercise="record_grad_output_norms", kind="wrong", why='dict kept on the model, looked up when the hook fires', clause="per-call",
+    dict(exercise="record_grad_output_norms", kind="wrong", why='dict kept on the model, looked up when the hook fires',
+         clause="per-call",
          source='''
 import torch
 from torch import nn
@@ -2314,7 +2347,8 @@ def record_grad_output_norms(model, layer_types=(nn.Linear, nn.Conv2d)):
     return model.grad_norms, handles
 ''',
          expect=['called twice', 'hooks of its own']),
-    dict(exercise="record_grad_output_norms", kind="wrong", why='records nothing when grad_input[0] is None', clause="each-backward",
+    dict(exercise="record_grad_output_norms", kind="wrong", why='records nothing when grad_input[0] is None',
+         clause="each-backward",
          source='''
 import torch
 from torch import nn
@@ -2332,7 +2366,8 @@ def record_grad_output_norms(model, layer_types=(nn.Linear, nn.Conv2d)):
     return norms, handles
 ''',
          expect=['grad_input[0] is none', 'whatever grad_input holds']),
-    dict(exercise="clip_grad_input", kind="wrong", why='clips only while grad mode is off (torch.is_grad_enabled)', clause="create-graph",
+    dict(exercise="clip_grad_input", kind="wrong", why='clips only while grad mode is off (torch.is_grad_enabled)',
+         clause="create-graph",
          source='''
 import torch
 
@@ -2341,7 +2376,8 @@ def clip_grad_input(module, max_norm):
     def hook(m, grad_input, grad_output):
         if torch.is_grad_enabled():
             return None
-        return tuple(None if g is None else (g * (max_norm / g.norm()) if g.norm() > max_norm else g) for g in grad_input)
+        return tuple(None if g is None else (g * (max_norm / g.norm()) if g.norm() > max_norm else g)
+                     for g in grad_input)
     return module.register_full_backward_hook(hook)
 ''',
          expect=['create_graph=true', 'clipped as in an ordinary backward']),
@@ -2356,11 +2392,13 @@ def add_grad_noise(module, std, generator=None):
         calls[0] += 1
         if calls[0] % 10 == 0:
             return None
-        return tuple(None if g is None else g + std * torch.randn(g.shape, generator=generator, dtype=g.dtype) for g in grad_output)
+        return tuple(None if g is None else g + std * torch.randn(g.shape, generator=generator, dtype=g.dtype)
+                     for g in grad_output)
     return module.register_full_backward_pre_hook(hook)
 ''',
          expect=['on backward number 10', 'add noise at every call']),
-    dict(exercise="clip_grad_input", kind="wrong", why='spectral norm: torch.linalg.norm(g, ord=2)', clause="clip-above",
+    dict(exercise="clip_grad_input", kind="wrong", why='spectral norm: torch.linalg.norm(g, ord=2)',
+         clause="clip-above",
          source='''
 import torch
 
@@ -2378,7 +2416,9 @@ def clip_grad_input(module, max_norm):
     return module.register_full_backward_hook(hook)
 ''',
          expect=['spectral norm', 'l2 norm over all elements']),
-    dict(exercise="clip_grad_input", kind="wrong", why='torch.linalg.matrix_norm, per matrix on a 4-dimensional gradient', clause="clip-above",
+    dict(exercise="clip_grad_input", kind="wrong",
+         why='torch.linalg.matrix_norm, per matrix on a 4-dimensional gradient',
+         clause="clip-above",
          source='''
 import torch
 
@@ -2396,18 +2436,21 @@ def clip_grad_input(module, max_norm):
     return module.register_full_backward_hook(hook)
 ''',
          expect=['boolean value of tensor with more than one value is ambiguous', 'l2 norm over all elements']),
-    dict(exercise="add_grad_noise", kind="wrong", why='one noise value per row, broadcast over the features', clause="iid",
+    dict(exercise="add_grad_noise", kind="wrong", why='one noise value per row, broadcast over the features',
+         clause="iid",
          source='''
 import torch
 
 
 def add_grad_noise(module, std, generator=None):
     def hook(m, grad_output):
-        return tuple(None if g is None else g + std * torch.randn(g.shape[0], 1, generator=generator, dtype=g.dtype) for g in grad_output)
+        return tuple(None if g is None else g + std * torch.randn(g.shape[0], 1, generator=generator, dtype=g.dtype)
+                     for g in grad_output)
     return module.register_full_backward_pre_hook(hook)
 ''',
          expect=['repeats itself along dimension 1', 'one independent value per element']),
-    dict(exercise="add_grad_noise", kind="wrong", why="the generator's state restored before each entry", clause="separate",
+    dict(exercise="add_grad_noise", kind="wrong", why="the generator's state restored before each entry",
+         clause="separate",
          source='''
 import torch
 
@@ -2424,7 +2467,8 @@ def add_grad_noise(module, std, generator=None):
     return module.register_full_backward_pre_hook(hook)
 ''',
          expect=['the same noise went into both', 'draw new noise for each entry']),
-    dict(exercise="record_grad_output_norms", kind="right", why='a list for every module name, hooks only on the wanted ones',
+    dict(exercise="record_grad_output_norms", kind="right",
+         why='a list for every module name, hooks only on the wanted ones',
          source='''
 import torch
 from torch import nn
