@@ -37,9 +37,9 @@ _ERROR_HINTS = (  # (text in torch's error, what it means for these exercises)
     ("cannot be registered on non-leaf tensors",
      "Post-accumulate-grad hooks go on leaf tensors, such as the parameters themselves (model.parameters())."),
     ("NoneType",
-     "param.grad was None when your hook read it. A hook defined in a loop that uses the loop variable (not its "
-     "argument) sees the loop's last parameter, whose gradient may be cleared already or not written yet: use "
-     "the parameter the hook receives."),
+     "param.grad was None when your hook read it. Read the gradient before you set param.grad to None; and use the "
+     "parameter the hook receives: a hook defined in a loop that uses the loop variable (not its argument) sees the "
+     "loop's last parameter, whose gradient may be cleared already or not written yet."),
 )
 
 
@@ -149,9 +149,29 @@ def _named_trainable(model):
     return [(name, p) for name, p in model.named_parameters() if p.requires_grad]
 
 
-def _judge_step(model, before, expected, lr, said, create_graph, addresses):
+class _Observer:
+    """The check's own post-accumulate-grad hook on each parameter, registered after the learner's, so
+    that it runs right after them: whether the parameter had taken its step and freed its .grad by then."""
+
+    def __init__(self, model):
+        self.before, self.seen = {}, {}
+        self.handles = [param.register_post_accumulate_grad_hook(lambda param, name=name: self.look(name, param))
+                        for name, param in _named_trainable(model)]
+
+    def new_pass(self, before):
+        self.before, self.seen = before, {}
+
+    def look(self, name, param):
+        self.seen[name] = (not torch.equal(param.detach(), self.before[name]), param.grad is None)
+
+    def remove(self):
+        for handle in self.handles:
+            handle.remove()
+
+
+def _judge_step(model, before, expected, lr, said, create_graph, addresses, observer):
     """Every parameter equals `expected` after a fused step, in its own memory (`addresses`), its .grad
-    None; frozen ones unchanged."""
+    None, and both done in its own hook (`observer`); frozen ones unchanged."""
     for name, param in model.named_parameters():
         if not param.requires_grad and not torch.equal(param.detach(), before[name]):
             fail(f"{said}: the frozen parameter {name!r} changed. Leave parameters that do not require grad alone.")
@@ -165,7 +185,20 @@ def _judge_step(model, before, expected, lr, said, create_graph, addresses):
                  "changed); expected each one updated in place. `param.data = param - lr * param.grad` makes a new "
                  "tensor each step, and views of the parameter (weight.t()) or an optimizer's reference to it keep "
                  "the old values: change it in place, with an in-place method such as sub_ inside torch.no_grad().")
+        late = [name for name, (stepped, _) in observer.seen.items()
+                if not stepped and not torch.equal(expected[name], before[name])]
+        if late:
+            fail(f"{said}: every parameter took the right step, but {late} had not taken it yet when its own hook had "
+                 "run (a hook of the check's, registered after yours, looked right after it); expected each parameter "
+                 "to take its step in its own hook, as soon as backward has written its gradient. Waiting for the "
+                 "other parameters keeps every gradient alive until the last one, which the fused step is there to "
+                 "avoid.")
         _judge_grads_freed(model, said)
+        kept = [name for name, (_, freed) in observer.seen.items() if not freed]
+        if kept:
+            fail(f"{said}: every .grad is None after backward, but {kept} still had theirs when their own hook had run "
+                 "(a hook of the check's, registered after yours, looked right after it); expected each hook to set "
+                 "its parameter's .grad to None right after the step, so that one gradient at a time is alive.")
         return
     if unchanged and len(unchanged) == len(wrong):
         everything = len(unchanged) == sum(not torch.equal(expected[name], before[name])
@@ -224,6 +257,7 @@ def check_fuse_sgd_into_backward(fuse_sgd_into_backward):
         with _learner(f"calling {call_text}"):
             result = fuse_sgd_into_backward(model, lr)
         handles = _handles(result, call_text, "hooks")
+        observer = _Observer(model)
         trainable = len(_named_trainable(model))
         if len(handles) != trainable:
             fail(f"{call_text} returned {len(handles)} handles; expected {trainable}, one per parameter that requires "
@@ -251,6 +285,7 @@ def check_fuse_sgd_into_backward(fuse_sgd_into_backward):
             weight = random_tensor(seed + 6 + step, (shape[0], features))
             before = {name: p.detach().clone() for name, p in model.named_parameters()}
             addresses = {name: p.data_ptr() for name, p in model.named_parameters()}
+            observer.new_pass(before)
             ref_params = [p for _, p in _named_trainable(reference)]
             grads = torch.autograd.grad(_loss(reference, x, weight), ref_params, allow_unused=True)
             with torch.no_grad():
@@ -263,9 +298,10 @@ def check_fuse_sgd_into_backward(fuse_sgd_into_backward):
             with _learner(f"running {how} number {step + 1} after {call_text}"), warnings.catch_warnings():
                 warnings.simplefilter("ignore")  # create_graph=True warns about the .grad reference cycle
                 _loss(model, x, weight).backward(create_graph=create_graph)
-            _judge_step(model, before, expected, lr, said, create_graph, addresses)
+            _judge_step(model, before, expected, lr, said, create_graph, addresses, observer)
 
         # Removing the handles turns the fused step off.
+        observer.remove()
         before = {name: p.detach().clone() for name, p in model.named_parameters()}
         with calling(f"removing the handles that {call_text} returned"):
             for handle in handles:
@@ -361,8 +397,9 @@ def _judge_call(recorder, watch, said, reached, tensors):
         if want is None:
             if got is not None:
                 stale = tensors[i].grad if tensors[i].is_leaf else None
-                why = ("That is tensor {i}'s .grad, which an earlier pass wrote: pass on the gradients of this pass, "
-                       "not .grad." if stale is not None and got.shape == stale.shape and close(got, stale) else
+                why = ("That is tensor {i}'s gradient from an earlier pass (its .grad holds it): give the gradients "
+                       "of this pass, None for a tensor it does not reach; not .grad, nor a buffer left from the pass "
+                       "before." if stale is not None and got.shape == stale.shape and close(got, stale) else
                        "Pass None on as it is (zeros would say the gradient was computed and is zero).")
                 fail(f"{said}: entry {i} is {describe(got)}; expected None, since this pass does not reach tensor {i}. "
                      + why.format(i=i))
@@ -437,7 +474,8 @@ def check_call_when_all_grads_ready(call_when_all_grads_ready):
             passes[0][1]().backward()
         if recorder.calls:
             fail(f"{call_text}: after handle.remove(), a backward pass still called callback; expected no call. "
-                 "Return the handle of the hook you registered.")
+                 "Return a handle whose remove() removes every hook you registered (the one handle that "
+                 "register_multi_grad_hook returns does).")
         watch.remove()
         left = [name for name, t in zip(names, tensors)
                 if t._backward_hooks or getattr(t, "_post_accumulate_grad_hooks", None)]

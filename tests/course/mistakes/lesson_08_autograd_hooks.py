@@ -1115,7 +1115,7 @@ def call_when_all_grads_ready(tensors, callback):
 
     return torch.autograd.graph.register_multi_grad_hook(tensors, mixed)
 ''',
-         expect=["an earlier pass wrote", "not .grad"]),
+         expect=["gradient from an earlier pass", "not .grad"]),
 
     # ------------------------------------------------------------------ HalfPrecisionSaver, review
     dict(exercise="HalfPrecisionSaver", kind="wrong", clause="forgets-copies",
@@ -1248,6 +1248,136 @@ class HalfPrecisionSaver:
         return packed[1] if packed[0] == "same" else packed[1].to(packed[2])
 ''',
          expect=[]),
+]
+
+ENTRIES += [
+    dict(exercise="fuse_sgd_into_backward", kind="wrong", clause="post-accumulate",
+         why="waits for every parameter's hook, then steps them all",
+         source='''
+import torch
+
+
+def fuse_sgd_into_backward(model, lr):
+    params = [p for p in model.parameters() if p.requires_grad]
+    ready = []
+
+    def step(param):
+        ready.append(param)
+        if len(ready) == len(params):  # every gradient is in: step them all
+            with torch.no_grad():
+                for p in ready:
+                    p.sub_(lr * p.grad)
+                    p.grad = None
+            ready.clear()
+
+    return [p.register_post_accumulate_grad_hook(step) for p in params]
+''',
+         expect=["had not taken it yet when its own hook had run", "keeps every gradient alive"]),
+    dict(exercise="fuse_sgd_into_backward", kind="wrong", clause="grad-none",
+         why="frees every .grad in the hook of the parameter whose gradient comes last",
+         source='''
+import torch
+
+
+def fuse_sgd_into_backward(model, lr):
+    params = [p for p in model.parameters() if p.requires_grad]
+
+    def step(param):
+        with torch.no_grad():
+            param.sub_(lr * param.grad)
+        if param is params[0]:  # the first layer's gradient comes last in backward
+            for p in params:
+                p.grad = None
+
+    return [p.register_post_accumulate_grad_hook(step) for p in params]
+''',
+         expect=["still had theirs when their own hook had run", "right after the step"]),
+    dict(exercise="fuse_sgd_into_backward", kind="wrong", clause="grad-none", why="frees .grad before reading it",
+         source=_fused("""        with torch.no_grad():
+            param.sub_(lr * param.grad)
+        param.grad = None""", """        param.grad = None
+        with torch.no_grad():
+            param.sub_(lr * param.grad)"""),
+         expect=["was none when your hook read it", "read the gradient before you set param.grad to none"]),
+    dict(exercise="fuse_sgd_into_backward", kind="right", why="torch.no_grad as a decorator, add_ with alpha",
+         source='''
+import torch
+
+
+def fuse_sgd_into_backward(model, lr):
+    @torch.no_grad()
+    def step(p):
+        p.add_(p.grad, alpha=-lr)
+        p.grad = None
+
+    return [p.register_post_accumulate_grad_hook(step) for p in model.parameters() if p.requires_grad]
+''',
+         expect=[]),
+    dict(exercise="call_when_all_grads_ready", kind="wrong", clause="handle",
+         why="remove() removes the first tensor's hook only",
+         source='''
+from torch.autograd import Variable
+
+
+class Handles:
+    def __init__(self, handles):
+        self.handles = handles
+
+    def remove(self):
+        self.handles[0].remove()
+
+
+def call_when_all_grads_ready(tensors, callback):
+    pending = {}
+
+    def deliver():
+        callback(tuple(pending.pop("grads")))
+
+    def make_hook(i):
+        def hook(grad):
+            if "grads" not in pending:
+                pending["grads"] = [None] * len(tensors)
+                Variable._execution_engine.queue_callback(deliver)
+            pending["grads"][i] = grad
+        return hook
+
+    return Handles([t.register_hook(make_hook(i)) for i, t in enumerate(tensors)])
+''',
+         expect=["still called callback", "removes every hook you registered"]),
+    dict(exercise="call_when_all_grads_ready", kind="wrong", clause="none",
+         why="a buffer that keeps the gradients of the pass before",
+         source='''
+from torch.autograd import Variable
+
+
+class Handles:
+    def __init__(self, handles):
+        self.handles = handles
+
+    def remove(self):
+        for handle in self.handles:
+            handle.remove()
+
+
+def call_when_all_grads_ready(tensors, callback):
+    grads = [None] * len(tensors)
+    queued = []
+
+    def deliver():
+        queued.clear()
+        callback(tuple(grads))
+
+    def make_hook(i):
+        def hook(grad):
+            if not queued:
+                queued.append(True)
+                Variable._execution_engine.queue_callback(deliver)
+            grads[i] = grad
+        return hook
+
+    return Handles([t.register_hook(make_hook(i)) for i, t in enumerate(tensors)])
+''',
+         expect=["expected none", "nor a buffer left from the pass before"]),
 ]
 
 CLAUSES = {
