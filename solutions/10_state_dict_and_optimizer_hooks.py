@@ -609,7 +609,8 @@ with optimizer.register_step_pre_hook(lambda opt, args, kwargs: (1, 2)):
 #   behind. (A frozen parameter that nothing changes keeps its value, so its entry stays at that
 #   value.) The hook only reads the parameters: it never changes them;
 # - `handle` is the handle of a step post-hook registered on `optimizer`; once it is removed, steps
-#   no longer change `ema`.
+#   no longer change `ema`;
+# - each call makes an `ema` of its own: two averages, of two models, can run at once.
 #
 # It must work for any `torch.optim.Optimizer`, with all of its parameter groups.
 #
@@ -619,7 +620,8 @@ with optimizer.register_step_pre_hook(lambda opt, args, kwargs: (1, 2)):
 # optimizer in the program would call; only the first parameter group; updating only the
 # parameters that have a gradient, or only the optimizer's; `model.state_dict()` instead of
 # `model.named_parameters()` (it holds the buffers too, and, as lesson 09 showed, a tied weight
-# under both names); computing the SGD step yourself instead of reading the value after the step.
+# under both names); computing the SGD step yourself instead of reading the value after the step;
+# one `ema` dict kept at module level, which the next call empties and refills.
 #
 # Check: run `check(attach_weight_ema)` below, or
 # `pytest tests/test_10_state_dict_and_optimizer_hooks.py -k attach_weight_ema`.
@@ -638,7 +640,8 @@ def attach_weight_ema(model, optimizer, decay):
     `handle`) updates every entry after each `optimizer.step()`, also those of parameters that
     got no gradient or are in no parameter group: ema = decay * ema + (1 - decay) * parameter
     (its value after the step), without autograd, leaving the parameters unchanged. It works for
-    any `torch.optim.Optimizer`, with all of its parameter groups.
+    any `torch.optim.Optimizer`, with all of its parameter groups. Each call makes an `ema` of its
+    own, so that two averages (of two models) can run at once.
     """
     # BEGIN SOLUTION
     parameters = dict(model.named_parameters())

@@ -116,7 +116,8 @@ def _build(seed, wrap, names):
 # in the last case the BatchNorm keeps its name, so only the Linear's keys are renamed.
 _MIGRATE_CASES = (
     (201, None, "", _Names("fc", "classifier", "bn", "norm")),
-    (202, _Parent, "encoder.", _Names("proj", "head", "bn", "bn_out")),
+    # "core" is made of letters of "encoder.": key.lstrip(prefix) eats it ("encoder.core.weight" -> "weight").
+    (202, _Parent, "encoder.", _Names("core", "head", "bn", "bn_out")),
     (203, _Deep, "blocks.1.0.encoder.", _Names("fc", "out", "norm", "norm")),
 )
 
@@ -164,6 +165,14 @@ def _diagnose(result_keys, old_keys, new_keys, prefix, loading, loads_alone, ear
     if prefix and missing and not unexpected:
         fail(f"{said} The old keys were removed, but their values did not arrive at the new keys {missing}: the "
              f"module's keys start with {prefix!r} here, so the new key is prefix + new, not new alone.")
+    eaten = [key for key in old_keys if key.lstrip(prefix) != key[len(prefix):]]
+    eaten_new = [new for old, new in zip(old_keys, new_keys) if old in eaten]
+    if (prefix and eaten and len(eaten) < len(old_keys) and sorted(unexpected) == sorted(eaten)
+            and sorted(missing) == sorted(eaten_new)):
+        fail(f"{said} Exactly the old keys whose local part starts with letters of {prefix!r} were left: "
+             f"{prefix!r} was removed from the keys with str.lstrip (or strip), which removes any of its characters "
+             "from the start, not the prefix itself. Cut the prefix off with key[len(prefix):] after "
+             "key.startswith(prefix), or build the full key prefix + old.")
     if prefix and any(key in unexpected for key in old_keys) and loads_alone():
         fail(f"{said} The module was loaded inside a bigger model, where its keys start with {prefix!r}: "
              f"the hook must rename prefix + old to prefix + new, with the `prefix` argument it receives "
@@ -319,6 +328,18 @@ def check_migrate_checkpoint_keys(migrate_checkpoint_keys):
                  f"{result.unexpected_keys}; expected only {prefix + dropped_new!r} missing. Skip the renames whose "
                  "old key is absent: add no key for them.")
 
+        # A key of the module that `renames` does not list, and the module does not know, stays: the load reports it.
+        stale = prefix + "stale_scale"
+        with_stale = dict(checkpoint, **{stale: torch.ones(1)})
+        loading_stale = (f"After {call_text}, {what}.load_state_dict(checkpoint, strict=False) with a checkpoint "
+                         f"that also holds {stale!r}, a key of the module that `renames` does not list,")
+        result = _load(target, with_stale, loading_stale)
+        if result.unexpected_keys != [stale] or result.missing_keys:
+            fail(f"{loading_stale} left missing keys {result.missing_keys} and unexpected keys "
+                 f"{result.unexpected_keys}; expected only {stale!r} unexpected. The hook removed (or renamed) a key "
+                 "that `renames` does not list: leave every other key of the dict as it is, also the ones the module "
+                 "does not know, so that the load reports them.")
+
         with calling(f"calling handle.remove() on the handle returned by {call_text}"):
             handle.remove()
         if module._load_state_dict_pre_hooks:
@@ -458,8 +479,9 @@ def _check_parameters(parameters, stepped, said):
                  "in ema: update ema[name] from the parameter, never the parameter from ema.")
 
 
-def _check_after_step(ema, parameters, references, groups, said, step, events=None):
+def _check_after_step(ema, parameters, references, groups, said, step, events=None, twice=None):
     expected, lagged, swapped, before, sgd = references
+    twice = twice or {}
     events = events or {}
     for name, parameter in parameters.items():
         value = ema[name]
@@ -491,6 +513,11 @@ def _check_after_step(ema, parameters, references, groups, said, step, events=No
                  f"this optimizer is not SGD (it steps by lr * sign(grad)) and gives {describe(expected[name])}. "
                  "Do not compute the step yourself: read each parameter's value after the step, in a step "
                  "post-hook, so that it works for any optimizer.")
+        if name in twice and close(value, twice[name][0]):
+            fail(f"{said}, ema[{name!r}] is {describe(value)}, the entry updated twice in one step; expected "
+                 f"{describe(expected[name])}. {name!r} is a tied parameter, also reachable as {twice[name][1]!r}: a "
+                 "walk over each module's own parameters (or named_parameters(remove_duplicate=False)) meets it "
+                 "twice. Update each entry once per step: loop over model.named_parameters().")
         if close(value, swapped[name]):
             fail(f"{said}, ema[{name!r}] is {describe(value)} = (1 - decay) * ema + decay * parameter; expected "
                  f"decay * ema + (1 - decay) * parameter = {describe(expected[name])}: decay and 1 - decay are "
@@ -507,6 +534,12 @@ def _check_after_step(ema, parameters, references, groups, said, step, events=No
                  "hook never fires; and update the entries of the dict you returned.")
         fail(f"{said}, ema[{name!r}] is {describe(value)}; expected decay * ema + (1 - decay) * parameter = "
              f"{describe(expected[name])}.")
+
+
+def _tied_names(model):
+    """{second name: the name named_parameters() gives} of each parameter reachable under two names."""
+    first = {id(p): name for name, p in model.named_parameters()}
+    return {name: first[id(p)] for name, p in model.named_parameters(remove_duplicate=False) if first[id(p)] != name}
 
 
 def _snapshot(ema):
@@ -551,7 +584,10 @@ def check_attach_weight_ema(attach_weight_ema):
                 swapped[name] = (1 - decay) * swapped[name] + decay * new
             sgd = {name: decay * before[name] + (1 - decay) * as_sgd[p]
                    for name, p in parameters.items() if p in as_sgd}
-            _check_after_step(ema, parameters, (expected, lagged, swapped, before, sgd), groups, said, step, events)
+            twice = {name: (decay ** 2 * before[name] + (1 - decay ** 2) * parameters[name].detach(), other)
+                     for other, name in _tied_names(model).items()}
+            _check_after_step(ema, parameters, (expected, lagged, swapped, before, sgd), groups, said, step, events,
+                              twice)
 
         # Another optimizer of the program must not move this model's average.
         other_model = _model(random.Random(seed + 1))
@@ -563,6 +599,18 @@ def check_attach_weight_ema(attach_weight_ema):
             fail(f"After {call_text}, stepping another optimizer (of another model) changed ema: the hook is global "
                  "(register_optimizer_step_post_hook runs for every optimizer). Register it on the optimizer given, "
                  "with optimizer.register_step_post_hook.")
+
+        # A second average, of another model, attached while the first is still attached: each keeps its own.
+        second_text = "a second attach_weight_ema(other_model, other_optimizer, decay) while the first is attached"
+        with calling(f"calling {second_text}, after {call_text}"):
+            second = attach_weight_ema(other_model, other, decay)
+        second_ema = second[0] if isinstance(second, (tuple, list)) and len(second) == 2 else None
+        if second_ema is ema or any(name not in ema or not torch.equal(ema[name], before[name]) for name in before):
+            fail(f"After {call_text}, {second_text} changed the first ema (or returned the same dict): each call "
+                 "must make a dict of its own, in the function, not one kept at module level and emptied or "
+                 "refilled by each call.")
+        if isinstance(second, (tuple, list)) and len(second) == 2 and _is_handle(second[1]):
+            second[1].remove()
 
         with calling(f"calling handle.remove() on the handle returned by {call_text}"):
             handle.remove()

@@ -680,6 +680,96 @@ def attach_weight_ema(model, optimizer, decay):
     return ema, optimizer.register_step_post_hook(update)
 """,
          expect=["requires grad", "copybackwards", "torch.no_grad()"]),
+    # ---- unknown keys kept, a prefix cut with lstrip, a module-level ema, a tied weight updated twice
+    dict(exercise="migrate_checkpoint_keys", kind="wrong", why="also drops the module's keys it does not know",
+         clause="others-alone",
+         source=_migrate('''        for old, new in renames.items():
+            if prefix + old in state_dict:
+                state_dict[prefix + new] = state_dict.pop(prefix + old)
+        known = {prefix + key for key in module.state_dict()}
+        for key in list(state_dict):
+            if key.startswith(prefix) and key not in known:
+                del state_dict[key]  # stale entries of old checkpoints'''),
+         expect=["expected only", "stale_scale", "also the ones the module does not know"]),
+    dict(exercise="migrate_checkpoint_keys", kind="wrong", why="cuts the prefix off with str.lstrip",
+         clause="prefix",
+         source=_migrate('''        for key in list(state_dict):
+            local = key.lstrip(prefix)
+            if local in renames:
+                state_dict[prefix + renames[local]] = state_dict.pop(key)'''),
+         expect=["str.lstrip", "any of its characters", "key[len(prefix):]"]),
+    dict(exercise="migrate_checkpoint_keys", kind="right", why="functools.partial of a module-level function",
+         source='''
+import functools
+
+
+def _move(renames, module, state_dict, prefix, *rest):
+    for old, new in renames.items():
+        if prefix + old in state_dict:
+            state_dict[prefix + new] = state_dict.pop(prefix + old)
+
+
+def migrate_checkpoint_keys(module, renames):
+    return module.register_load_state_dict_pre_hook(functools.partial(_move, dict(renames)))
+''',
+         expect=[]),
+    dict(exercise="attach_weight_ema", kind="wrong", why="one ema dict at module level, refilled by each call",
+         clause="own-dict",
+         source='''
+import torch
+
+EMA = {}
+
+
+def attach_weight_ema(model, optimizer, decay):
+    parameters = dict(model.named_parameters())
+    EMA.clear()
+    EMA.update({name: p.detach().clone() for name, p in parameters.items()})
+
+    @torch.no_grad()
+    def update(optimizer, args, kwargs):
+        for name, p in parameters.items():
+            EMA[name].mul_(decay).add_(p, alpha=1 - decay)
+
+    return EMA, optimizer.register_step_post_hook(update)
+''',
+         expect=["second attach_weight_ema", "changed the first ema", "not one kept at module level"]),
+    dict(exercise="attach_weight_ema", kind="wrong", why="each module's own parameters: a tied one updated twice",
+         clause="tied-once",
+         source='''
+import torch
+
+
+def attach_weight_ema(model, optimizer, decay):
+    names = {id(p): name for name, p in model.named_parameters()}
+    ema = {name: p.detach().clone() for name, p in model.named_parameters()}
+
+    @torch.no_grad()
+    def update(optimizer, args, kwargs):
+        for module in model.modules():
+            for p in module.parameters(recurse=False):
+                ema[names[id(p)]].mul_(decay).add_(p, alpha=1 - decay)
+
+    return ema, optimizer.register_step_post_hook(update)
+''',
+         expect=["updated twice in one step", "tied parameter", "update each entry once"]),
+    dict(exercise="attach_weight_ema", kind="right", why="torch._foreach_lerp_ over the entries",
+         source='''
+import torch
+
+
+def attach_weight_ema(model, optimizer, decay):
+    names, parameters = zip(*model.named_parameters())
+    ema = {name: torch.clone(p.detach()) for name, p in zip(names, parameters)}
+    averages = [ema[name] for name in names]
+
+    def update(optimizer, args, kwargs):
+        with torch.no_grad():
+            torch._foreach_lerp_(averages, [p.detach() for p in parameters], 1 - decay)
+
+    return ema, optimizer.register_step_post_hook(update)
+''',
+         expect=[]),
 ]
 
 
@@ -715,6 +805,7 @@ CLAUSES = {
         "params-unchanged": "leaving the parameters unchanged",
         "any-optimizer": "It works for any `torch.optim.Optimizer`",
         "all-groups": "with all of its parameter groups",
+        "own-dict": "Each call makes an `ema` of its own",
     },
 }
 
