@@ -536,6 +536,14 @@ def _call_grad_cam(grad_cam, model, name, x, target, call_text):
                  "part of any autograd graph: there is nothing to hook and no gradient to take. Run the model on a "
                  "copy of x that requires grad, model(x.detach().requires_grad_()), and leave the parameters' "
                  "requires_grad alone (x itself must not require grad afterwards).")
+        if (isinstance(raised.error, RuntimeError) and "a leaf Variable that requires grad is being used in an "
+                "in-place operation" in str(raised.error) and _frozen_up_to(model, name)):
+            fail(f"{call_text} raised RuntimeError: {raised.error} The layer and the modules before it are frozen, "
+                 "so the layer's output was a tensor without a graph; making it require grad in the hook "
+                 "(output.requires_grad_(), say) makes it a leaf that requires grad, and the in-place ReLU after the "
+                 "layer may not change such a leaf. Give "
+                 "the forward pass a graph from its start instead: run the model on a copy of x that requires "
+                 "grad, model(x.detach().requires_grad_()).")
         if isinstance(raised.error, RuntimeError) and any(text in str(raised.error) for text in no_graph):
             fail(f"{call_text} raised RuntimeError: {raised.error} The forward pass built no autograd graph, so "
                  "there is no gradient to take: run it with grad mode on (not under torch.no_grad() or "

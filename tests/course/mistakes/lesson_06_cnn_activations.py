@@ -1073,3 +1073,20 @@ def grad_cam(model, layer, x, target):
                                ("    score.backward()\n", "    score.backward()\n    x.requires_grad_(False)\n")),
          expect=["the caller's x requires grad (or has a .grad)", "leave x as it was"]),
 ]
+
+# Public Grad-CAM code for frozen models: the layer's output made to require grad in the forward hook
+# (CLIP Grad-CAM notebooks), and the tensor hook skipped when the output needs no grad (pytorch-grad-cam).
+ENTRIES += [
+    dict(exercise="grad_cam", kind="wrong", clause="frozen", why="the layer's output made to require grad in the hook",
+         source=_grad_cam_with((_COPY_OF_X, ""),
+                               ('        saved["A"] = output.detach().clone()\n',
+                                '        if not output.requires_grad:\n            output.requires_grad_(True)\n'
+                                '        saved["A"] = output.detach().clone()\n')),
+         expect=["a frozen model", "leaf that requires grad", "x.detach().requires_grad_()"]),
+    dict(exercise="grad_cam", kind="wrong", clause="frozen", why="no tensor hook when the output needs no grad",
+         source=_grad_cam_with((_COPY_OF_X, ""),
+                               ("        output.register_hook(lambda grad: saved.update(G=grad))\n",
+                                "        if output.requires_grad:\n"
+                                "            output.register_hook(lambda grad: saved.update(G=grad))\n")),
+         expect=["a frozen model", "not part of any autograd graph", "x.detach().requires_grad_()"]),
+]
