@@ -1380,6 +1380,15 @@ def call_when_all_grads_ready(tensors, callback):
          expect=["expected none", "nor a buffer left from the pass before"]),
 ]
 
+ENTRIES += [
+    dict(exercise="HalfPrecisionSaver", kind="wrong", clause="float16",
+         why="stores the original next to its copy, to read its dtype in unpack",
+         source=edited(_SAVER, ("        return self._copies[key], tensor.dtype\n", "        return self._copies[key], tensor\n"),
+                       ("return tensor if dtype is None else tensor.to(dtype)",
+                        "return tensor if dtype is None else tensor.to(dtype.dtype)")),
+         expect=["graph holds", "the original tensor kept next to its copy"]),
+]
+
 CLAUSES = {
     "fuse_sgd_into_backward": {
         "every-trainable": "For every parameter of `model` that requires grad",
