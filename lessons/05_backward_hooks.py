@@ -385,6 +385,7 @@ except RuntimeError as e:
 #
 # Return a tuple, not a list. A list is accepted while some input requires grad, but when none
 # does (a first layer fed with data), a full hook may only return `None` or a tuple of `None`.
+# (A pre-hook's list of `grad_output` is accepted in both cases.)
 
 # %%
 returns_list = nn.Linear(3, 2)
@@ -404,6 +405,13 @@ returns_tuple.register_full_backward_hook(lambda m, grad_input, grad_output: tup
 caught_warnings(lambda: returns_tuple(torch.randn(4, 3)).sum().backward())
 print("a tuple of None, with no input that requires grad: accepted")
 assert returns_tuple.weight.grad is not None
+
+pre_returns_list = nn.Linear(3, 2)
+pre_returns_list.register_full_backward_pre_hook(lambda m, grad_output: list(grad_output))
+for needs_grad in (True, False):
+    caught_warnings(lambda: pre_returns_list(torch.randn(4, 3, requires_grad=needs_grad)).sum().backward())
+print("a pre-hook's list, with and without an input that requires grad: accepted")
+assert pre_returns_list.weight.grad is not None
 
 # %% [markdown]
 # ## Trap: changing a gradient in place
@@ -1128,7 +1136,7 @@ def add_grad_noise(module, std, generator=None):
     torch.Generator or None.
     Registers a full backward pre-hook on `module`, so that the noise reaches the gradients of
     the module's parameters and of its inputs.
-    The hook returns a tuple as long as `grad_output`:
+    The hook returns a tuple (or a list) as long as `grad_output`:
     each tensor entry plus noise of the same shape, returned in the entry's dtype; None entries stay
     None.
     The noise is normal (i.i.d., mean 0, standard deviation `std`), drawn anew at every call and

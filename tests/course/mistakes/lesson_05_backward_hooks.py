@@ -99,7 +99,7 @@ CLAUSES = {
     "add_grad_noise": {
         "pre-hook": "Registers a full backward pre-hook on `module`",
         "reaches": "so that the noise reaches the gradients of the module's parameters and of its inputs.",
-        "length": "The hook returns a tuple as long as `grad_output`",
+        "length": "The hook returns a tuple (or a list) as long as `grad_output`",
         "adds": "each tensor entry plus noise",
         "shape-dtype": "of the same shape, returned in the entry's dtype",
         "none": "None entries stay None.",
