@@ -430,8 +430,10 @@ def _check_entry(entry, output, where, module_input, kind=None):
             fail(f"{where}['std'] is {values['std']:.6g}, the population standard deviation (dividing by n, "
                  f"correction=0, as numpy's std does); expected torch's default, output.std(), which divides by "
                  f"n - 1 (correction=1): {expected['std']:.6g}.")
+        variance = (" That is the variance, output.var(); the std is its square root."
+                    if _near(values["std"], expected["std"] ** 2) else "")
         fail(f"{where}['std'] is {values['std']:.6g}; the module's output, {describe(output)}, has "
-             f"output.std() {expected['std']:.6g} over all its elements." + first_item)
+             f"output.std() {expected['std']:.6g} over all its elements." + (variance or first_item))
     if not _near(values["zero_fraction"], expected["zero_fraction"]):
         zeros = int((output == 0).sum())
         # Near zeros first: the checker's inputs hold a few (1e-5, 1e-9), and their count can happen to equal
@@ -1315,9 +1317,17 @@ class _Keyed(nn.Module):
         return {"out": h, "extra": {"scale": h * self.scale}}
 
 
+class Peak(nn.Module):
+    """Returns a Python number, not a tensor: its input's largest magnitude times inf, so inf."""
+
+    def forward(self, h):
+        return float(h.detach().abs().max()) * math.inf
+
+
 class _Structured(nn.Module):
-    """An LSTM (a tuple output), a module returning a nested list, one returning a nested dict, and one returning
-    None; every output is finite unless the check sets a `scale` buffer to inf."""
+    """An LSTM (a tuple output), a module returning a nested list, one returning a nested dict, and (with `probe`)
+    one returning None and one returning a Python number (inf); every tensor is finite unless the check sets a
+    `scale` buffer to inf."""
 
     def __init__(self, width, hidden, out, probe):
         super().__init__()
@@ -1325,6 +1335,7 @@ class _Structured(nn.Module):
         self.split = _Nested(hidden, hidden)
         self.keyed = _Keyed(hidden)
         self.probe = Probe() if probe else None
+        self.peak = Peak() if probe else None
         self.head = nn.Linear(hidden, out)
 
     def forward(self, x):
@@ -1333,6 +1344,7 @@ class _Structured(nn.Module):
         h = self.keyed(h)["out"]
         if self.probe is not None:
             self.probe(h)
+            self.peak(h)
         return self.head(h)
 
 
@@ -1349,9 +1361,9 @@ def _check_structured_outputs(TrainingMonitor):
     for seed, probe in ((136, False), (137, True)):
         model, width = _seeded(seed, lambda rng: _structured(rng, probe))
         x = random_tensor(seed, (3, 4, width))
-        described = _STRUCTURED + (" and None ('probe')" if probe else "")
+        described = _STRUCTURED + (", None ('probe') and a Python number, inf ('peak')" if probe else "")
         rule = ("the watch looks at every tensor of an output, through tuples, lists and dicts at any depth, and "
-                "counts any other output (None) as finite" if probe else
+                "counts any other output (None, a number) as finite" if probe else
                 "the watch looks at every tensor of an output, through tuples, lists and dicts at any depth")
         reference_model = copy.deepcopy(model)
         outputs = _OutputRecorder(reference_model, (nn.LSTM,))
@@ -1370,8 +1382,10 @@ def _check_structured_outputs(TrainingMonitor):
                        "monitor.activation_stats", said + " in monitor.activation_stats", {})
         first = _attribute(monitor, "first_nonfinite", "reading monitor.first_nonfinite")
         if first is not None:
-            fail(f"{said} monitor.first_nonfinite is {first!r}, but every output and gradient was finite; "
-                 "expected None.")
+            number = (" Module 'peak' returns a Python number, inf, which is no tensor: any other output than a "
+                      "tensor or a tuple, list or dict of them counts as finite." if first == "peak" else "")
+            fail(f"{said} monitor.first_nonfinite is {first!r}, but every tensor of every output and gradient was "
+                 f"finite; expected None.{number}")
         if probe:
             continue
         for holder, where in (("split", "inside the list in its list"), ("keyed", "inside the dict in its dict")):

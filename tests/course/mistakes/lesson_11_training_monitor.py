@@ -792,7 +792,7 @@ def track_grad_norms(model):
              [("    if isinstance(value, (tuple, list)):\n        return [t for item in value for t in tensors(item)]\n"
                "    return []",
                "    return [t for item in value for t in tensors(item)]")],
-             ["nonetype", "none ('probe')", "any other output (none) as finite"], "other-finite"),
+             ["nonetype", "none ('probe')", "any other output (none, a number) as finite"], "other-finite"),
     _monitor("__enter__ does not attach", [("        return self.attach()", "        return self")],
              ["no hook is registered", "__enter__ must attach"], "with-enter"),
     _monitor("remove() removes from the list it walks, skipping every other handle",
@@ -1079,4 +1079,14 @@ def record_activation_stats(model, layer_types):
                                   "        self.handles.append(torch.nn.modules.module.register_module_forward_hook(\n"
                                   "            lambda module, args, output: self.see(names[module], output) if module in names "
                                   "else None))\n")), expect=[]),
+    _stats("the variance instead of the std", [("out.std().item()", "out.var().item()")],
+           ["that is the variance", "square root"], "unbiased-std"),
+    _stats("the model hooked once more by hand, besides the loop",
+           [("    return stats, handles", "    handles.append(model.register_forward_hook(make_hook('')))\n"
+                                           "    return stats, handles")],
+           ["records under ['']", "should not be recorded"], "isinstance"),
+    _monitor("the watch takes a Python number for a tensor",
+             [("    return []\n", "    if isinstance(value, (int, float)):\n        return [torch.tensor(float(value))]\n"
+                                  "    return []\n")],
+             ["'peak' returns a python number", "counts as finite"], "other-finite"),
 ]
