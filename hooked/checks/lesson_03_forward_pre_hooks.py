@@ -177,7 +177,8 @@ def check_add_input_noise(add_input_noise):
         said = f"Registered {text} on a module in training mode, called module(x, y, 7, mask=m, scale=1.5) " \
                f"with x = {describe(x)}."
         generator_state = None if generator is None else generator.get_state()
-        received = _call(module, said, (x, y, 7), dict(keywords))
+        received = _call(module, said, (x, y, 7), dict(keywords),
+                         hint_for_error=_other_argument_hint(module, x, (y, 7), "adds noise to"))
         _check_not_changed_in_place(x, original, said, "x + noise")
         noisy = _check_first_arg_replaced(received, (x, y, 7), said, keywords)
         if noisy.shape != x.shape or noisy.dtype != x.dtype:
@@ -312,8 +313,8 @@ def _check_noise_keeps_dtype_and_gradient(add_input_noise):
 
 
 def _normalized_position(module, x, extra):
-    """The position of the positional argument the module's hooks normalize, found by calling it with
-    copies of x in every position (so that any one of them can be normalized without an error); None
+    """The position of the positional argument the module's hooks change, found by calling it with
+    copies of x in every position (so that any one of them can be changed without an error); None
     when that call fails too or changes none of them, or changes more than one."""
     copies = [x.clone() for _ in range(1 + len(extra))]
     try:
@@ -328,6 +329,20 @@ def _normalized_position(module, x, extra):
     return changed[0] if len(changed) == 1 else None
 
 
+def _other_argument_hint(module, x, extra, does):
+    """A hint for an error raised when the hooks worked on a positional argument other than the first."""
+    def hint(error):
+        position = _normalized_position(module, x, extra)
+        if not position:
+            return None
+        last = " (args[-1], the last one)" if position == len(extra) else ""
+        return (f"Your hook {does} positional argument {position}{last}, not the first: called with "
+                f"{1 + len(extra)} copies of x, the module received argument {position} changed and the first "
+                f"unchanged. Here argument {position} is {describe(extra[position - 1])}. Change x = args[0] and "
+                "pass args[1:] on unchanged.")
+    return hint
+
+
 def _wrong_dim_hint(x, module=None, extra=()):
     def hint(error):
         if isinstance(error, (AttributeError, TypeError)) and ("'list'" in str(error) or "'tuple'" in str(error)):
@@ -335,14 +350,9 @@ def _wrong_dim_hint(x, module=None, extra=()):
                     "tensors of them first, torch.as_tensor(mean, dtype=x.dtype), whichever of the two they are.")
         if "must match the size of tensor" not in str(error):
             return None
-        position = _normalized_position(module, x, extra) if module is not None and extra else None
-        if position:
-            last = " (args[-1], the last one)" if position == len(extra) else ""
-            return (f"Your hook normalizes positional argument {position}{last}, not the first: called with "
-                    f"{1 + len(extra)} copies of x, the module received argument {position} changed and the first "
-                    "unchanged. Here argument 1 is another tensor (y, of shape "
-                    f"{tuple(extra[0].shape) if isinstance(extra[0], torch.Tensor) else '?'}), which has no channels "
-                    "to normalize. Normalize x = args[0] and pass args[1:] on unchanged.")
+        other = _other_argument_hint(module, x, extra, "normalizes")(error) if module is not None and extra else None
+        if other:
+            return other
         return (f"mean and std hold one value per channel, dimension 1 of x. Broadcasting lines shapes up from the "
                 "last dimension: statistics of shape (C,) meet the LAST dimension of x, and (C, 1, 1) or "
                 "(1, C, 1, 1) fit only 4-D inputs. Reshape them to (1, C, 1, ...), with one 1 per dimension of x "

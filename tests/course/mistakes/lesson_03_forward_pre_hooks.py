@@ -1620,7 +1620,7 @@ def normalize_input(module, mean, std):
 
     return module.register_forward_pre_hook(hook)
 ''',
-         expect=["normalizes positional argument 1", "args[-1]", "normalize x = args[0]"]),
+         expect=["normalizes positional argument 1", "args[-1]", "change x = args[0]"]),
     dict(exercise="force_kwarg", kind="wrong", clause="registers", why="replaces module.forward instead of a hook",
          source='''
 def force_kwarg(module, name, value):
@@ -1634,4 +1634,20 @@ def force_kwarg(module, name, value):
     return Handle()
 ''',
          expect=["no forward pre-hook", "with_kwargs=true"]),
+]
+ENTRIES += [
+    dict(exercise="add_input_noise", kind="wrong", clause="other-args", why="noise on the last positional argument",
+         source='''
+import torch
+
+
+def add_input_noise(module, std, generator=None):
+    def hook(mod, args):
+        if mod.training:
+            x = args[-1]
+            return (*args[:-1], x + torch.randn(x.shape, generator=generator, dtype=x.dtype) * std)
+
+    return module.register_forward_pre_hook(hook)
+''',
+         expect=["adds noise to positional argument 2", "args[-1]", "change x = args[0]"]),
 ]
