@@ -202,17 +202,25 @@ for handle in handles:
 # %% [markdown]
 # The `strict` argument a load pre-hook receives is `True` on torch 2.13 even when the caller
 # passed `strict=False`: the loader always collects the missing and unexpected keys, and only at
-# the end does the caller's `strict` decide whether they raise. So a hook must do the same work
-# for both kinds of load.
+# the end does the caller's `strict` decide whether they raise (`strict=False` returns them, as
+# below; `strict=True` raises them). So a hook must do the same work for both kinds of load.
 
 # %%
 strict_seen = []
+with_extra = dict(layer.state_dict(), extra=torch.tensor(1.0))  # a key the layer does not have
 with layer.register_load_state_dict_pre_hook(lambda module, state_dict, prefix, meta, strict, *rest:
                                              strict_seen.append(strict)):
-    layer.load_state_dict(layer.state_dict(), strict=False)
-    layer.load_state_dict(layer.state_dict(), strict=True)
+    result = layer.load_state_dict(with_extra, strict=False)
+    try:
+        layer.load_state_dict(with_extra, strict=True)
+        raise AssertionError("expected a RuntimeError")
+    except RuntimeError as error:
+        strict_error = " ".join(str(error).split())
 print("strict received for strict=False, then strict=True:", strict_seen)
+print("strict=False returned:", result)
+print("strict=True raised, at the end: RuntimeError:", strict_error)
 assert strict_seen == [True, True]
+assert result.unexpected_keys == ["extra"] and 'Unexpected key(s) in state_dict: "extra"' in strict_error
 
 # %% [markdown]
 # ### A load pre-hook edits the dict in place
@@ -722,9 +730,16 @@ with try_it():
 # statistics are buffers, which `named_parameters()` does not list, so `ema` has no entry for
 # them, although the forward pass changed them. Then a step in which the Linear's weight gets no
 # gradient: SGD leaves the weight as it was, and its entry still moves toward it, the distance
-# shrinking by the factor `decay` (0.9).
+# shrinking by the factor `decay` (0.9). (The loss is not a plain sum of BatchNorm's output: in
+# training mode that sum does not depend on the Linear's weight at all, as the first lines show.)
 
 # %%
+probe = nn.Sequential(nn.Linear(3, 3), nn.BatchNorm1d(3))
+plain_sum_grad = torch.autograd.grad(probe(torch.randn(8, 3)).sum(), probe[0].weight)[0]
+print(f"gradient of a plain sum of BatchNorm's output w.r.t. the Linear's weight: at most "
+      f"{plain_sum_grad.abs().max().item():.1e} (0 up to rounding)")
+assert plain_sum_grad.abs().max() < 1e-5
+
 with try_it():
     torch.manual_seed(0)
     net = nn.Sequential(nn.Linear(3, 3), nn.BatchNorm1d(3))
@@ -732,7 +747,7 @@ with try_it():
     optimizer = torch.optim.SGD(net[0].parameters(), lr=0.1)
     ema, handle = attach_weight_ema(net, optimizer, decay=0.9)
     mean_before, linear_entry_before = net[1].running_mean.clone(), ema["0.weight"].clone()
-    (net(torch.randn(8, 3)) * torch.randn(8, 3)).sum().backward()  # (a plain sum of BatchNorm's output has 0 gradient)
+    (net(torch.randn(8, 3)) * torch.randn(8, 3)).sum().backward()  # not a plain sum: see the first lines
     optimizer.step()
     moved = (ema["0.weight"] - linear_entry_before).abs().max().item()
     print("buffers:", [name for name, _ in net.named_buffers()])

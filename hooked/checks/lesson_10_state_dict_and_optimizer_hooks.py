@@ -176,7 +176,8 @@ def _diagnose(result_keys, old_keys, new_keys, prefix, loading, loads_alone, ear
     if prefix and any(key in unexpected for key in old_keys) and loads_alone():
         fail(f"{said} The module was loaded inside a bigger model, where its keys start with {prefix!r}: "
              f"the hook must rename prefix + old to prefix + new, with the `prefix` argument it receives "
-             "(it is '' only when the module itself is loaded).")
+             f"(it is '' only when the module itself is loaded, and it ends with its dot, {prefix!r}: the local key "
+             "is key[len(prefix):]).")
     if earlier:
         fail(f"{said} The same hook had renamed the keys {earlier}. It must rename at every load, with the "
              "`prefix` argument of that call (the same module may be loaded at another place): do not keep the "
@@ -611,6 +612,16 @@ def check_attach_weight_ema(attach_weight_ema):
                  "refilled by each call.")
         if isinstance(second, (tuple, list)) and len(second) == 2 and _is_handle(second[1]):
             second[1].remove()
+
+        handle_id = getattr(handle, "id", None)
+        if handle_id not in optimizer._optimizer_step_post_hooks and handle_id not in optimizer._optimizer_step_pre_hooks:
+            # (A pre-hook's average lags one step, or computes the step itself: the value checks tell it.)
+            wrapped = "step" in vars(optimizer)
+            fail(f"After {call_text}, the handle returned is not that of a step post-hook registered on the optimizer "
+                 f"(optimizer._optimizer_step_post_hooks holds no hook under its id)"
+                 f"{'; optimizer.step was replaced by a function of yours' if wrapped else ''}. Register the update "
+                 "with optimizer.register_step_post_hook(hook) and return the handle it gives, instead of wrapping "
+                 "or replacing optimizer.step (which other code, or a second wrapper, may replace again).")
 
         with calling(f"calling handle.remove() on the handle returned by {call_text}"):
             handle.remove()

@@ -770,6 +770,40 @@ def attach_weight_ema(model, optimizer, decay):
     return ema, optimizer.register_step_post_hook(update)
 ''',
          expect=[]),
+    dict(exercise="migrate_checkpoint_keys", kind="wrong", why="cuts one character too many after the prefix",
+         clause="prefix",
+         source=_migrate('''        for key in list(state_dict):
+            local = key[len(prefix) + 1:] if prefix else key  # prefix, then its dot
+            if key.startswith(prefix) and local in renames:
+                state_dict[prefix + renames[local]] = state_dict.pop(key)'''),
+         expect=["loaded inside a bigger model", "ends with its dot", "key[len(prefix):]"]),
+    dict(exercise="attach_weight_ema", kind="wrong", why="wraps optimizer.step instead of a step post-hook",
+         clause="post-hook",
+         source='''
+import torch
+
+
+def attach_weight_ema(model, optimizer, decay):
+    parameters = dict(model.named_parameters())
+    ema = {name: p.detach().clone() for name, p in parameters.items()}
+    original_step = optimizer.step
+
+    def step(*args, **kwargs):
+        result = original_step(*args, **kwargs)
+        with torch.no_grad():
+            for name, p in parameters.items():
+                ema[name].mul_(decay).add_(p, alpha=1 - decay)
+        return result
+
+    optimizer.step = step
+
+    class Handle:
+        def remove(self):
+            optimizer.step = original_step
+
+    return ema, Handle()
+''',
+         expect=["not that of a step post-hook", "optimizer.step was replaced", "register_step_post_hook"]),
 ]
 
 
