@@ -469,7 +469,8 @@ frozen_gradient, = torch.autograd.grad(frozen_score, frozen_outputs[1])
 print("with a copy of x that requires grad: the conv's output requires grad:", frozen_outputs[1].requires_grad,
       "| x requires grad:", digit.requires_grad, "| a parameter requires grad:",
       any(p.requires_grad for p in frozen.parameters()))
-print("the gradient equals the one of the model that is not frozen:", torch.allclose(frozen_gradient, reference_gradient))
+print("the gradient equals the one of the model that is not frozen:",
+      torch.allclose(frozen_gradient, reference_gradient))
 assert frozen_outputs[1].requires_grad and not digit.requires_grad
 assert copy_of_digit.data_ptr() == digit.data_ptr()  # the same values, in the same memory
 assert not any(p.requires_grad for p in frozen.parameters())
@@ -517,7 +518,7 @@ def grad_cam(model, layer, x, target):
     cam = relu(sum_k w_k * A_k), upsampled bilinearly (align_corners=False) to (H, W) and divided
     by its maximum when that is positive. Returns a tensor of shape (H, W).
     Works when `layer` is followed by an in-place ReLU, and on a frozen model (no parameter
-    requires grad) without changing any parameter's requires_grad. Leaves no hook on any module, also
+    requires grad), leaving every parameter's requires_grad as it was. Leaves no hook on any module, also
     when the forward pass raises (the exception propagates), and keeps the hooks registered before the
     call. Leaves every module of the model in its train/eval mode, and grad mode on (it is called with
     grad mode on). `x` is left as it was: its values, and it does not require grad.

@@ -626,7 +626,7 @@ CLAUSES = {
         "shape": "Returns a tensor of shape (H, W).",
         "in-place-relu": "Works when `layer` is followed by an in-place ReLU",
         "frozen": "and on a frozen model (no parameter requires grad)",
-        "requires-grad-kept": "without changing any parameter's requires_grad",
+        "requires-grad-kept": "leaving every parameter's requires_grad as it was",
         "no-hook": "Leaves no hook on any module",
         "no-hook-on-raise": "also when the forward pass raises",
         "propagates": "(the exception propagates)",
