@@ -213,6 +213,21 @@ class _Recurrent(nn.Module):
         return self.head(sequence[:, -1])
 
 
+class _PackedReader(nn.Module):
+    """An LSTM fed a packed batch of sequences of lengths 4, 3 and 2: it returns (PackedSequence, (h_n, c_n)),
+    and a PackedSequence is a tuple whose first item is data."""
+
+    def __init__(self, width, hidden, out):
+        super().__init__()
+        self.lstm = nn.LSTM(width, hidden, batch_first=True)
+        self.head = nn.Linear(hidden, out)
+
+    def forward(self, x):
+        packed = nn.utils.rnn.pack_padded_sequence(x, torch.tensor([4, 3, 2]), batch_first=True, enforce_sorted=False)
+        _, (h_n, _) = self.lstm(packed)
+        return self.head(h_n[-1])
+
+
 class Pair(nn.Module):
     """Returns a list: [linear(x), tanh(linear(x))]."""
 
@@ -350,6 +365,13 @@ def _recurrent(rng):
                       f"{_TUPLE_RULE}: the LSTM's entry describes its output sequence.")
 
 
+def _packed(rng):
+    width, hidden, out = _sizes(rng)
+    return _case(_PackedReader(width, hidden, out), (3, 4, width), (nn.LSTM, nn.Linear),
+                 note=f"Module 'lstm' is an nn.LSTM fed a packed batch: it returns (PackedSequence(data, ...), "
+                      f"(h_n, c_n)). {_TUPLE_RULE}, and {_FIRST_OF_FIRST}.")
+
+
 def _paired(rng):
     width, hidden, out = _sizes(rng)
     return _case(_Paired(width, hidden, out), (3, width), (Pair, nn.Linear),
@@ -370,8 +392,8 @@ def _odd(rng):
                       f"{_FIRST_OF_FIRST}, h here. Module 'found' returns an empty list: {_OTHER_RULE}.")
 
 
-_STATS_CASES = ((111, _two_relus), (112, _nested), (113, _shared), (114, _recurrent), (115, _paired),
-                (116, _tabled), (117, _rooted), (118, _odd))
+_STATS_CASES = ((111, _two_relus), (112, _nested), (113, _shared), (114, _recurrent), (119, _packed),
+                (115, _paired), (116, _tabled), (117, _rooted), (118, _odd))
 
 
 def _kind(output):
@@ -400,7 +422,8 @@ class _OutputRecorder:
         described = _described(output)
         if described is not None:
             self.outputs.setdefault(name, []).append(described.detach().clone())
-            self.inputs.setdefault(name, []).append(args[0].detach().clone())
+            first_input = _described(args)  # a PackedSequence's data too
+            self.inputs.setdefault(name, []).append(None if first_input is None else first_input.detach().clone())
 
 
 def _stats_of(output):
@@ -420,7 +443,7 @@ def _check_entry(entry, output, where, module_input, kind=None):
     first_item = (f" The module returned a {kind}; {_TUPLE_RULE.lower()}, {describe(output)}, and only that "
                   "item." if kind in ("tuple", "list") else "")
     if not _near(values["mean"], expected["mean"]):
-        of_input = _near(values["mean"], module_input.mean().item())
+        of_input = module_input is not None and _near(values["mean"], module_input.mean().item())
         fail(f"{where}['mean'] is {values['mean']:.6g}; the module's output, {describe(output)}, has mean "
              f"{expected['mean']:.6g} over all its elements."
              + (" That is the mean of the module's input: record its output (a forward hook's third argument)."

@@ -986,7 +986,7 @@ ENTRIES += [
            ["indexerror", "an empty list", "adds no entry"], "no-entry"),
     _stats("takes a tuple's first item, but not the first item of that",
            [("while isinstance(output, (tuple, list)) and output:", "if isinstance(output, (tuple, list)) and output:")],
-           ["nothing was recorded for ['nest']", "tuple whose first item is a tuple", "packedsequence"],
+           ["nothing was recorded for ['lstm']", "tuple whose first item is a packedsequence", "describes data"],
            "first-of-first"),
     _stats("centers the detached output in place to compute the std",
            [('"std": out.std().item()', '"std": (out.sub_(out.mean()).pow(2).sum() / (out.numel() - 1)).sqrt().item()')],
