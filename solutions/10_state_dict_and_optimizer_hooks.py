@@ -618,7 +618,8 @@ with optimizer.register_step_pre_hook(lambda opt, args, kwargs: (1, 2)):
 #   value.) The hook only reads the parameters: it never changes them;
 # - `handle` is the handle of a step post-hook registered on `optimizer`; once it is removed, steps
 #   no longer change `ema`;
-# - each call makes an `ema` of its own: two averages, of two models, can run at once.
+# - each call makes an `ema` of its own: two averages, of two models or of one model with two
+#   decays, can run at once.
 #
 # It must work for any `torch.optim.Optimizer`, with all of its parameter groups.
 #
@@ -629,7 +630,7 @@ with optimizer.register_step_pre_hook(lambda opt, args, kwargs: (1, 2)):
 # parameters that have a gradient, or only the optimizer's; `model.state_dict()` instead of
 # `model.named_parameters()` (it holds the buffers too, and, as lesson 09 showed, a tied weight
 # under both names); computing the SGD step yourself instead of reading the value after the step;
-# one `ema` dict kept at module level, which the next call empties and refills.
+# one `ema` dict (or `decay`) kept at module level or on the optimizer, which the next call replaces.
 #
 # Check: run `check(attach_weight_ema)` below, or
 # `pytest tests/test_10_state_dict_and_optimizer_hooks.py -k attach_weight_ema`.
@@ -649,7 +650,7 @@ def attach_weight_ema(model, optimizer, decay):
     got no gradient or are in no parameter group: ema = decay * ema + (1 - decay) * parameter
     (its value after the step), without autograd, leaving the parameters unchanged. It works for
     any `torch.optim.Optimizer`, with all of its parameter groups. Each call makes an `ema` of its
-    own, so that two averages (of two models) can run at once.
+    own, so that two averages (of two models, or of one model with two decays) can run at once.
     """
     # BEGIN SOLUTION
     parameters = dict(model.named_parameters())

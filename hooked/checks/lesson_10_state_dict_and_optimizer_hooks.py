@@ -613,6 +613,34 @@ def check_attach_weight_ema(attach_weight_ema):
         if isinstance(second, (tuple, list)) and len(second) == 2 and _is_handle(second[1]):
             second[1].remove()
 
+        # Two averages of one model, with two decays, on one optimizer: one step moves each by its own decay.
+        other_decay = round(1 - (1 - decay) / 2, 4)
+        same_text = (f"a second attach_weight_ema(model, optimizer, decay={other_decay}) on the same model and "
+                     "optimizer, while the first is attached")
+        with calling(f"calling {same_text}, after {call_text}"):
+            second = attach_weight_ema(model, optimizer, other_decay)
+        if (not isinstance(second, (tuple, list)) or len(second) != 2 or not isinstance(second[0], dict)
+                or set(second[0]) != set(ema) or second[0] is ema):
+            fail(f"After {call_text}, {same_text} returned {describe(second)}; expected its own (ema, handle) pair, "
+                 "with a new dict.")
+        second_ema, second_handle = second
+        starts, before = _snapshot(second_ema), _snapshot(ema)
+        with calling(f"calling optimizer.step() after {same_text}"):
+            _step(model, optimizer, seed * 10 + 8)
+        for averages, rate, label in ((ema, decay, "first"), (second_ema, other_decay, "second")):
+            start = before if label == "first" else starts
+            wrong = [name for name, p in parameters.items()
+                     if not close(averages[name], rate * start[name] + (1 - rate) * p.detach())]
+            if wrong:
+                fail(f"After {call_text} and {same_text}, one optimizer step moved the {label} average's "
+                     f"ema[{wrong[0]!r}] to {describe(averages[wrong[0]])}; expected "
+                     f"{describe(rate * start[wrong[0]] + (1 - rate) * parameters[wrong[0]].detach())} = decay * ema + "
+                     f"(1 - decay) * parameter with its own decay, {rate}. Each call keeps its own dict and its own "
+                     "decay in its hook (a closure), not in a global or an attribute of the optimizer or model that "
+                     "the next call replaces.")
+        if _is_handle(second_handle):
+            second_handle.remove()
+
         handle_id = getattr(handle, "id", None)
         if handle_id not in optimizer._optimizer_step_post_hooks and handle_id not in optimizer._optimizer_step_pre_hooks:
             # (A pre-hook's average lags one step, or computes the step itself: the value checks tell it.)

@@ -804,6 +804,46 @@ def attach_weight_ema(model, optimizer, decay):
     return ema, Handle()
 ''',
          expect=["not that of a step post-hook", "optimizer.step was replaced", "register_step_post_hook"]),
+    dict(exercise="attach_weight_ema", kind="wrong", why="keeps ema and decay as attributes of the optimizer",
+         clause="own-dict",
+         source='''
+import torch
+
+
+def attach_weight_ema(model, optimizer, decay):
+    optimizer.ema_parameters = dict(model.named_parameters())
+    optimizer.ema = {name: p.detach().clone() for name, p in optimizer.ema_parameters.items()}
+    optimizer.ema_decay = decay
+
+    @torch.no_grad()
+    def update(opt, args, kwargs):
+        for name, p in opt.ema_parameters.items():
+            opt.ema[name].mul_(opt.ema_decay).add_(p, alpha=1 - opt.ema_decay)
+
+    return optimizer.ema, optimizer.register_step_post_hook(update)
+''',
+         expect=["on the same model and optimizer", "with its own decay", "an attribute of the optimizer"]),
+    dict(exercise="attach_weight_ema", kind="wrong", why="decay kept in a global",
+         clause="own-dict",
+         source='''
+import torch
+
+SETTINGS = {"decay": 0.0}
+
+
+def attach_weight_ema(model, optimizer, decay):
+    SETTINGS["decay"] = decay
+    parameters = dict(model.named_parameters())
+    ema = {name: p.detach().clone() for name, p in parameters.items()}
+
+    @torch.no_grad()
+    def update(opt, args, kwargs):
+        for name, p in parameters.items():
+            ema[name].mul_(SETTINGS["decay"]).add_(p, alpha=1 - SETTINGS["decay"])
+
+    return ema, optimizer.register_step_post_hook(update)
+''',
+         expect=["one optimizer step moved the first average", "its own decay, 0.9", "not in a global"]),
 ]
 
 
