@@ -908,6 +908,11 @@ def check_track_grad_norms(track_grad_norms):
                     fail(f"{said} {name}.grad is {describe(mine)}; without your hooks it is "
                          f"{describe(theirs)}. The hooks must only look: return None, and change "
                          "neither the gradient in place nor .grad.")
+                if mine is not None and mine.requires_grad != theirs.requires_grad:
+                    fail(f"{said} {name}.grad has requires_grad {mine.requires_grad}; without your hooks it has "
+                         f"{theirs.requires_grad}: under backward(create_graph=True) the gradient carries the graph "
+                         "of the backward pass, for a second derivative, and a hook that returns grad.detach() "
+                         "cuts it. The hooks must only look: return None.")
             if then == "clip":
                 torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm=1e-3)
                 torch.nn.utils.clip_grad_norm_(reference_model.parameters(), max_norm=1e-3)
@@ -1245,6 +1250,23 @@ def _check_large_finite(TrainingMonitor):
                  "3.4e38),",
                  "expected None: every element was finite, though their sum and their norm overflow to inf. Test "
                  "each element: torch.isfinite(t).all(), not a sum or a norm.")
+    # The same for gradients: each element finite, the norms and some sums beyond float32's largest number.
+    model, width = _seeded(seed, _mlp)
+    reference_model = copy.deepcopy(model)
+    watch = _Watch(reference_model)
+    (reference_model(x) * 5e37).sum().backward()
+    assert watch.first is None and any(p.grad.norm() == math.inf for p in reference_model.parameters()
+                                       if p.grad is not None)
+    monitor = _run("calling TrainingMonitor(model, (nn.ReLU,)).attach()",
+                   lambda: TrainingMonitor(model, (nn.ReLU,)).attach())
+    _run("running (model(x) * 5e37).sum().backward() with the monitor attached",
+         lambda: (model(x) * 5e37).sum().backward())
+    _run("calling monitor.remove()", monitor.remove)
+    _check_first(monitor.first_nonfinite, watch, None,
+                 "After a backward pass whose gradients hold elements up to 1.5e38 (below float32's largest number, "
+                 "3.4e38),",
+                 "expected None: every element of every gradient was finite, though their norms and some of their "
+                 "sums overflow to inf. Test each element: torch.isfinite(grad).all(), not a norm or a sum.")
 
 
 def _check_nonfinite_gradient(TrainingMonitor):

@@ -1089,4 +1089,12 @@ def record_activation_stats(model, layer_types):
              [("    return []\n", "    if isinstance(value, (int, float)):\n        return [torch.tensor(float(value))]\n"
                                   "    return []\n")],
              ["'peak' returns a python number", "counts as finite"], "other-finite"),
+    _norms("the hook returns grad.detach(), which cuts create_graph's graph",
+           [("            norms.setdefault(name, []).append(grad.norm().item())\n",
+             "            grad = grad.detach()\n            norms.setdefault(name, []).append(grad.norm().item())\n"
+             "            return grad\n")],
+           ["create_graph=true", "requires_grad false", "returns grad.detach()"], "gradients-unchanged"),
+    _monitor("the gradient watch tests the gradient's norm, which overflows",
+             [("lambda grad, name=name: self.see(name, grad)", "lambda grad, name=name: self.see(name, grad.norm())")],
+             ["elements up to 1.5e38", "test each element"], "nonfinite"),
 ]
