@@ -10,6 +10,7 @@ import random
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch.nn.modules import module as module_globals
 
 from hooked.checking import LearnerCodeRaised, calling, fail
 from hooked.checks import trained_digits_cnn
@@ -138,16 +139,24 @@ _TRAINED = "the lesson's CNN, trained"
 _HOOK_KINDS = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks")
 
 
+_GLOBAL_KINDS = ("_global_forward_hooks", "_global_forward_pre_hooks", "_global_backward_hooks",
+                 "_global_backward_pre_hooks")
+
+
 def _registered_hooks(model):
-    """{(module name, kind): {hook id: hook}} of every module's hook dicts."""
-    return {(name, kind): dict(getattr(module, kind)) for name, module in model.named_modules() for kind in _HOOK_KINDS}
+    """{(module name, kind): {hook id: hook}} of every module's hook dicts, and {(None, kind): ...} of the
+    global module hooks (torch.nn.modules.module.register_module_forward_hook and the like)."""
+    found = {(name, kind): dict(getattr(module, kind)) for name, module in model.named_modules() for kind in _HOOK_KINDS}
+    found.update({(None, kind): dict(getattr(module_globals, kind)) for kind in _GLOBAL_KINDS})
+    return found
 
 
 def _hooks_left(model, before=None):
     """Names (and kinds) of modules that hold hooks of any kind not in `before` (the caller's own,
     from _registered_hooks), and of parameters that hold tensor hooks."""
     before = before or {}
-    left = []
+    left = [f"the global module hooks ({kind.strip('_')}, e.g. register_module_forward_hook)" for kind in _GLOBAL_KINDS
+            if set(getattr(module_globals, kind)) - set(before.get((None, kind), {}))]
     for name, module in model.named_modules():
         for kind in _HOOK_KINDS:
             if set(getattr(module, kind)) - set(before.get((name, kind), {})):
@@ -159,8 +168,9 @@ def _hooks_left(model, before=None):
 
 def _check_callers_hooks_kept(model, before, call_text):
     """The hooks the caller had registered (`before`) are all still there, the same objects."""
-    gone = [f"{name or 'the model'} ({kind.strip('_')})" for (name, kind), hooks in before.items()
-            for key, hook in hooks.items() if getattr(model.get_submodule(name), kind).get(key) is not hook]
+    gone = [f"{'the global module hooks' if name is None else name or 'the model'} ({kind.strip('_')})"
+            for (name, kind), hooks in before.items() for key, hook in hooks.items()
+            if getattr(module_globals if name is None else model.get_submodule(name), kind).get(key) is not hook]
     if gone:
         fail(f"{call_text} removed hooks that the caller had registered before the call, on {gone}. Remove only "
              "the hook you registered, through its handle (handle.remove(), or the handle as a context manager); "
@@ -292,7 +302,7 @@ def _check_raising_forward(get_activation):
 def _check_raises_and_cleans(function, model, x, call_text, *more):
     """`function(model, model.conv, x, *more)` lets the model's own ValueError through, leaves no hook and
     leaves each parameter's requires_grad as it was."""
-    requires_grad = [p.requires_grad for p in model.parameters()]
+    requires_grad, before = [p.requires_grad for p in model.parameters()], _registered_hooks(model)
     try:
         result = function(model, model.conv, x, *more)
     except ValueError as error:
@@ -308,7 +318,7 @@ def _check_raises_and_cleans(function, model, x, call_text, *more):
     else:
         fail(f"{call_text} returned {describe(result)}, but model(x) raised ValueError; let the exception reach "
              "the caller (don't catch it).")
-    left = _hooks_left(model)
+    left = _hooks_left(model, before)
     if left:
         fail(f"{call_text}: the ValueError came through, but hooks were left on {left}. When forward raises, "
              "the lines after model(x) don't run (and a hook that removes itself when it fires never fires if "

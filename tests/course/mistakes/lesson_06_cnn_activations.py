@@ -1090,3 +1090,48 @@ ENTRIES += [
                                 "            output.register_hook(lambda grad: saved.update(G=grad))\n")),
          expect=["a frozen model", "not part of any autograd graph", "x.detach().requires_grad_()"]),
 ]
+
+# A global module hook (lesson 07) works as well, if it is removed; one left registered is a hook left.
+ENTRIES += [
+    dict(exercise="get_activation", kind="wrong", clause="removed", why="a global forward hook, never removed",
+         source='''
+import torch
+from torch.nn.modules.module import register_module_forward_hook
+
+
+def get_activation(model, layer, x):
+    kept = {}
+
+    def hook(module, args, output):
+        if module is layer:
+            kept["out"] = output.detach().clone()
+
+    register_module_forward_hook(hook)
+    with torch.no_grad():
+        model(x)
+    return kept["out"]
+''',
+         expect=["hooks were still registered", "the global module hooks"]),
+    dict(exercise="get_activation", kind="right", why="a global forward hook that picks the layer, removed in finally",
+         source='''
+import torch
+from torch.nn.modules.module import register_module_forward_hook
+
+
+def get_activation(model, layer, x):
+    kept = {}
+
+    def hook(module, args, output):
+        if module is layer:
+            kept["out"] = output.detach().clone()
+
+    handle = register_module_forward_hook(hook)
+    try:
+        with torch.no_grad():
+            model(x)
+    finally:
+        handle.remove()
+    return kept["out"]
+''',
+         expect=[]),
+]
