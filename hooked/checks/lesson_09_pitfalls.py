@@ -126,17 +126,16 @@ class _Body(nn.Module):
 
 
 def _deep_case(rng):
-    """The layer three levels down (a block, model.body.stages[0]), its in-place ReLU beside it; float64, and
-    in eval mode (both must stay so)."""
+    """The layer three levels down (a block, model[1].stages[0]), its in-place ReLU beside it."""
     width, hidden, out = rng.randint(3, 6), rng.randint(4, 8), rng.randint(2, 4)
-    model = nn.Sequential(nn.Linear(width, width), _Body(width, hidden), nn.Linear(hidden, out)).double().eval()
+    model = nn.Sequential(nn.Linear(width, width), _Body(width, hidden), nn.Linear(hidden, out))
     return model, "1.stages.0", "1.stages.1", (rng.randint(2, 5), width)
 
 
 def _conv_case(rng):
     channels, maps, size, out = rng.randint(1, 3), rng.randint(2, 4), rng.randint(3, 5), rng.randint(2, 3)
     model = nn.Sequential(nn.Conv2d(channels, maps, 3, padding=1), nn.ReLU(inplace=True), nn.Flatten(),
-                          nn.Linear(maps * size * size, out))
+                          nn.Linear(maps * size * size, out)).double().eval()  # float64, in eval mode: both stay
     return model, "0", "1", (rng.randint(1, 3), channels, size, size)
 
 
