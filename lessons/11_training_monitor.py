@@ -316,8 +316,8 @@ check(record_activation_stats)
 # <details class="tip"><summary>Hint 2 of 3: the API</summary>
 #
 # `isinstance(module, tuple(layer_types))`; `module.register_forward_hook(hook)` with
-# `hook(module, args, output)`; `isinstance(output, (tuple, list))` and `output[0]` in a `while` loop,
-# `isinstance(output, torch.Tensor)`; `output.detach()`, `.mean()`, `.std()`, `(output == 0)`,
+# `hook(module, args, output)`; `isinstance(output, (tuple, list))` and `output[0]` in a `while`
+# loop, `isinstance(output, torch.Tensor)`; `output.detach()`, `.mean()`, `.std()`, `(output == 0)`,
 # `.float().mean()`, `.item()`; `stats.setdefault(name, []).append(...)`. Bind the name when you
 # make the hook (a function that returns the hook, or a default argument), not from the loop
 # variable when the hook runs.
@@ -521,10 +521,10 @@ assert with_inf.norm() == float("inf") and torch.isnan(with_nan.norm())
 # - `norms` is a dict from the parameter's name to a list with one entry per backward pass that
 #   computes a gradient for it, in the order of the passes: the L2 norm of the gradient that pass
 #   computed (summed over every use of the parameter, and not `.grad`, which under gradient
-#   accumulation is the sum so far; `inf` or `nan` when that gradient holds them), as a Python float
-#   or a 0-dim tensor that does not require grad, also under `backward(create_graph=True)`. A backward pass that computes no gradient for
-#   a parameter (its branch did not run) adds no entry for it; a parameter that has had no
-#   gradient yet may be missing or have an empty list. A frozen parameter (`requires_grad=False`)
+#   accumulation is the sum so far; `inf` or `nan` when that gradient holds them), as a Python
+#   float or a 0-dim tensor that does not require grad, also under `backward(create_graph=True)`.
+#   A backward pass that computes no gradient for a parameter (its branch did not run) adds no
+#   entry for it; a parameter that has had no gradient yet may be missing or have an empty list. A frozen parameter (`requires_grad=False`)
 #   gets no hook: `register_hook` on it raises.
 # - `handles` is a list of the `RemovableHandle`s.
 #
@@ -719,18 +719,19 @@ for log_last in (False, True):
 #   layer_types)` and `track_grad_norms(model)` (their dicts become `activation_stats` and
 #   `grad_norms`), plus the watch: a forward hook on every module in `model.named_modules()`, the
 #   model itself included (its name is `""`), and a tensor hook on every parameter that requires grad.
-# - While attached, the hooks only look: they change neither the model's outputs nor its gradients, so
-#   the model trains exactly as it would without the monitor.
+# - While attached, the hooks only look: they change neither the model's outputs nor its
+#   gradients, so the model trains exactly as it would without the monitor.
 # - `first_nonfinite` is `None` until a watched forward output or parameter gradient contains a NaN,
-#   `inf` or `-inf`; it is then the name of that module (its `named_modules()` name) or parameter
+#   `inf` or `-inf` (as an element: finite elements whose norm or sum overflows do not count); it
+#   is then the name of that module (its `named_modules()` name) or parameter
 #   (its `named_parameters()` name), whichever the hooks saw first, and it never changes after.
 #   The model's own name, `""`, is a name like the others (it is falsy, but it is not `None`).
 # - A module's output counts when it is a tensor with such an element, or a tuple, list or dict
 #   holding such a tensor at any depth (`nn.LSTM` returns `(output, (h_n, c_n))`); any other
 #   output (`None`, a number) counts as finite.
-# - `remove()` removes every hook the monitor registered, those of every `attach()` call, and no other
-#   (a hook the caller registered before or while the monitor was attached stays); it is safe to
-#   call twice; the model then behaves as before (which parameters require grad included). The
+# - `remove()` removes every hook the monitor registered, those of every `attach()` call, and no
+#   other (a hook the caller registered before or while the monitor was attached stays); it is safe
+#   to call twice; the model then behaves as before (which parameters require grad included). The
 #   recorded data stays.
 # - `with TrainingMonitor(model, layer_types) as monitor:` attaches on entry (binding the monitor)
 #   and removes on exit, also when the block raises; the exception goes on.
