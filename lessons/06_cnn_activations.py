@@ -683,6 +683,8 @@ assert torch.allclose(gap_gradient, gap_gradient[:, :, :1, :1].expand_as(gap_gra
 # - Grad-CAM needs a layer's output and its gradient. A full backward hook fails when an in-place
 #   ReLU follows the layer, and `retain_grad()` then gives the gradient after the ReLU; a tensor
 #   hook registered in a forward hook gives the gradient of the value the layer produced.
+# - In a frozen model, with an input that does not require grad, a layer's output has no graph to hook
+#   into: run the model on a copy of the input that requires grad, `x.detach().requires_grad_()`.
 #
 # Next, lesson 07 looks at global hooks, which apply to every module at once, and at how the options
 # of lessons 03 and 04 (`with_kwargs`, `prepend`, `always_call`) work with them.
