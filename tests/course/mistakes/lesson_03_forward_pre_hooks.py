@@ -1651,3 +1651,39 @@ def add_input_noise(module, std, generator=None):
 ''',
          expect=["adds noise to positional argument 2", "args[-1]", "change x = args[0]"]),
 ]
+ENTRIES += [
+    dict(exercise="add_input_noise", kind="right", why="randn_like without a generator, randn with one",
+         source='''
+import torch
+
+
+def add_input_noise(module, std, generator=None):
+    def hook(mod, args):
+        if not mod.training:
+            return None
+        x = args[0]
+        if generator is None:
+            noise = torch.randn_like(x)
+        else:
+            noise = torch.randn(x.shape, generator=generator, dtype=x.dtype, device=x.device)
+        return (x + std * noise,) + args[1:]
+
+    return module.register_forward_pre_hook(hook)
+''',
+         expect=[]),
+    dict(exercise="normalize_input", kind="right", why="float32 arithmetic, the result cast back to the dtype of x",
+         source='''
+import torch
+
+
+def normalize_input(module, mean, std):
+    def hook(mod, args):
+        x = args[0]
+        shape = [1, -1] + [1] * (x.dim() - 2)
+        out = (x.float() - torch.tensor(mean).reshape(shape)) / torch.tensor(std).reshape(shape)
+        return (out.to(x.dtype), *args[1:])
+
+    return module.register_forward_pre_hook(hook)
+''',
+         expect=[]),
+]
