@@ -77,7 +77,7 @@ def _learner(doing, hints=_ERROR_HINTS):
 
 def _seeded(factory, seed):
     with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
+        torch.default_generator.manual_seed(seed)  # (torch.manual_seed also seeds every other device: slower)
         return factory()
 
 
@@ -558,9 +558,7 @@ class _LinearNet(nn.Module):
 def _linear_objects(seed):
     rng = random.Random(seed)
     n = rng.randint(3, 6)
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        model = _LinearNet(n)
+    model = _seeded(lambda: _LinearNet(n), seed)
     return [model, random_tensor(seed + 1, (rng.randint(2, 5), n))]
 
 
@@ -596,11 +594,12 @@ def _mixed_loss(params):
 
 
 def _long_sort_params(seed):
-    return [random_tensor(seed, (2, 4200)).requires_grad_()]
+    return [random_tensor(seed, (1, 2100)).requires_grad_()]
 
 
 def _long_sort_loss(params):
-    """sort saves int64 indices up to 4199; float16 cannot hold odd integers above 2048."""
+    """sort saves int64 indices up to 2099; float16 cannot hold odd integers above 2048 (2099 becomes
+    2100, out of range)."""
     ordered = params[0].sort(dim=-1).values
     return (ordered * torch.arange(ordered.shape[-1], dtype=torch.float32)).sum()
 
@@ -614,8 +613,10 @@ def _chain_params(seed):
 def _chain_loss(params):
     """Each tanh output is freed once the next one exists, so later tensors get the memory (and
     often the id) of earlier ones: a cache that does not check its tensor is still alive mixes them up.
-    (Whether a freed tensor's memory goes to the next one depends on the allocator; with 16 steps of
-    64 KiB tensors a cache keyed by data_ptr, shape and stride is caught on every seed tried here.)"""
+    (Whether a freed tensor's memory goes to a later one depends on the allocator and on what the
+    heap holds: with 16 steps of 64 KiB tensors a cache keyed by data_ptr, shape and stride was caught
+    on 58 to 60 of 60 seeds in a fresh process, but in about half of the runs inside a long pytest
+    process; so it is not in the mistake catalogue, whose verdicts must not depend on luck.)"""
     x, w = params
     h = torch.tanh(x @ w)
     for _ in range(16):
@@ -631,7 +632,7 @@ _CASES = [_Case("a small network in float32 (x @ w1 + b1, tanh, @ w2: tanh's out
           _Case("a pass with float64 activations, torch.sort (it saves int64 indices), a bfloat16 product and a "
                 "float32 activation",
                 _mixed_params, _mixed_loss),
-          _Case("torch.sort over 4200 numbers (it saves int64 indices up to 4199)", _long_sort_params,
+          _Case("torch.sort over 2100 numbers (it saves int64 indices up to 2099)", _long_sort_params,
                 _long_sort_loss),
           _Case("a chain of 17 tanh on (4, m) tensors, each output freed once the next exists, then h @ h.t(), "
                 "with backward(create_graph=True)",
@@ -990,7 +991,7 @@ def check_HalfPrecisionSaver(HalfPrecisionSaver):
                  f"{after_first + counted}. bytes_saved starts at 0 when the saver is made and keeps growing: do not "
                  "reset it when a block begins.")
         _judge_bytes(counted - after_first, second, f"{said_again} (counting its increase)")
-        if measure:  # a training step inside one block: the copies go with the graph, not at the block's end
+        if number == 0:  # a training step inside one block: the copies go with the graph, not at the block's end
             left = _training_step_inside(saver, case, case.make(seed + 3))
             if left:
                 fail(f"{said}, then a forward and a backward pass both inside one `with saver:` block (a training "

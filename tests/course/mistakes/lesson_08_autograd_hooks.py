@@ -1131,17 +1131,6 @@ def call_when_all_grads_ready(tensors, callback):
         return super().__exit__(*exc)
 ''',
          expect=["both inside one `with saver:` block", "not when the block ends"]),
-    dict(exercise="HalfPrecisionSaver", kind="wrong", clause="once",
-         why="a WeakValueDictionary keyed by data_ptr, shape, stride and dtype",
-         source=edited(_SAVER, ("        self._copies = {}\n", "        self._copies = weakref.WeakValueDictionary()\n"),
-                       (_CACHED, """        key = (tensor.data_ptr(), tuple(tensor.shape), tensor.stride(), tensor.dtype)
-        copy = self._copies.get(key)
-        if copy is None:
-            copy = tensor.half()
-            self._copies[key] = copy
-            self.bytes_saved += tensor.numel() * (tensor.element_size() - 2)
-        return copy, tensor.dtype""")),
-         expect=["a chain of", "a cache must check that its tensor is still alive", "memory are given to later"]),
     dict(exercise="HalfPrecisionSaver", kind="wrong", clause="leaves",
          why="asks requires_grad, not is_leaf (parameters and their views converted)",
          source=_saver("""        base = tensor if tensor._base is None else tensor._base
