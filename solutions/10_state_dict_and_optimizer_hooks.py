@@ -340,6 +340,8 @@ with layer.register_load_state_dict_post_hook(lambda module, incompatible_keys: 
 # - A dict that holds both `prefix + old` and `prefix + new` loads the old key's value: it is moved
 #   over the new key's, and no old key is left over.
 # - Removing the handle stops the renaming.
+# - Each call registers a hook of its own: two calls on one module, with two sets of renames,
+#   both apply.
 #
 # Traps: ignoring `prefix` (works only when `module` is loaded by itself), or keeping the one of
 # the first load (the same module may be loaded at another place later); building a new dict
@@ -362,7 +364,8 @@ def migrate_checkpoint_keys(module, renames):
     that, each time `module` is loaded (alone, or inside a bigger model at some `prefix`), moves
     every present `prefix + old` key of the state dict to `prefix + new`, editing the dict in
     place: the old key is removed. When the dict holds both keys, the old key's value replaces
-    the new key's. Absent old keys are skipped; other keys are left alone.
+    the new key's. Absent old keys are skipped; other keys are left alone. Each call registers a
+    hook of its own: two calls on one module (with two sets of renames) both apply.
     Returns the RemovableHandle of the hook.
     """
     # BEGIN SOLUTION

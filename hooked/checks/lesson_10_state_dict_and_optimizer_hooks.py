@@ -660,7 +660,42 @@ def check_attach_weight_ema(attach_weight_ema):
                  "the hook that updates it.")
 
 
+def _check_two_calls(migrate_checkpoint_keys):
+    """Two calls on one module, each with half of the renames: both hooks rename."""
+    seed, wrap, prefix, names = _MIGRATE_CASES[0]
+    module, target, source = _build(seed + 50, wrap, names)
+    renames = names.renames()
+    items = list(renames.items())
+    halves = [dict(items[:len(items) // 2]), dict(items[len(items) // 2:])]
+    text = (f"migrate_checkpoint_keys(module, {halves[0]}) and then migrate_checkpoint_keys(module, {halves[1]}) "
+            "on the same module")
+    handles = []
+    for half in halves:
+        with calling(f"calling {text}"):
+            handles.append(migrate_checkpoint_keys(module, dict(half)))
+    checkpoint, expected = _old_checkpoint(source, prefix, renames, seed + 50)
+    loading = f"After {text}, module.load_state_dict(old_checkpoint, strict=False)"
+    result = _load(target, checkpoint, loading)
+    left = [key for key in result.unexpected_keys if key in renames]
+    if result.missing_keys or result.unexpected_keys:
+        first = [key for key in left if key in halves[0]]
+        which = "the first call's" if first else "the second call's" if left else "some"
+        fail(f"{loading} left missing keys {result.missing_keys} and unexpected keys {result.unexpected_keys}: "
+             f"{which} renames were not applied. Each call registers a hook of its own, which keeps its own renames "
+             "(in a closure): do not keep them on the module or in a global, and do not remove or replace the hook "
+             "of an earlier call.")
+    _check_loaded(target, expected, loading)
+    for handle in handles:
+        if _is_handle(handle):
+            handle.remove()
+
+
+def check_migrate_checkpoint_keys_all(migrate_checkpoint_keys):
+    check_migrate_checkpoint_keys(migrate_checkpoint_keys)
+    _check_two_calls(migrate_checkpoint_keys)
+
+
 CHECKS = {
-    "migrate_checkpoint_keys": check_migrate_checkpoint_keys,
+    "migrate_checkpoint_keys": check_migrate_checkpoint_keys_all,
     "attach_weight_ema": check_attach_weight_ema,
 }

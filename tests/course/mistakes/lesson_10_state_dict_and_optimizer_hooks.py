@@ -844,6 +844,39 @@ def attach_weight_ema(model, optimizer, decay):
     return ema, optimizer.register_step_post_hook(update)
 ''',
          expect=["one optimizer step moved the first average", "its own decay, 0.9", "not in a global"]),
+    dict(exercise="migrate_checkpoint_keys", kind="wrong", why="keeps renames as an attribute of the module",
+         clause="own-hook",
+         source='''
+def migrate_checkpoint_keys(module, renames):
+    module.checkpoint_renames = dict(renames)
+
+    def rename(module, state_dict, prefix, *rest):
+        for old, new in module.checkpoint_renames.items():
+            if prefix + old in state_dict:
+                state_dict[prefix + new] = state_dict.pop(prefix + old)
+
+    return module.register_load_state_dict_pre_hook(rename)
+''',
+         expect=["on the same module", "the first call's renames were not applied", "do not keep them on the module"]),
+    dict(exercise="migrate_checkpoint_keys", kind="wrong", why="a second call replaces the first call's hook",
+         clause="own-hook",
+         source='''
+_HANDLES = {}
+
+
+def migrate_checkpoint_keys(module, renames):
+    if module in _HANDLES:  # as a re-run cell would stack hooks, keep one per module
+        _HANDLES[module].remove()
+
+    def rename(module, state_dict, prefix, *rest):
+        for old, new in renames.items():
+            if prefix + old in state_dict:
+                state_dict[prefix + new] = state_dict.pop(prefix + old)
+
+    _HANDLES[module] = module.register_load_state_dict_pre_hook(rename)
+    return _HANDLES[module]
+''',
+         expect=["the first call's renames were not applied", "do not remove or replace the hook of an earlier call"]),
 ]
 
 
@@ -859,6 +892,7 @@ CLAUSES = {
         "both-keys": "When the dict holds both keys, the old key's value replaces the new key's",
         "absent-skipped": "Absent old keys are skipped",
         "others-alone": "other keys are left alone",
+        "own-hook": "Each call registers a hook of its own",
         "handle": "Returns the RemovableHandle of the hook",
     },
     "attach_weight_ema": {
