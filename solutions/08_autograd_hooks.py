@@ -981,8 +981,14 @@ for _ in range(10):
     t = torch.ones(3)
     ids.append(id(t))
     del t
-print("ten tensors, each freed before the next is made, had", len(set(ids)), "different ids")
-assert len(set(ids)) < 10  # a freed tensor's id goes to a later tensor
+addresses = []
+for _ in range(10):
+    t = torch.ones(100_000)
+    addresses.append(t.data_ptr())
+    del t
+print("ten tensors, each freed before the next is made, had", len(set(ids)), "different ids; ten of",
+      "100,000 numbers had", len(set(addresses)), "different addresses")
+assert len(set(ids)) < 10 and len(set(addresses)) < 10  # a freed tensor's id and memory go to later tensors
 print("saved_tensors_hooks is a class:", isinstance(saved_tensors_hooks, type))
 assert isinstance(saved_tensors_hooks, type)
 
@@ -1019,8 +1025,8 @@ assert isinstance(saved_tensors_hooks, type)
 #
 # Traps: converting parameters, views of them, or inputs; converting a tensor twice; a cache keyed
 # by `data_ptr()` (a view such as `h.t()` starts at the same address as `h`; and with the shape and
-# strides in the key, a freed tensor's memory goes to later tensors), or by `id()` without
-# forgetting freed tensors (a later tensor gets the same id, as in the cell above); a cache that
+# strides in the key, a freed tensor's memory may go to a later tensor, as in the cell above), or by
+# `id()` without forgetting freed tensors (a later tensor gets the same id); a cache that
 # forgets only when the block ends (a training loop inside one block keeps every step's copies); an
 # unpack hook that gives back `float16` or another shape; converting integer tensors.
 #
