@@ -1111,6 +1111,12 @@ def _check_attach_train_remove(TrainingMonitor):
     _run("calling monitor.remove() a second time", monitor.remove)
     _check_requires_grad(model, flags, "After monitor.remove()")
     _check_training_modes(model, modes, "After monitor.remove()")
+    _check_global_modes("After monitor.remove()")
+    added = sorted(set(model.state_dict()) - set(reference_model.state_dict()))
+    if added:
+        fail(f"After monitor.remove(), model.state_dict() has the keys {added}, which the same model without a "
+             "monitor has not (a buffer registered on it?): a checkpoint saved now would not load into the "
+             "model as it was. Keep what the monitor records on the monitor.")
     kept = _attribute(monitor, "activation_stats", "reading monitor.activation_stats after monitor.remove()")
     counts = {name: len(entries) for name, entries in kept.items()}
     if not any(counts.values()) or not any(_attribute(monitor, "grad_norms", "reading monitor.grad_norms").values()):
@@ -1526,7 +1532,23 @@ def _blame_earlier_exercise(TrainingMonitor, error, seen):
                 _finish_first(name, "does not pass its own check yet", seen)
 
 
+def _check_global_modes(after_what):
+    """Fails when the learner's code left autograd's anomaly detection on or grad mode off (and puts them back,
+    so that the checker's own backward passes run as they should)."""
+    anomaly, grad_mode = torch.is_anomaly_enabled(), torch.is_grad_enabled()
+    torch.autograd.set_detect_anomaly(False)
+    torch.set_grad_enabled(True)
+    if anomaly:
+        fail(f"{after_what}, autograd's anomaly detection is on (torch.autograd.set_detect_anomaly(True) called?): "
+             "a global switch, left on for every model, that slows every backward pass and makes it raise on a "
+             "NaN. The monitor watches with its hooks only, and leaves torch's global modes as they were.")
+    if not grad_mode:
+        fail(f"{after_what}, grad mode is off (torch.set_grad_enabled(False) called?): the monitor must leave "
+             "torch's global modes as they were.")
+
+
 def check_TrainingMonitor(TrainingMonitor):
+    anomaly = torch.is_anomaly_enabled()
     try:
         _check_attach_train_remove(TrainingMonitor)
         _check_attach_twice(TrainingMonitor)
@@ -1547,6 +1569,8 @@ def check_TrainingMonitor(TrainingMonitor):
     except NotImplementedError as error:
         _blame_earlier_exercise(TrainingMonitor, error, "")
         raise
+    finally:
+        torch.autograd.set_detect_anomaly(anomaly)
 
 
 CHECKS = {

@@ -1097,4 +1097,14 @@ def record_activation_stats(model, layer_types):
     _monitor("the gradient watch tests the gradient's norm, which overflows",
              [("lambda grad, name=name: self.see(name, grad)", "lambda grad, name=name: self.see(name, grad.norm())")],
              ["elements up to 1.5e38", "test each element"], "nonfinite"),
+    _monitor("attach() switches on anomaly detection, and nothing switches it off",
+             [("        self.grad_norms, norm_handles = track_grad_norms(self.model)\n",
+               "        self.grad_norms, norm_handles = track_grad_norms(self.model)\n"
+               "        torch.autograd.set_detect_anomaly(True)\n")],
+             ["after monitor.remove()", "anomaly detection is on", "global modes as they were"], "as-before"),
+    _monitor("attach() registers a buffer on the model for its flag",
+             [("        self.grad_norms, norm_handles = track_grad_norms(self.model)\n",
+               "        self.grad_norms, norm_handles = track_grad_norms(self.model)\n"
+               "        self.model.register_buffer('monitor_flag', torch.zeros(()))\n")],
+             ["state_dict() has the keys ['monitor_flag']", "would not load"], "as-before"),
 ]
