@@ -741,6 +741,7 @@ def _check_new_hooks_work(model, seed, text):
 
 
 def check_remove_all_hooks(fn):
+    previous = None  # the count the call before returned
     for seed in (98, 99):
         log, global_log = [], []
         model, expected, handles = _hooked_model(seed, log)
@@ -806,11 +807,22 @@ def check_remove_all_hooks(fn):
             fail(f"After {text}, flag dicts still hold entries for removed hooks: {flags[:3]} (module, dict). A "
                  "with_kwargs or always_call forward hook also leaves an {id: True} entry there; clear those too.")
         if isinstance(count, bool) or not isinstance(count, int) or count != len(expected):
-            shared = (" The shared module (model.blocks.0, also model.twin) and the tied weight (model.stem.weight, "
-                      "also model.tail.weight) are one object each: count their hooks once."
-                      if isinstance(count, int) and count > len(expected) else "")
+            on_shared = sum(1 for name, _, _ in expected if name == "blocks.0" or name.startswith("blocks.0."))
+            on_tied = sum(1 for name, _, _ in expected if name == "stem.weight")
+            duplicates = {on_shared, on_tied, on_shared + on_tied}
+            why = ""
+            if isinstance(count, int) and not isinstance(count, bool) and count > len(expected):
+                if previous is not None and count == previous + len(expected):
+                    why = (f" That is this call's {len(expected)} plus the {previous} of the call before: the count "
+                           "is kept between calls (in a global or an attribute). Count from 0 in each call.")
+                elif count - len(expected) in duplicates:
+                    why = (" The shared module (model.blocks.0, also model.twin) and the tied weight (model.stem.weight, "
+                           "also model.tail.weight) are one object each: count their hooks once.")
+                else:
+                    why = " That is more hooks than were registered."
             fail(f"{text} returned {describe(count)}; expected the number of hooks it removed, {len(expected)} "
-                 f"(one per registration; the flag entries do not count).{shared}")
+                 f"(one per registration; the flag entries do not count).{why}")
+        previous = count
         try:
             for handle in handles:
                 handle.remove()  # the handles kept from before still work: they find nothing to remove

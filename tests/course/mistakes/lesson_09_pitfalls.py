@@ -1345,6 +1345,28 @@ def remove_all_hooks(model):
     return removed
 ''',
          expect=[]),
+    dict(exercise="remove_all_hooks", kind="wrong", why="a removal counter kept between calls",
+         clause="count",
+         source=_REMOVER_DICTS + '''
+REMOVED = [0]  # hooks removed so far
+
+
+def remove_all_hooks(model):
+    for module in model.modules():
+        for attribute in MODULE_DICTS:
+            REMOVED[0] += len(getattr(module, attribute))
+            getattr(module, attribute).clear()
+        for attribute in FLAG_DICTS:
+            getattr(module, attribute).clear()
+    for parameter in model.parameters():
+        for attribute in PARAMETER_DICTS:
+            hooks = getattr(parameter, attribute)
+            if hooks:
+                REMOVED[0] += len(hooks)
+                hooks.clear()
+    return REMOVED[0]
+''',
+         expect=["plus the 37 of the call before", "kept between calls", "count from 0 in each call"]),
 ]
 
 
