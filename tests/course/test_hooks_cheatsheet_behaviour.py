@@ -39,6 +39,14 @@ def test_hooks_of_one_kind_run_in_registration_order_unless_prepended():
     m.register_forward_hook(lambda module, args, output: order.append("prepended"), prepend=True)
     m(torch.ones(1))
     assert order == ["prepended", "first", "second"]
+    m, x, order = _Twice(), _leaf(1.0), []
+    m.register_full_backward_pre_hook(lambda module, grad_output: order.append("first"))
+    m.register_full_backward_pre_hook(lambda module, grad_output: order.append("second"))
+    m.register_full_backward_pre_hook(lambda module, grad_output: order.append("prepended"), prepend=True)
+    x.register_hook(lambda grad: order.append("tensor first"))
+    x.register_hook(lambda grad: order.append("tensor second"))
+    m(x).sum().backward()
+    assert order == ["prepended", "first", "second", "tensor first", "tensor second"]
 
 
 def _registrations():
