@@ -8,7 +8,7 @@ import torch
 import torch.nn.modules.module as module_globals
 from torch import nn
 
-from hooked.checking import LearnerCodeRaised, calling, fail
+from hooked.checking import LearnerCodeRaised, calling, fail, learner_frame
 from hooked.checks.tensors import close, describe, random_tensor
 
 MODULE_HOOK_DICTS = {"forward_pre": "_forward_pre_hooks", "forward": "_forward_hooks",
@@ -282,7 +282,7 @@ def check_grad_before_inplace_relu(fn):
                 if deep:
                     fail(f"grad_before_inplace_relu(model, model.get_submodule({layer_name!r}), x) raised "
                          f"{type(raised.error).__name__}: {_short(raised.error)}. It worked when layer was a direct "
-                         f"child of model; {deep}")
+                         f"child of model; {deep}{_learner_line(raised.error)}")
                 raise
             _check_grad_result(value, expected, at_relu, text, relu_name, deep)
             _check_parameter_grads(model, parameter_grads, text)
@@ -308,6 +308,11 @@ def check_grad_before_inplace_relu(fn):
                      "better, keep the in-place ReLU and capture the gradient with a forward hook that registers a "
                      "tensor hook.")
     _check_cleanup_on_error(fn)
+
+
+def _learner_line(error):
+    frame = learner_frame(error)
+    return "" if frame is None else f"\n  your code, line {frame[1]}:\n      {frame[2]}"
 
 
 def _short(error):
