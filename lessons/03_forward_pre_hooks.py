@@ -377,7 +377,8 @@ assert torch.equal(x.grad, torch.ones(4))
 # %% [markdown]
 # And reproducibility: a hook that draws from the global random state gives different noise for
 # two equally seeded generators, because it never uses them. Drawing with `generator=` gives
-# identical noise.
+# identical noise. Without a generator, the global random state decides: `torch.manual_seed` with the
+# same seed right before each call gives identical noise again.
 
 # %%
 def noisy_output(draw_with_generator, seed):
@@ -398,6 +399,12 @@ used = torch.equal(noisy_output(True, seed=7), noisy_output(True, seed=7))
 print("same seed, generator ignored -> identical noise:", ignored)
 print("same seed, generator used    -> identical noise:", used)
 assert not ignored and used
+torch.manual_seed(11)
+first_global = noisy_output(False, seed=7)
+torch.manual_seed(11)
+seeded_globally = torch.equal(first_global, noisy_output(False, seed=7))
+print("generator ignored, torch.manual_seed(11) before each call -> identical noise:", seeded_globally)
+assert seeded_globally
 
 # %% [markdown]
 # The picture shows the demonstration hook on a sine wave: the input, what the layer receives
