@@ -110,11 +110,24 @@ def _unpack(result, call_text, what):
     return records, handles
 
 
-def _remove_all(handles, call_text, model):
+def _global_hooks():
+    """{(kind, key)} of the global module hooks registered now (torch.nn.modules.module.register_module_*)."""
+    import torch.nn.modules.module as module_globals
+    return {(name, key) for name in dir(module_globals) if name.startswith("_global_") and name.endswith("hooks")
+            and isinstance(getattr(module_globals, name), dict) for key in getattr(module_globals, name)}
+
+
+def _global_hooks_left(before):
+    kinds = [name[len("_global_"):-len("_hooks")] for name, _ in sorted(_global_hooks() - before)]
+    return [f"a global {kind.replace('_', ' ')} hook (torch.nn.modules.module.register_module_"
+            f"{'full_' if kind.startswith('backward') else ''}{kind}_hook)" for kind in kinds]
+
+
+def _remove_all(handles, call_text, model, globals_before=frozenset()):
     with calling(f"removing every handle returned by {call_text}"):
         for handle in handles:
             handle.remove()
-    left = _hooks_left(model)
+    left = _hooks_left(model) + _global_hooks_left(globals_before)
     if left:
         fail(f"after removing every handle returned by {call_text}, hooks were still registered: {_listed(left)}. "
              "Return the handle of every hook you registered.")
@@ -592,6 +605,7 @@ def check_record_activation_stats(record_activation_stats):
         reference = _OutputRecorder(reference_model, layer_types)
         names = "(" + ", ".join(t.__name__ for t in layer_types) + ",)"
         call_text = f"record_activation_stats(model, {names})"
+        globals_before = _global_hooks()
         stats, handles = _unpack(_run(f"calling {call_text}", record_activation_stats, model, layer_types),
                                  call_text, "(stats, handles)")
         kept = None
@@ -644,7 +658,7 @@ def check_record_activation_stats(record_activation_stats):
                            _why_modules_missing(model, layer_types, reference.kinds))
         for copy_ in (model, reference_model):
             copy_.train()
-        _remove_all(handles, call_text, model)
+        _remove_all(handles, call_text, model, globals_before)
 
 
 # ---------------------------------------------------------------- track_grad_norms
@@ -872,6 +886,7 @@ def check_track_grad_norms(track_grad_norms):
         reference_model = copy.deepcopy(model)
         reference = _GradRecorder(reference_model)
         call_text = "track_grad_norms(model)"
+        globals_before = _global_hooks()
         norms, handles = _unpack(_run(f"calling {call_text}", track_grad_norms, model), call_text,
                                  "(norms, handles)")
         _check_requires_grad(model, _requires_grad(reference_model), f"After {call_text}")
@@ -928,7 +943,7 @@ def check_track_grad_norms(track_grad_norms):
             if then in ("step", "create_graph"):
                 for trained in (model, reference_model):
                     trained.zero_grad()  # .grad = None; after create_graph=True this breaks the reference cycle
-        _remove_all(handles, call_text, model)
+        _remove_all(handles, call_text, model, globals_before)
 
 
 # ---------------------------------------------------------------- TrainingMonitor
@@ -1025,6 +1040,7 @@ def _check_attach_train_remove(TrainingMonitor):
     reference_model = copy.deepcopy(model)
     outputs, grads = _OutputRecorder(reference_model, (nn.ReLU,)), _GradRecorder(reference_model)
     call_text = "TrainingMonitor(model, (nn.ReLU,))"
+    globals_before = _global_hooks()
     monitor = _new_monitor(TrainingMonitor, model, call_text)
     # The caller's own hooks, registered before attach(): remove() must leave them.
     seen_by_caller = []
@@ -1091,7 +1107,7 @@ def _check_attach_train_remove(TrainingMonitor):
     if first is not None:
         fail(f"{said} monitor.first_nonfinite is {first!r}, but every output and gradient was finite; expected None.")
     _run("calling monitor.remove()", monitor.remove)
-    left = _hooks_left(model, callers)
+    left = _hooks_left(model, callers) + _global_hooks_left(globals_before)
     if left:
         fail(f"after monitor.remove(), hooks were still registered: {_listed(left)}. remove() must remove every hook the "
              "monitor registered: keep each handle, those your two functions return included.")

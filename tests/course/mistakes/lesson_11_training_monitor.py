@@ -1107,4 +1107,36 @@ def record_activation_stats(model, layer_types):
                "        self.grad_norms, norm_handles = track_grad_norms(self.model)\n"
                "        self.model.register_buffer('monitor_flag', torch.zeros(()))\n")],
              ["state_dict() has the keys ['monitor_flag']", "would not load"], "as-before"),
+    dict(exercise="record_activation_stats", kind="wrong", why="one global forward hook whose handle is not returned",
+         clause="handles", source='''
+import torch
+
+
+def record_activation_stats(model, layer_types):
+    stats = {}
+    names = {module: name for name, module in model.named_modules() if isinstance(module, layer_types)}
+
+    def hook(module, args, output):
+        name = names.get(module)
+        if name is None:
+            return
+        while isinstance(output, (tuple, list)) and output:
+            output = output[0]
+        if isinstance(output, torch.Tensor):
+            out = output.detach()
+            stats.setdefault(name, []).append(
+                {"mean": out.mean().item(), "std": out.std().item(), "zero_fraction": (out == 0).float().mean().item()})
+
+    torch.nn.modules.module.register_module_forward_hook(hook)
+    return stats, []
+''', expect=["hooks were still registered", "a global forward hook", "register_module_forward_hook",
+                "return the handle"]),
+    _monitor("one global forward hook for the watch, its handle not kept",
+             [("        for name, module in self.model.named_modules():\n"
+               "            self.handles.append(module.register_forward_hook(\n"
+               "                lambda module, args, output, name=name: self.see(name, output)))\n",
+               "        names = {module: name for name, module in self.model.named_modules()}\n"
+               "        torch.nn.modules.module.register_module_forward_hook(\n"
+               "            lambda module, args, output: self.see(names[module], output) if module in names else None)\n")],
+             ["after monitor.remove(), hooks were still registered", "a global forward hook"], "remove-all"),
 ]
