@@ -201,7 +201,9 @@ ROWS = [
          hook="hook(optimizer, args, kwargs): `args` starts with the optimizer, `(opt,)` for `opt.step()`",
          fires="Before every `opt.step()`.",
          returns="`None`, or a pair `(args, kwargs)` that `step` is called with instead (`args` still "
-                 "starting with the optimizer); anything else raises `RuntimeError`.",
+                 "starting with the optimizer). Anything but `None` or a tuple of two raises `RuntimeError`; "
+                 "a wrong pair such as `(1, 2)` passes that test and fails when `step` is called "
+                 "(`TypeError: ... argument after ** must be a mapping`).",
          lesson="10_state_dict_and_optimizer_hooks"),
     dict(group="Optimizer", api="torch.optim.Optimizer.register_step_post_hook",
          call="opt.register_step_post_hook(hook)",

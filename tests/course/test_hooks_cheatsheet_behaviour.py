@@ -779,9 +779,18 @@ def test_optimizer_step_pre_hook_can_replace_args_and_kwargs():
     opt.step()
     assert closure_calls == [1] and weight.item() == 0.5
     assert post_hook_saw == [((opt,), {"closure": closure})]
-    opt.register_step_pre_hook(lambda optimizer, args, kwargs: "not a pair")
+    handle = opt.register_step_pre_hook(lambda optimizer, args, kwargs: "not a pair")
     with pytest.raises(RuntimeError, match=r"must return None or a tuple of \(new_args, new_kwargs\)"):
         opt.step()
+    handle.remove()
+
+
+def test_optimizer_step_pre_hook_wrong_pair_passes_the_check_and_fails_in_step():
+    weight, opt = _sgd()
+    opt.register_step_pre_hook(lambda optimizer, args, kwargs: (1, 2))
+    with pytest.raises(TypeError, match=r"argument after \*\* must be a mapping, not int"):
+        opt.step()
+    assert weight.item() == 1.0  # step never ran
 
 
 def test_optimizer_step_post_hook_fires_after_step_and_its_return_is_ignored():
