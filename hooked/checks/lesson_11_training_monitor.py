@@ -150,6 +150,11 @@ def _check_keys(recorded, expected, said, what, duplicates, explain_missing=None
     says why names may lack records, `explain_unexpected(names)` why names may have records that should
     not be there."""
     names = [key for key in recorded if not isinstance(key, str) or key not in expected]
+    objects = [key for key in names if isinstance(key, (nn.Module, torch.Tensor))]
+    if objects and len(objects) == len(names):
+        fail(f"{said} the records are keyed by the {what} objects themselves (keys of type "
+             f"{type(objects[0]).__name__}); expected the {what}'s names as named_{what}s() gives them, "
+             f"{sorted(expected)}: a name is what a reader finds in the model and a plot can label.")
     by_type = [key for key in names if isinstance(key, type) or isinstance(getattr(nn, str(key), None), type)]
     if by_type:
         fail(f"{said} the records are keyed by {by_type}; expected the {what}'s names as "
@@ -181,6 +186,14 @@ def _check_keys(recorded, expected, said, what, duplicates, explain_missing=None
              f"each {what} and return the dict that the hooks fill.")
     if missing:
         fail(f"{said} nothing was recorded for {missing} (records hold {sorted(map(str, recorded))}). {why}")
+
+
+def _check_fresh(records, call_text, before_what):
+    """The records a call returns hold nothing yet: each call makes its own dict."""
+    if any(isinstance(entries, (list, tuple)) and entries for entries in records.values()):
+        fail(f"{call_text} returned records that already hold entries, before {before_what}: "
+             f"{sorted(map(str, records))}. Those come from an earlier call: make a new dict in each call (not one "
+             "at module level, or a default argument), or the records of two models mix.")
 
 
 def _sgd_step(model, lr):
@@ -608,6 +621,7 @@ def check_record_activation_stats(record_activation_stats):
         globals_before = _global_hooks()
         stats, handles = _unpack(_run(f"calling {call_text}", record_activation_stats, model, layer_types),
                                  call_text, "(stats, handles)")
+        _check_fresh(stats, call_text, "the model ran")
         kept = None
         # Pass 1 trains with grad mode on, pass 2 runs under torch.no_grad(), pass 3 in eval mode.
         for step, (grad_mode, training) in enumerate(((True, True), (False, True), (True, False)), start=1):
@@ -889,6 +903,7 @@ def check_track_grad_norms(track_grad_norms):
         globals_before = _global_hooks()
         norms, handles = _unpack(_run(f"calling {call_text}", track_grad_norms, model), call_text,
                                  "(norms, handles)")
+        _check_fresh(norms, call_text, "any backward pass")
         _check_requires_grad(model, _requires_grad(reference_model), f"After {call_text}")
         accumulated, clipped, stale, skipped = {}, {}, {}, {}
         trainable = [name for name, parameter in reference_model.named_parameters() if parameter.requires_grad]

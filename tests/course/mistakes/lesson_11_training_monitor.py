@@ -1139,4 +1139,24 @@ def record_activation_stats(model, layer_types):
                "        torch.nn.modules.module.register_module_forward_hook(\n"
                "            lambda module, args, output: self.see(names[module], output) if module in names else None)\n")],
              ["after monitor.remove(), hooks were still registered", "a global forward hook"], "remove-all"),
+    _stats("one stats dict at module level, shared by every call",
+           [("def record_activation_stats(model, layer_types):\n    stats, handles = {}, []",
+             "STATS = {}\n\n\ndef record_activation_stats(model, layer_types):\n    stats, handles = STATS, []")],
+           ["already hold entries", "make a new dict in each call"], "entry-per-call"),
+    _stats("keyed by the module objects", [("stats.setdefault(name, [])", "stats.setdefault(module, [])")],
+           ["keyed by the module objects themselves", "named_modules()"], "keyed-by-name"),
+    _norms("a default-argument dict, shared by every call",
+           [("def track_grad_norms(model):\n    norms, handles = {}, []",
+             "def track_grad_norms(model, norms={}):\n    handles = []")],
+           ["already hold entries", "a default argument"], "entry-per-pass"),
+    dict(exercise="track_grad_norms", kind="wrong", why="keyed by the parameter objects", clause="keyed-by-name",
+         source='''
+def track_grad_norms(model):
+    norms, handles = {}, []
+    for parameter in model.parameters():
+        if parameter.requires_grad:
+            handles.append(parameter.register_hook(
+                lambda grad, parameter=parameter: norms.setdefault(parameter, []).append(grad.norm().item())))
+    return norms, handles
+''', expect=["keyed by the parameter objects themselves", "named_parameters()"]),
 ]
