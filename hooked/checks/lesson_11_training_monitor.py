@@ -1165,7 +1165,10 @@ def _check_attach_twice(TrainingMonitor):
     model, width = _seeded(140, _mlp)
     monitor = _run("calling TrainingMonitor(model, (nn.ReLU,)).attach()",
                    lambda: TrainingMonitor(model, (nn.ReLU,)).attach())
-    _run("calling monitor.attach() a second time", monitor.attach)
+    try:
+        _run("calling monitor.attach() a second time", monitor.attach)
+    except LearnerCodeRaised:
+        pass  # an attach() that refuses to attach twice is a design of its own; remove() must still remove all
     _run("calling monitor.remove()", monitor.remove)
     left = _hooks_left(model)
     if left:

@@ -1159,4 +1159,16 @@ def track_grad_norms(model):
                 lambda grad, parameter=parameter: norms.setdefault(parameter, []).append(grad.norm().item())))
     return norms, handles
 ''', expect=["keyed by the parameter objects themselves", "named_parameters()"]),
+    dict(exercise="TrainingMonitor", kind="right", why="attach() does nothing when already attached",
+         source=edited(_MONITOR, ("    def attach(self):\n", "    def attach(self):\n        if self.handles:\n"
+                                                            "            return self\n")), expect=[]),
+    dict(exercise="TrainingMonitor", kind="right", why="attach() refuses to attach twice",
+         source=edited(_MONITOR, ("    def attach(self):\n", "    def attach(self):\n        if self.handles:\n"
+                                                            "            raise RuntimeError('already attached')\n")),
+         expect=[]),
+    dict(exercise="record_activation_stats", kind="right", why="with_kwargs=True hooks, stats in float64",
+         source=edited(_STATS, ("        def hook(module, args, output):", "        def hook(module, args, kwargs, output):"),
+                       ("module.register_forward_hook(make_hook(name))",
+                        "module.register_forward_hook(make_hook(name), with_kwargs=True)"),
+                       ("out = output.detach()", "out = output.detach().double()")), expect=[]),
 ]
