@@ -544,8 +544,8 @@ assert with_inf.norm() == float("inf") and torch.isnan(with_nan.norm())
 #   accumulation is the sum so far; `inf` or `nan` when that gradient holds them), as a Python
 #   float or a 0-dim tensor that does not require grad, also under `backward(create_graph=True)`.
 #   A backward pass that computes no gradient for a parameter (its branch did not run) adds no
-#   entry for it; a parameter that has had no gradient yet may be missing or have an empty list. A frozen parameter (`requires_grad=False`)
-#   gets no hook: `register_hook` on it raises.
+#   entry for it; a parameter that has had no gradient yet may be missing or have an empty list.
+#   A frozen parameter (`requires_grad=False`) gets no hook: `register_hook` on it raises.
 # - `handles` is a list of the `RemovableHandle`s.
 #
 # The hooks must not change the gradients, `.grad`, or which parameters require grad. Clipping
@@ -1090,16 +1090,16 @@ with try_it():
     assert leaky.first_nonfinite in dict(model.named_modules())  # a module's output, not a gradient
 
 # %% [markdown]
-# Two things to read in those figures. The monitor names module `"2"`, the second `Linear`: its output
-# overflowed to `inf` in the forward pass of the last step, before the layers after it and the
-# loss. And one step earlier, the norm of `4.weight`'s gradient as `grad.norm()` computes it, in
-# float32, was already `inf` (and so is the recorded one, if your hook takes `grad.norm()`; a norm
-# taken in float64 stays finite), yet the watch, which tests the gradient's elements, stayed quiet:
-# every element was finite, but the sum of their squares passed float32's largest number (about
-# 3.4e38). The cell below confirms both
-# without the monitor: it replays the run up to the step before the failure, looks at that step's
-# gradient, and runs the failing batch's forward pass layer by layer. It also shows what a watch
-# for NaN only would have named: module `"4"`, two layers after the overflow.
+# Two things to read in those figures, once Exercise 3 is done. The monitor names module `"2"`,
+# the second `Linear`: its output overflowed to `inf` in the forward pass of the last step, before
+# the layers after it and the loss. And one step earlier, the norm of `4.weight`'s gradient as
+# `grad.norm()` computes it, in float32, was already `inf` (and so is the recorded one, if your
+# hook takes `grad.norm()`; a norm taken in float64 stays finite), yet the watch, which tests the
+# gradient's elements, stayed quiet: every element was finite, but the sum of their squares passed
+# float32's largest number (about 3.4e38). The cell below (also once Exercise 3 is done) confirms
+# both without the monitor: it replays the run up to the step before the failure, looks at that
+# step's gradient, and runs the failing batch's forward pass layer by layer. It also shows what a
+# watch for NaN only would have named: module `"4"`, two layers after the overflow.
 
 # %%
 with try_it():
