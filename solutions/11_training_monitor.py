@@ -381,7 +381,9 @@ with try_it():
 # %% [markdown]
 # And on a model with an LSTM: the entry of the LSTM describes its output sequence, the first item
 # of the tuple it returns. Once Exercise 1 is done, the cell prints that entry and asserts that its
-# mean is the mean of that sequence.
+# mean is the mean of that sequence; then it does the same with the LSTM of the cells above fed a
+# packed batch, whose entry describes the `data` of the `PackedSequence` it returns: the outputs
+# of the 8 real steps, and none of the padding.
 
 # %%
 class Reader(nn.Module):
@@ -409,6 +411,16 @@ with try_it():
         expected_mean = reader.lstm(sequences)[0].mean().item()
     assert len(reader_stats["lstm"]) == len(reader_stats["head"]) == 1
     assert abs(float(reader_stats["lstm"][0]["mean"]) - expected_mean) < 1e-6
+    packed_batch = pack_padded_sequence(torch.randn(2, 5, 3), lengths, batch_first=True)
+    packed_stats, packed_handles = record_activation_stats(lstm, (nn.LSTM,))
+    lstm(packed_batch)
+    for handle in packed_handles:
+        handle.remove()
+    with torch.no_grad():
+        packed_data = lstm(packed_batch)[0].data
+    print("on a packed batch, stats['']:", packed_stats[""], "| the data's mean:", round(packed_data.mean().item(), 6))
+    assert len(packed_stats[""]) == 1 and list(packed_data.shape) == [8, 4]
+    assert abs(float(packed_stats[""][0]["mean"]) - packed_data.mean().item()) < 1e-6
 
 # %% [markdown]
 # ## Gradient norms: which hook, and when
