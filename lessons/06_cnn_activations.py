@@ -31,9 +31,9 @@ import time
 import matplotlib.pyplot as plt
 import torch
 import torch.nn.functional as F
-from sklearn.datasets import load_digits
 from torch import nn
 
+from hooked.digits import load_digits
 from hooked.notebook import check, hint, try_it
 
 torch.set_num_threads(1)  # the tensors of this lesson are small; torch works on one thread here
@@ -97,13 +97,14 @@ assert list(unpadded(image).shape) == [1, 16, 26, 26]
 #
 # The activations of an untrained network mean little: its filters are random numbers, so its
 # feature maps are the image seen through random filters, and its predictions are guesses. So we
-# train it, on real data that ships inside scikit-learn: 1,797 handwritten digits of 8×8 pixels
-# (`sklearn.datasets.load_digits`, no download), scaled to [0, 1] and upscaled to 28×28 with
-# `F.interpolate`. A fixed seed splits them into 1,437 training and 360 test digits.
+# train it, on real data that ships with the course: 1,797 handwritten digits of 8×8 pixels
+# (`hooked.digits.load_digits`, no download; the test set of the UCI repository's "Optical
+# Recognition of Handwritten Digits", as scikit-learn ships it), scaled to [0, 1] and upscaled to
+# 28×28 with `F.interpolate`. A fixed seed splits them into 1,437 training and 360 test digits.
 
 # %%
 digits = load_digits()
-print("scikit-learn's digits:", digits.images.shape, "| pixel values from", digits.images.min(), "to", digits.images.max())
+print("digits:", digits.images.shape, "| pixel values from", digits.images.min(), "to", digits.images.max())
 assert digits.images.shape == (1797, 8, 8) and digits.images.min() == 0 and digits.images.max() == 16
 images = torch.tensor(digits.images, dtype=torch.float32).unsqueeze(1) / 16.0
 images = F.interpolate(images, size=(28, 28), mode="bilinear", align_corners=False)

@@ -1,4 +1,4 @@
-"""Lesson 06's CNN, trained on scikit-learn's digits, stored with a few of its test digits in
+"""Lesson 06's CNN, trained on the course's digits (hooked/digits.py), stored with a few of its test digits in
 data/trained_digits_cnn.pt, so that the checks of lesson 06 grade on a trained model without
 training one (seconds: far too slow for a check).
 

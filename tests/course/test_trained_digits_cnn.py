@@ -5,10 +5,10 @@ on another machine."""
 
 import torch
 import torch.nn.functional as F
-from sklearn.datasets import load_digits
 
 from hooked.checks import trained_digits_cnn
 from hooked.checks.lesson_06_cnn_activations import _activation_and_gradient, _cam
+from hooked.digits import load_digits
 
 
 def test_stored_model_classifies_the_digits_it_was_not_trained_on():
