@@ -36,9 +36,9 @@ import warnings
 import matplotlib.pyplot as plt
 import torch
 import torch.nn.functional as F
-from sklearn.datasets import load_digits
 from torch import nn
 
+from hooked.digits import load_digits
 from hooked.notebook import check, hint, try_it
 
 print(torch.__version__)
@@ -46,7 +46,7 @@ print(torch.__version__)
 # %% [markdown]
 # ## The data and the model
 #
-# The handwritten digits of lesson 06 (`sklearn.datasets.load_digits`, no download), this time
+# The handwritten digits of lesson 06 (`hooked.digits.load_digits`, no download), this time
 # as they come: 1,797 images of 8×8 pixels, flattened to 64 numbers and scaled to [0, 1]. The same
 # fixed split as lesson 06 keeps 360 digits for testing. The model is a small multilayer
 # perceptron, 64 → 32 → 32 → 10, with a choice of activation, always from the same starting
