@@ -152,9 +152,10 @@ def display_path(filename):
     return filename if relative.startswith("..") else relative
 
 
-def run_check(lesson, exercise, check, obj):
+def run_check(lesson, exercise, check, obj, where=None):
     """Run `check(obj)` and turn what happened into a Result. Torch's global state
-    is restored afterwards, whatever the learner's code did to it."""
+    is restored afterwards, whatever the learner's code did to it. `where` is the line that
+    defines the exercise, as the grader shows it ("lessons/01_tensor_hooks.py line 241")."""
     from hooked.isolation import torch_state_restored
 
     def result(status, message):
@@ -167,11 +168,11 @@ def run_check(lesson, exercise, check, obj):
         return result("failed", failure.message)
     except LearnerCodeRaised as raised:
         if learner_raised_not_implemented(raised.error):
-            return _not_attempted(result, exercise, raised.error)
+            return _not_attempted(result, exercise, raised.error, where)
         return result("failed", f"{_capitalized(raised.doing)} raised {describe_learner_error(raised.error)}")
     except NotImplementedError as error:
         if learner_raised_not_implemented(error):
-            return _not_attempted(result, exercise, error)
+            return _not_attempted(result, exercise, error, where)
         return _unexpected(result, exercise, error)
     except SystemExit as error:
         return result("failed", f"your code called sys.exit({error.code!r}) while {exercise} was checked; "
@@ -181,14 +182,31 @@ def run_check(lesson, exercise, check, obj):
     return result("passed", "passed.")
 
 
-def _not_attempted(result, exercise, error):
-    where = learner_frame(error)
-    line = f" ({_place(where[0], where[1])})" if where else ""
+def _not_attempted(result, exercise, error, where=None):
+    # One line per exercise: its `def` (or `class`) line, the one "next:" gives, not the
+    # line of the `raise` inside it.
+    where = where or _definition_place(exercise, error)
+    line = f" ({where})" if where else ""
     what = error_text(error).removeprefix("NotImplementedError: ")
     if what == "NotImplementedError":
         what = f"{exercise} still raises NotImplementedError"
     return result("not_attempted", f"not attempted yet: {what}{line}. Replace the `raise NotImplementedError` "
                                    "stub in its exercise cell with your code.")
+
+
+def _definition_place(exercise, error):
+    """Where `exercise` is defined, found from the learner's line that raised (a notebook's
+    check() has no grader to say it): the nearest `def exercise` or `class exercise` at
+    or above that line, else that line itself."""
+    frame = learner_frame(error)
+    if frame is None:
+        return None
+    filename, lineno, _ = frame
+    definition = re.compile(rf"(?:async\s+def|def|class)\s+{re.escape(exercise)}\b")
+    for number in range(lineno, 0, -1):
+        if definition.match(linecache.getline(filename, number)):
+            return _place(filename, number)
+    return _place(filename, lineno)
 
 
 def _unexpected(result, exercise, error):

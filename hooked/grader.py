@@ -171,7 +171,7 @@ class Grader:
             return result("error", f"running the exercise cell that defines {exercise} {cell_errors[index]}",
                           load_output)
         try:
-            self._worker.send({"op": "check", "exercise": exercise})
+            self._worker.send({"op": "check", "exercise": exercise, "where": location})
             reply = self._worker.receive(self.time_limit)
         except _Timeout:
             self._restart()

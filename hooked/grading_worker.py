@@ -5,7 +5,7 @@ another, which works the same on Linux, macOS and Windows.
 
 Requests:  {"op": "load", "lesson": ..., "cells": [{"source", "filename", "first_line"}, ...],
             "skip": [indices of cells not to run]}
-           {"op": "check", "exercise": ...}
+           {"op": "check", "exercise": ..., "where": the line that defines it, as the grader shows it}
 Replies:   {"event": "ready"} once torch is imported; {"event": "cell", "index": k} before
            each cell runs; {"event": "loaded", "cell_errors": {k: "raised ..."}, "output": ...};
            {"event": "result", "status": ..., "message": ..., "output": ...}.
@@ -95,7 +95,7 @@ def main():
                                         f"lesson {lesson} has no checks yet: the course lacks the module "
                                         f"{checks_module_name(lesson)} (README, 'Add a lesson', step 4).")
                     else:
-                        result = run_exercise_check(lesson, exercise, namespace.get(exercise))
+                        result = run_exercise_check(lesson, exercise, namespace.get(exercise), request.get("where"))
                 except BaseException as error:  # escaped the check: KeyboardInterrupt, a broken __str__, ...
                     result = Result(lesson, exercise, "failed",
                                     f"while checking {exercise}, your code raised {describe_learner_error(error)}")

@@ -18,8 +18,8 @@ def find_lesson_of(exercise):
     return None
 
 
-def run_exercise_check(lesson, exercise, obj):
-    return run_check(lesson, exercise, checks_for_lesson(lesson)[exercise], obj)
+def run_exercise_check(lesson, exercise, obj, where=None):
+    return run_check(lesson, exercise, checks_for_lesson(lesson)[exercise], obj, where)
 
 
 def run_check_for_object(obj):

@@ -3,6 +3,7 @@
 import json
 
 from hooked_cli import concurrently, hooked, make_course, pytest_in, write_lesson
+from test_cli_status import definition_line
 
 WRONG = {
     # in place, and printing something on the way
@@ -41,3 +42,13 @@ def test_check_of_a_lesson_with_nothing_wrong_exits_0(tmp_path):
     assert completed.returncode == 0, completed.stdout
     assert completed.stdout.count("not attempted  ") == 3
     assert "02_removing_hooks   0 / 3" in completed.stdout
+    # One line per exercise: the not-attempted message and "next:" both give the `def` (or `class`)
+    # line, not the line of the `raise NotImplementedError` inside it.
+    lesson = course / "lessons" / "02_removing_hooks.py"
+    for exercise in ("grad_with_temporary_hook", "HookGroup", "register_named_hook"):
+        message = next(line for line in completed.stdout.splitlines()
+                       if line.startswith(f"not attempted  {exercise}:"))
+        assert f"(lessons/02_removing_hooks.py line {definition_line(lesson, exercise)})" in message, message
+    line = definition_line(lesson, "grad_with_temporary_hook")
+    assert (f"next: grad_with_temporary_hook, lessons/02_removing_hooks.py line {line} (not attempted)"
+            in completed.stdout)

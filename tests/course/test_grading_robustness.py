@@ -5,6 +5,8 @@ exercise, and never touch the learner's files."""
 import hashlib
 import json
 import os
+import pathlib
+import re
 import shutil
 import subprocess
 import sys
@@ -60,6 +62,12 @@ def _fingerprint(folder):
             for path in sorted(folder.iterdir())}
 
 
+def _definition_line(path, exercise):
+    """The line of `def exercise` or `class exercise` in a lesson file."""
+    lines = pathlib.Path(path).read_text(encoding="utf-8").splitlines()
+    return next(number for number, line in enumerate(lines, 1) if re.match(rf"(?:def|class) {exercise}\b", line))
+
+
 def _exercise_count():
     return sum(len(checks_for_lesson(lesson)) for lesson in lesson_names())
 
@@ -71,6 +79,28 @@ def test_fresh_lessons_report_every_exercise_not_attempted_and_exit_0(tmp_path):
     assert {entry["status"] for entry in entries.values()} == {"not_attempted"}
     assert all(entry["message"].startswith("not attempted yet") for entry in entries.values())
     assert "Hooked progress" in output and "0 / 4" in output and "0 / 3" in output and "total" in output
+    # One line per exercise: the message gives the `def` (or `class`) line, as "next:" does,
+    # not the line of the `raise NotImplementedError` inside it.
+    for entry in entries.values():
+        line = _definition_line(LESSONS_DIR / f"{entry['lesson']}.py", entry["exercise"])
+        assert f"(lessons/{entry['lesson']}.py line {line})." in entry["message"], entry["message"]
+    first = next(iter(entries.values()))
+    line = _definition_line(LESSONS_DIR / f"{first['lesson']}.py", first["exercise"])
+    assert f"next: {first['exercise']}, lessons/{first['lesson']}.py line {line} (not attempted)" in output
+
+
+def test_a_notebook_check_of_a_stub_gives_the_line_of_its_def_too(tmp_path):
+    from hooked.checks import run_check_for_object
+    for lesson, exercise in (("01_tensor_hooks", "double_grad"), ("02_removing_hooks", "HookGroup")):
+        cell = next(cell.source for cell in jupytext.read(LESSONS_DIR / f"{lesson}.py").cells
+                    if exercise in top_level_names(cell.source))
+        path = tmp_path / f"{exercise}_cell.py"
+        path.write_text("\n\n" + cell + "\n", encoding="utf-8")  # the def is not on the cell's first line
+        namespace = {"__name__": "cell"}
+        exec(compile(path.read_text(encoding="utf-8"), str(path), "exec"), namespace)
+        result = run_check_for_object(namespace[exercise])
+        assert result.status == "not_attempted", result.message
+        assert f"{exercise}_cell.py line {_definition_line(path, exercise)})." in result.message, result.message
 
 
 def test_solutions_pass_every_exercise(tmp_path):
