@@ -1,9 +1,13 @@
 """MkDocs hooks that make the course website out of the course's own files.
 
 - Lessons: every lesson in solutions/ becomes two pages, lessons/NN_slug/ (the learner's
-  version, from lessons/NN_slug.py: its checks say "not attempted yet") and solutions/NN_slug/
-  (solved), executed here (all cores) and rendered by mkdocs-jupyter, in two nav sections
+  version: its checks say "not attempted yet") and solutions/NN_slug/ (solved), executed here
+  (all cores, in a temporary folder) and rendered by mkdocs-jupyter, in two nav sections
   "Lessons" and "Solutions". A new lesson needs no edit here or in mkdocs.yml.
+- Pristine lessons: a lesson page and its downloads are made of the text the generator makes
+  from solutions/ (hooked.generate), never of the working file lessons/NN_slug.py, which holds
+  a learner's answers once they work in it: a learner who builds and publishes the site
+  publishes no answer of theirs.
 - Downloads: downloads/<lessons|solutions>/NN_slug.ipynb (made from the .py with jupytext)
   and .py, linked from each notebook page by website/overrides/main.html.
 - README: `<!-- readme: SECTION -->` in a docs page includes that section of README.md
@@ -22,6 +26,7 @@ import os
 import pathlib
 import posixpath
 import re
+import tempfile
 from html import unescape
 
 import jupytext
@@ -37,6 +42,7 @@ from mkdocs.utils import get_relative_url
 from PIL import Image
 
 from hooked.course import SOLUTIONS_DIR, lesson_names
+from hooked.generate import MarkerError, lesson_text_from_solution
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 BRANCH = "main"  # links to repository files that are not on the site point at this branch
@@ -71,11 +77,29 @@ def _title(path):
 
 # ---------------------------------------------------------------- nav and files
 
+def page_text(folder, name, root=ROOT):
+    """The text the page `folder/name` and its downloads are made of: for "solutions" the
+    solution file, for "lessons" the learner's version the generator makes from it (what
+    `python -m hooked generate` writes to lessons/). The working lessons/ folder is never read:
+    it holds a learner's answers once they work in it."""
+    solution = (root / "solutions" / f"{name}.py").read_text(encoding="utf-8")
+    if folder == "solutions":
+        return solution
+    try:
+        return lesson_text_from_solution(solution, f"solutions/{name}.py")
+    except MarkerError as error:
+        raise PluginError(str(error)) from None
+
+
+def page_texts():
+    """{(folder, lesson name): page_text(folder, name)} for every page of Lessons and Solutions."""
+    return {(folder, name): page_text(folder, name) for folder in FOLDERS for name, _, _ in lessons()}
+
+
 def on_config(config):
     sections = []
     for folder, word in FOLDERS.items():
-        entries = [{f"{word} {number}: {title}": f"{folder}/{name}.ipynb"}
-                   for name, number, title in lessons() if (ROOT / folder / f"{name}.py").is_file()]
+        entries = [{f"{word} {number}: {title}": f"{folder}/{name}.ipynb"} for name, number, title in lessons()]
         sections.append({f"{word}s": entries})
     nav = list(config.nav or [])
     config.nav = nav[:1] + sections + nav[1:]  # right after Home
@@ -84,39 +108,43 @@ def on_config(config):
 
 @event_priority(50)  # before mkdocs-jupyter's on_files, which turns these files into notebook pages
 def on_files(files, config):
-    sources = [ROOT / folder / f"{name}.py" for folder in FOLDERS for name, _, _ in lessons()]
-    # lessons/ may lag solutions/ while an author works; `generate --check` guards that
-    sources = [source for source in sources if source.is_file()]
-    executed = execute_all(sources)
-    for source in sources:
-        folder, name = source.parent.name, source.stem
+    texts = page_texts()
+    execute_all(texts)
+    for (folder, name), text in texts.items():
         # the page is the executed notebook: .cache/hooked-site/lessons/NN_slug.ipynb -> lessons/NN_slug/
         files.append(File(f"{folder}/{name}.ipynb", src_dir=str(EXECUTED_DIR), dest_dir=config.site_dir,
                           use_directory_urls=config.use_directory_urls))
-        text = source.read_text(encoding="utf-8")
         files.append(File.generated(config, f"downloads/{folder}/{name}.py", content=text))
         files.append(File.generated(config, f"downloads/{folder}/{name}.ipynb", content=_notebook(text)))
     files.append(File.generated(config, NOTEBOOK_CSS, content=_notebook_css()))
     return files
 
 
-def execute_all(sources):
-    """{source .py: its executed notebook}, run side by side on all cores (mkdocs-jupyter would
-    run them one after another). Each kernel starts in the notebook's folder, as in Jupyter.
-    A cell that raises stops the build. Results are cached in .cache/hooked-site/ by the lesson's
-    text and the course package's code, unless HOOKED_SITE_CACHE=false."""
+def execute_all(texts):
+    """Execute {(folder, name): text} into .cache/hooked-site/<folder>/<name>.ipynb, side by side
+    on all cores (mkdocs-jupyter would run them one after another). Each kernel starts in a
+    temporary folder of its own kind (lessons/ or solutions/), not in the repository, so a
+    learner's files there play no part. A cell that raises stops the build. Results are cached
+    by the page's text and the course package's code, unless HOOKED_SITE_CACHE=false.
+    Returns {(folder, name): the executed notebook's path}."""
     use_cache = os.environ.get("HOOKED_SITE_CACHE", "true").lower() not in ("false", "0", "no")
     machinery = hashlib.sha256()
     for path in sorted((ROOT / "hooked").rglob("*.py")):
         machinery.update(path.read_bytes())
-    keys = {source: hashlib.sha256(machinery.digest() + source.read_bytes()).hexdigest() for source in sources}
-    targets = {source: EXECUTED_DIR / source.parent.name / f"{source.stem}.ipynb" for source in sources}
-    todo = [source for source in sources if not (use_cache and _cached_key(targets[source]) == keys[source])]
-    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, min(len(todo), os.cpu_count() or 1))) as pool:
-        for source, notebook in zip(todo, pool.map(_execute, todo)):
-            notebook.metadata["hooked_site_key"] = keys[source]
-            targets[source].parent.mkdir(parents=True, exist_ok=True)
-            nbformat.write(notebook, targets[source])
+    keys = {page: hashlib.sha256(machinery.digest() + text.encode("utf-8")).hexdigest() for page, text in texts.items()}
+    targets = {(folder, name): EXECUTED_DIR / folder / f"{name}.ipynb" for folder, name in texts}
+    todo = [page for page in texts if not (use_cache and _cached_key(targets[page]) == keys[page])]
+    with tempfile.TemporaryDirectory(prefix="hooked-site-") as workdir, \
+            concurrent.futures.ThreadPoolExecutor(max_workers=max(1, min(len(todo), os.cpu_count() or 1))) as pool:
+        def run(page):
+            folder, name = page
+            (pathlib.Path(workdir) / folder).mkdir(exist_ok=True)
+            return execute(texts[page], pathlib.Path(workdir) / folder, f"{folder}/{name}.py")
+
+        for page, notebook in zip(todo, pool.map(run, todo)):
+            notebook.metadata["hooked_site_key"] = keys[page]
+            targets[page].parent.mkdir(parents=True, exist_ok=True)
+            nbformat.write(notebook, targets[page])
     return targets
 
 
@@ -127,15 +155,17 @@ def _cached_key(path):
         return None
 
 
-def _execute(source):
-    notebook = jupytext.read(source)
+def execute(text, folder, label):
+    """The notebook of a jupytext percent-format `text`, executed with its kernel in `folder`.
+    `label` names it in the error a raising cell stops the build with."""
+    notebook = jupytext.reads(text, fmt="py:percent")
     notebook.metadata["kernelspec"] = dict(_KERNELSPEC)
     client = nbclient.NotebookClient(notebook, kernel_name="python3", timeout=300,
-                                     resources={"metadata": {"path": str(source.parent)}})
+                                     resources={"metadata": {"path": str(folder)}})
     try:
         client.execute()
     except nbclient.exceptions.CellExecutionError as error:
-        raise PluginError(f"{source.relative_to(ROOT)}: a cell raised while the site was built:\n{error}") from None
+        raise PluginError(f"{label}: a cell raised while the site was built:\n{error}") from None
     return notebook
 
 

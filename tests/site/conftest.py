@@ -7,6 +7,7 @@ driven by Playwright for Python, which never downloads a browser of its own."""
 
 import functools
 import http.server
+import importlib.util
 import os
 import pathlib
 import subprocess
@@ -19,6 +20,15 @@ import pytest
 from hooked.course import ROOT
 
 CHROMIUM = "/usr/bin/chromium"
+
+
+@pytest.fixture(scope="session")
+def hooks():
+    """website/hooks.py, the build hooks, as a module."""
+    spec = importlib.util.spec_from_file_location("hooked_site_hooks", ROOT / "website" / "hooks.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 @pytest.fixture(scope="session")

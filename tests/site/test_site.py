@@ -2,36 +2,59 @@
 and every solution page (solved), their figures and downloads, search, the dark palette,
 no console errors and no request to other hosts."""
 
-import json
 import re
 
 import jupytext
 import nbformat
 import pytest
 
-from hooked.course import LESSONS_DIR, ROOT, SOLUTIONS_DIR, lesson_names
+from hooked.course import ROOT, SOLUTIONS_DIR, lesson_names
+from hooked.generate import fresh_lesson_text
 
 MAX_PAGE_BYTES = 1.5e6
 SCREENSHOTS = ROOT / "site-screenshots"  # gitignored; CI keeps it
-FOLDERS = {"lessons": LESSONS_DIR, "solutions": SOLUTIONS_DIR}
-PAGES = [(folder, name) for folder in FOLDERS for name in lesson_names() if (FOLDERS[folder] / f"{name}.py").is_file()]
+PAGES = [(folder, name) for folder in ("lessons", "solutions") for name in lesson_names()]
 
 
-def _cells(path):
-    return jupytext.read(path).cells
+def _text(folder, name):
+    """What the page must be made of: the solution, or the learner's version the generator
+    makes from it (never the working lessons/ file)."""
+    if folder == "lessons":
+        return fresh_lesson_text(name)
+    return (SOLUTIONS_DIR / f"{name}.py").read_text(encoding="utf-8")
 
 
-def _exercises(path):
+def _cells(text):
+    return jupytext.reads(text, fmt="py:percent").cells
+
+
+def _exercises(text):
     """The exercises a lesson checks: the names in its `check(name)` cells."""
-    return [cell.source.strip()[len("check("):-1] for cell in _cells(path)
+    return [cell.source.strip()[len("check("):-1] for cell in _cells(text)
             if cell.cell_type == "code" and re.fullmatch(r"check\(\w+\)", cell.source.strip())]
 
 
-def _draws(path, solved):
+def _draws(text, solved):
     """Whether the page must show a figure: a learner's page draws only in cells that need
     no exercise (a cell `with try_it():` draws once its exercise is solved)."""
     return any("plt." in cell.source and (solved or "try_it()" not in cell.source)
-               for cell in _cells(path) if cell.cell_type == "code")
+               for cell in _cells(text) if cell.cell_type == "code")
+
+
+def solution_only_lines(name):
+    """The lines of the lesson's solutions that the generator strips: lines inside its
+    `# BEGIN SOLUTION` ... `# END SOLUTION` regions that appear nowhere in the learner's version."""
+    kept = {line.strip() for line in fresh_lesson_text(name).splitlines()}
+    kept |= {line[1:].strip() for line in kept if line.startswith("#")}  # markdown cells, as shown
+    lines, inside = [], False
+    for line in (SOLUTIONS_DIR / f"{name}.py").read_text(encoding="utf-8").splitlines():
+        if re.match(r"\s*# BEGIN SOLUTION", line):
+            inside = True
+        elif re.match(r"\s*# END SOLUTION", line):
+            inside = False
+        elif inside and len(line.strip()) >= 12 and line.strip() not in kept:
+            lines.append(line.strip())
+    return lines
 
 
 def test_home_page_shows_the_readme(visit):
@@ -50,7 +73,7 @@ def test_home_page_shows_the_readme(visit):
 
 @pytest.mark.parametrize("folder, name", PAGES, ids=[f"{folder}/{name}" for folder, name in PAGES])
 def test_notebook_page(visit, folder, name):
-    source = FOLDERS[folder] / f"{name}.py"
+    text = _text(folder, name)
     page = visit.open(f"{folder}/{name}/")
     word = "Lesson" if folder == "lessons" else "Solution"
     number = name[:2]
@@ -60,15 +83,15 @@ def test_notebook_page(visit, folder, name):
 
     outputs = page.locator(".jp-OutputArea-output")
     assert outputs.count() >= 1 and outputs.first.inner_text().strip(), "no executed output"
-    text = page.locator("article").inner_text()
-    exercises = _exercises(source)
+    shown = page.locator("article").inner_text()
+    exercises = _exercises(text)
     assert exercises, "no check cells"
     for exercise in exercises:
         expected = f"{exercise}: not attempted yet" if folder == "lessons" else f"{exercise}: passed"
-        assert expected in text, f"the check of {exercise} did not print {expected!r}"
+        assert expected in shown, f"the check of {exercise} did not print {expected!r}"
 
     figures = page.locator(".jp-OutputArea-output img")
-    if _draws(source, solved=folder == "solutions"):
+    if _draws(text, solved=folder == "solutions"):
         assert figures.count() >= 1, "the lesson draws, but the page shows no figure"
     for index in range(figures.count()):
         figure = figures.nth(index)
@@ -76,12 +99,13 @@ def test_notebook_page(visit, folder, name):
         assert figure.evaluate("img => img.complete && img.naturalWidth > 0"), "a figure does not display"
 
     hints = page.locator("article details.tip")
-    if '# %% [markdown] tags=["hints"]' in source.read_text(encoding="utf-8"):
+    if '# %% [markdown] tags=["hints"]' in text:
         assert hints.count() == 3 * len(exercises), "three hints per exercise"
         assert all(not hints.nth(i).evaluate("d => d.open") for i in range(hints.count())), "hints start collapsed"
         assert hints.first.locator("summary").inner_text().startswith("Hint 1 of 3")
 
-    _check_downloads(visit, page, source)
+    _check_no_answers(visit, page, folder, name)
+    _check_downloads(visit, page, text)
     assert visit.weight() <= MAX_PAGE_BYTES, f"page weight {visit.weight()} bytes"
     if folder == "lessons":
         SCREENSHOTS.mkdir(exist_ok=True)
@@ -89,23 +113,39 @@ def test_notebook_page(visit, folder, name):
     visit.check()
 
 
-def _check_downloads(visit, page, source):
-    bar = page.locator('[data-hooked="downloads"]')
-    notebook_url = bar.locator('a[href$=".ipynb"]').evaluate("a => a.href")
-    response = visit.context.request.get(notebook_url)
-    assert response.status == 200, notebook_url
-    notebook = nbformat.reads(response.text(), as_version=4)
+def _download(visit, page, suffix):
+    url = page.locator('[data-hooked="downloads"]').locator(f'a[href$="{suffix}"]').evaluate("a => a.href")
+    response = visit.context.request.get(url)
+    assert response.status == 200, url
+    return response.text()
+
+
+def _check_no_answers(visit, page, folder, name):
+    """A lesson page and its downloads hold none of the lines the generator strips from the
+    solution; the solution page holds every one of them (so the lines are the right ones)."""
+    answers = solution_only_lines(name)
+    assert answers, f"solutions/{name}.py: no solution line that its lesson lacks"
+    shown = {line.strip() for line in page.locator("article").inner_text().splitlines()}
+    for text in (_download(visit, page, ".py"),
+                 "\n".join(cell.source for cell in nbformat.reads(_download(visit, page, ".ipynb"), 4).cells)):
+        shown |= {line.strip() for line in text.splitlines()}
+    if folder == "lessons":
+        leaked = [line for line in answers if line in shown]
+        assert not leaked, f"the lesson page or its downloads show solution lines: {leaked[:5]}"
+    else:
+        missing = [line for line in answers if line not in shown]
+        assert not missing, f"the solution page lacks solution lines: {missing[:5]}"
+
+
+def _check_downloads(visit, page, text):
+    notebook = nbformat.reads(_download(visit, page, ".ipynb"), as_version=4)
     nbformat.validate(notebook)
     assert notebook.metadata.kernelspec.name == "python3"
-    assert [cell.source for cell in notebook.cells] == [cell.source for cell in _cells(source)]
+    assert [cell.source for cell in notebook.cells] == [cell.source for cell in _cells(text)]
     assert all(not cell.get("outputs") for cell in notebook.cells if cell.cell_type == "code"), "unexecuted"
     tags = {tag for cell in notebook.cells for tag in cell.metadata.get("tags", [])}
     assert "exercise" in tags, "the exercise tags survive, so the grader finds the exercise cells"
-
-    python_url = bar.locator('a[href$=".py"]').evaluate("a => a.href")
-    response = visit.context.request.get(python_url)
-    assert response.status == 200, python_url
-    assert response.text() == source.read_text(encoding="utf-8")
+    assert _download(visit, page, ".py") == text
 
 
 def test_lesson_pages_link_to_their_solution_and_back(visit):
@@ -165,7 +205,7 @@ def test_cheat_sheet_links_the_lessons_that_exist(visit):
     assert linked.count() >= 1
     for index in range(linked.count()):
         href = linked.nth(index).get_attribute("href")
-        assert (LESSONS_DIR / (href.split("/")[2] + ".py")).is_file(), href
+        assert href.split("/")[2] in lesson_names(), href
     visit.check()
 
 
