@@ -32,7 +32,7 @@ class Result:
     message: str
     graded_file: str = ""
     output: str = ""
-    location: str = ""  # where the exercise is written, e.g. "lessons/01_tensor_hooks.py line 165"
+    location: str = ""  # where the exercise is written, e.g. "lessons/01_tensor_hooks.py line 241"
 
     def as_report_entry(self):
         return {"lesson": self.lesson, "exercise": self.exercise,

@@ -9,12 +9,12 @@ from hooked.checking import display_path
 
 
 def where(result):
-    """Where the exercise is written, e.g. 'lessons/01_tensor_hooks.py line 224'."""
+    """Where the exercise is written, e.g. 'lessons/01_tensor_hooks.py line 241'."""
     return result.location or display_path(result.graded_file)
 
 
 def feedback(result):
-    """'double_grad (lessons/01_tensor_hooks.py line 224): <message>', as a failed test reports it."""
+    """'double_grad (lessons/01_tensor_hooks.py line 241): <message>', as a failed test reports it."""
     return f"{result.exercise} ({where(result)}): {result.message}"
 
 
