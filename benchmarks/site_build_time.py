@@ -14,6 +14,7 @@ Exits 1 when a goal is missed."""
 
 import argparse
 import base64
+import importlib.util
 import os
 import pathlib
 import re
@@ -23,28 +24,30 @@ import sys
 import tempfile
 import time
 
-import jupytext
-import nbclient
-
-from hooked.course import lesson_names
-
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 BUILD_GOAL = 1.3
 WEIGHT_GOAL = 1.5e6
 
 
+def _hooks():
+    """website/hooks.py, the build hooks: what each page is made of, and how it is executed."""
+    spec = importlib.util.spec_from_file_location("hooked_site_hooks", ROOT / "website" / "hooks.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def notebooks():
-    """The .py files the site renders: each lesson in solutions/, in lessons/ and in solutions/."""
-    return [ROOT / folder / f"{name}.py" for folder in ("lessons", "solutions") for name in lesson_names()
-            if (ROOT / folder / f"{name}.py").is_file()]
+    """{(folder, lesson name): text} of every page of Lessons and Solutions, as the site makes them."""
+    return _hooks().page_texts()
 
 
 def floor_seconds():
+    hooks = _hooks()
     started = time.perf_counter()
-    for path in notebooks():
-        notebook = jupytext.read(path)
-        nbclient.NotebookClient(notebook, kernel_name="python3", timeout=300,
-                                resources={"metadata": {"path": str(path.parent)}}).execute()
+    with tempfile.TemporaryDirectory() as folder:
+        for (kind, name), text in notebooks().items():
+            hooks.execute(text, pathlib.Path(folder), f"{kind}/{name}.py")
     return time.perf_counter() - started
 
 
@@ -79,7 +82,7 @@ def main():
     args = parser.parse_args()
 
     pages = notebooks()
-    print(f"{len(pages)} notebook pages: {', '.join(f'{p.parent.name}/{p.stem}' for p in pages)}")
+    print(f"{len(pages)} notebook pages: {', '.join(f'{folder}/{name}' for folder, name in pages)}")
     floors, builds = [], []
     with tempfile.TemporaryDirectory() as temporary:
         site_dir = pathlib.Path(temporary) / "site"
@@ -91,15 +94,15 @@ def main():
         print(f"floor, the notebooks executed with nbclient: {floor:6.1f} s")
         print(f"mkdocs build --strict, cold cache:           {build:6.1f} s  ({ratio:.2f}x the floor; "
               f"goal <= {BUILD_GOAL}x)")
-        width = max(len(f"{path.parent.name}/{path.stem}") for path in pages)
+        width = max(len(f"{folder}/{name}") for folder, name in pages)
         print(f"\n{'page':{width}} {'weight':>9} {'html':>9}  figures (PNG)")
         heaviest = 0
-        for path in pages:
-            page = site_dir / path.parent.name / path.stem / "index.html"
+        for folder, name in pages:
+            page = site_dir / folder / name / "index.html"
             total, html, figures = page_weight(site_dir.resolve(), page)
             heaviest = max(heaviest, total)
             shown = ", ".join(f"{size / 1e3:.0f} kB" for size in figures) or "none"
-            print(f"{path.parent.name + '/' + path.stem:{width}} {total / 1e6:7.2f} MB {html / 1e3:6.0f} kB  {shown}")
+            print(f"{folder + '/' + name:{width}} {total / 1e6:7.2f} MB {html / 1e3:6.0f} kB  {shown}")
         index = site_dir / "search" / "search_index.json"
         print(f"(the search index, shared by every page: {index.stat().st_size / 1e3:.0f} kB)")
     missed = ratio > BUILD_GOAL or heaviest > WEIGHT_GOAL

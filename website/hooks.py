@@ -22,6 +22,7 @@ import functools
 import hashlib
 import importlib.util
 import io
+import logging
 import os
 import pathlib
 import posixpath
@@ -34,12 +35,14 @@ import mkdocs_jupyter
 import nbclient
 import nbclient.exceptions
 import nbformat
+import zmq
 from mkdocs.exceptions import PluginError
 from mkdocs.plugins import event_priority
 from mkdocs.structure.files import File
 from mkdocs.structure.toc import get_toc
 from mkdocs.utils import get_relative_url
 from PIL import Image
+from traitlets.config import Config
 
 from hooked.course import SOLUTIONS_DIR, lesson_names
 from hooked.generate import MarkerError, lesson_text_from_solution
@@ -97,6 +100,9 @@ def page_texts():
 
 
 def on_config(config):
+    # mkdocs-jupyter says "Converting notebook" for each of the 22 pages: the build stays quiet
+    # (its warnings and errors still show)
+    logging.getLogger("mkdocs.mkdocs-jupyter").setLevel(logging.WARNING)
     sections = []
     for folder, word in FOLDERS.items():
         entries = [{f"{word} {number}: {title}": f"{folder}/{name}.ipynb"} for name, number, title in lessons()]
@@ -160,7 +166,11 @@ def execute(text, folder, label):
     `label` names it in the error a raising cell stops the build with."""
     notebook = jupytext.reads(text, fmt="py:percent")
     notebook.metadata["kernelspec"] = dict(_KERNELSPEC)
-    client = nbclient.NotebookClient(notebook, kernel_name="python3", timeout=300,
+    # The kernel talks to this process over local TCP; with CurveZMQ keys (which ipykernel's
+    # kernelspec says it supports) that talk is encrypted, and the kernel does not warn, once
+    # per notebook, that it is not.
+    encryption = Config({"KernelManager": {"transport_encryption": "auto" if zmq.has("curve") else "disabled"}})
+    client = nbclient.NotebookClient(notebook, kernel_name="python3", timeout=300, config=encryption,
                                      resources={"metadata": {"path": str(folder)}})
     try:
         client.execute()

@@ -32,18 +32,33 @@ def hooks():
 
 
 @pytest.fixture(scope="session")
-def site_dir(tmp_path_factory):
+def _built(tmp_path_factory):
+    """(the built site's folder, its build log or None). HOOKED_SITE_LOG names the log of the
+    build that HOOKED_SITE_DIR holds (`mkdocs build ... 2>&1 | tee FILE`)."""
     given = os.environ.get("HOOKED_SITE_DIR")
     if given:
         path = pathlib.Path(given).resolve()
         assert (path / "index.html").is_file(), f"HOOKED_SITE_DIR={given}: no built site there"
-        return path
+        log = os.environ.get("HOOKED_SITE_LOG")
+        return path, pathlib.Path(log).read_text(encoding="utf-8") if log else None
     path = tmp_path_factory.mktemp("site")
     env = dict(os.environ, HOOKED_SITE_CACHE="false", NO_MKDOCS_2_WARNING="1")
     build = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(path)],
-                           cwd=ROOT, env=env, capture_output=True, text=True)
-    assert build.returncode == 0, f"mkdocs build --strict failed:\n{build.stdout}\n{build.stderr}"
-    return path
+                           cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    assert build.returncode == 0, f"mkdocs build --strict failed:\n{build.stdout}"
+    return path, build.stdout
+
+
+@pytest.fixture(scope="session")
+def site_dir(_built):
+    return _built[0]
+
+
+@pytest.fixture(scope="session")
+def build_log(_built):
+    if _built[1] is None:
+        pytest.skip("HOOKED_SITE_DIR was given without HOOKED_SITE_LOG, the log of its build")
+    return _built[1]
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):

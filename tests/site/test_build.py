@@ -1,6 +1,10 @@
 """The build hooks (website/hooks.py) on their own: which text each page and download is made
 of, and how a notebook is executed."""
 
+import re
+
+import pytest
+
 from hooked.course import SOLUTIONS_DIR, lesson_names
 from hooked.generate import fresh_lesson_text
 
@@ -21,3 +25,29 @@ def test_a_checkout_whose_lessons_are_solved_gets_pristine_lesson_pages(hooks, t
     text = hooks.page_text("lessons", name, root=tmp_path)
     assert text == fresh_lesson_text(name)
     assert "# BEGIN SOLUTION" not in text and "is not written yet" in text
+
+
+def test_a_notebook_runs_without_warnings_and_a_raising_cell_stops_the_build(hooks, tmp_path, capfd):
+    """The build is quiet (the kernel's "running over TCP without encryption" warning came once
+    per notebook), and a real error is still shown, with the cell's exception."""
+    notebook = hooks.execute("# %%\nprint(6 * 7)\n", tmp_path, "quiet.py")
+    assert notebook.cells[0].outputs[0]["text"] == "42\n"
+    captured = capfd.readouterr()
+    assert captured.out + captured.err == "", captured.out + captured.err
+
+    with pytest.raises(hooks.PluginError) as raised:
+        hooks.execute("# %%\nraise ValueError('the cell broke')\n", tmp_path, "broken.py")
+    message = re.sub(r"\x1b\[[0-9;]*m", "", str(raised.value))  # IPython colours the traceback
+    assert "broken.py: a cell raised" in message and "ValueError: the cell broke" in message, message
+
+
+# What a quiet build prints: mkdocs's own three lines, nothing else.
+QUIET = [r"INFO    -  Cleaning site directory", r"INFO    -  Building documentation to directory: .+",
+         r"INFO    -  Documentation built in [\d.]+ seconds"]
+
+
+def test_the_build_is_quiet(build_log):
+    """No kernel warning, no theme banner, no line per notebook: only mkdocs's own lines (a
+    warning fails the strict build, and an error would show here)."""
+    noise = [line for line in build_log.splitlines() if not any(re.fullmatch(quiet, line) for quiet in QUIET)]
+    assert not noise, "the build printed:\n" + "\n".join(noise)
