@@ -52,7 +52,7 @@ def test_exercise_names_are_unique_across_the_course():
     assert len(names) == len(set(names))
 
 
-def test_requirements_pin_torch_to_the_cpu_build():
+def test_requirements_pin_torch_2_13_and_install_the_course():
     requirements = (ROOT / "requirements.txt").read_text(encoding="utf-8")
     assert re.search(r"^torch==2\.13\.\*$", requirements, re.MULTILINE)
     assert re.search(r"^-e \.$", requirements, re.MULTILINE)
