@@ -99,8 +99,9 @@ assert list(unpadded(image).shape) == [1, 16, 26, 26]
 # feature maps are the image seen through random filters, and its predictions are guesses. So we
 # train it, on real data that ships with the course: 1,797 handwritten digits of 8×8 pixels
 # (`hooked.digits.load_digits`, no download; the test set of the UCI repository's "Optical
-# Recognition of Handwritten Digits", as scikit-learn ships it), scaled to [0, 1] and upscaled to
-# 28×28 with `F.interpolate`. A fixed seed splits them into 1,437 training and 360 test digits.
+# Recognition of Handwritten Digits" by E. Alpaydin and C. Kaynak, 1998, CC BY 4.0, as
+# scikit-learn ships it), scaled to [0, 1] and upscaled to 28×28 with `F.interpolate`. A fixed
+# seed splits them into 1,437 training and 360 test digits.
 
 # %%
 digits = load_digits()
