@@ -28,7 +28,7 @@ import pathlib
 import posixpath
 import re
 import tempfile
-from html import unescape
+from html import escape, unescape
 
 import jupytext
 import mkdocs_jupyter
@@ -131,11 +131,11 @@ def execute_all(texts):
     on all cores (mkdocs-jupyter would run them one after another). Each kernel starts in a
     temporary folder of its own kind (lessons/ or solutions/), not in the repository, so a
     learner's files there play no part. A cell that raises stops the build. Results are cached
-    by the page's text and the course package's code, unless HOOKED_SITE_CACHE=false.
+    by the page's text, the course package's code and FIGURE_TEXT, unless HOOKED_SITE_CACHE=false.
     Returns {(folder, name): the executed notebook's path}."""
     use_cache = os.environ.get("HOOKED_SITE_CACHE", "true").lower() not in ("false", "0", "no")
     machinery = hashlib.sha256()
-    for path in sorted((ROOT / "hooked").rglob("*.py")):
+    for path in sorted((ROOT / "hooked").rglob("*.py")) + [FIGURE_TEXT]:
         machinery.update(path.read_bytes())
     keys = {page: hashlib.sha256(machinery.digest() + text.encode("utf-8")).hexdigest() for page, text in texts.items()}
     targets = {(folder, name): EXECUTED_DIR / folder / f"{name}.ipynb" for folder, name in texts}
@@ -171,12 +171,35 @@ def execute(text, folder, label):
     # per notebook, that it is not.
     encryption = Config({"KernelManager": {"transport_encryption": "auto" if zmq.has("curve") else "disabled"}})
     client = nbclient.NotebookClient(notebook, kernel_name="python3", timeout=300, config=encryption,
+                                     extra_arguments=[f"--IPKernelApp.exec_files={FIGURE_TEXT}"],
                                      resources={"metadata": {"path": str(folder)}})
     try:
         client.execute()
     except nbclient.exceptions.CellExecutionError as error:
         raise PluginError(f"{label}: a cell raised while the site was built:\n{error}") from None
+    _describe_figures(notebook)
     return notebook
+
+
+FIGURE_TEXT = ROOT / "website" / "figure_text.py"  # run in each kernel: a figure's text names what it shows
+
+
+def _describe_figures(notebook):
+    """Give each figure of the executed notebook its alt text, in the output's metadata
+    ("hooked_alt"): what website/figure_text.py made its plain text (its titles and axis labels),
+    or, for a figure without any, the heading of the section it is in."""
+    heading = "this lesson"
+    for cell in notebook.cells:
+        if cell.cell_type == "markdown":
+            found = re.findall(r"^#+\s+(.+)$", cell.source, flags=re.MULTILINE)
+            heading = found[-1].replace("`", "").strip() if found else heading
+            continue
+        for output in cell.get("outputs", []):
+            if "image/png" in output.get("data", {}):
+                text = output["data"].get("text/plain", "")
+                text = "".join(text) if isinstance(text, list) else text
+                alt = text[len("Figure: "):] if text.startswith("Figure: ") else f"A figure in the section “{heading}”"
+                output.setdefault("metadata", {})["hooked_alt"] = alt
 
 
 def _notebook(text):
@@ -235,25 +258,54 @@ def on_page_content(html, page, config, files):
         css = _notebook_css().strip()
         link = f'<link rel="stylesheet" href="{get_relative_url(NOTEBOOK_CSS, page.url)}">'
         html = _STYLE.sub(lambda m: _keep_style(m, css, link), html)
-        html = _PNG.sub(_smaller_png, html)
+        html = _figures(html, _figure_alts(page))
+        html = _FOCUSABLE_SCROLL.sub(r'\1 tabindex="0"\2', html)
         page.toc = get_toc(_toc_tokens(html))
         if notebook_page(page)[0] == "solutions":
             page.meta["search"] = {"exclude": True}  # search finds the lesson, not its answers
     return html
 
 
-_PNG = re.compile(r"data:image/png;base64,([A-Za-z0-9+/=]+)")
+# A code cell's input scrolls sideways: a keyboard reaches (and scrolls) it once it can take
+# the focus (nbconvert already makes each output focusable).
+_FOCUSABLE_SCROLL = re.compile(r'(<div class="highlight-ipynb hl-python")(>)')
+_FIGURE = re.compile(r'<img alt="No description has been provided for this image"([^>]*?) '
+                     r'src="data:image/png;base64,([A-Za-z0-9+/=]+)"\s*/?>')
 
 
-def _smaller_png(match):
-    """A matplotlib figure as a 256-colour PNG: it looks the same and is about 3x smaller."""
-    original = base64.b64decode(match.group(1))
+def _figure_alts(page):
+    """The alt text of each figure of a notebook page, in order (see _describe_figures)."""
+    notebook = nbformat.read(page.file.abs_src_path, as_version=4)
+    return [output.metadata["hooked_alt"] for cell in notebook.cells for output in cell.get("outputs", [])
+            if "image/png" in output.get("data", {})]
+
+
+def _figures(html, alts):
+    """Each figure: its alt text, its width and height (the page does not jump while it loads),
+    and a smaller PNG."""
+    figures = _FIGURE.findall(html)
+    if len(figures) != len(alts):
+        raise PluginError(f"{len(figures)} figures on the page but {len(alts)} in the notebook")
+    alts = iter(alts)
+
+    def figure(match):
+        attributes, data = match.groups()
+        width, height = Image.open(io.BytesIO(base64.b64decode(data))).size
+        return (f'<img alt="{escape(next(alts), quote=True)}"{attributes} width="{width}" height="{height}" '
+                f'src="data:image/png;base64,{_smaller_png(data)}"/>')
+
+    return _FIGURE.sub(figure, html)
+
+
+def _smaller_png(data):
+    """A matplotlib figure (base64 PNG) as a 256-colour PNG: it looks the same and is about 3x smaller."""
+    original = base64.b64decode(data)
     image = Image.open(io.BytesIO(original))
     smaller = io.BytesIO()
     image.convert("RGBA").quantize(colors=256, method=Image.Quantize.FASTOCTREE).save(smaller, "PNG", optimize=True)
     if smaller.tell() >= len(original):
-        return match.group(0)
-    return "data:image/png;base64," + base64.b64encode(smaller.getvalue()).decode("ascii")
+        return data
+    return base64.b64encode(smaller.getvalue()).decode("ascii")
 
 
 def _keep_style(match, notebook_css, link):
@@ -281,6 +333,19 @@ def _toc_tokens(html):
         (open_levels[-1]["children"] if open_levels else roots).append(token)
         open_levels.append(token)
     return roots
+
+
+_SEARCH_DIALOG = '<div class="md-search" data-md-component="search" role="dialog">'
+_SKIP = re.compile(r'<a href="[^"]*" class="md-skip">')
+
+
+def on_post_page(output, page, config):
+    # Material's search is a dialog without a name
+    output = output.replace(_SEARCH_DIALOG, _SEARCH_DIALOG[:-1] + ' aria-label="Search">')
+    if notebook_page(page):
+        # "Skip to content" goes to the first heading, past the download bar above it
+        output = _SKIP.sub('<a href="#hooked-downloads" class="md-skip">', output, count=1)
+    return output
 
 
 # ---------------------------------------------------------------- README and cheat sheet

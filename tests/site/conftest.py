@@ -97,9 +97,9 @@ class Visit:
     """One browser tab that records console errors, failed requests and any request
     that leaves 127.0.0.1 (the site must work offline); `check()` asserts there were none."""
 
-    def __init__(self, browser, base_url):
+    def __init__(self, browser, base_url, scheme="light", width=1280, height=900):
         self.base_url = base_url
-        self.context = browser.new_context(viewport={"width": 1280, "height": 900})
+        self.context = browser.new_context(viewport={"width": width, "height": height}, color_scheme=scheme)
         self.page = self.context.new_page()
         self.errors, self.outside = [], []
         self.page.on("console", lambda message: message.type == "error" and self.errors.append(message.text))
@@ -143,3 +143,18 @@ def visit(browser, base_url):
     tab = Visit(browser, base_url)
     yield tab
     tab.close()
+
+
+@pytest.fixture
+def open_tab(browser, base_url):
+    """open_tab(scheme="light"|"dark", width=..., height=...): a fresh tab whose browser prefers
+    that colour scheme (the site's palette follows it) at that viewport; closed after the test."""
+    tabs = []
+
+    def make(**options):
+        tabs.append(Visit(browser, base_url, **options))
+        return tabs[-1]
+
+    yield make
+    for tab in tabs:
+        tab.close()
