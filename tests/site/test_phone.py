@@ -1,0 +1,68 @@
+"""The site on a 390 px phone: no prompt column, code and outputs scroll sideways instead of
+breaking words, figures keep their size (and scroll), cheat-sheet signatures are unbroken."""
+
+import pytest
+
+from hooked.course import lesson_names
+
+PHONE = {"width": 390, "height": 844}
+
+# [(the text around it, the element's selector)] for each place where a line wraps between two
+# word characters (letters, digits, "_") of one text node: a word broken inside an identifier.
+BROKEN_WORDS = """selector => {
+    const broken = [];
+    for (const element of document.querySelectorAll(selector)) {
+        const walker = document.createTreeWalker(element, NodeFilter.SHOW_TEXT);
+        for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+            const text = node.textContent;
+            if (!/\\w\\w/.test(text)) continue;
+            const range = document.createRange();
+            const top = index => { range.setStart(node, index); range.setEnd(node, index + 1);
+                                   const rect = range.getBoundingClientRect(); return rect.top; };
+            let previous = null;
+            for (let i = 0; i < text.length; i++) {
+                if (!/\\w/.test(text[i])) { previous = null; continue; }
+                const here = top(i);
+                if (previous !== null && here > previous + 2)
+                    broken.push([text.slice(Math.max(0, i - 12), i) + "|" + text.slice(i, i + 12), selector]);
+                previous = here;
+            }
+        }
+    }
+    return broken.slice(0, 10);
+}"""
+
+
+@pytest.mark.parametrize("path", [f"lessons/{lesson_names()[0]}/", f"solutions/{lesson_names()[-1]}/",
+                                  "lessons/06_cnn_activations/"])
+def test_a_notebook_page_on_a_phone(open_tab, path):
+    tab = open_tab(**PHONE)
+    page = tab.open(path)
+    prompts = page.evaluate("""() => Array.from(document.querySelectorAll('.jp-InputPrompt, .jp-OutputPrompt'))
+        .filter(prompt => prompt.getBoundingClientRect().width > 0).length""")
+    assert prompts == 0, f"{prompts} prompts take a column"
+    # the code starts at the cell's left edge (the prompt took 64 px of 390)
+    indent = page.evaluate("""() => { const cell = document.querySelector('.jp-CodeCell');
+        return cell.querySelector('.highlight-ipynb').getBoundingClientRect().left - cell.getBoundingClientRect().left; }""")
+    assert indent < 16, f"the code starts {indent} px into its cell"
+    for selector in (".highlight-ipynb pre", ".jp-OutputArea-output pre"):
+        assert page.evaluate(BROKEN_WORDS, selector) == [], selector
+    scrolls = page.evaluate("""() => Array.from(document.querySelectorAll('.jp-OutputArea-output pre'))
+        .some(pre => pre.scrollWidth > pre.clientWidth)""")
+    assert scrolls, "no output is wider than the phone: the test would not see a broken word"
+    figures = page.locator(".jp-OutputArea-output img")
+    for index in range(figures.count()):  # a figure keeps its size; its frame scrolls
+        width, natural = figures.nth(index).evaluate("img => [img.getBoundingClientRect().width, img.naturalWidth]")
+        assert width == natural, f"figure {index} is shown {width} px wide, not {natural}"
+    # the page itself does not scroll sideways
+    assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
+    tab.check()
+
+
+def test_cheat_sheet_signatures_are_unbroken_on_a_phone(open_tab):
+    tab = open_tab(**PHONE)
+    page = tab.open("cheatsheet/")
+    assert page.locator(".hooked-cheatsheet td code").count() >= 30
+    assert page.evaluate(BROKEN_WORDS, ".hooked-cheatsheet td code") == []
+    assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
+    tab.check()
