@@ -104,8 +104,11 @@ class Visit:
         self.errors, self.outside = [], []
         self.page.on("console", lambda message: message.type == "error" and self.errors.append(message.text))
         self.page.on("pageerror", lambda error: self.errors.append(str(error)))
+        # A request the browser itself cancelled (net::ERR_ABORTED: the page moved on before the
+        # favicon arrived) is no fault of the site; any other failure is.
         self.page.on("requestfailed", lambda request: request.url in self.outside
-                     or self.errors.append(f"request failed: {request.url}"))
+                     or "ERR_ABORTED" in (request.failure or "")
+                     or self.errors.append(f"request failed: {request.url} ({request.failure})"))
         self.context.route("**/*", self._only_local)
 
     def _only_local(self, route):

