@@ -23,7 +23,8 @@ import time
 from hooked import __version__, progress
 from hooked.checking import display_path
 from hooked.course import LESSONS_DIR, ROOT, SOLUTIONS_DIR, lesson_names
-from hooked.generate import MarkerError, back_up, fresh_lesson_text, is_solution_marker, stale_lessons, write_lessons
+from hooked.generate import back_up, fresh_lesson_text, stale_lessons, write_lessons
+from hooked.solution_markers import MarkerError, is_solution_marker
 from hooked.gradescope import results_json
 from hooked.grader import DEFAULT_TIME_LIMIT, Grader, parse_time_limit
 from hooked.hints import LEVELS, lesson_hints

@@ -1,19 +1,134 @@
-"""Where the course lives on disk and which lessons it has. The lessons are the
-files in solutions/ (the single source), in the order of their number."""
+"""The course manifest: where the course lives on disk, which lessons it has and which
+exercises each lesson holds, read once from solutions/ (the single source). Everything
+that needs a lesson or an exercise asks here: the command line, hints, the check
+registry, the pytest plugin, the website, the benchmarks and the export.
 
+Read as text, without jupytext (which costs more than the rest of `hooked status`), and
+without importing torch."""
+
+import ast
+import dataclasses
+import functools
 import pathlib
 import re
+
+from hooked.solution_markers import lesson_text_from_solution, without_markers
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 SOLUTIONS_DIR = ROOT / "solutions"
 LESSONS_DIR = ROOT / "lessons"
+TESTS_DIR = ROOT / "tests"
 
-_LESSON_FILE = re.compile(r"^\d\d_[a-z0-9_]+\.py$")
+LESSON_FILE = re.compile(r"^(?P<number>\d\d)_(?P<slug>[a-z0-9_]+)\.(?:py|ipynb)$")
+# A percent-format cell tagged `exercise`: its header line, then its source up to the next cell.
+_EXERCISE_CELL = re.compile(r'^# %% tags=\["exercise"\]\n(.*?)(?=^# %%|\Z)', re.MULTILINE | re.DOTALL)
+_TITLE = re.compile(r"^# # (?P<title>.+)$", re.MULTILINE)
+
+
+@dataclasses.dataclass(frozen=True)
+class Exercise:
+    name: str           # "double_grad": the function or class the learner writes
+    lesson: str         # "01_tensor_hooks"
+    solution_cell: str  # the cell's text in solutions/, solution markers included
+    line: int           # line of its `def`/`class` in the generated lessons/ file
+
+    @property
+    def reference(self):
+        """The reference solution: the solution cell without its marker lines."""
+        return without_markers(self.solution_cell)
+
+
+@dataclasses.dataclass(frozen=True)
+class Lesson:
+    name: str           # "01_tensor_hooks"
+    number: int         # 1
+    slug: str           # "tensor_hooks"
+    title: str          # "Lesson 01 — Tensor hooks"
+    exercises: tuple    # (Exercise, ...) in the order the lesson teaches them
+
+    @property
+    def short(self):
+        """"01": how the command line names the lesson in the commands it suggests."""
+        return f"{self.number:02d}"
+
+    @property
+    def solution_path(self):
+        return SOLUTIONS_DIR / f"{self.name}.py"
+
+    @property
+    def lesson_path(self):
+        return LESSONS_DIR / f"{self.name}.py"
+
+    @property
+    def checks_module(self):
+        return f"hooked.checks.lesson_{self.name}"
+
+    @property
+    def test_path(self):
+        return TESTS_DIR / f"test_{self.name}.py"
+
+    def exercise_names(self):
+        return [exercise.name for exercise in self.exercises]
+
+
+def _defined_names(source):
+    """The top-level def and class names of a cell, in order (a cell that does not
+    parse defines nothing here; the course tests catch that)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return []
+    return [node.name for node in tree.body
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
+
+
+def _definition_lines(lesson_text):
+    """{name: line} of every top-level def and class in a lesson file."""
+    return {match["name"]: lesson_text.count("\n", 0, match.start()) + 1
+            for match in re.finditer(r"^(?:async\s+)?(?:def|class)\s+(?P<name>\w+)", lesson_text, re.MULTILINE)}
+
+
+def _read_lesson(path):
+    text = path.read_text(encoding="utf-8")
+    match = LESSON_FILE.match(path.name)
+    title = _TITLE.search(text)
+    lines = _definition_lines(lesson_text_from_solution(text, f"solutions/{path.name}"))
+    exercises = tuple(Exercise(name, path.stem, cell, lines.get(name, 0))
+                      for cell in _EXERCISE_CELL.findall(text) for name in _defined_names(without_markers(cell)))
+    return Lesson(path.stem, int(match["number"]), match["slug"], title["title"].strip() if title else path.stem,
+                  exercises)
+
+
+@functools.lru_cache(maxsize=None)
+def lessons():
+    """(Lesson, ...) of the course, in the order of their number."""
+    paths = sorted(path for path in SOLUTIONS_DIR.glob("*.py") if LESSON_FILE.match(path.name))
+    return tuple(_read_lesson(path) for path in paths)
 
 
 def lesson_names():
     """['01_tensor_hooks', '02_removing_hooks', ...]"""
-    return sorted(path.stem for path in SOLUTIONS_DIR.glob("*.py") if _LESSON_FILE.match(path.name))
+    return [lesson.name for lesson in lessons()]
+
+
+def lesson_named(name):
+    """The Lesson called exactly `name` ("01_tensor_hooks"), or None."""
+    return next((lesson for lesson in lessons() if lesson.name == name), None)
+
+
+def lesson_called(text):
+    """The Lesson that `text` names: 01_tensor_hooks, 01, 1, tensor_hooks or
+    lessons/01_tensor_hooks.py (also .ipynb); None when none does."""
+    name = pathlib.PurePath(text).name.removesuffix(".py").removesuffix(".ipynb")
+    for lesson in lessons():
+        if name in (lesson.name, lesson.slug) or (name.isdigit() and int(name) == lesson.number):
+            return lesson
+    return None
+
+
+def exercise_named(name):
+    """The Exercise called `name` in any lesson, or None."""
+    return next((exercise for lesson in lessons() for exercise in lesson.exercises if exercise.name == name), None)
 
 
 def checks_module_name(lesson):

@@ -45,7 +45,7 @@ from PIL import Image
 from traitlets.config import Config
 
 from hooked.course import SOLUTIONS_DIR, lesson_names
-from hooked.generate import MarkerError, lesson_text_from_solution
+from hooked.solution_markers import MarkerError, lesson_text_from_solution
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 BRANCH = "main"  # links to repository files that are not on the site point at this branch

@@ -10,7 +10,7 @@ import subprocess
 import sys
 
 from hooked.course import ROOT, SOLUTIONS_DIR
-from hooked.generate import is_solution_marker, lesson_text_from_solution
+from hooked.solution_markers import is_solution_marker, lesson_text_from_solution
 
 # Lessons 01 and 02 are finished; copying only them keeps these tests independent of
 # lessons that are still being written.

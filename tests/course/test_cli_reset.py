@@ -5,7 +5,7 @@ import datetime
 import types
 
 from hooked import generate
-from hooked.generate import lesson_text_from_solution
+from hooked.solution_markers import lesson_text_from_solution
 from hooked_cli import hooked, make_course, write_lesson
 
 

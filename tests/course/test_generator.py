@@ -3,7 +3,8 @@
 import pytest
 
 import hooked.generate as generate
-from hooked.generate import MarkerError, lesson_text_from_solution, stale_lessons
+from hooked.generate import stale_lessons
+from hooked.solution_markers import MarkerError, lesson_text_from_solution
 
 SOLVED = '''# %% tags=["exercise"]
 import torch

@@ -27,7 +27,7 @@ import pytest
 
 from hooked.checks import checks_for_lesson, run_exercise_check
 from hooked.course import SOLUTIONS_DIR, lesson_names
-from hooked.generate import is_solution_marker
+from hooked.solution_markers import is_solution_marker
 
 MISTAKES_DIR = pathlib.Path(__file__).resolve().parent / "mistakes"
 KINDS = ("wrong", "right")

@@ -1,5 +1,16 @@
 """The mistake catalogue, one file per lesson (the entry format is described in
-tests/course/test_mistake_catalogue.py), and the edit its files share."""
+tests/course/test_mistake_catalogue.py), and what its files share: the reference
+solution read from solutions/, and the edit that turns it into one entry."""
+
+from hooked.course import exercise_named
+
+
+def reference(exercise):
+    """The reference solution of `exercise`: its cell in solutions/ without the solution
+    markers, read by the course manifest (the same parsing the generator uses)."""
+    found = exercise_named(exercise)
+    assert found is not None, f"no exercise {exercise!r} in solutions/"
+    return found.reference
 
 
 def edited(source, *changes):
