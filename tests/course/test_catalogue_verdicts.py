@@ -1,0 +1,60 @@
+"""The mistake catalogue grades as recorded: tests/course/mistakes/verdicts.json holds, for
+every entry, the status the grader gave it and the hint words its message matched when it
+was recorded. An entry renamed, dropped, or graded differently (a refactor of the checks or
+of the catalogue that changed a verdict) fails here, with what changed.
+
+Record again after adding entries or changing one on purpose:
+
+    python tests/course/test_catalogue_verdicts.py
+"""
+
+import functools
+import json
+import pathlib
+import sys
+
+import pytest
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from test_mistake_catalogue import ENTRIES, _entry_id, _grade  # noqa: E402
+
+VERDICTS = pathlib.Path(__file__).resolve().parent / "mistakes" / "verdicts.json"
+
+
+def _key(entry):
+    return f"{entry['lesson']}::{_entry_id(entry)}"
+
+
+def _verdict(entry):
+    result = _grade(entry)
+    message = (result.message or "").lower()
+    return {"status": result.status, "matched": [word for word in entry["expect"] if word.lower() in message]}
+
+
+@functools.lru_cache(maxsize=None)
+def _recorded():
+    return json.loads(VERDICTS.read_text(encoding="utf-8"))
+
+
+def test_every_entry_is_recorded_and_every_record_has_its_entry():
+    recorded = _recorded()
+    current = {_key(entry) for entry in ENTRIES}
+    dropped = sorted(set(recorded) - current)
+    new = sorted(current - set(recorded))
+    assert not dropped, f"entries recorded in {VERDICTS.name} are gone from the catalogue (renamed or deleted?): {dropped}"
+    assert not new, (f"entries not yet recorded in {VERDICTS.name}: {new}; "
+                     "record them with `python tests/course/test_catalogue_verdicts.py`")
+
+
+@pytest.mark.parametrize("entry", ENTRIES, ids=_key)
+def test_entry_grades_as_recorded(entry):
+    recorded = _recorded().get(_key(entry))
+    if recorded is None:
+        pytest.skip("not recorded yet (the test above fails for it)")
+    assert _verdict(entry) == recorded
+
+
+if __name__ == "__main__":
+    verdicts = {_key(entry): _verdict(entry) for entry in ENTRIES}
+    VERDICTS.write_text(json.dumps(verdicts, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    print(f"recorded {len(verdicts)} verdicts in {VERDICTS}")
