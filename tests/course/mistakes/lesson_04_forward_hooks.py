@@ -1,7 +1,7 @@
 """Mistake catalogue for lesson 04, forward hooks. The format of an entry is described in
 tests/course/test_mistake_catalogue.py; the clause table in tests/course/test_contract_clauses.py."""
 
-from mistakes import edited
+from mistakes import edited, reference
 
 CLAUSES = {
     "capture_activations": {
@@ -73,222 +73,81 @@ NOT_CLAUSES = {
     },
 }
 
-# The reference solutions, to which edited() makes one change each.
-CAPTURE = '''
-def capture_activations(model, layer_names):
-    modules = dict(model.named_modules(remove_duplicate=False))
-    for name in layer_names:
-        if name not in modules:
-            raise KeyError(f"{name!r} is not a submodule name of the model")
-
-    activations = {}
-
-    def make_hook(name):
-        def hook(module, args, output):
-            activations[name] = output.detach().clone()
-        return hook
-
-    handles = [modules[name].register_forward_hook(make_hook(name)) for name in layer_names]
-    return activations, handles
-'''
-
-TRACK = '''
-from torch import nn
-
-
-def track_relu_stats(model):
-    stats, handles = {}, []
-
-    def make_hook(entries):
-        def hook(module, args, output):
-            entries.append({"mean": output.mean().item(),
-                            "zero_fraction": (output == 0).float().mean().item()})
-        return hook
-
-    for name, module in model.named_modules():
-        if isinstance(module, nn.ReLU):
-            stats[name] = []
-            handles.append(module.register_forward_hook(make_hook(stats[name])))
-    return stats, handles
-'''
-
-CLAMP = '''
-def clamp_output(module, min_value, max_value):
-    def hook(module, args, output):
-        return output.clamp(min_value, max_value)
-
-    return module.register_forward_hook(hook)
-'''
-
 ENTRIES = [
     # ------------------------------------------------------------------ capture_activations
     dict(exercise="capture_activations", kind="wrong", why="stores the output without detach", clause="detached",
-         source='''
-def capture_activations(model, layer_names):
-    modules = dict(model.named_modules(remove_duplicate=False))
-    for name in layer_names:
-        if name not in modules:
-            raise KeyError(name)
-    activations = {}
-
-    def make_hook(name):
-        def hook(module, args, output):
-            activations[name] = output.clone()
-        return hook
-
-    return activations, [modules[name].register_forward_hook(make_hook(name)) for name in layer_names]
-''',
+         source=edited(reference("capture_activations"),
+                       ("activations[name] = output.detach().clone()", "activations[name] = output.clone()")),
          expect=["still requires grad", "graph alive", "detach"]),
     dict(exercise="capture_activations", kind="wrong", why="detach without clone, overwritten by an in-place ReLU", clause="cloned",
-         source='''
-def capture_activations(model, layer_names):
-    modules = dict(model.named_modules(remove_duplicate=False))
-    for name in layer_names:
-        if name not in modules:
-            raise KeyError(name)
-    activations = {}
-
-    def make_hook(name):
-        def hook(module, args, output):
-            activations[name] = output.detach()
-        return hook
-
-    return activations, [modules[name].register_forward_hook(make_hook(name)) for name in layer_names]
-''',
+         source=edited(reference("capture_activations"),
+                       ("activations[name] = output.detach().clone()", "activations[name] = output.detach()")),
          expect=["in-place relu", "shares memory", "clone()"]),
     dict(exercise="capture_activations", kind="wrong", why="appends every forward pass to a list", clause="latest",
-         source='''
-def capture_activations(model, layer_names):
-    modules = dict(model.named_modules(remove_duplicate=False))
-    for name in layer_names:
-        if name not in modules:
-            raise KeyError(name)
-    activations = {}
-
-    def make_hook(name):
-        def hook(module, args, output):
-            activations.setdefault(name, []).append(output.detach().clone())
-        return hook
-
-    return activations, [modules[name].register_forward_hook(make_hook(name)) for name in layer_names]
-''',
+         source=edited(reference("capture_activations"),
+                       ("activations[name] = output.detach().clone()",
+                        "activations.setdefault(name, []).append(output.detach().clone())")),
          expect=["is a list", "latest forward pass"]),
     dict(exercise="capture_activations", kind="wrong", why="keeps the first forward pass", clause="latest",
-         source='''
-def capture_activations(model, layer_names):
-    modules = dict(model.named_modules(remove_duplicate=False))
-    for name in layer_names:
-        if name not in modules:
-            raise KeyError(name)
-    activations = {}
-
-    def make_hook(name):
-        def hook(module, args, output):
-            if name not in activations:
-                activations[name] = output.detach().clone()
-        return hook
-
-    return activations, [modules[name].register_forward_hook(make_hook(name)) for name in layer_names]
-''',
+         source=edited(reference("capture_activations"),
+                       ("activations[name] = output.detach().clone()",
+                        "if name not in activations:\n"
+                        "                activations[name] = output.detach().clone()")),
          expect=["output of the first forward pass", "latest forward pass must win"]),
     dict(exercise="capture_activations", kind="wrong", why="raises KeyError after registering some hooks", clause="no-hook-left",
-         source='''
-def capture_activations(model, layer_names):
-    modules = dict(model.named_modules(remove_duplicate=False))
-    activations, handles = {}, []
-    for name in layer_names:
-        def hook(module, args, output, name=name):
-            activations[name] = output.detach().clone()
-        handles.append(modules[name].register_forward_hook(hook))
-    return activations, handles
-''',
+         source=edited(reference("capture_activations"),
+                       ("    for name in layer_names:\n"
+                        "        if name not in modules:\n"
+                        '            raise KeyError(f"{name!r} is not a submodule name of the model")\n\n',
+                        "")),
          expect=["left forward hooks registered", "before registering any hook"]),
     dict(exercise="capture_activations", kind="wrong", why="looks names up in named_children", clause="any-depth",
-         source='''
-def capture_activations(model, layer_names):
-    children = dict(model.named_children())
-    for name in layer_names:
-        if name not in children:
-            raise KeyError(name)
-    activations, handles = {}, []
-    for name in layer_names:
-        def hook(module, args, output, name=name):
-            activations[name] = output.detach().clone()
-        handles.append(children[name].register_forward_hook(hook))
-    return activations, handles
-''',
+         source=edited(reference("capture_activations"),
+                       ("dict(model.named_modules(remove_duplicate=False))", "dict(model.named_children())")),
          expect=["raised keyerror", "named_modules(remove_duplicate=false)", "nested layers"]),
     dict(exercise="capture_activations", kind="wrong", why="get_submodule raises AttributeError", clause="keyerror",
-         source='''
-def capture_activations(model, layer_names):
-    modules = [model.get_submodule(name) for name in layer_names]
-    activations, handles = {}, []
-    for name, module in zip(layer_names, modules):
-        def hook(module, args, output, name=name):
-            activations[name] = output.detach().clone()
-        handles.append(module.register_forward_hook(hook))
-    return activations, handles
-''',
+         source=edited(reference("capture_activations"),
+                       ("    modules = dict(model.named_modules(remove_duplicate=False))\n"
+                        "    for name in layer_names:\n"
+                        "        if name not in modules:\n"
+                        '            raise KeyError(f"{name!r} is not a submodule name of the model")',
+                        "    modules = {name: model.get_submodule(name) for name in layer_names}")),
          expect=["raised AttributeError", "expected KeyError"]),
     dict(exercise="capture_activations", kind="wrong", why="late-binding loop variable", clause="by-name",
-         source='''
-def capture_activations(model, layer_names):
-    modules = dict(model.named_modules(remove_duplicate=False))
-    for name in layer_names:
-        if name not in modules:
-            raise KeyError(name)
-    activations, handles = {}, []
-    for name in layer_names:
-        def hook(module, args, output):
-            activations[name] = output.detach().clone()
-        handles.append(modules[name].register_forward_hook(hook))
-    return activations, handles
-''',
+         source=edited(reference("capture_activations"),
+                       ("def make_hook(name):\n"
+                        "        def hook(module, args, output):\n"
+                        "            activations[name] = output.detach().clone()\n"
+                        "        return hook\n\n"
+                        "    handles = [modules[name].register_forward_hook(make_hook(name)) for name in layer_names]",
+                        "handles = []\n"
+                        "    for name in layer_names:\n"
+                        "        def hook(module, args, output):\n"
+                        "            activations[name] = output.detach().clone()\n"
+                        "        handles.append(modules[name].register_forward_hook(hook))")),
          expect=["no entry for", "bind the name"]),
     dict(exercise="capture_activations", kind="wrong", why="KeyError that does not name the layer", clause="keyerror-names-it",
-         source='''
-def capture_activations(model, layer_names):
-    modules = dict(model.named_modules(remove_duplicate=False))
-    if any(name not in modules for name in layer_names):
-        raise KeyError("unknown layer")
-    activations, handles = {}, []
-    for name in layer_names:
-        def hook(module, args, output, name=name):
-            activations[name] = output.detach().clone()
-        handles.append(modules[name].register_forward_hook(hook))
-    return activations, handles
-''',
+         source=edited(reference("capture_activations"),
+                       ('raise KeyError(f"{name!r} is not a submodule name of the model")',
+                        'raise KeyError("unknown layer")')),
          expect=["must name the unknown layer"]),
     dict(exercise="capture_activations", kind="wrong", why="hook returns the stored copy and replaces the output", clause="return-none",
-         source='''
-def capture_activations(model, layer_names):
-    modules = dict(model.named_modules(remove_duplicate=False))
-    for name in layer_names:
-        if name not in modules:
-            raise KeyError(name)
-    activations, handles = {}, []
-    for name in layer_names:
-        def hook(module, args, output, name=name):
-            activations[name] = output.detach().clone()
-            return activations[name]
-        handles.append(modules[name].register_forward_hook(hook))
-    return activations, handles
-''',
+         source=edited(reference("capture_activations"),
+                       ("activations[name] = output.detach().clone()",
+                        "activations[name] = output.detach().clone()\n"
+                        "            return activations[name]")),
          expect=["output changed", "must return none"]),
     dict(exercise="capture_activations", kind="wrong", why="hooks every module and filters by name", clause="only-named",
-         source='''
-def capture_activations(model, layer_names):
-    names = {module: name for name, module in model.named_modules(remove_duplicate=False)}
-    for name in layer_names:
-        if name not in names.values():
-            raise KeyError(name)
-    activations = {}
-
-    def hook(module, args, output):
-        activations[names[module]] = output.detach().clone()
-
-    return activations, [module.register_forward_hook(hook) for module in model.modules()]
-''',
+         source=edited(reference("capture_activations"),
+                       ("def make_hook(name):\n"
+                        "        def hook(module, args, output):\n"
+                        "            activations[name] = output.detach().clone()\n"
+                        "        return hook\n\n"
+                        "    handles = [modules[name].register_forward_hook(make_hook(name)) for name in layer_names]",
+                        "names = {module: name for name, module in modules.items()}\n\n"
+                        "    def hook(module, args, output):\n"
+                        "        activations[names[module]] = output.detach().clone()\n\n"
+                        "    handles = [module.register_forward_hook(hook) for module in model.modules()]")),
          expect=["registered forward hooks on", "none elsewhere"]),
     dict(exercise="capture_activations", kind="right", why="get_submodule checked first, partial hooks, tuple",
          source='''
@@ -336,86 +195,32 @@ def capture_activations(model, layer_names):
          expect=[]),
 
     dict(exercise="capture_activations", kind="wrong", why="stores the layer's input", clause="outputs",
-         source='''
-def capture_activations(model, layer_names):
-    modules = dict(model.named_modules(remove_duplicate=False))
-    for name in layer_names:
-        if name not in modules:
-            raise KeyError(name)
-    activations = {}
-
-    def make_hook(name):
-        def hook(module, args, output):
-            activations[name] = args[0].detach().clone()
-        return hook
-
-    return activations, [modules[name].register_forward_hook(make_hook(name)) for name in layer_names]
-''',
+         source=edited(reference("capture_activations"),
+                       ("activations[name] = output.detach().clone()", "activations[name] = args[0].detach().clone()")),
          expect=["the layer's input", "expected its output"]),
     dict(exercise="capture_activations", kind="wrong", why="output.data shares memory like detach", clause="cloned",
-         source='''
-def capture_activations(model, layer_names):
-    modules = dict(model.named_modules(remove_duplicate=False))
-    for name in layer_names:
-        if name not in modules:
-            raise KeyError(name)
-    activations, handles = {}, []
-    for name in layer_names:
-        def hook(module, args, output, name=name):
-            activations[name] = output.data
-        handles.append(modules[name].register_forward_hook(hook))
-    return activations, handles
-''',
+         source=edited(reference("capture_activations"), ("output.detach().clone()", "output.data")),
          expect=["in-place relu", "shares memory", "clone()"]),
     dict(exercise="capture_activations", kind="wrong", why="keeps the first call of a shared layer in each pass", clause="shared-layer",
-         source='''
-def capture_activations(model, layer_names):
-    modules = dict(model.named_modules(remove_duplicate=False))
-    for name in layer_names:
-        if name not in modules:
-            raise KeyError(name)
-    activations, done = {}, set()
-    handles = [model.register_forward_pre_hook(lambda module, args: done.clear())]
-    for name in layer_names:
-        def hook(module, args, output, name=name):
-            if name not in done:  # once per forward pass, it seems
-                done.add(name)
-                activations[name] = output.detach().clone()
-        handles.append(modules[name].register_forward_hook(hook))
-    return activations, handles
-''',
+         source=edited(reference("capture_activations"),
+                       ("activations = {}", "activations, done = {}, set()"),
+                       ("            activations[name] = output.detach().clone()",
+                        "            if name not in done:  # once per forward pass, it seems\n"
+                        "                done.add(name)\n"
+                        "                activations[name] = output.detach().clone()"),
+                       ("handles = [modules",
+                        "handles = [model.register_forward_pre_hook(lambda module, args: done.clear())]\n"
+                        "    handles += [modules")),
          expect=["earlier call of that layer", "same forward pass", "latest call must win"]),
     dict(exercise="capture_activations", kind="wrong", why="ValueError for an unknown name", clause="keyerror",
-         source='''
-def capture_activations(model, layer_names):
-    modules = dict(model.named_modules(remove_duplicate=False))
-    for name in layer_names:
-        if name not in modules:
-            raise ValueError(f"unknown layer {name}")
-    activations, handles = {}, []
-    for name in layer_names:
-        def hook(module, args, output, name=name):
-            activations[name] = output.detach().clone()
-        handles.append(modules[name].register_forward_hook(hook))
-    return activations, handles
-''',
+         source=edited(reference("capture_activations"),
+                       ('raise KeyError(f"{name!r} is not a submodule name of the model")',
+                        'raise ValueError(f"unknown layer {name}")')),
          expect=["raised ValueError", "expected KeyError naming"]),
     dict(exercise="capture_activations", kind="wrong", why="returns the handles as a generator", clause="handles",
-         source='''
-def capture_activations(model, layer_names):
-    modules = dict(model.named_modules(remove_duplicate=False))
-    for name in layer_names:
-        if name not in modules:
-            raise KeyError(name)
-    activations = {}
-
-    def make_hook(name):
-        def hook(module, args, output):
-            activations[name] = output.detach().clone()
-        return hook
-
-    return activations, (modules[name].register_forward_hook(make_hook(name)) for name in layer_names)
-''',
+         source=edited(reference("capture_activations"),
+                       ("handles = [modules[name].register_forward_hook(make_hook(name)) for name in layer_names]",
+                        "handles = (modules[name].register_forward_hook(make_hook(name)) for name in layer_names)")),
          expect=["generator", "registered no hook", "return a list"]),
     dict(exercise="capture_activations", kind="right", why="a hook class, copy under no_grad, names checked at once",
          source='''
@@ -461,195 +266,57 @@ def capture_activations(model, layer_names):
 
     # ------------------------------------------------------------------ track_relu_stats
     dict(exercise="track_relu_stats", kind="wrong", why="only top-level ReLUs via children", clause="any-depth",
-         source='''
-from torch import nn
-
-
-def track_relu_stats(model):
-    stats, handles = {}, []
-    for name, module in model.named_children():
-        if isinstance(module, nn.ReLU):
-            stats[name] = []
-
-            def hook(module, args, output, entries=stats[name]):
-                entries.append({"mean": output.mean().item(),
-                                "zero_fraction": (output == 0).float().mean().item()})
-            handles.append(module.register_forward_hook(hook))
-    return stats, handles
-''',
+         source=edited(reference("track_relu_stats"), ("model.named_modules():", "model.named_children():")),
          expect=["no entries for", "nested", "named_modules() visits every depth"]),
     dict(exercise="track_relu_stats", kind="wrong", why="tensors instead of Python floats", clause="floats",
-         source='''
-from torch import nn
-
-
-def track_relu_stats(model):
-    stats, handles = {}, []
-    for name, module in model.named_modules():
-        if isinstance(module, nn.ReLU):
-            stats[name] = []
-
-            def hook(module, args, output, entries=stats[name]):
-                entries.append({"mean": output.mean(), "zero_fraction": (output == 0).float().mean()})
-            handles.append(module.register_forward_hook(hook))
-    return stats, handles
-''',
+         source=edited(reference("track_relu_stats"),
+                       ('"mean": output.mean().item()', '"mean": output.mean()'),
+                       ('"zero_fraction": (output == 0).float().mean().item()',
+                        '"zero_fraction": (output == 0).float().mean()')),
          expect=["is a tensor", "python float", ".item()"]),
     dict(exercise="track_relu_stats", kind="wrong", why="replaces the entries on every call", clause="every-call",
-         source='''
-from torch import nn
-
-
-def track_relu_stats(model):
-    stats, handles = {}, []
-    for name, module in model.named_modules():
-        if isinstance(module, nn.ReLU):
-            def hook(module, args, output, name=name):
-                stats[name] = [{"mean": output.mean().item(),
-                                "zero_fraction": (output == 0).float().mean().item()}]
-            handles.append(module.register_forward_hook(hook))
-    return stats, handles
-''',
+         source=edited(reference("track_relu_stats"),
+                       ("entries.append({", "entries[:] = [{"),
+                       ('"zero_fraction": (output == 0).float().mean().item()})',
+                        '"zero_fraction": (output == 0).float().mean().item()}]')),
          expect=["has 1 entry;", "ran 2 times", "called twice"]),
     dict(exercise="track_relu_stats", kind="wrong", why="late-binding loop variable", clause="names",
-         source='''
-from torch import nn
-
-
-def track_relu_stats(model):
-    stats, handles = {}, []
-    for name, module in model.named_modules():
-        if isinstance(module, nn.ReLU):
-            stats[name] = []
-
-            def hook(module, args, output):
-                stats[name].append({"mean": output.mean().item(),
-                                    "zero_fraction": (output == 0).float().mean().item()})
-            handles.append(module.register_forward_hook(hook))
-    return stats, handles
-''',
+         source=edited(reference("track_relu_stats"), ("entries.append({", "stats[name].append({")),
          expect=["raised keyerror", "not a relu", "when the loop ended", "bind the name"]),
     dict(exercise="track_relu_stats", kind="wrong", why="late-binding loop variable with a defaultdict", clause="names",
-         source='''
-import collections
-
-from torch import nn
-
-
-def track_relu_stats(model):
-    stats, handles = collections.defaultdict(list), []
-    for name, module in model.named_modules():
-        if isinstance(module, nn.ReLU):
-            def hook(module, args, output):
-                stats[name].append({"mean": output.mean().item(),
-                                    "zero_fraction": (output == 0).float().mean().item()})
-            handles.append(module.register_forward_hook(hook))
-    return stats, handles
-''',
+         source=edited(reference("track_relu_stats"),
+                       ("from torch import nn", "import collections\n\nfrom torch import nn"),
+                       ("stats, handles = {}, []", "stats, handles = collections.defaultdict(list), []"),
+                       ("entries.append({", "stats[name].append({")),
          expect=["not nn.relu modules", "bind the name"]),
     dict(exercise="track_relu_stats", kind="wrong", why="late-binding loop variable over the ReLUs only", clause="names",
-         source='''
-from torch import nn
-
-
-def track_relu_stats(model):
-    relus = [(name, module) for name, module in model.named_modules() if isinstance(module, nn.ReLU)]
-    stats = {name: [] for name, module in relus}
-    handles = []
-    for name, module in relus:
-        def hook(module, args, output):
-            stats[name].append({"mean": output.mean().item(),
-                                "zero_fraction": (output == 0).float().mean().item()})
-        handles.append(module.register_forward_hook(hook))
-    return stats, handles
-''',
+         source=edited(reference("track_relu_stats"),
+                       ("entries.append({", "stats[name].append({"),
+                       ("in model.named_modules():",
+                        "in [(n, m) for n, m in model.named_modules() if isinstance(m, nn.ReLU)]:")),
          expect=["no entries for", "more entries than that relu ran", "bind the name"]),
     dict(exercise="track_relu_stats", kind="wrong", why="counts near-zero values as zeros", clause="zero-fraction",
-         source='''
-from torch import nn
-
-
-def track_relu_stats(model):
-    stats, handles = {}, []
-    for name, module in model.named_modules():
-        if isinstance(module, nn.ReLU):
-            stats[name] = []
-
-            def hook(module, args, output, entries=stats[name]):
-                entries.append({"mean": output.mean().item(),
-                                "zero_fraction": (output < 1e-3).float().mean().item()})
-            handles.append(module.register_forward_hook(hook))
-    return stats, handles
-''',
+         source=edited(reference("track_relu_stats"),
+                       ('"zero_fraction": (output == 0).float().mean().item()',
+                        '"zero_fraction": (output < 1e-3).float().mean().item()')),
          expect=["exactly 0", "small positive values", "output == 0"]),
     dict(exercise="track_relu_stats", kind="wrong", why="mean of the input", clause="mean",
-         source='''
-from torch import nn
-
-
-def track_relu_stats(model):
-    stats, handles = {}, []
-    for name, module in model.named_modules():
-        if isinstance(module, nn.ReLU):
-            stats[name] = []
-
-            def hook(module, args, output, entries=stats[name]):
-                entries.append({"mean": args[0].mean().item(),
-                                "zero_fraction": (output == 0).float().mean().item()})
-            handles.append(module.register_forward_hook(hook))
-    return stats, handles
-''',
+         source=edited(reference("track_relu_stats"),
+                       ('"mean": output.mean().item()', '"mean": args[0].mean().item()')),
          expect=["mean of the relu's input", "its output"]),
     dict(exercise="track_relu_stats", kind="wrong", why="number of zeros instead of the fraction", clause="zero-fraction",
-         source='''
-from torch import nn
-
-
-def track_relu_stats(model):
-    stats, handles = {}, []
-    for name, module in model.named_modules():
-        if isinstance(module, nn.ReLU):
-            stats[name] = []
-
-            def hook(module, args, output, entries=stats[name]):
-                entries.append({"mean": output.mean().item(),
-                                "zero_fraction": float((output == 0).sum())})
-            handles.append(module.register_forward_hook(hook))
-    return stats, handles
-''',
+         source=edited(reference("track_relu_stats"),
+                       ('"zero_fraction": (output == 0).float().mean().item()',
+                        '"zero_fraction": float((output == 0).sum())')),
          expect=["number of zeros", "divide by the number of elements"]),
     dict(exercise="track_relu_stats", kind="wrong", why="matches ReLU in the class name, so LeakyReLU too", clause="relu-only",
-         source='''
-def track_relu_stats(model):
-    stats, handles = {}, []
-    for name, module in model.named_modules():
-        if "ReLU" in type(module).__name__:
-            stats[name] = []
-
-            def hook(module, args, output, entries=stats[name]):
-                entries.append({"mean": output.mean().item(),
-                                "zero_fraction": (output == 0).float().mean().item()})
-            handles.append(module.register_forward_hook(hook))
-    return stats, handles
-''',
+         source=edited(reference("track_relu_stats"),
+                       ("if isinstance(module, nn.ReLU):", 'if "ReLU" in type(module).__name__:')),
          expect=["not nn.relu modules", "leakyrelu"]),
     dict(exercise="track_relu_stats", kind="wrong", why="keyed by the module object", clause="names",
-         source='''
-from torch import nn
-
-
-def track_relu_stats(model):
-    stats, handles = {}, []
-    for module in model.modules():
-        if isinstance(module, nn.ReLU):
-            stats[module] = []
-
-            def hook(module, args, output):
-                stats[module].append({"mean": output.mean().item(),
-                                      "zero_fraction": (output == 0).float().mean().item()})
-            handles.append(module.register_forward_hook(hook))
-    return stats, handles
-''',
+         source=edited(reference("track_relu_stats"),
+                       ("stats[name] = []", "stats[module] = []"),
+                       ("make_hook(stats[name])", "make_hook(stats[module])")),
          expect=["has keys", "names from model.named_modules()"]),
     dict(exercise="track_relu_stats", kind="right", why="defaultdict, factory function, count over numel",
          source='''
@@ -692,112 +359,36 @@ def track_relu_stats(model):
          expect=[]),
 
     dict(exercise="track_relu_stats", kind="wrong", why="class name starts with ReLU, so ReLU6 too", clause="relu-only",
-         source='''
-def track_relu_stats(model):
-    stats, handles = {}, []
-    for name, module in model.named_modules():
-        if type(module).__name__.startswith("ReLU"):
-            stats[name] = []
-
-            def hook(module, args, output, entries=stats[name]):
-                entries.append({"mean": output.mean().item(),
-                                "zero_fraction": (output == 0).float().mean().item()})
-            handles.append(module.register_forward_hook(hook))
-    return stats, handles
-''',
+         source=edited(reference("track_relu_stats"),
+                       ("if isinstance(module, nn.ReLU):", 'if type(module).__name__.startswith("ReLU"):')),
          expect=["not nn.relu modules", "relu6", "isinstance(module, nn.relu)"]),
     dict(exercise="track_relu_stats", kind="wrong", why="zero fraction from the inputs below zero", clause="zero-fraction",
-         source='''
-from torch import nn
-
-
-def track_relu_stats(model):
-    stats, handles = {}, []
-    for name, module in model.named_modules():
-        if isinstance(module, nn.ReLU):
-            stats[name] = []
-
-            def hook(module, args, output, entries=stats[name]):
-                entries.append({"mean": output.mean().item(),
-                                "zero_fraction": (args[0] < 0).float().mean().item()})
-            handles.append(module.register_forward_hook(hook))
-    return stats, handles
-''',
+         source=edited(reference("track_relu_stats"),
+                       ('"zero_fraction": (output == 0).float().mean().item()',
+                        '"zero_fraction": (args[0] < 0).float().mean().item()')),
          expect=["inputs below 0", "exactly 0", "zeros of the output"]),
     dict(exercise="track_relu_stats", kind="wrong", why="mean of the non-zero outputs only", clause="mean",
-         source='''
-from torch import nn
-
-
-def track_relu_stats(model):
-    stats, handles = {}, []
-    for name, module in model.named_modules():
-        if isinstance(module, nn.ReLU):
-            stats[name] = []
-
-            def hook(module, args, output, entries=stats[name]):
-                entries.append({"mean": output[output > 0].mean().item(),
-                                "zero_fraction": (output == 0).float().mean().item()})
-            handles.append(module.register_forward_hook(hook))
-    return stats, handles
-''',
+         source=edited(reference("track_relu_stats"),
+                       ('"mean": output.mean().item()', '"mean": output[output > 0].mean().item()')),
          expect=["non-zero elements only", "zeros included"]),
     dict(exercise="track_relu_stats", kind="wrong", why="records only while gradients are on", clause="grad-mode",
-         source='''
-import torch
-from torch import nn
-
-
-def track_relu_stats(model):
-    stats, handles = {}, []
-    for name, module in model.named_modules():
-        if isinstance(module, nn.ReLU):
-            stats[name] = []
-
-            def hook(module, args, output, entries=stats[name]):
-                if torch.is_grad_enabled():
-                    entries.append({"mean": output.mean().item(),
-                                    "zero_fraction": (output == 0).float().mean().item()})
-            handles.append(module.register_forward_hook(hook))
-    return stats, handles
-''',
+         source=edited(reference("track_relu_stats"),
+                       ("from torch import nn", "import torch\nfrom torch import nn"),
+                       ("def hook(module, args, output):",
+                        "def hook(module, args, output):\n"
+                        "            if not torch.is_grad_enabled():\n"
+                        "                return")),
          expect=["torch.no_grad()", "added no entry", "hooks fire under no_grad"]),
     dict(exercise="track_relu_stats", kind="wrong", why="torch.isclose to zero counts tiny outputs as zeros", clause="zero-fraction",
-         source='''
-import torch
-from torch import nn
-
-
-def track_relu_stats(model):
-    stats, handles = {}, []
-    for name, module in model.named_modules():
-        if isinstance(module, nn.ReLU):
-            stats[name] = []
-
-            def hook(module, args, output, entries=stats[name]):
-                dead = torch.isclose(output, torch.zeros_like(output))
-                entries.append({"mean": output.mean().item(), "zero_fraction": dead.float().mean().item()})
-            handles.append(module.register_forward_hook(hook))
-    return stats, handles
-''',
+         source=edited(reference("track_relu_stats"),
+                       ("from torch import nn", "import torch\nfrom torch import nn"),
+                       ('"zero_fraction": (output == 0).float().mean().item()',
+                        '"zero_fraction": torch.isclose(output, torch.zeros_like(output)).float().mean().item()')),
          expect=["exactly 0", "1e-30", "torch.isclose", "output == 0"]),
     dict(exercise="track_relu_stats", kind="wrong", why="divides by the batch size", clause="zero-fraction",
-         source='''
-from torch import nn
-
-
-def track_relu_stats(model):
-    stats, handles = {}, []
-    for name, module in model.named_modules():
-        if isinstance(module, nn.ReLU):
-            stats[name] = []
-
-            def hook(module, args, output, entries=stats[name]):
-                entries.append({"mean": output.mean().item(),
-                                "zero_fraction": (output == 0).sum().item() / len(output)})
-            handles.append(module.register_forward_hook(hook))
-    return stats, handles
-''',
+         source=edited(reference("track_relu_stats"),
+                       ('"zero_fraction": (output == 0).float().mean().item()',
+                        '"zero_fraction": (output == 0).sum().item() / len(output)')),
          expect=["divided by the batch size", "output.numel()"]),
     dict(exercise="track_relu_stats", kind="right", why="functools.partial, sums over numel, <= 0",
          source='''
@@ -842,195 +433,124 @@ def track_relu_stats(model):
 
     # ------------------------------------------------------------------ clamp_output
     dict(exercise="clamp_output", kind="wrong", why="clamp_ in place", clause="not-in-place",
-         source='''
-def clamp_output(module, min_value, max_value):
-    def hook(module, args, output):
-        return output.clamp_(min_value, max_value)
-    return module.register_forward_hook(hook)
-''',
+         source=edited(reference("clamp_output"),
+                       ("return output.clamp(min_value, max_value)", "return output.clamp_(min_value, max_value)")),
          expect=["in place", "clamp_"]),
     dict(exercise="clamp_output", kind="wrong", why="masked assignment into the output", clause="not-in-place",
-         source='''
-def clamp_output(module, min_value, max_value):
-    def hook(module, args, output):
-        output[output < min_value] = min_value
-        output[output > max_value] = max_value
-        return output
-    return module.register_forward_hook(hook)
-''',
+         source=edited(reference("clamp_output"),
+                       ("return output.clamp(min_value, max_value)",
+                        "output[output < min_value] = min_value\n"
+                        "        output[output > max_value] = max_value\n"
+                        "        return output")),
          expect=["in place", "assignment into the output"]),
     dict(exercise="clamp_output", kind="wrong", why="clamps .data in place and returns None", clause="not-in-place",
-         source='''
-def clamp_output(module, min_value, max_value):
-    def hook(module, args, output):
-        output.data.clamp_(min_value, max_value)
-    return module.register_forward_hook(hook)
-''',
+         source=edited(reference("clamp_output"),
+                       ("return output.clamp(min_value, max_value)", "output.data.clamp_(min_value, max_value)")),
          expect=["in place", ".data"]),
     dict(exercise="clamp_output", kind="wrong", why="forgets to return the clamped tensor", clause="replaces",
-         source='''
-def clamp_output(module, min_value, max_value):
-    def hook(module, args, output):
-        clamped = output.clamp(min_value, max_value)
-    return module.register_forward_hook(hook)
-''',
+         source=edited(reference("clamp_output"),
+                       ("return output.clamp(min_value, max_value)", "clamped = output.clamp(min_value, max_value)")),
          expect=["unclamped", "returns none", "return the clamped tensor"]),
     dict(exercise="clamp_output", kind="wrong", why="clamps a detached output", clause="gradients",
-         source='''
-def clamp_output(module, min_value, max_value):
-    def hook(module, args, output):
-        return output.detach().clamp(min_value, max_value)
-    return module.register_forward_hook(hook)
-''',
+         source=edited(reference("clamp_output"),
+                       ("return output.clamp(min_value, max_value)",
+                        "return output.detach().clamp(min_value, max_value)")),
          expect=["cut off from the autograd graph", "no gradient reaches"]),
     dict(exercise="clamp_output", kind="wrong", why="clamps under no_grad", clause="gradients",
-         source='''
-import torch
-
-
-def clamp_output(module, min_value, max_value):
-    def hook(module, args, output):
-        with torch.no_grad():
-            return torch.clamp(output, min_value, max_value)
-    return module.register_forward_hook(hook)
-''',
+         source=edited(reference("clamp_output"),
+                       ("def clamp_output", "import torch\n\n\ndef clamp_output"),
+                       ("        return output.clamp(min_value, max_value)",
+                        "        with torch.no_grad():\n"
+                        "            return output.clamp(min_value, max_value)")),
          expect=["cut off from the autograd graph", "torch.no_grad()"]),
     dict(exercise="clamp_output", kind="wrong", why="straight-through: clamped values, unclamped gradient", clause="gradients",
-         source='''
-def clamp_output(module, min_value, max_value):
-    def hook(module, args, output):
-        return output + (output.clamp(min_value, max_value) - output).detach()
-    return module.register_forward_hook(hook)
-''',
+         source=edited(reference("clamp_output"),
+                       ("return output.clamp(min_value, max_value)",
+                        "return output + (output.clamp(min_value, max_value) - output).detach()")),
          expect=["gradient without any clamp", "gradient of 0"]),
     dict(exercise="clamp_output", kind="wrong", why="Python min and max on a tensor", clause="bounds",
-         source='''
-def clamp_output(module, min_value, max_value):
-    def hook(module, args, output):
-        return max(min_value, min(output, max_value))
-    return module.register_forward_hook(hook)
-''',
+         source=edited(reference("clamp_output"),
+                       ("return output.clamp(min_value, max_value)", "return max(min_value, min(output, max_value))")),
          expect=["raised RuntimeError", "ambiguous"]),
     dict(exercise="clamp_output", kind="wrong", why="torch.max and torch.min with a number", clause="bounds",
-         source='''
-import torch
-
-
-def clamp_output(module, min_value, max_value):
-    def hook(module, args, output):
-        return torch.max(torch.min(output, max_value), min_value)
-    return module.register_forward_hook(hook)
-''',
+         source=edited(reference("clamp_output"),
+                       ("def clamp_output", "import torch\n\n\ndef clamp_output"),
+                       ("return output.clamp(min_value, max_value)",
+                        "return torch.max(torch.min(output, max_value), min_value)")),
          expect=["raised TypeError", "invalid combination of arguments"]),
     dict(exercise="clamp_output", kind="wrong", why="a pre-hook that clamps the input", clause="forward-hook",
-         source='''
-def clamp_output(module, min_value, max_value):
-    def hook(module, args):
-        return args[0].clamp(min_value, max_value)
-    return module.register_forward_pre_hook(hook)
-''',
+         source=edited(reference("clamp_output"),
+                       ("def hook(module, args, output):\n"
+                        "        return output.clamp(min_value, max_value)",
+                        "def hook(module, args):\n"
+                        "        return args[0].clamp(min_value, max_value)"),
+                       ("register_forward_hook(hook)", "register_forward_pre_hook(hook)")),
          expect=["input was changed", "register_forward_pre_hook"]),
     dict(exercise="clamp_output", kind="right", why="nested torch.where",
-         source='''
-import torch
-
-
-def clamp_output(module, min_value, max_value):
-    def hook(module, args, output):
-        low = torch.where(output < min_value, torch.full_like(output, min_value), output)
-        return torch.where(low > max_value, torch.full_like(output, max_value), low)
-    return module.register_forward_hook(hook)
-''',
+         source=edited(reference("clamp_output"),
+                       ("def clamp_output(module, min_value, max_value):",
+                        "import torch\n\n\ndef clamp_output(module, min_value, max_value):"),
+                       ("return output.clamp(min_value, max_value)",
+                        "low = torch.where(output < min_value, torch.full_like(output, min_value), output)\n"
+                        "        return torch.where(low > max_value, torch.full_like(output, max_value), low)")),
          expect=[]),
     dict(exercise="clamp_output", kind="wrong", why="torch.minimum and torch.maximum split the gradient at the bounds", clause="bound-gradients",
-         source='''
-import torch
-
-
-def clamp_output(module, min_value, max_value):
-    def hook(module, args, output):
-        low = torch.tensor(min_value, dtype=output.dtype)
-        high = torch.tensor(max_value, dtype=output.dtype)
-        return torch.minimum(torch.maximum(output, low), high)
-    return module.register_forward_hook(hook)
-''',
+         source=edited(reference("clamp_output"),
+                       ("def clamp_output(module, min_value, max_value):",
+                        "import torch\n\n\ndef clamp_output(module, min_value, max_value):"),
+                       ("return output.clamp(min_value, max_value)",
+                        "low = torch.tensor(min_value, dtype=output.dtype)\n"
+                        "        high = torch.tensor(max_value, dtype=output.dtype)\n"
+                        "        return torch.minimum(torch.maximum(output, low), high)")),
          expect=["exactly equal to a bound", "half of it", "torch.maximum"]),
     dict(exercise="clamp_output", kind="wrong", why="hardtanh passes no gradient at the bounds", clause="bound-gradients",
-         source='''
-import torch.nn.functional as F
-
-
-def clamp_output(module, min_value, max_value):
-    def hook(module, args, kwargs, output):
-        return F.hardtanh(output, min_value, max_value)
-    return module.register_forward_hook(hook, with_kwargs=True)
-''',
+         source=edited(reference("clamp_output"),
+                       ("def clamp_output", "import torch.nn.functional as F\n\n\ndef clamp_output"),
+                       ("def hook(module, args, output):\n"
+                        "        return output.clamp(min_value, max_value)",
+                        "def hook(module, args, kwargs, output):\n"
+                        "        return F.hardtanh(output, min_value, max_value)"),
+                       ("register_forward_hook(hook)", "register_forward_hook(hook, with_kwargs=True)")),
          expect=["exactly equal to a bound", "passed 0 there", "f.hardtanh"]),
     dict(exercise="clamp_output", kind="wrong", why="torch.where masks with <= and >=", clause="bound-gradients",
-         source='''
-import torch
-
-
-def clamp_output(module, min_value, max_value):
-    def hook(module, args, output):
-        low = torch.where(output <= min_value, torch.full_like(output, min_value), output)
-        return torch.where(low >= max_value, torch.full_like(output, max_value), low)
-    return module.register_forward_hook(hook)
-''',
+         source=edited(reference("clamp_output"),
+                       ("def clamp_output(module, min_value, max_value):",
+                        "import torch\n\n\ndef clamp_output(module, min_value, max_value):"),
+                       ("return output.clamp(min_value, max_value)",
+                        "low = torch.where(output <= min_value, torch.full_like(output, min_value), output)\n"
+                        "        return torch.where(low >= max_value, torch.full_like(output, max_value), low)")),
          expect=["exactly equal to a bound", "passed 0 there", "torch.where(output <= min_value"]),
     dict(exercise="clamp_output", kind="wrong", why="clamps with ReLUs", clause="bound-gradients",
-         source='''
-import torch.nn.functional as F
-
-
-def clamp_output(module, min_value, max_value):
-    def hook(module, args, output):
-        return max_value - F.relu(max_value - min_value - F.relu(output - min_value))
-    return module.register_forward_hook(hook)
-''',
+         source=edited(reference("clamp_output"),
+                       ("def clamp_output(module, min_value, max_value):",
+                        "import torch.nn.functional as F\n\n\n"
+                        "def clamp_output(module, min_value, max_value):"),
+                       ("return output.clamp(min_value, max_value)",
+                        "return max_value - F.relu(max_value - min_value - F.relu(output - min_value))")),
          expect=["exactly equal to a bound", "relu-based"]),
     dict(exercise="clamp_output", kind="wrong", why="only the lower bound", clause="bounds",
-         source='''
-def clamp_output(module, min_value, max_value):
-    def hook(module, args, output):
-        return output.clamp(min=min_value)
-    return module.register_forward_hook(hook)
-''',
+         source=edited(reference("clamp_output"),
+                       ("return output.clamp(min_value, max_value)", "return output.clamp(min=min_value)")),
          expect=["only the lower bound", "both bounds"]),
     dict(exercise="clamp_output", kind="wrong", why="does not return the handle", clause="handle",
-         source='''
-def clamp_output(module, min_value, max_value):
-    def hook(module, args, output):
-        return output.clamp(min_value, max_value)
-    module.register_forward_hook(hook)
-''',
+         source=edited(reference("clamp_output"),
+                       ("return module.register_forward_hook(hook)", "module.register_forward_hook(hook)")),
          expect=["returned None", "removablehandle"]),
     dict(exercise="clamp_output", kind="wrong", why="returns the handle in a list", clause="handle",
-         source='''
-def clamp_output(module, min_value, max_value):
-    def hook(module, args, output):
-        return output.clamp(min_value, max_value)
-    return [module.register_forward_hook(hook)]
-''',
+         source=edited(reference("clamp_output"),
+                       ("return module.register_forward_hook(hook)", "return [module.register_forward_hook(hook)]")),
          expect=["returned list", "not in a list"]),
     dict(exercise="clamp_output", kind="right", why="clamp_ on a clone",
-         source='''
-def clamp_output(module, min_value, max_value):
-    def hook(module, args, output):
-        return output.clone().clamp_(min_value, max_value)
-    return module.register_forward_hook(hook)
-''',
+         source=edited(reference("clamp_output"),
+                       ("return output.clamp(min_value, max_value)",
+                        "return output.clone().clamp_(min_value, max_value)")),
          expect=[]),
     dict(exercise="clamp_output", kind="right", why="torch.clamp with keywords",
-         source='''
-import torch
-
-
-def clamp_output(module, min_value, max_value):
-    def hook(module, args, output):
-        return torch.clamp(output, min=min_value, max=max_value)
-    return module.register_forward_hook(hook)
-''',
+         source=edited(reference("clamp_output"),
+                       ("def clamp_output(module, min_value, max_value):",
+                        "import torch\n\n\ndef clamp_output(module, min_value, max_value):"),
+                       ("return output.clamp(min_value, max_value)",
+                        "return torch.clamp(output, min=min_value, max=max_value)")),
          expect=[]),
     dict(exercise="clamp_output", kind="right", why="a lambda with clamp_min and clamp_max, always_call",
          source='''
@@ -1043,103 +563,128 @@ def clamp_output(module, min_value, max_value):
     # ------------------------------------------------------------------ one entry per clause not broken above,
     # and submissions written from the docstring alone, as a stranger would (shapes of public code included)
     dict(exercise="capture_activations", kind="wrong", clause="root", why="leaves the root module out of the lookup",
-         source=edited(CAPTURE, ("modules = dict(model.named_modules(remove_duplicate=False))",
-                                 "modules = {name: module for name, module in model.named_modules(remove_duplicate=False) "
-                                 "if name}")),
+         source=edited(reference("capture_activations"),
+                       ("modules = dict(model.named_modules(remove_duplicate=False))",
+                        "modules = {name: module for name, module in model.named_modules(remove_duplicate=False) if name}")),
          expect=["'' is the model itself", "the root included"]),
     dict(exercise="capture_activations", kind="wrong", clause="alias",
          why="named_modules() lists a reused layer under its first name only",
-         source=edited(CAPTURE, ("dict(model.named_modules(remove_duplicate=False))", "dict(model.named_modules())")),
+         source=edited(reference("capture_activations"),
+                       ("dict(model.named_modules(remove_duplicate=False))", "dict(model.named_modules())")),
          expect=["the same module as '0'", "reused under a second name", "remove_duplicate=false"]),
     dict(exercise="capture_activations", kind="wrong", clause="pair", why="returns the dict only",
-         source=edited(CAPTURE, ("return activations, handles", "return activations")),
+         source=edited(reference("capture_activations"), ("return activations, handles", "return activations")),
          expect=["expected a pair (activations, handles)"]),
     dict(exercise="capture_activations", kind="wrong", clause="grad-mode", why="stores only outputs that require grad",
-         source=edited(CAPTURE, ("            activations[name] = output.detach().clone()",
-                                 "            if output.requires_grad:\n"
-                                 "                activations[name] = output.detach().clone()")),
+         source=edited(reference("capture_activations"),
+                       ("            activations[name] = output.detach().clone()",
+                        "            if output.requires_grad:\n"
+                        "                activations[name] = output.detach().clone()")),
          expect=["under torch.no_grad()", "did not update it", "whatever the grad mode"]),
     dict(exercise="capture_activations", kind="wrong", clause="grad-mode", why="stores only while grad mode is on",
-         source=edited(CAPTURE, ("            activations[name] = output.detach().clone()",
-                                 "            if torch.is_grad_enabled():  # training passes only\n"
-                                 "                activations[name] = output.detach().clone()"),
+         source=edited(reference("capture_activations"),
+                       ("            activations[name] = output.detach().clone()",
+                        "            if torch.is_grad_enabled():  # training passes only\n"
+                        "                activations[name] = output.detach().clone()"),
                        ("def capture_activations", "import torch\n\n\ndef capture_activations")),
          expect=["under torch.no_grad()", "did not update it", "whatever the grad mode"]),
     dict(exercise="capture_activations", kind="wrong", clause="handles", why="returns the hook functions, not handles",
-         source=edited(CAPTURE, ("    handles = [modules[name].register_forward_hook(make_hook(name)) for name in layer_names]\n",
-                                 "    handles = [make_hook(name) for name in layer_names]\n"
-                                 "    for name, hook in zip(layer_names, handles):\n"
-                                 "        modules[name].register_forward_hook(hook)\n")),
+         source=edited(reference("capture_activations"),
+                       ("    handles = [modules[name].register_forward_hook(make_hook(name)) for name in layer_names]\n",
+                        "    handles = [make_hook(name) for name in layer_names]\n"
+                        "    for name, hook in zip(layer_names, handles):\n"
+                        "        modules[name].register_forward_hook(hook)\n")),
          expect=["each must be the removablehandle"]),
     dict(exercise="capture_activations", kind="wrong", clause="handles", why="returns the handles in a dict by name",
-         source=edited(CAPTURE, ("handles = [modules[name].register_forward_hook(make_hook(name)) for name in layer_names]",
-                                 "handles = {name: modules[name].register_forward_hook(make_hook(name)) for name in layer_names}")),
+         source=edited(reference("capture_activations"),
+                       ("handles = [modules[name].register_forward_hook(make_hook(name)) for name in layer_names]",
+                        "handles = {name: modules[name].register_forward_hook(make_hook(name)) for name in layer_names}")),
          expect=["as its handles", "expected a list of the removablehandles"]),
     dict(exercise="capture_activations", kind="wrong", clause="removal", why="returns only the last handle",
-         source=edited(CAPTURE, ("    handles = [modules[name].register_forward_hook(make_hook(name)) for name in layer_names]\n",
-                                 "    for name in layer_names:\n"
-                                 "        handle = modules[name].register_forward_hook(make_hook(name))\n"
-                                 "    handles = [handle]\n")),
+         source=edited(reference("capture_activations"),
+                       ("    handles = [modules[name].register_forward_hook(make_hook(name)) for name in layer_names]\n",
+                        "    for name in layer_names:\n"
+                        "        handle = modules[name].register_forward_hook(make_hook(name))\n"
+                        "    handles = [handle]\n")),
          expect=["still registered on", "return the handle of every hook"]),
     dict(exercise="capture_activations", kind="wrong", clause="cloned", why="detach().cpu() copies nothing on the CPU",
-         source=edited(CAPTURE, ("activations[name] = output.detach().clone()", "activations[name] = output.detach().cpu()")),
+         source=edited(reference("capture_activations"),
+                       ("activations[name] = output.detach().clone()", "activations[name] = output.detach().cpu()")),
          expect=["shares memory", "output.detach().clone()"]),
     dict(exercise="capture_activations", kind="wrong", clause="by-name", why="keyed by the module object",
-         source=edited(CAPTURE, ("            activations[name] = output.detach().clone()",
-                                 "            activations[module] = output.detach().clone()")),
+         source=edited(reference("capture_activations"),
+                       ("            activations[name] = output.detach().clone()",
+                        "            activations[module] = output.detach().clone()")),
          expect=["has no entry for", "under its layer's name"]),
     dict(exercise="capture_activations", kind="wrong", clause="any-depth", why="checks names with hasattr",
-         source=edited(CAPTURE, ("        if name not in modules:", "        if not hasattr(model, name) and name:")),
+         source=edited(reference("capture_activations"),
+                       ("        if name not in modules:", "        if not hasattr(model, name) and name:")),
          expect=["raised keyerror", "nested layers"]),
     dict(exercise="capture_activations", kind="right", why="output.data.clone() and a generator of names checked",
-         source=edited(CAPTURE, ("activations[name] = output.detach().clone()", "activations[name] = output.data.clone()"),
-                       ("    for name in layer_names:\n        if name not in modules:\n"
-                        "            raise KeyError(f\"{name!r} is not a submodule name of the model\")\n",
+         source=edited(reference("capture_activations"),
+                       ("activations[name] = output.detach().clone()", "activations[name] = output.data.clone()"),
+                       ("    for name in layer_names:\n"
+                        "        if name not in modules:\n"
+                        '            raise KeyError(f"{name!r} is not a submodule name of the model")\n',
                         "    unknown = next((name for name in layer_names if name not in modules), None)\n"
-                        "    if unknown is not None:\n        raise KeyError(unknown)\n")),
+                        "    if unknown is not None:\n"
+                        "        raise KeyError(unknown)\n")),
          expect=[]),
 
     dict(exercise="track_relu_stats", kind="wrong", clause="subclasses", why="type(module) is nn.ReLU misses a subclass",
-         source=edited(TRACK, ("if isinstance(module, nn.ReLU):", "if type(module) is nn.ReLU:")),
+         source=edited(reference("track_relu_stats"),
+                       ("if isinstance(module, nn.ReLU):", "if type(module) is nn.ReLU:")),
          expect=["subclass of nn.relu", "isinstance(module, nn.relu) includes subclasses"]),
     dict(exercise="track_relu_stats", kind="wrong", clause="once", why="a reused ReLU tracked under each of its names",
-         source=edited(TRACK, ("model.named_modules()", "model.named_modules(remove_duplicate=False)")),
+         source=edited(reference("track_relu_stats"),
+                       ("model.named_modules():", "model.named_modules(remove_duplicate=False):")),
          expect=["second names of the relus", "track each relu once"]),
     dict(exercise="track_relu_stats", kind="wrong", clause="first-name", why="a reused ReLU tracked under its last name",
-         source=edited(TRACK, ("    for name, module in model.named_modules():\n        if isinstance(module, nn.ReLU):\n",
-                               "    last_name = {module: name for name, module in model.named_modules(remove_duplicate=False)}\n"
-                               "    for module in model.modules():\n        name = last_name[module]\n"
-                               "        if isinstance(module, nn.ReLU):\n")),
+         source=edited(reference("track_relu_stats"),
+                       ("    for name, module in model.named_modules():\n"
+                        "        if isinstance(module, nn.ReLU):\n",
+                        "    last_name = {module: name for name, module in model.named_modules(remove_duplicate=False)}\n"
+                        "    for module in model.modules():\n"
+                        "        name = last_name[module]\n"
+                        "        if isinstance(module, nn.ReLU):\n")),
          expect=["second names of the relus", "under its first name"]),
     dict(exercise="track_relu_stats", kind="wrong", clause="pair", why="returns the stats only",
-         source=edited(TRACK, ("return stats, handles", "return stats")),
+         source=edited(reference("track_relu_stats"), ("return stats, handles", "return stats")),
          expect=["expected a pair (stats, handles)"]),
     dict(exercise="track_relu_stats", kind="wrong", clause="keys", why="the key dead_fraction",
-         source=edited(TRACK, ('"zero_fraction": (output == 0)', '"dead_fraction": (output == 0)')),
+         source=edited(reference("track_relu_stats"),
+                       ('"zero_fraction": (output == 0)', '"dead_fraction": (output == 0)')),
          expect=["exactly the keys 'mean' and 'zero_fraction'"]),
     dict(exercise="track_relu_stats", kind="wrong", clause="zero-fraction", why="fraction of non-zero outputs",
-         source=edited(TRACK, ("(output == 0).float().mean().item()", "(output > 0).float().mean().item()")),
+         source=edited(reference("track_relu_stats"),
+                       ("(output == 0).float().mean().item()", "(output > 0).float().mean().item()")),
          expect=["exactly 0", "the fraction of elements that are not zero"]),
     dict(exercise="track_relu_stats", kind="wrong", clause="mean", why="sum divided by the batch size",
-         source=edited(TRACK, ('"mean": output.mean().item()', '"mean": output.sum().item() / output.shape[0]')),
+         source=edited(reference("track_relu_stats"),
+                       ('"mean": output.mean().item()', '"mean": output.sum().item() / output.shape[0]')),
          expect=["sum divided by the batch size", "output.numel()"]),
     dict(exercise="track_relu_stats", kind="wrong", clause="handles", why="returns the handles in a dict by name",
-         source=edited(TRACK, ("stats, handles = {}, []", "stats, handles = {}, {}"),
+         source=edited(reference("track_relu_stats"),
+                       ("stats, handles = {}, []", "stats, handles = {}, {}"),
                        ("handles.append(module.register_forward_hook(make_hook(stats[name])))",
                         "handles[name] = module.register_forward_hook(make_hook(stats[name]))")),
          expect=["as its handles", "expected a list of the removablehandles"]),
     dict(exercise="track_relu_stats", kind="wrong", clause="removal", why="handles list made again in the loop",
-         source=edited(TRACK, ("handles.append(module.register_forward_hook(make_hook(stats[name])))",
-                               "handles = [module.register_forward_hook(make_hook(stats[name]))]")),
+         source=edited(reference("track_relu_stats"),
+                       ("handles.append(module.register_forward_hook(make_hook(stats[name])))",
+                        "handles = [module.register_forward_hook(make_hook(stats[name]))]")),
          expect=["still registered on", "return the handle of every hook"]),
     dict(exercise="track_relu_stats", kind="wrong", clause="return-none", why="the hook returns the output detached",
-         source=edited(TRACK, ('''                            "zero_fraction": (output == 0).float().mean().item()})
-        return hook''', '''                            "zero_fraction": (output == 0).float().mean().item()})
-            return output.detach()  # keep the graph out of the statistics
-        return hook''')),
+         source=edited(reference("track_relu_stats"),
+                       ('                            "zero_fraction": (output == 0).float().mean().item()})\n'
+                        "        return hook",
+                        '                            "zero_fraction": (output == 0).float().mean().item()})\n'
+                        "            return output.detach()  # keep the graph out of the statistics\n"
+                        "        return hook")),
          expect=["output changed", "requires_grad=false", "must return none"]),
     dict(exercise="track_relu_stats", kind="wrong", clause="floats", why="statistics as one-element lists",
-         source=edited(TRACK, ('"mean": output.mean().item()', '"mean": output.mean().reshape(1).tolist()')),
+         source=edited(reference("track_relu_stats"),
+                       ('"mean": output.mean().item()', '"mean": output.mean().reshape(1).tolist()')),
          expect=["expected a python float"]),
     dict(exercise="track_relu_stats", kind="right", why="a seen set over modules(), tolist() floats",
          source='''
@@ -1160,151 +705,184 @@ def track_relu_stats(model):
          expect=[]),
 
     dict(exercise="clamp_output", kind="wrong", clause="grad-mode", why="clamps only outputs that require grad",
-         source=edited(CLAMP, ("        return output.clamp(min_value, max_value)",
-                               "        if output.requires_grad:  # training only\n"
-                               "            return output.clamp(min_value, max_value)")),
+         source=edited(reference("clamp_output"),
+                       ("        return output.clamp(min_value, max_value)",
+                        "        if output.requires_grad:  # training only\n"
+                        "            return output.clamp(min_value, max_value)")),
          expect=["under torch.no_grad()", "whatever the grad mode"]),
     dict(exercise="clamp_output", kind="wrong", clause="not-in-place", why="torch.clamp with out=output",
-         source=edited(CLAMP, ("return output.clamp(min_value, max_value)",
-                               "return torch.clamp(output, min_value, max_value, out=output)"),
+         source=edited(reference("clamp_output"),
+                       ("return output.clamp(min_value, max_value)",
+                        "return torch.clamp(output, min_value, max_value, out=output)"),
                        ("def clamp_output", "import torch\n\n\ndef clamp_output")),
          expect=["raised runtimeerror", "out="]),
     dict(exercise="clamp_output", kind="wrong", clause="gradients", why="a detached copy made to require grad again",
-         source=edited(CLAMP, ("return output.clamp(min_value, max_value)",
-                               "return output.clamp(min_value, max_value).detach().requires_grad_()")),
+         source=edited(reference("clamp_output"),
+                       ("return output.clamp(min_value, max_value)",
+                        "return output.clamp(min_value, max_value).detach().requires_grad_()")),
          expect=["cut off from the autograd graph", "requires_grad=true"]),
     dict(exercise="clamp_output", kind="wrong", clause="bounds", why="the bounds swapped",
-         source=edited(CLAMP, ("return output.clamp(min_value, max_value)", "return output.clamp(max_value, min_value)")),
+         source=edited(reference("clamp_output"),
+                       ("return output.clamp(min_value, max_value)", "return output.clamp(max_value, min_value)")),
          expect=["expected the output clamped to [-0.5, 0.5]"]),
     dict(exercise="clamp_output", kind="wrong", clause="replaces", why="returns the clamped output in a tuple",
-         source=edited(CLAMP, ("return output.clamp(min_value, max_value)", "return (output.clamp(min_value, max_value),)")),
+         source=edited(reference("clamp_output"),
+                       ("return output.clamp(min_value, max_value)", "return (output.clamp(min_value, max_value),)")),
          expect=["returned tuple", "expected the clamped output"]),
     dict(exercise="clamp_output", kind="wrong", clause="bound-gradients",
          why="torch.where with <= and >=, written with scalars",
-         source=edited(CLAMP, ("return output.clamp(min_value, max_value)",
-                               "return torch.where(output >= max_value, max_value,\n"
-                               "                           torch.where(output <= min_value, min_value, output))"),
+         source=edited(reference("clamp_output"),
+                       ("return output.clamp(min_value, max_value)",
+                        "return torch.where(output >= max_value, max_value,\n"
+                        "                           torch.where(output <= min_value, min_value, output))"),
                        ("def clamp_output", "import torch\n\n\ndef clamp_output")),
          expect=["exactly equal to a bound", "torch.where(output <= min_value"]),
     dict(exercise="clamp_output", kind="right", why="torch.where with < and >, prepend=True",
-         source=edited(CLAMP, ("return output.clamp(min_value, max_value)",
-                               "return torch.where(output > max_value, max_value,\n"
-                               "                           torch.where(output < min_value, min_value, output))"),
+         source=edited(reference("clamp_output"),
+                       ("return output.clamp(min_value, max_value)",
+                        "return torch.where(output > max_value, max_value,\n"
+                        "                           torch.where(output < min_value, min_value, output))"),
                        ("register_forward_hook(hook)", "register_forward_hook(hook, prepend=True)"),
                        ("def clamp_output", "import torch\n\n\ndef clamp_output")),
          expect=[]),
 
     dict(exercise="capture_activations", kind="wrong", clause="eval", why="stores only in training mode",
-         source=edited(CAPTURE, ("            activations[name] = output.detach().clone()",
-                                 "            if module.training:\n"
-                                 "                activations[name] = output.detach().clone()")),
+         source=edited(reference("capture_activations"),
+                       ("            activations[name] = output.detach().clone()",
+                        "            if module.training:\n"
+                        "                activations[name] = output.detach().clone()")),
          expect=["in eval() mode", "did not update it", "no test of module.training"]),
     dict(exercise="capture_activations", kind="wrong", clause="detached", why="a detached clone made to require grad",
-         source=edited(CAPTURE, ("output.detach().clone()", "output.detach().clone().requires_grad_()")),
+         source=edited(reference("capture_activations"),
+                       ("output.detach().clone()", "output.detach().clone().requires_grad_()")),
          expect=["requires grad, with no graph", "without requires_grad_()"]),
     dict(exercise="track_relu_stats", kind="wrong", clause="eval", why="records only in training mode",
-         source=edited(TRACK, ("            entries.append({", "            if module.training:\n"
-                               "                entries.append({")),
+         source=edited(reference("track_relu_stats"),
+                       ("            entries.append({",
+                        "            if module.training:\n                entries.append({")),
          expect=["ran in eval() mode and added no entry", "no test of module.training"]),
     dict(exercise="track_relu_stats", kind="right", why="stats lists made on first call with setdefault",
-         source=edited(TRACK, ("            stats[name] = []\n", ""),
+         source=edited(reference("track_relu_stats"),
+                       ("            stats[name] = []\n", ""),
                        ("make_hook(stats[name])", "make_hook(stats.setdefault(name, []))")),
          expect=[]),
     dict(exercise="clamp_output", kind="wrong", clause="eval", why="clamps only in training mode",
-         source=edited(CLAMP, ("        return output.clamp(min_value, max_value)",
-                               "        if module.training:\n"
-                               "            return output.clamp(min_value, max_value)")),
+         source=edited(reference("clamp_output"),
+                       ("        return output.clamp(min_value, max_value)",
+                        "        if module.training:\n"
+                        "            return output.clamp(min_value, max_value)")),
          expect=["in eval() mode returned", "no test of module.training"]),
     dict(exercise="clamp_output", kind="wrong", clause="every-call", why="clamps the first call only",
-         source=edited(CLAMP, ("    def hook(module, args, output):\n        return output.clamp(min_value, max_value)\n",
-                               "    calls = []\n\n"
-                               "    def hook(module, args, output):\n"
-                               "        calls.append(1)\n"
-                               "        if len(calls) == 1:\n"
-                               "            return output.clamp(min_value, max_value)\n")),
+         source=edited(reference("clamp_output"),
+                       ("    def hook(module, args, output):\n"
+                        "        return output.clamp(min_value, max_value)\n",
+                        "    calls = []\n\n"
+                        "    def hook(module, args, output):\n"
+                        "        calls.append(1)\n"
+                        "        if len(calls) == 1:\n"
+                        "            return output.clamp(min_value, max_value)\n")),
          expect=["a second call returned", "clamp every call's output, not only the first"]),
     dict(exercise="clamp_output", kind="right", why="tensor bounds to torch.clamp",
-         source=edited(CLAMP, ("output.clamp(min_value, max_value)",
-                               "torch.clamp(output, torch.tensor(min_value), torch.tensor(max_value))"),
+         source=edited(reference("clamp_output"),
+                       ("output.clamp(min_value, max_value)",
+                        "torch.clamp(output, torch.tensor(min_value), torch.tensor(max_value))"),
                        ("def clamp_output", "import torch\n\n\ndef clamp_output")),
          expect=[]),
     dict(exercise="capture_activations", kind="wrong", clause="cloned", why="detach().cpu().numpy(), as forum code does",
-         source=edited(CAPTURE, ("activations[name] = output.detach().clone()",
-                                 "activations[name] = output.detach().cpu().numpy()")),
+         source=edited(reference("capture_activations"),
+                       ("activations[name] = output.detach().clone()",
+                        "activations[name] = output.detach().cpu().numpy()")),
          expect=["a numpy array", "shares memory", "output.detach().clone()"]),
     dict(exercise="capture_activations", kind="wrong", clause="alias", why="matches the names named_modules() gives",
-         source=edited(CAPTURE, ("    handles = [modules[name].register_forward_hook(make_hook(name)) for name in layer_names]",
-                                 "    handles = [module.register_forward_hook(make_hook(name))\n"
-                                 "               for name, module in model.named_modules() if name in layer_names]")),
+         source=edited(reference("capture_activations"),
+                       ("    handles = [modules[name].register_forward_hook(make_hook(name)) for name in layer_names]",
+                        "    handles = [module.register_forward_hook(make_hook(name))\n"
+                        "               for name, module in model.named_modules() if name in layer_names]")),
          expect=["registered forward hooks on ['3']", "under two names", "only its first name"]),
     dict(exercise="track_relu_stats", kind="wrong", clause="relu-only", why="skips in-place ReLUs",
-         source=edited(TRACK, ("if isinstance(module, nn.ReLU):", "if isinstance(module, nn.ReLU) and not module.inplace:")),
+         source=edited(reference("track_relu_stats"),
+                       ("if isinstance(module, nn.ReLU):", "if isinstance(module, nn.ReLU) and not module.inplace:")),
          expect=["no entries for the relus ['body.1']", "inplace=true", "track them as well"]),
     dict(exercise="track_relu_stats", kind="wrong", clause="zero-fraction", why="fraction of units zero for the whole batch",
-         source=edited(TRACK, ("(output == 0).float().mean().item()", "(output == 0).all(0).float().mean().item()")),
+         source=edited(reference("track_relu_stats"),
+                       ("(output == 0).float().mean().item()", "(output == 0).all(0).float().mean().item()")),
          expect=["units that are 0 for every input of the batch", "each input separately"]),
     dict(exercise="track_relu_stats", kind="wrong", clause="floats", why="a NumPy mean",
-         source=edited(TRACK, ('"mean": output.mean().item()', '"mean": output.detach().numpy().mean()')),
+         source=edited(reference("track_relu_stats"),
+                       ('"mean": output.mean().item()', '"mean": output.detach().numpy().mean()')),
          expect=["np.float32", "expected a python float"]),
     dict(exercise="clamp_output", kind="right", why="shift, clamp below 0, shift back, clamp above",
-         source=edited(CLAMP, ("output.clamp(min_value, max_value)",
-                               "(output - min_value).clamp(min=0).add(min_value).clamp(max=max_value)")),
+         source=edited(reference("clamp_output"),
+                       ("output.clamp(min_value, max_value)",
+                        "(output - min_value).clamp(min=0).add(min_value).clamp(max=max_value)")),
          expect=[]),
     dict(exercise="capture_activations", kind="wrong", clause="return-none", why="detach_() detaches the output itself",
-         source=edited(CAPTURE, ("activations[name] = output.detach().clone()",
-                                 "activations[name] = output.detach_().clone()")),
+         source=edited(reference("capture_activations"),
+                       ("activations[name] = output.detach().clone()", "activations[name] = output.detach_().clone()")),
          expect=["output changed", "the graph is gone", "output.detach_()"]),
     dict(exercise="capture_activations", kind="right", why="a clone under torch.inference_mode()",
-         source=edited(CAPTURE, ("            activations[name] = output.detach().clone()",
-                                 "            with torch.inference_mode():\n"
-                                 "                activations[name] = output.clone()"),
+         source=edited(reference("capture_activations"),
+                       ("            activations[name] = output.detach().clone()",
+                        "            with torch.inference_mode():\n"
+                        "                activations[name] = output.clone()"),
                        ("def capture_activations", "import torch\n\n\ndef capture_activations")),
          expect=[]),
     dict(exercise="track_relu_stats", kind="wrong", clause="keys", why="entries as (mean, fraction) tuples",
-         source=edited(TRACK, ('''entries.append({"mean": output.mean().item(),
-                            "zero_fraction": (output == 0).float().mean().item()})''',
-                               "entries.append((output.mean().item(), (output == 0).float().mean().item()))")),
+         source=edited(reference("track_relu_stats"),
+                       ('entries.append({"mean": output.mean().item(),\n'
+                        '                            "zero_fraction": (output == 0).float().mean().item()})',
+                        "entries.append((output.mean().item(), (output == 0).float().mean().item()))")),
          expect=["is tuple", "exactly the keys 'mean' and 'zero_fraction'"]),
     dict(exercise="clamp_output", kind="wrong", clause="bound-gradients", why="an nn.Hardtanh module made in the hook",
-         source=edited(CLAMP, ("return output.clamp(min_value, max_value)", "return nn.Hardtanh(min_value, max_value)(output)"),
+         source=edited(reference("clamp_output"),
+                       ("return output.clamp(min_value, max_value)",
+                        "return nn.Hardtanh(min_value, max_value)(output)"),
                        ("def clamp_output", "from torch import nn\n\n\ndef clamp_output")),
          expect=["exactly equal to a bound", "f.hardtanh"]),
     # ------------------------------------------------------------------ review: gaps found by submissions
     # written from the docstrings alone (each passed, or was told of a mistake it did not make, before)
     dict(exercise="capture_activations", kind="wrong", clause="alias",
          why="one hook per module object, so a reused layer's second name gets nothing",
-         source=edited(CAPTURE, ("    handles = [modules[name].register_forward_hook(make_hook(name)) for name in layer_names]",
-                                 "    handles, seen = [], set()\n"
-                                 "    for name in layer_names:\n"
-                                 "        if id(modules[name]) not in seen:  # hook each module once\n"
-                                 "            seen.add(id(modules[name]))\n"
-                                 "            handles.append(modules[name].register_forward_hook(make_hook(name)))")),
+         source=edited(reference("capture_activations"),
+                       ("    handles = [modules[name].register_forward_hook(make_hook(name)) for name in layer_names]",
+                        "    handles, seen = [], set()\n"
+                        "    for name in layer_names:\n"
+                        "        if id(modules[name]) not in seen:  # hook each module once\n"
+                        "            seen.add(id(modules[name]))\n"
+                        "            handles.append(modules[name].register_forward_hook(make_hook(name)))")),
          expect=["which name the same module as ['0']", "each name in layer_names gets its own entry"]),
     dict(exercise="capture_activations", kind="wrong", clause="new-tensor",
          why="copies each new output into the tensor stored before (a preallocated buffer)",
-         source=edited(CAPTURE, ("            activations[name] = output.detach().clone()",
-                                 "            old = activations.get(name)\n"
-                                 "            if old is not None and old.shape == output.shape:\n"
-                                 "                old.copy_(output.detach())  # no new allocation\n"
-                                 "            else:\n"
-                                 "                activations[name] = output.detach().clone()")),
+         source=edited(reference("capture_activations"),
+                       ("            activations[name] = output.detach().clone()",
+                        "            old = activations.get(name)\n"
+                        "            if old is not None and old.shape == output.shape:\n"
+                        "                old.copy_(output.detach())  # no new allocation\n"
+                        "            else:\n"
+                        "                activations[name] = output.detach().clone()")),
          expect=["changed the tensor that activations", "store a new clone on every call"]),
     dict(exercise="capture_activations", kind="wrong", clause="dtype", why="stores a float32 copy of a float64 output",
-         source=edited(CAPTURE, ("activations[name] = output.detach().clone()",
-                                 "activations[name] = output.detach().float().clone()")),
+         source=edited(reference("capture_activations"),
+                       ("activations[name] = output.detach().clone()",
+                        "activations[name] = output.detach().float().clone()")),
          expect=["has dtype torch.float32", "has dtype torch.float64", "keeps its dtype"]),
     dict(exercise="capture_activations", kind="wrong", clause="cloned",
          why="detach().cpu().float(), as public block-capture hooks write it (no copy of a float32 CPU tensor)",
-         source=edited(CAPTURE, ("activations[name] = output.detach().clone()",
-                                 "activations[name] = output.detach().cpu().float()")),
+         source=edited(reference("capture_activations"),
+                       ("activations[name] = output.detach().clone()",
+                        "activations[name] = output.detach().cpu().float()")),
          expect=["in-place relu", "shares memory", "output.detach().clone()"]),
     dict(exercise="capture_activations", kind="wrong", clause="handles", why="a mutable default argument handles=[]",
-         source=edited(CAPTURE, ("def capture_activations(model, layer_names):", "def capture_activations(model, layer_names, handles=[]):"),
+         source=edited(reference("capture_activations"),
+                       ("def capture_activations(model, layer_names):",
+                        "def capture_activations(model, layer_names, handles=[]):"),
                        ("    handles = [modules[name].register_forward_hook(make_hook(name)) for name in layer_names]",
                         "    handles.extend(modules[name].register_forward_hook(make_hook(name)) for name in layer_names)")),
          expect=["no longer registered", "default argument", "make a new list in each call"]),
     dict(exercise="capture_activations", kind="wrong", clause="fresh-dict", why="one activations dict at module level",
-         source=edited(CAPTURE, ("\ndef capture_activations(model, layer_names):", "\nactivations = {}\n\n\ndef capture_activations(model, layer_names):"),
+         source=edited(reference("capture_activations"),
+                       ("\ndef capture_activations(model, layer_names):",
+                        "\nactivations = {}\n\n\ndef capture_activations(model, layer_names):"),
                        ("\n    activations = {}\n", "\n")),
          expect=["before any forward pass", "already holds values", "make a new dict in each call"]),
     dict(exercise="capture_activations", kind="right", why="a hook class, prepend=True, unknown names by set difference",
@@ -1349,24 +927,30 @@ def capture_activations(model, layer_names):
          expect=[]),
 
     dict(exercise="track_relu_stats", kind="wrong", clause="root", why="skips the empty name, as public activation hooks do",
-         source=edited(TRACK, ("if isinstance(module, nn.ReLU):", "if name and isinstance(module, nn.ReLU):  # skip top-level model")),
+         source=edited(reference("track_relu_stats"),
+                       ("if isinstance(module, nn.ReLU):",
+                        "if name and isinstance(module, nn.ReLU):  # skip top-level model")),
          expect=["no entries for the relus ['']", "'' is the model itself", "don't skip the empty name"]),
     dict(exercise="track_relu_stats", kind="wrong", clause="handles", why="one handles list at module level",
-         source=edited(TRACK, ("\ndef track_relu_stats(model):\n    stats, handles = {}, []",
-                               "\nhandles = []\n\n\ndef track_relu_stats(model):\n    stats = {}")),
+         source=edited(reference("track_relu_stats"),
+                       ("\ndef track_relu_stats(model):", "\nhandles = []\n\n\ndef track_relu_stats(model):"),
+                       ("    stats, handles = {}, []", "    stats = {}")),
          expect=["no longer registered", "make a new list in each call"]),
     dict(exercise="track_relu_stats", kind="wrong", clause="fresh-dict", why="one stats dict at module level, setdefault",
-         source=edited(TRACK, ("\ndef track_relu_stats(model):\n    stats, handles = {}, []",
-                               "\nstats = {}\n\n\ndef track_relu_stats(model):\n    handles = []"),
+         source=edited(reference("track_relu_stats"),
+                       ("\ndef track_relu_stats(model):", "\nstats = {}\n\n\ndef track_relu_stats(model):"),
+                       ("    stats, handles = {}, []", "    handles = []"),
                        ("            stats[name] = []\n", "            stats.setdefault(name, [])\n")),
          expect=["before any forward pass", "already holds values", "make a new dict in each call"]),
     dict(exercise="track_relu_stats", kind="wrong", clause="zero-fraction", why="zero fraction of the first input only",
-         source=edited(TRACK, ('"zero_fraction": (output == 0).float().mean().item()',
-                               '"zero_fraction": (output[0] == 0).float().mean().item()')),
+         source=edited(reference("track_relu_stats"),
+                       ('"zero_fraction": (output == 0).float().mean().item()',
+                        '"zero_fraction": (output[0] == 0).float().mean().item()')),
          expect=["first input of the batch only"]),
     dict(exercise="track_relu_stats", kind="wrong", clause="zero-fraction", why="a threshold of 1e-6 on the absolute value",
-         source=edited(TRACK, ('"zero_fraction": (output == 0).float().mean().item()',
-                               '"zero_fraction": (output.abs() < 1e-6).float().mean().item()')),
+         source=edited(reference("track_relu_stats"),
+                       ('"zero_fraction": (output == 0).float().mean().item()',
+                        '"zero_fraction": (output.abs() < 1e-6).float().mean().item()')),
          expect=["a tolerance", "output == 0"]),
     dict(exercise="track_relu_stats", kind="right", why="model.apply with a first-name table, float64 means, a tuple",
          source='''
@@ -1395,41 +979,35 @@ def track_relu_stats(model):
          expect=[]),
 
     dict(exercise="clamp_output", kind="wrong", clause="others-alone", why="one handle at module level, removed by the next call",
-         source='''
-_handle = None
-
-
-def clamp_output(module, min_value, max_value):
-    global _handle
-    if _handle is not None:
-        _handle.remove()  # only one clamp at a time
-
-    def hook(module, args, output):
-        return output.clamp(min_value, max_value)
-
-    _handle = module.register_forward_hook(hook)
-    return _handle
-''',
+         source=edited(reference("clamp_output"),
+                       ("def clamp_output", "_handle = None\n\n\ndef clamp_output"),
+                       ("    def hook(module, args, output):",
+                        "    global _handle\n"
+                        "    if _handle is not None:\n"
+                        "        _handle.remove()  # only one clamp at a time\n\n"
+                        "    def hook(module, args, output):"),
+                       ("return module.register_forward_hook(hook)",
+                        "_handle = module.register_forward_hook(hook)\n    return _handle")),
          expect=["second(x) returned", "it is not clamped at all", "leaves the others alone"]),
     dict(exercise="clamp_output", kind="wrong", clause="own-hook", why="the bounds kept on the module, read by the hook",
-         source='''
-def clamp_output(module, min_value, max_value):
-    module.clamp_range = (min_value, max_value)
-
-    def hook(module, args, output):
-        low, high = module.clamp_range
-        return output.clamp(low, high)
-
-    return module.register_forward_hook(hook)
-''',
+         source=edited(reference("clamp_output"),
+                       ("    def hook(module, args, output):",
+                        "    module.clamp_range = (min_value, max_value)\n\n"
+                        "    def hook(module, args, output):"),
+                       ("return output.clamp(min_value, max_value)",
+                        "low, high = module.clamp_range\n"
+                        "        return output.clamp(low, high)")),
          expect=["clamped to [0.0, 1.0] only", "the last call's bounds", "its own bounds"]),
     dict(exercise="clamp_output", kind="wrong", clause="dtype", why="returns a float32 clamp of a float64 output",
-         source=edited(CLAMP, ("return output.clamp(min_value, max_value)", "return output.clamp(min_value, max_value).float()")),
+         source=edited(reference("clamp_output"),
+                       ("return output.clamp(min_value, max_value)",
+                        "return output.clamp(min_value, max_value).float()")),
          expect=["the module's output has dtype torch.float64", "keeps the output's dtype"]),
     dict(exercise="clamp_output", kind="right", why="strict torch.where with output * 0 + bound",
-         source=edited(CLAMP, ("return output.clamp(min_value, max_value)",
-                               "return torch.where(output < min_value, output * 0 + min_value,\n"
-                               "                           torch.where(output > max_value, output * 0 + max_value, output))"),
+         source=edited(reference("clamp_output"),
+                       ("return output.clamp(min_value, max_value)",
+                        "return torch.where(output < min_value, output * 0 + min_value,\n"
+                        "                           torch.where(output > max_value, output * 0 + max_value, output))"),
                        ("def clamp_output", "import torch\n\n\ndef clamp_output")),
          expect=[]),
     dict(exercise="clamp_output", kind="right", why="torch.clip with bounds as tensors of the output's dtype, with_kwargs",
@@ -1485,26 +1063,35 @@ def track_relu_stats(model):
 ''',
          expect=[]),
     dict(exercise="capture_activations", kind="right", why="clone() then detach()",
-         source=edited(CAPTURE, ("activations[name] = output.detach().clone()", "activations[name] = output.clone().detach()")),
+         source=edited(reference("capture_activations"),
+                       ("activations[name] = output.detach().clone()", "activations[name] = output.clone().detach()")),
          expect=[]),
     dict(exercise="track_relu_stats", kind="wrong", clause="zero-fraction",
          why="one minus the units alive for some input (sum over the batch > 0), as public dead-ReLU trackers count",
-         source=edited(TRACK, ('"zero_fraction": (output == 0).float().mean().item()',
-                               '"zero_fraction": 1 - (output.detach().sum(dim=0) > 0).float().mean().item()')),
+         source=edited(reference("track_relu_stats"),
+                       ('"zero_fraction": (output == 0).float().mean().item()',
+                        '"zero_fraction": 1 - (output.detach().sum(dim=0) > 0).float().mean().item()')),
          expect=["units that are 0 for every input of the batch", "each input separately"]),
     dict(exercise="track_relu_stats", kind="wrong", clause="zero-fraction",
          why="running totals of zeros and elements over every call so far",
-         source=edited(TRACK, ("    def make_hook(entries):\n        def hook(module, args, output):\n",
-                               "    def make_hook(entries):\n        totals = [0, 0]\n\n"
-                               "        def hook(module, args, output):\n"
-                               "            totals[0] += int((output == 0).sum())\n"
-                               "            totals[1] += output.numel()\n"),
-                       ('"zero_fraction": (output == 0).float().mean().item()', '"zero_fraction": totals[0] / totals[1]')),
+         source=edited(reference("track_relu_stats"),
+                       ("    def make_hook(entries):\n"
+                        "        def hook(module, args, output):\n",
+                        "    def make_hook(entries):\n"
+                        "        totals = [0, 0]\n\n"
+                        "        def hook(module, args, output):\n"
+                        "            totals[0] += int((output == 0).sum())\n"
+                        "            totals[1] += output.numel()\n"),
+                       ('"zero_fraction": (output == 0).float().mean().item()',
+                        '"zero_fraction": totals[0] / totals[1]')),
          expect=["over this call and the", "without running totals"]),
     dict(exercise="capture_activations", kind="wrong", clause="only-named",
          why="an empty layer_names taken to mean every layer, as public feature extractors default",
-         source=edited(CAPTURE, ("    for name in layer_names:\n        if name not in modules:",
-                                 "    if not layer_names:\n        layer_names = [name for name in modules if name]\n"
-                                 "    for name in layer_names:\n        if name not in modules:")),
+         source=edited(reference("capture_activations"),
+                       ("    for name in layer_names:\n        if name not in modules:",
+                        "    if not layer_names:\n"
+                        "        layer_names = [name for name in modules if name]\n"
+                        "    for name in layer_names:\n"
+                        "        if name not in modules:")),
          expect=["capture_activations(model, [])", "registers no hook and captures nothing"]),
 ]
