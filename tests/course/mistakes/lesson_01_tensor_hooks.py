@@ -2,7 +2,7 @@
 tests/course/test_mistake_catalogue.py; CLAUSES and NOT_CLAUSES, the clause → check table, in
 tests/course/test_contract_clauses.py."""
 
-from mistakes import edited
+from mistakes import edited, reference
 
 CLAUSES = {
     "double_grad": {
@@ -75,195 +75,60 @@ NOT_CLAUSES = {
     },
 }
 
-DOUBLE = '''
-import torch
-
-
-def double_grad(grad):
-    return grad * 2
-'''
-
-SCALE = '''
-import torch
-
-
-def make_scale_hook(factor):
-    def hook(grad):
-        return grad * factor
-
-    return hook
-'''
-
-CLIP = '''
-import torch
-
-
-def make_clip_hook(max_norm):
-    def hook(grad):
-        norm = grad.norm()
-        if norm > max_norm:
-            return grad * (max_norm / norm)
-        return grad
-
-    return hook
-'''
-
-RECORD = '''
-import torch
-
-
-def record_grads(tensor, store):
-    def hook(grad):
-        store.append(grad.detach().clone())
-
-    return tensor.register_hook(hook)
-'''
-
 ENTRIES = [
     # ------------------------------------------------------------------ double_grad
     dict(exercise="double_grad", kind="wrong", why="changes grad in place with mul_", clause="not-in-place",
-         source='''
-import torch
-
-
-def double_grad(grad):
-    grad.mul_(2)
-    return grad
-''',
+         source=edited(reference("double_grad"), ("    return grad * 2", "    grad.mul_(2)\n    return grad")),
          expect=["changed `grad` in place", "not an in-place"]),
     dict(exercise="double_grad", kind="wrong", why="changes grad in place with *=", clause="not-in-place",
-         source='''
-import torch
-
-
-def double_grad(grad):
-    grad *= 2
-    return grad
-''',
+         source=edited(reference("double_grad"), ("    return grad * 2", "    grad *= 2\n    return grad")),
          expect=["in place"]),
     dict(exercise="double_grad", kind="wrong", why="returns None", clause="value",
-         source='''
-import torch
-
-
-def double_grad(grad):
-    doubled = grad * 2
-''',
+         source=edited(reference("double_grad"), ("return grad * 2", "doubled = grad * 2")),
          expect=["returned None"]),
     dict(exercise="double_grad", kind="wrong", why="returns grad unchanged", clause="value",
-         source='''
-import torch
-
-
-def double_grad(grad):
-    return grad
-''',
+         source=edited(reference("double_grad"), ("grad * 2", "grad")),
          expect=["gradient unchanged", "double it"]),
     dict(exercise="double_grad", kind="wrong", why="returns grad squared", clause="value",
-         source='''
-import torch
-
-
-def double_grad(grad):
-    return grad * grad
-''',
+         source=edited(reference("double_grad"), ("return grad * 2", "return grad * grad")),
          expect=["grad squared"]),
     dict(exercise="double_grad", kind="wrong", why="halves instead of doubling", clause="value",
-         source='''
-import torch
-
-
-def double_grad(grad):
-    return grad / 2
-''',
+         source=edited(reference("double_grad"), ("return grad * 2", "return grad / 2")),
          expect=["half the gradient"]),
     dict(exercise="double_grad", kind="wrong", why="hard-coded for one example", clause="same-shape",
-         source='''
-import torch
-
-
-def double_grad(grad):
-    return torch.tensor([2.0, 4.0])
-''',
+         source=edited(reference("double_grad"), ("grad * 2", "torch.tensor([2.0, 4.0])")),
          expect=["shape (2,)", "the gradient's own shape"]),
     dict(exercise="double_grad", kind="wrong", why="changes the dtype", clause="same-dtype",
-         source='''
-import torch
-
-
-def double_grad(grad):
-    return (grad * 2).double()
-''',
+         source=edited(reference("double_grad"), ("grad * 2", "(grad * 2).double()")),
          expect=["dtype torch.float64", "the gradient's own dtype"]),
     dict(exercise="double_grad", kind="wrong", why="returns a Python list", clause="new-tensor",
-         source='''
-import torch
-
-
-def double_grad(grad):
-    return (grad * 2).tolist()
-''',
+         source=edited(reference("double_grad"), ("grad * 2", "(grad * 2).tolist()")),
          expect=["returned list", "expected a tensor"]),
     dict(exercise="double_grad", kind="right", why="adds grad to itself",
-         source='''
-import torch
-
-
-def double_grad(grad):
-    return grad + grad
-''',
+         source=edited(reference("double_grad"), ("return grad * 2", "return grad + grad")),
          expect=[]),
     dict(exercise="double_grad", kind="right", why="torch.mul",
-         source='''
-import torch
-
-
-def double_grad(grad):
-    return torch.mul(grad, 2)
-''',
+         source=edited(reference("double_grad"), ("grad * 2", "torch.mul(grad, 2)")),
          expect=[]),
     dict(exercise="double_grad", kind="right", why="in place on a clone",
-         source='''
-import torch
-
-
-def double_grad(grad):
-    copy = grad.clone()
-    copy.mul_(2)
-    return copy
-''',
+         source=edited(reference("double_grad"),
+                       ("    return grad * 2", "    copy = grad.clone()\n    copy.mul_(2)\n    return copy")),
          expect=[]),
 
     # ------------------------------------------------------------------ make_scale_hook
     dict(exercise="make_scale_hook", kind="wrong", why="hook changes grad in place", clause="not-in-place",
-         source='''
-import torch
-
-
-def make_scale_hook(factor):
-    def hook(grad):
-        grad.mul_(factor)
-        return grad
-
-    return hook
-''',
+         source=edited(reference("make_scale_hook"),
+                       ("        return grad * factor", "        grad.mul_(factor)\n        return grad")),
          expect=["changed `grad` in place"]),
     dict(exercise="make_scale_hook", kind="wrong", why="factor shared through a global", clause="own-factor",
-         source='''
-import torch
-
-current_factor = 1.0
-
-
-def make_scale_hook(factor):
-    global current_factor
-    current_factor = factor
-
-    def hook(grad):
-        return grad * current_factor
-
-    return hook
-''',
+         source=edited(reference("make_scale_hook"),
+                       ("import torch", "import torch\n\ncurrent_factor = 1.0"),
+                       ("    def hook(grad):",
+                        "    global current_factor\n"
+                        "    current_factor = factor\n"
+                        "\n"
+                        "    def hook(grad):"),
+                       ("return grad * factor", "return grad * current_factor")),
          expect=["own factor"]),
     dict(exercise="make_scale_hook", kind="wrong", why="factor shared through a class attribute", clause="own-factor",
          source='''
@@ -283,28 +148,10 @@ def make_scale_hook(factor):
 ''',
          expect=["own factor", "class attribute"]),
     dict(exercise="make_scale_hook", kind="wrong", why="hook returns None", clause="value",
-         source='''
-import torch
-
-
-def make_scale_hook(factor):
-    def hook(grad):
-        scaled = grad * factor
-
-    return hook
-''',
+         source=edited(reference("make_scale_hook"), ("return grad * factor", "scaled = grad * factor")),
          expect=["returned None"]),
     dict(exercise="make_scale_hook", kind="wrong", why="hook returns grad unchanged", clause="value",
-         source='''
-import torch
-
-
-def make_scale_hook(factor):
-    def hook(grad):
-        return grad
-
-    return hook
-''',
+         source=edited(reference("make_scale_hook"), ("return grad * factor", "return grad")),
          expect=["gradient unchanged", "multiply it by the factor"]),
     dict(exercise="make_scale_hook", kind="wrong", why="returns a tensor instead of a function", clause="returns-function",
          source='''
@@ -316,26 +163,10 @@ def make_scale_hook(factor):
 ''',
          expect=["expected a function"]),
     dict(exercise="make_scale_hook", kind="wrong", why="forgets to return the hook", clause="returns-function",
-         source='''
-import torch
-
-
-def make_scale_hook(factor):
-    def hook(grad):
-        return grad * factor
-''',
+         source=edited(reference("make_scale_hook"), ("    return hook", "")),
          expect=["returned None", "expected a function"]),
     dict(exercise="make_scale_hook", kind="wrong", why="calls the hook instead of returning it", clause="returns-function",
-         source='''
-import torch
-
-
-def make_scale_hook(factor):
-    def hook(grad):
-        return grad * factor
-
-    return hook()
-''',
+         source=edited(reference("make_scale_hook"), ("return hook", "return hook()")),
          expect=["calling make_scale_hook(0.5) raised TypeError", "return hook()"]),
     dict(exercise="make_scale_hook", kind="right", why="returns a lambda",
          source='''
@@ -377,82 +208,42 @@ def make_scale_hook(factor):
 
     # ------------------------------------------------------------------ make_clip_hook
     dict(exercise="make_clip_hook", kind="wrong", why="clamps each element", clause="l2-all-elements",
-         source='''
-import torch
-
-
-def make_clip_hook(max_norm):
-    def hook(grad):
-        return grad.clamp(-max_norm, max_norm)
-
-    return hook
-''',
+         source=edited(reference("make_clip_hook"),
+                       ("        norm = grad.norm()\n"
+                        "        if norm > max_norm:\n"
+                        "            return grad * (max_norm / norm)\n"
+                        "        return grad",
+                        "        return grad.clamp(-max_norm, max_norm)")),
          expect=["each element", "L2 norm over all elements"]),
     dict(exercise="make_clip_hook", kind="wrong", why="always rescales", clause="unchanged-below",
-         source='''
-import torch
-
-
-def make_clip_hook(max_norm):
-    def hook(grad):
-        return grad * (max_norm / grad.norm())
-
-    return hook
-''',
+         source=edited(reference("make_clip_hook"),
+                       ("        norm = grad.norm()\n"
+                        "        if norm > max_norm:\n"
+                        "            return grad * (max_norm / norm)\n"
+                        "        return grad",
+                        "        return grad * (max_norm / grad.norm())")),
          expect=["already below max_norm", "unchanged"]),
     dict(exercise="make_clip_hook", kind="wrong", why="divides by a zero norm", clause="zero-stays-zero",
-         source='''
-import torch
-
-
-def make_clip_hook(max_norm):
-    def hook(grad):
-        norm = grad.norm()
-        return grad / norm * torch.clamp(norm, max=max_norm)
-
-    return hook
-''',
+         source=edited(reference("make_clip_hook"),
+                       ("        if norm > max_norm:\n"
+                        "            return grad * (max_norm / norm)\n"
+                        "        return grad",
+                        "        return grad / norm * torch.clamp(norm, max=max_norm)")),
          expect=["nan", "zero gradient"]),
     dict(exercise="make_clip_hook", kind="wrong", why="norm of each row", clause="l2-all-elements",
-         source='''
-import torch
-
-
-def make_clip_hook(max_norm):
-    def hook(grad):
-        norms = grad.norm(dim=-1, keepdim=True)
-        return torch.where(norms > max_norm, grad * (max_norm / norms), grad)
-
-    return hook
-''',
+         source=edited(reference("make_clip_hook"),
+                       ("        norm = grad.norm()\n"
+                        "        if norm > max_norm:\n"
+                        "            return grad * (max_norm / norm)\n"
+                        "        return grad",
+                        "        norms = grad.norm(dim=-1, keepdim=True)\n"
+                        "        return torch.where(norms > max_norm, grad * (max_norm / norms), grad)")),
          expect=["along one dimension", "over all elements"]),
     dict(exercise="make_clip_hook", kind="wrong", why="rescales grad in place", clause="not-in-place",
-         source='''
-import torch
-
-
-def make_clip_hook(max_norm):
-    def hook(grad):
-        norm = grad.norm()
-        if norm > max_norm:
-            grad *= max_norm / norm
-        return grad
-
-    return hook
-''',
+         source=edited(reference("make_clip_hook"), ("return grad * (max_norm / norm)", "grad *= max_norm / norm")),
          expect=["changed `grad` in place"]),
     dict(exercise="make_clip_hook", kind="wrong", why="forgets to return the hook", clause="returns-function",
-         source='''
-import torch
-
-
-def make_clip_hook(max_norm):
-    def hook(grad):
-        norm = grad.norm()
-        if norm > max_norm:
-            return grad * (max_norm / norm)
-        return grad
-''',
+         source=edited(reference("make_clip_hook"), ("    return hook", "")),
          expect=["returned None", "expected a function"]),
     dict(exercise="make_clip_hook", kind="right", why="returns None when the gradient is small enough",
          source='''
@@ -518,16 +309,8 @@ def make_clip_hook(max_norm):
 
     # ------------------------------------------------------------------ record_grads
     dict(exercise="record_grads", kind="wrong", why="detach without clone", clause="cloned",
-         source='''
-import torch
-
-
-def record_grads(tensor, store):
-    def hook(grad):
-        store.append(grad.detach())
-
-    return tensor.register_hook(hook)
-''',
+         source=edited(reference("record_grads"),
+                       ("store.append(grad.detach().clone())", "store.append(grad.detach())")),
          expect=["changed after the second backward", "accumulate into it in place", "clone it"]),
     dict(exercise="record_grads", kind="wrong", why="stores grad itself", clause="detached",
          source='''
@@ -541,67 +324,27 @@ def record_grads(tensor, store):
          # graph it carries under create_graph=True gives it away.
          expect=["create_graph=True", "still requires grad", "detach it"]),
     dict(exercise="record_grads", kind="wrong", why="clone without detach", clause="detached",
-         source='''
-import torch
-
-
-def record_grads(tensor, store):
-    def hook(grad):
-        store.append(grad.clone())
-
-    return tensor.register_hook(hook)
-''',
+         source=edited(reference("record_grads"),
+                       ("store.append(grad.detach().clone())", "store.append(grad.clone())")),
          expect=["create_graph=True", "still requires grad", "detach it"]),
     dict(exercise="record_grads", kind="wrong", why="does not return the handle", clause="handle",
-         source='''
-import torch
-
-
-def record_grads(tensor, store):
-    def hook(grad):
-        store.append(grad.detach().clone())
-
-    tensor.register_hook(hook)
-''',
+         source=edited(reference("record_grads"),
+                       ("return tensor.register_hook(hook)", "tensor.register_hook(hook)")),
          expect=["returned None", "expected the handle"]),
     dict(exercise="record_grads", kind="wrong", why="appends to a list of its own", clause="appends",
-         source='''
-import torch
-
-recorded = []
-
-
-def record_grads(tensor, store):
-    def hook(grad):
-        recorded.append(grad.detach().clone())
-
-    return tensor.register_hook(hook)
-''',
+         source=edited(reference("record_grads"),
+                       ("import torch", "import torch\n\nrecorded = []"),
+                       ("store.append(grad.detach().clone())", "recorded.append(grad.detach().clone())")),
          expect=["store holds 0 gradient(s)", "the list passed as `store`"]),
     dict(exercise="record_grads", kind="wrong", why="hook returns a modified gradient", clause="unchanged",
-         source='''
-import torch
-
-
-def record_grads(tensor, store):
-    def hook(grad):
-        store.append(grad.detach().clone())
-        return torch.zeros_like(grad)
-
-    return tensor.register_hook(hook)
-''',
+         source=edited(reference("record_grads"),
+                       ("        store.append(grad.detach().clone())",
+                        "        store.append(grad.detach().clone())\n"
+                        "        return torch.zeros_like(grad)")),
          expect=["must leave the gradient unchanged"]),
     dict(exercise="record_grads", kind="wrong", why="reads tensor.grad instead of the incoming gradient", clause="incoming",
-         source='''
-import torch
-
-
-def record_grads(tensor, store):
-    def hook(grad):
-        store.append(tensor.grad.detach().clone())
-
-    return tensor.register_hook(hook)
-''',
+         source=edited(reference("record_grads"),
+                       ("store.append(grad.detach().clone())", "store.append(tensor.grad.detach().clone())")),
          expect=["raised AttributeError", "tensor.grad"]),
     dict(exercise="record_grads", kind="right", why="lambda with torch.clone of the data",
          source='''
@@ -630,178 +373,126 @@ def record_grads(tensor, store):
          expect=[]),
     # ------------------------------------------------------------------ added for the clause table
     dict(exercise="double_grad", kind="wrong", why="returns one reused buffer", clause="new-tensor",
-         source='''
-import torch
-
-_buffers = {}
-
-
-def double_grad(grad):
-    key = (tuple(grad.shape), grad.dtype)
-    if key not in _buffers:
-        _buffers[key] = torch.empty_like(grad)
-    return torch.mul(grad, 2, out=_buffers[key])
-''',
+         source=edited(reference("double_grad"),
+                       ("import torch", "import torch\n\n_buffers = {}"),
+                       ("    return grad * 2",
+                        "    key = (tuple(grad.shape), grad.dtype)\n"
+                        "    if key not in _buffers:\n"
+                        "        _buffers[key] = torch.empty_like(grad)\n"
+                        "    return torch.mul(grad, 2, out=_buffers[key])")),
          expect=["changed when it was called again", "not a buffer kept between calls"]),
     dict(exercise="double_grad", kind="wrong", why="doubles in place, returns a clone", clause="not-in-place",
-         source=edited(DOUBLE, ("    return grad * 2", "    grad.mul_(2)\n    return grad.clone()")),
+         source=edited(reference("double_grad"),
+                       ("    return grad * 2", "    grad.mul_(2)\n    return grad.clone()")),
          expect=["changed `grad` in place"]),
     dict(exercise="double_grad", kind="wrong", why="flattens the result", clause="same-shape",
-         source=edited(DOUBLE, ("grad * 2", "(grad * 2).flatten()")),
+         source=edited(reference("double_grad"), ("grad * 2", "(grad * 2).flatten()")),
          expect=["shape (20,)", "the gradient's own shape"]),
     dict(exercise="double_grad", kind="wrong", why="casts to float32 first", clause="same-dtype",
-         source=edited(DOUBLE, ("grad * 2", "grad.float() * 2")),
+         source=edited(reference("double_grad"), ("grad * 2", "grad.float() * 2")),
          expect=["returned dtype torch.float32", "expected torch.float64"]),
     dict(exercise="double_grad", kind="wrong", why="doubles grad.detach()", clause="differentiable",
-         source=edited(DOUBLE, ("grad * 2", "grad.detach() * 2")),
+         source=edited(reference("double_grad"), ("grad * 2", "grad.detach() * 2")),
          expect=["create_graph=True", "no longer requires grad", "grad.detach()"]),
     dict(exercise="double_grad", kind="wrong", why="doubles grad.data", clause="differentiable",
-         source=edited(DOUBLE, ("grad * 2", "grad.data * 2")),
+         source=edited(reference("double_grad"), ("grad * 2", "grad.data * 2")),
          expect=["create_graph=True", "grad.data"]),
     dict(exercise="double_grad", kind="wrong", why="doubles under torch.no_grad", clause="differentiable",
-         source=edited(DOUBLE, ("    return grad * 2", "    with torch.no_grad():\n        return grad * 2")),
+         source=edited(reference("double_grad"),
+                       ("    return grad * 2", "    with torch.no_grad():\n        return grad * 2")),
          expect=["create_graph=True", "torch.no_grad()"]),
     dict(exercise="double_grad", kind="wrong", why="rebuilds the tensor from its list of values", clause="same-dtype",
-         source=edited(DOUBLE, ("grad * 2", "torch.tensor(grad.tolist()) * 2")),
+         source=edited(reference("double_grad"), ("grad * 2", "torch.tensor(grad.tolist()) * 2")),
          expect=["returned dtype torch.float32", "the gradient's own dtype"]),
     dict(exercise="double_grad", kind="right", why="multiplies by a 0-dim tensor",
-         source=edited(DOUBLE, ("grad * 2", "grad * torch.tensor(2.0)")),
+         source=edited(reference("double_grad"), ("grad * 2", "grad * torch.tensor(2.0)")),
          expect=[]),
 
     dict(exercise="make_scale_hook", kind="wrong", why="writes into one preallocated output", clause="new-tensor",
-         source='''
-import torch
-
-
-def make_scale_hook(factor):
-    out = {}
-
-    def hook(grad):
-        if "buffer" not in out or out["buffer"].shape != grad.shape or out["buffer"].dtype != grad.dtype:
-            out["buffer"] = torch.empty_like(grad)
-        return torch.mul(grad, factor, out=out["buffer"])
-
-    return hook
-''',
+         source=edited(reference("make_scale_hook"),
+                       ("    def hook(grad):", "    out = {}\n\n    def hook(grad):"),
+                       ("        return grad * factor",
+                        '        if "buffer" not in out or out["buffer"].shape != grad.shape or out["buffer"].dtype != grad.dtype:\n'
+                        '            out["buffer"] = torch.empty_like(grad)\n'
+                        '        return torch.mul(grad, factor, out=out["buffer"])')),
          expect=["changed when it was called again", "not a buffer kept between calls"]),
     dict(exercise="make_scale_hook", kind="wrong", why="flattens the result", clause="same-shape",
-         source=edited(SCALE, ("grad * factor", "(grad * factor).reshape(-1)")),
+         source=edited(reference("make_scale_hook"), ("return grad * factor", "return (grad * factor).reshape(-1)")),
          expect=["shape (20,)", "the gradient's own shape"]),
     dict(exercise="make_scale_hook", kind="wrong", why="scales in float32", clause="same-dtype",
-         source=edited(SCALE, ("grad * factor", "grad.float() * factor")),
+         source=edited(reference("make_scale_hook"), ("return grad * factor", "return grad.float() * factor")),
          expect=["returned dtype torch.float32", "expected torch.float64"]),
     dict(exercise="make_scale_hook", kind="wrong", why="scales grad.data", clause="differentiable",
-         source=edited(SCALE, ("grad * factor", "grad.data * factor")),
+         source=edited(reference("make_scale_hook"), ("return grad * factor", "return grad.data * factor")),
          expect=["create_graph=True", "no longer requires grad"]),
     dict(exercise="make_scale_hook", kind="wrong", why="default argument read from a global at call time",
          clause="own-factor",
-         source='''
-import torch
-
-FACTOR = None
-
-
-def make_scale_hook(factor):
-    global FACTOR
-    FACTOR = factor
-
-    def hook(grad, scale=None):
-        return grad * (FACTOR if scale is None else scale)
-
-    return hook
-''',
+         source=edited(reference("make_scale_hook"),
+                       ("import torch", "import torch\n\nFACTOR = None"),
+                       ("    def hook(grad):\n"
+                        "        return grad * factor",
+                        "    global FACTOR\n"
+                        "    FACTOR = factor\n"
+                        "\n"
+                        "    def hook(grad, scale=None):\n"
+                        "        return grad * (FACTOR if scale is None else scale)")),
          expect=["another hook's factor", "own factor"]),
     dict(exercise="make_scale_hook", kind="wrong", why="scales in place, returns a copy", clause="not-in-place",
-         source=edited(SCALE, ("        return grad * factor", "        grad.mul_(factor)\n        return grad.clone()")),
+         source=edited(reference("make_scale_hook"),
+                       ("        return grad * factor", "        grad.mul_(factor)\n        return grad.clone()")),
          expect=["changed `grad` in place"]),
     dict(exercise="make_scale_hook", kind="wrong", why="adds the factor", clause="value",
-         source=edited(SCALE, ("grad * factor", "grad + factor")),
+         source=edited(reference("make_scale_hook"), ("return grad * factor", "return grad + factor")),
          expect=["grad + factor", "multiply by the factor"]),
     dict(exercise="make_scale_hook", kind="right", why="default argument binds the factor",
-         source='''
-import torch
-
-
-def make_scale_hook(factor):
-    def hook(grad, factor=factor):
-        return factor * grad
-
-    return hook
-''',
+         source=edited(reference("make_scale_hook"),
+                       ("    def hook(grad):\n"
+                        "        return grad * factor",
+                        "    def hook(grad, factor=factor):\n"
+                        "        return factor * grad")),
          expect=[]),
 
     dict(exercise="make_clip_hook", kind="wrong", why="L1 norm", clause="l2-all-elements",
-         source=edited(CLIP, ("grad.norm()", "grad.norm(p=1)")),
+         source=edited(reference("make_clip_hook"), ("grad.norm()", "grad.norm(p=1)")),
          expect=["L1 norm", "use the L2 norm"]),
     dict(exercise="make_clip_hook", kind="wrong", why="largest element as the norm", clause="l2-all-elements",
-         source=edited(CLIP, ("grad.norm()", "grad.abs().max()")),
+         source=edited(reference("make_clip_hook"), ("grad.norm()", "grad.abs().max()")),
          expect=["largest element", "L2 norm over all elements"]),
     dict(exercise="make_clip_hook", kind="wrong", why="keeps the norm of the first gradient", clause="l2-all-elements",
-         source='''
-import torch
-
-
-def make_clip_hook(max_norm):
-    state = {}
-
-    def hook(grad):
-        if "norm" not in state:
-            state["norm"] = grad.norm()
-        norm = state["norm"]
-        if norm > max_norm:
-            return grad * (max_norm / norm)
-        return grad
-
-    return hook
-''',
+         source=edited(reference("make_clip_hook"),
+                       ("    def hook(grad):", "    state = {}\n\n    def hook(grad):"),
+                       ("        norm = grad.norm()",
+                        '        if "norm" not in state:\n'
+                        '            state["norm"] = grad.norm()\n'
+                        '        norm = state["norm"]')),
          expect=["three times", "measure the norm of the gradient it receives"]),
     dict(exercise="make_clip_hook", kind="wrong", why="normalises to norm 1", clause="rescale",
-         source=edited(CLIP, ("grad * (max_norm / norm)", "grad / norm")),
+         source=edited(reference("make_clip_hook"), ("return grad * (max_norm / norm)", "return grad / norm")),
          expect=["to norm 1", "grad * (max_norm / norm)"]),
     dict(exercise="make_clip_hook", kind="wrong", why="multiplies by max_norm only", clause="rescale",
-         source=edited(CLIP, ("grad * (max_norm / norm)", "grad * max_norm")),
+         source=edited(reference("make_clip_hook"), ("return grad * (max_norm / norm)", "return grad * max_norm")),
          expect=["without dividing by the norm"]),
     dict(exercise="make_clip_hook", kind="wrong", why="inverted ratio", clause="rescale",
-         source=edited(CLIP, ("grad * (max_norm / norm)", "grad * (norm / max_norm)")),
+         source=edited(reference("make_clip_hook"),
+                       ("return grad * (max_norm / norm)", "return grad * (norm / max_norm)")),
          expect=["norm / max_norm", "makes the gradient larger"]),
     dict(exercise="make_clip_hook", kind="wrong", why="rescales in float32", clause="same-dtype",
-         source=edited(CLIP, ("            return grad * (max_norm / norm)",
-                              "            return grad.float() * (max_norm / norm.float())")),
+         source=edited(reference("make_clip_hook"),
+                       ("            return grad * (max_norm / norm)",
+                        "            return grad.float() * (max_norm / norm.float())")),
          expect=["returned dtype torch.float32", "expected torch.float64"]),
     dict(exercise="make_clip_hook", kind="wrong", why="returns the flattened gradient when rescaling", clause="same-shape",
-         source='''
-import torch
-
-
-def make_clip_hook(max_norm):
-    def hook(grad):
-        flat = grad.flatten()
-        norm = flat.norm()
-        if norm > max_norm:
-            return flat * (max_norm / norm)
-        return grad
-
-    return hook
-''',
+         source=edited(reference("make_clip_hook"),
+                       ("        norm = grad.norm()", "        flat = grad.flatten()\n        norm = flat.norm()"),
+                       ("return grad * (max_norm / norm)", "return flat * (max_norm / norm)")),
          expect=["shape (6,)", "the gradient's own shape"]),
     dict(exercise="make_clip_hook", kind="wrong", why="rescales into a reused buffer", clause="new-tensor",
-         source='''
-import torch
-
-
-def make_clip_hook(max_norm):
-    buffers = {}
-
-    def hook(grad):
-        norm = grad.norm()
-        if norm > max_norm:
-            key = (tuple(grad.shape), grad.dtype)
-            out = buffers.setdefault(key, torch.empty_like(grad))
-            return torch.mul(grad, max_norm / norm, out=out)
-        return grad
-
-    return hook
-''',
+         source=edited(reference("make_clip_hook"),
+                       ("    def hook(grad):", "    buffers = {}\n\n    def hook(grad):"),
+                       ("            return grad * (max_norm / norm)",
+                        "            key = (tuple(grad.shape), grad.dtype)\n"
+                        "            out = buffers.setdefault(key, torch.empty_like(grad))\n"
+                        "            return torch.mul(grad, max_norm / norm, out=out)")),
          expect=["changed when it was called again", "not a buffer kept between calls"]),
     dict(exercise="make_clip_hook", kind="right", why="the coefficient of clip_grad_norm_",
          source='''
@@ -818,62 +509,63 @@ def make_clip_hook(max_norm):
          expect=[]),
 
     dict(exercise="record_grads", kind="wrong", why="passes on a detached gradient", clause="unchanged",
-         source=edited(RECORD, ("        store.append(grad.detach().clone())",
-                                "        store.append(grad.detach().clone())\n        return grad.detach()")),
+         source=edited(reference("record_grads"),
+                       ("        store.append(grad.detach().clone())",
+                        "        store.append(grad.detach().clone())\n"
+                        "        return grad.detach()")),
          expect=["create_graph=True", "lost its graph", "return None"]),
     dict(exercise="record_grads", kind="wrong", why="uses a post-accumulate-grad hook", clause="incoming",
-         source='''
-import torch
-
-
-def record_grads(tensor, store):
-    def hook(param):
-        store.append(param.grad.detach().clone())
-
-    return tensor.register_post_accumulate_grad_hook(hook)
-''',
+         source=edited(reference("record_grads"),
+                       ("    def hook(grad):\n"
+                        "        store.append(grad.detach().clone())",
+                        "    def hook(param):\n"
+                        "        store.append(param.grad.detach().clone())"),
+                       ("tensor.register_hook(hook)", "tensor.register_post_accumulate_grad_hook(hook)")),
          expect=["accumulated x.grad", "the gradient the hook receives"]),
     dict(exercise="record_grads", kind="wrong", why="registers the hook twice", clause="one-hook",
-         source=edited(RECORD, ("    return tensor.register_hook(hook)",
-                                "    tensor.register_hook(hook)\n    return tensor.register_hook(hook)")),
+         source=edited(reference("record_grads"),
+                       ("    return tensor.register_hook(hook)",
+                        "    tensor.register_hook(hook)\n"
+                        "    return tensor.register_hook(hook)")),
          expect=["registered 2 hooks on x", "register one hook, once"]),
     dict(exercise="record_grads", kind="wrong", why="puts the newest gradient first", clause="appends",
-         source=edited(RECORD, ("store.append(grad.detach().clone())", "store.insert(0, grad.detach().clone())")),
+         source=edited(reference("record_grads"),
+                       ("store.append(grad.detach().clone())", "store.insert(0, grad.detach().clone())")),
          expect=["newest first", "at the end of the list"]),
     dict(exercise="record_grads", kind="wrong", why="keeps only the latest gradient", clause="appends",
-         source=edited(RECORD, ("store.append(grad.detach().clone())", "store[:] = [grad.detach().clone()]")),
+         source=edited(reference("record_grads"),
+                       ("store.append(grad.detach().clone())", "store[:] = [grad.detach().clone()]")),
          expect=["store holds 1 gradient(s); expected 2", "append each incoming gradient"]),
     dict(exercise="record_grads", kind="wrong", why="returns the first handle of a shared list", clause="remove-stops",
-         source='''
-import torch
-
-handles = []
-
-
-def record_grads(tensor, store):
-    def hook(grad):
-        store.append(grad.detach().clone())
-
-    handles.append(tensor.register_hook(hook))
-    return handles[0]
-''',
+         source=edited(reference("record_grads"),
+                       ("import torch", "import torch\n\nhandles = []"),
+                       ("    return tensor.register_hook(hook)",
+                        "    handles.append(tensor.register_hook(hook))\n"
+                        "    return handles[0]")),
          expect=["after handle.remove(), recording went on", "the handle of the hook you registered"]),
     dict(exercise="record_grads", kind="wrong", why="returns the hook function", clause="handle",
-         source=edited(RECORD, ("    return tensor.register_hook(hook)", "    tensor.register_hook(hook)\n    return hook")),
+         source=edited(reference("record_grads"),
+                       ("    return tensor.register_hook(hook)", "    tensor.register_hook(hook)\n    return hook")),
          expect=["returned function", "RemovableHandle"]),
     dict(exercise="record_grads", kind="wrong", why="clips the gradient in place after recording it",
          clause="not-modify-grad",
-         source=edited(RECORD, ("        store.append(grad.detach().clone())",
-                                "        store.append(grad.detach().clone())\n        grad.clamp_(-1.0, 1.0)")),
+         source=edited(reference("record_grads"),
+                       ("        store.append(grad.detach().clone())",
+                        "        store.append(grad.detach().clone())\n"
+                        "        grad.clamp_(-1.0, 1.0)")),
          expect=["changed the gradient in place", "leave the gradient itself alone"]),
     dict(exercise="record_grads", kind="wrong", why="clears tensor.grad to start fresh", clause="not-modify-tensor",
-         source=edited(RECORD, ("    return tensor.register_hook(hook)",
-                                "    tensor.grad = None\n    return tensor.register_hook(hook)")),
+         source=edited(reference("record_grads"),
+                       ("    return tensor.register_hook(hook)",
+                        "    tensor.grad = None\n"
+                        "    return tensor.register_hook(hook)")),
          expect=["changed the .grad of the tensor", "leave the tensor alone"]),
     dict(exercise="record_grads", kind="wrong", why="calls retain_grad on the tensor", clause="not-modify-tensor",
-         source=edited(RECORD, ("    return tensor.register_hook(hook)",
-                                "    if not tensor.is_leaf:\n        tensor.retain_grad()\n"
-                                "    return tensor.register_hook(hook)")),
+         source=edited(reference("record_grads"),
+                       ("    return tensor.register_hook(hook)",
+                        "    if not tensor.is_leaf:\n"
+                        "        tensor.retain_grad()\n"
+                        "    return tensor.register_hook(hook)")),
          expect=["retain_grad()", "changes h"]),
     dict(exercise="record_grads", kind="right", why="lambda returning the gradient itself",
          source='''
@@ -886,53 +578,48 @@ def record_grads(tensor, store):
          expect=[]),
     # ------------------------------------------------------------------ written from the docstrings alone
     dict(exercise="double_grad", kind="wrong", why="copies through torch.tensor", clause="differentiable",
-         source=edited(DOUBLE, ("    return grad * 2", "    return torch.tensor(2 * grad)")),
+         source=edited(reference("double_grad"), ("    return grad * 2", "    return torch.tensor(2 * grad)")),
          expect=["create_graph=True", "no longer requires grad"]),
     dict(exercise="double_grad", kind="wrong", why="doubles the detached result of mul", clause="differentiable",
-         source=edited(DOUBLE, ("grad * 2", "grad.mul(2).detach()")),
+         source=edited(reference("double_grad"), ("grad * 2", "grad.mul(2).detach()")),
          expect=["create_graph=True", "no longer requires grad"]),
     dict(exercise="make_clip_hook", kind="wrong", why="torch.renorm", clause="l2-all-elements",
-         source=edited(CLIP, ("        norm = grad.norm()\n        if norm > max_norm:\n"
-                              "            return grad * (max_norm / norm)\n        return grad",
-                              "        return grad.renorm(2, 0, max_norm)")),
+         source=edited(reference("make_clip_hook"),
+                       ("        norm = grad.norm()\n"
+                        "        if norm > max_norm:\n"
+                        "            return grad * (max_norm / norm)\n"
+                        "        return grad",
+                        "        return grad.renorm(2, 0, max_norm)")),
          expect=["norm along one dimension", "over all elements"]),
     dict(exercise="make_clip_hook", kind="wrong", why="clip_grad_norm_ on the gradient", clause="rescale",
-         source=edited(CLIP, ("        norm = grad.norm()\n        if norm > max_norm:\n"
-                              "            return grad * (max_norm / norm)\n        return grad",
-                              "        torch.nn.utils.clip_grad_norm_([grad], max_norm)")),
+         source=edited(reference("make_clip_hook"),
+                       ("        norm = grad.norm()\n"
+                        "        if norm > max_norm:\n"
+                        "            return grad * (max_norm / norm)\n"
+                        "        return grad",
+                        "        torch.nn.utils.clip_grad_norm_([grad], max_norm)")),
          expect=["returned none", "return the new gradient"]),
     dict(exercise="record_grads", kind="wrong", why="cpu() taken for a copy", clause="detached",
-         source=edited(RECORD, ("grad.detach().clone()", "grad.cpu()")),
+         source=edited(reference("record_grads"), ("grad.detach().clone()", "grad.cpu()")),
          expect=["create_graph=True", "still requires grad", "detach it"]),
     dict(exercise="record_grads", kind="wrong", why="detach().cpu() is no copy on the CPU", clause="cloned",
-         source=edited(RECORD, ("grad.detach().clone()", "grad.detach().cpu()")),
+         source=edited(reference("record_grads"), ("grad.detach().clone()", "grad.detach().cpu()")),
          expect=["changed after the second backward", "clone it"]),
     dict(exercise="record_grads", kind="wrong", why="stores grad.data", clause="cloned",
-         source=edited(RECORD, ("grad.detach().clone()", "grad.data")),
+         source=edited(reference("record_grads"), ("grad.detach().clone()", "grad.data")),
          expect=["changed after the second backward", "clone it"]),
     dict(exercise="record_grads", kind="right", why="detach().to(copy=True)",
-         source=edited(RECORD, ("grad.detach().clone()", "grad.detach().to('cpu', copy=True)")),
+         source=edited(reference("record_grads"), ("grad.detach().clone()", "grad.detach().to('cpu', copy=True)")),
          expect=[]),
     # ------------------------------------------------------------------ review: written from the docstrings alone
     dict(exercise="make_clip_hook", kind="wrong", why="max_norm kept in a global", clause="own-max-norm",
-         source='''
-import torch
-
-LIMIT = None
-
-
-def make_clip_hook(max_norm):
-    global LIMIT
-    LIMIT = max_norm
-
-    def hook(grad):
-        norm = grad.norm()
-        if norm > LIMIT:
-            return grad * (LIMIT / norm)
-        return grad
-
-    return hook
-''',
+         source=edited(reference("make_clip_hook"),
+                       ("import torch", "import torch\n\nLIMIT = None"),
+                       ("    def hook(grad):", "    global LIMIT\n    LIMIT = max_norm\n\n    def hook(grad):"),
+                       ("        if norm > max_norm:\n"
+                        "            return grad * (max_norm / norm)",
+                        "        if norm > LIMIT:\n"
+                        "            return grad * (LIMIT / norm)")),
          expect=["clipped to 2.0, the max_norm of another hook", "keep its own max_norm"]),
     dict(exercise="make_clip_hook", kind="wrong", why="max_norm kept on the class of a callable", clause="own-max-norm",
          source='''
@@ -955,48 +642,50 @@ def make_clip_hook(max_norm):
 ''',
          expect=["the max_norm of another hook", "not in a global or class attribute"]),
     dict(exercise="make_clip_hook", kind="wrong", why="clamps in place, as public clipping hooks do", clause="not-in-place",
-         source=edited(CLIP, ("        norm = grad.norm()\n        if norm > max_norm:\n"
-                              "            return grad * (max_norm / norm)\n        return grad",
-                              "        return grad.clamp_(-max_norm, max_norm)")),
+         source=edited(reference("make_clip_hook"),
+                       ("        norm = grad.norm()\n"
+                        "        if norm > max_norm:\n"
+                        "            return grad * (max_norm / norm)\n"
+                        "        return grad",
+                        "        return grad.clamp_(-max_norm, max_norm)")),
          expect=["changed `grad` in place"]),
     dict(exercise="record_grads", kind="wrong", why="stores a float32 copy", clause="clone-same-dtype",
-         source=edited(RECORD, ("grad.detach().clone()", "grad.detach().clone().float()")),
+         source=edited(reference("record_grads"), ("grad.detach().clone()", "grad.detach().clone().float()")),
          expect=["float64 gradient was recorded", "keeps the gradient's dtype"]),
     dict(exercise="record_grads", kind="wrong", why="stores copy.deepcopy(grad)", clause="detached",
-         source=edited(RECORD, ("import torch", "import copy\n\nimport torch"),
+         source=edited(reference("record_grads"),
+                       ("import torch", "import copy\n\nimport torch"),
                        ("grad.detach().clone()", "copy.deepcopy(grad)")),
          expect=["create_graph=True", "deepcopy protocol"]),
     dict(exercise="record_grads", kind="wrong", why="keeps every gradient in a list of its own too", clause="appends",
-         source='''
-import torch
-
-SEEN = []
-
-
-def record_grads(tensor, store):
-    def hook(grad):
-        SEEN.append(grad.detach().clone())
-        store[:] = SEEN
-
-    return tensor.register_hook(hook)
-''',
+         source=edited(reference("record_grads"),
+                       ("import torch", "import torch\n\nSEEN = []"),
+                       ("        store.append(grad.detach().clone())",
+                        "        SEEN.append(grad.detach().clone())\n"
+                        "        store[:] = SEEN")),
          expect=["the new list passed as store holds", "not to a list of your own"]),
     dict(exercise="double_grad", kind="wrong", why="doubles through numpy", clause="differentiable",
-         source=edited(DOUBLE, ("    return grad * 2", "    return torch.from_numpy(grad.numpy() * 2)")),
+         source=edited(reference("double_grad"),
+                       ("    return grad * 2", "    return torch.from_numpy(grad.numpy() * 2)")),
          expect=["create_graph=True", "can't call numpy() on tensor that requires grad"]),
     dict(exercise="double_grad", kind="wrong", why="writes into an out= tensor", clause="differentiable",
-         source=edited(DOUBLE, ("    return grad * 2", "    return torch.mul(grad, 2, out=torch.empty_like(grad))")),
+         source=edited(reference("double_grad"),
+                       ("    return grad * 2", "    return torch.mul(grad, 2, out=torch.empty_like(grad))")),
          expect=["create_graph=True", "out=... arguments don't support automatic differentiation"]),
     dict(exercise="make_clip_hook", kind="right", why="min of 1 and the ratio",
-         source=edited(CLIP, ("        norm = grad.norm()\n        if norm > max_norm:\n"
-                              "            return grad * (max_norm / norm)\n        return grad",
-                              "        return grad * min(1.0, max_norm / grad.norm())")),
+         source=edited(reference("make_clip_hook"),
+                       ("        norm = grad.norm()\n"
+                        "        if norm > max_norm:\n"
+                        "            return grad * (max_norm / norm)\n"
+                        "        return grad",
+                        "        return grad * min(1.0, max_norm / grad.norm())")),
          expect=[]),
     dict(exercise="record_grads", kind="wrong", why="stores a clone with requires_grad_()", clause="detached",
-         source=edited(RECORD, ("grad.detach().clone()", "grad.detach().clone().requires_grad_()")),
+         source=edited(reference("record_grads"),
+                       ("grad.detach().clone()", "grad.detach().clone().requires_grad_()")),
          expect=["requires_grad=True", "without requires_grad_()"]),
     dict(exercise="double_grad", kind="wrong", why="adds a detached copy to grad", clause="differentiable",
-         source=edited(DOUBLE, ("    return grad * 2", "    return grad + grad.detach()")),
+         source=edited(reference("double_grad"), ("    return grad * 2", "    return grad + grad.detach()")),
          expect=["second derivative", "differentiable function of grad"]),
     dict(exercise="record_grads", kind="wrong", why="removes the recording an earlier call started", clause="each-call",
          source='''
@@ -1025,7 +714,10 @@ def record_grads(tensor, store):
 ''',
          expect=["and second 0; expected 1 each", "each call registers its own hook"]),
     dict(exercise="record_grads", kind="wrong", why="registers in a with block, which removes the hook", clause="one-hook",
-         source=edited(RECORD, ("    return tensor.register_hook(hook)",
-                                "    with tensor.register_hook(hook) as handle:\n        pass\n    return handle")),
+         source=edited(reference("record_grads"),
+                       ("    return tensor.register_hook(hook)",
+                        "    with tensor.register_hook(hook) as handle:\n"
+                        "        pass\n"
+                        "    return handle")),
          expect=["no hook of its own left on x", "a `with` block around register_hook"]),
 ]
