@@ -2,7 +2,7 @@
 tests/course/test_mistake_catalogue.py; CLAUSES and NOT_CLAUSES, the clause → check table, in
 tests/course/test_contract_clauses.py."""
 
-from mistakes import edited
+from mistakes import edited, reference
 
 CLAUSES = {
     "grad_with_temporary_hook": {
@@ -61,99 +61,42 @@ NOT_CLAUSES = {
     },
 }
 
-GRAD = '''
-import torch
-
-
-def grad_with_temporary_hook(x, hook, loss_fn):
-    with x.register_hook(hook):
-        loss = loss_fn(x)
-        (grad,) = torch.autograd.grad(loss, x)
-    return grad
-'''
-
-GROUP = '''
-class HookGroup:
-    def __init__(self):
-        self.handles = []
-
-    def add(self, handle):
-        self.handles.append(handle)
-        return handle
-
-    def __len__(self):
-        return len(self.handles)
-
-    def remove(self):
-        while self.handles:
-            self.handles.pop().remove()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, exc_type, exc_value, traceback):
-        self.remove()
-        return False
-'''
-
-NAMED = '''
-def register_named_hook(module, name, hook):
-    registry = module.__dict__.setdefault("named_hooks", {})
-    if name in registry:
-        registry[name].remove()
-    registry[name] = module.register_forward_hook(hook)
-    return registry[name]
-'''
-
 ENTRIES = [
     # ------------------------------------------------------------------ grad_with_temporary_hook
     dict(exercise="grad_with_temporary_hook", kind="wrong", why="never removes the hook", clause="removed-on-return",
-         source='''
-import torch
-
-
-def grad_with_temporary_hook(x, hook, loss_fn):
-    x.register_hook(hook)
-    loss = loss_fn(x)
-    return torch.autograd.grad(loss, x)[0]
-''',
+         source=edited(reference("grad_with_temporary_hook"),
+                       ("    with x.register_hook(hook):\n"
+                        "        loss = loss_fn(x)\n"
+                        "        (grad,) = torch.autograd.grad(loss, x)",
+                        "    x.register_hook(hook)\n"
+                        "    loss = loss_fn(x)\n"
+                        "    (grad,) = torch.autograd.grad(loss, x)")),
          expect=["after it returned", "still registered"]),
     dict(exercise="grad_with_temporary_hook", kind="wrong", why="removes the hook only on success", clause="removed-on-raise",
-         source='''
-import torch
-
-
-def grad_with_temporary_hook(x, hook, loss_fn):
-    handle = x.register_hook(hook)
-    loss = loss_fn(x)
-    grad = torch.autograd.grad(loss, x)[0]
-    handle.remove()
-    return grad
-''',
+         source=edited(reference("grad_with_temporary_hook"),
+                       ("    with x.register_hook(hook):\n"
+                        "        loss = loss_fn(x)\n"
+                        "        (grad,) = torch.autograd.grad(loss, x)",
+                        "    handle = x.register_hook(hook)\n"
+                        "    loss = loss_fn(x)\n"
+                        "    grad = torch.autograd.grad(loss, x)[0]\n"
+                        "    handle.remove()")),
          expect=["after the exception", "still registered", "try/finally"]),
     dict(exercise="grad_with_temporary_hook", kind="wrong", why="uses backward and leaves x.grad set", clause="grad-kept",
-         source='''
-import torch
-
-
-def grad_with_temporary_hook(x, hook, loss_fn):
-    with x.register_hook(hook):
-        loss_fn(x).backward()
-    return x.grad
-''',
+         source=edited(reference("grad_with_temporary_hook"),
+                       ("        loss = loss_fn(x)\n"
+                        "        (grad,) = torch.autograd.grad(loss, x)\n"
+                        "    return grad",
+                        "        loss_fn(x).backward()\n"
+                        "    return x.grad")),
          expect=["x.grad was None before the call", "must stay None"]),
     dict(exercise="grad_with_temporary_hook", kind="wrong", why="uses backward and zeroes x.grad afterwards", clause="grad-kept",
-         source='''
-import torch
-
-
-def grad_with_temporary_hook(x, hook, loss_fn):
-    with x.register_hook(hook):
-        loss_fn(x).backward()
-    grad = x.grad.clone()
-    x.grad.zero_()
-    return grad
-''',
+         source=edited(reference("grad_with_temporary_hook"),
+                       ("        loss = loss_fn(x)\n"
+                        "        (grad,) = torch.autograd.grad(loss, x)",
+                        "        loss_fn(x).backward()\n"
+                        "    grad = x.grad.clone()\n"
+                        "    x.grad.zero_()")),
          expect=["must stay None"]),
     dict(exercise="grad_with_temporary_hook", kind="wrong", why="swallows the exception", clause="propagate",
          source='''
@@ -186,49 +129,31 @@ def grad_with_temporary_hook(x, hook, loss_fn):
 ''',
          expect=["raised RuntimeError", "propagate unchanged"]),
     dict(exercise="grad_with_temporary_hook", kind="wrong", why="registers the hook on the loss", clause="register-on-x",
-         source='''
-import torch
-
-
-def grad_with_temporary_hook(x, hook, loss_fn):
-    loss = loss_fn(x)
-    with loss.register_hook(hook):
-        (grad,) = torch.autograd.grad(loss, x)
-    return grad
-''',
+         source=edited(reference("grad_with_temporary_hook"),
+                       ("    with x.register_hook(hook):\n"
+                        "        loss = loss_fn(x)",
+                        "    loss = loss_fn(x)\n"
+                        "    with loss.register_hook(hook):")),
          expect=["not on the loss"]),
     dict(exercise="grad_with_temporary_hook", kind="wrong", why="computes the gradient after removing the hook", clause="computed-with-hook",
-         source='''
-import torch
-
-
-def grad_with_temporary_hook(x, hook, loss_fn):
-    with x.register_hook(hook):
-        loss = loss_fn(x)
-    (grad,) = torch.autograd.grad(loss, x)
-    return grad
-''',
+         source=edited(reference("grad_with_temporary_hook"),
+                       ("        (grad,) = torch.autograd.grad(loss, x)",
+                        "    (grad,) = torch.autograd.grad(loss, x)")),
          expect=["never called", "while it is registered"]),
     dict(exercise="grad_with_temporary_hook", kind="wrong", why="returns the tuple from autograd.grad", clause="shape",
-         source='''
-import torch
-
-
-def grad_with_temporary_hook(x, hook, loss_fn):
-    with x.register_hook(hook):
-        return torch.autograd.grad(loss_fn(x), x)
-''',
+         source=edited(reference("grad_with_temporary_hook"),
+                       ("        loss = loss_fn(x)\n"
+                        "        (grad,) = torch.autograd.grad(loss, x)\n"
+                        "    return grad",
+                        "        return torch.autograd.grad(loss_fn(x), x)")),
          expect=["returned tuple", "expected the gradient"]),
     dict(exercise="grad_with_temporary_hook", kind="wrong", why="calls the hook by hand and ignores its result", clause="register-on-x",
-         source='''
-import torch
-
-
-def grad_with_temporary_hook(x, hook, loss_fn):
-    (grad,) = torch.autograd.grad(loss_fn(x), x)
-    hook(grad)
-    return grad
-''',
+         source=edited(reference("grad_with_temporary_hook"),
+                       ("    with x.register_hook(hook):\n"
+                        "        loss = loss_fn(x)\n"
+                        "        (grad,) = torch.autograd.grad(loss, x)",
+                        "    (grad,) = torch.autograd.grad(loss_fn(x), x)\n"
+                        "    hook(grad)")),
          expect=["called it yourself", "register it with x.register_hook(hook)"]),
     dict(exercise="grad_with_temporary_hook", kind="right", why="try-finally with handle.remove",
          source='''
@@ -278,77 +203,26 @@ def grad_with_temporary_hook(x, hook, loss_fn):
 
     # ------------------------------------------------------------------ HookGroup
     dict(exercise="HookGroup", kind="wrong", why="handles in a class-level list", clause="starts-empty",
-         source='''
-class HookGroup:
-    handles = []
-
-    def add(self, handle):
-        self.handles.append(handle)
-        return handle
-
-    def __len__(self):
-        return len(self.handles)
-
-    def remove(self):
-        while self.handles:
-            self.handles.pop().remove()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, exc_type, exc_value, traceback):
-        self.remove()
-        return False
-''',
+         source=edited(reference("HookGroup"),
+                       ("    def __init__(self):", "    _handles = []\n\n    def __init__(self):"),
+                       ("        self._handles = []", "        pass")),
          expect=["second HookGroup()", "already holds 3", "not a class attribute"]),
     dict(exercise="HookGroup", kind="wrong", why="remove does not empty the group", clause="remove-empties",
-         source='''
-class HookGroup:
-    def __init__(self):
-        self.handles = []
-
-    def add(self, handle):
-        self.handles.append(handle)
-        return handle
-
-    def __len__(self):
-        return len(self.handles)
-
-    def remove(self):
-        for handle in self.handles:
-            handle.remove()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, exc_type, exc_value, traceback):
-        self.remove()
-''',
+         source=edited(reference("HookGroup"),
+                       ("        handles, self._handles = self._handles, []\n"
+                        "        for handle in reversed(handles):\n"
+                        "            handle.remove()",
+                        "        for handle in self._handles:\n"
+                        "            handle.remove()")),
          expect=["len(group) is 3", "must be emptied"]),
     dict(exercise="HookGroup", kind="wrong", why="removes from the list while iterating over it", clause="remove-all",
-         source='''
-class HookGroup:
-    def __init__(self):
-        self.handles = []
-
-    def add(self, handle):
-        self.handles.append(handle)
-        return handle
-
-    def __len__(self):
-        return len(self.handles)
-
-    def remove(self):
-        for handle in self.handles:
-            handle.remove()
-            self.handles.remove(handle)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, exc_type, exc_value, traceback):
-        self.remove()
-''',
+         source=edited(reference("HookGroup"),
+                       ("        handles, self._handles = self._handles, []\n"
+                        "        for handle in reversed(handles):\n"
+                        "            handle.remove()",
+                        "        for handle in self._handles:\n"
+                        "            handle.remove()\n"
+                        "            self._handles.remove(handle)")),
          expect=["1 of the 3 hooks still fired", "every held handle"]),
     dict(exercise="HookGroup", kind="wrong", why="second remove fails", clause="remove-repeat",
          source='''
@@ -376,145 +250,32 @@ class HookGroup:
 ''',
          expect=["group.remove() a second time raised TypeError", "for handle in self.handles:"]),
     dict(exercise="HookGroup", kind="wrong", why="__enter__ returns None", clause="binds",
-         source='''
-class HookGroup:
-    def __init__(self):
-        self.handles = []
-
-    def add(self, handle):
-        self.handles.append(handle)
-        return handle
-
-    def __len__(self):
-        return len(self.handles)
-
-    def remove(self):
-        while self.handles:
-            self.handles.pop().remove()
-
-    def __enter__(self):
-        pass
-
-    def __exit__(self, exc_type, exc_value, traceback):
-        self.remove()
-''',
+         source=edited(reference("HookGroup"), ("        return self\n", "        pass\n")),
          expect=["bound group to None", "__enter__ must return the group itself"]),
     dict(exercise="HookGroup", kind="wrong", why="__exit__ returns True and swallows the exception", clause="not-swallowed",
-         source='''
-class HookGroup:
-    def __init__(self):
-        self.handles = []
-
-    def add(self, handle):
-        self.handles.append(handle)
-        return handle
-
-    def __len__(self):
-        return len(self.handles)
-
-    def remove(self):
-        while self.handles:
-            self.handles.pop().remove()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, exc_type, exc_value, traceback):
-        self.remove()
-        return True
-''',
+         source=edited(reference("HookGroup"), ("        return False", "        return True")),
          expect=["exception was swallowed", "return False or None"]),
     dict(exercise="HookGroup", kind="wrong", why="__exit__ does not remove", clause="exit-removes",
-         source='''
-class HookGroup:
-    def __init__(self):
-        self.handles = []
-
-    def add(self, handle):
-        self.handles.append(handle)
-        return handle
-
-    def __len__(self):
-        return len(self.handles)
-
-    def remove(self):
-        while self.handles:
-            self.handles.pop().remove()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, exc_type, exc_value, traceback):
-        return False
-''',
+         source=edited(reference("HookGroup"),
+                       ("        self.remove()\n        return False", "        return False")),
          expect=["the with block ended", "still registered"]),
     dict(exercise="HookGroup", kind="wrong", why="add returns None", clause="add-returns",
-         source='''
-class HookGroup:
-    def __init__(self):
-        self.handles = []
-
-    def add(self, handle):
-        self.handles.append(handle)
-
-    def __len__(self):
-        return len(self.handles)
-
-    def remove(self):
-        while self.handles:
-            self.handles.pop().remove()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, exc_type, exc_value, traceback):
-        self.remove()
-''',
+         source=edited(reference("HookGroup"),
+                       ("        self._handles.append(handle)\n"
+                        "        return handle",
+                        "        self._handles.append(handle)")),
          expect=["group.add(handle) returned None", "the handle it was given"]),
     dict(exercise="HookGroup", kind="wrong", why="no __len__", clause="len",
-         source='''
-class HookGroup:
-    def __init__(self):
-        self.handles = []
-
-    def add(self, handle):
-        self.handles.append(handle)
-        return handle
-
-    def remove(self):
-        while self.handles:
-            self.handles.pop().remove()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, exc_type, exc_value, traceback):
-        self.remove()
-''',
+         source=edited(reference("HookGroup"),
+                       ("    def __len__(self):\n"
+                        '        """The number of handles held."""\n'
+                        "        return len(self._handles)\n"
+                        "\n",
+                        "")),
          expect=["len(group) on a new group raised TypeError", "has no len()"]),
     dict(exercise="HookGroup", kind="wrong", why="__exit__ without the exception arguments", clause="exit-removes",
-         source='''
-class HookGroup:
-    def __init__(self):
-        self.handles = []
-
-    def add(self, handle):
-        self.handles.append(handle)
-        return handle
-
-    def __len__(self):
-        return len(self.handles)
-
-    def remove(self):
-        while self.handles:
-            self.handles.pop().remove()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self):
-        self.remove()
-''',
+         source=edited(reference("HookGroup"),
+                       ("def __exit__(self, exc_type, exc_value, traceback):", "def __exit__(self):")),
          expect=["`with HookGroup() as group:` raised TypeError", "__exit__()", "positional argument"]),
     dict(exercise="HookGroup", kind="right", why="dict keyed by handle id",
          source='''
@@ -598,41 +359,22 @@ def register_named_hook(module, name, hook):
 ''',
          expect=["on a second module", "one registry per module"]),
     dict(exercise="register_named_hook", kind="wrong", why="never removes the earlier hook", clause="replaces-same-name",
-         source='''
-def register_named_hook(module, name, hook):
-    registry = module.__dict__.setdefault("named_hooks", {})
-    registry[name] = module.register_forward_hook(hook)
-    return registry[name]
-''',
+         source=edited(reference("register_named_hook"),
+                       ("    if previous is not None:\n        previous.remove()\n", "")),
          expect=["ran it 3 times", "remove the hook registered earlier under the same name"]),
     dict(exercise="register_named_hook", kind="wrong", why="registers a forward pre-hook", clause="forward-hook",
-         source='''
-def register_named_hook(module, name, hook):
-    registry = module.__dict__.setdefault("named_hooks", {})
-    if name in registry:
-        registry[name].remove()
-    registry[name] = module.register_forward_pre_hook(hook)
-    return registry[name]
-''',
+         source=edited(reference("register_named_hook"),
+                       ("handle = module.register_forward_hook(hook)",
+                        "handle = module.register_forward_pre_hook(hook)")),
          expect=["called with 2 arguments", "not register_forward_pre_hook"]),
     dict(exercise="register_named_hook", kind="wrong", why="returns None", clause="returns-handle",
-         source='''
-def register_named_hook(module, name, hook):
-    registry = module.__dict__.setdefault("named_hooks", {})
-    if name in registry:
-        registry[name].remove()
-    registry[name] = module.register_forward_hook(hook)
-''',
+         source=edited(reference("register_named_hook"),
+                       ("    registry[name] = handle\n    return handle", "    registry[name] = handle")),
          expect=["returned None", "expected the handle"]),
     dict(exercise="register_named_hook", kind="wrong", why="keeps one hook per module whatever the name", clause="names-coexist",
-         source='''
-def register_named_hook(module, name, hook):
-    previous = getattr(module, "named_hook", None)
-    if previous is not None:
-        previous.remove()
-    module.named_hook = module.register_forward_hook(hook)
-    return module.named_hook
-''',
+         source=edited(reference("register_named_hook"),
+                       ("registry.pop(name, None)", 'registry.pop("hook", None)'),
+                       ("    registry[name] = handle", '    registry["hook"] = handle')),
          expect=["different names must coexist"]),
     dict(exercise="register_named_hook", kind="wrong", why="clears every forward hook of the module", clause="others-alone",
          source='''
@@ -695,8 +437,12 @@ def register_named_hook(module, name, hook):
     # ------------------------------------------------------------------ added for the clause table
     dict(exercise="grad_with_temporary_hook", kind="wrong", why="registers a wrapper that drops the hook's return",
          clause="hook-return",
-         source=edited(GRAD, ("    with x.register_hook(hook):",
-                              "    def observe(grad):\n        hook(grad)\n\n    with x.register_hook(observe):")),
+         source=edited(reference("grad_with_temporary_hook"),
+                       ("    with x.register_hook(hook):",
+                        "    def observe(grad):\n"
+                        "        hook(grad)\n"
+                        "\n"
+                        "    with x.register_hook(observe):")),
          expect=["returned w", "before the hook changed it"]),
     dict(exercise="grad_with_temporary_hook", kind="wrong", why="returns what the hook returned", clause="hook-none",
          source='''
@@ -750,15 +496,22 @@ def grad_with_temporary_hook(x, hook, loss_fn):
          expect=["x already had another hook", "remove only the hook you registered"]),
     dict(exercise="grad_with_temporary_hook", kind="wrong", why="turns autograd's RuntimeError into zeros",
          clause="propagate",
-         source=edited(GRAD, ("        (grad,) = torch.autograd.grad(loss, x)",
-                              "        try:\n            (grad,) = torch.autograd.grad(loss, x)\n"
-                              "        except RuntimeError:\n            return torch.zeros_like(x)")),
+         source=edited(reference("grad_with_temporary_hook"),
+                       ("        (grad,) = torch.autograd.grad(loss, x)",
+                        "        try:\n"
+                        "            (grad,) = torch.autograd.grad(loss, x)\n"
+                        "        except RuntimeError:\n"
+                        "            return torch.zeros_like(x)")),
          expect=["autograd raises runtimeerror", "returned normally", "not be swallowed"]),
     dict(exercise="grad_with_temporary_hook", kind="wrong", why="clears x.grad to start clean", clause="grad-kept",
-         source=edited(GRAD, ("    with x.register_hook(hook):", "    x.grad = None\n    with x.register_hook(hook):")),
+         source=edited(reference("grad_with_temporary_hook"),
+                       ("    with x.register_hook(hook):", "    x.grad = None\n    with x.register_hook(hook):")),
          expect=["before the call and None after", "must keep its value"]),
     dict(exercise="grad_with_temporary_hook", kind="wrong", why="registers the hook a second time", clause="register-on-x",
-         source=edited(GRAD, ("    with x.register_hook(hook):", "    x.register_hook(hook)\n    with x.register_hook(hook):")),
+         source=edited(reference("grad_with_temporary_hook"),
+                       ("    with x.register_hook(hook):",
+                        "    x.register_hook(hook)\n"
+                        "    with x.register_hook(hook):")),
          expect=["the hook ran twice", "register it once"]),
     dict(exercise="grad_with_temporary_hook", kind="right", why="removes in an except clause and re-raises",
          source='''
@@ -778,114 +531,114 @@ def grad_with_temporary_hook(x, hook, loss_fn):
          expect=[]),
 
     dict(exercise="HookGroup", kind="wrong", why="a default argument list", clause="starts-empty",
-         source=edited(GROUP, ("    def __init__(self):\n        self.handles = []",
-                               "    def __init__(self, handles=[]):\n        self.handles = handles")),
+         source=edited(reference("HookGroup"),
+                       ("    def __init__(self):", "    def __init__(self, handles=[]):"),
+                       ("        self._handles = []", "        self._handles = handles")),
          expect=["already holds 3", "default argument"]),
     dict(exercise="HookGroup", kind="wrong", why="remove goes through a list shared by all groups", clause="own-handles",
-         source='''
-class HookGroup:
-    every_handle = []  # so that remove() can clean up everything
-
-    def __init__(self):
-        self.handles = []
-
-    def add(self, handle):
-        self.handles.append(handle)
-        HookGroup.every_handle.append(handle)
-        return handle
-
-    def __len__(self):
-        return len(self.handles)
-
-    def remove(self):
-        for handle in HookGroup.every_handle:
-            handle.remove()
-        HookGroup.every_handle.clear()
-        self.handles.clear()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, exc_type, exc_value, traceback):
-        self.remove()
-''',
+         source=edited(reference("HookGroup"),
+                       ("    def __init__(self):",
+                        "    every_handle = []  # so that remove() can clean up everything\n"
+                        "\n"
+                        "    def __init__(self):"),
+                       ("        self._handles.append(handle)",
+                        "        self._handles.append(handle)\n"
+                        "        HookGroup.every_handle.append(handle)"),
+                       ("        handles, self._handles = self._handles, []\n"
+                        "        for handle in reversed(handles):\n"
+                        "            handle.remove()",
+                        "        for handle in HookGroup.every_handle:\n"
+                        "            handle.remove()\n"
+                        "        HookGroup.every_handle.clear()\n"
+                        "        self._handles.clear()")),
          expect=["removing one hookgroup removed the hooks of another group"]),
     dict(exercise="HookGroup", kind="wrong", why="__exit__ removes only when no exception", clause="exit-removes-on-error",
-         source=edited(GROUP, ("        self.remove()\n        return False",
-                               "        if exc_type is None:\n            self.remove()\n        return False")),
+         source=edited(reference("HookGroup"),
+                       ("        self.remove()\n"
+                        "        return False",
+                        "        if exc_type is None:\n"
+                        "            self.remove()\n"
+                        "        return False")),
          expect=["after an exception left the with block", "still registered"]),
     dict(exercise="HookGroup", kind="right", why="__exit__ returns self, which is false once empty",
-         source=edited(GROUP, ("        self.remove()\n        return False", "        self.remove()\n        return self")),
+         source=edited(reference("HookGroup"), ("        return False", "        return self")),
          expect=[]),
     dict(exercise="HookGroup", kind="wrong", why="__exit__ returns from a finally clause", clause="not-swallowed",
-         source=edited(GROUP, ("        self.remove()\n        return False",
-                               "        try:\n            self.remove()\n        finally:\n            return True")),
+         source=edited(reference("HookGroup"),
+                       ("        self.remove()\n"
+                        "        return False",
+                        "        try:\n"
+                        "            self.remove()\n"
+                        "        finally:\n"
+                        "            return True")),
          expect=["exception was swallowed", "return false or none"]),
     dict(exercise="HookGroup", kind="wrong", why="remove removes only the last handle", clause="remove-all",
-         source=edited(GROUP, ("        while self.handles:\n            self.handles.pop().remove()",
-                               "        if self.handles:\n            self.handles.pop().remove()\n"
-                               "        self.handles = []")),
+         source=edited(reference("HookGroup"),
+                       ("        handles, self._handles = self._handles, []\n"
+                        "        for handle in reversed(handles):\n"
+                        "            handle.remove()",
+                        "        if self._handles:\n"
+                        "            self._handles.pop().remove()\n"
+                        "        self._handles = []")),
          expect=["2 of the 3 hooks still fired", "every held handle"]),
     dict(exercise="HookGroup", kind="wrong", why="remove without calling handle.remove", clause="remove-all",
-         source=edited(GROUP, ("        while self.handles:\n            self.handles.pop().remove()",
-                               "        for handle in self.handles:\n            handle.remove\n"
-                               "        self.handles = []")),
+         source=edited(reference("HookGroup"), ("            handle.remove()", "            handle.remove")),
          expect=["3 of the 3 hooks still fired", "every held handle"]),
     dict(exercise="HookGroup", kind="wrong", why="__enter__ returns the list of handles", clause="binds",
-         source=edited(GROUP, ("    def __enter__(self):\n        return self", "    def __enter__(self):\n        return self.handles")),
+         source=edited(reference("HookGroup"), ("        return self\n", "        return self._handles\n")),
          expect=["bound group to list", "return self"]),
     dict(exercise="HookGroup", kind="wrong", why="add returns the group for chaining", clause="add-returns",
-         source=edited(GROUP, ("        self.handles.append(handle)\n        return handle",
-                               "        self.handles.append(handle)\n        return self")),
+         source=edited(reference("HookGroup"),
+                       ("        self._handles.append(handle)\n"
+                        "        return handle",
+                        "        self._handles.append(handle)\n"
+                        "        return self")),
          expect=["group.add(handle) returned HookGroup", "the handle it was given"]),
     dict(exercise="HookGroup", kind="wrong", why="__exit__ forgets the handles without removing them", clause="exit-removes",
-         source=edited(GROUP, ("        self.remove()\n        return False", "        self.handles.clear()\n        return False")),
+         source=edited(reference("HookGroup"),
+                       ("        self.remove()\n"
+                        "        return False",
+                        "        self._handles.clear()\n"
+                        "        return False")),
          expect=["the with block ended", "still registered"]),
     dict(exercise="HookGroup", kind="wrong", why="len counts every handle ever added", clause="remove-empties",
-         source=edited(GROUP, ("        self.handles.append(handle)\n        return handle",
-                               "        self.handles.append(handle)\n        self.count = getattr(self, 'count', 0) + 1\n"
-                               "        return handle"),
-                       ("        return len(self.handles)", "        return getattr(self, 'count', 0)")),
+         source=edited(reference("HookGroup"),
+                       ("        self._handles.append(handle)",
+                        "        self._handles.append(handle)\n"
+                        "        self.count = getattr(self, 'count', 0) + 1"),
+                       ("        return len(self._handles)", "        return getattr(self, 'count', 0)")),
          expect=["len(group) is 3", "must be emptied"]),
     dict(exercise="HookGroup", kind="right", why="__exit__ without a return statement",
-         source=edited(GROUP, ("        self.remove()\n        return False", "        self.remove()")),
+         source=edited(reference("HookGroup"),
+                       ("        self.remove()\n        return False", "        self.remove()")),
          expect=[]),
 
     dict(exercise="register_named_hook", kind="wrong", why="registers with with_kwargs=True", clause="registered-as-is",
-         source=edited(NAMED, ("module.register_forward_hook(hook)", "module.register_forward_hook(hook, with_kwargs=True)")),
+         source=edited(reference("register_named_hook"),
+                       ("handle = module.register_forward_hook(hook)",
+                        "handle = module.register_forward_hook(hook, with_kwargs=True)")),
          expect=["4 arguments", "with_kwargs=True"]),
     dict(exercise="register_named_hook", kind="wrong", why="wraps the hook and drops its return", clause="registered-as-is",
-         source='''
-def register_named_hook(module, name, hook):
-    registry = module.__dict__.setdefault("named_hooks", {})
-    if name in registry:
-        registry[name].remove()
-
-    def call(module, inputs, output):
-        hook(module, inputs, output)
-
-    registry[name] = module.register_forward_hook(call)
-    return registry[name]
-''',
+         source=edited(reference("register_named_hook"),
+                       ("    handle = module.register_forward_hook(hook)",
+                        "    def call(module, inputs, output):\n"
+                        "        hook(module, inputs, output)\n"
+                        "\n"
+                        "    handle = module.register_forward_hook(call)")),
          expect=["its return value was lost", "returns what the hook returns"]),
     dict(exercise="register_named_hook", kind="wrong", why="registers with prepend=True", clause="registered-as-is",
-         source=edited(NAMED, ("module.register_forward_hook(hook)", "module.register_forward_hook(hook, prepend=True)")),
+         source=edited(reference("register_named_hook"),
+                       ("handle = module.register_forward_hook(hook)",
+                        "handle = module.register_forward_hook(hook, prepend=True)")),
          expect=["ran before a hook registered on the module earlier", "prepend=True"]),
     dict(exercise="register_named_hook", kind="wrong", why="returns the earlier handle when it replaces one",
          clause="returns-handle",
-         source='''
-def register_named_hook(module, name, hook):
-    registry = module.__dict__.setdefault("named_hooks", {})
-    old = registry.get(name)
-    if old is not None:
-        old.remove()
-    registry[name] = module.register_forward_hook(hook)
-    return old or registry[name]
-''',
+         source=edited(reference("register_named_hook"), ("    return handle", "    return previous or handle")),
          expect=["replaced an earlier hook", "not the earlier one"]),
     dict(exercise="register_named_hook", kind="wrong", why="deletes the old entry of _forward_hooks itself",
          clause="replaces-same-name",
-         source=edited(NAMED, ("        registry[name].remove()", "        del module._forward_hooks[registry[name].id]")),
+         source=edited(reference("register_named_hook"),
+                       ("        previous.remove()", "        del module._forward_hooks[previous.id]")),
          expect=["removing its handle by hand", "raised KeyError"]),
     dict(exercise="register_named_hook", kind="wrong", why="one registry keyed by class name and name",
          clause="modules-separate",
@@ -903,16 +656,12 @@ def register_named_hook(module, name, hook):
          expect=["on a second module", "one registry per module"]),
     dict(exercise="register_named_hook", kind="wrong", why="removes the earlier hook only when it is the same function",
          clause="replaces-same-name",
-         source='''
-def register_named_hook(module, name, hook):
-    registry = module.__dict__.setdefault("named_hooks", {})
-    old = registry.get(name)
-    if old is not None and old[1] is hook:
-        old[0].remove()
-    handle = module.register_forward_hook(hook)
-    registry[name] = (handle, hook)
-    return handle
-''',
+         source=edited(reference("register_named_hook"),
+                       ("    if previous is not None:\n"
+                        "        previous.remove()",
+                        "    if previous is not None and previous[1] is hook:\n"
+                        "        previous[0].remove()"),
+                       ("    registry[name] = handle", "    registry[name] = (handle, hook)")),
          expect=["the new hook replaces the old"]),
     dict(exercise="register_named_hook", kind="right", why="a wrapper that returns the hook's result",
          source='''
@@ -933,20 +682,21 @@ def register_named_hook(module, name, hook):
     # ------------------------------------------------------------------ written from the docstrings alone
     dict(exercise="grad_with_temporary_hook", kind="wrong", why="torch.func.grad, which does not run the hook",
          clause="computed-with-hook",
-         source='''
-import torch
-import torch.func
-
-
-def grad_with_temporary_hook(x, hook, loss_fn):
-    with x.register_hook(hook):
-        return torch.func.grad(loss_fn)(x)
-''',
+         source=edited(reference("grad_with_temporary_hook"),
+                       ("import torch", "import torch\nimport torch.func"),
+                       ("        loss = loss_fn(x)\n"
+                        "        (grad,) = torch.autograd.grad(loss, x)\n"
+                        "    return grad",
+                        "        return torch.func.grad(loss_fn)(x)")),
          expect=["never called", "torch.func.grad does not run tensor hooks"]),
     dict(exercise="HookGroup", kind="wrong", why="remove deletes the list", clause="remove-empties",
-         source=edited(GROUP, ("        while self.handles:\n            self.handles.pop().remove()",
-                               "        for handle in self.handles:\n            handle.remove()\n"
-                               "        del self.handles")),
+         source=edited(reference("HookGroup"),
+                       ("        handles, self._handles = self._handles, []\n"
+                        "        for handle in reversed(handles):\n"
+                        "            handle.remove()",
+                        "        for handle in self._handles:\n"
+                        "            handle.remove()\n"
+                        "        del self._handles")),
          expect=["len(group) after group.remove() raised AttributeError"]),
     dict(exercise="HookGroup", kind="right", why="holds the bound remove methods",
          source='''
@@ -975,7 +725,7 @@ class HookGroup:
 ''',
          expect=[]),
     dict(exercise="register_named_hook", kind="wrong", why="returns the handle's id", clause="returns-handle",
-         source=edited(NAMED, ("    return registry[name]", "    return registry[name].id")),
+         source=edited(reference("register_named_hook"), ("    return handle", "    return handle.id")),
          expect=["returned int", "expected the handle"]),
     dict(exercise="register_named_hook", kind="right", why="one attribute per name on the module",
          source='''
@@ -1041,26 +791,27 @@ def grad_with_temporary_hook(x, hook, loss_fn):
          expect=["the leaf that x was computed from", "backward() wrote into it", "torch.autograd.grad"]),
     dict(exercise="grad_with_temporary_hook", kind="wrong", why="retain_grad on a non-leaf, x.grad restored",
          clause="retains-grad",
-         source='''
-import torch
-
-
-def grad_with_temporary_hook(x, hook, loss_fn):
-    saved = x.grad
-    x.grad = None
-    if not x.is_leaf:
-        x.retain_grad()
-    with x.register_hook(hook):
-        loss_fn(x).backward(inputs=[x])
-    grad, x.grad = x.grad, saved
-    return grad
-''',
+         source=edited(reference("grad_with_temporary_hook"),
+                       ("    with x.register_hook(hook):",
+                        "    saved = x.grad\n"
+                        "    x.grad = None\n"
+                        "    if not x.is_leaf:\n"
+                        "        x.retain_grad()\n"
+                        "    with x.register_hook(hook):"),
+                       ("        loss = loss_fn(x)\n"
+                        "        (grad,) = torch.autograd.grad(loss, x)",
+                        "        loss_fn(x).backward(inputs=[x])\n"
+                        "    grad, x.grad = x.grad, saved")),
          expect=["x.retains_grad is true", "every later backward"]),
     dict(exercise="grad_with_temporary_hook", kind="wrong", why="hook on a detached copy of x", clause="register-on-x",
-         source=edited(GRAD, ("    with x.register_hook(hook):\n        loss = loss_fn(x)\n"
-                              "        (grad,) = torch.autograd.grad(loss, x)",
-                              "    copy = x.detach().requires_grad_()\n    with copy.register_hook(hook):\n"
-                              "        loss = loss_fn(copy)\n        (grad,) = torch.autograd.grad(loss, copy)")),
+         source=edited(reference("grad_with_temporary_hook"),
+                       ("    with x.register_hook(hook):\n"
+                        "        loss = loss_fn(x)\n"
+                        "        (grad,) = torch.autograd.grad(loss, x)",
+                        "    copy = x.detach().requires_grad_()\n"
+                        "    with copy.register_hook(hook):\n"
+                        "        loss = loss_fn(copy)\n"
+                        "        (grad,) = torch.autograd.grad(loss, copy)")),
          expect=["autograd ran the hook", "registered on another tensor", "register it on x itself"]),
     dict(exercise="grad_with_temporary_hook", kind="wrong", why="returns the hook's value from a finally clause",
          clause="propagate",
@@ -1079,14 +830,18 @@ def grad_with_temporary_hook(x, hook, loss_fn):
 ''',
          expect=["returned normally", "not be swallowed"]),
     dict(exercise="grad_with_temporary_hook", kind="right", why="a wrapper around the hook, keyword arguments",
-         source=edited(GRAD, ("with x.register_hook(hook):", "with x.register_hook(lambda grad: hook(grad)):"),
+         source=edited(reference("grad_with_temporary_hook"),
+                       ("with x.register_hook(hook):", "with x.register_hook(lambda grad: hook(grad)):"),
                        ("torch.autograd.grad(loss, x)", "torch.autograd.grad(outputs=loss, inputs=[x])")),
          expect=[]),
     dict(exercise="HookGroup", kind="wrong", why="__exit__ removes the handles without emptying the group",
          clause="exit-removes",
-         source=edited(GROUP, ("    def __exit__(self, exc_type, exc_value, traceback):\n        self.remove()",
-                               "    def __exit__(self, exc_type, exc_value, traceback):\n"
-                               "        for handle in self.handles:\n            handle.remove()")),
+         source=edited(reference("HookGroup"),
+                       ("        self.remove()\n"
+                        "        return False",
+                        "        for handle in self._handles:\n"
+                        "            handle.remove()\n"
+                        "        return False")),
          expect=["len(group) is 2; expected 0", "__exit__ must call the group's remove()"]),
     dict(exercise="HookGroup", kind="right", why="an ExitStack subclass whose __exit__ calls remove",
          source='''
@@ -1179,18 +934,24 @@ def register_named_hook(module, name, hook):
 ''',
          expect=[]),
     dict(exercise="grad_with_temporary_hook", kind="wrong", why="hook on a view of x", clause="register-on-x",
-         source=edited(GRAD, ("    with x.register_hook(hook):\n        loss = loss_fn(x)\n"
-                              "        (grad,) = torch.autograd.grad(loss, x)",
-                              "    view = x.view_as(x)\n    with view.register_hook(hook):\n"
-                              "        loss = loss_fn(view)\n        (grad,) = torch.autograd.grad(loss, view)")),
+         source=edited(reference("grad_with_temporary_hook"),
+                       ("    with x.register_hook(hook):\n"
+                        "        loss = loss_fn(x)\n"
+                        "        (grad,) = torch.autograd.grad(loss, x)",
+                        "    view = x.view_as(x)\n"
+                        "    with view.register_hook(hook):\n"
+                        "        loss = loss_fn(view)\n"
+                        "        (grad,) = torch.autograd.grad(loss, view)")),
          expect=["autograd ran the hook", "a view or a copy of x"]),
     dict(exercise="grad_with_temporary_hook", kind="wrong", why="torch.autograd.functional.vjp", clause="computed-with-hook",
-         source=edited(GRAD, ("        loss = loss_fn(x)\n        (grad,) = torch.autograd.grad(loss, x)",
-                              "        _, grad = torch.autograd.functional.vjp(loss_fn, x)")),
+         source=edited(reference("grad_with_temporary_hook"),
+                       ("        loss = loss_fn(x)\n"
+                        "        (grad,) = torch.autograd.grad(loss, x)",
+                        "        _, grad = torch.autograd.functional.vjp(loss_fn, x)")),
          expect=["never called", "torch.autograd.functional differentiates a copy of x"]),
     dict(exercise="HookGroup", kind="wrong", why="__exit__ returns what remove() returns, True", clause="not-swallowed",
-         source=edited(GROUP, ("            self.handles.pop().remove()\n",
-                               "            self.handles.pop().remove()\n        return True\n"),
+         source=edited(reference("HookGroup"),
+                       ("            handle.remove()", "            handle.remove()\n        return True"),
                        ("        self.remove()\n        return False", "        return self.remove()")),
          expect=["exception was swallowed", "return false or none"]),
     dict(exercise="register_named_hook", kind="wrong", why="a manager object made in the cell", clause="survives-rerun",
@@ -1215,13 +976,17 @@ def register_named_hook(module, name, hook):
 ''',
          expect=["exercise cell was run a second time", "made anew when the cell runs again"]),
     dict(exercise="HookGroup", kind="wrong", why="remove empties the dicts the handles point to", clause="others-stay",
-         source=edited(GROUP, ("            self.handles.pop().remove()",
-                               "            hooks = self.handles.pop().hooks_dict_ref()\n"
-                               "            if hooks is not None:\n                hooks.clear()")),
+         source=edited(reference("HookGroup"),
+                       ("            handle.remove()",
+                        "            hooks = handle.hooks_dict_ref()\n"
+                        "            if hooks is not None:\n"
+                        "                hooks.clear()")),
          expect=["never added to the group was gone too", "only the handles the group holds"]),
     dict(exercise="HookGroup", kind="right", why="pops each handle's own entry from its dict",
-         source=edited(GROUP, ("            self.handles.pop().remove()",
-                               "            handle = self.handles.pop()\n            hooks = handle.hooks_dict_ref()\n"
-                               "            if hooks is not None:\n                hooks.pop(handle.id, None)")),
+         source=edited(reference("HookGroup"),
+                       ("            handle.remove()",
+                        "            hooks = handle.hooks_dict_ref()\n"
+                        "            if hooks is not None:\n"
+                        "                hooks.pop(handle.id, None)")),
          expect=[]),
 ]
