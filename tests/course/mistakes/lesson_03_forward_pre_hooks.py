@@ -1,287 +1,134 @@
 """Mistake catalogue for lesson 03, forward pre-hooks. The format of an entry is described in
 tests/course/test_mistake_catalogue.py."""
 
-from mistakes import edited
+from mistakes import edited, reference
 
 ENTRIES = [
     # ------------------------------------------------------------------ add_input_noise
     dict(exercise="add_input_noise", kind="wrong", clause="not-in-place", why="adds the noise to x in place",
-         source='''
-import torch
-
-
-def add_input_noise(module, std, generator=None):
-    def hook(mod, args):
-        if mod.training:
-            x = args[0]
-            x.add_(torch.randn(x.shape, generator=generator) * std)
-
-    return module.register_forward_pre_hook(hook)
-''',
+         source=edited(reference("add_input_noise"),
+                       ("        if not mod.training:\n"
+                        "            return None\n"
+                        "        x = args[0]\n"
+                        "        noise = torch.randn(x.shape, generator=generator, dtype=x.dtype, device=x.device) * std\n"
+                        "        return (x + noise, *args[1:])",
+                        "        if mod.training:\n"
+                        "            x = args[0]\n"
+                        "            x.add_(torch.randn(x.shape, generator=generator) * std)")),
          expect=["changed in place", "in-place operation"]),
     dict(exercise="add_input_noise", kind="wrong", clause="eval-unchanged", why="adds noise in eval mode too",
-         source='''
-import torch
-
-
-def add_input_noise(module, std, generator=None):
-    def hook(mod, args):
-        x = args[0]
-        return (x + torch.randn(x.shape, generator=generator) * std, *args[1:])
-
-    return module.register_forward_pre_hook(hook)
-''',
+         source=edited(reference("add_input_noise"),
+                       ("        if not mod.training:\n            return None", ""),
+                       ("        noise = torch.randn(x.shape, generator=generator, dtype=x.dtype, device=x.device) * std\n"
+                        "        return (x + noise, *args[1:])",
+                        "        return (x + torch.randn(x.shape, generator=generator) * std, *args[1:])")),
          expect=["eval mode", "module.training"]),
     dict(exercise="add_input_noise", kind="wrong", clause="mode-at-call", why="looks at the mode once, when registering",
-         source='''
-import torch
-
-
-def add_input_noise(module, std, generator=None):
-    training = module.training
-
-    def hook(mod, args):
-        if not training:
-            return None
-        x = args[0]
-        return (x + torch.randn(x.shape, generator=generator) * std, *args[1:])
-
-    return module.register_forward_pre_hook(hook)
-''',
+         source=edited(reference("add_input_noise"),
+                       ("    def hook(mod, args):", "    training = module.training\n\n    def hook(mod, args):"),
+                       ("mod.training:", "training:"),
+                       ("        noise = torch.randn(x.shape, generator=generator, dtype=x.dtype, device=x.device) * std\n"
+                        "        return (x + noise, *args[1:])",
+                        "        return (x + torch.randn(x.shape, generator=generator) * std, *args[1:])")),
          expect=["on every call", "not once when the hook is registered"]),
     dict(exercise="add_input_noise", kind="wrong", clause="generator", why="ignores the generator",
-         source='''
-import torch
-
-
-def add_input_noise(module, std, generator=None):
-    def hook(mod, args):
-        if not mod.training:
-            return None
-        x = args[0]
-        return (x + torch.randn_like(x) * std, *args[1:])
-
-    return module.register_forward_pre_hook(hook)
-''',
+         source=edited(reference("add_input_noise"),
+                       ("        noise = torch.randn(x.shape, generator=generator, dtype=x.dtype, device=x.device) * std\n"
+                        "        return (x + noise, *args[1:])",
+                        "        return (x + torch.randn_like(x) * std, *args[1:])")),
          expect=["seeded alike", "generator=generator"]),
     dict(exercise="add_input_noise", kind="wrong", clause="generator", why="a fixed-seed generator of its own",
-         source='''
-import torch
-
-
-def add_input_noise(module, std, generator=None):
-    own = torch.Generator().manual_seed(0)
-
-    def hook(mod, args):
-        if not mod.training:
-            return None
-        x = args[0]
-        return (x + torch.randn(x.shape, generator=own) * std, *args[1:])
-
-    return module.register_forward_pre_hook(hook)
-''',
+         source=edited(reference("add_input_noise"),
+                       ("    def hook(mod, args):",
+                        "    own = torch.Generator().manual_seed(0)\n"
+                        "\n"
+                        "    def hook(mod, args):"),
+                       ("        noise = torch.randn(x.shape, generator=generator, dtype=x.dtype, device=x.device) * std\n"
+                        "        return (x + noise, *args[1:])",
+                        "        return (x + torch.randn(x.shape, generator=own) * std, *args[1:])")),
          expect=["identical noise", "not from a generator of your own"]),
     dict(exercise="add_input_noise", kind="wrong", clause="std", why="scales by the variance std ** 2",
-         source='''
-import torch
-
-
-def add_input_noise(module, std, generator=None):
-    def hook(mod, args):
-        if not mod.training:
-            return None
-        x = args[0]
-        return (x + torch.randn(x.shape, generator=generator) * std ** 2, *args[1:])
-
-    return module.register_forward_pre_hook(hook)
-''',
+         source=edited(reference("add_input_noise"),
+                       ("        noise = torch.randn(x.shape, generator=generator, dtype=x.dtype, device=x.device) * std\n"
+                        "        return (x + noise, *args[1:])",
+                        "        return (x + torch.randn(x.shape, generator=generator) * std ** 2, *args[1:])")),
          expect=["standard deviation", "std squared, the variance"]),
     dict(exercise="add_input_noise", kind="wrong", clause="std", why="treats std as the variance (square root)",
-         source='''
-import math
-
-import torch
-
-
-def add_input_noise(module, std, generator=None):
-    def hook(mod, args):
-        if not mod.training:
-            return None
-        x = args[0]
-        return (x + torch.randn(x.shape, generator=generator) * math.sqrt(std), *args[1:])
-
-    return module.register_forward_pre_hook(hook)
-''',
+         source=edited(reference("add_input_noise"),
+                       ("import torch", "\nimport math\n\nimport torch"),
+                       ("        noise = torch.randn(x.shape, generator=generator, dtype=x.dtype, device=x.device) * std\n"
+                        "        return (x + noise, *args[1:])",
+                        "        return (x + torch.randn(x.shape, generator=generator) * math.sqrt(std), *args[1:])")),
          expect=["square root of std", "not the variance"]),
     dict(exercise="add_input_noise", kind="wrong", clause="std", why="forgets to scale by std",
-         source='''
-import torch
-
-
-def add_input_noise(module, std, generator=None):
-    def hook(mod, args):
-        if not mod.training:
-            return None
-        x = args[0]
-        return (x + torch.randn(x.shape, generator=generator), *args[1:])
-
-    return module.register_forward_pre_hook(hook)
-''',
+         source=edited(reference("add_input_noise"),
+                       ("        noise = torch.randn(x.shape, generator=generator, dtype=x.dtype, device=x.device) * std\n"
+                        "        return (x + noise, *args[1:])",
+                        "        return (x + torch.randn(x.shape, generator=generator), *args[1:])")),
          expect=["standard deviation of torch.randn itself"]),
     dict(exercise="add_input_noise", kind="wrong", clause="normal", why="uniform noise with the right spread",
-         source='''
-import torch
-
-
-def add_input_noise(module, std, generator=None):
-    def hook(mod, args):
-        if not mod.training:
-            return None
-        x = args[0]
-        uniform = torch.rand(x.shape, generator=generator) - 0.5
-        return (x + uniform * std * 12 ** 0.5, *args[1:])
-
-    return module.register_forward_pre_hook(hook)
-''',
+         source=edited(reference("add_input_noise"),
+                       ("        noise = torch.randn(x.shape, generator=generator, dtype=x.dtype, device=x.device) * std\n"
+                        "        return (x + noise, *args[1:])",
+                        "        uniform = torch.rand(x.shape, generator=generator) - 0.5\n"
+                        "        return (x + uniform * std * 12 ** 0.5, *args[1:])")),
          expect=["normal distribution", "not the uniform one"]),
     dict(exercise="add_input_noise", kind="wrong", clause="std", why="multiplicative noise",
-         source='''
-import torch
-
-
-def add_input_noise(module, std, generator=None):
-    def hook(mod, args):
-        if not mod.training:
-            return None
-        x = args[0]
-        return (x * (1 + torch.randn(x.shape, generator=generator) * std), *args[1:])
-
-    return module.register_forward_pre_hook(hook)
-''',
+         source=edited(reference("add_input_noise"),
+                       ("        noise = torch.randn(x.shape, generator=generator, dtype=x.dtype, device=x.device) * std\n"
+                        "        return (x + noise, *args[1:])",
+                        "        return (x * (1 + torch.randn(x.shape, generator=generator) * std), *args[1:])")),
          expect=["depends on the input"]),
     dict(exercise="add_input_noise", kind="wrong", clause="independent", why="one noise value per sample, broadcast",
-         source='''
-import torch
-
-
-def add_input_noise(module, std, generator=None):
-    def hook(mod, args):
-        if not mod.training:
-            return None
-        x = args[0]
-        per_sample = torch.randn((x.shape[0],) + (1,) * (x.dim() - 1), generator=generator) * std
-        return (x + per_sample, *args[1:])
-
-    return module.register_forward_pre_hook(hook)
-''',
+         source=edited(reference("add_input_noise"),
+                       ("        noise = torch.randn(x.shape, generator=generator, dtype=x.dtype, device=x.device) * std\n"
+                        "        return (x + noise, *args[1:])",
+                        "        per_sample = torch.randn((x.shape[0],) + (1,) * (x.dim() - 1), generator=generator) * std\n"
+                        "        return (x + per_sample, *args[1:])")),
          expect=["repeats itself along dimension", "full shape"]),
     dict(exercise="add_input_noise", kind="wrong", clause="anew", why="the same noise on every call",
-         source='''
-import torch
-
-
-def add_input_noise(module, std, generator=None):
-    drawn = {}
-
-    def hook(mod, args):
-        if not mod.training:
-            return None
-        x = args[0]
-        if x.shape not in drawn:
-            drawn[x.shape] = torch.randn(x.shape, generator=generator) * std
-        return (x + drawn[x.shape], *args[1:])
-
-    return module.register_forward_pre_hook(hook)
-''',
+         source=edited(reference("add_input_noise"),
+                       ("    def hook(mod, args):", "    drawn = {}\n\n    def hook(mod, args):"),
+                       ("        noise = torch.randn(x.shape, generator=generator, dtype=x.dtype, device=x.device) * std\n"
+                        "        return (x + noise, *args[1:])",
+                        "        if x.shape not in drawn:\n"
+                        "            drawn[x.shape] = torch.randn(x.shape, generator=generator) * std\n"
+                        "        return (x + drawn[x.shape], *args[1:])")),
          expect=["exactly the same noise", "new noise on every call"]),
     dict(exercise="add_input_noise", kind="wrong", clause="other-args", why="returns only the noisy x",
-         source='''
-import torch
-
-
-def add_input_noise(module, std, generator=None):
-    def hook(mod, args):
-        if not mod.training:
-            return None
-        x = args[0]
-        return x + torch.randn(x.shape, generator=generator) * std
-
-    return module.register_forward_pre_hook(hook)
-''',
+         source=edited(reference("add_input_noise"),
+                       ("        noise = torch.randn(x.shape, generator=generator, dtype=x.dtype, device=x.device) * std\n"
+                        "        return (x + noise, *args[1:])",
+                        "        return x + torch.randn(x.shape, generator=generator) * std")),
          expect=["1 positional argument", "replaces all positional arguments"]),
     dict(exercise="add_input_noise", kind="wrong", clause="dtype", why="float64 noise changes the dtype",
-         source='''
-import torch
-
-
-def add_input_noise(module, std, generator=None):
-    def hook(mod, args):
-        if not mod.training:
-            return None
-        x = args[0]
-        noise = torch.randn(x.shape, generator=generator, dtype=torch.float64) * std
-        return (x + noise, *args[1:])
-
-    return module.register_forward_pre_hook(hook)
-''',
+         source=edited(reference("add_input_noise"), ("dtype=x.dtype, device=x.device)", "dtype=torch.float64)")),
          expect=["dtype torch.float32 of x"]),
     dict(exercise="add_input_noise", kind="wrong", clause="gradient", why="works on x.data and cuts the graph",
-         source='''
-import torch
-
-
-def add_input_noise(module, std, generator=None):
-    def hook(mod, args):
-        if not mod.training:
-            return None
-        x = args[0].data
-        return (x + torch.randn(x.shape, generator=generator, dtype=x.dtype) * std, *args[1:])
-
-    return module.register_forward_pre_hook(hook)
-''',
+         source=edited(reference("add_input_noise"), ("x = args[0]", "x = args[0].data")),
          expect=["cut off from autograd"]),
     dict(exercise="add_input_noise", kind="wrong", clause="gradient", why="torch.normal around x has a zero gradient",
-         source='''
-import torch
-
-
-def add_input_noise(module, std, generator=None):
-    def hook(mod, args):
-        if not mod.training:
-            return None
-        return (torch.normal(args[0], std, generator=generator), *args[1:])
-
-    return module.register_forward_pre_hook(hook)
-''',
+         source=edited(reference("add_input_noise"),
+                       ("        x = args[0]\n"
+                        "        noise = torch.randn(x.shape, generator=generator, dtype=x.dtype, device=x.device) * std\n"
+                        "        return (x + noise, *args[1:])",
+                        "        return (torch.normal(args[0], std, generator=generator), *args[1:])")),
          expect=["all zero", "torch.normal(x, std)"]),
     dict(exercise="add_input_noise", kind="wrong", clause="pre-hook", why="a forward hook instead of a pre-hook",
-         source='''
-import torch
-
-
-def add_input_noise(module, std, generator=None):
-    def hook(mod, args, output):
-        if not mod.training:
-            return None
-        return output + torch.randn(output.shape, generator=generator) * std
-
-    return module.register_forward_hook(hook)
-''',
+         source=edited(reference("add_input_noise"),
+                       ("def hook(mod, args):", "def hook(mod, args, output):"),
+                       ("        x = args[0]\n"
+                        "        noise = torch.randn(x.shape, generator=generator, dtype=x.dtype, device=x.device) * std\n"
+                        "        return (x + noise, *args[1:])",
+                        "        return output + torch.randn(output.shape, generator=generator) * std"),
+                       ("module.register_forward_pre_hook(hook)", "module.register_forward_hook(hook)")),
          expect=["no noise was added", "use register_forward_pre_hook"]),
     dict(exercise="add_input_noise", kind="wrong", clause="handle", why="does not return the handle",
-         source='''
-import torch
-
-
-def add_input_noise(module, std, generator=None):
-    def hook(mod, args):
-        if not mod.training:
-            return None
-        x = args[0]
-        return (x + torch.randn(x.shape, generator=generator) * std, *args[1:])
-
-    module.register_forward_pre_hook(hook)
-''',
+         source=edited(reference("add_input_noise"),
+                       ("        noise = torch.randn(x.shape, generator=generator, dtype=x.dtype, device=x.device) * std\n"
+                        "        return (x + noise, *args[1:])",
+                        "        return (x + torch.randn(x.shape, generator=generator) * std, *args[1:])"),
+                       ("return module.register_forward_pre_hook(hook)", "module.register_forward_pre_hook(hook)")),
          expect=["returned None", "expected the handle"]),
     dict(exercise="add_input_noise", kind="right", why="torch.normal with a size",
          source='''
@@ -332,89 +179,54 @@ def add_input_noise(module, std, generator=None):
 ''',
          expect=[]),
     dict(exercise="add_input_noise", kind="wrong", clause="shape", why="noise only on the first sample of the batch",
-         source='''
-import torch
-
-
-def add_input_noise(module, std, generator=None):
-    def hook(mod, args):
-        if not mod.training:
-            return None
-        x = args[0].clone()
-        x[0] = x[0] + torch.randn(x[0].shape, generator=generator) * std
-        return (x, *args[1:])
-
-    return module.register_forward_pre_hook(hook)
-''',
+         source=edited(reference("add_input_noise"),
+                       ("        x = args[0]\n"
+                        "        noise = torch.randn(x.shape, generator=generator, dtype=x.dtype, device=x.device) * std\n"
+                        "        return (x + noise, *args[1:])",
+                        "        x = args[0].clone()\n"
+                        "        x[0] = x[0] + torch.randn(x[0].shape, generator=generator) * std\n"
+                        "        return (x, *args[1:])")),
          expect=['exactly 0 at', 'got no noise', 'full shape of x']),
     dict(exercise="add_input_noise", kind="wrong", clause="shape", why="one noise value drawn when registering",
-         source='''
-import torch
-
-
-def add_input_noise(module, std, generator=None):
-    noise = torch.randn(1, generator=generator) * std
-
-    def hook(mod, args):
-        if not mod.training:
-            return None
-        return (args[0] + noise, *args[1:])
-
-    return module.register_forward_pre_hook(hook)
-''',
+         source=edited(reference("add_input_noise"),
+                       ("    def hook(mod, args):",
+                        "    noise = torch.randn(1, generator=generator) * std\n"
+                        "\n"
+                        "    def hook(mod, args):"),
+                       ("        x = args[0]\n"
+                        "        noise = torch.randn(x.shape, generator=generator, dtype=x.dtype, device=x.device) * std\n"
+                        "        return (x + noise, *args[1:])",
+                        "        return (args[0] + noise, *args[1:])")),
          expect=['the same number everywhere']),
     dict(exercise="add_input_noise", kind="wrong", clause="generator", why="draws from a copy of the generator",
-         source='''
-import torch
-
-
-def add_input_noise(module, std, generator=None):
-    own = None
-    if generator is not None:
-        own = torch.Generator()
-        own.set_state(generator.get_state())  # leaves the caller's generator alone
-
-    def hook(mod, args):
-        if not mod.training:
-            return None
-        x = args[0]
-        return (x + torch.randn(x.shape, generator=own) * std, *args[1:])
-
-    return module.register_forward_pre_hook(hook)
-''',
+         source=edited(reference("add_input_noise"),
+                       ("    def hook(mod, args):",
+                        "    own = None\n"
+                        "    if generator is not None:\n"
+                        "        own = torch.Generator()\n"
+                        "        own.set_state(generator.get_state())  # leaves the caller's generator alone\n"
+                        "\n"
+                        "    def hook(mod, args):"),
+                       ("        noise = torch.randn(x.shape, generator=generator, dtype=x.dtype, device=x.device) * std\n"
+                        "        return (x + noise, *args[1:])",
+                        "        return (x + torch.randn(x.shape, generator=own) * std, *args[1:])")),
          expect=['same state as before the call', 'a copy of the generator', 'generator=generator']),
     dict(exercise="add_input_noise", kind="wrong", clause="generator", why="seeds the global state from the generator",
-         source='''
-import torch
-
-
-def add_input_noise(module, std, generator=None):
-    if generator is not None:
-        torch.manual_seed(generator.initial_seed())
-
-    def hook(mod, args):
-        if not mod.training:
-            return None
-        x = args[0]
-        return (x + torch.randn(x.shape) * std, *args[1:])
-
-    return module.register_forward_pre_hook(hook)
-''',
+         source=edited(reference("add_input_noise"),
+                       ("    def hook(mod, args):",
+                        "    if generator is not None:\n"
+                        "        torch.manual_seed(generator.initial_seed())\n"
+                        "\n"
+                        "    def hook(mod, args):"),
+                       ("        noise = torch.randn(x.shape, generator=generator, dtype=x.dtype, device=x.device) * std\n"
+                        "        return (x + noise, *args[1:])",
+                        "        return (x + torch.randn(x.shape) * std, *args[1:])")),
          expect=['same state as before the call', 'global random state']),
     dict(exercise="add_input_noise", kind="wrong", clause="other-args", why="returns a list of arguments",
-         source='''
-import torch
-
-
-def add_input_noise(module, std, generator=None):
-    def hook(mod, args):
-        if not mod.training:
-            return None
-        x = args[0]
-        return [x + torch.randn(x.shape, generator=generator) * std, *args[1:]]
-
-    return module.register_forward_pre_hook(hook)
-''',
+         source=edited(reference("add_input_noise"),
+                       ("        noise = torch.randn(x.shape, generator=generator, dtype=x.dtype, device=x.device) * std\n"
+                        "        return (x + noise, *args[1:])",
+                        "        return [x + torch.randn(x.shape, generator=generator) * std, *args[1:]]")),
          expect=['1 positional argument', 'not a tuple becomes the only one']),
     dict(exercise="add_input_noise", kind="right", why="functools.partial and randn with a star shape",
          source='''
@@ -484,138 +296,77 @@ def add_input_noise(module, std, generator=None):
 
     # ------------------------------------------------------------------ normalize_input
     dict(exercise="normalize_input", kind="wrong", clause="dim-1", why="statistics broadcast against the last dimension",
-         source='''
-import torch
-
-
-def normalize_input(module, mean, std):
-    def hook(mod, args):
-        x = args[0]
-        return ((x - torch.tensor(mean)) / torch.tensor(std), *args[1:])
-
-    return module.register_forward_pre_hook(hook)
-''',
+         source=edited(reference("normalize_input"),
+                       ("        shape = (1, -1) + (1,) * (x.dim() - 2)\n"
+                        "        m = torch.as_tensor(mean, dtype=x.dtype, device=x.device).reshape(shape)\n"
+                        "        s = torch.as_tensor(std, dtype=x.dtype, device=x.device).reshape(shape)\n"
+                        "        return ((x - m) / s, *args[1:])",
+                        "        return ((x - torch.tensor(mean)) / torch.tensor(std), *args[1:])")),
          expect=["must match the size", "last dimension", "(1, C, 1, ...)"]),
     dict(exercise="normalize_input", kind="wrong", clause="dim-1", why="statistics along the last dimension, broadcast by luck",
-         source='''
-import torch
-
-
-def normalize_input(module, mean, std):
-    def hook(mod, args):
-        x = args[0]
-        if x.shape[-1] == len(mean):
-            return ((x - torch.tensor(mean, dtype=x.dtype)) / torch.tensor(std, dtype=x.dtype), *args[1:])
-        shape = (1, -1) + (1,) * (x.dim() - 2)
-        m = torch.tensor(mean, dtype=x.dtype).view(shape)
-        s = torch.tensor(std, dtype=x.dtype).view(shape)
-        return ((x - m) / s, *args[1:])
-
-    return module.register_forward_pre_hook(hook)
-''',
+         source=edited(reference("normalize_input"),
+                       ("        shape = (1, -1) + (1,) * (x.dim() - 2)",
+                        "        if x.shape[-1] == len(mean):\n"
+                        "            return ((x - torch.tensor(mean, dtype=x.dtype)) / torch.tensor(std, dtype=x.dtype), *args[1:])\n"
+                        "        shape = (1, -1) + (1,) * (x.dim() - 2)"),
+                       ("        m = torch.as_tensor(mean, dtype=x.dtype, device=x.device).reshape(shape)\n"
+                        "        s = torch.as_tensor(std, dtype=x.dtype, device=x.device).reshape(shape)",
+                        "        m = torch.tensor(mean, dtype=x.dtype).view(shape)\n"
+                        "        s = torch.tensor(std, dtype=x.dtype).view(shape)")),
          expect=["normalized along the last dimension"]),
     dict(exercise="normalize_input", kind="wrong", clause="not-in-place", why="normalizes x in place",
-         source='''
-import torch
-
-
-def normalize_input(module, mean, std):
-    def hook(mod, args):
-        x = args[0]
-        shape = (1, -1) + (1,) * (x.dim() - 2)
-        x.sub_(torch.tensor(mean, dtype=x.dtype).view(shape)).div_(torch.tensor(std, dtype=x.dtype).view(shape))
-
-    return module.register_forward_pre_hook(hook)
-''',
+         source=edited(reference("normalize_input"),
+                       ("        m = torch.as_tensor(mean, dtype=x.dtype, device=x.device).reshape(shape)\n"
+                        "        s = torch.as_tensor(std, dtype=x.dtype, device=x.device).reshape(shape)\n"
+                        "        return ((x - m) / s, *args[1:])",
+                        "        x.sub_(torch.tensor(mean, dtype=x.dtype).view(shape)).div_(torch.tensor(std, dtype=x.dtype).view(shape))")),
          expect=["changed in place"]),
     dict(exercise="normalize_input", kind="wrong", clause="formula", why="divides by the variance",
-         source='''
-import torch
-
-
-def normalize_input(module, mean, std):
-    def hook(mod, args):
-        x = args[0]
-        shape = (1, -1) + (1,) * (x.dim() - 2)
-        m = torch.tensor(mean, dtype=x.dtype).view(shape)
-        s = torch.tensor(std, dtype=x.dtype).view(shape)
-        return ((x - m) / s ** 2, *args[1:])
-
-    return module.register_forward_pre_hook(hook)
-''',
+         source=edited(reference("normalize_input"),
+                       ("        m = torch.as_tensor(mean, dtype=x.dtype, device=x.device).reshape(shape)\n"
+                        "        s = torch.as_tensor(std, dtype=x.dtype, device=x.device).reshape(shape)\n"
+                        "        return ((x - m) / s, *args[1:])",
+                        "        m = torch.tensor(mean, dtype=x.dtype).view(shape)\n"
+                        "        s = torch.tensor(std, dtype=x.dtype).view(shape)\n"
+                        "        return ((x - m) / s ** 2, *args[1:])")),
          expect=["std ** 2, the variance"]),
     dict(exercise="normalize_input", kind="wrong", clause="formula", why="only subtracts the mean",
-         source='''
-import torch
-
-
-def normalize_input(module, mean, std):
-    def hook(mod, args):
-        x = args[0]
-        shape = (1, -1) + (1,) * (x.dim() - 2)
-        return (x - torch.tensor(mean, dtype=x.dtype).view(shape), *args[1:])
-
-    return module.register_forward_pre_hook(hook)
-''',
+         source=edited(reference("normalize_input"),
+                       ("        m = torch.as_tensor(mean, dtype=x.dtype, device=x.device).reshape(shape)\n"
+                        "        s = torch.as_tensor(std, dtype=x.dtype, device=x.device).reshape(shape)\n"
+                        "        return ((x - m) / s, *args[1:])",
+                        "        return (x - torch.tensor(mean, dtype=x.dtype).view(shape), *args[1:])")),
          expect=["did not divide by std"]),
     dict(exercise="normalize_input", kind="wrong", clause="trailing-dims", why="statistics shaped for 4-D images only",
-         source='''
-import torch
-
-
-def normalize_input(module, mean, std):
-    def hook(mod, args):
-        x = args[0]
-        m = torch.tensor(mean, dtype=x.dtype).view(1, -1, 1, 1)
-        s = torch.tensor(std, dtype=x.dtype).view(1, -1, 1, 1)
-        return ((x - m) / s, *args[1:])
-
-    return module.register_forward_pre_hook(hook)
-''',
+         source=edited(reference("normalize_input"),
+                       ("        shape = (1, -1) + (1,) * (x.dim() - 2)\n"
+                        "        m = torch.as_tensor(mean, dtype=x.dtype, device=x.device).reshape(shape)\n"
+                        "        s = torch.as_tensor(std, dtype=x.dtype, device=x.device).reshape(shape)",
+                        "        m = torch.tensor(mean, dtype=x.dtype).view(1, -1, 1, 1)\n"
+                        "        s = torch.tensor(std, dtype=x.dtype).view(1, -1, 1, 1)")),
          expect=["more dimensions than x", "trailing dimension"]),
     dict(exercise="normalize_input", kind="wrong", clause="formula", why="normalizes with the statistics of x",
-         source='''
-import torch
-
-
-def normalize_input(module, mean, std):
-    def hook(mod, args):
-        x = args[0]
-        dims = [d for d in range(x.dim()) if d != 1]
-        return ((x - x.mean(dim=dims, keepdim=True)) / x.std(dim=dims, keepdim=True), *args[1:])
-
-    return module.register_forward_pre_hook(hook)
-''',
+         source=edited(reference("normalize_input"),
+                       ("        shape = (1, -1) + (1,) * (x.dim() - 2)\n"
+                        "        m = torch.as_tensor(mean, dtype=x.dtype, device=x.device).reshape(shape)\n"
+                        "        s = torch.as_tensor(std, dtype=x.dtype, device=x.device).reshape(shape)\n"
+                        "        return ((x - m) / s, *args[1:])",
+                        "        dims = [d for d in range(x.dim()) if d != 1]\n"
+                        "        return ((x - x.mean(dim=dims, keepdim=True)) / x.std(dim=dims, keepdim=True), *args[1:])")),
          expect=["statistics of x itself"]),
     dict(exercise="normalize_input", kind="wrong", clause="shape-dtype", why="float64 statistics change the dtype",
-         source='''
-import torch
-
-
-def normalize_input(module, mean, std):
-    def hook(mod, args):
-        x = args[0]
-        shape = (1, -1) + (1,) * (x.dim() - 2)
-        m = torch.tensor(mean, dtype=torch.float64).view(shape)
-        s = torch.tensor(std, dtype=torch.float64).view(shape)
-        return ((x - m) / s, *args[1:])
-
-    return module.register_forward_pre_hook(hook)
-''',
+         source=edited(reference("normalize_input"),
+                       ("        m = torch.as_tensor(mean, dtype=x.dtype, device=x.device).reshape(shape)\n"
+                        "        s = torch.as_tensor(std, dtype=x.dtype, device=x.device).reshape(shape)",
+                        "        m = torch.tensor(mean, dtype=torch.float64).view(shape)\n"
+                        "        s = torch.tensor(std, dtype=torch.float64).view(shape)")),
          expect=["expected dtype torch.float32", "dtype=x.dtype"]),
     dict(exercise="normalize_input", kind="wrong", clause="other-args", why="returns only the normalized x",
-         source='''
-import torch
-
-
-def normalize_input(module, mean, std):
-    def hook(mod, args):
-        x = args[0]
-        shape = (1, -1) + (1,) * (x.dim() - 2)
-        return (x - torch.tensor(mean).view(shape)) / torch.tensor(std).view(shape)
-
-    return module.register_forward_pre_hook(hook)
-''',
+         source=edited(reference("normalize_input"),
+                       ("        m = torch.as_tensor(mean, dtype=x.dtype, device=x.device).reshape(shape)\n"
+                        "        s = torch.as_tensor(std, dtype=x.dtype, device=x.device).reshape(shape)\n"
+                        "        return ((x - m) / s, *args[1:])",
+                        "        return (x - torch.tensor(mean).view(shape)) / torch.tensor(std).view(shape)")),
          expect=["replaces all positional arguments", "(new_x, *args[1:])"]),
     dict(exercise="normalize_input", kind="right", why="moves the channels last and back",
          source='''
@@ -648,89 +399,57 @@ def normalize_input(module, mean, std):
 ''',
          expect=[]),
     dict(exercise="normalize_input", kind="wrong", clause="every-call", why="statistics shaped on the first call and kept",
-         source='''
-import torch
-
-
-def normalize_input(module, mean, std):
-    cache = {}
-
-    def hook(mod, args):
-        x = args[0]
-        if not cache:
-            shape = (1, -1) + (1,) * (x.dim() - 2)
-            cache["m"] = torch.tensor(mean, dtype=x.dtype).view(shape)
-            cache["s"] = torch.tensor(std, dtype=x.dtype).view(shape)
-        return ((x - cache["m"]) / cache["s"], *args[1:])
-
-    return module.register_forward_pre_hook(hook)
-''',
+         source=edited(reference("normalize_input"),
+                       ("    def hook(mod, args):", "    cache = {}\n\n    def hook(mod, args):"),
+                       ("        shape = (1, -1) + (1,) * (x.dim() - 2)\n"
+                        "        m = torch.as_tensor(mean, dtype=x.dtype, device=x.device).reshape(shape)\n"
+                        "        s = torch.as_tensor(std, dtype=x.dtype, device=x.device).reshape(shape)\n"
+                        "        return ((x - m) / s, *args[1:])",
+                        "        if not cache:\n"
+                        "            shape = (1, -1) + (1,) * (x.dim() - 2)\n"
+                        '            cache["m"] = torch.tensor(mean, dtype=x.dtype).view(shape)\n'
+                        '            cache["s"] = torch.tensor(std, dtype=x.dtype).view(shape)\n'
+                        '        return ((x - cache["m"]) / cache["s"], *args[1:])')),
          expect=['after calls with x of shape', 'more dimensions than x']),
     dict(exercise="normalize_input", kind="wrong", clause="both-modes", why="normalizes only in training mode",
-         source='''
-import torch
-
-
-def normalize_input(module, mean, std):
-    def hook(mod, args):
-        if not mod.training:
-            return None
-        x = args[0]
-        shape = (1, -1) + (1,) * (x.dim() - 2)
-        m = torch.tensor(mean, dtype=x.dtype).view(shape)
-        s = torch.tensor(std, dtype=x.dtype).view(shape)
-        return ((x - m) / s, *args[1:])
-
-    return module.register_forward_pre_hook(hook)
-''',
+         source=edited(reference("normalize_input"),
+                       ("        x = args[0]",
+                        "        if not mod.training:\n"
+                        "            return None\n"
+                        "        x = args[0]"),
+                       ("        m = torch.as_tensor(mean, dtype=x.dtype, device=x.device).reshape(shape)\n"
+                        "        s = torch.as_tensor(std, dtype=x.dtype, device=x.device).reshape(shape)",
+                        "        m = torch.tensor(mean, dtype=x.dtype).view(shape)\n"
+                        "        s = torch.tensor(std, dtype=x.dtype).view(shape)")),
          expect=['in eval mode', 'eval mode too', 'x unchanged']),
     dict(exercise="normalize_input", kind="wrong", clause="dim-1", why="statistics along dimension 0",
-         source='''
-import torch
-
-
-def normalize_input(module, mean, std):
-    def hook(mod, args):
-        x = args[0]
-        shape = (-1,) + (1,) * (x.dim() - 1)
-        m = torch.tensor(mean, dtype=x.dtype).view(shape)
-        s = torch.tensor(std, dtype=x.dtype).view(shape)
-        return ((x - m) / s, *args[1:])
-
-    return module.register_forward_pre_hook(hook)
-''',
+         source=edited(reference("normalize_input"),
+                       ("        shape = (1, -1) + (1,) * (x.dim() - 2)\n"
+                        "        m = torch.as_tensor(mean, dtype=x.dtype, device=x.device).reshape(shape)\n"
+                        "        s = torch.as_tensor(std, dtype=x.dtype, device=x.device).reshape(shape)",
+                        "        shape = (-1,) + (1,) * (x.dim() - 1)\n"
+                        "        m = torch.tensor(mean, dtype=x.dtype).view(shape)\n"
+                        "        s = torch.tensor(std, dtype=x.dtype).view(shape)")),
          expect=['must match the size', '(1, C, 1, ...)', '2 for this 4-D x']),
     dict(exercise="normalize_input", kind="wrong", clause="trailing-dims", why="statistics shaped for 2-D or 4-D inputs only",
-         source='''
-import torch
-
-
-def normalize_input(module, mean, std):
-    def hook(mod, args):
-        x = args[0]
-        shape = (1, -1) if x.dim() == 2 else (1, -1, 1, 1)
-        m = torch.tensor(mean, dtype=x.dtype).view(shape)
-        s = torch.tensor(std, dtype=x.dtype).view(shape)
-        return ((x - m) / s, *args[1:])
-
-    return module.register_forward_pre_hook(hook)
-''',
+         source=edited(reference("normalize_input"),
+                       ("        shape = (1, -1) + (1,) * (x.dim() - 2)\n"
+                        "        m = torch.as_tensor(mean, dtype=x.dtype, device=x.device).reshape(shape)\n"
+                        "        s = torch.as_tensor(std, dtype=x.dtype, device=x.device).reshape(shape)",
+                        "        shape = (1, -1) if x.dim() == 2 else (1, -1, 1, 1)\n"
+                        "        m = torch.tensor(mean, dtype=x.dtype).view(shape)\n"
+                        "        s = torch.tensor(std, dtype=x.dtype).view(shape)")),
          expect=['must match the size', 'fit only 4-d inputs', '1 for this 3-D x']),
     dict(exercise="normalize_input", kind="wrong", clause="handle", why="returns the hook, not the handle",
-         source='''
-import torch
-
-
-def normalize_input(module, mean, std):
-    def hook(mod, args):
-        x = args[0]
-        shape = (1, -1) + (1,) * (x.dim() - 2)
-        m = torch.tensor(mean, dtype=x.dtype).view(shape)
-        return ((x - m) / torch.tensor(std, dtype=x.dtype).view(shape), *args[1:])
-
-    module.register_forward_pre_hook(hook)
-    return hook
-''',
+         source=edited(reference("normalize_input"),
+                       ("        m = torch.as_tensor(mean, dtype=x.dtype, device=x.device).reshape(shape)\n"
+                        "        s = torch.as_tensor(std, dtype=x.dtype, device=x.device).reshape(shape)\n"
+                        "        return ((x - m) / s, *args[1:])",
+                        "        m = torch.tensor(mean, dtype=x.dtype).view(shape)\n"
+                        "        return ((x - m) / torch.tensor(std, dtype=x.dtype).view(shape), *args[1:])"),
+                       ("    return module.register_forward_pre_hook(hook)",
+                        "    module.register_forward_pre_hook(hook)\n"
+                        "    return hook")),
          expect=['returned function', 'expected the handle']),
     dict(exercise="normalize_input", kind="right", why="einsum with the channel dimension named",
          source='''
@@ -767,105 +486,78 @@ def normalize_input(module, mean, std):
          expect=[]),
     dict(exercise="normalize_input", kind="wrong", clause="shape-dtype",
          why="float32 statistics turn a float16 x into float32",
-         source='''
-import torch
-
-
-def normalize_input(module, mean, std):
-    def hook(mod, args):
-        x = args[0]
-        shape = (1, len(mean)) + (1,) * (x.dim() - 2)
-        return ((x - torch.Tensor(mean).view(shape)) / torch.Tensor(std).view(shape), *args[1:])
-
-    return module.register_forward_pre_hook(hook)
-''',
+         source=edited(reference("normalize_input"),
+                       ("        shape = (1, -1) + (1,) * (x.dim() - 2)\n"
+                        "        m = torch.as_tensor(mean, dtype=x.dtype, device=x.device).reshape(shape)\n"
+                        "        s = torch.as_tensor(std, dtype=x.dtype, device=x.device).reshape(shape)\n"
+                        "        return ((x - m) / s, *args[1:])",
+                        "        shape = (1, len(mean)) + (1,) * (x.dim() - 2)\n"
+                        "        return ((x - torch.Tensor(mean).view(shape)) / torch.Tensor(std).view(shape), *args[1:])")),
          expect=["float16", "expected dtype torch.float16", "promote x"]),
 
     # ------------------------------------------------------------------ flatten_images
     dict(exercise="flatten_images", kind="wrong", clause="non-contiguous", why="view() fails on non-contiguous input",
-         source='''
-def flatten_images(module):
-    def hook(mod, args):
-        x = args[0]
-        if x.dim() > 2:
-            return (x.view(x.shape[0], -1), *args[1:])
-
-    return module.register_forward_pre_hook(hook)
-''',
+         source=edited(reference("flatten_images"),
+                       ("        if x.dim() <= 2:\n"
+                        "            return None\n"
+                        "        return (x.flatten(1), *args[1:])",
+                        "        if x.dim() > 2:\n"
+                        "            return (x.view(x.shape[0], -1), *args[1:])")),
          expect=["view size is not compatible", "not contiguous", "reshape"]),
     dict(exercise="flatten_images", kind="wrong", clause="all-but-first", why="flattens the batch dimension too",
-         source='''
-def flatten_images(module):
-    def hook(mod, args):
-        x = args[0]
-        if x.dim() > 2:
-            return (x.flatten(), *args[1:])
-
-    return module.register_forward_pre_hook(hook)
-''',
+         source=edited(reference("flatten_images"),
+                       ("        if x.dim() <= 2:\n"
+                        "            return None\n"
+                        "        return (x.flatten(1), *args[1:])",
+                        "        if x.dim() > 2:\n"
+                        "            return (x.flatten(), *args[1:])")),
          expect=["flattened the batch dimension too"]),
     dict(exercise="flatten_images", kind="wrong", clause="small-unchanged", why="flattens 1-D inputs too (flatten(1) raises)",
-         source='''
-def flatten_images(module):
-    def hook(mod, args):
-        return (args[0].flatten(1), *args[1:])
-
-    return module.register_forward_pre_hook(hook)
-''',
+         source=edited(reference("flatten_images"),
+                       ("        x = args[0]\n"
+                        "        if x.dim() <= 2:\n"
+                        "            return None\n"
+                        "        return (x.flatten(1), *args[1:])",
+                        "        return (args[0].flatten(1), *args[1:])")),
          expect=["dimension out of range", "1-D or 2-D input must pass unchanged"]),
     dict(exercise="flatten_images", kind="wrong", clause="small-unchanged", why="reshapes 1-D inputs to (N, 1)",
-         source='''
-def flatten_images(module):
-    def hook(mod, args):
-        x = args[0]
-        return (x.reshape(x.shape[0], -1), *args[1:])
-
-    return module.register_forward_pre_hook(hook)
-''',
+         source=edited(reference("flatten_images"),
+                       ("        if x.dim() <= 2:\n"
+                        "            return None\n"
+                        "        return (x.flatten(1), *args[1:])",
+                        "        return (x.reshape(x.shape[0], -1), *args[1:])")),
          expect=["expected shape (7,)", "1-d input must pass unchanged"]),
     dict(exercise="flatten_images", kind="wrong", clause="all-but-first", why="keeps the channels, flattens from dim 2",
-         source='''
-def flatten_images(module):
-    def hook(mod, args):
-        x = args[0]
-        if x.dim() > 2:
-            return (x.flatten(2), *args[1:])
-
-    return module.register_forward_pre_hook(hook)
-''',
+         source=edited(reference("flatten_images"),
+                       ("        if x.dim() <= 2:\n"
+                        "            return None\n"
+                        "        return (x.flatten(1), *args[1:])",
+                        "        if x.dim() > 2:\n"
+                        "            return (x.flatten(2), *args[1:])")),
          expect=["from dimension 2"]),
     dict(exercise="flatten_images", kind="wrong", clause="more-than-2", why="only 4-D inputs are flattened",
-         source='''
-def flatten_images(module):
-    def hook(mod, args):
-        x = args[0]
-        if x.dim() == 4:
-            return (x.flatten(1), *args[1:])
-
-    return module.register_forward_pre_hook(hook)
-''',
+         source=edited(reference("flatten_images"),
+                       ("        if x.dim() <= 2:\n"
+                        "            return None\n"
+                        "        return (x.flatten(1), *args[1:])",
+                        "        if x.dim() == 4:\n"
+                        "            return (x.flatten(1), *args[1:])")),
          expect=["more than 2 dimensions, not only 4-D"]),
     dict(exercise="flatten_images", kind="wrong", clause="order", why="moves the channels last before flattening",
-         source='''
-def flatten_images(module):
-    def hook(mod, args):
-        x = args[0]
-        if x.dim() > 2:
-            return (x.movedim(1, -1).reshape(x.shape[0], -1), *args[1:])
-
-    return module.register_forward_pre_hook(hook)
-''',
+         source=edited(reference("flatten_images"),
+                       ("        if x.dim() <= 2:\n"
+                        "            return None\n"
+                        "        return (x.flatten(1), *args[1:])",
+                        "        if x.dim() > 2:\n"
+                        "            return (x.movedim(1, -1).reshape(x.shape[0], -1), *args[1:])")),
          expect=["right shape but with other values", "own element order"]),
     dict(exercise="flatten_images", kind="wrong", clause="other-args", why="returns only the flattened x",
-         source='''
-def flatten_images(module):
-    def hook(mod, args):
-        x = args[0]
-        if x.dim() > 2:
-            return x.flatten(1)
-
-    return module.register_forward_pre_hook(hook)
-''',
+         source=edited(reference("flatten_images"),
+                       ("        if x.dim() <= 2:\n"
+                        "            return None\n"
+                        "        return (x.flatten(1), *args[1:])",
+                        "        if x.dim() > 2:\n"
+                        "            return x.flatten(1)")),
          expect=["replaces all positional arguments"]),
     dict(exercise="flatten_images", kind="right", why="contiguous().view()",
          source='''
@@ -895,75 +587,56 @@ def flatten_images(module):
 ''',
          expect=[]),
     dict(exercise="flatten_images", kind="wrong", clause="gradient", why="a NumPy round trip cuts the graph",
-         source='''
-import torch
-
-
-def flatten_images(module):
-    def hook(mod, args):
-        x = args[0]
-        if x.dim() > 2:
-            return (torch.from_numpy(x.detach().numpy().reshape(x.shape[0], -1)), *args[1:])
-
-    return module.register_forward_pre_hook(hook)
-''',
+         source=edited(reference("flatten_images"),
+                       ("\ndef flatten_images(module):", "\nimport torch\n\n\ndef flatten_images(module):"),
+                       ("        if x.dim() <= 2:\n"
+                        "            return None\n"
+                        "        return (x.flatten(1), *args[1:])",
+                        "        if x.dim() > 2:\n"
+                        "            return (torch.from_numpy(x.detach().numpy().reshape(x.shape[0], -1)), *args[1:])")),
          expect=['cut off from autograd']),
     dict(exercise="flatten_images", kind="wrong", clause="both-modes", why="flattens only in training mode",
-         source='''
-def flatten_images(module):
-    def hook(mod, args):
-        x = args[0]
-        if x.dim() > 2 and mod.training:
-            return (x.flatten(1), *args[1:])
-
-    return module.register_forward_pre_hook(hook)
-''',
+         source=edited(reference("flatten_images"),
+                       ("        if x.dim() <= 2:\n"
+                        "            return None\n"
+                        "        return (x.flatten(1), *args[1:])",
+                        "        if x.dim() > 2 and mod.training:\n"
+                        "            return (x.flatten(1), *args[1:])")),
          expect=['unchanged in eval mode', 'in every mode']),
     dict(exercise="flatten_images", kind="wrong", clause="non-contiguous", why="skips non-contiguous inputs to avoid the view error",
-         source='''
-def flatten_images(module):
-    def hook(mod, args):
-        x = args[0]
-        if x.dim() > 2 and x.is_contiguous():
-            return (x.view(x.shape[0], -1), *args[1:])
-
-    return module.register_forward_pre_hook(hook)
-''',
+         source=edited(reference("flatten_images"),
+                       ("        if x.dim() <= 2:\n"
+                        "            return None\n"
+                        "        return (x.flatten(1), *args[1:])",
+                        "        if x.dim() > 2 and x.is_contiguous():\n"
+                        "            return (x.view(x.shape[0], -1), *args[1:])")),
          expect=['not contiguous', 'reshape']),
     dict(exercise="flatten_images", kind="wrong", clause="small-unchanged", why="flattens 2-D inputs completely",
-         source='''
-def flatten_images(module):
-    def hook(mod, args):
-        x = args[0]
-        if x.dim() == 2:
-            return (x.reshape(-1), *args[1:])
-        if x.dim() > 2:
-            return (x.flatten(1), *args[1:])
-
-    return module.register_forward_pre_hook(hook)
-''',
+         source=edited(reference("flatten_images"),
+                       ("        if x.dim() <= 2:\n"
+                        "            return None\n"
+                        "        return (x.flatten(1), *args[1:])",
+                        "        if x.dim() == 2:\n"
+                        "            return (x.reshape(-1), *args[1:])\n"
+                        "        if x.dim() > 2:\n"
+                        "            return (x.flatten(1), *args[1:])")),
          expect=['2-D input must pass unchanged']),
     dict(exercise="flatten_images", kind="wrong", clause="not-in-place", why="reshapes the caller's tensor through x.data",
-         source='''
-def flatten_images(module):
-    def hook(mod, args):
-        x = args[0]
-        if x.dim() > 2:
-            x.data = x.data.reshape(x.shape[0], -1)
-
-    return module.register_forward_pre_hook(hook)
-''',
+         source=edited(reference("flatten_images"),
+                       ("        if x.dim() <= 2:\n"
+                        "            return None\n"
+                        "        return (x.flatten(1), *args[1:])",
+                        "        if x.dim() > 2:\n"
+                        "            x.data = x.data.reshape(x.shape[0], -1)")),
          expect=['changed in place', 'x.data']),
     dict(exercise="flatten_images", kind="wrong", clause="handle", why="does not return the handle",
-         source='''
-def flatten_images(module):
-    def hook(mod, args):
-        x = args[0]
-        if x.dim() > 2:
-            return (x.flatten(1), *args[1:])
-
-    module.register_forward_pre_hook(hook)
-''',
+         source=edited(reference("flatten_images"),
+                       ("        if x.dim() <= 2:\n"
+                        "            return None\n"
+                        "        return (x.flatten(1), *args[1:])",
+                        "        if x.dim() > 2:\n"
+                        "            return (x.flatten(1), *args[1:])"),
+                       ("return module.register_forward_pre_hook(hook)", "module.register_forward_pre_hook(hook)")),
          expect=['returned None', 'expected the handle']),
     dict(exercise="flatten_images", kind="right", why="nn.Flatten in a lambda",
          source='''
@@ -1004,85 +677,55 @@ def flatten_images(module):
 
     # ------------------------------------------------------------------ force_kwarg
     dict(exercise="force_kwarg", kind="wrong", clause="overridden", why="setdefault does not override",
-         source='''
-def force_kwarg(module, name, value):
-    def hook(mod, args, kwargs):
-        kwargs = dict(kwargs)
-        kwargs.setdefault(name, value)
-        return args, kwargs
-
-    return module.register_forward_pre_hook(hook, with_kwargs=True)
-''',
+         source=edited(reference("force_kwarg"),
+                       ("        return args, {**kwargs, name: value}",
+                        "        kwargs = dict(kwargs)\n"
+                        "        kwargs.setdefault(name, value)\n"
+                        "        return args, kwargs")),
          expect=["the value the caller passed", "override the caller's value"]),
     dict(exercise="force_kwarg", kind="wrong", clause="added", why="only overrides, never adds",
-         source='''
-def force_kwarg(module, name, value):
-    def hook(mod, args, kwargs):
-        if name in kwargs:
-            kwargs[name] = value
-        return args, kwargs
-
-    return module.register_forward_pre_hook(hook, with_kwargs=True)
-''',
+         source=edited(reference("force_kwarg"),
+                       ("        return args, {**kwargs, name: value}",
+                        "        if name in kwargs:\n"
+                        "            kwargs[name] = value\n"
+                        "        return args, kwargs")),
          expect=["without 'scale'", "add it then, too"]),
     dict(exercise="force_kwarg", kind="wrong", clause="registers", why="a plain pre-hook adds a positional argument",
-         source='''
-def force_kwarg(module, name, value):
-    def hook(mod, args):
-        return args + (value,)
-
-    return module.register_forward_pre_hook(hook)
-''',
+         source=edited(reference("force_kwarg"),
+                       ("    def hook(mod, args, kwargs):\n"
+                        "        return args, {**kwargs, name: value}",
+                        "    def hook(mod, args):\n"
+                        "        return args + (value,)"),
+                       ("module.register_forward_pre_hook(hook, with_kwargs=True)",
+                        "module.register_forward_pre_hook(hook)")),
          expect=["cannot add keyword arguments", "with_kwargs=True"]),
     dict(exercise="force_kwarg", kind="wrong", clause="name-value", why="with_kwargs hook returns only the kwargs",
-         source='''
-def force_kwarg(module, name, value):
-    def hook(mod, args, kwargs):
-        return {**kwargs, name: value}
-
-    return module.register_forward_pre_hook(hook, with_kwargs=True)
-''',
+         source=edited(reference("force_kwarg"), ("args, {**kwargs,", "{**kwargs,")),
          expect=["forward pre-hook must return none or a tuple", "the pair (args, kwargs)"]),
     dict(exercise="force_kwarg", kind="wrong", clause="other-kwargs", why="drops the caller's other keyword arguments",
-         source='''
-def force_kwarg(module, name, value):
-    def hook(mod, args, kwargs):
-        return args, {name: value}
-
-    return module.register_forward_pre_hook(hook, with_kwargs=True)
-''',
+         source=edited(reference("force_kwarg"), ("{**kwargs, name:", "{name:")),
          expect=["other keyword arguments must pass through"]),
     dict(exercise="force_kwarg", kind="wrong", clause="name-value", why="name and value kept in globals",
-         source='''
-forced = {}
-
-
-def force_kwarg(module, name, value):
-    forced["name"], forced["value"] = name, value
-
-    def hook(mod, args, kwargs):
-        return args, {**kwargs, forced["name"]: forced["value"]}
-
-    return module.register_forward_pre_hook(hook, with_kwargs=True)
-''',
+         source=edited(reference("force_kwarg"),
+                       ("\n"
+                        "def force_kwarg(module, name, value):",
+                        "\n"
+                        "forced = {}\n"
+                        "\n"
+                        "\n"
+                        "def force_kwarg(module, name, value):"),
+                       ("    def hook(mod, args, kwargs):",
+                        '    forced["name"], forced["value"] = name, value\n'
+                        "\n"
+                        "    def hook(mod, args, kwargs):"),
+                       ("name: value}", 'forced["name"]: forced["value"]}')),
          expect=["another module", "its own name and value"]),
     dict(exercise="force_kwarg", kind="wrong", clause="handle", why="does not return the handle",
-         source='''
-def force_kwarg(module, name, value):
-    def hook(mod, args, kwargs):
-        return args, {**kwargs, name: value}
-
-    module.register_forward_pre_hook(hook, with_kwargs=True)
-''',
+         source=edited(reference("force_kwarg"),
+                       ("return module.register_forward_pre_hook(hook,", "module.register_forward_pre_hook(hook,")),
          expect=["expected the handle"]),
     dict(exercise="force_kwarg", kind="right", why="edits the kwargs dict in place and returns None",
-         source='''
-def force_kwarg(module, name, value):
-    def hook(mod, args, kwargs):
-        kwargs[name] = value
-
-    return module.register_forward_pre_hook(hook, with_kwargs=True)
-''',
+         source=edited(reference("force_kwarg"), ("return args, {**kwargs, name: value}", "kwargs[name] = value")),
          expect=[]),
     dict(exercise="force_kwarg", kind="right", why="dict union, a hook class",
          source='''
@@ -1099,53 +742,32 @@ def force_kwarg(module, name, value):
 ''',
          expect=[]),
     dict(exercise="force_kwarg", kind="wrong", clause="registers", why="a kwargs hook registered without with_kwargs",
-         source='''
-def force_kwarg(module, name, value):
-    def hook(mod, args, kwargs):
-        return args, {**kwargs, name: value}
-
-    return module.register_forward_pre_hook(hook)
-''',
+         source=edited(reference("force_kwarg"),
+                       ("module.register_forward_pre_hook(hook, with_kwargs=True)",
+                        "module.register_forward_pre_hook(hook)")),
          expect=['missing 1 required positional argument', 'with_kwargs=True']),
     dict(exercise="force_kwarg", kind="wrong", clause="name-value", why="returns the pair the wrong way round",
-         source='''
-def force_kwarg(module, name, value):
-    def hook(mod, args, kwargs):
-        return {**kwargs, name: value}, args
-
-    return module.register_forward_pre_hook(hook, with_kwargs=True)
-''',
+         source=edited(reference("force_kwarg"), ("args, {**kwargs, name: value}", "{**kwargs, name: value}, args")),
          expect=['must be a mapping', 'in the order (args, kwargs)']),
     dict(exercise="force_kwarg", kind="wrong", clause="other-kwargs", why="one dict kept between calls",
-         source='''
-def force_kwarg(module, name, value):
-    merged = {}
-
-    def hook(mod, args, kwargs):
-        merged.update(kwargs)
-        merged[name] = value
-        return args, merged
-
-    return module.register_forward_pre_hook(hook, with_kwargs=True)
-''',
+         source=edited(reference("force_kwarg"),
+                       ("    def hook(mod, args, kwargs):", "    merged = {}\n\n    def hook(mod, args, kwargs):"),
+                       ("        return args, {**kwargs, name: value}",
+                        "        merged.update(kwargs)\n"
+                        "        merged[name] = value\n"
+                        "        return args, merged")),
          expect=['an earlier call did', 'new dict on every call']),
     dict(exercise="force_kwarg", kind="wrong", clause="name-value", why="the string 'name' as the key",
-         source='''
-def force_kwarg(module, name, value):
-    def hook(mod, args, kwargs):
-        return args, {**kwargs, "name": value}
-
-    return module.register_forward_pre_hook(hook, with_kwargs=True)
-''',
+         source=edited(reference("force_kwarg"),
+                       ("return args, {**kwargs, name: value}", 'return args, {**kwargs, "name": value}')),
          expect=["'name' in place of 'scale'", 'not a fixed string']),
     dict(exercise="force_kwarg", kind="wrong", clause="registers", why="a forward hook sets the keyword too late",
-         source='''
-def force_kwarg(module, name, value):
-    def hook(mod, args, kwargs, output):
-        kwargs[name] = value
-
-    return module.register_forward_hook(hook, with_kwargs=True)
-''',
+         source=edited(reference("force_kwarg"),
+                       ("    def hook(mod, args, kwargs):\n"
+                        "        return args, {**kwargs, name: value}",
+                        "    def hook(mod, args, kwargs, output):\n"
+                        "        kwargs[name] = value"),
+                       ("module.register_forward_pre_hook(hook,", "module.register_forward_hook(hook,")),
          expect=["without 'scale'", 'runs after forward', 'register_forward_pre_hook']),
     dict(exercise="force_kwarg", kind="right", why="functools.partial with keyword-only options",
          source='''
@@ -1169,14 +791,11 @@ def force_kwarg(module, name, value):
 ''',
          expect=[]),
     dict(exercise="force_kwarg", kind="right", why="update, a list of args, prepended",
-         source='''
-def force_kwarg(module, name, value):
-    def hook(mod, args, kwargs):
-        kwargs.update({name: value})
-        return list(args), kwargs
-
-    return module.register_forward_pre_hook(hook, with_kwargs=True, prepend=True)
-''',
+         source=edited(reference("force_kwarg"),
+                       ("        return args, {**kwargs, name: value}",
+                        "        kwargs.update({name: value})\n"
+                        "        return list(args), kwargs"),
+                       ("with_kwargs=True)", "with_kwargs=True, prepend=True)")),
          expect=[]),
 ]
 
@@ -1240,93 +859,61 @@ CLAUSES = {
     },
 }
 
-_NOISE = '''
-import torch
-
-
-def add_input_noise(module, std, generator=None):
-    def hook(mod, args):
-        if not mod.training:
-            return None
-        x = args[0]
-        return (x + torch.randn(x.shape, generator=generator, dtype=x.dtype) * std, *args[1:])
-
-    return module.register_forward_pre_hook(hook)
-'''
-
-_NORMALIZE = '''
-import torch
-
-
-def normalize_input(module, mean, std):
-    def hook(mod, args):
-        x = args[0]
-        shape = (1, -1) + (1,) * (x.dim() - 2)
-        m = torch.as_tensor(mean, dtype=x.dtype).reshape(shape)
-        s = torch.as_tensor(std, dtype=x.dtype).reshape(shape)
-        return ((x - m) / s, *args[1:])
-
-    return module.register_forward_pre_hook(hook)
-'''
-
-_FLATTEN = '''
-def flatten_images(module):
-    def hook(mod, args):
-        x = args[0]
-        if x.dim() <= 2:
-            return None
-        return (x.flatten(1), *args[1:])
-
-    return module.register_forward_pre_hook(hook)
-'''
-
-_FORCE = '''
-def force_kwarg(module, name, value):
-    def hook(mod, args, kwargs):
-        return args, {**kwargs, name: value}
-
-    return module.register_forward_pre_hook(hook, with_kwargs=True)
-'''
-
 ENTRIES += [
     # ------------------------------------------------------------------ add_input_noise: clauses, adversary
     dict(exercise="add_input_noise", kind="wrong", clause="mean-0", why="noise centred on 1, as for multiplying",
-         source=edited(_NOISE, ("torch.randn(x.shape, generator=generator, dtype=x.dtype) * std",
-                                "torch.normal(1.0, std, size=x.shape, generator=generator, dtype=x.dtype)")),
+         source=edited(reference("add_input_noise"),
+                       ("        noise = torch.randn(x.shape, generator=generator, dtype=x.dtype, device=x.device) * std\n"
+                        "        return (x + noise, *args[1:])",
+                        "        return (x + torch.normal(1.0, std, size=x.shape, generator=generator, dtype=x.dtype), *args[1:])")),
          expect=["has mean", "expected mean 0"]),
     dict(exercise="add_input_noise", kind="wrong", clause="grad-mode", why="no noise under no_grad in training mode",
-         source=edited(_NOISE, ("if not mod.training:", "if not mod.training or not torch.is_grad_enabled():")),
+         source=edited(reference("add_input_noise"),
+                       ("if not mod.training:", "if not mod.training or not torch.is_grad_enabled():")),
          expect=["under torch.no_grad()", "not grad mode", "module.training"]),
     dict(exercise="add_input_noise", kind="wrong", clause="eval-unchanged", why="grad mode instead of the module's mode",
-         source=edited(_NOISE, ("if not mod.training:", "if not torch.is_grad_enabled():")),
+         source=edited(reference("add_input_noise"), ("if not mod.training:", "if not torch.is_grad_enabled():")),
          expect=["in eval mode the input must pass unchanged", "module.training"]),
     dict(exercise="add_input_noise", kind="wrong", clause="other-args", why="a with_kwargs hook that drops the keywords",
-         source=edited(_NOISE, ("def hook(mod, args):", "def hook(mod, args, kwargs):"),
+         source=edited(reference("add_input_noise"),
+                       ("def hook(mod, args):", "def hook(mod, args, kwargs):"),
                        ("*args[1:])", "*args[1:]), {}"),
                        ("register_forward_pre_hook(hook)", "register_forward_pre_hook(hook, with_kwargs=True)")),
          expect=["keyword arguments", "unchanged", "must return the kwargs it received"]),
     dict(exercise="add_input_noise", kind="wrong", clause="other-args", why="noise on every tensor argument",
-         source=edited(_NOISE, ("        x = args[0]\n        return (x + torch.randn(x.shape, generator=generator, "
-                                "dtype=x.dtype) * std, *args[1:])",
-                                "        return tuple(a + torch.randn(a.shape, generator=generator, dtype=a.dtype) * std\n"
-                                "                     if isinstance(a, torch.Tensor) else a for a in args)")),
+         source=edited(reference("add_input_noise"),
+                       ("        x = args[0]\n"
+                        "        noise = torch.randn(x.shape, generator=generator, dtype=x.dtype, device=x.device) * std\n"
+                        "        return (x + noise, *args[1:])",
+                        "        return tuple(a + torch.randn(a.shape, generator=generator, dtype=a.dtype) * std\n"
+                        "                     if isinstance(a, torch.Tensor) else a for a in args)")),
          expect=["positional argument 1 reached forward", "change only the first argument"]),
     dict(exercise="add_input_noise", kind="wrong", clause="anew", why="a fresh default generator when none is given",
-         source=edited(_NOISE, ("generator=generator, dtype", "generator=generator or torch.Generator(), dtype")),
+         source=edited(reference("add_input_noise"),
+                       ("generator=generator, dtype", "generator=generator or torch.Generator(), dtype")),
          expect=["exactly the same noise", "do not reseed"]),
     dict(exercise="add_input_noise", kind="wrong", clause="anew", why="reseeds the given generator on every call",
-         source=edited(_NOISE, ("        x = args[0]\n", "        x = args[0]\n        if generator is not None:\n"
-                                "            generator.manual_seed(generator.initial_seed())\n")),
+         source=edited(reference("add_input_noise"),
+                       ("        x = args[0]\n",
+                        "        x = args[0]\n"
+                        "        if generator is not None:\n"
+                        "            generator.manual_seed(generator.initial_seed())\n")),
          expect=["exactly the same noise", "do not reseed"]),
     dict(exercise="add_input_noise", kind="wrong", clause="independent", why="one noise map shared by the whole batch",
-         source=edited(_NOISE, ("torch.randn(x.shape, generator", "torch.randn(x.shape[1:], generator")),
+         source=edited(reference("add_input_noise"),
+                       ("torch.randn(x.shape, generator", "torch.randn(x.shape[1:], generator")),
          expect=["repeats itself along dimension 0", "full shape"]),
     dict(exercise="add_input_noise", kind="wrong", clause="handle", why="returns the module for chaining",
-         source=edited(_NOISE, ("    return module.register_forward_pre_hook(hook)",
-                                "    module.register_forward_pre_hook(hook)\n    return module")),
+         source=edited(reference("add_input_noise"),
+                       ("    return module.register_forward_pre_hook(hook)",
+                        "    module.register_forward_pre_hook(hook)\n"
+                        "    return module")),
          expect=["returned _recorder", "expected the handle"]),
     dict(exercise="add_input_noise", kind="wrong", clause="gradient", why="noise drawn around a detached x",
-         source=edited(_NOISE, ("return (x + torch.randn", "return (x.detach() + torch.randn")),
+         source=edited(reference("add_input_noise"),
+                       ("        noise = torch.randn(x.shape, generator=generator, dtype=x.dtype, device=x.device) * std\n"
+                        "        return (x + noise, *args[1:])",
+                        "        return (x.detach() + torch.randn(x.shape, generator=generator, dtype=x.dtype) * std, *args[1:])")),
          expect=["cut off from autograd"]),
     dict(exercise="add_input_noise", kind="right", why="a hook class, keyword arguments left alone",
          source='''
@@ -1351,53 +938,64 @@ def add_input_noise(module, std, generator=None):
 
     # ------------------------------------------------------------------ normalize_input: clauses, adversary
     dict(exercise="normalize_input", kind="wrong", clause="sequences", why="makes a tensor of lists only",
-         source=edited(_NORMALIZE, ("    def hook(mod, args):", "    if isinstance(mean, list):\n"
-                                    "        mean, std = torch.tensor(mean), torch.tensor(std)\n\n"
-                                    "    def hook(mod, args):"),
-                       ("m = torch.as_tensor(mean, dtype=x.dtype).reshape(shape)", "m = mean.to(x.dtype).reshape(shape)"),
-                       ("s = torch.as_tensor(std, dtype=x.dtype).reshape(shape)", "s = std.to(x.dtype).reshape(shape)")),
+         source=edited(reference("normalize_input"),
+                       ("    def hook(mod, args):",
+                        "    if isinstance(mean, list):\n"
+                        "        mean, std = torch.tensor(mean), torch.tensor(std)\n"
+                        "\n"
+                        "    def hook(mod, args):"),
+                       ("        m = torch.as_tensor(mean, dtype=x.dtype, device=x.device).reshape(shape)\n"
+                        "        s = torch.as_tensor(std, dtype=x.dtype, device=x.device).reshape(shape)",
+                        "        m = mean.to(x.dtype).reshape(shape)\n"
+                        "        s = std.to(x.dtype).reshape(shape)")),
          expect=["'tuple' object", "lists or tuples", "torch.as_tensor"]),
     dict(exercise="normalize_input", kind="wrong", clause="gradient", why="normalizes under torch.no_grad()",
-         source=edited(_NORMALIZE, ("        return ((x - m) / s, *args[1:])",
-                                    "        with torch.no_grad():\n            return ((x - m) / s, *args[1:])")),
+         source=edited(reference("normalize_input"),
+                       ("        return ((x - m) / s, *args[1:])",
+                        "        with torch.no_grad():\n"
+                        "            return ((x - m) / s, *args[1:])")),
          expect=["cut off from autograd"]),
     dict(exercise="normalize_input", kind="wrong", clause="other-args", why="a with_kwargs hook that drops the keywords",
-         source=edited(_NORMALIZE, ("def hook(mod, args):", "def hook(mod, args, kwargs):"),
+         source=edited(reference("normalize_input"),
+                       ("def hook(mod, args):", "def hook(mod, args, kwargs):"),
                        ("*args[1:])", "*args[1:]), {}"),
                        ("register_forward_pre_hook(hook)", "register_forward_pre_hook(hook, with_kwargs=True)")),
          expect=["keyword arguments", "unchanged"]),
     dict(exercise="normalize_input", kind="wrong", clause="pre-hook", why="a forward hook normalizes the output",
-         source=edited(_NORMALIZE, ("def hook(mod, args):\n        x = args[0]", "def hook(mod, args, output):\n        x = output"),
+         source=edited(reference("normalize_input"),
+                       ("def hook(mod, args):\n"
+                        "        x = args[0]",
+                        "def hook(mod, args, output):\n"
+                        "        x = output"),
                        ("return ((x - m) / s, *args[1:])", "return (x - m) / s"),
                        ("register_forward_pre_hook(hook)", "register_forward_hook(hook)")),
          expect=["x unchanged", "runs after forward", "register_forward_pre_hook"]),
     dict(exercise="normalize_input", kind="wrong", clause="trailing-dims", why="statistics shaped (C, 1, 1) as for images",
-         source=edited(_NORMALIZE, ("shape = (1, -1) + (1,) * (x.dim() - 2)", "shape = (-1, 1, 1)")),
+         source=edited(reference("normalize_input"),
+                       ("shape = (1, -1) + (1,) * (x.dim() - 2)", "shape = (-1, 1, 1)")),
          expect=["more dimensions than x"]),
     dict(exercise="normalize_input", kind="wrong", clause="formula", why="F.batch_norm with std as the running variance",
-         source='''
-import torch
-import torch.nn.functional as F
-
-
-def normalize_input(module, mean, std):
-    def hook(mod, args):
-        x = args[0]
-        m = torch.as_tensor(mean, dtype=x.dtype)
-        s = torch.as_tensor(std, dtype=x.dtype)
-        return (F.batch_norm(x, m, s, training=False, eps=0.0), *args[1:])
-
-    return module.register_forward_pre_hook(hook)
-''',
+         source=edited(reference("normalize_input"),
+                       ("import torch", "import torch\nimport torch.nn.functional as F"),
+                       ("        shape = (1, -1) + (1,) * (x.dim() - 2)\n"
+                        "        m = torch.as_tensor(mean, dtype=x.dtype, device=x.device).reshape(shape)\n"
+                        "        s = torch.as_tensor(std, dtype=x.dtype, device=x.device).reshape(shape)\n"
+                        "        return ((x - m) / s, *args[1:])",
+                        "        m = torch.as_tensor(mean, dtype=x.dtype)\n"
+                        "        s = torch.as_tensor(std, dtype=x.dtype)\n"
+                        "        return (F.batch_norm(x, m, s, training=False, eps=0.0), *args[1:])")),
          expect=["square root of std", "divide by std itself"]),
     dict(exercise="normalize_input", kind="wrong", clause="other-args", why="normalizes every tensor argument",
-         source=edited(_NORMALIZE, ("        return ((x - m) / s, *args[1:])",
-                                    "        rest = tuple(a / 1.0 if torch.is_tensor(a) else a for a in args[1:])\n"
-                                    "        return ((x - m) / s, *rest)")),
+         source=edited(reference("normalize_input"),
+                       ("        return ((x - m) / s, *args[1:])",
+                        "        rest = tuple(a / 1.0 if torch.is_tensor(a) else a for a in args[1:])\n"
+                        "        return ((x - m) / s, *rest)")),
          expect=["positional argument 1 reached forward", "change only the first argument"]),
     dict(exercise="normalize_input", kind="wrong", clause="not-in-place", why="normalizes the caller's tensor through x.data",
-         source=edited(_NORMALIZE, ("        return ((x - m) / s, *args[1:])",
-                                    "        x.data = (x.data - m) / s\n        return (x, *args[1:])")),
+         source=edited(reference("normalize_input"),
+                       ("        return ((x - m) / s, *args[1:])",
+                        "        x.data = (x.data - m) / s\n"
+                        "        return (x, *args[1:])")),
          expect=["changed in place", "x.data"]),
     dict(exercise="normalize_input", kind="right", why="a list of args and F.batch_norm with the variance std ** 2",
          source='''
@@ -1420,35 +1018,42 @@ def normalize_input(module, mean, std):
 
     # ------------------------------------------------------------------ flatten_images: clauses, adversary
     dict(exercise="flatten_images", kind="wrong", clause="other-args", why="a with_kwargs hook that drops the keywords",
-         source=edited(_FLATTEN, ("def hook(mod, args):", "def hook(mod, args, kwargs):"),
+         source=edited(reference("flatten_images"),
+                       ("def hook(mod, args):", "def hook(mod, args, kwargs):"),
                        ("*args[1:])", "*args[1:]), {}"),
                        ("register_forward_pre_hook(hook)", "register_forward_pre_hook(hook, with_kwargs=True)")),
          expect=["keyword arguments", "unchanged"]),
     dict(exercise="flatten_images", kind="wrong", clause="more-than-2", why="sizes of a 4-D image spelled out",
-         source=edited(_FLATTEN, ("x.flatten(1)", "x.reshape(x.shape[0], x.shape[1] * x.shape[2] * x.shape[3])")),
+         source=edited(reference("flatten_images"),
+                       ("x.flatten(1)", "x.reshape(x.shape[0], x.shape[1] * x.shape[2] * x.shape[3])")),
          expect=["tuple index out of range", "not only 4-d images"]),
     dict(exercise="flatten_images", kind="wrong", clause="all-but-first", why="keeps the last dimension",
-         source=edited(_FLATTEN, ("x.flatten(1)", "x.reshape(-1, x.shape[-1])")),
+         source=edited(reference("flatten_images"), ("x.flatten(1)", "x.reshape(-1, x.shape[-1])")),
          expect=["kept the last dimension", "shape (n, -1)"]),
     dict(exercise="flatten_images", kind="wrong", clause="gradient", why="flattens a detached x",
-         source=edited(_FLATTEN, ("x.flatten(1)", "x.detach().flatten(1)")),
+         source=edited(reference("flatten_images"), ("x.flatten(1)", "x.detach().flatten(1)")),
          expect=["cut off from autograd"]),
     dict(exercise="flatten_images", kind="wrong", clause="handle", why="returns the hook function",
-         source=edited(_FLATTEN, ("    return module.register_forward_pre_hook(hook)",
-                                  "    module.register_forward_pre_hook(hook)\n    return hook")),
+         source=edited(reference("flatten_images"),
+                       ("    return module.register_forward_pre_hook(hook)",
+                        "    module.register_forward_pre_hook(hook)\n"
+                        "    return hook")),
          expect=["returned function", "expected the handle"]),
     dict(exercise="flatten_images", kind="wrong", clause="other-args", why="a list of all the arguments",
-         source=edited(_FLATTEN, ("return (x.flatten(1), *args[1:])", "return [x.flatten(1), *args[1:]]")),
+         source=edited(reference("flatten_images"),
+                       ("return (x.flatten(1), *args[1:])", "return [x.flatten(1), *args[1:]]")),
          expect=["1 positional argument", "not a tuple becomes the only one"]),
     dict(exercise="flatten_images", kind="wrong", clause="pre-hook", why="a forward hook flattens the output",
-         source='''
-def flatten_images(module):
-    def hook(mod, args, output):
-        if output.dim() > 2:
-            return output.flatten(1)
-
-    return module.register_forward_hook(hook)
-''',
+         source=edited(reference("flatten_images"),
+                       ("    def hook(mod, args):\n"
+                        "        x = args[0]\n"
+                        "        if x.dim() <= 2:\n"
+                        "            return None\n"
+                        "        return (x.flatten(1), *args[1:])",
+                        "    def hook(mod, args, output):\n"
+                        "        if output.dim() > 2:\n"
+                        "            return output.flatten(1)"),
+                       ("module.register_forward_pre_hook(hook)", "module.register_forward_hook(hook)")),
          expect=["expected shape", "runs after forward", "register_forward_pre_hook"]),
     dict(exercise="flatten_images", kind="right", why="a with_kwargs hook that returns the keywords it got",
          source='''
@@ -1465,64 +1070,71 @@ def flatten_images(module):
 
     # ------------------------------------------------------------------ force_kwarg: clauses, adversary
     dict(exercise="force_kwarg", kind="wrong", clause="every-call", why="a one-shot hook that removes itself",
-         source='''
-def force_kwarg(module, name, value):
-    def hook(mod, args, kwargs):
-        handle.remove()
-        return args, {**kwargs, name: value}
-
-    handle = module.register_forward_pre_hook(hook, with_kwargs=True)
-    return handle
-''',
+         source=edited(reference("force_kwarg"),
+                       ("        return args, {**kwargs, name: value}",
+                        "        handle.remove()\n"
+                        "        return args, {**kwargs, name: value}"),
+                       ("    return module.register_forward_pre_hook(hook, with_kwargs=True)",
+                        "    handle = module.register_forward_pre_hook(hook, with_kwargs=True)\n"
+                        "    return handle")),
          expect=["no longer has a forward pre-hook", "every call"]),
     dict(exercise="force_kwarg", kind="wrong", clause="every-call", why="only in training mode",
-         source=edited(_FORCE, ("    def hook(mod, args, kwargs):\n",
-                                "    def hook(mod, args, kwargs):\n        if not mod.training:\n            return None\n")),
+         source=edited(reference("force_kwarg"),
+                       ("    def hook(mod, args, kwargs):\n",
+                        "    def hook(mod, args, kwargs):\n"
+                        "        if not mod.training:\n"
+                        "            return None\n")),
          expect=["also in eval mode", "don't look at module.training"]),
     dict(exercise="force_kwarg", kind="wrong", clause="every-call", why="only while grad mode is on",
-         source=edited(_FORCE, ("    def hook(mod, args, kwargs):\n",
-                                "    import torch\n\n    def hook(mod, args, kwargs):\n"
-                                "        if not torch.is_grad_enabled():\n            return None\n")),
+         source=edited(reference("force_kwarg"),
+                       ("    def hook(mod, args, kwargs):\n",
+                        "    import torch\n"
+                        "\n"
+                        "    def hook(mod, args, kwargs):\n"
+                        "        if not torch.is_grad_enabled():\n"
+                        "            return None\n")),
          expect=["under torch.no_grad()", "on every call"]),
     dict(exercise="force_kwarg", kind="wrong", clause="positional", why="keeps only the first positional argument",
-         source=edited(_FORCE, ("return args, {**kwargs, name: value}", "return (args[0],), {**kwargs, name: value}")),
+         source=edited(reference("force_kwarg"),
+                       ("return args, {**kwargs, name: value}", "return (args[0],), {**kwargs, name: value}")),
          expect=["positional arguments", "the caller's, unchanged", "as the hook received them"]),
     dict(exercise="force_kwarg", kind="wrong", clause="added", why="skips calls without keyword arguments",
-         source=edited(_FORCE, ("    def hook(mod, args, kwargs):\n",
-                                "    def hook(mod, args, kwargs):\n        if not kwargs:\n            return None\n")),
+         source=edited(reference("force_kwarg"),
+                       ("    def hook(mod, args, kwargs):\n",
+                        "    def hook(mod, args, kwargs):\n"
+                        "        if not kwargs:\n"
+                        "            return None\n")),
          expect=["without 'scale'", "add it then, too"]),
     dict(exercise="force_kwarg", kind="wrong", clause="overridden", why="the caller's value wins through dict order",
-         source=edited(_FORCE, ("{**kwargs, name: value}", "{name: value, **kwargs}")),
+         source=edited(reference("force_kwarg"), ("{**kwargs, name: value}", "{name: value, **kwargs}")),
          expect=["the value the caller passed", "override the caller's value"]),
     dict(exercise="force_kwarg", kind="wrong", clause="name-value", why="the pair returned as a list",
-         source=edited(_FORCE, ("return args, {**kwargs, name: value}", "return [args, {**kwargs, name: value}]")),
+         source=edited(reference("force_kwarg"),
+                       ("return args, {**kwargs, name: value}", "return [args, {**kwargs, name: value}]")),
          expect=["forward pre-hook must return none or a tuple", "the pair (args, kwargs)"]),
     dict(exercise="force_kwarg", kind="right", why="a tuple of args rebuilt and a dict comprehension",
-         source='''
-def force_kwarg(module, name, value):
-    def hook(mod, args, kwargs):
-        merged = {key: val for key, val in kwargs.items() if key != name}
-        merged[name] = value
-        return tuple(args), merged
-
-    return module.register_forward_pre_hook(hook, with_kwargs=True)
-''',
+         source=edited(reference("force_kwarg"),
+                       ("        return args, {**kwargs, name: value}",
+                        "        merged = {key: val for key, val in kwargs.items() if key != name}\n"
+                        "        merged[name] = value\n"
+                        "        return tuple(args), merged")),
          expect=[]),
 ]
 
 # Patterns of public normalization code (a per-image transform's zip loop, a multiplication by 1 / std).
 ENTRIES += [
     dict(exercise="normalize_input", kind="wrong", clause="dim-1", why="zip over x walks along the batch",
-         source='''
-def normalize_input(module, mean, std):
-    def hook(mod, args):
-        x = args[0].clone()
-        for t, m, s in zip(x, mean, std):
-            t.sub_(m).div_(s)
-        return (x, *args[1:])
-
-    return module.register_forward_pre_hook(hook)
-''',
+         source=edited(reference("normalize_input"),
+                       ("import torch\n", ""),
+                       ("        x = args[0]\n"
+                        "        shape = (1, -1) + (1,) * (x.dim() - 2)\n"
+                        "        m = torch.as_tensor(mean, dtype=x.dtype, device=x.device).reshape(shape)\n"
+                        "        s = torch.as_tensor(std, dtype=x.dtype, device=x.device).reshape(shape)\n"
+                        "        return ((x - m) / s, *args[1:])",
+                        "        x = args[0].clone()\n"
+                        "        for t, m, s in zip(x, mean, std):\n"
+                        "            t.sub_(m).div_(s)\n"
+                        "        return (x, *args[1:])")),
          expect=["sample i with mean[i]", "dimension 0, the batch", "channels are dimension 1"]),
     dict(exercise="normalize_input", kind="right", why="a loop over the channels of a clone, times 1 / std",
          source='''
@@ -1541,33 +1153,28 @@ def normalize_input(module, mean, std):
 # Second round, written from the docstrings alone.
 ENTRIES += [
     dict(exercise="flatten_images", kind="wrong", clause="more-than-2", why="flattens only for an nn.Linear",
-         source=edited(_FLATTEN, ("        if x.dim() <= 2:", "        if x.dim() <= 2 or not isinstance(mod, nn.Linear):"),
+         source=edited(reference("flatten_images"),
+                       ("        if x.dim() <= 2:", "        if x.dim() <= 2 or not isinstance(mod, nn.Linear):"),
                        ("def flatten_images(module):", "from torch import nn\n\n\ndef flatten_images(module):")),
          expect=["x passed unchanged", "4 dimensions, more than 2"]),
 ]
 ENTRIES += [
     dict(exercise="add_input_noise", kind="wrong", clause="generator", why="the generator for the first call only",
-         source='''
-import torch
-
-
-def add_input_noise(module, std, generator=None):
-    state = {"generator": generator}
-
-    def hook(mod, args):
-        if not mod.training:
-            return None
-        x = args[0]
-        g, state["generator"] = state["generator"], None  # later calls: the global random state
-        return (x + torch.randn(x.shape, generator=g, dtype=x.dtype) * std, *args[1:])
-
-    return module.register_forward_pre_hook(hook)
-''',
+         source=edited(reference("add_input_noise"),
+                       ("    def hook(mod, args):",
+                        '    state = {"generator": generator}\n'
+                        "\n"
+                        "    def hook(mod, args):"),
+                       ("        noise = torch.randn(x.shape, generator=generator, dtype=x.dtype, device=x.device) * std\n"
+                        "        return (x + noise, *args[1:])",
+                        '        g, state["generator"] = state["generator"], None  # later calls: the global random state\n'
+                        "        return (x + torch.randn(x.shape, generator=g, dtype=x.dtype) * std, *args[1:])")),
          expect=["called twice", "seeded alike", "generator=generator"]),
 ]
 ENTRIES += [
     dict(exercise="flatten_images", kind="wrong", clause="all-but-first", why="squeezes x first",
-         source=edited(_FLATTEN, ("        x = args[0]\n", "        x = args[0].squeeze()\n"),
+         source=edited(reference("flatten_images"),
+                       ("        x = args[0]\n", "        x = args[0].squeeze()\n"),
                        ("            return None\n", "            return (x, *args[1:])\n")),
          expect=["you squeezed x", "batch of one sample", "shape (n, -1)"]),
 ]
@@ -1575,51 +1182,41 @@ ENTRIES += [
 # Review of issue 12: half precision, the last positional argument, no generator, a replaced forward.
 ENTRIES += [
     dict(exercise="add_input_noise", kind="wrong", clause="dtype", why="float32 noise turns a float16 x into float32",
-         source='''
-import torch
-
-
-def add_input_noise(module, std, generator=None):
-    def hook(mod, args):
-        if mod.training:
-            x = args[0]
-            return (x + torch.randn(x.shape, generator=generator) * std, *args[1:])
-
-    return module.register_forward_pre_hook(hook)
-''',
+         source=edited(reference("add_input_noise"),
+                       ("        if not mod.training:\n"
+                        "            return None\n"
+                        "        x = args[0]\n"
+                        "        noise = torch.randn(x.shape, generator=generator, dtype=x.dtype, device=x.device) * std\n"
+                        "        return (x + noise, *args[1:])",
+                        "        if mod.training:\n"
+                        "            x = args[0]\n"
+                        "            return (x + torch.randn(x.shape, generator=generator) * std, *args[1:])")),
          expect=["float16", "expected dtype torch.float16", "promotes x"]),
     dict(exercise="add_input_noise", kind="wrong", clause="global-state",
          why="a generator of its own when none is given",
-         source='''
-import torch
-
-
-def add_input_noise(module, std, generator=None):
-    generator = generator if generator is not None else torch.Generator()
-
-    def hook(mod, args):
-        if mod.training:
-            x = args[0]
-            return (x + torch.randn(x.shape, generator=generator, dtype=x.dtype) * std, *args[1:])
-
-    return module.register_forward_pre_hook(hook)
-''',
+         source=edited(reference("add_input_noise"),
+                       ("    def hook(mod, args):",
+                        "    generator = generator if generator is not None else torch.Generator()\n"
+                        "\n"
+                        "    def hook(mod, args):"),
+                       ("        if not mod.training:\n"
+                        "            return None\n"
+                        "        x = args[0]\n"
+                        "        noise = torch.randn(x.shape, generator=generator, dtype=x.dtype, device=x.device) * std\n"
+                        "        return (x + noise, *args[1:])",
+                        "        if mod.training:\n"
+                        "            x = args[0]\n"
+                        "            return (x + torch.randn(x.shape, generator=generator, dtype=x.dtype) * std, *args[1:])")),
          expect=["torch.manual_seed(7101)", "the same noise both times", "global random state"]),
     dict(exercise="normalize_input", kind="wrong", clause="other-args", why="normalizes the last positional argument",
-         source='''
-import torch
-
-
-def normalize_input(module, mean, std):
-    def hook(mod, args):
-        x = args[-1]
-        shape = (1, -1) + (1,) * (x.dim() - 2)
-        m = torch.as_tensor(mean, dtype=x.dtype).view(shape)
-        s = torch.as_tensor(std, dtype=x.dtype).view(shape)
-        return (*args[:-1], (x - m) / s)
-
-    return module.register_forward_pre_hook(hook)
-''',
+         source=edited(reference("normalize_input"),
+                       ("x = args[0]", "x = args[-1]"),
+                       ("        m = torch.as_tensor(mean, dtype=x.dtype, device=x.device).reshape(shape)\n"
+                        "        s = torch.as_tensor(std, dtype=x.dtype, device=x.device).reshape(shape)\n"
+                        "        return ((x - m) / s, *args[1:])",
+                        "        m = torch.as_tensor(mean, dtype=x.dtype).view(shape)\n"
+                        "        s = torch.as_tensor(std, dtype=x.dtype).view(shape)\n"
+                        "        return (*args[:-1], (x - m) / s)")),
          expect=["normalizes positional argument 1", "args[-1]", "change x = args[0]"]),
     dict(exercise="force_kwarg", kind="wrong", clause="registers", why="replaces module.forward instead of a hook",
          source='''
@@ -1637,39 +1234,27 @@ def force_kwarg(module, name, value):
 ]
 ENTRIES += [
     dict(exercise="add_input_noise", kind="wrong", clause="other-args", why="noise on the last positional argument",
-         source='''
-import torch
-
-
-def add_input_noise(module, std, generator=None):
-    def hook(mod, args):
-        if mod.training:
-            x = args[-1]
-            return (*args[:-1], x + torch.randn(x.shape, generator=generator, dtype=x.dtype) * std)
-
-    return module.register_forward_pre_hook(hook)
-''',
+         source=edited(reference("add_input_noise"),
+                       ("        if not mod.training:\n"
+                        "            return None\n"
+                        "        x = args[0]\n"
+                        "        noise = torch.randn(x.shape, generator=generator, dtype=x.dtype, device=x.device) * std\n"
+                        "        return (x + noise, *args[1:])",
+                        "        if mod.training:\n"
+                        "            x = args[-1]\n"
+                        "            return (*args[:-1], x + torch.randn(x.shape, generator=generator, dtype=x.dtype) * std)")),
          expect=["adds noise to positional argument 2", "args[-1]", "change x = args[0]"]),
 ]
 ENTRIES += [
     dict(exercise="add_input_noise", kind="right", why="randn_like without a generator, randn with one",
-         source='''
-import torch
-
-
-def add_input_noise(module, std, generator=None):
-    def hook(mod, args):
-        if not mod.training:
-            return None
-        x = args[0]
-        if generator is None:
-            noise = torch.randn_like(x)
-        else:
-            noise = torch.randn(x.shape, generator=generator, dtype=x.dtype, device=x.device)
-        return (x + std * noise,) + args[1:]
-
-    return module.register_forward_pre_hook(hook)
-''',
+         source=edited(reference("add_input_noise"),
+                       ("        noise = torch.randn(x.shape, generator=generator, dtype=x.dtype, device=x.device) * std\n"
+                        "        return (x + noise, *args[1:])",
+                        "        if generator is None:\n"
+                        "            noise = torch.randn_like(x)\n"
+                        "        else:\n"
+                        "            noise = torch.randn(x.shape, generator=generator, dtype=x.dtype, device=x.device)\n"
+                        "        return (x + std * noise,) + args[1:]")),
          expect=[]),
     dict(exercise="normalize_input", kind="right", why="float32 arithmetic, the result cast back to the dtype of x",
          source='''
