@@ -21,7 +21,7 @@ import textwrap
 import time
 
 from hooked import __version__, progress
-from hooked.checking import display_path
+from hooked.display_paths import display_path
 from hooked.course import LESSONS_DIR, ROOT, SOLUTIONS_DIR, lesson_names
 from hooked.generate import back_up, fresh_lesson_text, stale_lessons, write_lessons
 from hooked.solution_markers import MarkerError, is_solution_marker

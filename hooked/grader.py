@@ -12,9 +12,10 @@ import sys
 import threading
 import time
 
-from hooked.checking import Result, display_path
 from hooked.course import ROOT
+from hooked.display_paths import display_path
 from hooked.lesson_file import load_lesson_source
+from hooked.verdict import Result
 
 DEFAULT_TIME_LIMIT = 10.0
 LONGEST_TIME_LIMIT = 86400.0  # a day: anything longer is a typing mistake

@@ -43,11 +43,12 @@ def main():
     from hooked.checks.optimizers import skip_dynamo_import_in_optimizers
     skip_dynamo_import_in_optimizers()  # saves 1 s in checks that build an optimizer
 
-    from hooked.checking import Result, describe_learner_error
     from hooked.checks import checks_for_lesson, run_exercise_check
     from hooked.course import checks_module_name, lesson_names
     from hooked.isolation import torch_state_restored
+    from hooked.learner_tracebacks import describe_learner_error
     from hooked.lesson_file import Cell, compile_cell
+    from hooked.verdict import Result
 
     # Import every check now, before learner code can disturb imports. A lesson whose checks
     # are not written yet (an author's draft) is reported on its own, not a crash of all.

@@ -7,7 +7,7 @@ import dataclasses
 import pathlib
 import sys
 
-from hooked.checking import display_path
+from hooked.display_paths import display_path
 
 EXERCISE_TAG = "exercise"
 

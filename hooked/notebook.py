@@ -4,9 +4,9 @@ before its exercise is written."""
 
 import contextlib
 
-from hooked.checking import learner_raised_not_implemented
 from hooked.checks import run_check_for_object
 from hooked.hints import LEVELS, find_exercise
+from hooked.learner_tracebacks import learner_raised_not_implemented
 
 
 def check(exercise):

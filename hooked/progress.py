@@ -5,7 +5,7 @@ plugin and the `hooked` command, so that both say the same thing."""
 import json
 import pathlib
 
-from hooked.checking import display_path
+from hooked.display_paths import display_path
 
 
 def where(result):

@@ -3,8 +3,9 @@
 
 import importlib
 
-from hooked.checking import Result, run_check
+from hooked.check_runner import run_check
 from hooked.course import checks_module_name, lesson_names
+from hooked.verdict import Result
 
 
 def checks_for_lesson(lesson):

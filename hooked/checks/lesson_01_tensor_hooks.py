@@ -5,7 +5,7 @@ import random
 import torch
 from torch.utils.hooks import RemovableHandle
 
-from hooked.checking import calling, fail
+from hooked.check_api import calling, fail
 from hooked.checks.gradient_transforms import check_returns_new_gradient
 from hooked.checks.tensors import close, describe, random_tensor
 

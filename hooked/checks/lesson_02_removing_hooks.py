@@ -12,7 +12,7 @@ import weakref
 import torch
 from torch import nn
 
-from hooked.checking import calling, fail
+from hooked.check_api import calling, fail
 from hooked.checks.tensors import close, describe, random_tensor
 from hooked.lesson_file import without_magics
 

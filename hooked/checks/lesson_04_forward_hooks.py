@@ -12,7 +12,7 @@ from torch import nn
 from torch.nn.modules.module import _global_forward_hooks
 from torch.utils.hooks import RemovableHandle
 
-from hooked.checking import calling, fail
+from hooked.check_api import calling, fail
 from hooked.checks.tensors import close, describe, random_tensor
 
 

@@ -14,7 +14,8 @@ from collections.abc import Mapping
 import torch
 from torch import nn
 
-from hooked.checking import LearnerCodeRaised, calling, describe_learner_error, fail
+from hooked.check_api import LearnerCodeRaised, calling, fail
+from hooked.learner_tracebacks import describe_learner_error
 from hooked.checks.noise import (Z, check_generator_advanced, check_new_noise_each_call, check_noise_sample,
                                  check_seeded_noise)
 from hooked.checks.tensors import close, describe, random_tensor

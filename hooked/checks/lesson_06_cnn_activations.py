@@ -12,7 +12,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.nn.modules import module as module_globals
 
-from hooked.checking import LearnerCodeRaised, calling, fail
+from hooked.check_api import LearnerCodeRaised, calling, fail
 from hooked.checks import trained_digits_cnn
 from hooked.checks.tensors import close, describe, random_tensor
 

@@ -8,7 +8,7 @@ import torch
 import torch.nn.modules.module as module_hooks
 from torch import nn
 
-from hooked.checking import LearnerCodeRaised, calling, fail
+from hooked.check_api import LearnerCodeRaised, calling, fail
 from hooked.checks.tensors import close, describe, random_tensor
 
 # ---------------------------------------------------------------- shared helpers

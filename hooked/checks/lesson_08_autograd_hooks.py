@@ -21,8 +21,9 @@ import weakref
 import torch
 from torch import nn
 
-from hooked.checking import LearnerCodeRaised, calling, describe_learner_error, fail
+from hooked.check_api import LearnerCodeRaised, calling, fail
 from hooked.checks.tensors import close, describe, random_tensor
+from hooked.learner_tracebacks import describe_learner_error
 
 _ERROR_HINTS = (  # (text in torch's error, what it means for these exercises)
     ("a leaf Variable that requires grad is being used in an in-place operation",

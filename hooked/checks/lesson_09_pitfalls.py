@@ -8,8 +8,9 @@ import torch
 import torch.nn.modules.module as module_globals
 from torch import nn
 
-from hooked.checking import LearnerCodeRaised, calling, fail, learner_frame
+from hooked.check_api import LearnerCodeRaised, calling, fail
 from hooked.checks.tensors import close, describe, random_tensor
+from hooked.learner_tracebacks import learner_frame
 
 MODULE_HOOK_DICTS = {"forward_pre": "_forward_pre_hooks", "forward": "_forward_hooks",
                      "backward_pre": "_backward_pre_hooks", "backward": "_backward_hooks",

@@ -5,9 +5,10 @@ import random
 import torch
 from torch import nn
 
-from hooked.checking import LearnerCodeRaised, calling, fail, learner_frame
+from hooked.check_api import LearnerCodeRaised, calling, fail
 from hooked.checks.optimizers import PlainSGD
 from hooked.checks.tensors import close, describe, random_tensor
+from hooked.learner_tracebacks import learner_frame
 
 
 def _is_handle(value):

@@ -13,9 +13,10 @@ from collections.abc import Mapping
 import torch
 from torch import nn
 
-from hooked.checking import (CheckFailed, LearnerCodeRaised, calling, describe_learner_error, fail,
-                             learner_raised_not_implemented, run_check)
+from hooked.check_api import CheckFailed, LearnerCodeRaised, calling, fail
+from hooked.check_runner import run_check
 from hooked.checks.tensors import describe, random_tensor
+from hooked.learner_tracebacks import describe_learner_error, learner_raised_not_implemented
 
 _KEYS = ("mean", "std", "zero_fraction")
 _LOOP_VARIABLE = ("If the records all landed under one name, the hook reads the loop variable when it runs: bind the "

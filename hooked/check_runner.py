@@ -1,0 +1,77 @@
+"""Run one check on the learner's object and turn what happened into a Result:
+passed, failed (with the check's message or the learner's error), not attempted
+(the stub still raises), or error (the check itself broke)."""
+
+import linecache
+import re
+import traceback
+
+from hooked.check_api import CheckFailed, LearnerCodeRaised, capitalized
+from hooked.display_paths import place
+from hooked.learner_tracebacks import describe_learner_error, error_text, learner_frame, learner_raised_not_implemented
+from hooked.verdict import Result
+
+
+def run_check(lesson, exercise, check, obj, where=None):
+    """Run `check(obj)` and turn what happened into a Result. Torch's global state
+    is restored afterwards, whatever the learner's code did to it. `where` is the line that
+    defines the exercise, as the grader shows it ("lessons/01_tensor_hooks.py line 241")."""
+    from hooked.isolation import torch_state_restored  # imports torch: only where checks run
+
+    def result(status, message):
+        return Result(lesson, exercise, status, message)
+
+    try:
+        with torch_state_restored():
+            check(obj)
+    except CheckFailed as failure:
+        return result("failed", failure.message)
+    except LearnerCodeRaised as raised:
+        if learner_raised_not_implemented(raised.error):
+            return _not_attempted(result, exercise, raised.error, where)
+        return result("failed", f"{capitalized(raised.doing)} raised {describe_learner_error(raised.error)}")
+    except NotImplementedError as error:
+        if learner_raised_not_implemented(error):
+            return _not_attempted(result, exercise, error, where)
+        return _unexpected(result, exercise, error)
+    except SystemExit as error:
+        return result("failed", f"your code called sys.exit({error.code!r}) while {exercise} was checked; "
+                                "an exercise should return or raise, never exit.")
+    except Exception as error:
+        return _unexpected(result, exercise, error)
+    return result("passed", "passed.")
+
+
+def _not_attempted(result, exercise, error, where=None):
+    # One line per exercise: its `def` (or `class`) line, the one "next:" gives, not the
+    # line of the `raise` inside it.
+    where = where or _definition_place(exercise, error)
+    line = f" ({where})" if where else ""
+    what = error_text(error).removeprefix("NotImplementedError: ")
+    if what == "NotImplementedError":
+        what = f"{exercise} still raises NotImplementedError"
+    return result("not_attempted", f"not attempted yet: {what}{line}. Replace the `raise NotImplementedError` "
+                                   "stub in its exercise cell with your code.")
+
+
+def _definition_place(exercise, error):
+    """Where `exercise` is defined, found from the learner's line that raised (a notebook's
+    check() has no grader to say it): the nearest `def exercise` or `class exercise` at
+    or above that line, else that line itself."""
+    frame = learner_frame(error)
+    if frame is None:
+        return None
+    filename, lineno, _ = frame
+    definition = re.compile(rf"(?:async\s+def|def|class)\s+{re.escape(exercise)}\b")
+    for number in range(lineno, 0, -1):
+        if definition.match(linecache.getline(filename, number)):
+            return place(filename, number)
+    return place(filename, lineno)
+
+
+def _unexpected(result, exercise, error):
+    if learner_frame(error) is not None:
+        return result("failed", f"while checking {exercise}, your code raised {describe_learner_error(error)}")
+    # No learner frame: the checker itself broke. That is the course's bug; show everything.
+    details = "".join(traceback.format_exception(error))
+    return result("error", f"the checker for {exercise} failed (a bug in the course, please report it):\n{details}")

@@ -1,0 +1,24 @@
+"""The verdict on one exercise: what grading reports, the notebook shows and Gradescope exports."""
+
+import dataclasses
+
+STATUSES = ("passed", "failed", "not_attempted", "error")
+
+
+@dataclasses.dataclass
+class Result:
+    lesson: str
+    exercise: str
+    status: str
+    message: str
+    graded_file: str = ""
+    output: str = ""
+    location: str = ""  # where the exercise is written, e.g. "lessons/01_tensor_hooks.py line 241"
+
+    def as_report_entry(self):
+        return {"lesson": self.lesson, "exercise": self.exercise,
+                "status": self.status, "message": self.message}
+
+    def notebook_text(self):
+        mark = {"passed": "✅", "failed": "❌", "not_attempted": "⏳", "error": "⚠️"}[self.status]
+        return f"{mark} {self.exercise}: {self.message}"
