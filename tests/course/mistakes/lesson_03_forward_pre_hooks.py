@@ -6,36 +6,21 @@ from mistakes import edited, reference
 ENTRIES = [
     # ------------------------------------------------------------------ add_input_noise
     dict(exercise="add_input_noise", kind="wrong", clause="not-in-place", why="adds the noise to x in place",
-         source=edited(reference("add_input_noise"),
-                       ("        if not mod.training:\n"
-                        "            return None\n"
-                        "        x = args[0]\n"
-                        "        noise = torch.randn(x.shape, generator=generator, dtype=x.dtype, device=x.device) * std\n"
-                        "        return (x + noise, *args[1:])",
-                        "        if mod.training:\n"
-                        "            x = args[0]\n"
-                        "            x.add_(torch.randn(x.shape, generator=generator) * std)")),
+         source=edited(reference("add_input_noise"), ("return (x + noise, *args[1:])", "x.add_(noise)")),
          expect=["changed in place", "in-place operation"]),
     dict(exercise="add_input_noise", kind="wrong", clause="eval-unchanged", why="adds noise in eval mode too",
          source=edited(reference("add_input_noise"),
-                       ("        if not mod.training:\n            return None", ""),
-                       ("        noise = torch.randn(x.shape, generator=generator, dtype=x.dtype, device=x.device) * std\n"
-                        "        return (x + noise, *args[1:])",
-                        "        return (x + torch.randn(x.shape, generator=generator) * std, *args[1:])")),
+                       ("        if not mod.training:\n            return None\n", "")),
          expect=["eval mode", "module.training"]),
     dict(exercise="add_input_noise", kind="wrong", clause="mode-at-call", why="looks at the mode once, when registering",
          source=edited(reference("add_input_noise"),
                        ("    def hook(mod, args):", "    training = module.training\n\n    def hook(mod, args):"),
-                       ("mod.training:", "training:"),
-                       ("        noise = torch.randn(x.shape, generator=generator, dtype=x.dtype, device=x.device) * std\n"
-                        "        return (x + noise, *args[1:])",
-                        "        return (x + torch.randn(x.shape, generator=generator) * std, *args[1:])")),
+                       ("if not mod.training:", "if not training:")),
          expect=["on every call", "not once when the hook is registered"]),
     dict(exercise="add_input_noise", kind="wrong", clause="generator", why="ignores the generator",
          source=edited(reference("add_input_noise"),
-                       ("        noise = torch.randn(x.shape, generator=generator, dtype=x.dtype, device=x.device) * std\n"
-                        "        return (x + noise, *args[1:])",
-                        "        return (x + torch.randn_like(x) * std, *args[1:])")),
+                       ("torch.randn(x.shape, generator=generator, dtype=x.dtype, device=x.device)",
+                        "torch.randn_like(x)")),
          expect=["seeded alike", "generator=generator"]),
     dict(exercise="add_input_noise", kind="wrong", clause="generator", why="a fixed-seed generator of its own",
          source=edited(reference("add_input_noise"),
@@ -43,63 +28,42 @@ ENTRIES = [
                         "    own = torch.Generator().manual_seed(0)\n"
                         "\n"
                         "    def hook(mod, args):"),
-                       ("        noise = torch.randn(x.shape, generator=generator, dtype=x.dtype, device=x.device) * std\n"
-                        "        return (x + noise, *args[1:])",
-                        "        return (x + torch.randn(x.shape, generator=own) * std, *args[1:])")),
+                       ("generator=generator,", "generator=own,")),
          expect=["identical noise", "not from a generator of your own"]),
     dict(exercise="add_input_noise", kind="wrong", clause="std", why="scales by the variance std ** 2",
-         source=edited(reference("add_input_noise"),
-                       ("        noise = torch.randn(x.shape, generator=generator, dtype=x.dtype, device=x.device) * std\n"
-                        "        return (x + noise, *args[1:])",
-                        "        return (x + torch.randn(x.shape, generator=generator) * std ** 2, *args[1:])")),
+         source=edited(reference("add_input_noise"), ("device=x.device) * std", "device=x.device) * std ** 2")),
          expect=["standard deviation", "std squared, the variance"]),
     dict(exercise="add_input_noise", kind="wrong", clause="std", why="treats std as the variance (square root)",
          source=edited(reference("add_input_noise"),
-                       ("import torch", "\nimport math\n\nimport torch"),
-                       ("        noise = torch.randn(x.shape, generator=generator, dtype=x.dtype, device=x.device) * std\n"
-                        "        return (x + noise, *args[1:])",
-                        "        return (x + torch.randn(x.shape, generator=generator) * math.sqrt(std), *args[1:])")),
+                       ("import torch", "import math\n\nimport torch"),
+                       ("device=x.device) * std", "device=x.device) * math.sqrt(std)")),
          expect=["square root of std", "not the variance"]),
     dict(exercise="add_input_noise", kind="wrong", clause="std", why="forgets to scale by std",
-         source=edited(reference("add_input_noise"),
-                       ("        noise = torch.randn(x.shape, generator=generator, dtype=x.dtype, device=x.device) * std\n"
-                        "        return (x + noise, *args[1:])",
-                        "        return (x + torch.randn(x.shape, generator=generator), *args[1:])")),
+         source=edited(reference("add_input_noise"), ("device=x.device) * std", "device=x.device)")),
          expect=["standard deviation of torch.randn itself"]),
     dict(exercise="add_input_noise", kind="wrong", clause="normal", why="uniform noise with the right spread",
          source=edited(reference("add_input_noise"),
-                       ("        noise = torch.randn(x.shape, generator=generator, dtype=x.dtype, device=x.device) * std\n"
-                        "        return (x + noise, *args[1:])",
-                        "        uniform = torch.rand(x.shape, generator=generator) - 0.5\n"
-                        "        return (x + uniform * std * 12 ** 0.5, *args[1:])")),
+                       ("torch.randn(x.shape, generator=generator, dtype=x.dtype, device=x.device) * std",
+                        "(torch.rand(x.shape, generator=generator, dtype=x.dtype, device=x.device) - 0.5) * std * 12 ** 0.5")),
          expect=["normal distribution", "not the uniform one"]),
     dict(exercise="add_input_noise", kind="wrong", clause="std", why="multiplicative noise",
-         source=edited(reference("add_input_noise"),
-                       ("        noise = torch.randn(x.shape, generator=generator, dtype=x.dtype, device=x.device) * std\n"
-                        "        return (x + noise, *args[1:])",
-                        "        return (x * (1 + torch.randn(x.shape, generator=generator) * std), *args[1:])")),
+         source=edited(reference("add_input_noise"), ("return (x + noise", "return (x * (1 + noise)")),
          expect=["depends on the input"]),
     dict(exercise="add_input_noise", kind="wrong", clause="independent", why="one noise value per sample, broadcast",
          source=edited(reference("add_input_noise"),
-                       ("        noise = torch.randn(x.shape, generator=generator, dtype=x.dtype, device=x.device) * std\n"
-                        "        return (x + noise, *args[1:])",
-                        "        per_sample = torch.randn((x.shape[0],) + (1,) * (x.dim() - 1), generator=generator) * std\n"
-                        "        return (x + per_sample, *args[1:])")),
+                       ("torch.randn(x.shape, generator",
+                        "torch.randn((x.shape[0],) + (1,) * (x.dim() - 1), generator")),
          expect=["repeats itself along dimension", "full shape"]),
     dict(exercise="add_input_noise", kind="wrong", clause="anew", why="the same noise on every call",
          source=edited(reference("add_input_noise"),
                        ("    def hook(mod, args):", "    drawn = {}\n\n    def hook(mod, args):"),
-                       ("        noise = torch.randn(x.shape, generator=generator, dtype=x.dtype, device=x.device) * std\n"
-                        "        return (x + noise, *args[1:])",
-                        "        if x.shape not in drawn:\n"
-                        "            drawn[x.shape] = torch.randn(x.shape, generator=generator) * std\n"
-                        "        return (x + drawn[x.shape], *args[1:])")),
+                       ("        noise = torch.randn",
+                        "        noise = drawn.get(x.shape)\n"
+                        "        if noise is None:\n"
+                        "            noise = drawn[x.shape] = torch.randn")),
          expect=["exactly the same noise", "new noise on every call"]),
     dict(exercise="add_input_noise", kind="wrong", clause="other-args", why="returns only the noisy x",
-         source=edited(reference("add_input_noise"),
-                       ("        noise = torch.randn(x.shape, generator=generator, dtype=x.dtype, device=x.device) * std\n"
-                        "        return (x + noise, *args[1:])",
-                        "        return x + torch.randn(x.shape, generator=generator) * std")),
+         source=edited(reference("add_input_noise"), ("return (x + noise, *args[1:])", "return x + noise")),
          expect=["1 positional argument", "replaces all positional arguments"]),
     dict(exercise="add_input_noise", kind="wrong", clause="dtype", why="float64 noise changes the dtype",
          source=edited(reference("add_input_noise"), ("dtype=x.dtype, device=x.device)", "dtype=torch.float64)")),
@@ -117,18 +81,14 @@ ENTRIES = [
     dict(exercise="add_input_noise", kind="wrong", clause="pre-hook", why="a forward hook instead of a pre-hook",
          source=edited(reference("add_input_noise"),
                        ("def hook(mod, args):", "def hook(mod, args, output):"),
-                       ("        x = args[0]\n"
-                        "        noise = torch.randn(x.shape, generator=generator, dtype=x.dtype, device=x.device) * std\n"
-                        "        return (x + noise, *args[1:])",
-                        "        return output + torch.randn(output.shape, generator=generator) * std"),
-                       ("module.register_forward_pre_hook(hook)", "module.register_forward_hook(hook)")),
+                       ("        x = args[0]\n", "        x = output\n"),
+                       ("return (x + noise, *args[1:])", "return x + noise"),
+                       ("register_forward_pre_hook(hook)", "register_forward_hook(hook)")),
          expect=["no noise was added", "use register_forward_pre_hook"]),
     dict(exercise="add_input_noise", kind="wrong", clause="handle", why="does not return the handle",
          source=edited(reference("add_input_noise"),
-                       ("        noise = torch.randn(x.shape, generator=generator, dtype=x.dtype, device=x.device) * std\n"
-                        "        return (x + noise, *args[1:])",
-                        "        return (x + torch.randn(x.shape, generator=generator) * std, *args[1:])"),
-                       ("return module.register_forward_pre_hook(hook)", "module.register_forward_pre_hook(hook)")),
+                       ("    return module.register_forward_pre_hook(hook)",
+                        "    module.register_forward_pre_hook(hook)")),
          expect=["returned None", "expected the handle"]),
     dict(exercise="add_input_noise", kind="right", why="torch.normal with a size",
          source='''
@@ -180,11 +140,10 @@ def add_input_noise(module, std, generator=None):
          expect=[]),
     dict(exercise="add_input_noise", kind="wrong", clause="shape", why="noise only on the first sample of the batch",
          source=edited(reference("add_input_noise"),
-                       ("        x = args[0]\n"
-                        "        noise = torch.randn(x.shape, generator=generator, dtype=x.dtype, device=x.device) * std\n"
-                        "        return (x + noise, *args[1:])",
-                        "        x = args[0].clone()\n"
-                        "        x[0] = x[0] + torch.randn(x[0].shape, generator=generator) * std\n"
+                       ("torch.randn(x.shape, generator", "torch.randn(x[0].shape, generator"),
+                       ("return (x + noise, *args[1:])",
+                        "x = x.clone()\n"
+                        "        x[0] = x[0] + noise\n"
                         "        return (x, *args[1:])")),
          expect=['exactly 0 at', 'got no noise', 'full shape of x']),
     dict(exercise="add_input_noise", kind="wrong", clause="shape", why="one noise value drawn when registering",
@@ -193,10 +152,8 @@ def add_input_noise(module, std, generator=None):
                         "    noise = torch.randn(1, generator=generator) * std\n"
                         "\n"
                         "    def hook(mod, args):"),
-                       ("        x = args[0]\n"
-                        "        noise = torch.randn(x.shape, generator=generator, dtype=x.dtype, device=x.device) * std\n"
-                        "        return (x + noise, *args[1:])",
-                        "        return (args[0] + noise, *args[1:])")),
+                       ("        noise = torch.randn(x.shape, generator=generator, dtype=x.dtype, device=x.device) * std\n",
+                        "")),
          expect=['the same number everywhere']),
     dict(exercise="add_input_noise", kind="wrong", clause="generator", why="draws from a copy of the generator",
          source=edited(reference("add_input_noise"),
@@ -207,9 +164,7 @@ def add_input_noise(module, std, generator=None):
                         "        own.set_state(generator.get_state())  # leaves the caller's generator alone\n"
                         "\n"
                         "    def hook(mod, args):"),
-                       ("        noise = torch.randn(x.shape, generator=generator, dtype=x.dtype, device=x.device) * std\n"
-                        "        return (x + noise, *args[1:])",
-                        "        return (x + torch.randn(x.shape, generator=own) * std, *args[1:])")),
+                       ("generator=generator,", "generator=own,")),
          expect=['same state as before the call', 'a copy of the generator', 'generator=generator']),
     dict(exercise="add_input_noise", kind="wrong", clause="generator", why="seeds the global state from the generator",
          source=edited(reference("add_input_noise"),
@@ -218,15 +173,11 @@ def add_input_noise(module, std, generator=None):
                         "        torch.manual_seed(generator.initial_seed())\n"
                         "\n"
                         "    def hook(mod, args):"),
-                       ("        noise = torch.randn(x.shape, generator=generator, dtype=x.dtype, device=x.device) * std\n"
-                        "        return (x + noise, *args[1:])",
-                        "        return (x + torch.randn(x.shape) * std, *args[1:])")),
+                       ("generator=generator, ", "")),
          expect=['same state as before the call', 'global random state']),
     dict(exercise="add_input_noise", kind="wrong", clause="other-args", why="returns a list of arguments",
          source=edited(reference("add_input_noise"),
-                       ("        noise = torch.randn(x.shape, generator=generator, dtype=x.dtype, device=x.device) * std\n"
-                        "        return (x + noise, *args[1:])",
-                        "        return [x + torch.randn(x.shape, generator=generator) * std, *args[1:]]")),
+                       ("return (x + noise, *args[1:])", "return [x + noise, *args[1:]]")),
          expect=['1 positional argument', 'not a tuple becomes the only one']),
     dict(exercise="add_input_noise", kind="right", why="functools.partial and randn with a star shape",
          source='''
@@ -296,77 +247,41 @@ def add_input_noise(module, std, generator=None):
 
     # ------------------------------------------------------------------ normalize_input
     dict(exercise="normalize_input", kind="wrong", clause="dim-1", why="statistics broadcast against the last dimension",
-         source=edited(reference("normalize_input"),
-                       ("        shape = (1, -1) + (1,) * (x.dim() - 2)\n"
-                        "        m = torch.as_tensor(mean, dtype=x.dtype, device=x.device).reshape(shape)\n"
-                        "        s = torch.as_tensor(std, dtype=x.dtype, device=x.device).reshape(shape)\n"
-                        "        return ((x - m) / s, *args[1:])",
-                        "        return ((x - torch.tensor(mean)) / torch.tensor(std), *args[1:])")),
+         source=edited(reference("normalize_input"), ("shape = (1, -1) + (1,) * (x.dim() - 2)", "shape = (-1,)")),
          expect=["must match the size", "last dimension", "(1, C, 1, ...)"]),
     dict(exercise="normalize_input", kind="wrong", clause="dim-1", why="statistics along the last dimension, broadcast by luck",
          source=edited(reference("normalize_input"),
-                       ("        shape = (1, -1) + (1,) * (x.dim() - 2)",
-                        "        if x.shape[-1] == len(mean):\n"
-                        "            return ((x - torch.tensor(mean, dtype=x.dtype)) / torch.tensor(std, dtype=x.dtype), *args[1:])\n"
-                        "        shape = (1, -1) + (1,) * (x.dim() - 2)"),
-                       ("        m = torch.as_tensor(mean, dtype=x.dtype, device=x.device).reshape(shape)\n"
-                        "        s = torch.as_tensor(std, dtype=x.dtype, device=x.device).reshape(shape)",
-                        "        m = torch.tensor(mean, dtype=x.dtype).view(shape)\n"
-                        "        s = torch.tensor(std, dtype=x.dtype).view(shape)")),
+                       ("shape = (1, -1) + (1,) * (x.dim() - 2)",
+                        "shape = (-1,) if x.shape[-1] == len(mean) else (1, -1) + (1,) * (x.dim() - 2)")),
          expect=["normalized along the last dimension"]),
     dict(exercise="normalize_input", kind="wrong", clause="not-in-place", why="normalizes x in place",
-         source=edited(reference("normalize_input"),
-                       ("        m = torch.as_tensor(mean, dtype=x.dtype, device=x.device).reshape(shape)\n"
-                        "        s = torch.as_tensor(std, dtype=x.dtype, device=x.device).reshape(shape)\n"
-                        "        return ((x - m) / s, *args[1:])",
-                        "        x.sub_(torch.tensor(mean, dtype=x.dtype).view(shape)).div_(torch.tensor(std, dtype=x.dtype).view(shape))")),
+         source=edited(reference("normalize_input"), ("return ((x - m) / s, *args[1:])", "x.sub_(m).div_(s)")),
          expect=["changed in place"]),
     dict(exercise="normalize_input", kind="wrong", clause="formula", why="divides by the variance",
-         source=edited(reference("normalize_input"),
-                       ("        m = torch.as_tensor(mean, dtype=x.dtype, device=x.device).reshape(shape)\n"
-                        "        s = torch.as_tensor(std, dtype=x.dtype, device=x.device).reshape(shape)\n"
-                        "        return ((x - m) / s, *args[1:])",
-                        "        m = torch.tensor(mean, dtype=x.dtype).view(shape)\n"
-                        "        s = torch.tensor(std, dtype=x.dtype).view(shape)\n"
-                        "        return ((x - m) / s ** 2, *args[1:])")),
+         source=edited(reference("normalize_input"), ("(x - m) / s,", "(x - m) / s ** 2,")),
          expect=["std ** 2, the variance"]),
     dict(exercise="normalize_input", kind="wrong", clause="formula", why="only subtracts the mean",
-         source=edited(reference("normalize_input"),
-                       ("        m = torch.as_tensor(mean, dtype=x.dtype, device=x.device).reshape(shape)\n"
-                        "        s = torch.as_tensor(std, dtype=x.dtype, device=x.device).reshape(shape)\n"
-                        "        return ((x - m) / s, *args[1:])",
-                        "        return (x - torch.tensor(mean, dtype=x.dtype).view(shape), *args[1:])")),
+         source=edited(reference("normalize_input"), ("(x - m) / s,", "x - m,")),
          expect=["did not divide by std"]),
     dict(exercise="normalize_input", kind="wrong", clause="trailing-dims", why="statistics shaped for 4-D images only",
          source=edited(reference("normalize_input"),
-                       ("        shape = (1, -1) + (1,) * (x.dim() - 2)\n"
-                        "        m = torch.as_tensor(mean, dtype=x.dtype, device=x.device).reshape(shape)\n"
-                        "        s = torch.as_tensor(std, dtype=x.dtype, device=x.device).reshape(shape)",
-                        "        m = torch.tensor(mean, dtype=x.dtype).view(1, -1, 1, 1)\n"
-                        "        s = torch.tensor(std, dtype=x.dtype).view(1, -1, 1, 1)")),
+                       ("shape = (1, -1) + (1,) * (x.dim() - 2)", "shape = (1, -1, 1, 1)")),
          expect=["more dimensions than x", "trailing dimension"]),
     dict(exercise="normalize_input", kind="wrong", clause="formula", why="normalizes with the statistics of x",
          source=edited(reference("normalize_input"),
-                       ("        shape = (1, -1) + (1,) * (x.dim() - 2)\n"
-                        "        m = torch.as_tensor(mean, dtype=x.dtype, device=x.device).reshape(shape)\n"
-                        "        s = torch.as_tensor(std, dtype=x.dtype, device=x.device).reshape(shape)\n"
-                        "        return ((x - m) / s, *args[1:])",
+                       ("        m = torch.as_tensor(mean, dtype=x.dtype, device=x.device).reshape(shape)\n"
+                        "        s = torch.as_tensor(std, dtype=x.dtype, device=x.device).reshape(shape)",
                         "        dims = [d for d in range(x.dim()) if d != 1]\n"
-                        "        return ((x - x.mean(dim=dims, keepdim=True)) / x.std(dim=dims, keepdim=True), *args[1:])")),
+                        "        m = x.mean(dim=dims, keepdim=True)\n"
+                        "        s = x.std(dim=dims, keepdim=True)")),
          expect=["statistics of x itself"]),
     dict(exercise="normalize_input", kind="wrong", clause="shape-dtype", why="float64 statistics change the dtype",
          source=edited(reference("normalize_input"),
-                       ("        m = torch.as_tensor(mean, dtype=x.dtype, device=x.device).reshape(shape)\n"
-                        "        s = torch.as_tensor(std, dtype=x.dtype, device=x.device).reshape(shape)",
-                        "        m = torch.tensor(mean, dtype=torch.float64).view(shape)\n"
-                        "        s = torch.tensor(std, dtype=torch.float64).view(shape)")),
+                       ("(mean, dtype=x.dtype,", "(mean, dtype=torch.float64,"),
+                       ("(std, dtype=x.dtype,", "(std, dtype=torch.float64,")),
          expect=["expected dtype torch.float32", "dtype=x.dtype"]),
     dict(exercise="normalize_input", kind="wrong", clause="other-args", why="returns only the normalized x",
-         source=edited(reference("normalize_input"),
-                       ("        m = torch.as_tensor(mean, dtype=x.dtype, device=x.device).reshape(shape)\n"
-                        "        s = torch.as_tensor(std, dtype=x.dtype, device=x.device).reshape(shape)\n"
-                        "        return ((x - m) / s, *args[1:])",
-                        "        return (x - torch.tensor(mean).view(shape)) / torch.tensor(std).view(shape)")),
+         source=edited(reference("normalize_input"), ("return ((x - m) / s, *args[1:])", "return (x - m) / s")),
          expect=["replaces all positional arguments", "(new_x, *args[1:])"]),
     dict(exercise="normalize_input", kind="right", why="moves the channels last and back",
          source='''
@@ -401,52 +316,29 @@ def normalize_input(module, mean, std):
     dict(exercise="normalize_input", kind="wrong", clause="every-call", why="statistics shaped on the first call and kept",
          source=edited(reference("normalize_input"),
                        ("    def hook(mod, args):", "    cache = {}\n\n    def hook(mod, args):"),
-                       ("        shape = (1, -1) + (1,) * (x.dim() - 2)\n"
-                        "        m = torch.as_tensor(mean, dtype=x.dtype, device=x.device).reshape(shape)\n"
-                        "        s = torch.as_tensor(std, dtype=x.dtype, device=x.device).reshape(shape)\n"
-                        "        return ((x - m) / s, *args[1:])",
-                        "        if not cache:\n"
-                        "            shape = (1, -1) + (1,) * (x.dim() - 2)\n"
-                        '            cache["m"] = torch.tensor(mean, dtype=x.dtype).view(shape)\n'
-                        '            cache["s"] = torch.tensor(std, dtype=x.dtype).view(shape)\n'
-                        '        return ((x - cache["m"]) / cache["s"], *args[1:])')),
+                       ("        shape = (1, -1) + (1,) * (x.dim() - 2)",
+                        '        if "shape" not in cache:\n'
+                        '            cache["shape"] = (1, -1) + (1,) * (x.dim() - 2)\n'
+                        '        shape = cache["shape"]')),
          expect=['after calls with x of shape', 'more dimensions than x']),
     dict(exercise="normalize_input", kind="wrong", clause="both-modes", why="normalizes only in training mode",
          source=edited(reference("normalize_input"),
                        ("        x = args[0]",
                         "        if not mod.training:\n"
                         "            return None\n"
-                        "        x = args[0]"),
-                       ("        m = torch.as_tensor(mean, dtype=x.dtype, device=x.device).reshape(shape)\n"
-                        "        s = torch.as_tensor(std, dtype=x.dtype, device=x.device).reshape(shape)",
-                        "        m = torch.tensor(mean, dtype=x.dtype).view(shape)\n"
-                        "        s = torch.tensor(std, dtype=x.dtype).view(shape)")),
+                        "        x = args[0]")),
          expect=['in eval mode', 'eval mode too', 'x unchanged']),
     dict(exercise="normalize_input", kind="wrong", clause="dim-1", why="statistics along dimension 0",
          source=edited(reference("normalize_input"),
-                       ("        shape = (1, -1) + (1,) * (x.dim() - 2)\n"
-                        "        m = torch.as_tensor(mean, dtype=x.dtype, device=x.device).reshape(shape)\n"
-                        "        s = torch.as_tensor(std, dtype=x.dtype, device=x.device).reshape(shape)",
-                        "        shape = (-1,) + (1,) * (x.dim() - 1)\n"
-                        "        m = torch.tensor(mean, dtype=x.dtype).view(shape)\n"
-                        "        s = torch.tensor(std, dtype=x.dtype).view(shape)")),
+                       ("shape = (1, -1) + (1,) * (x.dim() - 2)", "shape = (-1,) + (1,) * (x.dim() - 1)")),
          expect=['must match the size', '(1, C, 1, ...)', '2 for this 4-D x']),
     dict(exercise="normalize_input", kind="wrong", clause="trailing-dims", why="statistics shaped for 2-D or 4-D inputs only",
          source=edited(reference("normalize_input"),
-                       ("        shape = (1, -1) + (1,) * (x.dim() - 2)\n"
-                        "        m = torch.as_tensor(mean, dtype=x.dtype, device=x.device).reshape(shape)\n"
-                        "        s = torch.as_tensor(std, dtype=x.dtype, device=x.device).reshape(shape)",
-                        "        shape = (1, -1) if x.dim() == 2 else (1, -1, 1, 1)\n"
-                        "        m = torch.tensor(mean, dtype=x.dtype).view(shape)\n"
-                        "        s = torch.tensor(std, dtype=x.dtype).view(shape)")),
+                       ("shape = (1, -1) + (1,) * (x.dim() - 2)",
+                        "shape = (1, -1) if x.dim() == 2 else (1, -1, 1, 1)")),
          expect=['must match the size', 'fit only 4-d inputs', '1 for this 3-D x']),
     dict(exercise="normalize_input", kind="wrong", clause="handle", why="returns the hook, not the handle",
          source=edited(reference("normalize_input"),
-                       ("        m = torch.as_tensor(mean, dtype=x.dtype, device=x.device).reshape(shape)\n"
-                        "        s = torch.as_tensor(std, dtype=x.dtype, device=x.device).reshape(shape)\n"
-                        "        return ((x - m) / s, *args[1:])",
-                        "        m = torch.tensor(mean, dtype=x.dtype).view(shape)\n"
-                        "        return ((x - m) / torch.tensor(std, dtype=x.dtype).view(shape), *args[1:])"),
                        ("    return module.register_forward_pre_hook(hook)",
                         "    module.register_forward_pre_hook(hook)\n"
                         "    return hook")),
@@ -487,77 +379,36 @@ def normalize_input(module, mean, std):
     dict(exercise="normalize_input", kind="wrong", clause="shape-dtype",
          why="float32 statistics turn a float16 x into float32",
          source=edited(reference("normalize_input"),
-                       ("        shape = (1, -1) + (1,) * (x.dim() - 2)\n"
-                        "        m = torch.as_tensor(mean, dtype=x.dtype, device=x.device).reshape(shape)\n"
-                        "        s = torch.as_tensor(std, dtype=x.dtype, device=x.device).reshape(shape)\n"
-                        "        return ((x - m) / s, *args[1:])",
-                        "        shape = (1, len(mean)) + (1,) * (x.dim() - 2)\n"
-                        "        return ((x - torch.Tensor(mean).view(shape)) / torch.Tensor(std).view(shape), *args[1:])")),
+                       ("torch.as_tensor(mean, dtype=x.dtype, device=x.device)", "torch.Tensor(mean)"),
+                       ("torch.as_tensor(std, dtype=x.dtype, device=x.device)", "torch.Tensor(std)")),
          expect=["float16", "expected dtype torch.float16", "promote x"]),
 
     # ------------------------------------------------------------------ flatten_images
     dict(exercise="flatten_images", kind="wrong", clause="non-contiguous", why="view() fails on non-contiguous input",
-         source=edited(reference("flatten_images"),
-                       ("        if x.dim() <= 2:\n"
-                        "            return None\n"
-                        "        return (x.flatten(1), *args[1:])",
-                        "        if x.dim() > 2:\n"
-                        "            return (x.view(x.shape[0], -1), *args[1:])")),
+         source=edited(reference("flatten_images"), ("x.flatten(1)", "x.view(x.shape[0], -1)")),
          expect=["view size is not compatible", "not contiguous", "reshape"]),
     dict(exercise="flatten_images", kind="wrong", clause="all-but-first", why="flattens the batch dimension too",
-         source=edited(reference("flatten_images"),
-                       ("        if x.dim() <= 2:\n"
-                        "            return None\n"
-                        "        return (x.flatten(1), *args[1:])",
-                        "        if x.dim() > 2:\n"
-                        "            return (x.flatten(), *args[1:])")),
+         source=edited(reference("flatten_images"), ("x.flatten(1)", "x.flatten()")),
          expect=["flattened the batch dimension too"]),
     dict(exercise="flatten_images", kind="wrong", clause="small-unchanged", why="flattens 1-D inputs too (flatten(1) raises)",
-         source=edited(reference("flatten_images"),
-                       ("        x = args[0]\n"
-                        "        if x.dim() <= 2:\n"
-                        "            return None\n"
-                        "        return (x.flatten(1), *args[1:])",
-                        "        return (args[0].flatten(1), *args[1:])")),
+         source=edited(reference("flatten_images"), ("        if x.dim() <= 2:\n            return None\n", "")),
          expect=["dimension out of range", "1-D or 2-D input must pass unchanged"]),
     dict(exercise="flatten_images", kind="wrong", clause="small-unchanged", why="reshapes 1-D inputs to (N, 1)",
          source=edited(reference("flatten_images"),
-                       ("        if x.dim() <= 2:\n"
-                        "            return None\n"
-                        "        return (x.flatten(1), *args[1:])",
-                        "        return (x.reshape(x.shape[0], -1), *args[1:])")),
+                       ("        if x.dim() <= 2:\n            return None\n", ""),
+                       ("x.flatten(1)", "x.reshape(x.shape[0], -1)")),
          expect=["expected shape (7,)", "1-d input must pass unchanged"]),
     dict(exercise="flatten_images", kind="wrong", clause="all-but-first", why="keeps the channels, flattens from dim 2",
-         source=edited(reference("flatten_images"),
-                       ("        if x.dim() <= 2:\n"
-                        "            return None\n"
-                        "        return (x.flatten(1), *args[1:])",
-                        "        if x.dim() > 2:\n"
-                        "            return (x.flatten(2), *args[1:])")),
+         source=edited(reference("flatten_images"), ("x.flatten(1)", "x.flatten(2)")),
          expect=["from dimension 2"]),
     dict(exercise="flatten_images", kind="wrong", clause="more-than-2", why="only 4-D inputs are flattened",
-         source=edited(reference("flatten_images"),
-                       ("        if x.dim() <= 2:\n"
-                        "            return None\n"
-                        "        return (x.flatten(1), *args[1:])",
-                        "        if x.dim() == 4:\n"
-                        "            return (x.flatten(1), *args[1:])")),
+         source=edited(reference("flatten_images"), ("if x.dim() <= 2:", "if x.dim() != 4:")),
          expect=["more than 2 dimensions, not only 4-D"]),
     dict(exercise="flatten_images", kind="wrong", clause="order", why="moves the channels last before flattening",
-         source=edited(reference("flatten_images"),
-                       ("        if x.dim() <= 2:\n"
-                        "            return None\n"
-                        "        return (x.flatten(1), *args[1:])",
-                        "        if x.dim() > 2:\n"
-                        "            return (x.movedim(1, -1).reshape(x.shape[0], -1), *args[1:])")),
+         source=edited(reference("flatten_images"), ("x.flatten(1)", "x.movedim(1, -1).reshape(x.shape[0], -1)")),
          expect=["right shape but with other values", "own element order"]),
     dict(exercise="flatten_images", kind="wrong", clause="other-args", why="returns only the flattened x",
-         source=edited(reference("flatten_images"),
-                       ("        if x.dim() <= 2:\n"
-                        "            return None\n"
-                        "        return (x.flatten(1), *args[1:])",
-                        "        if x.dim() > 2:\n"
-                        "            return x.flatten(1)")),
+         source=edited(reference("flatten_images"), ("return (x.flatten(1), *args[1:])", "return x.flatten(1)")),
          expect=["replaces all positional arguments"]),
     dict(exercise="flatten_images", kind="right", why="contiguous().view()",
          source='''
@@ -588,7 +439,7 @@ def flatten_images(module):
          expect=[]),
     dict(exercise="flatten_images", kind="wrong", clause="gradient", why="a NumPy round trip cuts the graph",
          source=edited(reference("flatten_images"),
-                       ("\ndef flatten_images(module):", "\nimport torch\n\n\ndef flatten_images(module):"),
+                       ("def flatten_images(module):", "import torch\n\n\ndef flatten_images(module):"),
                        ("        if x.dim() <= 2:\n"
                         "            return None\n"
                         "        return (x.flatten(1), *args[1:])",
@@ -596,47 +447,31 @@ def flatten_images(module):
                         "            return (torch.from_numpy(x.detach().numpy().reshape(x.shape[0], -1)), *args[1:])")),
          expect=['cut off from autograd']),
     dict(exercise="flatten_images", kind="wrong", clause="both-modes", why="flattens only in training mode",
-         source=edited(reference("flatten_images"),
-                       ("        if x.dim() <= 2:\n"
-                        "            return None\n"
-                        "        return (x.flatten(1), *args[1:])",
-                        "        if x.dim() > 2 and mod.training:\n"
-                        "            return (x.flatten(1), *args[1:])")),
+         source=edited(reference("flatten_images"), ("if x.dim() <= 2:", "if x.dim() <= 2 or not mod.training:")),
          expect=['unchanged in eval mode', 'in every mode']),
     dict(exercise="flatten_images", kind="wrong", clause="non-contiguous", why="skips non-contiguous inputs to avoid the view error",
          source=edited(reference("flatten_images"),
-                       ("        if x.dim() <= 2:\n"
-                        "            return None\n"
-                        "        return (x.flatten(1), *args[1:])",
-                        "        if x.dim() > 2 and x.is_contiguous():\n"
-                        "            return (x.view(x.shape[0], -1), *args[1:])")),
+                       ("if x.dim() <= 2:", "if x.dim() <= 2 or not x.is_contiguous():"),
+                       ("x.flatten(1)", "x.view(x.shape[0], -1)")),
          expect=['not contiguous', 'reshape']),
     dict(exercise="flatten_images", kind="wrong", clause="small-unchanged", why="flattens 2-D inputs completely",
          source=edited(reference("flatten_images"),
                        ("        if x.dim() <= 2:\n"
-                        "            return None\n"
-                        "        return (x.flatten(1), *args[1:])",
+                        "            return None",
                         "        if x.dim() == 2:\n"
                         "            return (x.reshape(-1), *args[1:])\n"
-                        "        if x.dim() > 2:\n"
-                        "            return (x.flatten(1), *args[1:])")),
+                        "        if x.dim() < 2:\n"
+                        "            return None")),
          expect=['2-D input must pass unchanged']),
     dict(exercise="flatten_images", kind="wrong", clause="not-in-place", why="reshapes the caller's tensor through x.data",
          source=edited(reference("flatten_images"),
-                       ("        if x.dim() <= 2:\n"
-                        "            return None\n"
-                        "        return (x.flatten(1), *args[1:])",
-                        "        if x.dim() > 2:\n"
-                        "            x.data = x.data.reshape(x.shape[0], -1)")),
+                       ("        return (x.flatten(1), *args[1:])",
+                        "        x.data = x.data.reshape(x.shape[0], -1)")),
          expect=['changed in place', 'x.data']),
     dict(exercise="flatten_images", kind="wrong", clause="handle", why="does not return the handle",
          source=edited(reference("flatten_images"),
-                       ("        if x.dim() <= 2:\n"
-                        "            return None\n"
-                        "        return (x.flatten(1), *args[1:])",
-                        "        if x.dim() > 2:\n"
-                        "            return (x.flatten(1), *args[1:])"),
-                       ("return module.register_forward_pre_hook(hook)", "module.register_forward_pre_hook(hook)")),
+                       ("    return module.register_forward_pre_hook(hook)",
+                        "    module.register_forward_pre_hook(hook)")),
          expect=['returned None', 'expected the handle']),
     dict(exercise="flatten_images", kind="right", why="nn.Flatten in a lambda",
          source='''
@@ -707,9 +542,7 @@ def flatten_images(module):
          expect=["other keyword arguments must pass through"]),
     dict(exercise="force_kwarg", kind="wrong", clause="name-value", why="name and value kept in globals",
          source=edited(reference("force_kwarg"),
-                       ("\n"
-                        "def force_kwarg(module, name, value):",
-                        "\n"
+                       ("def force_kwarg(module, name, value):",
                         "forced = {}\n"
                         "\n"
                         "\n"
@@ -863,9 +696,8 @@ ENTRIES += [
     # ------------------------------------------------------------------ add_input_noise: clauses, adversary
     dict(exercise="add_input_noise", kind="wrong", clause="mean-0", why="noise centred on 1, as for multiplying",
          source=edited(reference("add_input_noise"),
-                       ("        noise = torch.randn(x.shape, generator=generator, dtype=x.dtype, device=x.device) * std\n"
-                        "        return (x + noise, *args[1:])",
-                        "        return (x + torch.normal(1.0, std, size=x.shape, generator=generator, dtype=x.dtype), *args[1:])")),
+                       ("torch.randn(x.shape, generator=generator, dtype=x.dtype, device=x.device) * std",
+                        "torch.normal(1.0, std, size=x.shape, generator=generator, dtype=x.dtype, device=x.device)")),
          expect=["has mean", "expected mean 0"]),
     dict(exercise="add_input_noise", kind="wrong", clause="grad-mode", why="no noise under no_grad in training mode",
          source=edited(reference("add_input_noise"),
@@ -910,10 +742,7 @@ ENTRIES += [
                         "    return module")),
          expect=["returned _recorder", "expected the handle"]),
     dict(exercise="add_input_noise", kind="wrong", clause="gradient", why="noise drawn around a detached x",
-         source=edited(reference("add_input_noise"),
-                       ("        noise = torch.randn(x.shape, generator=generator, dtype=x.dtype, device=x.device) * std\n"
-                        "        return (x + noise, *args[1:])",
-                        "        return (x.detach() + torch.randn(x.shape, generator=generator, dtype=x.dtype) * std, *args[1:])")),
+         source=edited(reference("add_input_noise"), ("return (x + noise", "return (x.detach() + noise")),
          expect=["cut off from autograd"]),
     dict(exercise="add_input_noise", kind="right", why="a hook class, keyword arguments left alone",
          source='''
@@ -1045,15 +874,12 @@ def normalize_input(module, mean, std):
          expect=["1 positional argument", "not a tuple becomes the only one"]),
     dict(exercise="flatten_images", kind="wrong", clause="pre-hook", why="a forward hook flattens the output",
          source=edited(reference("flatten_images"),
-                       ("    def hook(mod, args):\n"
-                        "        x = args[0]\n"
-                        "        if x.dim() <= 2:\n"
-                        "            return None\n"
-                        "        return (x.flatten(1), *args[1:])",
-                        "    def hook(mod, args, output):\n"
-                        "        if output.dim() > 2:\n"
-                        "            return output.flatten(1)"),
-                       ("module.register_forward_pre_hook(hook)", "module.register_forward_hook(hook)")),
+                       ("def hook(mod, args):\n"
+                        "        x = args[0]",
+                        "def hook(mod, args, output):\n"
+                        "        x = output"),
+                       ("return (x.flatten(1), *args[1:])", "return x.flatten(1)"),
+                       ("register_forward_pre_hook(hook)", "register_forward_hook(hook)")),
          expect=["expected shape", "runs after forward", "register_forward_pre_hook"]),
     dict(exercise="flatten_images", kind="right", why="a with_kwargs hook that returns the keywords it got",
          source='''
@@ -1125,7 +951,7 @@ def flatten_images(module):
 ENTRIES += [
     dict(exercise="normalize_input", kind="wrong", clause="dim-1", why="zip over x walks along the batch",
          source=edited(reference("normalize_input"),
-                       ("import torch\n", ""),
+                       ("import torch", ""),
                        ("        x = args[0]\n"
                         "        shape = (1, -1) + (1,) * (x.dim() - 2)\n"
                         "        m = torch.as_tensor(mean, dtype=x.dtype, device=x.device).reshape(shape)\n"
@@ -1165,10 +991,9 @@ ENTRIES += [
                         '    state = {"generator": generator}\n'
                         "\n"
                         "    def hook(mod, args):"),
-                       ("        noise = torch.randn(x.shape, generator=generator, dtype=x.dtype, device=x.device) * std\n"
-                        "        return (x + noise, *args[1:])",
+                       ("        noise = torch.randn(x.shape, generator=generator,",
                         '        g, state["generator"] = state["generator"], None  # later calls: the global random state\n'
-                        "        return (x + torch.randn(x.shape, generator=g, dtype=x.dtype) * std, *args[1:])")),
+                        "        noise = torch.randn(x.shape, generator=g,")),
          expect=["called twice", "seeded alike", "generator=generator"]),
 ]
 ENTRIES += [
@@ -1182,15 +1007,7 @@ ENTRIES += [
 # Review of issue 12: half precision, the last positional argument, no generator, a replaced forward.
 ENTRIES += [
     dict(exercise="add_input_noise", kind="wrong", clause="dtype", why="float32 noise turns a float16 x into float32",
-         source=edited(reference("add_input_noise"),
-                       ("        if not mod.training:\n"
-                        "            return None\n"
-                        "        x = args[0]\n"
-                        "        noise = torch.randn(x.shape, generator=generator, dtype=x.dtype, device=x.device) * std\n"
-                        "        return (x + noise, *args[1:])",
-                        "        if mod.training:\n"
-                        "            x = args[0]\n"
-                        "            return (x + torch.randn(x.shape, generator=generator) * std, *args[1:])")),
+         source=edited(reference("add_input_noise"), ("dtype=x.dtype, device=x.device)", "device=x.device)")),
          expect=["float16", "expected dtype torch.float16", "promotes x"]),
     dict(exercise="add_input_noise", kind="wrong", clause="global-state",
          why="a generator of its own when none is given",
@@ -1198,25 +1015,12 @@ ENTRIES += [
                        ("    def hook(mod, args):",
                         "    generator = generator if generator is not None else torch.Generator()\n"
                         "\n"
-                        "    def hook(mod, args):"),
-                       ("        if not mod.training:\n"
-                        "            return None\n"
-                        "        x = args[0]\n"
-                        "        noise = torch.randn(x.shape, generator=generator, dtype=x.dtype, device=x.device) * std\n"
-                        "        return (x + noise, *args[1:])",
-                        "        if mod.training:\n"
-                        "            x = args[0]\n"
-                        "            return (x + torch.randn(x.shape, generator=generator, dtype=x.dtype) * std, *args[1:])")),
+                        "    def hook(mod, args):")),
          expect=["torch.manual_seed(7101)", "the same noise both times", "global random state"]),
     dict(exercise="normalize_input", kind="wrong", clause="other-args", why="normalizes the last positional argument",
          source=edited(reference("normalize_input"),
                        ("x = args[0]", "x = args[-1]"),
-                       ("        m = torch.as_tensor(mean, dtype=x.dtype, device=x.device).reshape(shape)\n"
-                        "        s = torch.as_tensor(std, dtype=x.dtype, device=x.device).reshape(shape)\n"
-                        "        return ((x - m) / s, *args[1:])",
-                        "        m = torch.as_tensor(mean, dtype=x.dtype).view(shape)\n"
-                        "        s = torch.as_tensor(std, dtype=x.dtype).view(shape)\n"
-                        "        return (*args[:-1], (x - m) / s)")),
+                       ("return ((x - m) / s, *args[1:])", "return (*args[:-1], (x - m) / s)")),
          expect=["normalizes positional argument 1", "args[-1]", "change x = args[0]"]),
     dict(exercise="force_kwarg", kind="wrong", clause="registers", why="replaces module.forward instead of a hook",
          source='''
@@ -1235,14 +1039,8 @@ def force_kwarg(module, name, value):
 ENTRIES += [
     dict(exercise="add_input_noise", kind="wrong", clause="other-args", why="noise on the last positional argument",
          source=edited(reference("add_input_noise"),
-                       ("        if not mod.training:\n"
-                        "            return None\n"
-                        "        x = args[0]\n"
-                        "        noise = torch.randn(x.shape, generator=generator, dtype=x.dtype, device=x.device) * std\n"
-                        "        return (x + noise, *args[1:])",
-                        "        if mod.training:\n"
-                        "            x = args[-1]\n"
-                        "            return (*args[:-1], x + torch.randn(x.shape, generator=generator, dtype=x.dtype) * std)")),
+                       ("x = args[0]", "x = args[-1]"),
+                       ("return (x + noise, *args[1:])", "return (*args[:-1], x + noise)")),
          expect=["adds noise to positional argument 2", "args[-1]", "change x = args[0]"]),
 ]
 ENTRIES += [
