@@ -22,8 +22,9 @@ import time
 
 from hooked import __version__, progress
 from hooked.display_paths import display_path
+from hooked.backups import BACKUP_DIR, back_up
 from hooked.course import LESSONS_DIR, ROOT, SOLUTIONS_DIR, lesson_names
-from hooked.generate import back_up, fresh_lesson_text, stale_lessons, write_lessons
+from hooked.generate import fresh_lesson_text, stale_lessons, write_lessons
 from hooked.solution_markers import MarkerError, is_solution_marker
 from hooked.gradescope import results_json
 from hooked.grader import DEFAULT_TIME_LIMIT, Grader, parse_time_limit
@@ -310,7 +311,7 @@ def _reset(arguments, terminal):
         terminal.line(f"{display_path(str(script))} is already the fresh lesson; nothing to reset.")
         return 0
     try:
-        backup = back_up([script, notebook])
+        backup = back_up([script, notebook], BACKUP_DIR)
     except OSError as error:
         raise UsageError(f"could not save a backup of your lesson, so nothing was changed: {error}") from None
     saved = [display_path(str(path)) for path in (script, notebook) if path.exists()]

@@ -4,7 +4,7 @@
 import datetime
 import types
 
-from hooked import generate
+from hooked import backups
 from hooked.solution_markers import lesson_text_from_solution
 from hooked_cli import hooked, make_course, write_lesson
 
@@ -53,13 +53,12 @@ def test_two_backups_made_at_the_same_instant_get_a_folder_each(tmp_path, monkey
         def now(cls, tz=None):
             return datetime.datetime(2026, 11, 29, 17, 0, 0, 123456)
 
-    monkeypatch.setattr(generate, "BACKUP_DIR", tmp_path / "backups")
-    monkeypatch.setattr(generate, "datetime", types.SimpleNamespace(datetime=Frozen))
+    monkeypatch.setattr(backups, "datetime", types.SimpleNamespace(datetime=Frozen))
     lesson = tmp_path / "01_tensor_hooks.py"
     folders = []
     for text in ("first work\n", "second work\n"):
         lesson.write_text(text, encoding="utf-8")
-        folders.append(generate.back_up([lesson]))
+        folders.append(backups.back_up([lesson], tmp_path / "backups"))
     assert [folder.name for folder in folders] == ["20261129-170000-123456", "20261129-170000-123456-2"]
     assert [(folder / lesson.name).read_text(encoding="utf-8") for folder in folders] == ["first work\n",
                                                                                          "second work\n"]
