@@ -4,25 +4,22 @@ settings inherited from whoever runs the tests)."""
 
 import concurrent.futures
 import os
-import re
 import shutil
 import subprocess
 import sys
 
-from hooked.course import ROOT, SOLUTIONS_DIR
-from hooked.solution_markers import is_solution_marker, lesson_text_from_solution
+from hooked.course import ROOT, SOLUTIONS_DIR, lesson_named, lesson_names
+from hooked.solution_markers import lesson_text_from_solution
 
 # Lessons 01 and 02 are finished; copying only them keeps these tests independent of
 # lessons that are still being written.
 LESSONS = ("01_tensor_hooks", "02_removing_hooks")
-_DEFINITION = re.compile(r"^(?:def|class)\s+(\w+)")
 _COLOUR_SETTINGS = ("NO_COLOR", "FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE", "COLUMNS", "TERM")
 
 
 def make_course(folder):
     """A copy of the course with lessons 01 and 02, fresh, in `folder`."""
-    other_checks = [f"lesson_{path.stem}.py" for path in SOLUTIONS_DIR.glob("[0-9][0-9]_*.py")
-                    if path.stem not in LESSONS]
+    other_checks = [f"lesson_{lesson}.py" for lesson in lesson_names() if lesson not in LESSONS]
     shutil.copytree(ROOT / "hooked", folder / "hooked",
                     ignore=shutil.ignore_patterns("__pycache__", *other_checks))
     for part in ("solutions", "lessons", "tests"):
@@ -38,17 +35,12 @@ def make_course(folder):
 def lesson_text(lesson, solved=(), replacements=None):
     """The learner's lesson as the generator makes it, with the exercises named in
     `solved` written as in the solution, and then `replacements` ({old: new}) applied."""
-    lines, current = [], None
-    for line in (SOLUTIONS_DIR / f"{lesson}.py").read_text(encoding="utf-8").splitlines():
-        definition = _DEFINITION.match(line)
-        if definition:
-            current = definition[1]
-        elif line[:1].strip():  # anything else at the top level ends the definition
-            current = None
-        if current in solved and is_solution_marker(line):
-            continue
-        lines.append(line)
-    text = lesson_text_from_solution("\n".join(lines) + "\n")
+    exercises = {exercise.name: exercise for exercise in lesson_named(lesson).exercises}
+    assert set(solved) <= exercises.keys(), set(solved) - exercises.keys()
+    text = (SOLUTIONS_DIR / f"{lesson}.py").read_text(encoding="utf-8")
+    for name in solved:
+        text = text.replace(exercises[name].solution_cell, exercises[name].reference)
+    text = lesson_text_from_solution(text)
     for old, new in (replacements or {}).items():
         assert old in text, old
         text = text.replace(old, new)

@@ -1,0 +1,168 @@
+"""What is typed after `hooked`: the argument parser, the option values it checks, and the
+lessons and exercises named, looked up in the course manifest (hooked.course). A mistake
+is a UsageError, which the command says in one line (exit 2, no traceback).
+
+A lesson can be named in full (01_tensor_hooks), by its number (01 or 1), by the rest
+of its name (tensor_hooks), or by its file (lessons/01_tensor_hooks.py)."""
+
+import argparse
+import os
+import pathlib
+
+from hooked import __version__
+from hooked.course import LESSONS_DIR, SOLUTIONS_DIR, lesson_called, lessons
+from hooked.display_paths import display_path
+from hooked.grader import DEFAULT_TIME_LIMIT, parse_time_limit
+from hooked.hints import LEVELS
+
+LESSON_HELP = "a lesson: 01_tensor_hooks, 01, 1, tensor_hooks or lessons/01_tensor_hooks.py"
+
+
+class UsageError(Exception):
+    """Something typed on the command line is wrong: said in one line, exit 2, no traceback."""
+
+
+# --- lessons and exercises named ------------------------------------------------------------
+
+def course_lessons():
+    """The course's lessons; a clear error when there are none (the package was installed
+    without its folder, so solutions/ is not beside it)."""
+    course = lessons()
+    if not course:
+        raise UsageError(f"no lessons in {SOLUTIONS_DIR}: hooked reads the course from the folder it is "
+                         "installed from. In the course's folder, run `pip install -e .` (requirements.txt does).")
+    return course
+
+
+def find_lesson(text):
+    """The Lesson that `text` names: 01_tensor_hooks, 01, 1, tensor_hooks, lessons/01_tensor_hooks.py."""
+    course = course_lessons()
+    lesson = lesson_called(text)
+    if lesson is None:
+        raise UsageError(f"no lesson {text or repr(text)}; lessons are: {', '.join(each.name for each in course)} "
+                         "(a number such as 1 or 01, or the name without its number, also works)")
+    return lesson
+
+
+def exercise_in(lesson, text):
+    """The Exercise of `lesson` called `text`; otherwise an error that names the exercise
+    meant when only its case differs, or the lesson it belongs to."""
+    exercise = next((exercise for exercise in lesson.exercises if exercise.name == text), None)
+    if exercise is not None:
+        return exercise
+    meant = next((exercise for other in lessons() for exercise in other.exercises
+                  if exercise.name.lower() == text.lower()), None)
+    if meant is not None and meant.lesson == lesson.name:
+        raise UsageError(f"no exercise {text} in lesson {lesson.name}; did you mean {meant.name}?")
+    if meant is not None:
+        raise UsageError(f"{meant.name} is an exercise of lesson {meant.lesson}, not of {lesson.name}.")
+    raise UsageError(f"no exercise {text} in lesson {lesson.name}; its exercises are: "
+                     f"{', '.join(lesson.exercise_names())}")
+
+
+def lessons_folder(arguments):
+    """The folder whose lessons are graded: --lessons-dir, or lessons/ if it exists."""
+    folder = arguments.lessons_dir or LESSONS_DIR
+    if not folder.is_dir():
+        raise UsageError(f"there is no lessons folder {display_path(str(folder))}: `python -m hooked generate` "
+                         "writes it from solutions/ (or give --lessons-dir DIR).")
+    return folder
+
+
+# --- option values: argparse says "argument --NAME: <message>" for these --------------------
+
+def _folder(text):
+    if not pathlib.Path(text).is_dir():
+        raise argparse.ArgumentTypeError(f"{text}: no such folder. Give a folder laid out like lessons/ "
+                                         "(with files such as 01_tensor_hooks.py).")
+    return pathlib.Path(text).resolve()
+
+
+def _seconds(text):
+    try:
+        return parse_time_limit(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def _output_file(text):
+    path = pathlib.Path(text)
+    if path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text}: that is a folder; give a file name, e.g. --out results.json.")
+    if not path.resolve().parent.is_dir():
+        raise argparse.ArgumentTypeError(f"{text}: the folder {path.parent} does not exist; create it first.")
+    if not os.access(path.resolve().parent, os.W_OK):  # said now, not after grading the whole course
+        raise argparse.ArgumentTypeError(f"{text}: the folder {path.parent} is not writable; choose another place.")
+    return path
+
+
+def _level(text):
+    try:
+        level = int(text)
+    except ValueError:
+        level = None
+    if level is None or not 1 <= level <= LEVELS:
+        raise argparse.ArgumentTypeError(f"{text}: give 1 (the idea), 2 (the API) or 3 (almost there).")
+    return level
+
+
+# --- the parser ------------------------------------------------------------------------------
+
+def build_parser():
+    """The parser of every command; `arguments.command` names the one given."""
+    parser = argparse.ArgumentParser(
+        prog="hooked", description="Hooked, a hands-on course on PyTorch hooks. Without a command: status.",
+        epilog=f"Lessons can be named {LESSON_HELP.removeprefix('a lesson: ')}.")
+    parser.add_argument("--version", action="version", version=f"hooked {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    lessons_dir = argparse.ArgumentParser(add_help=False)
+    lessons_dir.add_argument("--lessons-dir", metavar="DIR", type=_folder, default=None,
+                             help="the lessons in DIR (laid out like lessons/) instead of lessons/")
+    grading = argparse.ArgumentParser(add_help=False, parents=[lessons_dir])
+    grading.add_argument("--time-limit", metavar="SECONDS", type=_seconds, default=DEFAULT_TIME_LIMIT,
+                         help=f"stop an exercise whose code runs longer than this (default {DEFAULT_TIME_LIMIT:g})")
+
+    def command(name, help, parents=()):
+        return commands.add_parser(name, help=help, description=help, parents=list(parents))
+
+    status = command("status", "every exercise: passed, failed or not attempted; what to do next", [grading])
+    status.add_argument("lesson", nargs="?", metavar="LESSON", help=f"only this lesson ({LESSON_HELP})")
+    check = command("check", "grade, with the same messages as pytest (exit 1 if something fails)", [grading])
+    check.add_argument("lesson", nargs="?", metavar="LESSON", help=f"only this lesson ({LESSON_HELP})")
+    watch = command("watch", "grade again whenever a lesson's .py or .ipynb is saved (Ctrl-C stops)", [grading])
+    watch.add_argument("lesson", nargs="?", metavar="LESSON", help=f"only this lesson ({LESSON_HELP})")
+    watch.add_argument("--poll", action="store_true",
+                       help="look at the files every half second instead of waiting for change events "
+                            "(for file systems that send none, such as some network drives)")
+    hint = command("hint", "the hints of an exercise, one level at a time")
+    hint.add_argument("lesson", metavar="LESSON", help=LESSON_HELP)
+    hint.add_argument("exercise", metavar="EXERCISE", help="an exercise of that lesson, e.g. double_grad")
+    hint.add_argument("--level", type=_level, metavar="N", default=None,
+                      help="show hints 1 to N (1: the idea, 2: the API, 3: almost there); default 1")
+    solution = command("solution", "the reference solution of an exercise, once yours passes", [grading])
+    solution.add_argument("lesson", metavar="LESSON", help=LESSON_HELP)
+    solution.add_argument("exercise", metavar="EXERCISE", help="an exercise of that lesson, e.g. double_grad")
+    solution.add_argument("--force", action="store_true", help="show it even though yours does not pass yet")
+    reset = command("reset", "start a lesson over from a fresh copy; your file and notebook are "
+                             "saved in .hooked-backups/ first", [lessons_dir])
+    reset.add_argument("lesson", metavar="LESSON", help=LESSON_HELP)
+    export = command("export", "grading results as JSON, for instructors and grading systems", [grading])
+    export.add_argument("lessons", nargs="*", metavar="LESSON", help="only these lessons (default: all)")
+    export.add_argument("--format", choices=("gradescope", "json"), default="json",
+                        help="gradescope: Gradescope's autograder results.json; json: the grader's own "
+                             "report, as `pytest --report` writes it (default)")
+    export.add_argument("--out", metavar="FILE", type=_output_file, default=None,
+                        help="write to FILE instead of printing")
+    generate = command("generate", "make lessons/ from solutions/ (for course authors)")
+    generate.add_argument("lessons", nargs="*", metavar="LESSON", help="only these lessons (default: all)")
+    generate.add_argument("--check", action="store_true",
+                          help="change nothing; exit 1 if lessons/ differs from what solutions/ generates")
+    return parser
+
+
+def parse(argv):
+    """The arguments of `argv`; `hooked` alone, or with options only, is `hooked status`."""
+    if not argv or (argv[0].startswith("-") and argv[0] not in ("-h", "--help", "--version")):
+        argv = ["status", *argv]  # `hooked` and `hooked --lessons-dir DIR` show the status
+    return build_parser().parse_args(argv)
