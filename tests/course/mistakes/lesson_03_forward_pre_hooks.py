@@ -484,30 +484,13 @@ def flatten_images(module):
 ''',
          expect=[]),
     dict(exercise="flatten_images", kind="right", why="2-D inputs through flatten(1), which keeps them",
-         source='''
-def flatten_images(module):
-    def hook(mod, args):
-        x = args[0]
-        if x.dim() >= 2:
-            return (x.flatten(1), *args[1:])
-
-    return module.register_forward_pre_hook(hook)
-''',
+         source=edited(reference("flatten_images"), ("if x.dim() <= 2:", "if x.dim() < 2:")),
          expect=[]),
     dict(exercise="flatten_images", kind="right", why="math.prod of the trailing sizes",
-         source='''
-import math
-
-
-def flatten_images(module):
-    def hook(mod, args):
-        x = args[0]
-        if x.dim() < 3:
-            return None
-        return (x.reshape(x.shape[0], math.prod(x.shape[1:])), *args[1:])
-
-    return module.register_forward_pre_hook(hook)
-''',
+         source=edited(reference("flatten_images"),
+                       ("def flatten_images(module):", "import math\n\n\ndef flatten_images(module):"),
+                       ("if x.dim() <= 2:", "if x.dim() < 3:"),
+                       ("x.flatten(1)", "x.reshape(x.shape[0], math.prod(x.shape[1:]))")),
          expect=[]),
 
     # ------------------------------------------------------------------ force_kwarg
@@ -804,15 +787,20 @@ def add_input_noise(module, std, generator=None):
                        ("shape = (1, -1) + (1,) * (x.dim() - 2)", "shape = (-1, 1, 1)")),
          expect=["more dimensions than x"]),
     dict(exercise="normalize_input", kind="wrong", clause="formula", why="F.batch_norm with std as the running variance",
-         source=edited(reference("normalize_input"),
-                       ("import torch", "import torch\nimport torch.nn.functional as F"),
-                       ("        shape = (1, -1) + (1,) * (x.dim() - 2)\n"
-                        "        m = torch.as_tensor(mean, dtype=x.dtype, device=x.device).reshape(shape)\n"
-                        "        s = torch.as_tensor(std, dtype=x.dtype, device=x.device).reshape(shape)\n"
-                        "        return ((x - m) / s, *args[1:])",
-                        "        m = torch.as_tensor(mean, dtype=x.dtype)\n"
-                        "        s = torch.as_tensor(std, dtype=x.dtype)\n"
-                        "        return (F.batch_norm(x, m, s, training=False, eps=0.0), *args[1:])")),
+         source='''
+import torch
+import torch.nn.functional as F
+
+
+def normalize_input(module, mean, std):
+    def hook(mod, args):
+        x = args[0]
+        m = torch.as_tensor(mean, dtype=x.dtype)
+        s = torch.as_tensor(std, dtype=x.dtype)
+        return (F.batch_norm(x, m, s, training=False, eps=0.0), *args[1:])
+
+    return module.register_forward_pre_hook(hook)
+''',
          expect=["square root of std", "divide by std itself"]),
     dict(exercise="normalize_input", kind="wrong", clause="other-args", why="normalizes every tensor argument",
          source=edited(reference("normalize_input"),
@@ -950,17 +938,16 @@ def flatten_images(module):
 # Patterns of public normalization code (a per-image transform's zip loop, a multiplication by 1 / std).
 ENTRIES += [
     dict(exercise="normalize_input", kind="wrong", clause="dim-1", why="zip over x walks along the batch",
-         source=edited(reference("normalize_input"),
-                       ("import torch", ""),
-                       ("        x = args[0]\n"
-                        "        shape = (1, -1) + (1,) * (x.dim() - 2)\n"
-                        "        m = torch.as_tensor(mean, dtype=x.dtype, device=x.device).reshape(shape)\n"
-                        "        s = torch.as_tensor(std, dtype=x.dtype, device=x.device).reshape(shape)\n"
-                        "        return ((x - m) / s, *args[1:])",
-                        "        x = args[0].clone()\n"
-                        "        for t, m, s in zip(x, mean, std):\n"
-                        "            t.sub_(m).div_(s)\n"
-                        "        return (x, *args[1:])")),
+         source='''
+def normalize_input(module, mean, std):
+    def hook(mod, args):
+        x = args[0].clone()
+        for t, m, s in zip(x, mean, std):
+            t.sub_(m).div_(s)
+        return (x, *args[1:])
+
+    return module.register_forward_pre_hook(hook)
+''',
          expect=["sample i with mean[i]", "dimension 0, the batch", "channels are dimension 1"]),
     dict(exercise="normalize_input", kind="right", why="a loop over the channels of a clone, times 1 / std",
          source='''
