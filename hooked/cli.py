@@ -74,10 +74,10 @@ def _watch(arguments, terminal):
     folder = lessons_folder(arguments)
     signal.signal(signal.SIGINT, signal.default_int_handler)  # even if started with Ctrl-C ignored
 
-    def stop(signum, frame):
+    def sigterm_as_ctrl_c(signum, frame):
         raise KeyboardInterrupt
 
-    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGTERM, sigterm_as_ctrl_c)
     by_name = {lesson.name: lesson for lesson in lessons}
     statuses = {}
     try:
@@ -112,7 +112,7 @@ def _hint(arguments, terminal):
     if not 1 <= level <= len(hints):
         raise UsageError(f"--level {level}: {exercise} has hints 1 to {len(hints)}.")
     for hint in hints[:level]:
-        terminal.markdown(hint.markdown(LEVELS))
+        terminal.show_markdown(hint.markdown(LEVELS))
         terminal.line("")
     if level < len(hints):
         terminal.line(terminal.dim(f"For hint {level + 1}: hooked hint {lesson.short} {exercise} "

@@ -41,7 +41,7 @@ class Terminal:
         marks that set code apart, such as `backticks`, and show nothing in their place."""
         return self.out.is_terminal and not self.out.is_dumb_terminal
 
-    def markdown(self, text):
+    def show_markdown(self, text):
         """Rendered on a terminal; the markdown text itself when piped or on a dumb terminal."""
         if self._styled():
             from rich.markdown import Markdown
