@@ -9,13 +9,12 @@ counts. Goals: one lesson at most 1.5x the floor, the whole course at most 2.0x
 """
 
 import argparse
-import pathlib
 import statistics
 import subprocess
 import sys
 import time
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+from hooked.course import ROOT, lessons
 
 
 def median_seconds(commands, repeat):
@@ -51,11 +50,11 @@ def main():
     python = sys.executable
     pytest = [python, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
     hooked = [python, "-m", "hooked"]
+    first = lessons()[0].test_path.relative_to(ROOT).as_posix()  # tests/test_01_tensor_hooks.py
     commands = [
         ("floor: python -c 'import torch'", [python, "-c", "import torch"], None),
-        ("one lesson, fresh: pytest tests/test_01_tensor_hooks.py", pytest + ["tests/test_01_tensor_hooks.py"], 1.5),
-        ("one lesson, solved: pytest --solutions tests/test_01_tensor_hooks.py",
-         pytest + ["--solutions", "tests/test_01_tensor_hooks.py"], 1.5),
+        (f"one lesson, fresh: pytest {first}", pytest + [first], 1.5),
+        (f"one lesson, solved: pytest --solutions {first}", pytest + ["--solutions", first], 1.5),
         ("whole course, fresh: pytest", pytest, 2.0),
         ("whole course, solved: pytest --solutions", pytest + ["--solutions"], 2.0),
         ("whole course, fresh: hooked status", hooked + ["status"], 1.5),
@@ -75,11 +74,10 @@ def main():
         print(f"{name:<72} {value:>8.2f} {ratio:>6.2f}  {verdict}")
     if arguments.notebooks:
         print(f"\n{'notebook (executed with nbclient)':<72} {'seconds':>8}  goal")
-        for folder in ("lessons", "solutions"):
-            for path in sorted((ROOT / folder).glob("[0-9][0-9]_*.py")):
-                value = notebook_seconds(path)
-                failed |= value > 30
-                print(f"{folder + '/' + path.name:<72} {value:>8.2f}  <= 30 {'ok' if value <= 30 else 'MISSED'}")
+        for path in [lesson.lesson_path for lesson in lessons()] + [lesson.solution_path for lesson in lessons()]:
+            value = notebook_seconds(path)
+            failed |= value > 30
+            print(f"{path.relative_to(ROOT).as_posix():<72} {value:>8.2f}  <= 30 {'ok' if value <= 30 else 'MISSED'}")
     return 1 if failed else 0
 
 

@@ -52,6 +52,11 @@ class Lesson:
         return f"{self.number:02d}"
 
     @property
+    def short_title(self):
+        """"Tensor hooks": the title without "Lesson 01 — ", as the README's lesson table has it."""
+        return self.title.removeprefix(f"Lesson {self.short} — ")
+
+    @property
     def solution_path(self):
         return SOLUTIONS_DIR / f"{self.name}.py"
 
@@ -61,7 +66,7 @@ class Lesson:
 
     @property
     def checks_module(self):
-        return f"hooked.checks.lesson_{self.name}"
+        return checks_module_name(self.name)
 
     @property
     def test_path(self):
@@ -132,4 +137,5 @@ def exercise_named(name):
 
 
 def checks_module_name(lesson):
+    """"hooked.checks.lesson_01_tensor_hooks": the module of the checks of the lesson named `lesson`."""
     return f"hooked.checks.lesson_{lesson}"

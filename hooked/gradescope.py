@@ -2,7 +2,7 @@
 (https://gradescope-autograders.readthedocs.io/en/latest/specs/, "Output format"):
 one test per exercise, worth one point, with the learner's feedback as its output."""
 
-from hooked import progress
+from hooked import course, progress
 
 
 def results_json(results, execution_seconds):
@@ -10,11 +10,11 @@ def results_json(results, execution_seconds):
     numbers = {}
     for result in results:
         passed = result.status == "passed"
-        lesson_number = result.lesson.split("_", 1)[0]
+        lesson_number = course.lesson_named(result.lesson).number
         numbers[lesson_number] = numbers.get(lesson_number, 0) + 1
         tests.append({
             "name": f"{result.lesson}: {result.exercise}",
-            "number": f"{int(lesson_number)}.{numbers[lesson_number]}",  # orders the tests on the page
+            "number": f"{lesson_number}.{numbers[lesson_number]}",  # orders the tests on the page
             "score": 1.0 if passed else 0.0,
             "max_score": 1.0,
             "status": "passed" if passed else "failed",  # Gradescope knows only these two

@@ -44,7 +44,7 @@ def main():
     skip_dynamo_import_in_optimizers()  # saves 1 s in checks that build an optimizer
 
     from hooked.checks import checks_for_lesson, run_exercise_check
-    from hooked.course import checks_module_name, lesson_names
+    from hooked.course import lessons
     from hooked.isolation import torch_state_restored
     from hooked.learner_tracebacks import describe_learner_error
     from hooked.lesson_file import Cell, compile_cell
@@ -52,14 +52,14 @@ def main():
 
     # Import every check now, before learner code can disturb imports. A lesson whose checks
     # are not written yet (an author's draft) is reported on its own, not a crash of all.
-    missing_checks = set()
-    for name in lesson_names():
+    missing_checks = {}  # lesson name -> the checks module it lacks
+    for record in lessons():
         try:
-            checks_for_lesson(name)
+            checks_for_lesson(record.name)
         except ModuleNotFoundError as error:
-            if error.name != checks_module_name(name):
+            if error.name != record.checks_module:
                 raise
-            missing_checks.add(name)
+            missing_checks[record.name] = record.checks_module
     sys.path.insert(0, os.getcwd())  # the lessons folder: a learner's own helper modules import as in Jupyter
 
     send({"event": "ready"})
@@ -94,7 +94,7 @@ def main():
                     if lesson in missing_checks:
                         result = Result(lesson, exercise, "error",
                                         f"lesson {lesson} has no checks yet: the course lacks the module "
-                                        f"{checks_module_name(lesson)} (README, 'Add a lesson', step 4).")
+                                        f"{missing_checks[lesson]} (README, 'Add a lesson', step 4).")
                     else:
                         result = run_exercise_check(lesson, exercise, namespace.get(exercise), request.get("where"))
                 except BaseException as error:  # escaped the check: KeyboardInterrupt, a broken __str__, ...

@@ -8,12 +8,13 @@ cell above it, and holds three collapsed levels (the idea, the API, almost there
 
     </details>
 
-`hooked hint`, the notebook's `hint(...)` and the website all read them from here."""
+`hooked hint` and the notebook's `hint(...)` read them from here (the website shows the
+cells themselves, collapsed as written)."""
 
 import dataclasses
 import re
 
-from hooked.course import SOLUTIONS_DIR, lesson_names
+from hooked.course import exercise_named, lesson_named
 from hooked.lesson_file import EXERCISE_TAG, read_notebook, top_level_names
 
 HINTS_TAG = "hints"
@@ -47,26 +48,23 @@ def parse_hints_cell(markdown):
     return hints
 
 
-def lesson_hints(lesson, folder=SOLUTIONS_DIR):
-    """{exercise: [Hint, ...]} for every exercise of `lesson`, in the lesson's order
-    (an exercise without a hints cell has an empty list)."""
-    hints, current = {}, None
-    for cell in read_notebook(folder / f"{lesson}.py").cells:
+def lesson_hints(lesson):
+    """{exercise: [Hint, ...]} for every exercise of the lesson named `lesson`, in the
+    manifest's order (an exercise without a hints cell has an empty list). Reads the
+    lesson with jupytext, so only when hints are asked for."""
+    record = lesson_named(lesson)
+    hints, current = {name: [] for name in record.exercise_names()}, None
+    for cell in read_notebook(record.solution_path).cells:
         tags = cell.metadata.get("tags", [])
         if cell.cell_type == "code" and EXERCISE_TAG in tags:
-            names = list(top_level_names(cell.source))
-            current = names[0] if names else None
-            if current is not None:
-                hints.setdefault(current, [])
+            current = next((name for name in top_level_names(cell.source) if name in hints), None)
         elif cell.cell_type == "markdown" and HINTS_TAG in tags and current is not None:
             hints[current].extend(parse_hints_cell(cell.source))
     return hints
 
 
-def find_exercise(exercise):
-    """(lesson, [Hint, ...]) of the exercise with that name, or (None, [])."""
-    for lesson in lesson_names():
-        hints = lesson_hints(lesson)
-        if exercise in hints:
-            return lesson, hints[exercise]
-    return None, []
+def exercise_hints(name):
+    """[Hint, ...] of the exercise called `name`, whichever lesson holds it; [] when no
+    exercise has that name or it has no hints yet."""
+    exercise = exercise_named(name)
+    return lesson_hints(exercise.lesson)[name] if exercise is not None else []

@@ -5,7 +5,8 @@ before its exercise is written."""
 import contextlib
 
 from hooked.checks import run_check_for_object
-from hooked.hints import LEVELS, find_exercise
+from hooked.course import exercise_named, lesson_named
+from hooked.hints import LEVELS, exercise_hints
 from hooked.learner_tracebacks import learner_raised_not_implemented
 
 
@@ -22,7 +23,7 @@ def hint(exercise, level=None):
     """Show the next hint for `exercise` (the function or class, or its name): the idea,
     then the API to use, then almost the solution. `level=N` shows hint N."""
     name = exercise if isinstance(exercise, str) else getattr(exercise, "__name__", repr(exercise))
-    lesson, hints = find_exercise(name)
+    hints = exercise_hints(name)
     if not hints:
         print(f"hint() was given {name!r}, which is not an exercise with hints. Pass the exercise itself, "
               'e.g. hint(double_grad), or its name, e.g. hint("double_grad") (needed when it was written '
@@ -31,8 +32,9 @@ def hint(exercise, level=None):
     if level is None:
         level = _levels_shown.get(name, 0) + 1
         if level > len(hints):
+            lesson = lesson_named(exercise_named(name).lesson)
             print(f"That was the last hint for {name} ({len(hints)} of {len(hints)}); hint({name}, level=N) "
-                  f"shows one again. Once {name} passes, `hooked solution {lesson} {name}` shows the "
+                  f"shows one again. Once {name} passes, `hooked solution {lesson.short} {name}` shows the "
                   "reference solution.")
             return
     if not 1 <= level <= len(hints):

@@ -26,9 +26,7 @@ import re
 
 import pytest
 
-from hooked.checks import checks_for_lesson
-from hooked.course import SOLUTIONS_DIR, lesson_names
-from hooked.lesson_file import EXERCISE_TAG, read_notebook
+from hooked.course import lesson_named, lessons
 
 from test_mistake_catalogue import ENTRIES, _catalogue_path, _load_module
 
@@ -52,14 +50,11 @@ def _docstrings(node):
 
 
 def contracts(lesson):
-    """{exercise: [docstring, ...]} of a lesson's exercises, read from solutions/."""
-    notebook = read_notebook(SOLUTIONS_DIR / f"{lesson}.py")
+    """{exercise: [docstring, ...]} of a lesson's exercises, read from their cells in solutions/."""
     found = {}
-    for cell in notebook.cells:
-        if cell.cell_type != "code" or EXERCISE_TAG not in cell.metadata.get("tags", []):
-            continue
-        for node in ast.parse(cell.source).body:
-            if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+    for exercise in lesson_named(lesson).exercises:
+        for node in ast.parse(exercise.reference).body:
+            if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and node.name == exercise.name:
                 found[node.name] = _docstrings(node)
     return found
 
@@ -75,7 +70,7 @@ def _tables(lesson):
     return getattr(catalogue, "CLAUSES", {}), getattr(catalogue, "NOT_CLAUSES", {})
 
 
-EXERCISES = [(lesson, exercise) for lesson in lesson_names() for exercise in checks_for_lesson(lesson)]
+EXERCISES = [(lesson.name, exercise) for lesson in lessons() for exercise in lesson.exercise_names()]
 IDS = [f"{lesson}-{exercise}" for lesson, exercise in EXERCISES]
 
 

@@ -14,8 +14,8 @@ import sys
 import jupytext
 import pytest
 
-from hooked.checks import checks_for_lesson
-from hooked.course import LESSONS_DIR, ROOT, SOLUTIONS_DIR, lesson_names
+from hooked import course
+from hooked.course import LESSONS_DIR, ROOT, exercise_named
 from hooked.lesson_file import top_level_names
 
 # These tests start pytest; a started pytest must never start them again.
@@ -24,23 +24,23 @@ if os.environ.get("HOOKED_INNER_RUN"):
 
 
 def _solution_cell(lesson, exercise):
-    for cell in jupytext.read(SOLUTIONS_DIR / f"{lesson}.py").cells:
-        if "exercise" in cell.metadata.get("tags", []) and exercise in top_level_names(cell.source):
-            return cell.source
-    raise KeyError(exercise)
+    """The reference solution of `exercise`, as a learner would write its cell."""
+    found = exercise_named(exercise)
+    assert found.lesson == lesson, (exercise, found.lesson)
+    return found.reference
 
 
 def make_lessons(folder, changes=None):
     """Copy the pristine lessons into `folder`, replacing the exercise cells named in
     `changes` ({lesson: {exercise: new cell source}})."""
     folder.mkdir(exist_ok=True)
-    for lesson in lesson_names():
-        notebook = jupytext.read(LESSONS_DIR / f"{lesson}.py")
-        for exercise, source in (changes or {}).get(lesson, {}).items():
+    for lesson in course.lessons():
+        notebook = jupytext.read(lesson.lesson_path)
+        for exercise, source in (changes or {}).get(lesson.name, {}).items():
             cells = [cell for cell in notebook.cells if exercise in top_level_names(cell.source)
                      and "exercise" in cell.metadata.get("tags", [])]
             cells[0].source = source
-        jupytext.write(notebook, folder / f"{lesson}.py", fmt="py:percent")
+        jupytext.write(notebook, folder / lesson.lesson_path.name, fmt="py:percent")
     return folder
 
 
@@ -69,7 +69,7 @@ def _definition_line(path, exercise):
 
 
 def _exercise_count():
-    return sum(len(checks_for_lesson(lesson)) for lesson in lesson_names())
+    return sum(len(lesson.exercises) for lesson in course.lessons())
 
 
 def test_fresh_lessons_report_every_exercise_not_attempted_and_exit_0(tmp_path):
@@ -82,11 +82,10 @@ def test_fresh_lessons_report_every_exercise_not_attempted_and_exit_0(tmp_path):
     # One line per exercise: the message gives the `def` (or `class`) line, as "next:" does,
     # not the line of the `raise NotImplementedError` inside it.
     for entry in entries.values():
-        line = _definition_line(LESSONS_DIR / f"{entry['lesson']}.py", entry["exercise"])
+        line = exercise_named(entry["exercise"]).line
         assert f"(lessons/{entry['lesson']}.py line {line})." in entry["message"], entry["message"]
-    first = next(iter(entries.values()))
-    line = _definition_line(LESSONS_DIR / f"{first['lesson']}.py", first["exercise"])
-    assert f"next: {first['exercise']}, lessons/{first['lesson']}.py line {line} (not attempted)" in output
+    first = course.lessons()[0].exercises[0]
+    assert f"next: {first.name}, lessons/{first.lesson}.py line {first.line} (not attempted)" in output
 
 
 def test_a_notebook_check_of_a_stub_gives_the_line_of_its_def_too(tmp_path):
@@ -223,7 +222,7 @@ def test_learner_code_that_misbehaves_in_other_ways_is_contained(tmp_path):
     assert entries["grad_with_temporary_hook"]["status"] == "passed", entries["grad_with_temporary_hook"]["message"]
     assert entries["register_named_hook"]["status"] == "passed"
     assert sorted(path.name for path in lessons.iterdir()) == sorted(
-        [f"{lesson}.py" for lesson in lesson_names()] + ["my_helpers.py"])  # no __pycache__ either
+        [lesson.lesson_path.name for lesson in course.lessons()] + ["my_helpers.py"])  # no __pycache__ either
 
 
 def test_a_solution_in_an_untagged_cell_below_the_stub_is_pointed_at(tmp_path):
@@ -278,13 +277,13 @@ def test_an_exercise_written_in_an_untagged_cell_is_pointed_at(tmp_path):
 
 
 def test_solutions_mode_counts_a_stub_as_a_failure(tmp_path):
-    course = tmp_path / "course"
+    copy = tmp_path / "course"
     for part in ("tests", "pyproject.toml"):
         source = ROOT / part
-        (shutil.copytree if source.is_dir() else shutil.copy)(source, course / part)
-    shutil.copytree(LESSONS_DIR, course / "solutions")
+        (shutil.copytree if source.is_dir() else shutil.copy)(source, copy / part)
+    shutil.copytree(LESSONS_DIR, copy / "solutions")
     code, output, entries = grade("--solutions", "--report", str(tmp_path / "r.json"),
-                                  "tests/test_01_tensor_hooks.py", cwd=course)
+                                  "tests/test_01_tensor_hooks.py", cwd=copy)
     assert code == 1, output
     assert {entry["status"] for entry in entries.values()} == {"not_attempted"}
     assert "4 failed" in output

@@ -9,7 +9,7 @@ import inspect
 import pytest
 import torch
 
-from hooked.course import ROOT, SOLUTIONS_DIR, lesson_names
+from hooked.course import LESSON_FILE, ROOT, lesson_called, lesson_named
 
 _spec = importlib.util.spec_from_file_location("hooked_site_cheatsheet", ROOT / "website" / "cheatsheet.py")
 cheatsheet = importlib.util.module_from_spec(_spec)
@@ -70,18 +70,18 @@ def test_rows_are_complete_and_lessons_are_real_slugs():
         if row["lesson"] is None:
             assert row.get("planned"), row
         else:
-            number, _, slug = row["lesson"].partition("_")
-            assert number.isdigit() and slug, row
+            assert LESSON_FILE.match(f"{row['lesson']}.py"), row
     # a lesson that exists is named by its real slug
-    existing = set(lesson_names())
     for row in cheatsheet.ROWS:
-        if row["lesson"] and row["lesson"][:2] in {name[:2] for name in existing}:
-            assert row["lesson"] in existing, row
+        lesson = lesson_called(row["lesson"][:2]) if row["lesson"] else None
+        if lesson is not None:
+            assert row["lesson"] == lesson.name, row
 
 
 def test_each_api_links_to_a_lesson_that_names_it():
     for row in cheatsheet.ROWS:
-        if row["lesson"] in lesson_names():
+        lesson = lesson_named(row["lesson"]) if row["lesson"] else None
+        if lesson is not None:
             name = row["api"].rsplit(".", 1)[1]
-            text = (SOLUTIONS_DIR / f"{row['lesson']}.py").read_text(encoding="utf-8")
+            text = lesson.solution_path.read_text(encoding="utf-8")
             assert name in text, f"{row['api']} links to lesson {row['lesson']}, which never names {name}"

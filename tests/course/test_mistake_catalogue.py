@@ -25,8 +25,8 @@ import pathlib
 
 import pytest
 
-from hooked.checks import checks_for_lesson, run_exercise_check
-from hooked.course import SOLUTIONS_DIR, lesson_names
+from hooked.checks import run_exercise_check
+from hooked.course import SOLUTIONS_DIR, exercise_named, lesson_names, lessons
 from hooked.solution_markers import is_solution_marker
 
 MISTAKES_DIR = pathlib.Path(__file__).resolve().parent / "mistakes"
@@ -115,7 +115,8 @@ def test_catalogue_entries_are_well_formed():
         keys = set(entry) - {"lesson"}
         assert KEYS <= keys <= KEYS | OPTIONAL_KEYS, f"{_entry_id(entry)}: keys {sorted(keys)}"
         assert entry["kind"] in KINDS, _entry_id(entry)
-        assert entry["exercise"] in checks_for_lesson(entry["lesson"]), _entry_id(entry)
+        exercise = exercise_named(entry["exercise"])
+        assert exercise is not None and exercise.lesson == entry["lesson"], _entry_id(entry)
         if entry["kind"] == "wrong":
             assert entry["expect"], f"{_entry_id(entry)}: a wrong entry must name the words of its hint"
         else:
@@ -124,14 +125,14 @@ def test_catalogue_entries_are_well_formed():
 
 def test_every_exercise_has_three_wrong_and_one_right():
     missing = []
-    for lesson in lesson_names():
-        for exercise in checks_for_lesson(lesson):
+    for lesson in lessons():
+        for exercise in lesson.exercise_names():
             kinds = [entry["kind"] for entry in ENTRIES
-                     if entry["lesson"] == lesson and entry["exercise"] == exercise]
+                     if entry["lesson"] == lesson.name and entry["exercise"] == exercise]
             wrong, right = kinds.count("wrong"), kinds.count("right")
             if wrong < WRONG_PER_EXERCISE or right < RIGHT_PER_EXERCISE:
-                missing.append(f"{lesson} {exercise}: {wrong} wrong, {right} right "
-                               f"(in {_catalogue_path(lesson).relative_to(MISTAKES_DIR.parent)})")
+                missing.append(f"{lesson.name} {exercise}: {wrong} wrong, {right} right "
+                               f"(in {_catalogue_path(lesson.name).relative_to(MISTAKES_DIR.parent)})")
     assert not missing, "the mistake catalogue needs at least 3 wrong and 1 right entry per exercise:\n" \
         + "\n".join(missing)
 

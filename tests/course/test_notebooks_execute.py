@@ -7,7 +7,7 @@ import jupytext
 import nbclient
 import pytest
 
-from hooked.course import LESSONS_DIR, SOLUTIONS_DIR, lesson_names
+from hooked.course import lessons
 
 
 def _execute(path):
@@ -30,24 +30,24 @@ def _check_cell_outputs(notebook):
     return printed
 
 
-@pytest.mark.parametrize("lesson", lesson_names())
+@pytest.mark.parametrize("lesson", lessons(), ids=lambda lesson: lesson.name)
 def test_learner_version_runs_and_every_check_says_not_attempted(lesson):
-    notebook, seconds = _execute(LESSONS_DIR / f"{lesson}.py")
+    notebook, seconds = _execute(lesson.lesson_path)
     printed = _check_cell_outputs(notebook)
-    assert printed, "no check cells"
+    assert list(printed) == lesson.exercise_names(), "one check cell per exercise, in order"
     for exercise, text in printed.items():
         assert f"{exercise}: not attempted yet" in text, text
         assert "of its notebook cell" in text and "ipykernel_" not in text, text  # no kernel temp paths
-    print(f"{lesson} (lessons/) executed in {seconds:.1f} s")
+    print(f"{lesson.name} (lessons/) executed in {seconds:.1f} s")
 
 
-@pytest.mark.parametrize("lesson", lesson_names())
+@pytest.mark.parametrize("lesson", lessons(), ids=lambda lesson: lesson.name)
 def test_solved_version_runs_and_every_check_passes(lesson):
-    notebook, seconds = _execute(SOLUTIONS_DIR / f"{lesson}.py")
+    notebook, seconds = _execute(lesson.solution_path)
     printed = _check_cell_outputs(notebook)
-    assert printed, "no check cells"
+    assert list(printed) == lesson.exercise_names(), "one check cell per exercise, in order"
     for exercise, text in printed.items():
         assert f"{exercise}: passed" in text, text
     assert not any("Not done yet" in output.get("text", "")
                    for cell in notebook.cells if cell.cell_type == "code" for output in cell.outputs)
-    print(f"{lesson} (solutions/) executed in {seconds:.1f} s")
+    print(f"{lesson.name} (solutions/) executed in {seconds:.1f} s")
