@@ -5,11 +5,10 @@ This module must not import torch: learner code and torch live in the grading
 worker, and keeping them out of pytest's own process keeps a run fast."""
 
 import pathlib
-import re
 
 import pytest
 
-from hooked import progress
+from hooked import course, progress
 from hooked.grader import DEFAULT_TIME_LIMIT, Grader, parse_time_limit
 
 _GRADER = pytest.StashKey()
@@ -82,11 +81,8 @@ def pytest_configure(config):
     config.stash[_RESULTS] = []
 
 
-_LESSON_FILE = re.compile(r"^\d\d_[a-z0-9_]+\.(py|ipynb)$")
-
-
 def pytest_ignore_collect(collection_path, config):
-    if _LESSON_FILE.match(collection_path.name):
+    if course.LESSON_FILE.match(collection_path.name):
         return True  # a lesson is not a test module
     # Not config.rootpath: pytest fixes the rootdir before it knows our options, so
     # `--lessons-dir /elsewhere` can move it; the course's own tests are recognised by shape.
@@ -109,7 +105,7 @@ class _LessonGivenAsTestFile(pytest.File):
 def pytest_pycollect_makemodule(module_path, parent):
     """`pytest lessons/01_tensor_hooks.py` would import the lesson, demonstrations and all,
     as a test module; collect nothing and say how to grade it instead."""
-    if _LESSON_FILE.match(module_path.name):
+    if course.LESSON_FILE.match(module_path.name):
         parent.config.stash.setdefault(_LESSON_FILES_GIVEN, []).append(module_path)
         return _LessonGivenAsTestFile.from_parent(parent, path=module_path)
     return None
@@ -125,8 +121,15 @@ def pytest_unconfigure(config):
         config.stash[_GRADER].close()
 
 
-def exercise_test(lesson, exercise):
-    """A test function that grades `exercise` of `lesson`; assign it to test_<exercise>."""
+def lesson_tests(lesson):
+    """{"test_<exercise>": test, ...}: one test per exercise of the lesson named `lesson`,
+    in the manifest's order. A grading file takes them with `globals().update(...)`, so
+    that a test's id is tests/test_NN_slug.py::test_<exercise> (`pytest -k <exercise>`)."""
+    return {f"test_{name}": _exercise_test(lesson, name) for name in course.lesson_named(lesson).exercise_names()}
+
+
+def _exercise_test(lesson, exercise):
+    """A test function that grades `exercise` of `lesson`."""
 
     @pytest.mark.exercise(lesson, exercise)
     def test(request):

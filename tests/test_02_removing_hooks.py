@@ -1,7 +1,5 @@
-"""Grades lesson 02, removing hooks: one test per exercise, in the lesson's order."""
+"""Grades lesson 02, removing hooks: one test per exercise, in the course manifest's order."""
 
-from hooked.pytest_plugin import exercise_test
+from hooked.pytest_plugin import lesson_tests
 
-test_grad_with_temporary_hook = exercise_test("02_removing_hooks", "grad_with_temporary_hook")
-test_HookGroup = exercise_test("02_removing_hooks", "HookGroup")
-test_register_named_hook = exercise_test("02_removing_hooks", "register_named_hook")
+globals().update(lesson_tests("02_removing_hooks"))

@@ -1,7 +1,5 @@
-"""Grades lesson 04, forward hooks: one test per exercise, in the lesson's order."""
+"""Grades lesson 04, forward hooks: one test per exercise, in the course manifest's order."""
 
-from hooked.pytest_plugin import exercise_test
+from hooked.pytest_plugin import lesson_tests
 
-test_capture_activations = exercise_test("04_forward_hooks", "capture_activations")
-test_track_relu_stats = exercise_test("04_forward_hooks", "track_relu_stats")
-test_clamp_output = exercise_test("04_forward_hooks", "clamp_output")
+globals().update(lesson_tests("04_forward_hooks"))

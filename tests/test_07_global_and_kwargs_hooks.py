@@ -1,6 +1,5 @@
-"""Grades lesson 07, global and keyword hooks: one test per exercise, in the lesson's order."""
+"""Grades lesson 07, global and keyword hooks: one test per exercise, in the course manifest's order."""
 
-from hooked.pytest_plugin import exercise_test
+from hooked.pytest_plugin import lesson_tests
 
-test_summarize_model = exercise_test("07_global_and_kwargs_hooks", "summarize_model")
-test_find_first_nonfinite = exercise_test("07_global_and_kwargs_hooks", "find_first_nonfinite")
+globals().update(lesson_tests("07_global_and_kwargs_hooks"))

@@ -1,7 +1,5 @@
-"""Grades lesson 09, pitfalls and debugging: one test per exercise, in the lesson's order."""
+"""Grades lesson 09, pitfalls and debugging: one test per exercise, in the course manifest's order."""
 
-from hooked.pytest_plugin import exercise_test
+from hooked.pytest_plugin import lesson_tests
 
-test_grad_before_inplace_relu = exercise_test("09_pitfalls", "grad_before_inplace_relu")
-test_find_registered_hooks = exercise_test("09_pitfalls", "find_registered_hooks")
-test_remove_all_hooks = exercise_test("09_pitfalls", "remove_all_hooks")
+globals().update(lesson_tests("09_pitfalls"))

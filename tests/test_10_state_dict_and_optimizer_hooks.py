@@ -1,6 +1,5 @@
-"""Grades lesson 10, state-dict and optimizer hooks: one test per exercise, in the lesson's order."""
+"""Grades lesson 10, state-dict and optimizer hooks: one test per exercise, in the course manifest's order."""
 
-from hooked.pytest_plugin import exercise_test
+from hooked.pytest_plugin import lesson_tests
 
-test_migrate_checkpoint_keys = exercise_test("10_state_dict_and_optimizer_hooks", "migrate_checkpoint_keys")
-test_attach_weight_ema = exercise_test("10_state_dict_and_optimizer_hooks", "attach_weight_ema")
+globals().update(lesson_tests("10_state_dict_and_optimizer_hooks"))

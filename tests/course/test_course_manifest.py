@@ -1,0 +1,131 @@
+"""The course manifest (hooked/course.py) says what the lesson files say: every lesson of
+solutions/, its title, its exercises in order with the line of their `def` in lessons/;
+and the pieces that name exercises agree with it: each lesson's CHECKS and its grading
+file tests/test_NN_slug.py."""
+
+import importlib.util
+import re
+import subprocess
+import sys
+
+import jupytext
+import pytest
+
+from hooked import course
+from hooked.checks import checks_for_lesson
+from hooked.lesson_file import top_level_names
+
+LESSONS = course.lessons()
+IDS = [lesson.name for lesson in LESSONS]
+
+
+def _exercise_cells(path):
+    """The exercise cells of a lesson file as jupytext reads it (not as the manifest does)."""
+    return [cell for cell in jupytext.read(path).cells
+            if cell.cell_type == "code" and "exercise" in cell.metadata.get("tags", [])]
+
+
+def test_the_manifest_has_every_lesson_of_solutions_in_order():
+    files = sorted(path.stem for path in course.SOLUTIONS_DIR.iterdir() if re.fullmatch(r"\d\d_\w+\.py", path.name))
+    assert course.lesson_names() == files
+    assert [lesson.number for lesson in LESSONS] == [int(name[:2]) for name in files]
+    assert course.lesson_names()[:2] == ["01_tensor_hooks", "02_removing_hooks"]
+
+
+@pytest.mark.parametrize("lesson", LESSONS, ids=IDS)
+def test_a_lesson_has_the_paths_of_its_files(lesson):
+    assert lesson.solution_path == course.ROOT / "solutions" / f"{lesson.name}.py"
+    assert lesson.lesson_path == course.ROOT / "lessons" / f"{lesson.name}.py"
+    assert lesson.test_path == course.ROOT / "tests" / f"test_{lesson.name}.py"
+    for path in (lesson.solution_path, lesson.lesson_path, lesson.test_path):
+        assert path.is_file(), path
+    assert importlib.util.find_spec(lesson.checks_module) is not None, lesson.checks_module
+    assert lesson.name == f"{lesson.short}_{lesson.slug}"
+
+
+@pytest.mark.parametrize("lesson", LESSONS, ids=IDS)
+def test_the_title_is_the_first_heading_of_the_lesson(lesson):
+    first = jupytext.read(lesson.lesson_path).cells[0]
+    assert first.cell_type == "markdown"
+    assert first.source.splitlines()[0] == f"# {lesson.title}"
+    assert lesson.title == f"Lesson {lesson.short} — {lesson.short_title}"
+
+
+@pytest.mark.parametrize("lesson", LESSONS, ids=IDS)
+def test_the_exercises_are_the_definitions_of_the_exercise_cells_in_order(lesson):
+    cells = _exercise_cells(lesson.solution_path)
+    assert lesson.exercise_names() == [name for cell in cells for name in top_level_names(cell.source)]
+    assert lesson.exercises, f"{lesson.name} has no exercise"
+    for exercise, cell in zip(lesson.exercises, cells):
+        assert exercise.lesson == lesson.name
+        assert exercise.solution_cell.strip() == cell.source.strip()
+        assert "# BEGIN SOLUTION" in exercise.solution_cell
+        assert "SOLUTION" not in exercise.reference and f" {exercise.name}" in exercise.reference
+
+
+@pytest.mark.parametrize("lesson", LESSONS, ids=IDS)
+def test_each_exercise_line_is_its_def_in_the_generated_lesson(lesson):
+    lines = lesson.lesson_path.read_text(encoding="utf-8").splitlines()
+    for exercise in lesson.exercises:
+        defined = [number for number, line in enumerate(lines, 1)
+                   if re.match(rf"(?:def|class) {exercise.name}\b", line)]
+        assert defined == [exercise.line], f"{lesson.name}: {exercise.name}"
+
+
+@pytest.mark.parametrize("lesson", LESSONS, ids=IDS)
+def test_the_checks_are_the_exercises_in_order(lesson):
+    assert list(checks_for_lesson(lesson.name)) == lesson.exercise_names()
+
+
+@pytest.mark.parametrize("lesson", LESSONS, ids=IDS)
+def test_the_grading_file_has_one_test_per_exercise_in_order(lesson):
+    spec = importlib.util.spec_from_file_location(f"grading_file_{lesson.name}", lesson.test_path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    tests = [name for name in vars(module) if name.startswith("test_")]
+    assert tests == [f"test_{name}" for name in lesson.exercise_names()]
+    marks = [getattr(module, test).pytestmark[0].args for test in tests]
+    assert marks == [(lesson.name, name) for name in lesson.exercise_names()]
+
+
+def test_pytest_names_each_test_after_its_lesson_file_and_exercise():
+    completed = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
+                                "tests"], cwd=course.ROOT, capture_output=True, text=True, timeout=300)
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    collected = [line for line in completed.stdout.splitlines() if "::" in line]
+    assert collected == [f"tests/test_{lesson.name}.py::test_{name}"
+                         for lesson in LESSONS for name in lesson.exercise_names()]
+    assert collected[0] == "tests/test_01_tensor_hooks.py::test_double_grad"  # as the README shows it
+
+
+def test_exercise_names_are_unique_across_the_course():
+    names = [exercise.name for lesson in LESSONS for exercise in lesson.exercises]
+    assert len(names) == len(set(names))
+
+
+def test_an_exercise_is_found_by_its_name_in_its_lesson():
+    exercise = course.exercise_named("HookGroup")
+    assert (exercise.lesson, exercise.name) == ("02_removing_hooks", "HookGroup")
+    assert course.exercise_named("not_an_exercise") is None
+    assert course.lesson_named("02_removing_hooks").exercises[1] is exercise
+    assert course.lesson_named("02") is None  # exact names only; lesson_called takes the short forms
+
+
+@pytest.mark.parametrize("text", ["1", "01", "01_tensor_hooks", "tensor_hooks", "lessons/01_tensor_hooks.py",
+                                  "lessons/01_tensor_hooks.ipynb", "/elsewhere/solutions/01_tensor_hooks.py"])
+def test_a_lesson_is_called_by_its_number_name_slug_or_path(text):
+    assert course.lesson_called(text).name == "01_tensor_hooks"
+
+
+@pytest.mark.parametrize("text", ["0", "12", "99_nothing", "tensor", "hooks", ""])
+def test_a_text_that_names_no_lesson_gives_none(text):
+    assert course.lesson_called(text) is None
+
+
+def test_the_lesson_file_pattern_takes_lessons_and_notebooks_only():
+    for name in ("01_tensor_hooks.py", "11_training_monitor.ipynb"):
+        assert course.LESSON_FILE.match(name), name
+    for name in ("test_01_tensor_hooks.py", "1_tensor_hooks.py", "01_tensor_hooks.txt", "01_Tensor.py"):
+        assert not course.LESSON_FILE.match(name), name
+    assert course.LESSON_FILE.match("07_global_and_kwargs_hooks.py").group("number", "slug") == (
+        "07", "global_and_kwargs_hooks")
