@@ -1,75 +1,8 @@
 """Mistake catalogue for lesson 07, global and keyword hooks. The format of an entry is described in
-tests/course/test_mistake_catalogue.py."""
+tests/course/test_mistake_catalogue.py. An entry that is the reference solution with one mistake
+says so: `edited(reference(exercise), (old, new), ...)`; the others are submissions of their own."""
 
-from mistakes import edited
-
-# The reference shape of summarize_model; each wrong entry changes one thing in it.
-_SUMMARY = '''
-import torch
-import torch.nn.modules.module as module_hooks
-
-
-def summarize_model(model, *inputs, **kwargs):
-    names = {module: name for name, module in model.named_modules()}
-    rows, open_rows = [], []
-
-    def shape_of(value):
-        if isinstance(value, torch.Tensor):
-            return tuple(value.shape)
-        if isinstance(value, (tuple, list)):
-            return [tuple(item.shape) if isinstance(item, torch.Tensor) else None for item in value]
-        return None
-
-    def starts(module, args):
-        if module in names:
-            row = {"name": names[module], "type": type(module).__name__, "output_shape": None,
-                   "params": sum(p.numel() for p in module.parameters(recurse=False))}
-            rows.append(row)
-            open_rows.append(row)
-
-    def finishes(module, args, output):
-        if module in names:
-            open_rows.pop()["output_shape"] = shape_of(output)
-
-    with module_hooks.register_module_forward_pre_hook(starts), \\
-            module_hooks.register_module_forward_hook(finishes):
-        output = model(*inputs, **kwargs)
-    return output, rows
-'''
-
-
-def _summary(*replacements):
-    return edited(_SUMMARY, *replacements)
-
-
-_FIND = '''
-import torch
-import torch.nn.modules.module as module_hooks
-
-
-def find_first_nonfinite(model, *inputs):
-    names = {module: name for name, module in model.named_modules()}
-    found = []
-
-    def not_finite(value):
-        if isinstance(value, torch.Tensor):
-            return not torch.isfinite(value).all()
-        if isinstance(value, (tuple, list)):
-            return any(not_finite(item) for item in value if isinstance(item, torch.Tensor))
-        return False
-
-    def hook(module, args, output):
-        if not found and module in names and not_finite(output):
-            found.append(names[module])
-
-    with torch.no_grad(), module_hooks.register_module_forward_hook(hook):
-        model(*inputs)
-    return found[0] if found else None
-'''
-
-
-def _find(*replacements):
-    return edited(_FIND, *replacements)
+from mistakes import edited, reference
 
 
 ENTRIES = [
@@ -101,68 +34,88 @@ def summarize_model(model, *inputs, **kwargs):
 ''',
          expect=["order the calls finish", "pre-hook"]),
     dict(exercise="summarize_model", kind="wrong", clause="row-per-call", why="rows kept in a dict keyed by name",
-         source=_summary(('rows, open_rows = [], []', 'rows, open_rows = {}, []'),
-                         ('rows.append(row)\n            open_rows', 'rows[row["name"]] = row\n            open_rows'),
-                         ('return output, rows', 'return output, list(rows.values())')),
+         source=edited(reference("summarize_model"),
+                       ('rows, open_rows = [], []', 'rows, open_rows = {}, []'),
+                       ('rows.append(row)\n'
+                        '            open_rows',
+                        'rows[row["name"]] = row\n'
+                        '            open_rows'),
+                       ('return output, rows', 'return output, list(rows.values())')),
          expect=["calls twice", "row per call"]),
     dict(exercise="summarize_model", kind="wrong", clause="params-own", why="counts parameters recursively",
-         source=_summary(('module.parameters(recurse=False)', 'module.parameters()')),
+         source=edited(reference("summarize_model"), ('module.parameters(recurse=False)', 'module.parameters()')),
          expect=["submodules too", "recurse=False"]),
     dict(exercise="summarize_model", kind="wrong", clause="params-frozen", why="counts only trainable parameters",
-         source=_summary(('p.numel() for p in module.parameters(recurse=False)',
-                          'p.numel() for p in module.parameters(recurse=False) if p.requires_grad')),
+         source=edited(reference("summarize_model"),
+                       ('p.numel() for p in module.parameters(recurse=False)',
+                        'p.numel() for p in module.parameters(recurse=False) if p.requires_grad')),
          expect=["frozen"]),
     dict(exercise="summarize_model", kind="wrong", clause="params-own", why="counts parameter tensors, not elements",
-         source=_summary(('sum(p.numel() for p in module.parameters(recurse=False))',
-                          'len(list(module.parameters(recurse=False)))')),
+         source=edited(reference("summarize_model"),
+                       ('sum(p.numel() for p in module.parameters(recurse=False))',
+                        'len(list(module.parameters(recurse=False)))')),
          expect=["number of parameter tensors", "numel"]),
     dict(exercise="summarize_model", kind="wrong", clause="root-name", why="skips the root because its name is falsy",
-         source=_summary(('    def starts(module, args):\n        if module in names:',
-                          '    def starts(module, args):\n        if names.get(module):'),
-                         ('    def finishes(module, args, output):\n        if module in names:',
-                          '    def finishes(module, args, output):\n        if names.get(module):')),
+         source=edited(reference("summarize_model"),
+                       ('    def starts(module, args):\n'
+                        '        if module in names:',
+                        '    def starts(module, args):\n'
+                        '        if names.get(module):'),
+                       ('    def finishes(module, args, output):\n'
+                        '        if module in names:',
+                        '    def finishes(module, args, output):\n'
+                        '        if names.get(module):')),
          expect=["model itself is missing", "falsy"]),
     dict(exercise="summarize_model", kind="wrong", clause="unregistered", why="looks up modules that are not in the model",
-         source=_summary(('    def starts(module, args):\n        if module in names:',
-                          '    def starts(module, args):\n        if True:'),
-                         ('    def finishes(module, args, output):\n        if module in names:',
-                          '    def finishes(module, args, output):\n        if True:')),
+         source=edited(reference("summarize_model"),
+                       ('    def starts(module, args):\n'
+                        '        if module in names:',
+                        '    def starts(module, args):\n'
+                        '        if True:'),
+                       ('    def finishes(module, args, output):\n'
+                        '        if module in names:',
+                        '    def finishes(module, args, output):\n'
+                        '        if True:')),
          expect=["not in model.named_modules()", "plain list"]),
     dict(exercise="summarize_model", kind="wrong", clause="arguments", why="keyword arguments not passed to the model",
-         source=_summary(('output = model(*inputs, **kwargs)', 'output = model(*inputs)')),
+         source=edited(reference("summarize_model"), ('output = model(*inputs, **kwargs)', 'output = model(*inputs)')),
          expect=["keyword arguments on to the model"]),
     dict(exercise="summarize_model", kind="wrong", clause="shape-sequence", why="tuple outputs get None",
-         source=_summary(('            return [tuple(item.shape) if isinstance(item, torch.Tensor) else None '
-                          'for item in value]\n', '            return None\n')),
+         source=edited(reference("summarize_model"),
+                       ('            return [tuple(item.shape) if isinstance(item, torch.Tensor) else None for item in value]\n',
+                        '            return None\n')),
          expect=["returned a tuple", "list with the shape tuple"]),
     dict(exercise="summarize_model", kind="wrong", clause="hooks-removed", why="global hooks never removed",
-         source=_summary(('    with module_hooks.register_module_forward_pre_hook(starts), \\\n'
-                          '            module_hooks.register_module_forward_hook(finishes):\n'
-                          '        output = model(*inputs, **kwargs)',
-                          '    module_hooks.register_module_forward_pre_hook(starts)\n'
-                          '    module_hooks.register_module_forward_hook(finishes)\n'
-                          '    output = model(*inputs, **kwargs)')),
+         source=edited(reference("summarize_model"),
+                       ('    with module_hooks.register_module_forward_pre_hook(starts), \\\n'
+                        '            module_hooks.register_module_forward_hook(finishes):\n'
+                        '        output = model(*inputs, **kwargs)',
+                        '    module_hooks.register_module_forward_pre_hook(starts)\n'
+                        '    module_hooks.register_module_forward_hook(finishes)\n'
+                        '    output = model(*inputs, **kwargs)')),
          expect=["returned, global hooks were still registered", "fires for every module"]),
     dict(exercise="summarize_model", kind="wrong", clause="hooks-removed-raise", why="hooks removed only when forward succeeds",
-         source=_summary(('    with module_hooks.register_module_forward_pre_hook(starts), \\\n'
-                          '            module_hooks.register_module_forward_hook(finishes):\n'
-                          '        output = model(*inputs, **kwargs)',
-                          '    pre = module_hooks.register_module_forward_pre_hook(starts)\n'
-                          '    post = module_hooks.register_module_forward_hook(finishes)\n'
-                          '    output = model(*inputs, **kwargs)\n'
-                          '    pre.remove()\n'
-                          '    post.remove()')),
+         source=edited(reference("summarize_model"),
+                       ('    with module_hooks.register_module_forward_pre_hook(starts), \\\n'
+                        '            module_hooks.register_module_forward_hook(finishes):\n'
+                        '        output = model(*inputs, **kwargs)',
+                        '    pre = module_hooks.register_module_forward_pre_hook(starts)\n'
+                        '    post = module_hooks.register_module_forward_hook(finishes)\n'
+                        '    output = model(*inputs, **kwargs)\n'
+                        '    pre.remove()\n'
+                        '    post.remove()')),
          expect=["raised, global hooks were still registered", "try/finally"]),
     dict(exercise="summarize_model", kind="wrong", clause="exception-unchanged", why="swallows the model's exception",
-         source=_summary(('    with module_hooks.register_module_forward_pre_hook(starts), \\\n'
-                          '            module_hooks.register_module_forward_hook(finishes):\n'
-                          '        output = model(*inputs, **kwargs)',
-                          '    with module_hooks.register_module_forward_pre_hook(starts), \\\n'
-                          '            module_hooks.register_module_forward_hook(finishes):\n'
-                          '        try:\n'
-                          '            output = model(*inputs, **kwargs)\n'
-                          '        except Exception:\n'
-                          '            output = None')),
+         source=edited(reference("summarize_model"),
+                       ('    with module_hooks.register_module_forward_pre_hook(starts), \\\n'
+                        '            module_hooks.register_module_forward_hook(finishes):\n'
+                        '        output = model(*inputs, **kwargs)',
+                        '    with module_hooks.register_module_forward_pre_hook(starts), \\\n'
+                        '            module_hooks.register_module_forward_hook(finishes):\n'
+                        '        try:\n'
+                        '            output = model(*inputs, **kwargs)\n'
+                        '        except Exception:\n'
+                        '            output = None')),
          expect=["returned normally", "reach the caller"]),
     dict(exercise="summarize_model", kind="wrong", clause="hooks-removed", why="per-module hooks left registered",
          source='''
@@ -264,21 +217,25 @@ def summarize_model(model, *inputs, **kwargs):
          expect=[]),
 
     dict(exercise="summarize_model", kind="wrong", clause="once", why="output taken from a second call without hooks",
-         source=_summary(("    return output, rows", "    return model(*inputs, **kwargs), rows")),
+         source=edited(reference("summarize_model"),
+                       ('    return output, rows', '    return model(*inputs, **kwargs), rows')),
          expect=["ran the model 2 times", "once"]),
     dict(exercise="summarize_model", kind="wrong", clause="once", why="model run once per kind of hook",
-         source=_summary(("""    with module_hooks.register_module_forward_pre_hook(starts), \\
-            module_hooks.register_module_forward_hook(finishes):
-        output = model(*inputs, **kwargs)""", """    with module_hooks.register_module_forward_pre_hook(starts):
-        model(*inputs, **kwargs)
-    open_rows[:] = list(reversed(rows))
-    with module_hooks.register_module_forward_hook(finishes):
-        output = model(*inputs, **kwargs)""")),
+         source=edited(reference("summarize_model"),
+                       ('    with module_hooks.register_module_forward_pre_hook(starts), \\\n'
+                        '            module_hooks.register_module_forward_hook(finishes):\n'
+                        '        output = model(*inputs, **kwargs)',
+                        '    with module_hooks.register_module_forward_pre_hook(starts):\n'
+                        '        model(*inputs, **kwargs)\n'
+                        '    open_rows[:] = list(reversed(rows))\n'
+                        '    with module_hooks.register_module_forward_hook(finishes):\n'
+                        '        output = model(*inputs, **kwargs)')),
          expect=["ran the model 2 times"]),
 
     dict(exercise="summarize_model", kind="wrong", clause="shape-tensor", why="input shape taken in the pre-hook",
-         source=_summary(('"output_shape": None,', '"output_shape": tuple(args[0].shape),'),
-                         ('open_rows.pop()["output_shape"] = shape_of(output)', 'open_rows.pop()')),
+         source=edited(reference("summarize_model"),
+                       ('"output_shape": None,', '"output_shape": tuple(args[0].shape),'),
+                       ('open_rows.pop()["output_shape"] = shape_of(output)', 'open_rows.pop()')),
          expect=["shape of the module's input", "forward hook"]),
     dict(exercise="summarize_model", kind="right",
          why="global hook with with_kwargs and always_call, torch.Size shapes, _parameters",
@@ -312,31 +269,41 @@ def summarize_model(model, *inputs, **kwargs):
          expect=[]),
 
     dict(exercise="summarize_model", kind="wrong", clause="exception-unchanged", why="wraps the model's exception in its own",
-         source=_summary(("        output = model(*inputs, **kwargs)",
-                          "        try:\n            output = model(*inputs, **kwargs)\n"
-                          "        except Exception as error:\n"
-                          "            raise RuntimeError('summary failed') from error")),
+         source=edited(reference("summarize_model"),
+                       ('        output = model(*inputs, **kwargs)',
+                        '        try:\n'
+                        '            output = model(*inputs, **kwargs)\n'
+                        '        except Exception as error:\n'
+                        "            raise RuntimeError('summary failed') from error")),
          expect=["made from the model's valueerror", "unchanged"]),
     dict(exercise="summarize_model", kind="wrong", clause="arguments", why="inputs passed as one tuple",
-         source=_summary(("output = model(*inputs, **kwargs)", "output = model(inputs, **kwargs)")),
+         source=edited(reference("summarize_model"),
+                       ('output = model(*inputs, **kwargs)', 'output = model(inputs, **kwargs)')),
          expect=["unpack it", "model(*inputs, **kwargs)"]),
 
     # ------------------------------------------------------------------ find_first_nonfinite
     dict(exercise="find_first_nonfinite", kind="wrong", clause="sequence", why="looks only at the last item of a tuple",
-         source=_find(('return any(not_finite(item) for item in value if isinstance(item, torch.Tensor))',
-                       'return bool(value) and not_finite(value[-1])')),
+         source=edited(reference("find_first_nonfinite"),
+                       ('return any(not_finite(item) for item in value if isinstance(item, torch.Tensor))',
+                        'return bool(value) and not_finite(value[-1])')),
          expect=["returns a tuple", "every tensor"]),
     dict(exercise="find_first_nonfinite", kind="wrong", clause="any-element", why="needs every element non-finite (any instead of all)",
-         source=_find(('return not torch.isfinite(value).all()', 'return not torch.isfinite(value).any()')),
+         source=edited(reference("find_first_nonfinite"),
+                       ('return not torch.isfinite(value).all()', 'return not torch.isfinite(value).any()')),
          expect=["every* element", "one nan or inf is enough"]),
     dict(exercise="find_first_nonfinite", kind="wrong", clause="any-element", why="tests the sum, which overflows",
-         source=_find(('return not torch.isfinite(value).all()', 'return not torch.isfinite(value.sum())')),
+         source=edited(reference("find_first_nonfinite"),
+                       ('return not torch.isfinite(value).all()', 'return not torch.isfinite(value.sum())')),
          expect=["overflows", "elements themselves"]),
     dict(exercise="find_first_nonfinite", kind="wrong", clause="once", why="runs the model twice",
-         source=_find(('        model(*inputs)\n', '        model(*inputs)\n        model(*inputs)\n')),
+         source=edited(reference("find_first_nonfinite"),
+                       ('        model(*inputs)\n',
+                        '        model(*inputs)\n'
+                        '        model(*inputs)\n')),
          expect=["ran the model 2 times", "once"]),
     dict(exercise="find_first_nonfinite", kind="wrong", clause="name", why="returns the class name",
-         source=_find(('found.append(names[module])', 'found.append(type(module).__name__)')),
+         source=edited(reference("find_first_nonfinite"),
+                       ('found.append(names[module])', 'found.append(type(module).__name__)')),
          expect=["class", "named_modules"]),
     dict(exercise="find_first_nonfinite", kind="wrong", clause="return-order", why="first in named_modules() order",
          source='''
@@ -359,37 +326,47 @@ def find_first_nonfinite(model, *inputs):
 ''',
          expect=["nor the order of named_modules()"]),
     dict(exercise="find_first_nonfinite", kind="wrong", clause="infinities", why="checks only NaN",
-         source=_find(('return not torch.isfinite(value).all()', 'return bool(torch.isnan(value).any())')),
+         source=edited(reference("find_first_nonfinite"),
+                       ('return not torch.isfinite(value).all()', 'return bool(torch.isnan(value).any())')),
          expect=["infinities", "isfinite"]),
     dict(exercise="find_first_nonfinite", kind="wrong", clause="return-order", why="keeps the last non-finite module",
-         source=_find(('if not found and module in names', 'if module in names'),
-                      ('return found[0] if found else None', 'return found[-1] if found else None')),
+         source=edited(reference("find_first_nonfinite"),
+                       ('if not found and module in names', 'if module in names'),
+                       ('return found[0] if found else None', 'return found[-1] if found else None')),
          expect=["last module", "returns after its children"]),
     dict(exercise="find_first_nonfinite", kind="wrong", clause="output", why="looks at inputs in a pre-hook",
-         source=_find(('    def hook(module, args, output):\n        if not found and module in names and '
-                       'not_finite(output):',
-                       '    def hook(module, args):\n        if not found and module in names and not_finite(args):'),
-                      ('module_hooks.register_module_forward_hook(hook)',
-                       'module_hooks.register_module_forward_pre_hook(hook)')),
+         source=edited(reference("find_first_nonfinite"),
+                       ('    def hook(module, args, output):\n'
+                        '        if not found and module in names and not_finite(output):',
+                        '    def hook(module, args):\n'
+                        '        if not found and module in names and not_finite(args):'),
+                       ('module_hooks.register_module_forward_hook(hook)',
+                        'module_hooks.register_module_forward_pre_hook(hook)')),
          expect=["input", "forward hook"]),
     dict(exercise="find_first_nonfinite", kind="wrong", clause="sequence", why="ignores tuple outputs",
-         source=_find(('return any(not_finite(item) for item in value if isinstance(item, torch.Tensor))',
-                       'return False')),
+         source=edited(reference("find_first_nonfinite"),
+                       ('return any(not_finite(item) for item in value if isinstance(item, torch.Tensor))',
+                        'return False')),
          expect=["returns a tuple", "every tensor"]),
     dict(exercise="find_first_nonfinite", kind="wrong", clause="root-name", why="the root's empty name taken for no answer",
-         source=_find(('return found[0] if found else None', 'return found[0] if found and found[0] else None')),
+         source=edited(reference("find_first_nonfinite"),
+                       ('return found[0] if found else None', 'return found[0] if found and found[0] else None')),
          expect=["model itself", "is none"]),
     dict(exercise="find_first_nonfinite", kind="wrong", clause="hooks-removed", why="global hook never removed",
-         source=_find(('    with torch.no_grad(), module_hooks.register_module_forward_hook(hook):',
-                       '    module_hooks.register_module_forward_hook(hook)\n    with torch.no_grad():')),
+         source=edited(reference("find_first_nonfinite"),
+                       ('    with torch.no_grad(), module_hooks.register_module_forward_hook(hook):',
+                        '    module_hooks.register_module_forward_hook(hook)\n'
+                        '    with torch.no_grad():')),
          expect=["global hooks were still registered"]),
     dict(exercise="find_first_nonfinite", kind="wrong", clause="no-grad", why="runs with gradients on",
-         source=_find(('    with torch.no_grad(), module_hooks.register_module_forward_hook(hook):',
-                       '    with module_hooks.register_module_forward_hook(hook):')),
+         source=edited(reference("find_first_nonfinite"),
+                       ('    with torch.no_grad(), module_hooks.register_module_forward_hook(hook):',
+                        '    with module_hooks.register_module_forward_hook(hook):')),
          expect=["gradients on", "torch.no_grad()"]),
     dict(exercise="find_first_nonfinite", kind="wrong", clause="unregistered", why="looks up modules that are not in the model",
-         source=_find(('if not found and module in names and not_finite(output):',
-                       'if not found and not_finite(output):')),
+         source=edited(reference("find_first_nonfinite"),
+                       ('if not found and module in names and not_finite(output):',
+                        'if not found and not_finite(output):')),
          expect=["not in model.named_modules()"]),
     dict(exercise="find_first_nonfinite", kind="wrong", clause="every-module", why="hooks only the direct children",
          source='''
@@ -490,32 +467,36 @@ def find_first_nonfinite(model, *inputs):
          expect=[]),
     # ------------------------------------------------------------------ summarize_model: one entry per clause
     dict(exercise="summarize_model", kind="wrong", clause="pair", why="returns the rows only",
-         source=_summary(("    return output, rows", "    return rows")),
+         source=edited(reference("summarize_model"), ('    return output, rows', '    return rows')),
          expect=["expected a pair (output, rows)"]),
     dict(exercise="summarize_model", kind="wrong", clause="output-itself", why="returns the output detached",
-         source=_summary(("    return output, rows", "    return output.detach(), rows")),
+         source=edited(reference("summarize_model"), ('    return output, rows', '    return output.detach(), rows')),
          expect=["not the tensor the model returned", "itself"]),
     dict(exercise="summarize_model", kind="wrong", clause="output-itself", why="returns a copy of the output",
-         source=_summary(("    return output, rows", "    return output.clone(), rows")),
+         source=edited(reference("summarize_model"), ('    return output, rows', '    return output.clone(), rows')),
          expect=["not the tensor the model returned", "a copy"]),
     dict(exercise="summarize_model", kind="wrong", clause="keys", why="the shape under the key 'shape'",
-         source=_summary(('"output_shape": None,', '"shape": None,'),
-                         ('open_rows.pop()["output_shape"] = shape_of(output)',
-                          'open_rows.pop()["shape"] = shape_of(output)')),
+         source=edited(reference("summarize_model"),
+                       ('"output_shape": None,', '"shape": None,'),
+                       ('open_rows.pop()["output_shape"] = shape_of(output)',
+                        'open_rows.pop()["shape"] = shape_of(output)')),
          expect=["lacks the keys ['output_shape']"]),
     dict(exercise="summarize_model", kind="wrong", clause="name", why="torchinfo-style names, class and counter",
-         source=_summary(('    rows, open_rows = [], []', '    rows, open_rows, seen = [], [], {}'),
-                         ('            row = {"name": names[module],',
-                          '            seen[type(module).__name__] = seen.get(type(module).__name__, 0) + 1\n'
-                          '            row = {"name": f"{type(module).__name__}-{seen[type(module).__name__]}",')),
+         source=edited(reference("summarize_model"),
+                       ('    rows, open_rows = [], []', '    rows, open_rows, seen = [], [], {}'),
+                       ('            row = {"name": names[module],',
+                        '            seen[type(module).__name__] = seen.get(type(module).__name__, 0) + 1\n'
+                        '            row = {"name": f"{type(module).__name__}-{seen[type(module).__name__]}",')),
          expect=["not those of model.named_modules()", "path of attributes"]),
     dict(exercise="summarize_model", kind="wrong", clause="root-name", why="the model itself named '(root)'",
-         source=_summary(('row = {"name": names[module],', 'row = {"name": names[module] or "(root)",')),
+         source=edited(reference("summarize_model"),
+                       ('row = {"name": names[module],', 'row = {"name": names[module] or "(root)",')),
          expect=["model itself is named '(root)'", "empty string"]),
     dict(exercise="summarize_model", kind="wrong", clause="shared-name",
          why="names from named_modules(remove_duplicate=False): a shared module gets its last name",
-         source=_summary(('names = {module: name for name, module in model.named_modules()}',
-                          'names = {module: name for name, module in model.named_modules(remove_duplicate=False)}')),
+         source=edited(reference("summarize_model"),
+                       ('names = {module: name for name, module in model.named_modules()}',
+                        'names = {module: name for name, module in model.named_modules(remove_duplicate=False)}')),
          expect=["'alias' is not a name of named_modules()", "under its first name", "'shared'"]),
     dict(exercise="summarize_model", kind="wrong", clause="shared-name",
          why="per-module hooks on named_modules(remove_duplicate=False): two hooks on a shared module",
@@ -555,65 +536,82 @@ def summarize_model(model, *inputs, **kwargs):
 ''',
          expect=["'alias' is not a name of named_modules()", "one row per call"]),
     dict(exercise="summarize_model", kind="wrong", clause="type", why="type as __qualname__",
-         source=_summary(('"type": type(module).__name__', '"type": type(module).__qualname__')),
+         source=edited(reference("summarize_model"),
+                       ('"type": type(module).__name__', '"type": type(module).__qualname__')),
          expect=["__qualname__", "type(module).__name__"]),
     dict(exercise="summarize_model", kind="wrong", clause="type", why="type as str(type(module))",
-         source=_summary(('"type": type(module).__name__', '"type": str(type(module))')),
+         source=edited(reference("summarize_model"), ('"type": type(module).__name__', '"type": str(type(module))')),
          expect=["its 'type' should be", "type(module).__name__"]),
     dict(exercise="summarize_model", kind="wrong", clause="shape-tensor", why="a tensor's shape as a list",
-         source=_summary(('            return tuple(value.shape)\n', '            return list(value.shape)\n')),
+         source=edited(reference("summarize_model"),
+                       ('            return tuple(value.shape)\n', '            return list(value.shape)\n')),
          expect=["as a tuple, tuple(output.shape)"]),
     dict(exercise="summarize_model", kind="wrong", clause="shape-sequence", why="tuple outputs only, lists get None",
-         source=_summary(('if isinstance(value, (tuple, list)):', 'if isinstance(value, tuple):')),
+         source=edited(reference("summarize_model"),
+                       ('if isinstance(value, (tuple, list)):', 'if isinstance(value, tuple):')),
          expect=["returned a list", "list with the shape tuple"]),
     dict(exercise="summarize_model", kind="wrong", clause="shape-sequence", why="item shapes as lists",
-         source=_summary(('return [tuple(item.shape) if', 'return [list(item.shape) if')),
+         source=edited(reference("summarize_model"), ('return [tuple(item.shape) if', 'return [list(item.shape) if')),
          expect=["the numbers are right", "as a tuple"]),
     dict(exercise="summarize_model", kind="wrong", clause="shape-sequence", why="a tuple output's shapes in a tuple",
-         source=_summary(('return [tuple(item.shape) if isinstance(item, torch.Tensor) else None for item in value]',
-                          'return tuple(tuple(item.shape) if isinstance(item, torch.Tensor) else None '
-                          'for item in value)')),
+         source=edited(reference("summarize_model"),
+                       ('return [tuple(item.shape) if isinstance(item, torch.Tensor) else None for item in value]',
+                        'return tuple(tuple(item.shape) if isinstance(item, torch.Tensor) else None for item in value)')),
          expect=["the numbers are right", "give a list"]),
     dict(exercise="summarize_model", kind="wrong", clause="shape-sequence", why="non-tensor items dropped",
-         source=_summary(('return [tuple(item.shape) if isinstance(item, torch.Tensor) else None for item in value]',
-                          'return [tuple(item.shape) for item in value if isinstance(item, torch.Tensor)]')),
+         source=edited(reference("summarize_model"),
+                       ('return [tuple(item.shape) if isinstance(item, torch.Tensor) else None for item in value]',
+                        'return [tuple(item.shape) for item in value if isinstance(item, torch.Tensor)]')),
          expect=["returned a tuple", "none for each other item"]),
     dict(exercise="summarize_model", kind="wrong", clause="shape-other",
          why="a dict output gets the shapes of its values",
-         source=_summary(('        return None\n\n    def starts',
-                          '        if isinstance(value, dict):\n'
-                          '            return [tuple(v.shape) for v in value.values()]\n'
-                          '        return None\n\n    def starts')),
+         source=edited(reference("summarize_model"),
+                       ('        return None\n'
+                        '\n'
+                        '    def starts',
+                        '        if isinstance(value, dict):\n'
+                        '            return [tuple(v.shape) for v in value.values()]\n'
+                        '        return None\n'
+                        '\n'
+                        '    def starts')),
          expect=["returned a dict", "output_shape is none"]),
     dict(exercise="summarize_model", kind="wrong", clause="params-no-buffers", why="counts buffers too",
-         source=_summary(('"params": sum(p.numel() for p in module.parameters(recurse=False))}',
-                          '"params": sum(p.numel() for p in module.parameters(recurse=False))\n'
-                          '                   + sum(b.numel() for b in module.buffers(recurse=False))}')),
+         source=edited(reference("summarize_model"),
+                       ('"params": sum(p.numel() for p in module.parameters(recurse=False))}',
+                        '"params": sum(p.numel() for p in module.parameters(recurse=False))\n'
+                        '                   + sum(b.numel() for b in module.buffers(recurse=False))}')),
          expect=["counts its buffers too"]),
     dict(exercise="summarize_model", kind="wrong", clause="params-shared",
          why="counts through model.named_parameters(), which lists a tied weight once",
-         source=_summary(('    rows, open_rows = [], []',
-                          '    rows, open_rows = [], []\n'
-                          '    owned = {}\n'
-                          '    for full_name, p in model.named_parameters():\n'
-                          '        owner = full_name.rpartition(".")[0]\n'
-                          '        owned[owner] = owned.get(owner, 0) + p.numel()'),
-                         ('"params": sum(p.numel() for p in module.parameters(recurse=False))}',
-                          '"params": owned.get(names[module], 0)}')),
+         source=edited(reference("summarize_model"),
+                       ('    rows, open_rows = [], []',
+                        '    rows, open_rows = [], []\n'
+                        '    owned = {}\n'
+                        '    for full_name, p in model.named_parameters():\n'
+                        '        owner = full_name.rpartition(".")[0]\n'
+                        '        owned[owner] = owned.get(owner, 0) + p.numel()'),
+                       ('"params": sum(p.numel() for p in module.parameters(recurse=False))}',
+                        '"params": owned.get(names[module], 0)}')),
          expect=["shares a parameter", "own parameter of both"]),
     dict(exercise="summarize_model", kind="wrong", clause="params-own",
          why="_parameters values without the None of bias=False",
-         source=_summary(('sum(p.numel() for p in module.parameters(recurse=False))',
-                          'sum(p.numel() for p in module._parameters.values())')),
+         source=edited(reference("summarize_model"),
+                       ('sum(p.numel() for p in module.parameters(recurse=False))',
+                        'sum(p.numel() for p in module._parameters.values())')),
          expect=["'nonetype' object has no attribute 'numel'"]),
     dict(exercise="summarize_model", kind="wrong", clause="unregistered",
          why="unregistered modules get a row under their class name",
-         source=_summary(('    def starts(module, args):\n        if module in names:\n'
-                          '            row = {"name": names[module],',
-                          '    def starts(module, args):\n        if True:\n'
-                          '            row = {"name": names.get(module, type(module).__name__),'),
-                         ('    def finishes(module, args, output):\n        if module in names:',
-                          '    def finishes(module, args, output):\n        if True:')),
+         source=edited(reference("summarize_model"),
+                       ('    def starts(module, args):\n'
+                        '        if module in names:\n'
+                        '            row = {"name": names[module],',
+                        '    def starts(module, args):\n'
+                        '        if True:\n'
+                        '            row = {"name": names.get(module, type(module).__name__),'),
+                       ('    def finishes(module, args, output):\n'
+                        '        if module in names:',
+                        '    def finishes(module, args, output):\n'
+                        '        if True:')),
          expect=["not in model.named_modules()", "give them no row"]),
     dict(exercise="summarize_model", kind="right", why="per-module hooks on each module of named_modules(), torch.Size, an index stack",
          source='''
@@ -693,21 +691,24 @@ def summarize_model(model, *inputs, **kwargs):
     # ------------------------------------------------------------------ find_first_nonfinite: one entry per clause
     dict(exercise="find_first_nonfinite", kind="wrong", clause="every-module",
          why="hooks only the layers without children, and the model",
-         source=_find(('    with torch.no_grad(), module_hooks.register_module_forward_hook(hook):',
-                       '    leaves = {m for m in names if not list(m.children())} | {model}\n'
-                       '    names = {m: n for m, n in names.items() if m in leaves}\n'
-                       '    with torch.no_grad(), module_hooks.register_module_forward_hook(hook):')),
+         source=edited(reference("find_first_nonfinite"),
+                       ('    with torch.no_grad(), module_hooks.register_module_forward_hook(hook):',
+                        '    leaves = {m for m in names if not list(m.children())} | {model}\n'
+                        '    names = {m: n for m, n in names.items() if m in leaves}\n'
+                        '    with torch.no_grad(), module_hooks.register_module_forward_hook(hook):')),
          expect=["a container whose own forward made the nan", "not only the layers without children"]),
     dict(exercise="find_first_nonfinite", kind="wrong", clause="unregistered",
          why="unregistered modules looked up with names.get",
-         source=_find(('if not found and module in names and not_finite(output):',
-                       'if not found and not_finite(output):'),
-                      ('found.append(names[module])', 'found.append(names.get(module))')),
+         source=edited(reference("find_first_nonfinite"),
+                       ('if not found and module in names and not_finite(output):',
+                        'if not found and not_finite(output):'),
+                       ('found.append(names[module])', 'found.append(names.get(module))')),
          expect=["plain list", "ignore that module"]),
     dict(exercise="find_first_nonfinite", kind="wrong", clause="shared-name",
          why="names from named_modules(remove_duplicate=False): a shared module gets its last name",
-         source=_find(('names = {module: name for name, module in model.named_modules()}',
-                       'names = {module: name for name, module in model.named_modules(remove_duplicate=False)}')),
+         source=edited(reference("find_first_nonfinite"),
+                       ('names = {module: name for name, module in model.named_modules()}',
+                        'names = {module: name for name, module in model.named_modules(remove_duplicate=False)}')),
          expect=["registered a second time under another name", "under its first name"]),
     dict(exercise="find_first_nonfinite", kind="wrong", clause="return-order",
          why="a dict keyed by name: a module called twice is judged by its last call",
@@ -757,77 +758,101 @@ def find_first_nonfinite(model, *inputs):
 ''',
          expect=["not the order the calls start", "the order the forward hooks fire"]),
     dict(exercise="find_first_nonfinite", kind="wrong", clause="infinities", why="tests NaN and +inf, not -inf",
-         source=_find(('return not torch.isfinite(value).all()',
-                       'return bool(torch.isnan(value).any() or (value == float("inf")).any())')),
+         source=edited(reference("find_first_nonfinite"),
+                       ('return not torch.isfinite(value).all()',
+                        'return bool(torch.isnan(value).any() or (value == float("inf")).any())')),
          expect=["holds -inf", "both infinities"]),
     dict(exercise="find_first_nonfinite", kind="wrong", clause="sequence", why="tuple outputs only, lists ignored",
-         source=_find(('if isinstance(value, (tuple, list)):', 'if isinstance(value, tuple):')),
+         source=edited(reference("find_first_nonfinite"),
+                       ('if isinstance(value, (tuple, list)):', 'if isinstance(value, tuple):')),
          expect=["the culprit returns a list", "tuple or list output"]),
     dict(exercise="find_first_nonfinite", kind="wrong", clause="none", why="returns '' when every output is finite",
-         source=_find(('return found[0] if found else None', 'return found[0] if found else ""')),
+         source=edited(reference("find_first_nonfinite"),
+                       ('return found[0] if found else None', 'return found[0] if found else ""')),
          expect=["return none, not ''"]),
     dict(exercise="find_first_nonfinite", kind="wrong", clause="hooks-removed-raise",
          why="hook removed only when forward succeeds",
-         source=_find(('    with torch.no_grad(), module_hooks.register_module_forward_hook(hook):\n'
-                       '        model(*inputs)\n',
-                       '    handle = module_hooks.register_module_forward_hook(hook)\n'
-                       '    with torch.no_grad():\n        model(*inputs)\n    handle.remove()\n')),
+         source=edited(reference("find_first_nonfinite"),
+                       ('    with torch.no_grad(), module_hooks.register_module_forward_hook(hook):\n'
+                        '        model(*inputs)\n',
+                        '    handle = module_hooks.register_module_forward_hook(hook)\n'
+                        '    with torch.no_grad():\n'
+                        '        model(*inputs)\n'
+                        '    handle.remove()\n')),
          expect=["raised, global hooks were still registered", "try/finally"]),
     dict(exercise="find_first_nonfinite", kind="wrong", clause="exception-unchanged",
          why="swallows the model's exception",
-         source=_find(('        model(*inputs)\n',
-                       '        try:\n            model(*inputs)\n        except Exception:\n            pass\n')),
+         source=edited(reference("find_first_nonfinite"),
+                       ('        model(*inputs)\n',
+                        '        try:\n'
+                        '            model(*inputs)\n'
+                        '        except Exception:\n'
+                        '            pass\n')),
          expect=["returned normally", "reach the caller unchanged"]),
     dict(exercise="find_first_nonfinite", kind="wrong", clause="exception-unchanged",
          why="turns the model's exception into its own",
-         source=_find(('        model(*inputs)\n',
-                       '        try:\n            model(*inputs)\n        except Exception as error:\n'
-                       '            raise RuntimeError("the model failed") from error\n')),
+         source=edited(reference("find_first_nonfinite"),
+                       ('        model(*inputs)\n',
+                        '        try:\n'
+                        '            model(*inputs)\n'
+                        '        except Exception as error:\n'
+                        '            raise RuntimeError("the model failed") from error\n')),
          expect=["made from the model's valueerror"]),
     # ------------------------------------------------------------------ more mistakes a stranger makes
     dict(exercise="summarize_model", kind="wrong", clause="arguments", why="passes only the first input",
-         source=_summary(("output = model(*inputs, **kwargs)", "output = model(inputs[0], **kwargs)")),
+         source=edited(reference("summarize_model"),
+                       ('output = model(*inputs, **kwargs)', 'output = model(inputs[0], **kwargs)')),
          expect=["every positional input", "not only the first"]),
     dict(exercise="summarize_model", kind="wrong", clause="arguments", why="calls model.forward, skipping its hooks",
-         source=_summary(("output = model(*inputs, **kwargs)", "output = model.forward(*inputs, **kwargs)")),
+         source=edited(reference("summarize_model"),
+                       ('output = model(*inputs, **kwargs)', 'output = model.forward(*inputs, **kwargs)')),
          expect=["hooks never fired", "model.forward(...)"]),
     dict(exercise="summarize_model", kind="wrong", clause="every-call", why="rows for the layers without children only",
-         source=_summary(('    def starts(module, args):\n        if module in names:',
-                          '    def starts(module, args):\n        if module in names and not list(module.children()):'),
-                         ('    def finishes(module, args, output):\n        if module in names:',
-                          '    def finishes(module, args, output):\n'
-                          '        if module in names and not list(module.children()):')),
+         source=edited(reference("summarize_model"),
+                       ('    def starts(module, args):\n'
+                        '        if module in names:',
+                        '    def starts(module, args):\n'
+                        '        if module in names and not list(module.children()):'),
+                       ('    def finishes(module, args, output):\n'
+                        '        if module in names:',
+                        '    def finishes(module, args, output):\n'
+                        '        if module in names and not list(module.children()):')),
          expect=["layers without children only", "containers"]),
     dict(exercise="summarize_model", kind="wrong", clause="shape-tensor",
          why="the output shape written to the last row made, not the call's own",
-         source=_summary(('open_rows.pop()["output_shape"] = shape_of(output)',
-                          'rows[-1]["output_shape"] = shape_of(output)')),
+         source=edited(reference("summarize_model"),
+                       ('open_rows.pop()["output_shape"] = shape_of(output)',
+                        'rows[-1]["output_shape"] = shape_of(output)')),
          expect=["output shape of another call", "most recently started call that has not finished"]),
     dict(exercise="find_first_nonfinite", kind="wrong", clause="every-module",
          why="calls model.forward, so the model's own hook never fires",
-         source=_find(('        model(*inputs)\n', '        model.forward(*inputs)\n')),
+         source=edited(reference("find_first_nonfinite"),
+                       ('        model(*inputs)\n', '        model.forward(*inputs)\n')),
          expect=["hooks never fired", "model.forward(...)"]),
     dict(exercise="summarize_model", kind="wrong", clause="keys", why="params as a tensor, torchsummary style",
-         source=_summary(('"params": sum(p.numel() for p in module.parameters(recurse=False))}',
-                          '"params": sum(torch.prod(torch.LongTensor(list(p.size())))\n'
-                          '                              for p in module.parameters(recurse=False))}')),
+         source=edited(reference("summarize_model"),
+                       ('"params": sum(p.numel() for p in module.parameters(recurse=False))}',
+                        '"params": sum(torch.prod(torch.LongTensor(list(p.size())))\n'
+                        '                              for p in module.parameters(recurse=False))}')),
          expect=["should be an int", "p.numel()"]),
     dict(exercise="find_first_nonfinite", kind="wrong", clause="arguments", why="passes only the first input",
-         source=_find(('        model(*inputs)\n', '        model(inputs[0])\n')),
+         source=edited(reference("find_first_nonfinite"), ('        model(*inputs)\n', '        model(inputs[0])\n')),
          expect=["every positional input", "not only the first"]),
     dict(exercise="find_first_nonfinite", kind="wrong", clause="sequence",
          why="looks only at the first item of a tuple or list",
-         source=_find(('return any(not_finite(item) for item in value if isinstance(item, torch.Tensor))',
-                       'return bool(value) and not_finite(value[0])')),
+         source=edited(reference("find_first_nonfinite"),
+                       ('return any(not_finite(item) for item in value if isinstance(item, torch.Tensor))',
+                        'return bool(value) and not_finite(value[0])')),
          expect=["returns a tuple", "every tensor"]),
     dict(exercise="find_first_nonfinite", kind="wrong", clause="every-module",
          why="watches only Linear, Conv and norm layers",
-         source=_find(('if not found and module in names and not_finite(output):',
-                       'if not found and module in names and isinstance(module, (torch.nn.Linear, torch.nn.Conv2d,\n'
-                       '                torch.nn.LayerNorm, torch.nn.BatchNorm1d)) and not_finite(output):')),
+         source=edited(reference("find_first_nonfinite"),
+                       ('if not found and module in names and not_finite(output):',
+                        'if not found and module in names and isinstance(module, (torch.nn.Linear, torch.nn.Conv2d,\n'
+                        '                torch.nn.LayerNorm, torch.nn.BatchNorm1d)) and not_finite(output):')),
          expect=["the culprit 'body.1' is a log", "every module counts, whatever its class"]),
     dict(exercise="find_first_nonfinite", kind="wrong", clause="name", why="returns the module, not its name",
-         source=_find(('found.append(names[module])', 'found.append(module)')),
+         source=edited(reference("find_first_nonfinite"), ('found.append(names[module])', 'found.append(module)')),
          expect=["that is the module itself", "return its name"]),
     dict(exercise="find_first_nonfinite", kind="right", why="inference_mode, isinf | isnan, a flag for the root",
          source='''
@@ -861,113 +886,155 @@ def find_first_nonfinite(model, *inputs):
     # ---- found in review: global state (grad mode, train mode, a list kept between calls), exact keys and
     # nested items, outputs that count as finite, inputs, dtypes, empty tensors, a non-str answer
     dict(exercise="summarize_model", kind="wrong", clause="grad-mode", why="runs the model under no_grad",
-         source=_summary(("        output = model(*inputs, **kwargs)",
-                          "        with torch.no_grad():\n            output = model(*inputs, **kwargs)")),
+         source=edited(reference("summarize_model"),
+                       ('        output = model(*inputs, **kwargs)',
+                        '        with torch.no_grad():\n'
+                        '            output = model(*inputs, **kwargs)')),
          expect=["gradients off", "no graph", "caller's grad mode"]),
     dict(exercise="summarize_model", kind="wrong", clause="modes-kept", why="grad mode turned off and left off",
-         source=_summary(("        output = model(*inputs, **kwargs)",
-                          "        output = model(*inputs, **kwargs)\n    torch.set_grad_enabled(False)")),
+         source=edited(reference("summarize_model"),
+                       ('        output = model(*inputs, **kwargs)',
+                        '        output = model(*inputs, **kwargs)\n'
+                        '    torch.set_grad_enabled(False)')),
          expect=["gradients were off", "leave the grad mode alone"]),
     dict(exercise="summarize_model", kind="wrong", clause="model-mode", why="runs the model in eval mode, then back",
-         source=_summary(("        output = model(*inputs, **kwargs)",
-                          "        was_training = model.training\n        model.eval()\n"
-                          "        output = model(*inputs, **kwargs)\n        model.train(was_training)")),
+         source=edited(reference("summarize_model"),
+                       ('        output = model(*inputs, **kwargs)',
+                        '        was_training = model.training\n'
+                        '        model.eval()\n'
+                        '        output = model(*inputs, **kwargs)\n'
+                        '        model.train(was_training)')),
          expect=["ran the model in eval mode", "the mode the caller has it"]),
     dict(exercise="summarize_model", kind="wrong", clause="modes-kept", why="model.eval() left behind",
-         source=_summary(("        output = model(*inputs, **kwargs)",
-                          "        model.eval()\n        output = model(*inputs, **kwargs)")),
+         source=edited(reference("summarize_model"),
+                       ('        output = model(*inputs, **kwargs)',
+                        '        model.eval()\n'
+                        '        output = model(*inputs, **kwargs)')),
          expect=["eval mode", "left the model's mode changed"]),
     dict(exercise="summarize_model", kind="wrong", clause="keys-only", why="an extra 'depth' key, torchinfo style",
-         source=_summary(('"output_shape": None,', '"output_shape": None, "depth": len(open_rows),')),
+         source=edited(reference("summarize_model"),
+                       ('"output_shape": None,', '"output_shape": None, "depth": len(open_rows),')),
          expect=["extra keys ['depth']", "exactly the four keys"]),
     dict(exercise="summarize_model", kind="wrong", clause="shape-nested", why="shapes looked up inside nested tuples",
-         source=_summary(("            return [tuple(item.shape) if isinstance(item, torch.Tensor) else None for item in value]",
-                          "            return [shape_of(item) for item in value]")),
+         source=edited(reference("summarize_model"),
+                       ('            return [tuple(item.shape) if isinstance(item, torch.Tensor) else None for item in value]',
+                        '            return [shape_of(item) for item in value]')),
          expect=["a tuple inside the tuple", "its entry is none"]),
     dict(exercise="summarize_model", kind="wrong", clause="every-call", why="a list of rows made outside the function",
-         source=_summary(("    rows, open_rows = [], []\n", "    open_rows = []\n"),
-                         ("def summarize_model(model, *inputs, **kwargs):",
-                          "rows = []\n\n\ndef summarize_model(model, *inputs, **kwargs):")),
+         source=edited(reference("summarize_model"),
+                       ('    rows, open_rows = [], []\n', '    open_rows = []\n'),
+                       ('def summarize_model(model, *inputs, **kwargs):',
+                        'rows = []\n'
+                        '\n'
+                        '\n'
+                        'def summarize_model(model, *inputs, **kwargs):')),
          expect=["left from an earlier call", "new list of rows inside the function"]),
     dict(exercise="summarize_model", kind="wrong", clause="params-shared", why="a parameter counted in one row only",
-         source=_summary(("    rows, open_rows = [], []\n", "    rows, open_rows, counted = [], [], set()\n"),
-                         ('"params": sum(p.numel() for p in module.parameters(recurse=False))}',
-                          '"params": sum(p.numel() for p in module.parameters(recurse=False)\n'
-                          '                              if p not in counted and not counted.add(p))}')),
+         source=edited(reference("summarize_model"),
+                       ('    rows, open_rows = [], []\n', '    rows, open_rows, counted = [], [], set()\n'),
+                       ('"params": sum(p.numel() for p in module.parameters(recurse=False))}',
+                        '"params": sum(p.numel() for p in module.parameters(recurse=False)\n'
+                        '                              if p not in counted and not counted.add(p))}')),
          expect=["an earlier row already counted", "every row counts all"]),
     dict(exercise="summarize_model", kind="right", why="open rows keyed by module, params counted when the call ends",
-         source=_summary(("    rows, open_rows = [], []\n", "    rows, open_rows = [], {}\n"),
-                         ('"params": sum(p.numel() for p in module.parameters(recurse=False))}', '"params": 0}'),
-                         ("            open_rows.append(row)", "            open_rows.setdefault(module, []).append(row)"),
-                         ('            open_rows.pop()["output_shape"] = shape_of(output)',
-                          '            row = open_rows[module].pop()\n'
-                          '            row["output_shape"] = shape_of(output)\n'
-                          '            row["params"] = sum(p.numel() for p in module.parameters(recurse=False))')),
+         source=edited(reference("summarize_model"),
+                       ('    rows, open_rows = [], []\n', '    rows, open_rows = [], {}\n'),
+                       ('"params": sum(p.numel() for p in module.parameters(recurse=False))}', '"params": 0}'),
+                       ('            open_rows.append(row)', '            open_rows.setdefault(module, []).append(row)'),
+                       ('            open_rows.pop()["output_shape"] = shape_of(output)',
+                        '            row = open_rows[module].pop()\n'
+                        '            row["output_shape"] = shape_of(output)\n'
+                        '            row["params"] = sum(p.numel() for p in module.parameters(recurse=False))')),
          expect=[]),
     dict(exercise="summarize_model", kind="wrong", clause="params-own",
          why="counts weight and bias only, torchsummary style",
-         source=_summary(('"params": sum(p.numel() for p in module.parameters(recurse=False))}',
-                          '"params": sum(t.numel() for t in (getattr(module, "weight", None),\n'
-                          '                                                getattr(module, "bias", None))\n'
-                          '                              if isinstance(t, torch.nn.Parameter))}')),
+         source=edited(reference("summarize_model"),
+                       ('"params": sum(p.numel() for p in module.parameters(recurse=False))}',
+                        '"params": sum(t.numel() for t in (getattr(module, "weight", None),\n'
+                        '                                                getattr(module, "bias", None))\n'
+                        '                              if isinstance(t, torch.nn.Parameter))}')),
          expect=["named weight and bias", "module.parameters(recurse=false)"]),
     dict(exercise="summarize_model", kind="wrong", clause="shape-tensor", why="the batch dimension shown as -1",
-         source=_summary(("            return tuple(value.shape)", "            return (-1,) + tuple(value.shape)[1:]")),
+         source=edited(reference("summarize_model"),
+                       ('            return tuple(value.shape)', '            return (-1,) + tuple(value.shape)[1:]')),
          expect=["batch size", "not -1"]),
     dict(exercise="summarize_model", kind="right", why="the type parsed from str(module.__class__), torchsummary style",
-         source=_summary(('"type": type(module).__name__,', '"type": str(module.__class__).split(".")[-1].split("\'")[0],')),
+         source=edited(reference("summarize_model"),
+                       ('"type": type(module).__name__,',
+                        '"type": str(module.__class__).split(".")[-1].split("\'")[0],')),
          expect=[]),
     dict(exercise="find_first_nonfinite", kind="wrong", clause="model-mode", why="runs the model in eval mode, then back",
-         source=_find(("        model(*inputs)",
-                       "        was_training = model.training\n        model.eval()\n        model(*inputs)\n"
-                       "        model.train(was_training)")),
+         source=edited(reference("find_first_nonfinite"),
+                       ('        model(*inputs)',
+                        '        was_training = model.training\n'
+                        '        model.eval()\n'
+                        '        model(*inputs)\n'
+                        '        model.train(was_training)')),
          expect=["ran the model in eval mode", "leaves the mode alone"]),
     dict(exercise="find_first_nonfinite", kind="wrong", clause="modes-kept",
          why="torch.set_grad_enabled(False) instead of a no_grad block",
-         source=_find(("    with torch.no_grad(), module_hooks.register_module_forward_hook(hook):",
-                       "    torch.set_grad_enabled(False)\n    with module_hooks.register_module_forward_hook(hook):")),
+         source=edited(reference("find_first_nonfinite"),
+                       ('    with torch.no_grad(), module_hooks.register_module_forward_hook(hook):',
+                        '    torch.set_grad_enabled(False)\n'
+                        '    with module_hooks.register_module_forward_hook(hook):')),
          expect=["gradients were off", "with torch.no_grad():"]),
     dict(exercise="find_first_nonfinite", kind="wrong", clause="modes-kept", why="model.eval() left behind",
-         source=_find(("        model(*inputs)", "        model.eval()\n        model(*inputs)")),
+         source=edited(reference("find_first_nonfinite"),
+                       ('        model(*inputs)',
+                        '        model.eval()\n'
+                        '        model(*inputs)')),
          expect=["eval mode", "left the model's mode changed"]),
     dict(exercise="find_first_nonfinite", kind="wrong", clause="other-finite", why="looks inside dicts and nested tuples",
-         source=_find(("        if isinstance(value, (tuple, list)):\n"
-                       "            return any(not_finite(item) for item in value if isinstance(item, torch.Tensor))",
-                       "        if isinstance(value, dict):\n            return not_finite(list(value.values()))\n"
-                       "        if isinstance(value, (tuple, list)):\n"
-                       "            return any(not_finite(item) for item in value)")),
+         source=edited(reference("find_first_nonfinite"),
+                       ('        if isinstance(value, (tuple, list)):\n'
+                        '            return any(not_finite(item) for item in value if isinstance(item, torch.Tensor))',
+                        '        if isinstance(value, dict):\n'
+                        '            return not_finite(list(value.values()))\n'
+                        '        if isinstance(value, (tuple, list)):\n'
+                        '            return any(not_finite(item) for item in value)')),
          expect=["returned a dict", "counts as finite"]),
     dict(exercise="find_first_nonfinite", kind="wrong", clause="other-finite", why="looks inside nested tuples",
-         source=_find(("            return any(not_finite(item) for item in value if isinstance(item, torch.Tensor))",
-                       "            return any(not_finite(item) for item in value)")),
+         source=edited(reference("find_first_nonfinite"),
+                       ('            return any(not_finite(item) for item in value if isinstance(item, torch.Tensor))',
+                        '            return any(not_finite(item) for item in value)')),
          expect=["returned a tuple", "a tuple inside a tuple, counts as finite"]),
     dict(exercise="find_first_nonfinite", kind="wrong", clause="output", why="flags a module whose input is not finite",
-         source=_find(("        if not found and module in names and not_finite(output):",
-                       "        if not found and module in names and (not_finite(args) or not_finite(output)):")),
+         source=edited(reference("find_first_nonfinite"),
+                       ('        if not found and module in names and not_finite(output):',
+                        '        if not found and module in names and (not_finite(args) or not_finite(output)):')),
          expect=["input itself holds inf", "only outputs count"]),
     dict(exercise="find_first_nonfinite", kind="wrong", clause="any-element",
          why="tests the largest absolute value, which an empty tensor has not",
-         source=_find(("            return not torch.isfinite(value).all()",
-                       "            return not torch.isfinite(value.abs().max())")),
+         source=edited(reference("find_first_nonfinite"),
+                       ('            return not torch.isfinite(value).all()',
+                        '            return not torch.isfinite(value.abs().max())')),
          expect=["empty tensor", "counts as finite"]),
     dict(exercise="find_first_nonfinite", kind="wrong", clause="any-element", why="converts outputs to float32 first",
-         source=_find(("            return not torch.isfinite(value).all()",
-                       "            return not torch.isfinite(value.float()).all()")),
+         source=edited(reference("find_first_nonfinite"),
+                       ('            return not torch.isfinite(value).all()',
+                        '            return not torch.isfinite(value.float()).all()')),
          expect=["float64 and finite", "own dtype"]),
     dict(exercise="find_first_nonfinite", kind="wrong", clause="return-order",
          why="the answer kept in a list made outside the function",
-         source=_find(("    found = []\n", ""),
-                       ("def find_first_nonfinite(model, *inputs):",
-                        "found = []\n\n\ndef find_first_nonfinite(model, *inputs):")),
+         source=edited(reference("find_first_nonfinite"),
+                       ('    found = []\n', ''),
+                       ('def find_first_nonfinite(model, *inputs):',
+                        'found = []\n'
+                        '\n'
+                        '\n'
+                        'def find_first_nonfinite(model, *inputs):')),
          expect=["an earlier call", "outlives the call"]),
     dict(exercise="find_first_nonfinite", kind="wrong", clause="name", why="returns a list of the names found",
-         source=_find(("    return found[0] if found else None", "    return found[:1] or None")),
+         source=edited(reference("find_first_nonfinite"),
+                       ('    return found[0] if found else None', '    return found[:1] or None')),
          expect=["a str", "or none"]),
     dict(exercise="summarize_model", kind="wrong", clause="shape-namedtuple", why="tests type(output) in (tuple, list)",
-         source=_summary(("        if isinstance(value, (tuple, list)):", "        if type(value) in (tuple, list):")),
+         source=edited(reference("summarize_model"),
+                       ('        if isinstance(value, (tuple, list)):', '        if type(value) in (tuple, list):')),
          expect=["torch.return_types.max, a named tuple", "isinstance(output, (tuple, list))"]),
     dict(exercise="find_first_nonfinite", kind="wrong", clause="namedtuple", why="tests type(output) in (tuple, list)",
-         source=_find(("        if isinstance(value, (tuple, list)):", "        if type(value) in (tuple, list):")),
+         source=edited(reference("find_first_nonfinite"),
+                       ('        if isinstance(value, (tuple, list)):', '        if type(value) in (tuple, list):')),
          expect=["torch.return_types.sort, a named tuple", "isinstance(output, (tuple, list))"]),
     dict(exercise="find_first_nonfinite", kind="wrong", clause="exception-unchanged",
          why="stops the pass with a RuntimeError of its own and catches every RuntimeError",
@@ -1022,8 +1089,9 @@ def find_first_nonfinite(model, *inputs):
          expect=[]),
     dict(exercise="find_first_nonfinite", kind="wrong", clause="any-element",
          why="skips tensors of fewer than 2 elements, as fairseq's NanDetector does",
-         source=_find(("            return not torch.isfinite(value).all()",
-                       "            return value.numel() >= 2 and not torch.isfinite(value).all()")),
+         source=edited(reference("find_first_nonfinite"),
+                       ('            return not torch.isfinite(value).all()',
+                        '            return value.numel() >= 2 and not torch.isfinite(value).all()')),
          expect=["a single element", "whatever its size"]),
     dict(exercise="summarize_model", kind="right", why="rows made when calls finish, sorted by their start index",
          source='''
