@@ -36,10 +36,7 @@ def summarize_model(model, *inputs, **kwargs):
     dict(exercise="summarize_model", kind="wrong", clause="row-per-call", why="rows kept in a dict keyed by name",
          source=edited(reference("summarize_model"),
                        ('rows, open_rows = [], []', 'rows, open_rows = {}, []'),
-                       ('rows.append(row)\n'
-                        '            open_rows',
-                        'rows[row["name"]] = row\n'
-                        '            open_rows'),
+                       ('rows.append(row)\n            open_rows', 'rows[row["name"]] = row\n            open_rows'),
                        ('return output, rows', 'return output, list(rows.values())')),
          expect=["calls twice", "row per call"]),
     dict(exercise="summarize_model", kind="wrong", clause="params-own", why="counts parameters recursively",
@@ -57,25 +54,17 @@ def summarize_model(model, *inputs, **kwargs):
          expect=["number of parameter tensors", "numel"]),
     dict(exercise="summarize_model", kind="wrong", clause="root-name", why="skips the root because its name is falsy",
          source=edited(reference("summarize_model"),
-                       ('    def starts(module, args):\n'
-                        '        if module in names:',
-                        '    def starts(module, args):\n'
-                        '        if names.get(module):'),
-                       ('    def finishes(module, args, output):\n'
-                        '        if module in names:',
-                        '    def finishes(module, args, output):\n'
-                        '        if names.get(module):')),
+                       ('    def starts(module, args):\n        if module in names:',
+                        '    def starts(module, args):\n        if names.get(module):'),
+                       ('    def finishes(module, args, output):\n        if module in names:',
+                        '    def finishes(module, args, output):\n        if names.get(module):')),
          expect=["model itself is missing", "falsy"]),
     dict(exercise="summarize_model", kind="wrong", clause="unregistered", why="looks up modules that are not in the model",
          source=edited(reference("summarize_model"),
-                       ('    def starts(module, args):\n'
-                        '        if module in names:',
-                        '    def starts(module, args):\n'
-                        '        if True:'),
-                       ('    def finishes(module, args, output):\n'
-                        '        if module in names:',
-                        '    def finishes(module, args, output):\n'
-                        '        if True:')),
+                       ('    def starts(module, args):\n        if module in names:',
+                        '    def starts(module, args):\n        if True:'),
+                       ('    def finishes(module, args, output):\n        if module in names:',
+                        '    def finishes(module, args, output):\n        if True:')),
          expect=["not in model.named_modules()", "plain list"]),
     dict(exercise="summarize_model", kind="wrong", clause="arguments", why="keyword arguments not passed to the model",
          source=edited(reference("summarize_model"), ('output = model(*inputs, **kwargs)', 'output = model(*inputs)')),
@@ -297,9 +286,7 @@ def summarize_model(model, *inputs, **kwargs):
          expect=["overflows", "elements themselves"]),
     dict(exercise="find_first_nonfinite", kind="wrong", clause="once", why="runs the model twice",
          source=edited(reference("find_first_nonfinite"),
-                       ('        model(*inputs)\n',
-                        '        model(*inputs)\n'
-                        '        model(*inputs)\n')),
+                       ('        model(*inputs)\n', '        model(*inputs)\n        model(*inputs)\n')),
          expect=["ran the model 2 times", "once"]),
     dict(exercise="find_first_nonfinite", kind="wrong", clause="name", why="returns the class name",
          source=edited(reference("find_first_nonfinite"),
@@ -355,8 +342,7 @@ def find_first_nonfinite(model, *inputs):
     dict(exercise="find_first_nonfinite", kind="wrong", clause="hooks-removed", why="global hook never removed",
          source=edited(reference("find_first_nonfinite"),
                        ('    with torch.no_grad(), module_hooks.register_module_forward_hook(hook):',
-                        '    module_hooks.register_module_forward_hook(hook)\n'
-                        '    with torch.no_grad():')),
+                        '    module_hooks.register_module_forward_hook(hook)\n    with torch.no_grad():')),
          expect=["global hooks were still registered"]),
     dict(exercise="find_first_nonfinite", kind="wrong", clause="no-grad", why="runs with gradients on",
          source=edited(reference("find_first_nonfinite"),
@@ -566,9 +552,7 @@ def summarize_model(model, *inputs, **kwargs):
     dict(exercise="summarize_model", kind="wrong", clause="shape-other",
          why="a dict output gets the shapes of its values",
          source=edited(reference("summarize_model"),
-                       ('        return None\n'
-                        '\n'
-                        '    def starts',
+                       ('        return None\n\n    def starts',
                         '        if isinstance(value, dict):\n'
                         '            return [tuple(v.shape) for v in value.values()]\n'
                         '        return None\n'
@@ -608,10 +592,8 @@ def summarize_model(model, *inputs, **kwargs):
                         '    def starts(module, args):\n'
                         '        if True:\n'
                         '            row = {"name": names.get(module, type(module).__name__),'),
-                       ('    def finishes(module, args, output):\n'
-                        '        if module in names:',
-                        '    def finishes(module, args, output):\n'
-                        '        if True:')),
+                       ('    def finishes(module, args, output):\n        if module in names:',
+                        '    def finishes(module, args, output):\n        if True:')),
          expect=["not in model.named_modules()", "give them no row"]),
     dict(exercise="summarize_model", kind="right", why="per-module hooks on each module of named_modules(), torch.Size, an index stack",
          source='''
@@ -784,10 +766,7 @@ def find_first_nonfinite(model, *inputs):
          why="swallows the model's exception",
          source=edited(reference("find_first_nonfinite"),
                        ('        model(*inputs)\n',
-                        '        try:\n'
-                        '            model(*inputs)\n'
-                        '        except Exception:\n'
-                        '            pass\n')),
+                        '        try:\n            model(*inputs)\n        except Exception:\n            pass\n')),
          expect=["returned normally", "reach the caller unchanged"]),
     dict(exercise="find_first_nonfinite", kind="wrong", clause="exception-unchanged",
          why="turns the model's exception into its own",
@@ -809,12 +788,9 @@ def find_first_nonfinite(model, *inputs):
          expect=["hooks never fired", "model.forward(...)"]),
     dict(exercise="summarize_model", kind="wrong", clause="every-call", why="rows for the layers without children only",
          source=edited(reference("summarize_model"),
-                       ('    def starts(module, args):\n'
-                        '        if module in names:',
-                        '    def starts(module, args):\n'
-                        '        if module in names and not list(module.children()):'),
-                       ('    def finishes(module, args, output):\n'
-                        '        if module in names:',
+                       ('    def starts(module, args):\n        if module in names:',
+                        '    def starts(module, args):\n        if module in names and not list(module.children()):'),
+                       ('    def finishes(module, args, output):\n        if module in names:',
                         '    def finishes(module, args, output):\n'
                         '        if module in names and not list(module.children()):')),
          expect=["layers without children only", "containers"]),
@@ -888,14 +864,12 @@ def find_first_nonfinite(model, *inputs):
     dict(exercise="summarize_model", kind="wrong", clause="grad-mode", why="runs the model under no_grad",
          source=edited(reference("summarize_model"),
                        ('        output = model(*inputs, **kwargs)',
-                        '        with torch.no_grad():\n'
-                        '            output = model(*inputs, **kwargs)')),
+                        '        with torch.no_grad():\n            output = model(*inputs, **kwargs)')),
          expect=["gradients off", "no graph", "caller's grad mode"]),
     dict(exercise="summarize_model", kind="wrong", clause="modes-kept", why="grad mode turned off and left off",
          source=edited(reference("summarize_model"),
                        ('        output = model(*inputs, **kwargs)',
-                        '        output = model(*inputs, **kwargs)\n'
-                        '    torch.set_grad_enabled(False)')),
+                        '        output = model(*inputs, **kwargs)\n    torch.set_grad_enabled(False)')),
          expect=["gradients were off", "leave the grad mode alone"]),
     dict(exercise="summarize_model", kind="wrong", clause="model-mode", why="runs the model in eval mode, then back",
          source=edited(reference("summarize_model"),
@@ -908,8 +882,7 @@ def find_first_nonfinite(model, *inputs):
     dict(exercise="summarize_model", kind="wrong", clause="modes-kept", why="model.eval() left behind",
          source=edited(reference("summarize_model"),
                        ('        output = model(*inputs, **kwargs)',
-                        '        model.eval()\n'
-                        '        output = model(*inputs, **kwargs)')),
+                        '        model.eval()\n        output = model(*inputs, **kwargs)')),
          expect=["eval mode", "left the model's mode changed"]),
     dict(exercise="summarize_model", kind="wrong", clause="keys-only", why="an extra 'depth' key, torchinfo style",
          source=edited(reference("summarize_model"),
@@ -924,10 +897,7 @@ def find_first_nonfinite(model, *inputs):
          source=edited(reference("summarize_model"),
                        ('    rows, open_rows = [], []\n', '    open_rows = []\n'),
                        ('def summarize_model(model, *inputs, **kwargs):',
-                        'rows = []\n'
-                        '\n'
-                        '\n'
-                        'def summarize_model(model, *inputs, **kwargs):')),
+                        'rows = []\n\n\ndef summarize_model(model, *inputs, **kwargs):')),
          expect=["left from an earlier call", "new list of rows inside the function"]),
     dict(exercise="summarize_model", kind="wrong", clause="params-shared", why="a parameter counted in one row only",
          source=edited(reference("summarize_model"),
@@ -980,9 +950,7 @@ def find_first_nonfinite(model, *inputs):
          expect=["gradients were off", "with torch.no_grad():"]),
     dict(exercise="find_first_nonfinite", kind="wrong", clause="modes-kept", why="model.eval() left behind",
          source=edited(reference("find_first_nonfinite"),
-                       ('        model(*inputs)',
-                        '        model.eval()\n'
-                        '        model(*inputs)')),
+                       ('        model(*inputs)', '        model.eval()\n        model(*inputs)')),
          expect=["eval mode", "left the model's mode changed"]),
     dict(exercise="find_first_nonfinite", kind="wrong", clause="other-finite", why="looks inside dicts and nested tuples",
          source=edited(reference("find_first_nonfinite"),
@@ -1019,10 +987,7 @@ def find_first_nonfinite(model, *inputs):
          source=edited(reference("find_first_nonfinite"),
                        ('    found = []\n', ''),
                        ('def find_first_nonfinite(model, *inputs):',
-                        'found = []\n'
-                        '\n'
-                        '\n'
-                        'def find_first_nonfinite(model, *inputs):')),
+                        'found = []\n\n\ndef find_first_nonfinite(model, *inputs):')),
          expect=["an earlier call", "outlives the call"]),
     dict(exercise="find_first_nonfinite", kind="wrong", clause="name", why="returns a list of the names found",
          source=edited(reference("find_first_nonfinite"),
