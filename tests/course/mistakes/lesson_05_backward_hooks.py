@@ -2,60 +2,7 @@
 described in tests/course/test_mistake_catalogue.py; the clause tables CLAUSES and NOT_CLAUSES
 in tests/course/test_contract_clauses.py."""
 
-from mistakes import edited
-
-_NORMS = """
-import torch
-from torch import nn
-
-
-def record_grad_output_norms(model, layer_types=(nn.Linear, nn.Conv2d)):
-    norms = {}
-    handles = []
-    for name, module in model.named_modules():
-        if not isinstance(module, layer_types):
-            continue
-        norms[name] = []
-
-        def hook(module, grad_input, grad_output, name=name):
-            norms[name].append(grad_output[0].norm().item())
-
-        handles.append(module.register_full_backward_hook(hook))
-    return norms, handles
-"""
-
-_CLIP = """
-import torch
-
-
-def clip_grad_input(module, max_norm):
-    def clip(module, grad_input, grad_output):
-        clipped = []
-        for grad in grad_input:
-            if grad is not None and grad.norm() > max_norm:
-                grad = grad * (max_norm / grad.norm())
-            clipped.append(grad)
-        return tuple(clipped)
-
-    return module.register_full_backward_hook(clip)
-"""
-
-_NOISE = """
-import torch
-
-
-def add_grad_noise(module, std, generator=None):
-    def add_noise(module, grad_output):
-        noisy = []
-        for grad in grad_output:
-            if grad is not None:
-                noise = torch.randn(grad.shape, generator=generator, dtype=grad.dtype, device=grad.device)
-                grad = grad + std * noise
-            noisy.append(grad)
-        return tuple(noisy)
-
-    return module.register_full_backward_pre_hook(add_noise)
-"""
+from mistakes import edited, reference
 
 CLAUSES = {
     "record_grad_output_norms": {
@@ -142,214 +89,54 @@ ENTRIES = [
     # ------------------------------------------------------------------ record_grad_output_norms
     dict(exercise="record_grad_output_norms", kind="wrong", why="uses the deprecated register_backward_hook",
          clause="not-deprecated",
-         source='''
-import torch
-from torch import nn
-
-
-def record_grad_output_norms(model, layer_types=(nn.Linear, nn.Conv2d)):
-    norms, handles = {}, []
-    for name, module in model.named_modules():
-        if isinstance(module, layer_types):
-            norms[name] = []
-
-            def hook(module, grad_input, grad_output, name=name):
-                norms[name].append(grad_output[0].norm().item())
-
-            handles.append(module.register_backward_hook(hook))
-    return norms, handles
-''',
+         source=edited(reference("record_grad_output_norms"),
+                       ("register_full_backward_hook(hook)", "register_backward_hook(hook)")),
          expect=["deprecated register_backward_hook", "use register_full_backward_hook"]),
     dict(exercise="record_grad_output_norms", kind="wrong", why="records grad_input[0]", clause="grad-output-0",
-         source='''
-import torch
-from torch import nn
-
-
-def record_grad_output_norms(model, layer_types=(nn.Linear, nn.Conv2d)):
-    norms, handles = {}, []
-    for name, module in model.named_modules():
-        if isinstance(module, layer_types):
-            norms[name] = []
-
-            def hook(module, grad_input, grad_output, name=name):
-                norms[name].append(grad_input[0].norm().item())
-
-            handles.append(module.register_full_backward_hook(hook))
-    return norms, handles
-''',
+         source=edited(reference("record_grad_output_norms"),
+                       ("grad_output[0].norm().item()", "grad_input[0].norm().item()")),
          expect=["norms of grad_input[0]", "record grad_output[0]"]),
     dict(exercise="record_grad_output_norms", kind="wrong", why="stores tensors, not floats", clause="float",
-         source='''
-import torch
-from torch import nn
-
-
-def record_grad_output_norms(model, layer_types=(nn.Linear, nn.Conv2d)):
-    norms, handles = {}, []
-    for name, module in model.named_modules():
-        if isinstance(module, layer_types):
-            norms[name] = []
-
-            def hook(module, grad_input, grad_output, name=name):
-                norms[name].append(grad_output[0].norm())
-
-            handles.append(module.register_full_backward_hook(hook))
-    return norms, handles
-''',
+         source=edited(reference("record_grad_output_norms"),
+                       ("grad_output[0].norm().item()", "grad_output[0].norm()")),
          expect=["expected Python floats", ".item()"]),
     dict(exercise="record_grad_output_norms", kind="wrong", why="only the direct children", clause="any-depth",
-         source='''
-import torch
-from torch import nn
-
-
-def record_grad_output_norms(model, layer_types=(nn.Linear, nn.Conv2d)):
-    norms, handles = {}, []
-    for name, module in model.named_children():
-        if isinstance(module, layer_types):
-            norms[name] = []
-
-            def hook(module, grad_input, grad_output, name=name):
-                norms[name].append(grad_output[0].norm().item())
-
-            handles.append(module.register_full_backward_hook(hook))
-    return norms, handles
-''',
+         source=edited(reference("record_grad_output_norms"),
+                       ("in model.named_modules():", "in model.named_children():")),
          expect=["nested", "named_modules() goes through every depth"]),
     dict(exercise="record_grad_output_norms", kind="wrong", why="ignores layer_types", clause="types",
-         source='''
-import torch
-from torch import nn
-
-
-def record_grad_output_norms(model, layer_types=(nn.Linear, nn.Conv2d)):
-    norms, handles = {}, []
-    for name, module in model.named_modules():
-        if isinstance(module, (nn.Linear, nn.Conv2d)):
-            norms[name] = []
-
-            def hook(module, grad_input, grad_output, name=name):
-                norms[name].append(grad_output[0].norm().item())
-
-            handles.append(module.register_full_backward_hook(hook))
-    return norms, handles
-''',
+         source=edited(reference("record_grad_output_norms"),
+                       ("isinstance(module, layer_types)", "isinstance(module, (nn.Linear, nn.Conv2d))")),
          expect=["blocks.0.act", "layer_types, the tuple you are given"]),
     dict(exercise="record_grad_output_norms", kind="wrong", why="exact type instead of isinstance", clause="types",
-         source='''
-import torch
-from torch import nn
-
-
-def record_grad_output_norms(model, layer_types=(nn.Linear, nn.Conv2d)):
-    norms, handles = {}, []
-    for name, module in model.named_modules():
-        if type(module) in layer_types:
-            norms[name] = []
-
-            def hook(module, grad_input, grad_output, name=name):
-                norms[name].append(grad_output[0].norm().item())
-
-            handles.append(module.register_full_backward_hook(hook))
-    return norms, handles
-''',
+         source=edited(reference("record_grad_output_norms"),
+                       ("if not isinstance(module, layer_types):", "if type(module) not in layer_types:")),
          expect=["classifier", "isinstance", "subclasses"]),
     dict(exercise="record_grad_output_norms", kind="wrong", why="keeps only the latest norm", clause="each-backward",
-         source='''
-import torch
-from torch import nn
-
-
-def record_grad_output_norms(model, layer_types=(nn.Linear, nn.Conv2d)):
-    norms, handles = {}, []
-    for name, module in model.named_modules():
-        if isinstance(module, layer_types):
-            def hook(module, grad_input, grad_output, name=name):
-                norms[name] = [grad_output[0].norm().item()]
-
-            handles.append(module.register_full_backward_hook(hook))
-    return norms, handles
-''',
+         source=edited(reference("record_grad_output_norms"),
+                       ("norms[name].append(grad_output[0].norm().item())",
+                        "norms[name] = [grad_output[0].norm().item()]")),
          expect=["1 entries; expected 2", "append a new entry"]),
     dict(exercise="record_grad_output_norms", kind="wrong", why="hook in a loop without binding the name",
          clause="name",
-         source='''
-import torch
-from torch import nn
-
-
-def record_grad_output_norms(model, layer_types=(nn.Linear, nn.Conv2d)):
-    norms, handles = {}, []
-    for name, module in model.named_modules():
-        if isinstance(module, layer_types):
-            norms[name] = []
-
-            def hook(module, grad_input, grad_output):
-                norms[name].append(grad_output[0].norm().item())
-
-            handles.append(module.register_full_backward_hook(hook))
-    return norms, handles
-''',
+         source=edited(reference("record_grad_output_norms"),
+                       ("def hook(module, grad_input, grad_output, name=name):",
+                        "def hook(module, grad_input, grad_output):")),
          expect=["stayed empty", "loop variable", "bind the name"]),
     dict(exercise="record_grad_output_norms", kind="wrong", why="squared norm", clause="grad-output-0",
-         source='''
-import torch
-from torch import nn
-
-
-def record_grad_output_norms(model, layer_types=(nn.Linear, nn.Conv2d)):
-    norms, handles = {}, []
-    for name, module in model.named_modules():
-        if isinstance(module, layer_types):
-            norms[name] = []
-
-            def hook(module, grad_input, grad_output, name=name):
-                norms[name].append(grad_output[0].pow(2).sum().item())
-
-            handles.append(module.register_full_backward_hook(hook))
-    return norms, handles
-''',
+         source=edited(reference("record_grad_output_norms"),
+                       ("grad_output[0].norm().item()", "grad_output[0].pow(2).sum().item()")),
          expect=["squared norms"]),
     dict(exercise="record_grad_output_norms", kind="wrong", why="returns only the last handle", clause="handles",
-         source='''
-import torch
-from torch import nn
-
-
-def record_grad_output_norms(model, layer_types=(nn.Linear, nn.Conv2d)):
-    norms = {}
-    handle = None
-    for name, module in model.named_modules():
-        if isinstance(module, layer_types):
-            norms[name] = []
-
-            def hook(module, grad_input, grad_output, name=name):
-                norms[name].append(grad_output[0].norm().item())
-
-            handle = module.register_full_backward_hook(hook)
-    return norms, [handle]
-''',
+         source=edited(reference("record_grad_output_norms"),
+                       ("handles = []", "handle = None"),
+                       ("handles.append(module.register_full_backward_hook(hook))",
+                        "handle = module.register_full_backward_hook(hook)"),
+                       ("return norms, handles", "return norms, [handle]")),
          expect=["after removing every returned handle", "handles of all hooks"]),
     dict(exercise="record_grad_output_norms", kind="wrong", why="returns the pair the other way round",
          clause="returns-pair",
-         source='''
-import torch
-from torch import nn
-
-
-def record_grad_output_norms(model, layer_types=(nn.Linear, nn.Conv2d)):
-    norms, handles = {}, []
-    for name, module in model.named_modules():
-        if isinstance(module, layer_types):
-            norms[name] = []
-
-            def hook(module, grad_input, grad_output, name=name):
-                norms[name].append(grad_output[0].norm().item())
-
-            handles.append(module.register_full_backward_hook(hook))
-    return handles, norms
-''',
+         source=edited(reference("record_grad_output_norms"), ("return norms, handles", "return handles, norms")),
          expect=["other way round", "(norms, handles)"]),
     dict(exercise="record_grad_output_norms", kind="right", why="pre-hook, defaultdict, vector_norm, float()",
          source='''
@@ -418,142 +205,46 @@ def record_grad_output_norms(model, layer_types=(nn.Linear, nn.Conv2d)):
 
     dict(exercise="record_grad_output_norms", kind="wrong", why='one norm over all entries of grad_output',
          clause="grad-output-0",
-         source='''
-import torch
-from torch import nn
-
-
-def record_grad_output_norms(model, layer_types=(nn.Linear, nn.Conv2d)):
-    norms, handles = {}, []
-    for name, module in model.named_modules():
-        if isinstance(module, layer_types):
-            norms[name] = []
-
-            def hook(module, grad_input, grad_output, name=name):
-                norms[name].append(torch.cat([g.flatten() for g in grad_output if g is not None]).norm().item())
-
-            handles.append(module.register_full_backward_hook(hook))
-    return norms, handles
-''',
+         source=edited(reference("record_grad_output_norms"),
+                       ("grad_output[0].norm().item()",
+                        "torch.cat([g.flatten() for g in grad_output if g is not None]).norm().item()")),
          expect=['over all entries of grad_output together', 'only grad_output[0]']),
     dict(exercise="record_grad_output_norms", kind="wrong", why='norm of the last entry of grad_output',
          clause="grad-output-0",
-         source='''
-import torch
-from torch import nn
-
-
-def record_grad_output_norms(model, layer_types=(nn.Linear, nn.Conv2d)):
-    norms, handles = {}, []
-    for name, module in model.named_modules():
-        if isinstance(module, layer_types):
-            norms[name] = []
-
-            def hook(module, grad_input, grad_output, name=name):
-                norms[name].append(grad_output[-1].norm().item())
-
-            handles.append(module.register_full_backward_hook(hook))
-    return norms, handles
-''',
+         source=edited(reference("record_grad_output_norms"),
+                       ("grad_output[0].norm().item()", "grad_output[-1].norm().item()")),
          expect=['last entry of grad_output', 'record grad_output[0]']),
     dict(exercise="record_grad_output_norms", kind="wrong", why='L1 norm', clause="grad-output-0",
-         source='''
-import torch
-from torch import nn
-
-
-def record_grad_output_norms(model, layer_types=(nn.Linear, nn.Conv2d)):
-    norms, handles = {}, []
-    for name, module in model.named_modules():
-        if isinstance(module, layer_types):
-            norms[name] = []
-
-            def hook(module, grad_input, grad_output, name=name):
-                norms[name].append(grad_output[0].abs().sum().item())
-
-            handles.append(module.register_full_backward_hook(hook))
-    return norms, handles
-''',
+         source=edited(reference("record_grad_output_norms"),
+                       ("grad_output[0].norm().item()", "grad_output[0].abs().sum().item()")),
          expect=['the L2 norm of grad_output[0]']),
     dict(exercise="record_grad_output_norms", kind="wrong", why="one list shared by every name (dict.fromkeys)",
          clause="name",
-         source='''
-import torch
-from torch import nn
-
-
-def record_grad_output_norms(model, layer_types=(nn.Linear, nn.Conv2d)):
-    names = [name for name, module in model.named_modules() if isinstance(module, layer_types)]
-    norms = dict.fromkeys(names, [])
-    handles = []
-    for name, module in model.named_modules():
-        if isinstance(module, layer_types):
-            def hook(module, grad_input, grad_output, name=name):
-                norms[name].append(grad_output[0].norm().item())
-
-            handles.append(module.register_full_backward_hook(hook))
-    return norms, handles
-''',
+         source=edited(reference("record_grad_output_norms"),
+                       ("norms = {}",
+                        "names = [name for name, module in model.named_modules() if isinstance(module, layer_types)]\n"
+                        "    norms = dict.fromkeys(names, [])"),
+                       ("        norms[name] = []\n", "")),
          expect=["one and the same list object", "a list of its own"]),
     dict(exercise="record_grad_output_norms", kind="wrong", why="names made up from children() positions",
          clause="name",
-         source='''
-import torch
-from torch import nn
-
-
-def record_grad_output_norms(model, layer_types=(nn.Linear, nn.Conv2d)):
-    norms, handles = {}, []
-    for position, module in enumerate(model.children()):
-        if isinstance(module, layer_types):
-            name = str(position)
-            norms[name] = []
-
-            def hook(module, grad_input, grad_output, name=name):
-                norms[name].append(grad_output[0].norm().item())
-
-            handles.append(module.register_full_backward_hook(hook))
-    return norms, handles
-''',
+         source=edited(reference("record_grad_output_norms"),
+                       ("for name, module in model.named_modules():",
+                        "for position, module in enumerate(model.children()):\n"
+                        "        name = str(position)")),
          expect=["no submodule of the model is named '0'", "names that model.named_modules() gives"]),
     dict(exercise="record_grad_output_norms", kind="wrong", why="keeps only the first of layer_types", clause="types",
-         source='''
-import torch
-from torch import nn
-
-
-def record_grad_output_norms(model, layer_types=(nn.Linear, nn.Conv2d)):
-    norms, handles = {}, []
-    for name, module in model.named_modules():
-        if isinstance(module, layer_types[0]):
-            norms[name] = []
-
-            def hook(module, grad_input, grad_output, name=name):
-                norms[name].append(grad_output[0].norm().item())
-
-            handles.append(module.register_full_backward_hook(hook))
-    return norms, handles
-''',
+         source=edited(reference("record_grad_output_norms"),
+                       ("isinstance(module, layer_types)", "isinstance(module, layer_types[0])")),
          expect=["'conv', 'features.0'", "instance of one of layer_types"]),
     dict(exercise="record_grad_output_norms", kind="wrong", why="norm of the output in a forward hook",
          clause="grad-output-0",
-         source='''
-import torch
-from torch import nn
-
-
-def record_grad_output_norms(model, layer_types=(nn.Linear, nn.Conv2d)):
-    norms, handles = {}, []
-    for name, module in model.named_modules():
-        if isinstance(module, layer_types):
-            norms[name] = []
-
-            def hook(module, args, output, name=name):
-                norms[name].append(output.norm().item())
-
-            handles.append(module.register_forward_hook(hook))
-    return norms, handles
-''',
+         source=edited(reference("record_grad_output_norms"),
+                       ("def hook(module, grad_input, grad_output, name=name):\n"
+                        "            norms[name].append(grad_output[0].norm().item())",
+                        "def hook(module, args, output, name=name):\n"
+                        "            norms[name].append(output.norm().item())"),
+                       ("register_full_backward_hook(hook)", "register_forward_hook(hook)")),
          expect=["the L2 norm of grad_output[0]"]),
     dict(exercise="record_grad_output_norms", kind="right", why="filter loop, hook factory, torch.norm",
          source='''
@@ -580,149 +271,57 @@ def record_grad_output_norms(model, layer_types=(nn.Linear, nn.Conv2d)):
 
     # ------------------------------------------------------------------ clip_grad_input
     dict(exercise="clip_grad_input", kind="wrong", why="calls norm() on None entries", clause="none",
-         source='''
-import torch
-
-
-def clip_grad_input(module, max_norm):
-    def clip(module, grad_input, grad_output):
-        return tuple(g * (max_norm / g.norm()) if g.norm() > max_norm else g for g in grad_input)
-
-    return module.register_full_backward_hook(clip)
-''',
+         source=edited(reference("clip_grad_input"),
+                       ("if grad is not None and grad.norm() > max_norm:", "if grad.norm() > max_norm:")),
          expect=["'NoneType' object has no attribute 'norm'", "keep them as None"]),
     dict(exercise="clip_grad_input", kind="wrong", why="drops the None entries", clause="length",
-         source='''
-import torch
-
-
-def clip_grad_input(module, max_norm):
-    def clip(module, grad_input, grad_output):
-        kept = [g for g in grad_input if g is not None]
-        return tuple(g * (max_norm / g.norm()) if g.norm() > max_norm else g for g in kept)
-
-    return module.register_full_backward_hook(clip)
-''',
+         source=edited(reference("clip_grad_input"),
+                       ("for grad in grad_input:", "for grad in [g for g in grad_input if g is not None]:")),
          expect=["invalid number of grad_input", "as long as the one it received", "do not drop entries"]),
     dict(exercise="clip_grad_input", kind="wrong", why="rescales in place with mul_", clause="not-in-place",
-         source='''
-import torch
-
-
-def clip_grad_input(module, max_norm):
-    def clip(module, grad_input, grad_output):
-        for g in grad_input:
-            if g is not None and g.norm() > max_norm:
-                g.mul_(max_norm / g.norm())
-        return grad_input
-
-    return module.register_full_backward_hook(clip)
-''',
+         source=edited(reference("clip_grad_input"),
+                       ("grad = grad * (max_norm / grad.norm())", "grad.mul_(max_norm / grad.norm())")),
          expect=["changed in place", "not in-place operations"]),
     dict(exercise="clip_grad_input", kind="wrong", why="always rescales", clause="keep",
-         source='''
-import torch
-
-
-def clip_grad_input(module, max_norm):
-    def clip(module, grad_input, grad_output):
-        return tuple(None if g is None or g.norm() == 0 else g * (max_norm / g.norm()) for g in grad_input)
-
-    return module.register_full_backward_hook(clip)
-''',
+         source=edited(reference("clip_grad_input"),
+                       ("if grad is not None and grad.norm() > max_norm:",
+                        "if grad is not None and grad.norm() != 0:")),
          expect=["already at most max_norm", "keep it unchanged"]),
     dict(exercise="clip_grad_input", kind="wrong", why="one norm over all entries, as clip_grad_norm_",
          clause="own-norm",
-         source='''
-import torch
-
-
-def clip_grad_input(module, max_norm):
-    def clip(module, grad_input, grad_output):
-        tensors = [g for g in grad_input if g is not None]
-        if not tensors:
-            return None
-        total = torch.sqrt(sum(g.pow(2).sum() for g in tensors))
-        scale = min(1.0, (max_norm / total).item())
-        return tuple(None if g is None else g * scale for g in grad_input)
-
-    return module.register_full_backward_hook(clip)
-''',
+         source=edited(reference("clip_grad_input"),
+                       ("        clipped = []",
+                        "        total = sum(g.pow(2).sum() for g in grad_input if g is not None) ** 0.5\n"
+                        "        clipped = []"),
+                       ("if grad is not None and grad.norm() > max_norm:",
+                        "if grad is not None and total > max_norm:"),
+                       ("grad = grad * (max_norm / grad.norm())", "grad = grad * (max_norm / total)")),
          expect=["one norm for all entries", "its own norm"]),
     dict(exercise="clip_grad_input", kind="wrong", why="clamps each element", clause="clip-above",
-         source='''
-import torch
-
-
-def clip_grad_input(module, max_norm):
-    def clip(module, grad_input, grad_output):
-        return tuple(None if g is None else g.clamp(-max_norm, max_norm) for g in grad_input)
-
-    return module.register_full_backward_hook(clip)
-''',
+         source=edited(reference("clip_grad_input"),
+                       ("if grad is not None and grad.norm() > max_norm:", "if grad is not None:"),
+                       ("grad = grad * (max_norm / grad.norm())", "grad = grad.clamp(-max_norm, max_norm)")),
          expect=["clipped each element", "L2 norm of the whole tensor"]),
     dict(exercise="clip_grad_input", kind="wrong", why="uses the deprecated register_backward_hook", clause="full-hook",
-         source='''
-import torch
-
-
-def clip_grad_input(module, max_norm):
-    def clip(module, grad_input, grad_output):
-        return tuple(g * (max_norm / g.norm()) if g is not None and g.norm() > max_norm else g for g in grad_input)
-
-    return module.register_backward_hook(clip)
-''',
+         source=edited(reference("clip_grad_input"),
+                       ("register_full_backward_hook(clip)", "register_backward_hook(clip)")),
          expect=["deprecated register_backward_hook", "register_full_backward_hook"]),
     dict(exercise="clip_grad_input", kind="wrong", why="computes the clipped tuple but returns nothing",
          clause="clip-above",
-         source='''
-import torch
-
-
-def clip_grad_input(module, max_norm):
-    def clip(module, grad_input, grad_output):
-        clipped = tuple(g * (max_norm / g.norm()) if g is not None and g.norm() > max_norm else g
-                        for g in grad_input)
-
-    return module.register_full_backward_hook(clip)
-''',
+         source=edited(reference("clip_grad_input"), ("return tuple(clipped)", "clipped = tuple(clipped)")),
          expect=["grad_input unchanged", "return the new tuple"]),
     dict(exercise="clip_grad_input", kind="wrong", why="clips grad_output in a pre-hook", clause="params-unchanged",
-         source='''
-import torch
-
-
-def clip_grad_input(module, max_norm):
-    def clip(module, grad_output):
-        return tuple(g * (max_norm / g.norm()) if g is not None and g.norm() > max_norm else g
-                     for g in grad_output)
-
-    return module.register_full_backward_pre_hook(clip)
-''',
+         source=edited(reference("clip_grad_input"),
+                       ("def clip(module, grad_input, grad_output):", "def clip(module, grad_output):"),
+                       ("for grad in grad_input:", "for grad in grad_output:"),
+                       ("register_full_backward_hook(clip)", "register_full_backward_pre_hook(clip)")),
          expect=["parameter", "clipping grad_output in a backward pre-hook"]),
     dict(exercise="clip_grad_input", kind="wrong", why="forgets to return the handle", clause="handle",
-         source='''
-import torch
-
-
-def clip_grad_input(module, max_norm):
-    def clip(module, grad_input, grad_output):
-        return tuple(g * (max_norm / g.norm()) if g is not None and g.norm() > max_norm else g for g in grad_input)
-
-    module.register_full_backward_hook(clip)
-''',
+         source=edited(reference("clip_grad_input"),
+                       ("return module.register_full_backward_hook(clip)", "module.register_full_backward_hook(clip)")),
          expect=["returned None", "expected the handle"]),
     dict(exercise="clip_grad_input", kind="wrong", why="returns a list", clause="tuple",
-         source='''
-import torch
-
-
-def clip_grad_input(module, max_norm):
-    def clip(module, grad_input, grad_output):
-        return [g * (max_norm / g.norm()) if g is not None and g.norm() > max_norm else g for g in grad_input]
-
-    return module.register_full_backward_hook(clip)
-''',
+         source=edited(reference("clip_grad_input"), ("return tuple(clipped)", "return clipped")),
          expect=["should always return None or None for all gradients", "return a tuple (not a list)"]),
     dict(exercise="clip_grad_input", kind="right", why="clamped scale with an epsilon",
          source='''
@@ -768,81 +367,33 @@ def clip_grad_input(module, max_norm):
          expect=[]),
 
     dict(exercise="clip_grad_input", kind='wrong', why='clips only the first entry', clause="clip-above",
-         source='''
-import torch
-
-
-def clip_grad_input(module, max_norm):
-    def clip(module, grad_input, grad_output):
-        first = grad_input[0]
-        if first is not None and first.norm() > max_norm:
-            first = first * (max_norm / first.norm())
-        return (first,) + tuple(grad_input[1:])
-
-    return module.register_full_backward_hook(clip)
-''',
+         source=edited(reference("clip_grad_input"),
+                       ("if grad is not None and grad.norm() > max_norm:",
+                        "if grad is not None and grad.norm() > max_norm and not clipped:")),
          expect=['left grad_input[1] as it was', 'not only the first']),
     dict(exercise="clip_grad_input", kind='wrong', why='compares the squared norm with max_norm', clause="keep",
-         source='''
-import torch
-
-
-def clip_grad_input(module, max_norm):
-    def clip(module, grad_input, grad_output):
-        return tuple(g * (max_norm / g.norm()) if g is not None and g.pow(2).sum() > max_norm else g
-                     for g in grad_input)
-
-    return module.register_full_backward_hook(clip)
-''',
+         source=edited(reference("clip_grad_input"),
+                       ("if grad is not None and grad.norm() > max_norm:",
+                        "if grad is not None and grad.pow(2).sum() > max_norm:")),
          expect=['already at most max_norm', 'not its square']),
     dict(exercise="clip_grad_input", kind='wrong', why='rescales every entry once one is too large', clause="keep",
-         source='''
-import torch
-
-
-def clip_grad_input(module, max_norm):
-    def clip(module, grad_input, grad_output):
-        if any(g is not None and g.norm() > max_norm for g in grad_input):
-            return tuple(None if g is None else g * (max_norm / g.norm()) for g in grad_input)
-        return None
-
-    return module.register_full_backward_hook(clip)
-''',
+         source=edited(reference("clip_grad_input"),
+                       ("        clipped = []",
+                        "        too_large = any(g is not None and g.norm() > max_norm for g in grad_input)\n"
+                        "        clipped = []"),
+                       ("if grad is not None and grad.norm() > max_norm:", "if grad is not None and too_large:")),
          expect=['already at most max_norm', 'keep it unchanged']),
     dict(exercise="clip_grad_input", kind='wrong', why='replaces None by zeros', clause="none",
-         source='''
-import torch
-
-
-def clip_grad_input(module, max_norm):
-    def clip(module, grad_input, grad_output):
-        if all(g is None for g in grad_input):
-            return None
-        like = next(g for g in grad_input if g is not None)
-        out = []
-        for g in grad_input:
-            if g is None:
-                out.append(torch.zeros_like(like))
-            elif g.norm() > max_norm:
-                out.append(g * (max_norm / g.norm()))
-            else:
-                out.append(g)
-        return tuple(out)
-
-    return module.register_full_backward_hook(clip)
-''',
+         source=edited(reference("clip_grad_input"),
+                       ("        for grad in grad_input:\n",
+                        "        like = next((g for g in grad_input if g is not None), None)\n"
+                        "        for grad in grad_input:\n"
+                        "            if grad is None and like is not None:\n"
+                        "                grad = torch.zeros_like(like)\n")),
          expect=['grad_input[2] is none', 'keep none in place']),
     dict(exercise="clip_grad_input", kind='wrong', why='rescales to norm 1', clause="clip-above",
-         source='''
-import torch
-
-
-def clip_grad_input(module, max_norm):
-    def clip(module, grad_input, grad_output):
-        return tuple(g / g.norm() if g is not None and g.norm() > max_norm else g for g in grad_input)
-
-    return module.register_full_backward_hook(clip)
-''',
+         source=edited(reference("clip_grad_input"),
+                       ("grad = grad * (max_norm / grad.norm())", "grad = grad / grad.norm()")),
          expect=['(norm 9.985, max_norm 5.0)', 'expected tensor of shape']),
     dict(exercise="clip_grad_input", kind='right', why='torch.where on the scale, list then tuple',
          source='''
@@ -878,172 +429,64 @@ def clip_grad_input(module, max_norm):
 
     dict(exercise="clip_grad_input", kind="wrong", why="returns the clipped grad_output as grad_input",
          clause="clip-above",
-         source='''
-import torch
-
-
-def clip_grad_input(module, max_norm):
-    def clip(module, grad_input, grad_output):
-        return tuple(g * (max_norm / g.norm()) if g is not None and g.norm() > max_norm else g for g in grad_output)
-
-    return module.register_full_backward_hook(clip)
-''',
+         source=edited(reference("clip_grad_input"), ("for grad in grad_input:", "for grad in grad_output:")),
          expect=["has changed the size of value", "must have its shape"]),
 
     # ------------------------------------------------------------------ add_grad_noise
     dict(exercise="add_grad_noise", kind="wrong", why="scales the noise by the variance", clause="mean-std",
-         source='''
-import torch
-
-
-def add_grad_noise(module, std, generator=None):
-    def add_noise(module, grad_output):
-        return tuple(None if g is None else g + std ** 2 * torch.randn(g.shape, generator=generator)
-                     for g in grad_output)
-
-    return module.register_full_backward_pre_hook(add_noise)
-''',
+         source=edited(reference("add_grad_noise"), ("grad + std * noise", "grad + std ** 2 * noise")),
          expect=["std squared", "not by std ** 2"]),
     dict(exercise="add_grad_noise", kind="wrong", why="noise on the first entry only", clause="adds",
-         source='''
-import torch
-
-
-def add_grad_noise(module, std, generator=None):
-    def add_noise(module, grad_output):
-        first = grad_output[0] + std * torch.randn(grad_output[0].shape, generator=generator)
-        return (first,) + tuple(grad_output[1:])
-
-    return module.register_full_backward_pre_hook(add_noise)
-''',
+         source=edited(reference("add_grad_noise"), ("if grad is not None:", "if grad is not None and not noisy:")),
          expect=["but not to grad_output[1]", "every tensor of grad_output"]),
     dict(exercise="add_grad_noise", kind="wrong", why="ignores the generator", clause="generator",
-         source='''
-import torch
-
-
-def add_grad_noise(module, std, generator=None):
-    def add_noise(module, grad_output):
-        return tuple(None if g is None else g + std * torch.randn_like(g) for g in grad_output)
-
-    return module.register_full_backward_pre_hook(add_noise)
-''',
+         source=edited(reference("add_grad_noise"), ("generator=generator, ", "")),
          expect=["seeded alike", "from the generator you were given"]),
     dict(exercise="add_grad_noise", kind="wrong", why="noise on grad_input in a full backward hook", clause="pre-hook",
-         source='''
-import torch
-
-
-def add_grad_noise(module, std, generator=None):
-    def add_noise(module, grad_input, grad_output):
-        return tuple(None if g is None else g + std * torch.randn(g.shape, generator=generator)
-                     for g in grad_input)
-
-    return module.register_full_backward_hook(add_noise)
-''',
+         source=edited(reference("add_grad_noise"),
+                       ("def add_noise(module, grad_output):", "def add_noise(module, grad_input, grad_output):"),
+                       ("for grad in grad_output:", "for grad in grad_input:"),
+                       ("register_full_backward_pre_hook(add_noise)", "register_full_backward_hook(add_noise)")),
          expect=["added the noise to grad_input", "never reaches the module's parameters", "pre-hook"]),
     dict(exercise="add_grad_noise", kind="wrong", why="adds the noise in place", clause="not-in-place",
-         source='''
-import torch
-
-
-def add_grad_noise(module, std, generator=None):
-    def add_noise(module, grad_output):
-        for g in grad_output:
-            if g is not None:
-                g.add_(std * torch.randn(g.shape, generator=generator))
-        return grad_output
-
-    return module.register_full_backward_pre_hook(add_noise)
-''',
+         source=edited(reference("add_grad_noise"), ("grad = grad + std * noise", "grad.add_(std * noise)")),
          expect=["changed in place", "not in-place operations"]),
     dict(exercise="add_grad_noise", kind="wrong", why="noise proportional to the gradient", clause="adds",
-         source='''
-import torch
-
-
-def add_grad_noise(module, std, generator=None):
-    def add_noise(module, grad_output):
-        return tuple(None if g is None else g * (1 + std * torch.randn(g.shape, generator=generator))
-                     for g in grad_output)
-
-    return module.register_full_backward_pre_hook(add_noise)
-''',
+         source=edited(reference("add_grad_noise"), ("grad = grad + std * noise", "grad = grad * (1 + std * noise)")),
          expect=["depends on grad", "grad + noise"]),
     dict(exercise="add_grad_noise", kind="wrong", why="uniform noise", clause="normal",
-         source='''
-import torch
-
-
-def add_grad_noise(module, std, generator=None):
-    def add_noise(module, grad_output):
-        # uniform on [-a, a] with a = std * sqrt(3) has standard deviation std
-        return tuple(None if g is None else g + std * 3 ** 0.5 * (2 * torch.rand(g.shape, generator=generator) - 1)
-                     for g in grad_output)
-
-    return module.register_full_backward_pre_hook(add_noise)
-''',
+         source=edited(reference("add_grad_noise"),
+                       ("noise = torch.randn(",
+                        "# uniform on [-a, a] with a = sqrt(3) has standard deviation 1\n"
+                        "                noise = 3 ** 0.5 * (2 * torch.rand("),
+                       ("device=grad.device)", "device=grad.device) - 1)")),
          expect=["normal distribution", "not the uniform one"]),
     dict(exercise="add_grad_noise", kind="wrong", why="noise drawn once and reused", clause="fresh",
-         source='''
-import torch
-
-
-def add_grad_noise(module, std, generator=None):
-    cache = {}
-
-    def add_noise(module, grad_output):
-        noisy = []
-        for i, g in enumerate(grad_output):
-            if g is None:
-                noisy.append(None)
-                continue
-            if i not in cache:
-                cache[i] = std * torch.randn(g.shape, generator=generator)
-            noisy.append(g + cache[i])
-        return tuple(noisy)
-
-    return module.register_full_backward_pre_hook(add_noise)
-''',
+         source=edited(reference("add_grad_noise"),
+                       ("    def add_noise(module, grad_output):\n",
+                        "    cache = {}\n\n    def add_noise(module, grad_output):\n"),
+                       ("                noise = torch.randn(grad.shape, generator=generator, dtype=grad.dtype, device=grad.device)",
+                        "                if len(noisy) not in cache:\n"
+                        "                    cache[len(noisy)] = torch.randn(grad.shape, generator=generator, dtype=grad.dtype, device=grad.device)\n"
+                        "                noise = cache[len(noisy)]")),
          expect=["exactly the same noise", "new noise on every call"]),
     dict(exercise="add_grad_noise", kind="wrong", why="a generator of its own with a fixed seed", clause="global",
-         source='''
-import torch
-
-
-def add_grad_noise(module, std, generator=None):
-    own = torch.Generator().manual_seed(0)
-
-    def add_noise(module, grad_output):
-        return tuple(None if g is None else g + std * torch.randn(g.shape, generator=own) for g in grad_output)
-
-    return module.register_full_backward_pre_hook(add_noise)
-''',
+         source=edited(reference("add_grad_noise"),
+                       ("    def add_noise(module, grad_output):\n",
+                        "    own = torch.Generator().manual_seed(0)\n\n"
+                        "    def add_noise(module, grad_output):\n"),
+                       ("generator=generator,", "generator=own,")),
          expect=["gave identical noise", "not from a generator of your own"]),
     dict(exercise="add_grad_noise", kind="wrong", why="adds noise to None entries", clause="none",
-         source='''
-import torch
-
-
-def add_grad_noise(module, std, generator=None):
-    def add_noise(module, grad_output):
-        return tuple(g + std * torch.randn(g.shape, generator=generator) for g in grad_output)
-
-    return module.register_full_backward_pre_hook(add_noise)
-''',
+         source=edited(reference("add_grad_noise"),
+                       ("            if grad is not None:\n"
+                        "                noise = torch.randn(grad.shape, generator=generator, dtype=grad.dtype, device=grad.device)\n"
+                        "                grad = grad + std * noise",
+                        "            noise = torch.randn(grad.shape, generator=generator, dtype=grad.dtype, device=grad.device)\n"
+                        "            grad = grad + std * noise")),
          expect=["NoneType", "keep them as None"]),
     dict(exercise="add_grad_noise", kind="wrong", why="returns a tensor instead of a tuple", clause="length",
-         source='''
-import torch
-
-
-def add_grad_noise(module, std, generator=None):
-    def add_noise(module, grad_output):
-        g = grad_output[0]
-        return g + std * torch.randn(g.shape, generator=generator)
-
-    return module.register_full_backward_pre_hook(add_noise)
-''',
+         source=edited(reference("add_grad_noise"), ("return tuple(noisy)", "return noisy[0]")),
          expect=["invalid number of grad_output", "return a tuple even for one entry"]),
     dict(exercise="add_grad_noise", kind="right", why="torch.normal, returns a list",
          source='''
@@ -1059,97 +502,37 @@ def add_grad_noise(module, std, generator=None):
 ''',
          expect=[]),
     dict(exercise="add_grad_noise", kind="right", why="randn_like with the generator",
-         source='''
-import torch
-
-
-def add_grad_noise(module, std, generator=None):
-    def add_noise(module, grad_output):
-        noisy = []
-        for g in grad_output:
-            noisy.append(g if g is None else torch.add(g, torch.randn_like(g, generator=generator), alpha=std))
-        return tuple(noisy)
-
-    return module.register_full_backward_pre_hook(add_noise)
-''',
+         source=edited(reference("add_grad_noise"),
+                       ("noise = torch.randn(grad.shape, generator=generator, dtype=grad.dtype, device=grad.device)\n"
+                        "                grad = grad + std * noise",
+                        "grad = torch.add(grad, torch.randn_like(grad, generator=generator), alpha=std)")),
          expect=[]),
     dict(exercise="add_grad_noise", kind="right", why="normal_ on a new tensor",
-         source='''
-import torch
-
-
-def add_grad_noise(module, std, generator=None):
-    def add_noise(module, grad_output):
-        return tuple(None if g is None else g + g.new_empty(g.shape).normal_(0.0, std, generator=generator)
-                     for g in grad_output)
-
-    return module.register_full_backward_pre_hook(add_noise)
-''',
+         source=edited(reference("add_grad_noise"),
+                       ("noise = torch.randn(grad.shape, generator=generator, dtype=grad.dtype, device=grad.device)\n"
+                        "                grad = grad + std * noise",
+                        "grad = grad + grad.new_empty(grad.shape).normal_(0.0, std, generator=generator)")),
          expect=[]),
     dict(exercise="add_grad_noise", kind='wrong', why='one noise tensor added to every entry', clause="separate",
-         source='''
-import torch
-
-
-def add_grad_noise(module, std, generator=None):
-    def add_noise(module, grad_output):
-        shape = next(g.shape for g in grad_output if g is not None)
-        shared = std * torch.randn(shape, generator=generator)
-        return tuple(None if g is None else g + shared for g in grad_output)
-
-    return module.register_full_backward_pre_hook(add_noise)
-''',
+         source=edited(reference("add_grad_noise"),
+                       ("        noisy = []", "        noisy, noise = [], None"),
+                       ("                noise = torch.randn(",
+                        "                if noise is None:  # one draw for every entry\n"
+                        "                    noise = torch.randn(")),
          expect=['the same noise went into both', 'new noise for each entry']),
     dict(exercise="add_grad_noise", kind='wrong', why='returns grad_output unchanged', clause="adds",
-         source='''
-import torch
-
-
-def add_grad_noise(module, std, generator=None):
-    def add_noise(module, grad_output):
-        return grad_output
-
-    return module.register_full_backward_pre_hook(add_noise)
-''',
+         source=edited(reference("add_grad_noise"), ("return tuple(noisy)", "return grad_output")),
          expect=["reached the module's backward unchanged", "your full backward pre-hook ran, but returned "
                  "grad_output unchanged"]),
     dict(exercise="add_grad_noise", kind='wrong', why='noise broadcast over the batch', clause="iid",
-         source='''
-import torch
-
-
-def add_grad_noise(module, std, generator=None):
-    def add_noise(module, grad_output):
-        return tuple(None if g is None else g + std * torch.randn(g.shape[1:], generator=generator)
-                     for g in grad_output)
-
-    return module.register_full_backward_pre_hook(add_noise)
-''',
+         source=edited(reference("add_grad_noise"), ("torch.randn(grad.shape,", "torch.randn(grad.shape[1:],")),
          expect=['repeats itself along dimension 0', 'full shape']),
     dict(exercise="add_grad_noise", kind='wrong', why='reseeds torch on every call', clause="fresh",
-         source='''
-import torch
-
-
-def add_grad_noise(module, std, generator=None):
-    def add_noise(module, grad_output):
-        torch.manual_seed(0)
-        return tuple(None if g is None else g + std * torch.randn(g.shape, generator=generator) for g in grad_output)
-
-    return module.register_full_backward_pre_hook(add_noise)
-''',
+         source=edited(reference("add_grad_noise"),
+                       ("        noisy = []", "        torch.manual_seed(0)\n        noisy = []")),
          expect=['exactly the same noise', 'do not reseed']),
     dict(exercise="add_grad_noise", kind='wrong', why='noise replaces the gradient', clause="adds",
-         source='''
-import torch
-
-
-def add_grad_noise(module, std, generator=None):
-    def add_noise(module, grad_output):
-        return tuple(None if g is None else std * torch.randn(g.shape, generator=generator) for g in grad_output)
-
-    return module.register_full_backward_pre_hook(add_noise)
-''',
+         source=edited(reference("add_grad_noise"), ("grad = grad + std * noise", "grad = std * noise")),
          expect=['depends on grad', 'grad + noise']),
     dict(exercise="add_grad_noise", kind='right', why='draws in reverse order, normal_ on empty_like',
          source='''
@@ -1168,16 +551,10 @@ def add_grad_noise(module, std, generator=None):
 ''',
          expect=[]),
     dict(exercise="add_grad_noise", kind='right', why='torch.normal with the gradient as mean',
-         source='''
-import torch
-
-
-def add_grad_noise(module, std, generator=None):
-    def add_noise(module, grad_output):
-        return tuple(None if g is None else torch.normal(g, std, generator=generator) for g in grad_output)
-
-    return module.register_full_backward_pre_hook(add_noise)
-''',
+         source=edited(reference("add_grad_noise"),
+                       ("noise = torch.randn(grad.shape, generator=generator, dtype=grad.dtype, device=grad.device)\n"
+                        "                grad = grad + std * noise",
+                        "grad = torch.normal(grad, std, generator=generator)")),
          expect=[]),
     dict(exercise="add_grad_noise", kind='right', why='one draw for all entries, split',
          source='''
@@ -1201,114 +578,103 @@ def add_grad_noise(module, std, generator=None):
 ''',
          expect=[]),
     dict(exercise="add_grad_noise", kind="wrong", why="noise in the pre-hook and again on grad_input", clause="reaches",
-         source='''
-import torch
-
-
-def add_grad_noise(module, std, generator=None):
-    def before(module, grad_output):
-        return tuple(None if g is None else g + std * torch.randn(g.shape, generator=generator) for g in grad_output)
-
-    def after(module, grad_input, grad_output):
-        return tuple(None if g is None else g + std * torch.randn(g.shape, generator=generator) for g in grad_input)
-
-    module.register_full_backward_hook(after)
-    return module.register_full_backward_pre_hook(before)
-''',
+         source=edited(reference("add_grad_noise"),
+                       ("    return module.register_full_backward_pre_hook(add_noise)",
+                        "    def after(module, grad_input, grad_output):\n"
+                        "        return add_noise(module, grad_input)\n\n"
+                        "    module.register_full_backward_hook(after)\n"
+                        "    return module.register_full_backward_pre_hook(add_noise)")),
          expect=["the input's gradient is", "computed from the noisy grad_output your pre-hook returned"]),
     dict(exercise="add_grad_noise", kind="wrong", why="a new generator from the given one's seed on every call",
          clause="fresh",
-         source='''
-import torch
-
-
-def add_grad_noise(module, std, generator=None):
-    def add_noise(module, grad_output):
-        fresh = None if generator is None else torch.Generator().manual_seed(generator.initial_seed())
-        return tuple(None if g is None else g + std * torch.randn(g.shape, generator=fresh) for g in grad_output)
-
-    return module.register_full_backward_pre_hook(add_noise)
-''',
+         source=edited(reference("add_grad_noise"),
+                       ("        noisy = []",
+                        "        fresh = None if generator is None else torch.Generator().manual_seed(generator.initial_seed())\n"
+                        "        noisy = []"),
+                       ("generator=generator,", "generator=fresh,")),
          expect=["exactly the same noise", "do not reseed a generator on each call"]),
     dict(exercise="add_grad_noise", kind="wrong", why="draws from a copy of the generator", clause="generator",
-         source='''
-import torch
-
-
-def add_grad_noise(module, std, generator=None):
-    own = None
-    if generator is not None:
-        own = torch.Generator()
-        own.set_state(generator.get_state())  # leaves the caller's generator where it was
-
-    def add_noise(module, grad_output):
-        return tuple(None if g is None else g + std * torch.randn(g.shape, generator=own)
-                     for g in grad_output)
-
-    return module.register_full_backward_pre_hook(add_noise)
-''',
+         source=edited(reference("add_grad_noise"),
+                       ("    def add_noise(module, grad_output):\n",
+                        "    own = None\n"
+                        "    if generator is not None:\n"
+                        "        own = torch.Generator()\n"
+                        "        own.set_state(generator.get_state())  # leaves the caller's generator where it was\n\n"
+                        "    def add_noise(module, grad_output):\n"),
+                       ("generator=generator,", "generator=own,")),
          expect=["same state as before the call", "a copy of the generator", "generator=generator"]),
 
     # ------------------------------------------------------------------ one clause broken at a time
     dict(exercise="record_grad_output_norms", kind="wrong", why="skips the model itself", clause="root",
-         source=edited(_NORMS, ("for name, module in model.named_modules():",
-                                "for name, module in list(model.named_modules())[1:]:  # skip the model")),
+         source=edited(reference("record_grad_output_norms"),
+                       ("for name, module in model.named_modules():",
+                        "for name, module in list(model.named_modules())[1:]:  # skip the model")),
          expect=["''", "the model itself", "hook it too"]),
     dict(exercise="record_grad_output_norms", kind="wrong", why="skips the unnamed module", clause="root",
-         source=edited(_NORMS, ("if not isinstance(module, layer_types):",
-                                "if not name or not isinstance(module, layer_types):")),
+         source=edited(reference("record_grad_output_norms"),
+                       ("if not isinstance(module, layer_types):",
+                        "if not name or not isinstance(module, layer_types):")),
          expect=["''", "the model itself"]),
     dict(exercise="record_grad_output_norms", kind="wrong",
          why="every name of a shared module (remove_duplicate=False)",
          clause="shared-name",
-         source=edited(_NORMS, ("model.named_modules()", "model.named_modules(remove_duplicate=False)")),
+         source=edited(reference("record_grad_output_norms"),
+                       ("model.named_modules():", "model.named_modules(remove_duplicate=False):")),
          expect=["same module", "hook it once", "named_modules()"]),
     dict(exercise="record_grad_output_norms", kind="wrong", why="norm with numpy", clause="create-graph",
-         source=edited(_NORMS, ("import torch\n", "import numpy as np\nimport torch\n"),
+         source=edited(reference("record_grad_output_norms"),
+                       ("import torch\n", "import numpy as np\nimport torch\n"),
                        ("norms[name].append(grad_output[0].norm().item())",
                         "norms[name].append(float(np.linalg.norm(grad_output[0].numpy())))")),
          expect=["create_graph=True", "require grad", ".item()"]),
     dict(exercise="record_grad_output_norms", kind="wrong", why="squares grad_output in place to take its norm",
          clause="no-change",
-         source=edited(_NORMS, ("norms[name].append(grad_output[0].norm().item())",
-                                "norms[name].append(grad_output[0].pow_(2).sum().sqrt().item())")),
+         source=edited(reference("record_grad_output_norms"),
+                       ("norms[name].append(grad_output[0].norm().item())",
+                        "norms[name].append(grad_output[0].pow_(2).sum().sqrt().item())")),
          expect=["changed in place", "change no gradient"]),
     dict(exercise="record_grad_output_norms", kind="wrong", why="a pre-hook that returns the normalised gradient",
          clause="no-change",
-         source=edited(_NORMS, ("def hook(module, grad_input, grad_output, name=name):\n"
-                                "            norms[name].append(grad_output[0].norm().item())",
-                                "def hook(module, grad_output, name=name):\n"
-                                "            norm = grad_output[0].norm()\n"
-                                "            norms[name].append(norm.item())\n"
-                                "            return (grad_output[0] / (norm + 1e-12),) + tuple(grad_output[1:])"),
+         source=edited(reference("record_grad_output_norms"),
+                       ("def hook(module, grad_input, grad_output, name=name):\n"
+                        "            norms[name].append(grad_output[0].norm().item())",
+                        "def hook(module, grad_output, name=name):\n"
+                        "            norm = grad_output[0].norm()\n"
+                        "            norms[name].append(norm.item())\n"
+                        "            return (grad_output[0] / (norm + 1e-12),) + tuple(grad_output[1:])"),
                        ("register_full_backward_hook", "register_full_backward_pre_hook")),
          expect=["changed the gradients", "change no gradient"]),
     dict(exercise="record_grad_output_norms", kind="wrong", why="handles in a dict by name", clause="handles",
-         source=edited(_NORMS, ("handles = []", "handles = {}"),
+         source=edited(reference("record_grad_output_norms"),
+                       ("handles = []", "handles = {}"),
                        ("handles.append(module.register_full_backward_hook(hook))",
                         "handles[name] = module.register_full_backward_hook(hook)")),
          expect=["expected a list of the handles"]),
     dict(exercise="record_grad_output_norms", kind="wrong", why="a call-counting forward hook left behind",
          clause="removes",
-         source=edited(_NORMS, ("        handles.append(module.register_full_backward_hook(hook))",
-                                "        handles.append(module.register_full_backward_hook(hook))\n"
-                                "        module.register_forward_hook(lambda module, args, output: None)  # calls")),
+         source=edited(reference("record_grad_output_norms"),
+                       ("        handles.append(module.register_full_backward_hook(hook))",
+                        "        handles.append(module.register_full_backward_hook(hook))\n"
+                        "        module.register_forward_hook(lambda module, args, output: None)  # calls")),
          expect=["hooks are still registered", "handle of every hook"]),
     dict(exercise="record_grad_output_norms", kind="wrong", why="modules as keys", clause="name",
-         source=edited(_NORMS, ("norms[name] = []", "norms[module] = []"),
+         source=edited(reference("record_grad_output_norms"),
+                       ("norms[name] = []", "norms[module] = []"),
                        ("norms[name].append(grad_output[0].norm().item())",
                         "norms[module].append(grad_output[0].norm().item())")),
          expect=["names that model.named_modules() gives"]),
     dict(exercise="record_grad_output_norms", kind="wrong", why="the norm of the weight's gradient",
          clause="grad-output-0",
-         source=edited(_NORMS, ("norms[name].append(grad_output[0].norm().item())",
-                                "norms[name].append(module.weight.grad.norm().item())")),
+         source=edited(reference("record_grad_output_norms"),
+                       ("norms[name].append(grad_output[0].norm().item())",
+                        "norms[name].append(module.weight.grad.norm().item())")),
          expect=["weight gradient", "may not be written yet", "record grad_output[0]"]),
     dict(exercise="record_grad_output_norms", kind="wrong", why="mean of per-row norms", clause="grad-output-0",
-         source=edited(_NORMS, ("grad_output[0].norm().item()", "grad_output[0].norm(dim=-1).mean().item()")),
+         source=edited(reference("record_grad_output_norms"),
+                       ("grad_output[0].norm().item()", "grad_output[0].norm(dim=-1).mean().item()")),
          expect=["expected [", "the L2 norm of grad_output[0]"]),
     dict(exercise="record_grad_output_norms", kind="wrong", why="returns only the dict", clause="returns-pair",
-         source=edited(_NORMS, ("return norms, handles", "return norms")),
+         source=edited(reference("record_grad_output_norms"), ("return norms, handles", "return norms")),
          expect=["expected a pair (norms, handles)"]),
     dict(exercise="record_grad_output_norms", kind="right", why="one global full backward hook and a name table",
          source="""
@@ -1329,23 +695,28 @@ def record_grad_output_norms(model, layer_types=(nn.Linear, nn.Conv2d)):
 """,
          expect=[]),
     dict(exercise="record_grad_output_norms", kind="right", why="hooks registered with prepend=True",
-         source=edited(_NORMS, ("module.register_full_backward_hook(hook)",
-                                "module.register_full_backward_hook(hook, prepend=True)")),
+         source=edited(reference("record_grad_output_norms"),
+                       ("module.register_full_backward_hook(hook)",
+                        "module.register_full_backward_hook(hook, prepend=True)")),
          expect=[]),
 
     dict(exercise="clip_grad_input", kind="wrong", why="clips under torch.no_grad()", clause="create-graph",
-         source=edited(_CLIP, ("        clipped = []\n        for grad in grad_input:\n"
-                               "            if grad is not None and grad.norm() > max_norm:\n"
-                               "                grad = grad * (max_norm / grad.norm())\n"
-                               "            clipped.append(grad)\n",
-                               "        clipped = []\n        with torch.no_grad():\n"
-                               "            for grad in grad_input:\n"
-                               "                if grad is not None and grad.norm() > max_norm:\n"
-                               "                    grad = grad * (max_norm / grad.norm())\n"
-                               "                clipped.append(grad)\n")),
+         source=edited(reference("clip_grad_input"),
+                       ("        clipped = []\n"
+                        "        for grad in grad_input:\n"
+                        "            if grad is not None and grad.norm() > max_norm:\n"
+                        "                grad = grad * (max_norm / grad.norm())\n"
+                        "            clipped.append(grad)\n",
+                        "        clipped = []\n"
+                        "        with torch.no_grad():\n"
+                        "            for grad in grad_input:\n"
+                        "                if grad is not None and grad.norm() > max_norm:\n"
+                        "                    grad = grad * (max_norm / grad.norm())\n"
+                        "                clipped.append(grad)\n")),
          expect=["create_graph=True", "part of the graph", "torch.no_grad()"]),
     dict(exercise="clip_grad_input", kind="wrong", why="returns detached gradients", clause="create-graph",
-         source=edited(_CLIP, ("clipped.append(grad)", "clipped.append(None if grad is None else grad.detach())")),
+         source=edited(reference("clip_grad_input"),
+                       ("clipped.append(grad)", "clipped.append(None if grad is None else grad.detach())")),
          expect=["create_graph=True", "part of the graph", "detach()"]),
     dict(exercise="clip_grad_input", kind="wrong", why="clip_grad_norm_ on the gradients", clause="clip-above",
          source="""
@@ -1361,450 +732,233 @@ def clip_grad_input(module, max_norm):
 """,
          expect=["grad_input unchanged", "clip_grad_norm_"]),
     dict(exercise="clip_grad_input", kind="wrong", why="a list built by assignment", clause="tuple",
-         source=edited(_CLIP, ("return tuple(clipped)", "return clipped")),
+         source=edited(reference("clip_grad_input"), ("return tuple(clipped)", "return clipped")),
          expect=["return a tuple (not a list)"]),
     dict(exercise="clip_grad_input", kind="wrong", why="returns the handle of a second hook", clause="handle",
-         source=edited(_CLIP, ("return module.register_full_backward_hook(clip)",
-                               "module.register_full_backward_hook(clip)\n"
-                               "    return module.register_forward_hook(lambda module, args, output: None)")),
+         source=edited(reference("clip_grad_input"),
+                       ("return module.register_full_backward_hook(clip)",
+                        "module.register_full_backward_hook(clip)\n"
+                        "    return module.register_forward_hook(lambda module, args, output: None)")),
          expect=["after handle.remove()", "still clipped", "the handle of the hook you registered"]),
     dict(exercise="clip_grad_input", kind="right", why="registered with prepend=True",
-         source=edited(_CLIP, ("module.register_full_backward_hook(clip)",
-                               "module.register_full_backward_hook(clip, prepend=True)")),
+         source=edited(reference("clip_grad_input"),
+                       ("module.register_full_backward_hook(clip)",
+                        "module.register_full_backward_hook(clip, prepend=True)")),
          expect=[]),
     dict(exercise="clip_grad_input", kind="right", why="torch.where on the two results",
-         source="""
-import torch
-
-
-def clip_grad_input(module, max_norm):
-    def clip(module, grad_input, grad_output):
-        out = []
-        for g in grad_input:
-            if g is not None:
-                norm = g.norm()
-                g = torch.where(norm > max_norm, g * max_norm / norm.clamp_min(1e-30), g)
-            out.append(g)
-        return tuple(out)
-
-    return module.register_full_backward_hook(clip)
-""",
+         source=edited(reference("clip_grad_input"),
+                       ("            if grad is not None and grad.norm() > max_norm:\n"
+                        "                grad = grad * (max_norm / grad.norm())",
+                        "            if grad is not None:\n"
+                        "                norm = grad.norm()\n"
+                        "                grad = torch.where(norm > max_norm, grad * max_norm / norm.clamp_min(1e-30), grad)")),
          expect=[]),
 
     dict(exercise="add_grad_noise", kind="wrong", why="noise drawn in float64", clause="shape-dtype",
-         source=edited(_NOISE, ("dtype=grad.dtype, ", "dtype=torch.float64, ")),
+         source=edited(reference("add_grad_noise"), ("dtype=grad.dtype, ", "dtype=torch.float64, ")),
          expect=["changed the type of value", "same dtype"]),
     dict(exercise="add_grad_noise", kind="wrong", why="drops the None entries", clause="length",
-         source=edited(_NOISE, ("            noisy.append(grad)\n", "                noisy.append(grad)\n")),
+         source=edited(reference("add_grad_noise"),
+                       ("            noisy.append(grad)\n", "                noisy.append(grad)\n")),
          expect=["invalid number of grad_output", "do not drop entries"]),
     dict(exercise="add_grad_noise", kind="wrong", why="torch.normal with mean and std swapped", clause="mean-std",
-         source=edited(_NOISE, ("torch.randn(grad.shape, generator=generator, dtype=grad.dtype, device=grad.device)",
-                                "torch.normal(std, 1.0, grad.shape, generator=generator, dtype=grad.dtype)"),
+         source=edited(reference("add_grad_noise"),
+                       ("torch.randn(grad.shape, generator=generator, dtype=grad.dtype, device=grad.device)",
+                        "torch.normal(std, 1.0, grad.shape, generator=generator, dtype=grad.dtype)"),
                        ("grad = grad + std * noise", "grad = grad + noise")),
          expect=["expected mean 0"]),
     dict(exercise="add_grad_noise", kind="wrong", why="forgets to return the handle", clause="handle",
-         source=edited(_NOISE, ("    return module.register_full_backward_pre_hook(add_noise)",
-                                "    module.register_full_backward_pre_hook(add_noise)")),
+         source=edited(reference("add_grad_noise"),
+                       ("    return module.register_full_backward_pre_hook(add_noise)",
+                        "    module.register_full_backward_pre_hook(add_noise)")),
          expect=["returned None", "expected the handle"]),
     dict(exercise="add_grad_noise", kind="wrong", why="uses the deprecated register_backward_hook", clause="pre-hook",
-         source="""
-import torch
-
-
-def add_grad_noise(module, std, generator=None):
-    def add_noise(module, grad_input, grad_output):
-        return tuple(None if g is None else g + std * torch.randn(g.shape, generator=generator) for g in grad_input)
-
-    return module.register_backward_hook(add_noise)
-""",
+         source=edited(reference("add_grad_noise"),
+                       ("def add_noise(module, grad_output):", "def add_noise(module, grad_input, grad_output):"),
+                       ("for grad in grad_output:", "for grad in grad_input:"),
+                       ("register_full_backward_pre_hook(add_noise)", "register_backward_hook(add_noise)")),
          expect=["deprecated register_backward_hook", "register_full_backward_pre_hook"]),
     dict(exercise="add_grad_noise", kind="wrong", why="noise on the first row only", clause="iid",
-         source=edited(_NOISE, ("grad = grad + std * noise",
-                                "grad = grad + std * noise[:1]")),
+         source=edited(reference("add_grad_noise"), ("grad = grad + std * noise", "grad = grad + std * noise[:1]")),
          expect=["repeats itself along dimension 0"]),
     dict(exercise="add_grad_noise", kind="right", why="registered with prepend=True",
-         source=edited(_NOISE, ("register_full_backward_pre_hook(add_noise)",
-                                "register_full_backward_pre_hook(add_noise, prepend=True)")),
+         source=edited(reference("add_grad_noise"),
+                       ("register_full_backward_pre_hook(add_noise)",
+                        "register_full_backward_pre_hook(add_noise, prepend=True)")),
          expect=[]),
     dict(exercise="add_grad_noise", kind="right", why="noise only while training",
-         source=edited(_NOISE, ("            if grad is not None:",
-                                "            if grad is not None and module.training:")),
+         source=edited(reference("add_grad_noise"),
+                       ("            if grad is not None:", "            if grad is not None and module.training:")),
          expect=[]),
 
     # ------------------------------------------------------------------ patterns from public code
     dict(exercise="record_grad_output_norms", kind="wrong", why="a module-to-name table keeps the last name",
          clause="shared-name",
-         source="""
-import torch
-from torch import nn
-
-
-def record_grad_output_norms(model, layer_types=(nn.Linear, nn.Conv2d)):
-    module2key = {module: name for name, module in model.named_modules(remove_duplicate=False)
-                  if isinstance(module, layer_types)}
-    norms = {name: [] for name in module2key.values()}
-
-    def backward_hook(module, grad_input, grad_output):
-        norms[module2key[module]].append(grad_output[0].norm().item())
-
-    return norms, [module.register_full_backward_hook(backward_hook) for module in module2key]
-""",
+         source=edited(reference("record_grad_output_norms"),
+                       ("    for name, module in model.named_modules():",
+                        "    last_name = {module: name for name, module in model.named_modules(remove_duplicate=False)}\n"
+                        "    for module, name in last_name.items():")),
          expect=["'again' is the same module as 'layer'", "hook it once"]),
     dict(exercise="record_grad_output_norms", kind="wrong", why="hooks every module but containers (model.apply)",
          clause="types",
-         source="""
-import torch
-from torch import nn
-
-
-def record_grad_output_norms(model, layer_types=(nn.Linear, nn.Conv2d)):
-    names = {module: name for name, module in model.named_modules()}
-    norms, handles = {}, []
-
-    def hook(module, grad_input, grad_output):
-        norms.setdefault(names[module], []).append(grad_output[0].norm().item())
-
-    def register(module):
-        if not isinstance(module, nn.Sequential):
-            handles.append(module.register_full_backward_hook(hook))
-
-    model.apply(register)
-    return norms, handles
-""",
+         source=edited(reference("record_grad_output_norms"),
+                       ("if not isinstance(module, layer_types):", "if isinstance(module, nn.Sequential):")),
          expect=["record only modules that are instances of layer_types"]),
     dict(exercise="clip_grad_input", kind="wrong", why="clips each row by its own norm, as per-sample clipping",
          clause="clip-above",
-         source=edited(_CLIP, ("            if grad is not None and grad.norm() > max_norm:\n"
-                               "                grad = grad * (max_norm / grad.norm())\n",
-                               "            if grad is not None:\n"
-                               "                rows = grad.flatten(1).norm(dim=1).view(-1, *[1] * (grad.dim() - 1))\n"
-                               "                grad = grad * (max_norm / rows).clamp(max=1.0)\n")),
+         source=edited(reference("clip_grad_input"),
+                       ("            if grad is not None and grad.norm() > max_norm:\n"
+                        "                grad = grad * (max_norm / grad.norm())\n",
+                        "            if grad is not None:\n"
+                        "                rows = grad.flatten(1).norm(dim=1).view(-1, *[1] * (grad.dim() - 1))\n"
+                        "                grad = grad * (max_norm / rows).clamp(max=1.0)\n")),
          expect=["clipped each row", "norm of the whole tensor"]),
     dict(exercise="add_grad_noise", kind="wrong", why="annealed noise, std / (1 + t) ** 0.55", clause="mean-std",
-         source="""
-import torch
-
-
-def add_grad_noise(module, std, generator=None):
-    calls = [0]
-
-    def add_noise(module, grad_output):
-        sigma = std / (1 + calls[0]) ** 0.55
-        calls[0] += 1
-        return tuple(None if g is None else g + sigma * torch.randn(g.shape, generator=generator, dtype=g.dtype)
-                     for g in grad_output)
-
-    return module.register_full_backward_pre_hook(add_noise)
-""",
+         source=edited(reference("add_grad_noise"),
+                       ("    def add_noise(module, grad_output):\n",
+                        "    calls = [0]\n\n"
+                        "    def add_noise(module, grad_output):\n"
+                        "        sigma = std / (1 + calls[0]) ** 0.55\n"
+                        "        calls[0] += 1\n"),
+                       ("grad + std * noise", "grad + sigma * noise")),
          expect=["second backward", "standard deviation"]),
     dict(exercise="add_grad_noise", kind="wrong", why="noise scaled by the gradient's norm", clause="adds",
-         source=edited(_NOISE, ("grad = grad + std * noise", "grad = grad + std * grad.norm() * noise")),
+         source=edited(reference("add_grad_noise"),
+                       ("grad = grad + std * noise", "grad = grad + std * grad.norm() * noise")),
          expect=["standard deviation"]),
 
     dict(exercise="add_grad_noise", kind="wrong", why="a clock-seeded generator of its own when none is given",
          clause="global",
-         source=edited(_NOISE, ("def add_grad_noise(module, std, generator=None):\n",
-                                "def add_grad_noise(module, std, generator=None):\n"
-                                "    if generator is None:\n"
-                                "        import time\n"
-                                "        generator = torch.Generator().manual_seed(time.time_ns() % 2 ** 31)\n")),
+         source=edited(reference("add_grad_noise"),
+                       ("def add_grad_noise(module, std, generator=None):\n",
+                        "def add_grad_noise(module, std, generator=None):\n"
+                        "    if generator is None:\n"
+                        "        import time\n"
+                        "        generator = torch.Generator().manual_seed(time.time_ns() % 2 ** 31)\n")),
          expect=["torch.manual_seed", "global random state", "not from a generator of your own"]),
     dict(exercise="add_grad_noise", kind="right", why="falls back to torch.default_generator",
-         source=edited(_NOISE, ("generator=generator,", "generator=generator or torch.default_generator,")),
+         source=edited(reference("add_grad_noise"),
+                       ("generator=generator,", "generator=generator or torch.default_generator,")),
          expect=[]),
     dict(exercise="clip_grad_input", kind="wrong", why="renorm along the batch dimension", clause="clip-above",
-         source=edited(_CLIP, ("            if grad is not None and grad.norm() > max_norm:\n"
-                               "                grad = grad * (max_norm / grad.norm())\n",
-                               "            if grad is not None:\n"
-                               "                grad = grad.renorm(2, 0, max_norm)\n")),
+         source=edited(reference("clip_grad_input"),
+                       ("            if grad is not None and grad.norm() > max_norm:\n"
+                        "                grad = grad * (max_norm / grad.norm())\n",
+                        "            if grad is not None:\n"
+                        "                grad = grad.renorm(2, 0, max_norm)\n")),
          expect=["clipped each row", "norm of the whole tensor"]),
 
     dict(exercise="record_grad_output_norms", kind="right", why="the hook returns equal copies of grad_input",
-         source=edited(_NORMS, ("norms[name].append(grad_output[0].norm().item())",
-                                "norms[name].append(grad_output[0].norm().item())\n"
-                                "            return tuple(None if g is None else g.clone() for g in grad_input)")),
+         source=edited(reference("record_grad_output_norms"),
+                       ("norms[name].append(grad_output[0].norm().item())",
+                        "norms[name].append(grad_output[0].norm().item())\n"
+                        "            return tuple(None if g is None else g.clone() for g in grad_input)")),
          expect=[]),
     dict(exercise="record_grad_output_norms", kind="right", why="a pre-hook that returns grad_output as it came",
-         source=edited(_NORMS, ("def hook(module, grad_input, grad_output, name=name):",
-                                "def hook(module, grad_output, name=name):"),
+         source=edited(reference("record_grad_output_norms"),
+                       ("def hook(module, grad_input, grad_output, name=name):",
+                        "def hook(module, grad_output, name=name):"),
                        ("register_full_backward_hook(hook)", "register_full_backward_pre_hook(hook)"),
                        ("norms[name].append(grad_output[0].norm().item())",
-                        "norms[name].append(grad_output[0].norm().item())\n            return grad_output")),
+                        "norms[name].append(grad_output[0].norm().item())\n"
+                        "            return grad_output")),
          expect=[]),
 
     # ------------------------------------------------------------------ a stranger's submissions
     dict(exercise="record_grad_output_norms", kind="wrong", why='skips frozen layers', clause="frozen",
-         source='''
-import torch
-from torch import nn
-
-
-def record_grad_output_norms(model, layer_types=(nn.Linear, nn.Conv2d)):
-    norms, handles = {}, []
-    for name, module in model.named_modules():
-        if not isinstance(module, layer_types):
-            continue
-        if not any(p.requires_grad for p in module.parameters()):
-            continue  # frozen: nothing to monitor
-        norms[name] = []
-        def hook(m, gi, go, name=name):
-            norms[name].append(go[0].norm().item())
-        handles.append(module.register_full_backward_hook(hook))
-    return norms, handles
-''',
+         source=edited(reference("record_grad_output_norms"),
+                       ("            continue\n",
+                        "            continue\n"
+                        "        if not any(p.requires_grad for p in module.parameters()):\n"
+                        "            continue  # frozen: nothing to monitor\n")),
          expect=['frozen (requires_grad=false)', 'hook every module of layer_types']),
     dict(exercise="record_grad_output_norms", kind="wrong", why='module-level dict shared between calls',
          clause="per-call",
-         source='''
-import torch
-from torch import nn
-
-
-NORMS = {}
-def record_grad_output_norms(model, layer_types=(nn.Linear, nn.Conv2d)):
-    handles = []
-    for name, module in model.named_modules():
-        if isinstance(module, layer_types):
-            NORMS.setdefault(name, [])
-            def hook(m, gi, go, name=name):
-                NORMS[name].append(go[0].norm().item())
-            handles.append(module.register_full_backward_hook(hook))
-    return NORMS, handles
-''',
+         source=edited(reference("record_grad_output_norms"),
+                       ("def record_grad_output_norms", "NORMS = {}\n\n\ndef record_grad_output_norms"),
+                       ("norms = {}", "norms = NORMS"),
+                       ("norms[name] = []", "norms.setdefault(name, [])")),
          expect=['same norms dict', 'new dict in each call']),
     dict(exercise="record_grad_output_norms", kind="wrong", why='lists stored on the modules, looked up at firing time',
          clause="per-call",
-         source='''
-import torch
-from torch import nn
-
-
-def record_grad_output_norms(model, layer_types=(nn.Linear, nn.Conv2d)):
-    norms, handles = {}, []
-    for name, module in model.named_modules():
-        if isinstance(module, layer_types):
-            module.grad_norms = []
-            norms[name] = module.grad_norms
-            def hook(m, gi, go):
-                m.grad_norms.append(go[0].norm().item())
-            handles.append(module.register_full_backward_hook(hook))
-    return norms, handles
-''',
+         source=edited(reference("record_grad_output_norms"),
+                       ("norms[name] = []", "module.grad_norms = []\n        norms[name] = module.grad_norms"),
+                       ("def hook(module, grad_input, grad_output, name=name):\n"
+                        "            norms[name].append(",
+                        "def hook(module, grad_input, grad_output):\n"
+                        "            module.grad_norms.append(")),
          expect=['called twice', 'hooks of its own', 'a list kept as an attribute of the module']),
     dict(exercise="record_grad_output_norms", kind="wrong", why='records only in training mode', clause="eval",
-         source='''
-import torch
-from torch import nn
-
-
-def record_grad_output_norms(model, layer_types=(nn.Linear, nn.Conv2d)):
-    norms, handles = {}, []
-    for name, module in model.named_modules():
-        if isinstance(module, layer_types):
-            norms[name] = []
-            def hook(m, gi, go, name=name):
-                if m.training:
-                    norms[name].append(go[0].norm().item())
-            handles.append(module.register_full_backward_hook(hook))
-    return norms, handles
-''',
+         source=edited(reference("record_grad_output_norms"),
+                       ("            norms[name].append(grad_output[0].norm().item())",
+                        "            if module.training:\n"
+                        "                norms[name].append(grad_output[0].norm().item())")),
          expect=['eval mode', 'do not test module.training']),
     dict(exercise="record_grad_output_norms", kind="wrong", why='named_modules with a prefix', clause="name",
-         source='''
-import torch
-from torch import nn
-
-
-def record_grad_output_norms(model, layer_types=(nn.Linear, nn.Conv2d)):
-    norms, handles = {}, []
-    for name, module in model.named_modules(prefix="model"):
-        if isinstance(module, layer_types):
-            norms[name] = []
-            def hook(m, gi, go, name=name):
-                norms[name].append(go[0].norm().item())
-            handles.append(module.register_full_backward_hook(hook))
-    return norms, handles
-''',
+         source=edited(reference("record_grad_output_norms"),
+                       ("in model.named_modules():", 'in model.named_modules(prefix="model"):')),
          expect=["no submodule of the model is named 'model.", "such as 'blocks.0.linear'"]),
     dict(exercise="record_grad_output_norms", kind="wrong", why='RMS instead of the norm', clause="grad-output-0",
-         source='''
-import torch
-from torch import nn
-
-
-def record_grad_output_norms(model, layer_types=(nn.Linear, nn.Conv2d)):
-    norms, handles = {}, []
-    for name, module in model.named_modules():
-        if isinstance(module, layer_types):
-            norms[name] = []
-            def hook(m, gi, go, name=name):
-                norms[name].append(go[0].pow(2).mean().sqrt().item())
-            handles.append(module.register_full_backward_hook(hook))
-    return norms, handles
-''',
+         source=edited(reference("record_grad_output_norms"),
+                       ("grad_output[0].norm().item()", "grad_output[0].pow(2).mean().sqrt().item()")),
          expect=['[0.34029, 0.28235]', 'the l2 norm of grad_output[0]']),
     dict(exercise="record_grad_output_norms", kind="wrong", why='handles as a tuple', clause="handles",
-         source='''
-import torch
-from torch import nn
-
-
-def record_grad_output_norms(model, layer_types=(nn.Linear, nn.Conv2d)):
-    norms, handles = {}, []
-    for name, module in model.named_modules():
-        if isinstance(module, layer_types):
-            norms[name] = []
-            def hook(m, gi, go, name=name):
-                norms[name].append(go[0].norm().item())
-            handles.append(module.register_full_backward_hook(hook))
-    return norms, tuple(handles)
-''',
+         source=edited(reference("record_grad_output_norms"),
+                       ("return norms, handles", "return norms, tuple(handles)")),
          expect=['returned tuple', 'expected a list of the handles']),
     dict(exercise="record_grad_output_norms", kind="wrong", why='default layer_types Linear only', clause="types",
-         source='''
-import torch
-from torch import nn
-
-
-def record_grad_output_norms(model, layer_types=(nn.Linear,)):
-    norms, handles = {}, []
-    for name, module in model.named_modules():
-        if isinstance(module, layer_types):
-            norms[name] = []
-            def hook(m, gi, go, name=name):
-                norms[name].append(go[0].norm().item())
-            handles.append(module.register_full_backward_hook(hook))
-    return norms, handles
-''',
+         source=edited(reference("record_grad_output_norms"),
+                       ("layer_types=(nn.Linear, nn.Conv2d)", "layer_types=(nn.Linear,)")),
          expect=["entries for ['classifier']", 'use the layer_types you are given']),
     dict(exercise="record_grad_output_norms", kind="wrong", why='class names as keys', clause="name",
-         source='''
-import torch
-from torch import nn
-
-
-def record_grad_output_norms(model, layer_types=(nn.Linear, nn.Conv2d)):
-    norms, handles = {}, []
-    for name, module in model.named_modules():
-        if isinstance(module, layer_types):
-            key = module._get_name()
-            norms.setdefault(key, [])
-            def hook(m, gi, go, key=key):
-                norms[key].append(go[0].norm().item())
-            handles.append(module.register_full_backward_hook(hook))
-    return norms, handles
-''',
+         source=edited(reference("record_grad_output_norms"),
+                       ("norms[name] = []", "name = module._get_name()\n        norms.setdefault(name, [])")),
          expect=["no submodule of the model is named 'linear'"]),
     dict(exercise="record_grad_output_norms", kind="wrong", why='skips modules once seen via a flag on the module',
          clause="per-call",
-         source='''
-import torch
-from torch import nn
-
-
-def record_grad_output_norms(model, layer_types=(nn.Linear, nn.Conv2d)):
-    norms, handles = {}, []
-    for name, module in model.named_modules():
-        if isinstance(module, layer_types) and not getattr(module, "_norm_hooked", False):
-            module._norm_hooked = True
-            norms[name] = []
-            def hook(m, gi, go, name=name):
-                norms[name].append(go[0].norm().item())
-            handles.append(module.register_full_backward_hook(hook))
-    return norms, handles
-''',
+         source=edited(reference("record_grad_output_norms"),
+                       ("if not isinstance(module, layer_types):",
+                        'if not isinstance(module, layer_types) or getattr(module, "_norm_hooked", False):'),
+                       ("norms[name] = []", "module._norm_hooked = True\n        norms[name] = []")),
          expect=['called twice', "the second call's no entries", 'a mark that the module is hooked already']),
     dict(exercise="record_grad_output_norms", kind="wrong",
          why='registers a backward hook in a forward hook on every forward',
          clause="grad-output-0",
-         source='''
-import torch
-from torch import nn
-
-
-def record_grad_output_norms(model, layer_types=(nn.Linear, nn.Conv2d)):
-    norms, handles = {}, []
-    for name, module in model.named_modules():
-        if isinstance(module, layer_types):
-            norms[name] = []
-            def fwd(m, args, out, name=name):
-                out.register_hook(lambda g: norms[name].append(g.norm().item()))
-            handles.append(module.register_forward_hook(fwd))
-    return norms, handles
-''',
+         source=edited(reference("record_grad_output_norms"),
+                       ("        def hook(module, grad_input, grad_output, name=name):\n"
+                        "            norms[name].append(grad_output[0].norm().item())\n\n"
+                        "        handles.append(module.register_full_backward_hook(hook))",
+                        "        def hook(module, args, output, name=name):\n"
+                        "            output.register_hook(lambda grad: norms[name].append(grad.norm().item()))\n\n"
+                        "        handles.append(module.register_forward_hook(hook))")),
          expect=["'tuple' object has no attribute 'register_hook'"]),
     dict(exercise="record_grad_output_norms", kind="wrong", why='only leaf modules', clause="types",
-         source='''
-import torch
-from torch import nn
-
-
-def record_grad_output_norms(model, layer_types=(nn.Linear, nn.Conv2d)):
-    norms, handles = {}, []
-    for name, module in model.named_modules():
-        if isinstance(module, layer_types) and not list(module.children()):
-            norms[name] = []
-            def hook(m, gi, go, name=name):
-                norms[name].append(go[0].norm().item())
-            handles.append(module.register_full_backward_hook(hook))
-    return norms, handles
-''',
+         source=edited(reference("record_grad_output_norms"),
+                       ("if not isinstance(module, layer_types):",
+                        "if not isinstance(module, layer_types) or list(module.children()):")),
          expect=["expected entries for exactly ['blocks.0', 'blocks.0.act'",
                  'keep every module that is an instance of one of layer_types']),
     dict(exercise="record_grad_output_norms", kind="wrong", why='max abs instead of L2', clause="grad-output-0",
-         source='''
-import torch
-from torch import nn
-
-
-def record_grad_output_norms(model, layer_types=(nn.Linear, nn.Conv2d)):
-    norms, handles = {}, []
-    for name, module in model.named_modules():
-        if isinstance(module, layer_types):
-            norms[name] = []
-            def hook(m, gi, go, name=name):
-                norms[name].append(go[0].abs().max().item())
-            handles.append(module.register_full_backward_hook(hook))
-    return norms, handles
-''',
+         source=edited(reference("record_grad_output_norms"),
+                       ("grad_output[0].norm().item()", "grad_output[0].abs().max().item()")),
          expect=['[1.2412, 0.66326]', 'the l2 norm of grad_output[0]']),
     dict(exercise="record_grad_output_norms", kind="wrong", why='hooks only modules with a weight', clause="types",
-         source='''
-import torch
-from torch import nn
-
-
-def record_grad_output_norms(model, layer_types=(nn.Linear, nn.Conv2d)):
-    norms, handles = {}, []
-    for name, module in model.named_modules():
-        if isinstance(module, layer_types) and hasattr(module, "weight"):
-            norms[name] = []
-            def hook(m, gi, go, name=name):
-                norms[name].append(go[0].norm().item())
-            handles.append(module.register_full_backward_hook(hook))
-    return norms, handles
-''',
+         source=edited(reference("record_grad_output_norms"),
+                       ("if not isinstance(module, layer_types):",
+                        'if not isinstance(module, layer_types) or not hasattr(module, "weight"):')),
          expect=['entries for no module', 'keep every module that is an instance of one of layer_types']),
     dict(exercise="record_grad_output_norms", kind="wrong", why='removes its own hook after the first firing',
          clause="each-backward",
-         source='''
-import torch
-from torch import nn
-
-
-def record_grad_output_norms(model, layer_types=(nn.Linear, nn.Conv2d)):
-    norms, handles = {}, []
-    for name, module in model.named_modules():
-        if isinstance(module, layer_types):
-            norms[name] = []
-            box = {}
-            def hook(m, gi, go, name=name, box=box):
-                norms[name].append(go[0].norm().item())
-                box["h"].remove()
-            box["h"] = module.register_full_backward_hook(hook)
-            handles.append(box["h"])
-    return norms, handles
-''',
+         source=edited(reference("record_grad_output_norms"),
+                       ("        def hook(module, grad_input, grad_output, name=name):\n"
+                        "            norms[name].append(grad_output[0].norm().item())\n\n"
+                        "        handles.append(module.register_full_backward_hook(hook))",
+                        "        box = {}\n\n"
+                        "        def hook(module, grad_input, grad_output, name=name, box=box):\n"
+                        "            norms[name].append(grad_output[0].norm().item())\n"
+                        '            box["h"].remove()\n\n'
+                        '        box["h"] = module.register_full_backward_hook(hook)\n'
+                        '        handles.append(box["h"])')),
          expect=['has 1 entries; expected 2', 'append a new entry each time the hook fires']),
     dict(exercise="record_grad_output_norms", kind="right",
          why='functools.partial and torch.linalg.vector_norm, float()',
@@ -1867,148 +1021,63 @@ def record_grad_output_norms(model, layer_types=(nn.Linear, nn.Conv2d)):
 ''',
          expect=[]),
     dict(exercise="clip_grad_input", kind="wrong", why='returns a generator expression', clause="tuple",
-         source='''
-import torch
-
-
-def clip_grad_input(module, max_norm):
-    def hook(m, grad_input, grad_output):
-        return (None if g is None else (g * (max_norm / g.norm()) if g.norm() > max_norm else g) for g in grad_input)
-    return module.register_full_backward_hook(hook)
-''',
+         source=edited(reference("clip_grad_input"), ("return tuple(clipped)", "return (grad for grad in clipped)")),
          expect=['generator expression, not a tuple', 'return a tuple']),
     dict(exercise="clip_grad_input", kind="wrong", why='max_norm kept in a module-level global', clause="own-max-norm",
-         source='''
-import torch
-
-
-MAX_NORM = None
-def _clip(m, grad_input, grad_output):
-    out = []
-    for g in grad_input:
-        if g is not None and g.norm() > MAX_NORM:
-            g = g * (MAX_NORM / g.norm())
-        out.append(g)
-    return tuple(out)
-
-def clip_grad_input(module, max_norm):
-    global MAX_NORM
-    MAX_NORM = max_norm
-    return module.register_full_backward_hook(_clip)
-''',
+         source=edited(reference("clip_grad_input"),
+                       ("def clip_grad_input", "MAX_NORM = None\n\n\ndef clip_grad_input"),
+                       ("    def clip(module, grad_input, grad_output):\n",
+                        "    global MAX_NORM\n"
+                        "    MAX_NORM = max_norm\n\n"
+                        "    def clip(module, grad_input, grad_output):\n"),
+                       ("if grad is not None and grad.norm() > max_norm:",
+                        "if grad is not None and grad.norm() > MAX_NORM:"),
+                       ("grad = grad * (max_norm / grad.norm())", "grad = grad * (MAX_NORM / grad.norm())")),
          expect=['that is the max_norm of the other call', 'its own call']),
     dict(exercise="clip_grad_input", kind="wrong", why='scale by max over elements (inf norm)', clause="clip-above",
-         source='''
-import torch
-
-
-def clip_grad_input(module, max_norm):
-    def hook(m, grad_input, grad_output):
-        out = []
-        for g in grad_input:
-            if g is not None and g.abs().max() > max_norm:
-                g = g * (max_norm / g.abs().max())
-            out.append(g)
-        return tuple(out)
-    return module.register_full_backward_hook(hook)
-''',
+         source=edited(reference("clip_grad_input"),
+                       ("if grad is not None and grad.norm() > max_norm:",
+                        "if grad is not None and grad.abs().max() > max_norm:"),
+                       ("grad = grad * (max_norm / grad.norm())", "grad = grad * (max_norm / grad.abs().max())")),
          expect=['the infinity norm', 'l2 norm over all elements']),
     dict(exercise="clip_grad_input", kind="wrong", why='clips only the first time it fires', clause="every-backward",
-         source='''
-import torch
-
-
-def clip_grad_input(module, max_norm):
-    state = {"done": False}
-    def hook(m, grad_input, grad_output):
-        if state["done"]:
-            return None
-        state["done"] = True
-        out = []
-        for g in grad_input:
-            if g is not None and g.norm() > max_norm:
-                g = g * (max_norm / g.norm())
-            out.append(g)
-        return tuple(out)
-    return module.register_full_backward_hook(hook)
-''',
+         source=edited(reference("clip_grad_input"),
+                       ("    def clip(module, grad_input, grad_output):\n",
+                        '    state = {"done": False}\n\n'
+                        "    def clip(module, grad_input, grad_output):\n"
+                        '        if state["done"]:\n'
+                        "            return None\n"
+                        '        state["done"] = True\n')),
          expect=['backward number 2', 'clip at every backward']),
     dict(exercise="clip_grad_input", kind="wrong", why='clips only while training', clause="eval",
-         source='''
-import torch
-
-
-def clip_grad_input(module, max_norm):
-    def hook(m, grad_input, grad_output):
-        if not m.training:
-            return None
-        out = []
-        for g in grad_input:
-            if g is not None and g.norm() > max_norm:
-                g = g * (max_norm / g.norm())
-            out.append(g)
-        return tuple(out)
-    return module.register_full_backward_hook(hook)
-''',
+         source=edited(reference("clip_grad_input"),
+                       ("    def clip(module, grad_input, grad_output):\n",
+                        "    def clip(module, grad_input, grad_output):\n"
+                        "        if not module.training:\n"
+                        "            return None\n")),
          expect=['in eval mode', 'do not test module.training']),
     dict(exercise="clip_grad_input", kind="wrong", why='copies the clipped values back with copy_',
          clause="not-in-place",
-         source='''
-import torch
-
-
-def clip_grad_input(module, max_norm):
-    def hook(m, grad_input, grad_output):
-        for g in grad_input:
-            if g is not None and g.norm() > max_norm:
-                g.copy_(g * (max_norm / g.norm()))
-        return grad_input
-    return module.register_full_backward_hook(hook)
-''',
+         source=edited(reference("clip_grad_input"),
+                       ("grad = grad * (max_norm / grad.norm())", "grad.copy_(grad * (max_norm / grad.norm()))")),
          expect=['grad_input[0] was changed in place']),
     dict(exercise="clip_grad_input", kind="wrong", why="judges by grad_output's norm", clause="own-norm",
-         source='''
-import torch
-
-
-def clip_grad_input(module, max_norm):
-    def hook(m, grad_input, grad_output):
-        n = grad_output[0].norm()
-        if n <= max_norm:
-            return None
-        return tuple(None if g is None else g * (max_norm / n) for g in grad_input)
-    return module.register_full_backward_hook(hook)
-''',
+         source=edited(reference("clip_grad_input"),
+                       ("        clipped = []", "        n = grad_output[0].norm()\n        clipped = []"),
+                       ("if grad is not None and grad.norm() > max_norm:", "if grad is not None and n > max_norm:"),
+                       ("grad = grad * (max_norm / grad.norm())", "grad = grad * (max_norm / n)")),
          expect=['norm of grad_output[0]', 'judge each tensor of grad_input by its own norm']),
     dict(exercise="clip_grad_input", kind="wrong", why='rescales to max_norm squared', clause="clip-above",
-         source='''
-import torch
-
-
-def clip_grad_input(module, max_norm):
-    def hook(m, grad_input, grad_output):
-        return tuple(g if g is None or g.norm() <= max_norm else g * (max_norm ** 2 / g.norm()) for g in grad_input)
-    return module.register_full_backward_hook(hook)
-''',
+         source=edited(reference("clip_grad_input"),
+                       ("grad = grad * (max_norm / grad.norm())", "grad = grad * (max_norm ** 2 / grad.norm())")),
          expect=['(norm 9.985, max_norm 5.0)',
                  'values [3.492,',
                  'expected tensor of shape (6, 4), float32, values [0.6984,']),
     dict(exercise="clip_grad_input", kind="wrong", why='norm with .item() under create_graph into torch.tensor',
          clause="create-graph",
-         source='''
-import torch
-
-
-def clip_grad_input(module, max_norm):
-    def hook(m, grad_input, grad_output):
-        out = []
-        for g in grad_input:
-            if g is not None and g.norm() > max_norm:
-                g = torch.tensor(g.tolist()) * (max_norm / g.norm().item())
-            out.append(g)
-        return tuple(out)
-    return module.register_full_backward_hook(hook)
-''',
+         source=edited(reference("clip_grad_input"),
+                       ("grad = grad * (max_norm / grad.norm())",
+                        "grad = torch.tensor(grad.tolist()) * (max_norm / grad.norm().item())")),
          expect=['does not require grad', 'no detach()']),
     dict(exercise="clip_grad_input", kind="wrong",
          why='clips in a tensor hook on the input, registered by a forward pre-hook',
@@ -2026,28 +1095,15 @@ def clip_grad_input(module, max_norm):
 ''',
          expect=["only after the module's full backward hooks ran", 'register_full_backward_hook']),
     dict(exercise="clip_grad_input", kind="wrong", why='normalises every tensor to max_norm', clause="keep",
-         source='''
-import torch
-
-
-import torch.nn.functional as F
-def clip_grad_input(module, max_norm):
-    def hook(m, grad_input, grad_output):
-        return tuple(None if g is None else F.normalize(g.flatten(), dim=0).view_as(g) * max_norm for g in grad_input)
-    return module.register_full_backward_hook(hook)
-''',
+         source=edited(reference("clip_grad_input"),
+                       ("import torch", "import torch\nimport torch.nn.functional as F"),
+                       ("if grad is not None and grad.norm() > max_norm:", "if grad is not None:"),
+                       ("grad = grad * (max_norm / grad.norm())",
+                        "grad = F.normalize(grad.flatten(), dim=0).view_as(grad) * max_norm")),
          expect=['already at most max_norm; keep it unchanged']),
     dict(exercise="clip_grad_input", kind="wrong", why='division by norm plus one', clause="clip-above",
-         source='''
-import torch
-
-
-def clip_grad_input(module, max_norm):
-    def hook(m, grad_input, grad_output):
-        return tuple(None if g is None else (g * (max_norm / (g.norm() + 1.0)) if g.norm() > max_norm else g)
-                     for g in grad_input)
-    return module.register_full_backward_hook(hook)
-''',
+         source=edited(reference("clip_grad_input"),
+                       ("grad = grad * (max_norm / grad.norm())", "grad = grad * (max_norm / (grad.norm() + 1.0))")),
          expect=['(norm 3.053, max_norm 1.0)',
                  'values [-0.09831,',
                  'expected tensor of shape (8, 5), float32, values [-0.1305,']),
@@ -2086,131 +1142,61 @@ def clip_grad_input(module, max_norm):
 ''',
          expect=[]),
     dict(exercise="add_grad_noise", kind="wrong", why='returns a generator expression', clause="length",
-         source='''
-import torch
-
-
-def add_grad_noise(module, std, generator=None):
-    def hook(m, grad_output):
-        return (None if g is None else g + std * torch.randn(g.shape, generator=generator, dtype=g.dtype)
-                for g in grad_output)
-    return module.register_full_backward_pre_hook(hook)
-''',
+         source=edited(reference("add_grad_noise"), ("return tuple(noisy)", "return (grad for grad in noisy)")),
          expect=['generator expression, not a tuple', 'return a tuple']),
     dict(exercise="add_grad_noise", kind="wrong", why='std kept in a module-level global', clause="own-args",
-         source='''
-import torch
-
-
-STD, GEN = None, None
-def _hook(m, grad_output):
-    return tuple(None if g is None else g + STD * torch.randn(g.shape, generator=GEN, dtype=g.dtype)
-                 for g in grad_output)
-
-def add_grad_noise(module, std, generator=None):
-    global STD, GEN
-    STD, GEN = std, generator
-    return module.register_full_backward_pre_hook(_hook)
-''',
+         source=edited(reference("add_grad_noise"),
+                       ("def add_grad_noise", "STD, GEN = None, None\n\n\ndef add_grad_noise"),
+                       ("    def add_noise(module, grad_output):\n",
+                        "    global STD, GEN\n"
+                        "    STD, GEN = std, generator\n\n"
+                        "    def add_noise(module, grad_output):\n"),
+                       ("grad + std * noise", "grad + STD * noise"),
+                       ("generator=generator,", "generator=GEN,")),
          expect=['the std of the second call', 'its own call']),
     dict(exercise="add_grad_noise", kind="right", why='noise only while training, a hook of its own',
-         source='''
-import torch
-
-
-def add_grad_noise(module, std, generator=None):
-    def hook(m, grad_output):
-        if not m.training:
-            return None
-        return tuple(None if g is None else g + std * torch.randn(g.shape, generator=generator, dtype=g.dtype)
-                     for g in grad_output)
-    return module.register_full_backward_pre_hook(hook)
-''',
+         source=edited(reference("add_grad_noise"),
+                       ("    def add_noise(module, grad_output):\n",
+                        "    def add_noise(module, grad_output):\n"
+                        "        if not module.training:\n"
+                        "            return None\n")),
          expect=[]),
     dict(exercise="add_grad_noise", kind="right", why='float32 noise for any gradient',
-         source='''
-import torch
-
-
-def add_grad_noise(module, std, generator=None):
-    def hook(m, grad_output):
-        return tuple(None if g is None else g + std * torch.randn(g.shape, generator=generator) for g in grad_output)
-    return module.register_full_backward_pre_hook(hook)
-''',
+         source=edited(reference("add_grad_noise"), (", dtype=grad.dtype, device=grad.device", "")),
          expect=[]),
     dict(exercise="add_grad_noise", kind="wrong", why='numpy noise', clause="generator",
-         source='''
-import torch
-
-
-import numpy as np
-def add_grad_noise(module, std, generator=None):
-    def hook(m, grad_output):
-        return tuple(None if g is None else g + torch.from_numpy(np.random.normal(0, std, g.shape)).to(g.dtype)
-                     for g in grad_output)
-    return module.register_full_backward_pre_hook(hook)
-''',
+         source=edited(reference("add_grad_noise"),
+                       ("import torch", "import numpy as np\nimport torch"),
+                       ("torch.randn(grad.shape, generator=generator, dtype=grad.dtype, device=grad.device)",
+                        "torch.from_numpy(np.random.normal(0, 1, grad.shape)).to(grad.dtype)")),
          expect=['two generators seeded alike', 'generator=generator']),
     dict(exercise="add_grad_noise", kind="wrong", why='std divided by the batch size, as DP-SGD', clause="mean-std",
-         source='''
-import torch
-
-
-def add_grad_noise(module, std, generator=None):
-    def hook(m, grad_output):
-        return tuple(None if g is None
-                     else g + (std / g.shape[0]) * torch.randn(g.shape, generator=generator, dtype=g.dtype)
-                     for g in grad_output)
-    return module.register_full_backward_pre_hook(hook)
-''',
+         source=edited(reference("add_grad_noise"), ("grad + std * noise", "grad + (std / grad.shape[0]) * noise")),
          expect=['has standard deviation 0.006031', 'expected 0.3']),
     dict(exercise="add_grad_noise", kind="wrong", why='generator created at registration when none given',
          clause="global",
-         source='''
-import torch
-
-
-def add_grad_noise(module, std, generator=None):
-    gen = generator if generator is not None else torch.Generator()
-    def hook(m, grad_output):
-        return tuple(None if g is None else g + std * torch.randn(g.shape, generator=gen, dtype=g.dtype)
-                     for g in grad_output)
-    return module.register_full_backward_pre_hook(hook)
-''',
+         source=edited(reference("add_grad_noise"),
+                       ("    def add_noise(module, grad_output):\n",
+                        "    gen = generator if generator is not None else torch.Generator()\n\n"
+                        "    def add_noise(module, grad_output):\n"),
+                       ("generator=generator,", "generator=gen,")),
          expect=['without a generator', 'two calls gave exactly the same noise']),
     dict(exercise="add_grad_noise", kind="wrong", why='noise accumulates (random walk)', clause="mean-std",
-         source='''
-import torch
-
-
-def add_grad_noise(module, std, generator=None):
-    state = {}
-    def hook(m, grad_output):
-        out = []
-        for i, g in enumerate(grad_output):
-            if g is None:
-                out.append(None); continue
-            state[i] = state.get(i, 0) + std * torch.randn(g.shape, generator=generator, dtype=g.dtype)
-            out.append(g + state[i])
-        return tuple(out)
-    return module.register_full_backward_pre_hook(hook)
-''',
+         source=edited(reference("add_grad_noise"),
+                       ("    def add_noise(module, grad_output):\n",
+                        "    state = {}\n\n    def add_noise(module, grad_output):\n"),
+                       ("grad = grad + std * noise",
+                        "state[len(noisy)] = state.get(len(noisy), 0) + std * noise\n"
+                        "                grad = grad + state[len(noisy)]")),
          expect=['on the second backward has standard deviation 0.4232', 'expected 0.3']),
     dict(exercise="add_grad_noise", kind="wrong", why='one-shot: noise on the first backward only', clause="fresh",
-         source='''
-import torch
-
-
-def add_grad_noise(module, std, generator=None):
-    state = {"n": 0}
-    def hook(m, grad_output):
-        state["n"] += 1
-        if state["n"] > 1:
-            return None
-        return tuple(None if g is None else g + std * torch.randn(g.shape, generator=generator, dtype=g.dtype)
-                     for g in grad_output)
-    return module.register_full_backward_pre_hook(hook)
-''',
+         source=edited(reference("add_grad_noise"),
+                       ("    def add_noise(module, grad_output):\n",
+                        '    state = {"n": 0}\n\n'
+                        "    def add_noise(module, grad_output):\n"
+                        '        state["n"] += 1\n'
+                        '        if state["n"] > 1:\n'
+                        "            return None\n")),
          expect=['on the second backward is the same number everywhere']),
     dict(exercise="add_grad_noise", kind="wrong", why='noise on the output in a forward hook', clause="pre-hook",
          source='''
@@ -2228,16 +1214,7 @@ def add_grad_noise(module, std, generator=None):
 ''',
          expect=["grad_output reached the module's backward unchanged", 'register a full backward pre-hook']),
     dict(exercise="add_grad_noise", kind="wrong", why='noise with std 1 (forgets std)', clause="mean-std",
-         source='''
-import torch
-
-
-def add_grad_noise(module, std, generator=None):
-    def hook(m, grad_output):
-        return tuple(None if g is None else g + torch.randn(g.shape, generator=generator, dtype=g.dtype)
-                     for g in grad_output)
-    return module.register_full_backward_pre_hook(hook)
-''',
+         source=edited(reference("add_grad_noise"), ("grad + std * noise", "grad + noise")),
          expect=['scale the noise by std']),
     dict(exercise="add_grad_noise", kind="wrong", why='tensor hook on the output from a forward hook',
          clause="pre-hook",
@@ -2287,185 +1264,88 @@ def add_grad_noise(module, std, generator=None):
 ''',
          expect=[]),
     dict(exercise="add_grad_noise", kind="wrong", why='sum converted to float32', clause="shape-dtype",
-         source='''
-import torch
-
-
-def add_grad_noise(module, std, generator=None):
-    def hook(m, grad_output):
-        return tuple(None if g is None else (g + std * torch.randn(g.shape, generator=generator, dtype=g.dtype)).float()
-                     for g in grad_output)
-    return module.register_full_backward_pre_hook(hook)
-''',
+         source=edited(reference("add_grad_noise"),
+                       ("grad = grad + std * noise", "grad = (grad + std * noise).float()")),
          expect=['changed the type of value', 'dtype=grad.dtype']),
     dict(exercise="add_grad_noise", kind="wrong", why='generator kept in a module-level global', clause="own-args",
-         source='''
-import torch
-
-
-_GENERATOR = None
-
-def add_grad_noise(module, std, generator=None):
-    global _GENERATOR
-    _GENERATOR = generator
-    def hook(m, grad_output):
-        return tuple(None if g is None else g + std * torch.randn(g.shape, generator=_GENERATOR, dtype=g.dtype)
-                     for g in grad_output)
-    return module.register_full_backward_pre_hook(hook)
-''',
+         source=edited(reference("add_grad_noise"),
+                       ("def add_grad_noise", "_GENERATOR = None\n\n\ndef add_grad_noise"),
+                       ("    def add_noise(module, grad_output):\n",
+                        "    global _GENERATOR\n"
+                        "    _GENERATOR = generator\n\n"
+                        "    def add_noise(module, grad_output):\n"),
+                       ("generator=generator,", "generator=_GENERATOR,")),
          expect=['from second_generator', 'its own call']),
     dict(exercise="add_grad_noise", kind="wrong", why='noise with probability one half per call', clause="fresh",
-         source='''
-import torch
-
-
-def add_grad_noise(module, std, generator=None):
-    def hook(m, grad_output):
-        if torch.rand(1, generator=generator).item() < 0.5:
-            return None
-        return tuple(None if g is None else g + std * torch.randn(g.shape, generator=generator, dtype=g.dtype)
-                     for g in grad_output)
-    return module.register_full_backward_pre_hook(hook)
-''',
+         source=edited(reference("add_grad_noise"),
+                       ("    def add_noise(module, grad_output):\n",
+                        "    def add_noise(module, grad_output):\n"
+                        "        if torch.rand(1, generator=generator).item() < 0.5:\n"
+                        "            return None\n")),
          expect=['without noise', 'add noise at every call']),
     dict(exercise="record_grad_output_norms", kind="wrong", why='dict kept on the model, looked up when the hook fires',
          clause="per-call",
-         source='''
-import torch
-from torch import nn
-
-
-def record_grad_output_norms(model, layer_types=(nn.Linear, nn.Conv2d)):
-    model.grad_norms = {}
-    handles = []
-    for name, module in model.named_modules():
-        if isinstance(module, layer_types):
-            model.grad_norms[name] = []
-            def hook(m, gi, go, name=name):
-                model.grad_norms[name].append(go[0].norm().item())
-            handles.append(module.register_full_backward_hook(hook))
-    return model.grad_norms, handles
-''',
+         source=edited(reference("record_grad_output_norms"),
+                       ("norms = {}", "model.grad_norms = {}\n    norms = model.grad_norms"),
+                       ("            norms[name].append(", "            model.grad_norms[name].append(")),
          expect=['called twice', 'hooks of its own']),
     dict(exercise="record_grad_output_norms", kind="wrong", why='records nothing when grad_input[0] is None',
          clause="each-backward",
-         source='''
-import torch
-from torch import nn
-
-
-def record_grad_output_norms(model, layer_types=(nn.Linear, nn.Conv2d)):
-    norms, handles = {}, []
-    for name, module in model.named_modules():
-        if isinstance(module, layer_types) and not isinstance(module, nn.Sequential):
-            norms[name] = []
-            def hook(m, gi, go, name=name):
-                if go is not None and go[0] is not None and gi[0] is not None:
-                    norms[name].append(go[0].detach().norm().item())
-            handles.append(module.register_full_backward_hook(hook))
-    return norms, handles
-''',
+         source=edited(reference("record_grad_output_norms"),
+                       ("if not isinstance(module, layer_types):",
+                        "if not isinstance(module, layer_types) or isinstance(module, nn.Sequential):"),
+                       ("            norms[name].append(grad_output[0].norm().item())",
+                        "            if grad_output is not None and grad_output[0] is not None and grad_input[0] is not None:\n"
+                        "                norms[name].append(grad_output[0].detach().norm().item())")),
          expect=['grad_input[0] is none', 'whatever grad_input holds']),
     dict(exercise="clip_grad_input", kind="wrong", why='clips only while grad mode is off (torch.is_grad_enabled)',
          clause="create-graph",
-         source='''
-import torch
-
-
-def clip_grad_input(module, max_norm):
-    def hook(m, grad_input, grad_output):
-        if torch.is_grad_enabled():
-            return None
-        return tuple(None if g is None else (g * (max_norm / g.norm()) if g.norm() > max_norm else g)
-                     for g in grad_input)
-    return module.register_full_backward_hook(hook)
-''',
+         source=edited(reference("clip_grad_input"),
+                       ("    def clip(module, grad_input, grad_output):\n",
+                        "    def clip(module, grad_input, grad_output):\n"
+                        "        if torch.is_grad_enabled():\n"
+                        "            return None\n")),
          expect=['create_graph=true', 'clipped as in an ordinary backward']),
     dict(exercise="add_grad_noise", kind="wrong", why='skips the noise one call in ten', clause="fresh",
-         source='''
-import torch
-
-
-def add_grad_noise(module, std, generator=None):
-    calls = [0]
-    def hook(m, grad_output):
-        calls[0] += 1
-        if calls[0] % 10 == 0:
-            return None
-        return tuple(None if g is None else g + std * torch.randn(g.shape, generator=generator, dtype=g.dtype)
-                     for g in grad_output)
-    return module.register_full_backward_pre_hook(hook)
-''',
+         source=edited(reference("add_grad_noise"),
+                       ("    def add_noise(module, grad_output):\n",
+                        "    calls = [0]\n\n"
+                        "    def add_noise(module, grad_output):\n"
+                        "        calls[0] += 1\n"
+                        "        if calls[0] % 10 == 0:\n"
+                        "            return None\n")),
          expect=['on backward number 10', 'add noise at every call']),
     dict(exercise="clip_grad_input", kind="wrong", why='spectral norm: torch.linalg.norm(g, ord=2)',
          clause="clip-above",
-         source='''
-import torch
-
-
-def clip_grad_input(module, max_norm):
-    def hook(m, grad_input, grad_output):
-        out = []
-        for g in grad_input:
-            if g is not None:
-                n = torch.linalg.norm(g, ord=2)
-                if n > max_norm:
-                    g = g * (max_norm / n)
-            out.append(g)
-        return tuple(out)
-    return module.register_full_backward_hook(hook)
-''',
+         source=edited(reference("clip_grad_input"),
+                       ("if grad is not None and grad.norm() > max_norm:",
+                        "if grad is not None and torch.linalg.norm(grad, ord=2) > max_norm:"),
+                       ("grad = grad * (max_norm / grad.norm())",
+                        "grad = grad * (max_norm / torch.linalg.norm(grad, ord=2))")),
          expect=['spectral norm', 'l2 norm over all elements']),
     dict(exercise="clip_grad_input", kind="wrong",
          why='torch.linalg.matrix_norm, per matrix on a 4-dimensional gradient',
          clause="clip-above",
-         source='''
-import torch
-
-
-def clip_grad_input(module, max_norm):
-    def hook(m, grad_input, grad_output):
-        out = []
-        for g in grad_input:
-            if g is not None:
-                n = torch.linalg.matrix_norm(g)
-                if n > max_norm:
-                    g = g * (max_norm / n)
-            out.append(g)
-        return tuple(out)
-    return module.register_full_backward_hook(hook)
-''',
+         source=edited(reference("clip_grad_input"),
+                       ("if grad is not None and grad.norm() > max_norm:",
+                        "if grad is not None and torch.linalg.matrix_norm(grad) > max_norm:"),
+                       ("grad = grad * (max_norm / grad.norm())",
+                        "grad = grad * (max_norm / torch.linalg.matrix_norm(grad))")),
          expect=['boolean value of tensor with more than one value is ambiguous', 'l2 norm over all elements']),
     dict(exercise="add_grad_noise", kind="wrong", why='one noise value per row, broadcast over the features',
          clause="iid",
-         source='''
-import torch
-
-
-def add_grad_noise(module, std, generator=None):
-    def hook(m, grad_output):
-        return tuple(None if g is None else g + std * torch.randn(g.shape[0], 1, generator=generator, dtype=g.dtype)
-                     for g in grad_output)
-    return module.register_full_backward_pre_hook(hook)
-''',
+         source=edited(reference("add_grad_noise"), ("torch.randn(grad.shape,", "torch.randn(grad.shape[0], 1,")),
          expect=['repeats itself along dimension 1', 'one independent value per element']),
     dict(exercise="add_grad_noise", kind="wrong", why="the generator's state restored before each entry",
          clause="separate",
-         source='''
-import torch
-
-
-def add_grad_noise(module, std, generator=None):
-    def hook(m, grad_output):
-        state = generator.get_state() if generator is not None else torch.get_rng_state()
-        out = []
-        for g in grad_output:
-            if generator is not None: generator.set_state(state)
-            else: torch.set_rng_state(state)
-            out.append(None if g is None else g + std * torch.randn(g.shape, generator=generator, dtype=g.dtype))
-        return tuple(out)
-    return module.register_full_backward_pre_hook(hook)
-''',
+         source=edited(reference("add_grad_noise"),
+                       ("        for grad in grad_output:\n",
+                        "        state = generator.get_state() if generator is not None else torch.get_rng_state()\n"
+                        "        for grad in grad_output:\n"
+                        "            if generator is not None:\n"
+                        "                generator.set_state(state)\n"
+                        "            else:\n"
+                        "                torch.set_rng_state(state)\n")),
          expect=['the same noise went into both', 'draw new noise for each entry']),
     dict(exercise="record_grad_output_norms", kind="right",
          why='a list for every module name, hooks only on the wanted ones',
