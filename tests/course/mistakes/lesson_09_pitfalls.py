@@ -1,82 +1,16 @@
 """Mistake catalogue for lesson 09, pitfalls and debugging. The format of an entry is described in
 tests/course/test_mistake_catalogue.py."""
 
-from mistakes import edited
+from mistakes import edited, reference
 
-_FINDER_DICTS = '''
-MODULE_DICTS = {"forward_pre": "_forward_pre_hooks", "forward": "_forward_hooks",
-                "backward_pre": "_backward_pre_hooks", "backward": "_backward_hooks",
-                "state_dict_pre": "_state_dict_pre_hooks", "state_dict": "_state_dict_hooks",
-                "load_state_dict_pre": "_load_state_dict_pre_hooks",
-                "load_state_dict_post": "_load_state_dict_post_hooks"}
-PARAMETER_DICTS = {"tensor": "_backward_hooks", "post_accumulate_grad": "_post_accumulate_grad_hooks"}
-'''
-
-def _finder(modules="model.named_modules()", skip_kind=None, parameters="model.named_parameters()",
-            read_parameter_dict="getattr(parameter, attribute) or {}", extra_line=""):
-    """A find_registered_hooks that differs from a right one in the way the arguments say."""
-    kinds = "MODULE_DICTS" if skip_kind is None else \
-        f"{{k: v for k, v in MODULE_DICTS.items() if k != {skip_kind!r}}}"
-    extra = f"\n            {extra_line}" if extra_line else ""
-    return _FINDER_DICTS + f"""
-import torch.nn.modules.module as module_globals
-
-
-def find_registered_hooks(model):
-    found = []
-    for name, module in {modules}:
-        for kind, attribute in {kinds}.items():
-            found += [(name, kind, hook) for hook in getattr(module, attribute).values()]{extra}
-    for name, parameter in {parameters}:
-        for kind, attribute in PARAMETER_DICTS.items():
-            found += [(name, kind, hook) for hook in ({read_parameter_dict}).values()]
-    return found
-"""
-
-
-_REMOVER_DICTS = '''
+# Someone's own remover, right in two ways.
+_APPLY_REMOVER = """
 MODULE_DICTS = ("_forward_pre_hooks", "_forward_hooks", "_backward_pre_hooks", "_backward_hooks",
                 "_state_dict_pre_hooks", "_state_dict_hooks", "_load_state_dict_pre_hooks",
                 "_load_state_dict_post_hooks")
 FLAG_DICTS = ("_forward_pre_hooks_with_kwargs", "_forward_hooks_with_kwargs", "_forward_hooks_always_called")
 PARAMETER_DICTS = ("_backward_hooks", "_post_accumulate_grad_hooks")
-'''
 
-
-def _remover(modules="model.modules()", flags=True, parameters="clear", count_flags=False):
-    """A remove_all_hooks that differs from a right one in the way the arguments say."""
-    flag_lines = """
-        for attribute in FLAG_DICTS:
-            removed += len(getattr(module, attribute)) if COUNT else 0
-            getattr(module, attribute).clear()""".replace("COUNT", str(count_flags)) if flags else ""
-    parameter_body = {
-        "clear": """
-            hooks = getattr(parameter, attribute)
-            if hooks:
-                removed += len(hooks)
-                hooks.clear()""",
-        "none": """
-            hooks = getattr(parameter, attribute)
-            if hooks:
-                removed += len(hooks)
-                setattr(parameter, attribute, None)""",
-        "skip": """
-            pass"""}[parameters]
-    return _REMOVER_DICTS + f"""
-
-def remove_all_hooks(model):
-    removed = 0
-    for module in {modules}:
-        for attribute in MODULE_DICTS:
-            removed += len(getattr(module, attribute))
-            getattr(module, attribute).clear(){flag_lines}
-    for parameter in model.parameters():
-        for attribute in PARAMETER_DICTS:{parameter_body}
-    return removed
-"""
-
-
-_APPLY_REMOVER = _REMOVER_DICTS + """
 
 def remove_all_hooks(model):
     removed = []
@@ -102,40 +36,34 @@ ENTRIES = [
     # ------------------------------------------------------------------ grad_before_inplace_relu
     dict(exercise="grad_before_inplace_relu", kind="wrong", why="the broken code as given",
          clause="inplace-relu",
-         source='''
-def grad_before_inplace_relu(model, layer, x):
-    grads = []
-    handle = layer.register_full_backward_hook(
-        lambda module, grad_input, grad_output: grads.append(grad_output[0]))
-    model(x).sum().backward()
-    handle.remove()
-    return grads[0]
-''',
+         source=edited(reference("grad_before_inplace_relu"),
+             (('    grads = []\n'
+               '\n'
+               '    def register_tensor_hook(module, args, output):\n'
+               '        output.register_hook(grads.append)  # list.append returns None: the gradient is unchanged\n'
+               '\n'
+               '    with layer.register_forward_hook(register_tensor_hook):\n'
+               '        model(x).sum().backward()\n'
+               '    return grads[0]\n'
+               '    # Broken: a full backward hook fails in forward here, and stays registered when it does.\n'),
+              '')),
          expect=["BackwardHookFunction", "fails in forward", "tensor hook"]),
     dict(exercise="grad_before_inplace_relu", kind="wrong", why="a full backward pre-hook instead",
          clause="inplace-relu",
-         source='''
-def grad_before_inplace_relu(model, layer, x):
-    grads = []
-    with layer.register_full_backward_pre_hook(lambda module, grad_output: grads.append(grad_output[0])):
-        model(x).sum().backward()
-    return grads[0]
-''',
+         source=edited(reference("grad_before_inplace_relu"),
+             (('    def register_tensor_hook(module, args, output):\n'
+               '        output.register_hook(grads.append)  # list.append returns None: the gradient is unchanged\n'
+               '\n'
+               '    with layer.register_forward_hook(register_tensor_hook):'),
+              '    with layer.register_full_backward_pre_hook(lambda module, grad_output: '
+              'grads.append(grad_output[0])):')),
          expect=["backward pre-hook", "fails in forward", "output.register_hook"]),
     dict(exercise="grad_before_inplace_relu", kind="wrong", why="retain_grad on the stored output",
          clause="layer-output-grad",
-         source='''
-def grad_before_inplace_relu(model, layer, x):
-    outputs = []
-
-    def keep(module, args, output):
-        output.retain_grad()
-        outputs.append(output)
-
-    with layer.register_forward_hook(keep):
-        model(x).sum().backward()
-    return outputs[0].grad
-''',
+         source=edited(reference("grad_before_inplace_relu"),
+             ('output.register_hook(grads.append)  # list.append returns None: the gradient is unchanged',
+              'output.retain_grad()\n        grads.append(output)'),
+             ('    return grads[0]\n    # Broken', '    return grads[0].grad\n    # Broken')),
          expect=["gradient at the output of the in-place relu", "retain_grad()"]),
     dict(exercise="grad_before_inplace_relu", kind="wrong", why="autograd.grad on the stored output",
          clause="layer-output-grad",
@@ -170,127 +98,75 @@ def grad_before_inplace_relu(model, layer, x):
          expect=["in-place settings changed", "set each inplace back"]),
     dict(exercise="grad_before_inplace_relu", kind="wrong", why="never removes the forward hook",
          clause="no-hook-left",
-         source='''
-def grad_before_inplace_relu(model, layer, x):
-    grads = []
-
-    def on_output(module, args, output):
-        output.register_hook(grads.append)
-
-    layer.register_forward_hook(on_output)
-    model(x).sum().backward()
-    return grads[-1]
-''',
+         source=edited(reference("grad_before_inplace_relu"),
+             (('    with layer.register_forward_hook(register_tensor_hook):\n'
+               '        model(x).sum().backward()\n'),
+              ('    layer.register_forward_hook(register_tensor_hook)\n'
+               '    model(x).sum().backward()\n')),
+             ('    return grads[0]\n    # Broken', '    return grads[-1]\n    # Broken')),
          expect=["still registered", "(name, kind)"]),
     dict(exercise="grad_before_inplace_relu", kind="wrong", why="removes the hook only when nothing raised",
          clause="on-forward-error",
-         source='''
-def grad_before_inplace_relu(model, layer, x):
-    grads = []
-
-    def on_output(module, args, output):
-        output.register_hook(grads.append)
-
-    handle = layer.register_forward_hook(on_output)
-    model(x).sum().backward()
-    handle.remove()
-    return grads[0]
-''',
+         source=edited(reference("grad_before_inplace_relu"),
+             (('    with layer.register_forward_hook(register_tensor_hook):\n'
+               '        model(x).sum().backward()\n'),
+              ('    handle = layer.register_forward_hook(register_tensor_hook)\n'
+               '    model(x).sum().backward()\n'
+               '    handle.remove()\n'))),
          expect=["the exception reached the caller", "still registered", "finally"]),
     dict(exercise="grad_before_inplace_relu", kind="wrong", why="a lambda forward hook returns the tensor hook's handle",
          clause="record-only",
-         source='''
-def grad_before_inplace_relu(model, layer, x):
-    grads = []
-    with layer.register_forward_hook(lambda module, args, output: output.register_hook(grads.append)):
-        model(x).sum().backward()
-    return grads[0]
-''',
+         source=edited(reference("grad_before_inplace_relu"),
+             (('    def register_tensor_hook(module, args, output):\n'
+               '        output.register_hook(grads.append)  # list.append returns None: the gradient is unchanged\n'
+               '\n'
+               '    with layer.register_forward_hook(register_tensor_hook):'),
+              '    with layer.register_forward_hook(lambda module, args, output: output.register_hook(grads.append)):')),
          expect=["returned the handle", "replaces the module's output"]),
     dict(exercise="grad_before_inplace_relu", kind="wrong", why="returns the list of gradients",
          clause="tensor-shape",
-         source='''
-def grad_before_inplace_relu(model, layer, x):
-    grads = []
-
-    def on_output(module, args, output):
-        output.register_hook(grads.append)
-
-    with layer.register_forward_hook(on_output):
-        model(x).sum().backward()
-    return grads
-''',
+         source=edited(reference("grad_before_inplace_relu"),
+             ('    return grads[0]\n    # Broken', '    return grads\n    # Broken')),
          expect=["returned a list of 1 item", "the gradient itself"]),
     dict(exercise="grad_before_inplace_relu", kind="wrong", why="swallows the exception",
          clause="exception-reaches-caller",
-         source='''
-def grad_before_inplace_relu(model, layer, x):
-    grads = []
-
-    def on_output(module, args, output):
-        output.register_hook(grads.append)
-
-    with layer.register_forward_hook(on_output):
-        try:
-            model(x).sum().backward()
-        except Exception:
-            return None
-    return grads[0]
-''',
+         source=edited(reference("grad_before_inplace_relu"),
+             (('    with layer.register_forward_hook(register_tensor_hook):\n'
+               '        model(x).sum().backward()\n'),
+              ('    with layer.register_forward_hook(register_tensor_hook):\n'
+               '        try:\n'
+               '            model(x).sum().backward()\n'
+               '        except Exception:\n'
+               '            return None\n'))),
          expect=["returned normally", "must reach the caller"]),
     dict(exercise="grad_before_inplace_relu", kind="wrong", why="runs backward twice",
          clause="backward-once",
-         source='''
-def grad_before_inplace_relu(model, layer, x):
-    grads = []
-
-    def on_output(module, args, output):
-        output.register_hook(grads.append)
-
-    with layer.register_forward_hook(on_output):
-        model(x).sum().backward()
-        model(x).sum().backward()
-    return grads[0]
-''',
+         source=edited(reference("grad_before_inplace_relu"),
+             (('    with layer.register_forward_hook(register_tensor_hook):\n'
+               '        model(x).sum().backward()\n'),
+              ('    with layer.register_forward_hook(register_tensor_hook):\n'
+               '        model(x).sum().backward()\n'
+               '        model(x).sum().backward()\n'))),
          expect=["twice the gradient of one backward pass", "backward() once"]),
     dict(exercise="grad_before_inplace_relu", kind="wrong", why="the tensor hook returns a replacement gradient",
          clause="record-only",
-         source='''
-import torch
-
-
-def grad_before_inplace_relu(model, layer, x):
-    grads = []
-
-    def on_grad(grad):
-        grads.append(grad)
-        return torch.zeros_like(grad)
-
-    def on_output(module, args, output):
-        output.register_hook(on_grad)
-
-    with layer.register_forward_hook(on_output):
-        model(x).sum().backward()
-    return grads[0]
-''',
+         source=edited(reference("grad_before_inplace_relu"),
+             ('def grad_before_inplace_relu(model, layer, x):',
+              'import torch\n\n\ndef grad_before_inplace_relu(model, layer, x):'),
+             ('output.register_hook(grads.append)  # list.append returns None: the gradient is unchanged',
+              'output.register_hook(lambda grad: grads.append(grad) or torch.zeros_like(grad))')),
          expect=["hooks changed the gradients", "return none"]),
     dict(exercise="grad_before_inplace_relu", kind="wrong", why="a global forward hook never removed",
          clause="no-global-hook-left",
-         source='''
-import torch
-
-
-def grad_before_inplace_relu(model, layer, x):
-    grads = []
-
-    def on_output(module, args, output):
-        if module is layer:
-            output.register_hook(grads.append)
-
-    torch.nn.modules.module.register_module_forward_hook(on_output)
-    model(x).sum().backward()
-    return grads[0]
-''',
+         source=edited(reference("grad_before_inplace_relu"),
+             ('def grad_before_inplace_relu(model, layer, x):',
+              'import torch\n\n\ndef grad_before_inplace_relu(model, layer, x):'),
+             ('        output.register_hook(grads.append)  # list.append returns None: the gradient is unchanged',
+              '        if module is layer:\n            output.register_hook(grads.append)'),
+             (('    with layer.register_forward_hook(register_tensor_hook):\n'
+               '        model(x).sum().backward()\n'),
+              ('    torch.nn.modules.module.register_module_forward_hook(register_tensor_hook)\n'
+               '    model(x).sum().backward()\n'))),
          expect=["global module hook was still registered", "_global_forward_hooks"]),
     dict(exercise="grad_before_inplace_relu", kind="right", why="inplace off for the call, set back in finally",
          source='''
@@ -367,23 +243,28 @@ def grad_before_inplace_relu(model, layer, x):
     # ------------------------------------------------------------------ find_registered_hooks
     dict(exercise="find_registered_hooks", kind="wrong", why="only the root module",
          clause="depth",
-         source=_finder(modules='[("", model)]'),
+         source=edited(reference("find_registered_hooks"),
+             ('for name, module in model.named_modules():', 'for name, module in [("", model)]:')),
          expect=["only module hooks of the model itself", "named_modules()"]),
     dict(exercise="find_registered_hooks", kind="wrong", why="named_children, one level deep",
          clause="depth",
-         source=_finder(modules='[("", model), *model.named_children()]'),
+         source=edited(reference("find_registered_hooks"),
+             ('for name, module in model.named_modules():',
+              'for name, module in [("", model), *model.named_children()]:')),
          expect=["missed", "every module in model.named_modules()"]),
     dict(exercise="find_registered_hooks", kind="wrong", why="forgets backward pre-hooks",
          clause="kinds",
-         source=_finder(skip_kind="backward_pre"),
+         source=edited(reference("find_registered_hooks"), ('"backward_pre": "_backward_pre_hooks", ', '')),
          expect=["backward_pre (registered with register_full_backward_pre_hook", "_backward_pre_hooks"]),
     dict(exercise="find_registered_hooks", kind="wrong", why="module hooks only, no parameter hooks",
          clause="parameters",
-         source=_finder(parameters="[]"),
+         source=edited(reference("find_registered_hooks"),
+             ('for name, parameter in model.named_parameters():', 'for name, parameter in []:')),
          expect=["tensor (registered with parameter.register_hook", "post_accumulate_grad"]),
     dict(exercise="find_registered_hooks", kind="wrong", why="parameter dicts read without handling None",
          clause="parameters",
-         source=_finder(read_parameter_dict="getattr(parameter, attribute)"),
+         source=edited(reference("find_registered_hooks"),
+             ('hooks = getattr(parameter, attribute, None) or {}', 'hooks = getattr(parameter, attribute)')),
          expect=["None until a hook is registered"]),
     dict(exercise="find_registered_hooks", kind="wrong", why="every attribute with 'hook' in its name",
          clause="hook",
@@ -400,51 +281,54 @@ def find_registered_hooks(model):
          expect=["is not a hook", "flags"]),
     dict(exercise="find_registered_hooks", kind="wrong", why="counts global hooks as the model's",
          clause="globals",
-         source=_finder(extra_line='found += [(name, kind, hook) for hook in '
-                                   'getattr(module_globals, "_global" + attribute, {}).values()]'),
+         source=edited(reference("find_registered_hooks"),
+             ('def find_registered_hooks(model):',
+              ('import torch.nn.modules.module as module_globals\n'
+               '\n'
+               '\n'
+               'def find_registered_hooks(model):')),
+             ('found += [(name, kind, hook) for hook in getattr(module, attribute).values()]',
+              ('found += [(name, kind, hook) for hook in getattr(module, attribute).values()]\n'
+               '            found += [(name, kind, hook) for hook in getattr(module_globals, "_global" '
+               '+ attribute, {}).values()]'))),
          expect=["a global hook", "not registered on the model"]),
     dict(exercise="find_registered_hooks", kind="wrong", why="class names instead of module names",
          clause="module-name",
-         source=_finder(modules="[(type(module).__name__, module) for module in model.modules()]"),
+         source=edited(reference("find_registered_hooks"),
+             ('for name, module in model.named_modules():',
+              'for name, module in [(type(module).__name__, module) for module in model.modules()]:')),
          expect=["under the name", "named_modules()"]),
     dict(exercise="find_registered_hooks", kind="wrong", why="with_kwargs hooks counted twice",
          clause="per-registration",
-         source=_finder(extra_line='found += [(name, "forward", module._forward_hooks[key]) '
-                                   'for key in module._forward_hooks_with_kwargs if kind == "forward"]'),
+         source=edited(reference("find_registered_hooks"),
+             ('found += [(name, kind, hook) for hook in getattr(module, attribute).values()]',
+              ('found += [(name, kind, hook) for hook in getattr(module, attribute).values()]\n'
+               '            found += [(name, "forward", module._forward_hooks[key]) for key in '
+               'module._forward_hooks_with_kwargs if kind == "forward"]'))),
          expect=["more often than it is registered", "one triple per registration"]),
     dict(exercise="find_registered_hooks", kind="wrong", why="removes the hooks it reports",
          clause="unchanged",
-         source=_finder(extra_line="getattr(module, attribute).clear()"),
+         source=edited(reference("find_registered_hooks"),
+             ('found += [(name, kind, hook) for hook in getattr(module, attribute).values()]',
+              ('found += [(name, kind, hook) for hook in getattr(module, attribute).values()]\n'
+               '            getattr(module, attribute).clear()'))),
          expect=["changed the hooks registered", "only report them"]),
     dict(exercise="find_registered_hooks", kind="wrong", why="a set drops a function registered twice",
          clause="per-registration",
-         source=_FINDER_DICTS + '''
-
-def find_registered_hooks(model):
-    found = set()
-    for name, module in model.named_modules():
-        for kind, attribute in MODULE_DICTS.items():
-            found |= {(name, kind, hook) for hook in getattr(module, attribute).values()}
-    for name, parameter in model.named_parameters():
-        for kind, attribute in PARAMETER_DICTS.items():
-            found |= {(name, kind, hook) for hook in (getattr(parameter, attribute) or {}).values()}
-    return list(found)
-''',
+         source=edited(reference("find_registered_hooks"),
+             ('    found = []\n', '    found = set()\n'),
+             ('found += [(name, kind, hook) for hook in getattr(module, attribute).values()]',
+              'found |= {(name, kind, hook) for hook in getattr(module, attribute).values()}'),
+             ('found += [(name, kind, hook) for hook in hooks.values()]',
+              'found |= {(name, kind, hook) for hook in hooks.values()}'),
+             ('    return found', '    return list(found)')),
          expect=["registered 2 times", "do not remove duplicates"]),
     dict(exercise="find_registered_hooks", kind="wrong", why="every parameter hook reported as tensor",
          clause="kinds",
-         source=_FINDER_DICTS + '''
-
-def find_registered_hooks(model):
-    found = []
-    for name, module in model.named_modules():
-        for kind, attribute in MODULE_DICTS.items():
-            found += [(name, kind, hook) for hook in getattr(module, attribute).values()]
-    for name, parameter in model.named_parameters():
-        for attribute in PARAMETER_DICTS.values():
-            found += [(name, "tensor", hook) for hook in (getattr(parameter, attribute) or {}).values()]
-    return found
-''',
+         source=edited(reference("find_registered_hooks"),
+             ('for kind, attribute in parameter_dicts.items():', 'for attribute in parameter_dicts.values():'),
+             ('found += [(name, kind, hook) for hook in hooks.values()]',
+              'found += [(name, "tensor", hook) for hook in hooks.values()]')),
          expect=["as kind 'tensor'", "expected 'post_accumulate_grad'"]),
     dict(exercise="find_registered_hooks", kind="wrong", why="each module's own parameters: a tied weight twice",
          clause="shared",
@@ -468,7 +352,14 @@ def find_registered_hooks(model):
 ''',
          expect=["under the name 'tail.weight' too", "tied weight", "named_parameters()"]),
     dict(exercise="find_registered_hooks", kind="right", why="a generator of lists",
-         source=_FINDER_DICTS + '''
+         source='''
+MODULE_DICTS = {"forward_pre": "_forward_pre_hooks", "forward": "_forward_hooks",
+                "backward_pre": "_backward_pre_hooks", "backward": "_backward_hooks",
+                "state_dict_pre": "_state_dict_pre_hooks", "state_dict": "_state_dict_hooks",
+                "load_state_dict_pre": "_load_state_dict_pre_hooks",
+                "load_state_dict_post": "_load_state_dict_post_hooks"}
+PARAMETER_DICTS = {"tensor": "_backward_hooks", "post_accumulate_grad": "_post_accumulate_grad_hooks"}
+
 
 def _walk(model):
     for name, module in model.named_modules():
@@ -491,83 +382,87 @@ def find_registered_hooks(model):
     # ------------------------------------------------------------------ remove_all_hooks
     dict(exercise="remove_all_hooks", kind="wrong", why="only the root module",
          clause="depth",
-         source=_remover(modules="[model]"),
+         source=edited(reference("remove_all_hooks"),
+             ('for module in model.modules():', 'for module in [model]:')),
          expect=["still fired", "every submodule"]),
     dict(exercise="remove_all_hooks", kind="wrong", why="named_children, one level deep",
          clause="depth",
-         source=_remover(modules="[model, *model.children()]"),
+         source=edited(reference("remove_all_hooks"),
+             ('for module in model.modules():', 'for module in [model, *model.children()]:')),
          expect=["still fired", "every submodule and parameter"]),
     dict(exercise="remove_all_hooks", kind="wrong", why="sets the parameter dicts to None",
          clause="parameters",
-         source=_remover(parameters="none"),
+         source=edited(reference("remove_all_hooks"),
+             ('                hooks.clear()', '                setattr(parameter, attribute, None)')),
          expect=["clear method", "leaves the hook attached"]),
     dict(exercise="remove_all_hooks", kind="wrong", why="leaves parameter hooks",
          clause="parameters",
-         source=_remover(parameters="skip"),
+         source=edited(reference("remove_all_hooks"),
+             (('            hooks = getattr(parameter, attribute, None)\n'
+               '            if hooks:\n'
+               '                removed += len(hooks)\n'
+               '                hooks.clear()'),
+              '            pass')),
          expect=["still fired", "tensor_hook"]),
     dict(exercise="remove_all_hooks", kind="wrong", why="leaves the flag dicts",
          clause="flags",
-         source=_remover(flags=False),
+         source=edited(reference("remove_all_hooks"),
+             ('        for attribute in flag_dicts:\n            getattr(module, attribute).clear()\n', '')),
          expect=["flag dicts still hold entries", "clear those too"]),
     dict(exercise="remove_all_hooks", kind="wrong", why="counts the flags as hooks",
          clause="count",
-         source=_remover(count_flags=True),
+         source=edited(reference("remove_all_hooks"),
+             ('        for attribute in flag_dicts:\n',
+              ('        for attribute in flag_dicts:\n'
+               '            removed += len(getattr(module, attribute))\n'))),
          expect=["expected the number of hooks it removed", "flag entries do not count"]),
     dict(exercise="remove_all_hooks", kind="wrong", why="returns nothing",
          clause="count",
-         source=_remover().replace("    return removed\n", "    removed = None\n"),
+         source=edited(reference("remove_all_hooks"), ('return removed', 'removed = None')),
          expect=["returned None", "the number of hooks it removed"]),
     dict(exercise="remove_all_hooks", kind="wrong", why="also clears the global hooks",
          clause="globals",
-         source=_remover().replace("    return removed\n", """    import torch.nn.modules.module as module_globals
-    module_globals._global_forward_hooks.clear()
-    return removed
-"""),
+         source=edited(reference("remove_all_hooks"),
+             ('hooks.clear()',
+              ('hooks.clear()\n'
+               '    import torch.nn.modules.module as module_globals\n'
+               '    module_globals._global_forward_hooks.clear()'))),
          expect=["global forward hook", "leave them registered"]),
     dict(exercise="remove_all_hooks", kind="wrong", why="sets the module dicts to None",
          clause="in-place",
-         source=_REMOVER_DICTS + """
-
-def remove_all_hooks(model):
-    removed = 0
-    for module in model.modules():
-        for attribute in MODULE_DICTS + FLAG_DICTS:
-            removed += len(getattr(module, attribute)) if attribute in MODULE_DICTS else 0
-            setattr(module, attribute, None)
-    for parameter in model.parameters():
-        for attribute in PARAMETER_DICTS:
-            hooks = getattr(parameter, attribute)
-            if hooks:
-                removed += len(hooks)
-                hooks.clear()
-    return removed
-""",
+         source=edited(reference("remove_all_hooks"),
+             (('            getattr(module, attribute).clear()\n'
+               '        for attribute in flag_dicts:'),
+              '            setattr(module, attribute, None)\n        for attribute in flag_dicts:'),
+             (('        for attribute in flag_dicts:\n'
+               '            getattr(module, attribute).clear()'),
+              '        for attribute in flag_dicts:\n            setattr(module, attribute, None)')),
          expect=["no longer runs", "dict.clear()"]),
     dict(exercise="remove_all_hooks", kind="wrong", why="new empty dicts for modules, pops parameter hooks",
          clause="in-place",
-         source=_REMOVER_DICTS + """
-from collections import OrderedDict
-
-
-def remove_all_hooks(model):
-    removed = 0
-    for module in model.modules():
-        removed += sum(len(getattr(module, attribute)) for attribute in MODULE_DICTS)
-        for attribute in MODULE_DICTS + FLAG_DICTS:
-            setattr(module, attribute, OrderedDict())
-    for parameter in model.parameters():
-        for attribute in PARAMETER_DICTS:
-            hooks = getattr(parameter, attribute) or {}
-            for key in list(hooks):
-                del hooks[key]
-                removed += 1
-    return removed
-""",
+         source=edited(reference("remove_all_hooks"),
+             ('def remove_all_hooks(model):',
+              'from collections import OrderedDict\n\n\ndef remove_all_hooks(model):'),
+             (('            getattr(module, attribute).clear()\n'
+               '        for attribute in flag_dicts:'),
+              ('            setattr(module, attribute, OrderedDict())\n'
+               '        for attribute in flag_dicts:')),
+             (('        for attribute in flag_dicts:\n'
+               '            getattr(module, attribute).clear()'),
+              ('        for attribute in flag_dicts:\n'
+               '            setattr(module, attribute, OrderedDict())')),
+             (('            if hooks:\n'
+               '                removed += len(hooks)\n'
+               '                hooks.clear()'),
+              ('            for key in list(hooks or {}):\n'
+               '                del hooks[key]\n'
+               '                removed += 1'))),
          expect=["is another object than before", "rebound the attribute", "in place"]),
     dict(exercise="remove_all_hooks", kind="wrong", why="counts distinct functions, not registrations",
          clause="count",
-         source=_remover().replace("removed += len(getattr(module, attribute))",
-                                   "removed += len(set(getattr(module, attribute).values()))"),
+         source=edited(reference("remove_all_hooks"),
+             ('removed += len(getattr(module, attribute))',
+              'removed += len(set(getattr(module, attribute).values()))')),
          expect=["expected the number of hooks it removed", "one per registration"]),
     dict(exercise="remove_all_hooks", kind="right", why="model.apply, sets each parameter's dicts to new ones",
          source=_APPLY_REMOVER,
@@ -576,7 +471,8 @@ def remove_all_hooks(model):
          source=edited(_APPLY_REMOVER, ("setattr(parameter, attribute, {})", "getattr(parameter, attribute).clear()")),
          expect=[]),
     dict(exercise="remove_all_hooks", kind="right", why="the right remover, written by the helper",
-         source=_remover(),
+         source=edited(reference("remove_all_hooks"),
+             ('hooks = getattr(parameter, attribute, None)', 'hooks = getattr(parameter, attribute)')),
          expect=[]),
 
     # ------------------------------------------------------------------ grad_before_inplace_relu: more clauses
@@ -675,13 +571,10 @@ def grad_before_inplace_relu(model, layer, x):
          expect=["BackwardHookFunction", "in-place relu itself", "tensor hook"]),
     dict(exercise="grad_before_inplace_relu", kind="wrong", why="reads output.grad without retain_grad",
          clause="tensor-shape",
-         source="""
-def grad_before_inplace_relu(model, layer, x):
-    outputs = []
-    with layer.register_forward_hook(lambda module, args, output: outputs.append(output)):
-        model(x).sum().backward()
-    return outputs[0].grad
-""",
+         source=edited(reference("grad_before_inplace_relu"),
+             ('output.register_hook(grads.append)  # list.append returns None: the gradient is unchanged',
+              'grads.append(output)'),
+             ('    return grads[0]\n    # Broken', '    return grads[0].grad\n    # Broken')),
          expect=["returned None", "expected the gradient"]),
     dict(exercise="grad_before_inplace_relu", kind="wrong", why="a tensor hook on the input x",
          clause="layer-output-grad",
@@ -696,113 +589,98 @@ def grad_before_inplace_relu(model, layer, x):
          expect=["expected the gradient of model(x).sum() with respect to the layer's output"]),
     dict(exercise="grad_before_inplace_relu", kind="wrong", why="the gradient of the first call, cached",
          clause="layer-output-grad",
-         source="""
-_grads = []
-
-
-def grad_before_inplace_relu(model, layer, x):
-    def on_output(module, args, output):
-        output.register_hook(_grads.append)
-
-    with layer.register_forward_hook(on_output):
-        model(x).sum().backward()
-    return _grads[0]
-""",
+         source=edited(reference("grad_before_inplace_relu"),
+             ('def grad_before_inplace_relu(model, layer, x):',
+              '_grads = []\n\n\ndef grad_before_inplace_relu(model, layer, x):'),
+             ('    """\n    grads = []\n', '    """\n    grads = _grads\n')),
          expect=["expected the gradient of model(x).sum() with respect to the layer's output"]),
     dict(exercise="grad_before_inplace_relu", kind="right", why="a tensor hook that returns the grad unchanged",
-         source="""
-def grad_before_inplace_relu(model, layer, x):
-    seen = {}
-
-    def keep(grad):
-        seen["grad"] = grad
-        return grad  # the same gradient: nothing replaced
-
-    def on_output(module, args, output):
-        output.register_hook(keep)
-
-    with layer.register_forward_hook(on_output):
-        model(x).sum().backward()
-    return seen["grad"]
-""",
+         source=edited(reference("grad_before_inplace_relu"),
+             ('output.register_hook(grads.append)  # list.append returns None: the gradient is unchanged',
+              'output.register_hook(keep)'),
+             ('    def register_tensor_hook(',
+              ('    def keep(grad):\n'
+               '        grads.append(grad)\n'
+               '        return grad  # the same gradient: nothing replaced\n'
+               '\n'
+               '    def register_tensor_hook('))),
          expect=[]),
 
     # ------------------------------------------------------------------ find_registered_hooks: more clauses
     dict(exercise="find_registered_hooks", kind="wrong", why="skips the model itself",
          clause="root",
-         source=_finder(modules='[(name, module) for name, module in model.named_modules() if name]'),
+         source=edited(reference("find_registered_hooks"),
+             ('for name, module in model.named_modules():',
+              'for name, module in [(name, module) for name, module in model.named_modules() if name]:')),
          expect=["registered on the model itself", "do not skip it"]),
     dict(exercise="find_registered_hooks", kind="wrong", why="parameter hooks under the local parameter name",
          clause="parameter-name",
-         source=_finder(parameters='[(local, parameter) for module in model.modules() '
-                                   'for local, parameter in module.named_parameters(recurse=False)]'),
+         source=edited(reference("find_registered_hooks"),
+             ('for name, parameter in model.named_parameters():',
+              'for name, parameter in [(local, parameter) for module in model.modules() for local, '
+              'parameter in module.named_parameters(recurse=False)]:')),
          expect=["under the name", "model.named_parameters() for a parameter"]),
     dict(exercise="find_registered_hooks", kind="wrong", why="reports the handle ids, not the hooks",
          clause="hook",
-         source=_FINDER_DICTS + """
-
-def find_registered_hooks(model):
-    found = []
-    for name, module in model.named_modules():
-        for kind, attribute in MODULE_DICTS.items():
-            found += [(name, kind, key) for key in getattr(module, attribute)]
-    for name, parameter in model.named_parameters():
-        for kind, attribute in PARAMETER_DICTS.items():
-            found += [(name, kind, key) for key in (getattr(parameter, attribute) or {})]
-    return found
-""",
+         source=edited(reference("find_registered_hooks"),
+             ('found += [(name, kind, hook) for hook in getattr(module, attribute).values()]',
+              'found += [(name, kind, key) for key in getattr(module, attribute)]'),
+             ('found += [(name, kind, hook) for hook in hooks.values()]',
+              'found += [(name, kind, key) for key in hooks]')),
          expect=["is not a hook", "the dict's values"]),
     dict(exercise="find_registered_hooks", kind="wrong", why="its own walk over named_children",
          clause="shared",
-         source=_FINDER_DICTS + """
-
-def _walk(module, name):
-    yield name, module
-    for child_name, child in module.named_children():
-        yield from _walk(child, f"{name}.{child_name}" if name else child_name)
-
-
-def find_registered_hooks(model):
-    found = []
-    for name, module in _walk(model, ""):
-        for kind, attribute in MODULE_DICTS.items():
-            found += [(name, kind, hook) for hook in getattr(module, attribute).values()]
-    for name, parameter in model.named_parameters():
-        for kind, attribute in PARAMETER_DICTS.items():
-            found += [(name, kind, hook) for hook in (getattr(parameter, attribute) or {}).values()]
-    return found
-""",
+         source=edited(reference("find_registered_hooks"),
+             ('def find_registered_hooks(model):',
+              ('def _walk(module, name):\n'
+               '    yield name, module\n'
+               '    for child_name, child in module.named_children():\n'
+               '        yield from _walk(child, f"{name}.{child_name}" if name else child_name)\n'
+               '\n'
+               '\n'
+               'def find_registered_hooks(model):')),
+             ('for name, module in model.named_modules():', 'for name, module in _walk(model, ""):')),
          expect=["under the name 'twin' too", "shared module", "named_children()"]),
     dict(exercise="find_registered_hooks", kind="wrong", why="named_modules(remove_duplicate=False)",
          clause="shared",
-         source=_finder(modules="model.named_modules(remove_duplicate=False)",
-                        parameters="model.named_parameters(remove_duplicate=False)"),
+         source=edited(reference("find_registered_hooks"),
+             ('for name, module in model.named_modules():',
+              'for name, module in model.named_modules(remove_duplicate=False):'),
+             ('for name, parameter in model.named_parameters():',
+              'for name, parameter in model.named_parameters(remove_duplicate=False):')),
          expect=["too", "same module", "list it once"]),
     dict(exercise="find_registered_hooks", kind="wrong", why="returns None when nothing is registered",
          clause="empty",
-         source=_finder().replace("    return found\n", "    return found or None\n"),
+         source=edited(reference("find_registered_hooks"), ('return found', 'return found or None')),
          expect=["a model with no hooks", "returned None", "expected a list"]),
     dict(exercise="find_registered_hooks", kind="wrong", why="returns a dict from (name, kind) to hooks",
          clause="returns-list",
-         source=_finder().replace("    return found\n", """    grouped = {}
-    for name, kind, hook in found:
-        grouped.setdefault((name, kind), []).append(hook)
-    return grouped
-"""),
+         source=edited(reference("find_registered_hooks"),
+             ('return found',
+              ('grouped = {}\n'
+               '    for name, kind, hook in found:\n'
+               '        grouped.setdefault((name, kind), []).append(hook)\n'
+               '    return grouped'))),
          expect=["returned dict", "expected a list of (name, kind, hook) triples"]),
     dict(exercise="find_registered_hooks", kind="wrong", why="names from named_modules(prefix='model')",
          clause="module-name",
-         source=_finder(modules='model.named_modules(prefix="model")'),
+         source=edited(reference("find_registered_hooks"),
+             ('for name, module in model.named_modules():',
+              'for name, module in model.named_modules(prefix="model"):')),
          expect=["under the name 'model", "named_modules()"]),
     dict(exercise="find_registered_hooks", kind="wrong", why="reports every global dict under the name ''",
          clause="globals",
-         source=_finder().replace("    return found\n", """    for attribute, hooks in vars(module_globals).items():
-        if attribute.startswith("_global_") and attribute.endswith("_hooks") and "always" not in attribute \\
-                and "kwargs" not in attribute and "registration" not in attribute:
-            kind = attribute[len("_global_"):-len("_hooks")]
-            found += [("", kind, hook) for hook in hooks.values()]
-    return found
-"""),
+         source=edited(reference("find_registered_hooks"),
+             ('def find_registered_hooks(model):',
+              'import torch.nn.modules.module as module_globals\n\n\ndef find_registered_hooks(model):'),
+             ('found += [(name, kind, hook) for hook in hooks.values()]',
+              ('found += [(name, kind, hook) for hook in hooks.values()]\n'
+               '    for attribute, hooks in vars(module_globals).items():\n'
+               '        if attribute.startswith("_global_") and attribute.endswith("_hooks") and '
+               '"always" not in attribute \\\n'
+               '                and "kwargs" not in attribute and "registration" not in attribute:\n'
+               '            kind = attribute[len("_global_"):-len("_hooks")]\n'
+               '            found += [("", kind, hook) for hook in hooks.values()]'))),
          expect=["a global hook", "leave them out"]),
     dict(exercise="find_registered_hooks", kind="right", why="each module's own parameters, a tied weight once",
          source="""
@@ -831,25 +709,37 @@ def find_registered_hooks(model):
     # ------------------------------------------------------------------ remove_all_hooks: more clauses
     dict(exercise="remove_all_hooks", kind="wrong", why="skips the model itself",
          clause="root",
-         source=_remover(modules="[module for name, module in model.named_modules() if name]"),
+         source=edited(reference("remove_all_hooks"),
+             ('for module in model.modules():',
+              'for module in [module for name, module in model.named_modules() if name]:')),
          expect=["the model's own hooks", "model.modules() gives it first"]),
     dict(exercise="remove_all_hooks", kind="wrong", why="forward and backward hooks only",
          clause="kinds",
-         source=edited(_remover(), ('"_state_dict_pre_hooks", "_state_dict_hooks", "_load_state_dict_pre_hooks",', ""),
-                       ('"_load_state_dict_post_hooks"', "")),
+         source=edited(reference("remove_all_hooks"),
+             (('"_state_dict_pre_hooks", "_state_dict_hooks", "_load_state_dict_pre_hooks",\n'
+               '                    "_load_state_dict_post_hooks")'),
+              '\n                    )')),
          expect=["still fired", "state_dict", "ten kinds"]),
     dict(exercise="remove_all_hooks", kind="wrong", why="clears every global dict too",
          clause="globals",
-         source=_remover().replace("    return removed\n", """    import torch.nn.modules.module as module_globals
-    for attribute, value in vars(module_globals).items():
-        if attribute.startswith("_global_") and isinstance(value, dict) and "forward" not in attribute:
-            value.clear()
-    return removed
-"""),
+         source=edited(reference("remove_all_hooks"),
+             ('hooks.clear()',
+              ('hooks.clear()\n'
+               '    import torch.nn.modules.module as module_globals\n'
+               '    for attribute, value in vars(module_globals).items():\n'
+               '        if attribute.startswith("_global_") and isinstance(value, dict) and "forward" '
+               'not in attribute:\n'
+               '            value.clear()'))),
          expect=["torch.nn.modules.module._global_", "changed", "leave them registered"]),
     dict(exercise="remove_all_hooks", kind="wrong", why="counts first, over each module's own parameters",
          clause="count-shared",
-         source=_REMOVER_DICTS + """
+         source="""
+MODULE_DICTS = ("_forward_pre_hooks", "_forward_hooks", "_backward_pre_hooks", "_backward_hooks",
+                "_state_dict_pre_hooks", "_state_dict_hooks", "_load_state_dict_pre_hooks",
+                "_load_state_dict_post_hooks")
+FLAG_DICTS = ("_forward_pre_hooks_with_kwargs", "_forward_hooks_with_kwargs", "_forward_hooks_always_called")
+PARAMETER_DICTS = ("_backward_hooks", "_post_accumulate_grad_hooks")
+
 
 def remove_all_hooks(model):
     removed = 0
@@ -869,13 +759,20 @@ def remove_all_hooks(model):
          expect=["expected the number of hooks it removed", "tied weight", "count their hooks once"]),
     dict(exercise="remove_all_hooks", kind="wrong", why="resets _is_full_backward_hook to False",
          clause="afterwards",
-         source=_remover().replace("    return removed\n", """    for module in model.modules():
-        module._is_full_backward_hook = False  # no backward hook any more
-    return removed
-"""),
+         source=edited(reference("remove_all_hooks"),
+             ('hooks.clear()',
+              ('hooks.clear()\n'
+               '    for module in model.modules():\n'
+               '        module._is_full_backward_hook = False  # no backward hook any more'))),
          expect=["registering a backward hook", "must take new hooks as before"]),
     dict(exercise="remove_all_hooks", kind="right", why="pops every key of every dict",
-         source=_REMOVER_DICTS + """
+         source="""
+MODULE_DICTS = ("_forward_pre_hooks", "_forward_hooks", "_backward_pre_hooks", "_backward_hooks",
+                "_state_dict_pre_hooks", "_state_dict_hooks", "_load_state_dict_pre_hooks",
+                "_load_state_dict_post_hooks")
+FLAG_DICTS = ("_forward_pre_hooks_with_kwargs", "_forward_hooks_with_kwargs", "_forward_hooks_always_called")
+PARAMETER_DICTS = ("_backward_hooks", "_post_accumulate_grad_hooks")
+
 
 def _empty(hooks):
     count = 0
@@ -928,25 +825,13 @@ def remove_all_hooks(model):
          expect=["the model's own hooks", "model._modules starts below it"]),
     dict(exercise="remove_all_hooks", kind="wrong", why="counts each dict after clearing it",
          clause="count",
-         source="""
-MODULE_DICTS = ("_forward_pre_hooks", "_forward_hooks", "_backward_pre_hooks", "_backward_hooks",
-                "_state_dict_pre_hooks", "_state_dict_hooks", "_load_state_dict_pre_hooks",
-                "_load_state_dict_post_hooks")
-FLAG_DICTS = ("_forward_pre_hooks_with_kwargs", "_forward_hooks_with_kwargs", "_forward_hooks_always_called")
-
-
-def remove_all_hooks(model):
-    removed = 0
-    for module in model.modules():
-        for attribute in MODULE_DICTS + FLAG_DICTS:
-            getattr(module, attribute).clear()
-            removed += len(getattr(module, attribute))
-    for parameter in model.parameters():
-        for attribute in ("_backward_hooks", "_post_accumulate_grad_hooks"):
-            if getattr(parameter, attribute):
-                getattr(parameter, attribute).clear()
-    return removed
-""",
+         source=edited(reference("remove_all_hooks"),
+             (('            removed += len(getattr(module, attribute))\n'
+               '            getattr(module, attribute).clear()'),
+              ('            getattr(module, attribute).clear()\n'
+               '            removed += len(getattr(module, attribute))')),
+             ('                removed += len(hooks)\n                hooks.clear()',
+              '                hooks.clear()\n                removed += len(hooks)')),
          expect=["returned int 0", "the number of hooks it removed"]),
     dict(exercise="find_registered_hooks", kind="wrong", why="named_parameters() of every module",
          clause="per-registration",
@@ -988,20 +873,14 @@ def find_registered_hooks(model):
 
     dict(exercise="grad_before_inplace_relu", kind="wrong", why="clears the layer's forward hooks in finally",
          clause="others-kept",
-         source="""
-def grad_before_inplace_relu(model, layer, x):
-    grads = []
-
-    def on_output(module, args, output):
-        output.register_hook(grads.append)
-
-    layer.register_forward_hook(on_output)
-    try:
-        model(x).sum().backward()
-    finally:
-        layer._forward_hooks.clear()
-    return grads[0]
-""",
+         source=edited(reference("grad_before_inplace_relu"),
+             (('    with layer.register_forward_hook(register_tensor_hook):\n'
+               '        model(x).sum().backward()\n'),
+              ('    layer.register_forward_hook(register_tensor_hook)\n'
+               '    try:\n'
+               '        model(x).sum().backward()\n'
+               '    finally:\n'
+               '        layer._forward_hooks.clear()\n'))),
          expect=["registered on the model before the call were gone", "only the hooks you registered"]),
     dict(exercise="grad_before_inplace_relu", kind="wrong", why="registers the tensor hook after the forward pass",
          clause="layer-output-grad",
@@ -1016,24 +895,18 @@ def grad_before_inplace_relu(model, layer, x):
 """,
          expect=["gradient at the output of the in-place relu", "inside a forward hook"]),
     dict(exercise="grad_before_inplace_relu", kind="right", why="a global forward hook, removed in finally",
-         source="""
-import torch
-
-
-def grad_before_inplace_relu(model, layer, x):
-    grads = []
-
-    def on_output(module, args, output):
-        if module is layer:
-            output.register_hook(grads.append)
-
-    handle = torch.nn.modules.module.register_module_forward_hook(on_output)
-    try:
-        model(x).sum().backward()
-    finally:
-        handle.remove()
-    return grads[0]
-""",
+         source=edited(reference("grad_before_inplace_relu"),
+             ('def grad_before_inplace_relu(model, layer, x):',
+              'import torch\n\n\ndef grad_before_inplace_relu(model, layer, x):'),
+             ('        output.register_hook(grads.append)  # list.append returns None: the gradient is unchanged',
+              '        if module is layer:\n            output.register_hook(grads.append)'),
+             (('    with layer.register_forward_hook(register_tensor_hook):\n'
+               '        model(x).sum().backward()\n'),
+              ('    handle = torch.nn.modules.module.register_module_forward_hook(register_tensor_hook)\n'
+               '    try:\n'
+               '        model(x).sum().backward()\n'
+               '    finally:\n'
+               '        handle.remove()\n'))),
          expect=[]),
 
     dict(exercise="remove_all_hooks", kind="right", why="also resets _is_full_backward_hook to None, as Lightning does",
@@ -1063,74 +936,27 @@ def remove_all_hooks(model):
          expect=[]),
     dict(exercise="remove_all_hooks", kind="wrong", why="deletes the parameter dicts",
          clause="parameters",
-         source="""
-MODULE_DICTS = ("_forward_pre_hooks", "_forward_hooks", "_backward_pre_hooks", "_backward_hooks",
-                "_state_dict_pre_hooks", "_state_dict_hooks", "_load_state_dict_pre_hooks",
-                "_load_state_dict_post_hooks")
-FLAGS = ("_forward_pre_hooks_with_kwargs", "_forward_hooks_with_kwargs", "_forward_hooks_always_called")
-
-
-def remove_all_hooks(model):
-    removed = 0
-    for module in model.modules():
-        for attribute in MODULE_DICTS:
-            removed += len(getattr(module, attribute))
-            getattr(module, attribute).clear()
-        for attribute in FLAGS:
-            getattr(module, attribute).clear()
-    for parameter in model.parameters():
-        for attribute in ("_backward_hooks", "_post_accumulate_grad_hooks"):
-            hooks = getattr(parameter, attribute)
-            if hooks:
-                removed += len(hooks)
-                delattr(parameter, attribute)
-    return removed
-""",
+         source=edited(reference("remove_all_hooks"),
+             ('                hooks.clear()', '                delattr(parameter, attribute)')),
          expect=["deletion of _backwards_hooks not allowed"]),
 
     dict(exercise="find_registered_hooks", kind="wrong", why="unwraps the load pre-hooks in their dict",
          clause="unchanged",
-         source="""
-KINDS = {"forward_pre": "_forward_pre_hooks", "forward": "_forward_hooks", "backward_pre": "_backward_pre_hooks",
-         "backward": "_backward_hooks", "state_dict_pre": "_state_dict_pre_hooks", "state_dict": "_state_dict_hooks",
-         "load_state_dict_pre": "_load_state_dict_pre_hooks", "load_state_dict_post": "_load_state_dict_post_hooks"}
-
-
-def find_registered_hooks(model):
-    found = []
-    for name, module in model.named_modules():
-        wrapped = module._load_state_dict_pre_hooks
-        for key, hook in wrapped.items():
-            wrapped[key] = getattr(hook, "hook", hook)  # store the learner's function itself
-        for kind, attribute in KINDS.items():
-            found += [(name, kind, hook) for hook in getattr(module, attribute).values()]
-    for name, parameter in model.named_parameters():
-        for kind, attribute in (("tensor", "_backward_hooks"), ("post_accumulate_grad", "_post_accumulate_grad_hooks")):
-            found += [(name, kind, hook) for hook in (getattr(parameter, attribute) or {}).values()]
-    return found
-""",
+         source=edited(reference("find_registered_hooks"),
+             ('        for kind, attribute in module_dicts.items():\n',
+              ('        wrapped = module._load_state_dict_pre_hooks\n'
+               '        for key, hook in wrapped.items():\n'
+               '            wrapped[key] = getattr(hook, "hook", hook)  # store the learner\'s function itself\n'
+               '        for kind, attribute in module_dicts.items():\n'))),
          expect=["changed the hooks registered", "not remove, add or replace any"]),
 
     dict(exercise="find_registered_hooks", kind="wrong", why="skips parameters that do not require grad",
          clause="parameters",
-         source="""
-KINDS = {"forward_pre": "_forward_pre_hooks", "forward": "_forward_hooks", "backward_pre": "_backward_pre_hooks",
-         "backward": "_backward_hooks", "state_dict_pre": "_state_dict_pre_hooks", "state_dict": "_state_dict_hooks",
-         "load_state_dict_pre": "_load_state_dict_pre_hooks", "load_state_dict_post": "_load_state_dict_post_hooks"}
-
-
-def find_registered_hooks(model):
-    found = []
-    for name, module in model.named_modules():
-        for kind, attribute in KINDS.items():
-            found += [(name, kind, hook) for hook in getattr(module, attribute).values()]
-    for name, parameter in model.named_parameters():
-        if not parameter.requires_grad:
-            continue  # a frozen parameter gets no gradient, so no gradient hook
-        for kind, attribute in (("tensor", "_backward_hooks"), ("post_accumulate_grad", "_post_accumulate_grad_hooks")):
-            found += [(name, kind, hook) for hook in (getattr(parameter, attribute) or {}).values()]
-    return found
-""",
+         source=edited(reference("find_registered_hooks"),
+             ('    for name, parameter in model.named_parameters():\n',
+              ('    for name, parameter in model.named_parameters():\n'
+               '        if not parameter.requires_grad:\n'
+               '            continue  # a frozen parameter gets no gradient, so no gradient hook\n'))),
          expect=["frozen (requires_grad_(false)) after that hook was registered", "whether or not it requires grad"]),
     # ---- grad_before_inplace_relu: a layer at any depth, one pass, dtype, mode and x kept
     dict(exercise="grad_before_inplace_relu", kind="wrong", why="finds the ReLU as the next child of the model",
@@ -1174,89 +1000,51 @@ def grad_before_inplace_relu(model, layer, x):
          expect=["ran the model 2 times", "expected exactly one"]),
     dict(exercise="grad_before_inplace_relu", kind="wrong", why="backward with create_graph=True",
          clause="no-create-graph",
-         source='''
-def grad_before_inplace_relu(model, layer, x):
-    grads = []
-
-    def on_output(module, args, output):
-        output.register_hook(grads.append)
-
-    with layer.register_forward_hook(on_output):
-        model(x).sum().backward(create_graph=True)
-    return grads[0]
-''',
+         source=edited(reference("grad_before_inplace_relu"),
+             (('    with layer.register_forward_hook(register_tensor_hook):\n'
+               '        model(x).sum().backward()\n'),
+              ('    with layer.register_forward_hook(register_tensor_hook):\n'
+               '        model(x).sum().backward(create_graph=True)\n'))),
          expect=["requires grad", "create_graph=True", "without create_graph"]),
     dict(exercise="grad_before_inplace_relu", kind="wrong", why="adds the gradient into a float32 zeros tensor",
          clause="tensor-dtype",
-         source='''
-import torch
-
-
-def grad_before_inplace_relu(model, layer, x):
-    holder = {}
-
-    def on_output(module, args, output):
-        holder["grad"] = torch.zeros(output.shape)
-
-        def add(grad):
-            holder["grad"] += grad
-
-        output.register_hook(add)
-
-    with layer.register_forward_hook(on_output):
-        model(x).sum().backward()
-    return holder["grad"]
-''',
+         source=edited(reference("grad_before_inplace_relu"),
+             ('def grad_before_inplace_relu(model, layer, x):',
+              'import torch\n\n\ndef grad_before_inplace_relu(model, layer, x):'),
+             ('output.register_hook(grads.append)  # list.append returns None: the gradient is unchanged',
+              ('grads.append(torch.zeros(output.shape))\n'
+               '\n'
+               '        def add(grad):\n'
+               '            grads[0] += grad\n'
+               '\n'
+               '        output.register_hook(add)'))),
          expect=["right values as float32", "float64 here", "shape and dtype"]),
     dict(exercise="grad_before_inplace_relu", kind="wrong", why="calls model.train() first",
          clause="mode-kept",
-         source='''
-def grad_before_inplace_relu(model, layer, x):
-    model.train()  # gradients are for training
-    grads = []
-
-    def on_output(module, args, output):
-        output.register_hook(grads.append)
-
-    with layer.register_forward_hook(on_output):
-        model(x).sum().backward()
-    return grads[0]
-''',
+         source=edited(reference("grad_before_inplace_relu"),
+             ('    """\n    grads = []\n',
+              '    """\n    model.train()  # gradients are for training\n    grads = []\n')),
          expect=["train/eval mode changed", "it was eval", "model.train()"]),
     dict(exercise="grad_before_inplace_relu", kind="wrong", why="x.requires_grad_() on the caller's x",
          clause="x-unchanged",
-         source='''
-def grad_before_inplace_relu(model, layer, x):
-    x.requires_grad_()  # so that every module's backward runs
-    grads = []
-
-    def on_output(module, args, output):
-        output.register_hook(grads.append)
-
-    with layer.register_forward_hook(on_output):
-        model(x).sum().backward()
-    return grads[0]
-''',
+         source=edited(reference("grad_before_inplace_relu"),
+             ('    """\n    grads = []\n',
+              ('    """\n'
+               "    x.requires_grad_()  # so that every module's backward runs\n"
+               '    grads = []\n'))),
          expect=["caller's x was changed", "requires grad now", "x.clone().requires_grad_()"]),
     dict(exercise="grad_before_inplace_relu", kind="wrong", why="torch.autograd.grad for every parameter, .grad set by hand",
          clause="backward-once",
-         source='''
-import torch
-
-
-def grad_before_inplace_relu(model, layer, x):
-    grads = []
-
-    def on_output(module, args, output):
-        output.register_hook(grads.append)
-
-    with layer.register_forward_hook(on_output):
-        score = model(x).sum()
-    parameters = list(model.parameters())
-    for parameter, grad in zip(parameters, torch.autograd.grad(score, parameters)):
-        parameter.grad = grad
-    return grads[0]
-''',
+         source=edited(reference("grad_before_inplace_relu"),
+             ('def grad_before_inplace_relu(model, layer, x):',
+              'import torch\n\n\ndef grad_before_inplace_relu(model, layer, x):'),
+             (('    with layer.register_forward_hook(register_tensor_hook):\n'
+               '        model(x).sum().backward()\n'),
+              ('    with layer.register_forward_hook(register_tensor_hook):\n'
+               '        score = model(x).sum()\n'
+               '    parameters = list(model.parameters())\n'
+               '    for parameter, grad in zip(parameters, torch.autograd.grad(score, parameters)):\n'
+               '        parameter.grad = grad\n'))),
          expect=["does not require grad"]),
     dict(exercise="grad_before_inplace_relu", kind="right", why="every ReLU off and back to its own value, full backward hook",
          source='''
@@ -1279,34 +1067,24 @@ def grad_before_inplace_relu(model, layer, x):
 ''',
          expect=[]),
     dict(exercise="grad_before_inplace_relu", kind="right", why="the forward hook removed before backward",
-         source='''
-def grad_before_inplace_relu(model, layer, x):
-    grads = []
-
-    def on_output(module, args, output):
-        output.register_hook(lambda grad: grads.append(grad))  # the tensor hook outlives the forward hook
-
-    with layer.register_forward_hook(on_output):
-        score = model(x).sum()
-    score.backward()
-    return grads[0]
-''',
+         source=edited(reference("grad_before_inplace_relu"),
+             (('    with layer.register_forward_hook(register_tensor_hook):\n'
+               '        model(x).sum().backward()\n'),
+              ('    with layer.register_forward_hook(register_tensor_hook):\n'
+               '        score = model(x).sum()\n'
+               '    score.backward()  # the tensor hook outlives the forward hook\n'))),
          expect=[]),
     # ---- find_registered_hooks and remove_all_hooks: a generator returned, a public cleaner
     dict(exercise="find_registered_hooks", kind="wrong", why="returns a generator of triples",
          clause="returns-list",
-         source=_FINDER_DICTS + '''
-
-def find_registered_hooks(model):
-    for name, module in model.named_modules():
-        for kind, attribute in MODULE_DICTS.items():
-            for hook in getattr(module, attribute).values():
-                yield name, kind, hook
-    for name, parameter in model.named_parameters():
-        for kind, attribute in PARAMETER_DICTS.items():
-            for hook in (getattr(parameter, attribute) or {}).values():
-                yield name, kind, hook
-''',
+         source=edited(reference("find_registered_hooks"),
+             ('    found = []\n', ''),
+             ('found += [(name, kind, hook) for hook in getattr(module, attribute).values()]',
+              ('for hook in getattr(module, attribute).values():\n'
+               '                yield name, kind, hook')),
+             ('found += [(name, kind, hook) for hook in hooks.values()]',
+              'for hook in hooks.values():\n                yield name, kind, hook'),
+             ('\n    return found', '')),
          expect=["returned a generator, not a list", "is not [] even when it holds nothing"]),
     dict(exercise="remove_all_hooks", kind="wrong",
          why="model.apply over three dicts, as public debugging snippets do",
@@ -1347,25 +1125,13 @@ def remove_all_hooks(model):
          expect=[]),
     dict(exercise="remove_all_hooks", kind="wrong", why="a removal counter kept between calls",
          clause="count",
-         source=_REMOVER_DICTS + '''
-REMOVED = [0]  # hooks removed so far
-
-
-def remove_all_hooks(model):
-    for module in model.modules():
-        for attribute in MODULE_DICTS:
-            REMOVED[0] += len(getattr(module, attribute))
-            getattr(module, attribute).clear()
-        for attribute in FLAG_DICTS:
-            getattr(module, attribute).clear()
-    for parameter in model.parameters():
-        for attribute in PARAMETER_DICTS:
-            hooks = getattr(parameter, attribute)
-            if hooks:
-                REMOVED[0] += len(hooks)
-                hooks.clear()
-    return REMOVED[0]
-''',
+         source=edited(reference("remove_all_hooks"),
+             ('def remove_all_hooks(model):',
+              'REMOVED = [0]  # hooks removed so far\n\n\ndef remove_all_hooks(model):'),
+             ('    removed = 0\n', ''),
+             ('removed += len(getattr(module, attribute))', 'REMOVED[0] += len(getattr(module, attribute))'),
+             ('removed += len(hooks)', 'REMOVED[0] += len(hooks)'),
+             ('    return removed', '    return REMOVED[0]')),
          expect=["plus the 37 of the call before", "kept between calls", "count from 0 in each call"]),
 ]
 
