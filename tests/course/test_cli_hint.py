@@ -3,7 +3,6 @@ revealed one at a time, read from the hints cell of the lesson's solution."""
 
 import pytest
 
-from hooked.arguments import find_lesson
 from hooked.hints import lesson_hints
 from hooked_cli import hooked, make_course
 
@@ -37,12 +36,6 @@ def test_level_n_shows_hints_1_to_n_in_order_without_the_collapsing_markup(cours
     assert "That was the last hint" in output and "hooked solution 01 make_clip_hook" in output
     level_two = hooked(course, "hint", "1", "make_clip_hook", "--level", "2").stdout
     assert "Hint 2 of 3" in level_two and "Hint 3 of 3" not in level_two
-
-
-@pytest.mark.parametrize("name", ["01_tensor_hooks", "1", "01", "tensor_hooks", "lessons/01_tensor_hooks.py",
-                                  "01_tensor_hooks.ipynb"])
-def test_a_lesson_can_be_named_in_full_by_number_by_slug_or_by_file(name):
-    assert find_lesson(name).name == "01_tensor_hooks"
 
 
 def test_a_short_lesson_name_works_on_the_command_line(course):
