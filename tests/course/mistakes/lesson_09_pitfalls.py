@@ -37,33 +37,33 @@ ENTRIES = [
     dict(exercise="grad_before_inplace_relu", kind="wrong", why="the broken code as given",
          clause="inplace-relu",
          source=edited(reference("grad_before_inplace_relu"),
-             (('    grads = []\n'
-               '\n'
-               '    def register_tensor_hook(module, args, output):\n'
-               '        output.register_hook(grads.append)  # list.append returns None: the gradient is unchanged\n'
-               '\n'
-               '    with layer.register_forward_hook(register_tensor_hook):\n'
-               '        model(x).sum().backward()\n'
-               '    return grads[0]\n'
-               '    # Broken: a full backward hook fails in forward here, and stays registered when it does.\n'),
-              '')),
+                       ("    grads = []\n"
+                        "\n"
+                        "    def register_tensor_hook(module, args, output):\n"
+                        "        output.register_hook(grads.append)  # list.append returns None: the gradient is unchanged\n"
+                        "\n"
+                        "    with layer.register_forward_hook(register_tensor_hook):\n"
+                        "        model(x).sum().backward()\n"
+                        "    return grads[0]\n"
+                        "    # Broken: a full backward hook fails in forward here, and stays registered when it does.\n",
+                        "")),
          expect=["BackwardHookFunction", "fails in forward", "tensor hook"]),
     dict(exercise="grad_before_inplace_relu", kind="wrong", why="a full backward pre-hook instead",
          clause="inplace-relu",
          source=edited(reference("grad_before_inplace_relu"),
-             (('    def register_tensor_hook(module, args, output):\n'
-               '        output.register_hook(grads.append)  # list.append returns None: the gradient is unchanged\n'
-               '\n'
-               '    with layer.register_forward_hook(register_tensor_hook):'),
-              '    with layer.register_full_backward_pre_hook(lambda module, grad_output: '
-              'grads.append(grad_output[0])):')),
+                       ("    def register_tensor_hook(module, args, output):\n"
+                        "        output.register_hook(grads.append)  # list.append returns None: the gradient is unchanged\n"
+                        "\n"
+                        "    with layer.register_forward_hook(register_tensor_hook):",
+                        "    with layer.register_full_backward_pre_hook(lambda module, grad_output: grads.append(grad_output[0])):")),
          expect=["backward pre-hook", "fails in forward", "output.register_hook"]),
     dict(exercise="grad_before_inplace_relu", kind="wrong", why="retain_grad on the stored output",
          clause="layer-output-grad",
          source=edited(reference("grad_before_inplace_relu"),
-             ('output.register_hook(grads.append)  # list.append returns None: the gradient is unchanged',
-              'output.retain_grad()\n        grads.append(output)'),
-             ('    return grads[0]\n    # Broken', '    return grads[0].grad\n    # Broken')),
+                       ("output.register_hook(grads.append)  # list.append returns None: the gradient is unchanged",
+                        "output.retain_grad()\n"
+                        "        grads.append(output)"),
+                       ("    return grads[0]\n    # Broken", "    return grads[0].grad\n    # Broken")),
          expect=["gradient at the output of the in-place relu", "retain_grad()"]),
     dict(exercise="grad_before_inplace_relu", kind="wrong", why="autograd.grad on the stored output",
          clause="layer-output-grad",
@@ -99,74 +99,81 @@ def grad_before_inplace_relu(model, layer, x):
     dict(exercise="grad_before_inplace_relu", kind="wrong", why="never removes the forward hook",
          clause="no-hook-left",
          source=edited(reference("grad_before_inplace_relu"),
-             (('    with layer.register_forward_hook(register_tensor_hook):\n'
-               '        model(x).sum().backward()\n'),
-              ('    layer.register_forward_hook(register_tensor_hook)\n'
-               '    model(x).sum().backward()\n')),
-             ('    return grads[0]\n    # Broken', '    return grads[-1]\n    # Broken')),
+                       ("    with layer.register_forward_hook(register_tensor_hook):\n"
+                        "        model(x).sum().backward()\n",
+                        "    layer.register_forward_hook(register_tensor_hook)\n"
+                        "    model(x).sum().backward()\n"),
+                       ("    return grads[0]\n    # Broken", "    return grads[-1]\n    # Broken")),
          expect=["still registered", "(name, kind)"]),
     dict(exercise="grad_before_inplace_relu", kind="wrong", why="removes the hook only when nothing raised",
          clause="on-forward-error",
          source=edited(reference("grad_before_inplace_relu"),
-             (('    with layer.register_forward_hook(register_tensor_hook):\n'
-               '        model(x).sum().backward()\n'),
-              ('    handle = layer.register_forward_hook(register_tensor_hook)\n'
-               '    model(x).sum().backward()\n'
-               '    handle.remove()\n'))),
+                       ("    with layer.register_forward_hook(register_tensor_hook):\n"
+                        "        model(x).sum().backward()\n",
+                        "    handle = layer.register_forward_hook(register_tensor_hook)\n"
+                        "    model(x).sum().backward()\n"
+                        "    handle.remove()\n")),
          expect=["the exception reached the caller", "still registered", "finally"]),
     dict(exercise="grad_before_inplace_relu", kind="wrong", why="a lambda forward hook returns the tensor hook's handle",
          clause="record-only",
          source=edited(reference("grad_before_inplace_relu"),
-             (('    def register_tensor_hook(module, args, output):\n'
-               '        output.register_hook(grads.append)  # list.append returns None: the gradient is unchanged\n'
-               '\n'
-               '    with layer.register_forward_hook(register_tensor_hook):'),
-              '    with layer.register_forward_hook(lambda module, args, output: output.register_hook(grads.append)):')),
+                       ("    def register_tensor_hook(module, args, output):\n"
+                        "        output.register_hook(grads.append)  # list.append returns None: the gradient is unchanged\n"
+                        "\n"
+                        "    with layer.register_forward_hook(register_tensor_hook):",
+                        "    with layer.register_forward_hook(lambda module, args, output: output.register_hook(grads.append)):")),
          expect=["returned the handle", "replaces the module's output"]),
     dict(exercise="grad_before_inplace_relu", kind="wrong", why="returns the list of gradients",
          clause="tensor-shape",
          source=edited(reference("grad_before_inplace_relu"),
-             ('    return grads[0]\n    # Broken', '    return grads\n    # Broken')),
+                       ("    return grads[0]\n    # Broken", "    return grads\n    # Broken")),
          expect=["returned a list of 1 item", "the gradient itself"]),
     dict(exercise="grad_before_inplace_relu", kind="wrong", why="swallows the exception",
          clause="exception-reaches-caller",
          source=edited(reference("grad_before_inplace_relu"),
-             (('    with layer.register_forward_hook(register_tensor_hook):\n'
-               '        model(x).sum().backward()\n'),
-              ('    with layer.register_forward_hook(register_tensor_hook):\n'
-               '        try:\n'
-               '            model(x).sum().backward()\n'
-               '        except Exception:\n'
-               '            return None\n'))),
+                       ("    with layer.register_forward_hook(register_tensor_hook):\n"
+                        "        model(x).sum().backward()\n",
+                        "    with layer.register_forward_hook(register_tensor_hook):\n"
+                        "        try:\n"
+                        "            model(x).sum().backward()\n"
+                        "        except Exception:\n"
+                        "            return None\n")),
          expect=["returned normally", "must reach the caller"]),
     dict(exercise="grad_before_inplace_relu", kind="wrong", why="runs backward twice",
          clause="backward-once",
          source=edited(reference("grad_before_inplace_relu"),
-             (('    with layer.register_forward_hook(register_tensor_hook):\n'
-               '        model(x).sum().backward()\n'),
-              ('    with layer.register_forward_hook(register_tensor_hook):\n'
-               '        model(x).sum().backward()\n'
-               '        model(x).sum().backward()\n'))),
+                       ("    with layer.register_forward_hook(register_tensor_hook):\n"
+                        "        model(x).sum().backward()\n",
+                        "    with layer.register_forward_hook(register_tensor_hook):\n"
+                        "        model(x).sum().backward()\n"
+                        "        model(x).sum().backward()\n")),
          expect=["twice the gradient of one backward pass", "backward() once"]),
     dict(exercise="grad_before_inplace_relu", kind="wrong", why="the tensor hook returns a replacement gradient",
          clause="record-only",
          source=edited(reference("grad_before_inplace_relu"),
-             ('def grad_before_inplace_relu(model, layer, x):',
-              'import torch\n\n\ndef grad_before_inplace_relu(model, layer, x):'),
-             ('output.register_hook(grads.append)  # list.append returns None: the gradient is unchanged',
-              'output.register_hook(lambda grad: grads.append(grad) or torch.zeros_like(grad))')),
+                       ("def grad_before_inplace_relu(model, layer, x):",
+                        "import torch\n"
+                        "\n"
+                        "\n"
+                        "def grad_before_inplace_relu(model, layer, x):"),
+                       ("output.register_hook(grads.append)  # list.append returns None: the gradient is unchanged",
+                        "output.register_hook(lambda grad: grads.append(grad) or torch.zeros_like(grad))")),
          expect=["hooks changed the gradients", "return none"]),
     dict(exercise="grad_before_inplace_relu", kind="wrong", why="a global forward hook never removed",
          clause="no-global-hook-left",
          source=edited(reference("grad_before_inplace_relu"),
-             ('def grad_before_inplace_relu(model, layer, x):',
-              'import torch\n\n\ndef grad_before_inplace_relu(model, layer, x):'),
-             ('        output.register_hook(grads.append)  # list.append returns None: the gradient is unchanged',
-              '        if module is layer:\n            output.register_hook(grads.append)'),
-             (('    with layer.register_forward_hook(register_tensor_hook):\n'
-               '        model(x).sum().backward()\n'),
-              ('    torch.nn.modules.module.register_module_forward_hook(register_tensor_hook)\n'
-               '    model(x).sum().backward()\n'))),
+                       ("def grad_before_inplace_relu(model, layer, x):",
+                        "import torch\n"
+                        "\n"
+                        "\n"
+                        "def grad_before_inplace_relu(model, layer, x):"),
+                       ("        output.register_hook(grads.append)  # list.append returns None: the gradient is unchanged",
+                        "        if module is layer:\n"
+                        "            output.register_hook(grads.append)"),
+                       ("    with layer.register_forward_hook(register_tensor_hook):\n"
+                        "        model(x).sum().backward()\n",
+                        "    torch.nn.modules.module.register_module_forward_hook(register_tensor_hook)\n"
+                        "    model(x).sum().backward()\n")),
          expect=["global module hook was still registered", "_global_forward_hooks"]),
     dict(exercise="grad_before_inplace_relu", kind="right", why="inplace off for the call, set back in finally",
          source='''
@@ -244,27 +251,28 @@ def grad_before_inplace_relu(model, layer, x):
     dict(exercise="find_registered_hooks", kind="wrong", why="only the root module",
          clause="depth",
          source=edited(reference("find_registered_hooks"),
-             ('for name, module in model.named_modules():', 'for name, module in [("", model)]:')),
+                       ("for name, module in model.named_modules():", 'for name, module in [("", model)]:')),
          expect=["only module hooks of the model itself", "named_modules()"]),
     dict(exercise="find_registered_hooks", kind="wrong", why="named_children, one level deep",
          clause="depth",
          source=edited(reference("find_registered_hooks"),
-             ('for name, module in model.named_modules():',
-              'for name, module in [("", model), *model.named_children()]:')),
+                       ("for name, module in model.named_modules():",
+                        'for name, module in [("", model), *model.named_children()]:')),
          expect=["missed", "every module in model.named_modules()"]),
     dict(exercise="find_registered_hooks", kind="wrong", why="forgets backward pre-hooks",
          clause="kinds",
-         source=edited(reference("find_registered_hooks"), ('"backward_pre": "_backward_pre_hooks", ', '')),
+         source=edited(reference("find_registered_hooks"), ('"backward_pre": "_backward_pre_hooks", ', "")),
          expect=["backward_pre (registered with register_full_backward_pre_hook", "_backward_pre_hooks"]),
     dict(exercise="find_registered_hooks", kind="wrong", why="module hooks only, no parameter hooks",
          clause="parameters",
          source=edited(reference("find_registered_hooks"),
-             ('for name, parameter in model.named_parameters():', 'for name, parameter in []:')),
+                       ("for name, parameter in model.named_parameters():", "for name, parameter in []:")),
          expect=["tensor (registered with parameter.register_hook", "post_accumulate_grad"]),
     dict(exercise="find_registered_hooks", kind="wrong", why="parameter dicts read without handling None",
          clause="parameters",
          source=edited(reference("find_registered_hooks"),
-             ('hooks = getattr(parameter, attribute, None) or {}', 'hooks = getattr(parameter, attribute)')),
+                       ("hooks = getattr(parameter, attribute, None) or {}",
+                        "hooks = getattr(parameter, attribute)")),
          expect=["None until a hook is registered"]),
     dict(exercise="find_registered_hooks", kind="wrong", why="every attribute with 'hook' in its name",
          clause="hook",
@@ -282,53 +290,52 @@ def find_registered_hooks(model):
     dict(exercise="find_registered_hooks", kind="wrong", why="counts global hooks as the model's",
          clause="globals",
          source=edited(reference("find_registered_hooks"),
-             ('def find_registered_hooks(model):',
-              ('import torch.nn.modules.module as module_globals\n'
-               '\n'
-               '\n'
-               'def find_registered_hooks(model):')),
-             ('found += [(name, kind, hook) for hook in getattr(module, attribute).values()]',
-              ('found += [(name, kind, hook) for hook in getattr(module, attribute).values()]\n'
-               '            found += [(name, kind, hook) for hook in getattr(module_globals, "_global" '
-               '+ attribute, {}).values()]'))),
+                       ("def find_registered_hooks(model):",
+                        "import torch.nn.modules.module as module_globals\n"
+                        "\n"
+                        "\n"
+                        "def find_registered_hooks(model):"),
+                       ("found += [(name, kind, hook) for hook in getattr(module, attribute).values()]",
+                        "found += [(name, kind, hook) for hook in getattr(module, attribute).values()]\n"
+                        '            found += [(name, kind, hook) for hook in getattr(module_globals, "_global" + attribute, {}).values()]')),
          expect=["a global hook", "not registered on the model"]),
     dict(exercise="find_registered_hooks", kind="wrong", why="class names instead of module names",
          clause="module-name",
          source=edited(reference("find_registered_hooks"),
-             ('for name, module in model.named_modules():',
-              'for name, module in [(type(module).__name__, module) for module in model.modules()]:')),
+                       ("for name, module in model.named_modules():",
+                        "for name, module in [(type(module).__name__, module) for module in model.modules()]:")),
          expect=["under the name", "named_modules()"]),
     dict(exercise="find_registered_hooks", kind="wrong", why="with_kwargs hooks counted twice",
          clause="per-registration",
          source=edited(reference("find_registered_hooks"),
-             ('found += [(name, kind, hook) for hook in getattr(module, attribute).values()]',
-              ('found += [(name, kind, hook) for hook in getattr(module, attribute).values()]\n'
-               '            found += [(name, "forward", module._forward_hooks[key]) for key in '
-               'module._forward_hooks_with_kwargs if kind == "forward"]'))),
+                       ("found += [(name, kind, hook) for hook in getattr(module, attribute).values()]",
+                        "found += [(name, kind, hook) for hook in getattr(module, attribute).values()]\n"
+                        '            found += [(name, "forward", module._forward_hooks[key]) for key in module._forward_hooks_with_kwargs if kind == "forward"]')),
          expect=["more often than it is registered", "one triple per registration"]),
     dict(exercise="find_registered_hooks", kind="wrong", why="removes the hooks it reports",
          clause="unchanged",
          source=edited(reference("find_registered_hooks"),
-             ('found += [(name, kind, hook) for hook in getattr(module, attribute).values()]',
-              ('found += [(name, kind, hook) for hook in getattr(module, attribute).values()]\n'
-               '            getattr(module, attribute).clear()'))),
+                       ("found += [(name, kind, hook) for hook in getattr(module, attribute).values()]",
+                        "found += [(name, kind, hook) for hook in getattr(module, attribute).values()]\n"
+                        "            getattr(module, attribute).clear()")),
          expect=["changed the hooks registered", "only report them"]),
     dict(exercise="find_registered_hooks", kind="wrong", why="a set drops a function registered twice",
          clause="per-registration",
          source=edited(reference("find_registered_hooks"),
-             ('    found = []\n', '    found = set()\n'),
-             ('found += [(name, kind, hook) for hook in getattr(module, attribute).values()]',
-              'found |= {(name, kind, hook) for hook in getattr(module, attribute).values()}'),
-             ('found += [(name, kind, hook) for hook in hooks.values()]',
-              'found |= {(name, kind, hook) for hook in hooks.values()}'),
-             ('    return found', '    return list(found)')),
+                       ("    found = []\n", "    found = set()\n"),
+                       ("found += [(name, kind, hook) for hook in getattr(module, attribute).values()]",
+                        "found |= {(name, kind, hook) for hook in getattr(module, attribute).values()}"),
+                       ("found += [(name, kind, hook) for hook in hooks.values()]",
+                        "found |= {(name, kind, hook) for hook in hooks.values()}"),
+                       ("    return found", "    return list(found)")),
          expect=["registered 2 times", "do not remove duplicates"]),
     dict(exercise="find_registered_hooks", kind="wrong", why="every parameter hook reported as tensor",
          clause="kinds",
          source=edited(reference("find_registered_hooks"),
-             ('for kind, attribute in parameter_dicts.items():', 'for attribute in parameter_dicts.values():'),
-             ('found += [(name, kind, hook) for hook in hooks.values()]',
-              'found += [(name, "tensor", hook) for hook in hooks.values()]')),
+                       ("for kind, attribute in parameter_dicts.items():",
+                        "for attribute in parameter_dicts.values():"),
+                       ("found += [(name, kind, hook) for hook in hooks.values()]",
+                        'found += [(name, "tensor", hook) for hook in hooks.values()]')),
          expect=["as kind 'tensor'", "expected 'post_accumulate_grad'"]),
     dict(exercise="find_registered_hooks", kind="wrong", why="each module's own parameters: a tied weight twice",
          clause="shared",
@@ -382,87 +389,93 @@ def find_registered_hooks(model):
     # ------------------------------------------------------------------ remove_all_hooks
     dict(exercise="remove_all_hooks", kind="wrong", why="only the root module",
          clause="depth",
-         source=edited(reference("remove_all_hooks"),
-             ('for module in model.modules():', 'for module in [model]:')),
+         source=edited(reference("remove_all_hooks"), ("for module in model.modules():", "for module in [model]:")),
          expect=["still fired", "every submodule"]),
     dict(exercise="remove_all_hooks", kind="wrong", why="named_children, one level deep",
          clause="depth",
          source=edited(reference("remove_all_hooks"),
-             ('for module in model.modules():', 'for module in [model, *model.children()]:')),
+                       ("for module in model.modules():", "for module in [model, *model.children()]:")),
          expect=["still fired", "every submodule and parameter"]),
     dict(exercise="remove_all_hooks", kind="wrong", why="sets the parameter dicts to None",
          clause="parameters",
          source=edited(reference("remove_all_hooks"),
-             ('                hooks.clear()', '                setattr(parameter, attribute, None)')),
+                       ("                hooks.clear()", "                setattr(parameter, attribute, None)")),
          expect=["clear method", "leaves the hook attached"]),
     dict(exercise="remove_all_hooks", kind="wrong", why="leaves parameter hooks",
          clause="parameters",
          source=edited(reference("remove_all_hooks"),
-             (('            hooks = getattr(parameter, attribute, None)\n'
-               '            if hooks:\n'
-               '                removed += len(hooks)\n'
-               '                hooks.clear()'),
-              '            pass')),
+                       ("            hooks = getattr(parameter, attribute, None)\n"
+                        "            if hooks:\n"
+                        "                removed += len(hooks)\n"
+                        "                hooks.clear()",
+                        "            pass")),
          expect=["still fired", "tensor_hook"]),
     dict(exercise="remove_all_hooks", kind="wrong", why="leaves the flag dicts",
          clause="flags",
          source=edited(reference("remove_all_hooks"),
-             ('        for attribute in flag_dicts:\n            getattr(module, attribute).clear()\n', '')),
+                       ("        for attribute in flag_dicts:\n"
+                        "            getattr(module, attribute).clear()\n",
+                        "")),
          expect=["flag dicts still hold entries", "clear those too"]),
     dict(exercise="remove_all_hooks", kind="wrong", why="counts the flags as hooks",
          clause="count",
          source=edited(reference("remove_all_hooks"),
-             ('        for attribute in flag_dicts:\n',
-              ('        for attribute in flag_dicts:\n'
-               '            removed += len(getattr(module, attribute))\n'))),
+                       ("        for attribute in flag_dicts:\n",
+                        "        for attribute in flag_dicts:\n"
+                        "            removed += len(getattr(module, attribute))\n")),
          expect=["expected the number of hooks it removed", "flag entries do not count"]),
     dict(exercise="remove_all_hooks", kind="wrong", why="returns nothing",
          clause="count",
-         source=edited(reference("remove_all_hooks"), ('return removed', 'removed = None')),
+         source=edited(reference("remove_all_hooks"), ("return removed", "removed = None")),
          expect=["returned None", "the number of hooks it removed"]),
     dict(exercise="remove_all_hooks", kind="wrong", why="also clears the global hooks",
          clause="globals",
          source=edited(reference("remove_all_hooks"),
-             ('hooks.clear()',
-              ('hooks.clear()\n'
-               '    import torch.nn.modules.module as module_globals\n'
-               '    module_globals._global_forward_hooks.clear()'))),
+                       ("hooks.clear()",
+                        "hooks.clear()\n"
+                        "    import torch.nn.modules.module as module_globals\n"
+                        "    module_globals._global_forward_hooks.clear()")),
          expect=["global forward hook", "leave them registered"]),
     dict(exercise="remove_all_hooks", kind="wrong", why="sets the module dicts to None",
          clause="in-place",
          source=edited(reference("remove_all_hooks"),
-             (('            getattr(module, attribute).clear()\n'
-               '        for attribute in flag_dicts:'),
-              '            setattr(module, attribute, None)\n        for attribute in flag_dicts:'),
-             (('        for attribute in flag_dicts:\n'
-               '            getattr(module, attribute).clear()'),
-              '        for attribute in flag_dicts:\n            setattr(module, attribute, None)')),
+                       ("            getattr(module, attribute).clear()\n"
+                        "        for attribute in flag_dicts:",
+                        "            setattr(module, attribute, None)\n"
+                        "        for attribute in flag_dicts:"),
+                       ("        for attribute in flag_dicts:\n"
+                        "            getattr(module, attribute).clear()",
+                        "        for attribute in flag_dicts:\n"
+                        "            setattr(module, attribute, None)")),
          expect=["no longer runs", "dict.clear()"]),
     dict(exercise="remove_all_hooks", kind="wrong", why="new empty dicts for modules, pops parameter hooks",
          clause="in-place",
          source=edited(reference("remove_all_hooks"),
-             ('def remove_all_hooks(model):',
-              'from collections import OrderedDict\n\n\ndef remove_all_hooks(model):'),
-             (('            getattr(module, attribute).clear()\n'
-               '        for attribute in flag_dicts:'),
-              ('            setattr(module, attribute, OrderedDict())\n'
-               '        for attribute in flag_dicts:')),
-             (('        for attribute in flag_dicts:\n'
-               '            getattr(module, attribute).clear()'),
-              ('        for attribute in flag_dicts:\n'
-               '            setattr(module, attribute, OrderedDict())')),
-             (('            if hooks:\n'
-               '                removed += len(hooks)\n'
-               '                hooks.clear()'),
-              ('            for key in list(hooks or {}):\n'
-               '                del hooks[key]\n'
-               '                removed += 1'))),
+                       ("def remove_all_hooks(model):",
+                        "from collections import OrderedDict\n"
+                        "\n"
+                        "\n"
+                        "def remove_all_hooks(model):"),
+                       ("            getattr(module, attribute).clear()\n"
+                        "        for attribute in flag_dicts:",
+                        "            setattr(module, attribute, OrderedDict())\n"
+                        "        for attribute in flag_dicts:"),
+                       ("        for attribute in flag_dicts:\n"
+                        "            getattr(module, attribute).clear()",
+                        "        for attribute in flag_dicts:\n"
+                        "            setattr(module, attribute, OrderedDict())"),
+                       ("            if hooks:\n"
+                        "                removed += len(hooks)\n"
+                        "                hooks.clear()",
+                        "            for key in list(hooks or {}):\n"
+                        "                del hooks[key]\n"
+                        "                removed += 1")),
          expect=["is another object than before", "rebound the attribute", "in place"]),
     dict(exercise="remove_all_hooks", kind="wrong", why="counts distinct functions, not registrations",
          clause="count",
          source=edited(reference("remove_all_hooks"),
-             ('removed += len(getattr(module, attribute))',
-              'removed += len(set(getattr(module, attribute).values()))')),
+                       ("removed += len(getattr(module, attribute))",
+                        "removed += len(set(getattr(module, attribute).values()))")),
          expect=["expected the number of hooks it removed", "one per registration"]),
     dict(exercise="remove_all_hooks", kind="right", why="model.apply, sets each parameter's dicts to new ones",
          source=_APPLY_REMOVER,
@@ -472,7 +485,7 @@ def find_registered_hooks(model):
          expect=[]),
     dict(exercise="remove_all_hooks", kind="right", why="the right remover, written by the helper",
          source=edited(reference("remove_all_hooks"),
-             ('hooks = getattr(parameter, attribute, None)', 'hooks = getattr(parameter, attribute)')),
+                       ("hooks = getattr(parameter, attribute, None)", "hooks = getattr(parameter, attribute)")),
          expect=[]),
 
     # ------------------------------------------------------------------ grad_before_inplace_relu: more clauses
@@ -572,9 +585,9 @@ def grad_before_inplace_relu(model, layer, x):
     dict(exercise="grad_before_inplace_relu", kind="wrong", why="reads output.grad without retain_grad",
          clause="tensor-shape",
          source=edited(reference("grad_before_inplace_relu"),
-             ('output.register_hook(grads.append)  # list.append returns None: the gradient is unchanged',
-              'grads.append(output)'),
-             ('    return grads[0]\n    # Broken', '    return grads[0].grad\n    # Broken')),
+                       ("output.register_hook(grads.append)  # list.append returns None: the gradient is unchanged",
+                        "grads.append(output)"),
+                       ("    return grads[0]\n    # Broken", "    return grads[0].grad\n    # Broken")),
          expect=["returned None", "expected the gradient"]),
     dict(exercise="grad_before_inplace_relu", kind="wrong", why="a tensor hook on the input x",
          clause="layer-output-grad",
@@ -590,97 +603,101 @@ def grad_before_inplace_relu(model, layer, x):
     dict(exercise="grad_before_inplace_relu", kind="wrong", why="the gradient of the first call, cached",
          clause="layer-output-grad",
          source=edited(reference("grad_before_inplace_relu"),
-             ('def grad_before_inplace_relu(model, layer, x):',
-              '_grads = []\n\n\ndef grad_before_inplace_relu(model, layer, x):'),
-             ('    """\n    grads = []\n', '    """\n    grads = _grads\n')),
+                       ("def grad_before_inplace_relu(model, layer, x):",
+                        "_grads = []\n"
+                        "\n"
+                        "\n"
+                        "def grad_before_inplace_relu(model, layer, x):"),
+                       ('    """\n    grads = []\n', '    """\n    grads = _grads\n')),
          expect=["expected the gradient of model(x).sum() with respect to the layer's output"]),
     dict(exercise="grad_before_inplace_relu", kind="right", why="a tensor hook that returns the grad unchanged",
          source=edited(reference("grad_before_inplace_relu"),
-             ('output.register_hook(grads.append)  # list.append returns None: the gradient is unchanged',
-              'output.register_hook(keep)'),
-             ('    def register_tensor_hook(',
-              ('    def keep(grad):\n'
-               '        grads.append(grad)\n'
-               '        return grad  # the same gradient: nothing replaced\n'
-               '\n'
-               '    def register_tensor_hook('))),
+                       ("output.register_hook(grads.append)  # list.append returns None: the gradient is unchanged",
+                        "output.register_hook(keep)"),
+                       ("    def register_tensor_hook(",
+                        "    def keep(grad):\n"
+                        "        grads.append(grad)\n"
+                        "        return grad  # the same gradient: nothing replaced\n"
+                        "\n"
+                        "    def register_tensor_hook(")),
          expect=[]),
 
     # ------------------------------------------------------------------ find_registered_hooks: more clauses
     dict(exercise="find_registered_hooks", kind="wrong", why="skips the model itself",
          clause="root",
          source=edited(reference("find_registered_hooks"),
-             ('for name, module in model.named_modules():',
-              'for name, module in [(name, module) for name, module in model.named_modules() if name]:')),
+                       ("for name, module in model.named_modules():",
+                        "for name, module in [(name, module) for name, module in model.named_modules() if name]:")),
          expect=["registered on the model itself", "do not skip it"]),
     dict(exercise="find_registered_hooks", kind="wrong", why="parameter hooks under the local parameter name",
          clause="parameter-name",
          source=edited(reference("find_registered_hooks"),
-             ('for name, parameter in model.named_parameters():',
-              'for name, parameter in [(local, parameter) for module in model.modules() for local, '
-              'parameter in module.named_parameters(recurse=False)]:')),
+                       ("for name, parameter in model.named_parameters():",
+                        "for name, parameter in [(local, parameter) for module in model.modules() for local, parameter in module.named_parameters(recurse=False)]:")),
          expect=["under the name", "model.named_parameters() for a parameter"]),
     dict(exercise="find_registered_hooks", kind="wrong", why="reports the handle ids, not the hooks",
          clause="hook",
          source=edited(reference("find_registered_hooks"),
-             ('found += [(name, kind, hook) for hook in getattr(module, attribute).values()]',
-              'found += [(name, kind, key) for key in getattr(module, attribute)]'),
-             ('found += [(name, kind, hook) for hook in hooks.values()]',
-              'found += [(name, kind, key) for key in hooks]')),
+                       ("found += [(name, kind, hook) for hook in getattr(module, attribute).values()]",
+                        "found += [(name, kind, key) for key in getattr(module, attribute)]"),
+                       ("found += [(name, kind, hook) for hook in hooks.values()]",
+                        "found += [(name, kind, key) for key in hooks]")),
          expect=["is not a hook", "the dict's values"]),
     dict(exercise="find_registered_hooks", kind="wrong", why="its own walk over named_children",
          clause="shared",
          source=edited(reference("find_registered_hooks"),
-             ('def find_registered_hooks(model):',
-              ('def _walk(module, name):\n'
-               '    yield name, module\n'
-               '    for child_name, child in module.named_children():\n'
-               '        yield from _walk(child, f"{name}.{child_name}" if name else child_name)\n'
-               '\n'
-               '\n'
-               'def find_registered_hooks(model):')),
-             ('for name, module in model.named_modules():', 'for name, module in _walk(model, ""):')),
+                       ("def find_registered_hooks(model):",
+                        "def _walk(module, name):\n"
+                        "    yield name, module\n"
+                        "    for child_name, child in module.named_children():\n"
+                        '        yield from _walk(child, f"{name}.{child_name}" if name else child_name)\n'
+                        "\n"
+                        "\n"
+                        "def find_registered_hooks(model):"),
+                       ("for name, module in model.named_modules():", 'for name, module in _walk(model, ""):')),
          expect=["under the name 'twin' too", "shared module", "named_children()"]),
     dict(exercise="find_registered_hooks", kind="wrong", why="named_modules(remove_duplicate=False)",
          clause="shared",
          source=edited(reference("find_registered_hooks"),
-             ('for name, module in model.named_modules():',
-              'for name, module in model.named_modules(remove_duplicate=False):'),
-             ('for name, parameter in model.named_parameters():',
-              'for name, parameter in model.named_parameters(remove_duplicate=False):')),
+                       ("for name, module in model.named_modules():",
+                        "for name, module in model.named_modules(remove_duplicate=False):"),
+                       ("for name, parameter in model.named_parameters():",
+                        "for name, parameter in model.named_parameters(remove_duplicate=False):")),
          expect=["too", "same module", "list it once"]),
     dict(exercise="find_registered_hooks", kind="wrong", why="returns None when nothing is registered",
          clause="empty",
-         source=edited(reference("find_registered_hooks"), ('return found', 'return found or None')),
+         source=edited(reference("find_registered_hooks"), ("return found", "return found or None")),
          expect=["a model with no hooks", "returned None", "expected a list"]),
     dict(exercise="find_registered_hooks", kind="wrong", why="returns a dict from (name, kind) to hooks",
          clause="returns-list",
          source=edited(reference("find_registered_hooks"),
-             ('return found',
-              ('grouped = {}\n'
-               '    for name, kind, hook in found:\n'
-               '        grouped.setdefault((name, kind), []).append(hook)\n'
-               '    return grouped'))),
+                       ("return found",
+                        "grouped = {}\n"
+                        "    for name, kind, hook in found:\n"
+                        "        grouped.setdefault((name, kind), []).append(hook)\n"
+                        "    return grouped")),
          expect=["returned dict", "expected a list of (name, kind, hook) triples"]),
     dict(exercise="find_registered_hooks", kind="wrong", why="names from named_modules(prefix='model')",
          clause="module-name",
          source=edited(reference("find_registered_hooks"),
-             ('for name, module in model.named_modules():',
-              'for name, module in model.named_modules(prefix="model"):')),
+                       ("for name, module in model.named_modules():",
+                        'for name, module in model.named_modules(prefix="model"):')),
          expect=["under the name 'model", "named_modules()"]),
     dict(exercise="find_registered_hooks", kind="wrong", why="reports every global dict under the name ''",
          clause="globals",
          source=edited(reference("find_registered_hooks"),
-             ('def find_registered_hooks(model):',
-              'import torch.nn.modules.module as module_globals\n\n\ndef find_registered_hooks(model):'),
-             ('found += [(name, kind, hook) for hook in hooks.values()]',
-              ('found += [(name, kind, hook) for hook in hooks.values()]\n'
-               '    for attribute, hooks in vars(module_globals).items():\n'
-               '        if attribute.startswith("_global_") and attribute.endswith("_hooks") and '
-               '"always" not in attribute \\\n'
-               '                and "kwargs" not in attribute and "registration" not in attribute:\n'
-               '            kind = attribute[len("_global_"):-len("_hooks")]\n'
-               '            found += [("", kind, hook) for hook in hooks.values()]'))),
+                       ("def find_registered_hooks(model):",
+                        "import torch.nn.modules.module as module_globals\n"
+                        "\n"
+                        "\n"
+                        "def find_registered_hooks(model):"),
+                       ("found += [(name, kind, hook) for hook in hooks.values()]",
+                        "found += [(name, kind, hook) for hook in hooks.values()]\n"
+                        "    for attribute, hooks in vars(module_globals).items():\n"
+                        '        if attribute.startswith("_global_") and attribute.endswith("_hooks") and "always" not in attribute \\\n'
+                        '                and "kwargs" not in attribute and "registration" not in attribute:\n'
+                        '            kind = attribute[len("_global_"):-len("_hooks")]\n'
+                        '            found += [("", kind, hook) for hook in hooks.values()]')),
          expect=["a global hook", "leave them out"]),
     dict(exercise="find_registered_hooks", kind="right", why="each module's own parameters, a tied weight once",
          source="""
@@ -710,26 +727,26 @@ def find_registered_hooks(model):
     dict(exercise="remove_all_hooks", kind="wrong", why="skips the model itself",
          clause="root",
          source=edited(reference("remove_all_hooks"),
-             ('for module in model.modules():',
-              'for module in [module for name, module in model.named_modules() if name]:')),
+                       ("for module in model.modules():",
+                        "for module in [module for name, module in model.named_modules() if name]:")),
          expect=["the model's own hooks", "model.modules() gives it first"]),
     dict(exercise="remove_all_hooks", kind="wrong", why="forward and backward hooks only",
          clause="kinds",
          source=edited(reference("remove_all_hooks"),
-             (('"_state_dict_pre_hooks", "_state_dict_hooks", "_load_state_dict_pre_hooks",\n'
-               '                    "_load_state_dict_post_hooks")'),
-              '\n                    )')),
+                       ('"_state_dict_pre_hooks", "_state_dict_hooks", "_load_state_dict_pre_hooks",\n'
+                        '                    "_load_state_dict_post_hooks")',
+                        "\n"
+                        "                    )")),
          expect=["still fired", "state_dict", "ten kinds"]),
     dict(exercise="remove_all_hooks", kind="wrong", why="clears every global dict too",
          clause="globals",
          source=edited(reference("remove_all_hooks"),
-             ('hooks.clear()',
-              ('hooks.clear()\n'
-               '    import torch.nn.modules.module as module_globals\n'
-               '    for attribute, value in vars(module_globals).items():\n'
-               '        if attribute.startswith("_global_") and isinstance(value, dict) and "forward" '
-               'not in attribute:\n'
-               '            value.clear()'))),
+                       ("hooks.clear()",
+                        "hooks.clear()\n"
+                        "    import torch.nn.modules.module as module_globals\n"
+                        "    for attribute, value in vars(module_globals).items():\n"
+                        '        if attribute.startswith("_global_") and isinstance(value, dict) and "forward" not in attribute:\n'
+                        "            value.clear()")),
          expect=["torch.nn.modules.module._global_", "changed", "leave them registered"]),
     dict(exercise="remove_all_hooks", kind="wrong", why="counts first, over each module's own parameters",
          clause="count-shared",
@@ -760,10 +777,10 @@ def remove_all_hooks(model):
     dict(exercise="remove_all_hooks", kind="wrong", why="resets _is_full_backward_hook to False",
          clause="afterwards",
          source=edited(reference("remove_all_hooks"),
-             ('hooks.clear()',
-              ('hooks.clear()\n'
-               '    for module in model.modules():\n'
-               '        module._is_full_backward_hook = False  # no backward hook any more'))),
+                       ("hooks.clear()",
+                        "hooks.clear()\n"
+                        "    for module in model.modules():\n"
+                        "        module._is_full_backward_hook = False  # no backward hook any more")),
          expect=["registering a backward hook", "must take new hooks as before"]),
     dict(exercise="remove_all_hooks", kind="right", why="pops every key of every dict",
          source="""
@@ -826,12 +843,14 @@ def remove_all_hooks(model):
     dict(exercise="remove_all_hooks", kind="wrong", why="counts each dict after clearing it",
          clause="count",
          source=edited(reference("remove_all_hooks"),
-             (('            removed += len(getattr(module, attribute))\n'
-               '            getattr(module, attribute).clear()'),
-              ('            getattr(module, attribute).clear()\n'
-               '            removed += len(getattr(module, attribute))')),
-             ('                removed += len(hooks)\n                hooks.clear()',
-              '                hooks.clear()\n                removed += len(hooks)')),
+                       ("            removed += len(getattr(module, attribute))\n"
+                        "            getattr(module, attribute).clear()",
+                        "            getattr(module, attribute).clear()\n"
+                        "            removed += len(getattr(module, attribute))"),
+                       ("                removed += len(hooks)\n"
+                        "                hooks.clear()",
+                        "                hooks.clear()\n"
+                        "                removed += len(hooks)")),
          expect=["returned int 0", "the number of hooks it removed"]),
     dict(exercise="find_registered_hooks", kind="wrong", why="named_parameters() of every module",
          clause="per-registration",
@@ -874,13 +893,13 @@ def find_registered_hooks(model):
     dict(exercise="grad_before_inplace_relu", kind="wrong", why="clears the layer's forward hooks in finally",
          clause="others-kept",
          source=edited(reference("grad_before_inplace_relu"),
-             (('    with layer.register_forward_hook(register_tensor_hook):\n'
-               '        model(x).sum().backward()\n'),
-              ('    layer.register_forward_hook(register_tensor_hook)\n'
-               '    try:\n'
-               '        model(x).sum().backward()\n'
-               '    finally:\n'
-               '        layer._forward_hooks.clear()\n'))),
+                       ("    with layer.register_forward_hook(register_tensor_hook):\n"
+                        "        model(x).sum().backward()\n",
+                        "    layer.register_forward_hook(register_tensor_hook)\n"
+                        "    try:\n"
+                        "        model(x).sum().backward()\n"
+                        "    finally:\n"
+                        "        layer._forward_hooks.clear()\n")),
          expect=["registered on the model before the call were gone", "only the hooks you registered"]),
     dict(exercise="grad_before_inplace_relu", kind="wrong", why="registers the tensor hook after the forward pass",
          clause="layer-output-grad",
@@ -896,17 +915,21 @@ def grad_before_inplace_relu(model, layer, x):
          expect=["gradient at the output of the in-place relu", "inside a forward hook"]),
     dict(exercise="grad_before_inplace_relu", kind="right", why="a global forward hook, removed in finally",
          source=edited(reference("grad_before_inplace_relu"),
-             ('def grad_before_inplace_relu(model, layer, x):',
-              'import torch\n\n\ndef grad_before_inplace_relu(model, layer, x):'),
-             ('        output.register_hook(grads.append)  # list.append returns None: the gradient is unchanged',
-              '        if module is layer:\n            output.register_hook(grads.append)'),
-             (('    with layer.register_forward_hook(register_tensor_hook):\n'
-               '        model(x).sum().backward()\n'),
-              ('    handle = torch.nn.modules.module.register_module_forward_hook(register_tensor_hook)\n'
-               '    try:\n'
-               '        model(x).sum().backward()\n'
-               '    finally:\n'
-               '        handle.remove()\n'))),
+                       ("def grad_before_inplace_relu(model, layer, x):",
+                        "import torch\n"
+                        "\n"
+                        "\n"
+                        "def grad_before_inplace_relu(model, layer, x):"),
+                       ("        output.register_hook(grads.append)  # list.append returns None: the gradient is unchanged",
+                        "        if module is layer:\n"
+                        "            output.register_hook(grads.append)"),
+                       ("    with layer.register_forward_hook(register_tensor_hook):\n"
+                        "        model(x).sum().backward()\n",
+                        "    handle = torch.nn.modules.module.register_module_forward_hook(register_tensor_hook)\n"
+                        "    try:\n"
+                        "        model(x).sum().backward()\n"
+                        "    finally:\n"
+                        "        handle.remove()\n")),
          expect=[]),
 
     dict(exercise="remove_all_hooks", kind="right", why="also resets _is_full_backward_hook to None, as Lightning does",
@@ -937,26 +960,26 @@ def remove_all_hooks(model):
     dict(exercise="remove_all_hooks", kind="wrong", why="deletes the parameter dicts",
          clause="parameters",
          source=edited(reference("remove_all_hooks"),
-             ('                hooks.clear()', '                delattr(parameter, attribute)')),
+                       ("                hooks.clear()", "                delattr(parameter, attribute)")),
          expect=["deletion of _backwards_hooks not allowed"]),
 
     dict(exercise="find_registered_hooks", kind="wrong", why="unwraps the load pre-hooks in their dict",
          clause="unchanged",
          source=edited(reference("find_registered_hooks"),
-             ('        for kind, attribute in module_dicts.items():\n',
-              ('        wrapped = module._load_state_dict_pre_hooks\n'
-               '        for key, hook in wrapped.items():\n'
-               '            wrapped[key] = getattr(hook, "hook", hook)  # store the learner\'s function itself\n'
-               '        for kind, attribute in module_dicts.items():\n'))),
+                       ("        for kind, attribute in module_dicts.items():\n",
+                        "        wrapped = module._load_state_dict_pre_hooks\n"
+                        "        for key, hook in wrapped.items():\n"
+                        '            wrapped[key] = getattr(hook, "hook", hook)  # store the learner\'s function itself\n'
+                        "        for kind, attribute in module_dicts.items():\n")),
          expect=["changed the hooks registered", "not remove, add or replace any"]),
 
     dict(exercise="find_registered_hooks", kind="wrong", why="skips parameters that do not require grad",
          clause="parameters",
          source=edited(reference("find_registered_hooks"),
-             ('    for name, parameter in model.named_parameters():\n',
-              ('    for name, parameter in model.named_parameters():\n'
-               '        if not parameter.requires_grad:\n'
-               '            continue  # a frozen parameter gets no gradient, so no gradient hook\n'))),
+                       ("    for name, parameter in model.named_parameters():\n",
+                        "    for name, parameter in model.named_parameters():\n"
+                        "        if not parameter.requires_grad:\n"
+                        "            continue  # a frozen parameter gets no gradient, so no gradient hook\n")),
          expect=["frozen (requires_grad_(false)) after that hook was registered", "whether or not it requires grad"]),
     # ---- grad_before_inplace_relu: a layer at any depth, one pass, dtype, mode and x kept
     dict(exercise="grad_before_inplace_relu", kind="wrong", why="finds the ReLU as the next child of the model",
@@ -1001,50 +1024,60 @@ def grad_before_inplace_relu(model, layer, x):
     dict(exercise="grad_before_inplace_relu", kind="wrong", why="backward with create_graph=True",
          clause="no-create-graph",
          source=edited(reference("grad_before_inplace_relu"),
-             (('    with layer.register_forward_hook(register_tensor_hook):\n'
-               '        model(x).sum().backward()\n'),
-              ('    with layer.register_forward_hook(register_tensor_hook):\n'
-               '        model(x).sum().backward(create_graph=True)\n'))),
+                       ("    with layer.register_forward_hook(register_tensor_hook):\n"
+                        "        model(x).sum().backward()\n",
+                        "    with layer.register_forward_hook(register_tensor_hook):\n"
+                        "        model(x).sum().backward(create_graph=True)\n")),
          expect=["requires grad", "create_graph=True", "without create_graph"]),
     dict(exercise="grad_before_inplace_relu", kind="wrong", why="adds the gradient into a float32 zeros tensor",
          clause="tensor-dtype",
          source=edited(reference("grad_before_inplace_relu"),
-             ('def grad_before_inplace_relu(model, layer, x):',
-              'import torch\n\n\ndef grad_before_inplace_relu(model, layer, x):'),
-             ('output.register_hook(grads.append)  # list.append returns None: the gradient is unchanged',
-              ('grads.append(torch.zeros(output.shape))\n'
-               '\n'
-               '        def add(grad):\n'
-               '            grads[0] += grad\n'
-               '\n'
-               '        output.register_hook(add)'))),
+                       ("def grad_before_inplace_relu(model, layer, x):",
+                        "import torch\n"
+                        "\n"
+                        "\n"
+                        "def grad_before_inplace_relu(model, layer, x):"),
+                       ("output.register_hook(grads.append)  # list.append returns None: the gradient is unchanged",
+                        "grads.append(torch.zeros(output.shape))\n"
+                        "\n"
+                        "        def add(grad):\n"
+                        "            grads[0] += grad\n"
+                        "\n"
+                        "        output.register_hook(add)")),
          expect=["right values as float32", "float64 here", "shape and dtype"]),
     dict(exercise="grad_before_inplace_relu", kind="wrong", why="calls model.train() first",
          clause="mode-kept",
          source=edited(reference("grad_before_inplace_relu"),
-             ('    """\n    grads = []\n',
-              '    """\n    model.train()  # gradients are for training\n    grads = []\n')),
+                       ('    """\n'
+                        "    grads = []\n",
+                        '    """\n'
+                        "    model.train()  # gradients are for training\n"
+                        "    grads = []\n")),
          expect=["train/eval mode changed", "it was eval", "model.train()"]),
     dict(exercise="grad_before_inplace_relu", kind="wrong", why="x.requires_grad_() on the caller's x",
          clause="x-unchanged",
          source=edited(reference("grad_before_inplace_relu"),
-             ('    """\n    grads = []\n',
-              ('    """\n'
-               "    x.requires_grad_()  # so that every module's backward runs\n"
-               '    grads = []\n'))),
+                       ('    """\n'
+                        "    grads = []\n",
+                        '    """\n'
+                        "    x.requires_grad_()  # so that every module's backward runs\n"
+                        "    grads = []\n")),
          expect=["caller's x was changed", "requires grad now", "x.clone().requires_grad_()"]),
     dict(exercise="grad_before_inplace_relu", kind="wrong", why="torch.autograd.grad for every parameter, .grad set by hand",
          clause="backward-once",
          source=edited(reference("grad_before_inplace_relu"),
-             ('def grad_before_inplace_relu(model, layer, x):',
-              'import torch\n\n\ndef grad_before_inplace_relu(model, layer, x):'),
-             (('    with layer.register_forward_hook(register_tensor_hook):\n'
-               '        model(x).sum().backward()\n'),
-              ('    with layer.register_forward_hook(register_tensor_hook):\n'
-               '        score = model(x).sum()\n'
-               '    parameters = list(model.parameters())\n'
-               '    for parameter, grad in zip(parameters, torch.autograd.grad(score, parameters)):\n'
-               '        parameter.grad = grad\n'))),
+                       ("def grad_before_inplace_relu(model, layer, x):",
+                        "import torch\n"
+                        "\n"
+                        "\n"
+                        "def grad_before_inplace_relu(model, layer, x):"),
+                       ("    with layer.register_forward_hook(register_tensor_hook):\n"
+                        "        model(x).sum().backward()\n",
+                        "    with layer.register_forward_hook(register_tensor_hook):\n"
+                        "        score = model(x).sum()\n"
+                        "    parameters = list(model.parameters())\n"
+                        "    for parameter, grad in zip(parameters, torch.autograd.grad(score, parameters)):\n"
+                        "        parameter.grad = grad\n")),
          expect=["does not require grad"]),
     dict(exercise="grad_before_inplace_relu", kind="right", why="every ReLU off and back to its own value, full backward hook",
          source='''
@@ -1068,23 +1101,24 @@ def grad_before_inplace_relu(model, layer, x):
          expect=[]),
     dict(exercise="grad_before_inplace_relu", kind="right", why="the forward hook removed before backward",
          source=edited(reference("grad_before_inplace_relu"),
-             (('    with layer.register_forward_hook(register_tensor_hook):\n'
-               '        model(x).sum().backward()\n'),
-              ('    with layer.register_forward_hook(register_tensor_hook):\n'
-               '        score = model(x).sum()\n'
-               '    score.backward()  # the tensor hook outlives the forward hook\n'))),
+                       ("    with layer.register_forward_hook(register_tensor_hook):\n"
+                        "        model(x).sum().backward()\n",
+                        "    with layer.register_forward_hook(register_tensor_hook):\n"
+                        "        score = model(x).sum()\n"
+                        "    score.backward()  # the tensor hook outlives the forward hook\n")),
          expect=[]),
     # ---- find_registered_hooks and remove_all_hooks: a generator returned, a public cleaner
     dict(exercise="find_registered_hooks", kind="wrong", why="returns a generator of triples",
          clause="returns-list",
          source=edited(reference("find_registered_hooks"),
-             ('    found = []\n', ''),
-             ('found += [(name, kind, hook) for hook in getattr(module, attribute).values()]',
-              ('for hook in getattr(module, attribute).values():\n'
-               '                yield name, kind, hook')),
-             ('found += [(name, kind, hook) for hook in hooks.values()]',
-              'for hook in hooks.values():\n                yield name, kind, hook'),
-             ('\n    return found', '')),
+                       ("    found = []\n", ""),
+                       ("found += [(name, kind, hook) for hook in getattr(module, attribute).values()]",
+                        "for hook in getattr(module, attribute).values():\n"
+                        "                yield name, kind, hook"),
+                       ("found += [(name, kind, hook) for hook in hooks.values()]",
+                        "for hook in hooks.values():\n"
+                        "                yield name, kind, hook"),
+                       ("\n    return found", "")),
          expect=["returned a generator, not a list", "is not [] even when it holds nothing"]),
     dict(exercise="remove_all_hooks", kind="wrong",
          why="model.apply over three dicts, as public debugging snippets do",
@@ -1126,12 +1160,16 @@ def remove_all_hooks(model):
     dict(exercise="remove_all_hooks", kind="wrong", why="a removal counter kept between calls",
          clause="count",
          source=edited(reference("remove_all_hooks"),
-             ('def remove_all_hooks(model):',
-              'REMOVED = [0]  # hooks removed so far\n\n\ndef remove_all_hooks(model):'),
-             ('    removed = 0\n', ''),
-             ('removed += len(getattr(module, attribute))', 'REMOVED[0] += len(getattr(module, attribute))'),
-             ('removed += len(hooks)', 'REMOVED[0] += len(hooks)'),
-             ('    return removed', '    return REMOVED[0]')),
+                       ("def remove_all_hooks(model):",
+                        "REMOVED = [0]  # hooks removed so far\n"
+                        "\n"
+                        "\n"
+                        "def remove_all_hooks(model):"),
+                       ("    removed = 0\n", ""),
+                       ("removed += len(getattr(module, attribute))",
+                        "REMOVED[0] += len(getattr(module, attribute))"),
+                       ("removed += len(hooks)", "REMOVED[0] += len(hooks)"),
+                       ("    return removed", "    return REMOVED[0]")),
          expect=["plus the 37 of the call before", "kept between calls", "count from 0 in each call"]),
 ]
 

@@ -9,69 +9,70 @@ ENTRIES = [
     dict(exercise="migrate_checkpoint_keys", kind="wrong", why="ignores the prefix",
          clause="prefix",
          source=edited(reference("migrate_checkpoint_keys"),
-             (('if prefix + old in state_dict:\n'
-               '                state_dict[prefix + new] = state_dict.pop(prefix + old)'),
-              'if old in state_dict:\n                state_dict[new] = state_dict.pop(old)')),
+                       ("if prefix + old in state_dict:\n"
+                        "                state_dict[prefix + new] = state_dict.pop(prefix + old)",
+                        "if old in state_dict:\n"
+                        "                state_dict[new] = state_dict.pop(old)")),
          expect=["inside a bigger model", "prefix"]),
     dict(exercise="migrate_checkpoint_keys", kind="wrong", why="builds and returns a new dict",
          clause="in-place",
          source=edited(reference("migrate_checkpoint_keys"),
-             (('for old, new in renames.items():\n'
-               '            if prefix + old in state_dict:\n'
-               '                state_dict[prefix + new] = state_dict.pop(prefix + old)'),
-              ('new_dict = {}\n'
-               '        for key, value in state_dict.items():\n'
-               '            local = key[len(prefix):] if key.startswith(prefix) else None\n'
-               '            new_dict[prefix + renames[local] if local in renames else key] = value\n'
-               '        return new_dict'))),
+                       ("for old, new in renames.items():\n"
+                        "            if prefix + old in state_dict:\n"
+                        "                state_dict[prefix + new] = state_dict.pop(prefix + old)",
+                        "new_dict = {}\n"
+                        "        for key, value in state_dict.items():\n"
+                        "            local = key[len(prefix):] if key.startswith(prefix) else None\n"
+                        "            new_dict[prefix + renames[local] if local in renames else key] = value\n"
+                        "        return new_dict")),
          expect=["return value is ignored", "in place"]),
     dict(exercise="migrate_checkpoint_keys", kind="wrong", why="rebinds the state_dict name",
          clause="in-place",
          source=edited(reference("migrate_checkpoint_keys"),
-             (('for old, new in renames.items():\n'
-               '            if prefix + old in state_dict:\n'
-               '                state_dict[prefix + new] = state_dict.pop(prefix + old)'),
-              ('state_dict = {(prefix + renames[key[len(prefix):]] if key[len(prefix):] in renames else key): value\n'
-               '                      for key, value in state_dict.items()}'))),
+                       ("for old, new in renames.items():\n"
+                        "            if prefix + old in state_dict:\n"
+                        "                state_dict[prefix + new] = state_dict.pop(prefix + old)",
+                        "state_dict = {(prefix + renames[key[len(prefix):]] if key[len(prefix):] in renames else key): value\n"
+                        "                      for key, value in state_dict.items()}")),
          expect=["rebinding", "in place"]),
     dict(exercise="migrate_checkpoint_keys", kind="wrong", why="copies the old keys instead of moving them",
          clause="old-removed",
          source=edited(reference("migrate_checkpoint_keys"),
-             ('state_dict[prefix + new] = state_dict.pop(prefix + old)',
-              'state_dict[prefix + new] = state_dict[prefix + old]')),
+                       ("state_dict[prefix + new] = state_dict.pop(prefix + old)",
+                        "state_dict[prefix + new] = state_dict[prefix + old]")),
          expect=["copied", "state_dict.pop"]),
     dict(exercise="migrate_checkpoint_keys", kind="wrong", why="matches keys that end with an old name",
          clause="others-alone",
          source=edited(reference("migrate_checkpoint_keys"),
-             (('for old, new in renames.items():\n'
-               '            if prefix + old in state_dict:\n'
-               '                state_dict[prefix + new] = state_dict.pop(prefix + old)'),
-              ('for key in list(state_dict):\n'
-               '            for old, new in renames.items():\n'
-               '                if key.endswith(old):\n'
-               '                    state_dict[key[:-len(old)] + new] = state_dict.pop(key)'))),
+                       ("for old, new in renames.items():\n"
+                        "            if prefix + old in state_dict:\n"
+                        "                state_dict[prefix + new] = state_dict.pop(prefix + old)",
+                        "for key in list(state_dict):\n"
+                        "            for old, new in renames.items():\n"
+                        "                if key.endswith(old):\n"
+                        "                    state_dict[key[:-len(old)] + new] = state_dict.pop(key)")),
          expect=["only end with", "prefix + old"]),
     dict(exercise="migrate_checkpoint_keys", kind="wrong", why="replaces the old text anywhere in a key",
          clause="others-alone",
          source=edited(reference("migrate_checkpoint_keys"),
-             (('for old, new in renames.items():\n'
-               '            if prefix + old in state_dict:\n'
-               '                state_dict[prefix + new] = state_dict.pop(prefix + old)'),
-              ('for key in list(state_dict):\n'
-               '            for old, new in renames.items():\n'
-               '                if old in key:\n'
-               '                    state_dict[key.replace(old, new)] = state_dict.pop(key)\n'
-               '                    break'))),
+                       ("for old, new in renames.items():\n"
+                        "            if prefix + old in state_dict:\n"
+                        "                state_dict[prefix + new] = state_dict.pop(prefix + old)",
+                        "for key in list(state_dict):\n"
+                        "            for old, new in renames.items():\n"
+                        "                if old in key:\n"
+                        "                    state_dict[key.replace(old, new)] = state_dict.pop(key)\n"
+                        "                    break")),
          expect=["only end with", "exactly"]),
     dict(exercise="migrate_checkpoint_keys", kind="wrong", why="pairs old and new keys by position",
          clause="moves",
          source=edited(reference("migrate_checkpoint_keys"),
-             (('for old, new in renames.items():\n'
-               '            if prefix + old in state_dict:\n'
-               '                state_dict[prefix + new] = state_dict.pop(prefix + old)'),
-              ('found = [key for key in state_dict if key[len(prefix):] in renames]\n'
-               '        for key, new in zip(found, renames.values()):\n'
-               '            state_dict[prefix + new] = state_dict.pop(key)'))),
+                       ("for old, new in renames.items():\n"
+                        "            if prefix + old in state_dict:\n"
+                        "                state_dict[prefix + new] = state_dict.pop(prefix + old)",
+                        "found = [key for key in state_dict if key[len(prefix):] in renames]\n"
+                        "        for key, new in zip(found, renames.values()):\n"
+                        "            state_dict[prefix + new] = state_dict.pop(key)")),
          expect=["by name", "order"]),
     dict(exercise="migrate_checkpoint_keys", kind="wrong", why="registers a load post-hook that forgives the keys",
          clause="pre-hook",
@@ -87,63 +88,65 @@ def migrate_checkpoint_keys(module, renames):
     dict(exercise="migrate_checkpoint_keys", kind="wrong", why="fails on a checkpoint already in the new names",
          clause="absent-skipped",
          source=edited(reference("migrate_checkpoint_keys"),
-             (('if prefix + old in state_dict:\n'
-               '                state_dict[prefix + new] = state_dict.pop(prefix + old)'),
-              'state_dict[prefix + new] = state_dict.pop(prefix + old)')),
+                       ("if prefix + old in state_dict:\n"
+                        "                state_dict[prefix + new] = state_dict.pop(prefix + old)",
+                        "state_dict[prefix + new] = state_dict.pop(prefix + old)")),
          expect=["keyerror"]),
     dict(exercise="migrate_checkpoint_keys", kind="wrong", why="returns nothing",
          clause="handle",
          source=edited(reference("migrate_checkpoint_keys"),
-             ("    return module.register_load_state_dict_pre_hook(rename)",
-              "    module.register_load_state_dict_pre_hook(rename)")),
+                       ("    return module.register_load_state_dict_pre_hook(rename)",
+                        "    module.register_load_state_dict_pre_hook(rename)")),
          expect=["returned none", "removablehandle"]),
     dict(exercise="migrate_checkpoint_keys", kind="wrong", why="hard-codes the lesson's renames",
          clause="renames",
          source=edited(reference("migrate_checkpoint_keys"),
-             ('for old, new in renames.items():',
-              ('fixed = {"fc.weight": "classifier.weight", "fc.bias": "classifier.bias"}\n'
-               '        fixed.update({f"bn.{name}": f"norm.{name}"\n'
-               '                      for name in ("weight", "bias", "running_mean", "running_var", "num_batches_tracked")})\n'
-               '        for old, new in fixed.items():'))),
+                       ("for old, new in renames.items():",
+                        'fixed = {"fc.weight": "classifier.weight", "fc.bias": "classifier.bias"}\n'
+                        '        fixed.update({f"bn.{name}": f"norm.{name}"\n'
+                        '                      for name in ("weight", "bias", "running_mean", "running_var", "num_batches_tracked")})\n'
+                        "        for old, new in fixed.items():")),
          expect=["exactly the keys that `renames` lists"]),
     dict(exercise="migrate_checkpoint_keys", kind="wrong", why="keeps the prefix of its first call",
          clause="each-load",
          source=edited(reference("migrate_checkpoint_keys"),
-             ("    def rename(", "    seen = {}\n\n    def rename("),
-             ('error_msgs):', 'error_msgs):\n        first = seen.setdefault("prefix", prefix)'),
-             (('if prefix + old in state_dict:\n'
-               '                state_dict[prefix + new] = state_dict.pop(prefix + old)'),
-              ('if first + old in state_dict:\n'
-               '                state_dict[first + new] = state_dict.pop(first + old)'))),
+                       ("    def rename(", "    seen = {}\n\n    def rename("),
+                       ("error_msgs):", 'error_msgs):\n        first = seen.setdefault("prefix", prefix)'),
+                       ("if prefix + old in state_dict:\n"
+                        "                state_dict[prefix + new] = state_dict.pop(prefix + old)",
+                        "if first + old in state_dict:\n"
+                        "                state_dict[first + new] = state_dict.pop(first + old)")),
          expect=["prefix", "it receives"]),
     dict(exercise="migrate_checkpoint_keys", kind="wrong", why="moves to the new key without the prefix",
          clause="moves",
          source=edited(reference("migrate_checkpoint_keys"),
-             ('state_dict[prefix + new] = state_dict.pop(prefix + old)',
-              'state_dict[new] = state_dict.pop(prefix + old)')),
+                       ("state_dict[prefix + new] = state_dict.pop(prefix + old)",
+                        "state_dict[new] = state_dict.pop(prefix + old)")),
          expect=["did not arrive", "prefix + new"]),
     dict(exercise="migrate_checkpoint_keys", kind="wrong", why="uses up renames at the first load",
          clause="each-load",
          source=edited(reference("migrate_checkpoint_keys"),
-             ('for old, new in renames.items():', 'while renames:\n            old, new = renames.popitem()')),
+                       ("for old, new in renames.items():",
+                        "while renames:\n"
+                        "            old, new = renames.popitem()")),
          expect=["strict=true", "every load", "renames"]),
     dict(exercise="migrate_checkpoint_keys", kind="wrong", why="keeps only the renamed keys of the module",
          clause="others-alone",
          source=edited(reference("migrate_checkpoint_keys"),
-             (('for old, new in renames.items():\n'
-               '            if prefix + old in state_dict:\n'
-               '                state_dict[prefix + new] = state_dict.pop(prefix + old)'),
-              ('moved = {prefix + new: state_dict[prefix + old] for old, new in renames.items()\n'
-               '                 if prefix + old in state_dict}\n'
-               '        for key in [key for key in state_dict if key.startswith(prefix)]:\n'
-               '            del state_dict[key]\n'
-               '        state_dict.update(moved)'))),
+                       ("for old, new in renames.items():\n"
+                        "            if prefix + old in state_dict:\n"
+                        "                state_dict[prefix + new] = state_dict.pop(prefix + old)",
+                        "moved = {prefix + new: state_dict[prefix + old] for old, new in renames.items()\n"
+                        "                 if prefix + old in state_dict}\n"
+                        "        for key in [key for key in state_dict if key.startswith(prefix)]:\n"
+                        "            del state_dict[key]\n"
+                        "        state_dict.update(moved)")),
          expect=["removed", "does not list"]),
     dict(exercise="migrate_checkpoint_keys", kind="wrong", why="adds the prefix twice",
          clause="moves",
          source=edited(reference("migrate_checkpoint_keys"),
-             ('state_dict[prefix + new] = state_dict.pop(prefix + old)',
-              'state_dict[prefix + prefix + new] = state_dict.pop(prefix + old)')),
+                       ("state_dict[prefix + new] = state_dict.pop(prefix + old)",
+                        "state_dict[prefix + prefix + new] = state_dict.pop(prefix + old)")),
          expect=["moved, but to", "exactly prefix + new"]),
     dict(exercise="migrate_checkpoint_keys", kind="right", why="one pass over the keys, *rest and a comprehension",
          source='''
@@ -178,15 +181,15 @@ def migrate_checkpoint_keys(module, renames):
          expect=[]),
     dict(exercise="migrate_checkpoint_keys", kind="right", why="a new dict copied back with clear and update",
          source=edited(reference("migrate_checkpoint_keys"),
-             (('for old, new in renames.items():\n'
-               '            if prefix + old in state_dict:\n'
-               '                state_dict[prefix + new] = state_dict.pop(prefix + old)'),
-              ('moved = {}\n'
-               '        for key, value in state_dict.items():\n'
-               '            local = key[len(prefix):] if key.startswith(prefix) else None\n'
-               '            moved[prefix + renames[local] if local in renames else key] = value\n'
-               '        state_dict.clear()\n'
-               '        state_dict.update(moved)'))),
+                       ("for old, new in renames.items():\n"
+                        "            if prefix + old in state_dict:\n"
+                        "                state_dict[prefix + new] = state_dict.pop(prefix + old)",
+                        "moved = {}\n"
+                        "        for key, value in state_dict.items():\n"
+                        "            local = key[len(prefix):] if key.startswith(prefix) else None\n"
+                        "            moved[prefix + renames[local] if local in renames else key] = value\n"
+                        "        state_dict.clear()\n"
+                        "        state_dict.update(moved)")),
          expect=[]),
     dict(exercise="migrate_checkpoint_keys", kind="right", why="a bound method as the hook",
          source='''
@@ -209,124 +212,126 @@ def migrate_checkpoint_keys(module, renames):
     dict(exercise="attach_weight_ema", kind="wrong", why="a step pre-hook",
          clause="after-step",
          source=edited(reference("attach_weight_ema"),
-             ('return ema, optimizer.register_step_post_hook(update)',
-              'return ema, optimizer.register_step_pre_hook(update)')),
+                       ("return ema, optimizer.register_step_post_hook(update)",
+                        "return ema, optimizer.register_step_pre_hook(update)")),
          expect=["before", "register_step_post_hook"]),
     dict(exercise="attach_weight_ema", kind="wrong", why="ema entries are the parameters",
          clause="copy",
          source=edited(reference("attach_weight_ema"),
-             ('ema = {name: parameter.detach().clone() for name, parameter in parameters.items()}',
-              'ema = {name: parameter for name, parameter in parameters.items()}'),
-             ('\n    @torch.no_grad()', ''),
-             (('for name, parameter in parameters.items():\n'
-               '            ema[name].mul_(decay).add_(parameter, alpha=1 - decay)'),
-              'pass')),
+                       ("ema = {name: parameter.detach().clone() for name, parameter in parameters.items()}",
+                        "ema = {name: parameter for name, parameter in parameters.items()}"),
+                       ("\n    @torch.no_grad()", ""),
+                       ("for name, parameter in parameters.items():\n"
+                        "            ema[name].mul_(decay).add_(parameter, alpha=1 - decay)",
+                        "pass")),
          expect=["parameter itself", "clone()"]),
     dict(exercise="attach_weight_ema", kind="wrong", why="detach without clone shares memory",
          clause="copy",
          source=edited(reference("attach_weight_ema"),
-             ('ema = {name: parameter.detach().clone() for name, parameter in parameters.items()}',
-              'ema = {name: parameter.detach() for name, parameter in parameters.items()}')),
+                       ("ema = {name: parameter.detach().clone() for name, parameter in parameters.items()}",
+                        "ema = {name: parameter.detach() for name, parameter in parameters.items()}")),
          expect=["shares its memory", "clone()"]),
     dict(exercise="attach_weight_ema", kind="wrong", why="decay and 1 - decay swapped",
          clause="formula",
          source=edited(reference("attach_weight_ema"),
-             ('ema[name].mul_(decay).add_(parameter, alpha=1 - decay)',
-              'ema[name] = (1 - decay) * ema[name] + decay * parameter')),
+                       ("ema[name].mul_(decay).add_(parameter, alpha=1 - decay)",
+                        "ema[name] = (1 - decay) * ema[name] + decay * parameter")),
          expect=["swapped"]),
     dict(exercise="attach_weight_ema", kind="wrong", why="keeps autograd history",
          clause="no-autograd",
          source=edited(reference("attach_weight_ema"),
-             ('\n    @torch.no_grad()', ''),
-             ('ema[name].mul_(decay).add_(parameter, alpha=1 - decay)',
-              'ema[name] = decay * ema[name] + (1 - decay) * parameter')),
+                       ("\n    @torch.no_grad()", ""),
+                       ("ema[name].mul_(decay).add_(parameter, alpha=1 - decay)",
+                        "ema[name] = decay * ema[name] + (1 - decay) * parameter")),
          expect=["requires grad", "torch.no_grad()"]),
     dict(exercise="attach_weight_ema", kind="wrong", why="a forward hook on the model",
          clause="post-hook",
          source=edited(reference("attach_weight_ema"),
-             ('return ema, optimizer.register_step_post_hook(update)',
-              'return ema, model.register_forward_hook(update)')),
+                       ("return ema, optimizer.register_step_post_hook(update)",
+                        "return ema, model.register_forward_hook(update)")),
          expect=["did not change", "register_step_post_hook", "forward hook"]),
     dict(exercise="attach_weight_ema", kind="wrong", why="only the first parameter group",
          clause="all-groups",
          source=edited(reference("attach_weight_ema"),
-             ('for name, parameter in parameters.items():',
-              ('for parameter in optimizer.param_groups[0]["params"]:\n'
-               '            name = next(n for n, q in parameters.items() if q is parameter)'))),
+                       ("for name, parameter in parameters.items():",
+                        'for parameter in optimizer.param_groups[0]["params"]:\n'
+                        "            name = next(n for n, q in parameters.items() if q is parameter)")),
          expect=["parameter group 1", "every group"]),
     dict(exercise="attach_weight_ema", kind="wrong", why="a global step post-hook",
          clause="post-hook",
          source=edited(reference("attach_weight_ema"),
-             ('import torch',
-              'import torch\nfrom torch.optim.optimizer import register_optimizer_step_post_hook'),
-             ('return ema, optimizer.register_step_post_hook(update)',
-              'return ema, register_optimizer_step_post_hook(update)')),
+                       ("import torch",
+                        "import torch\n"
+                        "from torch.optim.optimizer import register_optimizer_step_post_hook"),
+                       ("return ema, optimizer.register_step_post_hook(update)",
+                        "return ema, register_optimizer_step_post_hook(update)")),
          expect=["another optimizer", "global", "optimizer.register_step_post_hook"]),
     dict(exercise="attach_weight_ema", kind="wrong", why="rebinds the dict in the hook",
          clause="every-entry",
          source=edited(reference("attach_weight_ema"),
-             ("    @torch.no_grad()\n", ""),
-             ("""        for name, parameter in parameters.items():
-            ema[name].mul_(decay).add_(parameter, alpha=1 - decay)""",
-              """        nonlocal ema
-        with torch.no_grad():
-            ema = {name: decay * ema[name] + (1 - decay) * parameter for name, parameter in parameters.items()}""")),
+                       ("    @torch.no_grad()\n", ""),
+                       ("        for name, parameter in parameters.items():\n"
+                        "            ema[name].mul_(decay).add_(parameter, alpha=1 - decay)",
+                        "        nonlocal ema\n"
+                        "        with torch.no_grad():\n"
+                        "            ema = {name: decay * ema[name] + (1 - decay) * parameter for name, parameter in parameters.items()}")),
          expect=["did not change", "dict you returned"]),
     dict(exercise="attach_weight_ema", kind="wrong", why="starts from zeros",
          clause="copy",
          source=edited(reference("attach_weight_ema"),
-             ('ema = {name: parameter.detach().clone() for name, parameter in parameters.items()}',
-              'ema = {name: torch.zeros_like(parameter) for name, parameter in parameters.items()}')),
+                       ("ema = {name: parameter.detach().clone() for name, parameter in parameters.items()}",
+                        "ema = {name: torch.zeros_like(parameter) for name, parameter in parameters.items()}")),
          expect=["copy of the parameter's value at attach time"]),
     dict(exercise="attach_weight_ema", kind="wrong", why="returns a list of handles",
          clause="handle",
          source=edited(reference("attach_weight_ema"),
-             ('return ema, optimizer.register_step_post_hook(update)',
-              'return ema, [optimizer.register_step_post_hook(update)]')),
+                       ("return ema, optimizer.register_step_post_hook(update)",
+                        "return ema, [optimizer.register_step_post_hook(update)]")),
          expect=["as handle", "removablehandle"]),
     dict(exercise="attach_weight_ema", kind="wrong", why="averages model.state_dict(), buffers too",
          clause="no-buffers",
          source=edited(reference("attach_weight_ema"),
-             ("""    parameters = dict(model.named_parameters())
-    ema = {name: parameter.detach().clone() for name, parameter in parameters.items()}""",
-              "    ema = {name: value.clone() for name, value in model.state_dict().items()}"),
-             ("""        for name, parameter in parameters.items():
-            ema[name].mul_(decay).add_(parameter, alpha=1 - decay)""",
-              """        current = model.state_dict()
-        for name in ema:
-            ema[name].mul_(decay).add_(current[name], alpha=1 - decay)""")),
+                       ("    parameters = dict(model.named_parameters())\n"
+                        "    ema = {name: parameter.detach().clone() for name, parameter in parameters.items()}",
+                        "    ema = {name: value.clone() for name, value in model.state_dict().items()}"),
+                       ("        for name, parameter in parameters.items():\n"
+                        "            ema[name].mul_(decay).add_(parameter, alpha=1 - decay)",
+                        "        current = model.state_dict()\n"
+                        "        for name in ema:\n"
+                        "            ema[name].mul_(decay).add_(current[name], alpha=1 - decay)")),
          expect=["buffers", "named_parameters()"]),
     dict(exercise="attach_weight_ema", kind="wrong", why="leaves out the frozen parameters",
          clause="frozen-keys",
          source=edited(reference("attach_weight_ema"),
-             ('ema = {name: parameter.detach().clone() for name, parameter in parameters.items()}',
-              'ema = {name: parameter.detach().clone() for name, parameter in parameters.items() if parameter.requires_grad}'),
-             (('for name, parameter in parameters.items():\n'
-               '            ema[name].mul_(decay).add_(parameter, alpha=1 - decay)'),
-              ('for name in ema:\n'
-               '            ema[name].mul_(decay).add_(parameters[name], alpha=1 - decay)'))),
+                       ("ema = {name: parameter.detach().clone() for name, parameter in parameters.items()}",
+                        "ema = {name: parameter.detach().clone() for name, parameter in parameters.items() if parameter.requires_grad}"),
+                       ("for name, parameter in parameters.items():\n"
+                        "            ema[name].mul_(decay).add_(parameter, alpha=1 - decay)",
+                        "for name in ema:\n"
+                        "            ema[name].mul_(decay).add_(parameters[name], alpha=1 - decay)")),
          expect=["frozen parameters", "belong in ema"]),
     dict(exercise="attach_weight_ema", kind="wrong", why="writes the average back into the parameters",
          clause="params-unchanged",
          source=edited(reference("attach_weight_ema"),
-             ('ema[name].mul_(decay).add_(parameter, alpha=1 - decay)',
-              ('ema[name].mul_(decay).add_(parameter, alpha=1 - decay)\n'
-               '            parameter.copy_(ema[name])'))),
+                       ("ema[name].mul_(decay).add_(parameter, alpha=1 - decay)",
+                        "ema[name].mul_(decay).add_(parameter, alpha=1 - decay)\n"
+                        "            parameter.copy_(ema[name])")),
          expect=["changed the model's parameters"]),
     dict(exercise="attach_weight_ema", kind="wrong", why="moves the parameters towards the average",
          clause="params-unchanged",
          source=edited(reference("attach_weight_ema"),
-             ('ema[name].mul_(decay).add_(parameter, alpha=1 - decay)', 'parameter.lerp_(ema[name], decay)')),
+                       ("ema[name].mul_(decay).add_(parameter, alpha=1 - decay)",
+                        "parameter.lerp_(ema[name], decay)")),
          expect=["changed the model's parameters", "never the parameter"]),
     dict(exercise="attach_weight_ema", kind="wrong", why="keys are the parameters, not their names",
          clause="keys",
          source=edited(reference("attach_weight_ema"),
-             ('ema = {name: parameter.detach().clone() for name, parameter in parameters.items()}',
-              'ema = {parameter: parameter.detach().clone() for parameter in parameters.values()}'),
-             (('for name, parameter in parameters.items():\n'
-               '            ema[name].mul_(decay).add_(parameter, alpha=1 - decay)'),
-              ('for parameter, average in ema.items():\n'
-               '            average.mul_(decay).add_(parameter, alpha=1 - decay)'))),
+                       ("ema = {name: parameter.detach().clone() for name, parameter in parameters.items()}",
+                        "ema = {parameter: parameter.detach().clone() for parameter in parameters.values()}"),
+                       ("for name, parameter in parameters.items():\n"
+                        "            ema[name].mul_(decay).add_(parameter, alpha=1 - decay)",
+                        "for parameter, average in ema.items():\n"
+                        "            average.mul_(decay).add_(parameter, alpha=1 - decay)")),
          expect=["keys of type parameter", "named_parameters()"]),
     dict(exercise="attach_weight_ema", kind="right", why="a callable object, copies made with empty_like and copy_",
          source='''
@@ -352,9 +357,9 @@ def attach_weight_ema(model, optimizer, decay):
     dict(exercise="attach_weight_ema", kind="wrong", why="only parameters with a gradient are updated",
          clause="no-grad-params",
          source=edited(reference("attach_weight_ema"),
-             ('ema[name].mul_(decay).add_(parameter, alpha=1 - decay)',
-              ('if parameter.grad is not None:\n'
-               '                ema[name].mul_(decay).add_(parameter, alpha=1 - decay)'))),
+                       ("ema[name].mul_(decay).add_(parameter, alpha=1 - decay)",
+                        "if parameter.grad is not None:\n"
+                        "                ema[name].mul_(decay).add_(parameter, alpha=1 - decay)")),
          expect=["did not change", "got no gradient", "whether or not its parameter has a gradient"]),
     dict(exercise="attach_weight_ema", kind="right", why="lerp_ over model.parameters() zipped with names",
          source='''
@@ -395,53 +400,53 @@ def attach_weight_ema(model, optimizer, decay):
     dict(exercise="migrate_checkpoint_keys", kind="wrong", why="skips the rename when the new key is there",
          clause="both-keys",
          source=edited(reference("migrate_checkpoint_keys"),
-             ('if prefix + old in state_dict:',
-              'if prefix + old in state_dict and prefix + new not in state_dict:')),
+                       ("if prefix + old in state_dict:",
+                        "if prefix + old in state_dict and prefix + new not in state_dict:")),
          expect=["both the old and the new key", "stayed in the dict", "replaces the new key's"]),
     dict(exercise="migrate_checkpoint_keys", kind="wrong", why="setdefault keeps the new key's value",
          clause="both-keys",
          source=edited(reference("migrate_checkpoint_keys"),
-             ('state_dict[prefix + new] = state_dict.pop(prefix + old)',
-              'state_dict.setdefault(prefix + new, state_dict.pop(prefix + old))')),
+                       ("state_dict[prefix + new] = state_dict.pop(prefix + old)",
+                        "state_dict.setdefault(prefix + new, state_dict.pop(prefix + old))")),
          expect=["holds the value the checkpoint had under the new key", "old key's value is moved over"]),
     dict(exercise="migrate_checkpoint_keys", kind="wrong", why="update with the renamed keys, without removing",
          clause="old-removed",
          source=edited(reference("migrate_checkpoint_keys"),
-             (('for old, new in renames.items():\n'
-               '            if prefix + old in state_dict:\n'
-               '                state_dict[prefix + new] = state_dict.pop(prefix + old)'),
-              ('moved = {prefix + new: state_dict[prefix + old] for old, new in renames.items()\n'
-               '                 if prefix + old in state_dict}\n'
-               '        state_dict.update(moved)'))),
+                       ("for old, new in renames.items():\n"
+                        "            if prefix + old in state_dict:\n"
+                        "                state_dict[prefix + new] = state_dict.pop(prefix + old)",
+                        "moved = {prefix + new: state_dict[prefix + old] for old, new in renames.items()\n"
+                        "                 if prefix + old in state_dict}\n"
+                        "        state_dict.update(moved)")),
          expect=["copied", "remove each old key"]),
     dict(exercise="migrate_checkpoint_keys", kind="wrong", why="the hook removes itself after the first load",
          clause="each-load",
          source=edited(reference("migrate_checkpoint_keys"),
-             ("""                state_dict[prefix + new] = state_dict.pop(prefix + old)
-""", """                state_dict[prefix + new] = state_dict.pop(prefix + old)
-        handle.remove()  # one checkpoint to migrate: done
-"""),
-             ("    return module.register_load_state_dict_pre_hook(rename)",
-              "    handle = module.register_load_state_dict_pre_hook(rename)\n    return handle")),
+                       ("                state_dict[prefix + new] = state_dict.pop(prefix + old)\n",
+                        "                state_dict[prefix + new] = state_dict.pop(prefix + old)\n"
+                        "        handle.remove()  # one checkpoint to migrate: done\n"),
+                       ("    return module.register_load_state_dict_pre_hook(rename)",
+                        "    handle = module.register_load_state_dict_pre_hook(rename)\n"
+                        "    return handle")),
          expect=["every load"]),
     dict(exercise="migrate_checkpoint_keys", kind="wrong", why="returns handle.remove instead of the handle",
          clause="handle",
          source=edited(reference("migrate_checkpoint_keys"),
-             ("return module.register_load_state_dict_pre_hook(rename)",
-              "return module.register_load_state_dict_pre_hook(rename).remove")),
+                       ("return module.register_load_state_dict_pre_hook(rename)",
+                        "return module.register_load_state_dict_pre_hook(rename).remove")),
          expect=["expected the removablehandle"]),
     dict(exercise="migrate_checkpoint_keys", kind="wrong", why="renames the local part with str.replace",
          clause="others-alone",
          source=edited(reference("migrate_checkpoint_keys"),
-             (('for old, new in renames.items():\n'
-               '            if prefix + old in state_dict:\n'
-               '                state_dict[prefix + new] = state_dict.pop(prefix + old)'),
-              ('for key in [key for key in state_dict if key.startswith(prefix)]:\n'
-               '            local = key[len(prefix):]\n'
-               '            for old, new in renames.items():\n'
-               '                if old in local:\n'
-               '                    state_dict[prefix + local.replace(old, new)] = state_dict.pop(key)\n'
-               '                    break'))),
+                       ("for old, new in renames.items():\n"
+                        "            if prefix + old in state_dict:\n"
+                        "                state_dict[prefix + new] = state_dict.pop(prefix + old)",
+                        "for key in [key for key in state_dict if key.startswith(prefix)]:\n"
+                        "            local = key[len(prefix):]\n"
+                        "            for old, new in renames.items():\n"
+                        "                if old in local:\n"
+                        "                    state_dict[prefix + local.replace(old, new)] = state_dict.pop(key)\n"
+                        "                    break")),
          expect=["only end with", "exactly"]),
     dict(exercise="migrate_checkpoint_keys", kind="right", why="the private hook without the module argument",
          source="""
@@ -459,17 +464,17 @@ def migrate_checkpoint_keys(module, renames):
     dict(exercise="attach_weight_ema", kind="wrong", why="the Parameters of state_dict(keep_vars=True)",
          clause="tied-once",
          source=edited(reference("attach_weight_ema"),
-             ("import torch", "import torch\nfrom torch import nn"),
-             ("    parameters = dict(model.named_parameters())",
-              """    parameters = {name: value for name, value in model.state_dict(keep_vars=True).items()
-                  if isinstance(value, nn.Parameter)}""")),
+                       ("import torch", "import torch\nfrom torch import nn"),
+                       ("    parameters = dict(model.named_parameters())",
+                        "    parameters = {name: value for name, value in model.state_dict(keep_vars=True).items()\n"
+                        "                  if isinstance(value, nn.Parameter)}")),
          expect=["'5.weight' is the same parameter as '3.weight'", "tied", "one entry"]),
     dict(exercise="attach_weight_ema", kind="wrong", why="updates only parameters that require grad",
          clause="no-grad-params",
          source=edited(reference("attach_weight_ema"),
-             ('ema[name].mul_(decay).add_(parameter, alpha=1 - decay)',
-              ('if parameter.requires_grad:\n'
-               '                ema[name].mul_(decay).add_(parameter, alpha=1 - decay)'))),
+                       ("ema[name].mul_(decay).add_(parameter, alpha=1 - decay)",
+                        "if parameter.requires_grad:\n"
+                        "                ema[name].mul_(decay).add_(parameter, alpha=1 - decay)")),
          expect=["'1.weight'", "changed by hand", "or is in the optimizer"]),
     dict(exercise="attach_weight_ema", kind="wrong", why="updates only the optimizer's parameters",
          clause="no-grad-params",
@@ -493,37 +498,40 @@ def attach_weight_ema(model, optimizer, decay):
     dict(exercise="attach_weight_ema", kind="wrong", why="computes the SGD step itself in a pre-hook",
          clause="any-optimizer",
          source=edited(reference("attach_weight_ema"),
-             ("""    ema = {name: parameter.detach().clone() for name, parameter in parameters.items()}""",
-              """    ema = {name: parameter.detach().clone() for name, parameter in parameters.items()}
-    lr_of = {id(p): group["lr"] for group in optimizer.param_groups for p in group["params"]}"""),
-             ("ema[name].mul_(decay).add_(parameter, alpha=1 - decay)",
-              """stepped = parameter - lr_of[id(parameter)] * parameter.grad \\
-                if parameter.grad is not None and id(parameter) in lr_of else parameter
-            ema[name].mul_(decay).add_(stepped, alpha=1 - decay)"""),
-             ("optimizer.register_step_post_hook(update)", "optimizer.register_step_pre_hook(update)")),
+                       ("    ema = {name: parameter.detach().clone() for name, parameter in parameters.items()}",
+                        "    ema = {name: parameter.detach().clone() for name, parameter in parameters.items()}\n"
+                        '    lr_of = {id(p): group["lr"] for group in optimizer.param_groups for p in group["params"]}'),
+                       ("ema[name].mul_(decay).add_(parameter, alpha=1 - decay)",
+                        "stepped = parameter - lr_of[id(parameter)] * parameter.grad \\\n"
+                        "                if parameter.grad is not None and id(parameter) in lr_of else parameter\n"
+                        "            ema[name].mul_(decay).add_(stepped, alpha=1 - decay)"),
+                       ("optimizer.register_step_post_hook(update)", "optimizer.register_step_pre_hook(update)")),
          expect=["an sgd step", "not sgd", "any optimizer"]),
     dict(exercise="attach_weight_ema", kind="wrong", why="returns only ema",
          clause="returns-pair",
          source=edited(reference("attach_weight_ema"),
-             ('return ema, optimizer.register_step_post_hook(update)',
-              'optimizer.register_step_post_hook(update)\n    return ema')),
+                       ("return ema, optimizer.register_step_post_hook(update)",
+                        "optimizer.register_step_post_hook(update)\n"
+                        "    return ema")),
          expect=["expected a pair (ema, handle)"]),
     dict(exercise="attach_weight_ema", kind="wrong", why="returns the hook function as the handle",
          clause="handle",
          source=edited(reference("attach_weight_ema"),
-             ('return ema, optimizer.register_step_post_hook(update)',
-              'optimizer.register_step_post_hook(update)\n    return ema, update')),
+                       ("return ema, optimizer.register_step_post_hook(update)",
+                        "optimizer.register_step_post_hook(update)\n"
+                        "    return ema, update")),
          expect=["as handle", "removablehandle"]),
     dict(exercise="attach_weight_ema", kind="wrong", why="clone without detach",
          clause="no-grad-start",
          source=edited(reference("attach_weight_ema"),
-             ('ema = {name: parameter.detach().clone() for name, parameter in parameters.items()}',
-              'ema = {name: parameter.clone() for name, parameter in parameters.items()}')),
+                       ("ema = {name: parameter.detach().clone() for name, parameter in parameters.items()}",
+                        "ema = {name: parameter.clone() for name, parameter in parameters.items()}")),
          expect=["requires grad", "parameter.detach().clone()"]),
     dict(exercise="attach_weight_ema", kind="wrong", why="lerp_ with decay as the weight",
          clause="formula",
          source=edited(reference("attach_weight_ema"),
-             ('ema[name].mul_(decay).add_(parameter, alpha=1 - decay)', 'ema[name].lerp_(parameter, decay)')),
+                       ("ema[name].mul_(decay).add_(parameter, alpha=1 - decay)",
+                        "ema[name].lerp_(parameter, decay)")),
          expect=["swapped"]),
     dict(exercise="attach_weight_ema", kind="right", why="a dict comprehension over named_parameters each step",
          source="""
@@ -546,40 +554,41 @@ def attach_weight_ema(model, optimizer, decay):
     dict(exercise="migrate_checkpoint_keys", kind="wrong", why="moves keys while iterating the dict",
          clause="moves",
          source=edited(reference("migrate_checkpoint_keys"),
-             ("""        for old, new in renames.items():
-            if prefix + old in state_dict:
-                state_dict[prefix + new] = state_dict.pop(prefix + old)""",
-              """        for key in state_dict:
-            local = key[len(prefix):]
-            if key.startswith(prefix) and local in renames:
-                state_dict[prefix + renames[local]] = state_dict.pop(key)""")),
+                       ("        for old, new in renames.items():\n"
+                        "            if prefix + old in state_dict:\n"
+                        "                state_dict[prefix + new] = state_dict.pop(prefix + old)",
+                        "        for key in state_dict:\n"
+                        "            local = key[len(prefix):]\n"
+                        "            if key.startswith(prefix) and local in renames:\n"
+                        "                state_dict[prefix + renames[local]] = state_dict.pop(key)")),
          expect=["mutated during iteration"]),
     dict(exercise="migrate_checkpoint_keys", kind="wrong", why="pop with the new key's value as the default",
          clause="absent-skipped",
          source=edited(reference("migrate_checkpoint_keys"),
-             ("""            if prefix + old in state_dict:
-                state_dict[prefix + new] = state_dict.pop(prefix + old)""",
-              "            state_dict[prefix + new] = state_dict.pop(prefix + old, state_dict.get(prefix + new))")),
+                       ("            if prefix + old in state_dict:\n"
+                        "                state_dict[prefix + new] = state_dict.pop(prefix + old)",
+                        "            state_dict[prefix + new] = state_dict.pop(prefix + old, state_dict.get(prefix + new))")),
          expect=["under neither name", "stored none", "skip the renames whose old key is absent"]),
     dict(exercise="migrate_checkpoint_keys", kind="wrong", why="pop with None, stored under the new key",
          clause="absent-skipped",
          source=edited(reference("migrate_checkpoint_keys"),
-             ("""            if prefix + old in state_dict:
-                state_dict[prefix + new] = state_dict.pop(prefix + old)""",
-              """            value = state_dict.pop(prefix + old, None)
-            state_dict[prefix + new] = value""")),
+                       ("            if prefix + old in state_dict:\n"
+                        "                state_dict[prefix + new] = state_dict.pop(prefix + old)",
+                        "            value = state_dict.pop(prefix + old, None)\n"
+                        "            state_dict[prefix + new] = value")),
          expect=["with the new names only", "stored none"]),
     dict(exercise="migrate_checkpoint_keys", kind="wrong", why="reads renames as new to old",
          clause="moves",
          source=edited(reference("migrate_checkpoint_keys"),
-             ("for old, new in renames.items():", "for new, old in renames.items():")),
+                       ("for old, new in renames.items():", "for new, old in renames.items():")),
          expect=["were not renamed", "prefix + old to prefix + new"]),
     dict(exercise="attach_weight_ema", kind="wrong", why="the parameters of a deep copy of the model",
          clause="no-grad-start",
          source=edited(reference("attach_weight_ema"),
-             ("import torch", "import copy\nimport torch"),
-             ("    ema = {name: parameter.detach().clone() for name, parameter in parameters.items()}",
-              "    shadow = copy.deepcopy(model)\n    ema = dict(shadow.named_parameters())")),
+                       ("import torch", "import copy\nimport torch"),
+                       ("    ema = {name: parameter.detach().clone() for name, parameter in parameters.items()}",
+                        "    shadow = copy.deepcopy(model)\n"
+                        "    ema = dict(shadow.named_parameters())")),
          expect=["requires grad", "detach().clone()"]),
     dict(exercise="attach_weight_ema", kind="right", why="a deep copy with requires_grad_(False), as timm does",
          source="""
@@ -602,48 +611,48 @@ def attach_weight_ema(model, optimizer, decay):
     dict(exercise="attach_weight_ema", kind="wrong", why="the hook takes the optimizer only",
          clause="post-hook",
          source=edited(reference("attach_weight_ema"),
-             ("def update(optimizer, args, kwargs):", "def update(optimizer):")),
+                       ("def update(optimizer, args, kwargs):", "def update(optimizer):")),
          expect=["takes 1 positional argument but 3 were given"]),
 
     dict(exercise="migrate_checkpoint_keys", kind="right",
          why="no startswith test: a child's hook gets only the keys under its prefix",
          source=edited(reference("migrate_checkpoint_keys"),
-             ("""        for old, new in renames.items():
-            if prefix + old in state_dict:
-                state_dict[prefix + new] = state_dict.pop(prefix + old)""",
-              """        for key in list(state_dict):
-            local = key[len(prefix):]
-            if local in renames:
-                state_dict[prefix + renames[local]] = state_dict.pop(key)""")),
+                       ("        for old, new in renames.items():\n"
+                        "            if prefix + old in state_dict:\n"
+                        "                state_dict[prefix + new] = state_dict.pop(prefix + old)",
+                        "        for key in list(state_dict):\n"
+                        "            local = key[len(prefix):]\n"
+                        "            if local in renames:\n"
+                        "                state_dict[prefix + renames[local]] = state_dict.pop(key)")),
          expect=[]),
     dict(exercise="attach_weight_ema", kind="wrong", why="copy_ of an expression that needs grad",
          clause="no-autograd",
          source=edited(reference("attach_weight_ema"),
-             ("    @torch.no_grad()\n", ""),
-             ("ema[name].mul_(decay).add_(parameter, alpha=1 - decay)",
-              "ema[name].copy_(decay * ema[name] + (1 - decay) * parameter)")),
+                       ("    @torch.no_grad()\n", ""),
+                       ("ema[name].mul_(decay).add_(parameter, alpha=1 - decay)",
+                        "ema[name].copy_(decay * ema[name] + (1 - decay) * parameter)")),
          expect=["requires grad", "copybackwards", "torch.no_grad()"]),
     # ---- unknown keys kept, a prefix cut with lstrip, a module-level ema, a tied weight updated twice
     dict(exercise="migrate_checkpoint_keys", kind="wrong", why="also drops the module's keys it does not know",
          clause="others-alone",
          source=edited(reference("migrate_checkpoint_keys"),
-             ('state_dict[prefix + new] = state_dict.pop(prefix + old)',
-              ('state_dict[prefix + new] = state_dict.pop(prefix + old)\n'
-               '        known = {prefix + key for key in module.state_dict()}\n'
-               '        for key in list(state_dict):\n'
-               '            if key.startswith(prefix) and key not in known:\n'
-               '                del state_dict[key]  # stale entries of old checkpoints'))),
+                       ("state_dict[prefix + new] = state_dict.pop(prefix + old)",
+                        "state_dict[prefix + new] = state_dict.pop(prefix + old)\n"
+                        "        known = {prefix + key for key in module.state_dict()}\n"
+                        "        for key in list(state_dict):\n"
+                        "            if key.startswith(prefix) and key not in known:\n"
+                        "                del state_dict[key]  # stale entries of old checkpoints")),
          expect=["expected only", "stale_scale", "also the ones the module does not know"]),
     dict(exercise="migrate_checkpoint_keys", kind="wrong", why="cuts the prefix off with str.lstrip",
          clause="prefix",
          source=edited(reference("migrate_checkpoint_keys"),
-             (('for old, new in renames.items():\n'
-               '            if prefix + old in state_dict:\n'
-               '                state_dict[prefix + new] = state_dict.pop(prefix + old)'),
-              ('for key in list(state_dict):\n'
-               '            local = key.lstrip(prefix)\n'
-               '            if local in renames:\n'
-               '                state_dict[prefix + renames[local]] = state_dict.pop(key)'))),
+                       ("for old, new in renames.items():\n"
+                        "            if prefix + old in state_dict:\n"
+                        "                state_dict[prefix + new] = state_dict.pop(prefix + old)",
+                        "for key in list(state_dict):\n"
+                        "            local = key.lstrip(prefix)\n"
+                        "            if local in renames:\n"
+                        "                state_dict[prefix + renames[local]] = state_dict.pop(key)")),
          expect=["str.lstrip", "any of its characters", "key[len(prefix):]"]),
     dict(exercise="migrate_checkpoint_keys", kind="right", why="functools.partial of a module-level function",
          source='''
@@ -663,23 +672,24 @@ def migrate_checkpoint_keys(module, renames):
     dict(exercise="attach_weight_ema", kind="wrong", why="one ema dict at module level, refilled by each call",
          clause="own-dict",
          source=edited(reference("attach_weight_ema"),
-             ("import torch", "import torch\n\nEMA = {}"),
-             ("    ema = {name: parameter.detach().clone() for name, parameter in parameters.items()}",
-              """    EMA.clear()
-    EMA.update({name: parameter.detach().clone() for name, parameter in parameters.items()})"""),
-             ("ema[name].mul_(decay)", "EMA[name].mul_(decay)"),
-             ("return ema, optimizer", "return EMA, optimizer")),
+                       ("import torch", "import torch\n\nEMA = {}"),
+                       ("    ema = {name: parameter.detach().clone() for name, parameter in parameters.items()}",
+                        "    EMA.clear()\n"
+                        "    EMA.update({name: parameter.detach().clone() for name, parameter in parameters.items()})"),
+                       ("ema[name].mul_(decay)", "EMA[name].mul_(decay)"),
+                       ("return ema, optimizer", "return EMA, optimizer")),
          expect=["second attach_weight_ema", "changed the first ema", "not one kept at module level"]),
     dict(exercise="attach_weight_ema", kind="wrong", why="each module's own parameters: a tied one updated twice",
          clause="tied-once",
          source=edited(reference("attach_weight_ema"),
-             ("    parameters = dict(model.named_parameters())",
-              "    names = {id(p): name for name, p in model.named_parameters()}\n    parameters = dict(model.named_parameters())"),
-             ("""        for name, parameter in parameters.items():
-            ema[name].mul_(decay).add_(parameter, alpha=1 - decay)""",
-              """        for module in model.modules():
-            for parameter in module.parameters(recurse=False):
-                ema[names[id(parameter)]].mul_(decay).add_(parameter, alpha=1 - decay)""")),
+                       ("    parameters = dict(model.named_parameters())",
+                        "    names = {id(p): name for name, p in model.named_parameters()}\n"
+                        "    parameters = dict(model.named_parameters())"),
+                       ("        for name, parameter in parameters.items():\n"
+                        "            ema[name].mul_(decay).add_(parameter, alpha=1 - decay)",
+                        "        for module in model.modules():\n"
+                        "            for parameter in module.parameters(recurse=False):\n"
+                        "                ema[names[id(parameter)]].mul_(decay).add_(parameter, alpha=1 - decay)")),
          expect=["updated twice in one step", "tied parameter", "update each entry once"]),
     dict(exercise="attach_weight_ema", kind="right", why="torch._foreach_lerp_ over the entries",
          source='''
@@ -701,13 +711,13 @@ def attach_weight_ema(model, optimizer, decay):
     dict(exercise="migrate_checkpoint_keys", kind="wrong", why="cuts one character too many after the prefix",
          clause="prefix",
          source=edited(reference("migrate_checkpoint_keys"),
-             (('for old, new in renames.items():\n'
-               '            if prefix + old in state_dict:\n'
-               '                state_dict[prefix + new] = state_dict.pop(prefix + old)'),
-              ('for key in list(state_dict):\n'
-               '            local = key[len(prefix) + 1:] if prefix else key  # prefix, then its dot\n'
-               '            if key.startswith(prefix) and local in renames:\n'
-               '                state_dict[prefix + renames[local]] = state_dict.pop(key)'))),
+                       ("for old, new in renames.items():\n"
+                        "            if prefix + old in state_dict:\n"
+                        "                state_dict[prefix + new] = state_dict.pop(prefix + old)",
+                        "for key in list(state_dict):\n"
+                        "            local = key[len(prefix) + 1:] if prefix else key  # prefix, then its dot\n"
+                        "            if key.startswith(prefix) and local in renames:\n"
+                        "                state_dict[prefix + renames[local]] = state_dict.pop(key)")),
          expect=["loaded inside a bigger model", "ends with its dot", "key[len(prefix):]"]),
     dict(exercise="attach_weight_ema", kind="wrong", why="wraps optimizer.step instead of a step post-hook",
          clause="post-hook",
@@ -758,33 +768,35 @@ def attach_weight_ema(model, optimizer, decay):
     dict(exercise="attach_weight_ema", kind="wrong", why="decay kept in a global",
          clause="own-dict",
          source=edited(reference("attach_weight_ema"),
-             ("import torch", 'import torch\n\nSETTINGS = {"decay": 0.0}'),
-             ("    parameters = dict(model.named_parameters())",
-              '    SETTINGS["decay"] = decay\n    parameters = dict(model.named_parameters())'),
-             ("ema[name].mul_(decay).add_(parameter, alpha=1 - decay)",
-              'ema[name].mul_(SETTINGS["decay"]).add_(parameter, alpha=1 - SETTINGS["decay"])')),
+                       ("import torch", 'import torch\n\nSETTINGS = {"decay": 0.0}'),
+                       ("    parameters = dict(model.named_parameters())",
+                        '    SETTINGS["decay"] = decay\n'
+                        "    parameters = dict(model.named_parameters())"),
+                       ("ema[name].mul_(decay).add_(parameter, alpha=1 - decay)",
+                        'ema[name].mul_(SETTINGS["decay"]).add_(parameter, alpha=1 - SETTINGS["decay"])')),
          expect=["one optimizer step moved the first average", "its own decay, 0.9", "not in a global"]),
     dict(exercise="migrate_checkpoint_keys", kind="wrong", why="keeps renames as an attribute of the module",
          clause="own-hook",
          source=edited(reference("migrate_checkpoint_keys"),
-             ("""    def rename(""", """    module.checkpoint_renames = dict(renames)
-
-    def rename("""),
-             ("for old, new in renames.items():", "for old, new in module.checkpoint_renames.items():")),
+                       ("    def rename(", "    module.checkpoint_renames = dict(renames)\n\n    def rename("),
+                       ("for old, new in renames.items():", "for old, new in module.checkpoint_renames.items():")),
          expect=["on the same module", "the first call's renames were not applied", "do not keep them on the module"]),
     dict(exercise="migrate_checkpoint_keys", kind="wrong", why="a second call replaces the first call's hook",
          clause="own-hook",
          source=edited(reference("migrate_checkpoint_keys"),
-             ("def migrate_checkpoint_keys(module, renames):", """_HANDLES = {}
-
-
-def migrate_checkpoint_keys(module, renames):"""),
-             ("""    def rename(""", """    if module in _HANDLES:  # as a re-run cell would stack hooks, keep one per module
-        _HANDLES[module].remove()
-
-    def rename("""),
-             ("    return module.register_load_state_dict_pre_hook(rename)", """    _HANDLES[module] = module.register_load_state_dict_pre_hook(rename)
-    return _HANDLES[module]""")),
+                       ("def migrate_checkpoint_keys(module, renames):",
+                        "_HANDLES = {}\n"
+                        "\n"
+                        "\n"
+                        "def migrate_checkpoint_keys(module, renames):"),
+                       ("    def rename(",
+                        "    if module in _HANDLES:  # as a re-run cell would stack hooks, keep one per module\n"
+                        "        _HANDLES[module].remove()\n"
+                        "\n"
+                        "    def rename("),
+                       ("    return module.register_load_state_dict_pre_hook(rename)",
+                        "    _HANDLES[module] = module.register_load_state_dict_pre_hook(rename)\n"
+                        "    return _HANDLES[module]")),
          expect=["the first call's renames were not applied", "do not remove or replace the hook of an earlier call"]),
 ]
 

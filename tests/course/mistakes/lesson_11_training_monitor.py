@@ -133,24 +133,23 @@ def _monitor(why, changes, expect, clause):
 ENTRIES = [
     # ------------------------------------------------------------------ record_activation_stats
     _stats("stores tensors that keep the graph alive",
-           [('            output = output.detach()\n', ''),
+           [("            output = output.detach()\n", ""),
             ('"mean": output.mean().item(),', '"mean": output.mean(),'),
             ('"std": output.std().item(),', '"std": output.std(),'),
             ('"zero_fraction": (output == 0).float().mean().item(),',
              '"zero_fraction": (output == 0).float().mean(),')],
            ["requires grad", "keeps the autograd graph", ".item()"], "numbers"),
-    _stats("keyed by module type", [('stats.setdefault(name, [])',
-                                     'stats.setdefault(type(module).__name__, [])')],
+    _stats("keyed by module type", [("stats.setdefault(name, [])", "stats.setdefault(type(module).__name__, [])")],
            ["keyed by", "type"], "keyed-by-name"),
-    _stats("keyed by the class itself", [('stats.setdefault(name, [])', 'stats.setdefault(type(module), [])')],
+    _stats("keyed by the class itself", [("stats.setdefault(name, [])", "stats.setdefault(type(module), [])")],
            ["keyed by", "type"], "keyed-by-name"),
-    _stats("population standard deviation", [('output.std().item()', 'output.std(correction=0).item()')],
+    _stats("population standard deviation", [("output.std().item()", "output.std(correction=0).item()")],
            ["population standard deviation", "correction=1"], "unbiased-std"),
-    _stats("numpy's std", [('output.std().item()', 'float(output.numpy().std())')],
+    _stats("numpy's std", [("output.std().item()", "float(output.numpy().std())")],
            ["population standard deviation"], "unbiased-std"),
     _stats("a shared module hooked under both names",
-           [('for name, module in model.named_modules():',
-             'for name, module in model.named_modules(remove_duplicate=False):')],
+           [("for name, module in model.named_modules():",
+             "for name, module in model.named_modules(remove_duplicate=False):")],
            ["second name", "remove_duplicate=false"], "once-per-object"),
     dict(exercise="record_activation_stats", kind="wrong", why="the name read from the loop variable when the hook runs",
          clause="keyed-by-name", source='''
@@ -172,100 +171,100 @@ def record_activation_stats(model, layer_types):
             handles.append(module.register_forward_hook(hook))
     return stats, handles
 ''', expect=["nothing was recorded", "loop variable"]),
-    _stats("fraction of non-zeros", [('(output == 0)', '(output != 0)')], ["non-zero"], "zero-fraction"),
-    _stats("the number of zeros, not a fraction", [('(output == 0).float().mean().item()',
-                                                    '(output == 0).sum().item()')],
+    _stats("fraction of non-zeros", [("(output == 0)", "(output != 0)")], ["non-zero"], "zero-fraction"),
+    _stats("the number of zeros, not a fraction", [("(output == 0).float().mean().item()",
+                                                    "(output == 0).sum().item()")],
            ["number of zeros"], "zero-fraction"),
-    _stats("zeros counted as out <= 0, negatives included", [('(output == 0)', '(output <= 0)')],
+    _stats("zeros counted as out <= 0, negatives included", [("(output == 0)", "(output <= 0)")],
            ["exactly 0", "negative"], "zero-fraction"),
-    _stats("zeros counted as |x| < 1e-3", [('(output == 0)', '(output.abs() < 1e-3)')],
+    _stats("zeros counted as |x| < 1e-3", [("(output == 0)", "(output.abs() < 1e-3)")],
            ["near 0", "exactly equal to 0"], "zero-fraction"),
     _stats("records only in training mode",
-           [('            output = output.detach()',
-             ('            if not module.training:\n'
-              '                return\n'
-              '            output = output.detach()'))],
+           [("            output = output.detach()",
+             "            if not module.training:\n"
+             "                return\n"
+             "            output = output.detach()")],
            ["recorded nothing in eval mode", "every call of the module adds an entry"], "eval-mode"),
-    _stats("the variance instead of the standard deviation", [('output.std().item()', 'output.var().item()')],
+    _stats("the variance instead of the standard deviation", [("output.std().item()", "output.var().item()")],
            ["['std'] is", "output.std()"], "unbiased-std"),
     _stats("replaces the list on every call",
-           [('stats.setdefault(name, []).append({', 'stats[name] = [{'),
-            ('            })\n', '            }]\n')],
+           [("stats.setdefault(name, []).append({", "stats[name] = [{"),
+            ("            })\n", "            }]\n")],
            ["append one entry per call"], "entry-per-call"),
     _stats("the newest entry first",
-           [('stats.setdefault(name, []).append({', 'stats.setdefault(name, []).insert(0, {')],
+           [("stats.setdefault(name, []).append({", "stats.setdefault(name, []).insert(0, {")],
            ["reverse order", "in the order of the calls"], "call-order"),
     _stats("the hook returns the detached output",
-           [('        return hook\n',
-             '        return lambda module, args, output: hook(module, args, output) or (output.detach() if isinstance(output, torch.Tensor) else output)\n')],
+           [("        return hook\n",
+             "        return lambda module, args, output: hook(module, args, output) or (output.detach() if isinstance(output, torch.Tensor) else output)\n")],
            ["replaces the output", "return none"], "outputs-unchanged"),
     _stats("handles not returned",
-           [('            handles.append(module.register_forward_hook(make_hook(name)))',
-             '            module.register_forward_hook(make_hook(name))')],
+           [("            handles.append(module.register_forward_hook(make_hook(name)))",
+             "            module.register_forward_hook(make_hook(name))")],
            ["hooks were still registered"], "handles"),
     _stats("the hook functions returned as the handles",
-           [('            handles.append(module.register_forward_hook(make_hook(name)))',
-             ('            hook = make_hook(name)\n'
-              '            module.register_forward_hook(hook)\n'
-              '            handles.append(hook)'))],
+           [("            handles.append(module.register_forward_hook(make_hook(name)))",
+             "            hook = make_hook(name)\n"
+             "            module.register_forward_hook(hook)\n"
+             "            handles.append(hook)")],
            ["each must be a removablehandle"], "handles"),
-    _stats("returns (handles, stats)", [('    return stats, handles', '    return handles, stats')],
+    _stats("returns (handles, stats)", [("    return stats, handles", "    return handles, stats")],
            ["in that order", "(stats, handles)"], "returns-pair"),
-    _stats("stats of the module's input", [('output = output.detach()', 'output = args[0].detach()')],
+    _stats("stats of the module's input", [("output = output.detach()", "output = args[0].detach()")],
            ["mean of the module's input", "record its output"], "of-output"),
-    _stats("the stats of the first sample only", [('output = output.detach()', 'output = output.detach()[0]')],
+    _stats("the stats of the first sample only", [("output = output.detach()", "output = output.detach()[0]")],
            ["over all its elements"], "all-elements"),
     _stats("the mean of the absolute values", [('"mean": output.mean().item()',
                                                 '"mean": output.abs().mean().item()')],
            ["['mean'] is", "has mean"], "mean"),
     _stats("zero_fraction under another key", [('"zero_fraction": (output', '"zeros": (output')],
            ["lacks ['zero_fraction']"], "keys"),
-    _stats("named_children misses the nested modules", [('for name, module in model.named_modules():',
-                                                         'for name, module in model.named_children():')],
+    _stats("named_children misses the nested modules", [("for name, module in model.named_modules():",
+                                                         "for name, module in model.named_children():")],
            ["nested modules", "named_modules()"], "every-module"),
     _stats("type(module) in layer_types misses a subclass",
-           [('isinstance(module, tuple(layer_types))', 'type(module) in layer_types')],
+           [("isinstance(module, tuple(layer_types))", "type(module) in layer_types")],
            ["subclass", "isinstance(module, layer_types)"], "isinstance"),
     _stats("the hook turns grad mode off for good",
-           [('output = output.detach()', 'torch.set_grad_enabled(False)\n            output = output')],
+           [("output = output.detach()", "torch.set_grad_enabled(False)\n            output = output")],
            ["global grad mode", "torch.no_grad()"], "grad-mode"),
     _stats("records only while grad mode is on",
-           [('            output = output.detach()',
-             ('            if not torch.is_grad_enabled():\n'
-              '                return\n'
-              '            output = output.detach()'))],
+           [("            output = output.detach()",
+             "            if not torch.is_grad_enabled():\n"
+             "                return\n"
+             "            output = output.detach()")],
            ["recorded nothing under torch.no_grad()"], "under-no-grad"),
-    _stats("assumes every output is a tensor (nn.LSTM returns a tuple)", [(('\n'
-                                                                            '            while isinstance(output, (tuple, list)) and output:\n'
-                                                                            '                output = output[0]\n'
-                                                                            '            if not isinstance(output, torch.Tensor):\n'
-                                                                            '                return'),
-                                                                           '')],
+    _stats("assumes every output is a tensor (nn.LSTM returns a tuple)", [("\n"
+                                                                           "            while isinstance(output, (tuple, list)) and output:\n"
+                                                                           "                output = output[0]\n"
+                                                                           "            if not isinstance(output, torch.Tensor):\n"
+                                                                           "                return",
+                                                                           "")],
            ["'tuple' object has no attribute 'detach'", "nn.lstm", "described by its first item"], "tuple-first"),
     _stats("takes the first item of a tuple, not of a list",
-           [('while isinstance(output, (tuple, list)) and output:',
-             'while isinstance(output, tuple) and output:')],
+           [("while isinstance(output, (tuple, list)) and output:", "while isinstance(output, tuple) and output:")],
            ["returns a list", "a list as well as a tuple"], "tuple-first"),
     _stats("skips lists instead of describing their first item",
-           [('while isinstance(output, (tuple, list)) and output:', 'while isinstance(output, tuple):')],
+           [("while isinstance(output, (tuple, list)) and output:", "while isinstance(output, tuple):")],
            ["nothing was recorded for ['pair']", "returns a list", "described by its first item"], "tuple-first"),
     _stats("describes every tensor of a tuple together",
-           [(('while isinstance(output, (tuple, list)) and output:\n'
-              '                output = output[0]'),
-             ('if isinstance(output, (tuple, list)):\n'
-              '                output = torch.cat([t.flatten() for t in output if isinstance(t, torch.Tensor)]\n'
-              '                                   + [t.flatten() for item in output if isinstance(item, tuple)\n'
-              '                                      for t in item])'))],
+           [("while isinstance(output, (tuple, list)) and output:\n"
+             "                output = output[0]",
+             "if isinstance(output, (tuple, list)):\n"
+             "                output = torch.cat([t.flatten() for t in output if isinstance(t, torch.Tensor)]\n"
+             "                                   + [t.flatten() for item in output if isinstance(item, tuple)\n"
+             "                                      for t in item])")],
            ["returned a tuple", "first item", "only that item"], "tuple-first"),
     _stats("a dict output reaches output.detach()",
-           [('            if not isinstance(output, torch.Tensor):\n                return\n', '')],
+           [("            if not isinstance(output, torch.Tensor):\n                return\n", "")],
            ["'dict' object has no attribute 'detach'", "returns a dict", "adds no entry"], "no-entry"),
     _stats("a dict described by its first value",
-           [('            if not isinstance(output, torch.Tensor):\n                return\n',
-             ('            if isinstance(output, dict) and output:\n'
-              '                output = next(iter(output.values()))\n'
-              '            if not isinstance(output, torch.Tensor):\n'
-              '                return\n'))],
+           [("            if not isinstance(output, torch.Tensor):\n"
+             "                return\n",
+             "            if isinstance(output, dict) and output:\n"
+             "                output = next(iter(output.values()))\n"
+             "            if not isinstance(output, torch.Tensor):\n"
+             "                return\n")],
            ["records under ['table']", "should not be recorded", "returned a dict", "adds no entry"], "no-entry"),
     dict(exercise="record_activation_stats", kind="right", why="defaultdict, default-argument binding, std_mean",
          source='''
@@ -389,17 +388,17 @@ def record_activation_stats(model, layer_types):
 
     # ------------------------------------------------------------------ track_grad_norms
     _norms("post-accumulate-grad hook reads the accumulated .grad",
-           [(('        def hook(grad):\n'
-              '            norms.setdefault(name, []).append(grad.norm().item())'),
-             ('        def hook(parameter):\n'
-              '            norms.setdefault(name, []).append(parameter.grad.norm().item())')),
-            ('parameter.register_hook(', 'parameter.register_post_accumulate_grad_hook(')],
+           [("        def hook(grad):\n"
+             "            norms.setdefault(name, []).append(grad.norm().item())",
+             "        def hook(parameter):\n"
+             "            norms.setdefault(name, []).append(parameter.grad.norm().item())"),
+            ("parameter.register_hook(", "parameter.register_post_accumulate_grad_hook(")],
            ["post-accumulate-grad hook", "running sum", "register_hook"], "this-pass"),
-    _norms("squared norm", [('grad.norm().item()', 'grad.pow(2).sum().item()')], ["squared norm"], "l2"),
-    _norms("L1 norm", [('grad.norm().item()', 'grad.abs().sum().item()')], ["l2 norm"], "l2"),
+    _norms("squared norm", [("grad.norm().item()", "grad.pow(2).sum().item()")], ["squared norm"], "l2"),
+    _norms("L1 norm", [("grad.norm().item()", "grad.abs().sum().item()")], ["l2 norm"], "l2"),
     _norms("a tied weight hooked under both names",
-           [('for name, parameter in model.named_parameters():',
-             'for name, parameter in model.named_parameters(remove_duplicate=False):')],
+           [("for name, parameter in model.named_parameters():",
+             "for name, parameter in model.named_parameters(remove_duplicate=False):")],
            ["second name", "remove_duplicate=false"], "tied-once"),
     dict(exercise="track_grad_norms", kind="wrong", why="a tied weight named by its last name", clause="tied-once",
          source='''
@@ -413,8 +412,10 @@ def track_grad_norms(model):
     return norms, handles
 ''', expect=["second name", "['b.weight']", "first name"]),
     _norms("the name read from the loop variable when the hook runs",
-           [('    def make_hook(name):\n        def hook(grad):\n',
-             '    def make_hook(unused):\n        def hook(grad):\n')],
+           [("    def make_hook(name):\n"
+             "        def hook(grad):\n",
+             "    def make_hook(unused):\n"
+             "        def hook(grad):\n")],
            ["nothing was recorded", "loop variable"], "keyed-by-name"),
     dict(exercise="track_grad_norms", kind="wrong", why="keyed by the parameter's position", clause="keyed-by-name",
          source='''
@@ -427,34 +428,34 @@ def track_grad_norms(model):
     return norms, handles
 ''', expect=["keyed by numbers", "named_parameters()"]),
     _norms("replaces the list on every backward",
-           [('norms.setdefault(name, []).append(grad.norm().item())', 'norms[name] = [grad.norm().item()]')],
+           [("norms.setdefault(name, []).append(grad.norm().item())", "norms[name] = [grad.norm().item()]")],
            ["append one entry per backward pass"], "entry-per-pass"),
     _norms("the newest norm first",
-           [('norms.setdefault(name, []).append(grad.norm().item())',
-             'norms.setdefault(name, []).insert(0, grad.norm().item())')],
+           [("norms.setdefault(name, []).append(grad.norm().item())",
+             "norms.setdefault(name, []).insert(0, grad.norm().item())")],
            ["reverse order", "in the order of the passes"], "pass-order"),
     _norms("hooks every parameter, frozen ones included",
-           [('        if parameter.requires_grad:\n            handles', '        handles')],
+           [("        if parameter.requires_grad:\n            handles", "        handles")],
            ["cannot register a hook on a tensor that doesn't require gradient"], "frozen"),
     _norms("unfreezes the frozen parameters to hook them",
-           [('        if parameter.requires_grad:\n            handles',
-             ('        parameter.requires_grad_(True)\n'
-              '        if parameter.requires_grad:\n'
-              '            handles'))],
+           [("        if parameter.requires_grad:\n"
+             "            handles",
+             "        parameter.requires_grad_(True)\n"
+             "        if parameter.requires_grad:\n"
+             "            handles")],
            ["requires_grad changed", "must stay frozen"], "requires-grad"),
     _norms("the hook returns a normalized gradient",
-           [('            norms.setdefault(name, []).append(grad.norm().item())',
-             ('            norms.setdefault(name, []).append(grad.norm().item())\n'
-              '            return grad / grad.norm()'))],
+           [("            norms.setdefault(name, []).append(grad.norm().item())",
+             "            norms.setdefault(name, []).append(grad.norm().item())\n"
+             "            return grad / grad.norm()")],
            ["the hooks must only look", "return none"], "gradients-unchanged"),
     _norms("handles not returned",
-           [('            handles.append(parameter.register_hook(make_hook(name)))',
-             '            parameter.register_hook(make_hook(name))')],
+           [("            handles.append(parameter.register_hook(make_hook(name)))",
+             "            parameter.register_hook(make_hook(name))")],
            ["hooks were still registered"], "handles"),
-    _norms("returns (handles, norms)", [('    return norms, handles', '    return handles, norms')],
+    _norms("returns (handles, norms)", [("    return norms, handles", "    return handles, norms")],
            ["in that order", "(norms, handles)"], "returns-pair"),
-    _norms("hooks the weights only", [('        if parameter.requires_grad:',
-                                       "        if name.endswith('weight'):")],
+    _norms("hooks the weights only", [("        if parameter.requires_grad:", "        if name.endswith('weight'):")],
            ["nothing was recorded for", "the biases too"], "every-parameter"),
     dict(exercise="track_grad_norms", kind="wrong", why="reads .grad inside the tensor hook", clause="this-pass",
          source='''
@@ -468,8 +469,9 @@ def track_grad_norms(model):
     return norms, handles
 ''', expect=["before .grad is updated", "the gradient the hook receives"]),
     _norms("the hook doubles the gradient in place",
-           [('norms.setdefault(name, []).append(grad.norm().item())',
-             'norms.setdefault(name, []).append(grad.norm().item())\n            grad.mul_(2)')],
+           [("norms.setdefault(name, []).append(grad.norm().item())",
+             "norms.setdefault(name, []).append(grad.norm().item())\n"
+             "            grad.mul_(2)")],
            ["without your hooks", "in place"], "gradients-unchanged"),
     dict(exercise="track_grad_norms", kind="wrong", why="post-accumulate hook that empties .grad",
          clause="gradients-unchanged", source='''
@@ -489,8 +491,8 @@ def track_grad_norms(model):
     return norms, handles
 ''', expect=["nothing was recorded at all"]),
     _norms("stores grad.norm(), which requires grad under create_graph=True",
-           [('grad.norm().item()', 'grad.norm()')], ["create_graph=true", "requires grad", ".item()"], "create-graph"),
-    _norms("stores a numpy number", [('grad.norm().item()', 'grad.detach().norm().numpy()')],
+           [("grad.norm().item()", "grad.norm()")], ["create_graph=true", "requires grad", ".item()"], "create-graph"),
+    _norms("stores a numpy number", [("grad.norm().item()", "grad.detach().norm().numpy()")],
            ["expected a number"], "numbers"),
     dict(exercise="track_grad_norms", kind="wrong", why="one multi-grad hook that records 0 for a missing gradient",
          clause="no-gradient", source='''
@@ -535,10 +537,16 @@ def track_grad_norms(model):
 ''', expect=["create_graph=true", "requires grad"]),
     dict(exercise="track_grad_norms", kind="right", why="a hook that returns the gradient unchanged, sqrt of squares",
          source=edited(reference("track_grad_norms"),
-                       ("def track_grad_norms(model):", "import collections\nimport math\n\n\ndef track_grad_norms(model):"),
+                       ("def track_grad_norms(model):",
+                        "import collections\n"
+                        "import math\n"
+                        "\n"
+                        "\n"
+                        "def track_grad_norms(model):"),
                        ("    norms, handles = {}, []", "    norms, handles = collections.defaultdict(list), []"),
                        ("            norms.setdefault(name, []).append(grad.norm().item())",
-                        "            norms[name].append(math.sqrt(grad.pow(2).sum().item()))\n            return grad")),
+                        "            norms[name].append(math.sqrt(grad.pow(2).sum().item()))\n"
+                        "            return grad")),
          expect=[]),
     dict(exercise="track_grad_norms", kind="right", why="frozen parameters skipped by catching the error, under no_grad",
          source='''
@@ -583,75 +591,77 @@ def track_grad_norms(model):
 ''', expect=["should not be recorded", "those are module names", "tensor hook on each parameter"]),
 
     # ------------------------------------------------------------------ TrainingMonitor
-    _monitor("remove() forgets the handles of the two functions", [('self._handles += stats_handles + norm_handles',
-                                                                    'pass')],
+    _monitor("remove() forgets the handles of the two functions", [("self._handles += stats_handles + norm_handles",
+                                                                    "pass")],
              ["hooks were still registered", "your two functions"], "remove-all"),
     _monitor("first_nonfinite overwritten by later modules",
-             [('if self.first_nonfinite is None and any(', 'if any(')], ["keep the first name"], "first"),
+             [("if self.first_nonfinite is None and any(", "if any(")], ["keep the first name"], "first"),
     _monitor("'' taken for unset: if not self.first_nonfinite",
-             [('if self.first_nonfinite is None and any(', 'if not self.first_nonfinite and any(')],
+             [("if self.first_nonfinite is None and any(", "if not self.first_nonfinite and any(")],
              ["never change once set", "falsy", "is none"], "first"),
     _monitor("watches for NaN only",
-             [('any(not torch.isfinite(t).all() for t in tensors(value))',
-               'any(torch.isnan(t).any() for t in tensors(value))')],
+             [("any(not torch.isfinite(t).all() for t in tensors(value))",
+               "any(torch.isnan(t).any() for t in tensors(value))")],
              ["torch.isfinite"], "nonfinite"),
     _monitor("watches for inf only",
-             [('any(not torch.isfinite(t).all() for t in tensors(value))',
-               'any(torch.isinf(t).any() for t in tensors(value))')],
+             [("any(not torch.isfinite(t).all() for t in tensors(value))",
+               "any(torch.isinf(t).any() for t in tensors(value))")],
              ["contained nan", "torch.isfinite"], "nonfinite"),
     _monitor("tests the sum, which overflows for large finite values",
-             [('any(not torch.isfinite(t).all() for t in tensors(value))',
-               'any(not torch.isfinite(t.sum()) for t in tensors(value))')],
+             [("any(not torch.isfinite(t).all() for t in tensors(value))",
+               "any(not torch.isfinite(t.sum()) for t in tensors(value))")],
              ["every element was finite", "each element"], "nonfinite"),
-    _monitor("no watch on the gradients", [('                self._handles.append(parameter.register_hook(lambda grad, name=name: watch(name, grad)))',
-                                            '                pass')],
+    _monitor("no watch on the gradients", [("                self._handles.append(parameter.register_hook(lambda grad, name=name: watch(name, grad)))",
+                                            "                pass")],
              ["gradients of the parameters"], "watch-params"),
     _monitor("__exit__ swallows the exception",
-             [('        self.remove()', '        self.remove()\n        return True')],
+             [("        self.remove()", "        self.remove()\n        return True")],
              ["swallowed", "return none"], "propagates"),
     _monitor("__exit__ removes the hooks only when nothing raised",
-             [('        self.remove()', '        if exc_type is None:\n            self.remove()')],
+             [("        self.remove()", "        if exc_type is None:\n            self.remove()")],
              ["after the exception left the block, hooks were still registered", "on an exception too"], "with-raises"),
     _monitor("attach() does not return the monitor",
-             [(('                self._handles.append(parameter.register_hook(lambda grad, name=name: watch(name, grad)))\n'
-                '        return self'),
-               '                self._handles.append(parameter.register_hook(lambda grad, name=name: watch(name, grad)))')], ["return self"], "attach-returns"),
+             [("                self._handles.append(parameter.register_hook(lambda grad, name=name: watch(name, grad)))\n"
+               "        return self",
+               "                self._handles.append(parameter.register_hook(lambda grad, name=name: watch(name, grad)))")], ["return self"], "attach-returns"),
     _monitor("hooks registered in the constructor",
-             [('        self._handles = []\n', '        self._handles = []\n        self.attach()\n')],
+             [("        self._handles = []\n", "        self._handles = []\n        self.attach()\n")],
              ["constructor registers nothing"], "init-nothing"),
     _monitor("grad_norms first set in attach()",
-             [('self.activation_stats, self.grad_norms, self.first_nonfinite = {}, {}, None',
-               'self.activation_stats, self.first_nonfinite = {}, None')],
+             [("self.activation_stats, self.grad_norms, self.first_nonfinite = {}, {}, None",
+               "self.activation_stats, self.first_nonfinite = {}, None")],
              ["no attribute 'grad_norms'"], "init-state"),
-    _monitor("__enter__ returns None", [('        return self.attach()', '        self.attach()')],
+    _monitor("__enter__ returns None", [("        return self.attach()", "        self.attach()")],
              ["__enter__ must return the monitor"], "with-enter"),
     _monitor("remove() throws the data away",
-             [('            handle.remove()\n',
-               ('            handle.remove()\n'
-                '        self.activation_stats, self.grad_norms = {}, {}\n'))],
+             [("            handle.remove()\n",
+               "            handle.remove()\n"
+               "        self.activation_stats, self.grad_norms = {}, {}\n")],
              ["the recorded data must stay"], "data-stays"),
     _monitor("__exit__ does not remove the hooks",
-             [('        self.remove()', '        pass')],
+             [("        self.remove()", "        pass")],
              ["after the with block, hooks were still registered", "__exit__ must remove them"], "with-exit"),
     _monitor("remove() clears every hook of the model, the caller's too",
-             [(('        handles, self._handles = self._handles, []\n'
-                '        for handle in handles:\n'
-                '            handle.remove()'),
-               ('        for module in self.model.modules():\n'
-                '            module._forward_hooks.clear()\n'
-                '        for parameter in self.model.parameters():\n'
-                '            if parameter._backward_hooks:\n'
-                '                parameter._backward_hooks.clear()\n'
-                '        self._handles = []'))],
+             [("        handles, self._handles = self._handles, []\n"
+               "        for handle in handles:\n"
+               "            handle.remove()",
+               "        for module in self.model.modules():\n"
+               "            module._forward_hooks.clear()\n"
+               "        for parameter in self.model.parameters():\n"
+               "            if parameter._backward_hooks:\n"
+               "                parameter._backward_hooks.clear()\n"
+               "        self._handles = []")],
              ["also removed hooks that the monitor did not register", "by the handles it kept"], "remove-only-own"),
     _monitor("remove() cannot be called twice",
-             [('        handles, self._handles = self._handles, []',
-               '        handles = self._handles\n        del self._handles')],
+             [("        handles, self._handles = self._handles, []",
+               "        handles = self._handles\n"
+               "        del self._handles")],
              ["a second time", "attributeerror"], "remove-twice"),
     _monitor("watches the layers only, not the model itself",
-             [('        for name, module in self.model.named_modules():\n            self._handles',
-               ('        for name, module in list(self.model.named_modules())[1:]:\n'
-                '            self._handles'))],
+             [("        for name, module in self.model.named_modules():\n"
+               "            self._handles",
+               "        for name, module in list(self.model.named_modules())[1:]:\n"
+               "            self._handles")],
              ["expected ''", "the model included"], "watch-root"),
     dict(exercise="TrainingMonitor", kind="wrong", why="record_activation_stats still the stub", clause="stats",
          source=_STUB_STATS + reference("track_grad_norms") + reference("TrainingMonitor"),
@@ -660,7 +670,8 @@ def track_grad_norms(model):
          source=reference("record_activation_stats") + _STUB_NORMS + reference("TrainingMonitor"),
          expect=["track_grad_norms, from exercise 2", "not written yet", "finish exercise 2 first"]),
     dict(exercise="TrainingMonitor", kind="wrong", why="record_activation_stats keyed by type", clause="stats",
-         source=edited(reference("record_activation_stats"), ("stats.setdefault(name, [])", "stats.setdefault(type(module).__name__, [])"))
+         source=edited(reference("record_activation_stats"),
+                       ("stats.setdefault(name, [])", "stats.setdefault(type(module).__name__, [])"))
          + reference("track_grad_norms") + reference("TrainingMonitor"),
          expect=["exercise 1", "does not pass its own check", "finish exercise 1 first", "keyed by"]),
     dict(exercise="TrainingMonitor", kind="wrong", why="record_activation_stats assumes a tensor", clause="stats",
@@ -668,103 +679,110 @@ def track_grad_norms(model):
                        ("            while isinstance(output, (tuple, list)) and output:\n"
                         "                output = output[0]\n"
                         "            if not isinstance(output, torch.Tensor):\n"
-                        "                return\n", "")) + reference("track_grad_norms") + reference("TrainingMonitor"),
+                        "                return\n",
+                        "")) + reference("track_grad_norms") + reference("TrainingMonitor"),
          expect=["exercise 1", "does not pass its own check", "finish exercise 1 first", "'tuple' object"]),
     dict(exercise="TrainingMonitor", kind="wrong", why="track_grad_norms records the squared norm", clause="norms",
-         source=reference("record_activation_stats") + edited(reference("track_grad_norms"), ("grad.norm().item()", "grad.pow(2).sum().item()")) + reference("TrainingMonitor"),
+         source=reference("record_activation_stats") + edited(reference("track_grad_norms"),
+                                                              ("grad.norm().item()", "grad.pow(2).sum().item()")) + reference("TrainingMonitor"),
          expect=["exercise 2", "does not pass its own check", "finish exercise 2 first", "squared norm"]),
     dict(exercise="TrainingMonitor", kind="wrong", why="record_activation_stats not defined (its cell not run)",
          clause="stats", source=reference("track_grad_norms") + reference("TrainingMonitor"),
          expect=["record_activation_stats, from exercise 1", "not defined", "run its exercise cell"]),
     _monitor("watches only the model's own output",
-             [('for name, module in self.model.named_modules():', "for name, module in [('', self.model)]:")],
+             [("for name, module in self.model.named_modules():", "for name, module in [('', self.model)]:")],
              ["'' saw a non-finite value too, but after", "every module"], "watch-modules"),
     _monitor("watches inputs with forward pre-hooks",
-             [(('self._handles.append(module.register_forward_hook(\n'
-                '                lambda module, args, output, name=name: watch(name, output)))'),
-               ('self._handles.append(module.register_forward_pre_hook(\n'
-                '                lambda module, args, name=name: watch(name, args)))'))],
+             [("self._handles.append(module.register_forward_hook(\n"
+               "                lambda module, args, output, name=name: watch(name, output)))",
+               "self._handles.append(module.register_forward_pre_hook(\n"
+               "                lambda module, args, name=name: watch(name, args)))")],
              ["saw a non-finite value too, but after", "not a pre-hook"], "watch-modules"),
     _monitor("watches gradients for NaN only",
-             [('lambda grad, name=name: watch(name, grad)',
-               'lambda grad, name=name: watch(name, grad) if torch.isnan(grad).any() else None')],
+             [("lambda grad, name=name: watch(name, grad)",
+               "lambda grad, name=name: watch(name, grad) if torch.isnan(grad).any() else None")],
              ["saw a non-finite value too, but after", "inf as well as nan"], "nonfinite"),
     _monitor("names the module by its class",
-             [('lambda module, args, output, name=name: watch(name, output)',
-               'lambda module, args, output, name=name: watch(type(module).__name__, output)')],
+             [("lambda module, args, output, name=name: watch(name, output)",
+               "lambda module, args, output, name=name: watch(type(module).__name__, output)")],
              ["neither a named_modules() nor a named_parameters() name"], "names"),
     _monitor("remove() clears first_nonfinite",
-             [('            handle.remove()\n',
-               '            handle.remove()\n        self.first_nonfinite = None\n')],
+             [("            handle.remove()\n",
+               "            handle.remove()\n"
+               "        self.first_nonfinite = None\n")],
              ["inside the with block", "must keep what was recorded"], "data-stays"),
     _monitor("keeps a copy of the stats dict made in attach()",
-             [('self.activation_stats, stats_handles = record_activation_stats(self.model, self.layer_types)',
-               ('stats, stats_handles = record_activation_stats(self.model, self.layer_types)\n'
-                '        self.activation_stats = dict(stats)'))],
+             [("self.activation_stats, stats_handles = record_activation_stats(self.model, self.layer_types)",
+               "stats, stats_handles = record_activation_stats(self.model, self.layer_types)\n"
+               "        self.activation_stats = dict(stats)")],
              ["holds no record", "not a copy"], "stats"),
     _monitor("keeps a copy of the norms dict made in attach()",
-             [('self.grad_norms, norm_handles = track_grad_norms(self.model)',
-               ('norms, norm_handles = track_grad_norms(self.model)\n'
-                '        self.grad_norms = dict(norms)'))],
+             [("self.grad_norms, norm_handles = track_grad_norms(self.model)",
+               "norms, norm_handles = track_grad_norms(self.model)\n"
+               "        self.grad_norms = dict(norms)")],
              ["monitor.grad_norms holds no record", "not a copy"], "norms"),
     _monitor("watches frozen parameters too",
-             [(('            if parameter.requires_grad:\n'
-                '                self._handles.append(parameter.register_hook('),
-               ('            if True:\n'
-                '                self._handles.append(parameter.register_hook('))],
+             [("            if parameter.requires_grad:\n"
+               "                self._handles.append(parameter.register_hook(",
+               "            if True:\n"
+               "                self._handles.append(parameter.register_hook(")],
              ["cannot register a hook on a tensor that doesn't require gradient"], "watch-params"),
     _monitor("unfreezes the model to watch every parameter",
-             [(('        for name, parameter in self.model.named_parameters():\n'
-                '            if parameter.requires_grad:'),
-               ('        self.model.requires_grad_(True)\n'
-                '        for name, parameter in self.model.named_parameters():\n'
-                '            if parameter.requires_grad:'))],
+             [("        for name, parameter in self.model.named_parameters():\n"
+               "            if parameter.requires_grad:",
+               "        self.model.requires_grad_(True)\n"
+               "        for name, parameter in self.model.named_parameters():\n"
+               "            if parameter.requires_grad:")],
              ["after monitor.attach()", "requires_grad changed", "must stay frozen"], "as-before"),
     _monitor("attach() puts the model in eval mode",
-             [('        self.grad_norms, norm_handles = track_grad_norms(self.model)\n',
-               ('        self.grad_norms, norm_handles = track_grad_norms(self.model)\n'
-                '        self.model.eval()\n'))],
+             [("        self.grad_norms, norm_handles = track_grad_norms(self.model)\n",
+               "        self.grad_norms, norm_handles = track_grad_norms(self.model)\n"
+               "        self.model.eval()\n")],
              ["after monitor.attach()", "training mode changed", "as it found it"], "as-before"),
     _monitor("the watch calls output.detach() (nn.LSTM returns a tuple)",
-             [('lambda module, args, output, name=name: watch(name, output)',
-               'lambda module, args, output, name=name: watch(name, output.detach())')],
+             [("lambda module, args, output, name=name: watch(name, output)",
+               "lambda module, args, output, name=name: watch(name, output.detach())")],
              ["'tuple' object has no attribute 'detach'", "through tuples, lists and dicts"], "structured"),
     _monitor("the watch looks one level into tuples and lists only",
-             [('return [tensor for item in items for tensor in tensors(item)]',
-               'return [item for item in items if isinstance(item, torch.Tensor)]')],
+             [("return [tensor for item in items for tensor in tensors(item)]",
+               "return [item for item in items if isinstance(item, torch.Tensor)]")],
              ["expected 'split'", "at any depth"], "structured"),
     _monitor("the watch skips dicts",
-             [('items = value.values() if isinstance(value, dict) else value if isinstance(value, (tuple, list)) else ()',
-               'items = value if isinstance(value, (tuple, list)) else ()')],
+             [("items = value.values() if isinstance(value, dict) else value if isinstance(value, (tuple, list)) else ()",
+               "items = value if isinstance(value, (tuple, list)) else ()")],
              ["expected 'keyed'", "through tuples, lists and dicts"], "structured"),
     _monitor("the watch iterates over any output that is not a tensor",
-             [('items = value.values() if isinstance(value, dict) else value if isinstance(value, (tuple, list)) else ()',
-               'items = value.values() if isinstance(value, dict) else value')],
+             [("items = value.values() if isinstance(value, dict) else value if isinstance(value, (tuple, list)) else ()",
+               "items = value.values() if isinstance(value, dict) else value")],
              ["nonetype", "none ('probe')", "any other output (none, a number) as finite"], "other-finite"),
-    _monitor("__enter__ does not attach", [('        return self.attach()', '        return self')],
+    _monitor("__enter__ does not attach", [("        return self.attach()", "        return self")],
              ["no hook is registered", "__enter__ must attach"], "with-enter"),
     _monitor("remove() removes from the list it walks, skipping every other handle",
-             [(('        handles, self._handles = self._handles, []\n'
-                '        for handle in handles:\n'
-                '            handle.remove()'),
-               ('        for handle in self._handles:\n'
-                '            self._handles.remove(handle)\n'
-                '            handle.remove()'))],
+             [("        handles, self._handles = self._handles, []\n"
+               "        for handle in handles:\n"
+               "            handle.remove()",
+               "        for handle in self._handles:\n"
+               "            self._handles.remove(handle)\n"
+               "            handle.remove()")],
              ["hooks were still registered", "remove() must remove every hook"], "remove-all"),
     _monitor("watches only the modules of layer_types",
-             [('        for name, module in self.model.named_modules():\n            self._handles',
-               ('        for name, module in self.model.named_modules():\n'
-                '            if not isinstance(module, self.layer_types):\n'
-                '                continue\n'
-                '            self._handles'))],
+             [("        for name, module in self.model.named_modules():\n"
+               "            self._handles",
+               "        for name, module in self.model.named_modules():\n"
+               "            if not isinstance(module, self.layer_types):\n"
+               "                continue\n"
+               "            self._handles")],
              ["saw a non-finite value too, but after", "every module"], "watch-modules"),
     dict(exercise="TrainingMonitor", kind="right", why="__exit__ returns exc_type is None, handles popped",
          source=_FIRST_TWO + edited(reference("TrainingMonitor"),
-                                    ("        self.remove()", "        self.remove()\n        return exc_type is None"),
+                                    ("        self.remove()",
+                                     "        self.remove()\n"
+                                     "        return exc_type is None"),
                                     ("        handles, self._handles = self._handles, []\n"
                                      "        for handle in handles:\n"
                                      "            handle.remove()",
-                                     "        while self._handles:\n            self._handles.pop().remove()")),
+                                     "        while self._handles:\n"
+                                     "            self._handles.pop().remove()")),
          expect=[]),
     dict(exercise="TrainingMonitor", kind="right", why="records on its own while the first two exercises are stubs",
          source=_STUB_STATS + _STUB_NORMS + '''
@@ -936,15 +954,14 @@ class TrainingMonitor:
 # mistake it did not make, before the check was fixed.
 ENTRIES += [
     _stats("skips the model itself (its name is '')",
-           [('if isinstance(module, tuple(layer_types)):',
-             'if name and isinstance(module, tuple(layer_types)):')],
+           [("if isinstance(module, tuple(layer_types)):", "if name and isinstance(module, tuple(layer_types)):")],
            ["module '' is the model itself", "named_modules() lists it first"], "every-module"),
     _stats("takes output[0] of an empty list",
-           [('while isinstance(output, (tuple, list)) and output:', 'while isinstance(output, (tuple, list)):')],
+           [("while isinstance(output, (tuple, list)) and output:", "while isinstance(output, (tuple, list)):")],
            ["indexerror", "an empty list", "adds no entry"], "no-entry"),
     _stats("takes a tuple's first item, but not the first item of that",
-           [('while isinstance(output, (tuple, list)) and output:',
-             'if isinstance(output, (tuple, list)) and output:')],
+           [("while isinstance(output, (tuple, list)) and output:",
+             "if isinstance(output, (tuple, list)) and output:")],
            ["nothing was recorded for ['lstm']", "tuple whose first item is a packedsequence", "describes data"],
            "first-of-first"),
     _stats("centers the detached output in place to compute the std",
@@ -952,10 +969,10 @@ ENTRIES += [
              '"std": (output.sub_(output.mean()).pow(2).sum() / (output.numel() - 1)).sqrt().item()')],
            ["in place", "shares its memory", "return none"], "outputs-unchanged"),
     _stats("counts zeros after abs_() on the detached output",
-           [('(output == 0).float()', '(output.abs_() == 0).float()')],
+           [("(output == 0).float()", "(output.abs_() == 0).float()")],
            ["in place", "output.detach(), which shares its memory"], "outputs-unchanged"),
     _stats("zeros counted with torch.isclose (atol 1e-8)",
-           [('(output == 0).float()', 'torch.isclose(output, torch.zeros_like(output)).float()')],
+           [("(output == 0).float()", "torch.isclose(output, torch.zeros_like(output)).float()")],
            ["counts elements near 0 too", "exactly equal to 0"], "zero-fraction"),
     dict(exercise="record_activation_stats", kind="right", why="0-dim tensors under no_grad, count over numel, prepend",
          source='''
@@ -984,57 +1001,57 @@ def record_activation_stats(model, layer_types):
     return stats, handles
 ''', expect=[]),
     _norms("clamps the gradient it records",
-           [('            norms.setdefault(name, []).append(grad.norm().item())\n',
-             ('            norms.setdefault(name, []).append(grad.norm().item())\n'
-              '            return grad.clamp(-1, 1)\n'))],
+           [("            norms.setdefault(name, []).append(grad.norm().item())\n",
+             "            norms.setdefault(name, []).append(grad.norm().item())\n"
+             "            return grad.clamp(-1, 1)\n")],
            ["1000 times larger", ".grad is", "without your hooks", "return none"], "gradients-unchanged"),
     _norms("the norm of the gradient with its non-finite elements set to numbers",
-           [('grad.norm().item()', 'torch.nan_to_num(grad).norm().item()'),
-            ('def track_grad_norms(model):', 'import torch\n\n\ndef track_grad_norms(model):')],
+           [("grad.norm().item()", "torch.nan_to_num(grad).norm().item()"),
+            ("def track_grad_norms(model):", "import torch\n\n\ndef track_grad_norms(model):")],
            ["holds inf or nan", "as it is", "nan_to_num"], "nonfinite-norm"),
     _norms("the norm of the finite elements only",
-           [('grad.norm().item()', 'grad[torch.isfinite(grad)].norm().item()'),
-            ('def track_grad_norms(model):', 'import torch\n\n\ndef track_grad_norms(model):')],
+           [("grad.norm().item()", "grad[torch.isfinite(grad)].norm().item()"),
+            ("def track_grad_norms(model):", "import torch\n\n\ndef track_grad_norms(model):")],
            ["holds inf or nan", "a filter of the non-finite elements"], "nonfinite-norm"),
     dict(exercise="track_grad_norms", kind="right", why="the norm taken in float64",
          source=edited(reference("track_grad_norms"), ("grad.norm().item()", "grad.detach().double().norm().item()")),
          expect=[]),
     _monitor("attach() replaces the list of handles of an earlier call",
-             [('        self._handles += stats_handles + norm_handles',
-               '        self._handles = stats_handles + norm_handles')],
+             [("        self._handles += stats_handles + norm_handles",
+               "        self._handles = stats_handles + norm_handles")],
              ["attach() again", "hooks were still registered", "instead of replacing the list"], "remove-all-attaches"),
     _monitor("remove() restores the hook dicts as they were at attach()",
-             [('        self.activation_stats, stats_handles = record_activation_stats(',
-               ('        self.saved = [(m._forward_hooks, dict(m._forward_hooks)) for m in self.model.modules()]\n'
-                '        self.saved += [(p._backward_hooks, dict(p._backward_hooks)) for p in self.model.parameters()\n'
-                '                       if p._backward_hooks is not None]\n'
-                '        self.activation_stats, stats_handles = record_activation_stats(')),
-              ('        handles, self._handles = self._handles, []\n',
-               ("        for hooks, saved in getattr(self, 'saved', []):\n"
-                '            hooks.clear()\n'
-                '            hooks.update(saved)\n'
-                '        self.saved = []\n'
-                '        handles, self._handles = self._handles, []\n'))],
+             [("        self.activation_stats, stats_handles = record_activation_stats(",
+               "        self.saved = [(m._forward_hooks, dict(m._forward_hooks)) for m in self.model.modules()]\n"
+               "        self.saved += [(p._backward_hooks, dict(p._backward_hooks)) for p in self.model.parameters()\n"
+               "                       if p._backward_hooks is not None]\n"
+               "        self.activation_stats, stats_handles = record_activation_stats("),
+              ("        handles, self._handles = self._handles, []\n",
+               "        for hooks, saved in getattr(self, 'saved', []):\n"
+               "            hooks.clear()\n"
+               "            hooks.update(saved)\n"
+               "        self.saved = []\n"
+               "        handles, self._handles = self._handles, []\n")],
              ["registered while the monitor was attached", "restoring them"], "remove-keeps-later"),
     _monitor("the output watch returns torch.nan_to_num(output)",
-             [('lambda module, args, output, name=name: watch(name, output)',
-               'lambda module, args, output, name=name: (watch(name, output), torch.nan_to_num(output) if isinstance(output, torch.Tensor) else None)[1]')],
+             [("lambda module, args, output, name=name: watch(name, output)",
+               "lambda module, args, output, name=name: (watch(name, output), torch.nan_to_num(output) if isinstance(output, torch.Tensor) else None)[1]")],
              ["the same model without a monitor returns", "only look"], "only-look-outputs"),
     _monitor("the watch returns its test, True or False",
-             [('                self.first_nonfinite = name\n',
-               ('                self.first_nonfinite = name\n'
-                '            return self.first_nonfinite is not None\n'))],
+             [("                self.first_nonfinite = name\n",
+               "                self.first_nonfinite = name\n"
+               "            return self.first_nonfinite is not None\n")],
              ["must be tensor, not bool", "only look"], "only-look-outputs"),
     _monitor("the gradient watch returns torch.nan_to_num(grad)",
-             [('lambda grad, name=name: watch(name, grad)',
-               'lambda grad, name=name: (watch(name, grad), torch.nan_to_num(grad))[1]')],
+             [("lambda grad, name=name: watch(name, grad)",
+               "lambda grad, name=name: (watch(name, grad), torch.nan_to_num(grad))[1]")],
              [".grad is", "without the monitor", "only look"], "only-look-gradients"),
     _monitor("the gradient watch clamps the gradient",
-             [('lambda grad, name=name: watch(name, grad)',
-               'lambda grad, name=name: (watch(name, grad), grad.clamp(-1e6, 1e6))[1]')],
+             [("lambda grad, name=name: watch(name, grad)",
+               "lambda grad, name=name: (watch(name, grad), grad.clamp(-1e6, 1e6))[1]")],
              [".grad is", "without the monitor", "only look"], "only-look-gradients"),
     _monitor("a gradient named by the module that holds the parameter",
-             [('lambda grad, name=name: watch(name, grad)',
+             [("lambda grad, name=name: watch(name, grad)",
                "lambda grad, name=name: watch(name.rpartition('.')[0], grad)")],
              ["the module that holds", "named_parameters() name"], "names"),
     dict(exercise="TrainingMonitor", kind="right", why="one global forward hook that skips modules of other models",
@@ -1044,39 +1061,38 @@ def record_activation_stats(model, layer_types):
                                      "                lambda module, args, output, name=name: watch(name, output)))\n",
                                      "        names = {module: name for name, module in self.model.named_modules()}\n"
                                      "        self._handles.append(torch.nn.modules.module.register_module_forward_hook(\n"
-                                     "            lambda module, args, output: watch(names[module], output) if module in names "
-                                     "else None))\n")), expect=[]),
-    _stats("the variance instead of the std", [('output.std().item()', 'output.var().item()')],
+                                     "            lambda module, args, output: watch(names[module], output) if module in names else None))\n")), expect=[]),
+    _stats("the variance instead of the std", [("output.std().item()", "output.var().item()")],
            ["that is the variance", "square root"], "unbiased-std"),
     _stats("the model hooked once more by hand, besides the loop",
-           [('    return stats, handles',
-             ("    handles.append(model.register_forward_hook(make_hook('')))\n"
-              '    return stats, handles'))],
+           [("    return stats, handles",
+             "    handles.append(model.register_forward_hook(make_hook('')))\n"
+             "    return stats, handles")],
            ["records under ['']", "should not be recorded"], "isinstance"),
     _monitor("the watch takes a Python number for a tensor",
-             [('            items = value.values()',
-               ('            if isinstance(value, (int, float)):\n'
-                '                return [torch.tensor(float(value))]\n'
-                '            items = value.values()'))],
+             [("            items = value.values()",
+               "            if isinstance(value, (int, float)):\n"
+               "                return [torch.tensor(float(value))]\n"
+               "            items = value.values()")],
              ["'peak' returns a python number", "counts as finite"], "other-finite"),
     _norms("the hook returns grad.detach(), which cuts create_graph's graph",
-           [('            norms.setdefault(name, []).append(grad.norm().item())\n',
-             ('            grad = grad.detach()\n'
-              '            norms.setdefault(name, []).append(grad.norm().item())\n'
-              '            return grad\n'))],
+           [("            norms.setdefault(name, []).append(grad.norm().item())\n",
+             "            grad = grad.detach()\n"
+             "            norms.setdefault(name, []).append(grad.norm().item())\n"
+             "            return grad\n")],
            ["create_graph=true", "requires_grad false", "returns grad.detach()"], "gradients-unchanged"),
     _monitor("the gradient watch tests the gradient's norm, which overflows",
-             [('lambda grad, name=name: watch(name, grad)', 'lambda grad, name=name: watch(name, grad.norm())')],
+             [("lambda grad, name=name: watch(name, grad)", "lambda grad, name=name: watch(name, grad.norm())")],
              ["elements up to 1.5e38", "test each element"], "nonfinite"),
     _monitor("attach() switches on anomaly detection, and nothing switches it off",
-             [('        self.grad_norms, norm_handles = track_grad_norms(self.model)\n',
-               ('        self.grad_norms, norm_handles = track_grad_norms(self.model)\n'
-                '        torch.autograd.set_detect_anomaly(True)\n'))],
+             [("        self.grad_norms, norm_handles = track_grad_norms(self.model)\n",
+               "        self.grad_norms, norm_handles = track_grad_norms(self.model)\n"
+               "        torch.autograd.set_detect_anomaly(True)\n")],
              ["after monitor.remove()", "anomaly detection is on", "global modes as they were"], "as-before"),
     _monitor("attach() registers a buffer on the model for its flag",
-             [('        self.grad_norms, norm_handles = track_grad_norms(self.model)\n',
-               ('        self.grad_norms, norm_handles = track_grad_norms(self.model)\n'
-                "        self.model.register_buffer('monitor_flag', torch.zeros(()))\n"))],
+             [("        self.grad_norms, norm_handles = track_grad_norms(self.model)\n",
+               "        self.grad_norms, norm_handles = track_grad_norms(self.model)\n"
+               "        self.model.register_buffer('monitor_flag', torch.zeros(()))\n")],
              ["state_dict() has the keys ['monitor_flag']", "would not load"], "as-before"),
     dict(exercise="record_activation_stats", kind="wrong", why="one global forward hook whose handle is not returned",
          clause="handles", source='''
@@ -1103,23 +1119,26 @@ def record_activation_stats(model, layer_types):
 ''', expect=["hooks were still registered", "a global forward hook", "register_module_forward_hook",
                 "return the handle"]),
     _monitor("one global forward hook for the watch, its handle not kept",
-             [(('        for name, module in self.model.named_modules():\n'
-                '            self._handles.append(module.register_forward_hook(\n'
-                '                lambda module, args, output, name=name: watch(name, output)))\n'),
-               ('        names = {module: name for name, module in self.model.named_modules()}\n'
-                '        torch.nn.modules.module.register_module_forward_hook(\n'
-                '            lambda module, args, output: watch(names[module], output) if module in names else None)\n'))],
+             [("        for name, module in self.model.named_modules():\n"
+               "            self._handles.append(module.register_forward_hook(\n"
+               "                lambda module, args, output, name=name: watch(name, output)))\n",
+               "        names = {module: name for name, module in self.model.named_modules()}\n"
+               "        torch.nn.modules.module.register_module_forward_hook(\n"
+               "            lambda module, args, output: watch(names[module], output) if module in names else None)\n")],
              ["after monitor.remove(), hooks were still registered", "a global forward hook"], "remove-all"),
     _stats("one stats dict at module level, shared by every call",
-           [('def record_activation_stats(model, layer_types):',
-             'STATS = {}\n\n\ndef record_activation_stats(model, layer_types):'),
-            ('    stats, handles = {}, []', '    stats, handles = STATS, []')],
+           [("def record_activation_stats(model, layer_types):",
+             "STATS = {}\n"
+             "\n"
+             "\n"
+             "def record_activation_stats(model, layer_types):"),
+            ("    stats, handles = {}, []", "    stats, handles = STATS, []")],
            ["already hold entries", "make a new dict in each call"], "entry-per-call"),
-    _stats("keyed by the module objects", [('stats.setdefault(name, [])', 'stats.setdefault(module, [])')],
+    _stats("keyed by the module objects", [("stats.setdefault(name, [])", "stats.setdefault(module, [])")],
            ["keyed by the module objects themselves", "named_modules()"], "keyed-by-name"),
     _norms("a default-argument dict, shared by every call",
-           [('def track_grad_norms(model):', 'def track_grad_norms(model, norms={}):'),
-            ('    norms, handles = {}, []', '    handles = []')],
+           [("def track_grad_norms(model):", "def track_grad_norms(model, norms={}):"),
+            ("    norms, handles = {}, []", "    handles = []")],
            ["already hold entries", "a default argument"], "entry-per-pass"),
     dict(exercise="track_grad_norms", kind="wrong", why="keyed by the parameter objects", clause="keyed-by-name",
          source='''
@@ -1133,17 +1152,23 @@ def track_grad_norms(model):
 ''', expect=["keyed by the parameter objects themselves", "named_parameters()"]),
     dict(exercise="TrainingMonitor", kind="right", why="attach() does nothing when already attached",
          source=_FIRST_TWO + edited(reference("TrainingMonitor"),
-                                    ("        def tensors(value):", "        if self._handles:\n            return self\n\n"
-                                                                  "        def tensors(value):")), expect=[]),
+                                    ("        def tensors(value):",
+                                     "        if self._handles:\n"
+                                     "            return self\n"
+                                     "\n"
+                                     "        def tensors(value):")), expect=[]),
     dict(exercise="TrainingMonitor", kind="right", why="attach() refuses to attach twice",
          source=_FIRST_TWO + edited(reference("TrainingMonitor"),
-                                    ("        def tensors(value):", "        if self._handles:\n"
-                                                                  "            raise RuntimeError('already attached')\n\n"
-                                                                  "        def tensors(value):")),
+                                    ("        def tensors(value):",
+                                     "        if self._handles:\n"
+                                     "            raise RuntimeError('already attached')\n"
+                                     "\n"
+                                     "        def tensors(value):")),
          expect=[]),
     dict(exercise="record_activation_stats", kind="right", why="with_kwargs=True hooks, stats in float64",
          source=edited(reference("record_activation_stats"),
-                       ("        def hook(module, args, output):", "        def hook(module, args, kwargs, output):"),
+                       ("        def hook(module, args, output):",
+                        "        def hook(module, args, kwargs, output):"),
                        ("module.register_forward_hook(make_hook(name))",
                         "module.register_forward_hook(make_hook(name), with_kwargs=True)"),
                        ("output = output.detach()", "output = output.detach().double()")), expect=[]),
