@@ -8,7 +8,7 @@ import shutil
 import subprocess
 import sys
 
-from hooked.course import ROOT, SOLUTIONS_DIR, lesson_named, lesson_names
+from hooked.course import ROOT, lesson_named, lesson_names
 from hooked.solution_markers import lesson_text_from_solution
 
 # Lessons 01 and 02 are finished; copying only them keeps these tests independent of
@@ -24,10 +24,10 @@ def make_course(folder):
                     ignore=shutil.ignore_patterns("__pycache__", *other_checks))
     for part in ("solutions", "lessons", "tests"):
         (folder / part).mkdir(parents=True)
-    for lesson in LESSONS:
-        shutil.copy(SOLUTIONS_DIR / f"{lesson}.py", folder / "solutions")
-        shutil.copy(ROOT / "tests" / f"test_{lesson}.py", folder / "tests")
-        write_lesson(folder, lesson)
+    for lesson in map(lesson_named, LESSONS):
+        shutil.copy(lesson.solution_path, folder / "solutions")
+        shutil.copy(lesson.test_path, folder / "tests")
+        write_lesson(folder, lesson.name)
     shutil.copy(ROOT / "pyproject.toml", folder)
     return folder
 
@@ -35,9 +35,10 @@ def make_course(folder):
 def lesson_text(lesson, solved=(), replacements=None):
     """The learner's lesson as the generator makes it, with the exercises named in
     `solved` written as in the solution, and then `replacements` ({old: new}) applied."""
-    exercises = {exercise.name: exercise for exercise in lesson_named(lesson).exercises}
+    record = lesson_named(lesson)
+    exercises = {exercise.name: exercise for exercise in record.exercises}
     assert set(solved) <= exercises.keys(), set(solved) - exercises.keys()
-    text = (SOLUTIONS_DIR / f"{lesson}.py").read_text(encoding="utf-8")
+    text = record.solution_path.read_text(encoding="utf-8")
     for name in solved:
         text = text.replace(exercises[name].solution_cell, exercises[name].reference)
     text = lesson_text_from_solution(text)
