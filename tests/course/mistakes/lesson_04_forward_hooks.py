@@ -565,7 +565,8 @@ def clamp_output(module, min_value, max_value):
     dict(exercise="capture_activations", kind="wrong", clause="root", why="leaves the root module out of the lookup",
          source=edited(reference("capture_activations"),
                        ("modules = dict(model.named_modules(remove_duplicate=False))",
-                        "modules = {name: module for name, module in model.named_modules(remove_duplicate=False) if name}")),
+                        "modules = {name: module for name, module in "
+                        "model.named_modules(remove_duplicate=False) if name}")),
          expect=["'' is the model itself", "the root included"]),
     dict(exercise="capture_activations", kind="wrong", clause="alias",
          why="named_modules() lists a reused layer under its first name only",
@@ -643,7 +644,8 @@ def clamp_output(module, min_value, max_value):
          source=edited(reference("track_relu_stats"),
                        ("    for name, module in model.named_modules():\n"
                         "        if isinstance(module, nn.ReLU):\n",
-                        "    last_name = {module: name for name, module in model.named_modules(remove_duplicate=False)}\n"
+                        "    last_name = {module: name for name, module in "
+                        "model.named_modules(remove_duplicate=False)}\n"
                         "    for module in model.modules():\n"
                         "        name = last_name[module]\n"
                         "        if isinstance(module, nn.ReLU):\n")),

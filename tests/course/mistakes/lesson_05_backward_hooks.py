@@ -465,10 +465,10 @@ def clip_grad_input(module, max_norm):
          source=edited(reference("add_grad_noise"),
                        ("    def add_noise(module, grad_output):\n",
                         "    cache = {}\n\n    def add_noise(module, grad_output):\n"),
-                       ("                noise = torch.randn(grad.shape, generator=generator, dtype=grad.dtype, device=grad.device)",
+                       ("                noise = torch.randn(",
                         "                if len(noisy) not in cache:\n"
-                        "                    cache[len(noisy)] = torch.randn(grad.shape, generator=generator, dtype=grad.dtype, device=grad.device)\n"
-                        "                noise = cache[len(noisy)]")),
+                        "                    cache[len(noisy)] = torch.randn("),
+                       ("device=grad.device)", "device=grad.device)\n                noise = cache[len(noisy)]")),
          expect=["exactly the same noise", "new noise on every call"]),
     dict(exercise="add_grad_noise", kind="wrong", why="a generator of its own with a fixed seed", clause="global",
          source=edited(reference("add_grad_noise"),
@@ -479,11 +479,9 @@ def clip_grad_input(module, max_norm):
          expect=["gave identical noise", "not from a generator of your own"]),
     dict(exercise="add_grad_noise", kind="wrong", why="adds noise to None entries", clause="none",
          source=edited(reference("add_grad_noise"),
-                       ("            if grad is not None:\n"
-                        "                noise = torch.randn(grad.shape, generator=generator, dtype=grad.dtype, device=grad.device)\n"
-                        "                grad = grad + std * noise",
-                        "            noise = torch.randn(grad.shape, generator=generator, dtype=grad.dtype, device=grad.device)\n"
-                        "            grad = grad + std * noise")),
+                       ("            if grad is not None:\n", ""),
+                       ("                noise = torch.randn(", "            noise = torch.randn("),
+                       ("                grad = grad + std * noise", "            grad = grad + std * noise")),
          expect=["NoneType", "keep them as None"]),
     dict(exercise="add_grad_noise", kind="wrong", why="returns a tensor instead of a tuple", clause="length",
          source=edited(reference("add_grad_noise"), ("return tuple(noisy)", "return noisy[0]")),
@@ -589,7 +587,9 @@ def add_grad_noise(module, std, generator=None):
          clause="fresh",
          source=edited(reference("add_grad_noise"),
                        ("        noisy = []",
-                        "        fresh = None if generator is None else torch.Generator().manual_seed(generator.initial_seed())\n"
+                        "        fresh = None\n"
+                        "        if generator is not None:\n"
+                        "            fresh = torch.Generator().manual_seed(generator.initial_seed())\n"
                         "        noisy = []"),
                        ("generator=generator,", "generator=fresh,")),
          expect=["exactly the same noise", "do not reseed a generator on each call"]),
@@ -751,7 +751,8 @@ def clip_grad_input(module, max_norm):
                         "                grad = grad * (max_norm / grad.norm())",
                         "            if grad is not None:\n"
                         "                norm = grad.norm()\n"
-                        "                grad = torch.where(norm > max_norm, grad * max_norm / norm.clamp_min(1e-30), grad)")),
+                        "                grad = torch.where(norm > max_norm, grad * max_norm / "
+                        "norm.clamp_min(1e-30), grad)")),
          expect=[]),
 
     dict(exercise="add_grad_noise", kind="wrong", why="noise drawn in float64", clause="shape-dtype",
@@ -796,7 +797,8 @@ def clip_grad_input(module, max_norm):
          clause="shared-name",
          source=edited(reference("record_grad_output_norms"),
                        ("    for name, module in model.named_modules():",
-                        "    last_name = {module: name for name, module in model.named_modules(remove_duplicate=False)}\n"
+                        "    last_name = {module: name for name, module in "
+                        "model.named_modules(remove_duplicate=False)}\n"
                         "    for module, name in last_name.items():")),
          expect=["'again' is the same module as 'layer'", "hook it once"]),
     dict(exercise="record_grad_output_norms", kind="wrong", why="hooks every module but containers (model.apply)",
@@ -1295,7 +1297,8 @@ def add_grad_noise(module, std, generator=None):
                        ("if not isinstance(module, layer_types):",
                         "if not isinstance(module, layer_types) or isinstance(module, nn.Sequential):"),
                        ("            norms[name].append(grad_output[0].norm().item())",
-                        "            if grad_output is not None and grad_output[0] is not None and grad_input[0] is not None:\n"
+                        "            if grad_output is not None and grad_output[0] is not None and "
+                        "grad_input[0] is not None:\n"
                         "                norms[name].append(grad_output[0].detach().norm().item())")),
          expect=['grad_input[0] is none', 'whatever grad_input holds']),
     dict(exercise="clip_grad_input", kind="wrong", why='clips only while grad mode is off (torch.is_grad_enabled)',
