@@ -1,144 +1,56 @@
 """Mistake catalogue for lesson 06, a CNN's feature maps and Grad-CAM. The format of an entry is
-described in tests/course/test_mistake_catalogue.py."""
+described in tests/course/test_mistake_catalogue.py. An entry that is the reference solution with one
+mistake says so: `edited(reference(exercise), (old, new), ...)`; the others are submissions of their own."""
 
-from mistakes import edited
-
-
-_GRAD_CAM = """
-import torch
-import torch.nn.functional as F
-
-
-def grad_cam(model, layer, x, target):
-    saved = {}
-    x = x.detach().requires_grad_()  # a graph also through a frozen model; the caller's x does not change
-
-    def hook(module, args, output):
-        saved["A"] = output.detach().clone()
-        output.register_hook(lambda grad: saved.update(G=grad))
-
-    with layer.register_forward_hook(hook):
-        score = model(x)[0, target]
-    score.backward()
-    weights = saved["G"][0].mean(dim=(1, 2))
-    cam = torch.relu((weights[:, None, None] * saved["A"][0]).sum(dim=0))
-    cam = F.interpolate(cam[None, None], size=x.shape[-2:], mode="bilinear", align_corners=False)[0, 0]
-    return cam / cam.max() if cam.max() > 0 else cam
-"""
-
-
-_COPY_OF_X = "    x = x.detach().requires_grad_()  # a graph also through a frozen model; the caller's x does not change\n"
-
-
-def _grad_cam_with(*changes):
-    """A right grad_cam with each (old, new) line change made: one mistake (or one other right way)."""
-    return edited(_GRAD_CAM, *changes)
+from mistakes import edited, reference
 
 
 ENTRIES = [
     # ------------------------------------------------------------------ get_activation
     dict(exercise="get_activation", kind="wrong", clause="not-changed-later", why="detach without clone, overwritten by the in-place ReLU",
-         source='''
-import torch
-
-
-def get_activation(model, layer, x):
-    captured = {}
-    with layer.register_forward_hook(lambda module, args, output: captured.update(out=output.detach())), \\
-            torch.no_grad():
-        model(x)
-    return captured["out"]
-''',
+         source=edited(reference("get_activation"),
+                       ('captured["output"] = output.detach().clone()', 'captured["output"] = output.detach()')),
          expect=["after the in-place relu", "shares memory", "clone()"]),
     dict(exercise="get_activation", kind="wrong", clause="removed-on-raise", why="hook left behind when the forward raises",
-         source='''
-import torch
-
-
-def get_activation(model, layer, x):
-    captured = {}
-    handle = layer.register_forward_hook(lambda module, args, output: captured.update(out=output.detach().clone()))
-    with torch.no_grad():
-        model(x)
-    handle.remove()
-    return captured["out"]
-''',
+         source=edited(reference("get_activation"),
+                       ('with layer.register_forward_hook(hook), torch.no_grad():',
+                        'handle = layer.register_forward_hook(hook)\n    with torch.no_grad():'),
+                       ('return captured["output"]', 'handle.remove()\n    return captured["output"]')),
          expect=["valueerror came through", "hooks were left", "finally"]),
     dict(exercise="get_activation", kind="wrong", clause="removed", why="never removes the hook",
-         source='''
-import torch
-
-
-def get_activation(model, layer, x):
-    captured = {}
-    layer.register_forward_hook(lambda module, args, output: captured.update(out=output.detach().clone()))
-    with torch.no_grad():
-        model(x)
-    return captured["out"]
-''',
+         source=edited(reference("get_activation"),
+                       ('with layer.register_forward_hook(hook), torch.no_grad():',
+                        'layer.register_forward_hook(hook)\n    with torch.no_grad():')),
          expect=["hooks were still registered", "forward_hooks"]),
     dict(exercise="get_activation", kind="wrong", clause="no-graph", why="forward with grad mode on",
-         source='''
-def get_activation(model, layer, x):
-    captured = {}
-    with layer.register_forward_hook(lambda module, args, output: captured.update(out=output.detach().clone())):
-        model(x)
-    return captured["out"]
-''',
+         source=edited(reference("get_activation"),
+                       ('with layer.register_forward_hook(hook), torch.no_grad():',
+                        'with layer.register_forward_hook(hook):')),
          expect=["grad mode on", "torch.no_grad()"]),
     dict(exercise="get_activation", kind="wrong", clause="detached", why="returns the output still attached to the graph",
-         source='''
-def get_activation(model, layer, x):
-    captured = {}
-    with layer.register_forward_hook(lambda module, args, output: captured.update(out=output.clone())):
-        model(x)
-    return captured["out"]
-''',
+         source=edited(reference("get_activation"),
+                       ('captured["output"] = output.detach().clone()', 'captured["output"] = output.clone()'),
+                       ('with layer.register_forward_hook(hook), torch.no_grad():',
+                        'with layer.register_forward_hook(hook):')),
          expect=["autograd graph", "detached"]),
     dict(exercise="get_activation", kind="wrong", clause="propagates", why="swallows the exception of the forward pass",
-         source='''
-import torch
-
-
-def get_activation(model, layer, x):
-    captured = {}
-    handle = layer.register_forward_hook(lambda module, args, output: captured.update(out=output.detach().clone()))
-    try:
-        with torch.no_grad():
-            model(x)
-    except Exception:
-        pass
-    finally:
-        handle.remove()
-    return captured["out"]
-''',
+         source=edited(reference("get_activation"),
+                       ('with layer.register_forward_hook(hook), torch.no_grad():\n        model(x)',
+                        'handle = layer.register_forward_hook(hook)\n'
+                        '    try:\n'
+                        '        with torch.no_grad():\n'
+                        '            model(x)\n'
+                        '    except Exception:\n'
+                        '        pass\n'
+                        '    finally:\n'
+                        '        handle.remove()')),
          expect=["returned", "but model(x) raised valueerror", "don't catch it"]),
     dict(exercise="get_activation", kind="wrong", clause="mode", why="switches the model to eval mode",
-         source='''
-import torch
-
-
-def get_activation(model, layer, x):
-    model.eval()
-    captured = {}
-    with layer.register_forward_hook(lambda module, args, output: captured.update(out=output.detach().clone())), \\
-            torch.no_grad():
-        model(x)
-    return captured["out"]
-''',
+         source=edited(reference("get_activation"), ('captured = {}', 'model.eval()\n    captured = {}')),
          expect=["left the model in eval mode", "it was in train mode"]),
     dict(exercise="get_activation", kind="wrong", clause="output-of-layer", why="captures the layer's input",
-         source='''
-import torch
-
-
-def get_activation(model, layer, x):
-    captured = {}
-    with layer.register_forward_hook(lambda module, args, output: captured.update(out=args[0].detach().clone())), \\
-            torch.no_grad():
-        model(x)
-    return captured["out"]
-''',
+         source=edited(reference("get_activation"),
+                       ('captured["output"] = output.detach().clone()', 'captured["output"] = args[0].detach().clone()')),
          expect=["the layer's input", "expected its output"]),
     dict(exercise="get_activation", kind="right", why="inference_mode, try/finally and a hook class",
          source='''
@@ -192,47 +104,25 @@ def get_activation(model, layer, x):
 ''',
          expect=["never ran the model's forward pass", "model(x)", "forward hook"]),
     dict(exercise="get_activation", kind="wrong", clause="not-changed-later", why="clones after the forward pass, too late",
-         source='''
-import torch
-
-
-def get_activation(model, layer, x):
-    captured = {}
-    with layer.register_forward_hook(lambda module, args, output: captured.update(out=output)), torch.no_grad():
-        model(x)
-    return captured["out"].detach().clone()
-''',
+         source=edited(reference("get_activation"),
+                       ('captured["output"] = output.detach().clone()', 'captured["output"] = output')),
          expect=["after the in-place relu", "detach().clone()"]),
     dict(exercise="get_activation", kind="wrong", clause="grad-mode", why="switches grad mode off for good",
-         source='''
-import torch
-
-
-def get_activation(model, layer, x):
-    captured = {}
-    torch.set_grad_enabled(False)
-    with layer.register_forward_hook(lambda module, args, output: captured.update(out=output.detach().clone())):
-        model(x)
-    return captured["out"]
-''',
+         source=edited(reference("get_activation"),
+                       ('with layer.register_forward_hook(hook), torch.no_grad():',
+                        'torch.set_grad_enabled(False)\n    with layer.register_forward_hook(hook):')),
          expect=["grad mode was left off", "torch.no_grad()"]),
     dict(exercise="get_activation", kind="wrong", clause="propagates", why="replaces the forward's exception with its own",
-         source='''
-import torch
-
-
-def get_activation(model, layer, x):
-    captured = {}
-    handle = layer.register_forward_hook(lambda module, args, output: captured.update(out=output.detach().clone()))
-    try:
-        with torch.no_grad():
-            model(x)
-    except Exception as error:
-        raise RuntimeError("the forward pass failed") from error
-    finally:
-        handle.remove()
-    return captured["out"]
-''',
+         source=edited(reference("get_activation"),
+                       ('with layer.register_forward_hook(hook), torch.no_grad():\n        model(x)',
+                        'handle = layer.register_forward_hook(hook)\n'
+                        '    try:\n'
+                        '        with torch.no_grad():\n'
+                        '            model(x)\n'
+                        '    except Exception as error:\n'
+                        '        raise RuntimeError("the forward pass failed") from error\n'
+                        '    finally:\n'
+                        '        handle.remove()')),
          expect=["raised runtimeerror", "valueerror to reach the caller unchanged"]),
     dict(exercise="get_activation", kind="wrong", clause="removed", why="hooks every module and removes only one hook",
          source='''
@@ -253,17 +143,9 @@ def get_activation(model, layer, x):
 ''',
          expect=["hooks were still registered", "remove every hook"]),
     dict(exercise="get_activation", kind="wrong", clause="output-of-layer", why="hooks the model instead of the layer",
-         source='''
-import torch
-
-
-def get_activation(model, layer, x):
-    captured = {}
-    with model.register_forward_hook(lambda module, args, output: captured.update(out=output.detach().clone())), \\
-            torch.no_grad():
-        model(x)
-    return captured["out"]
-''',
+         source=edited(reference("get_activation"),
+                       ('with layer.register_forward_hook(hook), torch.no_grad():',
+                        'with model.register_forward_hook(hook), torch.no_grad():')),
          expect=["the model's output", "forward hook on that layer"]),
     dict(exercise="get_activation", kind="right", why="no_grad decorator, ExitStack, clone then detach",
          source='''
@@ -283,21 +165,12 @@ def get_activation(model, layer, x):
 ''',
          expect=[]),
     dict(exercise="get_activation", kind="right", why="the hook hands the model a copy, keeps the original",
-         source='''
-import torch
-
-
-def get_activation(model, layer, x):
-    kept = []
-
-    def hook(module, args, output):
-        kept.append(output)
-        return output.clone()  # the in-place ReLU changes the copy, not the kept output
-
-    with layer.register_forward_hook(hook), torch.no_grad():
-        model(x)
-    return kept[-1]
-''',
+         source=edited(reference("get_activation"),
+                       ('captured = {}', 'kept = []'),
+                       ('captured["output"] = output.detach().clone()',
+                        'kept.append(output)\n'
+                        '        return output.clone()  # the in-place ReLU changes the copy, not the kept output'),
+                       ('return captured["output"]', 'return kept[-1]')),
          expect=[]),
     dict(exercise="get_activation", kind="right", why="grad mode saved and restored by hand in finally",
          source='''
@@ -320,91 +193,76 @@ def get_activation(model, layer, x):
 
     # ------------------------------------------------------------------ grad_cam
     dict(exercise="grad_cam", kind="wrong", clause="relu", why="missing ReLU",
-         source=_grad_cam_with(('cam = torch.relu((weights[:, None, None] * saved["A"][0]).sum(dim=0))',
-                                'cam = (weights[:, None, None] * saved["A"][0]).sum(dim=0)')),
+         source=edited(reference("grad_cam"),
+                       ('cam = torch.relu((weights[:, None, None] * activation).sum(dim=0))',
+                        'cam = (weights[:, None, None] * activation).sum(dim=0)')),
          expect=["before the relu", "torch.relu"]),
     dict(exercise="grad_cam", kind="wrong", clause="normalize", why="missing normalization",
-         source=_grad_cam_with(('    cam = F.interpolate(', '    return F.interpolate('),
-                               ('    return cam / cam.max() if cam.max() > 0 else cam\n', '')),
+         source=edited(reference("grad_cam"),
+                       ('cam = F.interpolate(cam[None, None], size=x.shape[-2:], mode="bilinear", align_corners=False)[0, 0]\n'
+                        '    if cam.max() > 0:\n'
+                        '        cam = cam / cam.max()\n'
+                        '    return cam',
+                        'return F.interpolate(cam[None, None], size=x.shape[-2:], mode="bilinear", align_corners=False)[0, 0]')),
          expect=["not normalized", "divide", "maximum"]),
     dict(exercise="grad_cam", kind="wrong", clause="zero-map", why="divides by a zero maximum",
-         source=_grad_cam_with(('return cam / cam.max() if cam.max() > 0 else cam', 'return cam / cam.max()')),
+         source=edited(reference("grad_cam"),
+                       ('if cam.max() > 0:\n        cam = cam / cam.max()\n    return cam', 'return cam / cam.max()')),
          expect=["nan", "only when it is positive"]),
     dict(exercise="grad_cam", kind="wrong", clause="weights", why="weights from the activations instead of the gradients",
-         source=_grad_cam_with(('saved["G"][0].mean', 'saved["A"][0].mean')),
+         source=edited(reference("grad_cam"),
+                       ('weights = gradient.mean(dim=(1, 2))', 'weights = activation.mean(dim=(1, 2))')),
          expect=["means of the activations", "gradient g"]),
     dict(exercise="grad_cam", kind="wrong", clause="in-place-relu", why="module full backward hook with an in-place ReLU",
-         source='''
-import torch
-import torch.nn.functional as F
-
-
-def grad_cam(model, layer, x, target):
-    saved = {}
-
-    def forward_hook(module, args, output):
-        saved["A"] = output.detach().clone()
-
-    def backward_hook(module, grad_input, grad_output):
-        saved["G"] = grad_output[0]
-
-    with layer.register_forward_hook(forward_hook), layer.register_full_backward_hook(backward_hook):
-        score = model(x)[0, target]
-        score.backward()
-    weights = saved["G"][0].mean(dim=(1, 2))
-    cam = torch.relu((weights[:, None, None] * saved["A"][0]).sum(dim=0))
-    cam = F.interpolate(cam[None, None], size=x.shape[-2:], mode="bilinear", align_corners=False)[0, 0]
-    return cam / cam.max() if cam.max() > 0 else cam
-''',
+         source=edited(reference("grad_cam"),
+                       ('        output.register_hook(lambda grad: saved.update(gradient=grad.detach()))\n', ''),
+                       ('    with layer.register_forward_hook(hook):\n'
+                        '        score = model(x.detach().requires_grad_())[0, target]  # a graph also through frozen layers\n'
+                        '    score.backward()',
+                        '    def backward_hook(module, grad_input, grad_output):\n'
+                        '        saved["gradient"] = grad_output[0]\n'
+                        '\n'
+                        '    with layer.register_forward_hook(hook), layer.register_full_backward_hook(backward_hook):\n'
+                        '        score = model(x)[0, target]\n'
+                        '        score.backward()')),
          expect=["inplace=true", "full backward hook", "output.register_hook"]),
     dict(exercise="grad_cam", kind="wrong", clause="A-as-produced", why="activation detached but not cloned",
-         source=_grad_cam_with(('saved["A"] = output.detach().clone()', 'saved["A"] = output.detach()')),
+         source=edited(reference("grad_cam"),
+                       ('saved["activation"] = output.detach().clone()', 'saved["activation"] = output.detach()')),
          expect=["overwrote it", "detach().clone()"]),
     dict(exercise="grad_cam", kind="wrong", clause="G", why="retain_grad gives the gradient after the in-place ReLU",
-         source='''
-import torch
-import torch.nn.functional as F
-
-
-def grad_cam(model, layer, x, target):
-    saved = {}
-
-    def hook(module, args, output):
-        saved["A"] = output.detach().clone()
-        output.retain_grad()
-        saved["output"] = output
-
-    with layer.register_forward_hook(hook):
-        score = model(x)[0, target]
-    score.backward()
-    weights = saved["output"].grad[0].mean(dim=(1, 2))
-    cam = torch.relu((weights[:, None, None] * saved["A"][0]).sum(dim=0))
-    cam = F.interpolate(cam[None, None], size=x.shape[-2:], mode="bilinear", align_corners=False)[0, 0]
-    return cam / cam.max() if cam.max() > 0 else cam
-''',
+         source=edited(reference("grad_cam"),
+                       ('output.register_hook(lambda grad: saved.update(gradient=grad.detach()))',
+                        'output.retain_grad()\n        saved["output"] = output'),
+                       ('saved["gradient"][0]\n', 'saved["output"].grad[0]\n')),
          expect=["in-place relu's result", "retain_grad", "tensor hook"]),
     dict(exercise="grad_cam", kind="wrong", clause="no-hook", why="hook left behind",
-         source=_grad_cam_with(('    with layer.register_forward_hook(hook):\n        score = model(x)[0, target]',
-                                '    layer.register_forward_hook(hook)\n    score = model(x)[0, target]')),
+         source=edited(reference("grad_cam"),
+                       ('with layer.register_forward_hook(hook):\n'
+                        '        score = model(x.detach().requires_grad_())[0, target]  # a graph also through frozen layers',
+                        'layer.register_forward_hook(hook)\n'
+                        '    score = model(x.detach().requires_grad_())[0, target]  # a graph also through frozen layers')),
          expect=["hooks were still registered", "remove every hook"]),
     dict(exercise="grad_cam", kind="wrong", clause="upsample", why="no upsampling",
-         source=_grad_cam_with(('import torch.nn.functional as F\n', ''),
-                               ('    cam = F.interpolate(cam[None, None], size=x.shape[-2:], mode="bilinear", '
-                                'align_corners=False)[0, 0]\n', '')),
+         source=edited(reference("grad_cam"),
+                       ('    cam = F.interpolate(cam[None, None], size=x.shape[-2:], mode="bilinear", align_corners=False)[0, 0]\n',
+                        '')),
          expect=["the layer's spatial size", "upsample", "f.interpolate"]),
     dict(exercise="grad_cam", kind="wrong", clause="mode", why="mode changed to eval",
-         source=_grad_cam_with(('    saved = {}', '    model.eval()\n    saved = {}')),
+         source=edited(reference("grad_cam"), ('    saved = {}', '    model.eval()\n    saved = {}')),
          expect=["left the model in eval mode", "was in train mode"]),
     dict(exercise="grad_cam", kind="wrong", clause="upsample", why="align_corners=True",
-         source=_grad_cam_with(('align_corners=False', 'align_corners=True')),
+         source=edited(reference("grad_cam"),
+                       ('cam = F.interpolate(cam[None, None], size=x.shape[-2:], mode="bilinear", align_corners=False)[0, 0]',
+                        'cam = F.interpolate(cam[None, None], size=x.shape[-2:], mode="bilinear", align_corners=True)[0, 0]')),
          expect=["align_corners=true", "use align_corners=false"]),
     dict(exercise="grad_cam", kind="wrong", clause="normalize", why="min-max scaling",
-         source=_grad_cam_with(('    return cam / cam.max() if cam.max() > 0 else cam',
-                                '    span = cam.max() - cam.min()\n'
-                                '    return (cam - cam.min()) / span if span > 0 else cam')),
+         source=edited(reference("grad_cam"),
+                       ('if cam.max() > 0:\n        cam = cam / cam.max()\n    return cam',
+                        'span = cam.max() - cam.min()\n    return (cam - cam.min()) / span if span > 0 else cam')),
          expect=["min-max", "divide by the maximum only"]),
     dict(exercise="grad_cam", kind="wrong", clause="shape", why="keeps the batch and channel dimensions",
-         source=_grad_cam_with(('align_corners=False)[0, 0]', 'align_corners=False)')),
+         source=edited(reference("grad_cam"), ('align_corners=False)[0, 0]', 'align_corners=False)')),
          expect=["2-d", "drop the batch and channel dimensions"]),
     dict(exercise="grad_cam", kind="right", why="hook returns a clone, autograd.grad, einsum, nn.Upsample",
          source='''
@@ -458,54 +316,61 @@ def grad_cam(model, layer, x, target):
 ''',
          expect=[]),
     dict(exercise="grad_cam", kind="wrong", clause="relu", why="absolute value instead of ReLU",
-         source=_grad_cam_with(("cam = torch.relu(", "cam = torch.abs(")),
+         source=edited(reference("grad_cam"), ('cam = torch.relu(', 'cam = torch.abs(')),
          expect=["absolute value", "torch.relu"]),
     dict(exercise="grad_cam", kind="wrong", clause="target", why="the predicted class instead of target",
-         source=_grad_cam_with(("score = model(x)[0, target]", "score = model(x)[0].max()")),
+         source=edited(reference("grad_cam"),
+                       ('score = model(x.detach().requires_grad_())[0, target]  # a graph also through frozen layers',
+                        'score = model(x)[0].max()')),
          expect=["the one the model predicts", "passed as `target`"]),
     dict(exercise="grad_cam", kind="wrong", clause="upsample", why="nearest-neighbour upsampling",
-         source=_grad_cam_with(('mode="bilinear", align_corners=False', 'mode="nearest"')),
+         source=edited(reference("grad_cam"), ('mode="bilinear", align_corners=False', 'mode="nearest"')),
          expect=["nearest-neighbour", "mode='bilinear'"]),
     dict(exercise="grad_cam", kind="wrong", clause="relu", why="ReLU after the upsampling",
-         source=_grad_cam_with(("cam = torch.relu((weights[:, None, None] * saved[\"A\"][0]).sum(dim=0))",
-                                "cam = (weights[:, None, None] * saved[\"A\"][0]).sum(dim=0)"),
-                               ("align_corners=False)[0, 0]", "align_corners=False)[0, 0].relu()")),
+         source=edited(reference("grad_cam"),
+                       ('cam = torch.relu((weights[:, None, None] * activation).sum(dim=0))\n'
+                        '    cam = F.interpolate(cam[None, None], size=x.shape[-2:], mode="bilinear", align_corners=False)[0, 0]',
+                        'cam = (weights[:, None, None] * activation).sum(dim=0)\n'
+                        '    cam = F.interpolate(cam[None, None], size=x.shape[-2:], mode="bilinear", align_corners=False)[0, 0].relu()')),
          expect=["after the upsampling", "then upsample"]),
     dict(exercise="grad_cam", kind="wrong", clause="grad-mode", why="switches grad mode off for good",
-         source=_grad_cam_with(("    return cam / cam.max()",
-                                "    torch.set_grad_enabled(False)\n    return cam / cam.max()")),
+         source=edited(reference("grad_cam"),
+                       ('if cam.max() > 0:', 'torch.set_grad_enabled(False)\n    if cam.max() > 0:')),
          expect=["grad mode was left off"]),
     dict(exercise="grad_cam", kind="wrong", clause="mode", why="switches an eval model to train mode",
-         source=_grad_cam_with(("    saved = {}", "    model.train()\n    saved = {}")),
+         source=edited(reference("grad_cam"), ('    saved = {}', '    model.train()\n    saved = {}')),
          expect=["left the model in train mode", "was in eval mode"]),
     dict(exercise="grad_cam", kind="wrong", clause="G", why="tensor hook registered after the forward pass",
-         source=_grad_cam_with(
-             ("        output.register_hook(lambda grad: saved.update(G=grad))\n",
-              "        saved[\"output\"] = output\n"),
-             ("    score.backward()", "    saved[\"output\"].register_hook(lambda grad: saved.update(G=grad))\n"
-                                    "    score.backward()")),
+         source=edited(reference("grad_cam"),
+                       ('output.register_hook(lambda grad: saved.update(gradient=grad.detach()))',
+                        'saved["output"] = output'),
+                       ('score.backward()',
+                        'saved["output"].register_hook(lambda grad: saved.update(gradient=grad.detach()))\n'
+                        '    score.backward()')),
          expect=["in-place relu's result", "inside the forward hook"]),
     dict(exercise="grad_cam", kind="wrong", clause="G", why="autograd.grad on the output the ReLU overwrote",
-         source=_grad_cam_with(
-             ("        output.register_hook(lambda grad: saved.update(G=grad))\n",
-              "        saved[\"output\"] = output\n"),
-             ("    score.backward()", "    saved[\"G\"], = torch.autograd.grad(score, saved[\"output\"])")),
+         source=edited(reference("grad_cam"),
+                       ('output.register_hook(lambda grad: saved.update(gradient=grad.detach()))',
+                        'saved["output"] = output'),
+                       ('    score.backward()\n',
+                        '    saved["gradient"], = torch.autograd.grad(score, saved["output"])\n')),
          expect=["in-place relu's result", "torch.autograd.grad on the captured output"]),
     dict(exercise="grad_cam", kind="wrong", clause="in-place-relu", why="full backward pre-hook with an in-place ReLU",
-         source=_grad_cam_with(
-             ("        output.register_hook(lambda grad: saved.update(G=grad))\n", ""),
-             ("    with layer.register_forward_hook(hook):\n        score = model(x)[0, target]\n    score.backward()",
-              "    with layer.register_forward_hook(hook), layer.register_full_backward_pre_hook(\n"
-              "            lambda module, grad_output: saved.update(G=grad_output[0])):\n"
-              "        score = model(x)[0, target]\n        score.backward()")),
+         source=edited(reference("grad_cam"),
+                       ('        output.register_hook(lambda grad: saved.update(gradient=grad.detach()))\n', ''),
+                       ('with layer.register_forward_hook(hook):',
+                        'with layer.register_forward_hook(hook), layer.register_full_backward_pre_hook(\n'
+                        '            lambda module, grad_output: saved.update(gradient=grad_output[0])):')),
          expect=["full backward hook (or pre-hook)", "output.register_hook"]),
     dict(exercise="grad_cam", kind="wrong", clause="no-hook", why="leaves a tensor hook on a parameter",
-         source=_grad_cam_with(("    score.backward()",
-                                "    next(model.parameters()).register_hook(lambda grad: grad)\n    score.backward()")),
+         source=edited(reference("grad_cam"),
+                       ('    score.backward()',
+                        '    next(model.parameters()).register_hook(lambda grad: grad)\n    score.backward()')),
          expect=["tensor hook", "remove every hook"]),
     dict(exercise="grad_cam", kind="right",
          why="weights summed, not averaged: the same map once divided by the maximum",
-         source=_grad_cam_with(('saved["G"][0].mean(dim=(1, 2))', 'saved["G"][0].sum(dim=(1, 2))')),
+         source=edited(reference("grad_cam"),
+                       ('weights = gradient.mean(dim=(1, 2))', 'weights = gradient.sum(dim=(1, 2))')),
          expect=[]),
     dict(exercise="grad_cam", kind="right", why="scale_factor when the sizes divide, einsum, clamp",
          source="""
@@ -637,21 +502,6 @@ CLAUSES = {
     },
 }
 
-_GET_ACTIVATION = """
-import torch
-
-
-def get_activation(model, layer, x):
-    captured = {}
-
-    def hook(module, args, output):
-        captured["out"] = output.detach().clone()
-
-    with layer.register_forward_hook(hook), torch.no_grad():
-        model(x)
-    return captured["out"]
-"""
-
 ENTRIES += [
     # ------------------------------------------------------------------ get_activation: clauses, adversary
     dict(exercise="get_activation", kind="wrong", clause="root", why="looks for the layer among the model's submodules only",
@@ -673,79 +523,52 @@ def get_activation(model, layer, x):
 ''',
          expect=["layer is the model itself", "keyerror"]),
     dict(exercise="get_activation", kind="wrong", clause="grad-mode", why="turns grad mode back on, whatever it was",
-         source='''
-import torch
-
-
-def get_activation(model, layer, x):
-    captured = {}
-    torch.set_grad_enabled(False)
-    try:
-        with layer.register_forward_hook(lambda m, a, output: captured.update(out=output.detach().clone())):
-            model(x)
-    finally:
-        torch.set_grad_enabled(True)
-    return captured["out"]
-''',
+         source=edited(reference("get_activation"),
+                       ('with layer.register_forward_hook(hook), torch.no_grad():\n        model(x)',
+                        'torch.set_grad_enabled(False)\n'
+                        '    try:\n'
+                        '        with layer.register_forward_hook(hook):\n'
+                        '            model(x)\n'
+                        '    finally:\n'
+                        '        torch.set_grad_enabled(True)')),
          expect=["called with grad mode off and left it on"]),
     dict(exercise="get_activation", kind="wrong", clause="no-graph", why="no_grad inside the hook, not around the forward",
-         source='''
-import torch
-
-
-def get_activation(model, layer, x):
-    captured = {}
-
-    def hook(module, args, output):
-        with torch.no_grad():
-            captured["out"] = output.detach().clone()
-
-    with layer.register_forward_hook(hook):
-        model(x)
-    return captured["out"]
-''',
+         source=edited(reference("get_activation"),
+                       ('captured["output"] = output.detach().clone()\n'
+                        '\n'
+                        '    with layer.register_forward_hook(hook), torch.no_grad():',
+                        'with torch.no_grad():\n'
+                        '            captured["output"] = output.detach().clone()\n'
+                        '\n'
+                        '    with layer.register_forward_hook(hook):')),
          expect=["grad mode on", "torch.no_grad()"]),
     dict(exercise="get_activation", kind="wrong", clause="removed", why="removes the hook only when the forward raises",
-         source='''
-import torch
-
-
-def get_activation(model, layer, x):
-    captured = {}
-    handle = layer.register_forward_hook(lambda m, a, output: captured.update(out=output.detach().clone()))
-    try:
-        with torch.no_grad():
-            model(x)
-    except Exception:
-        handle.remove()
-        raise
-    return captured["out"]
-''',
+         source=edited(reference("get_activation"),
+                       ('with layer.register_forward_hook(hook), torch.no_grad():\n        model(x)',
+                        'handle = layer.register_forward_hook(hook)\n'
+                        '    try:\n'
+                        '        with torch.no_grad():\n'
+                        '            model(x)\n'
+                        '    except Exception:\n'
+                        '        handle.remove()\n'
+                        '        raise')),
          expect=["hooks were still registered", "remove every hook"]),
     dict(exercise="get_activation", kind="wrong", clause="mode", why="eval for the forward, then train()",
-         source=edited(_GET_ACTIVATION, ("    with layer.register_forward_hook(hook), torch.no_grad():\n        model(x)\n",
-                                         "    model.eval()\n    with layer.register_forward_hook(hook), torch.no_grad():\n"
-                                         "        model(x)\n    model.train()\n")),
+         source=edited(reference("get_activation"),
+                       ('return captured["output"]', 'model.train()\n    return captured["output"]')),
          expect=["left the model in train mode", "it was in eval mode"]),
     dict(exercise="get_activation", kind="wrong", clause="output-of-layer", why="keeps the first sample only",
-         source=edited(_GET_ACTIVATION, ('captured["out"] = output.detach().clone()',
-                                         'captured["out"] = output[0].detach().clone()')),
+         source=edited(reference("get_activation"),
+                       ('captured["output"] = output.detach().clone()',
+                        'captured["output"] = output[0].detach().clone()')),
          expect=["first sample only", "whole batch"]),
     dict(exercise="get_activation", kind="wrong", clause="output-of-layer", why="a forward pre-hook keeps the layer's input",
-         source='''
-import torch
-
-
-def get_activation(model, layer, x):
-    captured = {}
-    with layer.register_forward_pre_hook(lambda m, args: captured.update(out=args[0].detach().clone())), \\
-            torch.no_grad():
-        model(x)
-    return captured["out"]
-''',
+         source=edited(reference("get_activation"),
+                       ('captured["output"] = output.detach().clone()', 'captured["output"] = args[0].detach().clone()')),
          expect=["the layer's input", "expected its output"]),
     dict(exercise="get_activation", kind="wrong", clause="not-changed-later", why="output.data shares memory too",
-         source=edited(_GET_ACTIVATION, ('captured["out"] = output.detach().clone()', 'captured["out"] = output.data')),
+         source=edited(reference("get_activation"),
+                       ('captured["output"] = output.detach().clone()', 'captured["output"] = output.data')),
          expect=["after the in-place relu", "clone()"]),
     dict(exercise="get_activation", kind="right", why="a with_kwargs forward hook and deepcopy",
          source='''
@@ -769,37 +592,49 @@ def get_activation(model, layer, x):
 
     # ------------------------------------------------------------------ grad_cam: clauses, adversary
     dict(exercise="grad_cam", kind="wrong", clause="layer", why="always the last Conv2d of the model",
-         source=_grad_cam_with(("def grad_cam(model, layer, x, target):\n",
-                                "def grad_cam(model, layer, x, target):\n"
-                                "    layer = [m for m in model.modules() if isinstance(m, torch.nn.Conv2d)][-1]\n")),
+         source=edited(reference("grad_cam"),
+                       ('saved = {}',
+                        'layer = [m for m in model.modules() if isinstance(m, torch.nn.Conv2d)][-1]\n    saved = {}')),
          expect=["not at the layer passed in", "on `layer` itself"]),
     dict(exercise="grad_cam", kind="wrong", clause="G", why="the gradient of the softmax probability",
-         source=_grad_cam_with(("score = model(x)[0, target]", "score = F.softmax(model(x), dim=1)[0, target]")),
+         source=edited(reference("grad_cam"),
+                       ('score = model(x.detach().requires_grad_())[0, target]  # a graph also through frozen layers',
+                        'score = F.softmax(model(x), dim=1)[0, target]')),
          expect=["softmax probability", "raw score"]),
     dict(exercise="grad_cam", kind="wrong", clause="G", why="backward from the cross-entropy loss",
-         source=_grad_cam_with(("score = model(x)[0, target]",
-                                "score = F.cross_entropy(model(x), torch.tensor([target]))")),
+         source=edited(reference("grad_cam"),
+                       ('score = model(x.detach().requires_grad_())[0, target]  # a graph also through frozen layers',
+                        'score = F.cross_entropy(model(x), torch.tensor([target]))')),
          expect=["cross-entropy loss", "not from a loss"]),
     dict(exercise="grad_cam", kind="wrong", clause="G", why="the gradient of the log-probability",
-         source=_grad_cam_with(("score = model(x)[0, target]", "score = model(x).log_softmax(dim=1)[0, target]")),
+         source=edited(reference("grad_cam"),
+                       ('score = model(x.detach().requires_grad_())[0, target]  # a graph also through frozen layers',
+                        'score = model(x).log_softmax(dim=1)[0, target]')),
          expect=["softmax probability", "or of its log", "raw score"]),
     dict(exercise="grad_cam", kind="wrong", clause="G", why="forward pass under torch.no_grad()",
-         source=_grad_cam_with(("    with layer.register_forward_hook(hook):",
-                                "    with layer.register_forward_hook(hook), torch.no_grad():")),
+         source=edited(reference("grad_cam"),
+                       ('    with layer.register_forward_hook(hook):',
+                        '    with layer.register_forward_hook(hook), torch.no_grad():')),
          expect=["built no autograd graph", "grad mode on"]),
     dict(exercise="grad_cam", kind="wrong", clause="shape", why="returns a NumPy array",
-         source=_grad_cam_with(("    return cam / cam.max() if cam.max() > 0 else cam",
-                                "    return (cam / cam.max() if cam.max() > 0 else cam).numpy()")),
+         source=edited(reference("grad_cam"),
+                       ('if cam.max() > 0:\n        cam = cam / cam.max()\n    return cam',
+                        'return (cam / cam.max() if cam.max() > 0 else cam).numpy()')),
          expect=["returned ndarray", "expected a tensor"]),
     dict(exercise="grad_cam", kind="wrong", clause="weights", why="gradient averaged over the channels",
-         source=_grad_cam_with(('weights = saved["G"][0].mean(dim=(1, 2))', 'weights = saved["G"][0].mean(dim=0)'),
-                               ('torch.relu((weights[:, None, None] * saved["A"][0]).sum(dim=0))',
-                                'torch.relu((weights * saved["A"][0]).sum(dim=0))')),
+         source=edited(reference("grad_cam"),
+                       ('weights = gradient.mean(dim=(1, 2))\n'
+                        '    cam = torch.relu((weights[:, None, None] * activation).sum(dim=0))',
+                        'weights = gradient.mean(dim=0)\n    cam = torch.relu((weights * activation).sum(dim=0))')),
          expect=["averaged g over its channels", "one weight w_k per channel"]),
     dict(exercise="grad_cam", kind="wrong", clause="normalize", why="divides by the maximum before upsampling",
-         source=_grad_cam_with(('    cam = F.interpolate(', '    cam = cam / cam.max() if cam.max() > 0 else cam\n'
-                                '    return F.interpolate('),
-                               ('    return cam / cam.max() if cam.max() > 0 else cam\n', '')),
+         source=edited(reference("grad_cam"),
+                       ('cam = F.interpolate(cam[None, None], size=x.shape[-2:], mode="bilinear", align_corners=False)[0, 0]\n'
+                        '    if cam.max() > 0:\n'
+                        '        cam = cam / cam.max()\n'
+                        '    return cam',
+                        'cam = cam / cam.max() if cam.max() > 0 else cam\n'
+                        '    return F.interpolate(cam[None, None], size=x.shape[-2:], mode="bilinear", align_corners=False)[0, 0]')),
          expect=["before the upsampling", "upsample first"]),
     dict(exercise="grad_cam", kind="right", why="the target column summed, weights as keepdim means",
          source='''
@@ -835,53 +670,69 @@ ENTRIES += [
     # the gradient of the value the layer produced (a one-op layer here), so the map is right; lesson 05 says
     # why the course does not teach it.
     dict(exercise="grad_cam", kind="right", why="the deprecated register_backward_hook gives the right grad_output",
-         source=_grad_cam_with(
-             ("        output.register_hook(lambda grad: saved.update(G=grad))\n", ""),
-             ("    with layer.register_forward_hook(hook):\n        score = model(x)[0, target]\n    score.backward()",
-              "    with layer.register_forward_hook(hook), layer.register_backward_hook(\n"
-              "            lambda module, grad_input, grad_output: saved.update(G=grad_output[0])):\n"
-              "        score = model(x)[0, target]\n        score.backward()")),
+         source=edited(reference("grad_cam"),
+                       ('        output.register_hook(lambda grad: saved.update(gradient=grad.detach()))\n', ''),
+                       ('    with layer.register_forward_hook(hook):\n'
+                        '        score = model(x.detach().requires_grad_())[0, target]  # a graph also through frozen layers\n'
+                        '    score.backward()',
+                        '    with layer.register_forward_hook(hook), layer.register_backward_hook(\n'
+                        '            lambda module, grad_input, grad_output: saved.update(gradient=grad_output[0])):\n'
+                        '        score = model(x.detach().requires_grad_())[0, target]  # a graph also through frozen layers\n'
+                        '        score.backward()')),
          expect=[]),
     dict(exercise="grad_cam", kind="wrong", clause="upsample", why="resized to the activation's own size",
-         source=_grad_cam_with(("size=x.shape[-2:]", 'size=saved["A"].shape[-2:]')),
+         source=edited(reference("grad_cam"), ('size=x.shape[-2:]', 'size=activation.shape[-2:]')),
          expect=["the layer's spatial size", "upsample it to the input's size"]),
     dict(exercise="grad_cam", kind="right", why="a one-hot gradient given to backward",
-         source=_grad_cam_with(("    score.backward()",
-                                "    one_hot = torch.zeros_like(scores)\n    one_hot[0, target] = 1\n"
-                                "    scores.backward(gradient=one_hot)"),
-                               ("score = model(x)[0, target]", "scores = model(x)")),
+         source=edited(reference("grad_cam"),
+                       ('def hook(module, args, output):',
+                        "x = x.detach().requires_grad_()  # a graph also through a frozen model; the caller's x does not change\n"
+                        '    def hook(module, args, output):'),
+                       ('score = model(x.detach().requires_grad_())[0, target]  # a graph also through frozen layers\n'
+                        '    score.backward()',
+                        'scores = model(x)\n'
+                        '    one_hot = torch.zeros_like(scores)\n'
+                        '    one_hot[0, target] = 1\n'
+                        '    scores.backward(gradient=one_hot)')),
          expect=[]),
 ]
 
 # Second round, written from the docstrings alone.
 ENTRIES += [
     dict(exercise="get_activation", kind="wrong", clause="mode", why="eval for the forward, then model.train(was)",
-         source=edited(_GET_ACTIVATION, ("    with layer.register_forward_hook(hook), torch.no_grad():\n        model(x)\n",
-                                         "    was_training = model.training\n    model.eval()\n"
-                                         "    with layer.register_forward_hook(hook), torch.no_grad():\n        model(x)\n"
-                                         "    model.train(was_training)\n")),
+         source=edited(reference("get_activation"),
+                       ('    with layer.register_forward_hook(hook), torch.no_grad():\n        model(x)\n',
+                        '    was_training = model.training\n'
+                        '    model.eval()\n'
+                        '    with layer.register_forward_hook(hook), torch.no_grad():\n'
+                        '        model(x)\n'
+                        '    model.train(was_training)\n')),
          expect=["changed the mode of submodules", "pool (was eval, now train)", "each module's own mode"]),
     dict(exercise="grad_cam", kind="wrong", clause="mode", why="eval for the call, then model.train(was)",
-         source=_grad_cam_with(("    saved = {}", "    was_training = model.training\n    model.eval()\n    saved = {}"),
-                               ("    score.backward()", "    score.backward()\n    model.train(was_training)")),
+         source=edited(reference("grad_cam"),
+                       ('    saved = {}', '    was_training = model.training\n    model.eval()\n    saved = {}'),
+                       ('    score.backward()', '    score.backward()\n    model.train(was_training)')),
          expect=["changed the mode of submodules", "each module's own mode"]),
     dict(exercise="grad_cam", kind="wrong", clause="G", why="autograd.grad with respect to the hook's clone",
-         source=_grad_cam_with(("        output.register_hook(lambda grad: saved.update(G=grad))\n",
-                                "        saved[\"copy\"] = output.clone()\n"),
-                               ("    score.backward()", "    saved[\"G\"], = torch.autograd.grad(score, saved[\"copy\"])")),
+         source=edited(reference("grad_cam"),
+                       ('output.register_hook(lambda grad: saved.update(gradient=grad.detach()))',
+                        'saved["copy"] = output.clone()'),
+                       ('    score.backward()\n',
+                        '    saved["gradient"], = torch.autograd.grad(score, saved["copy"])\n')),
          expect=["not on the way to the score", "output.register_hook"]),
     dict(exercise="grad_cam", kind="wrong", clause="upsample", why="bicubic upsampling",
-         source=_grad_cam_with(('mode="bilinear"', 'mode="bicubic"')),
+         source=edited(reference("grad_cam"), ('mode="bilinear"', 'mode="bicubic"')),
          expect=["bicubic", "mode='bilinear'"]),
 ]
 
 ENTRIES += [
     dict(exercise="grad_cam", kind="wrong", clause="x-unchanged", why="sets requires_grad on the caller's image",
-         source=_grad_cam_with(("    saved = {}", "    x.requires_grad_()\n    saved = {}")),
+         source=edited(reference("grad_cam"), ('    saved = {}', '    x.requires_grad_()\n    saved = {}')),
          expect=["x requires grad", "no x.requires_grad_()"]),
     dict(exercise="grad_cam", kind="right", why="a copy of the image that requires grad",
-         source=_grad_cam_with((_COPY_OF_X, ""),
-                               ("        score = model(x)[0, target]", "        score = model(x.clone().requires_grad_())[0, target]")),
+         source=edited(reference("grad_cam"),
+                       ('score = model(x.detach().requires_grad_())[0, target]  # a graph also through frozen layers',
+                        'score = model(x.clone().requires_grad_())[0, target]')),
          expect=[]),
 ]
 
@@ -907,124 +758,123 @@ def get_activation(model, layer, x):
 ]
 ENTRIES += [
     dict(exercise="grad_cam", kind="wrong", clause="A-as-produced", why="a ReLU applied to the kept activation",
-         source=_grad_cam_with(('saved["A"] = output.detach().clone()', 'saved["A"] = output.detach().clone().relu()')),
+         source=edited(reference("grad_cam"),
+                       ('saved["activation"] = output.detach().clone()',
+                        'saved["activation"] = output.detach().clone().relu()')),
          expect=["with a relu applied", "or your code applied one", "what the layer produced"]),
 ]
-
-_NOT_FROZEN_SAFE = _grad_cam_with((_COPY_OF_X, ""))
 
 # Review of issue 12: hooks the caller had, a module used twice, a forward that raises before the layer,
 # a frozen model.
 ENTRIES += [
     dict(exercise="get_activation", kind="wrong", clause="callers-hooks", why="empties the layer's forward-hook dict",
-         source='''
-import torch
-
-
-def get_activation(model, layer, x):
-    captured = {}
-    layer.register_forward_hook(lambda m, a, output: captured.update(out=output.detach().clone()))
-    try:
-        with torch.no_grad():
-            model(x)
-    finally:
-        layer._forward_hooks.clear()
-    return captured["out"]
-''',
+         source=edited(reference("get_activation"),
+                       ('with layer.register_forward_hook(hook), torch.no_grad():\n        model(x)',
+                        'layer.register_forward_hook(hook)\n'
+                        '    try:\n'
+                        '        with torch.no_grad():\n'
+                        '            model(x)\n'
+                        '    finally:\n'
+                        '        layer._forward_hooks.clear()')),
          expect=["removed hooks that the caller had registered", "only the hook you registered"]),
     dict(exercise="get_activation", kind="wrong", clause="shared-last", why="keeps the first call of a module used twice",
-         source=edited(_GET_ACTIVATION, ('        captured["out"] = output.detach().clone()',
-                                         '        if "out" not in captured:\n'
-                                         '            captured["out"] = output.detach().clone()')),
+         source=edited(reference("get_activation"),
+                       ('        captured["output"] = output.detach().clone()',
+                        '        if "output" not in captured:\n'
+                        '            captured["output"] = output.detach().clone()')),
          expect=["the output of call 1 of 2", "its last call"]),
     dict(exercise="get_activation", kind="wrong", clause="shared-last", why="a list of the outputs of every call",
-         source='''
-import torch
-
-
-def get_activation(model, layer, x):
-    outputs = []
-    with layer.register_forward_hook(lambda m, a, output: outputs.append(output.detach().clone())), torch.no_grad():
-        model(x)
-    return outputs[0] if len(outputs) == 1 else outputs
-''',
+         source=edited(reference("get_activation"),
+                       ('captured = {}', 'outputs = []'),
+                       ('captured["output"] = output.detach().clone()', 'outputs.append(output.detach().clone())'),
+                       ('return captured["output"]', 'return outputs[0] if len(outputs) == 1 else outputs')),
          expect=["returned a list of 2", "runs 2 times", "its last call"]),
     dict(exercise="get_activation", kind="wrong", clause="removed-on-raise", why="a hook that removes itself when it fires",
-         source='''
-import torch
-
-
-def get_activation(model, layer, x):
-    captured = {}
-
-    def hook(module, args, output):
-        captured["out"] = output.detach().clone()
-        captured["handle"].remove()
-
-    captured["handle"] = layer.register_forward_hook(hook)
-    with torch.no_grad():
-        model(x)
-    return captured["out"]
-''',
+         source=edited(reference("get_activation"),
+                       ('        captured["output"] = output.detach().clone()\n',
+                        '        captured["output"] = output.detach().clone()\n'
+                        '        captured["handle"].remove()\n'),
+                       ('with layer.register_forward_hook(hook), torch.no_grad():',
+                        'captured["handle"] = layer.register_forward_hook(hook)\n    with torch.no_grad():')),
          expect=["raises valueerror before model.conv runs", "hooks were left", "finally"]),
     dict(exercise="get_activation", kind="wrong", clause="output-of-layer", why="a float64 copy of the output",
-         source=edited(_GET_ACTIVATION, ("output.detach().clone()", "output.detach().double()")),
+         source=edited(reference("get_activation"), ('output.detach().clone()', 'output.detach().double()')),
          expect=["in its dtype torch.float32", "without converting it"]),
     dict(exercise="get_activation", kind="wrong", clause="not-changed-later", why="a lambda hook that returns its copy",
-         source='''
-import torch
-
-
-def get_activation(model, layer, x):
-    captured = {}
-    with layer.register_forward_hook(lambda m, a, output: captured.setdefault("out", output.detach().clone())), \\
-            torch.no_grad():
-        model(x)
-    return captured["out"]
-''',
+         source=edited(reference("get_activation"),
+                       ('        captured["output"] = output.detach().clone()',
+                        '        return captured.setdefault("output", output.detach().clone())')),
          expect=["your forward hook returned a value", "replaces the layer's output", "return none"]),
     dict(exercise="grad_cam", kind="wrong", clause="frozen", why="the model run on x itself, no graph when frozen",
-         source=_NOT_FROZEN_SAFE,
+         source=edited(reference("grad_cam"),
+                       ('score = model(x.detach().requires_grad_())[0, target]  # a graph also through frozen layers',
+                        'score = model(x)[0, target]')),
          expect=["frozen", "not part of any autograd graph", "x.detach().requires_grad_()"]),
     dict(exercise="grad_cam", kind="wrong", clause="frozen", why="a copy of x that requires grad only when every parameter is frozen",
-         source=_grad_cam_with((_COPY_OF_X, "    if not any(p.requires_grad for p in model.parameters()):\n"
-                                            "        x = x.detach().requires_grad_()\n")),
+         source=edited(reference("grad_cam"),
+                       ('def hook(module, args, output):',
+                        'if not any(p.requires_grad for p in model.parameters()):\n'
+                        '        x = x.detach().requires_grad_()\n'
+                        '    def hook(module, args, output):'),
+                       ('score = model(x.detach().requires_grad_())[0, target]  # a graph also through frozen layers',
+                        'score = model(x)[0, target]')),
          expect=["model.conv frozen, the head trainable", "not part of any autograd graph"]),
     dict(exercise="grad_cam", kind="wrong", clause="requires-grad-kept", why="unfreezes the model and leaves it so",
-         source=_grad_cam_with((_COPY_OF_X, "    model.requires_grad_(True)\n")),
+         source=edited(reference("grad_cam"),
+                       ('def hook(module, args, output):',
+                        'model.requires_grad_(True)\n    def hook(module, args, output):')),
          expect=["requires_grad had changed", "conv.weight (was false, now true)", "must stay frozen"]),
     dict(exercise="grad_cam", kind="wrong", clause="no-hook-on-raise", why="removes the hook after backward, no finally",
-         source=_grad_cam_with(("    with layer.register_forward_hook(hook):\n        score = model(x)[0, target]\n"
-                                "    score.backward()\n",
-                                "    handle = layer.register_forward_hook(hook)\n    score = model(x)[0, target]\n"
-                                "    score.backward()\n    handle.remove()\n")),
+         source=edited(reference("grad_cam"),
+                       ('with layer.register_forward_hook(hook):\n'
+                        '        score = model(x.detach().requires_grad_())[0, target]  # a graph also through frozen layers',
+                        'handle = layer.register_forward_hook(hook)\n'
+                        '    score = model(x.detach().requires_grad_())[0, target]  # a graph also through frozen layers'),
+                       ('activation, gradient = saved["activation"][0], saved["gradient"][0]',
+                        'handle.remove()\n    activation, gradient = saved["activation"][0], saved["gradient"][0]')),
          expect=["the valueerror came through, but hooks were left", "finally"]),
     dict(exercise="grad_cam", kind="wrong", clause="propagates", why="an empty map when the forward pass raises",
-         source=_grad_cam_with(("    with layer.register_forward_hook(hook):\n        score = model(x)[0, target]\n",
-                                "    with layer.register_forward_hook(hook):\n        try:\n"
-                                "            score = model(x)[0, target]\n        except Exception:\n"
-                                "            return torch.zeros(x.shape[-2:])\n")),
+         source=edited(reference("grad_cam"),
+                       ('score = model(x.detach().requires_grad_())[0, target]  # a graph also through frozen layers',
+                        'try:\n'
+                        '            score = model(x.detach().requires_grad_())[0, target]  # a graph also through frozen layers\n'
+                        '        except Exception:\n'
+                        '            return torch.zeros(x.shape[-2:])')),
          expect=["but model(x) raised valueerror", "don't catch it"]),
     dict(exercise="grad_cam", kind="wrong", clause="callers-hooks", why="empties the layer's forward-hook dict",
-         source=_grad_cam_with(("    with layer.register_forward_hook(hook):\n        score = model(x)[0, target]\n",
-                                "    layer.register_forward_hook(hook)\n    try:\n        score = model(x)[0, target]\n"
-                                "    finally:\n        layer._forward_hooks.clear()\n")),
+         source=edited(reference("grad_cam"),
+                       ('with layer.register_forward_hook(hook):', 'layer.register_forward_hook(hook)\n    try:'),
+                       ('score.backward()', 'finally:\n        layer._forward_hooks.clear()\n    score.backward()')),
          expect=["removed hooks that the caller had registered", "only the hook you registered"]),
     dict(exercise="grad_cam", kind="wrong", clause="requires-grad-kept",
          why="unfreezes for the call and puts the flags back, but not when forward raises",
-         source=_grad_cam_with((_COPY_OF_X, "    flags = [(p, p.requires_grad) for p in model.parameters()]\n"
-                                            "    model.requires_grad_(True)\n"),
-                               ("    score.backward()\n", "    score.backward()\n    for p, flag in flags:\n"
-                                                          "        p.requires_grad_(flag)\n")),
+         source=edited(reference("grad_cam"),
+                       ('def hook(module, args, output):',
+                        'flags = [(p, p.requires_grad) for p in model.parameters()]\n'
+                        '    model.requires_grad_(True)\n'
+                        '    def hook(module, args, output):'),
+                       ('activation, gradient = saved["activation"][0], saved["gradient"][0]',
+                        'for p, flag in flags:\n'
+                        '        p.requires_grad_(flag)\n'
+                        '    activation, gradient = saved["activation"][0], saved["gradient"][0]')),
          expect=["the valueerror came through, but parameters' requires_grad had changed", "also when forward raises"]),
     dict(exercise="grad_cam", kind="right", why="the parameters unfrozen for the call, each flag put back",
-         source=_grad_cam_with((_COPY_OF_X, "    flags = [(p, p.requires_grad) for p in model.parameters()]\n"),
-                               ("    with layer.register_forward_hook(hook):\n        score = model(x)[0, target]\n"
-                                "    score.backward()\n",
-                                "    try:\n        for p, _ in flags:\n            p.requires_grad_(True)\n"
-                                "        with layer.register_forward_hook(hook):\n"
-                                "            score = model(x)[0, target]\n        score.backward()\n"
-                                "    finally:\n        for p, flag in flags:\n            p.requires_grad_(flag)\n")),
+         source=edited(reference("grad_cam"),
+                       ('def hook(module, args, output):',
+                        'flags = [(p, p.requires_grad) for p in model.parameters()]\n'
+                        '    def hook(module, args, output):'),
+                       ('with layer.register_forward_hook(hook):\n'
+                        '        score = model(x.detach().requires_grad_())[0, target]  # a graph also through frozen layers\n'
+                        '    score.backward()',
+                        'try:\n'
+                        '        for p, _ in flags:\n'
+                        '            p.requires_grad_(True)\n'
+                        '        with layer.register_forward_hook(hook):\n'
+                        '            score = model(x)[0, target]\n'
+                        '        score.backward()\n'
+                        '    finally:\n'
+                        '        for p, flag in flags:\n'
+                        '            p.requires_grad_(flag)')),
          expect=[]),
 ]
 
@@ -1039,38 +889,30 @@ NOT_CLAUSES = {
 ENTRIES += [
     dict(exercise="grad_cam", kind="wrong", clause="frozen",
          why="unfreezes the layer's own parameters for the call, none at a pool",
-         source='''
-import torch
-import torch.nn.functional as F
-
-
-def grad_cam(model, layer, x, target):
-    saved = {}
-    flags = [(p, p.requires_grad) for p in layer.parameters()]
-
-    def hook(module, args, output):
-        saved["A"] = output.detach().clone()
-        output.register_hook(lambda grad: saved.update(G=grad))
-
-    try:
-        for p, _ in flags:
-            p.requires_grad_(True)
-        with layer.register_forward_hook(hook):
-            score = model(x)[0, target]
-        score.backward()
-    finally:
-        for p, flag in flags:
-            p.requires_grad_(flag)
-    weights = saved["G"][0].mean(dim=(1, 2))
-    cam = torch.relu((weights[:, None, None] * saved["A"][0]).sum(dim=0))
-    cam = F.interpolate(cam[None, None], size=x.shape[-2:], mode="bilinear", align_corners=False)[0, 0]
-    return cam / cam.max() if cam.max() > 0 else cam
-''',
+         source=edited(reference("grad_cam"),
+                       ('def hook(module, args, output):',
+                        'flags = [(p, p.requires_grad) for p in layer.parameters()]\n'
+                        '    def hook(module, args, output):'),
+                       ('with layer.register_forward_hook(hook):\n'
+                        '        score = model(x.detach().requires_grad_())[0, target]  # a graph also through frozen layers\n'
+                        '    score.backward()',
+                        'try:\n'
+                        '        for p, _ in flags:\n'
+                        '            p.requires_grad_(True)\n'
+                        '        with layer.register_forward_hook(hook):\n'
+                        '            score = model(x)[0, target]\n'
+                        '        score.backward()\n'
+                        '    finally:\n'
+                        '        for p, flag in flags:\n'
+                        '            p.requires_grad_(flag)')),
          expect=["grad_cam(model, model.pool", "a frozen model", "not part of any autograd graph"]),
     dict(exercise="grad_cam", kind="wrong", clause="x-unchanged",
          why="requires_grad set on the caller's x and reset after backward",
-         source=_grad_cam_with((_COPY_OF_X, "    x.requires_grad_(True)\n"),
-                               ("    score.backward()\n", "    score.backward()\n    x.requires_grad_(False)\n")),
+         source=edited(reference("grad_cam"),
+                       ('def hook(module, args, output):',
+                        'x.requires_grad_(True)\n    def hook(module, args, output):'),
+                       ('score = model(x.detach().requires_grad_())[0, target]  # a graph also through frozen layers',
+                        'score = model(x)[0, target]')),
          expect=["the caller's x requires grad (or has a .grad)", "leave x as it was"]),
 ]
 
@@ -1078,16 +920,21 @@ def grad_cam(model, layer, x, target):
 # (CLIP Grad-CAM notebooks), and the tensor hook skipped when the output needs no grad (pytorch-grad-cam).
 ENTRIES += [
     dict(exercise="grad_cam", kind="wrong", clause="frozen", why="the layer's output made to require grad in the hook",
-         source=_grad_cam_with((_COPY_OF_X, ""),
-                               ('        saved["A"] = output.detach().clone()\n',
-                                '        if not output.requires_grad:\n            output.requires_grad_(True)\n'
-                                '        saved["A"] = output.detach().clone()\n')),
+         source=edited(reference("grad_cam"),
+                       ('saved["activation"] = output.detach().clone()',
+                        'if not output.requires_grad:\n'
+                        '            output.requires_grad_(True)\n'
+                        '        saved["activation"] = output.detach().clone()'),
+                       ('score = model(x.detach().requires_grad_())[0, target]  # a graph also through frozen layers',
+                        'score = model(x)[0, target]')),
          expect=["a frozen model", "leaf that requires grad", "x.detach().requires_grad_()"]),
     dict(exercise="grad_cam", kind="wrong", clause="frozen", why="no tensor hook when the output needs no grad",
-         source=_grad_cam_with((_COPY_OF_X, ""),
-                               ("        output.register_hook(lambda grad: saved.update(G=grad))\n",
-                                "        if output.requires_grad:\n"
-                                "            output.register_hook(lambda grad: saved.update(G=grad))\n")),
+         source=edited(reference("grad_cam"),
+                       ('output.register_hook(lambda grad: saved.update(gradient=grad.detach()))',
+                        'if output.requires_grad:\n'
+                        '            output.register_hook(lambda grad: saved.update(gradient=grad.detach()))'),
+                       ('score = model(x.detach().requires_grad_())[0, target]  # a graph also through frozen layers',
+                        'score = model(x)[0, target]')),
          expect=["a frozen model", "not part of any autograd graph", "x.detach().requires_grad_()"]),
 ]
 
