@@ -30,7 +30,13 @@ class Exercise:
     name: str           # "double_grad": the function or class the learner writes
     lesson: str         # "01_tensor_hooks"
     solution_cell: str  # the cell's text in solutions/, solution markers included
-    line: int           # line of its `def`/`class` in the generated lessons/ file
+
+    @property
+    def line(self):
+        """The line of its `def`/`class` in the generated lessons/ file (0 if none). Found
+        on first use: generating a lesson's text costs three quarters of reading them all,
+        and the pytest plugin, which reads the manifest before grading starts, needs no line."""
+        return _definition_lines(self.lesson).get(self.name, 0)
 
     @property
     def reference(self):
@@ -87,18 +93,20 @@ def _defined_names(source):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
 
 
-def _definition_lines(lesson_text):
-    """{name: line} of every top-level def and class in a lesson file."""
-    return {match["name"]: lesson_text.count("\n", 0, match.start()) + 1
-            for match in re.finditer(r"^(?:async\s+)?(?:def|class)\s+(?P<name>\w+)", lesson_text, re.MULTILINE)}
+@functools.lru_cache(maxsize=None)
+def _definition_lines(lesson):
+    """{name: line} of every top-level def and class in the lesson file that solutions/ generates."""
+    path = SOLUTIONS_DIR / f"{lesson}.py"
+    text = lesson_text_from_solution(path.read_text(encoding="utf-8"), f"solutions/{path.name}")
+    return {match["name"]: text.count("\n", 0, match.start()) + 1
+            for match in re.finditer(r"^(?:async\s+)?(?:def|class)\s+(?P<name>\w+)", text, re.MULTILINE)}
 
 
 def _read_lesson(path):
     text = path.read_text(encoding="utf-8")
     match = LESSON_FILE.match(path.name)
     title = _TITLE.search(text)
-    lines = _definition_lines(lesson_text_from_solution(text, f"solutions/{path.name}"))
-    exercises = tuple(Exercise(name, path.stem, cell, lines.get(name, 0))
+    exercises = tuple(Exercise(name, path.stem, cell)
                       for cell in _EXERCISE_CELL.findall(text) for name in _defined_names(without_markers(cell)))
     return Lesson(path.stem, int(match["number"]), match["slug"], title["title"].strip() if title else path.stem,
                   exercises)

@@ -125,7 +125,11 @@ def lesson_tests(lesson):
     """{"test_<exercise>": test, ...}: one test per exercise of the lesson named `lesson`,
     in the manifest's order. A grading file takes them with `globals().update(...)`, so
     that a test's id is tests/test_NN_slug.py::test_<exercise> (`pytest -k <exercise>`)."""
-    return {f"test_{name}": _exercise_test(lesson, name) for name in course.lesson_named(lesson).exercise_names()}
+    found = course.lesson_named(lesson)
+    if found is None:
+        raise LookupError(f"lesson_tests({lesson!r}): solutions/ has no lesson {lesson}.py; "
+                          f"the lessons are {', '.join(course.lesson_names())}.")
+    return {f"test_{name}": _exercise_test(lesson, name) for name in found.exercise_names()}
 
 
 def _exercise_test(lesson, exercise):

@@ -98,6 +98,12 @@ def test_pytest_names_each_test_after_its_lesson_file_and_exercise():
     assert collected[0] == "tests/test_01_tensor_hooks.py::test_double_grad"  # as the README shows it
 
 
+def test_a_grading_file_for_a_lesson_that_does_not_exist_says_so():
+    from hooked.pytest_plugin import lesson_tests
+    with pytest.raises(LookupError, match=r"solutions/ has no lesson 12_draft\.py; the lessons are 01_tensor_hooks, "):
+        lesson_tests("12_draft")
+
+
 def test_exercise_names_are_unique_across_the_course():
     names = [exercise.name for lesson in LESSONS for exercise in lesson.exercises]
     assert len(names) == len(set(names))
