@@ -1,79 +1,9 @@
 """Mistake catalogue for lesson 08, autograd-level hooks. The format of an entry is
-described in tests/course/test_mistake_catalogue.py. Most wrong entries are one change to
-a right cell, written with `edited`, which insists that the change applies."""
+described in tests/course/test_mistake_catalogue.py. An entry that is the reference solution with one
+mistake says so: `edited(reference(exercise), (old, new), ...)`, which insists that each change
+applies; the others are submissions of their own."""
 
-from mistakes import edited
-
-_FUSED = '''
-import torch
-
-
-def fuse_sgd_into_backward(model, lr):
-    def step(param):
-        with torch.no_grad():
-            param.sub_(lr * param.grad)
-        param.grad = None
-
-    handles = []
-    for param in model.parameters():
-        if param.requires_grad:
-            handles.append(param.register_post_accumulate_grad_hook(step))
-    return handles
-'''
-
-_MULTI = '''
-import torch
-
-
-def call_when_all_grads_ready(tensors, callback):
-    return torch.autograd.graph.register_multi_grad_hook(tensors, callback)
-'''
-
-
-_SAVER = '''
-import weakref
-
-import torch
-
-
-class HalfPrecisionSaver(torch.autograd.graph.saved_tensors_hooks):
-    def __init__(self):
-        self.bytes_saved = 0
-        self._copies = {}
-        super().__init__(self.pack, self.unpack)
-
-    def pack(self, tensor):
-        base = tensor if tensor._base is None else tensor._base
-        if base.is_leaf or tensor.dtype not in (torch.float32, torch.float64):
-            return tensor, None
-        key = id(tensor)
-        if key not in self._copies:
-            self._copies[key] = tensor.half()
-            weakref.finalize(tensor, self._copies.pop, key, None)
-            self.bytes_saved += tensor.numel() * (tensor.element_size() - 2)
-        return self._copies[key], tensor.dtype
-
-    def unpack(self, packed):
-        tensor, dtype = packed
-        return tensor if dtype is None else tensor.to(dtype)
-'''
-
-
-# The lines of _SAVER's pack that convert a tensor once and remember its copy.
-_CACHED = """        key = id(tensor)
-        if key not in self._copies:
-            self._copies[key] = tensor.half()
-            weakref.finalize(tensor, self._copies.pop, key, None)
-            self.bytes_saved += tensor.numel() * (tensor.element_size() - 2)
-        return self._copies[key], tensor.dtype"""
-assert _CACHED in _SAVER
-
-def _fused(old, new):
-    return edited(_FUSED, (old, new))
-
-
-def _saver(old, new):
-    return edited(_SAVER, (old, new))
+from mistakes import edited, reference
 
 
 ENTRIES = [
@@ -95,32 +25,43 @@ def fuse_sgd_into_backward(model, lr):
 ''',
          expect=["torch.autograd.grad fires tensor hooks", "register_post_accumulate_grad_hook"]),
     dict(exercise="fuse_sgd_into_backward", kind="wrong", why="forgets torch.no_grad", clause="no-grad",
-         source=_fused("""        with torch.no_grad():
-            param.sub_(lr * param.grad)""", """        param.sub_(lr * param.grad)"""),
+         source=edited(reference("fuse_sgd_into_backward"),
+                       ('        with torch.no_grad():\n            param.sub_(lr * param.grad)',
+                        '        param.sub_(lr * param.grad)')),
          expect=["create_graph=True", "torch.no_grad()"]),
     dict(exercise="fuse_sgd_into_backward", kind="wrong", why="does not clear the gradient", clause="grad-none",
-         source=_fused("        param.grad = None\n", ""),
+         source=edited(reference("fuse_sgd_into_backward"), ('        param.grad = None\n', '')),
          expect=["grad is still", "set the parameter's .grad to none"]),
     dict(exercise="fuse_sgd_into_backward", kind="wrong", why="zeroes the gradient instead of freeing it", clause="grad-none",
-         source=_fused("        param.grad = None\n", "        param.grad.zero_()\n"),
+         source=edited(reference("fuse_sgd_into_backward"),
+                       ('        param.grad = None\n', '        param.grad.zero_()\n')),
          expect=["tensor of zeros", "expected none"]),
     dict(exercise="fuse_sgd_into_backward", kind="wrong", why="takes the hook's argument for the gradient", clause="update",
-         source=_fused("param.sub_(lr * param.grad)", "param.sub_(lr * param)"),
+         source=edited(reference("fuse_sgd_into_backward"), ('param.sub_(lr * param.grad)', 'param.sub_(lr * param)')),
          expect=["receives the parameter, not its", "param.grad"]),
     dict(exercise="fuse_sgd_into_backward", kind="wrong", why="hooks frozen parameters too", clause="frozen",
-         source=_fused("        if param.requires_grad:\n            handles", "        handles"),
+         source=edited(reference("fuse_sgd_into_backward"),
+                       ('return [param.register_post_accumulate_grad_hook(step)\n'
+                        '            for param in model.parameters() if param.requires_grad]',
+                        'handles = []\n'
+                        '    for param in model.parameters():\n'
+                        '        handles.append(param.register_post_accumulate_grad_hook(step))\n'
+                        '    return handles')),
          expect=["does not require grad", "skip the frozen parameters"]),
     dict(exercise="fuse_sgd_into_backward", kind="wrong", why="returns the new value, as a tensor hook would", clause="in-place",
-         source=_fused("""        with torch.no_grad():
-            param.sub_(lr * param.grad)
-        param.grad = None""", """        with torch.no_grad():
-            return param - lr * param.grad"""),
+         source=edited(reference("fuse_sgd_into_backward"),
+                       ('        with torch.no_grad():\n'
+                        '            param.sub_(lr * param.grad)\n'
+                        '        param.grad = None',
+                        '        with torch.no_grad():\n            return param - lr * param.grad')),
          expect=["must return none"]),
     dict(exercise="fuse_sgd_into_backward", kind="wrong", why="rebinds a local name instead of updating in place", clause="in-place",
-         source=_fused("param.sub_(lr * param.grad)", "param = param - lr * param.grad"),
+         source=edited(reference("fuse_sgd_into_backward"),
+                       ('param.sub_(lr * param.grad)', 'param = param - lr * param.grad')),
          expect=["no parameter", "in place", "rebinds a local name"]),
     dict(exercise="fuse_sgd_into_backward", kind="wrong", why="adds the gradient", clause="update",
-         source=_fused("param.sub_(lr * param.grad)", "param.add_(lr * param.grad)"),
+         source=edited(reference("fuse_sgd_into_backward"),
+                       ('param.sub_(lr * param.grad)', 'param.add_(lr * param.grad)')),
          expect=["added lr * gradient"]),
     dict(exercise="fuse_sgd_into_backward", kind="wrong", why="uses the loop variable in the hook", clause="every-trainable",
          source='''
@@ -158,13 +99,19 @@ def fuse_sgd_into_backward(model, lr):
 ''',
          expect=["did not change", "loop variable", "updates the last parameter only"]),
     dict(exercise="fuse_sgd_into_backward", kind="wrong", why="returns one handle only", clause="handles",
-         source=_fused("    return handles\n", "    return handles[-1:]\n"),
+         source=edited(reference("fuse_sgd_into_backward"),
+                       ('return [param.register_post_accumulate_grad_hook(step)\n'
+                        '            for param in model.parameters() if param.requires_grad]',
+                        'handles = []\n'
+                        '    for param in model.parameters():\n'
+                        '        if param.requires_grad:\n'
+                        '            handles.append(param.register_post_accumulate_grad_hook(step))\n'
+                        '    return handles[-1:]')),
          expect=["returned 1 handles", "one per parameter that requires grad"]),
     dict(exercise="fuse_sgd_into_backward", kind="wrong", why="turns grad mode off for good", clause="no-grad",
-         source=_fused("""    handles = []
-""", """    torch.set_grad_enabled(False)
-    handles = []
-"""),
+         source=edited(reference("fuse_sgd_into_backward"),
+                       ('return [param.register_post_accumulate_grad_hook(step)',
+                        'torch.set_grad_enabled(False)\n    return [param.register_post_accumulate_grad_hook(step)')),
          expect=["turned grad mode off and left it off", "torch.no_grad()"]),
     dict(exercise="fuse_sgd_into_backward", kind="right", why="through .data, with add_ and alpha",
          source='''
@@ -195,21 +142,22 @@ def fuse_sgd_into_backward(model, lr):
 ''',
          expect=[]),
     dict(exercise="fuse_sgd_into_backward", kind="wrong", why="returns a generator of handles", clause="handles",
-         source=_fused("""    handles = []
-    for param in model.parameters():
-        if param.requires_grad:
-            handles.append(param.register_post_accumulate_grad_hook(step))
-    return handles""", """    return (param.register_post_accumulate_grad_hook(step)
-            for param in model.parameters() if param.requires_grad)"""),
+         source=edited(reference("fuse_sgd_into_backward"),
+                       ('return [param.register_post_accumulate_grad_hook(step)\n'
+                        '            for param in model.parameters() if param.requires_grad]',
+                        'return (param.register_post_accumulate_grad_hook(step)\n'
+                        '            for param in model.parameters() if param.requires_grad)')),
          expect=["an iterator", "registers nothing until it is read", "build a list"]),
     dict(exercise="fuse_sgd_into_backward", kind="wrong", why="a hard-coded learning rate", clause="update",
-         source=_fused("param.sub_(lr * param.grad)", "param.sub_(0.1 * param.grad)"),
+         source=edited(reference("fuse_sgd_into_backward"),
+                       ('param.sub_(lr * param.grad)', 'param.sub_(0.1 * param.grad)')),
          expect=["lr=0.05", "learning rate other than lr"]),
     dict(exercise="fuse_sgd_into_backward", kind="wrong", why="skips the step when grad mode is on", clause="no-grad",
-         source=_fused("""        with torch.no_grad():
-            param.sub_(lr * param.grad)""", """        if torch.is_grad_enabled():
-            return
-        param.sub_(lr * param.grad)"""),
+         source=edited(reference("fuse_sgd_into_backward"),
+                       ('        with torch.no_grad():\n            param.sub_(lr * param.grad)',
+                        '        if torch.is_grad_enabled():\n'
+                        '            return\n'
+                        '        param.sub_(lr * param.grad)')),
          expect=["create_graph=True", "no parameter changed", "torch.no_grad()"]),
     dict(exercise="fuse_sgd_into_backward", kind="right", why="a callable class, in-place -=, del .grad, a tuple",
          source='''
@@ -234,7 +182,8 @@ def fuse_sgd_into_backward(model, lr):
 
     # ------------------------------------------------------------------ call_when_all_grads_ready
     dict(exercise="call_when_all_grads_ready", kind="wrong", why="mode any", clause="sequence",
-         source=edited(_MULTI, ("(tensors, callback)\n", "(tensors, callback, mode=\"any\")\n")),
+         source=edited(reference("call_when_all_grads_ready"),
+                       ('(tensors, callback)\n', '(tensors, callback, mode="any")\n')),
          expect=["one tensor", "mode='any'"]),
     dict(exercise="call_when_all_grads_ready", kind="wrong", why="a tensor hook on each tensor", clause="exactly-once",
          source='''
@@ -307,43 +256,27 @@ def call_when_all_grads_ready(tensors, callback):
 ''',
          expect=["reaches only some of the tensors", "none for the"]),
     dict(exercise="call_when_all_grads_ready", kind="wrong", why="zeros instead of None", clause="none",
-         source='''
-import torch
-
-
-def call_when_all_grads_ready(tensors, callback):
-    def fill(grads):
-        callback(tuple(torch.zeros_like(t) if g is None else g for t, g in zip(tensors, grads)))
-
-    return torch.autograd.graph.register_multi_grad_hook(tensors, fill)
-''',
+         source=edited(reference("call_when_all_grads_ready"),
+                       ('return torch.autograd.graph.register_multi_grad_hook(tensors, callback)',
+                        'def fill(grads):\n'
+                        '        callback(tuple(torch.zeros_like(t) if g is None else g for t, g in zip(tensors, grads)))\n'
+                        '\n'
+                        '    return torch.autograd.graph.register_multi_grad_hook(tensors, fill)')),
          expect=["expected none", "pass none on"]),
     dict(exercise="call_when_all_grads_ready", kind="wrong", why="gradients in reverse order", clause="order",
-         source='''
-import torch
-
-
-def call_when_all_grads_ready(tensors, callback):
-    return torch.autograd.graph.register_multi_grad_hook(tensors, lambda grads: callback(grads[::-1]))
-''',
+         source=edited(reference("call_when_all_grads_ready"),
+                       ('return torch.autograd.graph.register_multi_grad_hook(tensors, callback)',
+                        'return torch.autograd.graph.register_multi_grad_hook(tensors, lambda grads: callback(grads[::-1]))')),
          expect=["in the order of `tensors`"]),
     dict(exercise="call_when_all_grads_ready", kind="wrong", why="callback gets the gradients unpacked", clause="sequence",
-         source='''
-import torch
-
-
-def call_when_all_grads_ready(tensors, callback):
-    return torch.autograd.graph.register_multi_grad_hook(tensors, lambda grads: callback(*grads))
-''',
+         source=edited(reference("call_when_all_grads_ready"),
+                       ('return torch.autograd.graph.register_multi_grad_hook(tensors, callback)',
+                        'return torch.autograd.graph.register_multi_grad_hook(tensors, lambda grads: callback(*grads))')),
          expect=["arguments; expected one"]),
     dict(exercise="call_when_all_grads_ready", kind="wrong", why="returns no handle", clause="handle",
-         source='''
-import torch
-
-
-def call_when_all_grads_ready(tensors, callback):
-    torch.autograd.graph.register_multi_grad_hook(tensors, callback)
-''',
+         source=edited(reference("call_when_all_grads_ready"),
+                       ('return torch.autograd.graph.register_multi_grad_hook(tensors, callback)',
+                        'torch.autograd.graph.register_multi_grad_hook(tensors, callback)')),
          expect=["returned none", "remove()"]),
     dict(exercise="call_when_all_grads_ready", kind="right", why="a wrapper that passes a tuple",
          source='''
@@ -379,32 +312,23 @@ def call_when_all_grads_ready(tensors, callback):
 ''',
          expect=[]),
     dict(exercise="call_when_all_grads_ready", kind="wrong", why="drops the None entries", clause="sequence",
-         source='''
-import torch
-
-
-def call_when_all_grads_ready(tensors, callback):
-    def reached(grads):
-        callback([g for g in grads if g is not None])
-
-    return torch.autograd.graph.register_multi_grad_hook(tensors, reached)
-''',
+         source=edited(reference("call_when_all_grads_ready"),
+                       ('return torch.autograd.graph.register_multi_grad_hook(tensors, callback)',
+                        'def reached(grads):\n'
+                        '        callback([g for g in grads if g is not None])\n'
+                        '\n'
+                        '    return torch.autograd.graph.register_multi_grad_hook(tensors, reached)')),
          expect=["backward pass 2", "3 entries, one per tensor"]),
     dict(exercise="call_when_all_grads_ready", kind="wrong", why="reads .grad instead of the gradients received", clause="gradient",
-         source='''
-import warnings
-
-import torch
-
-
-def call_when_all_grads_ready(tensors, callback):
-    def from_grad(grads):
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # .grad of a non-leaf
-            callback([t.grad for t in tensors])
-
-    return torch.autograd.graph.register_multi_grad_hook(tensors, from_grad)
-''',
+         source=edited(reference("call_when_all_grads_ready"),
+                       ('import torch', 'import warnings\nimport torch'),
+                       ('return torch.autograd.graph.register_multi_grad_hook(tensors, callback)',
+                        'def from_grad(grads):\n'
+                        '        with warnings.catch_warnings():\n'
+                        '            warnings.simplefilter("ignore")  # .grad of a non-leaf\n'
+                        '            callback([t.grad for t in tensors])\n'
+                        '\n'
+                        '    return torch.autograd.graph.register_multi_grad_hook(tensors, from_grad)')),
          expect=["entry 0 is none", ".grad may not be written yet"]),
     dict(exercise="call_when_all_grads_ready", kind="wrong", why="watches the leaves only", clause="any-tensor",
          source='''
@@ -457,140 +381,170 @@ def call_when_all_grads_ready(tensors, callback):
          expect=[]),
     # ------------------------------------------------------------------ HalfPrecisionSaver
     dict(exercise="HalfPrecisionSaver", kind="wrong", why="unpack gives back float16", clause="dtype",
-         source=_saver("return tensor if dtype is None else tensor.to(dtype)", "return tensor"),
+         source=edited(reference("HalfPrecisionSaver"),
+                       ('return tensor if dtype is None else tensor.to(dtype)', 'return tensor')),
          expect=["original dtype"]),
     dict(exercise="HalfPrecisionSaver", kind="wrong", why="stores flattened, gives back flat", clause="shape",
-         source=_saver("self._copies[key] = tensor.half()", "self._copies[key] = tensor.half().flatten()"),
+         source=edited(reference("HalfPrecisionSaver"),
+                       ('self._copies[key] = tensor.half()', 'self._copies[key] = tensor.half().flatten()')),
          expect=["original shape"]),
     dict(exercise="HalfPrecisionSaver", kind="wrong", why="converts bfloat16 and float16 activations too",
          clause="others",
-         source=_saver("if base.is_leaf or tensor.dtype not in (torch.float32, torch.float64):",
-                       "if base.is_leaf or not tensor.is_floating_point():"),
+         source=edited(reference("HalfPrecisionSaver"),
+                       ('if base.is_leaf or tensor.dtype not in (torch.float32, torch.float64):',
+                        'if base.is_leaf or not tensor.is_floating_point():')),
          expect=["bfloat16 and float16 tensors keep their values"]),
     dict(exercise="HalfPrecisionSaver", kind="wrong", why="converts integer tensors too (no leaf rule)",
          clause="leaves",
-         source=_saver("if base.is_leaf or tensor.dtype not in (torch.float32, torch.float64):",
-                       "if tensor.dtype in (torch.float16, torch.bfloat16) or (base.is_leaf and tensor.is_floating_point()):"),
+         source=edited(reference("HalfPrecisionSaver"),
+                       ('if base.is_leaf or tensor.dtype not in (torch.float32, torch.float64):',
+                        'if tensor.dtype in (torch.float16, torch.bfloat16) or (base.is_leaf and tensor.is_floating_point()):')),
          expect=["int64 indices that torch.sort saves", "integer tensor never requires grad", "so it is a leaf"]),
     dict(exercise="HalfPrecisionSaver", kind="wrong", why="stores in full precision", clause="float16",
-         source=_saver("self._copies[key] = tensor.half()", "self._copies[key] = tensor.clone()"),
+         source=edited(reference("HalfPrecisionSaver"),
+                       ('self._copies[key] = tensor.half()', 'self._copies[key] = tensor.clone()')),
          expect=["full-precision gradient", "not stored as float16"]),
     dict(exercise="HalfPrecisionSaver", kind="wrong", why="stores bfloat16 instead of float16", clause="float16",
-         source=_saver("self._copies[key] = tensor.half()", "self._copies[key] = tensor.bfloat16()"),
+         source=edited(reference("HalfPrecisionSaver"),
+                       ('self._copies[key] = tensor.half()', 'self._copies[key] = tensor.bfloat16()')),
          expect=["stored as float16", "tensor.half()"]),
     dict(exercise="HalfPrecisionSaver", kind="wrong", why="counts every byte of the tensor", clause="count",
-         source=_saver("tensor.numel() * (tensor.element_size() - 2)", "tensor.numel() * tensor.element_size()"),
+         source=edited(reference("HalfPrecisionSaver"),
+                       ('self.bytes_saved += tensor.numel() * (tensor.element_size() - 2)',
+                        'self.bytes_saved += tensor.numel() * tensor.element_size()')),
          expect=["counted every byte"]),
     dict(exercise="HalfPrecisionSaver", kind="wrong", why="counts 2 bytes a number", clause="count",
-         source=_saver("tensor.numel() * (tensor.element_size() - 2)", "tensor.numel() * 2"),
+         source=edited(reference("HalfPrecisionSaver"),
+                       ('self.bytes_saved += tensor.numel() * (tensor.element_size() - 2)',
+                        'self.bytes_saved += tensor.numel() * 2')),
          expect=["float64 number takes 8 bytes"]),
     dict(exercise="HalfPrecisionSaver", kind="wrong", why="counts numbers", clause="count",
-         source=_saver("tensor.numel() * (tensor.element_size() - 2)", "tensor.numel()"),
+         source=edited(reference("HalfPrecisionSaver"),
+                       ('self.bytes_saved += tensor.numel() * (tensor.element_size() - 2)',
+                        'self.bytes_saved += tensor.numel()')),
          expect=["numbers, not bytes"]),
     dict(exercise="HalfPrecisionSaver", kind="wrong", why="counts tensors that stay as they are", clause="count",
-         source=edited(_SAVER, ("""            self.bytes_saved += tensor.numel() * (tensor.element_size() - 2)
-""", ""), ("""        base = tensor if""", """        self.bytes_saved += tensor.numel() * (tensor.element_size() - 2)
-        base = tensor if""")),
+         source=edited(reference("HalfPrecisionSaver"),
+                       ('            self.bytes_saved += tensor.numel() * (tensor.element_size() - 2)\n', ''),
+                       ('        base = tensor if',
+                        '        self.bytes_saved += tensor.numel() * (tensor.element_size() - 2)\n'
+                        '        base = tensor if')),
          expect=["tensors that stay as they are"]),
     dict(exercise="HalfPrecisionSaver", kind="wrong", why="resets the count on entering", clause="across-blocks",
-         source=_SAVER + '''
-    def __enter__(self):
-        self.bytes_saved = 0
-        return super().__enter__()
-''',
+         source=edited(reference("HalfPrecisionSaver"),
+                       ('        return tensor if dtype is None else tensor.to(dtype)\n',
+                        '        return tensor if dtype is None else tensor.to(dtype)\n'
+                        '\n'
+                        '    def __enter__(self):\n'
+                        '        self.bytes_saved = 0\n'
+                        '        return super().__enter__()\n')),
          expect=["second `with saver:` block", "do not reset it"]),
     dict(exercise="HalfPrecisionSaver", kind="wrong", why="never leaves the hooks", clause="outside",
-         source=edited(_SAVER, ("class HalfPrecisionSaver(torch.autograd.graph.saved_tensors_hooks):",
-                                "class HalfPrecisionSaver:"),
-                       ("        super().__init__(self.pack, self.unpack)\n", "")) + '''
-    def __enter__(self):
-        torch.autograd.graph.saved_tensors_hooks(self.pack, self.unpack).__enter__()
-        return self
-
-    def __exit__(self, *exc):
-        return False
-''',
+         source=edited(reference("HalfPrecisionSaver"),
+                       ('class HalfPrecisionSaver(torch.autograd.graph.saved_tensors_hooks):',
+                        'class HalfPrecisionSaver:'),
+                       ('        super().__init__(self.pack, self.unpack)\n', ''),
+                       ('        return tensor if dtype is None else tensor.to(dtype)\n',
+                        '        return tensor if dtype is None else tensor.to(dtype)\n'
+                        '\n'
+                        '    def __enter__(self):\n'
+                        '        torch.autograd.graph.saved_tensors_hooks(self.pack, self.unpack).__enter__()\n'
+                        '        return self\n'
+                        '\n'
+                        '    def __exit__(self, *exc):\n'
+                        '        return False\n')),
          expect=["after the `with` block", "remove the hooks"]),
     dict(exercise="HalfPrecisionSaver", kind="wrong", why="counts in unpack", clause="in-forward",
-         source=edited(_SAVER, ("""            self.bytes_saved += tensor.numel() * (tensor.element_size() - 2)
-""", ""), ("""        return tensor if dtype is None else tensor.to(dtype)""", """        if dtype is None:
-            return tensor
-        restored = tensor.to(dtype)
-        self.bytes_saved += restored.numel() * (restored.element_size() - 2)
-        return restored""")),
+         source=edited(reference("HalfPrecisionSaver"),
+                       ('            self.bytes_saved += tensor.numel() * (tensor.element_size() - 2)\n', ''),
+                       ('        return tensor if dtype is None else tensor.to(dtype)',
+                        '        if dtype is None:\n'
+                        '            return tensor\n'
+                        '        restored = tensor.to(dtype)\n'
+                        '        self.bytes_saved += restored.numel() * (restored.element_size() - 2)\n'
+                        '        return restored')),
          expect=["after the forward pass", "count in the pack hook"]),
     dict(exercise="HalfPrecisionSaver", kind="wrong", why="forgets super().__init__", clause="context-manager",
-         source=_saver("        super().__init__(self.pack, self.unpack)\n", ""),
+         source=edited(reference("HalfPrecisionSaver"), ('        super().__init__(self.pack, self.unpack)\n', '')),
          expect=["pack_hook", "must call super().__init__(pack, unpack)"]),
     dict(exercise="HalfPrecisionSaver", kind="wrong", why="a count shared by every saver", clause="starts-0",
-         source=_saver("        self.bytes_saved = 0\n", "").replace(
-             "saved_tensors_hooks):\n", "saved_tensors_hooks):\n    bytes_saved = 0\n\n").replace(
-             "self.bytes_saved +=", "type(self).bytes_saved +="),
+         source=edited(reference("HalfPrecisionSaver"),
+                       ('def __init__(self):', 'bytes_saved = 0\n    def __init__(self):'),
+                       ('        self.bytes_saved = 0\n', ''),
+                       ('self.bytes_saved += tensor.numel() * (tensor.element_size() - 2)',
+                        'type(self).bytes_saved += tensor.numel() * (tensor.element_size() - 2)')),
          expect=["expected 0 before any forward pass"]),
     dict(exercise="HalfPrecisionSaver", kind="wrong", why="converts every float32 tensor, as the lesson's naive hooks",
          clause="leaves",
-         source='''
-import torch
-
-
-class HalfPrecisionSaver(torch.autograd.graph.saved_tensors_hooks):
-    def __init__(self):
-        self.bytes_saved = 0
-        super().__init__(self.pack, self.unpack)
-
-    def pack(self, tensor):
-        if tensor.dtype not in (torch.float32, torch.float64):
-            return tensor, None
-        self.bytes_saved += tensor.numel() * (tensor.element_size() - 2)
-        return tensor.half(), tensor.dtype
-
-    def unpack(self, packed):
-        tensor, dtype = packed
-        return tensor if dtype is None else tensor.to(dtype)
-''',
+         source=edited(reference("HalfPrecisionSaver"),
+                       ('base = tensor if tensor._base is None else tensor._base\n'
+                        '        if base.is_leaf or tensor.dtype not in (torch.float32, torch.float64):',
+                        'if tensor.dtype not in (torch.float32, torch.float64):'),
+                       ('key = id(tensor)\n'
+                        '        if key not in self._copies:\n'
+                        '            self._copies[key] = tensor.half()\n'
+                        '            weakref.finalize(tensor, self._copies.pop, key, None)  # forget the copy when the tensor dies\n'
+                        '            self.bytes_saved += tensor.numel() * (tensor.element_size() - 2)\n'
+                        '        return self._copies[key], tensor.dtype',
+                        'self.bytes_saved += tensor.numel() * (tensor.element_size() - 2)\n'
+                        '        return tensor.half(), tensor.dtype')),
          expect=["converted leaf tensors", "store leaves as they are"]),
     dict(exercise="HalfPrecisionSaver", kind="wrong", why="skips nn.Parameter only, as activation-offloading code does",
          clause="leaves",
-         source=_saver("""        base = tensor if tensor._base is None else tensor._base
-        if base.is_leaf or""", """        if isinstance(tensor, torch.nn.Parameter) or"""),
+         source=edited(reference("HalfPrecisionSaver"),
+                       ('        base = tensor if tensor._base is None else tensor._base\n'
+                        '        if base.is_leaf or',
+                        '        if isinstance(tensor, torch.nn.Parameter) or')),
          expect=["converted leaf tensors", "store leaves as they are"]),
     dict(exercise="HalfPrecisionSaver", kind="wrong", why="skips leaves that require grad only, converts the input",
          clause="leaves",
-         source=_saver("if base.is_leaf or", "if (base.is_leaf and base.requires_grad) or"),
+         source=edited(reference("HalfPrecisionSaver"),
+                       ('if base.is_leaf or', 'if (base.is_leaf and base.requires_grad) or')),
          expect=["leaf that does not require grad", "every leaf is stored as it is"]),
     dict(exercise="HalfPrecisionSaver", kind="wrong", why="skips leaves but not their views", clause="views",
-         source=_saver("""        base = tensor if tensor._base is None else tensor._base
-        if base.is_leaf or""", """        if tensor.is_leaf or"""),
+         source=edited(reference("HalfPrecisionSaver"),
+                       ('        base = tensor if tensor._base is None else tensor._base\n'
+                        '        if base.is_leaf or',
+                        '        if tensor.is_leaf or')),
          expect=["weight.t()", "view of a parameter is stored as it is"]),
     dict(exercise="HalfPrecisionSaver", kind="wrong", why="converts a tensor again at each save", clause="once",
-         source=_saver("if key not in self._copies:", "if True:"),
+         source=edited(reference("HalfPrecisionSaver"), ('if key not in self._copies:', 'if True:')),
          expect=["each time an operation saved it", "convert each tensor once"]),
     dict(exercise="HalfPrecisionSaver", kind="wrong", why="a cache keyed by data_ptr", clause="once",
-         source=_saver("key = id(tensor)", "key = tensor.data_ptr()"),
+         source=edited(reference("HalfPrecisionSaver"), ('key = id(tensor)', 'key = tensor.data_ptr()')),
          expect=["h @ h.t()", "keyed by data_ptr()", "id(tensor)"]),
     dict(exercise="HalfPrecisionSaver", kind="wrong", why="converts once but counts every save", clause="count-once",
-         source=edited(_SAVER, ("""            self.bytes_saved += tensor.numel() * (tensor.element_size() - 2)
-        return""", """        self.bytes_saved += tensor.numel() * (tensor.element_size() - 2)
-        return""")),
+         source=edited(reference("HalfPrecisionSaver"),
+                       ('            self.bytes_saved += tensor.numel() * (tensor.element_size() - 2)\n'
+                        '        return',
+                        '        self.bytes_saved += tensor.numel() * (tensor.element_size() - 2)\n        return')),
          expect=["counted a tensor that two operations save twice"]),
     dict(exercise="HalfPrecisionSaver", kind="wrong", why="a cache that never forgets its copies", clause="forgets-copies",
-         source=_saver("            weakref.finalize(tensor, self._copies.pop, key, None)\n", ""),
+         source=edited(reference("HalfPrecisionSaver"),
+                       ('            weakref.finalize(tensor, self._copies.pop, key, None)  # forget the copy when the tensor dies\n',
+                        '')),
          expect=["still alive", "keep no float16 copy alive", "weakref.finalize"]),
     dict(exercise="HalfPrecisionSaver", kind="wrong", why="keeps the original next to its copy",
          clause="keeps-none-converted",
-         source=_saver("            self._copies[key] = tensor.half()\n",
-                       "            self._copies[key] = tensor.half()\n            self.originals = [*getattr(self, 'originals', []), tensor]\n"),
+         source=edited(reference("HalfPrecisionSaver"),
+                       ('            self._copies[key] = tensor.half()\n',
+                        '            self._copies[key] = tensor.half()\n'
+                        "            self.originals = [*getattr(self, 'originals', []), tensor]\n")),
          expect=["original tensor kept next to its copy"]),
     dict(exercise="HalfPrecisionSaver", kind="wrong", why="a cache of the tensors themselves, cleared when the block ends",
          clause="keeps-none-converted",
-         source=edited(_SAVER, ("            weakref.finalize(tensor, self._copies.pop, key, None)\n",
-                                "            self._kept.append(tensor)  # so that its id stays its own\n"),
-                       ("        self._copies = {}\n", "        self._copies = {}\n        self._kept = []\n")) + '''
-    def __exit__(self, *exc):
-        self._copies.clear()
-        self._kept.clear()
-        return super().__exit__(*exc)
-''',
+         source=edited(reference("HalfPrecisionSaver"),
+                       ('super().__init__(self.pack, self.unpack)',
+                        'self._kept = []\n        super().__init__(self.pack, self.unpack)'),
+                       ('weakref.finalize(tensor, self._copies.pop, key, None)  # forget the copy when the tensor dies',
+                        'self._kept.append(tensor)  # so that its id stays its own'),
+                       ('        return tensor if dtype is None else tensor.to(dtype)\n',
+                        '        return tensor if dtype is None else tensor.to(dtype)\n'
+                        '\n'
+                        '    def __exit__(self, *exc):\n'
+                        '        self._copies.clear()\n'
+                        '        self._kept.clear()\n'
+                        '        return super().__exit__(*exc)\n')),
          expect=["even if it is cleared when the block ends"]),
     dict(exercise="HalfPrecisionSaver", kind="right", why="a context manager, a WeakIdKeyDictionary of copies",
          source='''
@@ -695,16 +649,26 @@ ENTRIES += [
     # ------------------------------------------------------------------ fuse_sgd_into_backward, more
     dict(exercise="fuse_sgd_into_backward", kind="wrong", clause="each-once",
          why="hooks a tied weight under each of its names",
-         source=_fused("    for param in model.parameters():\n",
-                       "    for _, param in model.named_parameters(remove_duplicate=False):\n"),
+         source=edited(reference("fuse_sgd_into_backward"),
+                       ('return [param.register_post_accumulate_grad_hook(step)\n'
+                        '            for param in model.parameters() if param.requires_grad]',
+                        'handles = []\n'
+                        '    for _, param in model.named_parameters(remove_duplicate=False):\n'
+                        '        if param.requires_grad:\n'
+                        '            handles.append(param.register_post_accumulate_grad_hook(step))\n'
+                        '    return handles')),
          expect=["returned 8 handles; expected 7", "reachable under two names", "second step"]),
     dict(exercise="fuse_sgd_into_backward", kind="wrong", clause="each-once",
          why="walks every module's own parameters",
-         source=_fused("    for param in model.parameters():\n        if param.requires_grad:\n"
-                       "            handles.append(param.register_post_accumulate_grad_hook(step))\n",
-                       "    for module in model.modules():\n        for param in module.parameters(recurse=False):\n"
-                       "            if param.requires_grad:\n"
-                       "                handles.append(param.register_post_accumulate_grad_hook(step))\n"),
+         source=edited(reference("fuse_sgd_into_backward"),
+                       ('return [param.register_post_accumulate_grad_hook(step)\n'
+                        '            for param in model.parameters() if param.requires_grad]',
+                        'handles = []\n'
+                        '    for module in model.modules():\n'
+                        '        for param in module.parameters(recurse=False):\n'
+                        '            if param.requires_grad:\n'
+                        '                handles.append(param.register_post_accumulate_grad_hook(step))\n'
+                        '    return handles')),
          expect=["expected 7, one per parameter", "tied weight"]),
     dict(exercise="fuse_sgd_into_backward", kind="wrong", clause="frozen",
          why="PyTorch's tutorial loop, without the requires_grad test",
@@ -759,9 +723,15 @@ def fuse_sgd_into_backward(model, lr):
          expect=["returned 1 handles", "one per parameter that requires grad"]),
     dict(exercise="fuse_sgd_into_backward", kind="wrong", clause="handles",
          why="also registers a logging hook whose handle it drops",
-         source=_fused("            handles.append(param.register_post_accumulate_grad_hook(step))\n",
-                       "            param.register_hook(lambda grad: None)  # log the gradient norm here, later\n"
-                       "            handles.append(param.register_post_accumulate_grad_hook(step))\n"),
+         source=edited(reference("fuse_sgd_into_backward"),
+                       ('return [param.register_post_accumulate_grad_hook(step)\n'
+                        '            for param in model.parameters() if param.requires_grad]',
+                        'handles = []\n'
+                        '    for param in model.parameters():\n'
+                        '        if param.requires_grad:\n'
+                        '            param.register_hook(lambda grad: None)  # log the gradient norm here, later\n'
+                        '            handles.append(param.register_post_accumulate_grad_hook(step))\n'
+                        '    return handles')),
          expect=["still has 1 hook(s)", "return the handle of every hook you registered"]),
     dict(exercise="fuse_sgd_into_backward", kind="right", why="each hook steps every parameter that has a gradient",
          source='''
@@ -815,27 +785,19 @@ def call_when_all_grads_ready(tensors, callback):
          expect=["called before every gradient of the pass was known", "mode='all' waits"]),
     dict(exercise="call_when_all_grads_ready", kind="wrong", clause="after-all",
          why="mode any, its gradient put first in a list",
-         source='''
-import torch
-
-
-def call_when_all_grads_ready(tensors, callback):
-    def first(grad):
-        callback([grad] + [None] * (len(tensors) - 1))
-
-    return torch.autograd.graph.register_multi_grad_hook(tensors, first, mode="any")
-''',
+         source=edited(reference("call_when_all_grads_ready"),
+                       ('return torch.autograd.graph.register_multi_grad_hook(tensors, callback)',
+                        'def first(grad):\n'
+                        '        callback([grad] + [None] * (len(tensors) - 1))\n'
+                        '\n'
+                        '    return torch.autograd.graph.register_multi_grad_hook(tensors, first, mode="any")')),
          expect=["called before every gradient of the pass was known"]),
     dict(exercise="call_when_all_grads_ready", kind="wrong", clause="no-call",
          why="calls back once at registration, with no gradients yet",
-         source='''
-import torch
-
-
-def call_when_all_grads_ready(tensors, callback):
-    callback([None] * len(tensors))  # a first call, so that the callback can set itself up
-    return torch.autograd.graph.register_multi_grad_hook(tensors, callback)
-''',
+         source=edited(reference("call_when_all_grads_ready"),
+                       ('return torch.autograd.graph.register_multi_grad_hook(tensors, callback)',
+                        'callback([None] * len(tensors))  # a first call, so that the callback can set itself up\n'
+                        '    return torch.autograd.graph.register_multi_grad_hook(tensors, callback)')),
          expect=["while registering", "expected no call"]),
     dict(exercise="call_when_all_grads_ready", kind="wrong", clause="exactly-once",
          why="one multi-grad hook per tensor",
@@ -861,100 +823,99 @@ def call_when_all_grads_ready(tensors, callback):
          expect=["times in one backward pass", "expected once"]),
     dict(exercise="call_when_all_grads_ready", kind="wrong", clause="handle",
          why="returns a list of handles",
-         source='''
-import torch
-
-
-def call_when_all_grads_ready(tensors, callback):
-    return [torch.autograd.graph.register_multi_grad_hook(tensors, callback)]
-''',
+         source=edited(reference("call_when_all_grads_ready"),
+                       ('return torch.autograd.graph.register_multi_grad_hook(tensors, callback)',
+                        'return [torch.autograd.graph.register_multi_grad_hook(tensors, callback)]')),
          expect=["returned a list", "one handle", "register_multi_grad_hook returns one"]),
     dict(exercise="call_when_all_grads_ready", kind="wrong", clause="sequence",
          why="passes a generator of the gradients",
-         source='''
-import torch
-
-
-def call_when_all_grads_ready(tensors, callback):
-    return torch.autograd.graph.register_multi_grad_hook(tensors, lambda grads: callback(g for g in grads))
-''',
+         source=edited(reference("call_when_all_grads_ready"),
+                       ('return torch.autograd.graph.register_multi_grad_hook(tensors, callback)',
+                        'return torch.autograd.graph.register_multi_grad_hook(tensors, lambda grads: callback(g for g in grads))')),
          expect=["expected a list or tuple", "one per tensor"]),
     dict(exercise="call_when_all_grads_ready", kind="right", why="detached copies of the gradients, in a tuple",
-         source='''
-import torch
-
-
-def call_when_all_grads_ready(tensors, callback):
-    def copies(grads):
-        callback(tuple(None if g is None else g.detach().clone() for g in grads))
-
-    return torch.autograd.graph.register_multi_grad_hook(list(tensors), copies)
-''',
+         source=edited(reference("call_when_all_grads_ready"),
+                       ('return torch.autograd.graph.register_multi_grad_hook(tensors, callback)',
+                        'def copies(grads):\n'
+                        '        callback(tuple(None if g is None else g.detach().clone() for g in grads))\n'
+                        '\n'
+                        '    return torch.autograd.graph.register_multi_grad_hook(list(tensors), copies)')),
          expect=[]),
 
     # ------------------------------------------------------------------ HalfPrecisionSaver, more
     dict(exercise="HalfPrecisionSaver", kind="wrong", clause="once",
          why="a WeakValueDictionary of copies by id, without checking the tensor is the same",
-         source=edited(_SAVER, ("        self._copies = {}\n", "        self._copies = weakref.WeakValueDictionary()\n"),
-                       ("""        key = id(tensor)
-        if key not in self._copies:
-            self._copies[key] = tensor.half()
-            weakref.finalize(tensor, self._copies.pop, key, None)
-            self.bytes_saved += tensor.numel() * (tensor.element_size() - 2)
-        return self._copies[key], tensor.dtype""", """        copy = self._copies.get(id(tensor))  # alive while the graph holds it
-        if copy is None:
-            copy = tensor.half()
-            self._copies[id(tensor)] = copy
-            self.bytes_saved += tensor.numel() * (tensor.element_size() - 2)
-        return copy, tensor.dtype""")),
+         source=edited(reference("HalfPrecisionSaver"),
+                       ('self._copies = {}  # id(tensor) -> its float16 copy, while the tensor lives',
+                        'self._copies = weakref.WeakValueDictionary()'),
+                       ('key = id(tensor)\n'
+                        '        if key not in self._copies:\n'
+                        '            self._copies[key] = tensor.half()\n'
+                        '            weakref.finalize(tensor, self._copies.pop, key, None)  # forget the copy when the tensor dies',
+                        'copy = self._copies.get(id(tensor))  # alive while the graph holds it\n'
+                        '        if copy is None:\n'
+                        '            copy = tensor.half()\n'
+                        '            self._copies[id(tensor)] = copy'),
+                       ('return self._copies[key], tensor.dtype', 'return copy, tensor.dtype')),
          expect=["a cache must check that its tensor is still alive", "id and memory are given to later tensors"]),
     dict(exercise="HalfPrecisionSaver", kind="right", why="pack returns the float16 tensor, its dtype kept on it",
-         source=edited(_SAVER, ("            return tensor, None\n", "            return tensor\n"),
-                       ("            self._copies[key] = tensor.half()\n",
-                        "            half = tensor.to(torch.float16, copy=True)\n"
-                        "            half.original_dtype = tensor.dtype\n"
-                        "            self._copies[key] = half\n"),
-                       ("        return self._copies[key], tensor.dtype\n", "        return self._copies[key]\n"),
-                       ("""        tensor, dtype = packed
-        return tensor if dtype is None else tensor.to(dtype)""",
-                        """        return packed.to(getattr(packed, "original_dtype", packed.dtype))""")),
+         source=edited(reference("HalfPrecisionSaver"),
+                       ('            return tensor, None\n', '            return tensor\n'),
+                       ('            self._copies[key] = tensor.half()\n',
+                        '            half = tensor.to(torch.float16, copy=True)\n'
+                        '            half.original_dtype = tensor.dtype\n'
+                        '            self._copies[key] = half\n'),
+                       ('        return self._copies[key], tensor.dtype\n', '        return self._copies[key]\n'),
+                       ('        tensor, dtype = packed\n'
+                        '        return tensor if dtype is None else tensor.to(dtype)',
+                        '        return packed.to(getattr(packed, "original_dtype", packed.dtype))')),
          expect=[]),
     dict(exercise="HalfPrecisionSaver", kind="wrong", clause="outside",
          why="leaves the hooks only when the block ends without an exception",
-         source=edited(_SAVER, ("class HalfPrecisionSaver(torch.autograd.graph.saved_tensors_hooks):",
-                                "class HalfPrecisionSaver:"),
-                       ("        super().__init__(self.pack, self.unpack)\n",
-                        "        self._hooks = torch.autograd.graph.saved_tensors_hooks(self.pack, self.unpack)\n")) + '''
-    def __enter__(self):
-        self._hooks.__enter__()
-        return self
-
-    def __exit__(self, exc_type, exc, tb):
-        if exc_type is None:
-            self._hooks.__exit__(exc_type, exc, tb)
-        return False
-''',
+         source=edited(reference("HalfPrecisionSaver"),
+                       ('class HalfPrecisionSaver(torch.autograd.graph.saved_tensors_hooks):',
+                        'class HalfPrecisionSaver:'),
+                       ('super().__init__(self.pack, self.unpack)',
+                        'self._hooks = torch.autograd.graph.saved_tensors_hooks(self.pack, self.unpack)'),
+                       ('        return tensor if dtype is None else tensor.to(dtype)\n',
+                        '        return tensor if dtype is None else tensor.to(dtype)\n'
+                        '\n'
+                        '    def __enter__(self):\n'
+                        '        self._hooks.__enter__()\n'
+                        '        return self\n'
+                        '\n'
+                        '    def __exit__(self, exc_type, exc, tb):\n'
+                        '        if exc_type is None:\n'
+                        '            self._hooks.__exit__(exc_type, exc, tb)\n'
+                        '        return False\n')),
          expect=["left by an exception", "also when an exception leaves it"]),
     dict(exercise="HalfPrecisionSaver", kind="wrong", clause="outside", why="swallows an exception raised in the block",
-         source=_SAVER + '''
-    def __exit__(self, *exc):
-        super().__exit__(*exc)
-        return True
-''',
+         source=edited(reference("HalfPrecisionSaver"),
+                       ('        return tensor if dtype is None else tensor.to(dtype)\n',
+                        '        return tensor if dtype is None else tensor.to(dtype)\n'
+                        '\n'
+                        '    def __exit__(self, *exc):\n'
+                        '        super().__exit__(*exc)\n'
+                        '        return True\n')),
          expect=["did not come out of the block", "propagate"]),
     dict(exercise="HalfPrecisionSaver", kind="wrong", clause="dtype", why="unpack gives back float32 with .float()",
-         source=_saver("return tensor if dtype is None else tensor.to(dtype)",
-                       "return tensor if dtype is None else tensor.float()"),
+         source=edited(reference("HalfPrecisionSaver"),
+                       ('return tensor if dtype is None else tensor.to(dtype)',
+                        'return tensor if dtype is None else tensor.float()')),
          expect=["float32", "expected float64", "original dtype"]),
     dict(exercise="HalfPrecisionSaver", kind="wrong", clause="in-forward", why="adds the count up when the block ends",
-         source=edited(_SAVER, ("""            self.bytes_saved += tensor.numel() * (tensor.element_size() - 2)
-""", """            self._pending.append(tensor.numel() * (tensor.element_size() - 2))
-"""), ("        self._copies = {}\n", "        self._copies = {}\n        self._pending = []\n")) + '''
-    def __exit__(self, *exc):
-        self.bytes_saved += sum(self._pending)
-        self._pending.clear()
-        return super().__exit__(*exc)
-''',
+         source=edited(reference("HalfPrecisionSaver"),
+                       ('super().__init__(self.pack, self.unpack)',
+                        'self._pending = []\n        super().__init__(self.pack, self.unpack)'),
+                       ('self.bytes_saved += tensor.numel() * (tensor.element_size() - 2)',
+                        'self._pending.append(tensor.numel() * (tensor.element_size() - 2))'),
+                       ('        return tensor if dtype is None else tensor.to(dtype)\n',
+                        '        return tensor if dtype is None else tensor.to(dtype)\n'
+                        '\n'
+                        '    def __exit__(self, *exc):\n'
+                        '        self.bytes_saved += sum(self._pending)\n'
+                        '        self._pending.clear()\n'
+                        '        return super().__exit__(*exc)\n')),
          expect=["inside the block", "not when the block ends"]),
 ]
 
@@ -962,23 +923,16 @@ ENTRIES += [
     # ------------------------------------------------------------------ fuse_sgd_into_backward, review
     dict(exercise="fuse_sgd_into_backward", kind="wrong", clause="in-place",
          why="assigns param.data a new tensor each step",
-         source=_fused("""        with torch.no_grad():
-            param.sub_(lr * param.grad)""", """        param.data = param - lr * param.grad"""),
+         source=edited(reference("fuse_sgd_into_backward"),
+                       ('        with torch.no_grad():\n            param.sub_(lr * param.grad)',
+                        '        param.data = param - lr * param.grad')),
          expect=["into new memory", "data_ptr()", "in place"]),
     dict(exercise="fuse_sgd_into_backward", kind="wrong", clause="handles", why="returns a dict of handles by name",
-         source='''
-import torch
-
-
-def fuse_sgd_into_backward(model, lr):
-    def step(param):
-        with torch.no_grad():
-            param.sub_(lr * param.grad)
-        param.grad = None
-
-    return {name: param.register_post_accumulate_grad_hook(step)
-            for name, param in model.named_parameters() if param.requires_grad}
-''',
+         source=edited(reference("fuse_sgd_into_backward"),
+                       ('return [param.register_post_accumulate_grad_hook(step)\n'
+                        '            for param in model.parameters() if param.requires_grad]',
+                        'return {name: param.register_post_accumulate_grad_hook(step)\n'
+                        '            for name, param in model.named_parameters() if param.requires_grad}')),
          expect=["a dict", "expected a list of the handles"]),
     dict(exercise="fuse_sgd_into_backward", kind="right", why="requires_grad_(False) around the update",
          source='''
@@ -1070,10 +1024,11 @@ def call_when_all_grads_ready(tensors, callback):
          expect=[]),
     dict(exercise="call_when_all_grads_ready", kind="wrong", clause="removes-all",
          why="also registers a logging hook on each tensor and drops its handle",
-         source=edited(_MULTI, ("    return torch.autograd.graph.register_multi_grad_hook(tensors, callback)\n",
-                                "    for t in tensors:\n"
-                                "        t.register_hook(lambda grad: None)  # log the norm here, later\n"
-                                "    return torch.autograd.graph.register_multi_grad_hook(tensors, callback)\n")),
+         source=edited(reference("call_when_all_grads_ready"),
+                       ('    return torch.autograd.graph.register_multi_grad_hook(tensors, callback)\n',
+                        '    for t in tensors:\n'
+                        '        t.register_hook(lambda grad: None)  # log the norm here, later\n'
+                        '    return torch.autograd.graph.register_multi_grad_hook(tensors, callback)\n')),
          expect=["still have hooks on them", "remove every hook you registered"]),
     dict(exercise="call_when_all_grads_ready", kind="wrong", clause="any-tensor",
          why="post-accumulate-grad hooks, which only leaves take",
@@ -1105,98 +1060,120 @@ def call_when_all_grads_ready(tensors, callback):
          expect=["not leaves", "register_multi_grad_hook"]),
     dict(exercise="call_when_all_grads_ready", kind="wrong", clause="gradient",
          why="gives the .grad of the leaves, the pass's gradients for the others",
-         source='''
-import torch
-
-
-def call_when_all_grads_ready(tensors, callback):
-    def mixed(grads):
-        callback([t.grad if t.is_leaf and t.grad is not None else g for t, g in zip(tensors, grads)])
-
-    return torch.autograd.graph.register_multi_grad_hook(tensors, mixed)
-''',
+         source=edited(reference("call_when_all_grads_ready"),
+                       ('return torch.autograd.graph.register_multi_grad_hook(tensors, callback)',
+                        'def mixed(grads):\n'
+                        '        callback([t.grad if t.is_leaf and t.grad is not None else g for t, g in zip(tensors, grads)])\n'
+                        '\n'
+                        '    return torch.autograd.graph.register_multi_grad_hook(tensors, mixed)')),
          expect=["gradient from an earlier pass", "not .grad"]),
 
     # ------------------------------------------------------------------ HalfPrecisionSaver, review
     dict(exercise="HalfPrecisionSaver", kind="wrong", clause="forgets-copies",
          why="copies held with a weak reference to check their tensor, cleared when the block ends",
-         source=edited(_SAVER, (_CACHED, """        ref, half = self._copies.get(id(tensor), (None, None))
-        if ref is None or ref() is not tensor:
-            half = tensor.half()
-            self._copies[id(tensor)] = (weakref.ref(tensor), half)
-            self.bytes_saved += tensor.numel() * (tensor.element_size() - 2)
-        return half, tensor.dtype""")) + '''
-    def __exit__(self, *exc):
-        self._copies.clear()
-        return super().__exit__(*exc)
-''',
+         source=edited(reference("HalfPrecisionSaver"),
+                       ('key = id(tensor)\n'
+                        '        if key not in self._copies:\n'
+                        '            self._copies[key] = tensor.half()\n'
+                        '            weakref.finalize(tensor, self._copies.pop, key, None)  # forget the copy when the tensor dies',
+                        'ref, half = self._copies.get(id(tensor), (None, None))\n'
+                        '        if ref is None or ref() is not tensor:\n'
+                        '            half = tensor.half()\n'
+                        '            self._copies[id(tensor)] = (weakref.ref(tensor), half)'),
+                       ('return self._copies[key], tensor.dtype', 'return half, tensor.dtype'),
+                       ('        return tensor if dtype is None else tensor.to(dtype)\n',
+                        '        return tensor if dtype is None else tensor.to(dtype)\n'
+                        '\n'
+                        '    def __exit__(self, *exc):\n'
+                        '        self._copies.clear()\n'
+                        '        return super().__exit__(*exc)\n')),
          expect=["both inside one `with saver:` block", "not when the block ends"]),
     dict(exercise="HalfPrecisionSaver", kind="wrong", clause="leaves",
          why="asks requires_grad, not is_leaf (parameters and their views converted)",
-         source=_saver("""        base = tensor if tensor._base is None else tensor._base
-        if base.is_leaf or""", """        if not tensor.requires_grad or"""),
+         source=edited(reference("HalfPrecisionSaver"),
+                       ('        base = tensor if tensor._base is None else tensor._base\n'
+                        '        if base.is_leaf or',
+                        '        if not tensor.requires_grad or')),
          expect=["converted the parameters", "requires_grad does not tell an activation from a parameter"]),
     dict(exercise="HalfPrecisionSaver", kind="wrong", clause="dtype",
          why="keeps the dtype to give back on the saver, not with each tensor",
-         source=edited(_SAVER, ("            return tensor, None\n", "            return tensor, None\n"
-                                "        self._dtype = tensor.dtype\n"),
-                       ("        return self._copies[key], tensor.dtype\n", "        return self._copies[key], True\n"),
-                       ("return tensor if dtype is None else tensor.to(dtype)",
-                        "return tensor if dtype is None else tensor.to(self._dtype)")),
+         source=edited(reference("HalfPrecisionSaver"),
+                       ('            return tensor, None\n',
+                        '            return tensor, None\n        self._dtype = tensor.dtype\n'),
+                       ('        return self._copies[key], tensor.dtype\n', '        return self._copies[key], True\n'),
+                       ('return tensor if dtype is None else tensor.to(dtype)',
+                        'return tensor if dtype is None else tensor.to(self._dtype)')),
          expect=["came back from unpack as float32", "expected float64"]),
     dict(exercise="HalfPrecisionSaver", kind="wrong", clause="in-forward",
          why="bytes_saved adds up the float16 copies alive now",
-         source=edited(_SAVER, ("        self.bytes_saved = 0\n", ""),
-                       ("            self.bytes_saved += tensor.numel() * (tensor.element_size() - 2)\n", ""),
-                       ("            self._copies[key] = tensor.half()\n",
-                        "            self._copies[key] = tensor.half()\n"
-                        "            copy = self._copies[key]  # counted while the graph holds it\n"
-                        "            self._saves[id(copy)] = tensor.numel() * (tensor.element_size() - 2)\n"
-                        "            weakref.finalize(copy, self._saves.pop, id(copy), None)\n"),
-                       ("        self._copies = {}\n", "        self._copies = {}\n        self._saves = {}\n")) + '''
-    @property
-    def bytes_saved(self):
-        return sum(self._saves.values())
-''',
+         source=edited(reference("HalfPrecisionSaver"),
+                       ('        self.bytes_saved = 0\n', ''),
+                       ('super().__init__(self.pack, self.unpack)',
+                        'self._saves = {}\n        super().__init__(self.pack, self.unpack)'),
+                       ('weakref.finalize(tensor, self._copies.pop, key, None)  # forget the copy when the tensor dies',
+                        'copy = self._copies[key]  # counted while the graph holds it\n'
+                        '            self._saves[id(copy)] = tensor.numel() * (tensor.element_size() - 2)\n'
+                        '            weakref.finalize(copy, self._saves.pop, id(copy), None)\n'
+                        '            weakref.finalize(tensor, self._copies.pop, key, None)  # forget the copy when the tensor dies'),
+                       ('            self.bytes_saved += tensor.numel() * (tensor.element_size() - 2)\n', ''),
+                       ('        return tensor if dtype is None else tensor.to(dtype)\n',
+                        '        return tensor if dtype is None else tensor.to(dtype)\n'
+                        '\n'
+                        '    @property\n'
+                        '    def bytes_saved(self):\n'
+                        '        return sum(self._saves.values())\n')),
          expect=["never goes down", "after backward"]),
     dict(exercise="HalfPrecisionSaver", kind="wrong", clause="count", why="counts half of each tensor's bytes",
-         source=_saver("tensor.numel() * (tensor.element_size() - 2)", "tensor.nbytes // 2"),
+         source=edited(reference("HalfPrecisionSaver"),
+                       ('self.bytes_saved += tensor.numel() * (tensor.element_size() - 2)',
+                        'self.bytes_saved += tensor.nbytes // 2')),
          expect=["half of each tensor's bytes", "saves 6"]),
     dict(exercise="HalfPrecisionSaver", kind="wrong", clause="count", why="counts the bytes of the tensor's storage",
-         source=_saver("tensor.numel() * (tensor.element_size() - 2)",
-                       "tensor.untyped_storage().nbytes() - 2 * tensor.numel()"),
+         source=edited(reference("HalfPrecisionSaver"),
+                       ('self.bytes_saved += tensor.numel() * (tensor.element_size() - 2)',
+                        'self.bytes_saved += tensor.untyped_storage().nbytes() - 2 * tensor.numel()')),
          expect=["untyped_storage().nbytes()", "a view's storage can be larger"]),
     dict(exercise="HalfPrecisionSaver", kind="wrong", clause="once", why="a weakref.WeakKeyDictionary keyed by the tensor",
-         source=edited(_SAVER, ("        self._copies = {}\n", "        self._copies = weakref.WeakKeyDictionary()\n"),
-                       (_CACHED, """        if tensor not in self._copies:
-            self._copies[tensor] = tensor.half()
-            self.bytes_saved += tensor.numel() * (tensor.element_size() - 2)
-        return self._copies[tensor], tensor.dtype""")),
+         source=edited(reference("HalfPrecisionSaver"),
+                       ('self._copies = {}  # id(tensor) -> its float16 copy, while the tensor lives',
+                        'self._copies = weakref.WeakKeyDictionary()'),
+                       ('key = id(tensor)\n'
+                        '        if key not in self._copies:\n'
+                        '            self._copies[key] = tensor.half()\n'
+                        '            weakref.finalize(tensor, self._copies.pop, key, None)  # forget the copy when the tensor dies',
+                        'if tensor not in self._copies:\n            self._copies[tensor] = tensor.half()'),
+                       ('return self._copies[key], tensor.dtype', 'return self._copies[tensor], tensor.dtype')),
          expect=["boolean value of tensor", "WeakKeyDictionary", "WeakTensorKeyDictionary"]),
     dict(exercise="HalfPrecisionSaver", kind="wrong", clause="context-manager",
          why="an __enter__ of its own that does not call super().__enter__()",
-         source=_SAVER + '''
-    def __enter__(self):
-        self._copies.clear()
-        return self
-''',
+         source=edited(reference("HalfPrecisionSaver"),
+                       ('        return tensor if dtype is None else tensor.to(dtype)\n',
+                        '        return tensor if dtype is None else tensor.to(dtype)\n'
+                        '\n'
+                        '    def __enter__(self):\n'
+                        '        self._copies.clear()\n'
+                        '        return self\n')),
          expect=["must call super().__enter__()"]),
     dict(exercise="HalfPrecisionSaver", kind="wrong", clause="float16", why="stores every view as it is",
-         source=_saver("""        base = tensor if tensor._base is None else tensor._base
-        if base.is_leaf or""", """        if tensor.is_leaf or tensor._base is not None or"""),
+         source=edited(reference("HalfPrecisionSaver"),
+                       ('        base = tensor if tensor._base is None else tensor._base\n'
+                        '        if base.is_leaf or',
+                        '        if tensor.is_leaf or tensor._base is not None or')),
          expect=["a view of an activation as it is", "only views of leaves"]),
     dict(exercise="HalfPrecisionSaver", kind="wrong", clause="once",
          why="converts at the first save, stores the later saves as they are",
-         source=_saver("""        if key not in self._copies:
-            self._copies[key] = tensor.half()""", """        if key in self._copies:
-            return tensor, None
-        if True:
-            self._copies[key] = tensor.half()"""),
+         source=edited(reference("HalfPrecisionSaver"),
+                       ('        if key not in self._copies:\n            self._copies[key] = tensor.half()',
+                        '        if key in self._copies:\n'
+                        '            return tensor, None\n'
+                        '        if True:\n'
+                        '            self._copies[key] = tensor.half()')),
          expect=["second save of a tensor as it is", "one float16 copy for every save"]),
     dict(exercise="HalfPrecisionSaver", kind="right", why="stores a numpy float16 array",
-         source=edited(_SAVER, ("self._copies[key] = tensor.half()", "self._copies[key] = tensor.detach().half().numpy()"),
-                       ("return tensor if dtype is None else tensor.to(dtype)",
-                        "return tensor if dtype is None else torch.from_numpy(tensor).to(dtype)")),
+         source=edited(reference("HalfPrecisionSaver"),
+                       ('self._copies[key] = tensor.half()', 'self._copies[key] = tensor.detach().half().numpy()'),
+                       ('return tensor if dtype is None else tensor.to(dtype)',
+                        'return tensor if dtype is None else torch.from_numpy(tensor).to(dtype)')),
          expect=[]),
     dict(exercise="HalfPrecisionSaver", kind="right", why="a plain class with an ExitStack per block, empty + copy_",
          source='''
@@ -1264,29 +1241,22 @@ def fuse_sgd_into_backward(model, lr):
          expect=["had not taken it yet when its own hook had run", "keeps every gradient alive"]),
     dict(exercise="fuse_sgd_into_backward", kind="wrong", clause="grad-none",
          why="frees every .grad in the hook of the parameter whose gradient comes last",
-         source='''
-import torch
-
-
-def fuse_sgd_into_backward(model, lr):
-    params = [p for p in model.parameters() if p.requires_grad]
-
-    def step(param):
-        with torch.no_grad():
-            param.sub_(lr * param.grad)
-        if param is params[0]:  # the first layer's gradient comes last in backward
-            for p in params:
-                p.grad = None
-
-    return [p.register_post_accumulate_grad_hook(step) for p in params]
-''',
+         source=edited(reference("fuse_sgd_into_backward"),
+                       ('def step(param):',
+                        'params = [p for p in model.parameters() if p.requires_grad]\n    def step(param):'),
+                       ('param.grad = None\n'
+                        '\n'
+                        '    return [param.register_post_accumulate_grad_hook(step)\n'
+                        '            for param in model.parameters() if param.requires_grad]',
+                        "if param is params[0]:  # the first layer's gradient comes last in backward\n"
+                        '            for p in params:\n'
+                        '                p.grad = None\n'
+                        '\n'
+                        '    return [p.register_post_accumulate_grad_hook(step) for p in params]')),
          expect=["still had theirs when their own hook had run", "right after the step"]),
     dict(exercise="fuse_sgd_into_backward", kind="wrong", clause="grad-none", why="frees .grad before reading it",
-         source=_fused("""        with torch.no_grad():
-            param.sub_(lr * param.grad)
-        param.grad = None""", """        param.grad = None
-        with torch.no_grad():
-            param.sub_(lr * param.grad)"""),
+         source=edited(reference("fuse_sgd_into_backward"),
+                       ('with torch.no_grad():', 'param.grad = None\n        with torch.no_grad():')),
          expect=["was none when your hook read it", "read the gradient before you set param.grad to none"]),
     dict(exercise="fuse_sgd_into_backward", kind="right", why="torch.no_grad as a decorator, add_ with alpha",
          source='''
@@ -1372,9 +1342,11 @@ def call_when_all_grads_ready(tensors, callback):
 ENTRIES += [
     dict(exercise="HalfPrecisionSaver", kind="wrong", clause="float16",
          why="stores the original next to its copy, to read its dtype in unpack",
-         source=edited(_SAVER, ("        return self._copies[key], tensor.dtype\n", "        return self._copies[key], tensor\n"),
-                       ("return tensor if dtype is None else tensor.to(dtype)",
-                        "return tensor if dtype is None else tensor.to(dtype.dtype)")),
+         source=edited(reference("HalfPrecisionSaver"),
+                       ('        return self._copies[key], tensor.dtype\n',
+                        '        return self._copies[key], tensor\n'),
+                       ('return tensor if dtype is None else tensor.to(dtype)',
+                        'return tensor if dtype is None else tensor.to(dtype.dtype)')),
          expect=["graph holds", "the original tensor kept next to its copy"]),
 ]
 
