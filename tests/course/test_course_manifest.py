@@ -98,6 +98,21 @@ def test_pytest_names_each_test_after_its_lesson_file_and_exercise():
     assert collected[0] == "tests/test_01_tensor_hooks.py::test_double_grad"  # as the README shows it
 
 
+def test_check_finds_the_lesson_of_an_exercise_and_lists_the_exercises_for_anything_else():
+    from hooked.checks import run_check_for_object
+
+    def HookGroup():  # noqa: N802 (named as the exercise, a class in the lesson)
+        raise NotImplementedError
+
+    assert run_check_for_object(HookGroup).lesson == "02_removing_hooks"
+    every = ", ".join(name for lesson in LESSONS for name in lesson.exercise_names())
+    for unknown, given in ((lambda grad: grad, "a function named '<lambda>'"), (3, "int 3")):
+        result = run_check_for_object(unknown)
+        assert result.status == "error"
+        assert f"check() was given {given}, which is not one of the exercises" in result.message
+        assert result.message.endswith(f"The exercises: {every}.")
+
+
 def test_a_grading_file_for_a_lesson_that_does_not_exist_says_so():
     from hooked.pytest_plugin import lesson_tests
     with pytest.raises(LookupError, match=r"solutions/ has no lesson 12_draft\.py; the lessons are 01_tensor_hooks, "):
