@@ -38,6 +38,9 @@ OPTIONAL_KEYS = {"xfail", "xfail_leak", "clause"}
 WRONG_PER_EXERCISE, RIGHT_PER_EXERCISE = 3, 1
 # Reference lines this short ("return self", "return grad") say nothing of the solution.
 MIN_REFERENCE_LINE = 13
+# An entry states its change to the reference (edited(reference(...), ...)); a run this long of
+# the reference's lines, in order, in a catalogue file is a copy that will drift from solutions/.
+LONGEST_COPIED_RUN = 5
 
 
 def _catalogue_path(lesson):
@@ -160,3 +163,36 @@ def test_feedback_never_shows_the_reference_solution(entry):
 def test_right_submission_written_differently_passes(entry):
     result = _grade(entry)
     assert result.status == "passed", f"expected passed, got {result.status}: {result.message}"
+
+
+def _longest_copied_run(reference, text):
+    """The most lines of `reference`, in a row, that `text` holds in a row (blank lines and
+    indentation ignored), and the first of them."""
+    ours = [line.strip() for line in reference.splitlines() if line.strip()]
+    theirs = [line.strip() for line in text.splitlines() if line.strip()]
+    where = {}
+    for index, line in enumerate(theirs):
+        where.setdefault(line, []).append(index)
+    longest, first = 0, ""
+    for start, line in enumerate(ours):
+        for at in where.get(line, []):
+            length = 0
+            while start + length < len(ours) and at + length < len(theirs) \
+                    and ours[start + length] == theirs[at + length]:
+                length += 1
+            if length > longest:
+                longest, first = length, line
+    return longest, first
+
+
+@pytest.mark.parametrize("lesson", lessons(), ids=lambda lesson: lesson.name)
+def test_catalogue_states_its_changes_instead_of_copying_the_solution(lesson):
+    path = _catalogue_path(lesson.name)
+    if not path.exists():
+        pytest.skip("no catalogue")
+    text = path.read_text(encoding="utf-8")
+    for exercise in lesson.exercises:
+        longest, first = _longest_copied_run(exercise.reference, text)
+        assert longest <= LONGEST_COPIED_RUN, (
+            f"{path.name} copies {longest} lines of {exercise.name}'s solution in a row, "
+            f"from {first!r}: write the entry as edited(reference({exercise.name!r}), (old, new)) instead")
