@@ -14,14 +14,18 @@ import torch.nn.functional
 import torch.nn.modules.module as module_globals
 import torch.optim.optimizer as optimizer_globals
 
-# Every dict in which torch keeps hooks registered for all modules or optimizers.
-_GLOBAL_HOOK_DICTS = [
-    getattr(module_globals, name) for name in sorted(dir(module_globals))
-    if name.startswith("_global_") and isinstance(getattr(module_globals, name), dict)
-] + [
-    getattr(optimizer_globals, name) for name in sorted(dir(optimizer_globals))
-    if name.startswith("_global_") and isinstance(getattr(optimizer_globals, name), dict)
-]
+
+def _global_dicts(namespace):
+    return {name: getattr(namespace, name) for name in sorted(dir(namespace))
+            if name.startswith("_global_") and isinstance(getattr(namespace, name), dict)}
+
+
+# Every dict in which torch keeps hooks registered for all modules or optimizers, by its name in
+# torch.nn.modules.module ("_global_forward_hooks") or torch.optim.optimizer; the checks look in
+# these same dicts for global hooks that learner code left behind.
+GLOBAL_MODULE_HOOK_DICTS = _global_dicts(module_globals)
+GLOBAL_OPTIMIZER_HOOK_DICTS = _global_dicts(optimizer_globals)
+GLOBAL_HOOK_DICTS = [*GLOBAL_MODULE_HOOK_DICTS.values(), *GLOBAL_OPTIMIZER_HOOK_DICTS.values()]
 
 
 # Namespaces whose attributes learner code might replace; restored by identity.
@@ -56,7 +60,7 @@ def _snapshot():
         "torch_rng": torch.get_rng_state(),
         "python_rng": random.getstate(),
         "numpy_rng": numpy.random.get_state() if numpy is not None else None,
-        "hooks": [dict(hooks) for hooks in _GLOBAL_HOOK_DICTS],
+        "hooks": [dict(hooks) for hooks in GLOBAL_HOOK_DICTS],
         # Which kind of global backward hook (full or legacy) is in use; once set, the other kind raises.
         "global_backward_kind": module_globals._global_is_full_backward_hook,
         "attributes": [dict(vars(namespace)) for namespace in _PATCHABLE],
@@ -89,7 +93,7 @@ def _restore(state):
     numpy = sys.modules.get("numpy")
     if numpy is not None and state["numpy_rng"] is not None:
         numpy.random.set_state(state["numpy_rng"])
-    for hooks, saved in zip(_GLOBAL_HOOK_DICTS, state["hooks"]):
+    for hooks, saved in zip(GLOBAL_HOOK_DICTS, state["hooks"]):
         hooks.clear()
         hooks.update(saved)
     module_globals._global_is_full_backward_hook = state["global_backward_kind"]

@@ -1,19 +1,13 @@
 """Checks for lesson 01, tensor hooks."""
 
-import random
-
 import torch
-from torch.utils.hooks import RemovableHandle
 
 from hooked.check_api import calling, fail
 from hooked.checks.gradient_transforms import check_returns_new_gradient
-from hooked.checks.tensors import close, describe, random_tensor
+from hooked.checks.handles import single_handle
+from hooked.checks.tensors import close, describe, random_leaf, random_tensor
 
 SEEDS = (11, 12, 13)
-
-
-def _leaf(seed, shape=None):
-    return random_tensor(seed, shape).requires_grad_()
 
 
 def _check_fresh_each_call(hook, call_text, grads, expected):
@@ -38,7 +32,7 @@ def _check_keeps_graph(hook, call_text, factor):
     """Under create_graph=True the hook's result must stay differentiable: with the
     hook on x and loss sum(x**3), autograd.grad gives factor * 3x**2, and its own
     derivative is factor * 6x, times factor again (the hook fires in the second pass too)."""
-    x = _leaf(61)
+    x = random_leaf(61)
     with calling(f"running torch.autograd.grad((x ** 3).sum(), x, create_graph=True) with {call_text} "
                  f"registered on x ({describe(x)})"):
         x.register_hook(hook)
@@ -70,7 +64,7 @@ def check_double_grad(double_grad):
     grads = [random_tensor(seed, (3, 4)) for seed in (14, 15)]
     _check_fresh_each_call(double_grad, "double_grad(grad)", grads, [2 * grad for grad in grads])
     # As a real hook: x feeds the loss twice, so its hook sees the summed gradient.
-    x = _leaf(21)
+    x = random_leaf(21)
     weight = random_tensor(22, x.shape)
     with calling(f"running backward with double_grad registered on a leaf x ({describe(x)})"):
         x.register_hook(double_grad)
@@ -108,7 +102,7 @@ def check_make_scale_hook(make_scale_hook):
     _check_fresh_each_call(hooks[1], f"the hook from make_scale_hook({factors[1]})", grads,
                            [factors[1] * grad for grad in grads])
     # As a real hook on an intermediate tensor: it scales what flows back to the leaf.
-    x = _leaf(31)
+    x = random_leaf(31)
     with calling("running backward with make_scale_hook(3.0) registered on y = 2 * x"):
         y = 2 * x
         y.register_hook(make_scale_hook(3.0))
@@ -225,7 +219,7 @@ def _check_passed_on(seen, what):
 
 
 def check_record_grads(record_grads):
-    x = _leaf(51)
+    x = random_leaf(51)
     store = []
     seen = {}
     before, after = _witnesses(x, seen)
@@ -243,9 +237,9 @@ def check_record_grads(record_grads):
              "register_hook, which removes it at the end of the block. Register it and return the handle; the "
              "caller removes it.")
     x.register_hook(after)
-    if not isinstance(handle, RemovableHandle):
-        fail(f"record_grads(x, store) returned {describe(handle)}; expected the handle that "
-             "x.register_hook(...) returns (a torch.utils.hooks.RemovableHandle), so the caller can remove the hook.")
+    single_handle(handle, "record_grads(x, store)",
+                  "the handle that x.register_hook(...) returns (a torch.utils.hooks.RemovableHandle)",
+                  removable_handle=True)
     for step, weight in enumerate(weights, start=1):
         seen.clear()
         with calling(f"running backward number {step} with record_grads registered on x"):
@@ -293,7 +287,7 @@ def check_record_grads(record_grads):
 
     # Under create_graph=True the gradient itself carries a graph; the record must not, and the
     # gradient that flows on must keep it.
-    y = _leaf(54)
+    y = random_leaf(54)
     kept = []
     with calling("calling record_grads(y, store) and torch.autograd.grad(..., create_graph=True)"):
         record_grads(y, kept)
@@ -316,7 +310,7 @@ def check_record_grads(record_grads):
              f"expected {describe(3 * y.detach() ** 2)}. The hook must leave the gradient unchanged.")
 
     # It must not change the tensor: its value, its .grad, whether it keeps a .grad.
-    t = _leaf(57)
+    t = random_leaf(57)
     t.grad = random_tensor(58, t.shape)
     value, old_grad = t.detach().clone(), t.grad.clone()
     h = t * 2
@@ -336,7 +330,7 @@ def check_record_grads(record_grads):
             each.remove()
 
     # Two recordings of one tensor, each into its own list: both go on.
-    w = _leaf(56)
+    w = random_leaf(56)
     first, second = [], []
     with calling("calling record_grads(w, first), then record_grads(w, second), and running one backward"):
         record_grads(w, first)
@@ -348,7 +342,7 @@ def check_record_grads(record_grads):
              "hook, and a recording that an earlier call started goes on until its handle is removed.")
 
     # On an intermediate tensor, then removed.
-    z = _leaf(55)
+    z = random_leaf(55)
     seen = []
     with calling("calling record_grads on an intermediate tensor h = z * 3"):
         h = z * 3

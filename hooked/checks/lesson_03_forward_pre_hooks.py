@@ -6,11 +6,12 @@ import traceback
 import torch
 from torch import nn
 
-from hooked.check_api import LearnerCodeRaised, calling, fail
-from hooked.learner_tracebacks import describe_learner_error
+from hooked.check_api import calling, fail
+from hooked.checks.handles import single_handle
 from hooked.checks.noise import (check_generator_advanced, check_new_noise_each_call, check_noise_sample,
                                  check_seeded_noise)
 from hooked.checks.tensors import close, describe, random_tensor
+from hooked.checks.torch_error_hints import calling_with_hints
 
 NOISE_SHAPE = (64, 8, 8)  # 4096 elements: enough for the statistical checks of hooked/checks/noise.py
 
@@ -32,24 +33,15 @@ def _registered(register, call_text, module):
     require the handle back."""
     with calling(f"calling {call_text}"):
         handle = register(module)
-    if not hasattr(handle, "remove"):
-        fail(f"{call_text} returned {describe(handle)}; expected the handle that "
-             "module.register_forward_pre_hook(...) returns, so that the caller can remove the hook.")
-    return handle
+    return single_handle(handle, call_text, "the handle that module.register_forward_pre_hook(...) returns")
 
 
 def _call(module, said, args, kwargs=None, hint_for_error=None):
     """Call `module(*args, **kwargs)` and return the (args, kwargs) its forward received.
     `hint_for_error(error)` may add a targeted hint to an error raised on the way."""
-    kwargs = kwargs or {}
-    try:
-        with calling(f"{said.removesuffix('.')}, calling the module"):
-            module(*args, **kwargs)
-    except LearnerCodeRaised as raised:
-        hint = _hook_protocol_hint(raised.error) or (hint_for_error(raised.error) if hint_for_error else None)
-        if hint:
-            fail(f"{said}\nCalling the module raised {describe_learner_error(raised.error)}\n{hint}")
-        raise  # reported as raised by the learner's code (or not attempted, for a NotImplementedError)
+    hints = (_hook_protocol_hint, hint_for_error) if hint_for_error else (_hook_protocol_hint,)
+    with calling_with_hints(f"{said.removesuffix('.')}, calling the module", hints):
+        module(*args, **(kwargs or {}))
     return module.calls[-1]
 
 

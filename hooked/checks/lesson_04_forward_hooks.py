@@ -4,26 +4,28 @@ import collections
 import copy
 import math
 import random
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 
 import torch
 import torch.nn.functional as F
 from torch import nn
-from torch.nn.modules.module import _global_forward_hooks
-from torch.utils.hooks import RemovableHandle
 
 from hooked.check_api import calling, fail
+from hooked.checks.handles import check_handles_registered, handle_list, single_handle
+from hooked.checks.hooks_left import global_hooks, global_hooks_added, modules_with_hooks
+from hooked.checks.seeding import seeded
 from hooked.checks.tensors import close, describe, random_tensor
 
 
 # ---------------------------------------------------------------- shared helpers
 
-def _hooks_left(model):
-    return sum(len(module._forward_hooks) for module in model.modules())
+_HANDLE = "the RemovableHandle that register_forward_hook returned"
+_HANDLES = "the RemovableHandles that register_forward_hook returned"
 
 
 def _hooked_names(model):
-    return [name for name, module in model.named_modules(remove_duplicate=False) if module._forward_hooks]
+    """The names of the modules holding a forward hook (a module reused under two names: both)."""
+    return modules_with_hooks(model, ("forward",), remove_duplicate=False)
 
 
 def _unpack_pair(result, call_text, what):
@@ -31,40 +33,6 @@ def _unpack_pair(result, call_text, what):
     if not isinstance(result, (tuple, list)) or len(result) != 2:
         fail(f"{call_text} returned {describe(result)}; expected a pair {what}.")
     return result
-
-
-def _handle_list(handles, call_text):
-    if isinstance(handles, Iterator):
-        fail(f"{call_text} returned {describe(handles)} as its handles, an iterator such as a generator: the "
-             "register_forward_hook calls inside it run only when something iterates over it, so the call itself "
-             "registered no hook. Return a list of the handles.")
-    if isinstance(handles, (str, bytes, Mapping, torch.Tensor)) or not hasattr(handles, "__iter__"):
-        fail(f"{call_text} returned {describe(handles)} as its handles; expected a list of the RemovableHandles "
-             "that register_forward_hook returned.")
-    handles = list(handles)
-    if not all(hasattr(handle, "remove") for handle in handles):
-        fail(f"{call_text} returned handles {describe(handles)}; each must be the RemovableHandle that "
-             "register_forward_hook returned.")
-    return handles
-
-
-def _check_own_handles(handles, call_text):
-    """Each RemovableHandle returned must be of a hook that is registered now: a list kept between calls
-    (at module level, or a default argument) also holds the handles of earlier calls, whose hooks the
-    checker has removed."""
-    stale = 0
-    for handle in handles:
-        reference = getattr(handle, "hooks_dict_ref", None)
-        if not callable(reference):
-            continue  # not a RemovableHandle; judged by what remove() does
-        hooks = reference()
-        if hooks is None or getattr(handle, "id", None) not in hooks:
-            stale += 1
-    if stale:
-        fail(f"{call_text} returned {len(handles)} handles, {stale} of them of hooks that are no longer registered "
-             "(hooks of an earlier call, which the checker removed, or hooks already removed). A list kept between "
-             "calls, at module level or as a default argument such as handles=[], collects the handles of every "
-             "call: make a new list in each call, holding the handles of this call's hooks only.")
 
 
 def _check_fresh(store, what, call_text):
@@ -88,7 +56,7 @@ def _check_removal(model, handles, call_text):
              f"{left}. Return the handle of every hook you registered.")
 
 
-class _Reference:
+class _ReferenceOutputs:
     """Forward hooks on a copy of the model, recording what each module really produced."""
 
     def __init__(self, model, wanted, every_name=False):
@@ -200,11 +168,6 @@ def _mode_text(grad_mode, training):
     return "" if grad_mode and training else " (under torch.no_grad())" if training else " (in eval() mode)"
 
 
-def _seeded_model(seed, build):
-    torch.manual_seed(seed)
-    return build(random.Random(seed))
-
-
 def _refused_name(error, names):
     """The name in `names` that a KeyError seems to be about, or None."""
     for name in names:
@@ -239,7 +202,7 @@ def _call_capture(capture_activations, model, names):
     if not isinstance(activations, Mapping):
         fail(f"{call_text} returned {describe(activations)} as activations; expected a dict from layer name to "
              "the layer's latest output.")
-    return activations, _handle_list(handles, call_text), call_text
+    return activations, handle_list(handles, call_text, _HANDLE, _HANDLES), call_text
 
 
 def _check_captured(activations, names, records, step, grad_mode, training, earlier_outputs, call_text, aliases):
@@ -345,8 +308,8 @@ def _forward_and_compare(model, reference, activations, names, x, step, grad_mod
 
 def check_capture_activations(capture_activations):
     for seed, build in _CAPTURE_CASES:
-        model, width, names = _seeded_model(seed, build)
-        reference = _Reference(model, lambda name, module: name in names, every_name=True)
+        model, width, names = seeded(seed, build, random.Random(seed))
+        reference = _ReferenceOutputs(model, lambda name, module: name in names, every_name=True)
         activations, handles, call_text = _call_capture(capture_activations, model, names)
         aliases = {name: [other for other in names if other != name
                           and model.get_submodule(other) is model.get_submodule(name)] for name in names}
@@ -365,7 +328,7 @@ def check_capture_activations(capture_activations):
                         "the names named_modules() gives.")
             fail(f"{call_text} registered forward hooks on {_hooked_names(model)}; expected them on the layers "
                  f"named in layer_names, {names}, and none elsewhere.{hint}")
-        _check_own_handles(handles, call_text)
+        check_handles_registered(handles, call_text)
         _check_fresh(activations, "activations", call_text)
         latest, kept = {}, {}
         for step, batch, grad_mode, training in _PASSES:
@@ -389,7 +352,7 @@ def check_capture_activations(capture_activations):
                      "return the handles of the hooks that write into activations.")
 
     # No names: no hook, nothing captured (an empty list is not "every layer").
-    model, width, names = _seeded_model(79, _nested_sequential)
+    model, width, names = seeded(79, _nested_sequential, random.Random(79))
     activations, handles, call_text = _call_capture(capture_activations, model, [])
     hooked = _hooked_names(model)
     with calling(f"running the model after {call_text}"):
@@ -401,7 +364,7 @@ def check_capture_activations(capture_activations):
         handle.remove()
 
     # An unknown name: KeyError naming it, and no hook of the call left behind.
-    model, width, names = _seeded_model(73, _named_children)
+    model, width, names = seeded(73, _named_children, random.Random(73))
     unknown = "features.encoder.7"
     asked = [names[0], "classifier", unknown]
     call_text = f"capture_activations(model, {asked})"
@@ -663,13 +626,13 @@ def check_track_relu_stats(track_relu_stats):
         model, width = build(random.Random(seed))
         relu_names = [name for name, module in model.named_modules() if isinstance(module, nn.ReLU)]
         other_names = [name for name, module in model.named_modules() if not isinstance(module, nn.ReLU)]
-        reference = _Reference(model, lambda name, module: isinstance(module, nn.ReLU))
+        reference = _ReferenceOutputs(model, lambda name, module: isinstance(module, nn.ReLU))
         call_text = "track_relu_stats(model)"
         with calling(f"calling {call_text}"):
             result = track_relu_stats(model)
         stats, handles = _unpack_pair(result, call_text, "(stats, handles)")
-        handles = _handle_list(handles, call_text)
-        _check_own_handles(handles, call_text)
+        handles = handle_list(handles, call_text, _HANDLE, _HANDLES)
+        check_handles_registered(handles, call_text)
         _check_fresh(stats, "stats", call_text)
         # Pass 2 runs under no_grad and pass 3 in eval() mode: hooks fire there too.
         for step, batch, grad_mode, training in ((1, 5, True, True), (2, 3, False, True), (3, 4, True, False)):
@@ -779,20 +742,16 @@ def check_clamp_output(clamp_output):
         raw = F.linear(x, weight, bias)
         expected = raw.clamp(low, high)
         call_text = f"clamp_output(module, {low}, {high})"
-        global_hooks = len(_global_forward_hooks)
+        globals_before = global_hooks()
         with calling(f"calling {call_text}"):
             handle = clamp_output(module, low, high)
-        if not module._forward_hooks and not module._forward_pre_hooks and len(_global_forward_hooks) == global_hooks:
+        if (not module._forward_hooks and not module._forward_pre_hooks
+                and "_global_forward_hooks" not in global_hooks_added(globals_before)):
             patched = " It replaced module.forward instead." if "forward" in vars(module) else ""
             fail(f"After {call_text}, the module has no forward hook (module._forward_hooks is empty).{patched} "
                  "Register one with module.register_forward_hook(hook): a wrapped or replaced forward is not a "
                  "hook (module.forward(x) would clamp too), and its handle is no RemovableHandle.")
-        if isinstance(handle, (list, tuple)) or not hasattr(handle, "remove"):
-            fail(f"{call_text} returned {describe(handle)}; expected the RemovableHandle that "
-                 "register_forward_hook returned, itself (not in a list).")
-        if not isinstance(handle, RemovableHandle):
-            fail(f"{call_text} returned {describe(handle)}, an object with a remove() method; expected the "
-                 "RemovableHandle that register_forward_hook returned, itself.")
+        single_handle(handle, call_text, _HANDLE, removable_handle=True)
         with calling(f"calling the module after {call_text}"):
             out = module(x)
         said = f"After {call_text}, a call of the module on x = {describe(x.detach())}"

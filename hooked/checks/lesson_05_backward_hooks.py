@@ -14,17 +14,22 @@ from collections.abc import Mapping
 import torch
 from torch import nn
 
-from hooked.check_api import LearnerCodeRaised, calling, fail
-from hooked.learner_tracebacks import describe_learner_error
+from hooked.check_api import calling, fail
+from hooked.checks.handles import handle_list, single_handle
+from hooked.checks.hooks_left import modules_with_hooks
 from hooked.checks.noise import (Z, check_generator_advanced, check_new_noise_each_call, check_noise_sample,
                                  check_seeded_noise)
+from hooked.checks.seeding import seeded
 from hooked.checks.tensors import close, describe, random_tensor
+from hooked.checks.torch_error_hints import calling_with_hints
 
 _MIXED_HOOKS = "Cannot use both regular backward hooks and full backward hooks"
 _DEPRECATED = ("That is what torch says when a module gets both the deprecated register_backward_hook and a full "
                "backward hook (the check registers full backward hooks of its own to watch yours). The deprecated "
                "hook reports the gradients of the module's last operation, not of the module; use "
                "register_full_backward_hook (or register_full_backward_pre_hook).")
+_HANDLE = "the handle that register_full_backward_hook returned"
+_HANDLES = "the handles that register_full_backward_hook returned"
 _TOO_EARLY = "Full backward hook is firing"
 _LENGTH = ("A backward hook must return a tuple as long as the one it received (grad_input for a full backward hook, "
            "grad_output for a pre-hook), with None where it has None: do not drop entries, and return a tuple even "
@@ -52,46 +57,25 @@ _NUMPY = ("In a backward with create_graph=True (as torch.autograd.grad(..., cre
 
 # ---------------------------------------------------------------- shared helpers
 
-def _seeded(factory, seed):
-    """factory() with torch's global random state seeded for it, and left as it was after:
-    the learner's noise must not come out the same because the check reseeded torch."""
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        return factory()
+# (text in torch's error, what it means for these exercises), the first that matches applies
+_BACKWARD_ERROR_HINTS = (
+    (_MIXED_HOOKS, _DEPRECATED),
+    ("returned an invalid number of grad_", _LENGTH),
+    ("has changed the size of value", _SHAPE),
+    ("has changed the type of value", _DTYPE),
+    ("object of type 'generator' has no len()", _GENERATOR),
+    ("Boolean value of Tensor with more than one value is ambiguous", _AMBIGUOUS),
+    ("Can't call numpy() on Tensor that requires grad", _NUMPY),
+    ("should always return None or None for all gradients", _NO_INPUT_GRAD),
+    ("NoneType", _NONE_ENTRY),
+)
 
 
-@contextlib.contextmanager
-def _learner(doing):
-    """`calling(doing)`, and a targeted message when torch refuses to mix the deprecated
-    backward hook with full backward hooks, whether it says so in the learner's call or in ours."""
-    try:
-        with calling(doing):
-            yield
-    except LearnerCodeRaised as raised:
-        if _MIXED_HOOKS in str(raised.error):
-            fail(f"{doing[:1].upper()}{doing[1:]} raised {describe_learner_error(raised.error)}\n{_DEPRECATED}")
-        if "returned an invalid number of grad_" in str(raised.error):
-            fail(f"{doing[:1].upper()}{doing[1:]} raised {describe_learner_error(raised.error)}\n{_LENGTH}")
-        if "has changed the size of value" in str(raised.error):
-            fail(f"{doing[:1].upper()}{doing[1:]} raised {describe_learner_error(raised.error)}\n{_SHAPE}")
-        if "has changed the type of value" in str(raised.error):
-            fail(f"{doing[:1].upper()}{doing[1:]} raised {describe_learner_error(raised.error)}\n{_DTYPE}")
-        if "object of type 'generator' has no len()" in str(raised.error):
-            fail(f"{doing[:1].upper()}{doing[1:]} raised {describe_learner_error(raised.error)}\n{_GENERATOR}")
-        if "Boolean value of Tensor with more than one value is ambiguous" in str(raised.error):
-            fail(f"{doing[:1].upper()}{doing[1:]} raised {describe_learner_error(raised.error)}\n{_AMBIGUOUS}")
-        if "Can't call numpy() on Tensor that requires grad" in str(raised.error):
-            fail(f"{doing[:1].upper()}{doing[1:]} raised {describe_learner_error(raised.error)}\n{_NUMPY}")
-        if "should always return None or None for all gradients" in str(raised.error):
-            fail(f"{doing[:1].upper()}{doing[1:]} raised {describe_learner_error(raised.error)}\n{_NO_INPUT_GRAD}")
-        if "NoneType" in str(raised.error):
-            fail(f"{doing[:1].upper()}{doing[1:]} raised {describe_learner_error(raised.error)}\n{_NONE_ENTRY}")
-        raise
-    except RuntimeError as error:
-        if _MIXED_HOOKS in str(error):
-            fail(f"While {doing}, torch refused to register a full backward hook on the module: {error}\n"
-                 f"{_DEPRECATED}")
-        raise
+def _hinted_call(doing):
+    """`calling(doing)`, with the meaning of torch's backward-hook errors; torch's refusal to mix the
+    deprecated backward hook with full ones comes in the learner's call or in the check's own
+    registration, which runs inside this block too."""
+    return calling_with_hints(doing, _BACKWARD_ERROR_HINTS)
 
 
 @contextlib.contextmanager
@@ -154,36 +138,11 @@ def _judge_returned_tuple(said, before, after, tuple_name, hook_name, new_exampl
     return received, returned
 
 
-def _all_hooks_removed(model):
-    """The names of the modules of `model` that still have a hook of any kind."""
-    kinds = ("_forward_pre_hooks", "_forward_hooks", "_backward_pre_hooks", "_backward_hooks")
-    return [name or "(the model itself)" for name, module in model.named_modules()
-            if any(getattr(module, kind) for kind in kinds)]
-
-
-def _handles_list(handles, call_text):
-    if not isinstance(handles, list):
-        fail(f"{call_text} returned {describe(handles)} as the handles; expected a list of the handles that "
-             "register_full_backward_hook returned (a plain list, which the caller can loop over to remove them).")
-    for handle in handles:
-        if not hasattr(handle, "remove"):
-            fail(f"{call_text} returned handles containing {describe(handle)}; expected only the handles that "
-                 "register_full_backward_hook returns (objects with a remove() method).")
-    return handles
-
-
 def _no_deprecated_hook(module, call_text):
     """torch refuses to mix the deprecated hook with full backward hooks, but not with full backward
     pre-hooks: so look at the module itself."""
     if getattr(module, "_is_full_backward_hook", None) is False:
         fail(f"{call_text} registered a hook with the deprecated register_backward_hook.\n{_DEPRECATED}")
-
-
-def _single_handle(handle, call_text):
-    if not hasattr(handle, "remove"):
-        fail(f"{call_text} returned {describe(handle)}; expected the handle of the hook it registered, so that the "
-             "caller can remove it.")
-    return handle
 
 
 # ---------------------------------------------------------------- record_grad_output_norms
@@ -247,7 +206,7 @@ class _Shared(nn.Module):
         return self.out(torch.tanh(self.again(torch.tanh(self.layer(x)))))
 
 
-class Split(nn.Module):
+class TwoBranches(nn.Module):
     """A module type of the check's own that returns two tensors, so grad_output has two entries."""
 
     def __init__(self):
@@ -262,7 +221,7 @@ class Split(nn.Module):
 class _TwoHeads(nn.Module):
     def __init__(self):
         super().__init__()
-        self.split = Split()
+        self.split = TwoBranches()
         self.head = nn.Linear(9, 2)
 
     def forward(self, x):
@@ -426,7 +385,7 @@ def _run_passes(model, shape, features, needs_grad, passes, seed, create_graph_l
         create_graph = create_graph_last and step == passes - 1
         what = (f"running torch.autograd.grad(loss, ..., create_graph=True) as backward number {step + 1}"
                 if create_graph else f"running backward number {step + 1}")
-        with _learner(f"{what} through {doing}"), _quiet():
+        with _hinted_call(f"{what} through {doing}"), _quiet():
             loss = (model(x) * weight).sum()
             if create_graph:
                 grads = torch.autograd.grad(loss, ([x] if needs_grad else []) + parameters, create_graph=True)
@@ -447,14 +406,14 @@ def check_record_grad_output_norms(record_grad_output_norms):
         (_SmallCNN, None, (3, 2, 6, 6), 5, False, 1, False, False),
         (_Encoder, (Block, nn.Tanh), (4, 6), 3, True, 1, False, False),
         (_Shared, None, (6, 5), 2, True, 2, True, False),
-        (_TwoHeads, (Split,), (5, 4), 2, True, 1, False, True),
+        (_TwoHeads, (TwoBranches,), (5, 4), 2, True, 1, False, True),
         (lambda: nn.Linear(6, 3), None, (4, 6), 3, True, 1, False, False),
     ]
     previous_norms = None
     for number, (factory, layer_types, shape, features, needs_grad, passes, create_graph, eval_mode) in \
             enumerate(cases):
         seed = 500 + 10 * number
-        model = _seeded(factory, seed)
+        model = seeded(seed, factory)
         if eval_mode:
             model.eval()
         clean = copy.deepcopy(model)
@@ -463,7 +422,7 @@ def check_record_grad_output_norms(record_grad_output_norms):
             ", (" + ", ".join(("nn." if t.__module__.startswith("torch.nn") else "") + t.__name__
                               for t in layer_types) + (",)" if len(layer_types) == 1 else ")")
         call_text = f"record_grad_output_norms(model{types_text}) on {_model_text(model)}"
-        with _learner(f"calling {call_text}"):
+        with _hinted_call(f"calling {call_text}"):
             result = (record_grad_output_norms(model) if layer_types is None
                       else record_grad_output_norms(model, layer_types))
         if not isinstance(result, tuple) or len(result) != 2:
@@ -476,8 +435,8 @@ def check_record_grad_output_norms(record_grad_output_norms):
                  "model's names and entries too. Make a new dict in each call (a dict made once, outside the "
                  "function, is shared by every call).")
         previous_norms = norms
-        handles = _handles_list(handles, call_text)
-        with _learner(f"registering the check's own full backward hooks on {_model_text(model)}, after "
+        handles = handle_list(handles, call_text, _HANDLE, _HANDLES, plain_list=True)
+        with _hinted_call(f"registering the check's own full backward hooks on {_model_text(model)}, after "
                       f"{call_text}"):
             watchers, own_handles = _watch_norms(model, types)
         grads = _run_passes(model, shape, features, needs_grad, passes, seed, create_graph, _model_text(model))
@@ -516,14 +475,14 @@ def check_record_grad_output_norms(record_grad_output_norms):
         with calling("removing every handle that record_grad_output_norms returned"):
             for handle in handles:
                 handle.remove()
-        with _learner(f"running backward through {_model_text(model)} after removing the handles"), _quiet():
+        with _hinted_call(f"running backward through {_model_text(model)} after removing the handles"), _quiet():
             model(random_tensor(seed + 9, shape).requires_grad_(needs_grad)).sum().backward()
         after = {name: len(values) for name, values in norms.items()}
         if after != before:
             grew = sorted(name for name in after if after[name] != before.get(name))
             fail(f"{call_text}: after removing every returned handle, a backward pass still added entries for "
                  f"{grew}. Return the handles of all hooks you registered.")
-        left = _all_hooks_removed(model)
+        left = [name or "(the model itself)" for name in modules_with_hooks(model)]
         if left:
             fail(f"{call_text}: after removing every returned handle, hooks are still registered on {left}. Return "
                  "the handle of every hook you registered, and register only hooks whose handle you return.")
@@ -532,17 +491,19 @@ def check_record_grad_output_norms(record_grad_output_norms):
 
 def _check_two_calls(record_grad_output_norms):
     """Two calls on one model: each returns a dict of its own, filled by hooks of its own."""
-    model = _seeded(_Encoder, 590)
+    model = seeded(590, _Encoder)
     text = _model_text(model)
     call_text = f"record_grad_output_norms(model) called twice on {text}"
     results = []
     for which in ("first", "second"):
-        with _learner(f"calling record_grad_output_norms(model) a {which} time on {text}"):
+        with _hinted_call(f"calling record_grad_output_norms(model) a {which} time on {text}"):
             result = record_grad_output_norms(model)
         if not isinstance(result, tuple) or len(result) != 2:
             fail(f"record_grad_output_norms(model), called a {which} time on {text}, returned {describe(result)}; "
                  "expected a pair (norms, handles).")
-        results.append((result[0], _handles_list(result[1], f"record_grad_output_norms(model) ({which} call)")))
+        handles = handle_list(result[1], f"record_grad_output_norms(model) ({which} call)", _HANDLE, _HANDLES,
+                              plain_list=True)
+        results.append((result[0], handles))
     (first, first_handles), (second, second_handles) = results
     if first is second:
         fail(f"{call_text} returned the same norms dict both times; expected a new dict from each call, so that "
@@ -571,7 +532,7 @@ def _check_two_calls(record_grad_output_norms):
     with calling("removing the handles that the first call returned"):
         for handle in first_handles:
             handle.remove()
-    with _learner(f"running backward through {text} after removing the first call's handles"), _quiet():
+    with _hinted_call(f"running backward through {text} after removing the first call's handles"), _quiet():
         model(random_tensor(599, (5, 6)).requires_grad_()).sum().backward()
     grew = [name for name, values in first.items() if len(values) != wanted.get(name, 0)]
     still = [name for name, values in second.items() if len(values) != 2 * wanted.get(name, 0)]
@@ -612,22 +573,22 @@ def _clip_reference(grad, max_norm):
 
 def _run_clip_case(clip_grad_input, case):
     """Register the learner's hook between two of ours, run one backward, and return what was seen."""
-    module = _seeded(case["factory"], case["seed"])
+    module = seeded(case["seed"], case["factory"])
     clean = copy.deepcopy(module)
     before, after = _Seen(), _Seen()
     inputs = case["inputs"]()
     call = f"clip_grad_input(module, {case['max_norm']})"
-    with _learner(f"calling {call} on {case['text']}"):
+    with _hinted_call(f"calling {call} on {case['text']}"):
         handle = clip_grad_input(module, case["max_norm"])
-    _single_handle(handle, call)
+    single_handle(handle, call, "the handle of the hook it registered")
     _no_deprecated_hook(module, call)
     # Ours first (prepend, so also before a hook of yours registered with prepend=True) and last.
-    with _learner(f"registering the check's own full backward hook before yours on {case['text']}"):
+    with _hinted_call(f"registering the check's own full backward hook before yours on {case['text']}"):
         module.register_full_backward_hook(before.input_hook, prepend=True)
-    with _learner(f"registering a full backward hook after yours on {case['text']}"):
+    with _hinted_call(f"registering a full backward hook after yours on {case['text']}"):
         module.register_full_backward_hook(after.input_hook)
     weight = random_tensor(case["seed"] + 7, case["out_shape"])
-    with _learner(f"running backward through {case['text']} with {call} registered "
+    with _hinted_call(f"running backward through {case['text']} with {call} registered "
                   f"(grad_input = {case['grad_input_text']})"), _quiet():
         (module(*inputs) * weight).sum().backward()
     clean_inputs = [t.detach().clone().requires_grad_(t.requires_grad) if isinstance(t, torch.Tensor) else t
@@ -723,16 +684,16 @@ def _judge_clip_case(case, seen):
 
 def _check_clip_keeps_the_graph(clip_grad_input, case):
     """In a backward with create_graph=True, the clipped gradient is still part of the graph."""
-    module = _seeded(case["factory"], case["seed"])
+    module = seeded(case["seed"], case["factory"])
     clean = copy.deepcopy(module)
     call = f"clip_grad_input(module, {case['max_norm']})"
-    with _learner(f"calling {call} on {case['text']}"):
+    with _hinted_call(f"calling {call} on {case['text']}"):
         clip_grad_input(module, case["max_norm"])
     x = case["inputs"]()[0]
     weight = random_tensor(case["seed"] + 7, case["out_shape"])
     doing = (f"running torch.autograd.grad(loss, x, create_graph=True) through {case['text']} with {call} "
              "registered")
-    with _learner(doing), _quiet():
+    with _hinted_call(doing), _quiet():
         grad_x, = torch.autograd.grad((module(x) * weight).sum(), x, create_graph=True)
     with _quiet():
         clean_grad, = torch.autograd.grad((clean(x) * weight).sum(), x, create_graph=True)
@@ -757,7 +718,7 @@ def _check_clip_every_backward(seen, case):
         for watcher in (seen["before"], seen["after"]):
             watcher.calls.clear()
             watcher.copies.clear()
-        with _learner(f"running backward number {number}, in {mode} mode, through {case['text']} with "
+        with _hinted_call(f"running backward number {number}, in {mode} mode, through {case['text']} with "
                       f"{seen['call']} registered"), _quiet():
             (module(*case["inputs"]()) * weight).sum().backward()
         received, returned = seen["before"].copies[0], seen["after"].calls[0]
@@ -776,15 +737,15 @@ def _check_clip_every_backward(seen, case):
 
 def _check_clip_own_max_norm(clip_grad_input):
     """Two modules clipped at once, each with its own max_norm: each hook keeps its own."""
-    first = _seeded(lambda: nn.Linear(5, 3), 661)
+    first = seeded(661, lambda: nn.Linear(5, 3))
     second = copy.deepcopy(first)
-    with _learner("calling clip_grad_input(first, 1.0), then clip_grad_input(second, 2.0)"):
+    with _hinted_call("calling clip_grad_input(first, 1.0), then clip_grad_input(second, 2.0)"):
         clip_grad_input(first, 1.0)
         clip_grad_input(second, 2.0)
     weight = random_tensor(668, (8, 3))
     for module, max_norm, name in ((first, 1.0, "first"), (second, 2.0, "second")):
         x = (random_tensor(662, (8, 5)) * 10.0).requires_grad_()
-        with _learner(f"running backward through the {name} module, after clip_grad_input(first, 1.0) and "
+        with _hinted_call(f"running backward through the {name} module, after clip_grad_input(first, 1.0) and "
                       "clip_grad_input(second, 2.0)"), _quiet():
             (module(x) * weight).sum().backward()
         norm = x.grad.norm().item()
@@ -843,7 +804,7 @@ def check_clip_grad_input(clip_grad_input):
     with calling("removing the handle that clip_grad_input returned"):
         seen["handle"].remove()
     x = case["inputs"]()[0]
-    with _learner("running backward after removing the handle"):
+    with _hinted_call("running backward after removing the handle"):
         (seen["module"](x) * random_tensor(case["seed"] + 7, case["out_shape"])).sum().backward()
     if x.grad.norm() <= case["max_norm"] * 1.001:
         fail(f"after handle.remove(), the gradient of the input is still clipped (norm {x.grad.norm():.4g}); "
@@ -882,22 +843,22 @@ def _outputs_and_loss(module, x, seed):
 
 def _noisy_backward(add_grad_noise, factory, shape, std, generator, seed, text):
     """A fresh module with the learner's pre-hook between two of ours, after one backward."""
-    module = _seeded(factory, seed)
+    module = seeded(seed, factory)
     clean = copy.deepcopy(module)
     before, after = _Seen(), _Seen()
     call = f"add_grad_noise(module, {std}{', generator' if generator is not None else ''})"
-    with _learner(f"calling {call} on {text}"):
+    with _hinted_call(f"calling {call} on {text}"):
         handle = add_grad_noise(module, std, generator) if generator is not None else add_grad_noise(module, std)
-    _single_handle(handle, call)
+    single_handle(handle, call, "the handle of the hook it registered")
     _no_deprecated_hook(module, call)
     # Ours first (prepend, so also before a pre-hook of yours registered with prepend=True) and last.
-    with _learner(f"registering the check's own full backward pre-hook before yours on {text}"):
+    with _hinted_call(f"registering the check's own full backward pre-hook before yours on {text}"):
         module.register_full_backward_pre_hook(before.pre_hook, prepend=True)
-    with _learner(f"registering a full backward pre-hook after yours on {text}"):
+    with _hinted_call(f"registering a full backward pre-hook after yours on {text}"):
         module.register_full_backward_pre_hook(after.pre_hook)
     dtype = next(module.parameters()).dtype
     x = random_tensor(seed + 1, shape).to(dtype).requires_grad_()
-    with _learner(f"running backward through {text} with {call} registered"):
+    with _hinted_call(f"running backward through {text} with {call} registered"):
         _, _, loss = _outputs_and_loss(module, x, seed + 2)
         loss.backward()
     return dict(module=module, clean=clean, before=before, after=after, x=x, call=call, handle=handle)
@@ -1006,7 +967,7 @@ def check_add_grad_noise(add_grad_noise):
 
         def again():
             module.zero_grad()
-            with _learner(f"running another backward through {text}"), _quiet():
+            with _hinted_call(f"running another backward through {text}"), _quiet():
                 _outputs_and_loss(module, x.detach(), seed + 2)[2].backward()
             return torch.cat([p.grad.flatten() for p in module.parameters()])
 
@@ -1067,19 +1028,19 @@ def check_add_grad_noise(add_grad_noise):
 def _check_noise_own_arguments(add_grad_noise):
     """Two modules with noise at once, each with its own std and generator: each hook keeps its own."""
     factory, shape, _, _, text = _NOISE_CASES[0]
-    first, second = _seeded(factory, 760), _seeded(factory, 760)
+    first, second = seeded(760, factory), seeded(760, factory)
     generators = [torch.Generator().manual_seed(5761), torch.Generator().manual_seed(5762)]
     states = [generator.get_state() for generator in generators]
     call_text = ("add_grad_noise(first, 0.3, first_generator), then add_grad_noise(second, 2.0, second_generator), "
                  f"on two copies of {text}")
-    with _learner(f"calling {call_text}"):
+    with _hinted_call(f"calling {call_text}"):
         add_grad_noise(first, 0.3, generators[0])
         add_grad_noise(second, 2.0, generators[1])
     seen = _Seen()
-    with _learner(f"registering a full backward pre-hook after yours on the first module, after {call_text}"):
+    with _hinted_call(f"registering a full backward pre-hook after yours on the first module, after {call_text}"):
         first.register_full_backward_pre_hook(seen.pre_hook)
     x = random_tensor(761, shape).requires_grad_()
-    with _learner(f"running backward through the first module, after {call_text}"), _quiet():
+    with _hinted_call(f"running backward through the first module, after {call_text}"), _quiet():
         (first(x) * random_tensor(762, (shape[0], 40))).sum().backward()
     noise = (seen.calls[0][0] - random_tensor(762, (shape[0], 40))).detach().double()
     measured = noise.std().item()

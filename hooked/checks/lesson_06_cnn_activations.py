@@ -4,16 +4,17 @@ hooked.checks.trained_digits_cnn: training in a check would be too slow). The re
 computed on copies of the models."""
 
 import collections
-import copy
 import random
 
 import torch
 import torch.nn.functional as F
 from torch import nn
-from torch.nn.modules import module as module_globals
 
 from hooked.check_api import LearnerCodeRaised, calling, fail
 from hooked.checks import trained_digits_cnn
+from hooked.checks.grad_cam_reference import activation_and_gradient, cam_of, twin_without_in_place
+from hooked.checks.hooks_left import GLOBAL_MODULE_HOOKS, MODULE_HOOK_DICTS
+from hooked.checks.planted_exceptions import planted_exception_comes_through
 from hooked.checks.tensors import close, describe, random_tensor
 
 
@@ -136,18 +137,14 @@ def _layer_text(name):
 _TRAINED = "the lesson's CNN, trained"
 
 
-_HOOK_KINDS = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks")
-
-
-_GLOBAL_KINDS = ("_global_forward_hooks", "_global_forward_pre_hooks", "_global_backward_hooks",
-                 "_global_backward_pre_hooks")
+_HOOK_KINDS = tuple(MODULE_HOOK_DICTS[kind] for kind in ("forward", "forward_pre", "backward", "backward_pre"))
 
 
 def _registered_hooks(model):
     """{(module name, kind): {hook id: hook}} of every module's hook dicts, and {(None, kind): ...} of the
     global module hooks (torch.nn.modules.module.register_module_forward_hook and the like)."""
     found = {(name, kind): dict(getattr(module, kind)) for name, module in model.named_modules() for kind in _HOOK_KINDS}
-    found.update({(None, kind): dict(getattr(module_globals, kind)) for kind in _GLOBAL_KINDS})
+    found.update({(None, kind): dict(hooks) for kind, hooks in GLOBAL_MODULE_HOOKS.items()})
     return found
 
 
@@ -155,8 +152,8 @@ def _hooks_left(model, before=None):
     """Names (and kinds) of modules that hold hooks of any kind not in `before` (the caller's own,
     from _registered_hooks), and of parameters that hold tensor hooks."""
     before = before or {}
-    left = [f"the global module hooks ({kind.strip('_')}, e.g. register_module_forward_hook)" for kind in _GLOBAL_KINDS
-            if set(getattr(module_globals, kind)) - set(before.get((None, kind), {}))]
+    left = [f"the global module hooks ({kind.strip('_')}, e.g. register_module_forward_hook)"
+            for kind, hooks in GLOBAL_MODULE_HOOKS.items() if set(hooks) - set(before.get((None, kind), {}))]
     for name, module in model.named_modules():
         for kind in _HOOK_KINDS:
             if set(getattr(module, kind)) - set(before.get((name, kind), {})):
@@ -170,7 +167,8 @@ def _check_callers_hooks_kept(model, before, call_text):
     """The hooks the caller had registered (`before`) are all still there, the same objects."""
     gone = [f"{'the global module hooks' if name is None else name or 'the model'} ({kind.strip('_')})"
             for (name, kind), hooks in before.items() for key, hook in hooks.items()
-            if getattr(module_globals if name is None else model.get_submodule(name), kind).get(key) is not hook]
+            if (GLOBAL_MODULE_HOOKS[kind] if name is None else getattr(model.get_submodule(name), kind)).get(key)
+            is not hook]
     if gone:
         fail(f"{call_text} removed hooks that the caller had registered before the call, on {gone}. Remove only "
              "the hook you registered, through its handle (handle.remove(), or the handle as a context manager); "
@@ -205,20 +203,11 @@ def _check_clean(model, modes, call_text, before=None):
              "model.eval() / model.train()), or put back each module's own mode.")
 
 
-def _twin_without_in_place(model):
-    """A copy of the model whose ReLUs are not in place: what each layer produced stays readable."""
-    twin = copy.deepcopy(model)
-    for module in twin.modules():
-        if isinstance(module, nn.ReLU):
-            module.inplace = False
-    return twin
-
-
 # ---------------------------------------------------------------- get_activation
 
 def _true_activation(model, name, x):
     """What the layer produced, on a copy whose ReLUs are not in place."""
-    twin = _twin_without_in_place(model)
+    twin = twin_without_in_place(model)
     kept = {}
     calls = []
     twin.get_submodule(name).register_forward_hook(lambda module, args, output: calls.append(
@@ -231,7 +220,7 @@ def _true_activation(model, name, x):
 
 def _outputs_of_modules(model, x):
     """{name: output} of every module of a copy of the model whose ReLUs are not in place."""
-    twin = _twin_without_in_place(model)
+    twin = twin_without_in_place(model)
     outputs = {}
     for name, module in twin.named_modules():
         module.register_forward_hook(lambda m, args, output, name=name: outputs.setdefault(
@@ -299,25 +288,23 @@ def _check_raising_forward(get_activation):
                                  f"{when}")
 
 
+def _other_exception_hint(error):
+    if isinstance(error, ValueError):
+        return "That is not the model's own ValueError; let the exception of the forward pass through as it is."
+    return ("Expected the model's ValueError to reach the caller unchanged. Don't catch the exception; remove the "
+            "hook in a `finally:` block (or a `with` block) and let it go on.")
+
+
 def _check_raises_and_cleans(function, model, x, call_text, *more):
     """`function(model, model.conv, x, *more)` lets the model's own ValueError through, leaves no hook and
     leaves each parameter's requires_grad as it was."""
     requires_grad, before = [p.requires_grad for p in model.parameters()], _registered_hooks(model)
-    try:
-        result = function(model, model.conv, x, *more)
-    except ValueError as error:
-        if "on purpose" not in str(error):
-            fail(f"{call_text} raised ValueError: {error}, not the model's own ValueError; let the exception of "
-                 "the forward pass through as it is.")
-    except NotImplementedError:
-        raise
-    except Exception as error:
-        fail(f"{call_text} raised {type(error).__name__}: {error}; expected the model's ValueError to reach the "
-             "caller unchanged. Don't catch the exception; remove the hook in a `finally:` block (or a `with` "
-             "block) and let it go on.")
-    else:
-        fail(f"{call_text} returned {describe(result)}, but model(x) raised ValueError; let the exception reach "
-             "the caller (don't catch it).")
+    planted_exception_comes_through(
+        f"calling {call_text}", lambda: function(model, model.conv, x, *more),
+        planted=lambda error: isinstance(error, ValueError) and "on purpose" in str(error),
+        returned_normally=lambda result: (f"{call_text} returned {describe(result)}, but model(x) raised ValueError; "
+                                          "let the exception reach the caller (don't catch it)."),
+        hints=(_other_exception_hint,))
     left = _hooks_left(model, before)
     if left:
         fail(f"{call_text}: the ValueError came through, but hooks were left on {left}. When forward raises, "
@@ -423,51 +410,6 @@ def check_get_activation(get_activation):
 
 # ---------------------------------------------------------------- grad_cam
 
-def _activation_and_gradient(model, name, relu_after, x, target, score_of=None):
-    """A and G as in a copy without in-place ReLUs; also A and G after the ReLU that follows the layer.
-    `score_of(output, target)` is what the gradient is of (default: the raw score output[0, target])."""
-    twin = _twin_without_in_place(model).requires_grad_(True)  # a frozen model's twin too has a graph
-    kept = {}
-    twin.get_submodule(name).register_forward_hook(lambda module, args, output: kept.update(A=output))
-    if relu_after:
-        twin.get_submodule(relu_after).register_forward_hook(lambda module, args, output: kept.update(R=output))
-    with torch.enable_grad():
-        output = twin(x)
-        score = output[0, target] if score_of is None else score_of(output, target)
-    wanted = [kept["A"]] + ([kept["R"]] if relu_after else [])
-    grads = torch.autograd.grad(score, wanted)
-    found = {"A": kept["A"].detach()[0], "G": grads[0][0]}
-    if relu_after:
-        found.update(A_after=kept["R"].detach()[0], G_after=grads[1][0])
-    return found
-
-
-def _cam(A, G, size, relu=True, weights="gradient", mode="bilinear", align_corners=False, normalize="max",
-         relu_after_upsampling=False, normalize_first=False):
-    w = G.mean(dim=(1, 2)) if weights == "gradient" else A.mean(dim=(1, 2))
-    cam = (w[:, None, None] * A).sum(dim=0)
-    if weights == "product":  # gradient times activation, summed over channels, without the means
-        cam = (G * A).sum(dim=0)
-    if weights == "channels":  # G averaged over its channels (one weight per place) instead of over space
-        cam = (G.mean(dim=0, keepdim=True) * A).sum(dim=0)
-    if relu == "abs":
-        cam = cam.abs()
-    elif relu and not relu_after_upsampling:
-        cam = cam.relu()
-    if normalize_first and cam.max() > 0:
-        cam = cam / cam.max()
-    if size is not None:
-        options = {} if mode == "nearest" else {"align_corners": align_corners}
-        cam = F.interpolate(cam[None, None], size=size, mode=mode, **options)[0, 0]
-    if relu is True and relu_after_upsampling:
-        cam = cam.relu()
-    if normalize == "max" and cam.max() > 0 and not normalize_first:
-        cam = cam / cam.max()
-    if normalize == "min-max" and cam.max() > cam.min():
-        cam = (cam - cam.min()) / (cam.max() - cam.min())
-    return cam
-
-
 _NO_CLONE = ("The activation you used is the layer's output with a ReLU applied: the in-place ReLU that follows "
              "the layer overwrote it (output.detach() shares memory with the output), or your code applied one. "
              "A is what the layer produced: keep output.detach().clone() in the forward hook, as it is.")
@@ -482,40 +424,40 @@ def _variants(found, size):
     """(cam of a typical mistake, its hint), most specific first."""
     A, G = found["A"], found["G"]
     variants = [
-        (_cam(A, G, size, relu=False), "The map has the values of the weighted sum before the ReLU: apply "
+        (cam_of(A, G, size, relu=False), "The map has the values of the weighted sum before the ReLU: apply "
                                        "torch.relu to sum_k w_k * A_k (Grad-CAM keeps only what raises the score)."),
-        (_cam(A, G, size, relu="abs"), "You took the absolute value of sum_k w_k * A_k; apply torch.relu instead: "
+        (cam_of(A, G, size, relu="abs"), "You took the absolute value of sum_k w_k * A_k; apply torch.relu instead: "
                                        "the places that lower the score must become 0, not count as bright."),
-        (_cam(A, G, size, normalize=None), "It is not normalized: divide the upsampled map by its maximum when "
+        (cam_of(A, G, size, normalize=None), "It is not normalized: divide the upsampled map by its maximum when "
                                            "that maximum is positive."),
-        (_cam(A, G, size, normalize="min-max"), "You subtracted the minimum before dividing (min-max scaling); "
+        (cam_of(A, G, size, normalize="min-max"), "You subtracted the minimum before dividing (min-max scaling); "
                                                 "divide by the maximum only."),
-        (_cam(A, G, size, weights="activation"), "The weights w_k are the means of the activations; they must be "
+        (cam_of(A, G, size, weights="activation"), "The weights w_k are the means of the activations; they must be "
                                                  "the means of the gradient G over the spatial dimensions."),
-        (_cam(A, G, size, weights="product"), "You summed gradient times activation place by place; Grad-CAM "
+        (cam_of(A, G, size, weights="product"), "You summed gradient times activation place by place; Grad-CAM "
                                               "first averages the gradient of each channel over its spatial "
                                               "dimensions (one weight w_k per channel), then weights A_k by it."),
-        (_cam(A, G, size, weights="channels"), "You averaged G over its channels (dimension 1 of (1, K, h, w)), "
+        (cam_of(A, G, size, weights="channels"), "You averaged G over its channels (dimension 1 of (1, K, h, w)), "
                                                "which gives one weight per place; average each channel over its "
                                                "spatial dimensions, gradient.mean(dim=(2, 3)), one weight w_k per "
                                                "channel."),
-        (_cam(A, G, size, align_corners=True), "The upsampling used align_corners=True; use "
+        (cam_of(A, G, size, align_corners=True), "The upsampling used align_corners=True; use "
                                                "align_corners=False."),
-        (_cam(A, G, size, mode="nearest"), "The upsampling was nearest-neighbour; use mode='bilinear' (with "
+        (cam_of(A, G, size, mode="nearest"), "The upsampling was nearest-neighbour; use mode='bilinear' (with "
                                            "align_corners=False)."),
-        (_cam(A, G, size, mode="bicubic"), "The upsampling was bicubic; use mode='bilinear' (with "
+        (cam_of(A, G, size, mode="bicubic"), "The upsampling was bicubic; use mode='bilinear' (with "
                                            "align_corners=False)."),
-        (_cam(A, G, size, relu_after_upsampling=True), "The ReLU was applied after the upsampling; apply it to "
+        (cam_of(A, G, size, relu_after_upsampling=True), "The ReLU was applied after the upsampling; apply it to "
                                                        "the h x w map, then upsample."),
-        (_cam(A, G, size, normalize_first=True), "The map was divided by its maximum before the upsampling; "
+        (cam_of(A, G, size, normalize_first=True), "The map was divided by its maximum before the upsampling; "
                                                  "upsample first, then divide by the maximum of the upsampled "
                                                  "map."),
     ]
     if "A_after" in found:
         variants = [
-            (_cam(found["A_after"], G, size), _NO_CLONE),
-            (_cam(A, found["G_after"], size), _AFTER_RELU_GRADIENT),
-            (_cam(found["A_after"], found["G_after"], size), _AFTER_RELU_GRADIENT + " " + _NO_CLONE),
+            (cam_of(found["A_after"], G, size), _NO_CLONE),
+            (cam_of(A, found["G_after"], size), _AFTER_RELU_GRADIENT),
+            (cam_of(found["A_after"], found["G_after"], size), _AFTER_RELU_GRADIENT + " " + _NO_CLONE),
         ] + variants
     return variants
 
@@ -574,11 +516,11 @@ def _call_grad_cam(grad_cam, model, name, x, target, call_text):
 def _other_class(model, name, x, target, size):
     """(cam, hint) for the class the model predicts, if that is not `target`: the cam of the wrong class."""
     with torch.no_grad():
-        predicted = int(_twin_without_in_place(model)(x)[0].argmax())
+        predicted = int(twin_without_in_place(model)(x)[0].argmax())
     if predicted == target:
         return []
-    found = _activation_and_gradient(model, name, None, x, predicted)
-    return [(_cam(found["A"], found["G"], size),
+    found = activation_and_gradient(model, name, None, x, predicted)
+    return [(cam_of(found["A"], found["G"], size),
              f"This is the map of class {predicted}, the one the model predicts (the argmax of model(x)[0]); "
              f"compute it for the class passed as `target`, {target}.")]
 
@@ -599,8 +541,8 @@ def _other_scores(model, name, x, target, size):
     """(cam, hint) when the gradient is of a softmax, a log-probability or a loss instead of the score."""
     variants = []
     for score_of, hint in _OTHER_SCORES:
-        found = _activation_and_gradient(model, name, None, x, target, score_of)
-        variants.append((_cam(found["A"], found["G"], size), hint))
+        found = activation_and_gradient(model, name, None, x, target, score_of)
+        variants.append((cam_of(found["A"], found["G"], size), hint))
     return variants
 
 
@@ -611,8 +553,8 @@ def _other_layers(model, name, x, target, size):
         if other in ("", name) or isinstance(module, _GradModeProbe):
             continue
         if _maps_out(model, other, x):
-            found = _activation_and_gradient(model, other, None, x, target)
-            variants.append((_cam(found["A"], found["G"], size),
+            found = activation_and_gradient(model, other, None, x, target)
+            variants.append((cam_of(found["A"], found["G"], size),
                              f"This is the Grad-CAM at {_layer_text(other)}, not at the layer passed in, "
                              f"{_layer_text(name)}: register the hooks on `layer` itself, whatever kind of module "
                              "it is (not on the last Conv2d you find, say)."))
@@ -621,7 +563,7 @@ def _other_layers(model, name, x, target, size):
 
 def _maps_out(model, name, x):
     """Whether module `name` of a copy of the model outputs a batch of 2-D maps (N, K, h, w)."""
-    twin = _twin_without_in_place(model)
+    twin = twin_without_in_place(model)
     shapes = []
     twin.get_submodule(name).register_forward_hook(lambda m, args, output: shapes.append(getattr(output, "shape", ())))
     with torch.no_grad():
@@ -658,8 +600,8 @@ def _judge_cam(cam, expected, found, size, said, more_variants=list):
 
 def _grad_cam_case(grad_cam, model, name, relu_after, x, target, what=""):
     size = tuple(x.shape[-2:])
-    found = _activation_and_gradient(model, name, relu_after, x, target)
-    expected = _cam(found["A"], found["G"], size)
+    found = activation_and_gradient(model, name, relu_after, x, target)
+    expected = cam_of(found["A"], found["G"], size)
     modes, before = _modes(model), _registered_hooks(model)
     requires_grad = [p.requires_grad for p in model.parameters()]
     call_text = f"grad_cam(model, {_layer_text(name)}, x, {target}) with x of shape {tuple(x.shape)}{what}"

@@ -5,30 +5,23 @@ import numbers
 import random
 
 import torch
-import torch.nn.modules.module as module_hooks
 from torch import nn
 
 from hooked.check_api import LearnerCodeRaised, calling, fail
+from hooked.checks.hooks_left import (CALL_HOOK_KINDS, MODULE_HOOK_DICTS, global_hook_registrar, global_hooks,
+                                     global_hooks_added)
+from hooked.checks.planted_exceptions import planted_exception_comes_through
 from hooked.checks.tensors import close, describe, random_tensor
+from hooked.checks.torch_error_hints import calling_with_hints
 
 # ---------------------------------------------------------------- shared helpers
 
-_GLOBAL_HOOKS = {
-    "register_module_forward_pre_hook": module_hooks._global_forward_pre_hooks,
-    "register_module_forward_hook": module_hooks._global_forward_hooks,
-    "register_module_full_backward_pre_hook": module_hooks._global_backward_pre_hooks,
-    "register_module_full_backward_hook": module_hooks._global_backward_hooks,
-}
-_OWN_HOOKS = ("_forward_pre_hooks", "_forward_hooks", "_backward_pre_hooks", "_backward_hooks")
-
-
-def _global_hook_ids():
-    return {kind: set(hooks) for kind, hooks in _GLOBAL_HOOKS.items()}
+_OWN_HOOKS = tuple(MODULE_HOOK_DICTS[kind] for kind in CALL_HOOK_KINDS)
 
 
 def _check_nothing_left(before, modules, call_text, how):
     """Fail if a global hook registered since `before`, or any own hook of `modules`, is still there."""
-    left = [kind for kind, hooks in _GLOBAL_HOOKS.items() if set(hooks) - before[kind]]
+    left = [global_hook_registrar(name) for name in global_hooks_added(before)]
     if left:
         fail(f"After {call_text} {how}, global hooks were still registered (by {', '.join(left)}). A global hook "
              "fires for every module in the process until it is removed: remove it before returning, with "
@@ -39,16 +32,17 @@ def _check_nothing_left(before, modules, call_text, how):
              "register before returning, also when the forward pass raises (`with handle:` or try/finally).")
 
 
+def _module_key_error_hint(error):
+    if isinstance(error, KeyError) and error.args and isinstance(error.args[0], nn.Module):
+        return (f"The KeyError is a {type(error.args[0]).__name__} module. A global hook fires for every module "
+                "called, also for modules that are not in model.named_modules() (this model calls one it keeps in "
+                "a plain list); skip those instead of looking them up.")
+    return None
+
+
 def _call_learner(function, call_text, args, kwargs=None):
-    with calling(f"calling {call_text}"):
-        try:
-            return function(*args, **(kwargs or {}))
-        except KeyError as error:
-            if error.args and isinstance(error.args[0], nn.Module):
-                fail(f"{call_text} raised KeyError: {type(error.args[0]).__name__} module. A global hook fires for "
-                     "every module called, also for modules that are not in model.named_modules() (this model "
-                     "calls one it keeps in a plain list); skip those instead of looking them up.")
-            raise
+    with calling_with_hints(f"calling {call_text}", (_module_key_error_hint,)):
+        return function(*args, **(kwargs or {}))
 
 
 def _modes(model):
@@ -509,7 +503,7 @@ def check_summarize_model(summarize_model):
         shown = ", ".join([f"{'xyz'[number]} of shape {shape}" for number, shape in enumerate(shapes)]
                           + [f"{key}={value}" for key, value in kwargs.items()])
         call_text = f"summarize_model(model, {shown})"
-        before = _global_hook_ids()
+        before = global_hooks()
         modules = list(model.named_modules()) + [("(an unregistered module the model calls)", m)
                                                 for m in getattr(model, "helpers", [])]
         try:
@@ -576,24 +570,23 @@ def _check_raising(function, exercise):
         call_text = f"{exercise}(model, x of shape (2, {width})) on a model whose layer '1.1' {what}"
         own_stop = (" If you stop the pass early by raising an exception of your own, raise and catch a class of "
                     "your own, not RuntimeError, which torch itself raises.") if kind is RuntimeError else ""
-        before = _global_hook_ids()
-        try:
-            with calling(f"calling {call_text}"):
-                returned = function(model, random_tensor(709, (2, width)))
-        except LearnerCodeRaised as error:
-            raised = error.error
-            if not isinstance(raised, kind) or words not in str(raised):
-                cause = raised.__cause__ or raised.__context__
-                if isinstance(cause, kind) and words in str(cause):
-                    fail(f"{call_text} raised {type(raised).__name__}: {raised}, made from the model's {name}; the "
-                         f"model's {name} must reach the caller unchanged. Don't catch it: a `with handle:` block or "
-                         "try/finally removes the hooks and lets the exception go on.")
-                raise
-        else:
-            fail(f"{call_text} returned normally (it gave {describe(returned)}); the model's {name} must reach the "
-                 "caller unchanged. "
-                 "Don't catch it: a `with handle:` block or try/finally removes the hooks and lets the exception "
-                 f"go on.{own_stop}")
+        def is_the_models(error, kind=kind, words=words):
+            return isinstance(error, kind) and words in str(error)
+
+        def made_from_the_models(error, name=name):
+            if is_the_models(error.__cause__ or error.__context__):
+                return (f"It was made from the model's {name}: the model's {name} must reach the caller unchanged. "
+                        "Don't catch it: a `with handle:` block or try/finally removes the hooks and lets the "
+                        "exception go on.")
+            return None
+
+        before = global_hooks()
+        planted_exception_comes_through(
+            f"calling {call_text}", lambda: function(model, random_tensor(709, (2, width))), is_the_models,
+            lambda returned: (f"{call_text} returned normally (it gave {describe(returned)}); the model's {name} must "
+                              "reach the caller unchanged. Don't catch it: a `with handle:` block or try/finally "
+                              f"removes the hooks and lets the exception go on.{own_stop}"),
+            hints=(made_from_the_models,))
         _check_nothing_left(before, list(model.named_modules()), call_text, "raised")
 
 
@@ -719,7 +712,7 @@ class Big(nn.Module):
         return torch.exp(100.0 * torch.tanh(x) + 100.0)
 
 
-class Block(nn.Module):
+class NaNBlock(nn.Module):
     """A container whose own forward makes the NaN, after its layers returned finite outputs."""
 
     def __init__(self, width):
@@ -856,7 +849,7 @@ def _ghost_case(width):
 
 def _block_case(width):
     # a container is the answer: its own forward makes the NaN after its layers returned finite outputs
-    return Chain(Block(width), width)
+    return Chain(NaNBlock(width), width)
 
 
 def _reused_case(width):
@@ -1110,7 +1103,7 @@ def check_find_first_nonfinite(find_first_nonfinite):
             shown += ", holding inf and -inf"
         call_text = f"find_first_nonfinite(model, {shown})"
         modes_before = _modes(model)
-        before = _global_hook_ids()
+        before = global_hooks()
         modules = list(model.named_modules()) + [("(an unregistered module the model calls)", model.helpers[0])]
         with _watching_the_model(model) as model_called:
             try:

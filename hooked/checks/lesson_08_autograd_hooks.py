@@ -5,7 +5,7 @@ fuse_sgd_into_backward is compared with SGD steps computed by hand on a copy of 
 imports torch._dynamo). call_when_all_grads_ready is watched through tensor hooks of the
 check's own, registered before the learner's, so they fire first in every pass.
 
-HalfPrecisionSaver is compared with the check's own pack and unpack (_Reference, which also
+HalfPrecisionSaver is compared with the check's own pack and unpack (_ReferenceSaver, which also
 plays the known-wrong variants): the gradients, the dtype and shape of every saved tensor as
 unpack gives it back (read through the graph's `_saved_...` attributes), bytes_saved, and the
 memory the graph really keeps: the storages of the tensors made in the forward pass that are
@@ -21,9 +21,11 @@ import weakref
 import torch
 from torch import nn
 
-from hooked.check_api import LearnerCodeRaised, calling, fail
+from hooked.check_api import calling, capitalized, fail
+from hooked.checks.handles import handle_list
+from hooked.checks.seeding import seeded
 from hooked.checks.tensors import close, describe, random_tensor
-from hooked.learner_tracebacks import describe_learner_error
+from hooked.checks.torch_error_hints import calling_with_hints
 
 _ERROR_HINTS = (  # (text in torch's error, what it means for these exercises)
     ("a leaf Variable that requires grad is being used in an in-place operation",
@@ -47,7 +49,7 @@ _ERROR_HINTS = (  # (text in torch's error, what it means for these exercises)
 def _grad_mode_kept(doing, before):
     if torch.is_grad_enabled() != before:
         state = "on" if not before else "off"
-        fail(f"{doing[:1].upper()}{doing[1:]} turned grad mode {state} and left it {state} (torch.is_grad_enabled() "
+        fail(f"{capitalized(doing)} turned grad mode {state} and left it {state} (torch.is_grad_enabled() "
              f"is {not before} afterwards); expected grad mode as it was. Turn grad mode off only inside a "
              "`with torch.no_grad():` block, never with torch.set_grad_enabled.")
 
@@ -62,48 +64,18 @@ _MULTI_ERROR_HINTS = (  # call_when_all_grads_ready: `tensors` holds a non-leaf 
 
 
 @contextlib.contextmanager
-def _learner(doing, hints=_ERROR_HINTS):
-    """`calling(doing)`, with the meaning of torch's errors that these exercises run into."""
+def _hinted_call(doing, hints=_ERROR_HINTS):
+    """`calling(doing)`, with the meaning of torch's errors that these exercises run into; and grad
+    mode must be as it was afterwards."""
     before = torch.is_grad_enabled()
-    try:
-        with calling(doing):
-            yield
-    except LearnerCodeRaised as raised:
-        for text, hint in hints:
-            if text in str(raised.error):
-                fail(f"{doing[:1].upper()}{doing[1:]} raised {describe_learner_error(raised.error)}\n{hint}")
-        raise
+    with calling_with_hints(doing, hints):
+        yield
     _grad_mode_kept(doing, before)
-
-
-def _seeded(factory, seed):
-    with torch.random.fork_rng(devices=[]):
-        torch.default_generator.manual_seed(seed)  # (torch.manual_seed also seeds every other device: slower)
-        return factory()
-
-
-def _handles(result, call_text, what):
-    if isinstance(result, dict):
-        fail(f"{call_text} returned {describe(result)}, a dict; expected a list of the handles of the {what} it "
-             "registered (a dict's items are its keys when it is read as a sequence): return list(....values()), or "
-             "build a list.")
-    if isinstance(result, (str, bytes)) or not hasattr(result, "__iter__"):
-        fail(f"{call_text} returned {describe(result)}; expected a list of the handles of the {what} it registered.")
-    if iter(result) is result:  # a generator registers nothing until someone reads it
-        fail(f"{call_text} returned {describe(result)}, an iterator (a generator expression, map(...)); expected a "
-             f"list of the handles of the {what} it registered. A generator registers nothing until it is read: "
-             "build a list.")
-    handles = list(result)
-    for handle in handles:
-        if not hasattr(handle, "remove"):
-            fail(f"{call_text} returned a list holding {describe(handle)}; expected only handles (objects with a "
-                 f"remove() method), the ones that registering the {what} returned.")
-    return handles
 
 
 # ---------------------------------------------------------------- fuse_sgd_into_backward
 
-class _Tied(nn.Module):
+class _TiedReused(nn.Module):
     """Uses `layer` twice (its parameters get one summed gradient), a bare parameter, a weight tied
     to `layer`'s (one parameter under two names: layer.weight and mirror.weight), and a parameter
     `spare` that only the passes with `use_spare` set reach (in the others it gets no gradient)."""
@@ -136,9 +108,9 @@ def _frozen_bias():
 
 
 _MODEL_TEXT = {_frozen_first: "nn.Sequential(Linear(5, 6), Tanh, Linear(6, 3)) with its first Linear frozen",
-               _Tied: "a model that uses its Linear `layer` twice, ties mirror.weight to layer.weight (one parameter "
-                      "under two names), multiplies by a bare parameter `scale`, and uses a parameter `spare` only in "
-                      "some passes",
+               _TiedReused: "a model that uses its Linear `layer` twice, ties mirror.weight to layer.weight (one "
+                            "parameter under two names), multiplies by a bare parameter `scale`, and uses a parameter "
+                            "`spare` only in some passes",
                _frozen_bias: "a 3-Linear nn.Sequential whose middle Linear's bias is frozen"}
 
 
@@ -249,15 +221,17 @@ def _judge_grads_freed(model, said):
 
 
 def check_fuse_sgd_into_backward(fuse_sgd_into_backward):
-    cases = [(_frozen_first, 0.1, (6, 5), 3, 3), (_Tied, 0.05, (5, 4), 2, 3), (_frozen_bias, 0.3, (4, 3), 2, 2)]
+    cases = [(_frozen_first, 0.1, (6, 5), 3, 3), (_TiedReused, 0.05, (5, 4), 2, 3),
+             (_frozen_bias, 0.3, (4, 3), 2, 2)]
     for number, (factory, lr, shape, features, steps) in enumerate(cases):
         seed = 800 + 10 * number
-        model = _seeded(factory, seed)
+        model = seeded(seed, factory)
         reference = copy.deepcopy(model)
         call_text = f"fuse_sgd_into_backward(model, lr={lr}) on {_MODEL_TEXT[factory]}"
-        with _learner(f"calling {call_text}"):
+        with _hinted_call(f"calling {call_text}"):
             result = fuse_sgd_into_backward(model, lr)
-        handles = _handles(result, call_text, "hooks")
+        handles = handle_list(result, call_text, "a handle, the one that registering the hooks returned",
+                              "the handles of the hooks it registered")
         observer = _Observer(model)
         trainable = len(_named_trainable(model))
         if len(handles) != trainable:
@@ -268,7 +242,7 @@ def check_fuse_sgd_into_backward(fuse_sgd_into_backward):
         # torch.autograd.grad only looks at gradients: it must not step, nor write .grad.
         before = {name: p.detach().clone() for name, p in model.named_parameters()}
         x, weight = random_tensor(seed + 1, shape), random_tensor(seed + 2, (shape[0], features))
-        with _learner(f"calling torch.autograd.grad on the loss of {call_text}"):
+        with _hinted_call(f"calling torch.autograd.grad on the loss of {call_text}"):
             torch.autograd.grad(_loss(model, x, weight), [p for _, p in _named_trainable(model)], allow_unused=True)
         moved = [name for name, p in model.named_parameters() if not torch.equal(p.detach(), before[name])]
         if moved:
@@ -280,7 +254,7 @@ def check_fuse_sgd_into_backward(fuse_sgd_into_backward):
         for step in range(steps):
             create_graph = step == steps - 1  # grad mode is on inside hooks then
             for m in (model, reference):
-                if isinstance(m, _Tied):
+                if isinstance(m, _TiedReused):
                     m.use_spare = step == 1  # spare gets a gradient in the second pass only
             x = random_tensor(seed + 3 + step, shape)
             weight = random_tensor(seed + 6 + step, (shape[0], features))
@@ -296,7 +270,7 @@ def check_fuse_sgd_into_backward(fuse_sgd_into_backward):
             expected = {name: p.detach() for name, p in reference.named_parameters()}
             how = "backward(create_graph=True)" if create_graph else "backward()"
             said = f"{call_text}, then {step + 1} {how} pass{'es' if step else ''}"
-            with _learner(f"running {how} number {step + 1} after {call_text}"), warnings.catch_warnings():
+            with _hinted_call(f"running {how} number {step + 1} after {call_text}"), warnings.catch_warnings():
                 warnings.simplefilter("ignore")  # create_graph=True warns about the .grad reference cycle
                 _loss(model, x, weight).backward(create_graph=create_graph)
             _judge_step(model, before, expected, lr, said, create_graph, addresses, observer)
@@ -307,7 +281,7 @@ def check_fuse_sgd_into_backward(fuse_sgd_into_backward):
         with calling(f"removing the handles that {call_text} returned"):
             for handle in handles:
                 handle.remove()
-        with _learner(f"running backward after removing the handles that {call_text} returned"):
+        with _hinted_call(f"running backward after removing the handles that {call_text} returned"):
             _loss(model, random_tensor(seed + 9, shape), random_tensor(seed + 8, (shape[0], features))).backward()
         moved = [name for name, p in model.named_parameters() if not torch.equal(p.detach(), before[name])]
         if moved:
@@ -323,7 +297,7 @@ def check_fuse_sgd_into_backward(fuse_sgd_into_backward):
 
 # ---------------------------------------------------------------- call_when_all_grads_ready
 
-class _Watch:
+class _GradientWatch:
     """The check's own tensor hooks: the gradient of each tensor in the current pass."""
 
     def __init__(self, tensors):
@@ -341,7 +315,7 @@ class _Watch:
             handle.remove()
 
 
-class _Recorder:
+class _CallbackRecorder:
     """The callback given to the learner's function: each call, with what was known then."""
 
     def __init__(self, watch):
@@ -441,12 +415,12 @@ def check_call_when_all_grads_ready(call_when_all_grads_ready):
             ("h only (and a through it)", lambda: (h * wh).sum()),
             ("a, h and b, with backward(create_graph=True)", lambda: (a * wa * b.sum()).sum() + (h * wh).sum()),
         ]
-        watch = _Watch(tensors)
-        recorder = _Recorder(watch)
+        watch = _GradientWatch(tensors)
+        recorder = _CallbackRecorder(watch)
         call_text = (f"call_when_all_grads_ready([{', '.join(names)}], callback), where a and b are leaves and "
                      "h = tanh(2 * a)" if number == 0 else
                      f"call_when_all_grads_ready([{', '.join(names)}], callback) with two leaves")
-        with _learner(f"calling {call_text}", _MULTI_ERROR_HINTS + _ERROR_HINTS):
+        with _hinted_call(f"calling {call_text}", _MULTI_ERROR_HINTS + _ERROR_HINTS):
             handle = call_when_all_grads_ready(tensors, recorder)
         if isinstance(handle, (list, tuple)):
             fail(f"{call_text} returned a {type(handle).__name__} of {len(handle)}; expected one handle with a remove() "
@@ -460,7 +434,7 @@ def check_call_when_all_grads_ready(call_when_all_grads_ready):
         for count, (uses, loss) in enumerate(passes):
             watch.new_pass()
             recorder.calls.clear()
-            with _learner(f"running backward pass {count + 1} (its loss uses {uses}) after {call_text}"), \
+            with _hinted_call(f"running backward pass {count + 1} (its loss uses {uses}) after {call_text}"), \
                     warnings.catch_warnings():
                 warnings.simplefilter("ignore")  # create_graph=True warns about the .grad reference cycle
                 loss().backward(retain_graph=True, create_graph="create_graph" in uses)
@@ -471,7 +445,7 @@ def check_call_when_all_grads_ready(call_when_all_grads_ready):
             handle.remove()
         watch.new_pass()
         recorder.calls.clear()
-        with _learner(f"running backward after removing the handle that {call_text} returned"):
+        with _hinted_call(f"running backward after removing the handle that {call_text} returned"):
             passes[0][1]().backward()
         if recorder.calls:
             fail(f"{call_text}: after handle.remove(), a backward pass still called callback; expected no call. "
@@ -510,6 +484,10 @@ _UNPACK_ERROR_HINTS = (  # the first text found in the error wins
                                 "Key a cache by id(tensor), or use torch.utils.weak.WeakTensorKeyDictionary, which "
                                 "compares tensors by identity."),
 )
+
+
+def _hinted_saver_call(doing):
+    return _hinted_call(doing, _UNPACK_ERROR_HINTS)
 
 
 class _BodyError(ValueError):
@@ -559,7 +537,7 @@ class _LinearNet(nn.Module):
 def _linear_objects(seed):
     rng = random.Random(seed)
     n = rng.randint(3, 6)
-    model = _seeded(lambda: _LinearNet(n), seed)
+    model = seeded(seed, lambda: _LinearNet(n))
     return [model, random_tensor(seed + 1, (rng.randint(2, 5), n))]
 
 
@@ -645,7 +623,7 @@ def _stored_as_is(tensor, leaves=True, views=True):
     return (leaves and base.is_leaf) or tensor.dtype not in _CONVERTED
 
 
-class _Reference:
+class _ReferenceSaver:
     """The check's own pack and unpack: the contract's saver, or a known-wrong variant of it.
     `leaves=False` converts leaves too, `views=False` converts views of leaves (weight.t()),
     `once=False` converts a tensor again each time an operation saves it, `inputs=False` converts
@@ -807,7 +785,7 @@ def _learner_run(saver, case, objects, said, measure=False):
     when `measure`)."""
     own = _own_tensors(objects)
     with _watching_new_objects() if measure else contextlib.nullcontext():
-        with _learner_unpack(f"running the forward pass of {case.text} inside `with saver:`"):
+        with _hinted_saver_call(f"running the forward pass of {case.text} inside `with saver:`"):
             with saver:
                 loss = case.loss(objects)
                 held = _new_bytes(own + [loss]) if measure else None  # inside the block: nothing kept till its end
@@ -819,9 +797,9 @@ def _learner_run(saver, case, objects, said, measure=False):
             fail(f"{said}: bytes_saved was {describe(inside)} inside the block, right after the forward pass, and "
                  f"{describe(counted)} once the block was left; expected the count of the pass already inside the "
                  "block: count in the pack hook, when each tensor is stored, not when the block ends.")
-        with _learner_unpack(f"reading the saved tensors of {case.text} (which calls unpack)"):
+        with _hinted_saver_call(f"reading the saved tensors of {case.text} (which calls unpack)"):
             unpacked = _unpacked(loss)
-        with _learner_unpack(f"running backward (after the `with` block) for {case.text}"), \
+        with _hinted_saver_call(f"running backward (after the `with` block) for {case.text}"), \
                 warnings.catch_warnings():
             warnings.simplefilter("ignore")  # create_graph=True warns about the .grad reference cycle
             loss.backward(create_graph=case.create_graph)
@@ -848,7 +826,7 @@ def _training_step_inside(saver, case, objects):
     the block that are still alive before it ends, once backward has freed the graph."""
     own = _own_tensors(objects)
     with _watching_new_objects():
-        with _learner_unpack(f"running the forward and the backward pass of {case.text} inside one `with saver:` "
+        with _hinted_saver_call(f"running the forward and the backward pass of {case.text} inside one `with saver:` "
                              "block"), warnings.catch_warnings():
             warnings.simplefilter("ignore")  # create_graph=True warns about the .grad reference cycle
             with saver:
@@ -858,20 +836,6 @@ def _training_step_inside(saver, case, objects):
                 grads = [t.grad for t in case.trainable(objects)]
                 left = _new_bytes(own + [g for g in grads if g is not None])
     return left
-
-
-@contextlib.contextmanager
-def _learner_unpack(doing):
-    before = torch.is_grad_enabled()
-    try:
-        with calling(doing):
-            yield
-    except LearnerCodeRaised as raised:
-        for text, hint in _UNPACK_ERROR_HINTS:
-            if text in str(raised.error):
-                fail(f"{doing[:1].upper()}{doing[1:]} raised {describe_learner_error(raised.error)}\n{hint}")
-        raise
-    _grad_mode_kept(doing, before)
 
 
 def _all_close(got, want, tolerance=1e-4):
@@ -894,22 +858,22 @@ def _judge_grads(grads, half, case, seed, said):
     case.loss(exact_objects).backward()
     if _all_close(grads, [t.grad for t in case.trainable(exact_objects)], 1e-6):
         fail(f"{message} Yours is the full-precision gradient: the saved tensors were not stored as float16.")
-    if _all_close(grads, _Reference(views=False).run(case, seed)[0]):
+    if _all_close(grads, _ReferenceSaver(views=False).run(case, seed)[0]):
         fail(f"{message} You converted the weight.t() that nn.Linear saves: a view of a parameter (its `_base` is a "
              "leaf) is stored as it is, like the parameter itself.")
-    if _all_close(grads, _Reference(inputs=False).run(case, seed)[0]):
+    if _all_close(grads, _ReferenceSaver(inputs=False).run(case, seed)[0]):
         fail(f"{message} You converted a leaf that does not require grad (the input): every leaf is stored as it "
              "is, parameters or not. Whoever made it keeps it, so a float16 copy only adds memory (and rounds the "
              "input the weights' gradients are computed from).")
-    if _all_close(grads, _Reference(again_as_is=True).run(case, seed)[0]):
+    if _all_close(grads, _ReferenceSaver(again_as_is=True).run(case, seed)[0]):
         fail(f"{message} You stored the second save of a tensor as it is, in full precision (tanh's output is "
              "saved by tanh and by the next operation): that keeps the original alive next to its copy. Store the "
              "one float16 copy for every save of the tensor.")
-    if _all_close(grads, _Reference(params=False).run(case, seed)[0]):
+    if _all_close(grads, _ReferenceSaver(params=False).run(case, seed)[0]):
         fail(f"{message} You converted the parameters (leaves that require grad) and their views: a leaf is stored "
              "as it is, whether it requires grad or not. requires_grad does not tell an activation from a parameter "
              "(both require grad); is_leaf and _base do.")
-    if _all_close(grads, _Reference(leaves=False).run(case, seed)[0]):
+    if _all_close(grads, _ReferenceSaver(leaves=False).run(case, seed)[0]):
         fail(f"{message} You converted leaf tensors (the parameters, the input): store leaves as they are. They stay "
              "alive anyway, so a float16 copy only adds memory, and rounds the weights the gradients are computed "
              "with.")
@@ -923,21 +887,21 @@ def _judge_held(held, case, seed, expected, said):
         return
     message = (f"{said}: after the forward pass the graph holds {held} bytes of tensors made in it; expected "
                f"{expected}.")
-    for variant, why in ((_Reference(once=False), "You converted a tensor each time an operation saved it (tanh's "
+    for variant, why in ((_ReferenceSaver(once=False), "You converted a tensor each time an operation saved it (tanh's "
                           "output is saved by tanh and by the next operation), so the graph holds two float16 copies "
                           "of it: convert each tensor once, and store that one copy for every save."),
-                         (_Reference(views=False), "You copied the weight.t() that nn.Linear saves: a view of a "
+                         (_ReferenceSaver(views=False), "You copied the weight.t() that nn.Linear saves: a view of a "
                           "parameter is stored as it is, since the parameter stays alive anyway."),
-                         (_Reference(inputs=False), "You copied a leaf that does not require grad (the input), "
+                         (_ReferenceSaver(inputs=False), "You copied a leaf that does not require grad (the input), "
                           "which stays alive anyway: store every leaf as it is."),
-                         (_Reference(all_views=True), "You stored a view of an activation as it is (the "
+                         (_ReferenceSaver(all_views=True), "You stored a view of an activation as it is (the "
                           "torch.sort(...).values[:, ::2] here; its _base is not a leaf): it keeps its base, a "
                           "full-precision activation, alive. Only views of leaves are stored as they are."),
-                         (_Reference(params=False), "You copied the parameters (leaves that require grad) and "
+                         (_ReferenceSaver(params=False), "You copied the parameters (leaves that require grad) and "
                           "their views, which stay alive anyway: a leaf is stored as it is, whether it requires grad "
                           "or not."),
-                         (_Reference(leaves=False), "You copied leaf tensors (parameters, inputs), which stay alive "
-                          "anyway: store leaves as they are.")):
+                         (_ReferenceSaver(leaves=False), "You copied leaf tensors (parameters, inputs), which stay "
+                          "alive anyway: store leaves as they are.")):
         if held == variant.run(case, seed, measure=True)[1]:
             fail(f"{message} {why}")
     if held < expected:
@@ -967,7 +931,7 @@ def check_HalfPrecisionSaver(HalfPrecisionSaver):
             fail(f"HalfPrecisionSaver().bytes_saved is {describe(start)}; expected 0 before any forward pass.")
 
         measure = case.measure
-        half, held_expected, first_reference = _Reference().run(case, seed, measure)
+        half, held_expected, first_reference = _ReferenceSaver().run(case, seed, measure)
         said = f"saver = HalfPrecisionSaver(), then {case.text} run inside `with saver:`"
         grads, after_first, held, left, unpacked = _learner_run(saver, case, case.make(seed), said, measure)
         _judge_unpacked(unpacked, first_reference.unpacked, said)
@@ -985,7 +949,7 @@ def check_HalfPrecisionSaver(HalfPrecisionSaver):
 
         # A second forward in a new block adds to the count; outside the block nothing changes.
         counted = _learner_run(saver, case, case.make(seed + 1), said)[1]
-        second = _Reference().run(case, seed + 1)[2]
+        second = _ReferenceSaver().run(case, seed + 1)[2]
         said_again = f"{said}, then a second forward pass in a second `with saver:` block"
         if after_first and counted == second.bytes_saved:
             fail(f"{said_again}: bytes_saved is {describe(counted)}, the bytes of the second pass only; expected "
@@ -1020,7 +984,7 @@ def check_HalfPrecisionSaver(HalfPrecisionSaver):
             with calling("reading saver.bytes_saved"):
                 counted = saver.bytes_saved
         outside = case.make(seed + 2)
-        with _learner_unpack(f"running {case.text} after the `with saver:` blocks"):
+        with _hinted_saver_call(f"running {case.text} after the `with saver:` blocks"):
             case.loss(outside).backward()
         exact_objects = case.make(seed + 2)
         case.loss(exact_objects).backward()

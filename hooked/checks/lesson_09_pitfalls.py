@@ -9,15 +9,13 @@ import torch.nn.modules.module as module_globals
 from torch import nn
 
 from hooked.check_api import LearnerCodeRaised, calling, fail
+from hooked.checks.hooks_left import (MODULE_HOOK_DICTS, PARAMETER_HOOK_DICTS, global_hooks, global_hooks_added,
+                                     registered_hooks)
+from hooked.checks.planted_exceptions import planted_exception_comes_through
 from hooked.checks.tensors import close, describe, random_tensor
+from hooked.isolation import GLOBAL_MODULE_HOOK_DICTS
 from hooked.learner_tracebacks import learner_frame
 
-MODULE_HOOK_DICTS = {"forward_pre": "_forward_pre_hooks", "forward": "_forward_hooks",
-                     "backward_pre": "_backward_pre_hooks", "backward": "_backward_hooks",
-                     "state_dict_pre": "_state_dict_pre_hooks", "state_dict": "_state_dict_hooks",
-                     "load_state_dict_pre": "_load_state_dict_pre_hooks",
-                     "load_state_dict_post": "_load_state_dict_post_hooks"}
-PARAMETER_HOOK_DICTS = {"tensor": "_backward_hooks", "post_accumulate_grad": "_post_accumulate_grad_hooks"}
 KINDS = (*MODULE_HOOK_DICTS, *PARAMETER_HOOK_DICTS)
 _FLAG_DICTS = ("_forward_pre_hooks_with_kwargs", "_forward_hooks_with_kwargs", "_forward_hooks_always_called")
 _REGISTERED_WITH = {"forward_pre": "register_forward_pre_hook", "forward": "register_forward_hook",
@@ -30,25 +28,7 @@ _REGISTERED_WITH = {"forward_pre": "register_forward_pre_hook", "forward": "regi
                     "post_accumulate_grad": "parameter.register_post_accumulate_grad_hook"}
 
 
-def registered_hooks(model):
-    """[(name, kind, hook)] of every hook on `model`'s modules and parameters (the checker's own count)."""
-    found = []
-    for name, module in model.named_modules():
-        for kind, attribute in MODULE_HOOK_DICTS.items():
-            found += [(name, kind, hook) for hook in getattr(module, attribute).values()]
-    for name, parameter in model.named_parameters():
-        for kind, attribute in PARAMETER_HOOK_DICTS.items():
-            found += [(name, kind, hook) for hook in (getattr(parameter, attribute, None) or {}).values()]
-    return found
-
-
-def _global_hook_counts():
-    """{name: size} of torch's dicts of global module hooks (register_module_forward_hook and the like)."""
-    return {name: len(value) for name, value in vars(module_globals).items()
-            if name.startswith("_global_") and name.endswith("hooks") and isinstance(value, dict)}
-
-
-def _hooks_left_message(model, after, global_counts, before=()):
+def _hooks_left_message(model, after, globals_before, before=()):
     """Fails if a hook was left on the model or globally, or if a hook registered before (`before`, from
     registered_hooks) is gone."""
     now = registered_hooks(model)
@@ -62,10 +42,10 @@ def _hooks_left_message(model, after, global_counts, before=()):
         fail(f"{after}, hooks were still registered on the model: {left} as (name, kind). Remove every hook you "
              "registered, also when the forward or backward pass raises: register it in a `with` block, or "
              "remove its handle in a `finally`.")
-    added = [name for name, count in _global_hook_counts().items() if count > global_counts.get(name, 0)]
+    added = global_hooks_added(globals_before)
     if added:
-        fail(f"{after}, a global module hook was still registered (torch.nn.modules.module.{added[0]} grew): "
-             "it fires for every module of every model from now on. Remove every hook you registered, also "
+        fail(f"{after}, a global module hook was still registered (torch.nn.modules.module.{added[0]} holds a new "
+             "one): it fires for every module of every model from now on. Remove every hook you registered, also "
              "when the forward or backward pass raises: register it in a `with` block, or remove its handle in "
              "a `finally`.")
 
@@ -275,7 +255,7 @@ def check_grad_before_inplace_relu(fn):
             x_before = x.clone()
             expected, at_relu, parameter_grads = _reference_grads(model, layer_name, relu_name, x)
             model.zero_grad(set_to_none=True)
-            global_counts = _global_hook_counts()
+            globals_before = global_hooks()
             passes.clear()
             try:
                 value, text = _call_grad(fn, model, layer, layer_name, x)
@@ -292,7 +272,7 @@ def check_grad_before_inplace_relu(fn):
                      "the one that backward() runs through. Each extra pass changes what a model keeps between passes "
                      "(BatchNorm's running statistics, a dropout's random numbers): take the output's shape and the "
                      "gradient from that one pass, in the hooks.")
-            _hooks_left_message(model, f"After {text} returned", global_counts, before)
+            _hooks_left_message(model, f"After {text} returned", globals_before, before)
             if x.requires_grad or not torch.equal(x, x_before):
                 fail(f"After {text} returned, the caller's x was changed ("
                      f"{'it requires grad now' if x.requires_grad else 'its values differ'}): leave x as it was "
@@ -331,21 +311,15 @@ def _check_cleanup_on_error(fn):
         settings = _inplace_settings(model)
         text = (f"grad_before_inplace_relu(model, model[0], x) on a model whose module model[3] raises in the "
                 f"{where} pass")
-        global_counts = _global_hook_counts()
-        try:
-            with calling(f"calling {text}"):
-                fn(model, model[0], random_tensor(seed, (3, 4)))
-        except LearnerCodeRaised as raised:
-            if not isinstance(raised.error, _Planted):
-                if "BackwardHookFunction" in str(raised.error):
-                    fail(f"{text} raised {type(raised.error).__name__}: {str(raised.error)[:90]}...: a full backward "
-                         "hook on a module followed by an in-place ReLU fails in forward. Use a forward hook that "
-                         "registers a tensor hook on the output.")
-                raise
-        else:
-            fail(f"{text} returned normally; the exception the model raised in the {where} pass must reach the "
-                 "caller.")
-        _hooks_left_message(model, f"After {text} (the exception reached the caller)", global_counts)
+        globals_before = global_hooks()
+        planted_exception_comes_through(
+            f"calling {text}", lambda: fn(model, model[0], random_tensor(seed, (3, 4))),
+            lambda error: isinstance(error, _Planted),
+            lambda returned: f"{text} returned normally; the exception the model raised in the {where} pass must "
+                             "reach the caller.",
+            hints=(("BackwardHookFunction", "A full backward hook on a module followed by an in-place ReLU fails in "
+                                            "forward. Use a forward hook that registers a tensor hook on the output."),))
+        _hooks_left_message(model, f"After {text} (the exception reached the caller)", globals_before)
         changed = {name: flag for name, flag in _inplace_settings(model).items() if flag != settings[name]}
         if changed:
             fail(f"After {text} (the exception reached the caller), the model's in-place settings changed: {changed} "
@@ -705,8 +679,7 @@ def _dicts_of(model):
 
 def _global_dicts():
     """{name: (the dict, a copy of its entries)} of torch's dicts of global module hooks and flags."""
-    return {name: (value, dict(value)) for name, value in vars(module_globals).items()
-            if name.startswith("_global_") and isinstance(value, dict)}
+    return {name: (value, dict(value)) for name, value in GLOBAL_MODULE_HOOK_DICTS.items()}
 
 
 def _check_in_place(before, text):

@@ -6,13 +6,10 @@ import torch
 from torch import nn
 
 from hooked.check_api import LearnerCodeRaised, calling, fail
+from hooked.checks.handles import is_handle, single_handle
 from hooked.checks.optimizers import PlainSGD
 from hooked.checks.tensors import close, describe, random_tensor
 from hooked.learner_tracebacks import learner_frame
-
-
-def _is_handle(value):
-    return hasattr(value, "remove") and not isinstance(value, (list, tuple, dict))
 
 
 def _one_line(error):
@@ -127,9 +124,7 @@ def _call_migrate(migrate_checkpoint_keys, module, renames, where):
     call_text = f"migrate_checkpoint_keys(module, renames={renames}){where}"
     with calling(f"calling {call_text}"):
         handle = migrate_checkpoint_keys(module, dict(renames))
-    if not _is_handle(handle):
-        fail(f"{call_text} returned {describe(handle)}; expected the RemovableHandle that "
-             "register_load_state_dict_pre_hook returned.")
+    single_handle(handle, call_text, "the RemovableHandle that register_load_state_dict_pre_hook returned")
     if not module._load_state_dict_pre_hooks:
         fail(f"{call_text} registered no load_state_dict pre-hook on the module; register one on the module "
              "itself with module.register_load_state_dict_pre_hook(hook).")
@@ -398,9 +393,7 @@ def _call_attach(attach_weight_ema, model, optimizer, decay):
     ema, handle = result
     if not isinstance(ema, dict):
         fail(f"{call_text} returned {describe(ema)} as ema; expected a dict from parameter name to tensor.")
-    if not _is_handle(handle):
-        fail(f"{call_text} returned {describe(handle)} as handle; expected the RemovableHandle that "
-             "register_step_post_hook returned.")
+    single_handle(handle, call_text, "the RemovableHandle that register_step_post_hook returned", returned_as="handle")
     return ema, handle, call_text
 
 
@@ -611,7 +604,7 @@ def check_attach_weight_ema(attach_weight_ema):
             fail(f"After {call_text}, {second_text} changed the first ema (or returned the same dict): each call "
                  "must make a dict of its own, in the function, not one kept at module level and emptied or "
                  "refilled by each call.")
-        if isinstance(second, (tuple, list)) and len(second) == 2 and _is_handle(second[1]):
+        if isinstance(second, (tuple, list)) and len(second) == 2 and is_handle(second[1]):
             second[1].remove()
 
         # Two averages of one model, with two decays, on one optimizer: one step moves each by its own decay.
@@ -639,7 +632,7 @@ def check_attach_weight_ema(attach_weight_ema):
                      f"(1 - decay) * parameter with its own decay, {rate}. Each call keeps its own dict and its own "
                      "decay in its hook (a closure), not in a global or an attribute of the optimizer or model that "
                      "the next call replaces.")
-        if _is_handle(second_handle):
+        if is_handle(second_handle):
             second_handle.remove()
 
         handle_id = getattr(handle, "id", None)
@@ -687,7 +680,7 @@ def _check_two_calls(migrate_checkpoint_keys):
              "of an earlier call.")
     _check_loaded(target, expected, loading)
     for handle in handles:
-        if _is_handle(handle):
+        if is_handle(handle):
             handle.remove()
 
 

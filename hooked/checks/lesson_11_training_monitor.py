@@ -15,7 +15,13 @@ from torch import nn
 
 from hooked.check_api import CheckFailed, LearnerCodeRaised, calling, fail
 from hooked.check_runner import run_check
+from hooked.checks.handles import handle_list
+from hooked.checks.hooks_left import (MODULE_HOOK_DICTS, PARAMETER_HOOK_DICTS, global_hook_registrar, global_hooks,
+                                     global_hooks_added, registered_hooks)
+from hooked.checks.planted_exceptions import planted_exception_comes_through
+from hooked.checks.seeding import seeded
 from hooked.checks.tensors import describe, random_tensor
+from hooked.checks.torch_error_hints import fail_with_hint
 from hooked.learner_tracebacks import describe_learner_error, learner_raised_not_implemented
 
 _KEYS = ("mean", "std", "zero_fraction")
@@ -25,12 +31,6 @@ _LOOP_VARIABLE = ("If the records all landed under one name, the hook reads the 
 
 # ---------------------------------------------------------------- shared helpers
 
-def _seeded(seed, build):
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        return build(random.Random(seed))
-
-
 def _listed(places, shown=4):
     more = f" and {len(places) - shown} more" if len(places) > shown else ""
     return ", ".join(places[:shown]) + more
@@ -39,20 +39,12 @@ def _listed(places, shown=4):
 def _hooks_left(model, ignore=()):
     """Where hooks of any kind are still registered on the model's modules and parameters (hooks in
     `ignore`, the checker's own, left out)."""
-    def some(hooks):
-        return any(all(hook is not mine for mine in ignore) for hook in hooks.values())
-
-    left = []
-    for name, module in model.named_modules():
-        for kind in ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks"):
-            if some(getattr(module, kind)):
-                left.append(f"{kind} of module {name!r}")
-    for name, parameter in model.named_parameters():
-        if parameter._backward_hooks and some(parameter._backward_hooks):
-            left.append(f"tensor hooks of parameter {name!r}")
-        if some(getattr(parameter, "_post_accumulate_grad_hooks", None) or {}):
-            left.append(f"post-accumulate-grad hooks of parameter {name!r}")
-    return left
+    kinds = ("forward", "forward_pre", "backward", "backward_pre", *PARAMETER_HOOK_DICTS)
+    places = {(name, kind): None for name, kind, hook in registered_hooks(model, kinds)
+              if all(hook is not mine for mine in ignore)}
+    return [f"{MODULE_HOOK_DICTS[kind]} of module {name!r}" if kind in MODULE_HOOK_DICTS
+            else f"{'tensor' if kind == 'tensor' else 'post-accumulate-grad'} hooks of parameter {name!r}"
+            for name, kind in places]
 
 
 def _number(value, where):
@@ -102,26 +94,13 @@ def _unpack(result, call_text, what):
              f"second; expected the pair {what}, in that order.")
     if not isinstance(records, Mapping):
         fail(f"{call_text} returned {describe(records)} as its records; expected a dict from name to list.")
-    if isinstance(handles, (str, bytes, Mapping, torch.Tensor)) or not hasattr(handles, "__iter__"):
-        fail(f"{call_text} returned {describe(handles)} as its handles; expected a list of RemovableHandles.")
-    handles = list(handles)
-    if not all(hasattr(handle, "remove") for handle in handles):
-        fail(f"{call_text} returned handles {describe(handles)}; each must be a RemovableHandle that a "
-             "register_... call returned.")
-    return records, handles
-
-
-def _global_hooks():
-    """{(kind, key)} of the global module hooks registered now (torch.nn.modules.module.register_module_*)."""
-    import torch.nn.modules.module as module_globals
-    return {(name, key) for name in dir(module_globals) if name.startswith("_global_") and name.endswith("hooks")
-            and isinstance(getattr(module_globals, name), dict) for key in getattr(module_globals, name)}
+    return records, handle_list(handles, call_text, "a RemovableHandle that a register_... call returned",
+                                "RemovableHandles", iterator_allowed=True)
 
 
 def _global_hooks_left(before):
-    kinds = [name[len("_global_"):-len("_hooks")] for name, _ in sorted(_global_hooks() - before)]
-    return [f"a global {kind.replace('_', ' ')} hook (torch.nn.modules.module.register_module_"
-            f"{'full_' if kind.startswith('backward') else ''}{kind}_hook)" for kind in kinds]
+    return [f"a global {name.removeprefix('_global_').removesuffix('_hooks').replace('_', ' ')} hook "
+            f"(torch.nn.modules.module.{global_hook_registrar(name)})" for name in global_hooks_added(before)]
 
 
 def _remove_all(handles, call_text, model, globals_before=frozenset()):
@@ -255,7 +234,7 @@ class _PackedReader(nn.Module):
         return self.head(h_n[-1])
 
 
-class Pair(nn.Module):
+class ListPair(nn.Module):
     """Returns a list: [linear(x), tanh(linear(x))]."""
 
     def __init__(self, width, hidden):
@@ -270,7 +249,7 @@ class Pair(nn.Module):
 class _Paired(nn.Module):
     def __init__(self, width, hidden, out):
         super().__init__()
-        self.pair = Pair(width, hidden)
+        self.pair = ListPair(width, hidden)
         self.head = nn.Linear(hidden, out)
 
     def forward(self, x):
@@ -310,7 +289,7 @@ class _Tabled(nn.Module):
         return self.head(parts["out"] * parts["gate"])
 
 
-class Nest(nn.Module):
+class NestedTuple(nn.Module):
     """Returns a tuple whose first item is a tuple: ((h, tanh(h)), h)."""
 
     def __init__(self, width, hidden):
@@ -332,7 +311,7 @@ class Found(nn.Module):
 class _Odd(nn.Module):
     def __init__(self, width, hidden, out):
         super().__init__()
-        self.nest = Nest(width, hidden)
+        self.nest = NestedTuple(width, hidden)
         self.found = Found()
         self.head = nn.Linear(hidden, out)
 
@@ -401,7 +380,7 @@ def _packed(rng):
 
 def _paired(rng):
     width, hidden, out = _sizes(rng)
-    return _case(_Paired(width, hidden, out), (3, width), (Pair, nn.Linear),
+    return _case(_Paired(width, hidden, out), (3, width), (ListPair, nn.Linear),
                  note=f"Module 'pair' returns a list, [h, tanh(h)], not a tensor. {_TUPLE_RULE} (a list as well "
                       "as a tuple): its entry describes h.")
 
@@ -414,7 +393,7 @@ def _tabled(rng):
 
 def _odd(rng):
     width, hidden, out = _sizes(rng)
-    return _case(_Odd(width, hidden, out), (3, width), (Nest, Found, nn.Linear),
+    return _case(_Odd(width, hidden, out), (3, width), (NestedTuple, Found, nn.Linear),
                  note=f"Module 'nest' returns a tuple whose first item is a tuple, ((h, tanh(h)), h): "
                       f"{_FIRST_OF_FIRST}, h here. Module 'found' returns an empty list: {_OTHER_RULE}.")
 
@@ -613,13 +592,13 @@ def _how_output_changed(model, layer_types, x, grad_mode):
 
 def check_record_activation_stats(record_activation_stats):
     for seed, build in _STATS_CASES:
-        case = _seeded(seed, build)
+        case = seeded(seed, build, random.Random(seed))
         model, layer_types, duplicates, note = case["model"], case["layer_types"], case["duplicates"], case["note"]
         reference_model = copy.deepcopy(model)
         reference = _OutputRecorder(reference_model, layer_types)
         names = "(" + ", ".join(t.__name__ for t in layer_types) + ",)"
         call_text = f"record_activation_stats(model, {names})"
-        globals_before = _global_hooks()
+        globals_before = global_hooks()
         stats, handles = _unpack(_run(f"calling {call_text}", record_activation_stats, model, layer_types),
                                  call_text, "(stats, handles)")
         _check_fresh(stats, call_text, "the model ran")
@@ -639,7 +618,7 @@ def check_record_activation_stats(record_activation_stats):
                 except LearnerCodeRaised as raised:
                     if not note:
                         raise
-                    fail(f"{doing[:1].upper() + doing[1:]} raised {describe_learner_error(raised.error)}\n{note}")
+                    fail_with_hint(doing, raised.error, note)
                 if torch.is_grad_enabled() != grad_mode:
                     fail(f"After {call_text}, running model(x) with grad mode {'on' if grad_mode else 'off'} left "
                          f"grad mode {'on' if torch.is_grad_enabled() else 'off'}: a hook changed torch's global "
@@ -678,7 +657,7 @@ def check_record_activation_stats(record_activation_stats):
 
 # ---------------------------------------------------------------- track_grad_norms
 
-class _Tied(nn.Module):
+class _TiedPair(nn.Module):
     """Two linear layers that share one weight (tied weights); `b.weight` is `a.weight`."""
 
     def __init__(self, width, out):
@@ -719,7 +698,7 @@ def _mlp_frozen(rng):
 
 def _tied(rng):
     width, out = rng.randint(3, 5), rng.randint(2, 4)
-    return _Tied(width, out), width, {"b.weight": "a.weight"}
+    return _TiedPair(width, out), width, {"b.weight": "a.weight"}
 
 
 def _gated(rng):
@@ -897,11 +876,11 @@ def _backward(model, x, create_graph, scale=1.0, nonfinite=False):
 
 def check_track_grad_norms(track_grad_norms):
     for seed, build in _NORM_CASES:
-        model, width, duplicates = _seeded(seed, build)
+        model, width, duplicates = seeded(seed, build, random.Random(seed))
         reference_model = copy.deepcopy(model)
         reference = _GradRecorder(reference_model)
         call_text = "track_grad_norms(model)"
-        globals_before = _global_hooks()
+        globals_before = global_hooks()
         norms, handles = _unpack(_run(f"calling {call_text}", track_grad_norms, model), call_text,
                                  "(norms, handles)")
         _check_fresh(norms, call_text, "any backward pass")
@@ -973,7 +952,7 @@ def _mlp(rng):
     return model, width
 
 
-class _Watch:
+class _NonfiniteWatch:
     """The checker's non-finite watch on a copy, as the contract states it; `seen` lists every name
     that saw a non-finite value, in the order the hooks first saw one."""
 
@@ -1052,11 +1031,11 @@ def _train_step(model, x):
 
 def _check_attach_train_remove(TrainingMonitor):
     seed = 131
-    model, width = _seeded(seed, _mlp)
+    model, width = seeded(seed, _mlp, random.Random(seed))
     reference_model = copy.deepcopy(model)
     outputs, grads = _OutputRecorder(reference_model, (nn.ReLU,)), _GradRecorder(reference_model)
     call_text = "TrainingMonitor(model, (nn.ReLU,))"
-    globals_before = _global_hooks()
+    globals_before = global_hooks()
     monitor = _new_monitor(TrainingMonitor, model, call_text)
     # The caller's own hooks, registered before attach(): remove() must leave them.
     seen_by_caller = []
@@ -1098,8 +1077,7 @@ def _check_attach_train_remove(TrainingMonitor):
             _run(doing, _train_step, model, x)
         except LearnerCodeRaised as raised:
             if isinstance(raised.error, TypeError) and "must be Tensor" in str(raised.error):
-                fail(f"{doing[:1].upper() + doing[1:]} raised {describe_learner_error(raised.error)}\nA module "
-                     f"received something that is not a tensor. {_ONLY_LOOK}")
+                fail_with_hint(doing, raised.error, f"A module received something that is not a tensor. {_ONLY_LOOK}")
             raise
         _train_step(reference_model, x)
     said = "After attach() and two training steps,"
@@ -1163,7 +1141,7 @@ def _check_attach_train_remove(TrainingMonitor):
 
 
 def _check_attach_twice(TrainingMonitor):
-    model, width = _seeded(140, _mlp)
+    model, width = seeded(140, _mlp, random.Random(140))
     monitor = _run("calling TrainingMonitor(model, (nn.ReLU,)).attach()",
                    lambda: TrainingMonitor(model, (nn.ReLU,)).attach())
     try:
@@ -1186,7 +1164,7 @@ def _overflow(model):
 
 
 def _check_first(first, watch, nan_only, said, what):
-    """`watch`: the checker's _Watch on a copy that ran the same steps."""
+    """`watch`: the checker's _NonfiniteWatch on a copy that ran the same steps."""
     if first == watch.first:
         return
     if first is None:
@@ -1213,11 +1191,11 @@ def _check_first(first, watch, nan_only, said, what):
 
 def _check_nonfinite_output(TrainingMonitor):
     seed = 132
-    model, width = _seeded(seed, _mlp)
+    model, width = seeded(seed, _mlp, random.Random(seed))
     _overflow(model)
     reference_model, nan_model = copy.deepcopy(model), copy.deepcopy(model)
-    watch = _Watch(reference_model)
-    nan_watch = _Watch(nan_model)
+    watch = _NonfiniteWatch(reference_model)
+    nan_watch = _NonfiniteWatch(nan_model)
     nan_watch.see = lambda name, value: setattr(nan_watch, "first", nan_watch.first or (
         name if torch.isnan(value).any() else None))
     x = random_tensor(seed, (3, width)).abs() + 0.1
@@ -1252,11 +1230,11 @@ def _check_nonfinite_output(TrainingMonitor):
 
 def _check_nan_output(TrainingMonitor):
     seed = 138
-    model, width = _seeded(seed, _mlp)
+    model, width = seeded(seed, _mlp, random.Random(seed))
     with torch.no_grad():
         model[1][0].bias[:1] = math.nan  # NaN from there on, and no inf anywhere
     reference_model = copy.deepcopy(model)
-    watch = _Watch(reference_model)
+    watch = _NonfiniteWatch(reference_model)
     x = random_tensor(seed, (3, width))
     reference_model(x).pow(2).mean().backward()
     monitor = _run("calling TrainingMonitor(model, (nn.ReLU,)).attach()",
@@ -1272,11 +1250,11 @@ def _check_nan_output(TrainingMonitor):
 
 def _check_large_finite(TrainingMonitor):
     seed = 139
-    model, width = _seeded(seed, _mlp)
+    model, width = seeded(seed, _mlp, random.Random(seed))
     with torch.no_grad():
         model[2].bias.fill_(2e38)  # every element finite; sums and norms of them overflow
     reference_model = copy.deepcopy(model)
-    watch = _Watch(reference_model)
+    watch = _NonfiniteWatch(reference_model)
     x = random_tensor(seed, (3, width))
     with torch.no_grad():
         reference_model(x)
@@ -1292,9 +1270,9 @@ def _check_large_finite(TrainingMonitor):
                  "expected None: every element was finite, though their sum and their norm overflow to inf. Test "
                  "each element: torch.isfinite(t).all(), not a sum or a norm.")
     # The same for gradients: each element finite, the norms and some sums beyond float32's largest number.
-    model, width = _seeded(seed, _mlp)
+    model, width = seeded(seed, _mlp, random.Random(seed))
     reference_model = copy.deepcopy(model)
-    watch = _Watch(reference_model)
+    watch = _NonfiniteWatch(reference_model)
     (reference_model(x) * 5e37).sum().backward()
     assert watch.first is None and any(p.grad.norm() == math.inf for p in reference_model.parameters()
                                        if p.grad is not None)
@@ -1312,9 +1290,9 @@ def _check_large_finite(TrainingMonitor):
 
 def _check_nonfinite_gradient(TrainingMonitor):
     seed = 133
-    model, width = _seeded(seed, _mlp)
+    model, width = seeded(seed, _mlp, random.Random(seed))
     reference_model, forward_only = copy.deepcopy(model), copy.deepcopy(model)
-    watch, output_watch = _Watch(reference_model), _Watch(forward_only, gradients=False)
+    watch, output_watch = _NonfiniteWatch(reference_model), _NonfiniteWatch(forward_only, gradients=False)
     x = random_tensor(seed, (3, width))
     upstream = torch.ones(3, model[2].out_features)
     upstream[0, 0] = math.inf
@@ -1350,11 +1328,11 @@ class _ScaledOutput(nn.Module):
 
 def _check_nonfinite_in_model_itself(TrainingMonitor):
     seed = 135
-    body, width = _seeded(seed, _mlp)
+    body, width = seeded(seed, _mlp, random.Random(seed))
     model = _ScaledOutput(body)
     x = random_tensor(seed, (3, width))
     reference_model = copy.deepcopy(model)
-    watch = _Watch(reference_model)
+    watch = _NonfiniteWatch(reference_model)
     reference_model(x).sum().backward()
     assert watch.first == "" and watch.seen[0] == "" and len(watch.seen) > 1
     monitor = _run("calling TrainingMonitor(model, (nn.ReLU,)).attach()",
@@ -1445,7 +1423,7 @@ _STRUCTURED = ("Its modules return a tuple ('lstm', an nn.LSTM: (output, (h_n, c
 
 def _check_structured_outputs(TrainingMonitor):
     for seed, probe in ((136, False), (137, True)):
-        model, width = _seeded(seed, lambda rng: _structured(rng, probe))
+        model, width = seeded(seed, lambda rng: _structured(rng, probe), random.Random(seed))
         x = random_tensor(seed, (3, 4, width))
         described = _STRUCTURED + (", None ('probe') and a Python number, inf ('peak')" if probe else "")
         rule = ("the watch looks at every tensor of an output, through tuples, lists and dicts at any depth, and "
@@ -1459,8 +1437,7 @@ def _check_structured_outputs(TrainingMonitor):
         try:
             _run(doing, _train_step, model, x)
         except LearnerCodeRaised as raised:
-            fail(f"{doing[:1].upper() + doing[1:]} raised {describe_learner_error(raised.error)}\n{described}: "
-                 f"{rule}.")
+            fail_with_hint(doing, raised.error, f"{described}: {rule}.")
         _train_step(reference_model, x)
         _run("calling monitor.remove()", monitor.remove)
         said = f"After {call_text}.attach() and a training step on a model whose modules return tuples, lists and dicts,"
@@ -1478,7 +1455,7 @@ def _check_structured_outputs(TrainingMonitor):
             infinite, reference_model = copy.deepcopy(model), copy.deepcopy(model)
             for copied in (infinite, reference_model):
                 getattr(copied, holder).scale.fill_(math.inf)
-            watch = _Watch(reference_model)
+            watch = _NonfiniteWatch(reference_model)
             with torch.no_grad():
                 reference_model(x)
             assert watch.first == holder, (watch.first, holder)
@@ -1492,20 +1469,17 @@ def _check_structured_outputs(TrainingMonitor):
 
 def _check_exception_in_block(TrainingMonitor):
     seed = 134
-    model, width = _seeded(seed, _mlp)
+    model, width = seeded(seed, _mlp, random.Random(seed))
     doing = "running `with TrainingMonitor(model, (nn.ReLU,)):` around a block that raises ValueError"
-    try:
-        with calling(doing):
-            with TrainingMonitor(model, (nn.ReLU,)):
-                raise ValueError("raised by the checker inside the with block")
-    except CheckFailed:
-        raise
-    except Exception as error:
-        if not isinstance(getattr(error, "error", None), ValueError):
-            raise
-    else:
-        fail(f"{doing}: the ValueError did not come out of the with block; __exit__ swallowed it (it returned a "
-             "true value). Return None from __exit__ so the exception goes on.")
+
+    def block_that_raises():
+        with TrainingMonitor(model, (nn.ReLU,)):
+            raise ValueError("raised by the checker inside the with block")
+
+    planted_exception_comes_through(
+        doing, block_that_raises, lambda error: isinstance(error, ValueError),
+        lambda returned: (f"{doing}: the ValueError did not come out of the with block; __exit__ swallowed it (it "
+                          "returned a true value). Return None from __exit__ so the exception goes on."))
     left = _hooks_left(model)
     if left:
         fail(f"{doing}: after the exception left the block, hooks were still registered: {_listed(left)}. "

@@ -17,6 +17,11 @@ def random_tensor(seed, shape=None, dtype=torch.float32, scale=1.0):
     return torch.randn(shape, generator=generator, dtype=dtype) * scale
 
 
+def random_leaf(seed, shape=None, dtype=torch.float32):
+    """random_tensor(...) as a leaf that requires grad, for a check that watches its gradient."""
+    return random_tensor(seed, shape, dtype).requires_grad_()
+
+
 def describe(value):
     """'tensor of shape (2, 3), float32' with values when there are few."""
     if not isinstance(value, torch.Tensor):

@@ -17,6 +17,8 @@ import pathlib
 import torch
 from torch import nn
 
+from hooked.checks.grad_cam_reference import activation_and_gradient, cam_of
+
 PATH = pathlib.Path(__file__).resolve().parent / "data" / "trained_digits_cnn.pt"
 LESSON = pathlib.Path(__file__).resolve().parents[2] / "solutions" / "06_cnn_activations.py"
 
@@ -91,9 +93,8 @@ def _choose(model, images, labels, test_idx, plain=4, empty=2):
 
 def _weighted_sum(model, name, x, target):
     """sum_k w_k * A_k at layer `name` ("0" the conv, "2" the pool), before the ReLU: the checks' reference."""
-    from hooked.checks.lesson_06_cnn_activations import _activation_and_gradient, _cam
-    found = _activation_and_gradient(model, name, "1" if name == "0" else None, x, target)
-    return _cam(found["A"], found["G"], size=None, relu=False, normalize=None)
+    found = activation_and_gradient(model, name, "1" if name == "0" else None, x, target)
+    return cam_of(found["A"], found["G"], size=None, relu=False, normalize=None)
 
 
 def write():

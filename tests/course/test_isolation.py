@@ -54,3 +54,21 @@ def test_a_legacy_global_backward_hook_does_not_block_full_ones_in_later_checks(
     run_exercise_check("01_tensor_hooks", "double_grad", double_grad)
     handle = module_globals.register_module_full_backward_hook(lambda module, grad_input, grad_output: None)
     handle.remove()
+
+
+def test_checks_find_a_global_hook_of_every_kind_in_the_dicts_isolation_restores():
+    # hooks_left reads the same dicts that isolation restores, each named by the function that fills it.
+    import torch.nn.modules.module as module_globals
+
+    from hooked.checks.hooks_left import GLOBAL_MODULE_HOOKS, global_hook_registrar, global_hooks, global_hooks_added
+    from hooked.isolation import GLOBAL_HOOK_DICTS, torch_state_restored
+
+    assert all(any(hooks is restored for restored in GLOBAL_HOOK_DICTS) for hooks in GLOBAL_MODULE_HOOKS.values())
+    for name in GLOBAL_MODULE_HOOKS:
+        register = getattr(module_globals, global_hook_registrar(name))
+        with torch_state_restored():
+            before = global_hooks()
+            handle = register(lambda *args: None)
+            assert global_hooks_added(before) == [name]
+            handle.remove()
+            assert global_hooks_added(before) == []

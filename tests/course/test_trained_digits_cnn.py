@@ -3,11 +3,15 @@ really trained, and its stored digits are what the checks expect. Whether it equ
 `python -m hooked.checks.trained_digits_cnn --write` is not tested: training may give other weights
 on another machine."""
 
+import ast
+
 import torch
 import torch.nn.functional as F
+from torch import nn
 
 from hooked.checks import trained_digits_cnn
-from hooked.checks.lesson_06_cnn_activations import _activation_and_gradient, _cam
+from hooked.checks.grad_cam_reference import activation_and_gradient, cam_of
+from hooked.course import lesson_named
 from hooked.digits import load_digits
 
 
@@ -33,8 +37,8 @@ def test_stored_digits_are_single_channel_28x28_with_their_labels():
 
 def test_stored_digits_include_an_all_zero_grad_cam_map_at_the_pool():
     model, images, labels = trained_digits_cnn.load()
-    maps = [_cam(found["A"], found["G"], size=(28, 28))
-            for found in (_activation_and_gradient(model, "2", None, image[None], label)
+    maps = [cam_of(found["A"], found["G"], size=(28, 28))
+            for found in (activation_and_gradient(model, "2", None, image[None], label)
                           for image, label in zip(images, labels.tolist()))]
     empty = [cam.max().item() == 0 for cam in maps]
     assert any(empty) and not all(empty)
@@ -44,3 +48,21 @@ def test_stored_file_is_small_float32_and_loads_with_weights_only():
     stored = torch.load(trained_digits_cnn.PATH, weights_only=True)
     assert all(value.dtype == torch.float32 for value in stored["state_dict"].values())
     assert trained_digits_cnn.PATH.stat().st_size < 200_000
+
+
+def _lesson_make_cnn():
+    """The make_cnn the lesson defines in solutions/06_cnn_activations.py, run on its own."""
+    tree = ast.parse(lesson_named("06_cnn_activations").solution_path.read_text(encoding="utf-8"))
+    definition = next(node for node in tree.body if isinstance(node, ast.FunctionDef) and node.name == "make_cnn")
+    namespace = {"nn": nn, "torch": torch}
+    exec(compile(ast.Module(body=[definition], type_ignores=[]), "make_cnn", "exec"), namespace)
+    return namespace["make_cnn"]
+
+
+def test_checks_build_the_same_cnn_as_the_lesson():
+    # The checks keep their own copy of make_cnn (checks never import a lesson): the same layers, with
+    # the same settings, under the same names, so the stored state_dict fits the lesson's model too.
+    lesson, checks = _lesson_make_cnn()(), trained_digits_cnn.make_cnn()
+    assert repr(checks) == repr(lesson)
+    assert {key: value.shape for key, value in checks.state_dict().items()} == \
+        {key: value.shape for key, value in lesson.state_dict().items()}

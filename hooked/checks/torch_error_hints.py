@@ -1,0 +1,42 @@
+"""Calling learner code with hints for the errors torch raises when a hook breaks its rules:
+torch's own text ("returned an invalid number of grad_input") says what went wrong inside
+torch, the hint says what it means for the exercise."""
+
+import contextlib
+
+from hooked.check_api import LearnerCodeRaised, calling, capitalized, fail
+from hooked.learner_tracebacks import describe_learner_error
+
+
+def fail_with_hint(doing, error, hint):
+    """Fail as the runner reports learner code that raised ("Calling f(x) raised ValueError: ...,
+    your code, line ..."), with `hint` after it."""
+    fail(f"{capitalized(doing)} raised {describe_learner_error(error)}\n{hint}")
+
+
+def hint_for(error, hints):
+    """The first hint of `hints` that fits `error`. Each entry is a pair (a text that torch's message
+    contains, the hint), or a function of the error that gives the hint or None."""
+    for entry in hints:
+        if callable(entry):
+            hint = entry(error)
+        else:
+            text, hint = entry
+            hint = hint if text in str(error) else None
+        if hint:
+            return hint
+    return None
+
+
+@contextlib.contextmanager
+def calling_with_hints(doing, hints):
+    """`calling(doing)`; when the learner's code raises an error that one of `hints` matches, the
+    failure says what the error means after torch's own words."""
+    try:
+        with calling(doing):
+            yield
+    except LearnerCodeRaised as raised:
+        hint = hint_for(raised.error, hints)
+        if hint is None:
+            raise
+        fail_with_hint(doing, raised.error, hint)
