@@ -437,7 +437,7 @@ def check_record_grad_output_norms(record_grad_output_norms):
         previous_norms = norms
         handles = handle_list(handles, call_text, _HANDLE, _HANDLES, plain_list=True)
         with _hinted_call(f"registering the check's own full backward hooks on {_model_text(model)}, after "
-                      f"{call_text}"):
+                          f"{call_text}"):
             watchers, own_handles = _watch_norms(model, types)
         grads = _run_passes(model, shape, features, needs_grad, passes, seed, create_graph, _model_text(model))
         clean_grads = _run_passes(clean, shape, features, needs_grad, passes, seed, create_graph, "a copy")
@@ -589,7 +589,7 @@ def _run_clip_case(clip_grad_input, case):
         module.register_full_backward_hook(after.input_hook)
     weight = random_tensor(case["seed"] + 7, case["out_shape"])
     with _hinted_call(f"running backward through {case['text']} with {call} registered "
-                  f"(grad_input = {case['grad_input_text']})"), _quiet():
+                      f"(grad_input = {case['grad_input_text']})"), _quiet():
         (module(*inputs) * weight).sum().backward()
     clean_inputs = [t.detach().clone().requires_grad_(t.requires_grad) if isinstance(t, torch.Tensor) else t
                     for t in inputs]
@@ -719,7 +719,7 @@ def _check_clip_every_backward(seen, case):
             watcher.calls.clear()
             watcher.copies.clear()
         with _hinted_call(f"running backward number {number}, in {mode} mode, through {case['text']} with "
-                      f"{seen['call']} registered"), _quiet():
+                          f"{seen['call']} registered"), _quiet():
             (module(*case["inputs"]()) * weight).sum().backward()
         received, returned = seen["before"].copies[0], seen["after"].calls[0]
         for position, (grad, result) in enumerate(zip(received, returned)):
@@ -746,7 +746,7 @@ def _check_clip_own_max_norm(clip_grad_input):
     for module, max_norm, name in ((first, 1.0, "first"), (second, 2.0, "second")):
         x = (random_tensor(662, (8, 5)) * 10.0).requires_grad_()
         with _hinted_call(f"running backward through the {name} module, after clip_grad_input(first, 1.0) and "
-                      "clip_grad_input(second, 2.0)"), _quiet():
+                          "clip_grad_input(second, 2.0)"), _quiet():
             (module(x) * weight).sum().backward()
         norm = x.grad.norm().item()
         if not math.isclose(norm, max_norm, rel_tol=1e-3):

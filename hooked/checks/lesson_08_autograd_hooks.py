@@ -827,7 +827,7 @@ def _training_step_inside(saver, case, objects):
     own = _own_tensors(objects)
     with _watching_new_objects():
         with _hinted_saver_call(f"running the forward and the backward pass of {case.text} inside one `with saver:` "
-                             "block"), warnings.catch_warnings():
+                                "block"), warnings.catch_warnings():
             warnings.simplefilter("ignore")  # create_graph=True warns about the .grad reference cycle
             with saver:
                 loss = case.loss(objects)
