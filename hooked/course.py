@@ -29,7 +29,7 @@ _TITLE = re.compile(r"^# # (?P<title>.+)$", re.MULTILINE)
 class Exercise:
     name: str           # "double_grad": the function or class the learner writes
     lesson: str         # "01_tensor_hooks"
-    solution_cell: str  # the cell's text in solutions/, solution markers included
+    solution_cell: str = dataclasses.field(repr=False)  # its text in solutions/, with the markers
 
     @property
     def line(self):
