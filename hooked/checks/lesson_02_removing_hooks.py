@@ -13,6 +13,7 @@ import torch
 from torch import nn
 
 from hooked.check_api import calling, fail
+from hooked.checks.planted_exceptions import planted_exception_comes_through
 from hooked.checks.tensors import close, describe, random_tensor
 from hooked.lesson_file import without_magics
 
@@ -212,21 +213,20 @@ def check_grad_with_temporary_hook(grad_with_temporary_hook):
                 raise error
             return t.sum()
 
-        raised = None
-        try:
-            grad_with_temporary_hook(x, hook, loss_fn)
-        except Exception as caught:
-            raised = caught
+        def is_planted(raised, failing_part=failing_part, error=error):
+            if failing_part == "autograd":
+                return isinstance(raised, RuntimeError) and "has changed the size of value" in str(raised)
+            return raised is error or (isinstance(raised, ValueError) and str(raised) == str(error))
+
+        planted = ("autograd's RuntimeError (\"hook ... has changed the size of value\")" if failing_part == "autograd"
+                   else "the ValueError itself")
         said = f"Called grad_with_temporary_hook(x, hook, loss_fn) with {described}."
-        if raised is None:
-            fail(f"{said}\nIt returned normally; the exception must propagate to the caller, not be swallowed.")
-        if failing_part == "autograd":
-            if not (isinstance(raised, RuntimeError) and "has changed the size of value" in str(raised)):
-                fail(f"{said}\nIt raised {type(raised).__name__}: {raised}; expected autograd's RuntimeError "
-                     "(\"hook ... has changed the size of value\") to propagate unchanged.")
-        elif raised is not error and not (isinstance(raised, ValueError) and str(raised) == str(error)):
-            fail(f"{said}\nIt raised {type(raised).__name__}: {raised}; expected the ValueError itself to "
-                 "propagate unchanged.")
+        planted_exception_comes_through(
+            f"calling grad_with_temporary_hook(x, hook, loss_fn) with {described}",
+            lambda: grad_with_temporary_hook(x, hook, loss_fn), is_planted,
+            lambda returned: f"{said}\nIt returned normally; the exception must propagate to the caller, not be "
+                             "swallowed.",
+            hints=(lambda raised, planted=planted: f"Expected {planted} to propagate unchanged.",))
         if _still_registered_after(x, hook):
             fail(f"{said}\nAfter the exception the hook was still registered on x (it fired on a later backward). "
                  "Remove it also when an exception leaves: use the handle as a context manager, or try/finally.")
