@@ -571,22 +571,32 @@ def _clip_reference(grad, max_norm):
     return grad * (max_norm / norm) if norm > max_norm else grad
 
 
+def _registered_between_ours(module, call, text, kind, register):
+    """Run `register()`, the learner's call that registers a full backward hook (`kind` "hook") or
+    pre-hook on `module`, and put a hook of the check's own before it (prepend, so also before one
+    registered with prepend=True) and one after it. Returns (the learner's handle, ours before, ours after)."""
+    before, after = _Seen(), _Seen()
+    with _hinted_call(f"calling {call} on {text}"):
+        handle = register()
+    single_handle(handle, call, "the handle of the hook it registered")
+    _no_deprecated_hook(module, call)
+    pre = kind == "pre-hook"
+    register_ours = module.register_full_backward_pre_hook if pre else module.register_full_backward_hook
+    with _hinted_call(f"registering the check's own full backward {kind} before yours on {text}"):
+        register_ours(before.pre_hook if pre else before.input_hook, prepend=True)
+    with _hinted_call(f"registering a full backward {kind} after yours on {text}"):
+        register_ours(after.pre_hook if pre else after.input_hook)
+    return handle, before, after
+
+
 def _run_clip_case(clip_grad_input, case):
     """Register the learner's hook between two of ours, run one backward, and return what was seen."""
     module = seeded(case["seed"], case["factory"])
     clean = copy.deepcopy(module)
-    before, after = _Seen(), _Seen()
     inputs = case["inputs"]()
     call = f"clip_grad_input(module, {case['max_norm']})"
-    with _hinted_call(f"calling {call} on {case['text']}"):
-        handle = clip_grad_input(module, case["max_norm"])
-    single_handle(handle, call, "the handle of the hook it registered")
-    _no_deprecated_hook(module, call)
-    # Ours first (prepend, so also before a hook of yours registered with prepend=True) and last.
-    with _hinted_call(f"registering the check's own full backward hook before yours on {case['text']}"):
-        module.register_full_backward_hook(before.input_hook, prepend=True)
-    with _hinted_call(f"registering a full backward hook after yours on {case['text']}"):
-        module.register_full_backward_hook(after.input_hook)
+    handle, before, after = _registered_between_ours(module, call, case["text"], "hook",
+                                                     lambda: clip_grad_input(module, case["max_norm"]))
     weight = random_tensor(case["seed"] + 7, case["out_shape"])
     with _hinted_call(f"running backward through {case['text']} with {call} registered "
                       f"(grad_input = {case['grad_input_text']})"), _quiet():
@@ -845,17 +855,10 @@ def _noisy_backward(add_grad_noise, factory, shape, std, generator, seed, text):
     """A fresh module with the learner's pre-hook between two of ours, after one backward."""
     module = seeded(seed, factory)
     clean = copy.deepcopy(module)
-    before, after = _Seen(), _Seen()
     call = f"add_grad_noise(module, {std}{', generator' if generator is not None else ''})"
-    with _hinted_call(f"calling {call} on {text}"):
-        handle = add_grad_noise(module, std, generator) if generator is not None else add_grad_noise(module, std)
-    single_handle(handle, call, "the handle of the hook it registered")
-    _no_deprecated_hook(module, call)
-    # Ours first (prepend, so also before a pre-hook of yours registered with prepend=True) and last.
-    with _hinted_call(f"registering the check's own full backward pre-hook before yours on {text}"):
-        module.register_full_backward_pre_hook(before.pre_hook, prepend=True)
-    with _hinted_call(f"registering a full backward pre-hook after yours on {text}"):
-        module.register_full_backward_pre_hook(after.pre_hook)
+    handle, before, after = _registered_between_ours(
+        module, call, text, "pre-hook",
+        lambda: add_grad_noise(module, std, generator) if generator is not None else add_grad_noise(module, std))
     dtype = next(module.parameters()).dtype
     x = random_tensor(seed + 1, shape).to(dtype).requires_grad_()
     with _hinted_call(f"running backward through {text} with {call} registered"):
