@@ -858,25 +858,30 @@ def _judge_grads(grads, half, case, seed, said):
     case.loss(exact_objects).backward()
     if _all_close(grads, [t.grad for t in case.trainable(exact_objects)], 1e-6):
         fail(f"{message} Yours is the full-precision gradient: the saved tensors were not stored as float16.")
-    if _all_close(grads, _ReferenceSaver(views=False).run(case, seed)[0]):
-        fail(f"{message} You converted the weight.t() that nn.Linear saves: a view of a parameter (its `_base` is a "
-             "leaf) is stored as it is, like the parameter itself.")
-    if _all_close(grads, _ReferenceSaver(inputs=False).run(case, seed)[0]):
-        fail(f"{message} You converted a leaf that does not require grad (the input): every leaf is stored as it "
-             "is, parameters or not. Whoever made it keeps it, so a float16 copy only adds memory (and rounds the "
-             "input the weights' gradients are computed from).")
-    if _all_close(grads, _ReferenceSaver(again_as_is=True).run(case, seed)[0]):
-        fail(f"{message} You stored the second save of a tensor as it is, in full precision (tanh's output is "
-             "saved by tanh and by the next operation): that keeps the original alive next to its copy. Store the "
-             "one float16 copy for every save of the tensor.")
-    if _all_close(grads, _ReferenceSaver(params=False).run(case, seed)[0]):
-        fail(f"{message} You converted the parameters (leaves that require grad) and their views: a leaf is stored "
-             "as it is, whether it requires grad or not. requires_grad does not tell an activation from a parameter "
-             "(both require grad); is_leaf and _base do.")
-    if _all_close(grads, _ReferenceSaver(leaves=False).run(case, seed)[0]):
-        fail(f"{message} You converted leaf tensors (the parameters, the input): store leaves as they are. They stay "
-             "alive anyway, so a float16 copy only adds memory, and rounds the weights the gradients are computed "
-             "with.")
+    variants = (
+        (_ReferenceSaver(views=False),
+         "You converted the weight.t() that nn.Linear saves: a view of a parameter (its `_base` is a "
+         "leaf) is stored as it is, like the parameter itself."),
+        (_ReferenceSaver(inputs=False),
+         "You converted a leaf that does not require grad (the input): every leaf is stored as it "
+         "is, parameters or not. Whoever made it keeps it, so a float16 copy only adds memory (and rounds the "
+         "input the weights' gradients are computed from)."),
+        (_ReferenceSaver(again_as_is=True),
+         "You stored the second save of a tensor as it is, in full precision (tanh's output is "
+         "saved by tanh and by the next operation): that keeps the original alive next to its copy. Store the "
+         "one float16 copy for every save of the tensor."),
+        (_ReferenceSaver(params=False),
+         "You converted the parameters (leaves that require grad) and their views: a leaf is stored "
+         "as it is, whether it requires grad or not. requires_grad does not tell an activation from a parameter "
+         "(both require grad); is_leaf and _base do."),
+        (_ReferenceSaver(leaves=False),
+         "You converted leaf tensors (the parameters, the input): store leaves as they are. They stay "
+         "alive anyway, so a float16 copy only adds memory, and rounds the weights the gradients are computed "
+         "with."),
+    )
+    for variant, hint in variants:  # the saver each typical mistake makes, most specific first
+        if _all_close(grads, variant.run(case, seed)[0]):
+            fail(f"{message} {hint}")
     fail(f"{message} Store non-leaf float32 and float64 tensors as float16 (tensor.half()), each tensor once, and "
          "every other tensor unchanged (bfloat16 and float16 tensors keep their values). A cache must check that "
          "its tensor is still alive: a freed tensor's id and memory are given to later tensors.")

@@ -282,12 +282,8 @@ def check_grad_before_inplace_relu(fn):
                 fail(f"After {text} returned, the model's train/eval mode changed: {changed} (name: training; it "
                      f"was {'training' if modes['(model)'] else 'eval'}). Leave the mode as it was: do not call "
                      "model.train() or model.eval().")
-            changed = {name: flag for name, flag in _inplace_settings(model).items() if flag != settings[name]}
-            if changed:
-                fail(f"After {text} returned, the model's in-place settings changed: {changed} (name: inplace; they "
-                     f"were {settings}). Leave the model as it was: set each inplace back to its own value, or "
-                     "better, keep the in-place ReLU and capture the gradient with a forward hook that registers a "
-                     "tensor hook.")
+            _check_inplace_settings_kept(model, settings, f"After {text} returned",
+                                         "Leave the model as it was: set each inplace back to its own value")
     _check_cleanup_on_error(fn)
 
 
@@ -299,6 +295,14 @@ def _learner_line(error):
 def _short(error):
     text = " ".join(str(error).split())
     return text if len(text) <= 120 else text[:117] + "..."
+
+
+def _check_inplace_settings_kept(model, settings, after, advice):
+    changed = {name: flag for name, flag in _inplace_settings(model).items() if flag != settings[name]}
+    if changed:
+        fail(f"{after}, the model's in-place settings changed: {changed} (name: inplace; they were {settings}). "
+             f"{advice}, or better, keep the in-place ReLU and capture the gradient with a forward hook that "
+             "registers a tensor hook.")
 
 
 def _check_cleanup_on_error(fn):
@@ -320,12 +324,9 @@ def _check_cleanup_on_error(fn):
             hints=(("BackwardHookFunction", "A full backward hook on a module followed by an in-place ReLU fails in "
                                             "forward. Use a forward hook that registers a tensor hook on the output."),))
         _hooks_left_message(model, f"After {text} (the exception reached the caller)", globals_before)
-        changed = {name: flag for name, flag in _inplace_settings(model).items() if flag != settings[name]}
-        if changed:
-            fail(f"After {text} (the exception reached the caller), the model's in-place settings changed: {changed} "
-                 f"(name: inplace; they were {settings}). Leave the model as it was also when the {where} pass "
-                 "raises: set inplace back in a `finally`, or better, keep the in-place ReLU and capture the "
-                 "gradient with a forward hook that registers a tensor hook.")
+        _check_inplace_settings_kept(model, settings, f"After {text} (the exception reached the caller)",
+                                     f"Leave the model as it was also when the {where} pass raises: set inplace "
+                                     "back in a `finally`")
 
 
 # ---------------------------------------------------------------- find_registered_hooks
