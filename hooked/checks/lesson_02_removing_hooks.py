@@ -13,6 +13,7 @@ import torch
 from torch import nn
 
 from hooked.check_api import calling, fail
+from hooked.checks.handles import single_handle
 from hooked.checks.planted_exceptions import planted_exception_comes_through
 from hooked.checks.tensors import close, describe, random_tensor
 from hooked.lesson_file import without_magics
@@ -335,8 +336,7 @@ def check_register_named_hook(register_named_hook):
     first, second, other = _CountingForwardHook(), _CountingForwardHook(), _CountingForwardHook()
     with calling("calling register_named_hook(module, 'count', hook)"):
         handle = register_named_hook(module, "count", first)
-    if not hasattr(handle, "remove"):
-        fail(f"register_named_hook returned {describe(handle)}; expected the handle of the forward hook.")
+    single_handle(handle, "register_named_hook(module, 'count', hook)", "the handle of the forward hook")
     with calling("calling the module after register_named_hook(module, 'count', hook)"):
         _fire(module)
     if first.calls != 1:
@@ -413,9 +413,8 @@ def check_register_named_hook(register_named_hook):
     replacement = _CountingForwardHook()
     with calling("calling register_named_hook(module, 'count', a third hook), replacing the one under 'count'"):
         replacement_handle = register_named_hook(module, "count", replacement)
-    if not hasattr(replacement_handle, "remove"):
-        fail(f"register_named_hook returned {describe(replacement_handle)} when it replaced an earlier hook; "
-             "expected the handle of the new forward hook.")
+    single_handle(replacement_handle, "register_named_hook(module, 'count', a third hook), when it replaced an earlier "
+                  "hook,", "the handle of the new forward hook")
     replacement_handle.remove()
     replacement.calls = 0
     _fire(module)

@@ -22,7 +22,7 @@ import torch
 from torch import nn
 
 from hooked.check_api import calling, capitalized, fail
-from hooked.checks.handles import handle_list
+from hooked.checks.handles import handle_list, single_handle
 from hooked.checks.seeding import seeded
 from hooked.checks.tensors import close, describe, random_tensor
 from hooked.checks.torch_error_hints import calling_with_hints
@@ -426,8 +426,7 @@ def check_call_when_all_grads_ready(call_when_all_grads_ready):
             fail(f"{call_text} returned a {type(handle).__name__} of {len(handle)}; expected one handle with a remove() "
                  "method that stops the calls (register_multi_grad_hook returns one for all the tensors; a list's own "
                  "remove() takes an argument, and removes nothing).")
-        if not hasattr(handle, "remove"):
-            fail(f"{call_text} returned {describe(handle)}; expected a handle with a remove() method.")
+        single_handle(handle, call_text, "a handle with a remove() method")
         if recorder.calls:
             fail(f"{call_text} called callback while registering, before any backward pass; expected no call until a "
                  "backward pass computes the gradient of one of the tensors.")
