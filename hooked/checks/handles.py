@@ -7,7 +7,7 @@ from collections.abc import Iterator, Mapping
 import torch
 from torch.utils.hooks import RemovableHandle
 
-from hooked.check_api import fail
+from hooked.check_api import calling, fail
 from hooked.checks.tensors import describe
 
 
@@ -72,3 +72,10 @@ def check_handles_registered(handles, call_text):
              "(hooks of an earlier call, which the checker removed, or hooks already removed). A list kept between "
              "calls, at module level or as a default argument such as handles=[], collects the handles of every "
              "call: make a new list in each call, holding the handles of this call's hooks only.")
+
+
+def remove_handles(handles, doing):
+    """Call remove() on each of the learner's handles; `doing` says so in the message if one raises."""
+    with calling(doing):
+        for handle in handles:
+            handle.remove()

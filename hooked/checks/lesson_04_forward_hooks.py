@@ -11,7 +11,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from hooked.check_api import calling, fail
-from hooked.checks.handles import check_handles_registered, handle_list, single_handle
+from hooked.checks.handles import check_handles_registered, handle_list, remove_handles, single_handle
 from hooked.checks.hooks_left import global_hooks, global_hooks_added, modules_with_hooks
 from hooked.checks.seeding import seeded
 from hooked.checks.tensors import close, describe, random_tensor
@@ -47,9 +47,7 @@ def _check_fresh(store, what, call_text):
 
 
 def _check_removal(model, handles, call_text):
-    with calling(f"removing every handle returned by {call_text}"):
-        for handle in handles:
-            handle.remove()
+    remove_handles(handles, f"removing every handle returned by {call_text}")
     left = _hooked_names(model)
     if left:
         fail(f"after removing every handle returned by {call_text}, forward hooks were still registered on "

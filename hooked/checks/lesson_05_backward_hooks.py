@@ -15,7 +15,7 @@ import torch
 from torch import nn
 
 from hooked.check_api import calling, fail
-from hooked.checks.handles import handle_list, single_handle
+from hooked.checks.handles import handle_list, remove_handles, single_handle
 from hooked.checks.hooks_left import modules_with_hooks
 from hooked.checks.noise import (Z, check_generator_advanced, check_new_noise_each_call, check_noise_sample,
                                  check_seeded_noise)
@@ -472,9 +472,7 @@ def check_record_grad_output_norms(record_grad_output_norms):
         before = {name: len(values) for name, values in norms.items()}
         for handle in own_handles:
             handle.remove()
-        with calling("removing every handle that record_grad_output_norms returned"):
-            for handle in handles:
-                handle.remove()
+        remove_handles(handles, "removing every handle that record_grad_output_norms returned")
         with _hinted_call(f"running backward through {_model_text(model)} after removing the handles"), _quiet():
             model(random_tensor(seed + 9, shape).requires_grad_(needs_grad)).sum().backward()
         after = {name: len(values) for name, values in norms.items()}
@@ -529,9 +527,7 @@ def _check_two_calls(record_grad_output_norms):
                        f"{call_text} (the {which} call's norms)", "1 backward pass", 1)
     for handle in own_handles:
         handle.remove()
-    with calling("removing the handles that the first call returned"):
-        for handle in first_handles:
-            handle.remove()
+    remove_handles(first_handles, "removing the handles that the first call returned")
     with _hinted_call(f"running backward through {text} after removing the first call's handles"), _quiet():
         model(random_tensor(599, (5, 6)).requires_grad_()).sum().backward()
     grew = [name for name, values in first.items() if len(values) != wanted.get(name, 0)]

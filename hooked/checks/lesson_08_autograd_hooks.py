@@ -22,7 +22,7 @@ import torch
 from torch import nn
 
 from hooked.check_api import calling, capitalized, fail
-from hooked.checks.handles import handle_list, single_handle
+from hooked.checks.handles import handle_list, remove_handles, single_handle
 from hooked.checks.seeding import seeded
 from hooked.checks.tensors import close, describe, random_tensor
 from hooked.checks.torch_error_hints import calling_with_hints
@@ -278,9 +278,7 @@ def check_fuse_sgd_into_backward(fuse_sgd_into_backward):
         # Removing the handles turns the fused step off.
         observer.remove()
         before = {name: p.detach().clone() for name, p in model.named_parameters()}
-        with calling(f"removing the handles that {call_text} returned"):
-            for handle in handles:
-                handle.remove()
+        remove_handles(handles, f"removing the handles that {call_text} returned")
         with _hinted_call(f"running backward after removing the handles that {call_text} returned"):
             _loss(model, random_tensor(seed + 9, shape), random_tensor(seed + 8, (shape[0], features))).backward()
         moved = [name for name, p in model.named_parameters() if not torch.equal(p.detach(), before[name])]

@@ -15,7 +15,7 @@ from torch import nn
 
 from hooked.check_api import CheckFailed, LearnerCodeRaised, calling, fail
 from hooked.check_runner import run_check
-from hooked.checks.handles import handle_list
+from hooked.checks.handles import handle_list, remove_handles
 from hooked.checks.hooks_left import (MODULE_HOOK_DICTS, PARAMETER_HOOK_DICTS, global_hook_registrar, global_hooks,
                                      global_hooks_added, registered_hooks)
 from hooked.checks.planted_exceptions import planted_exception_comes_through
@@ -104,9 +104,7 @@ def _global_hooks_left(before):
 
 
 def _remove_all(handles, call_text, model, globals_before=frozenset()):
-    with calling(f"removing every handle returned by {call_text}"):
-        for handle in handles:
-            handle.remove()
+    remove_handles(handles, f"removing every handle returned by {call_text}")
     left = _hooks_left(model) + _global_hooks_left(globals_before)
     if left:
         fail(f"after removing every handle returned by {call_text}, hooks were still registered: {_listed(left)}. "
