@@ -43,10 +43,10 @@ def handle_list(handles, call_text, one, many, plain_list=False, iterator_allowe
     if isinstance(handles, (str, bytes, torch.Tensor)) or not hasattr(handles, "__iter__"):
         fail(f"{call_text} returned {describe(handles)} as its handles; expected a list of {many}.")
     if isinstance(handles, Iterator) and not iterator_allowed:
-        fail(f"{call_text} returned {describe(handles)} as its handles, an iterator such as a generator (a "
-             f"generator expression, map(...)); expected a list of {many}. A generator registers nothing until it "
-             "is read: the registrations inside it run only when something iterates over it, so the call itself "
-             "registered no hook. Return a list of the handles: build a list.")
+        fail(f"{call_text} returned {describe(handles)} as its handles, an iterator (a generator expression, "
+             f"map(...)); expected a list of {many}. A generator registers nothing until it is read: the "
+             "registrations inside it run only when something iterates over it, so the call itself registered no "
+             "hook. Return a list of the handles: build a list, [... for ...] or list(map(...)).")
     handles = list(handles)
     for handle in handles:
         if not is_handle(handle):
