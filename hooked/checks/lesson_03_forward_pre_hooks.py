@@ -622,19 +622,19 @@ def _check_received_kwargs(received, args, expected_kwargs, said, name, caller_k
             if name not in caller_kwargs else ""
         fail(f"{said}\nforward received the keyword arguments {received_kwargs!r}, without {name!r}.{missing} Register "
              "the pre-hook with with_kwargs=True and return (args, kwargs) with kwargs[name] set to value.")
-    if not _same(received_kwargs[name], expected_kwargs[name]):
-        if name in caller_kwargs and _same(received_kwargs[name], caller_kwargs[name]):
+    if not _same_argument(received_kwargs[name], expected_kwargs[name]):
+        if name in caller_kwargs and _same_argument(received_kwargs[name], caller_kwargs[name]):
             fail(f"{said}\nforward received {name}={received_kwargs[name]!r}, the value the caller passed; expected "
                  f"{expected_kwargs[name]!r}. Override the caller's value; setdefault (or `if name not in kwargs`) "
                  "only adds a missing one.")
         fail(f"{said}\nforward received {name}={received_kwargs[name]!r}; expected {expected_kwargs[name]!r}.")
     if set(received_kwargs) != set(expected_kwargs) or not all(
-            _same(received_kwargs[key], value) for key, value in expected_kwargs.items()):
+            _same_argument(received_kwargs[key], value) for key, value in expected_kwargs.items()):
         fail(f"{said}\nforward received the keyword arguments {received_kwargs!r}; expected {expected_kwargs!r}: the "
              f"caller's other keyword arguments must pass through unchanged, with only {name!r} set.")
 
 
-def _same(a, b):
+def _same_argument(a, b):
     if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
         return a is b
     return type(a) is type(b) and a == b
@@ -675,7 +675,7 @@ def check_force_kwarg(force_kwarg):
             if name not in received[1] and module._forward_hooks:
                 fail(f"{said}\nforward received the keyword arguments {received[1]!r}, without {name!r}."
                      f"{_forward_hook_hint(module)}")
-            forced = name in received[1] and _same(received[1][name], value)
+            forced = name in received[1] and _same_argument(received[1][name], value)
             if not forced and calls_made > 1 and not module._forward_pre_hooks:
                 fail(f"{said}\nforward received the keyword arguments {received[1]!r}, and the module no longer has "
                      "a forward pre-hook: it was removed after an earlier call. The keyword must be forced on EVERY "

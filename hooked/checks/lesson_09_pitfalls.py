@@ -678,7 +678,7 @@ def _dicts_of(model):
     return found
 
 
-def _global_dicts():
+def _global_dicts_with_copies():
     """{name: (the dict, a copy of its entries)} of torch's dicts of global module hooks and flags."""
     return {name: (value, dict(value)) for name, value in GLOBAL_MODULE_HOOK_DICTS.items()}
 
@@ -727,14 +727,14 @@ def check_remove_all_hooks(fn):
         model, expected, handles = _hooked_model(seed, log)
         dicts_before = _dicts_of(model)
         global_hooks, global_handles = _register_global_hooks(global_log)
-        globals_before = _global_dicts()
+        globals_before = _global_dicts_with_copies()
         text = (f"remove_all_hooks(model) on a model with {len(expected)} hooks (on the model itself, on modules at "
                 "every depth, on a module shared under two names, and on parameters, one of them tied under two "
                 "names)")
         try:
             with calling(f"calling {text}"):
                 count = fn(model)
-            globals_after = _global_dicts()
+            globals_after = _global_dicts_with_copies()
             try:
                 _exercise_model(model, seed)
             except Exception as error:

@@ -95,7 +95,7 @@ def _old_checkpoint(source, prefix, renames, seed):
     return dict(items), expected
 
 
-def _build(seed, wrap, names):
+def _module_and_models(seed, wrap, names):
     """The module, the model that is loaded (the module itself, or a model holding it), and another
     such model with other values, whose state dict is the checkpoint's."""
     rng = random.Random(seed)
@@ -289,7 +289,7 @@ def _expect_old_over_new(target, source, prefix, renames, seed, call_text, what)
 
 def check_migrate_checkpoint_keys(migrate_checkpoint_keys):
     for seed, wrap, prefix, names in _MIGRATE_CASES:
-        module, target, source = _build(seed, wrap, names)
+        module, target, source = _module_and_models(seed, wrap, names)
         renames = names.renames()
         where = "" if not prefix else f", the module sitting at {prefix!r} in the model loaded"
         handle, call_text = _call_migrate(migrate_checkpoint_keys, module, renames, where)
@@ -397,7 +397,7 @@ def _call_attach(attach_weight_ema, model, optimizer, decay):
     return ema, handle, call_text
 
 
-def _check_keys(ema, model, optimizer, call_text):
+def _check_ema_keys(ema, model, optimizer, call_text):
     names = [name for name, _ in model.named_parameters()]
     keys = list(ema)
     if not all(isinstance(key, str) for key in keys):
@@ -537,7 +537,7 @@ def _tied_names(model):
     return {name: first[id(p)] for name, p in model.named_parameters(remove_duplicate=False) if first[id(p)] != name}
 
 
-def _snapshot(ema):
+def _ema_copy(ema):
     return {name: value.detach().clone() for name, value in ema.items()}
 
 
@@ -551,7 +551,7 @@ def check_attach_weight_ema(attach_weight_ema):
                               if any(p is parameter for p in group["params"])), -1)
                   for name, parameter in parameters.items()}  # -1: frozen, in no group
         ema, handle, call_text = _call_attach(attach_weight_ema, model, optimizer, decay)
-        _check_keys(ema, model, optimizer, call_text)
+        _check_ema_keys(ema, model, optimizer, call_text)
         _check_start(ema, parameters, call_text)
         expected = {name: p.detach().clone() for name, p in parameters.items()}
         lagged, swapped = dict(expected), dict(expected)
@@ -567,7 +567,7 @@ def check_attach_weight_ema(attach_weight_ema):
                 events[_NO_GRAD_NAME] = (f"{_NO_GRAD_NAME!r} got no gradient (its .grad was None), so the "
                                          "optimizer left it as it was")
             old_values = {name: p.detach().clone() for name, p in parameters.items()}
-            before = _snapshot(ema)
+            before = _ema_copy(ema)
             with calling(f"calling optimizer.step() (step {step}) after {call_text}"):
                 stepped, as_sgd = _step(model, optimizer, seed * 10 + step, without_grad)
             said = f"After {call_text} and {step} optimizer step{'s' if step > 1 else ''}"
@@ -587,7 +587,7 @@ def check_attach_weight_ema(attach_weight_ema):
         # Another optimizer of the program must not move this model's average.
         other_model = _model(random.Random(seed + 1))
         other = PlainSGD(other_model.parameters(), lr=0.1)
-        before = _snapshot(ema)
+        before = _ema_copy(ema)
         with calling(f"stepping another optimizer after {call_text}"):
             _step(other_model, other, seed + 7)
         if any(not torch.equal(ema[name], before[name]) for name in ema):
@@ -618,7 +618,7 @@ def check_attach_weight_ema(attach_weight_ema):
             fail(f"After {call_text}, {same_text} returned {describe(second)}; expected its own (ema, handle) pair, "
                  "with a new dict.")
         second_ema, second_handle = second
-        starts, before = _snapshot(second_ema), _snapshot(ema)
+        starts, before = _ema_copy(second_ema), _ema_copy(ema)
         with calling(f"calling optimizer.step() after {same_text}"):
             _step(model, optimizer, seed * 10 + 8)
         for averages, rate, label in ((ema, decay, "first"), (second_ema, other_decay, "second")):
@@ -647,7 +647,7 @@ def check_attach_weight_ema(attach_weight_ema):
 
         with calling(f"calling handle.remove() on the handle returned by {call_text}"):
             handle.remove()
-        before = _snapshot(ema)
+        before = _ema_copy(ema)
         _step(model, optimizer, seed + 9)
         if any(not torch.equal(ema[name], before[name]) for name in ema):
             fail(f"After {call_text} and handle.remove(), an optimizer step still changed ema; return the handle of "
@@ -657,7 +657,7 @@ def check_attach_weight_ema(attach_weight_ema):
 def _check_two_calls(migrate_checkpoint_keys):
     """Two calls on one module, each with half of the renames: both hooks rename."""
     seed, wrap, prefix, names = _MIGRATE_CASES[0]
-    module, target, source = _build(seed + 50, wrap, names)
+    module, target, source = _module_and_models(seed + 50, wrap, names)
     renames = names.renames()
     items = list(renames.items())
     halves = [dict(items[:len(items) // 2]), dict(items[len(items) // 2:])]
