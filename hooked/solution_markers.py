@@ -14,6 +14,7 @@ _BEGIN = re.compile(r"^(?P<indent>\s*)# BEGIN SOLUTION(?::\s*(?P<todo>.*\S))?\s*
 _END = re.compile(r"^\s*# END SOLUTION\s*$")
 _DEFINITION = re.compile(r"^(?P<indent>\s*)(?:async\s+)?(?:def|class)\s+(?P<name>\w+)")
 
+
 class MarkerError(ValueError):
     """The solution markers of a file are not well formed."""
 
@@ -62,6 +63,16 @@ def is_solution_marker(line):
     return bool(_BEGIN.match(line) or _END.match(line))
 
 
+def solution_region_lines(text):
+    """The lines between the markers of `text`: the reference answer, which the learner's
+    version never shows."""
+    lines, inside = [], False
+    for line in text.splitlines():
+        if is_solution_marker(line):
+            inside = bool(_BEGIN.match(line))
+        elif inside:
+            lines.append(line)
+    return lines
 
 
 def without_markers(text):

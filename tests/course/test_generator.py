@@ -4,7 +4,7 @@ import pytest
 
 import hooked.generate as generate
 from hooked.generate import stale_lessons
-from hooked.solution_markers import MarkerError, lesson_text_from_solution
+from hooked.solution_markers import MarkerError, lesson_text_from_solution, solution_region_lines
 
 SOLVED = '''# %% tags=["exercise"]
 import torch
@@ -43,6 +43,11 @@ def test_stub_keeps_signature_and_docstring_and_raises_with_the_qualified_name()
     exec(text.split("\n", 1)[1], namespace)
     with pytest.raises(NotImplementedError, match="double is not written yet"):
         namespace["double"](1)
+
+
+def test_the_solution_regions_are_the_lines_between_the_markers():
+    assert solution_region_lines(SOLVED) == ["        self.items.append(item)", "        return item",
+                                             "    return 2 * grad"]
 
 
 @pytest.mark.parametrize("broken, problem", [

@@ -27,7 +27,7 @@ import pytest
 
 from hooked.checks import run_exercise_check
 from hooked.course import SOLUTIONS_DIR, exercise_named, lesson_names, lessons
-from hooked.solution_markers import is_solution_marker
+from hooked.solution_markers import solution_region_lines
 
 MISTAKES_DIR = pathlib.Path(__file__).resolve().parent / "mistakes"
 KINDS = ("wrong", "right")
@@ -100,14 +100,8 @@ def _grade(entry):
 
 def _reference_lines(lesson):
     """The stripped lines of the reference solution, between the markers."""
-    lines, inside = [], False
-    for line in (SOLUTIONS_DIR / f"{lesson}.py").read_text(encoding="utf-8").splitlines():
-        stripped = line.strip()
-        if is_solution_marker(line):  # `# BEGIN SOLUTION`, `# BEGIN SOLUTION: todo` or `# END SOLUTION`
-            inside = stripped.startswith("# BEGIN")
-        elif inside and len(stripped) >= MIN_REFERENCE_LINE:
-            lines.append(stripped)
-    return lines
+    text = (SOLUTIONS_DIR / f"{lesson}.py").read_text(encoding="utf-8")
+    return [line.strip() for line in solution_region_lines(text) if len(line.strip()) >= MIN_REFERENCE_LINE]
 
 
 def test_catalogue_entries_are_well_formed():
