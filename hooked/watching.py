@@ -6,15 +6,15 @@ comparing the files' modification times every half second."""
 import pathlib
 import time
 
+from hooked.course import LESSON_FILE
+
 POLL_SECONDS = 0.5
 
 
 def lesson_of(path, lessons):
     """'01_tensor_hooks' for .../01_tensor_hooks.py or .ipynb when it is one of `lessons`, else None."""
     path = pathlib.Path(path)
-    if path.suffix in (".py", ".ipynb") and path.stem in lessons:
-        return path.stem
-    return None
+    return path.stem if LESSON_FILE.match(path.name) and path.stem in lessons else None
 
 
 def saved_lessons(folder, lessons, poll=False, note=print, ready=lambda: None):
