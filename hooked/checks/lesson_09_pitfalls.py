@@ -13,6 +13,7 @@ from hooked.checks.hooks_left import (MODULE_HOOK_DICTS, PARAMETER_HOOK_DICTS, g
                                      registered_hooks)
 from hooked.checks.planted_exceptions import planted_exception_comes_through
 from hooked.checks.tensors import close, describe, random_tensor
+from hooked.checks.torch_error_hints import calling_with_hints
 from hooked.isolation import GLOBAL_MODULE_HOOK_DICTS
 from hooked.learner_tracebacks import learner_frame
 
@@ -171,23 +172,20 @@ def _inplace_settings(model):
     return {name: module.inplace for name, module in model.named_modules() if hasattr(module, "inplace")}
 
 
+_GRAD_ERROR_HINTS = (  # (text in the error, what it means for grad_before_inplace_relu)
+    ("RemovableHandle", "Your forward hook returned the handle of output.register_hook(...) (a lambda returns what "
+                        "its expression gives), and a forward hook's non-None return replaces the module's output. "
+                        "Write the forward hook with def, so that it returns None."),
+    ("BackwardHookFunction", "A full backward hook (or backward pre-hook) on a module followed by an in-place ReLU "
+                             "fails in forward, and so does one on the in-place ReLU itself. Use a forward hook on "
+                             "the layer that registers a tensor hook on its output (output.register_hook)."),
+)
+
+
 def _call_grad(fn, model, layer, layer_name, x):
     text = f"grad_before_inplace_relu(model, model.get_submodule({layer_name!r}), x) with x of shape {tuple(x.shape)}"
-    try:
-        with calling(f"calling {text}"):
-            return fn(model, layer, x), text
-    except LearnerCodeRaised as raised:
-        if "RemovableHandle" in str(raised.error):
-            fail(f"{text} raised {type(raised.error).__name__}: {str(raised.error)[:90]}: your forward hook "
-                 "returned the handle of output.register_hook(...) (a lambda returns what its expression gives), "
-                 "and a forward hook's non-None return replaces the module's output. Write the forward hook with "
-                 "def, so that it returns None.")
-        if "BackwardHookFunction" in str(raised.error):
-            fail(f"{text} raised RuntimeError: {str(raised.error)[:90]}... A full backward hook (or backward "
-                 "pre-hook) on a module followed by an in-place ReLU fails in forward, and so does one on the "
-                 "in-place ReLU itself. Use a forward hook on the layer that registers a tensor hook on its "
-                 "output (output.register_hook).")
-        raise
+    with calling_with_hints(f"calling {text}", _GRAD_ERROR_HINTS):
+        return fn(model, layer, x), text
 
 
 def _check_grad_result(value, expected, at_relu, text, relu_name, deep=""):
