@@ -771,10 +771,10 @@ def check_remove_all_hooks(fn):
         changed = [name for name, (hooks, entries) in globals_before.items()
                    if globals_after[name][0] is not hooks or globals_after[name][1] != entries]
         if changed:
-            name = changed[0]
-            fail(f"After {text}, torch.nn.modules.module.{name} changed (it held {len(globals_before[name][1])} "
-                 f"entries, then {len(globals_after[name][1])}): global hooks are not the model's; leave them "
-                 "registered, and leave torch's global dicts alone.")
+            counts = ", ".join(f"torch.nn.modules.module.{name} (it held {len(globals_before[name][1])}, then "
+                               f"{len(globals_after[name][1])})" for name in changed)
+            fail(f"After {text}, torch's global hook dicts changed: {counts}. Global hooks are not the model's; "
+                 "leave them registered, and leave torch's global dicts alone.")
         left = registered_hooks(model)
         if left:
             fail(f"After {text}, the model still holds hooks: {[(name, kind) for name, kind, hook in left][:4]} "
