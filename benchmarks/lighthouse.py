@@ -90,12 +90,16 @@ def scores(url, desktop, report):
     if desktop:
         command.append("--preset=desktop")
     env = dict(os.environ, CHROME_PATH=os.environ.get("CHROME_PATH", "/usr/bin/chromium"))
-    run = subprocess.run(command, env=env, capture_output=True, text=True)
-    if run.returncode != 0 or not report.is_file():
-        sys.exit(f"lighthouse failed on {url}:\n{run.stderr[-2000:]}")
-    result = json.loads(report.read_text(encoding="utf-8"))
-    found = {name: round(100 * result["categories"][name]["score"]) for name in CATEGORIES}
-    return found | {name: result["audits"][name]["numericValue"] for name in METRICS}
+    for _ in range(3):  # a run now and then finds no largest paint (NO_LCP) and scores nothing
+        run = subprocess.run(command, env=env, capture_output=True, text=True)
+        if run.returncode != 0 or not report.is_file():
+            sys.exit(f"lighthouse failed on {url}:\n{run.stderr[-2000:]}")
+        result = json.loads(report.read_text(encoding="utf-8"))
+        if all(result["categories"][name]["score"] is not None for name in CATEGORIES):
+            found = {name: round(100 * result["categories"][name]["score"]) for name in CATEGORIES}
+            return found | {name: result["audits"][name]["numericValue"] for name in METRICS}
+    errors = {name: audit["errorMessage"] for name, audit in result["audits"].items() if audit.get("errorMessage")}
+    sys.exit(f"lighthouse scored no {url} in 3 runs: {list(errors.items())[:3]}")
 
 
 def main():

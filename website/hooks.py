@@ -1,9 +1,10 @@
 """MkDocs hooks that make the course website out of the course's own files.
 
-- Lessons: every lesson in solutions/ becomes two pages, lessons/NN_slug/ (the learner's
-  version: its checks say "not attempted yet") and solutions/NN_slug/ (solved), executed here
-  (all cores, in a temporary folder) and rendered by mkdocs-jupyter, in two nav sections
-  "Lessons" and "Solutions". A new lesson needs no edit here or in mkdocs.yml.
+- Lessons: every lesson of the course manifest (hooked.course, read from solutions/) becomes
+  two pages, lessons/NN_slug/ (the learner's version: its checks say "not attempted yet") and
+  solutions/NN_slug/ (solved), executed here (all cores, in a temporary folder) and rendered by
+  mkdocs-jupyter, in two nav sections "Lessons" and "Solutions". A new lesson needs no edit
+  here or in mkdocs.yml.
 - Pristine lessons: a lesson page and its downloads are made of the text the generator makes
   from solutions/ (hooked.generate), never of the working file lessons/NN_slug.py, which holds
   a learner's answers once they work in it: a learner who builds and publishes the site
@@ -44,38 +45,31 @@ from mkdocs.utils import get_relative_url
 from PIL import Image
 from traitlets.config import Config
 
-from hooked.course import SOLUTIONS_DIR, lesson_names
+from hooked.course import LESSON_FILE, lesson_named, lessons
 from hooked.solution_markers import MarkerError, lesson_text_from_solution
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 BRANCH = "main"  # links to repository files that are not on the site point at this branch
 FOLDERS = {"lessons": "Lesson", "solutions": "Solution"}
-_NOTEBOOK_PAGE = re.compile(r"^\d\d_[a-z0-9_]+\.ipynb$")
 _DIRECTIVE = re.compile(r"^<!-- (readme|readme-page): (.+?) -->$", re.MULTILINE)
 _LINK = re.compile(r"(!?\[[^\]]*\])\(([^)\s]+)\)")
 _KERNELSPEC = {"name": "python3", "display_name": "Python 3", "language": "python"}
 EXECUTED_DIR = ROOT / ".cache" / "hooked-site"  # executed notebooks (gitignored)
 
 
-def _load_cheatsheet():
-    spec = importlib.util.spec_from_file_location("hooked_site_cheatsheet", ROOT / "website" / "cheatsheet.py")
+@functools.cache
+def _website_module(name):
+    """website/<name>.py as a module (website/ is a folder of build files, not a package)."""
+    spec = importlib.util.spec_from_file_location(f"hooked_site_{name}", ROOT / "website" / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
 
 
-def lessons():
-    """[(name, number, title)] of the lessons in solutions/, the course's single source."""
-    return [(name, name[:2], _title(SOLUTIONS_DIR / f"{name}.py")) for name in lesson_names()]
-
-
-def _title(path):
-    """'Tensor hooks' from the lesson's first heading, '# Lesson 01 — Tensor hooks'; code marks dropped."""
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if line.startswith("# # "):
-            title = re.sub(r"^Lesson \d+\s*[—:-]\s*", "", line[4:].strip())
-            return title.replace("`", "")  # a page title is plain text: no code marks
-    return path.stem[3:].replace("_", " ").capitalize()
+def short_title(lesson):
+    """'Tensor hooks' of a Lesson titled 'Lesson 01 — Tensor hooks'; a page title is plain
+    text, so without code marks."""
+    return re.sub(r"^Lesson \d+\s*[—:-]\s*", "", lesson.title).replace("`", "")
 
 
 # ---------------------------------------------------------------- nav and files
@@ -96,7 +90,7 @@ def page_text(folder, name, root=ROOT):
 
 def page_texts():
     """{(folder, lesson name): page_text(folder, name)} for every page of Lessons and Solutions."""
-    return {(folder, name): page_text(folder, name) for folder in FOLDERS for name, _, _ in lessons()}
+    return {(folder, lesson.name): page_text(folder, lesson.name) for folder in FOLDERS for lesson in lessons()}
 
 
 def on_config(config):
@@ -105,7 +99,8 @@ def on_config(config):
     logging.getLogger("mkdocs.mkdocs-jupyter").setLevel(logging.WARNING)
     sections = []
     for folder, word in FOLDERS.items():
-        entries = [{f"{word} {number}: {title}": f"{folder}/{name}.ipynb"} for name, number, title in lessons()]
+        entries = [{f"{word} {lesson.short}: {short_title(lesson)}": f"{folder}/{lesson.name}.ipynb"}
+                   for lesson in lessons()]
         sections.append({f"{word}s": entries})
     nav = list(config.nav or [])
     config.nav = nav[:1] + sections + nav[1:]  # right after Home
@@ -122,8 +117,7 @@ def on_files(files, config):
                           use_directory_urls=config.use_directory_urls))
         files.append(File.generated(config, f"downloads/{folder}/{name}.py", content=text))
         files.append(File.generated(config, f"downloads/{folder}/{name}.ipynb", content=_notebook(text)))
-    files.append(File.generated(config, NOTEBOOK_CSS, content=_notebook_css()))
-    return files
+    return files  # and NOTEBOOK_CSS, written once the pages are (on_post_build)
 
 
 def execute_all(texts):
@@ -214,8 +208,9 @@ def _notebook(text):
 def notebook_page(page):
     """('lessons' or 'solutions', lesson name) for a notebook page, else None."""
     folder, _, filename = page.file.src_uri.partition("/")
-    if folder in FOLDERS and _NOTEBOOK_PAGE.match(filename):
-        return folder, filename[:-len(".ipynb")]
+    name = filename.removesuffix(".ipynb")
+    if folder in FOLDERS and filename.endswith(".ipynb") and lesson_named(name):
+        return folder, name
     return None
 
 
@@ -259,7 +254,10 @@ def on_page_content(html, page, config, files):
         link = f'<link rel="stylesheet" href="{get_relative_url(NOTEBOOK_CSS, page.url)}">'
         html = _STYLE.sub(lambda m: _keep_style(m, css, link), html)
         html = _figures(html, _figure_alts(page))
+        extra = [pathlib.Path(config.docs_dir, path).read_text(encoding="utf-8") for path in config.extra_css]
+        html = _without_plain_tokens(html, [css] + [match.group(1) for match in _STYLE.finditer(html)] + extra)
         html = _FOCUSABLE_SCROLL.sub(r'\1 tabindex="0"\2', html)
+        html = _NOT_SEARCHED.sub(r"\1 data-search-exclude", html)
         page.toc = get_toc(_toc_tokens(html))
         if notebook_page(page)[0] == "solutions":
             page.meta["search"] = {"exclude": True}  # search finds the lesson, not its answers
@@ -269,6 +267,29 @@ def on_page_content(html, page, config, files):
 # A code cell's input scrolls sideways: a keyboard reaches (and scrolls) it once it can take
 # the focus (nbconvert already makes each output focusable).
 _FOCUSABLE_SCROLL = re.compile(r'(<div class="highlight-ipynb hl-python")(>)')
+# Search finds the lessons' text, not their code (shown, and again for the copy button), prompts
+# and outputs: they were 0.3 MB of its 0.97 MB. Material's search skips a marked element only up
+# to the first end tag of its name inside it (it tells elements apart by tag), so the marks go
+# on elements that hold none of their own tag.
+_NOT_SEARCHED = re.compile(r'(<div class="(?:highlight-ipynb hl-python|clipboard-copy-txt|jp-InputPrompt jp-InputArea-prompt)"'
+                           r'|<span class="notice"|<div class="jp-RenderedText jp-OutputArea-output[^>]*>\s*<pre)(?=[ >])')
+_CODE = re.compile(r'(<div class="highlight-ipynb[^>]*>\s*<pre>)(.*?)(</pre>)', re.DOTALL)
+_TOKEN = re.compile(r'<span class="([\w-]+)">([^<]*)</span>')
+_CLASS_IN_CSS = re.compile(r"\.(-?[_a-zA-Z][\w-]*)")
+
+
+def _without_plain_tokens(html, stylesheets):
+    """The code cells without the highlighter's spans whose class no stylesheet names (names,
+    builtins: about 2,300 of a lesson page's 9,000 elements). Fewer elements, less work for a
+    phone to lay the page out; the code looks the same."""
+    named = {name for css in stylesheets for name in _CLASS_IN_CSS.findall(css)}
+
+    def plain(match):
+        return match.group(0) if match.group(1) in named else match.group(2)
+
+    return _CODE.sub(lambda code: code.group(1) + _TOKEN.sub(plain, code.group(2)) + code.group(3), html)
+
+
 _FIGURE = re.compile(r'<img alt="No description has been provided for this image"([^>]*?) '
                      r'src="data:image/png;base64,([A-Za-z0-9+/=]+)"\s*/?>')
 
@@ -345,7 +366,26 @@ def on_post_page(output, page, config):
     if notebook_page(page):
         # "Skip to content" goes to the first heading, past the download bar above it
         output = _SKIP.sub('<a href="#hooked-downloads" class="md-skip">', output, count=1)
+        _NOTEBOOK_PAGES[page.file.src_uri] = output
     return output
+
+
+# The notebook pages of this build ({source path: HTML}): what the notebook stylesheet is cut to.
+_NOTEBOOK_PAGES = {}
+
+
+def on_post_build(config):
+    """Write the notebook stylesheet, cut to the rules the notebook pages can use (0.6 MB of
+    JupyterLab's whole stylesheet, which blocked their rendering, became about 40 KB)."""
+    site = pathlib.Path(config.site_dir)
+    target = site / NOTEBOOK_CSS
+    # Material's stylesheets and ours may use the notebook stylesheet's custom properties, and
+    # Material's scripts add elements and classes
+    stylesheets = [path.read_text(encoding="utf-8") for path in site.rglob("*.css") if path != target]
+    scripts = [path.read_text(encoding="utf-8") for path in site.rglob("*.js")]
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(_website_module("notebook_stylesheet").trimmed(
+        _notebook_css(), list(_NOTEBOOK_PAGES.values()) + stylesheets, scripts), encoding="utf-8")
 
 
 # ---------------------------------------------------------------- README and cheat sheet
@@ -424,7 +464,8 @@ def _fix_links(text, page, files, config, homes, readme):
         if not resolved.is_relative_to(ROOT):
             return label[1:-1] if not label.startswith("!") else ""  # outside the repository: text only
         relative = resolved.relative_to(ROOT).as_posix()
-        if re.fullmatch(r"(lessons|solutions)/\d\d_[a-z0-9_]+\.py", relative):
+        folder, _, filename = relative.partition("/")
+        if folder in FOLDERS and filename.endswith(".py") and LESSON_FILE.match(filename):
             relative = relative[:-len(".py")] + ".ipynb"  # a lesson: its page
         if files.get_file_from_path(relative) is not None:
             return f"{label}({posixpath.relpath(relative, page_dir or '.')}{'#' + anchor if anchor else ''})"
@@ -435,9 +476,9 @@ def _fix_links(text, page, files, config, homes, readme):
 
 
 def cheatsheet_table(page, files):
-    cheatsheet = _load_cheatsheet()
+    cheatsheet = _website_module("cheatsheet")
     page_dir = posixpath.dirname(page.file.src_uri)
-    titles = {name: (number, title) for name, number, title in lessons()}
+    titles = {lesson.name: (lesson.short, short_title(lesson)) for lesson in lessons()}
     lines = ["| Kind | API | Your hook is called as | When it fires | What its return value does | Lesson |",
              "|---|---|---|---|---|---|"]
     for row in cheatsheet.ROWS:

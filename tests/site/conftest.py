@@ -120,8 +120,12 @@ class Visit:
             route.abort()
 
     def open(self, path):
+        """The page at `path`, loaded, with every notebook cell rendered: as a reader sees it on
+        scrolling through (the browser skips code cells off the screen, content-visibility, and
+        their text and colours are then out of reach of innerText and axe)."""
         response = self.page.goto(self.base_url + path, wait_until="load")
         assert response is not None and response.status == 200, f"{path}: {response and response.status}"
+        self.page.add_style_tag(content=".jupyter-wrapper .jp-Cell { content-visibility: visible !important; }")
         return self.page
 
     def weight(self):

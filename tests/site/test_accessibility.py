@@ -21,7 +21,7 @@ def axe_violations(page):
     """[(rule id, impact, help, [the first nodes' selectors], node count)] of axe's violations."""
     if not AXE.is_file():
         pytest.fail(f"{AXE} is missing: run `npm ci --prefix tests/site` (.ci/run does)")
-    page.add_script_tag(path=str(AXE))
+    page.add_script_tag(path=str(AXE))  # on a page opened by Visit.open: every cell rendered
     results = page.evaluate("axe.run(document, {resultTypes: ['violations']})")
     return [(rule["id"], rule["impact"], rule["help"], [node["target"] for node in rule["nodes"][:3]],
              len(rule["nodes"])) for rule in results["violations"]]

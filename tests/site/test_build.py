@@ -51,3 +51,29 @@ def test_the_build_is_quiet(build_log):
     warning fails the strict build, and an error would show here)."""
     noise = [line for line in build_log.splitlines() if not any(re.fullmatch(quiet, line) for quiet in QUIET)]
     assert not noise, "the build printed:\n" + "\n".join(noise)
+
+
+def test_the_notebook_stylesheet_keeps_what_a_page_can_use(hooks):
+    cut = hooks._website_module("notebook_stylesheet").trimmed(
+        ".w{--used: red; --chained: var(--used); --unused: blue}\n"
+        ".w .cell, .w .dialog {color: var(--chained)}\n"
+        ".w .cell:not(.jp-mod-active) {margin: 0}\n"
+        ".w .menu {color: blue}\n"
+        "@media (max-width: 10em) {.w .menu {color: red} .w .cell {padding: 0}}\n"
+        "@keyframes spin {to {transform: rotate(1turn)}}\n",
+        ['<div class="w"><div class="cell">x</div></div>'])
+    assert cut.splitlines() == [
+        ".w{--used:red;--chained:var(--used)}",
+        ".w .cell{color:var(--chained)}",
+        ".w .cell:not(.jp-mod-active){margin:0}",
+        "@media (max-width: 10em){.w .cell{padding:0}}",
+        "@keyframes spin {to {transform: rotate(1turn)}}",
+    ]
+
+
+def test_code_loses_only_the_spans_that_no_stylesheet_names(hooks):
+    html = ('<div class="highlight-ipynb hl-python"><pre><span class="k">def</span> <span class="nf">f</span>'
+            '<span class="p">():</span></pre></div><p><span class="nf">kept outside code</span></p>')
+    assert hooks._without_plain_tokens(html, [".highlight-ipynb .k{color:green}", ".p{color:blue}"]) == (
+        '<div class="highlight-ipynb hl-python"><pre><span class="k">def</span> f'
+        '<span class="p">():</span></pre></div><p><span class="nf">kept outside code</span></p>')
