@@ -45,10 +45,9 @@ from mkdocs.utils import get_relative_url
 from PIL import Image
 from traitlets.config import Config
 
-from hooked.course import LESSON_FILE, lesson_named, lessons
+from hooked.course import LESSON_FILE, ROOT, lesson_named, lessons
 from hooked.solution_markers import MarkerError, lesson_text_from_solution
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
 BRANCH = "main"  # links to repository files that are not on the site point at this branch
 FOLDERS = {"lessons": "Lesson", "solutions": "Solution"}
 _DIRECTIVE = re.compile(r"^<!-- (readme|readme-page): (.+?) -->$", re.MULTILINE)

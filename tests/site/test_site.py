@@ -10,6 +10,7 @@ import pytest
 
 from hooked.course import ROOT, SOLUTIONS_DIR, lesson_names
 from hooked.generate import fresh_lesson_text
+from hooked.solution_markers import solution_region_lines
 
 MAX_PAGE_BYTES = 1.5e6
 SCREENSHOTS = ROOT / "site-screenshots"  # gitignored; CI keeps it
@@ -46,15 +47,8 @@ def solution_only_lines(name):
     `# BEGIN SOLUTION` ... `# END SOLUTION` regions that appear nowhere in the learner's version."""
     kept = {line.strip() for line in fresh_lesson_text(name).splitlines()}
     kept |= {line[1:].strip() for line in kept if line.startswith("#")}  # markdown cells, as shown
-    lines, inside = [], False
-    for line in (SOLUTIONS_DIR / f"{name}.py").read_text(encoding="utf-8").splitlines():
-        if re.match(r"\s*# BEGIN SOLUTION", line):
-            inside = True
-        elif re.match(r"\s*# END SOLUTION", line):
-            inside = False
-        elif inside and len(line.strip()) >= 12 and line.strip() not in kept:
-            lines.append(line.strip())
-    return lines
+    region = solution_region_lines((SOLUTIONS_DIR / f"{name}.py").read_text(encoding="utf-8"))
+    return [line.strip() for line in region if len(line.strip()) >= 12 and line.strip() not in kept]
 
 
 def test_home_page_shows_the_readme(visit):
