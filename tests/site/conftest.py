@@ -119,13 +119,15 @@ class Visit:
             self.outside.append(route.request.url)
             route.abort()
 
-    def open(self, path):
+    def open(self, path, every_cell=True):
         """The page at `path`, loaded, with every notebook cell rendered: as a reader sees it on
         scrolling through (the browser skips code cells off the screen, content-visibility, and
-        their text and colours are then out of reach of innerText and axe)."""
+        their text and colours are then out of reach of innerText and axe). every_cell=False:
+        as the browser shows it on arrival."""
         response = self.page.goto(self.base_url + path, wait_until="load")
         assert response is not None and response.status == 200, f"{path}: {response and response.status}"
-        self.page.add_style_tag(content=".jupyter-wrapper .jp-Cell { content-visibility: visible !important; }")
+        if every_cell:
+            self.page.add_style_tag(content=".jupyter-wrapper .jp-Cell { content-visibility: visible !important; }")
         return self.page
 
     def weight(self):

@@ -209,3 +209,31 @@ def test_site_needs_no_other_host(site_dir):
         tags = re.findall(r"<(?:script|link|img|iframe)\b[^>]*>", path.read_text(encoding="utf-8"))
         remote = [tag for tag in tags if re.search(r'(?:src|href)="(?:https?:)?//', tag) and 'rel="canonical"' not in tag]
         assert not remote, f"{path.relative_to(site_dir)} loads {remote}"
+
+
+@pytest.mark.parametrize("width, height", [(1280, 900), (390, 844)], ids=["desktop", "phone"])
+def test_a_link_to_a_heading_deep_in_a_lesson_lands_on_it(open_tab, site_dir, width, height):
+    """Code cells off the screen are laid out only near it (content-visibility), at an estimated
+    height: the page must lay out the cells above a linked heading before it goes there, on
+    arrival (a search result, a link from elsewhere) and on a jump within the page (a link in
+    it, a heading's ¶). The headings: each exercise's and every other one, the last left out (it
+    may be too near the page's end to reach the top of the window)."""
+    tab = open_tab(width=width, height=height)
+    missed = []
+    for name in lesson_names():
+        html = (site_dir / "lessons" / name / "index.html").read_text(encoding="utf-8")
+        ids = re.findall(r'<h[23] id="([^"]+)"', html)[1:-1]
+        anchors = [i for i in ids if i.startswith("exercise-")] + [i for i in ids[::2] if not i.startswith("exercise-")]
+        tab.page.goto("about:blank")  # a page load, not a jump within the page open before
+        page = tab.open(f"lessons/{name}/#{anchors[0]}", every_cell=False)
+        for number, anchor in enumerate(anchors):
+            if number:
+                page.evaluate("id => { location.hash = id; }", anchor)
+            page.wait_for_timeout(400)  # cells near the screen render; the page settles
+            top = page.evaluate("id => document.getElementById(id).getBoundingClientRect().top", anchor)
+            header = page.evaluate("document.querySelector('.md-header').getBoundingClientRect().bottom")
+            if not header <= top <= header + 120:
+                how = "on arrival" if not number else "on a jump"
+                missed.append(f"{name}#{anchor} {how}: its top at {top:.0f} px (the header ends at {header:.0f})")
+    tab.check()
+    assert not missed, "links that land elsewhere than their heading:\n" + "\n".join(missed)
