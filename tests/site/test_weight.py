@@ -109,3 +109,5 @@ def test_search_finds_the_lessons_text_but_not_their_code_or_outputs(site_dir):
         assert not found, f"search holds code of {lesson.name}: {found[:3]}"
         for exercise in lesson.exercises:  # what the page's check cells print
             assert f"{exercise.name}: not attempted yet" not in indexed, exercise.name
+            # but a learner who searches for an exercise by its name finds it (its heading)
+            assert exercise.name in indexed, f"search does not find the exercise {exercise.name}"
