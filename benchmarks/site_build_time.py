@@ -6,7 +6,8 @@ one after another. (The build runs them side by side on all cores, then renders 
 Goal: build <= 1.3x the floor.
 
 Weight: each notebook page's HTML (figures are inlined as PNG) plus the stylesheets, scripts
-and images it links, uncompressed and without the search index, which the whole site shares
+and images it links and the search worker's script, uncompressed and without the search
+index, which the whole site shares
 (goal <= 1.5 MB per page); and gzipped, as GitHub Pages serves it, with the search index (goal
 <= 500 KiB; tests/site/test_weight.py checks it on every page, with what the page really loads).
 
@@ -73,8 +74,11 @@ def page_weight(site_dir, page):
     """(total bytes, html bytes, [figure bytes], gzipped bytes with the search index) of one built page."""
     html = page.read_bytes()
     total, packed = len(html), gzipped(html) + gzipped((site_dir / "search" / "search_index.json").read_bytes())
-    for url in re.findall(r'<(?:link[^>]+rel="stylesheet"[^>]+href|script[^>]+src|img[^>]+src)="([^"]+)"',
-                          html.decode("utf-8")):
+    # what the page links, and the search worker's script, which Material's script starts
+    # (named in the page's __config) and which loads the search index
+    for url in re.findall(r'<(?:link[^>]+rel="(?:stylesheet|icon)"[^>]+href|script[^>]+src|img[^>]+src)="([^"]+)"'
+                          r'|"search":\s*"([^"]+)"', html.decode("utf-8")):
+        url = url[0] or url[1]
         if url.startswith(("data:", "http:", "https:", "//")):
             continue
         resource = (page.parent / url.split("#")[0].split("?")[0]).resolve()
