@@ -237,3 +237,22 @@ def test_a_link_to_a_heading_deep_in_a_lesson_lands_on_it(open_tab, site_dir, wi
                 missed.append(f"{name}#{anchor} {how}: its top at {top:.0f} px (the header ends at {header:.0f})")
     tab.check()
     assert not missed, "links that land elsewhere than their heading:\n" + "\n".join(missed)
+
+
+@pytest.mark.parametrize("width, height", [(1280, 900), (390, 844)], ids=["desktop", "phone"])
+def test_a_lesson_page_keeps_its_height_as_its_cells_render(open_tab, width, height):
+    """Code cells off the screen hold the place of an estimated height until the reader nears
+    them: the page (and the scrollbar's thumb) must not grow or shrink by more than a tenth
+    as they render."""
+    tab = open_tab(width=width, height=height)
+    changed = []
+    for name in lesson_names():
+        tab.page.goto("about:blank")
+        page = tab.open(f"lessons/{name}/", every_cell=False)
+        estimated = page.evaluate("document.documentElement.scrollHeight")
+        page.add_style_tag(content=".jupyter-wrapper .jp-Cell { content-visibility: visible !important; }")
+        rendered = page.evaluate("document.documentElement.scrollHeight")
+        if abs(estimated - rendered) > rendered / 10:
+            changed.append(f"{name}: {estimated} px on arrival, {rendered} px with every cell rendered")
+    tab.check()
+    assert not changed, "\n".join(changed)
