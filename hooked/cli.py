@@ -19,9 +19,9 @@ import time
 from hooked import progress
 from hooked.arguments import UsageError, course_lessons, exercise_in, find_lesson, lessons_folder, parse
 from hooked.backups import BACKUP_DIR, back_up
-from hooked.course import ROOT
+from hooked.course import ROOT, fresh_lesson_text
 from hooked.display_paths import display_path
-from hooked.generate import fresh_lesson_text, stale_lessons, write_lessons
+from hooked.generate import stale_lessons, write_lessons
 from hooked.gradescope import results_json
 from hooked.grader import Grader
 from hooked.hints import LEVELS, lesson_hints

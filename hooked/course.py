@@ -93,11 +93,16 @@ def _defined_names(source):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
 
 
+def fresh_lesson_text(lesson):
+    """The learner's version of `lesson`, as the generator writes it to lessons/."""
+    return lesson_text_from_solution((SOLUTIONS_DIR / f"{lesson}.py").read_text(encoding="utf-8"),
+                                     f"solutions/{lesson}.py")
+
+
 @functools.lru_cache(maxsize=None)
 def _definition_lines(lesson):
     """{name: line} of every top-level def and class in the lesson file that solutions/ generates."""
-    path = SOLUTIONS_DIR / f"{lesson}.py"
-    text = lesson_text_from_solution(path.read_text(encoding="utf-8"), f"solutions/{path.name}")
+    text = fresh_lesson_text(lesson)
     return {match["name"]: text.count("\n", 0, match.start()) + 1
             for match in re.finditer(r"^(?:async\s+)?(?:def|class)\s+(?P<name>\w+)", text, re.MULTILINE)}
 

@@ -2,14 +2,7 @@
 says how a solution becomes a stub), backing up any lesson file it replaces (hooked.backups)."""
 
 from hooked.backups import BACKUP_DIR, back_up
-from hooked.course import LESSONS_DIR, SOLUTIONS_DIR, lesson_names
-from hooked.solution_markers import lesson_text_from_solution
-
-
-def fresh_lesson_text(lesson):
-    """The learner's version of `lesson`, as the generator writes it to lessons/."""
-    return lesson_text_from_solution((SOLUTIONS_DIR / f"{lesson}.py").read_text(encoding="utf-8"),
-                                     f"solutions/{lesson}.py")
+from hooked.course import LESSONS_DIR, fresh_lesson_text, lesson_names
 
 
 def expected_lessons():

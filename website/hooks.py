@@ -68,7 +68,7 @@ def _website_module(name):
 def short_title(lesson):
     """'Tensor hooks' of a Lesson titled 'Lesson 01 — Tensor hooks'; a page title is plain
     text, so without code marks."""
-    return re.sub(r"^Lesson \d+\s*[—:-]\s*", "", lesson.title).replace("`", "")
+    return lesson.short_title.replace("`", "")
 
 
 # ---------------------------------------------------------------- nav and files

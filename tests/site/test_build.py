@@ -5,8 +5,7 @@ import re
 
 import pytest
 
-from hooked.course import SOLUTIONS_DIR, lesson_names
-from hooked.generate import fresh_lesson_text
+from hooked.course import SOLUTIONS_DIR, fresh_lesson_text, lesson_names
 
 
 def test_lesson_pages_are_the_generators_text(hooks):

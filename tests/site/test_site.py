@@ -8,8 +8,7 @@ import jupytext
 import nbformat
 import pytest
 
-from hooked.course import ROOT, SOLUTIONS_DIR, lesson_names
-from hooked.generate import fresh_lesson_text
+from hooked.course import ROOT, SOLUTIONS_DIR, fresh_lesson_text, lesson_names
 from hooked.solution_markers import solution_region_lines
 
 MAX_PAGE_BYTES = 1.5e6
