@@ -3,6 +3,11 @@ exercises each lesson holds, read once from solutions/ (the single source). Ever
 that needs a lesson or an exercise asks here: the command line, hints, the check
 registry, the pytest plugin, the website, the benchmarks and the export.
 
+Each exercise's heading in solutions/ gives its difficulty and the time it usually takes:
+    # ## Exercise 2: `make_scale_hook` · easy · about 5 min
+(Exercise.level and Exercise.minutes); a heading written otherwise stops the manifest with
+a HeadingError that says which exercise, which line, and what is accepted.
+
 Read as text, without jupytext (which costs more than the rest of `hooked status`), and
 without importing torch."""
 
@@ -24,12 +29,26 @@ LESSON_FILE = re.compile(r"^(?P<number>\d\d)_(?P<slug>[a-z0-9_]+)\.(?:py|ipynb)$
 _EXERCISE_CELL = re.compile(r'^# %% tags=\["exercise"\]\n(.*?)(?=^# %%|\Z)', re.MULTILINE | re.DOTALL)
 _TITLE = re.compile(r"^# # (?P<title>.+)$", re.MULTILINE)
 
+LEVELS = ("easy", "medium", "hard")
+HEADING_FORMAT = "# ## Exercise N: `name` · <level> · about M min"
+# Any line that starts an exercise's heading; the one before an exercise cell is its heading.
+_ANY_HEADING = re.compile(r"^# ## Exercise\b.*$", re.MULTILINE)
+_HEADING = re.compile(r"^# ## Exercise (?P<number>\d+): `(?P<name>[^`]+)` · (?P<level>\S+) · about (?P<minutes>\d+) min$")
+# The same heading without the level and time, to say what is missing.
+_BARE_HEADING = re.compile(r"^# ## Exercise (?P<number>\d+): `(?P<name>[^`]+)`$")
+
+
+class HeadingError(ValueError):
+    """An exercise's heading in solutions/ lacks its level and time, or has them in another form."""
+
 
 @dataclasses.dataclass(frozen=True)
 class Exercise:
     name: str           # "double_grad": the function or class the learner writes
     lesson: str         # "01_tensor_hooks"
     solution_cell: str = dataclasses.field(repr=False)  # its text in solutions/, with the markers
+    level: str = ""     # "easy", "medium" or "hard", from its heading
+    minutes: int = 0    # the minutes a learner usually takes, from its heading
 
     @property
     def line(self):
@@ -107,21 +126,60 @@ def _definition_lines(lesson):
             for match in re.finditer(r"^(?:async\s+)?(?:def|class)\s+(?P<name>\w+)", text, re.MULTILINE)}
 
 
-def _read_lesson(path):
+def _line_of(text, position):
+    return text.count("\n", 0, position) + 1
+
+
+def _level_and_minutes(text, name, start, end, filename):
+    """(level, minutes) from the heading of exercise `name`: the last exercise heading in
+    text[start:end], the part of the file between the previous exercise cell and its own."""
+    headings = list(_ANY_HEADING.finditer(text, start, end))
+    if not headings:
+        raise HeadingError(f"{filename} line {_line_of(text, end)}: exercise {name} has no heading before its "
+                           f"exercise cell; write one that reads `{HEADING_FORMAT}`, with <level> one of "
+                           f"{', '.join(LEVELS)} and M the minutes a learner usually takes.")
+    line, where = headings[-1].group(0), f"{filename} line {_line_of(text, headings[-1].start())}"
+    expected = (f"it must read `{HEADING_FORMAT.replace('name', name)}`, with <level> one of {', '.join(LEVELS)} "
+                f"and M the minutes a learner usually takes (a whole number)")
+    match = _HEADING.match(line)
+    if match is None:
+        missing = "has no level and time" if _BARE_HEADING.match(line) else "is not in the heading format"
+        raise HeadingError(f"{where}: the heading of exercise {name} {missing}: {line!r}; {expected}.")
+    if match["name"] != name:
+        raise HeadingError(f"{where}: the heading names `{match['name']}`, but the exercise cell after it "
+                           f"defines {name}: {line!r}; {expected}.")
+    if match["level"] not in LEVELS:
+        raise HeadingError(f"{where}: the heading of exercise {name} gives the level {match['level']!r}, "
+                           f"which is not one of {', '.join(LEVELS)}: {line!r}; {expected}.")
+    if int(match["minutes"]) < 1:
+        raise HeadingError(f"{where}: the heading of exercise {name} gives {match['minutes']} minutes: {line!r}; "
+                           f"{expected}, at least 1.")
+    return match["level"], int(match["minutes"])
+
+
+def read_lesson(path):
+    """The Lesson that the solution file at `path` holds (HeadingError if an exercise's heading
+    lacks its level and time)."""
+    path = pathlib.Path(path)
     text = path.read_text(encoding="utf-8")
     match = LESSON_FILE.match(path.name)
     title = _TITLE.search(text)
-    exercises = tuple(Exercise(name, path.stem, cell)
-                      for cell in _EXERCISE_CELL.findall(text) for name in _defined_names(without_markers(cell)))
+    filename = f"solutions/{path.name}"
+    exercises, after_previous = [], 0
+    for cell in _EXERCISE_CELL.finditer(text):
+        for name in _defined_names(without_markers(cell.group(1))):
+            level, minutes = _level_and_minutes(text, name, after_previous, cell.start(), filename)
+            exercises.append(Exercise(name, path.stem, cell.group(1), level, minutes))
+        after_previous = cell.end()
     return Lesson(path.stem, int(match["number"]), match["slug"], title["title"].strip() if title else path.stem,
-                  exercises)
+                  tuple(exercises))
 
 
 @functools.lru_cache(maxsize=None)
 def lessons():
     """(Lesson, ...) of the course, in the order of their number."""
     paths = sorted(path for path in SOLUTIONS_DIR.glob("*.py") if LESSON_FILE.match(path.name))
-    return tuple(_read_lesson(path) for path in paths)
+    return tuple(read_lesson(path) for path in paths)
 
 
 def lesson_names():

@@ -365,7 +365,7 @@ print("after it: h_other.retains_grad =", h_other.retains_grad, "| h_other.grad:
 assert h_other.retains_grad and torch.equal(h_other.grad, weight.detach())
 
 # %% [markdown]
-# ## Exercise 1: `grad_with_temporary_hook`
+# ## Exercise 1: `grad_with_temporary_hook` · medium · about 15 min
 #
 # Write `grad_with_temporary_hook(x, hook, loss_fn)`. It returns the gradient of the scalar
 # `loss_fn(x)` with respect to `x` (a leaf or not), computed while `hook` is registered on `x`. If the
@@ -455,7 +455,7 @@ with try_it():
     assert x_demo.grad is None and len(x_demo._backward_hooks) == 0
 
 # %% [markdown]
-# ## Exercise 2: `HookGroup`
+# ## Exercise 2: `HookGroup` · easy · about 15 min
 #
 # When you hook every layer of a model, you get one handle per layer. Write a class `HookGroup` that
 # holds handles and removes them together:
@@ -617,7 +617,7 @@ with try_it():
     assert left == 0 and len(group) == 0
 
 # %% [markdown]
-# ## Exercise 3: `register_named_hook`
+# ## Exercise 3: `register_named_hook` · medium · about 15 min
 #
 # Write `register_named_hook(module, name, hook)`. It registers `hook` as a forward hook on `module`
 # and returns the handle. If this function registered a hook on the same module under the same name

@@ -584,7 +584,7 @@ assert torch.equal(stored["detach_clone"], true_output)
 # %% [markdown]
 # So store `output.detach().clone()`: no graph, and memory of its own.
 #
-# ## Exercise 1: `capture_activations`
+# ## Exercise 1: `capture_activations` · medium · about 20 min
 #
 # Write `capture_activations(model, layer_names)`. It registers a forward hook on each submodule
 # named in `layer_names` and returns `(activations, handles)`. A name is any name under which
@@ -744,7 +744,7 @@ print("Rectifier, a subclass: isinstance(..., nn.ReLU):", isinstance(Rectifier()
 assert isinstance(Rectifier(), nn.ReLU) and type(Rectifier()) is not nn.ReLU
 
 # %% [markdown]
-# ## Exercise 2: `track_relu_stats`
+# ## Exercise 2: `track_relu_stats` · medium · about 15 min
 #
 # Write `track_relu_stats(model)`. It registers a forward hook on every `nn.ReLU` in `model`, at
 # any depth (the model itself too, if it is an `nn.ReLU`: its name is `""`), and returns
@@ -1048,7 +1048,7 @@ for cutting_hook in (clamp_detached, clamp_without_grad):
     assert not cut.requires_grad and layer.weight.grad is None
 
 # %% [markdown]
-# ## Exercise 3: `clamp_output`
+# ## Exercise 3: `clamp_output` · easy · about 10 min
 #
 # Write `clamp_output(module, min_value, max_value)`. It registers a forward hook on `module` that
 # replaces the output of every call (under `torch.no_grad()` and in `eval()` mode too) by the

@@ -843,7 +843,7 @@ print("layers 0 and 2 frozen: full hooks fired on layers", fired)
 assert fired == []
 
 # %% [markdown]
-# ## Exercise 1: `record_grad_output_norms`
+# ## Exercise 1: `record_grad_output_norms` · medium · about 15 min
 #
 # Write `record_grad_output_norms(model, layer_types=(nn.Linear, nn.Conv2d))`. It returns
 # `(norms, handles)`:
@@ -963,7 +963,7 @@ with try_it():
 # module sends **back** to its inputs instead, during backward, so that an exploding gradient in
 # one place does not spread to the layers before it.
 #
-# ## Exercise 2: `clip_grad_input`
+# ## Exercise 2: `clip_grad_input` · medium · about 15 min
 #
 # Write `clip_grad_input(module, max_norm)`. It registers a full backward hook on `module` and
 # returns its handle. The hook returns a new tuple built from `grad_input`:
@@ -1104,7 +1104,7 @@ print("generator=None, each time after torch.manual_seed(7): the same noise:", t
 assert torch.equal(global_draw, global_again)
 
 # %% [markdown]
-# ## Exercise 3: `add_grad_noise`
+# ## Exercise 3: `add_grad_noise` · medium · about 15 min
 #
 # Write `add_grad_noise(module, std, generator=None)`. It registers a full backward **pre**-hook
 # on `module` and returns its handle. The hook returns a new tuple built from `grad_output`:

@@ -609,7 +609,7 @@ print(tolerant_calls[0][:2], "| after the error:", tolerant_calls[1])
 assert tolerant_calls[0][1]["mask"] is mask and tolerant_calls[1] == ("Broken", None, None)
 
 # %% [markdown]
-# ## Exercise 1: `summarize_model`
+# ## Exercise 1: `summarize_model` · hard · about 40 min
 #
 # Tools like `torchinfo` print a table of a model: every layer, its output shape, its parameters.
 # Build one from hooks. Write `summarize_model(model, *inputs, **kwargs)`. It calls
@@ -812,7 +812,7 @@ with try_it():
     assert torch.equal(output, tower(x, temperature=2.0)) and hooks_registered() == 0
 
 # %% [markdown]
-# ## Exercise 2: `find_first_nonfinite`
+# ## Exercise 2: `find_first_nonfinite` · medium · about 25 min
 #
 # A loss turns into `nan`, and you want the layer where it started. Once a NaN or an infinity
 # appears, it usually spreads to every layer after it and to every parent, so "the first module

@@ -365,7 +365,7 @@ plt.show()
 # to *look* at gradients. A post-accumulate hook is fired by nothing but a backward pass that
 # writes `.grad`.
 #
-# ## Exercise 1: `fuse_sgd_into_backward`
+# ## Exercise 1: `fuse_sgd_into_backward` · medium · about 15 min
 #
 # Write `fuse_sgd_into_backward(model, lr)`. For every parameter of `model` that requires grad
 # (`model.parameters()`), register a post-accumulate-grad hook that, each time backward has
@@ -570,7 +570,7 @@ assert len(calls) == 1
 handle.remove()
 
 # %% [markdown]
-# ## Exercise 2: `call_when_all_grads_ready`
+# ## Exercise 2: `call_when_all_grads_ready` · easy · about 10 min
 #
 # Write `call_when_all_grads_ready(tensors, callback)`. `tensors` is a list of tensors that require
 # grad (leaves or not). In every backward pass that computes the gradient of at least one of them,
@@ -989,7 +989,7 @@ assert isinstance(saved_tensors_hooks, type)
 # that hands two of its methods to `super().__init__(pack, unpack)`, or any class with `__enter__`
 # and `__exit__` that enters a `saved_tensors_hooks` block.
 #
-# ## Exercise 3: `HalfPrecisionSaver`
+# ## Exercise 3: `HalfPrecisionSaver` · hard · about 45 min
 #
 # Write a class `HalfPrecisionSaver`, used as `with saver:` where `saver = HalfPrecisionSaver()`.
 # Inside the block, and for the backward of every forward pass run inside it (even when backward

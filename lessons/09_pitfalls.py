@@ -149,7 +149,7 @@ except TypeError as error:
     assert "must be Tensor, not RemovableHandle" in str(error)
 
 # %% [markdown]
-# ## Exercise 1: fix `grad_before_inplace_relu`
+# ## Exercise 1: `grad_before_inplace_relu` · medium · about 20 min
 #
 # The exercise cell below starts with **broken code**: it registers a full backward hook on
 # `layer`, which is followed in the model by `nn.ReLU(inplace=True)`, so it fails in forward with
@@ -655,7 +655,7 @@ with tied.again.register_forward_hook(lambda module, args, output: None) as hand
     assert handle.id in tied.blocks[0]._forward_hooks
 
 # %% [markdown]
-# ## Exercise 2: `find_registered_hooks`
+# ## Exercise 2: `find_registered_hooks` · medium · about 20 min
 #
 # Write `find_registered_hooks(model)`, a leak detector. It returns a list with one triple
 # `(name, kind, hook)` for every hook registered on `model` or any of its submodules (at any
@@ -763,7 +763,7 @@ with try_it():
     assert [(name, kind) for name, kind, hook in leaks] == [("1.0.weight", "tensor")]
 
 # %% [markdown]
-# ## Exercise 3: `remove_all_hooks`
+# ## Exercise 3: `remove_all_hooks` · medium · about 15 min
 #
 # When handles are lost, the hook dicts are the only way left to clean a model. Write
 # `remove_all_hooks(model)`: it removes every hook of the ten kinds of Exercise 2 from `model`,

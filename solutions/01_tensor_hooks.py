@@ -211,7 +211,7 @@ print("returned None     -> x.grad =", x.grad)
 assert torch.equal(x.grad, torch.tensor([2.0, 4.0, 6.0]))
 
 # %% [markdown]
-# ## Exercise 1: `double_grad`
+# ## Exercise 1: `double_grad` · easy · about 5 min
 #
 # Write the hook `double_grad(grad)`: it returns a **new** tensor equal to `2 * grad`.
 #
@@ -364,7 +364,7 @@ except RuntimeError as e:
     assert "hook 'to_double' has changed the type of value" in str(e)
 
 # %% [markdown]
-# ## Exercise 2: `make_scale_hook`
+# ## Exercise 2: `make_scale_hook` · easy · about 5 min
 #
 # Write `make_scale_hook(factor)`. It returns a hook: a function that takes `grad` and returns
 # `grad * factor` as a new tensor. This is a function that builds and returns another function;
@@ -627,7 +627,7 @@ for hook in (times_100_in_place, times_100):
         assert torch.equal(b.grad, torch.tensor([1.0, 2.0]))  # correct
 
 # %% [markdown]
-# ## Exercise 3: `make_clip_hook`
+# ## Exercise 3: `make_clip_hook` · easy · about 10 min
 #
 # Write `make_clip_hook(max_norm)`. It returns a hook that limits the size of the gradient:
 #
@@ -819,7 +819,7 @@ assert torch.equal(recorded[0], torch.full((3,), 2.0))
 assert torch.equal(recorded[1], torch.full((3,), 3.0))
 
 # %% [markdown]
-# ## Exercise 4: `record_grads`
+# ## Exercise 4: `record_grads` · easy · about 10 min
 #
 # Write `record_grads(tensor, store)`. It registers a hook on `tensor` that appends each incoming
 # gradient to the list `store`, and returns the handle from `register_hook`.

@@ -432,7 +432,7 @@ plt.tight_layout()
 plt.show()
 
 # %% [markdown]
-# ## Exercise 1: `add_input_noise`
+# ## Exercise 1: `add_input_noise` · medium · about 15 min
 #
 # Write `add_input_noise(module, std, generator=None)`. It registers a forward pre-hook on `module`
 # and returns the handle. While the module is in training mode, each call replaces the first
@@ -603,7 +603,7 @@ plt.tight_layout()
 plt.show()
 
 # %% [markdown]
-# ## Exercise 2: `normalize_input`
+# ## Exercise 2: `normalize_input` · medium · about 15 min
 #
 # Write `normalize_input(module, mean, std)`. It registers a forward pre-hook on `module` and returns
 # the handle. The hook replaces the first positional input `x`, of shape `(N, C, ...)` with any number
@@ -720,7 +720,7 @@ print("reshape copied the non-contiguous images:", copied, "| shared the memory 
 assert copied and shared
 
 # %% [markdown]
-# ## Exercise 3: `flatten_images`
+# ## Exercise 3: `flatten_images` · easy · about 10 min
 #
 # Write `flatten_images(module)`. It registers a forward pre-hook on `module` and returns the handle.
 # If the first positional input has more than 2 dimensions, it becomes `(N, -1)`: every dimension
@@ -837,7 +837,7 @@ print("caller passed nothing -> weights", not_passed, "| caller passed True -> w
 assert not_passed is None and passed_true.shape == (2, 5, 5)
 
 # %% [markdown]
-# ## Exercise 4: `force_kwarg`
+# ## Exercise 4: `force_kwarg` · easy · about 10 min
 #
 # Write `force_kwarg(module, name, value)`. It registers a forward pre-hook on `module` and returns
 # the handle. On every call, `forward` receives the keyword argument `name=value`: added when the

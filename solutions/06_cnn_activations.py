@@ -274,7 +274,7 @@ fig.suptitle(f"Conv channel {channel}: the negative values (blue) survive only i
 plt.show()
 
 # %% [markdown]
-# ## Exercise 1: `get_activation`
+# ## Exercise 1: `get_activation` · easy · about 10 min
 #
 # Write `get_activation(model, layer, x)`. It returns the output of `layer` (a submodule of
 # `model`) during `model(x)`:
@@ -479,7 +479,7 @@ assert not any(p.requires_grad for p in frozen.parameters())
 assert torch.allclose(frozen_gradient, reference_gradient)
 
 # %% [markdown]
-# ## Exercise 2: `grad_cam`
+# ## Exercise 2: `grad_cam` · hard · about 35 min
 #
 # Write `grad_cam(model, layer, x, target)` for a single image `x` of shape `(1, C, H, W)`. It
 # returns a 2-D tensor of shape `(H, W)`:

@@ -323,7 +323,7 @@ with layer.register_load_state_dict_post_hook(lambda module, incompatible_keys: 
         assert "are not expected to return new values" in str(error)
 
 # %% [markdown]
-# ## Exercise 1: `migrate_checkpoint_keys`
+# ## Exercise 1: `migrate_checkpoint_keys` · medium · about 20 min
 #
 # A module was refactored: its layer `fc` is now called `classifier`, its `bn` is now `norm`. Old
 # checkpoints still use the old names. Write `migrate_checkpoint_keys(module, renames)`, which
@@ -598,7 +598,7 @@ with optimizer.register_step_pre_hook(lambda opt, args, kwargs: (1, 2)):
         assert str(error).endswith("argument after ** must be a mapping, not int")
 
 # %% [markdown]
-# ## Exercise 2: `attach_weight_ema`
+# ## Exercise 2: `attach_weight_ema` · medium · about 25 min
 #
 # An exponential moving average (EMA) of the weights is a smoothed copy of the model that many
 # training recipes evaluate instead of the raw weights. After every optimizer step each average

@@ -247,7 +247,7 @@ assert type(packed_output).__name__ == "PackedSequence" and isinstance(packed_ou
 assert packed_output[0] is packed_output.data and list(packed_output.data.shape) == [8, 4]
 
 # %% [markdown]
-# ## Exercise 1: `record_activation_stats`
+# ## Exercise 1: `record_activation_stats` · medium · about 20 min
 #
 # Write `record_activation_stats(model, layer_types)`. It registers a forward hook on every module
 # of `model` that is an instance of one of `layer_types` (a tuple of classes), one hook per module
@@ -543,7 +543,7 @@ print("norm with an inf:", with_inf.norm().item(), "| with an inf and a NaN:", w
 assert with_inf.norm() == float("inf") and torch.isnan(with_nan.norm())
 
 # %% [markdown]
-# ## Exercise 2: `track_grad_norms`
+# ## Exercise 2: `track_grad_norms` · medium · about 15 min
 #
 # Write `track_grad_norms(model)`. It registers a tensor hook (`register_hook`) on every parameter
 # of `model` that requires grad, as `model.named_parameters()` lists them (a parameter held under
@@ -751,7 +751,7 @@ for log_last in (False, True):
     assert log_last or not log_of_body_finite
 
 # %% [markdown]
-# ## Exercise 3: `TrainingMonitor`
+# ## Exercise 3: `TrainingMonitor` · hard · about 45 min
 #
 # Write the class `TrainingMonitor(model, layer_types)` that combines the first two exercises and a
 # watch for non-finite values:

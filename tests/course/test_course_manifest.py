@@ -1,7 +1,7 @@
 """The course manifest (hooked/course.py) says what the lesson files say: every lesson of
-solutions/, its title, its exercises in order with the line of their `def` in lessons/;
-and the pieces that name exercises agree with it: each lesson's CHECKS and its grading
-file tests/test_NN_slug.py."""
+solutions/, its title, its exercises in order with the line of their `def` in lessons/ and
+the level and minutes of their heading; and the pieces that name exercises agree with it:
+each lesson's CHECKS and its grading file tests/test_NN_slug.py."""
 
 import importlib.util
 import re
@@ -70,6 +70,83 @@ def test_each_exercise_line_is_its_def_in_the_generated_lesson(lesson):
         defined = [number for number, line in enumerate(lines, 1)
                    if re.match(rf"(?:def|class) {exercise.name}\b", line)]
         assert defined == [exercise.line], f"{lesson.name}: {exercise.name}"
+
+
+@pytest.mark.parametrize("lesson", LESSONS, ids=IDS)
+def test_each_exercise_heading_gives_its_level_and_minutes_in_the_lesson_too(lesson):
+    solution = lesson.solution_path.read_text(encoding="utf-8").splitlines()
+    learner = lesson.lesson_path.read_text(encoding="utf-8").splitlines()
+    for exercise in lesson.exercises:
+        assert exercise.level in course.LEVELS and isinstance(exercise.minutes, int) and exercise.minutes >= 1
+        heading = [line for line in solution if line.startswith("# ## Exercise ") and f"`{exercise.name}`" in line]
+        assert len(heading) == 1, f"{lesson.name}: {exercise.name}: {heading}"
+        assert re.fullmatch(rf"# ## Exercise \d+: `{exercise.name}` · {exercise.level} · about {exercise.minutes} min",
+                            heading[0]), heading[0]
+        assert heading[0] in learner, f"{lesson.name}: the learner's lesson lacks {heading[0]!r}"
+
+
+def test_the_course_has_every_level_and_rises_in_difficulty():
+    levels = [exercise.level for lesson in LESSONS for exercise in lesson.exercises]
+    assert set(levels) == set(course.LEVELS)
+    assert {exercise.level for exercise in LESSONS[0].exercises} == {"easy"}  # lesson 01 starts gently
+
+    def mean_level(lessons):
+        ranks = [course.LEVELS.index(exercise.level) for lesson in lessons for exercise in lesson.exercises]
+        return sum(ranks) / len(ranks)
+
+    half = len(LESSONS) // 2
+    assert mean_level(LESSONS[:half]) < mean_level(LESSONS[half:])
+
+
+_DRAFT = """# %% [markdown]
+# # Lesson 12 — Draft
+
+# %% [markdown]
+{heading}
+#
+# Write `twice(x)`.
+
+# %% tags=["exercise"]
+# Exercise: twice — write your code in this cell.
+def twice(x):
+    \"\"\"Twice x.\"\"\"
+    # BEGIN SOLUTION
+    return 2 * x
+    # END SOLUTION
+"""
+
+
+def _draft(tmp_path, heading):
+    path = tmp_path / "12_draft.py"
+    path.write_text(_DRAFT.format(heading=heading), encoding="utf-8")
+    return path
+
+
+def test_a_heading_in_the_format_gives_the_level_and_minutes(tmp_path):
+    lesson = course.read_lesson(_draft(tmp_path, "# ## Exercise 1: `twice` · hard · about 40 min"))
+    (exercise,) = lesson.exercises
+    assert (exercise.name, exercise.level, exercise.minutes) == ("twice", "hard", 40)
+
+
+@pytest.mark.parametrize("heading, line, says", [
+    ("# ## Exercise 1: `twice`", 5, "the heading of exercise twice has no level and time: '# ## Exercise 1: `twice`'"),
+    ("# ## Exercise 1: `twice` · tricky · about 5 min", 5, "gives the level 'tricky', which is not one of easy, "
+                                                           "medium, hard"),
+    ("# ## Exercise 1: `twice` · easy · 5 min", 5, "the heading of exercise twice is not in the heading format"),
+    ("# ## Exercise 1: `twice` - easy - about 5 min", 5, "is not in the heading format"),
+    ("# ## Exercise 1: `twice` · easy · about 0 min", 5, "gives 0 minutes"),
+    ("# ## Exercise 1: `thrice` · easy · about 5 min", 5, "the heading names `thrice`, but the exercise cell after "
+                                                          "it defines twice"),
+    ("# ## Write twice", 9, "exercise twice has no heading before its exercise cell"),
+])
+def test_a_heading_without_a_known_level_and_time_is_an_error_that_says_what_is_accepted(tmp_path, heading, line,
+                                                                                           says):
+    with pytest.raises(course.HeadingError) as raised:
+        course.read_lesson(_draft(tmp_path, heading))
+    message = str(raised.value)
+    assert message.startswith(f"solutions/12_draft.py line {line}: "), message
+    assert says in message, message
+    assert "`# ## Exercise N: `" in message and "easy, medium, hard" in message and "M the minutes" in message
 
 
 @pytest.mark.parametrize("lesson", LESSONS, ids=IDS)
