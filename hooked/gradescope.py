@@ -1,6 +1,7 @@
 """Grading results in the format of Gradescope's autograder, `results.json`
 (https://gradescope-autograders.readthedocs.io/en/latest/specs/, "Output format"):
-one test per exercise, worth one point, with the learner's feedback as its output."""
+one test per exercise, worth one point, with the learner's feedback as its output, and the
+exercise's level and usual minutes as its extra data."""
 
 from hooked import course, progress
 
@@ -12,6 +13,7 @@ def results_json(results, execution_seconds):
         passed = result.status == "passed"
         lesson_number = course.lesson_named(result.lesson).number
         numbers[lesson_number] = numbers.get(lesson_number, 0) + 1
+        level, minutes = progress.level_and_minutes(result)
         tests.append({
             "name": f"{result.lesson}: {result.exercise}",
             "number": f"{lesson_number}.{numbers[lesson_number]}",  # orders the tests on the page
@@ -22,6 +24,7 @@ def results_json(results, execution_seconds):
             "output_format": "text",  # shown as is: messages may contain <lambda> and the like
             "tags": [result.lesson, result.status],
             "visibility": "visible",
+            "extra_data": {"level": level, "minutes": minutes},
         })
     score = sum(test["score"] for test in tests)
     return {

@@ -20,16 +20,22 @@ def feedback_line(terminal, result):
 
 
 def show_status(terminal, results):
-    """Every exercise's status, the progress table, and the commands for the next exercise."""
+    """Every exercise's status with its level and usual time, the progress table (which adds
+    up the time left), and the commands for the next exercise."""
     lesson_width = max(len("lesson"), *(len(result.lesson) for result in results))
     exercise_width = max(len("exercise"), *(len(result.exercise) for result in results))
-    terminal.line(terminal.dim(f"{'lesson'.ljust(lesson_width)}  {'exercise'.ljust(exercise_width)}  status"))
+    efforts = [progress.level_and_minutes(result) for result in results]
+    level_width = max(len("level"), *(len(level) for level, _ in efforts))
+    times = [progress.duration(minutes) for _, minutes in efforts]
+    time_width = max(len("time"), *map(len, times))
+    terminal.line(terminal.dim(f"{'lesson'.ljust(lesson_width)}  {'exercise'.ljust(exercise_width)}  "
+                               f"{'level'.ljust(level_width)}  {'time'.rjust(time_width)}  status"))
     shown = None
-    for result in results:
+    for result, (level, _), time in zip(results, efforts, times):
         lesson = result.lesson if result.lesson != shown else ""
         shown = result.lesson
-        terminal.line(f"{lesson.ljust(lesson_width)}  {result.exercise.ljust(exercise_width)}  ",
-                      terminal.status(result.status))
+        terminal.line(f"{lesson.ljust(lesson_width)}  {result.exercise.ljust(exercise_width)}  "
+                      f"{level.ljust(level_width)}  {time.rjust(time_width)}  ", terminal.status(result.status))
     terminal.line("")
     for line in progress.table_lines(results):
         terminal.line(line)

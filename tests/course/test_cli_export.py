@@ -7,6 +7,7 @@ import os
 
 import pytest
 
+from hooked.course import exercise_named
 from hooked_cli import concurrently, hooked, make_course, pytest_in, write_lesson
 
 # Gradescope's autograder "Output format", as documented at
@@ -60,6 +61,9 @@ def test_gradescope_results_have_only_documented_fields_one_test_per_exercise(co
     assert clip["status"] == "failed" and clip["output"].startswith("make_clip_hook (lessons/01_tensor_hooks.py line ")
     assert "not attempted yet" in by_name["02_removing_hooks: HookGroup"]["output"]
     assert [test["number"] for test in results["tests"]][:5] == ["1.1", "1.2", "1.3", "1.4", "2.1"]
+    for name, test in by_name.items():  # each exercise's level and usual time, as its heading gives them
+        exercise = exercise_named(name.split(": ", 1)[1])
+        assert test["extra_data"] == {"level": exercise.level, "minutes": exercise.minutes}, name
 
 
 def test_json_export_of_a_lesson_is_the_report_pytest_writes_for_it(course, tmp_path):
@@ -69,6 +73,10 @@ def test_json_export_of_a_lesson_is_the_report_pytest_writes_for_it(course, tmp_
     assert exported.returncode == 0, exported.stderr
     report = json.loads(exported.stdout)
     assert [entry["status"] for entry in report["exercises"]] == ["passed", "not_attempted", "failed", "passed"]
+    for entry in report["exercises"]:
+        exercise = exercise_named(entry["exercise"])
+        assert (entry["level"], entry["minutes"]) == (exercise.level, exercise.minutes), entry
+        assert set(entry) == {"lesson", "exercise", "status", "message", "level", "minutes"}
     assert report == json.loads((tmp_path / "pytest.json").read_text(encoding="utf-8")), graded_by_pytest.stdout
 
 

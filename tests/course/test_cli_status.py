@@ -1,11 +1,13 @@
-"""`hooked` / `hooked status`: every exercise's status, the totals and the next exercise,
-graded as pytest grades them."""
+"""`hooked` / `hooked status`: every exercise's status with its level and usual time, the
+totals with the time left, and the next exercise, graded as pytest grades them."""
 
 import re
 
 import pytest
 
-from hooked_cli import environment, hooked, make_course, write_lesson
+from hooked.course import LEVELS, exercise_named, lesson_named
+from hooked.progress import duration
+from hooked_cli import LESSONS, environment, hooked, make_course, write_lesson
 
 
 @pytest.fixture(scope="module")
@@ -19,9 +21,17 @@ def definition_line(path, name):
     return next(number for number, line in enumerate(lines, 1) if re.match(rf"(?:def|class) {name}\b", line))
 
 
+def _row_of(output, exercise):
+    """The line of `exercise` in the status list."""
+    return next(line for line in output.splitlines() if f" {exercise} " in line)
+
+
 def _status_of(output, exercise):
-    line = next(line for line in output.splitlines() if f" {exercise} " in line)
-    return line.split(exercise, 1)[1].strip()
+    return re.split(r"\s+\d+ min\s+", _row_of(output, exercise).split(exercise, 1)[1], maxsplit=1)[1].strip()
+
+
+def _minutes(*names):
+    return sum(exercise_named(name).minutes for name in names)
 
 
 def test_a_fresh_course_shows_every_exercise_not_attempted_and_the_first_one_next(course):
@@ -33,12 +43,38 @@ def test_a_fresh_course_shows_every_exercise_not_attempted_and_the_first_one_nex
     for exercise in ("double_grad", "make_scale_hook", "make_clip_hook", "record_grads",
                      "grad_with_temporary_hook", "HookGroup", "register_named_hook"):
         assert _status_of(output, exercise) == "not attempted"
-    assert "01_tensor_hooks     0 / 4   lessons/01_tensor_hooks.py" in output
-    assert "total               0 / 7" in output
+    lesson_01 = _minutes(*lesson_named("01_tensor_hooks").exercise_names())
+    left = duration(sum(_minutes(*lesson_named(lesson).exercise_names()) for lesson in LESSONS))
+    assert f"01_tensor_hooks     0 / 4   {duration(lesson_01):>10}  lessons/01_tensor_hooks.py" in output
+    assert f"total               0 / 7   {left:>10}" in output
     line = definition_line(course / "lessons" / "01_tensor_hooks.py", "double_grad")
     assert f"next: double_grad, lessons/01_tensor_hooks.py line {line} (not attempted)" in output
     assert "`hooked hint 01 double_grad` gives a hint" in output
     assert "\x1b[" not in output
+
+
+def test_each_exercise_shows_its_level_and_time_in_aligned_columns(course):
+    output = hooked(course, "status").stdout
+    lines = output.splitlines()
+    header = lines[0]
+    assert re.fullmatch(r"lesson +exercise +level +time  status", header), header
+    rows = lines[1:1 + 7]
+    for row, (lesson, name) in zip(rows, [(lesson, name) for lesson in LESSONS
+                                          for name in lesson_named(lesson).exercise_names()]):
+        exercise = exercise_named(name)
+        assert exercise.level in LEVELS and exercise.minutes >= 1
+        assert row[header.index("exercise"):].split()[:4] == [name, exercise.level, str(exercise.minutes), "min"], row
+        # each column starts where its heading does; the time is aligned on its right
+        assert row[header.index("level"):].startswith(exercise.level), row
+        assert row[header.index("status"):] == "not attempted", row
+        assert row[:header.index("status")].rstrip().endswith(f" {exercise.minutes} min"), row
+        assert len(row[:header.index("status")].rstrip()) == header.index("time") + len("time"), row
+    table = lines[lines.index("") + 1:]
+    assert re.fullmatch(r"lesson +passed +time left  graded file", table[0]), table[0]
+    graded_at, left_ends = table[0].index("graded file"), table[0].index("time left") + len("time left")
+    for row in table[1:4]:  # the two lessons and the total
+        assert row[:left_ends].endswith(" min") and row[left_ends:].strip() in ("", row[graded_at:]), row
+        assert row.startswith("total") or row[graded_at:].startswith("lessons/"), row
 
 
 def test_solved_and_broken_exercises_are_counted_and_the_first_unsolved_is_next(tmp_path):
@@ -54,8 +90,13 @@ def test_solved_and_broken_exercises_are_counted_and_the_first_unsolved_is_next(
         == ["passed"] * 4
     assert _status_of(output, "make_clip_hook") == "failed"
     assert _status_of(output, "grad_with_temporary_hook") == "not attempted"
-    assert "01_tensor_hooks     3 / 4" in output and "02_removing_hooks   1 / 3" in output
-    assert "total               4 / 7" in output
+    # the time left counts the exercises that have not passed: failed and not attempted alike
+    left_01 = _minutes("make_clip_hook")
+    left_02 = _minutes("grad_with_temporary_hook", "register_named_hook")
+    width = len(duration(left_01 + left_02))
+    assert f"01_tensor_hooks     3 / 4   {duration(left_01):>{max(width, 9)}}  lessons/" in output
+    assert f"02_removing_hooks   1 / 3   {duration(left_02):>{max(width, 9)}}  lessons/" in output
+    assert f"total               4 / 7   {duration(left_01 + left_02):>{max(width, 9)}}" in output
     line = definition_line(course / "lessons" / "01_tensor_hooks.py", "make_clip_hook")
     assert f"next: make_clip_hook, lessons/01_tensor_hooks.py line {line} (failed)" in output
 
@@ -63,7 +104,14 @@ def test_solved_and_broken_exercises_are_counted_and_the_first_unsolved_is_next(
 def test_a_lesson_where_everything_passes_says_so(course):
     completed = hooked(course, "status", "2", "--lessons-dir", "solutions")
     assert completed.returncode == 0, completed.stderr
-    assert "02_removing_hooks   3 / 3   solutions/02_removing_hooks.py" in completed.stdout
+    assert "02_removing_hooks   3 / 3       0 min  solutions/02_removing_hooks.py" in completed.stdout
+    assert "total               3 / 3       0 min" in completed.stdout
     assert "01_tensor_hooks" not in completed.stdout
     assert "every exercise passes" in completed.stdout
     assert "next:" not in completed.stdout
+
+
+@pytest.mark.parametrize("minutes, words", [(0, "0 min"), (5, "5 min"), (59, "59 min"), (60, "1 h"),
+                                            (65, "1 h 5 min"), (575, "9 h 35 min")])
+def test_a_time_is_given_in_minutes_or_hours_and_minutes(minutes, words):
+    assert duration(minutes) == words
