@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from hooked.course import LEVELS, exercise_named, lesson_named
+from hooked.course import LEVELS, ROOT, exercise_named, lesson_named
 from hooked.progress import duration
 from hooked_cli import LESSONS, environment, hooked, make_course, write_lesson
 
@@ -115,3 +115,15 @@ def test_a_lesson_where_everything_passes_says_so(course):
                                             (65, "1 h 5 min"), (575, "9 h 35 min")])
 def test_a_time_is_given_in_minutes_or_hours_and_minutes(minutes, words):
     assert duration(minutes) == words
+
+
+def test_the_readme_shows_each_exercise_with_its_level_and_time_and_their_sum():
+    """The README's `hooked status` on a fresh copy gives the manifest's level and minutes."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    sample = readme.split("On a fresh copy:\n\n```\n", 1)[1].split("```", 1)[0]
+    rows = [line.split() for line in sample.splitlines() if line.endswith("  not attempted")]
+    listed = [(row[-6], row[-5], int(row[-4])) for row in rows]  # name, level, minutes
+    assert listed, sample
+    assert listed == [(name, exercise_named(name).level, exercise_named(name).minutes) for name, _, _ in listed]
+    total = next(line for line in sample.splitlines() if line.startswith("total "))
+    assert total.endswith(f"  {duration(sum(minutes for _, _, minutes in listed))}"), total
