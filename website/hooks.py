@@ -45,7 +45,7 @@ from mkdocs.utils import get_relative_url
 from PIL import Image
 from traitlets.config import Config
 
-from hooked.course import LESSON_FILE, ROOT, lesson_named, lessons
+from hooked.course import LESSON_FILE, LEVELS, ROOT, lesson_named, lessons
 from hooked.solution_markers import MarkerError, lesson_text_from_solution
 
 BRANCH = "main"  # links to repository files that are not on the site point at this branch
@@ -258,12 +258,17 @@ def on_page_content(html, page, config, files):
         html = _without_plain_tokens(html, [css] + [match.group(1) for match in _STYLE.finditer(html)] + extra)
         html = _FOCUSABLE_SCROLL.sub(r'\1 tabindex="0"\2', html)
         html = _NOT_SEARCHED.sub(r"\1 data-search-exclude", html)
+        html = _EXERCISE_ID.sub(r'\1\2"', html)
         page.toc = get_toc(_toc_tokens(html))
         if notebook_page(page)[0] == "solutions":
             page.meta["search"] = {"exclude": True}  # search finds the lesson, not its answers
     return html
 
 
+# An exercise's heading ends with its level and time ("Exercise 1: `double_grad` · easy · about 5
+# min"); its id leaves them out, "exercise-1-double_grad", so that a link to an exercise still
+# lands when its estimate changes.
+_EXERCISE_ID = re.compile(rf'(id="|href="#)(exercise-\d+-[\w-]+?)-(?:{"|".join(LEVELS)})-about-\d+-min"')
 # A code cell's input scrolls sideways: a keyboard reaches (and scrolls) it once it can take
 # the focus (nbconvert already makes each output focusable).
 _FOCUSABLE_SCROLL = re.compile(r'(<div class="highlight-ipynb hl-python")(>)')

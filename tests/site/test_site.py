@@ -8,7 +8,7 @@ import jupytext
 import nbformat
 import pytest
 
-from hooked.course import ROOT, SOLUTIONS_DIR, fresh_lesson_text, lesson_names
+from hooked.course import ROOT, SOLUTIONS_DIR, fresh_lesson_text, lesson_named, lesson_names
 from hooked.solution_markers import solution_region_lines
 
 MAX_PAGE_BYTES = 1.5e6
@@ -208,6 +208,22 @@ def test_site_needs_no_other_host(site_dir):
         tags = re.findall(r"<(?:script|link|img|iframe)\b[^>]*>", path.read_text(encoding="utf-8"))
         remote = [tag for tag in tags if re.search(r'(?:src|href)="(?:https?:)?//', tag) and 'rel="canonical"' not in tag]
         assert not remote, f"{path.relative_to(site_dir)} loads {remote}"
+
+
+@pytest.mark.parametrize("folder, name", PAGES)
+def test_each_exercise_heading_shows_its_level_and_time_under_an_anchor_without_them(site_dir, folder, name):
+    """The heading reads "Exercise 1: double_grad · easy · about 5 min", in the page and in its
+    table of contents; its id stays "exercise-1-double_grad", so that a link to an exercise
+    still lands when its estimate changes."""
+    html = (site_dir / folder / name / "index.html").read_text(encoding="utf-8")
+    headings = re.findall(r'<h2 id="(exercise-[^"]+)">(.*?)<a class="anchor-link" href="#([^"]+)">', html)
+    exercises = lesson_named(name).exercises
+    assert len(headings) == len(exercises), [heading[0] for heading in headings]
+    for number, (exercise, (anchor, inner, link)) in enumerate(zip(exercises, headings), 1):
+        text = re.sub(r"<[^>]+>", "", inner).strip()
+        assert text == f"Exercise {number}: {exercise.name} · {exercise.level} · about {exercise.minutes} min", text
+        assert anchor == link == f"exercise-{number}-{exercise.name.lower()}"
+        assert f'href="#{anchor}"' in html.split('<div class="md-content"', 1)[0], f"the contents lack #{anchor}"
 
 
 @pytest.mark.parametrize("width, height", [(1280, 900), (390, 844)], ids=["desktop", "phone"])
