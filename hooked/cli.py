@@ -19,7 +19,7 @@ import time
 from hooked import progress
 from hooked.arguments import UsageError, course_lessons, exercise_in, find_lesson, lessons_folder, parse
 from hooked.backups import BACKUP_DIR, back_up
-from hooked.course import ROOT, fresh_lesson_text
+from hooked.course import ROOT, HeadingError, fresh_lesson_text
 from hooked.display_paths import display_path
 from hooked.generate import stale_lessons, write_lessons
 from hooked.gradescope import results_json
@@ -231,7 +231,7 @@ def main(argv=None):
     terminal = Terminal()
     try:
         return COMMANDS[arguments.command](arguments, terminal)
-    except UsageError as error:
+    except (UsageError, HeadingError) as error:  # HeadingError: an author's exercise heading, named in it
         terminal.error(str(error))
         return 2
     except KeyboardInterrupt:

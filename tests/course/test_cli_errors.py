@@ -63,9 +63,26 @@ def test_a_course_without_its_solutions_folder_says_how_to_install_it(tmp_path):
         assert "Traceback" not in completed.stderr
 
 
+def test_an_exercise_heading_without_level_and_time_is_an_error_that_names_it(tmp_path):
+    course = make_course(tmp_path)
+    solution = course / "solutions" / "02_removing_hooks.py"
+    text = solution.read_text(encoding="utf-8")
+    heading = next(line for line in text.splitlines() if line.startswith("# ## Exercise 2: `HookGroup` · "))
+    solution.write_text(text.replace(heading, "# ## Exercise 2: `HookGroup` · tricky · about 15 min"), encoding="utf-8")
+    line = text.splitlines().index(heading) + 1
+    for arguments in (["status"], ["hint", "01", "double_grad"]):
+        completed = hooked(course, *arguments)
+        assert completed.returncode == 2, completed.stdout + completed.stderr
+        assert completed.stderr.startswith(f"hooked: error: solutions/02_removing_hooks.py line {line}: the heading "
+                                           "of exercise HookGroup gives the level 'tricky', which is not one of "
+                                           "easy, medium, hard"), completed.stderr
+        assert "Traceback" not in completed.stderr
+
+
 def test_a_lesson_without_checks_is_reported_alone_and_the_others_are_graded(tmp_path):
     course = make_course(tmp_path)
-    draft = ("# %% tags=[\"exercise\"]\n# Exercise: draft — write your code in this cell.\n\n\n"
+    draft = ("# %% [markdown]\n# ## Exercise 1: `draft` · easy · about 5 min\n\n"
+             "# %% tags=[\"exercise\"]\n# Exercise: draft — write your code in this cell.\n\n\n"
              "def draft():\n    \"\"\"An author's exercise whose checks are not written yet.\"\"\"\n"
              "    # BEGIN SOLUTION\n    return 1\n    # END SOLUTION\n")
     (course / "solutions" / "03_draft.py").write_text(draft, encoding="utf-8")
