@@ -136,10 +136,10 @@ def _level_and_minutes(text, name, start, end, filename):
     headings = list(_ANY_HEADING.finditer(text, start, end))
     if not headings:
         raise HeadingError(f"{filename} line {_line_of(text, end)}: exercise {name} has no heading before its "
-                           f"exercise cell; write one that reads `{HEADING_FORMAT}`, with <level> one of "
+                           f"exercise cell; write one that reads '{HEADING_FORMAT}', with <level> one of "
                            f"{', '.join(LEVELS)} and M the minutes a learner usually takes.")
     line, where = headings[-1].group(0), f"{filename} line {_line_of(text, headings[-1].start())}"
-    expected = (f"it must read `{HEADING_FORMAT.replace('name', name)}`, with <level> one of {', '.join(LEVELS)} "
+    expected = (f"it must read '{HEADING_FORMAT.replace('name', name)}', with <level> one of {', '.join(LEVELS)} "
                 f"and M the minutes a learner usually takes (a whole number)")
     match = _HEADING.match(line)
     if match is None:

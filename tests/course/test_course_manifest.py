@@ -146,7 +146,7 @@ def test_a_heading_without_a_known_level_and_time_is_an_error_that_says_what_is_
     message = str(raised.value)
     assert message.startswith(f"solutions/12_draft.py line {line}: "), message
     assert says in message, message
-    assert "`# ## Exercise N: `" in message and "easy, medium, hard" in message and "M the minutes" in message
+    assert "'# ## Exercise N: `" in message and "easy, medium, hard" in message and "M the minutes" in message
 
 
 @pytest.mark.parametrize("lesson", LESSONS, ids=IDS)
