@@ -160,3 +160,25 @@ def test_a_tensor_hook_from_a_forward_hook_sees_the_gradient_before_the_in_place
     in_place(x).sum().backward()
     plain(x).sum().backward()
     pin.holds(torch.allclose(tensor_hook[0], full_hook[0]), "the tensor hook's gradient differs from the full hook's")
+
+
+@canary("in an ordinary backward a module's backward hooks run with grad mode off and gradients that need no grad; "
+        "under create_graph=True grad mode is on inside them, the gradients require grad and .numpy() on them "
+        "raises 'Can't call numpy() on Tensor that requires grad.'",
+        ("05", "Gradients that require grad: `create_graph=True`"))
+def test_backward_hooks_run_with_grad_mode_on_only_under_create_graph(pin):
+    for create_graph in (False, True):
+        layer, seen = nn.Linear(3, 2), {}
+
+        def hook(module, grad_input, grad_output):
+            seen.update(mode=torch.is_grad_enabled(), requires_grad=grad_output[0].requires_grad,
+                        numpy=error_of(grad_output[0].numpy))
+
+        layer.register_full_backward_hook(hook)
+        x = torch.randn(4, 3, requires_grad=True)
+        torch.autograd.grad((layer(x) ** 2).sum(), x, create_graph=create_graph)
+        pin.holds(seen["mode"] is create_graph and seen["requires_grad"] is create_graph,
+                  f"create_graph={create_graph}: grad mode {seen['mode']}, requires_grad {seen['requires_grad']}")
+        numpy_ok = seen["numpy"] is None if not create_graph else str(seen["numpy"]).startswith(
+            "Can't call numpy() on Tensor that requires grad.")
+        pin.holds(numpy_ok, f"create_graph={create_graph}: .numpy() gave {described(seen['numpy'])}")

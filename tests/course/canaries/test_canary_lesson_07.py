@@ -162,3 +162,51 @@ def test_global_backward_hooks_of_both_kinds_cannot_be_mixed_in_one_process(pin)
                                                       "multiple autograd Nodes is deprecated"),
               f"warnings: {report['warnings']}")
     pin.holds(report["grad_input"] == [[1.0, 1.0, 1.0], None], f"grad_input: {report['grad_input']}")
+
+
+@canary("for one module every global hook fires before the module's own hook of the same kind (forward pre, "
+        "forward, backward pre, backward), even one registered earlier with prepend=True",
+        ("07", "The four global hooks, and when they fire"))
+def test_global_hooks_fire_before_a_modules_own(pin):
+    order, layer = [], nn.Linear(2, 2)
+    handles = [layer.register_forward_pre_hook(lambda m, args: order.append("own forward pre"), prepend=True),
+               layer.register_forward_hook(lambda m, args, out: order.append("own forward"), prepend=True),
+               layer.register_full_backward_pre_hook(lambda m, gout: order.append("own backward pre"), prepend=True),
+               layer.register_full_backward_hook(lambda m, gin, gout: order.append("own backward"), prepend=True),
+               module_hooks.register_module_forward_pre_hook(lambda m, args: order.append("global forward pre")),
+               module_hooks.register_module_forward_hook(lambda m, args, out: order.append("global forward")),
+               module_hooks.register_module_full_backward_pre_hook(lambda m, gout: order.append("global backward pre")),
+               module_hooks.register_module_full_backward_hook(lambda m, gin, gout: order.append("global backward"))]
+    try:
+        layer(torch.randn(1, 2, requires_grad=True)).sum().backward()
+    finally:
+        for handle in handles:
+            handle.remove()
+    pin.holds(order == ["global forward pre", "own forward pre", "global forward", "own forward",
+                        "global backward pre", "own backward pre", "global backward", "own backward"], f"order: {order}")
+
+
+@canary("calls start parent first and finish children first; in backward a parent's backward pre-hook fires before "
+        "its children's and its backward hook after theirs, while siblings come in reverse order",
+        ("07", "Parents and children: calls start parent first and finish children first"))
+def test_parents_start_first_and_finish_last_and_backward_reverses_siblings(pin):
+    model = nn.Sequential(nn.Linear(2, 2), nn.Sequential(nn.Linear(2, 2), nn.Tanh()))
+    names = {module: name or "(root)" for name, module in model.named_modules()}
+    events = []
+    handles = [module_hooks.register_module_forward_pre_hook(lambda m, args: events.append(("start", names[m]))),
+               module_hooks.register_module_forward_hook(lambda m, args, out: events.append(("finish", names[m]))),
+               module_hooks.register_module_full_backward_pre_hook(lambda m, gout: events.append(("bpre", names[m]))),
+               module_hooks.register_module_full_backward_hook(lambda m, gin, gout: events.append(("b", names[m])))]
+    try:
+        model(torch.randn(1, 2, requires_grad=True)).sum().backward()
+    finally:
+        for handle in handles:
+            handle.remove()
+    starts = [name for kind, name in events if kind == "start"]
+    finishes = [name for kind, name in events if kind == "finish"]
+    backward = [(kind, name) for kind, name in events if kind in ("bpre", "b")]
+    pin.holds(starts == ["(root)", "0", "1", "1.0", "1.1"], f"forward pre-hooks fired for {starts}")
+    pin.holds(finishes == ["0", "1.0", "1.1", "1", "(root)"], f"forward hooks fired for {finishes}")
+    pin.holds(backward == [("bpre", "(root)"), ("bpre", "1"), ("bpre", "1.1"), ("b", "1.1"), ("bpre", "1.0"),
+                           ("b", "1.0"), ("b", "1"), ("bpre", "0"), ("b", "0"), ("b", "(root)")],
+              f"backward hooks fired: {backward}")

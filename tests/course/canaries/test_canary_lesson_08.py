@@ -1,6 +1,8 @@
 """Canaries of lesson 08 (autograd-level hooks): the post-accumulate hook's rules, register_multi_grad_hook
 under torch.autograd.grad (pytorch/pytorch#131753), and an unpack that is silently wrong."""
 
+import warnings
+
 import torch
 from torch.autograd.graph import register_multi_grad_hook, saved_tensors_hooks
 
@@ -71,3 +73,56 @@ def test_a_wrong_shape_unpack_gives_a_silently_wrong_gradient(pin):
     error = error_of(lambda: y.sum().backward())
     pin.holds(error is None and v.grad.tolist() == [2.0, 2.0, 2.0],
               f"backward gave {described(error)}, v.grad {None if v.grad is None else v.grad.tolist()}")
+
+
+@canary("on a leaf, one backward pass fires: the tensor hook, then the AccumulateGrad node's prehook (.grad not yet "
+        "written), then the post-accumulate hook, then the node's hook (.grad written), whatever the order of "
+        "registration",
+        ("08", "The order of the hooks on a leaf, in one backward pass"))
+def test_the_hooks_of_a_leaf_fire_in_autograds_order(pin):
+    w = torch.randn(3, requires_grad=True)
+    y = w * torch.randn(3)
+    accumulate = y.grad_fn.next_functions[0][0]
+    order = []
+    w.register_post_accumulate_grad_hook(lambda param: order.append(("post-accumulate", w.grad is not None)))
+    accumulate.register_hook(lambda grad_inputs, grad_outputs: order.append(("node hook", w.grad is not None)))
+    accumulate.register_prehook(lambda grad_outputs: order.append(("node prehook", w.grad is not None)))
+    w.register_hook(lambda grad: order.append(("tensor hook", w.grad is not None)))
+    y.sum().backward()
+    pin.holds(order == [("tensor hook", False), ("node prehook", False), ("post-accumulate", True), ("node hook", True)],
+              f"(hook, .grad written) in the order they fired: {order}")
+
+
+@canary("grad mode is off while backward runs its hooks, unless backward(create_graph=True): then it is on, and an "
+        "in-place update of the parameter in a post-accumulate hook raises 'a leaf Variable that requires grad is "
+        "being used in an in-place operation.'",
+        ("08", "Grad mode inside a backward hook"))
+def test_grad_mode_inside_a_backward_hook_is_on_only_under_create_graph(pin):
+    for create_graph in (False, True):
+        modes, p = [], torch.ones(3, requires_grad=True)
+
+        def update(param):
+            modes.append(torch.is_grad_enabled())
+            param.sub_(0.1 * param.grad)
+
+        p.register_post_accumulate_grad_hook(update)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # create_graph=True warns about a reference cycle .grad makes
+            error = error_of(lambda: (p * p).sum().backward(create_graph=create_graph))
+        pin.holds(modes == [create_graph], f"create_graph={create_graph}: grad mode in the hook {modes}")
+        expected = (not create_graph and error is None) or (create_graph and isinstance(error, RuntimeError) and str(
+            error) == "a leaf Variable that requires grad is being used in an in-place operation.")
+        pin.holds(expected, f"create_graph={create_graph}: the in-place update gave {described(error)}")
+
+
+@canary("inside disable_saved_tensors_hooks(message), entering saved_tensors_hooks raises RuntimeError(message), "
+        "with the text as the whole message",
+        ("08", "Forbidding saved-tensor hooks: `disable_saved_tensors_hooks`"))
+def test_disable_saved_tensors_hooks_raises_its_own_message(pin):
+    message = "this block packs its own saved tensors"
+    with torch.autograd.graph.disable_saved_tensors_hooks(message):
+        def enter():
+            with saved_tensors_hooks(lambda t: t, lambda t: t):
+                pass
+        error = error_of(enter)
+    pin.holds(isinstance(error, RuntimeError) and str(error) == message, described(error))

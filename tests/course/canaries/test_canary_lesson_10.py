@@ -113,3 +113,31 @@ def test_optimizer_step_hooks_run_global_first_and_global_last(pin):
             handle.remove()
     pin.holds(order == ["global pre", "own pre", "own post", "global post"], f"order: {order}")
     pin.holds(seen == [((optimizer,), {})], f"a step pre-hook got {seen}")
+
+
+@canary("state_dict() calls a parent's pre-hook before its children's and its post-hook after theirs, with prefixes "
+        "'', 'body.', 'body.fc.'; load_state_dict calls load pre-hooks parent first and load post-hooks child first",
+        ("10", "`state_dict` hooks: what they receive and in which order they run"),
+        ("10", "`load_state_dict` hooks"))
+def test_state_dict_hooks_run_parent_first_and_post_hooks_child_first(pin):
+    model = nn.Sequential()
+    model.add_module("body", nn.Sequential())
+    model.body.add_module("fc", nn.Linear(2, 2))
+    calls, handles = [], []
+    for name, module in model.named_modules():
+        handles += [module.register_state_dict_pre_hook(lambda m, prefix, keep_vars, name=name: calls.append(
+                        ("pre", name, prefix))),
+                    module.register_state_dict_post_hook(lambda m, sd, prefix, meta, name=name: calls.append(
+                        ("post", name, prefix))),
+                    module.register_load_state_dict_pre_hook(lambda m, sd, prefix, *rest, name=name: calls.append(
+                        ("load pre", name, prefix))),
+                    module.register_load_state_dict_post_hook(lambda m, keys, name=name: calls.append(
+                        ("load post", name, None)))]
+    model.load_state_dict(model.state_dict())
+    for handle in handles:
+        handle.remove()
+    pin.holds(calls == [("pre", "", ""), ("pre", "body", "body."), ("pre", "body.fc", "body.fc."),
+                        ("post", "body.fc", "body.fc."), ("post", "body", "body."), ("post", "", ""),
+                        ("load pre", "", ""), ("load pre", "body", "body."), ("load pre", "body.fc", "body.fc."),
+                        ("load post", "body.fc", None), ("load post", "body", None), ("load post", "", None)],
+              f"calls: {calls}")

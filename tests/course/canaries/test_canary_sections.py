@@ -46,19 +46,32 @@ def test_every_section_a_canary_names_is_a_heading_of_its_lesson(number, section
 _TRAP_HEADING = re.compile(r"^# #{2,4} (?P<text>.*\b(?:[Tt]raps?|[Pp]itfalls?|[Bb]ug)\b.*)$", re.MULTILINE)
 
 
+_HEADING = re.compile(r"^# #{2,4} (?P<text>.+)$")
+_BOLD_TRAP = re.compile(r"^# \*\*(?:Trap|A pitfall|Pitfall)\b")
+
+
 def _trap_sections():
+    """(lesson number, heading) of every section whose heading names a trap, a pitfall or a bug, or that holds a
+    paragraph starting with a bold **Trap: ...** or **A pitfall ...**."""
     for lesson in course.lessons():
-        for match in _TRAP_HEADING.finditer(lesson.solution_path.read_text(encoding="utf-8")):
-            yield lesson.short, match["text"]
+        text = lesson.solution_path.read_text(encoding="utf-8")
+        found = [match["text"] for match in _TRAP_HEADING.finditer(text)]
+        heading = None
+        for line in text.splitlines():
+            match = _HEADING.match(line)
+            heading = match["text"] if match else heading
+            if _BOLD_TRAP.match(line) and heading not in found:
+                found.append(heading)
+        yield from ((lesson.short, section) for section in found)
 
 
 def test_the_canaries_cover_the_sections_that_name_traps_pitfalls_and_bugs():
     trap_sections = list(_trap_sections())
-    assert len(trap_sections) >= 20  # lessons 01-09's traps, pitfalls and the bug of lesson 07
+    assert len(trap_sections) >= 20  # the traps, pitfalls and bugs of lessons 01-10
     pinned = set(_pinned_sections())
     missing = [f"{number} {section}" for number, section in trap_sections if (number, section) not in pinned]
-    assert not missing, ("these sections name a trap, a pitfall or a bug, and no canary in tests/course/canaries "
-                         "pins them: " + "; ".join(missing))
+    assert not missing, ("these sections name a trap, a pitfall or a bug (in their heading or a bold paragraph), "
+                         "and no canary in tests/course/canaries pins them: " + "; ".join(missing))
 
 
 def test_every_canary_test_has_a_pin_with_a_section():
