@@ -687,8 +687,9 @@ assert len(original[0]._forward_hooks) == 0 and len(twin[0]._forward_hooks) == 1
 #
 # Without a GPU (this machine), `DataParallel` makes no replica at all: on torch 2.13 its
 # `__init__` finds no device and sets `device_ids = []`, and `forward` then calls the module
-# itself (`if not self.device_ids: return self.module(*inputs, **kwargs)`). The cell shows both:
-# the call on this machine keeps the state; a replica made as `replicate` makes it does not.
+# itself (`if not self.device_ids: return self.module(*inputs, **kwargs)`); with one GPU it calls
+# the module itself too (`if len(self.device_ids) == 1:`). The cell shows both: the call on this
+# machine keeps the state; a replica made as `replicate` makes it does not.
 
 # %%
 import inspect
@@ -720,6 +721,7 @@ assert torch.cuda.device_count() == 0 and parallel.device_ids == [] and parallel
 assert hasattr(model, "last_output") and shapes == [(4, 2)]
 forward_source = inspect.getsource(nn.DataParallel.forward)
 assert "if not self.device_ids:\n                return self.module(*inputs, **kwargs)" in forward_source
+assert "if len(self.device_ids) == 1:\n                return self.module(*inputs[0], **module_kwargs[0])" in forward_source
 assert "replicas = self.replicate(self.module" in forward_source
 
 replicate_source = inspect.getsource(torch.nn.parallel.replicate)

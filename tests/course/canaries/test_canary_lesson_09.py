@@ -246,8 +246,9 @@ def test_deepcopy_copies_a_modules_hooks(pin):
 
 
 @canary("without a GPU, nn.DataParallel sets device_ids = [] and forward calls the module itself ('if not "
-        "self.device_ids: return self.module(*inputs, **kwargs)'), so a hook's state is kept; on GPUs it replicates "
-        "the module per call, and replicate() makes each replica with module._replicate_for_data_parallel(), which "
+        "self.device_ids: return self.module(*inputs, **kwargs)'), so a hook's state is kept, and so with one GPU; "
+        "on several GPUs it replicates the module per call, and replicate() makes each replica with "
+        "module._replicate_for_data_parallel(), which "
         "copies __dict__ shallowly ('replica.__dict__ = self.__dict__.copy()'): hooks shared, attributes set on the "
         "replica lost",
         ("09", "Pitfall 13: `nn.DataParallel` and state a hook sets on its module"))
@@ -263,7 +264,8 @@ def test_data_parallel_without_gpus_runs_the_module_itself_and_replicas_copy_dic
               f"{hasattr(model, 'last_output')}")
     forward = inspect.getsource(nn.DataParallel.forward)
     pin.holds("if not self.device_ids:\n                return self.module(*inputs, **kwargs)" in forward
-              and "replicas = self.replicate(self.module" in forward, "DataParallel.forward changed:\n" + forward)
+              and "if len(self.device_ids) == 1:\n                return self.module(*inputs[0], **module_kwargs[0])"
+              in forward and "replicas = self.replicate(self.module" in forward, "DataParallel.forward changed:\n" + forward)
     replicate = inspect.getsource(torch.nn.parallel.replicate)
     replica_of = inspect.getsource(nn.Module._replicate_for_data_parallel)
     pin.holds("replica = module._replicate_for_data_parallel()" in replicate, "replicate() changed:\n" + replicate)
