@@ -682,10 +682,10 @@ assert len(original[0]._forward_hooks) == 0 and len(twin[0]._forward_hooks) == 1
 # dicts, so hooks fire on every replica, with the replica as `module`; but an attribute a hook
 # sets on `module` (`module.last_output = output`, a counter) lands in the replica's own
 # `__dict__` and is lost with it. What a hook writes into an object of yours (a dict, a list) is
-# kept. This machine has no GPU, so the lesson can only read that code, and run the first step of
-# it on the CPU.
+# kept. The course runs on the CPU, so the lesson can only read that code, and run the first step
+# of it on the CPU.
 #
-# Without a GPU (this machine), `DataParallel` makes no replica at all: on torch 2.13 its
+# Without a GPU, as this course runs, `DataParallel` makes no replica at all: on torch 2.13 its
 # `__init__` finds no device and sets `device_ids = []`, and `forward` then calls the module
 # itself (`if not self.device_ids: return self.module(*inputs, **kwargs)`); with one GPU it calls
 # the module itself too (`if len(self.device_ids) == 1:`). The cell shows both: the call on this
@@ -712,13 +712,16 @@ def remember_output(module, args, output):
 torch.manual_seed(0)
 model, shapes = Counted(), []
 model.register_forward_hook(remember_output)
-parallel = nn.DataParallel(model)
-parallel(torch.randn(4, 3))
-print("GPUs:", torch.cuda.device_count(), "| DataParallel's device_ids:", parallel.device_ids,
-      "| its module is the model:", parallel.module is model)
-print("after parallel(batch): model.last_output is set:", hasattr(model, "last_output"), "| shapes:", shapes)
-assert torch.cuda.device_count() == 0 and parallel.device_ids == [] and parallel.module is model
-assert hasattr(model, "last_output") and shapes == [(4, 2)]
+if torch.cuda.is_available():  # this lesson runs on the CPU; a CUDA machine would give DataParallel its GPUs
+    print(f"{torch.cuda.device_count()} GPU(s) here: the call without a GPU is not shown")
+else:
+    parallel = nn.DataParallel(model)
+    parallel(torch.randn(4, 3))
+    print("GPUs:", torch.cuda.device_count(), "| DataParallel's device_ids:", parallel.device_ids,
+          "| its module is the model:", parallel.module is model)
+    print("after parallel(batch): model.last_output is set:", hasattr(model, "last_output"), "| shapes:", shapes)
+    assert parallel.device_ids == [] and parallel.module is model
+    assert hasattr(model, "last_output") and shapes == [(4, 2)]
 forward_source = inspect.getsource(nn.DataParallel.forward)
 assert "if not self.device_ids:\n                return self.module(*inputs, **kwargs)" in forward_source
 assert "if len(self.device_ids) == 1:\n                return self.module(*inputs[0], **module_kwargs[0])" in forward_source

@@ -8,6 +8,7 @@ import logging
 import pickle
 from collections import OrderedDict
 
+import pytest
 import torch
 from torch import nn
 from torch.func import grad as func_grad
@@ -254,7 +255,7 @@ def test_deepcopy_copies_a_modules_hooks(pin):
         ("09", "Pitfall 13: `nn.DataParallel` and state a hook sets on its module"))
 def test_data_parallel_without_gpus_runs_the_module_itself_and_replicas_copy_dict_shallowly(pin):
     if torch.cuda.is_available():
-        pin.holds(False, f"this machine has {torch.cuda.device_count()} GPUs: the lesson shows a machine without one")
+        pytest.skip(f"{torch.cuda.device_count()} GPU(s) here: the lesson shows DataParallel without a GPU")
     model = nn.Linear(3, 2)
     model.register_forward_hook(lambda module, args, output: setattr(module, "last_output", output))
     parallel = nn.DataParallel(model)
