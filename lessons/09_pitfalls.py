@@ -539,6 +539,212 @@ print(f"this cell took {seconds:.1f} s")
 torch._dynamo.reset()  # free the compiled code
 
 # %% [markdown]
+# ## Pitfall 10: `torch.func.grad` and full backward hooks
+#
+# `torch.func` (the transforms `grad`, `vmap`, `jacrev`, ...) computes gradients its own way,
+# without `backward()`. A full backward hook (or pre-hook) works by passing the module's tensors
+# through `BackwardHookFunction`, a custom autograd function (Pitfall 1), and a custom function can
+# run under these transforms only if it is written for them (a `setup_context` method), which
+# PyTorch's hook function is not, on torch 2.13. So `torch.func.grad` of a model with a full
+# backward hook raises, and it raises in the **forward** pass, when the module is called, before
+# its `forward` returns. A forward hook that registers a tensor hook (the fix of Pitfall 1) works
+# under `torch.func.grad`: the tensor hook is called with the gradient of the layer's output.
+
+# %%
+from torch.func import grad as func_grad
+from torch.func import vmap
+
+FUNC_ERROR = ("In order to use an autograd.Function with functorch transforms (vmap, grad, jvp, jacrev, ...), "
+              "it must override the setup_context staticmethod.")
+torch.manual_seed(0)
+x = torch.randn(3)
+for register in ("register_full_backward_hook", "register_full_backward_pre_hook"):
+    layer, reached = nn.Linear(3, 1), []
+
+    def loss_of(x):
+        out = layer(x)
+        reached.append("the layer returned")
+        return out.sum()
+
+    getattr(layer, register)(lambda module, *grads: None)
+    try:
+        func_grad(loss_of)(x)
+        raise AssertionError("expected a RuntimeError")
+    except RuntimeError as error:
+        message = str(error)
+    print(f"{register}: RuntimeError: {message}")
+    print("  the layer returned before the error:", bool(reached))
+    assert message.startswith(FUNC_ERROR) and reached == []
+
+seen = []
+layer = nn.Linear(3, 1)
+layer.register_forward_hook(lambda module, args, output: output.register_hook(seen.append) and None)
+gradient = func_grad(lambda x: layer(x).sum())(x)
+print("forward hook + tensor hook under torch.func.grad: the tensor hook got", len(seen), "gradient,",
+      "d sum / d output =", torch._C._functorch.get_unwrapped(seen[0]).tolist())
+print("torch.func.grad returned the gradient with respect to x, the layer's weight:",
+      torch.allclose(gradient, layer.weight[0]))
+assert len(seen) == 1 and torch._C._functorch.get_unwrapped(seen[0]).tolist() == [1.0]
+assert torch.allclose(gradient, layer.weight[0])
+
+# %% [markdown]
+# The tensor hook's gradient is wrapped for the transform (a `GradTrackingTensor`, which
+# `torch._C._functorch.get_unwrapped` opens above); use it inside the transform, as autograd gives it.
+#
+# ## Pitfall 11: under `torch.func.vmap`, a forward hook sees one sample
+#
+# `vmap(model)(batch)` runs `model` as if on **one** sample: inside, every tensor has the shape of a
+# single sample, and a hook is no exception (functorch#638, pytorch/pytorch#122729). A hook that
+# checks `output.shape[0]` for the batch size, or stores `output` to look at later, gets the
+# per-sample shape. What it stores is a `BatchedTensor`, a wrapper that belongs to the `vmap`
+# call: after the call it still reports the per-sample shape. To get the activations of the whole
+# batch, return them from the function that `vmap` runs: `vmap` then stacks them as it stacks the
+# output.
+
+# %%
+torch.manual_seed(0)
+layer = nn.Linear(3, 2)
+caught = {}
+layer.register_forward_hook(lambda module, args, output: caught.update(input=args[0], output=output))
+batch = torch.randn(5, 3)
+out = vmap(layer)(batch)
+print("vmap(layer)(batch): batch", tuple(batch.shape), "-> output", tuple(out.shape))
+print("the hook saw input", tuple(caught["input"].shape), "and output", tuple(caught["output"].shape))
+print("the stored output, after the call: shape", tuple(caught["output"].shape), "| a BatchedTensor:",
+      torch._C._functorch.is_batchedtensor(caught["output"]))
+assert tuple(out.shape) == (5, 2)
+assert tuple(caught["input"].shape) == (3,) and tuple(caught["output"].shape) == (2,)
+assert torch._C._functorch.is_batchedtensor(caught["output"])
+
+layer(batch)
+print("a plain call, layer(batch): the hook saw output", tuple(caught["output"].shape))
+assert tuple(caught["output"].shape) == (5, 2)
+
+
+def output_and_activation(x):
+    return layer(x), caught["output"]  # what the hook caught, returned from the vmapped function
+
+
+out, activations = vmap(output_and_activation)(batch)
+print("returned from the vmapped function: activations", tuple(activations.shape), "| a BatchedTensor:",
+      torch._C._functorch.is_batchedtensor(activations), "| equal to layer(batch):",
+      torch.allclose(activations, layer(batch)))
+assert tuple(activations.shape) == (5, 2) and not torch._C._functorch.is_batchedtensor(activations)
+assert torch.allclose(activations, layer(batch))
+layer._forward_hooks.clear()  # only to end this demonstration; keep handles in real code
+
+# %% [markdown]
+# ## Pitfall 12: `copy.deepcopy` copies a module's hooks
+#
+# `copy.deepcopy(model)` copies every attribute of every module, the hook dicts too. The copy
+# fires the same hooks, with the copy as `module`; the hook **function** is not copied (Python
+# copies a function as itself), so a hook that writes into a dict or a list of yours writes into
+# the same one for both models: the copy's activations overwrite the original's. The original's
+# handle removes the hook from the original only; the copy keeps it, and no handle reaches it.
+# Copy a model without hooks (remove them first, or register them on the copy afterwards); to
+# find and remove what a copy carries, Exercises 2 and 3 below do just that.
+
+# %%
+torch.manual_seed(0)
+original = nn.Sequential(nn.Linear(3, 2))
+activations = {}
+handle = original[0].register_forward_hook(lambda module, args, output: activations.update(linear=output))
+twin = copy.deepcopy(original)
+print("hooks on the copy's layer:", len(twin[0]._forward_hooks), "| the same function:",
+      list(twin[0]._forward_hooks.values())[0] is list(original[0]._forward_hooks.values())[0])
+assert len(twin[0]._forward_hooks) == 1
+assert list(twin[0]._forward_hooks.values())[0] is list(original[0]._forward_hooks.values())[0]
+
+x = torch.randn(4, 3)
+original(x)
+twin(x + 1)
+print("after original(x) then twin(x + 1), activations['linear'] is the copy's:",
+      torch.equal(activations["linear"], twin[0](x + 1)))
+assert torch.equal(activations["linear"], twin[0](x + 1))
+
+handle.remove()
+activations.clear()
+original(x)
+twin(x)
+print("after handle.remove(): hooks on the original", len(original[0]._forward_hooks), "| on the copy",
+      len(twin[0]._forward_hooks), "| the copy still fired it:", "linear" in activations)
+assert len(original[0]._forward_hooks) == 0 and len(twin[0]._forward_hooks) == 1 and "linear" in activations
+
+# %% [markdown]
+# ## Pitfall 13: `nn.DataParallel` and state a hook sets on its module
+#
+# `nn.DataParallel(model)` splits each batch across GPUs. On several GPUs, every call runs
+# **replicas** of the model, made for that call and thrown away after it (pytorch/pytorch#11476):
+# `DataParallel.forward` calls `self.replicate(self.module, ...)`, and `replicate`
+# (`torch/nn/parallel/replicate.py`) makes each module's replica with
+# `module._replicate_for_data_parallel()` (`torch/nn/modules/module.py`), which copies the module's
+# `__dict__` with `self.__dict__.copy()`. That copy is shallow: the replica shares its module's hook
+# dicts, so hooks fire on every replica, with the replica as `module`; but an attribute a hook
+# sets on `module` (`module.last_output = output`, a counter) lands in the replica's own
+# `__dict__` and is lost with it. What a hook writes into an object of yours (a dict, a list) is
+# kept. The course runs on the CPU, so the lesson can only read that code, and run the first step
+# of it on the CPU.
+#
+# Without a GPU, as this course runs, `DataParallel` makes no replica at all: on torch 2.13 its
+# `__init__` finds no device and sets `device_ids = []`, and `forward` then calls the module
+# itself (`if not self.device_ids: return self.module(*inputs, **kwargs)`); with one GPU it calls
+# the module itself too (`if len(self.device_ids) == 1:`). The cell shows both: the call on this
+# machine keeps the state; a replica made as `replicate` makes it does not.
+
+# %%
+import inspect
+
+
+class Counted(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear = nn.Linear(3, 2)
+
+    def forward(self, x):
+        return self.linear(x)
+
+
+def remember_output(module, args, output):
+    module.last_output = output.detach()  # state set on the module
+    shapes.append(tuple(output.shape))  # state written into a list of ours
+
+
+torch.manual_seed(0)
+model, shapes = Counted(), []
+model.register_forward_hook(remember_output)
+if torch.cuda.is_available():  # this lesson runs on the CPU; a CUDA machine would give DataParallel its GPUs
+    print(f"{torch.cuda.device_count()} GPU(s) here: the call without a GPU is not shown")
+else:
+    parallel = nn.DataParallel(model)
+    parallel(torch.randn(4, 3))
+    print("GPUs:", torch.cuda.device_count(), "| DataParallel's device_ids:", parallel.device_ids,
+          "| its module is the model:", parallel.module is model)
+    print("after parallel(batch): model.last_output is set:", hasattr(model, "last_output"), "| shapes:", shapes)
+    assert parallel.device_ids == [] and parallel.module is model
+    assert hasattr(model, "last_output") and shapes == [(4, 2)]
+forward_source = inspect.getsource(nn.DataParallel.forward)
+assert "if not self.device_ids:\n                return self.module(*inputs, **kwargs)" in forward_source
+assert "if len(self.device_ids) == 1:\n                return self.module(*inputs[0], **module_kwargs[0])" in forward_source
+assert "replicas = self.replicate(self.module" in forward_source
+
+replicate_source = inspect.getsource(torch.nn.parallel.replicate)
+replica_source = inspect.getsource(nn.Module._replicate_for_data_parallel)
+print("replicate() makes each replica with:", "module._replicate_for_data_parallel()" in replicate_source,
+      "| which copies the __dict__ with:", "replica.__dict__ = self.__dict__.copy()" in replica_source)
+assert "replica = module._replicate_for_data_parallel()" in replicate_source
+assert "replica.__dict__ = self.__dict__.copy()" in replica_source
+
+fresh, shapes = Counted(), []
+fresh.register_forward_hook(remember_output)
+replica = fresh._replicate_for_data_parallel()  # the first step of replicate(), on the CPU
+replica(torch.randn(2, 3))
+print("a replica shares the hook dict:", replica._forward_hooks is fresh._forward_hooks,
+      "| after replica(batch): replica.last_output set:", hasattr(replica, "last_output"),
+      "| fresh.last_output set:", hasattr(fresh, "last_output"), "| shapes:", shapes)
+assert replica._forward_hooks is fresh._forward_hooks
+assert hasattr(replica, "last_output") and not hasattr(fresh, "last_output") and shapes == [(2, 2)]
+
+# %% [markdown]
 # ## Debugging: which hooks are still registered?
 #
 # A hook you forgot to remove keeps firing, keeps memory alive, and breaks `torch.save`. A
@@ -906,6 +1112,10 @@ with try_it():
 # | a dict of activations holds one entry for two calls | a module called twice | append to a list |
 # | `torch.save(model)` fails on a `lambda` | the hooks are pickled with the module | save `state_dict()` |
 # | a hook added to a submodule after `torch.compile` is ignored | the compiled code does not check submodules for new hooks | register hooks before compiling, or `torch._dynamo.reset()` |
+# | `In order to use an autograd.Function with functorch transforms ...` under `torch.func.grad` | a full backward (pre-)hook: its `BackwardHookFunction` is not written for `torch.func` | a forward hook that registers a tensor hook |
+# | under `vmap`, a hook sees one sample, and what it stored has one sample's shape | `vmap` runs the model per sample, on `BatchedTensor`s | return what the hook caught from the vmapped function |
+# | a copy of a model fires the original's hooks, and its activations overwrite the original's | `copy.deepcopy` copies the hook dicts and shares the hook functions | copy a model without hooks, or remove them from the copy |
+# | an attribute a hook sets on `module` is lost under `nn.DataParallel` on several GPUs | the hook ran on a replica, a shallow copy of the module's `__dict__` made for one call (without a GPU, there is no replica) | write into an object of yours (a dict by layer name), not onto `module` |
 # | hooks left behind, handles lost | | find them in the module's and parameters' hook dicts, and `.clear()` them |
 #
 # Next, lesson 10 leaves the forward and backward passes for two other places that take hooks:
