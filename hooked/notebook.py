@@ -13,8 +13,9 @@ from hooked.learner_tracebacks import learner_raised_not_implemented
 
 def check(exercise):
     """Grade `exercise` (the function or class you wrote) and print the verdict."""
+    from hooked.checks.event_predictions import after_wrong_try
     result = run_check_for_object(exercise)
-    print(result.notebook_text())
+    print(result.notebook_text() + after_wrong_try(exercise, result))
 
 
 def reveal(prediction):

@@ -1258,7 +1258,8 @@ with try_it():
 # `tensor` for `grad`.
 #
 # Check: run `check(predict_module_backward_order)` below (a wrong prediction is told the first
-# event where it parts from what fires, and the rule), or
+# event where it parts from what fires, and the rule; after three different wrong
+# predictions in one session, `check` shows the whole log), or
 # `pytest tests/test_05_backward_hooks.py -k predict_module_backward_order`. Once it passes, the
 # cell after the hints prints the log, recorded as it runs.
 

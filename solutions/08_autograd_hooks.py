@@ -1175,7 +1175,8 @@ with try_it():
 # `tensor`.
 #
 # Check: run `check(predict_leaf_backward_order)` below (a wrong prediction is told the first event
-# where it parts from what fires, and the rule), or
+# where it parts from what fires, and the rule; after three different wrong
+# predictions in one session, `check` shows the whole log), or
 # `pytest tests/test_08_autograd_hooks.py -k predict_leaf_backward_order`. Once it passes, the cell
 # after the hints prints the log, recorded as it runs.
 

@@ -12,6 +12,7 @@ around its `:`, and the exercise's aliases for the kind of event before the `:` 
 import dataclasses
 import functools
 import re
+from collections import defaultdict
 
 from hooked import course
 from hooked.check_api import calling, fail
@@ -19,6 +20,7 @@ from hooked.check_api import calling, fail
 PREDICTION_TAG = "prediction"
 _PREDICTION_CELL = re.compile(r'^# %% tags=\["prediction"\]\n(.*?)(?=^# %%|\Z)', re.MULTILINE | re.DOTALL)
 END = "(the end of the log)"  # what stands at an index past the last event
+TRIES_BEFORE_THE_LOG = 3  # different wrong predictions, in one notebook session, before check() shows the log
 
 
 @dataclasses.dataclass(frozen=True)
@@ -168,10 +170,37 @@ def reveal_text(predict):
 
 
 def _prediction_of(lesson, exercise):
+    """The EventPrediction of `exercise`, or None when it is not a prediction."""
     from hooked.checks import checks_for_lesson
-    return checks_for_lesson(lesson)[exercise].prediction
+    return getattr(checks_for_lesson(lesson).get(exercise), "prediction", None)
 
 
 def _torch_version():
     import torch
     return torch.__version__
+
+
+_wrong_tries = defaultdict(set)  # exercise -> the different wrong predictions check() saw, in this kernel only
+
+
+def after_wrong_try(predict, result):
+    """What a notebook's check() adds under a failed prediction: how many different wrong
+    predictions it has seen in this session, and after the third, the whole log. Counted in
+    the kernel's memory only: the grader never writes to the learner's files, and `pytest` and
+    `hooked`, a fresh process each time, never show the log."""
+    prediction = _prediction_of(result.lesson, result.exercise) if result.status == "failed" else None
+    if prediction is None:
+        return ""
+    try:
+        returned = predict()
+        key = tuple(returned) if isinstance(returned, (list, tuple)) else (repr(returned),)
+    except Exception:  # the failure already says what it raised
+        return ""
+    _wrong_tries[result.exercise].add(key)
+    tries = len(_wrong_tries[result.exercise])
+    if tries < TRIES_BEFORE_THE_LOG:
+        return (f"\n({tries} of {TRIES_BEFORE_THE_LOG} different wrong predictions in this session; after "
+                f"{TRIES_BEFORE_THE_LOG}, check() shows the whole log.)")
+    lines = [f"{index:2}  {event}" for index, event in enumerate(true_log(prediction))]
+    return (f"\nThat is {tries} different wrong predictions, so here is what fires, recorded just now on torch "
+            f"{_torch_version()}:\n" + "\n".join(lines))

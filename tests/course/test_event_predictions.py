@@ -173,3 +173,26 @@ def test_a_wrong_type_or_an_unknown_event_gets_a_clear_message(returned, words):
 def test_a_tuple_in_another_spelling_passes():
     right = tuple(event.upper().replace(":", " : ") for event in true_log(PREDICTIONS[0]))
     assert run_exercise_check(PREDICTIONS[0].lesson, PREDICTIONS[0].exercise, _returning(right)).status == "passed"
+
+
+def test_the_notebook_check_shows_the_whole_log_after_three_different_wrong_predictions(capsys, monkeypatch):
+    from collections import defaultdict
+
+    from hooked.checks import event_predictions
+    from hooked.notebook import check
+    monkeypatch.setattr(event_predictions, "_wrong_tries", defaultdict(set))
+    prediction = PREDICTIONS[0]
+    log = list(true_log(prediction))
+    listing = "\n".join(f"{index:2}  {event}" for index, event in enumerate(log))
+    # the second try repeats the first, so it is not a different one
+    for wrong, different in [(log[::-1], 1), (log[::-1], 1), (log[1:], 2), (log[:1], 3)]:
+        check(_returning(wrong))
+        shown = capsys.readouterr().out
+        assert "parts from what fires" in shown
+        if different < 3:
+            assert f"({different} of 3 different wrong predictions" in shown and listing not in shown, shown
+        else:
+            assert "That is 3 different wrong predictions, so here is what fires" in shown and listing in shown
+    # pytest and hooked grade through run_exercise_check, which never shows the log
+    result = run_exercise_check(prediction.lesson, prediction.exercise, _returning(log[::-1]))
+    assert listing not in result.message and "different wrong predictions" not in result.message
