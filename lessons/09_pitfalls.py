@@ -975,8 +975,8 @@ check(predict_checkpoint_recompute)
 # <details class="tip"><summary>Hint 3 of 3: almost there</summary>
 #
 # Thirteen events. The two modes agree in forward; in backward, the reentrant mode fires both
-# forward hooks again before `"grad:x"`, the non-reentrant one fewer: which layer's output does no
-# saved tensor need?
+# forward hooks again before `"grad:x"`, the non-reentrant one fewer: its recomputation stops
+# inside the layer that saves the last tensor, before that layer's forward returns.
 #
 # </details>
 

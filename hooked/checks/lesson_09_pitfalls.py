@@ -818,8 +818,9 @@ CHECKPOINT_RECOMPUTE = EventPrediction(
     aliases=(("fwd", "forward"), ("bwd", "backward"), ("tensor", "grad")),
     rules=(
         Rule("with use_reentrant=False, recomputation stops as soon as the last tensor that backward saved is "
-             "recomputed (early stop, the default): the last layer's output is saved by nothing, so its forward "
-             "hook does not fire again.", fired=("grad:x",), predicted=("fwd:last",)),
+             "recomputed (early stop, the default): that happens inside the last layer's forward, before it "
+             "returns, so the last layer's forward hook does not fire again.", fired=("grad:x",),
+             predicted=("fwd:last",)),
         Rule("checkpoint keeps no activations: backward runs the checkpointed block again to recompute them, "
              "and the forward hooks of its layers fire again during that recomputation, in both modes "
              "(pytorch/pytorch#81296).", fired=("fwd:first",), predicted=("grad:x", "forward:non-reentrant", END)),
