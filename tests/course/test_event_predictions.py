@@ -201,3 +201,24 @@ def test_the_notebook_check_shows_the_whole_log_after_three_different_wrong_pred
     # pytest and hooked grade through run_exercise_check, which never shows the log
     result = run_exercise_check(prediction.lesson, prediction.exercise, _returning(log[::-1]))
     assert listing not in result.message and "different wrong predictions" not in result.message
+
+
+def test_the_non_reentrant_recomputation_stops_inside_the_last_layer_unless_early_stop_is_off():
+    """What lesson 09's checkpoint prediction, its hints and its rule say about the early stop."""
+    import torch
+    from torch import nn
+    from torch.utils.checkpoint import checkpoint, set_checkpoint_early_stop
+
+    def backward_events(early_stop):
+        events = []
+        block = nn.Sequential(nn.Linear(2, 2), nn.Tanh(), nn.Linear(2, 2))
+        block[2].register_forward_pre_hook(lambda module, args: events.append("pre:last"))
+        block[2].register_forward_hook(lambda module, args, output: events.append("fwd:last"))
+        with set_checkpoint_early_stop(early_stop):
+            out = checkpoint(block, torch.ones(1, 2, requires_grad=True), use_reentrant=False)
+        events.clear()
+        out.sum().backward()
+        return events
+
+    assert backward_events(True) == ["pre:last"]  # entered the last layer, stopped before it returned
+    assert backward_events(False) == ["pre:last", "fwd:last"]
