@@ -1159,8 +1159,8 @@ with try_it():
 # `pre_hook` for `pre`.
 #
 # Check: run `check(predict_shared_module_calls)` below (a wrong prediction is told the first event
-# where it parts from what fires, and the rule; after three different wrong
-# predictions in one session, `check` shows the whole log), or
+# where it parts from what fires, and the rule;
+# after three different wrong predictions in one session, `check` shows the whole log), or
 # `pytest tests/test_04_forward_hooks.py -k predict_shared_module_calls`. Once it passes, the cell
 # after the hints prints the log, recorded as it runs.
 

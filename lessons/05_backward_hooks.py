@@ -1223,12 +1223,12 @@ with try_it():
 #
 # Write `predict_module_backward_order()`: it returns the list of events in the order you expect
 # them to fire. Spelling: case does not matter, nor spaces around a name or around the `:`;
-# `backward` may stand for `bwd`, `backward_pre`, `backward-pre` or `pre` for `bpre`, and
+# `backward` may stand for `bwd`; `backward_pre`, `backward-pre` or `pre` for `bpre`; and
 # `tensor` for `grad`.
 #
 # Check: run `check(predict_module_backward_order)` below (a wrong prediction is told the first
-# event where it parts from what fires, and the rule; after three different wrong
-# predictions in one session, `check` shows the whole log), or
+# event where it parts from what fires, and the rule;
+# after three different wrong predictions in one session, `check` shows the whole log), or
 # `pytest tests/test_05_backward_hooks.py -k predict_module_backward_order`. Once it passes, the
 # cell after the hints prints the log, recorded as it runs.
 

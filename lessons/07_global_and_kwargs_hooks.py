@@ -984,8 +984,8 @@ with try_it():
 # `pre`.
 #
 # Check: run `check(predict_global_and_prepend)` below (a wrong prediction is told the first event
-# where it parts from what fires, and the rule; after three different wrong
-# predictions in one session, `check` shows the whole log), or
+# where it parts from what fires, and the rule;
+# after three different wrong predictions in one session, `check` shows the whole log), or
 # `pytest tests/test_07_global_and_kwargs_hooks.py -k predict_global_and_prepend`. Once it passes,
 # the cell after the hints prints the log, recorded as it runs.
 
@@ -1087,8 +1087,8 @@ reveal(predict_global_and_prepend)
 # `pre_hook` for `pre`.
 #
 # Check: run `check(predict_always_call)` below (a wrong prediction is told the first event where it
-# parts from what fires, and the rule; after three different wrong
-# predictions in one session, `check` shows the whole log), or
+# parts from what fires, and the rule;
+# after three different wrong predictions in one session, `check` shows the whole log), or
 # `pytest tests/test_07_global_and_kwargs_hooks.py -k predict_always_call`. Once it passes, the cell
 # after the hints prints the log, recorded as it runs.
 

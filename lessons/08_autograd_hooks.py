@@ -1148,13 +1148,13 @@ with try_it():
 #
 # Write `predict_leaf_backward_order()`: it returns the list of events in the order you expect
 # them to fire, an event as many times as it fires. Spelling: case does not matter, nor spaces
-# around a name or around the `:`; `nodepre`, `node_pre` or `prehook` may stand for `node-pre`,
-# `hook` or `node_hook` for `node`, `post-accumulate` or `post_accumulate` for `post`, and `tensor-hook` for
-# `tensor`.
+# around a name or around the `:`; `nodepre`, `node_pre` or `prehook` may stand for `node-pre`;
+# `hook` or `node_hook` for `node`; `post-accumulate` or `post_accumulate` for `post`; and
+# `tensor-hook` for `tensor`.
 #
 # Check: run `check(predict_leaf_backward_order)` below (a wrong prediction is told the first event
-# where it parts from what fires, and the rule; after three different wrong
-# predictions in one session, `check` shows the whole log), or
+# where it parts from what fires, and the rule;
+# after three different wrong predictions in one session, `check` shows the whole log), or
 # `pytest tests/test_08_autograd_hooks.py -k predict_leaf_backward_order`. Once it passes, the cell
 # after the hints prints the log, recorded as it runs.
 

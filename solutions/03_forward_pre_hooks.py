@@ -925,8 +925,8 @@ with try_it():
 # for `pre`.
 #
 # Check: run `check(predict_nesting_order)` below (a wrong prediction is told the first event where
-# it parts from what fires, and the rule; after three different wrong
-# predictions in one session, `check` shows the whole log), or
+# it parts from what fires, and the rule;
+# after three different wrong predictions in one session, `check` shows the whole log), or
 # `pytest tests/test_03_forward_pre_hooks.py -k predict_nesting_order`. Once it passes, the cell
 # after the hints prints the log, recorded as it runs.
 

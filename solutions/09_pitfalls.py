@@ -957,8 +957,8 @@ with try_it():
 # tell the events apart), `bwd` may stand for `backward` and `tensor` for `grad`.
 #
 # Check: run `check(predict_checkpoint_recompute)` below (a wrong prediction is told the first event
-# where it parts from what fires, and the rule; after three different wrong
-# predictions in one session, `check` shows the whole log), or
+# where it parts from what fires, and the rule;
+# after three different wrong predictions in one session, `check` shows the whole log), or
 # `pytest tests/test_09_pitfalls.py -k predict_checkpoint_recompute`. Once it passes, the cell after
 # the hints prints the log, recorded as it runs.
 
