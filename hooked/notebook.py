@@ -1,6 +1,7 @@
 """What a lesson notebook imports: `check` grades an exercise on the live object,
 `hint` shows its hints one level at a time, `try_it` lets a demonstration cell run
-before its exercise is written."""
+before its exercise is written, `reveal` prints the log a prediction exercise predicts, once it
+is right."""
 
 import contextlib
 
@@ -12,8 +13,16 @@ from hooked.learner_tracebacks import learner_raised_not_implemented
 
 def check(exercise):
     """Grade `exercise` (the function or class you wrote) and print the verdict."""
+    from hooked.checks.event_predictions import after_wrong_try
     result = run_check_for_object(exercise)
-    print(result.notebook_text())
+    print(result.notebook_text() + after_wrong_try(exercise, result))
+
+
+def reveal(prediction):
+    """Print the events that the code of `prediction` (a `predict_...` exercise) logs, recorded
+    now, once your prediction is right; until then, say what to do, never the log."""
+    from hooked.checks.event_predictions import reveal_text
+    print(reveal_text(prediction))
 
 
 _levels_shown = {}  # exercise name -> the last hint level shown in this session

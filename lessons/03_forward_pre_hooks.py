@@ -881,6 +881,109 @@ with try_it():
     assert not_passed is None and passed_true is None
 
 # %% [markdown]
+# ## Exercise 5: `predict_nesting_order` · easy · about 5 min
+#
+# A new kind of exercise: **predict before you run**. The cell below defines
+# `nesting_order_events(log)`, which builds a module `outer` with two children, `first` and
+# `second`, puts pre-hooks on all three, and calls `outer` once. Nothing runs yet: the cell only
+# defines the function. Every hook and every `forward` calls `log(...)` with the name of an event:
+#
+# - `"pre:outer"`, `"pre:first"`, `"pre:second"`: that module's pre-hook fired;
+# - `"pre:outer, prepend"`: the pre-hook registered last on `outer`, with `prepend=True`;
+# - `"forward:outer"`, `"forward:first"`, `"forward:second"`: that module's `forward` started.
+#
+# Read the code, then write `predict_nesting_order()`: it returns the list of events in the order
+# you expect them to fire. Spelling: case does not matter, nor spaces around a name, around the
+# `:` or after the comma; `fwd` may stand for `forward`, and `prehook`, `pre-hook` or `pre_hook`
+# for `pre`.
+#
+# Check: run `check(predict_nesting_order)` below (a wrong prediction is told the first event where
+# it parts from what fires, and the rule;
+# after three different wrong predictions in one session, `check` shows the whole log), or
+# `pytest tests/test_03_forward_pre_hooks.py -k predict_nesting_order`. Once it passes, the cell
+# after the hints prints the log, recorded as it runs.
+
+# %% tags=["prediction"]
+import torch
+from torch import nn
+
+
+def nesting_order_events(log):
+    class Step(nn.Module):
+        def __init__(self, name):
+            super().__init__()
+            self.name = name
+
+        def forward(self, x):
+            log(f"forward:{self.name}")
+            return x + 1
+
+    class Outer(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.first, self.second = Step("first"), Step("second")
+
+        def forward(self, x):
+            log("forward:outer")
+            return self.second(self.first(x))
+
+    outer = Outer()
+    outer.register_forward_pre_hook(lambda module, args: log("pre:outer"))
+    outer.first.register_forward_pre_hook(lambda module, args: log("pre:first"))
+    outer.second.register_forward_pre_hook(lambda module, args: log("pre:second"))
+    outer.register_forward_pre_hook(lambda module, args: log("pre:outer, prepend"), prepend=True)
+    outer(torch.zeros(1))
+
+
+# %% tags=["exercise"]
+# Exercise: predict_nesting_order — write your code in this cell.
+
+
+def predict_nesting_order():
+    """Return the events that `nesting_order_events` logs, in the order they fire.
+
+    Each event is one of the names the cell above logs, e.g. "pre:outer".
+    """
+    # TODO: return ["...", ...]: the events, in the order you expect them to fire
+    raise NotImplementedError("predict_nesting_order is not written yet")
+
+
+# %%
+check(predict_nesting_order)
+
+# %% [markdown] tags=["hints"]
+# <details class="tip"><summary>Hint 1 of 3: the idea</summary>
+#
+# Follow the one call `outer(torch.zeros(1))` line by line: what does `outer(...)` do before it
+# runs `outer.forward`, and where, inside that `forward`, are the children called?
+#
+# </details>
+#
+# <details class="tip"><summary>Hint 2 of 3: the API</summary>
+#
+# A module's pre-hooks run in the order they were registered, except that `prepend=True` puts a
+# hook in front of those registered before it; all of them run right before that module's
+# `forward`, each time the module is called.
+#
+# </details>
+#
+# <details class="tip"><summary>Hint 3 of 3: almost there</summary>
+#
+# Seven events. The first two are `outer`'s pre-hooks; `first`'s pre-hook cannot fire until
+# `outer.forward` has started and calls `self.first`.
+#
+# </details>
+
+# %% [markdown]
+# Once your prediction is right, this cell prints what fires, recorded as it runs (until then it
+# says what to do).
+
+# %%
+from hooked.notebook import reveal
+
+reveal(predict_nesting_order)
+
+# %% [markdown]
 # ## Summary
 #
 # | API | hook receives | hook returns | fires |

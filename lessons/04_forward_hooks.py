@@ -1143,6 +1143,98 @@ with try_it():
     assert torch.equal(layer(x), plain)
 
 # %% [markdown]
+# ## Exercise 4: `predict_shared_module_calls` · easy · about 5 min
+#
+# **Predict before you run.** The cell below defines `shared_module_events(log)`: a model whose
+# forward calls one layer, `shared`, twice (`self.shared(self.shared(x))`) and then a layer `head`,
+# with hooks that log an event each time they fire. Nothing runs yet: the cell only defines the
+# function. The events:
+#
+# - `"pre:model"`, `"pre:shared"`: that module's forward pre-hook fired;
+# - `"fwd:model"`, `"fwd:shared"`, `"fwd:head"`: that module's forward hook fired.
+#
+# Write `predict_shared_module_calls()`: it returns the list of events in the order you expect
+# them to fire, an event as many times as it fires. Spelling: case does not matter, nor spaces
+# around a name or around the `:`; `forward` may stand for `fwd`, and `prehook`, `pre-hook` or
+# `pre_hook` for `pre`.
+#
+# Check: run `check(predict_shared_module_calls)` below (a wrong prediction is told the first event
+# where it parts from what fires, and the rule;
+# after three different wrong predictions in one session, `check` shows the whole log), or
+# `pytest tests/test_04_forward_hooks.py -k predict_shared_module_calls`. Once it passes, the cell
+# after the hints prints the log, recorded as it runs.
+
+# %% tags=["prediction"]
+import torch
+from torch import nn
+
+
+def shared_module_events(log):
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.shared, self.head = nn.Linear(2, 2), nn.Linear(2, 1)
+
+        def forward(self, x):
+            return self.head(self.shared(self.shared(x)))
+
+    model = Model()
+    model.register_forward_pre_hook(lambda module, args: log("pre:model"))
+    model.register_forward_hook(lambda module, args, output: log("fwd:model"))
+    model.shared.register_forward_pre_hook(lambda module, args: log("pre:shared"))
+    model.shared.register_forward_hook(lambda module, args, output: log("fwd:shared"))
+    model.head.register_forward_hook(lambda module, args, output: log("fwd:head"))
+    model(torch.zeros(1, 2))
+
+
+# %% tags=["exercise"]
+# Exercise: predict_shared_module_calls — write your code in this cell.
+
+
+def predict_shared_module_calls():
+    """Return the events that `shared_module_events` logs, in the order they fire.
+
+    Each event is one of the names the cell above logs, e.g. "pre:model".
+    """
+    # TODO: return ["...", ...]: the events, in the order you expect them to fire
+    raise NotImplementedError("predict_shared_module_calls is not written yet")
+
+
+# %%
+check(predict_shared_module_calls)
+
+# %% [markdown] tags=["hints"]
+# <details class="tip"><summary>Hint 1 of 3: the idea</summary>
+#
+# Hooks belong to calls, not to modules: count the calls in `forward`, and follow them from the
+# inside out, as Python evaluates `self.head(self.shared(self.shared(x)))`.
+#
+# </details>
+#
+# <details class="tip"><summary>Hint 2 of 3: the API</summary>
+#
+# Each `module(...)` call runs that module's pre-hooks, then its `forward`, then its forward hooks.
+# The model's forward hook can only fire once the model's `forward` has returned.
+#
+# </details>
+#
+# <details class="tip"><summary>Hint 3 of 3: almost there</summary>
+#
+# Seven events, starting with `"pre:model"` and ending with `"fwd:model"`; `shared` fires its pair of
+# hooks twice, and each call finishes before the next one starts.
+#
+# </details>
+
+# %% [markdown]
+# Once your prediction is right, this cell prints what fires, recorded as it runs (until then it
+# says what to do).
+
+# %%
+from hooked.notebook import reveal
+
+reveal(predict_shared_module_calls)
+
+# %% [markdown]
 # ## Summary
 #
 # | Registration | the hook is called as | a non-None return | fires |

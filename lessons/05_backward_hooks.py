@@ -1210,6 +1210,92 @@ with try_it():
     handle.remove()
 
 # %% [markdown]
+# ## Exercise 4: `predict_module_backward_order` · medium · about 5 min
+#
+# **Predict before you run.** The cell below defines `module_backward_events(log)`: a
+# `Sequential` of three layers, named `0`, `1` and `2`, each with a full backward pre-hook and a full
+# backward hook, and an input `x` that requires grad, with a tensor hook; then one forward pass and
+# `backward()`. Nothing runs yet: the cell only defines the function. The events:
+#
+# - `"bpre:0"`, `"bpre:1"`, `"bpre:2"`: that layer's full backward pre-hook fired;
+# - `"bwd:0"`, `"bwd:1"`, `"bwd:2"`: that layer's full backward hook fired;
+# - `"grad:x"`: the tensor hook on `x` fired.
+#
+# Write `predict_module_backward_order()`: it returns the list of events in the order you expect
+# them to fire. Spelling: case does not matter, nor spaces around a name or around the `:`;
+# `backward` may stand for `bwd`; `backward_pre`, `backward-pre` or `pre` for `bpre`; and
+# `tensor` for `grad`.
+#
+# Check: run `check(predict_module_backward_order)` below (a wrong prediction is told the first
+# event where it parts from what fires, and the rule;
+# after three different wrong predictions in one session, `check` shows the whole log), or
+# `pytest tests/test_05_backward_hooks.py -k predict_module_backward_order`. Once it passes, the
+# cell after the hints prints the log, recorded as it runs.
+
+# %% tags=["prediction"]
+import torch
+from torch import nn
+
+
+def module_backward_events(log):
+    model = nn.Sequential(nn.Linear(2, 2), nn.Tanh(), nn.Linear(2, 1))
+    for name, layer in model.named_children():
+        layer.register_full_backward_pre_hook(lambda module, grad_output, name=name: log(f"bpre:{name}"))
+        layer.register_full_backward_hook(lambda module, grad_input, grad_output, name=name: log(f"bwd:{name}"))
+    x = torch.ones(1, 2, requires_grad=True)
+    x.register_hook(lambda grad: log("grad:x"))
+    model(x).sum().backward()
+
+
+# %% tags=["exercise"]
+# Exercise: predict_module_backward_order — write your code in this cell.
+
+
+def predict_module_backward_order():
+    """Return the events that `module_backward_events` logs, in the order they fire.
+
+    Each event is one of the names the cell above logs, e.g. "bwd:0".
+    """
+    # TODO: return ["...", ...]: the events, in the order you expect them to fire
+    raise NotImplementedError("predict_module_backward_order is not written yet")
+
+
+# %%
+check(predict_module_backward_order)
+
+# %% [markdown] tags=["hints"]
+# <details class="tip"><summary>Hint 1 of 3: the idea</summary>
+#
+# Backward starts at the loss and goes back through the layers: which layer is nearest to the
+# loss?
+#
+# </details>
+#
+# <details class="tip"><summary>Hint 2 of 3: the API</summary>
+#
+# A full backward pre-hook gets `grad_output` before its layer's backward runs; a full backward hook
+# gets `grad_input` once the layer's input gradients exist. The gradient of `x` is the input
+# gradient of layer `0`.
+#
+# </details>
+#
+# <details class="tip"><summary>Hint 3 of 3: almost there</summary>
+#
+# Seven events: a `bpre`/`bwd` pair for each layer, the layers in one order, and `"grad:x"` at one
+# end.
+#
+# </details>
+
+# %% [markdown]
+# Once your prediction is right, this cell prints what fires, recorded as it runs (until then it
+# says what to do).
+
+# %%
+from hooked.notebook import reveal
+
+reveal(predict_module_backward_order)
+
+# %% [markdown]
 # ## Summary
 #
 # | API | hook signature | fires | a returned tuple |

@@ -966,6 +966,218 @@ with try_it():
     assert hooks_registered() == 0
 
 # %% [markdown]
+# ## Exercise 3: `predict_global_and_prepend` · medium · about 5 min
+#
+# **Predict before you run.** The cell below defines `global_and_prepend_events(log)`: a layer with
+# two forward pre-hooks and two forward hooks of its own (the second of each registered with
+# `prepend=True`), then a global forward pre-hook and a global forward hook, registered last; one
+# call of the layer, and every handle removed in a `finally:` block. Nothing runs yet: the cell only
+# defines the function. The events:
+#
+# - `"pre:own"`, `"pre:own, prepend"`, `"pre:global"`: that forward pre-hook fired;
+# - `"forward"`: the layer's `forward` ran;
+# - `"fwd:own"`, `"fwd:own, prepend"`, `"fwd:global"`: that forward hook fired.
+#
+# Write `predict_global_and_prepend()`: it returns the list of events in the order you expect them
+# to fire. Spelling: case does not matter, nor spaces around a name, around the `:` or after the
+# comma; `forward` may stand for `fwd` before a `:`, and `prehook`, `pre-hook` or `pre_hook` for
+# `pre`.
+#
+# Check: run `check(predict_global_and_prepend)` below (a wrong prediction is told the first event
+# where it parts from what fires, and the rule;
+# after three different wrong predictions in one session, `check` shows the whole log), or
+# `pytest tests/test_07_global_and_kwargs_hooks.py -k predict_global_and_prepend`. Once it passes,
+# the cell after the hints prints the log, recorded as it runs.
+
+# %% tags=["prediction"]
+import torch
+import torch.nn.modules.module as module_hooks
+from torch import nn
+
+
+def global_and_prepend_events(log):
+    class Layer(nn.Module):
+        def forward(self, x):
+            log("forward")
+            return x
+
+    layer = Layer()
+    handles = [
+        layer.register_forward_pre_hook(lambda module, args: log("pre:own")),
+        layer.register_forward_hook(lambda module, args, output: log("fwd:own")),
+        layer.register_forward_pre_hook(lambda module, args: log("pre:own, prepend"), prepend=True),
+        layer.register_forward_hook(lambda module, args, output: log("fwd:own, prepend"), prepend=True),
+        module_hooks.register_module_forward_pre_hook(lambda module, args: log("pre:global")),
+        module_hooks.register_module_forward_hook(lambda module, args, output: log("fwd:global")),
+    ]
+    try:
+        layer(torch.zeros(1))
+    finally:
+        for handle in handles:
+            handle.remove()
+
+
+# %% tags=["exercise"]
+# Exercise: predict_global_and_prepend — write your code in this cell.
+
+
+def predict_global_and_prepend():
+    """Return the events that `global_and_prepend_events` logs, in the order they fire.
+
+    Each event is one of the names the cell above logs, e.g. "pre:own".
+    """
+    # TODO: return ["...", ...]: the events, in the order you expect them to fire
+    raise NotImplementedError("predict_global_and_prepend is not written yet")
+
+
+# %%
+check(predict_global_and_prepend)
+
+# %% [markdown] tags=["hints"]
+# <details class="tip"><summary>Hint 1 of 3: the idea</summary>
+#
+# Two questions: where do the global hooks stand next to the layer's own, on each side of
+# `forward`? And what can `prepend=True` move a hook in front of?
+#
+# </details>
+#
+# <details class="tip"><summary>Hint 2 of 3: the API</summary>
+#
+# `prepend=True` exists only on a module's own `register_forward_pre_hook` and
+# `register_forward_hook`, and orders the hooks in that module's own dict; the global hooks live in
+# dicts of their own, which `Module.__call__` reads first.
+#
+# </details>
+#
+# <details class="tip"><summary>Hint 3 of 3: almost there</summary>
+#
+# Seven events with `"forward"` in the middle; each side starts with its global hook, whenever it
+# was registered.
+#
+# </details>
+
+# %% [markdown]
+# Once your prediction is right, this cell prints what fires, recorded as it runs (until then it
+# says what to do).
+
+# %%
+from hooked.notebook import reveal
+
+reveal(predict_global_and_prepend)
+
+# %% [markdown]
+# ## Exercise 4: `predict_always_call` · hard · about 10 min
+#
+# **Predict before you run.** The cell below defines `always_call_events(log)`: a `Sequential` named
+# `model` of two children, `ok`, which returns its input, and `broken`, whose `forward` raises a
+# `ValueError`. `model` and `broken` each get a forward pre-hook, a plain forward hook and a forward
+# hook with `always_call=True`; a global forward hook with `always_call=True` logs every module it
+# fires for. The call is made inside `try:`, the error caught, and every handle removed. Nothing
+# runs yet: the cell only defines the function. The events:
+#
+# - `"pre:model"`, `"pre:broken"`: that module's forward pre-hook fired;
+# - `"fwd:model"`, `"fwd:broken"`: that module's plain forward hook fired;
+# - `"always:model"`, `"always:broken"`: that module's `always_call=True` forward hook fired;
+# - `"global:model"`, `"global:ok"`, `"global:broken"`: the global hook fired for that module;
+# - `"caught"`: the `except ValueError:` block ran.
+#
+# Write `predict_always_call()`: it returns the list of events in the order you expect them to
+# fire. Spelling: case does not matter, nor spaces around a name or around the `:`; `forward` may
+# stand for `fwd`, `always_call` or `always-call` for `always`, and `prehook`, `pre-hook` or
+# `pre_hook` for `pre`.
+#
+# Check: run `check(predict_always_call)` below (a wrong prediction is told the first event where it
+# parts from what fires, and the rule;
+# after three different wrong predictions in one session, `check` shows the whole log), or
+# `pytest tests/test_07_global_and_kwargs_hooks.py -k predict_always_call`. Once it passes, the cell
+# after the hints prints the log, recorded as it runs.
+
+# %% tags=["prediction"]
+import torch
+import torch.nn.modules.module as module_hooks
+from torch import nn
+
+
+def always_call_events(log):
+    class Ok(nn.Module):
+        def forward(self, x):
+            return x
+
+    class Broken(nn.Module):
+        def forward(self, x):
+            raise ValueError("forward failed on purpose")
+
+    model = nn.Sequential(Ok(), Broken())
+    names = {model: "model", model[0]: "ok", model[1]: "broken"}
+    handles = []
+    for module in (model, model[1]):
+        name = names[module]
+        handles += [
+            module.register_forward_pre_hook(lambda m, args, name=name: log(f"pre:{name}")),
+            module.register_forward_hook(lambda m, args, output, name=name: log(f"fwd:{name}")),
+            module.register_forward_hook(lambda m, args, output, name=name: log(f"always:{name}"),
+                                         always_call=True),
+        ]
+    handles.append(module_hooks.register_module_forward_hook(
+        lambda m, args, output: log(f"global:{names[m]}"), always_call=True))
+    try:
+        model(torch.zeros(1))
+    except ValueError:
+        log("caught")
+    finally:
+        for handle in handles:
+            handle.remove()
+
+
+# %% tags=["exercise"]
+# Exercise: predict_always_call — write your code in this cell.
+
+
+def predict_always_call():
+    """Return the events that `always_call_events` logs, in the order they fire.
+
+    Each event is one of the names the cell above logs, e.g. "pre:model".
+    """
+    # TODO: return ["...", ...]: the events, in the order you expect them to fire
+    raise NotImplementedError("predict_always_call is not written yet")
+
+
+# %%
+check(predict_always_call)
+
+# %% [markdown] tags=["hints"]
+# <details class="tip"><summary>Hint 1 of 3: the idea</summary>
+#
+# Follow the exception: it starts in `broken.forward` and travels out through `broken`'s call, then
+# `model`'s, to the `except`. Which hooks run on that way out, and which need an output to run?
+#
+# </details>
+#
+# <details class="tip"><summary>Hint 2 of 3: the API</summary>
+#
+# When `forward` raises, `Module.__call__` runs only the forward hooks registered with
+# `always_call=True` (the global ones before the module's own), then lets the exception go on. `ok`
+# returns normally before that, and a global forward hook fires for every module.
+#
+# </details>
+#
+# <details class="tip"><summary>Hint 3 of 3: almost there</summary>
+#
+# Eight events, from `"pre:model"` to `"caught"`; no plain `fwd:` event fires, and `broken`'s
+# hooks come before `model`'s on the way out.
+#
+# </details>
+
+# %% [markdown]
+# Once your prediction is right, this cell prints what fires, recorded as it runs (until then it
+# says what to do).
+
+# %%
+from hooked.notebook import reveal
+
+reveal(predict_always_call)
+
+# %% [markdown]
 # ## Summary
 #
 # | Hook | registered by | called as | fires |

@@ -1131,6 +1131,106 @@ with try_it():
     assert 0 < largest_error < 1e-3
 
 # %% [markdown]
+# ## Exercise 4: `predict_leaf_backward_order` · medium · about 10 min
+#
+# **Predict before you run.** The cell below defines `leaf_backward_events(log)`: a leaf `w`, a
+# non-leaf `h = w * 2`, and a loss that uses `w` twice, once through `h` and once directly:
+# `(h * w).sum()`. It puts a tensor hook on `h`, and on `w` a tensor hook, a pre-hook and a hook on
+# its `AccumulateGrad` node and a post-accumulate hook, registered in this order: post-accumulate,
+# node hook, node pre-hook, tensor hook. Then it calls `backward()`. Nothing runs yet: the cell only
+# defines the function. The events:
+#
+# - `"tensor:h"`, `"tensor:w"`: the tensor hook (`register_hook`) on that tensor fired;
+# - `"node-pre:w"`, `"node:w"`: the pre-hook, or the hook, of `w`'s `AccumulateGrad` node fired;
+# - `"post:w"`: the post-accumulate hook of `w` fired;
+# - `"grad:w"`: logged once, by the first hook that finds `w.grad` written, just before its own
+#   event: it stands where `.grad` gets written.
+#
+# Write `predict_leaf_backward_order()`: it returns the list of events in the order you expect
+# them to fire, an event as many times as it fires. Spelling: case does not matter, nor spaces
+# around a name or around the `:`; `nodepre`, `node_pre` or `prehook` may stand for `node-pre`;
+# `hook` or `node_hook` for `node`; `post-accumulate` or `post_accumulate` for `post`; and
+# `tensor-hook` for `tensor`.
+#
+# Check: run `check(predict_leaf_backward_order)` below (a wrong prediction is told the first event
+# where it parts from what fires, and the rule;
+# after three different wrong predictions in one session, `check` shows the whole log), or
+# `pytest tests/test_08_autograd_hooks.py -k predict_leaf_backward_order`. Once it passes, the cell
+# after the hints prints the log, recorded as it runs.
+
+# %% tags=["prediction"]
+import torch
+
+
+def leaf_backward_events(log):
+    w = torch.ones(3, requires_grad=True)
+    h = w * 2
+    loss = (h * w).sum()
+    accumulate = h.grad_fn.next_functions[0][0]  # w's AccumulateGrad node
+    written = []
+
+    def note(event):
+        if w.grad is not None and not written:
+            written.append(True)
+            log("grad:w")
+        log(event)
+
+    w.register_post_accumulate_grad_hook(lambda param: note("post:w"))
+    accumulate.register_hook(lambda grad_inputs, grad_outputs: note("node:w"))
+    accumulate.register_prehook(lambda grad_outputs: note("node-pre:w"))
+    w.register_hook(lambda grad: note("tensor:w"))
+    h.register_hook(lambda grad: note("tensor:h"))
+    loss.backward()
+
+
+# %% tags=["exercise"]
+# Exercise: predict_leaf_backward_order — write your code in this cell.
+
+
+def predict_leaf_backward_order():
+    """Return the events that `leaf_backward_events` logs, in the order they fire.
+
+    Each event is one of the names the cell above logs, e.g. "tensor:w".
+    """
+    # TODO: return ["...", ...]: the events, in the order you expect them to fire
+    raise NotImplementedError("predict_leaf_backward_order is not written yet")
+
+
+# %%
+check(predict_leaf_backward_order)
+
+# %% [markdown] tags=["hints"]
+# <details class="tip"><summary>Hint 1 of 3: the idea</summary>
+#
+# Two questions before the order on the leaf: which gradient can autograd compute first, `h`'s or
+# `w`'s? And does `w`, used twice, get its gradient once or twice?
+#
+# </details>
+#
+# <details class="tip"><summary>Hint 2 of 3: the API</summary>
+#
+# Autograd adds up every gradient that flows into a leaf before its `AccumulateGrad` node runs;
+# the order on a leaf is the one this lesson showed, whatever order the hooks were registered in.
+#
+# </details>
+#
+# <details class="tip"><summary>Hint 3 of 3: almost there</summary>
+#
+# Six events, each once; `"tensor:h"` is one end, and `"grad:w"` stands between the node's
+# pre-hook and the post-accumulate hook.
+#
+# </details>
+
+# %% [markdown]
+# Once your prediction is right, this cell prints what fires, recorded as it runs (until then it
+# says what to do).
+
+# %%
+from hooked.notebook import reveal
+
+reveal(predict_leaf_backward_order)
+
+# %% [markdown]
 # ## Summary
 #
 # | Hook | registered by | called as | fires | its return |

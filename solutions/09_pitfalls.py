@@ -1141,6 +1141,106 @@ with try_it():
     assert removed == 1 and find_registered_hooks(model) == []
 
 # %% [markdown]
+# ## Exercise 4: `predict_checkpoint_recompute` · hard · about 10 min
+#
+# **Predict before you run.** Activation checkpointing, `torch.utils.checkpoint.checkpoint(block,
+# x)`, saves memory: it keeps no activations of `block` in forward, and backward runs `block`
+# again to recompute them. What does that do to forward hooks? The cell below defines
+# `checkpoint_events(log)`: a block of three layers, `Linear` (`first`), `Tanh`, `Linear` (`last`),
+# with a forward hook on each `Linear`; then, for each mode of checkpoint, `use_reentrant=True`
+# (`reentrant`) and `use_reentrant=False` (`non-reentrant`, the one PyTorch recommends), a fresh
+# input `x` with a tensor hook, one checkpointed forward and one backward. Nothing runs yet: the
+# cell only defines the function. The events:
+#
+# - `"forward:reentrant"`, `"forward:non-reentrant"`: the checkpointed forward is about to start;
+# - `"backward:reentrant"`, `"backward:non-reentrant"`: `backward()` is about to start;
+# - `"fwd:first"`, `"fwd:last"`: that layer's forward hook fired;
+# - `"grad:x"`: the tensor hook on `x` fired.
+#
+# Write `predict_checkpoint_recompute()`: it returns the list of events in the order you expect
+# them to fire, an event as many times as it fires. Spelling: case does not matter, nor spaces
+# around a name or around the `:`; `fwd` and `forward` are one word here (the names after the `:`
+# tell the events apart), `bwd` may stand for `backward` and `tensor` for `grad`.
+#
+# Check: run `check(predict_checkpoint_recompute)` below (a wrong prediction is told the first event
+# where it parts from what fires, and the rule;
+# after three different wrong predictions in one session, `check` shows the whole log), or
+# `pytest tests/test_09_pitfalls.py -k predict_checkpoint_recompute`. Once it passes, the cell after
+# the hints prints the log, recorded as it runs.
+
+# %% tags=["prediction"]
+import torch
+from torch import nn
+from torch.utils.checkpoint import checkpoint
+
+
+def checkpoint_events(log):
+    block = nn.Sequential(nn.Linear(2, 2), nn.Tanh(), nn.Linear(2, 2))
+    block[0].register_forward_hook(lambda module, args, output: log("fwd:first"))
+    block[2].register_forward_hook(lambda module, args, output: log("fwd:last"))
+    for mode in ("reentrant", "non-reentrant"):
+        x = torch.ones(1, 2, requires_grad=True)
+        x.register_hook(lambda grad: log("grad:x"))
+        log(f"forward:{mode}")
+        out = checkpoint(block, x, use_reentrant=(mode == "reentrant"))
+        log(f"backward:{mode}")
+        out.sum().backward()
+
+
+# %% tags=["exercise"]
+# Exercise: predict_checkpoint_recompute — write your code in this cell.
+
+
+def predict_checkpoint_recompute():
+    """Return the events that `checkpoint_events` logs, in the order they fire.
+
+    Each event is one of the names the cell above logs, e.g. "fwd:first".
+    """
+    # BEGIN SOLUTION: return ["...", ...]: the events, in the order you expect them to fire
+    return ["forward:reentrant", "fwd:first", "fwd:last", "backward:reentrant",
+            "fwd:first", "fwd:last", "grad:x",
+            "forward:non-reentrant", "fwd:first", "fwd:last", "backward:non-reentrant",
+            "fwd:first", "grad:x"]
+    # END SOLUTION
+
+
+# %%
+check(predict_checkpoint_recompute)
+
+# %% [markdown] tags=["hints"]
+# <details class="tip"><summary>Hint 1 of 3: the idea</summary>
+#
+# Recomputing the activations means calling `block` again, hooks and all, during `backward()`.
+# Then ask, for each mode: does the recomputation need to run all of `block`?
+#
+# </details>
+#
+# <details class="tip"><summary>Hint 2 of 3: the API</summary>
+#
+# `use_reentrant=True` runs the whole function again when backward reaches it. With
+# `use_reentrant=False` the recomputation stops early by default: as soon as every tensor that
+# backward saved is recomputed (`torch.utils.checkpoint.set_checkpoint_early_stop`).
+#
+# </details>
+#
+# <details class="tip"><summary>Hint 3 of 3: almost there</summary>
+#
+# Thirteen events. The two modes agree in forward; in backward, the reentrant mode fires both
+# forward hooks again before `"grad:x"`, the non-reentrant one fewer: its recomputation stops
+# inside the layer that saves the last tensor, before that layer's forward returns.
+#
+# </details>
+
+# %% [markdown]
+# Once your prediction is right, this cell prints what fires, recorded as it runs (until then it
+# says what to do).
+
+# %%
+from hooked.notebook import reveal
+
+reveal(predict_checkpoint_recompute)
+
+# %% [markdown]
 # ## Summary
 #
 # | Symptom | Cause | Fix |

@@ -7,6 +7,7 @@ import torch
 from torch import nn
 
 from hooked.check_api import calling, fail
+from hooked.checks.event_predictions import END, EventPrediction, Rule, prediction_check
 from hooked.checks.handles import single_handle
 from hooked.checks.noise import (check_generator_advanced, check_new_noise_each_call, check_noise_sample,
                                  check_seeded_noise)
@@ -703,9 +704,32 @@ def check_force_kwarg(force_kwarg):
              "handle must remove the hook. Return the handle of the pre-hook you registered.")
 
 
+_CHILDREN = ("pre:first", "forward:first", "pre:second", "forward:second")
+NESTING_ORDER = EventPrediction(
+    exercise="predict_nesting_order", lesson="03_forward_pre_hooks", code="nesting_order_events",
+    events=("pre:outer", "pre:outer, prepend", "forward:outer") + _CHILDREN,
+    aliases=(("fwd", "forward"), ("prehook", "pre"), ("pre-hook", "pre"), ("pre_hook", "pre")),
+    rules=(
+        Rule("a call starts at the outside: outer(x) runs outer's pre-hooks and then outer's forward, "
+             "which calls the children; a child cannot run before the parent that calls it.",
+             fired=("pre:outer, prepend", "pre:outer"), predicted=_CHILDREN),
+        Rule("a pre-hook runs before its module's forward, every time the module is called: that is what "
+             "'pre' means.", predicted=("forward:outer", "forward:first", "forward:second"),
+             fired=("pre:outer, prepend", "pre:outer", "pre:first", "pre:second")),
+        Rule("prepend=True puts a hook in front of the hooks the module already has; without it, a module's "
+             "hooks run in the order they were registered.", fired=("pre:outer, prepend", "pre:outer")),
+        Rule("a child's pre-hook fires only when its parent's forward calls the child: outer's forward starts "
+             "right after outer's own pre-hooks; hooks are not run for the whole model up front.",
+             fired=("forward:outer",)),
+        Rule("each module is called once here, so each of its events fires once.", fired=(END,)),
+    ),
+    rule="each call module(x) runs that module's pre-hooks, then its forward; a child's call, with its own "
+         "pre-hooks, happens inside its parent's forward, in the order forward calls the children.")
+
 CHECKS = {
     "add_input_noise": check_add_input_noise,
     "normalize_input": check_normalize_input,
     "flatten_images": check_flatten_images,
     "force_kwarg": check_force_kwarg,
+    "predict_nesting_order": prediction_check(NESTING_ORDER),
 }

@@ -11,6 +11,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from hooked.check_api import calling, fail
+from hooked.checks.event_predictions import END, EventPrediction, Rule, prediction_check
 from hooked.checks.handles import check_handles_registered, handle_list, remove_handles, single_handle
 from hooked.checks.hooks_left import global_hooks, global_hooks_added, modules_with_hooks
 from hooked.checks.seeding import seeded
@@ -851,8 +852,29 @@ def check_clamp_output(clamp_output):
         handle.remove()
 
 
+SHARED_MODULE_CALLS = EventPrediction(
+    exercise="predict_shared_module_calls", lesson="04_forward_hooks", code="shared_module_events",
+    events=("pre:model", "pre:shared", "fwd:model", "fwd:shared", "fwd:head"),
+    aliases=(("forward", "fwd"), ("prehook", "pre"), ("pre-hook", "pre"), ("pre_hook", "pre")),
+    rules=(
+        Rule("a module called twice fires its hooks twice, once per call: self.shared(self.shared(x)) is two "
+             "calls of shared.", fired=("pre:shared",), predicted=("fwd:head", END)),
+        Rule("a forward hook fires after its module's forward has returned, and the model's forward returns only "
+             "after the calls of its children: the model's forward hook comes last.", predicted=("fwd:model",)),
+        Rule("the inner call self.shared(x) finishes, forward hook included, before the outer self.shared(...) "
+             "starts: the outer call needs the inner call's output.", fired=("fwd:shared",),
+             predicted=("pre:shared",)),
+        Rule("each call is pre-hooks, forward, forward hooks; the model's pre-hook fires before its forward "
+             "calls any child.", fired=("pre:model",)),
+        Rule("there are as many events as calls make them: shared is called twice, head and the model once.",
+             fired=(END,)),
+    ),
+    rule="each call module(x) runs that module's pre-hooks, its forward, then its forward hooks; the children's "
+         "calls happen inside the parent's forward, in the order Python evaluates them.")
+
 CHECKS = {
     "capture_activations": check_capture_activations,
     "track_relu_stats": check_track_relu_stats,
     "clamp_output": check_clamp_output,
+    "predict_shared_module_calls": prediction_check(SHARED_MODULE_CALLS),
 }

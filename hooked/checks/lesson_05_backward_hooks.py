@@ -15,6 +15,7 @@ import torch
 from torch import nn
 
 from hooked.check_api import calling, fail
+from hooked.checks.event_predictions import EventPrediction, Rule, prediction_check
 from hooked.checks.handles import handle_list, remove_handles, single_handle
 from hooked.checks.hooks_left import modules_with_hooks
 from hooked.checks.noise import (Z, check_generator_advanced, check_new_noise_each_call, check_noise_sample,
@@ -1053,8 +1054,33 @@ def _check_noise_own_arguments(add_grad_noise):
              "(bind it in a closure, not in a variable shared by every call).")
 
 
+_LAYER_EVENTS = ("bpre:0", "bpre:1", "bpre:2", "bwd:0", "bwd:1", "bwd:2")
+MODULE_BACKWARD_ORDER = EventPrediction(
+    exercise="predict_module_backward_order", lesson="05_backward_hooks", code="module_backward_events",
+    events=_LAYER_EVENTS + ("grad:x",),
+    aliases=(("backward", "bwd"), ("backward_pre", "bpre"), ("backward-pre", "bpre"), ("pre", "bpre"),
+             ("tensor", "grad")),
+    rules=(
+        Rule("backward reaches the last layer first: the gradient flows from the loss back through layer 2, "
+             "then 1, then 0, the reverse of forward.", fired=("bpre:2",),
+             predicted=("bpre:0", "bwd:0", "bpre:1", "bwd:1", "grad:x")),
+        Rule("a layer's full backward pre-hook fires before that layer's backward (it gets grad_output), its "
+             "full backward hook after it (it gets grad_input).", predicted=("bwd:0", "bwd:1", "bwd:2"),
+             fired=("bpre:0", "bpre:1", "bpre:2")),
+        Rule("a layer's full backward hook fires as soon as that layer's input gradients exist, before backward "
+             "moves on to the layer below: each layer's pre-hook and hook come as a pair.",
+             fired=("bwd:0", "bwd:1", "bwd:2"), predicted=("bpre:0", "bpre:1", "bpre:2")),
+        Rule("x is layer 0's input: its gradient is the grad_input of layer 0, so the tensor hook on x fires "
+             "after layer 0's full backward hook, last.", predicted=("grad:x",)),
+        Rule("backward goes back through the layers in the reverse of the forward order, 2 before 1 before 0.",
+             fired=("bpre:1", "bwd:1", "bpre:0", "bwd:0")),
+    ),
+    rule="backward runs from the loss back to the input: for each layer, last first, its full backward pre-hook, "
+         "then its full backward hook; the input's gradient comes last.")
+
 CHECKS = {
     "record_grad_output_norms": check_record_grad_output_norms,
     "clip_grad_input": check_clip_grad_input,
     "add_grad_noise": check_add_grad_noise,
+    "predict_module_backward_order": prediction_check(MODULE_BACKWARD_ORDER),
 }

@@ -8,6 +8,7 @@ import torch
 from torch import nn
 
 from hooked.check_api import LearnerCodeRaised, calling, fail
+from hooked.checks.event_predictions import EventPrediction, Rule, prediction_check
 from hooked.checks.hooks_left import (CALL_HOOK_KINDS, MODULE_HOOK_DICTS, global_hook_registrar, global_hooks,
                                      global_hooks_added)
 from hooked.checks.planted_exceptions import planted_exception_comes_through
@@ -1152,7 +1153,52 @@ def check_find_first_nonfinite(find_first_nonfinite):
     _check_raising(find_first_nonfinite, "find_first_nonfinite")
 
 
+GLOBAL_AND_PREPEND = EventPrediction(
+    exercise="predict_global_and_prepend", lesson="07_global_and_kwargs_hooks", code="global_and_prepend_events",
+    events=("pre:own", "pre:own, prepend", "pre:global", "forward", "fwd:own", "fwd:own, prepend", "fwd:global"),
+    aliases=(("forward", "fwd"), ("prehook", "pre"), ("pre-hook", "pre"), ("pre_hook", "pre")),
+    rules=(
+        Rule("prepend=True only reorders a module's own hooks: global hooks run before all of them, prepended or "
+             "not.", fired=("pre:global",), predicted=("pre:own, prepend",)),
+        Rule("a global forward pre-hook fires before the module's own pre-hooks, whenever it was registered.",
+             fired=("pre:global",)),
+        Rule("a global forward hook fires before the module's own forward hooks too, prepended or not: global "
+             "hooks do not wrap around the module's own, they come first on both sides of forward.",
+             fired=("fwd:global",)),
+        Rule("prepend=True puts the hook in front of the module's own hooks registered before it.",
+             fired=("pre:own, prepend", "fwd:own, prepend")),
+        Rule("forward runs after every pre-hook, global and own, and before every forward hook.",
+             fired=("forward",)),
+    ),
+    rule="on each side of forward the global hook comes first, then the module's own hooks, a prepended one in "
+         "front of those registered before it.")
+
+ALWAYS_CALL = EventPrediction(
+    exercise="predict_always_call", lesson="07_global_and_kwargs_hooks", code="always_call_events",
+    events=("pre:model", "pre:broken", "fwd:model", "fwd:broken", "always:model", "always:broken", "global:model",
+            "global:ok", "global:broken", "caught"),
+    aliases=(("forward", "fwd"), ("always_call", "always"), ("always-call", "always"), ("prehook", "pre"), ("pre-hook", "pre"), ("pre_hook", "pre")),
+    rules=(
+        Rule("when forward raises, a forward hook registered without always_call=True does not run: there is "
+             "no output to give it.", predicted=("fwd:broken", "fwd:model")),
+        Rule("a hook registered with always_call=True runs even when forward raises, before the exception "
+             "reaches the caller.", predicted=("caught",)),
+        Rule("the exception leaves the innermost module first: broken's always-call hooks run, then model's, as "
+             "the exception passes out through each call.", fired=("global:broken", "always:broken"),
+             predicted=("global:model", "always:model")),
+        Rule("global forward hooks run before the module's own, on the exception path too.",
+             fired=("global:broken", "global:model"), predicted=("always:broken", "always:model")),
+        Rule("a global forward hook fires for every module call: first for ok, which returned normally before "
+             "broken was called.", fired=("global:ok",)),
+        Rule("model's pre-hook fires when model is called, before its forward calls ok and broken.",
+             fired=("pre:model",)),
+    ),
+    rule="a call that raises runs only the always-call forward hooks, the global one first, and the exception "
+         "passes out through each enclosing call, innermost first, before the except block runs.")
+
 CHECKS = {
     "summarize_model": check_summarize_model,
     "find_first_nonfinite": check_find_first_nonfinite,
+    "predict_global_and_prepend": prediction_check(GLOBAL_AND_PREPEND),
+    "predict_always_call": prediction_check(ALWAYS_CALL),
 }

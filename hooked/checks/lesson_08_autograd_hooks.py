@@ -22,6 +22,7 @@ import torch
 from torch import nn
 
 from hooked.check_api import calling, capitalized, fail
+from hooked.checks.event_predictions import END, EventPrediction, Rule, prediction_check
 from hooked.checks.handles import handle_list, remove_handles, single_handle
 from hooked.checks.seeding import seeded
 from hooked.checks.tensors import close, describe, random_tensor
@@ -1003,8 +1004,33 @@ def check_HalfPrecisionSaver(HalfPrecisionSaver):
 
 
 
+LEAF_BACKWARD_ORDER = EventPrediction(
+    exercise="predict_leaf_backward_order", lesson="08_autograd_hooks", code="leaf_backward_events",
+    events=("tensor:h", "tensor:w", "node-pre:w", "node:w", "post:w", "grad:w"),
+    aliases=(("nodepre", "node-pre"), ("node_pre", "node-pre"), ("prehook", "node-pre"), ("hook", "node"),
+             ("node_hook", "node"), ("post-accumulate", "post"), ("post_accumulate", "post"),
+             ("tensor-hook", "tensor")),
+    rules=(
+        Rule("backward runs from the loss toward the leaves: h lies between the loss and w, so h's gradient is "
+             "ready, and its tensor hook fires, before w's.", fired=("tensor:h",)),
+        Rule("w is used twice, but its hooks fire once per backward, with the summed gradient: autograd adds "
+             "both of w's gradients before w's AccumulateGrad node runs.", predicted=("tensor:w",),
+             fired=("node-pre:w", "grad:w", "post:w", "node:w", END)),
+        Rule("a tensor hook on a leaf fires first among the leaf's hooks, before the AccumulateGrad node's "
+             "pre-hook and before .grad is written (its return could still change the gradient).",
+             fired=("tensor:w",)),
+        Rule("the AccumulateGrad node's pre-hook runs before the node writes .grad.", fired=("node-pre:w",)),
+        Rule("the post-accumulate hook runs right after .grad is written, inside the AccumulateGrad node, before "
+             "that node's own hook.", fired=("post:w",)),
+        Rule(".grad is written by the AccumulateGrad node, after its pre-hook and before the post-accumulate "
+             "hook.", fired=("grad:w",)),
+    ),
+    rule="a leaf's hooks fire in autograd's order, not the order they were registered: tensor hook, node "
+         "pre-hook, .grad written, post-accumulate hook, node hook.")
+
 CHECKS = {
     "fuse_sgd_into_backward": check_fuse_sgd_into_backward,
     "call_when_all_grads_ready": check_call_when_all_grads_ready,
     "HalfPrecisionSaver": check_HalfPrecisionSaver,
+    "predict_leaf_backward_order": prediction_check(LEAF_BACKWARD_ORDER),
 }

@@ -9,6 +9,7 @@ import torch.nn.modules.module as module_globals
 from torch import nn
 
 from hooked.check_api import LearnerCodeRaised, calling, fail
+from hooked.checks.event_predictions import END, EventPrediction, Rule, prediction_check
 from hooked.checks.hooks_left import (MODULE_HOOK_DICTS, PARAMETER_HOOK_DICTS, global_hooks, global_hooks_added,
                                      registered_hooks)
 from hooked.checks.planted_exceptions import planted_exception_comes_through
@@ -810,8 +811,33 @@ def check_remove_all_hooks(fn):
         _check_new_hooks_work(model, seed, text)
 
 
+CHECKPOINT_RECOMPUTE = EventPrediction(
+    exercise="predict_checkpoint_recompute", lesson="09_pitfalls", code="checkpoint_events",
+    events=("forward:reentrant", "backward:reentrant", "forward:non-reentrant", "backward:non-reentrant",
+            "fwd:first", "fwd:last", "grad:x"),
+    aliases=(("fwd", "forward"), ("bwd", "backward"), ("tensor", "grad")),
+    rules=(
+        Rule("with use_reentrant=False, recomputation stops as soon as the last tensor that backward saved is "
+             "recomputed (early stop, the default): that happens inside the last layer's forward, before it "
+             "returns, so the last layer's forward hook does not fire again.", fired=("grad:x",),
+             predicted=("fwd:last",)),
+        Rule("checkpoint keeps no activations: backward runs the checkpointed block again to recompute them, "
+             "and the forward hooks of its layers fire again during that recomputation, in both modes "
+             "(pytorch/pytorch#81296).", fired=("fwd:first",), predicted=("grad:x", "forward:non-reentrant", END)),
+        Rule("recomputation is a forward pass: it runs the block from its start, first before last.",
+             fired=("fwd:first",), predicted=("fwd:last",)),
+        Rule("the recomputation happens inside backward(), before any gradient reaches x.",
+             fired=("fwd:first", "fwd:last"), predicted=("grad:x", "backward:reentrant",
+                                                         "backward:non-reentrant")),
+        Rule("the checkpointed forward runs the block as usual, hooks and all, in both modes.",
+             fired=("fwd:first", "fwd:last"), predicted=("backward:reentrant", "backward:non-reentrant")),
+    ),
+    rule="checkpoint runs the block in forward, then again in backward to recompute what it did not keep: the "
+         "reentrant mode runs all of it, the non-reentrant mode stops once every saved tensor is back.")
+
 CHECKS = {
     "grad_before_inplace_relu": check_grad_before_inplace_relu,
     "find_registered_hooks": check_find_registered_hooks,
     "remove_all_hooks": check_remove_all_hooks,
+    "predict_checkpoint_recompute": prediction_check(CHECKPOINT_RECOMPUTE),
 }

@@ -34,6 +34,11 @@ def _exercises(text):
             if cell.cell_type == "code" and re.fullmatch(r"check\(\w+\)", cell.source.strip())]
 
 
+def _reveals(text):
+    """The prediction exercises whose log a `reveal(name)` cell prints once they are right."""
+    return [match[1] for match in re.finditer(r"^reveal\((\w+)\)$", text, re.MULTILINE)]
+
+
 def _draws(text, solved):
     """Whether the page must show a figure: a learner's page draws only in cells that need
     no exercise (a cell `with try_it():` draws once its exercise is solved)."""
@@ -82,6 +87,15 @@ def test_notebook_page(visit, folder, name):
     for exercise in exercises:
         expected = f"{exercise}: not attempted yet" if folder == "lessons" else f"{exercise}: passed"
         assert expected in shown, f"the check of {exercise} did not print {expected!r}"
+
+    for code in re.findall(r"^def (\w+)\(log\):", text, re.MULTILINE):  # the code a prediction is about
+        assert f"def {code}(log):" in shown, f"the page does not show the code of {code}"
+    for prediction in _reveals(text):  # the log of a prediction exercise: on the solution page only
+        stub = f'raise NotImplementedError("{prediction} is not written yet")'
+        assert (stub in shown) == (folder == "lessons"), f"{prediction}: the learner's page shows an empty prediction"
+        revealed = "What fires, recorded just now on torch" in shown
+        assert (f"Not done yet: write your prediction in {prediction}'s cell" in shown) == (folder == "lessons")
+        assert revealed == (folder == "solutions"), f"{prediction}: the log shows on the {folder} page: {revealed}"
 
     figures = page.locator(".jp-OutputArea-output img")
     if _draws(text, solved=folder == "solutions"):

@@ -20,3 +20,9 @@ def edited(source, *changes):
         assert source.count(old) == 1, f"{old!r} is not once in the source"
         source = source.replace(old, new)
     return source
+
+
+def predicted(exercise, returned):
+    """The cell of a prediction exercise that returns `returned` (a list of events, or any
+    other value a learner might return): a learner's own answer, written out whole."""
+    return f"def {exercise}():\n    return {returned!r}\n"

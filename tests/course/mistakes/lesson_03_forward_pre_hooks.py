@@ -1057,3 +1057,44 @@ def normalize_input(module, mean, std):
 ''',
          expect=[]),
 ]
+
+# predict_nesting_order: a prediction of the events a piece of code logs (hooked/checks/event_predictions.py)
+from mistakes import predicted  # noqa: E402
+
+CLAUSES["predict_nesting_order"] = {
+    "events": "Return the events that `nesting_order_events` logs",
+    "order": "in the order they fire",
+    "names": "one of the names the cell above logs",
+}
+_NESTING = ["pre:outer, prepend", "pre:outer", "forward:outer", "pre:first", "forward:first", "pre:second",
+            "forward:second"]
+ENTRIES += [
+    dict(exercise="predict_nesting_order", kind="wrong", clause="order", why="every pre-hook of the model first",
+         source=predicted("predict_nesting_order", _NESTING[:2] + ["pre:first", "pre:second", "forward:outer",
+                                                                   "forward:first", "forward:second"]),
+         expect=["at index 2", "you predicted 'pre:first'", "'forward:outer' fires there",
+                 "hooks are not run for the whole model up front"]),
+    dict(exercise="predict_nesting_order", kind="wrong", clause="order", why="prepend ignored: registration order",
+         source=predicted("predict_nesting_order", ["pre:outer", "pre:outer, prepend"] + _NESTING[2:]),
+         expect=["at index 0", "prepend=true puts a hook in front"]),
+    dict(exercise="predict_nesting_order", kind="wrong", clause="order", why="children before their parent",
+         source=predicted("predict_nesting_order", _NESTING[3:] + _NESTING[:3]),
+         expect=["at index 0", "a child cannot run before the parent that calls it"]),
+    dict(exercise="predict_nesting_order", kind="wrong", clause="order", why="forward before its pre-hooks",
+         source=predicted("predict_nesting_order", ["forward:outer", "pre:outer, prepend", "pre:outer"]
+                          + _NESTING[3:]),
+         expect=["at index 0", "a pre-hook runs before its module's forward"]),
+    dict(exercise="predict_nesting_order", kind="wrong", clause="events", why="the events joined into one string",
+         source=predicted("predict_nesting_order", ", ".join(_NESTING)),
+         expect=["returned a string", "return a list of strings, one per event"]),
+    dict(exercise="predict_nesting_order", kind="wrong", clause="events", why="one event left out",
+         source=predicted("predict_nesting_order", _NESTING[:-1]),
+         expect=["you predicted 6 events, but more fire", "the 6 events before it agree"]),
+    dict(exercise="predict_nesting_order", kind="wrong", clause="names", why="an event the code never logs",
+         source=predicted("predict_nesting_order", _NESTING[:2] + ["forward:outer, prepend"] + _NESTING[3:]),
+         expect=["'forward:outer, prepend' at index 2, which is not an event this code logs"]),
+    dict(exercise="predict_nesting_order", kind="right", why="another spelling: case, spaces, fwd and prehook, a tuple",
+         source=predicted("predict_nesting_order", ("PRE : Outer,prepend", " pre:outer ", "FWD:outer", "prehook:first",
+                                                    "forward: first", "pre-hook:second", "Forward:Second")),
+         expect=[]),
+]

@@ -1097,3 +1097,39 @@ def track_relu_stats(model):
                         "        if name not in modules:")),
          expect=["capture_activations(model, [])", "registers no hook and captures nothing"]),
 ]
+
+# predict_shared_module_calls: a prediction of the events a piece of code logs (hooked/checks/event_predictions.py)
+from mistakes import predicted  # noqa: E402
+
+CLAUSES["predict_shared_module_calls"] = {
+    "events": "Return the events that `shared_module_events` logs",
+    "order": "in the order they fire",
+    "names": "one of the names the cell above logs",
+}
+_SHARED = ["pre:model", "pre:shared", "fwd:shared", "pre:shared", "fwd:shared", "fwd:head", "fwd:model"]
+ENTRIES += [
+    dict(exercise="predict_shared_module_calls", kind="wrong", clause="order", why="hooks once per module",
+         source=predicted("predict_shared_module_calls", ["pre:model", "pre:shared", "fwd:shared", "fwd:head",
+                                                           "fwd:model"]),
+         expect=["at index 3", "you predicted 'fwd:head'", "'pre:shared' fires there",
+                 "a module called twice fires its hooks twice"]),
+    dict(exercise="predict_shared_module_calls", kind="wrong", clause="order", why="the parent's forward hook first",
+         source=predicted("predict_shared_module_calls", ["pre:model", "fwd:model"] + _SHARED[1:-1]),
+         expect=["at index 1", "the model's forward hook comes last"]),
+    dict(exercise="predict_shared_module_calls", kind="wrong", clause="order", why="both calls' pre-hooks first",
+         source=predicted("predict_shared_module_calls", ["pre:model", "pre:shared", "pre:shared", "fwd:shared",
+                                                           "fwd:shared", "fwd:head", "fwd:model"]),
+         expect=["at index 2", "the inner call self.shared(x) finishes"]),
+    dict(exercise="predict_shared_module_calls", kind="wrong", clause="events", why="returns None",
+         source="def predict_shared_module_calls():\n    events = ['pre:model', 'fwd:model']\n",
+         expect=["returned none", "is the `return` missing?"]),
+    dict(exercise="predict_shared_module_calls", kind="wrong", clause="names", why="a hook the code never registers",
+         source=predicted("predict_shared_module_calls", ["pre:model", "pre:shared", "fwd:shared", "pre:shared",
+                                                           "fwd:shared", "pre:head", "fwd:head", "fwd:model"]),
+         expect=["'pre:head' at index 5, which is not an event this code logs"]),
+    dict(exercise="predict_shared_module_calls", kind="right", why="forward and pre-hook spellings, upper case",
+         source=predicted("predict_shared_module_calls", ["PRE:MODEL", "pre-hook:shared", "forward:shared",
+                                                           "pre_hook : shared", "Forward:Shared", " fwd:head",
+                                                           "forward:model "]),
+         expect=[]),
+]

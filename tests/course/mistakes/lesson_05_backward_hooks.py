@@ -1369,3 +1369,41 @@ def record_grad_output_norms(model, layer_types=(nn.Linear, nn.Conv2d)):
 ''',
          expect=[]),
 ]
+
+# predict_module_backward_order: a prediction of the events a piece of code logs (hooked/checks/event_predictions.py)
+from mistakes import predicted  # noqa: E402
+
+CLAUSES["predict_module_backward_order"] = {
+    "events": "Return the events that `module_backward_events` logs",
+    "order": "in the order they fire",
+    "names": "one of the names the cell above logs",
+}
+ENTRIES += [
+    dict(exercise="predict_module_backward_order", kind="wrong", clause="order", why="the forward order",
+         source=predicted("predict_module_backward_order", ["bpre:0", "bwd:0", "bpre:1", "bwd:1", "bpre:2",
+                                                             "bwd:2", "grad:x"]),
+         expect=["at index 0", "'bpre:2' fires there", "backward reaches the last layer first"]),
+    dict(exercise="predict_module_backward_order", kind="wrong", clause="order", why="every pre-hook first",
+         source=predicted("predict_module_backward_order", ["bpre:2", "bpre:1", "bpre:0", "bwd:2", "bwd:1",
+                                                             "bwd:0", "grad:x"]),
+         expect=["at index 1", "each layer's pre-hook and hook come as a pair"]),
+    dict(exercise="predict_module_backward_order", kind="wrong", clause="order", why="the hook before the pre-hook",
+         source=predicted("predict_module_backward_order", ["bwd:2", "bpre:2", "bwd:1", "bpre:1", "bwd:0",
+                                                             "bpre:0", "grad:x"]),
+         expect=["at index 0", "its full backward hook after it"]),
+    dict(exercise="predict_module_backward_order", kind="wrong", clause="order", why="x's gradient before layer 0's hook",
+         source=predicted("predict_module_backward_order", ["bpre:2", "bwd:2", "bpre:1", "bwd:1", "bpre:0",
+                                                             "grad:x", "bwd:0"]),
+         expect=["at index 5", "the tensor hook on x fires after layer 0's full backward hook"]),
+    dict(exercise="predict_module_backward_order", kind="wrong", clause="events", why="a set of events",
+         source="def predict_module_backward_order():\n    return {'bpre:2', 'bwd:2', 'grad:x'}\n",
+         expect=["returned a set (a set has no order)"]),
+    dict(exercise="predict_module_backward_order", kind="wrong", clause="names", why="the Tanh named by its class",
+         source=predicted("predict_module_backward_order", ["bpre:2", "bwd:2", "bpre:tanh", "bwd:tanh", "bpre:0",
+                                                             "bwd:0", "grad:x"]),
+         expect=["'bpre:tanh' at index 2, which is not an event this code logs"]),
+    dict(exercise="predict_module_backward_order", kind="right", why="backward, pre and tensor spellings, a tuple",
+         source=predicted("predict_module_backward_order", ("pre:2", "backward:2", "backward_pre:1", "BWD:1",
+                                                             "backward-pre : 0", "backward:0", "tensor:x")),
+         expect=[]),
+]

@@ -1244,3 +1244,82 @@ NOT_CLAUSES = {
             "the summary line; the sentences after it state each of its parts as a clause",
     },
 }
+
+# predict_global_and_prepend: a prediction of the events a piece of code logs (hooked/checks/event_predictions.py)
+from mistakes import predicted  # noqa: E402
+
+CLAUSES["predict_global_and_prepend"] = {
+    "events": "Return the events that `global_and_prepend_events` logs",
+    "order": "in the order they fire",
+    "names": "one of the names the cell above logs",
+}
+_GLOBAL = ["pre:global", "pre:own, prepend", "pre:own", "forward", "fwd:global", "fwd:own, prepend", "fwd:own"]
+ENTRIES += [
+    dict(exercise="predict_global_and_prepend", kind="wrong", clause="order", why="prepend before the global hooks",
+         source=predicted("predict_global_and_prepend", ["pre:own, prepend", "pre:global", "pre:own", "forward",
+                                                          "fwd:own, prepend", "fwd:global", "fwd:own"]),
+         expect=["at index 0", "prepend=true only reorders a module's own hooks"]),
+    dict(exercise="predict_global_and_prepend", kind="wrong", clause="order", why="registration order: global last",
+         source=predicted("predict_global_and_prepend", ["pre:own", "pre:own, prepend", "pre:global", "forward",
+                                                          "fwd:own", "fwd:own, prepend", "fwd:global"]),
+         expect=["at index 0", "whenever it was registered"]),
+    dict(exercise="predict_global_and_prepend", kind="wrong", clause="order", why="global hooks wrap the module's own",
+         source=predicted("predict_global_and_prepend", _GLOBAL[:4] + ["fwd:own, prepend", "fwd:own", "fwd:global"]),
+         expect=["at index 4", "global hooks do not wrap around the module's own"]),
+    dict(exercise="predict_global_and_prepend", kind="wrong", clause="order", why="prepend ignored among own hooks",
+         source=predicted("predict_global_and_prepend", ["pre:global", "pre:own", "pre:own, prepend"] + _GLOBAL[3:]),
+         expect=["at index 1", "in front of the module's own hooks registered before it"]),
+    dict(exercise="predict_global_and_prepend", kind="wrong", clause="events", why="a list of pairs",
+         source=predicted("predict_global_and_prepend", [("pre", "global"), ("pre", "own, prepend")]),
+         expect=["item 0 is tuple", "not an event name"]),
+    dict(exercise="predict_global_and_prepend", kind="wrong", clause="names", why="prepend spelled as prepended",
+         source=predicted("predict_global_and_prepend", ["pre:global", "pre:own, prepended"] + _GLOBAL[2:]),
+         expect=["'pre:own, prepended' at index 1, which is not an event this code logs"]),
+    dict(exercise="predict_global_and_prepend", kind="right", why="pre-hook and forward spellings, spaces, a tuple",
+         source=predicted("predict_global_and_prepend", ("Pre-Hook:Global", "pre : own,prepend", "prehook:own",
+                                                          " FORWARD ", "forward:global", "Forward:Own, Prepend",
+                                                          "fwd:own")),
+         expect=[]),
+]
+
+# predict_always_call: another prediction
+
+CLAUSES["predict_always_call"] = {
+    "events": "Return the events that `always_call_events` logs",
+    "order": "in the order they fire",
+    "names": "one of the names the cell above logs",
+}
+_ALWAYS = ["pre:model", "global:ok", "pre:broken", "global:broken", "always:broken", "global:model",
+           "always:model", "caught"]
+ENTRIES += [
+    dict(exercise="predict_always_call", kind="wrong", clause="order", why="plain forward hooks run too",
+         source=predicted("predict_always_call", _ALWAYS[:4] + ["fwd:broken"] + _ALWAYS[4:6] + ["fwd:model"]
+                          + _ALWAYS[6:]),
+         expect=["at index 4", "you predicted 'fwd:broken'", "'always:broken' fires there",
+                 "a forward hook registered without always_call=true does not run"]),
+    dict(exercise="predict_always_call", kind="wrong", clause="order", why="no forward hook runs once forward raises",
+         source=predicted("predict_always_call", ["pre:model", "global:ok", "pre:broken", "caught"]),
+         expect=["at index 3", "runs even when forward raises"]),
+    dict(exercise="predict_always_call", kind="wrong", clause="order", why="the parent's hooks before the child's",
+         source=predicted("predict_always_call", _ALWAYS[:3] + ["global:model", "always:model", "global:broken",
+                                                                   "always:broken", "caught"]),
+         expect=["at index 3", "the exception leaves the innermost module first"]),
+    dict(exercise="predict_always_call", kind="wrong", clause="order", why="the module's own hook before the global",
+         source=predicted("predict_always_call", _ALWAYS[:3] + ["always:broken", "global:broken", "always:model",
+                                                                   "global:model", "caught"]),
+         expect=["at index 3", "global forward hooks run before the module's own"]),
+    dict(exercise="predict_always_call", kind="wrong", clause="order", why="no global hook for the module that worked",
+         source=predicted("predict_always_call", _ALWAYS[:1] + _ALWAYS[2:]),
+         expect=["at index 1", "a global forward hook fires for every module call"]),
+    dict(exercise="predict_always_call", kind="wrong", clause="events", why="the events as one string",
+         source=predicted("predict_always_call", " ".join(_ALWAYS)),
+         expect=["returned a string"]),
+    dict(exercise="predict_always_call", kind="wrong", clause="names", why="the exception as an event",
+         source=predicted("predict_always_call", _ALWAYS[:3] + ["raise:broken"] + _ALWAYS[3:]),
+         expect=["'raise:broken' at index 3, which is not an event this code logs"]),
+    dict(exercise="predict_always_call", kind="right", why="always_call and pre-hook spellings, upper case",
+         source=predicted("predict_always_call", ["PRE-HOOK:model", "Global:OK", "pre_hook:broken", "global : broken",
+                                                   "always_call:broken", "global:model", "always-call:model",
+                                                   " Caught "]),
+         expect=[]),
+]

@@ -1423,3 +1423,42 @@ NOT_CLAUSES = {
         "returns the tensor for backward to use.": _PROTOCOL,
     },
 }
+
+# predict_leaf_backward_order: a prediction of the events a piece of code logs (hooked/checks/event_predictions.py)
+from mistakes import predicted  # noqa: E402
+
+CLAUSES["predict_leaf_backward_order"] = {
+    "events": "Return the events that `leaf_backward_events` logs",
+    "order": "in the order they fire",
+    "names": "one of the names the cell above logs",
+}
+_LEAF = ["tensor:h", "tensor:w", "node-pre:w", "grad:w", "post:w", "node:w"]
+ENTRIES += [
+    dict(exercise="predict_leaf_backward_order", kind="wrong", clause="order", why="the leaf's hooks before h's",
+         source=predicted("predict_leaf_backward_order", _LEAF[1:] + ["tensor:h"]),
+         expect=["at index 0", "'tensor:h' fires there", "backward runs from the loss toward the leaves"]),
+    dict(exercise="predict_leaf_backward_order", kind="wrong", clause="order", why="registration order on the leaf",
+         source=predicted("predict_leaf_backward_order", ["tensor:h", "grad:w", "post:w", "node:w", "node-pre:w",
+                                                           "tensor:w"]),
+         expect=["at index 1", "a tensor hook on a leaf fires first among the leaf's hooks"]),
+    dict(exercise="predict_leaf_backward_order", kind="wrong", clause="order", why="w used twice fires twice",
+         source=predicted("predict_leaf_backward_order", ["tensor:h", "tensor:w", "tensor:w"] + _LEAF[2:]),
+         expect=["at index 2", "its hooks fire once per backward, with the summed gradient"]),
+    dict(exercise="predict_leaf_backward_order", kind="wrong", clause="order", why="the node hook before post-accumulate",
+         source=predicted("predict_leaf_backward_order", _LEAF[:4] + ["node:w", "post:w"]),
+         expect=["at index 4", "the post-accumulate hook runs right after .grad is written"]),
+    dict(exercise="predict_leaf_backward_order", kind="wrong", clause="order", why=".grad written before the node pre-hook",
+         source=predicted("predict_leaf_backward_order", ["tensor:h", "tensor:w", "grad:w", "node-pre:w", "post:w",
+                                                           "node:w"]),
+         expect=["at index 2", "pre-hook runs before the node writes .grad"]),
+    dict(exercise="predict_leaf_backward_order", kind="wrong", clause="events", why="a generator of events",
+         source="def predict_leaf_backward_order():\n    return (name for name in ['tensor:h', 'tensor:w'])\n",
+         expect=["returned a generator", "return a list (or a tuple) of event names"]),
+    dict(exercise="predict_leaf_backward_order", kind="wrong", clause="names", why="a tensor hook on the loss",
+         source=predicted("predict_leaf_backward_order", ["tensor:loss"] + _LEAF),
+         expect=["'tensor:loss' at index 0, which is not an event this code logs"]),
+    dict(exercise="predict_leaf_backward_order", kind="right", why="hook, prehook and post-accumulate spellings",
+         source=predicted("predict_leaf_backward_order", ["Tensor:H", "tensor-hook:w", "prehook:w", " GRAD:w",
+                                                           "post-accumulate:w", "hook : w"]),
+         expect=[]),
+]

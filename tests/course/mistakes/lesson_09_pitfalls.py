@@ -1236,3 +1236,46 @@ NOT_CLAUSES = {
         "in any order": "a freedom, not a duty: the right entry that returns its list reversed passes",
     },
 }
+
+# predict_checkpoint_recompute: a prediction of the events a piece of code logs (hooked/checks/event_predictions.py)
+from mistakes import predicted  # noqa: E402
+
+CLAUSES["predict_checkpoint_recompute"] = {
+    "events": "Return the events that `checkpoint_events` logs",
+    "order": "in the order they fire",
+    "names": "one of the names the cell above logs",
+}
+_REENTRANT = ["forward:reentrant", "fwd:first", "fwd:last", "backward:reentrant", "fwd:first", "fwd:last",
+              "grad:x"]
+_NON_REENTRANT = ["forward:non-reentrant", "fwd:first", "fwd:last", "backward:non-reentrant", "fwd:first",
+                  "grad:x"]
+ENTRIES += [
+    dict(exercise="predict_checkpoint_recompute", kind="wrong", clause="order", why="no recomputation in backward",
+         source=predicted("predict_checkpoint_recompute", _REENTRANT[:4] + ["grad:x"] + _NON_REENTRANT[:4]
+                          + ["grad:x"]),
+         expect=["at index 4", "you predicted 'grad:x'", "'fwd:first' fires there",
+                 "the forward hooks of its layers fire again during that recomputation"]),
+    dict(exercise="predict_checkpoint_recompute", kind="wrong", clause="order", why="only the reentrant mode recomputes",
+         source=predicted("predict_checkpoint_recompute", _REENTRANT + _NON_REENTRANT[:4] + ["grad:x"]),
+         expect=["at index 11", "in both modes"]),
+    dict(exercise="predict_checkpoint_recompute", kind="wrong", clause="order", why="the whole block again in both modes",
+         source=predicted("predict_checkpoint_recompute", _REENTRANT + _NON_REENTRANT[:5] + ["fwd:last", "grad:x"]),
+         expect=["at index 12", "recomputation stops as soon as the last tensor that backward saved is recomputed"]),
+    dict(exercise="predict_checkpoint_recompute", kind="wrong", clause="order", why="recomputation in reverse order",
+         source=predicted("predict_checkpoint_recompute", _REENTRANT[:4] + ["fwd:last", "fwd:first", "grad:x"]
+                          + _NON_REENTRANT),
+         expect=["at index 4", "it runs the block from its start, first before last"]),
+    dict(exercise="predict_checkpoint_recompute", kind="wrong", clause="events", why="only the reentrant mode",
+         source=predicted("predict_checkpoint_recompute", _REENTRANT),
+         expect=["you predicted 7 events, but more fire", "'forward:non-reentrant' is next"]),
+    dict(exercise="predict_checkpoint_recompute", kind="wrong", clause="names", why="a recompute event of its own",
+         source=predicted("predict_checkpoint_recompute", _REENTRANT[:4] + ["recompute:first"] + _REENTRANT[4:]
+                          + _NON_REENTRANT),
+         expect=["'recompute:first' at index 4, which is not an event this code logs"]),
+    dict(exercise="predict_checkpoint_recompute", kind="right", why="fwd, bwd and tensor spellings",
+         source=predicted("predict_checkpoint_recompute", ["fwd:reentrant", "forward:first", "FWD:last", "bwd:reentrant",
+                                                            "Forward : First", "fwd:last", "tensor:x",
+                                                            "fwd:Non-Reentrant", "fwd:first", "fwd:last",
+                                                            "BWD:non-reentrant", "fwd:first", " grad:x "]),
+         expect=[]),
+]

@@ -1,0 +1,206 @@
+"""Predict-the-event-log exercises. The lesson shows a piece of code with hooks, in a cell
+tagged `prediction` that defines `<code>(log)`: each hook calls `log("<event name>")`. The
+learner's exercise `predict_<what>()` returns the list of events they expect, in order.
+
+The check runs that cell as solutions/ holds it (lessons/ shows the same text: the generator
+leaves it alone) on the installed torch, records what really fires, and compares. A wrong
+prediction is told where it first parts from the log (the index, what was predicted, what
+fires there, the agreeing events before it) and the rule that explains it, never the whole
+log. Spelling is forgiving in the ways each exercise states: case, spaces around a name and
+around its `:`, and the exercise's aliases for the kind of event before the `:` ("forward" for "fwd")."""
+
+import dataclasses
+import functools
+import re
+from collections import defaultdict
+
+from hooked import course
+from hooked.check_api import calling, fail
+
+PREDICTION_TAG = "prediction"
+_PREDICTION_CELL = re.compile(r'^# %% tags=\["prediction"\]\n(.*?)(?=^# %%|\Z)', re.MULTILINE | re.DOTALL)
+END = "(the end of the log)"  # what stands at an index past the last event
+TRIES_BEFORE_THE_LOG = 3  # different wrong predictions, in one notebook session, before check() shows the log
+
+
+@dataclasses.dataclass(frozen=True)
+class Rule:
+    """What explains a divergence: it applies where the event that fires is one of `fired`
+    and the predicted one is one of `predicted` (an empty tuple matches anything; END
+    stands for no event: a prediction too short, or too long)."""
+    text: str
+    fired: tuple = ()
+    predicted: tuple = ()
+
+    def applies(self, fired, predicted):
+        return (not self.fired or fired in self.fired) and (not self.predicted or predicted in self.predicted)
+
+
+@dataclasses.dataclass(frozen=True)
+class EventPrediction:
+    exercise: str     # "predict_nesting_order"
+    lesson: str       # "03_forward_pre_hooks"
+    code: str         # the function of the lesson's prediction cell that runs the code: code(log)
+    events: tuple     # every event name that code can log, as it spells them
+    rules: tuple      # (Rule, ...): the first that applies explains a divergence
+    rule: str         # the rule to give when none applies
+    aliases: tuple = ()  # (("forward", "fwd"), ...): another spelling of the kind before the ":"
+
+    def canonical(self, name):
+        """The event `name` means, in one spelling: lower case, single spaces, none around
+        the ":", the kind's alias replaced."""
+        text = " ".join(name.lower().split())
+        text = re.sub(r"\s*:\s*", ":", text)
+        text = re.sub(r"\s*,\s*", ", ", text)
+        kind, colon, rest = text.partition(":")
+        if colon:
+            kind = dict(self.aliases).get(kind, kind)
+        return kind + colon + rest
+
+
+def prediction_cells(lesson):
+    """The source of each cell tagged `prediction` in solutions/<lesson>.py, with the line it starts at."""
+    text = (course.SOLUTIONS_DIR / f"{lesson}.py").read_text(encoding="utf-8")
+    return [(match[1], text.count("\n", 0, match.start(1)) + 1) for match in _PREDICTION_CELL.finditer(text)]
+
+
+@functools.lru_cache(maxsize=None)
+def recorded_events(lesson, code):
+    """What the prediction cell's `code(log)` logs, run now on the installed torch."""
+    namespace = {"__name__": f"prediction_cell_{code}"}
+    path = course.SOLUTIONS_DIR / f"{lesson}.py"
+    for source, first_line in prediction_cells(lesson):
+        exec(compile("\n" * (first_line - 1) + source, str(path), "exec"), namespace)
+    if code not in namespace:
+        raise LookupError(f"no prediction cell of {path} defines {code}")
+    log = []
+    namespace[code](log.append)
+    return tuple(log)
+
+
+def true_log(prediction):
+    """The recorded log of `prediction`, each event as the code spells it; a course bug
+    (an event the exercise does not list) raises."""
+    log = recorded_events(prediction.lesson, prediction.code)
+    unknown = [event for event in log if event not in prediction.events]
+    if unknown:
+        raise AssertionError(f"{prediction.code} logged {unknown}, which {prediction.exercise}'s events do not list")
+    return log
+
+
+def _as_event_names(prediction, returned):
+    """The returned events in canonical spelling; fails with what is wrong with the type."""
+    call = f"{prediction.exercise}()"
+    if returned is None:
+        fail(f"{call} returned None; return the list of events in the order you expect them, "
+             "e.g. return ['pre:a', 'fwd:a'] (is the `return` missing?).")
+    if isinstance(returned, (str, bytes)):
+        fail(f"{call} returned a string, {returned!r:.80}; return a list of strings, one per event, "
+             "e.g. ['pre:a', 'fwd:a'], not the events joined into one string.")
+    if not isinstance(returned, (list, tuple)):
+        kind = type(returned).__name__
+        why = " (a set has no order)" if isinstance(returned, (set, frozenset)) else ""
+        fail(f"{call} returned a {kind}{why}; return a list (or a tuple) of event names, in the order they fire.")
+    names = []
+    for index, item in enumerate(returned):
+        if not isinstance(item, str):
+            fail(f"{call} returned a list whose item {index} is {type(item).__name__} {item!r:.60}, not an "
+                 "event name; each item is a string such as 'pre:a'.")
+        names.append(prediction.canonical(item))
+    known = {prediction.canonical(event): event for event in prediction.events}
+    for index, (item, name) in enumerate(zip(returned, names)):
+        if name not in known:
+            fail(f"{call} returned {item!r} at index {index}, which is not an event this code logs. Its events "
+                 f"are: {', '.join(repr(event) for event in prediction.events)} (case, spaces and the spellings "
+                 "the exercise lists do not matter).")
+    return [known[name] for name in names], list(returned)
+
+
+def divergence_message(prediction, predicted, written, log):
+    """The feedback for a prediction (canonical names `predicted`, as the learner `written`
+    them) that is not `log`; '' when it is."""
+    index = next((i for i, (a, b) in enumerate(zip(predicted, log)) if a != b), min(len(predicted), len(log)))
+    if index == len(predicted) == len(log):
+        return ""
+    fired = log[index] if index < len(log) else END
+    guess = predicted[index] if index < len(predicted) else END
+    rule = next((rule.text for rule in prediction.rules if rule.applies(fired, guess)), prediction.rule)
+    agreed = (f"The {index} event{'s' if index != 1 else ''} before it agree{'' if index != 1 else 's'}: "
+              f"{', '.join(repr(event) for event in written[:index])}." if index else "The first event already differs.")
+    if guess == END:
+        where = (f"you predicted {len(predicted)} event{'s' if len(predicted) != 1 else ''}, but more fire: "
+                 f"{fired!r} is next.")
+    elif fired == END:
+        where = f"you predicted {written[index]!r}, but the log ends before it: {len(log)} events fire."
+    else:
+        where = f"you predicted {written[index]!r}, but {fired!r} fires there."
+    return f"Your prediction parts from what fires at index {index}: {where} {agreed}\nThe rule: {rule}"
+
+
+def check_prediction(prediction, predict):
+    with calling(f"calling {prediction.exercise}()"):
+        returned = predict()
+    predicted, written = _as_event_names(prediction, returned)
+    log = true_log(prediction)  # after the stub's NotImplementedError: a fresh lesson costs no recording
+    message = divergence_message(prediction, predicted, written, list(log))
+    if message:
+        fail(message)
+
+
+def prediction_check(prediction):
+    """The check of a prediction exercise, for a lesson's CHECKS; `.prediction` says which."""
+    def check(predict):
+        check_prediction(prediction, predict)
+    check.prediction = prediction
+    return check
+
+
+def reveal_text(predict):
+    """What a lesson's reveal cell prints under a prediction: the log that fires, numbered,
+    once `predict` passes; before that, what to do (so the learner's page never shows it)."""
+    from hooked.checks import run_check_for_object
+    result = run_check_for_object(predict)
+    if result.status == "not_attempted":
+        return f"Not done yet: write your prediction in {predict.__name__}'s cell; the log appears here once it is right."
+    if result.status != "passed":
+        return f"Not yet right, so the log stays hidden; check({predict.__name__}) says where your prediction parts."
+    prediction = _prediction_of(result.lesson, result.exercise)
+    lines = [f"{index:2}  {event}" for index, event in enumerate(true_log(prediction))]
+    return "What fires, recorded just now on torch " + _torch_version() + ":\n" + "\n".join(lines)
+
+
+def _prediction_of(lesson, exercise):
+    """The EventPrediction of `exercise`, or None when it is not a prediction."""
+    from hooked.checks import checks_for_lesson
+    return getattr(checks_for_lesson(lesson).get(exercise), "prediction", None)
+
+
+def _torch_version():
+    import torch
+    return torch.__version__
+
+
+_wrong_tries = defaultdict(set)  # exercise -> the different wrong predictions check() saw, in this kernel only
+
+
+def after_wrong_try(predict, result):
+    """What a notebook's check() adds under a failed prediction: how many different wrong
+    predictions it has seen in this session, and after the third, the whole log. Counted in
+    the kernel's memory only: the grader never writes to the learner's files, and `pytest` and
+    `hooked`, a fresh process each time, never show the log."""
+    prediction = _prediction_of(result.lesson, result.exercise) if result.status == "failed" else None
+    if prediction is None:
+        return ""
+    try:
+        returned = predict()
+        key = tuple(returned) if isinstance(returned, (list, tuple)) else (repr(returned),)
+    except Exception:  # the failure already says what it raised
+        return ""
+    _wrong_tries[result.exercise].add(key)
+    tries = len(_wrong_tries[result.exercise])
+    if tries < TRIES_BEFORE_THE_LOG:
+        return (f"\n({tries} of {TRIES_BEFORE_THE_LOG} different wrong predictions in this session; after "
+                f"{TRIES_BEFORE_THE_LOG}, check() shows the whole log.)")
+    lines = [f"{index:2}  {event}" for index, event in enumerate(true_log(prediction))]
+    return (f"\nThat is {tries} different wrong predictions, so here is what fires, recorded just now on torch "
+            f"{_torch_version()}:\n" + "\n".join(lines))
