@@ -15,8 +15,7 @@ _HERE = pathlib.Path(__file__).parent
 
 # Sections that another branch of this session adds; strictly expected to be missing until it is merged,
 # then this test fails (XPASS): take the entry out.
-_ADDED_BY_ANOTHER_BRANCH = {("09", "Exercise 4: `predict_checkpoint_recompute`"): "lesson 09's prediction exercise "
-                            "on checkpoint recomputation comes with the predictions branch"}
+_ADDED_BY_ANOTHER_BRANCH = {}
 
 
 def _canary_tests():
