@@ -596,7 +596,7 @@ with try_it():
 #   from `run_with_cache`), one mean per position; without a `mean_cache`, raise `ValueError`.
 #
 # No hook is left on the model, also when the forward pass raises (the exception goes on to the
-# caller).
+# caller), and hooks the model had before stay.
 #
 # Traps: the mean of the batch being ablated instead of the reference's; a mean over the positions
 # too; the head's axis (`hook_z` is `(batch, seq, head, d_head)`); several heads of one layer.
@@ -616,7 +616,8 @@ def ablate_heads(model, tokens, heads, kind="zero", mean_cache=None):
     kind="zero": replaced by zeros.
     kind="mean": replaced by its mean over the batch of `mean_cache[name]` (the cache of a reference
     run), one mean per position; with no `mean_cache`, raises ValueError.
-    No hook is left on the model, also when the forward pass raises (the exception propagates).
+    No hook is left on the model, also when the forward pass raises (the exception propagates); hooks
+    the model had before stay.
     """
     # BEGIN SOLUTION
     if kind == "mean" and mean_cache is None:
@@ -727,7 +728,7 @@ with try_it():
 # `(len(names), seq)`: `table[i, p]` is the metric of the run on `corrupted` in which the activation
 # at `names[i]`, position `p` (`activation[:, p]`, all of the batch and every feature), is replaced by
 # its value in the run on `clean`, everything else as in the corrupted run. No hook is left on the
-# model.
+# model, and hooks the model had before stay.
 #
 # Traps: patching the clean run with the corrupted activations (the wrong way round); positions off
 # by one; keeping the patch of earlier positions in later runs.
@@ -749,7 +750,7 @@ def patching_table(model, clean, corrupted, metric, names):
 
     `clean` and `corrupted` are token tensors of the same shape (batch, seq); each hook point in
     `names` has an activation of shape (batch, seq, ...); `metric` returns a 0-dim tensor.
-    No hook is left on the model.
+    No hook is left on the model, and hooks the model had before stay.
     """
     # BEGIN SOLUTION
     points = model.hook_points()
@@ -871,9 +872,11 @@ with try_it():
 # of the corrupted run's metric with respect to `R`, and the sum is over the batch and every feature.
 #
 # - The model runs exactly twice (`clean`, then or before that `corrupted`) and backward once.
-# - Gradients are read by tensor hooks registered from forward hooks, as in lesson 06: no
-#   `retain_grad()` on the model's tensors.
-# - No hook is left on the model. (A `backward()` that also fills the parameters' `.grad` is allowed.)
+# - Gradients are read without `retain_grad()` on the model's tensors: with tensor hooks registered
+#   from forward hooks, as in lesson 06 (or `torch.autograd.grad` on the activations the forward hooks
+#   kept).
+# - No hook is left on the model, and hooks the model had before stay. (A `backward()` that also
+#   fills the parameters' `.grad` is allowed.)
 #
 # Traps: the gradient of the clean run instead of the corrupted one; `C − R` the wrong way round;
 # forgetting `M`; summing over the positions too.
@@ -895,9 +898,10 @@ def attribution_table(model, clean, corrupted, metric, names):
     C and R the activations at `names[i]` in the runs on `clean` and `corrupted`, G the gradient of M
     with respect to R, and the sum over the batch and every feature.
     The model runs exactly twice (once on each prompt) and backward runs once.
-    Gradients are read by tensor hooks registered from forward hooks: no retain_grad() on the model's
-    tensors.
-    No hook is left on the model. (A backward() that also fills the parameters' .grad is allowed.)
+    Gradients are read without retain_grad() on the model's tensors (with tensor hooks registered from
+    forward hooks, for example).
+    No hook is left on the model, and hooks the model had before stay. (A backward() that also fills the
+    parameters' .grad is allowed.)
     """
     # BEGIN SOLUTION
     points = model.hook_points()

@@ -14,6 +14,7 @@ from hooked.checks import trained_tiny_transformer
 from hooked.checks.planted_exceptions import planted_exception_comes_through
 from hooked.checks.seeding import seeded
 from hooked.checks.tensors import describe
+from hooked.checks.torch_error_hints import calling_with_hints
 from hooked.checks.trained_tiny_transformer import Block, TinyTransformer
 
 _SMALL = dict(vocab=10, d_model=16, n_heads=2, n_layers=2, max_len=6)
@@ -105,6 +106,11 @@ def _check_hooks(model, before, call_text, when=""):
              "(a handle is a context manager; contextlib.ExitStack holds several), or remove them in a `finally:`.")
 
 
+def _own_hook(model, name):
+    """A forward hook of the model's own on hook point `name`, which returns None: it must stay."""
+    return model.hook_points()[name].register_forward_hook(lambda module, args, output: None)
+
+
 def _planted_at_logits(model):
     """A forward hook of the check's on hook_logits that raises ValueError: the forward pass fails after
     every other hook point has run. Returns its handle."""
@@ -140,7 +146,9 @@ def _check_key_error(model, call_text, call, unknown):
                 returned = call()
         except LearnerCodeRaised as raised:
             if not isinstance(raised.error, KeyError):
-                raise
+                fail(f"{call_text} raised {type(raised.error).__name__}: {raised.error}; expected KeyError, since "
+                     f"{unknown!r} is not a hook point of the model: look each name up in model.hook_points() "
+                     "(get_submodule raises AttributeError) and raise KeyError before registering any hook.")
             count = registered()
             if count:
                 fail(f"{call_text} raised KeyError, but only after it had registered {count} forward hook(s). "
@@ -231,6 +239,9 @@ def _check_cache(call_text, result, model, tokens, expected_names, in_place=Fals
         if _close(value, expected[name]):
             continue
         late = [other for other in expected_names if other != name and _close(value, expected[other])]
+        if len(expected[name]) > 1 and _close(value, expected[name][0]):
+            fail(f"{call_text} returned cache[{name!r}] = {describe(value)}, the activation of the first sequence only "
+                 f"(output[0]); expected the whole batch, {describe(expected[name])}.")
         if in_place and name.endswith("hook_resid_pre") and _close(value, expected[name.replace("pre", "post")]):
             fail(f"{call_text} (on a model whose blocks add the attention to the residual stream in place, "
                  f"`x += attn(x)`) returned cache[{name!r}] = {describe(value)}: the residual stream after that "
@@ -269,11 +280,21 @@ def check_run_with_cache(run_with_cache):
              "one forward pass.")
     _check_cache(call, result, model, tokens, all_names)
 
+    first_cache = result[1]
     listed = ["blocks.1.attn.hook_z", "hook_embed", "blocks.0.hook_resid_post"]
     call = f"run_with_cache(model, tokens, names={listed})"
     with calling(f"calling {call}"):
         result = run_with_cache(model, tokens, names=listed)
+    if isinstance(result, tuple) and len(result) == 2 and result[1] is first_cache:
+        fail(f"{call} returned the same dict object as the call before it: a dict kept between calls (at module "
+             "level, or a default argument such as cache={}) mixes in what earlier calls cached. Make a new dict "
+             "in each call.")
     _check_cache(call, result, model, tokens, listed)
+
+    call = "run_with_cache(model, tokens, names=[])"
+    with calling(f"calling {call}"):
+        result = run_with_cache(model, tokens, names=[])
+    _check_cache(call, result, model, tokens, [])
 
     call = "run_with_cache(model, tokens, names=lambda name: name.endswith('hook_pattern'))"
     with calling(f"calling {call}"):
@@ -315,6 +336,10 @@ def check_run_with_cache(run_with_cache):
 
 # ---------------------------------------------------------------- run_with_hooks
 
+_TRUTH_VALUE = (("Boolean value of Tensor", "A tensor has no truth value: `fn(output, name) or output` asks for one. "
+                 "Test for None instead: `new = fn(output, name)`, then `output if new is None else new` (or return "
+                 "fn's result as it is: a forward hook that returns None keeps the output)."),)
+
 def check_run_with_hooks(run_with_hooks):
     model, tokens = _small(1211), _tokens(1212, 2, 6)
     seen = []
@@ -341,7 +366,7 @@ def check_run_with_hooks(run_with_hooks):
     call = "run_with_hooks(model, tokens, [('blocks.0.hook_resid_post', double), ('hook_embed', keep), " \
            "('blocks.1.attn.hook_z', plus_one)])"
     before = _hook_ids(model)
-    with calling(f"calling {call}"):
+    with calling_with_hints(f"calling {call}", _TRUTH_VALUE):
         logits = run_with_hooks(model, tokens, pairs)
     _check_hooks(model, before, call)
     expected, _ = _activations(model, tokens, ["blocks.0.hook_resid_post", "blocks.1.attn.hook_z"],
@@ -455,9 +480,11 @@ def check_ablate_heads(ablate_heads):
     plain = _activations(model, tokens)[0]
     for heads in ([(1, 0)], [(0, 1), (1, 0), (1, 1)]):
         call = f"ablate_heads(model, tokens, {heads}, kind='zero')"
+        own = _own_hook(model, "blocks.1.attn.hook_z")
         before = _hook_ids(model)
         logits = _ablate_call(ablate_heads, model, tokens, heads, "zero", None, call)
-        _check_hooks(model, before, call)
+        _check_hooks(model, before, call, " (on a model with a hook of its own on blocks.1.attn.hook_z)")
+        own.remove()
         _logits_check(logits, _ablated(model, tokens, heads, lambda layer, head, z: 0), call, guesses=[
             (lambda: plain, "That is the model's output with no head ablated: return the zeroed copy of z from the "
                             "hook (a forward hook's return replaces the output)."),
@@ -466,6 +493,10 @@ def check_ablate_heads(ablate_heads):
              "z[:, :, head]."),
             (lambda: _ablated(model, tokens, [(h, l) for l, h in heads], lambda layer, head, z: 0),
              "You swapped layer and head: each pair is (layer, head)."),
+            (lambda: _ablated(model, tokens, [(_SMALL["n_layers"] - 1, h) for _, h in heads],
+                              lambda layer, head, z: 0),
+             "You ablated the heads in the last layer whatever their layer: each pair is (layer, head), at "
+             "blocks.{layer}.attn.hook_z."),
             *_some_heads_only(model, tokens, heads),
             (lambda: _ablated(model, tokens, [(layer, h) for layer in {l for l, _ in heads}
                                               for h in range(_SMALL["n_heads"])], lambda layer, head, z: 0),
@@ -543,6 +574,15 @@ def _patched_table(model, source, target, metric, names, shift=0, cumulative=Fal
     return table
 
 
+def _all_positions(model, clean, corrupted, metric, names):
+    _, stored = _activations(model, clean, names)
+    rows = []
+    for name in names:
+        logits = _activations(model, corrupted, [name], {name: lambda output, name=name: stored[name].clone()})[0]
+        rows.append(torch.full((corrupted.shape[1],), float(metric(logits))))
+    return torch.stack(rows)
+
+
 def _table_matches(table, expected, tolerance=1e-4):
     keep = ~expected.isnan()
     return torch.allclose(table.float()[keep], expected[keep], rtol=tolerance, atol=tolerance)
@@ -571,6 +611,7 @@ def check_patching_table(patching_table):
     metric = _metric_for(3, 7)
     names = ["blocks.0.hook_resid_pre", "blocks.1.attn.hook_z", "blocks.1.hook_resid_post"]
     call = f"patching_table(model, clean, corrupted, metric, {names}) with tokens of shape (2, 5)"
+    own = _own_hook(model, names[0])
     before = _hook_ids(model)
     parameters = [p.detach().clone() for p in model.parameters()]
     with calling(f"calling {call}"):
@@ -578,6 +619,7 @@ def check_patching_table(patching_table):
     _check_hooks(model, before, call)
     if not all(torch.equal(p, q) for p, q in zip(model.parameters(), parameters)):
         fail(f"{call} changed the model's parameters; patching only replaces activations, through hooks.")
+    own.remove()
     expected = _patched_table(model, clean, corrupted, metric, names)
     _check_table(table, expected, call, "the metric of each patched run on `corrupted`", guesses=[
         (lambda: _patched_table(model, corrupted, clean, metric, names),
@@ -590,6 +632,11 @@ def check_patching_table(patching_table):
         (lambda: _patched_table(model, clean, corrupted, metric, names, cumulative=True),
          "Column p patches positions 0 to p, not p alone: the patch of earlier positions stays in later runs. "
          "Patch a fresh copy of the corrupted activation in each run (output.clone(), then set position p)."),
+        (lambda: _patched_table(model, clean, corrupted, metric, names[:1] * len(names)),
+         f"Every row is the patch of {names[0]!r}: patch names[i] in row i (a hook made in a loop reads the loop's "
+         "variable when it runs; make each patch in a function of its own, or bind name as a default argument)."),
+        (lambda: _all_positions(model, clean, corrupted, metric, names),
+         "Every column patches all the positions at once: patch one position, p, in each run."),
         (lambda: _patched_table(model, clean, corrupted, metric, names, first_only=True),
          "You patched only the first sequence of the batch: patch activation[:, p], all of the batch."),
         (lambda: (expected - float(metric(_activations(model, corrupted)[0])))
@@ -644,6 +691,43 @@ def _estimate(model, clean, corrupted, metric, names, gradient_run="corrupted", 
     return torch.stack(rows).detach()
 
 
+def _estimate_cut(model, clean, corrupted, metric, names):
+    """The estimate when each hook point's forward hook returned a fresh leaf: only the gradient at the last
+    name in forward order reaches it; the others' gradients are those seen through fresh leaves."""
+    points = model.hook_points()
+    leaves = {}
+
+    def cut(module, args, output, name):
+        leaves[name] = output.detach().requires_grad_()
+        return leaves[name]
+    handles = [points[name].register_forward_hook(lambda m, a, o, name=name: cut(m, a, o, name)) for name in names]
+    try:
+        value = metric(model(corrupted))
+    finally:
+        for handle in handles:
+            handle.remove()
+    gradients = torch.autograd.grad(value, [leaves[name] for name in names], allow_unused=True)
+    _, clean_acts = _activations(model, clean, names)
+    _, corrupted_acts = _activations(model, corrupted, names)
+    rows = []
+    for name, gradient in zip(names, gradients):
+        gradient = torch.zeros_like(leaves[name]) if gradient is None else gradient
+        change = (clean_acts[name] - corrupted_acts[name]) * gradient
+        rows.append(change.transpose(0, 1).reshape(change.shape[1], -1).sum(dim=1) + value.item())
+    return torch.stack(rows).detach()
+
+
+def _no_gradient_hint(names):
+    def hint(error):
+        if isinstance(error, KeyError) and error.args and error.args[0] in names:
+            return (f"No gradient reached the activation at {error.args[0]!r}: its tensor hook never ran. A forward hook "
+                    "that returns a copy (output.detach().requires_grad_()) cuts the graph there, so nothing flows "
+                    "back to the hook points before it. Read the gradient with output.register_hook(...) and return "
+                    "None from the forward hook.")
+        return None
+    return hint
+
+
 class _Counts:
     """Counts the model's forward passes (a pre-hook on the root) and the backward passes through its
     logits (a tensor hook put on the output by a forward hook); keeps the hook points' outputs."""
@@ -680,7 +764,7 @@ def check_attribution_table(attribution_table):
     counts = _Counts(model)
     before = _hook_ids(model)
     try:
-        with calling(f"calling {call}"):
+        with calling_with_hints(f"calling {call}", (_no_gradient_hint(names),)):
             table = attribution_table(model, clean, corrupted, metric, names)
         _check_hooks(model, before, call)
     finally:
@@ -710,6 +794,13 @@ def check_attribution_table(attribution_table):
          "You summed over the positions too: keep one entry per position, summing over the batch and the features."),
         (lambda: _patched_table(model, clean, corrupted, metric, names),
          "That is real patching, not its first-order estimate."),
+        (lambda: _estimate(model, clean, corrupted, metric, names) - float(metric(_activations(model, corrupted)[0]))
+         + float(metric(_activations(model, clean)[0])),
+         "You took M from the run on `clean`; M is the metric of the run on `corrupted`, the run being patched."),
+        (lambda: _estimate_cut(model, clean, corrupted, metric, names),
+         "The gradient at the earlier hook points is zero: a forward hook that returns a copy (output.detach()"
+         ".requires_grad_(), or a clone of a detached tensor) cuts the graph there, so nothing flows back to the hook "
+         "points before it. Read the gradient with output.register_hook(...) and return None from the forward hook."),
     ])
 
 
@@ -803,6 +894,33 @@ def check_steer(steer):
     ])
     _logits_check(outer_only, outer_alone,
                   f"model(tokens) after the inner block, inside `with steer(model, {other!r}, second, 2.0):`")
+
+    # Two blocks on the same hook point, and a hook of the caller's own there: only the block's own hook goes.
+    twice = _steered(model, tokens, [(name, 2.0 * second), (name, original)])
+    outer_same = _steered(model, tokens, [(name, 2.0 * second)])
+    fired = []
+    own = model.hook_points()[name].register_forward_hook(lambda module, args, output: fired.append(1))
+    before = _hook_ids(model)
+    call = f"steer(model, {name!r}, vector) inside `with steer(model, {name!r}, second, 2.0):`"
+    outer = _enter(steer, model, name, second, 2.0, f"steer(model, {name!r}, second, 2.0)")
+    with calling(f"entering {call}"), outer:
+        inner = _enter(steer, model, name, vector, None, f"steer(model, {name!r}, vector)")
+        with inner, torch.no_grad():
+            nested = model(tokens)
+        with torch.no_grad():
+            outer_only = model(tokens)
+    _logits_check(nested, twice, call)
+    _logits_check(outer_only, outer_same,
+                  f"model(tokens) after the inner block, inside `with steer(model, {name!r}, second, 2.0):` (both on "
+                  "the same hook point)", guesses=[
+        (lambda: plain, "The inner block's end removed the outer block's hook too: remove only the hook this block "
+                        "registered, through its handle (not by clearing the hook point's _forward_hooks)."),
+    ])
+    _check_hooks(model, before, f"two nested steer blocks on {name!r}")
+    if len(fired) != 2:
+        fail(f"The caller's own forward hook on {name!r} ran {len(fired)} times during the two forward passes inside "
+             "the steer blocks: leave the model's own hooks alone.")
+    own.remove()
 
     # Steering goes also when the block raises, and the exception comes through.
     call = f"with steer(model, {name!r}, vector, 3.0): raise ValueError"

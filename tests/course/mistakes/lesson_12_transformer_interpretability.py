@@ -50,7 +50,8 @@ CLAUSES = {
         "value-error": "with no `mean_cache`, raises ValueError.",
         "no-hook": "No hook is left on the model",
         "no-hook-on-raise": "also when the forward pass raises",
-        "propagates": "(the exception propagates).",
+        "propagates": "(the exception propagates)",
+        "own-hooks": "hooks the model had before stay.",
     },
     "patching_table": {
         "shape": "a float tensor of shape (len(names), seq)",
@@ -60,7 +61,8 @@ CLAUSES = {
         "whole-batch": "(`activation[:, p]`: all of the batch, every feature)",
         "from-clean": "is replaced by its value in the run on `clean`",
         "rest-corrupted": "and everything else is as in the corrupted run.",
-        "no-hook": "No hook is left on the model.",
+        "no-hook": "No hook is left on the model",
+        "own-hooks": "hooks the model had before stay.",
     },
     "attribution_table": {
         "estimate": "the first-order estimate of patching_table(model, clean, corrupted, metric, names)",
@@ -72,9 +74,9 @@ CLAUSES = {
         "sum": "and the sum over the batch and every feature.",
         "twice": "The model runs exactly twice (once on each prompt)",
         "backward-once": "and backward runs once.",
-        "tensor-hooks": "Gradients are read by tensor hooks registered from forward hooks: no retain_grad() on the "
-                        "model's tensors.",
-        "no-hook": "No hook is left on the model.",
+        "tensor-hooks": "Gradients are read without retain_grad() on the model's tensors",
+        "no-hook": "No hook is left on the model",
+        "own-hooks": "hooks the model had before stay.",
     },
     "steer": {
         "context-manager": "A context manager",
@@ -101,6 +103,7 @@ NOT_CLAUSES = {
         "`metric` returns a 0-dim tensor.": "what the caller passes",
     },
     "attribution_table": {
+        "(with tensor hooks registered from forward hooks, for example).": "a suggestion of how, not a promise",
         "(A backward() that also fills the parameters' .grad is allowed.)":
             "a freedom, not a promise: nothing is asked of the parameters' .grad",
     },
@@ -713,4 +716,487 @@ class steer:
         return False
 ''',
          expect=[]),
+]
+
+# ---------------------------------------------------------------------- the adversary pass
+# Wrong submissions written from the docstrings alone, as a stranger would, and from public projects that
+# do the same: TransformerLens (its cache hook stored tensor.detach() without a copy; its run_with_hooks
+# and run_with_cache ended with reset_hooks(), which took the model's own hooks too, issue #113, and did
+# not remove hooks when a hook raised, PR #156; names_filter given as a string), baukit's Trace and
+# TraceDict (the output itself is kept unless clone=True).
+ENTRIES += [
+    # ------------------------------------------------------------------ run_with_cache
+    dict(exercise="run_with_cache", kind="wrong", clause="copy", why="TransformerLens's detach().to(device), no copy",
+         source=edited(reference("run_with_cache"),
+                       ("cache[name] = output.detach().clone()", "cache[name] = output.detach().to(output.device)")),
+         expect=["clone()"]),
+    dict(exercise="run_with_cache", kind="wrong", clause="detached", why="baukit's default: the output itself",
+         source=edited(reference("run_with_cache"), ("cache[name] = output.detach().clone()", "cache[name] = output")),
+         expect=["autograd graph"]),
+    dict(exercise="run_with_cache", kind="wrong", clause="own-hooks", why="reset_hooks() at the end, in finally",
+         source=edited(reference("run_with_cache"),
+                       ("    return logits, cache",
+                        "    for module in model.modules():\n        module._forward_hooks.clear()\n"
+                        "    return logits, cache")),
+         expect=["removed hooks that were on the model before"]),
+    dict(exercise="run_with_cache", kind="wrong", clause="key-error", why="a list turned into a filter",
+         source=edited(reference("run_with_cache"),
+                       ("        chosen = list(names)\n", "        chosen = [name for name in points if name in names]\n"),
+                       ("        unknown = [name for name in chosen if name not in points]\n"
+                        "        if unknown:\n            raise KeyError(f\"not hook points of the model: {unknown}\")\n", "")),
+         expect=["must raise keyerror"]),
+    dict(exercise="run_with_cache", kind="wrong", clause="names", why="remove_batch_dim: the first sequence only",
+         source=edited(reference("run_with_cache"),
+                       ("cache[name] = output.detach().clone()", "cache[name] = output.detach().clone()[0]")),
+         expect=["first sequence only", "whole batch"]),
+    dict(exercise="run_with_cache", kind="wrong", clause="pair", why="a cache dict kept as a default argument",
+         source=edited(reference("run_with_cache"),
+                       ("def run_with_cache(model, tokens, names=None):", "def run_with_cache(model, tokens, names=None, cache={}):"),
+                       ("    cache = {}\n", "")),
+         expect=["same dict object", "new dict in each call"]),
+    dict(exercise="run_with_cache", kind="wrong", clause="list", why="an empty list read as 'all'",
+         source=edited(reference("run_with_cache"),
+                       ("    if names is None:\n        chosen = list(points)", "    if not names:\n        chosen = list(points)")),
+         expect=["which were not asked for", "asked: []"]),
+    dict(exercise="run_with_cache", kind="wrong", clause="key-error", why="looks names up with get_submodule",
+         source=edited(reference("run_with_cache"),
+                       ("        unknown = [name for name in chosen if name not in points]\n"
+                        "        if unknown:\n            raise KeyError(f\"not hook points of the model: {unknown}\")\n",
+                        "        points = {name: model.get_submodule(name) for name in chosen}\n")),
+         expect=["raised attributeerror", "expected keyerror"]),
+    dict(exercise="run_with_cache", kind="wrong", clause="removed", why="removes only the last handle",
+         source='''
+def run_with_cache(model, tokens, names=None):
+    points = model.hook_points()
+    if names is None:
+        names = list(points)
+    elif callable(names):
+        names = [name for name in points if names(name)]
+    elif any(name not in points for name in names):
+        raise KeyError(names)
+    cache = {}
+    for name in names:
+        handle = points[name].register_forward_hook(
+            lambda module, args, output, name=name: cache.update({name: output.detach().clone()}))
+    try:
+        logits = model(tokens)
+    finally:
+        handle.remove()
+    return logits, cache
+''',
+         expect=["names=[]", "unboundlocalerror"]),
+    dict(exercise="run_with_cache", kind="right", why="pre-hooks on the identity hook points",
+         source='''
+import contextlib
+
+
+def run_with_cache(model, tokens, names=None):
+    points = model.hook_points()
+    picked = [n for n in points if names is None or (callable(names) and names(n))]
+    if names is not None and not callable(names):
+        missing = set(names) - set(points)
+        if missing:
+            raise KeyError(sorted(missing))
+        picked = list(names)
+    cache = {}
+    with contextlib.ExitStack() as stack:
+        for n in picked:
+            stack.enter_context(points[n].register_forward_pre_hook(
+                lambda module, args, n=n: cache.__setitem__(n, args[0].detach().clone())))
+        return model(tokens), cache
+''',
+         expect=[]),
+
+    # ------------------------------------------------------------------ run_with_hooks
+    dict(exercise="run_with_hooks", kind="wrong", clause="own-hooks", why="TransformerLens's reset_hooks() afterwards",
+         source=edited(reference("run_with_hooks"),
+                       ("        return model(tokens)",
+                        "        try:\n            return model(tokens)\n        finally:\n"
+                        "            for module in model.modules():\n                module._forward_hooks.clear()")),
+         expect=["removed hooks that were on the model before"]),
+    dict(exercise="run_with_hooks", kind="wrong", clause="removed-on-raise", why="removes the hooks only when forward raises",
+         source=edited(reference("run_with_hooks"),
+                       ("    with contextlib.ExitStack() as stack:\n"
+                        "        for name, fn in fwd_hooks:\n"
+                        "            stack.enter_context(points[name].register_forward_hook(hook_for(name, fn)))\n"
+                        "        return model(tokens)",
+                        "    handles = [points[name].register_forward_hook(hook_for(name, fn)) for name, fn in fwd_hooks]\n"
+                        "    try:\n"
+                        "        return model(tokens)\n"
+                        "    except Exception:\n"
+                        "        for handle in handles:\n"
+                        "            handle.remove()\n"
+                        "        raise")),
+         expect=["hooks were still registered"]),
+    dict(exercise="run_with_hooks", kind="wrong", clause="replacement", why="`fn(...) or output` asks a tensor for its truth value",
+         source=edited(reference("run_with_hooks"),
+                       ("return lambda module, args, output: fn(output, name)",
+                        "return lambda module, args, output: (fn(output, name) or output)")),
+         expect=["no truth value", "test for none"]),
+    dict(exercise="run_with_hooks", kind="wrong", clause="fn-args", why="late-binding loop variables in a lambda",
+         source=edited(reference("run_with_hooks"),
+                       ("stack.enter_context(points[name].register_forward_hook(hook_for(name, fn)))",
+                        "stack.enter_context(points[name].register_forward_hook(lambda module, args, output: fn(output, name)))")),
+         expect=["loop's variables when it runs"]),
+    dict(exercise="run_with_hooks", kind="wrong", clause="replacement", why="passes fn a copy and drops its return",
+         source=edited(reference("run_with_hooks"),
+                       ("return lambda module, args, output: fn(output, name)",
+                        "return lambda module, args, output: (fn(output.clone(), name), None)[1]")),
+         expect=["without the replacements"]),
+    dict(exercise="run_with_hooks", kind="wrong", clause="key-error", why="hooks any module, get_submodule for the names",
+         source=edited(reference("run_with_hooks"),
+                       ("    points = model.hook_points()\n    unknown = [name for name, _ in fwd_hooks if name not in points]\n"
+                        "    if unknown:\n        raise KeyError(f\"not hook points of the model: {unknown}\")\n",
+                        "    points = {name: model.get_submodule(name) for name, _ in fwd_hooks}\n")),
+         expect=["raised attributeerror", "expected keyerror"]),
+    dict(exercise="run_with_hooks", kind="wrong", clause="chain", why="each function on the original activation, last one wins",
+         source=edited(reference("run_with_hooks"),
+                       ("    with contextlib.ExitStack() as stack:\n"
+                        "        for name, fn in fwd_hooks:\n"
+                        "            stack.enter_context(points[name].register_forward_hook(hook_for(name, fn)))\n",
+                        "    by_point = {}\n"
+                        "    for name, fn in fwd_hooks:\n"
+                        "        by_point.setdefault(name, []).append(fn)\n"
+                        "\n"
+                        "    def all_of(name, fns):\n"
+                        "        def hook(module, args, output):\n"
+                        "            results = [fn(output, name) for fn in fns]\n"
+                        "            kept = [result for result in results if result is not None]\n"
+                        "            return kept[-1] if kept else None\n"
+                        "        return hook\n"
+                        "\n"
+                        "    with contextlib.ExitStack() as stack:\n"
+                        "        for name, fns in by_point.items():\n"
+                        "            stack.enter_context(points[name].register_forward_hook(all_of(name, fns)))\n")),
+         expect=["only the last function of that hook point"]),
+    dict(exercise="run_with_hooks", kind="wrong", clause="removed", why="removes the hooks on error only, keeps them otherwise",
+         source=edited(reference("run_with_hooks"),
+                       ("    with contextlib.ExitStack() as stack:\n", "    stack = contextlib.ExitStack()\n    if True:\n"),
+                       ("        return model(tokens)",
+                        "        try:\n            return model(tokens)\n        except BaseException:\n"
+                        "            stack.close()\n            raise")),
+         expect=["hooks were still registered"]),
+    dict(exercise="run_with_hooks", kind="right", why="pre-hooks that replace the identity's input",
+         source='''
+def run_with_hooks(model, tokens, fwd_hooks):
+    points = model.hook_points()
+    if any(name not in points for name, _ in fwd_hooks):
+        raise KeyError([name for name, _ in fwd_hooks if name not in points])
+    handles = []
+    try:
+        for name, fn in fwd_hooks:
+            def pre(module, args, fn=fn, name=name):
+                new = fn(args[0], name)
+                return None if new is None else (new,)
+            handles.append(points[name].register_forward_pre_hook(pre))
+        return model(tokens)
+    finally:
+        while handles:
+            handles.pop().remove()
+''',
+         expect=[]),
+
+    # ------------------------------------------------------------------ ablate_heads
+    dict(exercise="ablate_heads", kind="wrong", clause="mean-reference", why="the reference's last sequence, not its mean",
+         source=edited(reference("ablate_heads"),
+                       ("mean_cache[name][:, :, chosen].mean(dim=0)", "mean_cache[name][-1, :, chosen]")),
+         expect=["expected"]),
+    dict(exercise="ablate_heads", kind="wrong", clause="others", why="mean ablation of every head of the layer",
+         source=edited(reference("ablate_heads"),
+                       ("                z[:, :, chosen] = mean_cache[name][:, :, chosen].mean(dim=0)",
+                        "                z[:] = mean_cache[name].mean(dim=0)")),
+         expect=["expected"]),
+    dict(exercise="ablate_heads", kind="wrong", clause="at-z", why="the last layer, whatever the layer",
+         source=edited(reference("ablate_heads"),
+                       ('            name = f"blocks.{layer}.attn.hook_z"',
+                        '            name = f"blocks.{len(model.blocks) - 1}.attn.hook_z"')),
+         expect=["last layer whatever their layer"]),
+    dict(exercise="ablate_heads", kind="wrong", clause="value-error", why="raises only for an unknown kind",
+         source=edited(reference("ablate_heads"),
+                       ("    if kind == \"mean\" and mean_cache is None:\n", "    if kind not in (\"zero\", \"mean\"):\n")),
+         expect=["expected valueerror"]),
+    dict(exercise="ablate_heads", kind="wrong", clause="each-head", why="one hook per layer, the first head only",
+         source=edited(reference("ablate_heads"),
+                       ("        by_layer.setdefault(layer, []).append(head)", "        by_layer.setdefault(layer, [head])")),
+         expect=["were ablated", "every (layer, head) pair"]),
+    dict(exercise="ablate_heads", kind="wrong", clause="own-hooks", why="clears hook_z's hooks instead of removing its own",
+         source=edited(reference("ablate_heads"),
+                       ("    with contextlib.ExitStack() as stack:\n", "    for layer in by_layer:\n"
+                        "        model.get_submodule(f\"blocks.{layer}.attn.hook_z\")._forward_hooks.clear()\n"
+                        "    with contextlib.ExitStack() as stack:\n"),
+                       ("            stack.enter_context(model.get_submodule(name).register_forward_hook(hook_for(name, chosen)))",
+                        "            model.get_submodule(name).register_forward_hook(hook_for(name, chosen))")),
+         expect=["removed hooks that were on the model before"]),
+    dict(exercise="ablate_heads", kind="wrong", clause="zero", why="zero ablation of the attention pattern's row made uniform",
+         source=edited(reference("ablate_heads"),
+                       ("                z[:, :, chosen] = 0",
+                        "                z[:, :, chosen] = z[:, :, chosen].mean(dim=1, keepdim=True)")),
+         expect=["expected"]),
+    dict(exercise="ablate_heads", kind="wrong", clause="per-position", why="the reference's mean over everything",
+         source=edited(reference("ablate_heads"),
+                       ("mean_cache[name][:, :, chosen].mean(dim=0)", "mean_cache[name][:, :, chosen].mean()")),
+         expect=["expected"]),
+    dict(exercise="ablate_heads", kind="right", why="zeroes the head's attention pattern, one hook per pair",
+         source='''
+import contextlib
+
+
+def ablate_heads(model, tokens, heads, kind="zero", mean_cache=None):
+    if kind == "mean" and mean_cache is None:
+        raise ValueError("mean_cache is needed for mean ablation")
+    with contextlib.ExitStack() as stack:
+        for layer, head in heads:
+            point = f"blocks.{layer}.attn.hook_z"
+
+            def replace(module, args, z, head=head, point=point):
+                z = z.clone()
+                z[:, :, head] = 0 if kind == "zero" else mean_cache[point][:, :, head].mean(0)
+                return z
+            stack.enter_context(model.hook_points()[point].register_forward_hook(replace))
+        return model(tokens)
+''',
+         expect=[]),
+
+    # ------------------------------------------------------------------ patching_table
+    dict(exercise="patching_table", kind="wrong", clause="position", why="every column patches all positions",
+         source=edited(reference("patching_table"),
+                       ("output[:, position] = clean_activations[name][:, position]",
+                        "output[:] = clean_activations[name]")),
+         expect=["all the positions at once"]),
+    dict(exercise="patching_table", kind="wrong", clause="position", why="late-binding name in the patch",
+         source=edited(reference("patching_table"),
+                       ("    for i, name in enumerate(names):\n        for position in range(corrupted.shape[1]):\n",
+                        "    for i, name in enumerate(names):\n        first = names[0]\n"
+                        "        for position in range(corrupted.shape[1]):\n"),
+                       ("output[:, position] = clean_activations[name][:, position]",
+                        "output[:, position] = clean_activations[first][:, position]"),
+                       ("            with points[name].register_forward_hook(patch), torch.no_grad():",
+                        "            with points[first].register_forward_hook(patch), torch.no_grad():")),
+         expect=["every row is the patch of"]),
+    dict(exercise="patching_table", kind="wrong", clause="from-clean", why="clean activations captured without a copy, then patched in place",
+         source=edited(reference("patching_table"),
+                       ("clean_activations.update({name: output.clone()})", "clean_activations.update({name: output})"),
+                       ("                output = output.clone()\n                output[:, position] = clean_activations[name][:, position]\n"
+                        "                return output\n",
+                        "                clean_activations[name][:, position + 1:] = output[:, position + 1:]\n"
+                        "                clean_activations[name][:, :position] = output[:, :position]\n"
+                        "                return clean_activations[name]\n")),
+         expect=["expected"]),
+    dict(exercise="patching_table", kind="wrong", clause="corrupted-run", why="the metric of the clean run everywhere",
+         source=edited(reference("patching_table"),
+                       ("table[i, position] = float(metric(model(corrupted)))",
+                        "table[i, position] = float(metric(model(clean)))")),
+         expect=["metric of the run on `clean`"]),
+    dict(exercise="patching_table", kind="wrong", clause="shape", why="a list of lists",
+         source=edited(reference("patching_table"), ("    return table", "    return table.tolist()")),
+         expect=["expected a float tensor of shape (3, 5)"]),
+    dict(exercise="patching_table", kind="wrong", clause="whole-batch", why="patches the mean of the clean batch",
+         source=edited(reference("patching_table"),
+                       ("output[:, position] = clean_activations[name][:, position]",
+                        "output[:, position] = clean_activations[name][:, position].mean(dim=0)")),
+         expect=["expected"]),
+    dict(exercise="patching_table", kind="wrong", clause="rest-corrupted", why="the last position is never patched",
+         source=edited(reference("patching_table"),
+                       ("        for position in range(corrupted.shape[1]):", "        for position in range(corrupted.shape[1] - 1):")),
+         expect=["expected"]),
+    dict(exercise="patching_table", kind="wrong", clause="own-hooks", why="removes the patches by clearing every hook point",
+         source=edited(reference("patching_table"),
+                       ("            with points[name].register_forward_hook(patch), torch.no_grad():\n"
+                        "                table[i, position] = float(metric(model(corrupted)))",
+                        "            points[name].register_forward_hook(patch)\n"
+                        "            with torch.no_grad():\n"
+                        "                table[i, position] = float(metric(model(corrupted)))\n"
+                        "            points[name]._forward_hooks.clear()")),
+         expect=["removed hooks that were on the model before"]),
+
+    # ------------------------------------------------------------------ attribution_table
+    dict(exercise="attribution_table", kind="wrong", clause="G", why="the forward hook returns a fresh leaf and reads its .grad",
+         source=edited(reference("attribution_table"),
+                       ("            store[name] = output.detach().clone()\n"
+                        "            if grads is not None:\n"
+                        "                output.register_hook(lambda grad: grads.update({name: grad}))",
+                        "            store[name] = output.detach().clone()\n"
+                        "            if grads is not None:\n"
+                        "                leaf = output.detach().requires_grad_()\n"
+                        "                leaf.register_hook(lambda grad: grads.update({name: grad}))\n"
+                        "                return leaf")),
+         expect=["no gradient reached", "cuts the graph"]),
+    dict(exercise="attribution_table", kind="wrong", clause="M", why="M from the clean run",
+         source=edited(reference("attribution_table"),
+                       ("        with torch.no_grad():\n            model(clean)",
+                        "        with torch.no_grad():\n            clean_value = metric(model(clean))"),
+                       ("rows.append(value.item() + change", "rows.append(clean_value.item() + change")),
+         expect=["m from the run on `clean`"]),
+    dict(exercise="attribution_table", kind="wrong", clause="sum", why="the first sequence of the batch only",
+         source=edited(reference("attribution_table"),
+                       ("change.transpose(0, 1).reshape(change.shape[1], -1).sum(dim=1))",
+                        "change[0].reshape(change.shape[1], -1).sum(dim=1))")),
+         expect=["expected"]),
+    dict(exercise="attribution_table", kind="wrong", clause="twice", why="a backward per hook point, each with its own forward",
+         source='''
+import torch
+
+
+def attribution_table(model, clean, corrupted, metric, names):
+    points = model.hook_points()
+    rows = []
+    for name in names:
+        seen = {}
+        with points[name].register_forward_hook(lambda m, a, o: seen.update(clean=o.detach())), torch.no_grad():
+            model(clean)
+        with points[name].register_forward_hook(lambda m, a, o: seen.update(corrupted=o)):
+            value = metric(model(corrupted))
+        grad, = torch.autograd.grad(value, seen["corrupted"])
+        change = (seen["clean"] - seen["corrupted"].detach()) * grad
+        rows.append(value.item() + change.transpose(0, 1).flatten(1).sum(1))
+    return torch.stack(rows)
+''',
+         expect=["ran the model 6 times", "exactly twice"]),
+    dict(exercise="attribution_table", kind="wrong", clause="tensor-hooks", why="retain_grad, kept in the forward hook",
+         source='''
+import torch
+
+
+def attribution_table(model, clean, corrupted, metric, names):
+    points = model.hook_points()
+    kept = {"clean": {}, "corrupted": {}}
+    for run, tokens in (("clean", clean), ("corrupted", corrupted)):
+        def hook(module, args, output, run=run):
+            name = next(n for n, p in points.items() if p is module)
+            if run == "corrupted":
+                output.retain_grad()
+            kept[run][name] = output
+        handles = [points[n].register_forward_hook(hook) for n in names]
+        try:
+            logits = model(tokens)
+        finally:
+            for h in handles:
+                h.remove()
+    value = metric(logits)
+    value.backward()
+    rows = []
+    for n in names:
+        change = (kept["clean"][n].detach() - kept["corrupted"][n].detach()) * kept["corrupted"][n].grad
+        rows.append(value.item() + change.transpose(0, 1).flatten(1).sum(1))
+    return torch.stack(rows)
+''',
+         expect=["retain_grad()"]),
+    dict(exercise="attribution_table", kind="right", why="the clean activations kept without a copy (nothing changes them later)",
+         source=edited(reference("attribution_table"),
+                       ("            store[name] = output.detach().clone()", "            store[name] = output.detach()"),
+                       ("        with torch.no_grad():\n            model(clean)", "        model(clean)")),
+         expect=[]),
+    dict(exercise="attribution_table", kind="wrong", clause="backward-once", why="autograd.grad per name with retain_graph",
+         source=edited(reference("attribution_table"),
+                       ("                output.register_hook(lambda grad: grads.update({name: grad}))",
+                        "                grads[name] = output"),
+                       ("    value.backward()\n",
+                        "    for name in names:\n"
+                        "        gradients[name], = torch.autograd.grad(value, gradients[name], retain_graph=True)\n")),
+         expect=["ran backward through the model's logits 3 times"]),
+    dict(exercise="attribution_table", kind="wrong", clause="formula", why="the gradient alone, no activation change",
+         source=edited(reference("attribution_table"),
+                       ("change = (clean_activations[name] - corrupted_activations[name]) * gradients[name]",
+                        "change = gradients[name]")),
+         expect=["expected"]),
+
+    # ------------------------------------------------------------------ steer
+    dict(exercise="steer", kind="wrong", clause="outside", why="a class that registers in __init__",
+         source='''
+class steer:
+    def __init__(self, model, name, vector, alpha=1.0):
+        self.handle = model.hook_points()[name].register_forward_hook(
+            lambda module, args, output: output + alpha * vector)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.handle.remove()
+''',
+         expect=["before its `with` block began"]),
+    dict(exercise="steer", kind="wrong", clause="nest", why="clears this hook point's hooks in finally",
+         source=edited(reference("steer"),
+                       ("    with point.register_forward_hook(lambda module, args, output: output + alpha * vector):\n        yield",
+                        "    point.register_forward_hook(lambda module, args, output: output + alpha * vector)\n"
+                        "    try:\n        yield\n    finally:\n        point._forward_hooks.clear()")),
+         expect=["removed the outer block's hook too"]),
+    dict(exercise="steer", kind="wrong", clause="adds", why="a hook that removes itself after the first forward",
+         source='''
+import contextlib
+
+
+@contextlib.contextmanager
+def steer(model, name, vector, alpha=1.0):
+    point = model.hook_points()[name]
+
+    def once(module, args, output):
+        handle.remove()
+        return output + alpha * vector
+
+    handle = point.register_forward_hook(once)
+    try:
+        yield
+    finally:
+        handle.remove()
+''',
+         expect=["every forward pass inside the block"]),
+    dict(exercise="steer", kind="wrong", clause="unchanged", why="vector *= alpha",
+         source=edited(reference("steer"),
+                       ("    point = model.hook_points()[name]\n", "    point = model.hook_points()[name]\n    vector *= alpha\n"),
+                       ("output + alpha * vector", "output + vector")),
+         expect=["changed `vector`"]),
+    dict(exercise="steer", kind="wrong", clause="propagates", why="a generator that catches the block's exception",
+         source=edited(reference("steer"),
+                       ("        yield", "        try:\n            yield\n        except Exception:\n            pass")),
+         expect=["without the block's valueerror"]),
+    dict(exercise="steer", kind="wrong", clause="adds", why="a global forward hook that adds at every module",
+         source='''
+import contextlib
+
+from torch.nn.modules.module import register_module_forward_hook
+
+
+@contextlib.contextmanager
+def steer(model, name, vector, alpha=1.0):
+    with register_module_forward_hook(lambda module, args, output: output + alpha * vector
+                                      if module in model.hook_points().values() else None):
+        yield
+''',
+         expect=["size of tensor", "must match"]),
+    dict(exercise="steer", kind="wrong", clause="removed", why="removes the hook only when the block raises",
+         source=edited(reference("steer"),
+                       ("    with point.register_forward_hook(lambda module, args, output: output + alpha * vector):\n        yield",
+                        "    handle = point.register_forward_hook(lambda module, args, output: output + alpha * vector)\n"
+                        "    try:\n        yield\n    except BaseException:\n        handle.remove()\n        raise")),
+         expect=["steering stayed after the block"]),
+    dict(exercise="steer", kind="wrong", clause="everywhere", why="adds to the first sequence of the batch only",
+         source=edited(reference("steer"),
+                       ("lambda module, args, output: output + alpha * vector",
+                        "lambda module, args, output: torch.cat([output[:1] + alpha * vector, output[1:]])"),
+                       ("import contextlib\n", "import contextlib\n\nimport torch\n")),
+         expect=["expected"]),
+    dict(exercise="steer", kind="right", why="a generator with try/finally and the vector scaled once",
+         source='''
+import contextlib
+
+
+@contextlib.contextmanager
+def steer(model, name, vector, alpha=1.0):
+    delta = alpha * vector
+    handle = model.hook_points()[name].register_forward_hook(lambda module, args, output: output.add(delta))
+    try:
+        yield handle
+    finally:
+        handle.remove()
+''',
+         expect=[]),
+]
+
+ENTRIES += [
+    dict(exercise="attribution_table", kind="wrong", clause="own-hooks", why="clears every hook point's hooks at the end",
+         source=edited(reference("attribution_table"),
+                       ("    return torch.stack(rows)",
+                        "    for point in points.values():\n        point._forward_hooks.clear()\n    return torch.stack(rows)")),
+         expect=["removed hooks that were on the model before"]),
 ]
