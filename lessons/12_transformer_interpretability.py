@@ -4,10 +4,10 @@
 # Most hooks written today are written to look inside transformers: to cache what each layer
 # computes, to switch attention heads off, to copy an activation from one run into another and see
 # what it restores, and to steer a model by adding a vector to its residual stream. Libraries such
-# as TransformerLens (`HookPoint`, `run_with_cache`, `run_with_hooks`), baukit (`Trace`,
-# `TraceDict`) and nnsight do this for you; underneath they are the plain forward and backward
-# hooks of lessons 01 to 07. Here you write them yourself, on a tiny transformer trained in this
-# notebook in a few seconds, with no download.
+# as TransformerLens (`HookPoint`, `run_with_cache`, `run_with_hooks`) and baukit (`Trace`,
+# `TraceDict`) do this for you, with the plain forward and backward hooks of lessons 01 to 07
+# underneath. Here you write them yourself, on a tiny transformer trained in this notebook in a few
+# seconds, with no download.
 #
 # After this lesson you will be able to:
 #
@@ -462,8 +462,8 @@ with try_it():
     assert previous[0].max() > 0.3 and previous[1].max() < 0.2
 
 # %% [markdown]
-# Once the cell runs, it shows that every head of layer 1 is an induction head: the stripe of its
-# pattern sits seven places left of the diagonal from the second period on. Layer 0 has heads that
+# Once `run_with_cache` is done, the cell shows that every head of layer 1 is an induction head: the
+# stripe of its pattern sits seven places left of the diagonal from the second period on. Layer 0 has heads that
 # attend to the previous token, but only early in the sequence; from the second period on their
 # attention spreads over the earlier positions, so this model's layer 0 is not the clean
 # previous-token head of the textbook story. Scores show what a head does, not why.
@@ -652,11 +652,11 @@ with try_it():
         alone = [ablated[kind, 1, h] for h in range(4)]
         print(f"{kind} ablation, one head of layer 1 at a time: {[round(a, 3) for a in alone]}; "
               f"all four: {ablated[kind, 4, 0]:.3f}")
-        assert min(alone) > intact - 0.1 and ablated[kind, 4, 0] < 0.3
+        assert min(alone) > intact - 0.05 and ablated[kind, 4, 0] < 0.3
 
 # %% [markdown]
-# The four heads are redundant: each one alone costs a few points at most, while all four together
-# break the task (the numbers appear once the cell has run). An ablation study that removes one head
+# Once `ablate_heads` is done, the numbers show that the four heads are redundant: each one alone
+# costs less than five points of accuracy, while all four together break the task. An ablation study that removes one head
 # at a time would conclude that no head matters.
 #
 # ## Exercise 4: `patching_table` · medium · about 20 min
@@ -779,11 +779,10 @@ with try_it():
     assert strong == {(residual[0], 7), (residual[1], 7), (residual[2], 22)} and restored[:2, 15].max() < 0.1
 
 # %% [markdown]
-# Read the table once it is drawn. Before each layer, the patch matters at position 7, the first
-# occurrence of `A`, and hardly at all at position 15, its second: this model reads the answer from
-# the first period. After layer 1 only the last position matters: the answer has been copied there
-# by the induction heads. A single patch can also restore more than all of the clean metric, or
-# make it worse: the share is not bounded by 0 and 1.
+# Once `patching_table` is done, read the table it draws. Before each layer, the patch matters at
+# position 7, the first occurrence of `A`, and hardly at all at position 15, its second: this model
+# reads the answer from the first period. After layer 1 only the last position matters: the answer
+# has been copied there by the induction heads.
 #
 # ## Exercise 5: `attribution_table` · hard · about 25 min
 #
@@ -901,18 +900,39 @@ with try_it():
     patched, estimated = errors["answer replaced"]
     assert (estimated - patched).abs().max() < 0.1
     patched, estimated = errors["token before it replaced"]
-    assert patched[0, 6] > 0.9 and estimated[0, 6] > 1.5 * patched[0, 6]
+    assert patched[0, 6] > 0.9 and estimated[0, 6] > 2 * patched[0, 6]
     small = patched.abs() < 0.05
     assert (estimated - patched)[small].abs().max() < 0.05
 
 # %% [markdown]
-# Once the cell has run: where patching changes little, the estimate agrees, and when the answer
-# itself is replaced the estimate is close everywhere: the induction heads still look at the same
-# places, and what they copy goes on linearly to the logits. When the token before the answer is
-# replaced, patching it back restores the metric, but the estimate says more than twice that: the
-# patch moves the attention, through a softmax that is far from linear over the change of a whole
-# token, and the gradient of the corrupted run knows only small changes. So attribution patching is
-# a cheap map of where to look, and real patching is the measurement.
+# Why the two corruptions differ, measured with a plain forward hook on the layer-1 patterns: how much
+# attention the last position gives to position 7 (the key whose previous token is the current
+# token), averaged over the four heads, in each run.
+
+# %%
+def attention_to_7(tokens):
+    seen = {}
+    with model.blocks[1].attn.hook_pattern.register_forward_hook(
+            lambda module, args, output: seen.update(pattern=output)), torch.no_grad():
+        model(tokens)
+    return seen["pattern"][0, :, -1, 7].mean().item()
+
+
+looks = {label: attention_to_7(tokens) for label, tokens in
+         (("clean", clean_prompt), ("answer replaced", corrupted_prompt), ("token before it replaced", corrupted_before))}
+print("layer 1, attention of the last position to position 7:", {label: round(v, 2) for label, v in looks.items()})
+assert abs(looks["answer replaced"] - looks["clean"]) < 0.1 and looks["token before it replaced"] < looks["clean"] - 0.3
+
+# %% [markdown]
+# Replacing the answer leaves the induction heads looking where they looked: only what they copy
+# changes, and that goes on to the logits through the value path, which is linear. Replacing the
+# token before it moves their attention, through a softmax that is far from linear over the change of
+# a whole token. Once `attribution_table` is done, the scatter above shows what that does to the
+# estimate: where patching changes little, the estimate agrees; when the answer is replaced it is
+# close everywhere; when the token before it is replaced, patching it back restores the metric but the
+# estimate says more than twice that, since the gradient of the corrupted run knows only small
+# changes. So attribution patching is a cheap map of where to look, and real patching is the
+# measurement.
 #
 # ## Exercise 6: `steer` · easy · about 10 min
 #
