@@ -722,8 +722,8 @@ class steer:
 # Wrong submissions written from the docstrings alone, as a stranger would, and from public projects that
 # do the same: TransformerLens (its cache hook stored tensor.detach() without a copy; its run_with_hooks
 # and run_with_cache ended with reset_hooks(), which took the model's own hooks too, issue #113, and did
-# not remove hooks when a hook raised, PR #156; names_filter given as a string), baukit's Trace and
-# TraceDict (the output itself is kept unless clone=True).
+# not remove hooks when a hook raised, PR #156), baukit's Trace and TraceDict (the output itself is
+# kept unless clone=True).
 ENTRIES += [
     # ------------------------------------------------------------------ run_with_cache
     dict(exercise="run_with_cache", kind="wrong", clause="copy", why="TransformerLens's detach().to(device), no copy",
