@@ -1,0 +1,947 @@
+"""Checks for lesson 12, a transformer looked at with hooks: on small random transformers from fixed
+seeds (d_model 16, 2 heads, 2 layers, sequences of 5 or 6 tokens: a forward pass costs a fraction of
+a millisecond), and once on the lesson's trained model (hooked.checks.trained_tiny_transformer, read
+once per grading process). The references are computed here, with the checks' own hooks; the
+references of known mistakes are computed only when an answer is wrong, to name the mistake."""
+
+import collections
+import contextlib
+
+import torch
+
+from hooked.check_api import LearnerCodeRaised, calling, fail
+from hooked.checks import trained_tiny_transformer
+from hooked.checks.planted_exceptions import planted_exception_comes_through
+from hooked.checks.seeding import seeded
+from hooked.checks.tensors import describe
+from hooked.checks.torch_error_hints import calling_with_hints
+from hooked.checks.trained_tiny_transformer import Block, TinyTransformer
+
+_SMALL = dict(vocab=10, d_model=16, n_heads=2, n_layers=2, max_len=6)
+_HOOK_KINDS = ("_forward_pre_hooks", "_forward_hooks", "_backward_pre_hooks", "_backward_hooks")
+
+
+# ---------------------------------------------------------------- models and tokens
+
+class _InPlaceBlock(Block):
+    """A block that adds the attention to the residual stream in place: the tensor that
+    hook_resid_pre saw is changed after the hook ran (a cache that kept it without a copy changes)."""
+
+    def forward(self, x):
+        x = self.hook_resid_pre(x.clone())
+        x += self.attn(x)
+        return self.hook_resid_post(x)
+
+
+def _small(seed, in_place=False):
+    def build():
+        model = TinyTransformer(**_SMALL)
+        if in_place:
+            for index, block in enumerate(model.blocks):
+                replacement = _InPlaceBlock(_SMALL["d_model"], _SMALL["n_heads"])
+                replacement.load_state_dict(block.state_dict())
+                model.blocks[index] = replacement
+        return model.eval()
+    return seeded(seed, build)
+
+
+def _tokens(seed, batch, seq, vocab=_SMALL["vocab"]):
+    return torch.randint(vocab, (batch, seq), generator=torch.Generator().manual_seed(seed))
+
+
+def _metric_for(answer, other):
+    """The lesson's logit difference at the last position, summed over the batch: a 0-dim tensor."""
+    def metric(logits):
+        return (logits[:, -1, answer] - logits[:, -1, other]).sum()
+    return metric
+
+
+class _RecordingHooks(collections.OrderedDict):
+    """A hook dict that counts the hooks registered into it (a RemovableHandle writes into it)."""
+
+    registered = 0
+
+    def __setitem__(self, key, value):
+        type(self).registered += 1
+        super().__setitem__(key, value)
+
+
+@contextlib.contextmanager
+def _counting_registrations(model):
+    """Yields a function that says how many forward hooks were registered on the model's modules."""
+    class Counter(_RecordingHooks):
+        registered = 0
+
+    for module in model.modules():
+        recording = Counter()
+        recording.update(module._forward_hooks)
+        module._forward_hooks = recording
+    yield lambda: Counter.registered
+
+
+# ---------------------------------------------------------------- hooks left and kept
+
+def _hook_ids(model):
+    ids = {(name, kind, key) for name, module in model.named_modules() for kind in _HOOK_KINDS
+           for key in getattr(module, kind)}
+    from hooked.checks.hooks_left import GLOBAL_MODULE_HOOKS
+    ids |= {(None, kind, key) for kind, hooks in GLOBAL_MODULE_HOOKS.items() for key in hooks}
+    return ids
+
+
+def _where(ids):
+    return sorted({f"{'the global hooks' if name is None else name or 'the model'} ({kind.strip('_')})"
+                   for name, kind, _ in ids})
+
+
+def _check_hooks(model, before, call_text, when=""):
+    after = _hook_ids(model)
+    if before - after:
+        fail(f"{call_text}{when} removed hooks that were on the model before the call, on {_where(before - after)}. "
+             "Remove only the hooks you registered, through their handles (a `with` block, or handle.remove()); "
+             "clearing a module's _forward_hooks takes the model's own hooks too.")
+    if after - before:
+        fail(f"After {call_text}{when}, hooks were still registered on {_where(after - before)}. Remove every hook "
+             "you register before returning, also when the forward pass raises: register them in a `with` block "
+             "(a handle is a context manager; contextlib.ExitStack holds several), or remove them in a `finally:`.")
+
+
+def _own_hook(model, name):
+    """A forward hook of the model's own on hook point `name`, which returns None: it must stay."""
+    return model.hook_points()[name].register_forward_hook(lambda module, args, output: None)
+
+
+def _planted_at_logits(model):
+    """A forward hook of the check's on hook_logits that raises ValueError: the forward pass fails after
+    every other hook point has run. Returns its handle."""
+    def raise_on_purpose(module, args, output):
+        raise ValueError("the forward pass failed, on purpose")
+    return model.hook_logits.register_forward_hook(raise_on_purpose)
+
+
+def _planted(error):
+    return isinstance(error, ValueError) and "on purpose" in str(error)
+
+
+def _check_raise(model, call_text, call):
+    """`call()` runs `model` whose forward raises ValueError after every hook point but the logits'
+    hook ran: the ValueError comes through, and no hook of the call is left; the planted hook stays."""
+    planted = _planted_at_logits(model)
+    before = _hook_ids(model)
+    planted_exception_comes_through(
+        f"calling {call_text} with a model whose forward pass raises ValueError", call, _planted,
+        lambda returned: (f"{call_text} returned {describe(returned)}, but the model's forward pass raised "
+                          "ValueError: let the exception reach the caller (don't catch it)."),
+        hints=(lambda error: "Let the model's own ValueError through, unchanged: remove the hooks in a `finally:` "
+                             "or a `with` block, without catching the exception.",))
+    _check_hooks(model, before, call_text, " (whose forward pass raised ValueError)")
+    planted.remove()
+
+
+def _check_key_error(model, call_text, call, unknown):
+    before = _hook_ids(model)
+    with _counting_registrations(model) as registered:
+        try:
+            with calling(f"calling {call_text}"):
+                returned = call()
+        except LearnerCodeRaised as raised:
+            if not isinstance(raised.error, KeyError):
+                fail(f"{call_text} raised {type(raised.error).__name__}: {raised.error}; expected KeyError, since "
+                     f"{unknown!r} is not a hook point of the model: look each name up in model.hook_points() "
+                     "(get_submodule raises AttributeError) and raise KeyError before registering any hook.")
+            count = registered()
+            if count:
+                fail(f"{call_text} raised KeyError, but only after it had registered {count} forward hook(s). "
+                     f"Check every name first ({unknown!r} is not a hook point), and register hooks only when "
+                     "all names are known.")
+        else:
+            fail(f"{call_text} returned {describe(returned)}; {unknown!r} is not a hook point of the model "
+                 "(a key of model.hook_points()), so it must raise KeyError, before registering any hook.")
+    _check_hooks(model, before, call_text, " (which raised KeyError)")
+
+
+# ---------------------------------------------------------------- references
+
+def _activations(model, tokens, names=None, replace=None):
+    """(logits, {name: activation copy}) of one forward pass, with `replace` {name: fn(output)} applied
+    by the check's own hooks."""
+    points = model.hook_points()
+    found = {}
+    handles = []
+    for name in names if names is not None else points:
+        def hook(module, args, output, name=name):
+            if replace and name in replace:
+                output = replace[name](output)
+            found[name] = output.detach().clone()
+            return output
+        handles.append(points[name].register_forward_hook(hook))
+    try:
+        with torch.no_grad():
+            logits = model(tokens)
+    finally:
+        for handle in handles:
+            handle.remove()
+    return logits, found
+
+
+def _close(actual, expected, tolerance=1e-5):
+    return (isinstance(actual, torch.Tensor) and actual.shape == expected.shape
+            and torch.allclose(actual.detach().float(), expected.float(), rtol=tolerance, atol=tolerance))
+
+
+def _logits_check(logits, expected, call_text, guesses=()):
+    """`logits` must be `expected`; else fail with the first of `guesses` ((tensor, words)) it equals."""
+    if not isinstance(logits, torch.Tensor):
+        fail(f"{call_text} returned {describe(logits)}; expected the logits, {describe(expected)}.")
+    if _close(logits, expected):
+        return
+    for guess, words in guesses:
+        if _close(logits, guess()):
+            fail(f"{call_text} returned {describe(logits)}; expected {describe(expected)}. {words}")
+    fail(f"{call_text} returned {describe(logits)}; expected {describe(expected)}.")
+
+
+# ---------------------------------------------------------------- run_with_cache
+
+def _check_cache(call_text, result, model, tokens, expected_names, in_place=False):
+    if not isinstance(result, tuple) or len(result) != 2:
+        fail(f"{call_text} returned {describe(result)}; expected a pair (logits, cache).")
+    logits, cache = result
+    expected_logits, expected = _activations(model, tokens)
+    if not isinstance(cache, dict):
+        fail(f"{call_text} returned {describe(cache)} as the cache; expected a dict, hook-point name -> activation.")
+    _logits_check(logits, expected_logits, f"{call_text}, as its logits,")
+    missing = [name for name in expected_names if name not in cache]
+    extra = [name for name in cache if name not in expected_names]
+    if len(cache) == 1 and len(expected_names) > 1 and not extra:
+        fail(f"{call_text} returned a cache with one name, {list(cache)}, of the {len(expected_names)} asked for. A "
+             "hook made in a loop reads the loop's variable when it runs, not when it was made: every hook stored "
+             "under the last name. Make each hook in a function of its own (def hook_for(name): ...), or bind the "
+             "name as a default argument (name=name).")
+    if extra and not missing and set(extra) <= set(expected):
+        fail(f"{call_text} cached {extra}, which were not asked for (asked: {expected_names}).")
+    if missing or extra:
+        fail(f"{call_text} returned a cache with the names {list(cache)}; expected {expected_names} "
+             f"(missing {missing}, not asked for or not hook points {extra}).")
+    values = [cache[name] for name in expected_names]
+    if len(values) > 1 and all(value is values[0] for value in values):
+        fail(f"{call_text} returned a cache whose every name holds the same tensor object. A hook made in a loop "
+             "reads the loop's variable when it runs, not when it was made: make each hook in a function of its "
+             "own (def hook_for(name): ...), or bind the name as a default argument (name=name).")
+    for name in expected_names:
+        value = cache[name]
+        if not isinstance(value, torch.Tensor):
+            fail(f"{call_text} returned cache[{name!r}] = {describe(value)}; expected the activation there, "
+                 f"{describe(expected[name])}.")
+        if value.requires_grad or value.grad_fn is not None:
+            fail(f"{call_text} returned cache[{name!r}] still part of the autograd graph (requires_grad="
+                 f"{value.requires_grad}); store it detached: output.detach().clone().")
+        if _close(value, expected[name]):
+            continue
+        late = [other for other in expected_names if other != name and _close(value, expected[other])]
+        if len(expected[name]) > 1 and _close(value, expected[name][0]):
+            fail(f"{call_text} returned cache[{name!r}] = {describe(value)}, the activation of the first sequence only "
+                 f"(output[0]); expected the whole batch, {describe(expected[name])}.")
+        if in_place and name.endswith("hook_resid_pre") and _close(value, expected[name.replace("pre", "post")]):
+            fail(f"{call_text} (on a model whose blocks add the attention to the residual stream in place, "
+                 f"`x += attn(x)`) returned cache[{name!r}] = {describe(value)}: the residual stream after that "
+                 f"in-place addition; at the hook point it was {describe(expected[name])}. output.detach() shares "
+                 "memory with the activation, so the cache changes with it: store output.detach().clone().")
+        if late:
+            fail(f"{call_text} returned cache[{name!r}] = {describe(value)}, the activation at {late[0]!r}. A hook "
+                 "made in a loop reads the loop's variable when it runs: every hook then stores under (or reads) "
+                 "the last name. Make each hook in a function of its own, or bind the name as a default argument.")
+        fail(f"{call_text} returned cache[{name!r}] = {describe(value)}; expected the activation there, "
+             f"{describe(expected[name])}.")
+    if "hook_logits" in cache and cache["hook_logits"].data_ptr() == logits.data_ptr():
+        fail(f"{call_text} returned cache['hook_logits'] in the same memory as the logits it returned "
+             "(output.detach() without clone()): an in-place change of the logits by the caller changes the cache "
+             "too. Store output.detach().clone().")
+    storages = collections.Counter(value.untyped_storage().data_ptr() for value in values)
+    shared = [name for name in expected_names if storages[cache[name].untyped_storage().data_ptr()] > 1]
+    if shared:
+        fail(f"{call_text} returned cached tensors that share memory: {shared}. An in-place change of one (by the "
+             "model, or by the caller) changes the others; store output.detach().clone() at each hook point.")
+    return logits, cache
+
+
+def check_run_with_cache(run_with_cache):
+    model, tokens = _small(1201), _tokens(1202, 2, 6)
+    all_names = list(model.hook_points())
+    call = "run_with_cache(model, tokens)"
+    counts = _Counts(model)
+    try:
+        with calling(f"calling {call} with tokens of shape (2, 6)"):
+            result = run_with_cache(model, tokens)
+    finally:
+        counts.remove()
+    if counts.forward != 1:
+        fail(f"{call} ran the model {counts.forward} times; run it once, with every hook registered before that "
+             "one forward pass.")
+    _check_cache(call, result, model, tokens, all_names)
+
+    first_cache = result[1]
+    listed = ["blocks.1.attn.hook_z", "hook_embed", "blocks.0.hook_resid_post"]
+    call = f"run_with_cache(model, tokens, names={listed})"
+    with calling(f"calling {call}"):
+        result = run_with_cache(model, tokens, names=listed)
+    if isinstance(result, tuple) and len(result) == 2 and result[1] is first_cache:
+        fail(f"{call} returned the same dict object as the call before it: a dict kept between calls (at module "
+             "level, or a default argument such as cache={}) mixes in what earlier calls cached. Make a new dict "
+             "in each call.")
+    _check_cache(call, result, model, tokens, listed)
+
+    call = "run_with_cache(model, tokens, names=[])"
+    with calling(f"calling {call}"):
+        result = run_with_cache(model, tokens, names=[])
+    _check_cache(call, result, model, tokens, [])
+
+    call = "run_with_cache(model, tokens, names=lambda name: name.endswith('hook_pattern'))"
+    with calling(f"calling {call}"):
+        result = run_with_cache(model, tokens, names=lambda name: name.endswith("hook_pattern"))
+    _check_cache(call, result, model, tokens, [name for name in all_names if name.endswith("hook_pattern")])
+
+    # A model that changes its residual stream in place after the hook point: the cache must not change.
+    model_in_place = _small(1203, in_place=True)
+    call = "run_with_cache(model, tokens)"
+    with calling(f"calling {call} on a model whose blocks add to the residual stream in place"):
+        result = run_with_cache(model_in_place, tokens)
+    _check_cache(call, result, model_in_place, tokens, list(model_in_place.hook_points()), in_place=True)
+
+    # The model's own hooks stay, and still run.
+    fired = []
+    own = model.blocks[0].hook_resid_post.register_forward_hook(lambda module, args, output: fired.append(1))
+    before = _hook_ids(model)
+    with calling("calling run_with_cache(model, tokens) on a model with a forward hook of its own"):
+        run_with_cache(model, tokens)
+    _check_hooks(model, before, "run_with_cache(model, tokens)", " (on a model with a hook of its own)")
+    if not fired:
+        fail("run_with_cache(model, tokens) kept the model's own forward hook on blocks.0.hook_resid_post "
+             "registered, but it did not run during the call. Leave the model's hooks alone.")
+    own.remove()
+
+    unknown = ["hook_embed", "blocks.0.hook_resid_pre", "blocks.7.hook_resid_pre"]
+    _check_key_error(model, f"run_with_cache(model, tokens, names={unknown})",
+                     lambda: run_with_cache(model, tokens, names=unknown), "blocks.7.hook_resid_pre")
+    _check_raise(model, "run_with_cache(model, tokens)", lambda: run_with_cache(model, tokens))
+
+    # The lesson's trained model: its patterns are those of the induction heads.
+    trained = trained_tiny_transformer.load()
+    periodic = torch.arange(8).repeat(3)[None] * 3 % 32
+    call = "run_with_cache(trained, tokens, names=['blocks.1.attn.hook_pattern'])"
+    with calling(f"calling {call} on the lesson's trained model"):
+        result = run_with_cache(trained, periodic, names=["blocks.1.attn.hook_pattern"])
+    _check_cache(call, result, trained, periodic, ["blocks.1.attn.hook_pattern"])
+
+
+# ---------------------------------------------------------------- run_with_hooks
+
+_TRUTH_VALUE = (("Boolean value of Tensor", "A tensor has no truth value: `fn(output, name) or output` asks for one. "
+                 "Test for None instead: `new = fn(output, name)`, then `output if new is None else new` (or return "
+                 "fn's result as it is: a forward hook that returns None keeps the output)."),)
+
+def check_run_with_hooks(run_with_hooks):
+    model, tokens = _small(1211), _tokens(1212, 2, 6)
+    seen = []
+
+    def called_with(activation, name):
+        if not isinstance(activation, torch.Tensor) or not isinstance(name, str):
+            fail(f"run_with_hooks called a pair's function as fn({describe(activation)}, {describe(name)}); expected "
+                 "fn(activation, name): the activation (the hook's output) first, then the hook point's name.")
+        seen.append((name, activation.detach().clone()))
+
+    def double(activation, name):
+        called_with(activation, name)
+        return 2 * activation
+
+    def keep(activation, name):
+        called_with(activation, name)
+        return None
+
+    def plus_one(activation, name):
+        called_with(activation, name)
+        return activation + 1
+
+    pairs = [("blocks.0.hook_resid_post", double), ("hook_embed", keep), ("blocks.1.attn.hook_z", plus_one)]
+    call = "run_with_hooks(model, tokens, [('blocks.0.hook_resid_post', double), ('hook_embed', keep), " \
+           "('blocks.1.attn.hook_z', plus_one)])"
+    before = _hook_ids(model)
+    with calling_with_hints(f"calling {call}", _TRUTH_VALUE):
+        logits = run_with_hooks(model, tokens, pairs)
+    _check_hooks(model, before, call)
+    expected, _ = _activations(model, tokens, ["blocks.0.hook_resid_post", "blocks.1.attn.hook_z"],
+                               replace={"blocks.0.hook_resid_post": lambda a: 2 * a,
+                                        "blocks.1.attn.hook_z": lambda a: a + 1})
+    names_seen = [name for name, _ in seen]
+    if sorted(names_seen) != sorted(name for name, _ in pairs):
+        if len(set(names_seen)) == 1 and len(names_seen) == len(pairs):
+            fail(f"{call} called every function with the name {names_seen[0]!r}. A lambda made in a loop reads the "
+                 "loop's variables when it runs, not when it was made: make each hook in a function of its own "
+                 "(def hook_for(name, fn): ...), or bind them as default arguments (name=name, fn=fn).")
+        fail(f"{call} called the functions with the names {names_seen}; expected each pair's function called "
+             "once, with its own name: fn(activation, name).")
+    plain, activations = _activations(model, tokens)
+    for name, activation in seen:
+        if name == "hook_embed" and not _close(activation, activations[name]):
+            fail(f"{call} called keep(activation, 'hook_embed') with {describe(activation)}; expected the "
+                 f"activation at hook_embed, {describe(activations[name])}: pass the hook's output.")
+    _logits_check(logits, expected, call, guesses=[
+        (lambda: plain, "That is the model's output without the replacements: a forward hook's return replaces "
+                        "the output, so return what fn returned (None keeps the activation)."),
+        (lambda: _activations(model, tokens, ["blocks.0.hook_resid_post"],
+                              replace={"blocks.0.hook_resid_post": lambda a: 2 * a})[0],
+         "Only the first replacement took effect."),
+        (lambda: _activations(model, tokens, ["blocks.1.attn.hook_z"],
+                              replace={"blocks.1.attn.hook_z": lambda a: a + 1})[0],
+         "Only the last replacement took effect: a lambda made in a loop reads the loop's variables when it "
+         "runs; make each hook in a function of its own."),
+    ])
+
+    # Two pairs on one hook point: in the list's order, the second on what the first returned.
+    pairs = [("blocks.1.hook_resid_pre", lambda a, name: 2 * a), ("blocks.1.hook_resid_pre", lambda a, name: a + 1)]
+    call = "run_with_hooks(model, tokens, [('blocks.1.hook_resid_pre', times_two), ('blocks.1.hook_resid_pre', plus_one)])"
+    with calling(f"calling {call}"):
+        logits = run_with_hooks(model, tokens, pairs)
+    _logits_check(logits, _activations(model, tokens, ["blocks.1.hook_resid_pre"],
+                                       replace={"blocks.1.hook_resid_pre": lambda a: 2 * a + 1})[0], call, guesses=[
+        (lambda: _activations(model, tokens, ["blocks.1.hook_resid_pre"],
+                              replace={"blocks.1.hook_resid_pre": lambda a: 2 * (a + 1)})[0],
+         "The functions ran in the reverse order (2 * (a + 1)); run them in the list's order, each on what the one "
+         "before returned (register the hooks in that order, without prepend=True)."),
+        (lambda: _activations(model, tokens, ["blocks.1.hook_resid_pre"],
+                              replace={"blocks.1.hook_resid_pre": lambda a: a + 1})[0],
+         "Only the last function of that hook point took effect (a dict by name keeps one function per name)."),
+        (lambda: _activations(model, tokens, ["blocks.1.hook_resid_pre"],
+                              replace={"blocks.1.hook_resid_pre": lambda a: 2 * a})[0],
+         "Only the first function of that hook point took effect."),
+    ])
+
+    # The model's own hooks stay and run; temporary hooks go also when forward raises; unknown names.
+    fired = []
+    own = model.hook_embed.register_forward_hook(lambda module, args, output: fired.append(1))
+    before = _hook_ids(model)
+    call = "run_with_hooks(model, tokens, [('hook_embed', keep)])"
+    with calling(f"calling {call} on a model with a forward hook of its own on hook_embed"):
+        run_with_hooks(model, tokens, [("hook_embed", lambda a, name: None)])
+    _check_hooks(model, before, call, " (on a model with a hook of its own)")
+    if not fired:
+        fail(f"{call} kept the model's own forward hook on hook_embed registered, but it did not run during the "
+             "call. Leave the model's hooks alone.")
+    own.remove()
+    _check_key_error(model, "run_with_hooks(model, tokens, [('hook_embed', keep), ('blocks.0.hook_missing', keep)])",
+                     lambda: run_with_hooks(model, tokens, [("hook_embed", lambda a, name: None),
+                                                            ("blocks.0.hook_missing", lambda a, name: None)]),
+                     "blocks.0.hook_missing")
+    _check_raise(model, "run_with_hooks(model, tokens, [('blocks.0.hook_resid_post', double)])",
+                 lambda: run_with_hooks(model, tokens, [("blocks.0.hook_resid_post", lambda a, name: 2 * a)]))
+
+
+# ---------------------------------------------------------------- ablate_heads
+
+def _ablated(model, tokens, heads, value, head_axis=2):
+    """Logits with each (layer, head) of `heads` set to value(layer, head) (broadcast) at hook_z."""
+    replace = {}
+    for layer in {layer for layer, _ in heads}:
+        chosen = [head for each, head in heads if each == layer]
+
+        def fn(z, layer=layer, chosen=chosen):
+            z = z.clone()
+            for head in chosen:
+                index = (slice(None),) * head_axis + (head,)
+                z[index] = value(layer, head, z)
+            return z
+        replace[f"blocks.{layer}.attn.hook_z"] = fn
+    return _activations(model, tokens, list(replace), replace)[0]
+
+
+def _some_heads_only(model, tokens, heads):
+    """Guesses for a submission that ablated only some of `heads` (one per layer, the last, ...)."""
+    subsets = [[pair for bit, pair in enumerate(heads) if mask >> bit & 1] for mask in range(1, 2 ** len(heads) - 1)]
+    return [(lambda subset=subset: _ablated(model, tokens, subset, lambda layer, head, z: 0),
+             f"Only {subset} of {heads} were ablated: ablate every (layer, head) pair in heads, also several heads "
+             "of one layer together (collect them per layer, or register one hook per pair).") for subset in subsets]
+
+
+def _ablated_last_position(model, tokens, heads):
+    def last_only(layer, head, z):
+        value = z[:, :, head].clone()
+        value[:, -1] = 0
+        return value
+    return _ablated(model, tokens, heads, last_only)
+
+
+def _ablate_call(ablate_heads, model, tokens, heads, kind, mean_cache, call):
+    with calling(f"calling {call}"):
+        return ablate_heads(model, tokens, heads, kind=kind, mean_cache=mean_cache)
+
+
+def check_ablate_heads(ablate_heads):
+    model, tokens = _small(1221), _tokens(1222, 3, 6)
+    plain = _activations(model, tokens)[0]
+    for heads in ([(1, 0)], [(0, 1), (1, 0), (1, 1)]):
+        call = f"ablate_heads(model, tokens, {heads}, kind='zero')"
+        own = _own_hook(model, "blocks.1.attn.hook_z")
+        before = _hook_ids(model)
+        logits = _ablate_call(ablate_heads, model, tokens, heads, "zero", None, call)
+        _check_hooks(model, before, call, " (on a model with a hook of its own on blocks.1.attn.hook_z)")
+        own.remove()
+        _logits_check(logits, _ablated(model, tokens, heads, lambda layer, head, z: 0), call, guesses=[
+            (lambda: plain, "That is the model's output with no head ablated: return the zeroed copy of z from the "
+                            "hook (a forward hook's return replaces the output)."),
+            (lambda: _ablated(model, tokens, heads, lambda layer, head, z: 0, head_axis=1),
+             "You zeroed a position instead of a head: hook_z is (batch, seq, head, d_head), so a head is "
+             "z[:, :, head]."),
+            (lambda: _ablated(model, tokens, [(h, l) for l, h in heads], lambda layer, head, z: 0),
+             "You swapped layer and head: each pair is (layer, head)."),
+            (lambda: _ablated(model, tokens, [(_SMALL["n_layers"] - 1, h) for _, h in heads],
+                              lambda layer, head, z: 0),
+             "You ablated the heads in the last layer whatever their layer: each pair is (layer, head), at "
+             "blocks.{layer}.attn.hook_z."),
+            *_some_heads_only(model, tokens, heads),
+            (lambda: _ablated(model, tokens, [(layer, h) for layer in {l for l, _ in heads}
+                                              for h in range(_SMALL["n_heads"])], lambda layer, head, z: 0),
+             "You ablated every head of each layer named in heads; ablate only the (layer, head) pairs given, and "
+             "leave the other heads of the layer as they were."),
+            (lambda: _ablated_last_position(model, tokens, heads),
+             "You ablated the heads at the last position only; ablate them at every position, z[:, :, head]."),
+            (lambda: _ablated(model, tokens, heads, lambda layer, head, z: z[:, :, head].mean(dim=0)),
+             "You replaced each head by its mean over the batch; kind='zero' replaces it by zeros."),
+        ])
+
+    # Mean ablation with the cache of a reference run (another batch, of another size).
+    reference_tokens = _tokens(1223, 5, 6)
+    _, mean_cache = _activations(model, reference_tokens)
+    heads = [(0, 0), (1, 1)]
+    call = f"ablate_heads(model, tokens, {heads}, kind='mean', mean_cache=cache of a reference run of 5 sequences)"
+
+    def reference_mean(layer, head, z):
+        return mean_cache[f"blocks.{layer}.attn.hook_z"][:, :, head].mean(dim=0)
+
+    before = _hook_ids(model)
+    logits = _ablate_call(ablate_heads, model, tokens, heads, "mean", mean_cache, call)
+    _check_hooks(model, before, call)
+    _logits_check(logits, _ablated(model, tokens, heads, reference_mean), call, guesses=[
+        (lambda: _ablated(model, tokens, heads, lambda layer, head, z: z[:, :, head].mean(dim=0)),
+         "You replaced each head by its mean over the batch being ablated; use the mean of the reference run, "
+         "mean_cache[name][:, :, head].mean(dim=0), which the caller gave for that."),
+        (lambda: _ablated(model, tokens, heads, lambda layer, head, z:
+                          mean_cache[f"blocks.{layer}.attn.hook_z"][:, :, head].mean(dim=(0, 1))),
+         "You averaged over the positions too: keep one mean per position, .mean(dim=0) only."),
+        (lambda: _ablated(model, tokens, heads, lambda layer, head, z: 0),
+         "That is zero ablation; kind='mean' replaces each head by the reference run's mean."),
+        (lambda: plain, "That is the model's output with no head ablated."),
+    ])
+
+    call = "ablate_heads(model, tokens, [(1, 0)], kind='mean') without a mean_cache"
+    try:
+        with calling(f"calling {call}"):
+            returned = ablate_heads(model, tokens, [(1, 0)], kind="mean")
+    except LearnerCodeRaised as raised:
+        if not isinstance(raised.error, ValueError):
+            fail(f"{call} raised {type(raised.error).__name__}: {raised.error}; expected ValueError, before any "
+                 "forward pass: check `mean_cache is None` first.")
+    else:
+        fail(f"{call} returned {describe(returned)}; expected ValueError: mean ablation needs the reference "
+             "run's cache.")
+    _check_raise(model, "ablate_heads(model, tokens, [(1, 0)], kind='zero')",
+                 lambda: ablate_heads(model, tokens, [(1, 0)], kind="zero"))
+
+
+# ---------------------------------------------------------------- patching_table
+
+def _patched_table(model, source, target, metric, names, shift=0, cumulative=False, first_only=False):
+    """The check's patching table: run `target` with position p of each name from the run on `source`.
+    `shift`, `cumulative`, `first_only`: the tables of known mistakes."""
+    _, stored = _activations(model, source, names)
+    seq = target.shape[1]
+    table = torch.zeros(len(names), seq)
+    point = model.hook_points()
+    for i, name in enumerate(names):
+        for p in range(seq):
+            q = p + shift
+            if not 0 <= q < seq:
+                table[i, p] = float("nan")
+                continue
+
+            def patch(module, args, output, q=q):
+                output = output.clone()
+                where = slice(0, q + 1) if cumulative else q
+                batch = slice(0, 1) if first_only else slice(None)
+                output[batch, where] = stored[name][batch, where]
+                return output
+            with point[name].register_forward_hook(patch), torch.no_grad():
+                table[i, p] = float(metric(model(target)))
+    return table
+
+
+def _all_positions(model, clean, corrupted, metric, names):
+    _, stored = _activations(model, clean, names)
+    rows = []
+    for name in names:
+        logits = _activations(model, corrupted, [name], {name: lambda output, name=name: stored[name].clone()})[0]
+        rows.append(torch.full((corrupted.shape[1],), float(metric(logits))))
+    return torch.stack(rows)
+
+
+def _table_matches(table, expected, tolerance=1e-4):
+    keep = ~expected.isnan()
+    return torch.allclose(table.float()[keep], expected[keep], rtol=tolerance, atol=tolerance)
+
+
+def _check_table(table, expected, call_text, what, guesses):
+    if not isinstance(table, torch.Tensor):
+        fail(f"{call_text} returned {describe(table)}; expected a float tensor of shape {tuple(expected.shape)}, "
+             f"{what}.")
+    if tuple(table.shape) != tuple(expected.shape):
+        hint = " (one row per name, one column per position)" if table.dim() == 2 else ""
+        fail(f"{call_text} returned {describe(table)}; expected shape {tuple(expected.shape)}{hint}.")
+    if not table.dtype.is_floating_point:
+        fail(f"{call_text} returned {describe(table)}; expected a float tensor (the metric is a float).")
+    if _table_matches(table.detach(), expected):
+        return
+    for guess, words in guesses:
+        if _table_matches(table.detach(), guess()):
+            fail(f"{call_text} returned {describe(table)}; expected {describe(expected)}. {words}")
+    fail(f"{call_text} returned {describe(table)}; expected {describe(expected)}, {what}.")
+
+
+def check_patching_table(patching_table):
+    model = _small(1231)
+    clean, corrupted = _tokens(1232, 2, 5), _tokens(1233, 2, 5)
+    metric = _metric_for(3, 7)
+    names = ["blocks.0.hook_resid_pre", "blocks.1.attn.hook_z", "blocks.1.hook_resid_post"]
+    call = f"patching_table(model, clean, corrupted, metric, {names}) with tokens of shape (2, 5)"
+    own = _own_hook(model, names[0])
+    before = _hook_ids(model)
+    parameters = [p.detach().clone() for p in model.parameters()]
+    with calling(f"calling {call}"):
+        table = patching_table(model, clean, corrupted, metric, names)
+    _check_hooks(model, before, call)
+    if not all(torch.equal(p, q) for p, q in zip(model.parameters(), parameters)):
+        fail(f"{call} changed the model's parameters; patching only replaces activations, through hooks.")
+    own.remove()
+    expected = _patched_table(model, clean, corrupted, metric, names)
+    _check_table(table, expected, call, "the metric of each patched run on `corrupted`", guesses=[
+        (lambda: _patched_table(model, corrupted, clean, metric, names),
+         "You patched the wrong run: that is the run on `clean` with activations from `corrupted`. Run on "
+         "`corrupted`, with each activation copied from the run on `clean`."),
+        (lambda: _patched_table(model, clean, corrupted, metric, names, shift=1),
+         "Column p holds the patch of position p + 1: positions are off by one."),
+        (lambda: _patched_table(model, clean, corrupted, metric, names, shift=-1),
+         "Column p holds the patch of position p - 1: positions are off by one."),
+        (lambda: _patched_table(model, clean, corrupted, metric, names, cumulative=True),
+         "Column p patches positions 0 to p, not p alone: the patch of earlier positions stays in later runs. "
+         "Patch a fresh copy of the corrupted activation in each run (output.clone(), then set position p)."),
+        (lambda: _patched_table(model, clean, corrupted, metric, names[:1] * len(names)),
+         f"Every row is the patch of {names[0]!r}: patch names[i] in row i (a hook made in a loop reads the loop's "
+         "variable when it runs; make each patch in a function of its own, or bind name as a default argument)."),
+        (lambda: _all_positions(model, clean, corrupted, metric, names),
+         "Every column patches all the positions at once: patch one position, p, in each run."),
+        (lambda: _patched_table(model, clean, corrupted, metric, names, first_only=True),
+         "You patched only the first sequence of the batch: patch activation[:, p], all of the batch."),
+        (lambda: (expected - float(metric(_activations(model, corrupted)[0])))
+         / (float(metric(_activations(model, clean)[0])) - float(metric(_activations(model, corrupted)[0]))),
+         "That is the share of the clean metric restored, (metric - corrupted) / (clean - corrupted), which the "
+         "lesson draws; the table holds the metric of each patched run itself."),
+        (lambda: torch.full_like(expected, float(metric(_activations(model, clean)[0]))),
+         "Every entry is the metric of the run on `clean`: run the model on `corrupted`, with one activation "
+         "copied from the clean run."),
+        (lambda: torch.full_like(expected, float(metric(_activations(model, corrupted)[0]))),
+         "Every entry is the metric of the corrupted run without any patch: the patch did not take effect (return "
+         "the patched copy from the forward hook: its return replaces the output)."),
+    ])
+
+    # One hook point, on a batch of one: the lesson's case.
+    clean, corrupted = _tokens(1234, 1, 6), _tokens(1235, 1, 6)
+    call = "patching_table(model, clean, corrupted, metric, ['hook_embed']) with tokens of shape (1, 6)"
+    with calling(f"calling {call}"):
+        table = patching_table(model, clean, corrupted, metric, ["hook_embed"])
+    _check_table(table, _patched_table(model, clean, corrupted, metric, ["hook_embed"]), call,
+                 "the metric of each patched run on `corrupted`", guesses=[])
+
+
+# ---------------------------------------------------------------- attribution_table
+
+def _gradients(model, tokens, metric, names):
+    """({name: activation}, {name: gradient of metric w.r.t. it}, metric value) of one run."""
+    points = model.hook_points()
+    outputs = {}
+    handles = [points[name].register_forward_hook(lambda module, args, output, name=name: outputs.update({name: output}))
+               for name in names]
+    try:
+        value = metric(model(tokens))
+    finally:
+        for handle in handles:
+            handle.remove()
+    gradients = torch.autograd.grad(value, [outputs[name] for name in names])
+    return ({name: outputs[name].detach() for name in names}, dict(zip(names, gradients)), value.item())
+
+
+def _estimate(model, clean, corrupted, metric, names, gradient_run="corrupted", sign=1, base=True, over="position"):
+    clean_acts, clean_grads, clean_value = _gradients(model, clean, metric, names)
+    corrupted_acts, corrupted_grads, value = _gradients(model, corrupted, metric, names)
+    grads = corrupted_grads if gradient_run == "corrupted" else clean_grads
+    rows = []
+    for name in names:
+        change = sign * (clean_acts[name] - corrupted_acts[name]) * grads[name]
+        per_position = change.transpose(0, 1).reshape(change.shape[1], -1).sum(dim=1)
+        if over == "all":
+            per_position = per_position.sum().expand_as(per_position)
+        rows.append(per_position + (value if base else 0))
+    return torch.stack(rows).detach()
+
+
+def _estimate_cut(model, clean, corrupted, metric, names):
+    """The estimate when each hook point's forward hook returned a fresh leaf: only the gradient at the last
+    name in forward order reaches it; the others' gradients are those seen through fresh leaves."""
+    points = model.hook_points()
+    leaves = {}
+
+    def cut(module, args, output, name):
+        leaves[name] = output.detach().requires_grad_()
+        return leaves[name]
+    handles = [points[name].register_forward_hook(lambda m, a, o, name=name: cut(m, a, o, name)) for name in names]
+    try:
+        value = metric(model(corrupted))
+    finally:
+        for handle in handles:
+            handle.remove()
+    gradients = torch.autograd.grad(value, [leaves[name] for name in names], allow_unused=True)
+    _, clean_acts = _activations(model, clean, names)
+    _, corrupted_acts = _activations(model, corrupted, names)
+    rows = []
+    for name, gradient in zip(names, gradients):
+        gradient = torch.zeros_like(leaves[name]) if gradient is None else gradient
+        change = (clean_acts[name] - corrupted_acts[name]) * gradient
+        rows.append(change.transpose(0, 1).reshape(change.shape[1], -1).sum(dim=1) + value.item())
+    return torch.stack(rows).detach()
+
+
+def _no_gradient_hint(names):
+    def hint(error):
+        if isinstance(error, KeyError) and error.args and error.args[0] in names:
+            return (f"No gradient reached the activation at {error.args[0]!r}: its tensor hook never ran. A forward hook "
+                    "that returns a copy (output.detach().requires_grad_()) cuts the graph there, so nothing flows "
+                    "back to the hook points before it. Read the gradient with output.register_hook(...) and return "
+                    "None from the forward hook.")
+        return None
+    return hint
+
+
+class _Counts:
+    """Counts the model's forward passes (a pre-hook on the root) and the backward passes through its
+    logits (a tensor hook put on the output by a forward hook); keeps the hook points' outputs."""
+
+    def __init__(self, model):
+        self.forward, self.backward, self.outputs = 0, 0, []
+        self.handles = [model.register_forward_pre_hook(self._count_forward),
+                        model.register_forward_hook(self._watch_output)]
+        self.handles += [point.register_forward_hook(lambda module, args, output: self.outputs.append(output))
+                         for point in model.hook_points().values()]
+
+    def _count_forward(self, module, args):
+        self.forward += 1
+
+    def _watch_output(self, module, args, output):
+        if output.requires_grad:
+            output.register_hook(self._count_backward)
+
+    def _count_backward(self, grad):
+        self.backward += 1
+
+    def remove(self):
+        for handle in self.handles:
+            handle.remove()
+
+
+def check_attribution_table(attribution_table):
+    model = _small(1241)
+    model.requires_grad_(True)
+    clean, corrupted = _tokens(1242, 2, 5), _tokens(1243, 2, 5)
+    metric = _metric_for(2, 5)
+    names = ["hook_embed", "blocks.0.hook_resid_post", "blocks.1.attn.hook_z"]
+    call = f"attribution_table(model, clean, corrupted, metric, {names}) with tokens of shape (2, 5)"
+    counts = _Counts(model)
+    before = _hook_ids(model)
+    try:
+        with calling_with_hints(f"calling {call}", (_no_gradient_hint(names),)):
+            table = attribution_table(model, clean, corrupted, metric, names)
+        _check_hooks(model, before, call)
+    finally:
+        counts.remove()
+    retained = sum(bool(getattr(output, "retains_grad", False)) for output in counts.outputs)
+    if retained:
+        fail(f"{call} called retain_grad() on {retained} of the model's activations. Read each gradient with a tensor "
+             "hook instead, registered from the forward hook on the activation: output.register_hook(fn), as in "
+             "lesson 06.")
+    if counts.forward != 2:
+        fail(f"{call} ran the model {counts.forward} times; attribution patching runs it exactly twice, once on "
+             "`clean` and once on `corrupted` (the whole table comes from those two runs and one backward pass).")
+    if counts.backward != 1:
+        fail(f"{call} ran backward through the model's logits {counts.backward} times; expected once, from the "
+             "metric of the run on `corrupted`.")
+    model.zero_grad()
+    expected = _estimate(model, clean, corrupted, metric, names)
+    _check_table(table, expected, call, "M + sum((C - R) * G) at each name and position", guesses=[
+        (lambda: _estimate(model, clean, corrupted, metric, names, gradient_run="clean"),
+         "You used the gradient of the clean run; G is the gradient of the corrupted run's metric, at the "
+         "corrupted activations (the run being patched)."),
+        (lambda: _estimate(model, clean, corrupted, metric, names, sign=-1),
+         "You took R - C; the change a patch makes is clean minus corrupted, C - R."),
+        (lambda: _estimate(model, clean, corrupted, metric, names, base=False),
+         "You left out M: the table estimates the patched run's metric, M + the change, not the change alone."),
+        (lambda: _estimate(model, clean, corrupted, metric, names, over="all"),
+         "You summed over the positions too: keep one entry per position, summing over the batch and the features."),
+        (lambda: _patched_table(model, clean, corrupted, metric, names),
+         "That is real patching, not its first-order estimate."),
+        (lambda: _estimate(model, clean, corrupted, metric, names) - float(metric(_activations(model, corrupted)[0]))
+         + float(metric(_activations(model, clean)[0])),
+         "You took M from the run on `clean`; M is the metric of the run on `corrupted`, the run being patched."),
+        (lambda: _estimate_cut(model, clean, corrupted, metric, names),
+         "The gradient at the earlier hook points is zero: a forward hook that returns a copy (output.detach()"
+         ".requires_grad_(), or a clone of a detached tensor) cuts the graph there, so nothing flows back to the hook "
+         "points before it. Read the gradient with output.register_hook(...) and return None from the forward hook."),
+    ])
+
+
+# ---------------------------------------------------------------- steer
+
+def _steered(model, tokens, additions):
+    """Logits with each (name, vector) of `additions` added at its hook point (the check's own hooks)."""
+    replace = collections.defaultdict(list)
+    for name, vector in additions:
+        replace[name].append(vector)
+    return _activations(model, tokens, list(replace),
+                        {name: (lambda a, vs=vs: a + sum(vs)) for name, vs in replace.items()})[0]
+
+
+def _enter(steer, model, name, vector, alpha, call):
+    with calling(f"calling {call}"):
+        manager = steer(model, name, vector) if alpha is None else steer(model, name, vector, alpha)
+    if not (hasattr(manager, "__enter__") and hasattr(manager, "__exit__")):
+        fail(f"{call} returned {describe(manager)}, which a `with` statement cannot use; expected a context manager "
+             "(decorate a generator with @contextlib.contextmanager, or write a class with __enter__ and __exit__).")
+    return manager
+
+
+def check_steer(steer):
+    model, tokens = _small(1251), _tokens(1252, 2, 6)
+    plain = _activations(model, tokens)[0]
+    vector = torch.randn(16, generator=torch.Generator().manual_seed(1253))
+    original = vector.clone()
+    name, other = "blocks.0.hook_resid_post", "hook_embed"
+    second = torch.randn(16, generator=torch.Generator().manual_seed(1254))
+    # The references, computed before the learner's code runs (a hook it leaves would change them).
+    expected = _steered(model, tokens, [(name, 3.0 * original)])
+    without_alpha = _steered(model, tokens, [(name, original)])
+    last_only = _activations(model, tokens, [name], {name: lambda a: torch.cat(
+        [a[:, :-1], a[:, -1:] + 3.0 * original], dim=1)})[0]
+    both = _steered(model, tokens, [(other, 2.0 * second), (name, original)])
+    outer_alone = _steered(model, tokens, [(other, 2.0 * second)])
+    call = f"steer(model, {name!r}, vector, 3.0)"
+    before = _hook_ids(model)
+    manager = _enter(steer, model, name, vector, 3.0, call)
+    with torch.no_grad():
+        early = model(tokens)
+    if not _close(early, plain):
+        fail(f"{call} changed the model's output before its `with` block began (the call itself registered the hook). "
+             "Register the hook when the block is entered (in __enter__, or after the call in a generator "
+             "decorated with @contextlib.contextmanager), so that the model runs as before outside the block.")
+    with calling(f"entering `with {call}:`"):
+        manager.__enter__()
+    try:
+        with torch.no_grad(), calling(f"calling model(tokens) inside `with {call}:`"):
+            inside = model(tokens)
+            again = model(tokens)
+    finally:
+        with calling(f"leaving `with {call}:`"):
+            manager.__exit__(None, None, None)
+    if not torch.equal(vector, original):
+        fail(f"{call} changed `vector` (it now holds {describe(vector)}, it held {describe(original)}): it scaled "
+             "it in place. Compute alpha * vector as a new tensor.")
+    _logits_check(inside, expected, f"model(tokens) inside `with {call}:`", guesses=[
+        (lambda: plain, "That is the model's output without steering: return output + alpha * vector from the "
+                        "forward hook (its return replaces the activation)."),
+        (lambda: without_alpha, "The vector was added without alpha."),
+        (lambda: last_only, "alpha * vector was added at the last position only; add it at every batch element and "
+                            "position (output + alpha * vector broadcasts)."),
+    ])
+    if not _close(again, expected):
+        fail(f"Inside `with {call}:`, the second forward pass gave {describe(again)}, the first {describe(inside)}: "
+             "every forward pass inside the block must add alpha * vector once (a hook that removes itself, or "
+             "that adds to a running total, does not).")
+    with torch.no_grad():
+        after = model(tokens)
+    if not _close(after, plain):
+        fail(f"After the `with {call}:` block, the model still computed {describe(after)}, not its own output "
+             f"{describe(plain)}: the steering stayed after the block. Remove the hook when the block ends.")
+    _check_hooks(model, before, f"the `with {call}:` block")
+
+    # alpha defaults to 1.0; blocks nest, and their additions add up.
+    call = f"steer(model, {name!r}, vector) inside `with steer(model, {other!r}, second, 2.0):`"
+    outer = _enter(steer, model, other, second, 2.0, f"steer(model, {other!r}, second, 2.0)")
+    with calling(f"entering {call}"), outer:
+        inner = _enter(steer, model, name, vector, None, f"steer(model, {name!r}, vector)")
+        with inner, torch.no_grad():
+            nested = model(tokens)
+        with torch.no_grad():
+            outer_only = model(tokens)
+    _logits_check(nested, both, call, guesses=[
+        (lambda: without_alpha,
+         "Only the inner block's vector was added: a block must not remove hooks it did not register."),
+        (lambda: outer_alone,
+         "Only the outer block's vector was added: the inner steer (alpha left to its default, 1.0) did nothing."),
+    ])
+    _logits_check(outer_only, outer_alone,
+                  f"model(tokens) after the inner block, inside `with steer(model, {other!r}, second, 2.0):`")
+
+    # Two blocks on the same hook point, and a hook of the caller's own there: only the block's own hook goes.
+    twice = _steered(model, tokens, [(name, 2.0 * second), (name, original)])
+    outer_same = _steered(model, tokens, [(name, 2.0 * second)])
+    fired = []
+    own = model.hook_points()[name].register_forward_hook(lambda module, args, output: fired.append(1))
+    before = _hook_ids(model)
+    call = f"steer(model, {name!r}, vector) inside `with steer(model, {name!r}, second, 2.0):`"
+    outer = _enter(steer, model, name, second, 2.0, f"steer(model, {name!r}, second, 2.0)")
+    with calling(f"entering {call}"), outer:
+        inner = _enter(steer, model, name, vector, None, f"steer(model, {name!r}, vector)")
+        with inner, torch.no_grad():
+            nested = model(tokens)
+        with torch.no_grad():
+            outer_only = model(tokens)
+    _logits_check(nested, twice, call)
+    _logits_check(outer_only, outer_same,
+                  f"model(tokens) after the inner block, inside `with steer(model, {name!r}, second, 2.0):` (both on "
+                  "the same hook point)", guesses=[
+        (lambda: plain, "The inner block's end removed the outer block's hook too: remove only the hook this block "
+                        "registered, through its handle (not by clearing the hook point's _forward_hooks)."),
+    ])
+    _check_hooks(model, before, f"two nested steer blocks on {name!r}")
+    if len(fired) != 2:
+        fail(f"The caller's own forward hook on {name!r} ran {len(fired)} times during the two forward passes inside "
+             "the steer blocks: leave the model's own hooks alone.")
+    own.remove()
+
+    # Steering goes also when the block raises, and the exception comes through.
+    call = f"with steer(model, {name!r}, vector, 3.0): raise ValueError"
+    before = _hook_ids(model)
+
+    def block_that_raises():
+        with steer(model, name, vector, 3.0):
+            raise ValueError("the block failed, on purpose")
+
+    planted_exception_comes_through(
+        f"running `{call}`", block_that_raises, _planted,
+        lambda returned: f"`{call}` ended without the block's ValueError: let it reach the caller (a context "
+                         "manager whose __exit__ returns True, or a generator that catches it, swallows it).")
+    _check_hooks(model, before, f"`{call}`")
+
+
+CHECKS = {
+    "run_with_cache": check_run_with_cache,
+    "run_with_hooks": check_run_with_hooks,
+    "ablate_heads": check_ablate_heads,
+    "patching_table": check_patching_table,
+    "attribution_table": check_attribution_table,
+    "steer": check_steer,
+}

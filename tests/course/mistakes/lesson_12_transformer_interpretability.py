@@ -1,0 +1,1202 @@
+"""Mistake catalogue for lesson 12, a transformer looked at with hooks. The format of an entry is
+described in tests/course/test_mistake_catalogue.py. An entry that is the reference solution with one
+mistake says so: `edited(reference(exercise), (old, new), ...)`; the others are submissions of their own."""
+
+from mistakes import edited, reference
+
+CLAUSES = {
+    "run_with_cache": {
+        "once": "Run `model(tokens)` once",
+        "pair": "return `(logits, cache)`",
+        "logits": "`logits` what the model returned.",
+        "names": "`cache` maps hook-point names (the keys of `model.hook_points()`) to the activation there",
+        "all": "every hook point when `names` is None",
+        "list": "the names in a list",
+        "predicate": "or those for which `names(name)` returns True.",
+        "detached": "Each cached tensor is detached",
+        "copy": "and a copy: later in-place operations, in the forward pass or by the caller, do not change it.",
+        "key-error": "A name in the list that is not a hook point raises KeyError",
+        "key-error-first": "before any hook is registered.",
+        "removed": "Every hook is removed before returning",
+        "removed-on-raise": "also when the forward pass raises",
+        "propagates": "(the exception propagates)",
+        "own-hooks": "hooks the model had before stay.",
+    },
+    "run_with_hooks": {
+        "returns": "Return `model(tokens)` computed with temporary forward hooks.",
+        "pairs": "`fwd_hooks` is a list of `(name, fn)`: `name` a hook point's name (a key of `model.hook_points()`)",
+        "fn-args": "`fn(activation, name)`",
+        "replacement": "returns a replacement for the activation, or None to keep it.",
+        "order": "Pairs that name the same hook point run in the list's order",
+        "chain": "each on what the one before returned.",
+        "key-error": "A name that is not a hook point raises KeyError",
+        "key-error-first": "before any hook is registered.",
+        "removed": "The hooks are removed before returning",
+        "removed-on-raise": "also when the forward pass raises",
+        "propagates": "(the exception propagates)",
+        "own-hooks": "hooks the model had before stay",
+        "own-hooks-run": "and run as before.",
+    },
+    "ablate_heads": {
+        "logits": "Return the logits of `model(tokens)`",
+        "each-head": "with the output of each head in `heads`, a list of `(layer, head)` pairs",
+        "at-z": "replaced at `blocks.{layer}.attn.hook_z` (shape (batch, seq, head, d_head))",
+        "every-position": "at every position;",
+        "others": "every other head is left as it was.",
+        "zero": 'kind="zero": replaced by zeros.',
+        "mean-reference": 'kind="mean": replaced by its mean over the batch of `mean_cache[name]` (the cache of a '
+                          'reference run)',
+        "per-position": "one mean per position;",
+        "value-error": "with no `mean_cache`, raises ValueError.",
+        "no-hook": "No hook is left on the model",
+        "no-hook-on-raise": "also when the forward pass raises",
+        "propagates": "(the exception propagates)",
+        "own-hooks": "hooks the model had before stay.",
+    },
+    "patching_table": {
+        "shape": "a float tensor of shape (len(names), seq)",
+        "metric": "whose entry [i, p] is `metric(logits)`",
+        "corrupted-run": "of the run on `corrupted`",
+        "position": "in which the activation at hook point `names[i]`, position p",
+        "whole-batch": "(`activation[:, p]`: all of the batch, every feature)",
+        "from-clean": "is replaced by its value in the run on `clean`",
+        "rest-corrupted": "and everything else is as in the corrupted run.",
+        "no-hook": "No hook is left on the model",
+        "own-hooks": "hooks the model had before stay.",
+    },
+    "attribution_table": {
+        "estimate": "the first-order estimate of patching_table(model, clean, corrupted, metric, names)",
+        "shape": "a float tensor of shape (len(names), seq).",
+        "formula": "table[i, p] = M + sum((C[:, p] - R[:, p]) * G[:, p])",
+        "M": "with M the metric of the run on `corrupted`",
+        "C-R": "C and R the activations at `names[i]` in the runs on `clean` and `corrupted`",
+        "G": "G the gradient of M with respect to R",
+        "sum": "and the sum over the batch and every feature.",
+        "twice": "The model runs exactly twice (once on each prompt)",
+        "backward-once": "and backward runs once.",
+        "tensor-hooks": "Gradients are read without retain_grad() on the model's tensors",
+        "no-hook": "No hook is left on the model",
+        "own-hooks": "hooks the model had before stay.",
+    },
+    "steer": {
+        "context-manager": "A context manager",
+        "adds": "every forward pass of `model` adds `alpha * vector` to the activation at hook point `name`",
+        "everywhere": "every batch element and position",
+        "outside": "Outside the block the model runs as before",
+        "removed": "the hook is removed when the block ends",
+        "removed-on-raise": "also when it raises",
+        "propagates": "(the exception propagates).",
+        "unchanged": "`vector` is not changed.",
+        "nest": "Blocks may nest: the additions add up.",
+    },
+}
+
+NOT_CLAUSES = {
+    "steer": {
+        "`vector` has the size of the activation's last dimension).": "what the caller passes",
+    },
+    "patching_table": {
+        "`clean` and `corrupted` are token tensors of the same shape (batch, seq);":
+            "what the caller passes, not a promise of the function",
+        "each hook point in `names` has an activation of shape (batch, seq, ...);":
+            "what the caller passes: hook points whose position is dimension 1",
+        "`metric` returns a 0-dim tensor.": "what the caller passes",
+    },
+    "attribution_table": {
+        "(with tensor hooks registered from forward hooks, for example).": "a suggestion of how, not a promise",
+        "(A backward() that also fills the parameters' .grad is allowed.)":
+            "a freedom, not a promise: nothing is asked of the parameters' .grad",
+    },
+}
+
+ENTRIES = [
+    # ------------------------------------------------------------------ run_with_cache
+    dict(exercise="run_with_cache", kind="wrong", clause="copy", why="detach without clone",
+         source=edited(reference("run_with_cache"),
+                       ("cache[name] = output.detach().clone()", "cache[name] = output.detach()")),
+         expect=["clone()", "in-place"]),
+    dict(exercise="run_with_cache", kind="wrong", clause="detached", why="clone without detach",
+         source=edited(reference("run_with_cache"),
+                       ("cache[name] = output.detach().clone()", "cache[name] = output.clone()")),
+         expect=["autograd graph", "detach"]),
+    dict(exercise="run_with_cache", kind="wrong", clause="removed", why="never removes its hooks",
+         source=edited(reference("run_with_cache"),
+                       ("    with contextlib.ExitStack() as stack:\n"
+                        "        for name in chosen:\n"
+                        "            stack.enter_context(points[name].register_forward_hook(hook_for(name)))\n"
+                        "        logits = model(tokens)",
+                        "    for name in chosen:\n"
+                        "        points[name].register_forward_hook(hook_for(name))\n"
+                        "    logits = model(tokens)")),
+         expect=["hooks were still registered"]),
+    dict(exercise="run_with_cache", kind="wrong", clause="removed-on-raise", why="removes the hooks after forward, not in finally",
+         source=edited(reference("run_with_cache"),
+                       ("    with contextlib.ExitStack() as stack:\n"
+                        "        for name in chosen:\n"
+                        "            stack.enter_context(points[name].register_forward_hook(hook_for(name)))\n"
+                        "        logits = model(tokens)",
+                        "    handles = [points[name].register_forward_hook(hook_for(name)) for name in chosen]\n"
+                        "    logits = model(tokens)\n"
+                        "    for handle in handles:\n"
+                        "        handle.remove()")),
+         expect=["whose forward pass raised valueerror", "hooks were still registered", "finally"]),
+    dict(exercise="run_with_cache", kind="wrong", clause="propagates", why="swallows the forward's exception",
+         source=edited(reference("run_with_cache"),
+                       ("        logits = model(tokens)",
+                        "        try:\n            logits = model(tokens)\n        except Exception:\n"
+                        "            logits = None")),
+         expect=["let the exception reach the caller"]),
+    dict(exercise="run_with_cache", kind="wrong", clause="key-error", why="skips unknown names silently",
+         source=edited(reference("run_with_cache"),
+                       ("        if unknown:\n            raise KeyError(f\"not hook points of the model: {unknown}\")\n",
+                        "        chosen = [name for name in chosen if name in points]\n")),
+         expect=["must raise keyerror", "blocks.7.hook_resid_pre"]),
+    dict(exercise="run_with_cache", kind="wrong", clause="key-error-first", why="finds the unknown name while registering",
+         source=edited(reference("run_with_cache"),
+                       ("        unknown = [name for name in chosen if name not in points]\n"
+                        "        if unknown:\n            raise KeyError(f\"not hook points of the model: {unknown}\")\n", ""),
+                       ("            stack.enter_context(points[name].register_forward_hook(hook_for(name)))",
+                        "            stack.enter_context(model.hook_points()[name].register_forward_hook(hook_for(name)))")),
+         expect=["only after it had registered", "check every name first"]),
+    dict(exercise="run_with_cache", kind="wrong", clause="own-hooks", why="clears every hook point's hooks at the end",
+         source=edited(reference("run_with_cache"),
+                       ("    return logits, cache",
+                        "    for point in points.values():\n        point._forward_hooks.clear()\n"
+                        "    return logits, cache")),
+         expect=["removed hooks that were on the model before"]),
+    dict(exercise="run_with_cache", kind="wrong", clause="all", why="names=None caches every module, not only hook points",
+         source=edited(reference("run_with_cache"),
+                       ("    if names is None:\n        chosen = list(points)",
+                        "    if names is None:\n        points = dict(model.named_modules())\n        chosen = list(points)")),
+         expect=["not hook points"]),
+    dict(exercise="run_with_cache", kind="wrong", clause="list", why="caches everything whatever the list",
+         source=edited(reference("run_with_cache"),
+                       ("        stack.enter_context(points[name].register_forward_hook(hook_for(name)))\n        logits",
+                        "        pass\n        for name in points:\n"
+                        "            stack.enter_context(points[name].register_forward_hook(hook_for(name)))\n"
+                        "        logits")),
+         expect=["which were not asked for"]),
+    dict(exercise="run_with_cache", kind="wrong", clause="predicate", why="a predicate read as a list of names",
+         source=edited(reference("run_with_cache"),
+                       ("    elif callable(names):\n        chosen = [name for name in points if names(name)]\n", "")),
+         expect=["typeerror", "not iterable"]),
+    dict(exercise="run_with_cache", kind="wrong", clause="pair", why="returns the cache only",
+         source=edited(reference("run_with_cache"), ("    return logits, cache", "    return cache")),
+         expect=["expected a pair (logits, cache)"]),
+    dict(exercise="run_with_cache", kind="wrong", clause="logits", why="returns the last position's logits",
+         source=edited(reference("run_with_cache"), ("    return logits, cache", "    return logits[:, -1], cache")),
+         expect=["as its logits", "shape (2, 6, 10)"]),
+    dict(exercise="run_with_cache", kind="wrong", clause="once", why="one forward pass per hook point",
+         source=edited(reference("run_with_cache"),
+                       ("    with contextlib.ExitStack() as stack:\n"
+                        "        for name in chosen:\n"
+                        "            stack.enter_context(points[name].register_forward_hook(hook_for(name)))\n"
+                        "        logits = model(tokens)",
+                        "    logits = model(tokens)\n"
+                        "    for name in chosen:\n"
+                        "        with points[name].register_forward_hook(hook_for(name)):\n"
+                        "            model(tokens)")),
+         expect=["ran the model", "times", "run it once"]),
+    dict(exercise="run_with_cache", kind="wrong", clause="names", why="late-binding loop variable in a lambda",
+         source=edited(reference("run_with_cache"),
+                       ("stack.enter_context(points[name].register_forward_hook(hook_for(name)))",
+                        "stack.enter_context(points[name].register_forward_hook(\n"
+                        "                lambda module, args, output: cache.update({name: output.detach().clone()})))")),
+         expect=["loop's variable", "own"]),
+    dict(exercise="run_with_cache", kind="right", why="try/finally over a list of handles, a filter function",
+         source='''
+def run_with_cache(model, tokens, names=None):
+    points = model.hook_points()
+    if names is None:
+        wanted = points.keys()
+    elif callable(names):
+        wanted = list(filter(names, points))
+    else:
+        for name in names:
+            if name not in points:
+                raise KeyError(name)
+        wanted = names
+    cache, handles = {}, []
+    for name in wanted:
+        handles.append(points[name].register_forward_hook(
+            lambda module, args, output, key=name: cache.__setitem__(key, output.clone().detach())))
+    try:
+        out = model(tokens)
+    finally:
+        for handle in handles:
+            handle.remove()
+    return out, cache
+''',
+         expect=[]),
+
+    # ------------------------------------------------------------------ run_with_hooks
+    dict(exercise="run_with_hooks", kind="wrong", clause="replacement", why="ignores what fn returns",
+         source=edited(reference("run_with_hooks"),
+                       ("        return lambda module, args, output: fn(output, name)",
+                        "        def hook(module, args, output):\n            fn(output, name)\n        return hook")),
+         expect=["without the replacements", "return what fn returned"]),
+    dict(exercise="run_with_hooks", kind="wrong", clause="fn-args", why="calls fn(name, activation)",
+         source=edited(reference("run_with_hooks"), ("fn(output, name)", "fn(name, output)")),
+         expect=["fn(activation, name)", "activation (the hook's output) first"]),
+    dict(exercise="run_with_hooks", kind="wrong", clause="order", why="registers with prepend=True",
+         source=edited(reference("run_with_hooks"),
+                       ("register_forward_hook(hook_for(name, fn))", "register_forward_hook(hook_for(name, fn), prepend=True)")),
+         expect=["reverse order", "list's order"]),
+    dict(exercise="run_with_hooks", kind="wrong", clause="chain", why="a dict by name keeps one function per hook point",
+         source=edited(reference("run_with_hooks"),
+                       ("        for name, fn in fwd_hooks:\n",
+                        "        for name, fn in dict(fwd_hooks).items():\n")),
+         expect=["only the last function of that hook point"]),
+    dict(exercise="run_with_hooks", kind="wrong", clause="key-error", why="skips unknown names",
+         source=edited(reference("run_with_hooks"),
+                       ("        for name, fn in fwd_hooks:\n",
+                        "        for name, fn in [(name, fn) for name, fn in fwd_hooks if name in points]:\n"),
+                       ("    if unknown:\n        raise KeyError(f\"not hook points of the model: {unknown}\")\n", "")),
+         expect=["must raise keyerror"]),
+    dict(exercise="run_with_hooks", kind="wrong", clause="key-error-first", why="a KeyError from the lookup while registering",
+         source=edited(reference("run_with_hooks"),
+                       ("    if unknown:\n        raise KeyError(f\"not hook points of the model: {unknown}\")\n", "")),
+         expect=["only after it had registered"]),
+    dict(exercise="run_with_hooks", kind="wrong", clause="removed", why="never removes its hooks",
+         source=edited(reference("run_with_hooks"),
+                       ("            stack.enter_context(points[name].register_forward_hook(hook_for(name, fn)))",
+                        "            points[name].register_forward_hook(hook_for(name, fn))")),
+         expect=["hooks were still registered"]),
+    dict(exercise="run_with_hooks", kind="wrong", clause="removed-on-raise", why="removes after forward, not in finally",
+         source=edited(reference("run_with_hooks"),
+                       ("    with contextlib.ExitStack() as stack:\n"
+                        "        for name, fn in fwd_hooks:\n"
+                        "            stack.enter_context(points[name].register_forward_hook(hook_for(name, fn)))\n"
+                        "        return model(tokens)",
+                        "    handles = [points[name].register_forward_hook(hook_for(name, fn)) for name, fn in fwd_hooks]\n"
+                        "    logits = model(tokens)\n"
+                        "    for handle in handles:\n"
+                        "        handle.remove()\n"
+                        "    return logits")),
+         expect=["whose forward pass raised valueerror", "hooks were still registered"]),
+    dict(exercise="run_with_hooks", kind="wrong", clause="propagates", why="returns None when forward raises",
+         source=edited(reference("run_with_hooks"),
+                       ("        return model(tokens)",
+                        "        try:\n            return model(tokens)\n        except ValueError:\n            return None")),
+         expect=["let the exception reach the caller"]),
+    dict(exercise="run_with_hooks", kind="wrong", clause="own-hooks", why="clears the hook points' hooks afterwards",
+         source=edited(reference("run_with_hooks"),
+                       ("        return model(tokens)",
+                        "        logits = model(tokens)\n"
+                        "    for point in points.values():\n"
+                        "        point._forward_hooks.clear()\n"
+                        "    return logits")),
+         expect=["removed hooks that were on the model before"]),
+    dict(exercise="run_with_hooks", kind="wrong", clause="own-hooks-run", why="puts the model's own hooks aside during the call",
+         source=edited(reference("run_with_hooks"),
+                       ("    with contextlib.ExitStack() as stack:\n",
+                        "    saved = {name: dict(point._forward_hooks) for name, point in points.items()}\n"
+                        "    for point in points.values():\n"
+                        "        point._forward_hooks.clear()\n"
+                        "    try:\n"
+                        "        return _run(points, fwd_hooks, hook_for, model, tokens)\n"
+                        "    finally:\n"
+                        "        for name, point in points.items():\n"
+                        "            point._forward_hooks.update(saved[name])\n"
+                        "\n"
+                        "\n"
+                        "def _run(points, fwd_hooks, hook_for, model, tokens):\n"
+                        "    with contextlib.ExitStack() as stack:\n")),
+         expect=["did not run during the call"]),
+    dict(exercise="run_with_hooks", kind="wrong", clause="returns", why="forgets to return the logits",
+         source=edited(reference("run_with_hooks"), ("        return model(tokens)", "        model(tokens)")),
+         expect=["returned none", "expected the logits"]),
+    dict(exercise="run_with_hooks", kind="wrong", clause="pairs", why="reads fwd_hooks as a dict",
+         source=edited(reference("run_with_hooks"),
+                       ("        for name, fn in fwd_hooks:\n", "        for name, fn in fwd_hooks.items():\n"),
+                       ("    unknown = [name for name, _ in fwd_hooks if name not in points]",
+                        "    unknown = [name for name in dict(fwd_hooks) if name not in points]")),
+         expect=["attributeerror", "items"]),
+    dict(exercise="run_with_hooks", kind="right", why="try/finally, a def per pair, explicit None test",
+         source='''
+def run_with_hooks(model, tokens, fwd_hooks):
+    points = model.hook_points()
+    for name, _ in fwd_hooks:
+        if name not in points:
+            raise KeyError(name)
+    handles = []
+
+    def make(fn, name):
+        def hook(module, args, output):
+            new = fn(output, name)
+            return output if new is None else new
+        return hook
+
+    try:
+        for name, fn in fwd_hooks:
+            handles.append(points[name].register_forward_hook(make(fn, name)))
+        return model(tokens)
+    finally:
+        for handle in handles:
+            handle.remove()
+''',
+         expect=[]),
+
+    # ------------------------------------------------------------------ ablate_heads
+    dict(exercise="ablate_heads", kind="wrong", clause="mean-reference", why="the batch's own mean",
+         source=edited(reference("ablate_heads"),
+                       ("z[:, :, chosen] = mean_cache[name][:, :, chosen].mean(dim=0)",
+                        "z[:, :, chosen] = z[:, :, chosen].mean(dim=0)")),
+         expect=["mean over the batch being ablated", "mean of the reference run"]),
+    dict(exercise="ablate_heads", kind="wrong", clause="per-position", why="a mean over the positions too",
+         source=edited(reference("ablate_heads"),
+                       ("mean_cache[name][:, :, chosen].mean(dim=0)", "mean_cache[name][:, :, chosen].mean(dim=(0, 1))")),
+         expect=["over the positions too", "one mean per position"]),
+    dict(exercise="ablate_heads", kind="wrong", clause="at-z", why="indexes the positions instead of the heads",
+         source=edited(reference("ablate_heads"),
+                       ("                z[:, :, chosen] = 0", "                z[:, chosen] = 0")),
+         expect=["zeroed a position instead of a head", "z[:, :, head]"]),
+    dict(exercise="ablate_heads", kind="wrong", clause="each-head", why="one head per layer (a dict overwritten)",
+         source=edited(reference("ablate_heads"),
+                       ("        by_layer.setdefault(layer, []).append(head)", "        by_layer[layer] = [head]")),
+         expect=["were ablated", "every (layer, head) pair"]),
+    dict(exercise="ablate_heads", kind="wrong", clause="value-error", why="no check for a missing mean_cache",
+         source=edited(reference("ablate_heads"),
+                       ("    if kind == \"mean\" and mean_cache is None:\n"
+                        "        raise ValueError(\"kind='mean' needs the mean_cache of a reference run\")\n", "")),
+         expect=["expected valueerror"]),
+    dict(exercise="ablate_heads", kind="wrong", clause="no-hook", why="never removes its hooks",
+         source=edited(reference("ablate_heads"),
+                       ("            stack.enter_context(model.get_submodule(name).register_forward_hook(hook_for(name, chosen)))",
+                        "            model.get_submodule(name).register_forward_hook(hook_for(name, chosen))")),
+         expect=["hooks were still registered"]),
+    dict(exercise="ablate_heads", kind="wrong", clause="no-hook-on-raise", why="removes after forward, not in finally",
+         source=edited(reference("ablate_heads"),
+                       ("    with contextlib.ExitStack() as stack:\n"
+                        "        for layer, chosen in by_layer.items():\n"
+                        "            name = f\"blocks.{layer}.attn.hook_z\"\n"
+                        "            stack.enter_context(model.get_submodule(name).register_forward_hook(hook_for(name, chosen)))\n"
+                        "        return model(tokens)",
+                        "    handles = []\n"
+                        "    for layer, chosen in by_layer.items():\n"
+                        "        name = f\"blocks.{layer}.attn.hook_z\"\n"
+                        "        handles.append(model.get_submodule(name).register_forward_hook(hook_for(name, chosen)))\n"
+                        "    logits = model(tokens)\n"
+                        "    for handle in handles:\n"
+                        "        handle.remove()\n"
+                        "    return logits")),
+         expect=["whose forward pass raised valueerror", "hooks were still registered"]),
+    dict(exercise="ablate_heads", kind="wrong", clause="propagates", why="swallows the exception",
+         source=edited(reference("ablate_heads"),
+                       ("        return model(tokens)",
+                        "        try:\n            return model(tokens)\n        except Exception:\n            return None")),
+         expect=["let the exception reach the caller"]),
+    dict(exercise="ablate_heads", kind="wrong", clause="others", why="zeroes the whole layer's output",
+         source=edited(reference("ablate_heads"),
+                       ("                z[:, :, chosen] = 0", "                z[:] = 0")),
+         expect=["every head of each layer", "leave the other heads"]),
+    dict(exercise="ablate_heads", kind="wrong", clause="every-position", why="ablates the last position only",
+         source=edited(reference("ablate_heads"),
+                       ("                z[:, :, chosen] = 0", "                z[:, -1, chosen] = 0")),
+         expect=["last position only", "every position"]),
+    dict(exercise="ablate_heads", kind="wrong", clause="zero", why="kind='zero' read as the batch's mean",
+         source=edited(reference("ablate_heads"),
+                       ("                z[:, :, chosen] = 0", "                z[:, :, chosen] = z[:, :, chosen].mean(dim=0)")),
+         expect=["kind='zero' replaces it by zeros"]),
+    dict(exercise="ablate_heads", kind="wrong", clause="logits", why="modifies z but returns nothing from the function",
+         source=edited(reference("ablate_heads"), ("        return model(tokens)", "        model(tokens)")),
+         expect=["returned none", "expected the logits"]),
+    dict(exercise="ablate_heads", kind="right", why="a pre-hook on the output projection, masks per layer",
+         source='''
+import torch
+
+
+def ablate_heads(model, tokens, heads, kind="zero", mean_cache=None):
+    if kind == "mean" and mean_cache is None:
+        raise ValueError("mean ablation needs mean_cache")
+    handles = []
+    try:
+        for layer in sorted({layer for layer, _ in heads}):
+            attn = model.blocks[layer].attn
+            mask = torch.zeros(attn.n_heads, dtype=torch.bool)
+            for each, head in heads:
+                if each == layer:
+                    mask[head] = True
+
+            def hook(module, args, output, mask=mask, layer=layer):
+                if kind == "zero":
+                    fill = torch.zeros_like(output)
+                else:
+                    fill = mean_cache[f"blocks.{layer}.attn.hook_z"].mean(dim=0).expand_as(output)
+                return torch.where(mask[None, None, :, None], fill, output)
+
+            handles.append(attn.hook_z.register_forward_hook(hook))
+        return model(tokens)
+    finally:
+        for handle in handles:
+            handle.remove()
+''',
+         expect=[]),
+
+    # ------------------------------------------------------------------ patching_table
+    dict(exercise="patching_table", kind="wrong", clause="corrupted-run", why="patches the clean run with corrupted values",
+         source=edited(reference("patching_table"),
+                       ("        model(clean)", "        model(corrupted)"),
+                       ("table[i, position] = float(metric(model(corrupted)))",
+                        "table[i, position] = float(metric(model(clean)))")),
+         expect=["patched the wrong run"]),
+    dict(exercise="patching_table", kind="wrong", clause="position", why="positions off by one",
+         source=edited(reference("patching_table"),
+                       ("                output[:, position] = clean_activations[name][:, position]",
+                        "                output[:, position + 1:position + 2] = clean_activations[name][:, position + 1:position + 2]")),
+         expect=["off by one"]),
+    dict(exercise="patching_table", kind="wrong", clause="rest-corrupted", why="patches into the same copy, so patches pile up",
+         source=edited(reference("patching_table"),
+                       ("    for i, name in enumerate(names):\n        for position in range(corrupted.shape[1]):\n",
+                        "    for i, name in enumerate(names):\n        kept = {}\n"
+                        "        for position in range(corrupted.shape[1]):\n"),
+                       ("                output = output.clone()\n",
+                        "                output = kept.setdefault(\"patched\", output.clone())\n")),
+         expect=["patches positions 0 to p", "fresh copy"]),
+    dict(exercise="patching_table", kind="wrong", clause="whole-batch", why="patches the first sequence only",
+         source=edited(reference("patching_table"),
+                       ("output[:, position] = clean_activations[name][:, position]",
+                        "output[0, position] = clean_activations[name][0, position]")),
+         expect=["first sequence of the batch", "all of the batch"]),
+    dict(exercise="patching_table", kind="wrong", clause="metric", why="returns the share restored, as the lesson draws it",
+         source=edited(reference("patching_table"),
+                       ("    return table",
+                        "    with torch.no_grad():\n"
+                        "        low, high = float(metric(model(corrupted))), float(metric(model(clean)))\n"
+                        "    return (table - low) / (high - low)")),
+         expect=["share of the clean metric restored", "metric of each patched run itself"]),
+    dict(exercise="patching_table", kind="wrong", clause="from-clean", why="forgets to return the patched copy",
+         source=edited(reference("patching_table"),
+                       ("                output[:, position] = clean_activations[name][:, position]\n"
+                        "                return output\n",
+                        "                output[:, position] = clean_activations[name][:, position]\n")),
+         expect=["without any patch", "return the patched copy"]),
+    dict(exercise="patching_table", kind="wrong", clause="shape", why="positions down the rows",
+         source=edited(reference("patching_table"), ("    return table", "    return table.T")),
+         expect=["expected shape (3, 5)"]),
+    dict(exercise="patching_table", kind="wrong", clause="no-hook", why="never removes the clean run's hooks",
+         source=edited(reference("patching_table"),
+                       ("            stack.enter_context(points[name].register_forward_hook(\n",
+                        "            points[name].register_forward_hook(\n"),
+                       ("clean_activations.update({name: output.clone()})))",
+                        "clean_activations.update({name: output.clone()}))")),
+         expect=["hooks were still registered"]),
+    dict(exercise="patching_table", kind="right", why="torch.where on a position mask, a run_with_hooks of its own",
+         source='''
+import torch
+
+
+def patching_table(model, clean, corrupted, metric, names):
+    points = model.hook_points()
+    stored = {}
+    handles = [points[name].register_forward_hook(
+        lambda module, args, output, name=name: stored.__setitem__(name, output.detach().clone())) for name in names]
+    try:
+        model(clean)
+    finally:
+        for handle in handles:
+            handle.remove()
+    seq = clean.shape[1]
+    rows = []
+    for name in names:
+        row = []
+        for p in range(seq):
+            at_p = (torch.arange(seq) == p).view(1, seq, *[1] * (stored[name].dim() - 2))
+            handle = points[name].register_forward_hook(
+                lambda module, args, output: torch.where(at_p, stored[name], output))
+            try:
+                row.append(metric(model(corrupted)).item())
+            finally:
+                handle.remove()
+        rows.append(row)
+    return torch.tensor(rows)
+''',
+         expect=[]),
+
+    # ------------------------------------------------------------------ attribution_table
+    dict(exercise="attribution_table", kind="wrong", clause="G", why="the gradient of the clean run",
+         source=edited(reference("attribution_table"),
+                       ("            stack.enter_context(points[name].register_forward_hook(keep(clean_activations, name)))\n"
+                        "        with torch.no_grad():\n"
+                        "            model(clean)",
+                        "            stack.enter_context(points[name].register_forward_hook(keep(clean_activations, name, gradients)))\n"
+                        "        clean_value = metric(model(clean))"),
+                       ("            stack.enter_context(points[name].register_forward_hook(keep(corrupted_activations, name, gradients)))",
+                        "            stack.enter_context(points[name].register_forward_hook(keep(corrupted_activations, name)))"),
+                       ("    value.backward()", "    clean_value.backward()")),
+         expect=["gradient of the clean run", "corrupted run's metric"]),
+    dict(exercise="attribution_table", kind="wrong", clause="C-R", why="corrupted minus clean",
+         source=edited(reference("attribution_table"),
+                       ("(clean_activations[name] - corrupted_activations[name])",
+                        "(corrupted_activations[name] - clean_activations[name])")),
+         expect=["r - c", "c - r"]),
+    dict(exercise="attribution_table", kind="wrong", clause="M", why="leaves out the corrupted run's metric",
+         source=edited(reference("attribution_table"),
+                       ("rows.append(value.item() + change", "rows.append(change")),
+         expect=["left out m"]),
+    dict(exercise="attribution_table", kind="wrong", clause="sum", why="sums over the positions too",
+         source=edited(reference("attribution_table"),
+                       ("change.transpose(0, 1).reshape(change.shape[1], -1).sum(dim=1))",
+                        "change.sum().expand(change.shape[1]))")),
+         expect=["summed over the positions too"]),
+    dict(exercise="attribution_table", kind="wrong", clause="tensor-hooks", why="retain_grad on the activations",
+         source=edited(reference("attribution_table"),
+                       ("                output.register_hook(lambda grad: grads.update({name: grad}))",
+                        "                output.retain_grad()\n                grads[name] = output"),
+                       ("* gradients[name]", "* gradients[name].grad")),
+         expect=["retain_grad()", "tensor hook"]),
+    dict(exercise="attribution_table", kind="wrong", clause="twice", why="a third forward pass for the metric",
+         source=edited(reference("attribution_table"),
+                       ("    value.backward()",
+                        "    value.backward()\n    with torch.no_grad():\n        value = metric(model(corrupted))")),
+         expect=["ran the model 3 times", "exactly twice"]),
+    dict(exercise="attribution_table", kind="wrong", clause="backward-once", why="one backward per name",
+         source=edited(reference("attribution_table"),
+                       ("    value.backward()", "    for name in names:\n        value.backward(retain_graph=True)")),
+         expect=["ran backward through the model's logits 3 times", "expected once"]),
+    dict(exercise="attribution_table", kind="wrong", clause="no-hook", why="never removes the clean run's hooks",
+         source=edited(reference("attribution_table"),
+                       ("            stack.enter_context(points[name].register_forward_hook(keep(clean_activations, name)))",
+                        "            points[name].register_forward_hook(keep(clean_activations, name))")),
+         expect=["hooks were still registered"]),
+    dict(exercise="attribution_table", kind="wrong", clause="shape", why="rows as a list",
+         source=edited(reference("attribution_table"), ("    return torch.stack(rows)", "    return rows")),
+         expect=["expected a float tensor of shape (3, 5)"]),
+    dict(exercise="attribution_table", kind="wrong", clause="formula", why="the change times the activation, not the gradient",
+         source=edited(reference("attribution_table"),
+                       ("* gradients[name]", "* corrupted_activations[name]")),
+         expect=["m + sum((c - r) * g)"]),
+    dict(exercise="attribution_table", kind="wrong", clause="estimate", why="real patching instead of the estimate",
+         source='''
+import torch
+
+
+def attribution_table(model, clean, corrupted, metric, names):
+    points = model.hook_points()
+    stored = {}
+    with torch.no_grad():
+        handles = [points[n].register_forward_hook(lambda m, a, o, n=n: stored.update({n: o.clone()})) for n in names]
+        model(clean)
+        for handle in handles:
+            handle.remove()
+        rows = []
+        for n in names:
+            row = []
+            for p in range(clean.shape[1]):
+                def patch(m, a, o, p=p, n=n):
+                    o = o.clone()
+                    o[:, p] = stored[n][:, p]
+                    return o
+                with points[n].register_forward_hook(patch):
+                    row.append(float(metric(model(corrupted))))
+            rows.append(row)
+    return torch.tensor(rows)
+''',
+         expect=["ran the model", "exactly twice"]),
+    dict(exercise="attribution_table", kind="right", why="torch.autograd.grad with tensor hooks, einsum-free sums",
+         source='''
+import torch
+
+
+def attribution_table(model, clean, corrupted, metric, names):
+    points = model.hook_points()
+    acts = {"clean": {}, "corrupted": {}}
+    grads = {}
+
+    def run(which, tokens):
+        def make(name):
+            def hook(module, args, output):
+                acts[which][name] = output.detach()
+                if which == "corrupted":
+                    output.register_hook(lambda grad: grads.__setitem__(name, grad.detach()))
+            return hook
+        handles = [points[name].register_forward_hook(make(name)) for name in names]
+        try:
+            return model(tokens)
+        finally:
+            for handle in handles:
+                handle.remove()
+
+    with torch.no_grad():
+        run("clean", clean)
+    value = metric(run("corrupted", corrupted))
+    value.backward()
+    table = []
+    for name in names:
+        product = (acts["clean"][name] - acts["corrupted"][name]) * grads[name]
+        dims = [d for d in range(product.dim()) if d != 1]
+        table.append(product.sum(dim=dims) + value.detach())
+    return torch.stack(table)
+''',
+         expect=[]),
+
+    # ------------------------------------------------------------------ steer
+    dict(exercise="steer", kind="wrong", clause="removed-on-raise", why="removes the hook after yield, not in finally",
+         source=edited(reference("steer"),
+                       ("    with point.register_forward_hook(lambda module, args, output: output + alpha * vector):\n        yield",
+                        "    handle = point.register_forward_hook(lambda module, args, output: output + alpha * vector)\n"
+                        "    yield\n    handle.remove()")),
+         expect=["hooks were still registered", "raise valueerror"]),
+    dict(exercise="steer", kind="wrong", clause="removed", why="registers on entry, never removes",
+         source=edited(reference("steer"),
+                       ("    with point.register_forward_hook(lambda module, args, output: output + alpha * vector):\n        yield",
+                        "    point.register_forward_hook(lambda module, args, output: output + alpha * vector)\n    yield")),
+         expect=["steering stayed after the block"]),
+    dict(exercise="steer", kind="wrong", clause="outside", why="returns the handle: the hook is on from the call",
+         source='''
+def steer(model, name, vector, alpha=1.0):
+    return model.hook_points()[name].register_forward_hook(lambda module, args, output: output + alpha * vector)
+''',
+         expect=["before its `with` block began"]),
+    dict(exercise="steer", kind="wrong", clause="context-manager", why="a generator without @contextmanager",
+         source=edited(reference("steer"), ("@contextlib.contextmanager\n", "")),
+         expect=["which a `with` statement cannot use", "contextmanager"]),
+    dict(exercise="steer", kind="wrong", clause="unchanged", why="scales the vector in place",
+         source=edited(reference("steer"),
+                       ("    point = model.hook_points()[name]\n",
+                        "    point = model.hook_points()[name]\n    vector.mul_(alpha)\n"),
+                       ("output + alpha * vector", "output + vector")),
+         expect=["changed `vector`", "in place"]),
+    dict(exercise="steer", kind="wrong", clause="adds", why="forgets alpha",
+         source=edited(reference("steer"), ("output + alpha * vector", "output + vector")),
+         expect=["without alpha"]),
+    dict(exercise="steer", kind="wrong", clause="everywhere", why="adds at the last position only",
+         source=edited(reference("steer"),
+                       ("lambda module, args, output: output + alpha * vector",
+                        "lambda module, args, output: torch.cat([output[:, :-1], output[:, -1:] + alpha * vector], dim=1)"),
+                       ("import contextlib\n", "import contextlib\n\nimport torch\n")),
+         expect=["last position only", "every batch element and position"]),
+    dict(exercise="steer", kind="wrong", clause="propagates", why="a class whose __exit__ swallows the exception",
+         source='''
+class steer:
+    def __init__(self, model, name, vector, alpha=1.0):
+        self.point, self.vector, self.alpha = model.hook_points()[name], vector, alpha
+
+    def __enter__(self):
+        self.handle = self.point.register_forward_hook(lambda module, args, output: output + self.alpha * self.vector)
+        return self
+
+    def __exit__(self, *exc):
+        self.handle.remove()
+        return True
+''',
+         expect=["without the block's valueerror", "swallows"]),
+    dict(exercise="steer", kind="wrong", clause="nest", why="clears the hook point's hooks on exit",
+         source='''
+import contextlib
+
+
+@contextlib.contextmanager
+def steer(model, name, vector, alpha=1.0):
+    point = model.hook_points()[name]
+    point.register_forward_hook(lambda module, args, output: output + alpha * vector)
+    try:
+        yield
+    finally:
+        for each in model.hook_points().values():
+            each._forward_hooks.clear()
+''',
+         expect=["after the inner block"]),
+    dict(exercise="steer", kind="right", why="a class with a handle, try/finally-free __exit__",
+         source='''
+class steer:
+    def __init__(self, model, name, vector, alpha=1.0):
+        self.point = model.hook_points()[name]
+        self.delta = alpha * vector
+
+    def __enter__(self):
+        self.handle = self.point.register_forward_hook(self.add)
+        return self
+
+    def add(self, module, args, output):
+        return output + self.delta
+
+    def __exit__(self, kind, error, traceback):
+        self.handle.remove()
+        return False
+''',
+         expect=[]),
+]
+
+# ---------------------------------------------------------------------- the adversary pass
+# Wrong submissions written from the docstrings alone, as a stranger would, and from public projects that
+# do the same: TransformerLens (its cache hook stored tensor.detach() without a copy; its run_with_hooks
+# and run_with_cache ended with reset_hooks(), which took the model's own hooks too, issue #113, and did
+# not remove hooks when a hook raised, PR #156), baukit's Trace and TraceDict (the output itself is
+# kept unless clone=True).
+ENTRIES += [
+    # ------------------------------------------------------------------ run_with_cache
+    dict(exercise="run_with_cache", kind="wrong", clause="copy", why="TransformerLens's detach().to(device), no copy",
+         source=edited(reference("run_with_cache"),
+                       ("cache[name] = output.detach().clone()", "cache[name] = output.detach().to(output.device)")),
+         expect=["clone()"]),
+    dict(exercise="run_with_cache", kind="wrong", clause="detached", why="baukit's default: the output itself",
+         source=edited(reference("run_with_cache"), ("cache[name] = output.detach().clone()", "cache[name] = output")),
+         expect=["autograd graph"]),
+    dict(exercise="run_with_cache", kind="wrong", clause="own-hooks", why="reset_hooks() at the end, in finally",
+         source=edited(reference("run_with_cache"),
+                       ("    return logits, cache",
+                        "    for module in model.modules():\n        module._forward_hooks.clear()\n"
+                        "    return logits, cache")),
+         expect=["removed hooks that were on the model before"]),
+    dict(exercise="run_with_cache", kind="wrong", clause="key-error", why="a list turned into a filter",
+         source=edited(reference("run_with_cache"),
+                       ("        chosen = list(names)\n", "        chosen = [name for name in points if name in names]\n"),
+                       ("        unknown = [name for name in chosen if name not in points]\n"
+                        "        if unknown:\n            raise KeyError(f\"not hook points of the model: {unknown}\")\n", "")),
+         expect=["must raise keyerror"]),
+    dict(exercise="run_with_cache", kind="wrong", clause="names", why="remove_batch_dim: the first sequence only",
+         source=edited(reference("run_with_cache"),
+                       ("cache[name] = output.detach().clone()", "cache[name] = output.detach().clone()[0]")),
+         expect=["first sequence only", "whole batch"]),
+    dict(exercise="run_with_cache", kind="wrong", clause="pair", why="a cache dict kept as a default argument",
+         source=edited(reference("run_with_cache"),
+                       ("def run_with_cache(model, tokens, names=None):", "def run_with_cache(model, tokens, names=None, cache={}):"),
+                       ("    cache = {}\n", "")),
+         expect=["same dict object", "new dict in each call"]),
+    dict(exercise="run_with_cache", kind="wrong", clause="list", why="an empty list read as 'all'",
+         source=edited(reference("run_with_cache"),
+                       ("    if names is None:\n        chosen = list(points)", "    if not names:\n        chosen = list(points)")),
+         expect=["which were not asked for", "asked: []"]),
+    dict(exercise="run_with_cache", kind="wrong", clause="key-error", why="looks names up with get_submodule",
+         source=edited(reference("run_with_cache"),
+                       ("        unknown = [name for name in chosen if name not in points]\n"
+                        "        if unknown:\n            raise KeyError(f\"not hook points of the model: {unknown}\")\n",
+                        "        points = {name: model.get_submodule(name) for name in chosen}\n")),
+         expect=["raised attributeerror", "expected keyerror"]),
+    dict(exercise="run_with_cache", kind="wrong", clause="removed", why="removes only the last handle",
+         source='''
+def run_with_cache(model, tokens, names=None):
+    points = model.hook_points()
+    if names is None:
+        names = list(points)
+    elif callable(names):
+        names = [name for name in points if names(name)]
+    elif any(name not in points for name in names):
+        raise KeyError(names)
+    cache = {}
+    for name in names:
+        handle = points[name].register_forward_hook(
+            lambda module, args, output, name=name: cache.update({name: output.detach().clone()}))
+    try:
+        logits = model(tokens)
+    finally:
+        handle.remove()
+    return logits, cache
+''',
+         expect=["names=[]", "unboundlocalerror"]),
+    dict(exercise="run_with_cache", kind="right", why="pre-hooks on the identity hook points",
+         source='''
+import contextlib
+
+
+def run_with_cache(model, tokens, names=None):
+    points = model.hook_points()
+    picked = [n for n in points if names is None or (callable(names) and names(n))]
+    if names is not None and not callable(names):
+        missing = set(names) - set(points)
+        if missing:
+            raise KeyError(sorted(missing))
+        picked = list(names)
+    cache = {}
+    with contextlib.ExitStack() as stack:
+        for n in picked:
+            stack.enter_context(points[n].register_forward_pre_hook(
+                lambda module, args, n=n: cache.__setitem__(n, args[0].detach().clone())))
+        return model(tokens), cache
+''',
+         expect=[]),
+
+    # ------------------------------------------------------------------ run_with_hooks
+    dict(exercise="run_with_hooks", kind="wrong", clause="own-hooks", why="TransformerLens's reset_hooks() afterwards",
+         source=edited(reference("run_with_hooks"),
+                       ("        return model(tokens)",
+                        "        try:\n            return model(tokens)\n        finally:\n"
+                        "            for module in model.modules():\n                module._forward_hooks.clear()")),
+         expect=["removed hooks that were on the model before"]),
+    dict(exercise="run_with_hooks", kind="wrong", clause="removed-on-raise", why="removes the hooks only when forward raises",
+         source=edited(reference("run_with_hooks"),
+                       ("    with contextlib.ExitStack() as stack:\n"
+                        "        for name, fn in fwd_hooks:\n"
+                        "            stack.enter_context(points[name].register_forward_hook(hook_for(name, fn)))\n"
+                        "        return model(tokens)",
+                        "    handles = [points[name].register_forward_hook(hook_for(name, fn)) for name, fn in fwd_hooks]\n"
+                        "    try:\n"
+                        "        return model(tokens)\n"
+                        "    except Exception:\n"
+                        "        for handle in handles:\n"
+                        "            handle.remove()\n"
+                        "        raise")),
+         expect=["hooks were still registered"]),
+    dict(exercise="run_with_hooks", kind="wrong", clause="replacement", why="`fn(...) or output` asks a tensor for its truth value",
+         source=edited(reference("run_with_hooks"),
+                       ("return lambda module, args, output: fn(output, name)",
+                        "return lambda module, args, output: (fn(output, name) or output)")),
+         expect=["no truth value", "test for none"]),
+    dict(exercise="run_with_hooks", kind="wrong", clause="fn-args", why="late-binding loop variables in a lambda",
+         source=edited(reference("run_with_hooks"),
+                       ("stack.enter_context(points[name].register_forward_hook(hook_for(name, fn)))",
+                        "stack.enter_context(points[name].register_forward_hook(lambda module, args, output: fn(output, name)))")),
+         expect=["loop's variables when it runs"]),
+    dict(exercise="run_with_hooks", kind="wrong", clause="replacement", why="passes fn a copy and drops its return",
+         source=edited(reference("run_with_hooks"),
+                       ("return lambda module, args, output: fn(output, name)",
+                        "return lambda module, args, output: (fn(output.clone(), name), None)[1]")),
+         expect=["without the replacements"]),
+    dict(exercise="run_with_hooks", kind="wrong", clause="key-error", why="hooks any module, get_submodule for the names",
+         source=edited(reference("run_with_hooks"),
+                       ("    points = model.hook_points()\n    unknown = [name for name, _ in fwd_hooks if name not in points]\n"
+                        "    if unknown:\n        raise KeyError(f\"not hook points of the model: {unknown}\")\n",
+                        "    points = {name: model.get_submodule(name) for name, _ in fwd_hooks}\n")),
+         expect=["raised attributeerror", "expected keyerror"]),
+    dict(exercise="run_with_hooks", kind="wrong", clause="chain", why="each function on the original activation, last one wins",
+         source=edited(reference("run_with_hooks"),
+                       ("    with contextlib.ExitStack() as stack:\n"
+                        "        for name, fn in fwd_hooks:\n"
+                        "            stack.enter_context(points[name].register_forward_hook(hook_for(name, fn)))\n",
+                        "    by_point = {}\n"
+                        "    for name, fn in fwd_hooks:\n"
+                        "        by_point.setdefault(name, []).append(fn)\n"
+                        "\n"
+                        "    def all_of(name, fns):\n"
+                        "        def hook(module, args, output):\n"
+                        "            results = [fn(output, name) for fn in fns]\n"
+                        "            kept = [result for result in results if result is not None]\n"
+                        "            return kept[-1] if kept else None\n"
+                        "        return hook\n"
+                        "\n"
+                        "    with contextlib.ExitStack() as stack:\n"
+                        "        for name, fns in by_point.items():\n"
+                        "            stack.enter_context(points[name].register_forward_hook(all_of(name, fns)))\n")),
+         expect=["only the last function of that hook point"]),
+    dict(exercise="run_with_hooks", kind="wrong", clause="removed", why="removes the hooks on error only, keeps them otherwise",
+         source=edited(reference("run_with_hooks"),
+                       ("    with contextlib.ExitStack() as stack:\n", "    stack = contextlib.ExitStack()\n    if True:\n"),
+                       ("        return model(tokens)",
+                        "        try:\n            return model(tokens)\n        except BaseException:\n"
+                        "            stack.close()\n            raise")),
+         expect=["hooks were still registered"]),
+    dict(exercise="run_with_hooks", kind="right", why="pre-hooks that replace the identity's input",
+         source='''
+def run_with_hooks(model, tokens, fwd_hooks):
+    points = model.hook_points()
+    if any(name not in points for name, _ in fwd_hooks):
+        raise KeyError([name for name, _ in fwd_hooks if name not in points])
+    handles = []
+    try:
+        for name, fn in fwd_hooks:
+            def pre(module, args, fn=fn, name=name):
+                new = fn(args[0], name)
+                return None if new is None else (new,)
+            handles.append(points[name].register_forward_pre_hook(pre))
+        return model(tokens)
+    finally:
+        while handles:
+            handles.pop().remove()
+''',
+         expect=[]),
+
+    # ------------------------------------------------------------------ ablate_heads
+    dict(exercise="ablate_heads", kind="wrong", clause="mean-reference", why="the reference's last sequence, not its mean",
+         source=edited(reference("ablate_heads"),
+                       ("mean_cache[name][:, :, chosen].mean(dim=0)", "mean_cache[name][-1, :, chosen]")),
+         expect=["expected"]),
+    dict(exercise="ablate_heads", kind="wrong", clause="others", why="mean ablation of every head of the layer",
+         source=edited(reference("ablate_heads"),
+                       ("                z[:, :, chosen] = mean_cache[name][:, :, chosen].mean(dim=0)",
+                        "                z[:] = mean_cache[name].mean(dim=0)")),
+         expect=["expected"]),
+    dict(exercise="ablate_heads", kind="wrong", clause="at-z", why="the last layer, whatever the layer",
+         source=edited(reference("ablate_heads"),
+                       ('            name = f"blocks.{layer}.attn.hook_z"',
+                        '            name = f"blocks.{len(model.blocks) - 1}.attn.hook_z"')),
+         expect=["last layer whatever their layer"]),
+    dict(exercise="ablate_heads", kind="wrong", clause="value-error", why="raises only for an unknown kind",
+         source=edited(reference("ablate_heads"),
+                       ("    if kind == \"mean\" and mean_cache is None:\n", "    if kind not in (\"zero\", \"mean\"):\n")),
+         expect=["expected valueerror"]),
+    dict(exercise="ablate_heads", kind="wrong", clause="each-head", why="one hook per layer, the first head only",
+         source=edited(reference("ablate_heads"),
+                       ("        by_layer.setdefault(layer, []).append(head)", "        by_layer.setdefault(layer, [head])")),
+         expect=["were ablated", "every (layer, head) pair"]),
+    dict(exercise="ablate_heads", kind="wrong", clause="own-hooks", why="clears hook_z's hooks instead of removing its own",
+         source=edited(reference("ablate_heads"),
+                       ("    with contextlib.ExitStack() as stack:\n", "    for layer in by_layer:\n"
+                        "        model.get_submodule(f\"blocks.{layer}.attn.hook_z\")._forward_hooks.clear()\n"
+                        "    with contextlib.ExitStack() as stack:\n"),
+                       ("            stack.enter_context(model.get_submodule(name).register_forward_hook(hook_for(name, chosen)))",
+                        "            model.get_submodule(name).register_forward_hook(hook_for(name, chosen))")),
+         expect=["removed hooks that were on the model before"]),
+    dict(exercise="ablate_heads", kind="wrong", clause="zero", why="zero ablation of the attention pattern's row made uniform",
+         source=edited(reference("ablate_heads"),
+                       ("                z[:, :, chosen] = 0",
+                        "                z[:, :, chosen] = z[:, :, chosen].mean(dim=1, keepdim=True)")),
+         expect=["expected"]),
+    dict(exercise="ablate_heads", kind="wrong", clause="per-position", why="the reference's mean over everything",
+         source=edited(reference("ablate_heads"),
+                       ("mean_cache[name][:, :, chosen].mean(dim=0)", "mean_cache[name][:, :, chosen].mean()")),
+         expect=["expected"]),
+    dict(exercise="ablate_heads", kind="right", why="zeroes the head's attention pattern, one hook per pair",
+         source='''
+import contextlib
+
+
+def ablate_heads(model, tokens, heads, kind="zero", mean_cache=None):
+    if kind == "mean" and mean_cache is None:
+        raise ValueError("mean_cache is needed for mean ablation")
+    with contextlib.ExitStack() as stack:
+        for layer, head in heads:
+            point = f"blocks.{layer}.attn.hook_z"
+
+            def replace(module, args, z, head=head, point=point):
+                z = z.clone()
+                z[:, :, head] = 0 if kind == "zero" else mean_cache[point][:, :, head].mean(0)
+                return z
+            stack.enter_context(model.hook_points()[point].register_forward_hook(replace))
+        return model(tokens)
+''',
+         expect=[]),
+
+    # ------------------------------------------------------------------ patching_table
+    dict(exercise="patching_table", kind="wrong", clause="position", why="every column patches all positions",
+         source=edited(reference("patching_table"),
+                       ("output[:, position] = clean_activations[name][:, position]",
+                        "output[:] = clean_activations[name]")),
+         expect=["all the positions at once"]),
+    dict(exercise="patching_table", kind="wrong", clause="position", why="late-binding name in the patch",
+         source=edited(reference("patching_table"),
+                       ("    for i, name in enumerate(names):\n        for position in range(corrupted.shape[1]):\n",
+                        "    for i, name in enumerate(names):\n        first = names[0]\n"
+                        "        for position in range(corrupted.shape[1]):\n"),
+                       ("output[:, position] = clean_activations[name][:, position]",
+                        "output[:, position] = clean_activations[first][:, position]"),
+                       ("            with points[name].register_forward_hook(patch), torch.no_grad():",
+                        "            with points[first].register_forward_hook(patch), torch.no_grad():")),
+         expect=["every row is the patch of"]),
+    dict(exercise="patching_table", kind="wrong", clause="from-clean", why="clean activations captured without a copy, then patched in place",
+         source=edited(reference("patching_table"),
+                       ("clean_activations.update({name: output.clone()})", "clean_activations.update({name: output})"),
+                       ("                output = output.clone()\n                output[:, position] = clean_activations[name][:, position]\n"
+                        "                return output\n",
+                        "                clean_activations[name][:, position + 1:] = output[:, position + 1:]\n"
+                        "                clean_activations[name][:, :position] = output[:, :position]\n"
+                        "                return clean_activations[name]\n")),
+         expect=["expected"]),
+    dict(exercise="patching_table", kind="wrong", clause="corrupted-run", why="the metric of the clean run everywhere",
+         source=edited(reference("patching_table"),
+                       ("table[i, position] = float(metric(model(corrupted)))",
+                        "table[i, position] = float(metric(model(clean)))")),
+         expect=["metric of the run on `clean`"]),
+    dict(exercise="patching_table", kind="wrong", clause="shape", why="a list of lists",
+         source=edited(reference("patching_table"), ("    return table", "    return table.tolist()")),
+         expect=["expected a float tensor of shape (3, 5)"]),
+    dict(exercise="patching_table", kind="wrong", clause="whole-batch", why="patches the mean of the clean batch",
+         source=edited(reference("patching_table"),
+                       ("output[:, position] = clean_activations[name][:, position]",
+                        "output[:, position] = clean_activations[name][:, position].mean(dim=0)")),
+         expect=["expected"]),
+    dict(exercise="patching_table", kind="wrong", clause="rest-corrupted", why="the last position is never patched",
+         source=edited(reference("patching_table"),
+                       ("        for position in range(corrupted.shape[1]):", "        for position in range(corrupted.shape[1] - 1):")),
+         expect=["expected"]),
+    dict(exercise="patching_table", kind="wrong", clause="own-hooks", why="removes the patches by clearing every hook point",
+         source=edited(reference("patching_table"),
+                       ("            with points[name].register_forward_hook(patch), torch.no_grad():\n"
+                        "                table[i, position] = float(metric(model(corrupted)))",
+                        "            points[name].register_forward_hook(patch)\n"
+                        "            with torch.no_grad():\n"
+                        "                table[i, position] = float(metric(model(corrupted)))\n"
+                        "            points[name]._forward_hooks.clear()")),
+         expect=["removed hooks that were on the model before"]),
+
+    # ------------------------------------------------------------------ attribution_table
+    dict(exercise="attribution_table", kind="wrong", clause="G", why="the forward hook returns a fresh leaf and reads its .grad",
+         source=edited(reference("attribution_table"),
+                       ("            store[name] = output.detach().clone()\n"
+                        "            if grads is not None:\n"
+                        "                output.register_hook(lambda grad: grads.update({name: grad}))",
+                        "            store[name] = output.detach().clone()\n"
+                        "            if grads is not None:\n"
+                        "                leaf = output.detach().requires_grad_()\n"
+                        "                leaf.register_hook(lambda grad: grads.update({name: grad}))\n"
+                        "                return leaf")),
+         expect=["no gradient reached", "cuts the graph"]),
+    dict(exercise="attribution_table", kind="wrong", clause="M", why="M from the clean run",
+         source=edited(reference("attribution_table"),
+                       ("        with torch.no_grad():\n            model(clean)",
+                        "        with torch.no_grad():\n            clean_value = metric(model(clean))"),
+                       ("rows.append(value.item() + change", "rows.append(clean_value.item() + change")),
+         expect=["m from the run on `clean`"]),
+    dict(exercise="attribution_table", kind="wrong", clause="sum", why="the first sequence of the batch only",
+         source=edited(reference("attribution_table"),
+                       ("change.transpose(0, 1).reshape(change.shape[1], -1).sum(dim=1))",
+                        "change[0].reshape(change.shape[1], -1).sum(dim=1))")),
+         expect=["expected"]),
+    dict(exercise="attribution_table", kind="wrong", clause="twice", why="a backward per hook point, each with its own forward",
+         source='''
+import torch
+
+
+def attribution_table(model, clean, corrupted, metric, names):
+    points = model.hook_points()
+    rows = []
+    for name in names:
+        seen = {}
+        with points[name].register_forward_hook(lambda m, a, o: seen.update(clean=o.detach())), torch.no_grad():
+            model(clean)
+        with points[name].register_forward_hook(lambda m, a, o: seen.update(corrupted=o)):
+            value = metric(model(corrupted))
+        grad, = torch.autograd.grad(value, seen["corrupted"])
+        change = (seen["clean"] - seen["corrupted"].detach()) * grad
+        rows.append(value.item() + change.transpose(0, 1).flatten(1).sum(1))
+    return torch.stack(rows)
+''',
+         expect=["ran the model 6 times", "exactly twice"]),
+    dict(exercise="attribution_table", kind="wrong", clause="tensor-hooks", why="retain_grad, kept in the forward hook",
+         source='''
+import torch
+
+
+def attribution_table(model, clean, corrupted, metric, names):
+    points = model.hook_points()
+    kept = {"clean": {}, "corrupted": {}}
+    for run, tokens in (("clean", clean), ("corrupted", corrupted)):
+        def hook(module, args, output, run=run):
+            name = next(n for n, p in points.items() if p is module)
+            if run == "corrupted":
+                output.retain_grad()
+            kept[run][name] = output
+        handles = [points[n].register_forward_hook(hook) for n in names]
+        try:
+            logits = model(tokens)
+        finally:
+            for h in handles:
+                h.remove()
+    value = metric(logits)
+    value.backward()
+    rows = []
+    for n in names:
+        change = (kept["clean"][n].detach() - kept["corrupted"][n].detach()) * kept["corrupted"][n].grad
+        rows.append(value.item() + change.transpose(0, 1).flatten(1).sum(1))
+    return torch.stack(rows)
+''',
+         expect=["retain_grad()"]),
+    dict(exercise="attribution_table", kind="right", why="the clean activations kept without a copy (nothing changes them later)",
+         source=edited(reference("attribution_table"),
+                       ("            store[name] = output.detach().clone()", "            store[name] = output.detach()"),
+                       ("        with torch.no_grad():\n            model(clean)", "        model(clean)")),
+         expect=[]),
+    dict(exercise="attribution_table", kind="wrong", clause="backward-once", why="autograd.grad per name with retain_graph",
+         source=edited(reference("attribution_table"),
+                       ("                output.register_hook(lambda grad: grads.update({name: grad}))",
+                        "                grads[name] = output"),
+                       ("    value.backward()\n",
+                        "    for name in names:\n"
+                        "        gradients[name], = torch.autograd.grad(value, gradients[name], retain_graph=True)\n")),
+         expect=["ran backward through the model's logits 3 times"]),
+    dict(exercise="attribution_table", kind="wrong", clause="formula", why="the gradient alone, no activation change",
+         source=edited(reference("attribution_table"),
+                       ("change = (clean_activations[name] - corrupted_activations[name]) * gradients[name]",
+                        "change = gradients[name]")),
+         expect=["expected"]),
+
+    # ------------------------------------------------------------------ steer
+    dict(exercise="steer", kind="wrong", clause="outside", why="a class that registers in __init__",
+         source='''
+class steer:
+    def __init__(self, model, name, vector, alpha=1.0):
+        self.handle = model.hook_points()[name].register_forward_hook(
+            lambda module, args, output: output + alpha * vector)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.handle.remove()
+''',
+         expect=["before its `with` block began"]),
+    dict(exercise="steer", kind="wrong", clause="nest", why="clears this hook point's hooks in finally",
+         source=edited(reference("steer"),
+                       ("    with point.register_forward_hook(lambda module, args, output: output + alpha * vector):\n        yield",
+                        "    point.register_forward_hook(lambda module, args, output: output + alpha * vector)\n"
+                        "    try:\n        yield\n    finally:\n        point._forward_hooks.clear()")),
+         expect=["removed the outer block's hook too"]),
+    dict(exercise="steer", kind="wrong", clause="adds", why="a hook that removes itself after the first forward",
+         source='''
+import contextlib
+
+
+@contextlib.contextmanager
+def steer(model, name, vector, alpha=1.0):
+    point = model.hook_points()[name]
+
+    def once(module, args, output):
+        handle.remove()
+        return output + alpha * vector
+
+    handle = point.register_forward_hook(once)
+    try:
+        yield
+    finally:
+        handle.remove()
+''',
+         expect=["every forward pass inside the block"]),
+    dict(exercise="steer", kind="wrong", clause="unchanged", why="vector *= alpha",
+         source=edited(reference("steer"),
+                       ("    point = model.hook_points()[name]\n", "    point = model.hook_points()[name]\n    vector *= alpha\n"),
+                       ("output + alpha * vector", "output + vector")),
+         expect=["changed `vector`"]),
+    dict(exercise="steer", kind="wrong", clause="propagates", why="a generator that catches the block's exception",
+         source=edited(reference("steer"),
+                       ("        yield", "        try:\n            yield\n        except Exception:\n            pass")),
+         expect=["without the block's valueerror"]),
+    dict(exercise="steer", kind="wrong", clause="adds", why="a global forward hook that adds at every module",
+         source='''
+import contextlib
+
+from torch.nn.modules.module import register_module_forward_hook
+
+
+@contextlib.contextmanager
+def steer(model, name, vector, alpha=1.0):
+    with register_module_forward_hook(lambda module, args, output: output + alpha * vector
+                                      if module in model.hook_points().values() else None):
+        yield
+''',
+         expect=["size of tensor", "must match"]),
+    dict(exercise="steer", kind="wrong", clause="removed", why="removes the hook only when the block raises",
+         source=edited(reference("steer"),
+                       ("    with point.register_forward_hook(lambda module, args, output: output + alpha * vector):\n        yield",
+                        "    handle = point.register_forward_hook(lambda module, args, output: output + alpha * vector)\n"
+                        "    try:\n        yield\n    except BaseException:\n        handle.remove()\n        raise")),
+         expect=["steering stayed after the block"]),
+    dict(exercise="steer", kind="wrong", clause="everywhere", why="adds to the first sequence of the batch only",
+         source=edited(reference("steer"),
+                       ("lambda module, args, output: output + alpha * vector",
+                        "lambda module, args, output: torch.cat([output[:1] + alpha * vector, output[1:]])"),
+                       ("import contextlib\n", "import contextlib\n\nimport torch\n")),
+         expect=["expected"]),
+    dict(exercise="steer", kind="right", why="a generator with try/finally and the vector scaled once",
+         source='''
+import contextlib
+
+
+@contextlib.contextmanager
+def steer(model, name, vector, alpha=1.0):
+    delta = alpha * vector
+    handle = model.hook_points()[name].register_forward_hook(lambda module, args, output: output.add(delta))
+    try:
+        yield handle
+    finally:
+        handle.remove()
+''',
+         expect=[]),
+]
+
+ENTRIES += [
+    dict(exercise="attribution_table", kind="wrong", clause="own-hooks", why="clears every hook point's hooks at the end",
+         source=edited(reference("attribution_table"),
+                       ("    return torch.stack(rows)",
+                        "    for point in points.values():\n        point._forward_hooks.clear()\n    return torch.stack(rows)")),
+         expect=["removed hooks that were on the model before"]),
+]
