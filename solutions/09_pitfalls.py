@@ -890,7 +890,8 @@ for method, attribute in where_kept.items():
     stored = getattr(demo, attribute)[handle.id]
     print(f"{method:35} -> {holders}, stored as {type(stored).__name__}")
     assert holders == [attribute]
-    assert stored is registered or stored.hook is registered  # a _WrappedHook keeps yours as .hook
+    wrapped = method == "register_load_state_dict_pre_hook"  # a _WrappedHook keeps yours as .hook
+    assert (type(stored).__name__ == "_WrappedHook") is wrapped and (stored.hook if wrapped else stored) is registered
     handle.remove()
 
 handle = demo.register_forward_hook(lambda module, args, kwargs, output: None, with_kwargs=True, always_call=True)

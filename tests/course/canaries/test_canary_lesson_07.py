@@ -210,3 +210,24 @@ def test_parents_start_first_and_finish_last_and_backward_reverses_siblings(pin)
     pin.holds(backward == [("bpre", "(root)"), ("bpre", "1"), ("bpre", "1.1"), ("b", "1.1"), ("bpre", "1.0"),
                            ("b", "1.0"), ("b", "1"), ("bpre", "0"), ("b", "0"), ("b", "(root)")],
               f"backward hooks fired: {backward}")
+
+
+@canary("when forward raises, a global always_call forward hook runs for the failing module and then for each parent, "
+        "child first, with output=None, after the failing module's own always_call hook's turn (global first, then "
+        "own); a plain hook does not run",
+        ("07", "`always_call=True` on global hooks and parents"))
+def test_always_call_hooks_run_for_the_failing_module_and_its_parents_child_first(pin):
+    model = nn.Sequential(nn.Linear(3, 3), _Broken())
+    names = {module: name or "(root)" for name, module in model.named_modules()}
+    ran = []
+    with module_hooks.register_module_forward_hook(lambda m, args, out: ran.append(("global", names[m], out)),
+                                                   always_call=True), \
+            model[1].register_forward_hook(lambda m, args, out: ran.append(("own", names[m], out)), always_call=True), \
+            model[1].register_forward_hook(lambda m, args, out: ran.append(("plain", names[m], out))):
+        try:
+            model(torch.randn(1, 3))
+        except RuntimeError:
+            pass
+    pin.holds(ran[0][:2] == ("global", "0") and ran[0][2] is not None
+              and ran[1:] == [("global", "1", None), ("own", "1", None), ("global", "(root)", None)],
+              f"hooks that ran (kind, module, output is None): {[(k, n, o is None) for k, n, o in ran]}")
