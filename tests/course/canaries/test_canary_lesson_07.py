@@ -231,3 +231,16 @@ def test_always_call_hooks_run_for_the_failing_module_and_its_parents_child_firs
     pin.holds(ran[0][:2] == ("global", "0") and ran[0][2] is not None
               and ran[1:] == [("global", "1", None), ("own", "1", None), ("global", "(root)", None)],
               f"hooks that ran (kind, module, output is None): {[(k, n, o is None) for k, n, o in ran]}")
+
+
+@canary("torch's ModuleTracker registers the global forward pre-hook and forward hook "
+        "(register_module_forward_pre_hook, register_module_forward_hook), and FlopCounterMode makes a ModuleTracker",
+        ("07", "A global hook fires for every module"))
+def test_module_tracker_uses_the_global_forward_hooks_and_flop_counter_uses_it(pin):
+    from torch.utils.flop_counter import FlopCounterMode
+    from torch.utils.module_tracker import ModuleTracker
+
+    tracker = inspect.getsource(ModuleTracker)
+    uses = [name for name in ("register_module_forward_pre_hook(", "register_module_forward_hook(") if name in tracker]
+    pin.holds(len(uses) == 2, f"ModuleTracker's source calls {uses}")
+    pin.holds("ModuleTracker()" in inspect.getsource(FlopCounterMode), "FlopCounterMode no longer makes a ModuleTracker")
