@@ -43,8 +43,8 @@ _NAMES = {"\t": "TAB"}  # unicodedata names no control character
 
 def _shown(characters):
     """'  ·\\xa0' (U+00A0 NO-BREAK SPACE): the characters as written, naming those that look alike."""
-    odd = [f"U+{ord(c):04X} {_NAMES.get(c) or unicodedata.name(c, 'a control character')}" for c in dict.fromkeys(characters)
-           if not c.isascii() and c != "·" or not c.isprintable()]
+    odd = [f"U+{ord(c):04X} {_NAMES.get(c) or unicodedata.name(c, 'a control character')}"
+           for c in dict.fromkeys(characters) if not c.isascii() and c != "·" or not c.isprintable()]
     return repr(characters) + (f" ({', '.join(odd)})" if odd else "")
 
 

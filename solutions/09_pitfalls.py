@@ -563,12 +563,12 @@ torch._dynamo.reset()  # free the compiled code
 # gradient is taken with respect to the input, and after it, before the call returns, when it is
 # taken with respect to the parameters only (`torch.func.functional_call`, the way `torch.func`
 # differentiates a model's parameters). Under `vmap` alone a full backward hook does not raise,
-# and it is silently lost instead: inside `vmap` the tensors a module sees report
-# `requires_grad=False`, so the hook's function is not applied, and a `backward()` through the
-# output of the `vmap` call computes the parameters' gradients without calling the hook
-# (pytorch/functorch#638). A forward hook that registers a tensor hook (the fix of Pitfall 1)
-# works under `torch.func.grad`: the tensor hook is called with the gradient of the layer's
-# output.
+# and it is silently lost instead: inside `vmap` the module's input and output report
+# `requires_grad=False` (its parameters still report `True`), so the hook's function is not
+# applied, and a `backward()` through the output of the `vmap` call computes the parameters'
+# gradients without calling the hook (pytorch/functorch#638). A forward hook that registers a
+# tensor hook (the fix of Pitfall 1) works under `torch.func.grad`: the tensor hook is called with
+# the gradient of the layer's output.
 
 # %%
 from torch.func import functional_call
@@ -630,13 +630,14 @@ assert str(on_parameters).startswith(FUNC_ERROR) and ran == ["forward"]
 
 hooked_layer, backward_calls, inside = nn.Linear(3, 1), [], {}
 hooked_layer.register_full_backward_hook(lambda module, grad_input, grad_output: backward_calls.append(1))
-hooked_layer.register_forward_hook(lambda module, args, output: inside.update(requires_grad=output.requires_grad))
+hooked_layer.register_forward_hook(lambda module, args, output: inside.update(
+    input=args[0].requires_grad, output=output.requires_grad, weight=module.weight.requires_grad))
 out = vmap(hooked_layer)(torch.randn(5, 3, requires_grad=True))
 out.sum().backward()
-print("vmap alone, with a full backward hook: output", tuple(out.shape), "| requires_grad inside vmap:",
-      inside["requires_grad"], "| after out.sum().backward(): the hook ran", len(backward_calls), "times,",
-      "weight.grad is set:", hooked_layer.weight.grad is not None)
-assert tuple(out.shape) == (5, 1) and inside["requires_grad"] is False and out.requires_grad
+print("vmap alone, with a full backward hook: output", tuple(out.shape), "| requires_grad inside vmap:", inside)
+print("after out.sum().backward(): the hook ran", len(backward_calls), "times, weight.grad is set:",
+      hooked_layer.weight.grad is not None)
+assert tuple(out.shape) == (5, 1) and inside == {"input": False, "output": False, "weight": True} and out.requires_grad
 assert backward_calls == [] and hooked_layer.weight.grad is not None
 
 seen = []
@@ -661,10 +662,10 @@ assert torch.allclose(gradient, layer.weight[0])
 # `vmap(model)(batch)` runs `model` as if on **one** sample: inside, every tensor computed from
 # the batch has the shape of a single sample (the parameters keep theirs), and what a hook
 # receives is no exception (pytorch/functorch#488). A hook that checks `output.shape[0]` for the
-# batch size, or stores `output` to look at later, gets the per-sample shape. What it stores is a `BatchedTensor`, a wrapper that belongs to the `vmap`
-# call: after the call it still reports the per-sample shape. To get the activations of the whole
-# batch, return them from the function that `vmap` runs: `vmap` then stacks them as it stacks the
-# output.
+# batch size, or stores `output` to look at later, gets the per-sample shape. What it stores is a
+# `BatchedTensor`, a wrapper that belongs to the `vmap` call: after the call it still reports the
+# per-sample shape. To get the activations of the whole batch, return them from the function that
+# `vmap` runs: `vmap` then stacks them as it stacks the output.
 
 # %%
 torch.manual_seed(0)
@@ -788,8 +789,8 @@ assert copied_method.__self__ is not recorder and recorder.outputs == [] and len
 #
 # Without a GPU, as this course runs, `DataParallel` makes no replica at all: on torch 2.13 its
 # `__init__` finds no device type (or Apple's `mps`) and sets `device_ids = []`, and `forward`
-# then calls the module itself (`if not self.device_ids: return self.module(*inputs, **kwargs)`); with one GPU it calls
-# the module itself too (`if len(self.device_ids) == 1:`). The cell shows both: the call on this
+# then calls the module itself (`if not self.device_ids: return self.module(*inputs, **kwargs)`);
+# with one GPU it calls the module itself too (`if len(self.device_ids) == 1:`). The cell shows both: the call on this
 # machine keeps the state; a replica made as `replicate` makes it does not.
 
 # %%
@@ -1250,7 +1251,7 @@ with try_it():
 # | `torch.save(model)` fails on a `lambda` | the hooks are pickled with the module | save `state_dict()` |
 # | a hook added to a submodule after `torch.compile` is ignored | the compiled code does not check submodules for new hooks | register hooks before compiling, or `torch._dynamo.reset()` |
 # | `In order to use an autograd.Function with functorch transforms ...` under `torch.func.grad` | a full backward (pre-)hook: its `BackwardHookFunction` has no `setup_context` | a forward hook that registers a tensor hook |
-# | a full backward hook never runs after a `vmap` call | inside `vmap` the module's tensors report `requires_grad=False`: the hook is not installed | call the model without `vmap` where its backward hooks must run |
+# | a full backward hook never runs after a `vmap` call | inside `vmap` the module's input and output report `requires_grad=False`: the hook is not installed | call the model without `vmap` where its backward hooks must run |
 # | under `vmap`, a hook sees one sample, and what it stored has one sample's shape | `vmap` runs the model per sample, on `BatchedTensor`s | return what the hook caught from the vmapped function |
 # | a copy of a model fires the original's hooks; its activations overwrite the original's (a hook function) or go to a copy of your dict (a `partial`, a bound method) | `copy.deepcopy` copies the hook dicts; it shares a hook function and copies a hook object | copy a model without hooks, or remove them from the copy |
 # | an attribute a hook sets on `module` is lost under `nn.DataParallel` on several GPUs | the hook ran on a replica, a shallow copy of the module's `__dict__` made for one call (without a GPU, or with one, there is no replica) | write into an object of yours (a dict by layer name), not onto `module` |

@@ -201,7 +201,8 @@ def test_a_pre_hooks_return_reaches_the_parameters_and_a_full_hooks_only_the_inp
         layer.load_state_dict(plain.state_dict())
     by_pre.register_full_backward_pre_hook(lambda module, grad_output: tuple(2 * g for g in grad_output))
     by_full.register_full_backward_hook(lambda module, grad_input, grad_output: tuple(2 * g for g in grad_input))
-    (weight, x_grad), (pre_weight, pre_x), (full_weight, full_x) = _grads(plain, x), _grads(by_pre, x), _grads(by_full, x)
+    weight, x_grad = _grads(plain, x)
+    (pre_weight, pre_x), (full_weight, full_x) = _grads(by_pre, x), _grads(by_full, x)
     pin.holds(torch.allclose(pre_weight, 2 * weight) and torch.allclose(pre_x, 2 * x_grad),
               "a pre-hook that doubles grad_output no longer doubles weight.grad and x.grad")
     pin.holds(torch.allclose(full_weight, weight) and torch.allclose(full_x, 2 * x_grad),

@@ -243,4 +243,5 @@ def test_module_tracker_uses_the_global_forward_hooks_and_flop_counter_uses_it(p
     tracker = inspect.getsource(ModuleTracker)
     uses = [name for name in ("register_module_forward_pre_hook(", "register_module_forward_hook(") if name in tracker]
     pin.holds(len(uses) == 2, f"ModuleTracker's source calls {uses}")
-    pin.holds("ModuleTracker()" in inspect.getsource(FlopCounterMode), "FlopCounterMode no longer makes a ModuleTracker")
+    pin.holds("ModuleTracker()" in inspect.getsource(FlopCounterMode),
+              "FlopCounterMode no longer makes a ModuleTracker")

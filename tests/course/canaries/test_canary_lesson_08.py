@@ -140,8 +140,8 @@ def test_node_pre_hooks_chain_their_returns_and_a_node_hook_replaces_grad_inputs
     y.grad_fn.register_prehook(lambda grad_outputs: (grad_outputs[0] * 10,))
     y.grad_fn.register_prehook(lambda grad_outputs: seen.update(after=grad_outputs))
     (y * 2).sum().backward()
-    pin.holds(torch.equal(seen["pre"][0], torch.full((3,), 2.0)) and torch.equal(seen["after"][0], torch.full((3,), 20.0))
-              and torch.allclose(w.grad, 20 * x), f"pre-hooks saw {seen['pre'][0].tolist()} then "
+    pin.holds(torch.equal(seen["pre"][0], torch.full((3,), 2.0))
+              and torch.equal(seen["after"][0], torch.full((3,), 20.0)) and torch.allclose(w.grad, 20 * x), f"pre-hooks saw {seen['pre'][0].tolist()} then "
               f"{seen['after'][0].tolist()}; w.grad / x = {(w.grad / x).tolist()}")
     pin.holds(len(seen["inputs"]) == 2 and seen["inputs"][1] is None, f"the node hook's grad_inputs: {seen['inputs']}")
     w.grad = None

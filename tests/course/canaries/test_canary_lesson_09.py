@@ -233,16 +233,18 @@ def test_torch_func_grad_raises_with_a_full_backward_hook(pin):
 
 
 @canary("under torch.func.vmap (without torch.func.grad) a full backward hook does not raise and is lost: inside, the "
-        "module's output reports requires_grad=False, and a backward() through the vmap call's output never calls the "
-        "hook, while the weight's gradient is computed (pytorch/functorch#638)",
+        "module's input and output report requires_grad=False (its weight True), and a backward() through the vmap "
+        "call's output never calls the hook, while the weight's gradient is computed (pytorch/functorch#638)",
         ("09", "Pitfall 10: `torch.func.grad` and full backward hooks"))
 def test_a_full_backward_hook_is_lost_under_vmap(pin):
     layer, calls, inside = nn.Linear(3, 1), [], {}
     layer.register_full_backward_hook(lambda module, grad_input, grad_output: calls.append(1))
-    layer.register_forward_hook(lambda module, args, output: inside.update(requires_grad=output.requires_grad))
+    layer.register_forward_hook(lambda module, args, output: inside.update(
+        input=args[0].requires_grad, output=output.requires_grad, weight=module.weight.requires_grad))
     error = error_of(lambda: vmap(layer)(torch.randn(5, 3, requires_grad=True)).sum().backward())
-    pin.holds(error is None and inside["requires_grad"] is False and calls == [] and layer.weight.grad is not None,
-              f"vmap, then backward: {described(error)}; requires_grad inside {inside.get('requires_grad')}, the hook "
+    pin.holds(error is None and inside == {"input": False, "output": False, "weight": True} and calls == []
+              and layer.weight.grad is not None,
+              f"vmap, then backward: {described(error)}; requires_grad inside {inside}, the hook "
               f"ran {len(calls)} times, weight.grad set: {layer.weight.grad is not None}")
 
 
