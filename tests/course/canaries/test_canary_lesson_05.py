@@ -60,17 +60,29 @@ def test_a_full_backward_hook_fires_early_and_warns_when_no_input_requires_grad(
               f"with only a backward pre-hook, warnings: {messages}")
 
 
+def _in_place_add_one(module, grad_output):
+    for grad in grad_output:
+        grad.add_(1.0)
+
+
 @canary("the tensors a backward pre-hook receives in grad_output are shared with another branch of the graph, "
-        "so an in-place add_ changes the other branch's gradient",
+        "so an in-place add_ changes the other branch's gradient (b.grad wrong), and returning a new tuple does not",
         ("05", "Trap: changing a gradient in place"))
 def test_grad_output_memory_is_shared_with_another_branch(pin):
-    layer, addresses = nn.Linear(5, 5), {}
-    a, b = torch.randn(5, requires_grad=True), torch.randn(5, requires_grad=True)
-    layer.register_full_backward_pre_hook(lambda module, grad_output: addresses.update(layer=grad_output[0].data_ptr()))
-    h = 2 * b
-    h.register_hook(lambda grad: addresses.update(h=grad.data_ptr()))
-    (layer(a) + h).sum().backward()
-    pin.holds(addresses["layer"] == addresses["h"], "the two branches no longer receive the same gradient memory")
+    w = torch.randn(5)
+    for hook in (_in_place_add_one, lambda module, grad_output: tuple(grad + 1.0 for grad in grad_output)):
+        layer, addresses = nn.Linear(5, 5), {}
+        a, b = torch.randn(5, requires_grad=True), torch.randn(5, requires_grad=True)
+        layer.register_full_backward_pre_hook(lambda module, grad_output: addresses.update(
+            layer=grad_output[0].data_ptr()))
+        layer.register_full_backward_pre_hook(hook)
+        h = 2 * b
+        h.register_hook(lambda grad: addresses.update(h=grad.data_ptr()))
+        ((layer(a) + h) * w).sum().backward()  # the true b.grad is 2 * w
+        in_place = hook is _in_place_add_one
+        pin.holds(addresses["layer"] == addresses["h"], "the two branches no longer receive the same gradient memory")
+        pin.holds(torch.allclose(b.grad, 2 * w) is not in_place, f"{'add_' if in_place else 'a returned tuple'}: "
+                  f"b.grad == 2 * w (the true one) is {torch.allclose(b.grad, 2 * w)}")
 
 
 @canary("under torch.no_grad() a module's backward hooks are not installed: its output has no grad_fn (with "
