@@ -53,7 +53,7 @@ def departures(line):
     the level it has ' - ' where ' · ' is expected'), or [] when its parts cannot be told apart."""
     parts = _PARTS.match(line)
     if parts is None:
-        return []
+        return ["the name is not between backticks"] if line.count("`") < 2 else []
     checked = [part for part in _EXPECTED if parts["about"] or part[0] not in ("s3", "s4")]
     found = [f"{where} it has {_shown(parts[group])} where {expected!r} is expected"
              for group, expected, where in checked if parts[group] != expected]

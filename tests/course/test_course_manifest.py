@@ -160,6 +160,7 @@ def test_a_heading_without_a_known_level_and_time_is_an_error_that_says_what_is_
     ("# ## Exercise 1: `twice` · easy · about 5 mins", "it gives the time in 'mins' where 'min' is expected"),
     ("# ## Exercise 1: `twice` · easy · 5 min", "between the level and the minutes it has ' · ' where ' · about '"),
     ("# ## Exercise 1: `twice` · easy ·\tabout 5 min", "' ·\\t' (U+0009 TAB) where ' · ' is expected"),
+    ("# ## Exercise 1: twice · easy · about 5 min", "the name is not between backticks"),
 ])
 def test_a_heading_out_of_format_is_an_error_that_names_what_differs(tmp_path, heading, says):
     with pytest.raises(course.HeadingError) as raised:
