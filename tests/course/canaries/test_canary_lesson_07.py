@@ -141,8 +141,10 @@ _MIXING_ERROR = ("Cannot use both regular backward hooks and full backward hooks
 
 
 def _in_a_fresh_process(code):
-    return json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                                     timeout=60).stdout)
+    completed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    if completed.returncode != 0:  # say what torch raised there, not only the exit status
+        raise RuntimeError(f"the fresh process failed: {completed.stderr.strip().splitlines()[-1:]}")
+    return json.loads(completed.stdout)
 
 
 @canary("a process can use global backward hooks of one kind only, full or deprecated, and torch remembers which "
