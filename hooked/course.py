@@ -17,6 +17,7 @@ import functools
 import pathlib
 import re
 
+from hooked.exercise_headings import departures, headings_outside_fences
 from hooked.solution_markers import lesson_text_from_solution, without_markers
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -31,8 +32,6 @@ _TITLE = re.compile(r"^# # (?P<title>.+)$", re.MULTILINE)
 
 LEVELS = ("easy", "medium", "hard")
 HEADING_FORMAT = "# ## Exercise N: `name` · <level> · about M min"
-# Any line that starts an exercise's heading; the one before an exercise cell is its heading.
-_ANY_HEADING = re.compile(r"^# ## Exercise\b.*$", re.MULTILINE)
 _HEADING = re.compile(r"^# ## Exercise (?P<number>\d+): `(?P<name>[^`]+)` · (?P<level>\S+) · about (?P<minutes>\d+) min$")
 # The same heading without the level and time, to say what is missing.
 _BARE_HEADING = re.compile(r"^# ## Exercise (?P<number>\d+): `(?P<name>[^`]+)`$")
@@ -132,8 +131,9 @@ def _line_of(text, position):
 
 def _level_and_minutes(text, name, start, end, filename):
     """(level, minutes) from the heading of exercise `name`: the last exercise heading in
-    text[start:end], the part of the file between the previous exercise cell and its own."""
-    headings = list(_ANY_HEADING.finditer(text, start, end))
+    text[start:end], the part of the file between the previous exercise cell and its own (a
+    heading shown in a code fence is not one)."""
+    headings = headings_outside_fences(text, start, end)
     if not headings:
         raise HeadingError(f"{filename} line {_line_of(text, end)}: exercise {name} has no heading before its "
                            f"exercise cell; write one that reads '{HEADING_FORMAT}', with <level> one of "
@@ -143,7 +143,10 @@ def _level_and_minutes(text, name, start, end, filename):
                 f"and M the minutes a learner usually takes (a whole number)")
     match = _HEADING.match(line)
     if match is None:
+        wrong = departures(line)
         missing = "has no level and time" if _BARE_HEADING.match(line) else "is not in the heading format"
+        if wrong and not _BARE_HEADING.match(line):
+            missing += f" ({'; '.join(wrong)})"
         raise HeadingError(f"{where}: the heading of exercise {name} {missing}: {line!r}; {expected}.")
     if match["name"] != name:
         raise HeadingError(f"{where}: the heading names `{match['name']}`, but the exercise cell after it "

@@ -77,6 +77,10 @@ def pytest_configure(config):
     if config.getoption("--lessons-dir") is not None and not (config.rootpath / "tests").is_dir():
         for name in ("cacheprovider", "lfplugin", "nfplugin"):  # the parts of it that write
             config.pluginmanager.set_blocked(name)
+    try:
+        course.lessons()  # an exercise heading out of format: the one line that says where, not a traceback
+    except course.HeadingError as error:
+        raise pytest.UsageError(str(error)) from None
     config.stash[_GRADER] = Grader(lessons_dir, _time_limit(config))
     config.stash[_RESULTS] = []
 

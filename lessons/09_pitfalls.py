@@ -9,8 +9,9 @@
 # You met most of these traps once already, each in its own lesson: stacked hooks in lesson 02,
 # `detach()` without `clone()`, the kept graph and `module.forward(x)` in lesson 04, the in-place
 # ReLU and `no_grad` in lesson 05, both again in lesson 06's CNN. Here they are gathered in one
-# place, each with a way to debug it; what is new is `torch.save`, `torch.compile`, and finding
-# (and removing) every hook left on a model.
+# place, each with a way to debug it; what is new is `torch.save`, `torch.compile`, the
+# transforms of `torch.func`, `copy.deepcopy`, `nn.DataParallel`, and finding (and removing)
+# every hook left on a model.
 #
 # After this lesson you will be able to:
 #
@@ -20,6 +21,8 @@
 # - explain why a hook fires N times after a re-run cell, and not at all through `module.forward(x)`;
 # - say what fires under `torch.no_grad()`, for a module called twice, after `torch.save`, and
 #   under `torch.compile`;
+# - say what becomes of hooks under `torch.func.grad` and `torch.func.vmap`, in a copy made by
+#   `copy.deepcopy`, and under `nn.DataParallel`;
 # - find every hook still registered anywhere in a model (a leak detector), and remove them all
 #   when the handles are lost.
 #
@@ -34,6 +37,7 @@
 
 # %%
 import copy
+import functools
 import io
 import pickle
 import time
@@ -541,18 +545,28 @@ torch._dynamo.reset()  # free the compiled code
 # %% [markdown]
 # ## Pitfall 10: `torch.func.grad` and full backward hooks
 #
-# `torch.func` (the transforms `grad`, `vmap`, `jacrev`, ...) computes gradients its own way,
-# without `backward()`. A full backward hook (or pre-hook) works by passing the module's tensors
-# through `BackwardHookFunction`, a custom autograd function (Pitfall 1), and a custom function can
-# run under these transforms only if it is written for them (a `setup_context` method), which
-# PyTorch's hook function is not, on torch 2.13. So `torch.func.grad` of a model with a full
-# backward hook raises, and it raises in the **forward** pass, when the module is called, before
-# its `forward` returns. A forward hook that registers a tensor hook (the fix of Pitfall 1) works
-# under `torch.func.grad`: the tensor hook is called with the gradient of the layer's output.
+# `torch.func.grad(f)(x)` differentiates the function `f` itself: no `backward()` is called, and
+# inside `f` the tensors are wrapped for the transform. A full backward hook (or pre-hook) works
+# by passing the module's tensors through `BackwardHookFunction`, a custom autograd function
+# (Pitfall 1), and a custom function can run under the transforms of `torch.func` only if it
+# defines a `setup_context` method, which `BackwardHookFunction` does not, on torch 2.13
+# (pytorch/pytorch#99556). So `torch.func.grad` of a model with a full backward hook raises, and
+# it raises in the **forward** pass, inside the module's call: before `forward` runs when the
+# gradient is taken with respect to the input, and after it, before the call returns, when it is
+# taken with respect to the parameters only (`torch.func.functional_call`, the way `torch.func`
+# differentiates a model's parameters). Under `vmap` alone a full backward hook does not raise,
+# and it is silently lost instead: inside `vmap` the module's input and output report
+# `requires_grad=False` (its parameters still report `True`), so the hook's function is not
+# applied, and a `backward()` through the output of the `vmap` call computes the parameters'
+# gradients without calling the hook (pytorch/functorch#638). A forward hook that registers a
+# tensor hook (the fix of Pitfall 1) works under `torch.func.grad`: the tensor hook is called with
+# the gradient of the layer's output.
 
 # %%
+from torch.func import functional_call
 from torch.func import grad as func_grad
 from torch.func import vmap
+from torch.nn.modules._functions import BackwardHookFunction
 
 FUNC_ERROR = ("In order to use an autograd.Function with functorch transforms (vmap, grad, jvp, jacrev, ...), "
               "it must override the setup_context staticmethod.")
@@ -575,16 +589,60 @@ for register in ("register_full_backward_hook", "register_full_backward_pre_hook
     print(f"{register}: RuntimeError: {message}")
     print("  the layer returned before the error:", bool(reached))
     assert message.startswith(FUNC_ERROR) and reached == []
+print("BackwardHookFunction defines setup_context:", "setup_context" in vars(BackwardHookFunction))
+assert "setup_context" not in vars(BackwardHookFunction)
+
+
+def runtime_error_of(call):
+    try:
+        call()
+    except RuntimeError as error:
+        return error
+    raise AssertionError("expected a RuntimeError")
+
+
+class Traced(nn.Linear):
+    """A Linear that notes when its forward runs."""
+
+    def forward(self, x):
+        ran.append("forward")
+        return super().forward(x)
+
+
+traced, ran = Traced(3, 1), []
+traced.register_full_backward_hook(lambda module, grad_input, grad_output: None)
+on_input = runtime_error_of(lambda: func_grad(lambda x: traced(x).sum())(x))
+print("with respect to the input: raised, and forward ran before the error:", ran == ["forward"])
+assert str(on_input).startswith(FUNC_ERROR) and ran == []
+parameters = dict(traced.named_parameters())
+on_parameters = runtime_error_of(lambda: func_grad(lambda p: functional_call(traced, p, (x,)).sum())(parameters))
+print("with respect to the parameters (functional_call): raised, and forward ran before the error:",
+      ran == ["forward"])
+assert str(on_parameters).startswith(FUNC_ERROR) and ran == ["forward"]
+
+hooked_layer, backward_calls, inside = nn.Linear(3, 1), [], {}
+hooked_layer.register_full_backward_hook(lambda module, grad_input, grad_output: backward_calls.append(1))
+hooked_layer.register_forward_hook(lambda module, args, output: inside.update(
+    input=args[0].requires_grad, output=output.requires_grad, weight=module.weight.requires_grad))
+out = vmap(hooked_layer)(torch.randn(5, 3, requires_grad=True))
+out.sum().backward()
+print("vmap alone, with a full backward hook: output", tuple(out.shape), "| requires_grad inside vmap:", inside)
+print("after out.sum().backward(): the hook ran", len(backward_calls), "times, weight.grad is set:",
+      hooked_layer.weight.grad is not None)
+assert tuple(out.shape) == (5, 1) and inside == {"input": False, "output": False, "weight": True} and out.requires_grad
+assert backward_calls == [] and hooked_layer.weight.grad is not None
 
 seen = []
 layer = nn.Linear(3, 1)
 layer.register_forward_hook(lambda module, args, output: output.register_hook(seen.append) and None)
 gradient = func_grad(lambda x: layer(x).sum())(x)
 print("forward hook + tensor hook under torch.func.grad: the tensor hook got", len(seen), "gradient,",
-      "d sum / d output =", torch._C._functorch.get_unwrapped(seen[0]).tolist())
+      "d sum / d output =", torch._C._functorch.get_unwrapped(seen[0]).tolist(), "| wrapped for the transform:",
+      torch._C._functorch.is_gradtrackingtensor(seen[0]))
 print("torch.func.grad returned the gradient with respect to x, the layer's weight:",
       torch.allclose(gradient, layer.weight[0]))
 assert len(seen) == 1 and torch._C._functorch.get_unwrapped(seen[0]).tolist() == [1.0]
+assert torch._C._functorch.is_gradtrackingtensor(seen[0])
 assert torch.allclose(gradient, layer.weight[0])
 
 # %% [markdown]
@@ -593,27 +651,31 @@ assert torch.allclose(gradient, layer.weight[0])
 #
 # ## Pitfall 11: under `torch.func.vmap`, a forward hook sees one sample
 #
-# `vmap(model)(batch)` runs `model` as if on **one** sample: inside, every tensor has the shape of a
-# single sample, and a hook is no exception (functorch#638, pytorch/pytorch#122729). A hook that
-# checks `output.shape[0]` for the batch size, or stores `output` to look at later, gets the
-# per-sample shape. What it stores is a `BatchedTensor`, a wrapper that belongs to the `vmap`
-# call: after the call it still reports the per-sample shape. To get the activations of the whole
-# batch, return them from the function that `vmap` runs: `vmap` then stacks them as it stacks the
-# output.
+# `vmap(model)(batch)` runs `model` as if on **one** sample: inside, every tensor computed from
+# the batch has the shape of a single sample (the parameters keep theirs), and what a hook
+# receives is no exception (pytorch/functorch#488). A hook that checks `output.shape[0]` for the
+# batch size, or stores `output` to look at later, gets the per-sample shape. What it stores is a
+# `BatchedTensor`, a wrapper that belongs to the `vmap` call: after the call it still reports the
+# per-sample shape. To get the activations of the whole batch, return them from the function that
+# `vmap` runs: `vmap` then stacks them as it stacks the output.
 
 # %%
 torch.manual_seed(0)
 layer = nn.Linear(3, 2)
 caught = {}
-layer.register_forward_hook(lambda module, args, output: caught.update(input=args[0], output=output))
+layer.register_forward_hook(lambda module, args, output: caught.update(input=args[0], output=output,
+                                                                      weight=module.weight))
 batch = torch.randn(5, 3)
 out = vmap(layer)(batch)
 print("vmap(layer)(batch): batch", tuple(batch.shape), "-> output", tuple(out.shape))
-print("the hook saw input", tuple(caught["input"].shape), "and output", tuple(caught["output"].shape))
+print("the hook saw input", tuple(caught["input"].shape), "and output", tuple(caught["output"].shape),
+      "| the weight", tuple(caught["weight"].shape), "(a BatchedTensor:",
+      f"{torch._C._functorch.is_batchedtensor(caught['weight'])})")
 print("the stored output, after the call: shape", tuple(caught["output"].shape), "| a BatchedTensor:",
       torch._C._functorch.is_batchedtensor(caught["output"]))
 assert tuple(out.shape) == (5, 2)
 assert tuple(caught["input"].shape) == (3,) and tuple(caught["output"].shape) == (2,)
+assert tuple(caught["weight"].shape) == (2, 3) and not torch._C._functorch.is_batchedtensor(caught["weight"])
 assert torch._C._functorch.is_batchedtensor(caught["output"])
 
 layer(batch)
@@ -637,10 +699,13 @@ layer._forward_hooks.clear()  # only to end this demonstration; keep handles in 
 # ## Pitfall 12: `copy.deepcopy` copies a module's hooks
 #
 # `copy.deepcopy(model)` copies every attribute of every module, the hook dicts too. The copy
-# fires the same hooks, with the copy as `module`; the hook **function** is not copied (Python
-# copies a function as itself), so a hook that writes into a dict or a list of yours writes into
-# the same one for both models: the copy's activations overwrite the original's. The original's
-# handle removes the hook from the original only; the copy keeps it, and no handle reaches it.
+# fires the same hooks, with the copy as `module`. A hook that is a plain function (a `def`, a
+# `lambda`, a closure) is not copied (Python copies a function as itself), so a hook function that
+# writes into a dict or a list of yours writes into the same one for both models: the copy's
+# activations overwrite the original's. A hook that is an object is copied, with what it holds: a
+# `functools.partial(save, store)`, or a bound method `recorder.save`, writes, for the copy, into
+# a copy of `store` (or of `recorder`), which none of your names reaches. The original's handle
+# removes the hook from the original only; the copy keeps it, and no handle reaches it.
 # Copy a model without hooks (remove them first, or register them on the copy afterwards); to
 # find and remove what a copy carries, Exercises 2 and 3 below do just that.
 
@@ -648,7 +713,8 @@ layer._forward_hooks.clear()  # only to end this demonstration; keep handles in 
 torch.manual_seed(0)
 original = nn.Sequential(nn.Linear(3, 2))
 activations = {}
-handle = original[0].register_forward_hook(lambda module, args, output: activations.update(linear=output))
+handle = original[0].register_forward_hook(lambda module, args, output: activations.update(linear=output,
+                                                                                          module=module))
 twin = copy.deepcopy(original)
 print("hooks on the copy's layer:", len(twin[0]._forward_hooks), "| the same function:",
       list(twin[0]._forward_hooks.values())[0] is list(original[0]._forward_hooks.values())[0])
@@ -661,6 +727,8 @@ twin(x + 1)
 print("after original(x) then twin(x + 1), activations['linear'] is the copy's:",
       torch.equal(activations["linear"], twin[0](x + 1)))
 assert torch.equal(activations["linear"], twin[0](x + 1))
+print("the hook's `module` in that call is the copy's layer:", activations["module"] is twin[0])
+assert activations["module"] is twin[0]
 
 handle.remove()
 activations.clear()
@@ -669,6 +737,32 @@ twin(x)
 print("after handle.remove(): hooks on the original", len(original[0]._forward_hooks), "| on the copy",
       len(twin[0]._forward_hooks), "| the copy still fired it:", "linear" in activations)
 assert len(original[0]._forward_hooks) == 0 and len(twin[0]._forward_hooks) == 1 and "linear" in activations
+
+
+def save(store, module, args, output):
+    store["linear"] = output
+
+
+class Recorder:
+    def __init__(self):
+        self.outputs = []
+
+    def save(self, module, args, output):
+        self.outputs.append(output)
+
+
+store, recorder, saver = {}, Recorder(), nn.Linear(3, 2)
+saver.register_forward_hook(functools.partial(save, store))
+saver.register_forward_hook(recorder.save)
+saver_twin = copy.deepcopy(saver)
+copied_partial, copied_method = saver_twin._forward_hooks.values()
+saver_twin(x)
+print("a functools.partial hook, in the copy: wrote into our store:", "linear" in store,
+      "| into a copy of it:", "linear" in copied_partial.args[0])
+print("a bound method hook, in the copy: appended to our recorder:", len(recorder.outputs),
+      "| to a copy of it:", len(copied_method.__self__.outputs))
+assert copied_partial.args[0] is not store and store == {} and "linear" in copied_partial.args[0]
+assert copied_method.__self__ is not recorder and recorder.outputs == [] and len(copied_method.__self__.outputs) == 1
 
 # %% [markdown]
 # ## Pitfall 13: `nn.DataParallel` and state a hook sets on its module
@@ -686,9 +780,9 @@ assert len(original[0]._forward_hooks) == 0 and len(twin[0]._forward_hooks) == 1
 # of it on the CPU.
 #
 # Without a GPU, as this course runs, `DataParallel` makes no replica at all: on torch 2.13 its
-# `__init__` finds no device and sets `device_ids = []`, and `forward` then calls the module
-# itself (`if not self.device_ids: return self.module(*inputs, **kwargs)`); with one GPU it calls
-# the module itself too (`if len(self.device_ids) == 1:`). The cell shows both: the call on this
+# `__init__` finds no device type (or Apple's `mps`) and sets `device_ids = []`, and `forward`
+# then calls the module itself (`if not self.device_ids: return self.module(*inputs, **kwargs)`);
+# with one GPU it calls the module itself too (`if len(self.device_ids) == 1:`). The cell shows both: the call on this
 # machine keeps the state; a replica made as `replicate` makes it does not.
 
 # %%
@@ -722,6 +816,8 @@ else:
     print("after parallel(batch): model.last_output is set:", hasattr(model, "last_output"), "| shapes:", shapes)
     assert parallel.device_ids == [] and parallel.module is model
     assert hasattr(model, "last_output") and shapes == [(4, 2)]
+init_source = inspect.getsource(nn.DataParallel.__init__)
+assert "if device_type is None or device_type == \"mps\":" in init_source and "self.device_ids = []" in init_source
 forward_source = inspect.getsource(nn.DataParallel.forward)
 assert "if not self.device_ids:\n                return self.module(*inputs, **kwargs)" in forward_source
 assert "if len(self.device_ids) == 1:\n                return self.module(*inputs[0], **module_kwargs[0])" in forward_source
@@ -787,7 +883,8 @@ for method, attribute in where_kept.items():
     stored = getattr(demo, attribute)[handle.id]
     print(f"{method:35} -> {holders}, stored as {type(stored).__name__}")
     assert holders == [attribute]
-    assert stored is registered or stored.hook is registered  # a _WrappedHook keeps yours as .hook
+    wrapped = method == "register_load_state_dict_pre_hook"  # a _WrappedHook keeps yours as .hook
+    assert (type(stored).__name__ == "_WrappedHook") is wrapped and (stored.hook if wrapped else stored) is registered
     handle.remove()
 
 handle = demo.register_forward_hook(lambda module, args, kwargs, output: None, with_kwargs=True, always_call=True)
@@ -1208,10 +1305,11 @@ reveal(predict_checkpoint_recompute)
 # | a dict of activations holds one entry for two calls | a module called twice | append to a list |
 # | `torch.save(model)` fails on a `lambda` | the hooks are pickled with the module | save `state_dict()` |
 # | a hook added to a submodule after `torch.compile` is ignored | the compiled code does not check submodules for new hooks | register hooks before compiling, or `torch._dynamo.reset()` |
-# | `In order to use an autograd.Function with functorch transforms ...` under `torch.func.grad` | a full backward (pre-)hook: its `BackwardHookFunction` is not written for `torch.func` | a forward hook that registers a tensor hook |
+# | `In order to use an autograd.Function with functorch transforms ...` under `torch.func.grad` | a full backward (pre-)hook: its `BackwardHookFunction` has no `setup_context` | a forward hook that registers a tensor hook |
+# | a full backward hook never runs after a `vmap` call | inside `vmap` the module's input and output report `requires_grad=False`: the hook is not installed | call the model without `vmap` where its backward hooks must run |
 # | under `vmap`, a hook sees one sample, and what it stored has one sample's shape | `vmap` runs the model per sample, on `BatchedTensor`s | return what the hook caught from the vmapped function |
-# | a copy of a model fires the original's hooks, and its activations overwrite the original's | `copy.deepcopy` copies the hook dicts and shares the hook functions | copy a model without hooks, or remove them from the copy |
-# | an attribute a hook sets on `module` is lost under `nn.DataParallel` on several GPUs | the hook ran on a replica, a shallow copy of the module's `__dict__` made for one call (without a GPU, there is no replica) | write into an object of yours (a dict by layer name), not onto `module` |
+# | a copy of a model fires the original's hooks; its activations overwrite the original's (a hook function) or go to a copy of your dict (a `partial`, a bound method) | `copy.deepcopy` copies the hook dicts; it shares a hook function and copies a hook object | copy a model without hooks, or remove them from the copy |
+# | an attribute a hook sets on `module` is lost under `nn.DataParallel` on several GPUs | the hook ran on a replica, a shallow copy of the module's `__dict__` made for one call (without a GPU, or with one, there is no replica) | write into an object of yours (a dict by layer name), not onto `module` |
 # | hooks left behind, handles lost | | find them in the module's and parameters' hook dicts, and `.clear()` them |
 #
 # Next, lesson 10 leaves the forward and backward passes for two other places that take hooks:

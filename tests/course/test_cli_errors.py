@@ -4,7 +4,7 @@ import shutil
 
 import pytest
 
-from hooked_cli import hooked, make_course
+from hooked_cli import hooked, make_course, pytest_in
 
 
 @pytest.fixture(scope="module")
@@ -77,6 +77,21 @@ def test_an_exercise_heading_without_level_and_time_is_an_error_that_names_it(tm
                                            "of exercise HookGroup gives the level 'tricky', which is not one of "
                                            "easy, medium, hard"), completed.stderr
         assert "Traceback" not in completed.stderr
+
+
+def test_pytest_with_an_exercise_heading_out_of_format_says_where_in_one_line(tmp_path):
+    course = make_course(tmp_path)
+    solution = course / "solutions" / "01_tensor_hooks.py"
+    text = solution.read_text(encoding="utf-8")
+    heading = next(line for line in text.splitlines() if line.startswith("# ## Exercise 1: `double_grad` · "))
+    solution.write_text(text.replace(heading, heading.replace(" · ", " - ")), encoding="utf-8")
+    line = text.splitlines().index(heading) + 1
+    completed = pytest_in(course)
+    assert completed.returncode == 4, completed.stdout + completed.stderr  # pytest's exit code for a usage error
+    assert completed.stderr.startswith(f"ERROR: solutions/01_tensor_hooks.py line {line}: the heading of exercise "
+                                       "double_grad is not in the heading format (between the name and the level it "
+                                       "has ' - ' where ' · ' is expected"), completed.stderr
+    assert "Traceback" not in completed.stdout + completed.stderr and "No exercise was graded" not in completed.stdout
 
 
 def test_a_lesson_without_checks_is_reported_alone_and_the_others_are_graded(tmp_path):

@@ -101,6 +101,20 @@ def test_solved_and_broken_exercises_are_counted_and_the_first_unsolved_is_next(
     assert f"next: make_clip_hook, lessons/01_tensor_hooks.py line {line} (failed)" in output
 
 
+def test_the_time_left_counts_every_exercise_of_a_lesson_that_cannot_run(tmp_path):
+    course = make_course(tmp_path)
+    write_lesson(course, "01_tensor_hooks", solved=set(lesson_named("01_tensor_hooks").exercise_names()))
+    write_lesson(course, "02_removing_hooks", solved={"HookGroup"}, replacements={
+        'raise NotImplementedError("register_named_hook is not written yet")': "return ((  # a syntax error"})
+    output = hooked(course, "status").stdout
+    names = lesson_named("02_removing_hooks").exercise_names()
+    assert [_status_of(output, name) for name in names] == ["error"] * 3, output
+    left = duration(_minutes(*names))  # the solved HookGroup too: the lesson does not run, nothing in it passes
+    assert f"01_tensor_hooks     4 / 4   {'0 min':>9}  lessons/" in output, output
+    assert f"02_removing_hooks   0 / 3   {left:>9}  lessons/" in output, output
+    assert f"total               4 / 7   {left:>9}" in output, output
+
+
 def test_a_lesson_where_everything_passes_says_so(course):
     completed = hooked(course, "status", "2", "--lessons-dir", "solutions")
     assert completed.returncode == 0, completed.stderr

@@ -149,6 +149,54 @@ def test_a_heading_without_a_known_level_and_time_is_an_error_that_says_what_is_
     assert "'# ## Exercise N: `" in message and "easy, medium, hard" in message and "M the minutes" in message
 
 
+@pytest.mark.parametrize("heading, says", [
+    ("# ## Exercise 1: `twice` - easy - about 5 min", "between the name and the level it has ' - ' where ' · ' is "
+                                                      "expected; between the level and 'about' it has ' - '"),
+    ("# ## Exercise 1: `twice` . easy . about 5 min", "between the name and the level it has ' . ' where ' · '"),
+    ("# ## Exercise 1: `twice` ·\u00a0easy · about 5 min", "between the name and the level it has ' ·\\xa0' "
+                                                          "(U+00A0 NO-BREAK SPACE) where ' · ' is expected"),
+    ("# ## Exercise 1:  `twice` · easy · about 5 min", "between the number and the name it has ':  ' where ': '"),
+    ("# ## Exercise 1: `twice` · easy · about 5 min ", "it goes on after 'min' with ' '"),
+    ("# ## Exercise 1: `twice` · easy · about 5 mins", "it gives the time in 'mins' where 'min' is expected"),
+    ("# ## Exercise 1: `twice` · easy · 5 min", "between the level and the minutes it has ' · ' where ' · about '"),
+    ("# ## Exercise 1: `twice` · easy ·\tabout 5 min", "' ·\\t' (U+0009 TAB) where ' · ' is expected"),
+    ("# ## Exercise 1: twice · easy · about 5 min", "the name is not between backticks"),
+])
+def test_a_heading_out_of_format_is_an_error_that_names_what_differs(tmp_path, heading, says):
+    with pytest.raises(course.HeadingError) as raised:
+        course.read_lesson(_draft(tmp_path, heading))
+    message = str(raised.value)
+    assert message.startswith("solutions/12_draft.py line 5: the heading of exercise twice is not in the heading "
+                              "format ("), message
+    assert says in message, message
+
+
+def test_a_heading_of_one_minute_is_one_minute(tmp_path):
+    (exercise,) = course.read_lesson(_draft(tmp_path, "# ## Exercise 1: `twice` · easy · about 1 min")).exercises
+    assert (exercise.level, exercise.minutes) == ("easy", 1)
+
+
+@pytest.mark.parametrize("fence", ["```", "```markdown", "~~~"])
+def test_a_heading_shown_in_a_code_fence_is_not_the_exercises_heading(tmp_path, fence):
+    example = f"#\n# {fence}\n# ## Exercise 7: `other` · hard · about 40 min\n# {fence[:3]}"
+    heading = "# ## Exercise 1: `twice` · medium · about 15 min"
+    (exercise,) = course.read_lesson(_draft(tmp_path, heading + "\n" + example)).exercises
+    assert (exercise.name, exercise.level, exercise.minutes) == ("twice", "medium", 15)
+    with pytest.raises(course.HeadingError) as raised:  # the example alone is no heading
+        course.read_lesson(_draft(tmp_path, "# ## Write twice\n" + example))
+    assert "exercise twice has no heading before its exercise cell" in str(raised.value)
+
+
+def test_a_class_exercise_takes_its_level_and_minutes_from_its_heading(tmp_path):
+    path = _draft(tmp_path, "# ## Exercise 1: `Twice` · hard · about 45 min")
+    path.write_text(path.read_text(encoding="utf-8").replace("def twice(x):", "class Twice:\n    def __call__(self, x):")
+                    .replace("    \"\"\"Twice x.", "        \"\"\"Twice x.").replace("    # BEGIN", "        # BEGIN")
+                    .replace("    return 2", "        return 2").replace("    # END", "        # END")
+                    .replace("Exercise: twice", "Exercise: Twice"), encoding="utf-8")
+    (exercise,) = course.read_lesson(path).exercises
+    assert (exercise.name, exercise.level, exercise.minutes) == ("Twice", "hard", 45)
+
+
 @pytest.mark.parametrize("lesson", LESSONS, ids=IDS)
 def test_the_checks_are_the_exercises_in_order(lesson):
     assert list(checks_for_lesson(lesson.name)) == lesson.exercise_names()

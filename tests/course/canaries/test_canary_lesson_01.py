@@ -36,9 +36,16 @@ def test_an_in_place_edit_of_a_shared_gradient_silently_changes_the_sibling(pin)
         grad.mul_(100)
 
     a.register_hook(times_100_in_place)
-    ((a + b) * torch.tensor([1.0, 2.0])).sum().backward()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ((a + b) * torch.tensor([1.0, 2.0])).sum().backward()
     pin.holds(torch.equal(b.grad, torch.tensor([100.0, 200.0])), f"b.grad is {b.grad.tolist()} (the true one is "
               "[1.0, 2.0]; the lesson shows [100.0, 200.0])")
+    pin.holds(not caught, f"warnings: {[str(w.message) for w in caught]}")
+    a, b = torch.tensor([1.0, 2.0], requires_grad=True), torch.tensor([3.0, 4.0], requires_grad=True)
+    a.register_hook(lambda grad: grad * 100)
+    ((a + b) * torch.tensor([1.0, 2.0])).sum().backward()
+    pin.holds(torch.equal(b.grad, torch.tensor([1.0, 2.0])), f"with a returned tensor, b.grad is {b.grad.tolist()}")
 
 
 @canary("a gradient recorded with .detach() alone shares its memory with the leaf's .grad, so the next backward "

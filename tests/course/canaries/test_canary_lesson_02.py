@@ -40,3 +40,21 @@ def test_a_hook_registered_three_times_fires_three_times(pin):
     calls.clear()
     layer(torch.randn(1, 2))
     pin.holds(len(calls) == 2, f"after the last handle's remove(): {len(calls)} firings")
+
+
+@canary("a handle is a context manager: the hook is removed when the with-block ends, also when an exception leaves "
+        "it, and the exception still reaches the caller",
+        ("02", "A handle is a context manager"))
+def test_a_handle_used_as_a_context_manager_removes_its_hook_even_on_an_exception(pin):
+    layer, calls = nn.Linear(2, 2), []
+    with layer.register_forward_hook(lambda module, args, output: calls.append(1)):
+        layer(torch.randn(1, 2))
+    pin.holds(len(layer._forward_hooks) == 0 and calls == [1], f"after the block: {len(layer._forward_hooks)} hooks")
+    arrived = None
+    try:
+        with layer.register_forward_hook(lambda module, args, output: calls.append(1)):
+            raise ValueError("something failed inside the block")
+    except ValueError as error:
+        arrived = error
+    pin.holds(arrived is not None and len(layer._forward_hooks) == 0,
+              f"after a failed block: the exception arrived {arrived is not None}, {len(layer._forward_hooks)} hooks")

@@ -102,3 +102,34 @@ def test_a_detached_output_is_overwritten_by_a_later_in_place_relu(pin):
     pin.holds(stored["detached"].data_ptr() == stored["pointer"], "detach() no longer shares the output's memory")
     pin.holds(stored["detached"].min() == 0 and stored["cloned"].min() < 0,
               f"min of detach() {stored['detached'].min():.4f}, of detach().clone() {stored['cloned'].min():.4f}")
+
+
+@canary("named_modules() lists a module reachable under two names once, under its first name; "
+        "named_modules(remove_duplicate=False) and state_dict() list both names, and get_submodule() takes either; "
+        "two modules tied to one weight are both listed while named_parameters() lists the weight once; a hook "
+        "defined in a loop that reads the loop variable sees its last value when it runs",
+        ("04", "Finding layers by name"))
+def test_named_modules_lists_a_reused_module_once_and_a_loop_hook_sees_the_last_name(pin):
+    reused = nn.Linear(3, 3)
+    twice = nn.Sequential(reused, nn.Tanh(), reused)
+    once = [name for name, _ in twice.named_modules()]
+    every = [name for name, _ in twice.named_modules(remove_duplicate=False)]
+    pin.holds(once == ["", "0", "1"] and every == ["", "0", "1", "2"], f"named_modules(): {once}, with "
+              f"remove_duplicate=False: {every}")
+    pin.holds(twice.get_submodule("2") is twice.get_submodule("0") is reused
+              and list(twice.state_dict()) == ["0.weight", "0.bias", "2.weight", "2.bias"],
+              f"get_submodule('2') is the reused layer: {twice.get_submodule('2') is reused}; state_dict(): "
+              f"{list(twice.state_dict())}")
+    encoder, decoder = nn.Linear(3, 3), nn.Linear(3, 3)
+    decoder.weight = encoder.weight
+    tied = nn.Sequential(encoder, decoder)
+    modules, parameters = [n for n, _ in tied.named_modules()], [n for n, _ in tied.named_parameters()]
+    pin.holds(modules == ["", "0", "1"] and parameters == ["0.weight", "0.bias", "1.bias"],
+              f"tied weights: named_modules() {modules}, named_parameters() {parameters}")
+    net, late = nn.Sequential(nn.Linear(2, 2), nn.Linear(2, 2)), {}
+    for name, module in net.named_children():
+        def late_hook(module, args, output):
+            late[name] = output  # noqa: B023  (the lesson's trap: `name` is read when the hook runs)
+        module.register_forward_hook(late_hook)
+    net(torch.randn(1, 2))
+    pin.holds(list(late) == ["1"], f"the loop's hooks stored under {list(late)}")

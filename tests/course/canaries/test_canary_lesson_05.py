@@ -60,17 +60,29 @@ def test_a_full_backward_hook_fires_early_and_warns_when_no_input_requires_grad(
               f"with only a backward pre-hook, warnings: {messages}")
 
 
+def _in_place_add_one(module, grad_output):
+    for grad in grad_output:
+        grad.add_(1.0)
+
+
 @canary("the tensors a backward pre-hook receives in grad_output are shared with another branch of the graph, "
-        "so an in-place add_ changes the other branch's gradient",
+        "so an in-place add_ changes the other branch's gradient (b.grad wrong), and returning a new tuple does not",
         ("05", "Trap: changing a gradient in place"))
 def test_grad_output_memory_is_shared_with_another_branch(pin):
-    layer, addresses = nn.Linear(5, 5), {}
-    a, b = torch.randn(5, requires_grad=True), torch.randn(5, requires_grad=True)
-    layer.register_full_backward_pre_hook(lambda module, grad_output: addresses.update(layer=grad_output[0].data_ptr()))
-    h = 2 * b
-    h.register_hook(lambda grad: addresses.update(h=grad.data_ptr()))
-    (layer(a) + h).sum().backward()
-    pin.holds(addresses["layer"] == addresses["h"], "the two branches no longer receive the same gradient memory")
+    w = torch.randn(5)
+    for hook in (_in_place_add_one, lambda module, grad_output: tuple(grad + 1.0 for grad in grad_output)):
+        layer, addresses = nn.Linear(5, 5), {}
+        a, b = torch.randn(5, requires_grad=True), torch.randn(5, requires_grad=True)
+        layer.register_full_backward_pre_hook(lambda module, grad_output: addresses.update(
+            layer=grad_output[0].data_ptr()))
+        layer.register_full_backward_pre_hook(hook)
+        h = 2 * b
+        h.register_hook(lambda grad: addresses.update(h=grad.data_ptr()))
+        ((layer(a) + h) * w).sum().backward()  # the true b.grad is 2 * w
+        in_place = hook is _in_place_add_one
+        pin.holds(addresses["layer"] == addresses["h"], "the two branches no longer receive the same gradient memory")
+        pin.holds(torch.allclose(b.grad, 2 * w) is not in_place, f"{'add_' if in_place else 'a returned tuple'}: "
+                  f"b.grad == 2 * w (the true one) is {torch.allclose(b.grad, 2 * w)}")
 
 
 @canary("under torch.no_grad() a module's backward hooks are not installed: its output has no grad_fn (with "
@@ -182,3 +194,87 @@ def test_backward_hooks_run_with_grad_mode_on_only_under_create_graph(pin):
         numpy_ok = seen["numpy"] is None if not create_graph else str(seen["numpy"]).startswith(
             "Can't call numpy() on Tensor that requires grad.")
         pin.holds(numpy_ok, f"create_graph={create_graph}: .numpy() gave {described(seen['numpy'])}")
+
+
+def _grads(layer, x):
+    x = x.detach().requires_grad_()
+    layer(x).pow(2).sum().backward()
+    return layer.weight.grad, x.grad
+
+
+@canary("a backward pre-hook's returned grad_output changes the gradients of the module's parameters and inputs; a "
+        "full hook's returned grad_input changes the inputs' only",
+        ("05", "What a returned value does"))
+def test_a_pre_hooks_return_reaches_the_parameters_and_a_full_hooks_only_the_inputs(pin):
+    torch.manual_seed(0)
+    plain, x = nn.Linear(3, 2), torch.randn(4, 3)
+    by_pre, by_full = nn.Linear(3, 2), nn.Linear(3, 2)
+    for layer in (by_pre, by_full):
+        layer.load_state_dict(plain.state_dict())
+    by_pre.register_full_backward_pre_hook(lambda module, grad_output: tuple(2 * g for g in grad_output))
+    by_full.register_full_backward_hook(lambda module, grad_input, grad_output: tuple(2 * g for g in grad_input))
+    weight, x_grad = _grads(plain, x)
+    (pre_weight, pre_x), (full_weight, full_x) = _grads(by_pre, x), _grads(by_full, x)
+    pin.holds(torch.allclose(pre_weight, 2 * weight) and torch.allclose(pre_x, 2 * x_grad),
+              "a pre-hook that doubles grad_output no longer doubles weight.grad and x.grad")
+    pin.holds(torch.allclose(full_weight, weight) and torch.allclose(full_x, 2 * x_grad),
+              f"a full hook that doubles grad_input: weight.grad x{(full_weight / weight).mean():.2f}, "
+              f"x.grad x{(full_x / x_grad).mean():.2f} (the lesson shows x1 and x2)")
+
+
+@canary("a parameter's .grad is written once all its contributions are summed: for a module called twice it is None "
+        "at its full backward hook's first firing and final at the second; for a module called once, final already",
+        ("05", "What a returned value does"))
+def test_weight_grad_is_none_at_the_first_firing_of_a_module_called_twice(pin):
+    for calls in (1, 2):
+        layer, at_firing = nn.Linear(3, 3), []
+        layer.register_full_backward_hook(lambda module, grad_input, grad_output: at_firing.append(
+            None if module.weight.grad is None else module.weight.grad.clone()))
+        h = torch.randn(2, 3, requires_grad=True)
+        for _ in range(calls):
+            h = torch.tanh(layer(h))
+        h.sum().backward()
+        expected = [layer.weight.grad] if calls == 1 else [None, layer.weight.grad]
+        pin.holds(len(at_firing) == calls and all(
+            seen is None if want is None else seen is not None and torch.equal(seen, want)
+            for seen, want in zip(at_firing, expected)),
+            f"called {calls} time(s): weight.grad at each firing is None: {[seen is None for seen in at_firing]}")
+
+
+@canary("a backward hook's returned tuple of another length is refused in backward ('Backward hook returned an invalid "
+        "number of grad_input, got 2, but expected 3', 'Backward pre hook returned an invalid number of grad_output, "
+        "got 4, but expected 1' for a bare tensor); a list is accepted while an input requires grad, refused when "
+        "none does ('Backward hook for Modules where no input requires gradient should always return None or None for "
+        "all gradients.'), where a tuple of None passes; a pre-hook's list passes in both cases",
+        ("05", "What a returned value does"))
+def test_a_backward_hooks_return_of_the_wrong_length_or_a_list_is_refused(pin):
+    product = _ScaledProduct()
+    product.register_full_backward_hook(lambda module, grad_input, grad_output: tuple(
+        2 * g for g in grad_input if g is not None))
+    a = torch.tensor([1.0, 2.0], requires_grad=True)
+    error = error_of(lambda: product(a, torch.tensor([3.0, 4.0]), 10.0).sum().backward())
+    pin.holds(isinstance(error, RuntimeError) and str(error) == "Backward hook returned an invalid number of "
+              "grad_input, got 2, but expected 3", described(error))
+    bare = nn.Linear(3, 2)
+    bare.register_full_backward_pre_hook(lambda module, grad_output: grad_output[0])
+    error = error_of(lambda: bare(torch.randn(4, 3, requires_grad=True)).sum().backward())
+    pin.holds(isinstance(error, RuntimeError) and str(error) == "Backward pre hook returned an invalid number of "
+              "grad_output, got 4, but expected 1", described(error))
+    as_list = nn.Linear(3, 2)
+    as_list.register_full_backward_hook(lambda module, grad_input, grad_output: list(grad_input))
+    error = error_of(lambda: as_list(torch.randn(4, 3, requires_grad=True)).sum().backward())
+    pin.holds(error is None, f"a list, with an input that requires grad: {described(error)}")
+    error = error_of(lambda: _warnings_of(lambda: as_list(torch.randn(4, 3)).sum().backward()))
+    pin.holds(isinstance(error, RuntimeError) and str(error) == "Backward hook for Modules where no input requires "
+              "gradient should always return None or None for all gradients.",
+              f"a list, with no input that requires grad: {described(error)}")
+    as_tuple = nn.Linear(3, 2)
+    as_tuple.register_full_backward_hook(lambda module, grad_input, grad_output: tuple(grad_input))
+    error = error_of(lambda: _warnings_of(lambda: as_tuple(torch.randn(4, 3)).sum().backward()))
+    pin.holds(error is None, f"a tuple of None, with no input that requires grad: {described(error)}")
+    pre_list = nn.Linear(3, 2)
+    pre_list.register_full_backward_pre_hook(lambda module, grad_output: list(grad_output))
+    for needs_grad in (True, False):
+        error = error_of(lambda: _warnings_of(lambda: pre_list(torch.randn(4, 3, requires_grad=needs_grad))
+                                              .sum().backward()))
+        pin.holds(error is None, f"a pre-hook's list, input requires grad {needs_grad}: {described(error)}")

@@ -141,8 +141,10 @@ _MIXING_ERROR = ("Cannot use both regular backward hooks and full backward hooks
 
 
 def _in_a_fresh_process(code):
-    return json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                                     timeout=60).stdout)
+    completed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    if completed.returncode != 0:  # say what torch raised there, not only the exit status
+        raise RuntimeError(f"the fresh process failed: {completed.stderr.strip().splitlines()[-1:]}")
+    return json.loads(completed.stdout)
 
 
 @canary("a process can use global backward hooks of one kind only, full or deprecated, and torch remembers which "
@@ -210,3 +212,38 @@ def test_parents_start_first_and_finish_last_and_backward_reverses_siblings(pin)
     pin.holds(backward == [("bpre", "(root)"), ("bpre", "1"), ("bpre", "1.1"), ("b", "1.1"), ("bpre", "1.0"),
                            ("b", "1.0"), ("b", "1"), ("bpre", "0"), ("b", "0"), ("b", "(root)")],
               f"backward hooks fired: {backward}")
+
+
+@canary("when forward raises, a global always_call forward hook runs for the failing module and then for each parent, "
+        "child first, with output=None, after the failing module's own always_call hook's turn (global first, then "
+        "own); a plain hook does not run",
+        ("07", "`always_call=True` on global hooks and parents"))
+def test_always_call_hooks_run_for_the_failing_module_and_its_parents_child_first(pin):
+    model = nn.Sequential(nn.Linear(3, 3), _Broken())
+    names = {module: name or "(root)" for name, module in model.named_modules()}
+    ran = []
+    with module_hooks.register_module_forward_hook(lambda m, args, out: ran.append(("global", names[m], out)),
+                                                   always_call=True), \
+            model[1].register_forward_hook(lambda m, args, out: ran.append(("own", names[m], out)), always_call=True), \
+            model[1].register_forward_hook(lambda m, args, out: ran.append(("plain", names[m], out))):
+        try:
+            model(torch.randn(1, 3))
+        except RuntimeError:
+            pass
+    pin.holds(ran[0][:2] == ("global", "0") and ran[0][2] is not None
+              and ran[1:] == [("global", "1", None), ("own", "1", None), ("global", "(root)", None)],
+              f"hooks that ran (kind, module, output is None): {[(k, n, o is None) for k, n, o in ran]}")
+
+
+@canary("torch's ModuleTracker registers the global forward pre-hook and forward hook "
+        "(register_module_forward_pre_hook, register_module_forward_hook), and FlopCounterMode makes a ModuleTracker",
+        ("07", "A global hook fires for every module"))
+def test_module_tracker_uses_the_global_forward_hooks_and_flop_counter_uses_it(pin):
+    from torch.utils.flop_counter import FlopCounterMode
+    from torch.utils.module_tracker import ModuleTracker
+
+    tracker = inspect.getsource(ModuleTracker)
+    uses = [name for name in ("register_module_forward_pre_hook(", "register_module_forward_hook(") if name in tracker]
+    pin.holds(len(uses) == 2, f"ModuleTracker's source calls {uses}")
+    pin.holds("ModuleTracker()" in inspect.getsource(FlopCounterMode),
+              "FlopCounterMode no longer makes a ModuleTracker")

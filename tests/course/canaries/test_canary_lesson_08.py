@@ -126,3 +126,26 @@ def test_disable_saved_tensors_hooks_raises_its_own_message(pin):
                 pass
         error = error_of(enter)
     pin.holds(isinstance(error, RuntimeError) and str(error) == message, described(error))
+
+
+@canary("a node's pre-hooks run in registration order, each seeing what the one before returned, and the returned "
+        "tuple reaches the gradient; a node hook gets (grad_inputs, grad_outputs), None for an input that needs no "
+        "grad, and its returned tuple replaces grad_inputs",
+        ("08", "Hooks on the nodes of the graph"))
+def test_node_pre_hooks_chain_their_returns_and_a_node_hook_replaces_grad_inputs(pin):
+    w, x = torch.randn(3, requires_grad=True), torch.randn(3)
+    y, seen = w * x, {}
+    y.grad_fn.register_prehook(lambda grad_outputs: seen.update(pre=grad_outputs))
+    y.grad_fn.register_hook(lambda grad_inputs, grad_outputs: seen.update(inputs=grad_inputs))
+    y.grad_fn.register_prehook(lambda grad_outputs: (grad_outputs[0] * 10,))
+    y.grad_fn.register_prehook(lambda grad_outputs: seen.update(after=grad_outputs))
+    (y * 2).sum().backward()
+    pin.holds(torch.equal(seen["pre"][0], torch.full((3,), 2.0))
+              and torch.equal(seen["after"][0], torch.full((3,), 20.0)) and torch.allclose(w.grad, 20 * x), f"pre-hooks saw {seen['pre'][0].tolist()} then "
+              f"{seen['after'][0].tolist()}; w.grad / x = {(w.grad / x).tolist()}")
+    pin.holds(len(seen["inputs"]) == 2 and seen["inputs"][1] is None, f"the node hook's grad_inputs: {seen['inputs']}")
+    w.grad = None
+    y = w * x
+    y.grad_fn.register_hook(lambda grad_inputs, grad_outputs: (torch.ones(3), None))
+    (y * 2).sum().backward()
+    pin.holds(torch.equal(w.grad, torch.ones(3)), f"after a node hook returned (ones, None): w.grad {w.grad.tolist()}")

@@ -2,17 +2,19 @@
 checkpoint recomputation, torch.func, vmap, copy.deepcopy and nn.DataParallel."""
 
 import copy
+import functools
 import inspect
 import io
 import logging
 import pickle
 from collections import OrderedDict
 
-import pytest
 import torch
 from torch import nn
+from torch.func import functional_call
 from torch.func import grad as func_grad
 from torch.func import vmap
+from torch.nn.modules._functions import BackwardHookFunction
 from torch.utils.checkpoint import checkpoint
 
 from canary_pins import canary, described, error_of
@@ -118,7 +120,9 @@ def test_each_kind_of_hook_is_kept_in_the_dict_the_lesson_names(pin):
         holders = [name for name, value in vars(demo).items() if isinstance(value, dict) and handle.id in value]
         stored = getattr(demo, attribute, {}).get(handle.id)
         pin.holds(holders == [attribute], f"{method} keeps its hook in {holders}")
-        pin.holds(stored is registered or getattr(stored, "hook", None) is registered,
+        wrapped = method == "register_load_state_dict_pre_hook"  # the one kind the lesson says is wrapped
+        pin.holds((type(stored).__name__ == "_WrappedHook") is wrapped
+                  and (getattr(stored, "hook", None) if wrapped else stored) is registered,
                   f"{method} stores {stored!r}")
         handle.remove()
     handle = demo.register_forward_hook(lambda module, args, kwargs, output: None, with_kwargs=True, always_call=True)
@@ -193,23 +197,55 @@ FUNC_ERROR = ("In order to use an autograd.Function with functorch transforms (v
               "it must override the setup_context staticmethod.")
 
 
+class _Traced(nn.Linear):
+    def forward(self, x):
+        self.ran = True
+        return super().forward(x)
+
+
 @canary("torch.func.grad of a model with a full backward hook or pre-hook raises in the forward pass 'In order to "
         "use an autograd.Function with functorch transforms (vmap, grad, jvp, jacrev, ...), it must override the "
-        "setup_context staticmethod.'; a forward hook that registers a tensor hook works under it",
+        "setup_context staticmethod.' (BackwardHookFunction defines no setup_context): before forward runs with "
+        "respect to the input, after it with respect to the parameters (functional_call); a forward hook that "
+        "registers a tensor hook works under it",
         ("09", "Pitfall 10: `torch.func.grad` and full backward hooks"))
 def test_torch_func_grad_raises_with_a_full_backward_hook(pin):
     x = torch.randn(3)
+    pin.holds("setup_context" not in vars(BackwardHookFunction), "BackwardHookFunction defines setup_context now")
     for register in ("register_full_backward_hook", "register_full_backward_pre_hook"):
-        layer = nn.Linear(3, 1)
-        getattr(layer, register)(lambda module, *grads: None)
-        error = error_of(lambda: func_grad(lambda x: layer(x).sum())(x))
-        pin.holds(isinstance(error, RuntimeError) and str(error).startswith(FUNC_ERROR), f"{register}: "
-                  f"{described(error)}")
+        for wrt in ("the input", "the parameters"):
+            layer = _Traced(3, 1)
+            getattr(layer, register)(lambda module, *grads: None)
+            if wrt == "the input":
+                error = error_of(lambda: func_grad(lambda x: layer(x).sum())(x))
+            else:
+                parameters = dict(layer.named_parameters())
+                error = error_of(lambda: func_grad(lambda p: functional_call(layer, p, (x,)).sum())(parameters))
+            ran = getattr(layer, "ran", False)
+            pin.holds(isinstance(error, RuntimeError) and str(error).startswith(FUNC_ERROR)
+                      and ran is (wrt == "the parameters"),
+                      f"{register}, with respect to {wrt}: {described(error)}; forward ran first: {ran}")
     layer, seen = nn.Linear(3, 1), []
     layer.register_forward_hook(lambda module, args, output: output.register_hook(seen.append) and None)
     gradient = func_grad(lambda x: layer(x).sum())(x)
     pin.holds(len(seen) == 1 and torch._C._functorch.get_unwrapped(seen[0]).tolist() == [1.0]
               and torch.allclose(gradient, layer.weight[0]), f"the tensor hook got {seen}, grad {gradient}")
+
+
+@canary("under torch.func.vmap (without torch.func.grad) a full backward hook does not raise and is lost: inside, the "
+        "module's input and output report requires_grad=False (its weight True), and a backward() through the vmap "
+        "call's output never calls the hook, while the weight's gradient is computed (pytorch/functorch#638)",
+        ("09", "Pitfall 10: `torch.func.grad` and full backward hooks"))
+def test_a_full_backward_hook_is_lost_under_vmap(pin):
+    layer, calls, inside = nn.Linear(3, 1), [], {}
+    layer.register_full_backward_hook(lambda module, grad_input, grad_output: calls.append(1))
+    layer.register_forward_hook(lambda module, args, output: inside.update(
+        input=args[0].requires_grad, output=output.requires_grad, weight=module.weight.requires_grad))
+    error = error_of(lambda: vmap(layer)(torch.randn(5, 3, requires_grad=True)).sum().backward())
+    pin.holds(error is None and inside == {"input": False, "output": False, "weight": True} and calls == []
+              and layer.weight.grad is not None,
+              f"vmap, then backward: {described(error)}; requires_grad inside {inside}, the hook "
+              f"ran {len(calls)} times, weight.grad set: {layer.weight.grad is not None}")
 
 
 @canary("under torch.func.vmap a forward hook sees one sample's shapes (input (3,), output (2,) for a batch (5, 3) "
@@ -218,11 +254,12 @@ def test_torch_func_grad_raises_with_a_full_backward_hook(pin):
         ("09", "Pitfall 11: under `torch.func.vmap`, a forward hook sees one sample"))
 def test_a_forward_hook_under_vmap_sees_one_sample(pin):
     layer, caught = nn.Linear(3, 2), {}
-    layer.register_forward_hook(lambda module, args, output: caught.update(input=args[0], output=output))
+    layer.register_forward_hook(lambda module, args, output: caught.update(input=args[0], output=output,
+                                                                          weight=module.weight))
     batch = torch.randn(5, 3)
     vmap(layer)(batch)
-    shapes = tuple(caught["input"].shape), tuple(caught["output"].shape)
-    pin.holds(shapes == ((3,), (2,)), f"the hook saw input and output shapes {shapes}")
+    shapes = tuple(caught["input"].shape), tuple(caught["output"].shape), tuple(caught["weight"].shape)
+    pin.holds(shapes == ((3,), (2,), (2, 3)), f"the hook saw input, output and weight shapes {shapes}")
     pin.holds(torch._C._functorch.is_batchedtensor(caught["output"]), "the stored output is not a BatchedTensor")
     _, activations = vmap(lambda x: (layer(x), caught["output"]))(batch)
     pin.holds(tuple(activations.shape) == (5, 2) and torch.allclose(activations, layer(batch)),
@@ -246,6 +283,35 @@ def test_deepcopy_copies_a_modules_hooks(pin):
               f"{len(twin._forward_hooks)} on the copy")
 
 
+class _Recorder:
+    def __init__(self):
+        self.outputs = []
+
+    def save(self, module, args, output):
+        self.outputs.append(output)
+
+
+def _save(store, module, args, output):
+    store["output"] = output
+
+
+@canary("copy.deepcopy copies a hook that is an object with what it holds: a functools.partial(save, store) writes, "
+        "for the copy, into a copy of store, a bound method recorder.save into a copy of recorder",
+        ("09", "Pitfall 12: `copy.deepcopy` copies a module's hooks"))
+def test_deepcopy_copies_a_hook_object_with_what_it_holds(pin):
+    store, recorder, original = {}, _Recorder(), nn.Linear(3, 2)
+    original.register_forward_hook(functools.partial(_save, store))
+    original.register_forward_hook(recorder.save)
+    twin = copy.deepcopy(original)
+    copied_partial, copied_method = twin._forward_hooks.values()
+    twin(torch.randn(1, 3))
+    pin.holds(copied_partial.args[0] is not store and store == {} and "output" in copied_partial.args[0],
+              f"the partial's store is ours: {copied_partial.args[0] is store}; our store: {list(store)}")
+    pin.holds(copied_method.__self__ is not recorder and recorder.outputs == [] and
+              len(copied_method.__self__.outputs) == 1, f"the bound method's object is ours: "
+              f"{copied_method.__self__ is recorder}; our recorder holds {len(recorder.outputs)} outputs")
+
+
 @canary("without a GPU, nn.DataParallel sets device_ids = [] and forward calls the module itself ('if not "
         "self.device_ids: return self.module(*inputs, **kwargs)'), so a hook's state is kept, and so with one GPU; "
         "on several GPUs it replicates the module per call, and replicate() makes each replica with "
@@ -254,15 +320,17 @@ def test_deepcopy_copies_a_modules_hooks(pin):
         "replica lost",
         ("09", "Pitfall 13: `nn.DataParallel` and state a hook sets on its module"))
 def test_data_parallel_without_gpus_runs_the_module_itself_and_replicas_copy_dict_shallowly(pin):
-    if torch.cuda.is_available():
-        pytest.skip(f"{torch.cuda.device_count()} GPU(s) here: the lesson shows DataParallel without a GPU")
-    model = nn.Linear(3, 2)
-    model.register_forward_hook(lambda module, args, output: setattr(module, "last_output", output))
-    parallel = nn.DataParallel(model)
-    parallel(torch.randn(4, 3))
-    pin.holds(parallel.device_ids == [] and parallel.module is model and hasattr(model, "last_output"),
-              f"device_ids {parallel.device_ids}, module is the model: {parallel.module is model}, state kept: "
-              f"{hasattr(model, 'last_output')}")
+    if not torch.cuda.is_available():  # with a GPU only the call without one is left out: the source is read anyway
+        model = nn.Linear(3, 2)
+        model.register_forward_hook(lambda module, args, output: setattr(module, "last_output", output))
+        parallel = nn.DataParallel(model)
+        parallel(torch.randn(4, 3))
+        pin.holds(parallel.device_ids == [] and parallel.module is model and hasattr(model, "last_output"),
+                  f"device_ids {parallel.device_ids}, module is the model: {parallel.module is model}, state kept: "
+                  f"{hasattr(model, 'last_output')}")
+    init = inspect.getsource(nn.DataParallel.__init__)
+    pin.holds('if device_type is None or device_type == "mps":' in init and "self.device_ids = []" in init,
+              "DataParallel.__init__ changed:\n" + init)
     forward = inspect.getsource(nn.DataParallel.forward)
     pin.holds("if not self.device_ids:\n                return self.module(*inputs, **kwargs)" in forward
               and "if len(self.device_ids) == 1:\n                return self.module(*inputs[0], **module_kwargs[0])"
@@ -272,7 +340,11 @@ def test_data_parallel_without_gpus_runs_the_module_itself_and_replicas_copy_dic
     pin.holds("replica = module._replicate_for_data_parallel()" in replicate, "replicate() changed:\n" + replicate)
     pin.holds("replica.__dict__ = self.__dict__.copy()" in replica_of,
               "Module._replicate_for_data_parallel changed:\n" + replica_of)
-    fresh = nn.Linear(3, 2)
+    fresh = nn.Sequential(nn.Linear(3, 2))  # no parameters of its own: replicate() gives a replica its copies
     fresh.register_forward_hook(lambda module, args, output: setattr(module, "last_output", output))
     replica = fresh._replicate_for_data_parallel()
     pin.holds(replica._forward_hooks is fresh._forward_hooks, "a replica no longer shares its module's hook dict")
+    replica(torch.randn(2, 3))
+    pin.holds(hasattr(replica, "last_output") and not hasattr(fresh, "last_output"),
+              f"after a replica's call: set on the replica {hasattr(replica, 'last_output')}, on its module "
+              f"{hasattr(fresh, 'last_output')}")

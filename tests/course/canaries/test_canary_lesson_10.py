@@ -141,3 +141,35 @@ def test_state_dict_hooks_run_parent_first_and_post_hooks_child_first(pin):
                         ("load pre", "", ""), ("load pre", "body", "body."), ("load pre", "body.fc", "body.fc."),
                         ("load post", "body.fc", None), ("load post", "body", None), ("load post", "", None)],
               f"calls: {calls}")
+
+
+@canary("an optimizer's state-dict hooks: pre-hook(optimizer) and load post-hook(optimizer) returns ignored; "
+        "post-hook(optimizer, state_dict) may return a dict that replaces the state dict; unlike a module's, the load "
+        "pre-hook(optimizer, state_dict) may return a dict that is loaded instead (the caller's dict unchanged)",
+        ("10", "The optimizer's own state-dict hooks"))
+def test_an_optimizers_state_dict_hooks_may_return_a_new_dict(pin):
+    layer = nn.Linear(3, 1)
+    adam = torch.optim.Adam(layer.parameters(), lr=0.01)
+    layer(torch.randn(4, 3)).sum().backward()
+    adam.step()
+    calls = []
+
+    def set_lr(optimizer, state_dict):
+        calls.append("load pre")
+        return dict(state_dict, param_groups=[dict(group, lr=0.5) for group in state_dict["param_groups"]])
+
+    handles = [adam.register_state_dict_pre_hook(lambda optimizer: calls.append("pre") or "ignored"),
+               adam.register_state_dict_post_hook(lambda optimizer, state_dict: calls.append("post")),
+               adam.register_load_state_dict_pre_hook(set_lr),
+               adam.register_load_state_dict_post_hook(lambda optimizer: calls.append("load post") or "ignored")]
+    saved = adam.state_dict()
+    adam.load_state_dict(saved)
+    for handle in handles:
+        handle.remove()
+    pin.holds(calls == ["pre", "post", "load pre", "load post"], f"calls: {calls}")
+    pin.holds(adam.param_groups[0]["lr"] == 0.5 and saved["param_groups"][0]["lr"] == 0.01,
+              f"after a load pre-hook returned lr 0.5: the optimizer's lr {adam.param_groups[0]['lr']}, the caller's "
+              f"dict's {saved['param_groups'][0]['lr']}")
+    with adam.register_state_dict_post_hook(lambda optimizer, state_dict: {"replaced": True}):
+        replaced = adam.state_dict()
+    pin.holds(replaced == {"replaced": True}, f"a post-hook that returns a dict: state_dict() gave {list(replaced)}")

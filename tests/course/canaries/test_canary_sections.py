@@ -46,7 +46,7 @@ _TRAP_HEADING = re.compile(r"^# #{2,4} (?P<text>.*\b(?:[Tt]raps?|[Pp]itfalls?|[B
 
 
 _HEADING = re.compile(r"^# #{2,4} (?P<text>.+)$")
-_BOLD_TRAP = re.compile(r"^# \*\*(?:Trap|A pitfall|Pitfall)\b")
+_BOLD_TRAP = re.compile(r"^# \*\*(?:Trap|A trap|A pitfall|Pitfall)\b")
 
 
 def _trap_sections():
