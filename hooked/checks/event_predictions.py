@@ -118,9 +118,10 @@ def _as_event_names(prediction, returned):
     known = {prediction.canonical(event): event for event in prediction.events}
     for index, (item, name) in enumerate(zip(returned, names)):
         if name not in known:
+            listed = ", ".join(repr(event) for event in sorted(prediction.events))  # in no order that could be the answer
             fail(f"{call} returned {item!r} at index {index}, which is not an event this code logs. Its events "
-                 f"are: {', '.join(repr(event) for event in prediction.events)} (case, spaces and the spellings "
-                 "the exercise lists do not matter).")
+                 f"are, in alphabetical order: {listed} (case, spaces and the spellings the exercise lists do not "
+                 "matter).")
     return [known[name] for name in names], list(returned)
 
 

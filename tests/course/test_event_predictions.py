@@ -176,6 +176,15 @@ def test_a_wrong_type_or_an_unknown_event_gets_a_clear_message(returned, words):
     assert result.status == "failed" and words in result.message, result.message
 
 
+@pytest.mark.parametrize("prediction", PREDICTIONS, ids=IDS)
+def test_an_unknown_event_is_told_the_events_in_alphabetical_order_not_in_the_order_they_fire(prediction):
+    def predict_unknown():
+        return ["nowhere:at all"]
+    predict_unknown.__name__ = prediction.exercise
+    message = run_exercise_check(prediction.lesson, prediction.exercise, predict_unknown).message
+    assert f"in alphabetical order: {', '.join(repr(event) for event in sorted(prediction.events))} (" in message
+
+
 def test_a_tuple_in_another_spelling_passes():
     right = tuple(event.upper().replace(":", " : ") for event in true_log(PREDICTIONS[0]))
     assert run_exercise_check(PREDICTIONS[0].lesson, PREDICTIONS[0].exercise, _returning(right)).status == "passed"
