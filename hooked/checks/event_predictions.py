@@ -118,7 +118,8 @@ def _as_event_names(prediction, returned):
     known = {prediction.canonical(event): event for event in prediction.events}
     for index, (item, name) in enumerate(zip(returned, names)):
         if name not in known:
-            listed = ", ".join(repr(event) for event in sorted(prediction.events))  # in no order that could be the answer
+            # in an order that cannot be the answer
+            listed = ", ".join(repr(event) for event in sorted(prediction.events))
             fail(f"{call} returned {item!r} at index {index}, which is not an event this code logs. Its events "
                  f"are, in alphabetical order: {listed} (case, spaces and the spellings the exercise lists do not "
                  "matter).")
