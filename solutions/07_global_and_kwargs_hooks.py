@@ -495,8 +495,9 @@ assert bad_return.startswith("forward pre-hook must return None or a tuple of (n
 #
 # A module's hooks run in the order they were registered; `prepend=True` (lesson 03) puts the new
 # hook at the front instead. It exists on the module's own `register_forward_pre_hook`,
-# `register_forward_hook`, `register_full_backward_pre_hook` and `register_full_backward_hook`;
-# as shown above, it never moves a hook in front of the global ones.
+# `register_forward_hook`, `register_full_backward_pre_hook` and `register_full_backward_hook`,
+# not on the global `register_module_forward_pre_hook` or `register_module_forward_hook`; as shown
+# above, it never moves a hook in front of the global ones.
 
 # %%
 ran = []
@@ -511,6 +512,9 @@ for method in ("register_forward_pre_hook", "register_forward_hook", "register_f
                "register_full_backward_hook"):
     print(f"nn.Module.{method} takes prepend:", "prepend" in inspect.signature(getattr(nn.Module, method)).parameters)
     assert "prepend" in inspect.signature(getattr(nn.Module, method)).parameters
+for function in ("register_module_forward_pre_hook", "register_module_forward_hook"):
+    print(f"{function} takes prepend:", "prepend" in inspect.signature(getattr(module_hooks, function)).parameters)
+    assert "prepend" not in inspect.signature(getattr(module_hooks, function)).parameters
 
 # %% [markdown]
 # ## `always_call=True` on global hooks and parents
@@ -1087,9 +1091,9 @@ check(predict_global_and_prepend)
 #
 # <details class="tip"><summary>Hint 2 of 3: the API</summary>
 #
-# `prepend=True` exists only on a module's own `register_forward_pre_hook` and
-# `register_forward_hook`, and orders the hooks in that module's own dict; the global hooks live in
-# dicts of their own, which `Module.__call__` reads first.
+# `prepend=True` exists only on a module's own registration methods, not on
+# `register_module_forward_pre_hook` or `register_module_forward_hook`, and orders the hooks in that
+# module's own dict; the global hooks live in dicts of their own, which `Module.__call__` reads first.
 #
 # </details>
 #

@@ -27,13 +27,21 @@ TRIES_BEFORE_THE_LOG = 3  # different wrong predictions, in one notebook session
 class Rule:
     """What explains a divergence: it applies where the event that fires is one of `fired`
     and the predicted one is one of `predicted` (an empty tuple matches anything; END
-    stands for no event: a prediction too short, or too long)."""
+    stands for no event: a prediction too short, or too long), every event of `after` has
+    fired already and none of `before` has. A `repeated` rule applies only where the
+    predicted event has already fired as often as it ever does: one firing too many."""
     text: str
     fired: tuple = ()
     predicted: tuple = ()
+    after: tuple = ()
+    before: tuple = ()
+    repeated: bool = False
 
-    def applies(self, fired, predicted):
-        return (not self.fired or fired in self.fired) and (not self.predicted or predicted in self.predicted)
+    def applies(self, fired, predicted, earlier, later):
+        """`earlier`: the events that fired before the divergence; `later`: those from it on."""
+        return ((not self.fired or fired in self.fired) and (not self.predicted or predicted in self.predicted)
+                and all(event in earlier for event in self.after) and not any(event in earlier for event in self.before)
+                and (not self.repeated or (predicted in earlier and predicted not in later)))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -110,9 +118,11 @@ def _as_event_names(prediction, returned):
     known = {prediction.canonical(event): event for event in prediction.events}
     for index, (item, name) in enumerate(zip(returned, names)):
         if name not in known:
+            # in an order that cannot be the answer
+            listed = ", ".join(repr(event) for event in sorted(prediction.events))
             fail(f"{call} returned {item!r} at index {index}, which is not an event this code logs. Its events "
-                 f"are: {', '.join(repr(event) for event in prediction.events)} (case, spaces and the spellings "
-                 "the exercise lists do not matter).")
+                 f"are, in alphabetical order: {listed} (case, spaces and the spellings the exercise lists do not "
+                 "matter).")
     return [known[name] for name in names], list(returned)
 
 
@@ -124,7 +134,8 @@ def divergence_message(prediction, predicted, written, log):
         return ""
     fired = log[index] if index < len(log) else END
     guess = predicted[index] if index < len(predicted) else END
-    rule = next((rule.text for rule in prediction.rules if rule.applies(fired, guess)), prediction.rule)
+    rule = next((rule.text for rule in prediction.rules if rule.applies(fired, guess, log[:index], log[index:])),
+                prediction.rule)
     agreed = (f"The {index} event{'s' if index != 1 else ''} before it agree{'' if index != 1 else 's'}: "
               f"{', '.join(repr(event) for event in written[:index])}." if index else "The first event already differs.")
     if guess == END:
@@ -185,16 +196,17 @@ _wrong_tries = defaultdict(set)  # exercise -> the different wrong predictions c
 
 def after_wrong_try(predict, result):
     """What a notebook's check() adds under a failed prediction: how many different wrong
-    predictions it has seen in this session, and after the third, the whole log. Counted in
+    predictions it has seen in this session, and after the third, the whole log. A try is a
+    list of the exercise's events: the same events in another spelling are the same try, and
+    a value that is no prediction (None, a string, an unknown event) is no try. Counted in
     the kernel's memory only: the grader never writes to the learner's files, and `pytest` and
     `hooked`, a fresh process each time, never show the log."""
     prediction = _prediction_of(result.lesson, result.exercise) if result.status == "failed" else None
     if prediction is None:
         return ""
     try:
-        returned = predict()
-        key = tuple(returned) if isinstance(returned, (list, tuple)) else (repr(returned),)
-    except Exception:  # the failure already says what it raised
+        key = tuple(_as_event_names(prediction, predict())[0])  # one try, however it is spelled
+    except Exception:  # it raised, or is not a list of its events: not a prediction, and the failure says why
         return ""
     _wrong_tries[result.exercise].add(key)
     tries = len(_wrong_tries[result.exercise])

@@ -7,7 +7,7 @@ import torch
 from torch import nn
 
 from hooked.check_api import calling, fail
-from hooked.checks.event_predictions import END, EventPrediction, Rule, prediction_check
+from hooked.checks.event_predictions import EventPrediction, Rule, prediction_check
 from hooked.checks.handles import single_handle
 from hooked.checks.noise import (check_generator_advanced, check_new_noise_each_call, check_noise_sample,
                                  check_seeded_noise)
@@ -710,6 +710,8 @@ NESTING_ORDER = EventPrediction(
     events=("pre:outer", "pre:outer, prepend", "forward:outer") + _CHILDREN,
     aliases=(("fwd", "forward"), ("prehook", "pre"), ("pre-hook", "pre"), ("pre_hook", "pre")),
     rules=(
+        Rule("each hook fires once per call of its module, and each module is called once here: an event that "
+             "has fired does not fire again.", repeated=True),
         Rule("a call starts at the outside: outer(x) runs outer's pre-hooks and then outer's forward, "
              "which calls the children; a child cannot run before the parent that calls it.",
              fired=("pre:outer, prepend", "pre:outer"), predicted=_CHILDREN),
@@ -721,7 +723,6 @@ NESTING_ORDER = EventPrediction(
         Rule("a child's pre-hook fires only when its parent's forward calls the child: outer's forward starts "
              "right after outer's own pre-hooks; hooks are not run for the whole model up front.",
              fired=("forward:outer",)),
-        Rule("each module is called once here, so each of its events fires once.", fired=(END,)),
     ),
     rule="each call module(x) runs that module's pre-hooks, then its forward; a child's call, with its own "
          "pre-hooks, happens inside its parent's forward, in the order forward calls the children.")

@@ -857,8 +857,13 @@ SHARED_MODULE_CALLS = EventPrediction(
     events=("pre:model", "pre:shared", "fwd:model", "fwd:shared", "fwd:head"),
     aliases=(("forward", "fwd"), ("prehook", "pre"), ("pre-hook", "pre"), ("pre_hook", "pre")),
     rules=(
+        Rule("self.shared(self.shared(x)) calls shared exactly twice, and head and the model once: each call fires "
+             "its module's hooks once, so no event fires more often than that.", repeated=True),
         Rule("a module called twice fires its hooks twice, once per call: self.shared(self.shared(x)) is two "
-             "calls of shared.", fired=("pre:shared",), predicted=("fwd:head", END)),
+             "calls of shared.", fired=("pre:shared",), predicted=("fwd:head", END), after=("fwd:shared",)),
+        Rule("Python evaluates self.head(self.shared(self.shared(x))) from the inside out: both calls of shared "
+             "come first, and head is called last, with their result.", fired=("pre:shared",),
+             predicted=("fwd:head",)),
         Rule("a forward hook fires after its module's forward has returned, and the model's forward returns only "
              "after the calls of its children: the model's forward hook comes last.", predicted=("fwd:model",)),
         Rule("the inner call self.shared(x) finishes, forward hook included, before the outer self.shared(...) "
@@ -866,8 +871,6 @@ SHARED_MODULE_CALLS = EventPrediction(
              predicted=("pre:shared",)),
         Rule("each call is pre-hooks, forward, forward hooks; the model's pre-hook fires before its forward "
              "calls any child.", fired=("pre:model",)),
-        Rule("there are as many events as calls make them: shared is called twice, head and the model once.",
-             fired=(END,)),
     ),
     rule="each call module(x) runs that module's pre-hooks, its forward, then its forward hooks; the children's "
          "calls happen inside the parent's forward, in the order Python evaluates them.")

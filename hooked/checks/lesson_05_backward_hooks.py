@@ -1061,9 +1061,11 @@ MODULE_BACKWARD_ORDER = EventPrediction(
     aliases=(("backward", "bwd"), ("backward_pre", "bpre"), ("backward-pre", "bpre"), ("pre", "bpre"),
              ("tensor", "grad")),
     rules=(
+        Rule("each layer is called once in forward, so backward goes through it once: each of its hooks fires "
+             "once, and so does the tensor hook on x.", repeated=True),
         Rule("backward reaches the last layer first: the gradient flows from the loss back through layer 2, "
              "then 1, then 0, the reverse of forward.", fired=("bpre:2",),
-             predicted=("bpre:0", "bwd:0", "bpre:1", "bwd:1", "grad:x")),
+             predicted=("bpre:0", "bwd:0", "bpre:1", "bwd:1")),
         Rule("a layer's full backward pre-hook fires before that layer's backward (it gets grad_output), its "
              "full backward hook after it (it gets grad_input).", predicted=("bwd:0", "bwd:1", "bwd:2"),
              fired=("bpre:0", "bpre:1", "bpre:2")),
@@ -1072,6 +1074,8 @@ MODULE_BACKWARD_ORDER = EventPrediction(
              fired=("bwd:0", "bwd:1", "bwd:2"), predicted=("bpre:0", "bpre:1", "bpre:2")),
         Rule("x is layer 0's input: its gradient is the grad_input of layer 0, so the tensor hook on x fires "
              "after layer 0's full backward hook, last.", predicted=("grad:x",)),
+        Rule("layer 1 is the Tanh: it has no parameters, but it is a module with hooks of its own, and backward "
+             "goes through it between layer 2 and layer 0.", fired=("bpre:1",), predicted=("bpre:0", "bwd:0")),
         Rule("backward goes back through the layers in the reverse of the forward order, 2 before 1 before 0.",
              fired=("bpre:1", "bwd:1", "bpre:0", "bwd:0")),
     ),

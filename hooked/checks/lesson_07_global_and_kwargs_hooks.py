@@ -1158,6 +1158,9 @@ GLOBAL_AND_PREPEND = EventPrediction(
     events=("pre:own", "pre:own, prepend", "pre:global", "forward", "fwd:own", "fwd:own, prepend", "fwd:global"),
     aliases=(("forward", "fwd"), ("prehook", "pre"), ("pre-hook", "pre"), ("pre_hook", "pre")),
     rules=(
+        Rule("the layer is called once: each hook fires once, and forward runs once.", repeated=True),
+        Rule("forward runs after every pre-hook, global and own, and before every forward hook.",
+             fired=("pre:global", "pre:own, prepend", "pre:own"), predicted=("forward",)),
         Rule("prepend=True only reorders a module's own hooks: global hooks run before all of them, prepended or "
              "not.", fired=("pre:global",), predicted=("pre:own, prepend",)),
         Rule("a global forward pre-hook fires before the module's own pre-hooks, whenever it was registered.",
@@ -1179,8 +1182,13 @@ ALWAYS_CALL = EventPrediction(
             "global:ok", "global:broken", "caught"),
     aliases=(("forward", "fwd"), ("always_call", "always"), ("always-call", "always"), ("prehook", "pre"), ("pre-hook", "pre"), ("pre_hook", "pre")),
     rules=(
+        Rule("model, ok and broken are each called once: each hook fires at most once, and the except block runs "
+             "once.", repeated=True),
         Rule("when forward raises, a forward hook registered without always_call=True does not run: there is "
              "no output to give it.", predicted=("fwd:broken", "fwd:model")),
+        Rule("the exception passes out through model's call too: model's forward does not catch it, so model's "
+             "always-call hooks run as well, after broken's and before the except block.",
+             fired=("global:model", "always:model"), predicted=("caught",)),
         Rule("a hook registered with always_call=True runs even when forward raises, before the exception "
              "reaches the caller.", predicted=("caught",)),
         Rule("the exception leaves the innermost module first: broken's always-call hooks run, then model's, as "

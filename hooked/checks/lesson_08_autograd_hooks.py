@@ -1016,6 +1016,7 @@ LEAF_BACKWARD_ORDER = EventPrediction(
         Rule("w is used twice, but its hooks fire once per backward, with the summed gradient: autograd adds "
              "both of w's gradients before w's AccumulateGrad node runs.", predicted=("tensor:w",),
              fired=("node-pre:w", "grad:w", "post:w", "node:w", END)),
+        Rule("there is one backward pass: each hook fires once, and .grad is written once.", repeated=True),
         Rule("a tensor hook on a leaf fires first among the leaf's hooks, before the AccumulateGrad node's "
              "pre-hook and before .grad is written (its return could still change the gradient).",
              fired=("tensor:w",)),

@@ -4,6 +4,7 @@ every event and spelling the check accepts, shows the code before anything that 
 keeps the log off the learner's page; feedback names the first divergence and a rule,
 never the rest of the log."""
 
+import dataclasses
 import re
 
 import jupytext
@@ -175,6 +176,15 @@ def test_a_wrong_type_or_an_unknown_event_gets_a_clear_message(returned, words):
     assert result.status == "failed" and words in result.message, result.message
 
 
+@pytest.mark.parametrize("prediction", PREDICTIONS, ids=IDS)
+def test_an_unknown_event_is_told_the_events_in_alphabetical_order_not_in_the_order_they_fire(prediction):
+    def predict_unknown():
+        return ["nowhere:at all"]
+    predict_unknown.__name__ = prediction.exercise
+    message = run_exercise_check(prediction.lesson, prediction.exercise, predict_unknown).message
+    assert f"in alphabetical order: {', '.join(repr(event) for event in sorted(prediction.events))} (" in message
+
+
 def test_a_tuple_in_another_spelling_passes():
     right = tuple(event.upper().replace(":", " : ") for event in true_log(PREDICTIONS[0]))
     assert run_exercise_check(PREDICTIONS[0].lesson, PREDICTIONS[0].exercise, _returning(right)).status == "passed"
@@ -201,6 +211,35 @@ def test_the_notebook_check_shows_the_whole_log_after_three_different_wrong_pred
     # pytest and hooked grade through run_exercise_check, which never shows the log
     result = run_exercise_check(prediction.lesson, prediction.exercise, _returning(log[::-1]))
     assert listing not in result.message and "different wrong predictions" not in result.message
+
+
+def test_a_try_is_a_prediction_however_it_is_spelled_and_a_value_that_is_none_is_no_try(capsys, monkeypatch):
+    from collections import defaultdict
+
+    from hooked.checks import event_predictions
+    from hooked.notebook import check
+    monkeypatch.setattr(event_predictions, "_wrong_tries", defaultdict(set))
+    log = list(true_log(PREDICTIONS[0]))
+    for wrong in [log[::-1], [event.upper() for event in log[::-1]], None, "pre:outer", [log[0], "pre:nowhere"]]:
+        check(_returning(wrong))
+        shown = capsys.readouterr().out
+        assert "2 of 3" not in shown and "That is" not in shown, shown
+    check(_returning(log[1:]))
+    assert "(2 of 3 different wrong predictions" in capsys.readouterr().out
+
+
+def test_a_rule_can_ask_what_fired_before_it_and_whether_the_predicted_event_fires_again():
+    toy = dataclasses.replace(TOY, rules=(
+        Rule("a repeat.", repeated=True),
+        Rule("after fwd:a, before a first fwd:b.", fired=("fwd:b",), after=("fwd:a",), before=("fwd:b",)),
+        Rule("any fwd:b.", fired=("fwd:b",))))
+
+    def rule(predicted, log):
+        return divergence_message(toy, predicted, predicted, log).split("The rule: ")[1]
+    assert rule(["pre:a", "pre:a"], LOG) == "a repeat."  # pre:a has fired, and fires no more
+    assert rule(["pre:a", "pre:a"], ["pre:a", "fwd:b", "pre:a"]) == "any fwd:b."  # pre:a fires again later
+    assert rule(["pre:a", "fwd:a", "pre:a"], LOG + ["pre:a"]) == "after fwd:a, before a first fwd:b."
+    assert rule(["fwd:b", "fwd:a", "pre:a"], ["fwd:b", "fwd:a", "fwd:b", "pre:a"]) == "any fwd:b."
 
 
 def test_the_non_reentrant_recomputation_stops_inside_the_last_layer_unless_early_stop_is_off():

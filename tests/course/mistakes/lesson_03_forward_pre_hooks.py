@@ -1098,3 +1098,16 @@ ENTRIES += [
                                                     "forward: first", "pre-hook:second", "Forward:Second")),
          expect=[]),
 ]
+# The adversary pass on predict_nesting_order: a hook fired twice, and a spelling that is not one the exercise gives.
+ENTRIES += [
+    dict(exercise="predict_nesting_order", kind="wrong", clause="events", why="the prepended pre-hook twice",
+         source=predicted("predict_nesting_order", _NESTING[:1] + _NESTING),
+         expect=["at index 1", "you predicted 'pre:outer, prepend'", "an event that has fired does not fire again"]),
+    dict(exercise="predict_nesting_order", kind="wrong", clause="events",
+         why="the parent's pre-hooks again for each child",
+         source=predicted("predict_nesting_order", _NESTING[:3] + _NESTING[:2] + _NESTING[3:]),
+         expect=["at index 3", "each module is called once here"]),
+    dict(exercise="predict_nesting_order", kind="wrong", clause="names", why="prepend without its comma",
+         source=predicted("predict_nesting_order", ["pre:outer prepend"] + _NESTING[1:]),
+         expect=["'pre:outer prepend' at index 0, which is not an event this code logs"]),
+]

@@ -1133,3 +1133,15 @@ ENTRIES += [
                                                            "forward:model "]),
          expect=[]),
 ]
+# The adversary pass on predict_shared_module_calls: the order Python calls in, and a module called once too often.
+ENTRIES += [
+    dict(exercise="predict_shared_module_calls", kind="wrong", clause="order", why="head called before shared",
+         source=predicted("predict_shared_module_calls", ["pre:model", "fwd:head"] + _SHARED[1:5] + ["fwd:model"]),
+         expect=["at index 1", "you predicted 'fwd:head'", "from the inside out", "head is called last"]),
+    dict(exercise="predict_shared_module_calls", kind="wrong", clause="events", why="shared called three times",
+         source=predicted("predict_shared_module_calls", _SHARED[:5] + _SHARED[3:5] + _SHARED[5:]),
+         expect=["at index 5", "you predicted 'pre:shared'", "calls shared exactly twice"]),
+    dict(exercise="predict_shared_module_calls", kind="wrong", clause="events", why="the model's forward hook twice",
+         source=predicted("predict_shared_module_calls", _SHARED + ["fwd:model"]),
+         expect=["at index 7", "the log ends before it", "no event fires more often than that"]),
+]

@@ -1407,3 +1407,18 @@ ENTRIES += [
                                                              "backward-pre : 0", "backward:0", "tensor:x")),
          expect=[]),
 ]
+# The adversary pass on predict_module_backward_order: x first, the Tanh left out, an event once too often.
+_BACKWARD = ["bpre:2", "bwd:2", "bpre:1", "bwd:1", "bpre:0", "bwd:0", "grad:x"]
+ENTRIES += [
+    dict(exercise="predict_module_backward_order", kind="wrong", clause="order", why="x's gradient first",
+         source=predicted("predict_module_backward_order", _BACKWARD[-1:] + _BACKWARD[:-1]),
+         expect=["at index 0", "you predicted 'grad:x'",
+                 "the tensor hook on x fires after layer 0's full backward hook, last"]),
+    dict(exercise="predict_module_backward_order", kind="wrong", clause="events", why="the Tanh has no hooks",
+         source=predicted("predict_module_backward_order", _BACKWARD[:2] + _BACKWARD[4:]),
+         expect=["at index 2", "'bpre:1' fires there", "layer 1 is the tanh", "a module with hooks of its own"]),
+    dict(exercise="predict_module_backward_order", kind="wrong", clause="events", why="x's tensor hook twice",
+         source=predicted("predict_module_backward_order", _BACKWARD + ["grad:x"]),
+         expect=["at index 7", "the log ends before it",
+                 "each of its hooks fires once, and so does the tensor hook on x"]),
+]

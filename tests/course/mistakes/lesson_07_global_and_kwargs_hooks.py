@@ -1323,3 +1323,18 @@ ENTRIES += [
                                                    " Caught "]),
          expect=[]),
 ]
+# The adversary pass on the two predictions: forward before its pre-hooks, the exception's way out, a repeat.
+ENTRIES += [
+    dict(exercise="predict_global_and_prepend", kind="wrong", clause="order", why="forward before the pre-hooks",
+         source=predicted("predict_global_and_prepend", ["forward"] + _GLOBAL[:3] + _GLOBAL[4:]),
+         expect=["at index 0", "you predicted 'forward'", "forward runs after every pre-hook, global and own"]),
+    dict(exercise="predict_global_and_prepend", kind="wrong", clause="events", why="the global pre-hook twice",
+         source=predicted("predict_global_and_prepend", _GLOBAL[:1] + _GLOBAL),
+         expect=["at index 1", "the layer is called once: each hook fires once"]),
+    dict(exercise="predict_always_call", kind="wrong", clause="order", why="only the module that raised runs hooks",
+         source=predicted("predict_always_call", _ALWAYS[:5] + ["caught"]),
+         expect=["at index 5", "you predicted 'caught'", "the exception passes out through model's call too"]),
+    dict(exercise="predict_always_call", kind="wrong", clause="events", why="the except block twice",
+         source=predicted("predict_always_call", _ALWAYS + ["caught"]),
+         expect=["at index 8", "the log ends before it", "the except block runs once"]),
+]

@@ -1462,3 +1462,16 @@ ENTRIES += [
                                                            "post-accumulate:w", "hook : w"]),
          expect=[]),
 ]
+# The adversary pass on predict_leaf_backward_order: .grad too early, the post-accumulate hook too early, a repeat.
+ENTRIES += [
+    dict(exercise="predict_leaf_backward_order", kind="wrong", clause="order", why=".grad written before the tensor hook",
+         source=predicted("predict_leaf_backward_order", ["tensor:h", "grad:w", "tensor:w", "node-pre:w", "post:w",
+                                                           "node:w"]),
+         expect=["at index 1", "you predicted 'grad:w'", "before .grad is written (its return could still change"]),
+    dict(exercise="predict_leaf_backward_order", kind="wrong", clause="order", why="post-accumulate before .grad",
+         source=predicted("predict_leaf_backward_order", _LEAF[:3] + ["post:w", "grad:w", "node:w"]),
+         expect=["at index 3", "you predicted 'post:w'", "before the post-accumulate hook"]),
+    dict(exercise="predict_leaf_backward_order", kind="wrong", clause="events", why="h's tensor hook twice",
+         source=predicted("predict_leaf_backward_order", _LEAF[:1] + _LEAF),
+         expect=["at index 1", "there is one backward pass: each hook fires once"]),
+]

@@ -1279,3 +1279,22 @@ ENTRIES += [
                                                             "BWD:non-reentrant", "fwd:first", " grad:x "]),
          expect=[]),
 ]
+# The adversary pass on predict_checkpoint_recompute: no hooks in the checkpointed forward, an early stop in the
+# reentrant mode, a mode logged twice, a spelling that is not one the exercise gives.
+ENTRIES += [
+    dict(exercise="predict_checkpoint_recompute", kind="wrong", clause="order", why="no hooks in the checkpointed forward",
+         source=predicted("predict_checkpoint_recompute", ["forward:reentrant", "backward:reentrant", "fwd:first",
+                                                            "fwd:last", "grad:x", "forward:non-reentrant",
+                                                            "backward:non-reentrant", "fwd:first", "grad:x"]),
+         expect=["at index 1", "you predicted 'backward:reentrant'",
+                 "the checkpointed forward runs the block as usual"]),
+    dict(exercise="predict_checkpoint_recompute", kind="wrong", clause="order", why="the reentrant mode stops early too",
+         source=predicted("predict_checkpoint_recompute", _REENTRANT[:5] + _REENTRANT[6:] + _NON_REENTRANT),
+         expect=["at index 5", "'fwd:last' fires there", "use_reentrant=true recomputes by running the whole block"]),
+    dict(exercise="predict_checkpoint_recompute", kind="wrong", clause="events", why="the reentrant forward logged twice",
+         source=predicted("predict_checkpoint_recompute", _REENTRANT[:1] + _REENTRANT + _NON_REENTRANT),
+         expect=["at index 1", "the loop runs each mode once"]),
+    dict(exercise="predict_checkpoint_recompute", kind="wrong", clause="names", why="non_reentrant with an underscore",
+         source=predicted("predict_checkpoint_recompute", _REENTRANT + ["forward:non_reentrant"] + _NON_REENTRANT[1:]),
+         expect=["'forward:non_reentrant' at index 7, which is not an event this code logs"]),
+]
