@@ -16,10 +16,33 @@ import io
 import json
 import linecache
 import os
+import signal
 import sys
+import threading
+import time
+
+
+def _leads_its_group():
+    return os.name != "nt" and os.getpgid(0) == os.getpid()  # as the grader starts it (start_new_session)
+
+
+def _end_with_the_grader():
+    """Stop this process, and whatever the learner's code started, when the grader that
+    started it is gone (killed, so that it could not stop us): no worker outlives a run."""
+    if not _leads_its_group():
+        return
+    grader = os.getppid()
+
+    def watch():
+        while os.getppid() == grader:
+            time.sleep(1.0)
+        os.killpg(os.getpid(), signal.SIGKILL)  # our own process group
+
+    threading.Thread(target=watch, daemon=True).start()
 
 
 def main():
+    _end_with_the_grader()
     # Keep private copies of stdin and stdout for the protocol, then point the real
     # ones elsewhere, so nothing the learner's code prints or reads can disturb it.
     requests = os.fdopen(os.dup(0), "r", encoding="utf-8")
@@ -102,6 +125,9 @@ def main():
                                     f"while checking {exercise}, your code raised {describe_learner_error(error)}")
             send({"event": "result", "status": result.status, "message": result.message,
                   "output": output.getvalue()})
+    # No more requests: the grader is done or gone. Whatever the learner's code started goes too.
+    if _leads_its_group():
+        os.killpg(os.getpid(), signal.SIGKILL)
 
 
 if __name__ == "__main__":

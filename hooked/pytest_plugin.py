@@ -112,8 +112,12 @@ def pytest_pycollect_makemodule(module_path, parent):
 
 
 def pytest_collection_finish(session):
-    if any(item.get_closest_marker("exercise") for item in session.items):
-        session.config.stash[_GRADER].start()  # torch imports in the worker while pytest goes on
+    # The exercises in the order pytest will run them: the grader starts its workers (torch
+    # imports while pytest goes on) and grades ahead; each test waits for its own result.
+    plan = [tuple(marker.args) for marker in (item.get_closest_marker("exercise") for item in session.items)
+            if marker is not None]
+    if plan:
+        session.config.stash[_GRADER].start(plan)
 
 
 def pytest_unconfigure(config):
