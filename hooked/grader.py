@@ -300,18 +300,34 @@ class Grader:
         self._sources = {}
         self._sources_lock = threading.Lock()
         self._lanes = []
+        self._planned = False
         self._lane_of = {}   # lesson -> the lane that grades it
         self._pending = {}   # (lesson, exercise) -> _Pending, for the plan's pairs not yet asked for
+
+    def prestart(self, workers):
+        """Start `workers` workers before the plan is known (pytest, before it collects);
+        start(plan) keeps those it needs and stops the others."""
+        if not self._lanes:
+            self._lanes = [_Lane(self.lessons_dir, self.time_limit) for _ in range(max(1, workers))]
+            for lane in self._lanes:
+                lane.start()
 
     def start(self, plan=None):
         """Start the workers now, so that torch imports while other work goes on; with a
         `plan`, grade its pairs ahead, each lesson on one of the workers."""
-        if self._lanes:
+        if self._planned:
             return
+        self._planned = True
         plan = list(dict.fromkeys(plan or []))
         lessons = list(dict.fromkeys(lesson for lesson, _ in plan))
-        shares = assign(plan, worker_count(len(lessons))) if plan else [[]]
-        self._lanes = [_Lane(self.lessons_dir, self.time_limit) for _ in shares]
+        # As many workers as were started before the plan was known (decided once, at that
+        # moment's load), or as worker_count says now; never more than there are lessons.
+        workers = min(len(self._lanes), len(lessons)) if self._lanes else worker_count(len(lessons))
+        shares = assign(plan, max(1, workers)) if plan else [[]]
+        for lane in self._lanes[len(shares):]:  # started before the plan was known, and not needed
+            lane.close()
+        self._lanes = self._lanes[:len(shares)]
+        self._lanes += [_Lane(self.lessons_dir, self.time_limit) for _ in shares[len(self._lanes):]]
         pendings_of_lanes = []
         for lane, share in zip(self._lanes, shares):
             lane.start()
@@ -338,7 +354,8 @@ class Grader:
     def close(self):
         for lane in self._lanes:
             lane.close()
-        self._lanes = []
+        self._lanes, self._lane_of, self._pending = [], {}, {}
+        self._planned = False  # a grade after close starts afresh
 
     def forget(self, lesson):
         """Read and run `lesson` afresh at its next grade (it was saved again); the workers,
@@ -360,7 +377,7 @@ class Grader:
         pending = self._pending.pop((lesson, exercise), None)
         if pending is not None:
             return pending.wait()
-        if not self._lanes:
+        if not self._planned:
             self.start()
         lane = self._lane_of.get(lesson, self._lanes[0])
         return lane.grade(self.source(lesson), exercise)

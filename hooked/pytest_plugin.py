@@ -10,6 +10,7 @@ import pytest
 
 from hooked import course, progress
 from hooked.grader import DEFAULT_TIME_LIMIT, Grader, parse_time_limit
+from hooked.grading_plan import worker_count
 
 _GRADER = pytest.StashKey()
 _LESSON_FILES_GIVEN = pytest.StashKey()
@@ -79,6 +80,11 @@ def pytest_configure(config):
             config.pluginmanager.set_blocked(name)
     config.stash[_GRADER] = Grader(lessons_dir, _time_limit(config))
     config.stash[_RESULTS] = []
+    # Torch starts importing in the workers now, while pytest collects; the plan (which lessons)
+    # comes once it has. Not for the course's own tests, which mostly grade nothing.
+    if not (config.getoption("--course") or config.getoption("--site") or config.getoption("collectonly")
+            or config.getoption("help")):
+        config.stash[_GRADER].prestart(worker_count(len(course.lessons())))
 
 
 def pytest_ignore_collect(collection_path, config):

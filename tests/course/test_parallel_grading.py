@@ -79,7 +79,8 @@ def _worker_pids(grader):
     return [lane._worker.process.pid for lane in grader._lanes]
 
 
-def test_a_hang_in_one_lesson_holds_up_neither_the_other_worker_nor_the_rest_of_its_own(tmp_path):
+def test_a_hang_in_one_lesson_holds_up_neither_the_other_worker_nor_the_rest_of_its_own(tmp_path, monkeypatch):
+    monkeypatch.setenv(WORKERS_VARIABLE, "2")
     lessons = make_lessons(tmp_path / "lessons", {
         "01_tensor_hooks": {"double_grad": HANG.format(name="double_grad")},
         "02_removing_hooks": {"HookGroup": _solution_cell("02_removing_hooks", "HookGroup")},
@@ -104,7 +105,8 @@ def test_a_hang_in_one_lesson_holds_up_neither_the_other_worker_nor_the_rest_of_
         assert _gone(pid), f"worker {pid} outlived close()"
 
 
-def test_a_hang_restarts_only_its_own_worker_and_the_next_lessons_are_graded(tmp_path):
+def test_a_hang_restarts_only_its_own_worker_and_the_next_lessons_are_graded(tmp_path, monkeypatch):
+    monkeypatch.setenv(WORKERS_VARIABLE, "2")
     lessons = make_lessons(tmp_path / "lessons", {
         "01_tensor_hooks": {"double_grad": HANG.format(name="double_grad"),
                             "record_grads": _solution_cell("01_tensor_hooks", "record_grads")},
@@ -211,3 +213,17 @@ def _children_of(pids):
             if parent in pids:
                 found.add(int(entry))
     return found
+
+
+def test_one_worker_per_idle_core_never_more_than_the_lessons_and_the_variable_decides(monkeypatch):
+    from hooked import grading_plan
+    monkeypatch.delenv(WORKERS_VARIABLE, raising=False)
+    monkeypatch.setattr(grading_plan, "usable_cores", lambda: 4)
+    monkeypatch.setattr(grading_plan, "busy_cores", lambda: 0)
+    assert [grading_plan.worker_count(lessons) for lessons in (1, 3, 11)] == [1, 3, 4]
+    monkeypatch.setattr(grading_plan, "busy_cores", lambda: 3)
+    assert grading_plan.worker_count(11) == 1
+    monkeypatch.setattr(grading_plan, "busy_cores", lambda: 9)
+    assert grading_plan.worker_count(11) == 1
+    monkeypatch.setenv(WORKERS_VARIABLE, "3")
+    assert grading_plan.worker_count(11) == 3 and grading_plan.worker_count(2) == 2
