@@ -4,8 +4,8 @@ lesson costs to grade, against the budget a lesson must meet.
     python benchmarks/grading_time.py              # grading times, cost table, budget check
     python benchmarks/grading_time.py --notebooks  # also execute every notebook
 
-Each command runs --repeat times (default 5), the commands taking turns, and the median
-counts. Goals (ratios to the floor): the whole course solved with `pytest --solutions` at
+Each command runs --repeat times (default 5) after one run not counted, the commands taking
+turns, with Python's bytecode files kept as on a learner's machine, and the median counts. Goals (ratios to the floor): the whole course solved with `pytest --solutions` at
 most 1.5x, fresh at most 1.5x; one lesson at most 1.3x; `hooked status` on a fresh copy at
 most 1.3x; each notebook under 30 s. Then the cost of each lesson (load plus checks) and of
 each exercise, in CPU time on one core (hooked.grading_cost), and the lessons and checks
@@ -25,16 +25,26 @@ from hooked.course import ROOT, lessons
 from hooked.grading_plan import WORKERS_VARIABLE, usable_cores
 
 
+def learners_environment(extra):
+    """The environment of a learner's run: Python keeps its bytecode files (a machine that
+    sets PYTHONDONTWRITEBYTECODE would otherwise compile the course at every run, in pytest's
+    process and in each worker; the grader still keeps them out of the lessons folder)."""
+    env = {name: value for name, value in os.environ.items() if name != "PYTHONDONTWRITEBYTECODE"}
+    return dict(env, **extra)
+
+
 def median_seconds(commands, repeat):
-    """The median time of each (command, extra environment). The commands take turns, so that
-    a machine that gets busier or quieter during the run weighs on all of them alike."""
+    """The median time of each (command, extra environment), after one run of each that is
+    not counted (it writes the bytecode files). The commands take turns, so that a machine
+    that gets busier or quieter during the run weighs on all of them alike."""
     times = [[] for _ in commands]
-    for _ in range(repeat):
+    for round_ in range(repeat + 1):
         for (command, env), spent in zip(commands, times):
             started = time.perf_counter()
             subprocess.run(command, cwd=ROOT, check=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                           env=dict(os.environ, **env))
-            spent.append(time.perf_counter() - started)
+                           env=learners_environment(env))
+            if round_:
+                spent.append(time.perf_counter() - started)
     return [statistics.median(spent) for spent in times]
 
 
@@ -98,7 +108,8 @@ def main():
 
     print(f"{machine()}; before: {load_average()}")
     rows = timing_rows(arguments.repeat)
-    print(f"median of {arguments.repeat} runs each, {sys.executable}; after: {load_average()}")
+    print(f"median of {arguments.repeat} runs each (after one not counted), bytecode files kept as on a learner's "
+          f"machine, {sys.executable}; after: {load_average()}")
     print(f"{'command':<72} {'seconds':>8} {'ratio':>6}  goal")
     floor = rows[0][1]
     failed = False

@@ -50,8 +50,9 @@ class _Worker:
 
     def __init__(self, lessons_dir):
         # No bytecode files: importing a helper module beside the lessons must not write there.
+        # The course's own modules may keep theirs, as in this process (hooked.grading_worker).
         env = dict(os.environ, PYTHONIOENCODING="utf-8", PYTHONDONTWRITEBYTECODE="1",
-                   HOOKED_DISPLAY_ROOT=os.getcwd())
+                   HOOKED_DISPLAY_ROOT=os.getcwd(), HOOKED_COURSE_BYTECODE="0" if sys.dont_write_bytecode else "1")
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
         if os.name == "nt":
             group = {"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP}

@@ -52,20 +52,29 @@ def prepare():
     # 400 times slower (39 ms instead of 0.08 ms). Isolation restores this count after each check.
     torch.set_num_threads(1)
 
-    from hooked.checks.optimizers import skip_dynamo_import_in_optimizers
-    skip_dynamo_import_in_optimizers()  # saves 1 s in checks that build an optimizer
-
-    from hooked.checks import checks_for_lesson
-    from hooked.course import lessons
-
+    # The course's own bytecode files may be written, in its package, if the grader's process
+    # may write them: compiling its 10,000 lines of checks costs 80 ms at every start. Learner
+    # code never may (the grader starts us with PYTHONDONTWRITEBYTECODE), nor torch (installed
+    # with its bytecode).
+    learner_setting = sys.dont_write_bytecode
+    sys.dont_write_bytecode = learner_setting and os.environ.get("HOOKED_COURSE_BYTECODE") != "1"
     missing_checks = {}  # lesson name -> the checks module it lacks
-    for record in lessons():
-        try:
-            checks_for_lesson(record.name)
-        except ModuleNotFoundError as error:
-            if error.name != record.checks_module:
-                raise
-            missing_checks[record.name] = record.checks_module
+    try:
+        from hooked.checks.optimizers import skip_dynamo_import_in_optimizers
+        skip_dynamo_import_in_optimizers()  # saves 1 s in checks that build an optimizer
+
+        from hooked.checks import checks_for_lesson
+        from hooked.course import lessons
+
+        for record in lessons():
+            try:
+                checks_for_lesson(record.name)
+            except ModuleNotFoundError as error:
+                if error.name != record.checks_module:
+                    raise
+                missing_checks[record.name] = record.checks_module
+    finally:
+        sys.dont_write_bytecode = learner_setting
     # Python's cyclic garbage collector would go through torch's hundreds of thousands of objects
     # at each full collection (60-80 ms each, at moments set by how much the checks allocate);
     # none of them is garbage, so they are set aside. What learner code and checks make is
