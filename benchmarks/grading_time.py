@@ -1,32 +1,51 @@
-"""How long grading takes, next to the floor: `python -c "import torch"`.
+"""How long grading takes, next to the floor: `python -c "import torch"`; and what each
+lesson costs to grade, against the budget a lesson must meet.
 
-    python benchmarks/grading_time.py            # grading only
+    python benchmarks/grading_time.py              # grading times, cost table, budget check
     python benchmarks/grading_time.py --notebooks  # also execute every notebook
 
-Each command runs --repeat times (default 5), the commands taking turns, and the median
-counts. Goals: one lesson at most 1.5x the floor, the whole course at most 2.0x
-(`hooked status`, which grades the whole course too, at most 1.5x); each notebook under 30 s.
+Each command runs --repeat times (default 5) after one run not counted, the commands taking
+turns, with Python's bytecode files kept as on a learner's machine, and the median counts. Goals (ratios to the floor): the whole course solved with `pytest --solutions` at
+most 1.5x, fresh at most 1.5x; one lesson at most 1.3x; `hooked status` on a fresh copy at
+most 1.3x; each notebook under 30 s. Then the cost of each lesson (load plus checks) and of
+each exercise, in CPU time on one core (hooked.grading_cost), and the lessons and checks
+over their budget. Exit status 1 when a goal or a budget is missed.
 """
 
 import argparse
+import os
+import platform
 import statistics
 import subprocess
 import sys
 import time
 
+from hooked import grading_cost
 from hooked.course import ROOT, lessons
+from hooked.grading_plan import WORKERS_VARIABLE, usable_cores
 
 
-def median_seconds(commands, repeat):
-    """The median time of each command. The commands take turns, so that a machine that
-    gets busier or quieter during the run weighs on all of them alike."""
+def learners_environment(extra):
+    """The environment of a learner's run: Python keeps its bytecode files (a machine that
+    sets PYTHONDONTWRITEBYTECODE would otherwise compile the course at every run, in pytest's
+    process and in each worker; the grader still keeps them out of the lessons folder)."""
+    env = {name: value for name, value in os.environ.items() if name != "PYTHONDONTWRITEBYTECODE"}
+    return dict(env, **extra)
+
+
+def run_seconds(commands, repeat):
+    """The times of each (command, extra environment), after one run of each that is
+    not counted (it writes the bytecode files). The commands take turns, so that a machine
+    that gets busier or quieter during the run weighs on all of them alike."""
     times = [[] for _ in commands]
-    for _ in range(repeat):
-        for command, spent in zip(commands, times):
+    for round_ in range(repeat + 1):
+        for (command, env), spent in zip(commands, times):
             started = time.perf_counter()
-            subprocess.run(command, cwd=ROOT, check=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            spent.append(time.perf_counter() - started)
-    return [statistics.median(spent) for spent in times]
+            subprocess.run(command, cwd=ROOT, check=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                           env=learners_environment(env))
+            if round_:
+                spent.append(time.perf_counter() - started)
+    return times
 
 
 def notebook_seconds(path):
@@ -39,6 +58,46 @@ def notebook_seconds(path):
     return time.perf_counter() - started
 
 
+def machine():
+    model = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as file:
+            model = next(line.split(":", 1)[1].strip() for line in file if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    return f"{usable_cores()} cores usable ({os.cpu_count()} on the machine), {model}"
+
+
+def load_average():
+    try:
+        return "load average " + " ".join(f"{value:.2f}" for value in os.getloadavg())
+    except OSError:
+        return "load average unknown"
+
+
+def timing_rows(repeat):
+    python = sys.executable
+    pytest = [python, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
+    hooked = [python, "-m", "hooked"]
+    first = lessons()[0].test_path.relative_to(ROOT).as_posix()  # tests/test_01_tensor_hooks.py
+    one_worker = {WORKERS_VARIABLE: "1"}
+    commands = [  # (name, command, extra environment, goal)
+        ("floor: python -c 'import torch'", [python, "-c", "import torch"], {}, None),
+        (f"one lesson, fresh: pytest {first}", pytest + [first], {}, 1.3),
+        (f"one lesson, solved: pytest --solutions {first}", pytest + ["--solutions", first], {}, 1.3),
+        ("whole course, fresh: pytest", pytest, {}, 1.5),
+        ("whole course, solved: pytest --solutions", pytest + ["--solutions"], {}, 1.5),
+        ("  the same in 1 worker (as before issue 18; for comparison)", pytest + ["--solutions"], one_worker, None),
+        (f"  the same in {usable_cores()} workers, one per core whatever the load (for comparison)",
+         pytest + ["--solutions"], {WORKERS_VARIABLE: str(usable_cores())}, None),
+        ("whole course, fresh copy: hooked status", hooked + ["status"], {}, 1.3),
+        ("whole course, solved: hooked status --lessons-dir solutions",
+         hooked + ["status", "--lessons-dir", "solutions"], {}, 1.5),
+    ]
+    runs = run_seconds([(command, env) for _, command, env, _ in commands], repeat)
+    return [(name, spent, goal) for (name, _, _, goal), spent in zip(commands, runs)]
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeat", type=int, default=5, help="runs per command (default 5)")
@@ -47,31 +106,31 @@ def main():
     if arguments.repeat < 1:
         parser.error(f"--repeat {arguments.repeat}: give a whole number of 1 or more")
 
-    python = sys.executable
-    pytest = [python, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
-    hooked = [python, "-m", "hooked"]
-    first = lessons()[0].test_path.relative_to(ROOT).as_posix()  # tests/test_01_tensor_hooks.py
-    commands = [
-        ("floor: python -c 'import torch'", [python, "-c", "import torch"], None),
-        (f"one lesson, fresh: pytest {first}", pytest + [first], 1.5),
-        (f"one lesson, solved: pytest --solutions {first}", pytest + ["--solutions", first], 1.5),
-        ("whole course, fresh: pytest", pytest, 2.0),
-        ("whole course, solved: pytest --solutions", pytest + ["--solutions"], 2.0),
-        ("whole course, fresh: hooked status", hooked + ["status"], 1.5),
-        ("whole course, solved: hooked status --lessons-dir solutions",
-         hooked + ["status", "--lessons-dir", "solutions"], 1.5),
-    ]
-    values = median_seconds([command for _, command, _ in commands], arguments.repeat)
-    floor = values[0]
-    rows = [(name, value, goal) for (name, _, goal), value in zip(commands, values)]
-    print(f"median of {arguments.repeat} runs each, {python}")
-    print(f"{'command':<72} {'seconds':>8} {'ratio':>6}  goal")
+    print(f"{machine()}; before: {load_average()}")
+    rows = timing_rows(arguments.repeat)
+    print(f"median of {arguments.repeat} runs each (after one not counted), bytecode files kept as on a learner's "
+          f"machine, {sys.executable}; after: {load_average()}")
+    print(f"{'command':<72} {'seconds':>8} {'ratio':>6}  {'goal':<11} each run")
+    floor = statistics.median(rows[0][1])
     failed = False
-    for name, value, goal in rows:
+    for name, spent, goal in rows:
+        value = statistics.median(spent)
         ratio = value / floor
         verdict = "" if goal is None else f"<= {goal:.1f} {'ok' if ratio <= goal else 'MISSED'}"
         failed |= goal is not None and ratio > goal
-        print(f"{name:<72} {value:>8.2f} {ratio:>6.2f}  {verdict}")
+        print(f"{name:<72} {value:>8.2f} {ratio:>6.2f}  {verdict:<11} {' '.join(f'{run:.2f}' for run in spent)}")
+
+    print(f"\ncost of grading each lesson of solutions/ (CPU ms on one core, median of 3, warm; "
+          f"budget {grading_cost.LOAD_BUDGET_MS} ms a load, {grading_cost.CHECK_BUDGET_MS} ms a check)")
+    costs = grading_cost.measure()
+    for line in grading_cost.table_lines(costs):
+        print(line)
+    over = grading_cost.over_budget(costs)
+    for line in over:
+        print(f"OVER BUDGET: {line}")
+    print("budget: every lesson and check within it" if not over else f"budget: {len(over)} over")
+    failed |= bool(over)
+
     if arguments.notebooks:
         print(f"\n{'notebook (executed with nbclient)':<72} {'seconds':>8}  goal")
         for path in [lesson.lesson_path for lesson in lessons()] + [lesson.solution_path for lesson in lessons()]:

@@ -34,17 +34,23 @@ from hooked.watching import saved_lessons
 # --- grading -------------------------------------------------------------------------------
 
 @contextlib.contextmanager
-def _grader(arguments):
+def _grader(arguments, plan):
+    """A Grader that grades `plan` ((lesson, exercise) pairs, in the order they are asked for)
+    ahead, in as many workers as there are cores; torch imports in them meanwhile."""
     grader = Grader(lessons_folder(arguments), arguments.time_limit)
-    grader.start()  # torch imports in the worker while this process reads the lessons
+    grader.start(plan)
     try:
         yield grader
     finally:
         grader.close()
 
 
+def _plan(lessons):
+    return [(lesson.name, exercise) for lesson in lessons for exercise in lesson.exercise_names()]
+
+
 def _grade(grader, lessons):
-    return [grader.grade(lesson.name, exercise) for lesson in lessons for exercise in lesson.exercise_names()]
+    return [grader.grade(lesson, exercise) for lesson, exercise in _plan(lessons)]
 
 
 def _chosen_lessons(arguments):
@@ -55,7 +61,7 @@ def _chosen_lessons(arguments):
 
 def _status(arguments, terminal):
     lessons = _chosen_lessons(arguments)
-    with _grader(arguments) as grader:
+    with _grader(arguments, _plan(lessons)) as grader:
         results = _grade(grader, lessons)
     show_status(terminal, results)
     return 0
@@ -63,7 +69,7 @@ def _status(arguments, terminal):
 
 def _check(arguments, terminal):
     lessons = _chosen_lessons(arguments)
-    with _grader(arguments) as grader:
+    with _grader(arguments, _plan(lessons)) as grader:
         results = _grade(grader, lessons)
     show_check(terminal, results)
     return 1 if any(result.status in ("failed", "error") for result in results) else 0
@@ -81,7 +87,7 @@ def _watch(arguments, terminal):
     by_name = {lesson.name: lesson for lesson in lessons}
     statuses = {}
     try:
-        with _grader(arguments) as grader:
+        with _grader(arguments, _plan(lessons)) as grader:
             for lesson in lessons:
                 show_watched(terminal, _grade(grader, [lesson]), statuses)
             if arguments.lesson:
@@ -127,7 +133,7 @@ def _solution(arguments, terminal):
     lesson = find_lesson(arguments.lesson)
     exercise = exercise_in(lesson, arguments.exercise)
     if not arguments.force:
-        with _grader(arguments) as grader:
+        with _grader(arguments, [(lesson.name, exercise.name)]) as grader:
             result = grader.grade(lesson.name, exercise.name)
         if result.status != "passed":
             terminal.line(*feedback_line(terminal, result))
@@ -176,7 +182,7 @@ def _export(arguments, terminal):
     # a lesson named twice (01 1) is graded, and counted, once
     lessons = list(dict.fromkeys(find_lesson(text) for text in arguments.lessons)) or list(course_lessons())
     started = time.perf_counter()
-    with _grader(arguments) as grader:
+    with _grader(arguments, _plan(lessons)) as grader:
         results = _grade(grader, lessons)
     if arguments.format == "gradescope":
         data = results_json(results, time.perf_counter() - started)

@@ -12,14 +12,129 @@ Replies:   {"event": "ready"} once torch is imported; {"event": "cell", "index":
 """
 
 import contextlib
+import gc
 import io
 import json
 import linecache
 import os
+import signal
 import sys
+import threading
+import time
+
+
+def _leads_its_group():
+    return os.name != "nt" and os.getpgid(0) == os.getpid()  # as the grader starts it (start_new_session)
+
+
+def _end_with_the_grader():
+    """Stop this process, and whatever the learner's code started, when the grader that
+    started it is gone (killed, so that it could not stop us): no worker outlives a run."""
+    if not _leads_its_group():
+        return
+    grader = os.getppid()
+
+    def watch():
+        while os.getppid() == grader:
+            time.sleep(1.0)
+        os.killpg(os.getpid(), signal.SIGKILL)  # our own process group
+
+    threading.Thread(target=watch, daemon=True).start()
+
+
+def prepare():
+    """Import torch and every lesson's checks (before learner code can disturb imports);
+    return {lesson: the checks module it lacks} for an author's draft without checks yet."""
+    import torch  # the slow import, done once, before "ready"
+
+    # Checks use small tensors, for which a second thread only costs: on a busy machine
+    # (another process on the other core) two threads made a tiny forward and backward
+    # 400 times slower (39 ms instead of 0.08 ms). Isolation restores this count after each check.
+    torch.set_num_threads(1)
+
+    # The course's own bytecode files may be written, in its package, if the grader's process
+    # may write them: compiling its 10,000 lines of checks costs 80 ms at every start. Learner
+    # code never may (the grader starts us with PYTHONDONTWRITEBYTECODE), nor torch (installed
+    # with its bytecode).
+    learner_setting = sys.dont_write_bytecode
+    sys.dont_write_bytecode = learner_setting and os.environ.get("HOOKED_COURSE_BYTECODE") != "1"
+    missing_checks = {}  # lesson name -> the checks module it lacks
+    try:
+        from hooked.checks.optimizers import skip_dynamo_import_in_optimizers
+        skip_dynamo_import_in_optimizers()  # saves 1 s in checks that build an optimizer
+
+        from hooked.checks import checks_for_lesson
+        from hooked.course import lessons
+
+        for record in lessons():
+            try:
+                checks_for_lesson(record.name)
+            except ModuleNotFoundError as error:
+                if error.name != record.checks_module:
+                    raise
+                missing_checks[record.name] = record.checks_module
+    finally:
+        sys.dont_write_bytecode = learner_setting
+    # Python's cyclic garbage collector would go through torch's hundreds of thousands of objects
+    # at each full collection (60-80 ms each, at moments set by how much the checks allocate);
+    # none of them is garbage, so they are set aside. What learner code and checks make is
+    # collected as before. (Cold, lesson 04's checks cost 105 ms of CPU with them, 30 ms without.)
+    gc.freeze()
+    return missing_checks
+
+
+def run_cells(lesson, cells, skip=(), before_cell=lambda index: None):
+    """Run a lesson's exercise cells ({"source", "filename", "first_line"} each) in a fresh
+    namespace, torch's global state restored afterwards; return (namespace, {index: what
+    went wrong}, what they printed). before_cell(index) is called before each cell runs."""
+    from hooked.isolation import torch_state_restored
+    from hooked.learner_tracebacks import describe_learner_error
+    from hooked.lesson_file import Cell, compile_cell
+
+    output = io.StringIO()
+    namespace = {"__name__": f"lesson_{lesson}", "__builtins__": __builtins__}
+    cell_errors = {}
+    with torch_state_restored(), contextlib.redirect_stdout(output), contextlib.redirect_stderr(output):
+        for index, fields in enumerate(cells):
+            if index in skip:
+                continue
+            before_cell(index)
+            cell = Cell(fields["source"], fields["filename"], fields["first_line"], {})
+            if not os.path.exists(cell.filename):  # a notebook cell: let tracebacks find its lines
+                text = "\n" * (cell.first_line - 1) + cell.source + "\n"
+                linecache.cache[cell.filename] = (len(text), None, text.splitlines(True), cell.filename)
+            try:
+                exec(compile_cell(cell), namespace)
+            except SystemExit as error:
+                cell_errors[index] = f"called sys.exit({error.code!r})"
+            except BaseException as error:  # KeyboardInterrupt and the like are the learner's too
+                cell_errors[index] = f"raised {describe_learner_error(error)}"
+    return namespace, cell_errors, output.getvalue()
+
+
+def check_exercise(lesson, exercise, namespace, where=None, missing_checks=None):
+    """(Result, what was printed) of checking `exercise` as the lesson's cells defined it."""
+    from hooked.checks import run_exercise_check
+    from hooked.learner_tracebacks import describe_learner_error
+    from hooked.verdict import Result
+
+    output = io.StringIO()
+    with contextlib.redirect_stdout(output), contextlib.redirect_stderr(output):
+        try:
+            if lesson in (missing_checks or {}):
+                result = Result(lesson, exercise, "error",
+                                f"lesson {lesson} has no checks yet: the course lacks the module "
+                                f"{missing_checks[lesson]} (README, 'Add a lesson', step 4).")
+            else:
+                result = run_exercise_check(lesson, exercise, namespace.get(exercise), where)
+        except BaseException as error:  # escaped the check: KeyboardInterrupt, a broken __str__, ...
+            result = Result(lesson, exercise, "failed",
+                            f"while checking {exercise}, your code raised {describe_learner_error(error)}")
+    return result, output.getvalue()
 
 
 def main():
+    _end_with_the_grader()
     # Keep private copies of stdin and stdout for the protocol, then point the real
     # ones elsewhere, so nothing the learner's code prints or reads can disturb it.
     requests = os.fdopen(os.dup(0), "r", encoding="utf-8")
@@ -33,75 +148,25 @@ def main():
         replies.write(json.dumps(message) + "\n")
         replies.flush()
 
-    import torch  # the slow import, done once, before "ready"
-
-    # Checks use small tensors, for which a second thread only costs: on a busy machine
-    # (another process on the other core) two threads made a tiny forward and backward
-    # 400 times slower (39 ms instead of 0.08 ms). Isolation restores this count after each check.
-    torch.set_num_threads(1)
-
-    from hooked.checks.optimizers import skip_dynamo_import_in_optimizers
-    skip_dynamo_import_in_optimizers()  # saves 1 s in checks that build an optimizer
-
-    from hooked.checks import checks_for_lesson, run_exercise_check
-    from hooked.course import lessons
-    from hooked.isolation import torch_state_restored
-    from hooked.learner_tracebacks import describe_learner_error
-    from hooked.lesson_file import Cell, compile_cell
-    from hooked.verdict import Result
-
-    # Import every check now, before learner code can disturb imports. A lesson whose checks
-    # are not written yet (an author's draft) is reported on its own, not a crash of all.
-    missing_checks = {}  # lesson name -> the checks module it lacks
-    for record in lessons():
-        try:
-            checks_for_lesson(record.name)
-        except ModuleNotFoundError as error:
-            if error.name != record.checks_module:
-                raise
-            missing_checks[record.name] = record.checks_module
+    missing_checks = prepare()
     sys.path.insert(0, os.getcwd())  # the lessons folder: a learner's own helper modules import as in Jupyter
 
     send({"event": "ready"})
     lesson, namespace = None, {}
     for line in requests:
         request = json.loads(line)
-        output = io.StringIO()
         if request["op"] == "load":
             lesson = request["lesson"]
-            namespace = {"__name__": f"lesson_{lesson}", "__builtins__": __builtins__}
-            cell_errors = {}
-            with torch_state_restored(), contextlib.redirect_stdout(output), contextlib.redirect_stderr(output):
-                for index, fields in enumerate(request["cells"]):
-                    if index in request["skip"]:
-                        continue
-                    send({"event": "cell", "index": index})
-                    cell = Cell(fields["source"], fields["filename"], fields["first_line"], {})
-                    if not os.path.exists(cell.filename):  # a notebook cell: let tracebacks find its lines
-                        text = "\n" * (cell.first_line - 1) + cell.source + "\n"
-                        linecache.cache[cell.filename] = (len(text), None, text.splitlines(True), cell.filename)
-                    try:
-                        exec(compile_cell(cell), namespace)
-                    except SystemExit as error:
-                        cell_errors[index] = f"called sys.exit({error.code!r})"
-                    except BaseException as error:  # KeyboardInterrupt and the like are the learner's too
-                        cell_errors[index] = f"raised {describe_learner_error(error)}"
-            send({"event": "loaded", "cell_errors": cell_errors, "output": output.getvalue()})
+            namespace, cell_errors, output = run_cells(
+                lesson, request["cells"], request["skip"], lambda index: send({"event": "cell", "index": index}))
+            send({"event": "loaded", "cell_errors": cell_errors, "output": output})
         elif request["op"] == "check":
-            exercise = request["exercise"]
-            with contextlib.redirect_stdout(output), contextlib.redirect_stderr(output):
-                try:
-                    if lesson in missing_checks:
-                        result = Result(lesson, exercise, "error",
-                                        f"lesson {lesson} has no checks yet: the course lacks the module "
-                                        f"{missing_checks[lesson]} (README, 'Add a lesson', step 4).")
-                    else:
-                        result = run_exercise_check(lesson, exercise, namespace.get(exercise), request.get("where"))
-                except BaseException as error:  # escaped the check: KeyboardInterrupt, a broken __str__, ...
-                    result = Result(lesson, exercise, "failed",
-                                    f"while checking {exercise}, your code raised {describe_learner_error(error)}")
-            send({"event": "result", "status": result.status, "message": result.message,
-                  "output": output.getvalue()})
+            result, output = check_exercise(lesson, request["exercise"], namespace, request.get("where"),
+                                            missing_checks)
+            send({"event": "result", "status": result.status, "message": result.message, "output": output})
+    # No more requests: the grader is done or gone. Whatever the learner's code started goes too.
+    if _leads_its_group():
+        os.killpg(os.getpid(), signal.SIGKILL)
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ import pathlib
 import sys
 
 from hooked.display_paths import display_path
+from hooked.percent_script import read_percent_script
 
 EXERCISE_TAG = "exercise"
 
@@ -37,9 +38,15 @@ class LessonSource:
 
 
 def read_notebook(path):
-    # jupytext reads both formats. jsonschema, which nbformat imports, spends more than
-    # a second at import time compiling a grammar for IRI checks (rfc3987_syntax) that we
-    # never use; hiding that optional module keeps grading fast.
+    """The cells of a lesson's .py or .ipynb (each with cell_type, source and metadata)."""
+    path = pathlib.Path(path)
+    if path.suffix == ".py":
+        script = read_percent_script(path.read_text(encoding="utf-8"))
+        if script is not None:
+            return script
+    # jupytext reads both formats (and a .py the fast reader leaves to it). jsonschema, which
+    # nbformat imports, spends more than a second at import time compiling a grammar for IRI
+    # checks (rfc3987_syntax) that we never use; hiding that optional module keeps grading fast.
     sys.modules.setdefault("rfc3987_syntax", None)
     import jupytext
     return jupytext.read(path)

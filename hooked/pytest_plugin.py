@@ -10,6 +10,7 @@ import pytest
 
 from hooked import course, progress
 from hooked.grader import DEFAULT_TIME_LIMIT, Grader, parse_time_limit
+from hooked.grading_plan import worker_count
 
 _GRADER = pytest.StashKey()
 _LESSON_FILES_GIVEN = pytest.StashKey()
@@ -83,6 +84,11 @@ def pytest_configure(config):
         raise pytest.UsageError(str(error)) from None
     config.stash[_GRADER] = Grader(lessons_dir, _time_limit(config))
     config.stash[_RESULTS] = []
+    # Torch starts importing in the workers now, while pytest collects; the plan (which lessons)
+    # comes once it has. Not for the course's own tests, which mostly grade nothing.
+    if not (config.getoption("--course") or config.getoption("--site") or config.getoption("collectonly")
+            or config.getoption("help")):
+        config.stash[_GRADER].prestart(worker_count(len(course.lessons())))
 
 
 def pytest_ignore_collect(collection_path, config):
@@ -116,8 +122,12 @@ def pytest_pycollect_makemodule(module_path, parent):
 
 
 def pytest_collection_finish(session):
-    if any(item.get_closest_marker("exercise") for item in session.items):
-        session.config.stash[_GRADER].start()  # torch imports in the worker while pytest goes on
+    # The exercises in the order pytest will run them: the grader starts its workers (torch
+    # imports while pytest goes on) and grades ahead; each test waits for its own result.
+    plan = [tuple(marker.args) for marker in (item.get_closest_marker("exercise") for item in session.items)
+            if marker is not None]
+    if plan:
+        session.config.stash[_GRADER].start(plan)
 
 
 def pytest_unconfigure(config):

@@ -45,10 +45,11 @@ def make_lessons(folder, changes=None):
 
 
 def grade(*arguments, cwd=ROOT):
-    """Run the course's pytest; return (exit code, output, {exercise: report entry})."""
+    """Run the course's pytest, in two grading workers whatever the machine's load (everything
+    here must hold with several); return (exit code, output, {exercise: report entry})."""
     completed = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *arguments],
                                cwd=cwd, capture_output=True, text=True, timeout=300,
-                               env=dict(os.environ, HOOKED_INNER_RUN="1"))
+                               env=dict(os.environ, HOOKED_INNER_RUN="1", HOOKED_GRADING_WORKERS="2"))
     report = arguments[arguments.index("--report") + 1] if "--report" in arguments else None
     entries = {}
     if report and os.path.isfile(report):
@@ -309,3 +310,17 @@ def test_bad_options_say_what_is_wrong_without_a_traceback(arguments, complaint)
     assert code != 0
     assert complaint in output
     assert "Traceback" not in output
+
+
+def test_a_helper_module_beside_the_lessons_gets_no_bytecode_file_where_python_may_write_them(tmp_path):
+    lessons = make_lessons(tmp_path / "lessons", {
+        "02_removing_hooks": {"register_named_hook": "from my_helpers import MESSAGE\n"
+                                                     + _solution_cell("02_removing_hooks", "register_named_hook")}})
+    (lessons / "my_helpers.py").write_text("MESSAGE = 'hello'\n", encoding="utf-8")
+    env = {name: value for name, value in os.environ.items() if name != "PYTHONDONTWRITEBYTECODE"}
+    completed = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--lessons-dir", str(lessons),
+                                "tests/test_02_removing_hooks.py"], cwd=ROOT, capture_output=True, text=True,
+                               timeout=300, env=dict(env, HOOKED_INNER_RUN="1"))
+    assert completed.returncode == 0, completed.stdout
+    assert "1 passed" in completed.stdout
+    assert not (lessons / "__pycache__").exists()

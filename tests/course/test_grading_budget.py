@@ -1,0 +1,49 @@
+"""The grading budget (hooked.grading_cost): every lesson of the manifest is measured and
+held to it, and the README gives every exception. (The costs themselves are measured by
+benchmarks/grading_time.py, not asserted here: a timed test would flake on a busy machine.)"""
+
+import re
+
+from hooked import course, grading_cost
+from hooked.course import ROOT
+from hooked.grading_cost import CHECK_BUDGET_EXCEPTIONS, CHECK_BUDGET_MS, LOAD_BUDGET_MS, LessonCost
+
+
+def _speed_paragraph():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    return readme[readme.index("### Speed"):].split("\n## ", 1)[0]
+
+
+def test_every_lesson_and_exercise_of_the_manifest_is_measured_and_its_solution_passes():
+    costs = grading_cost.measure(repeat=1)
+    assert [cost.lesson for cost in costs] == course.lesson_names()
+    for cost, lesson in zip(costs, course.lessons()):
+        assert list(cost.checks_ms) == lesson.exercise_names()
+        assert set(cost.statuses.values()) == {"passed"}, cost.statuses
+        assert cost.load_ms > 0 and all(spent > 0 for spent in cost.checks_ms.values())
+    table = "\n".join(grading_cost.table_lines(costs))
+    assert all(name in table for lesson in course.lessons() for name in [lesson.name, *lesson.exercise_names()])
+
+
+def test_a_load_or_a_check_over_its_budget_is_reported_and_one_within_it_is_not():
+    lesson, exercise = next(iter(CHECK_BUDGET_EXCEPTIONS))
+    allowed = grading_cost.check_budget_ms(lesson, exercise)
+    costs = [LessonCost("01_tensor_hooks", LOAD_BUDGET_MS + 1, {"double_grad": CHECK_BUDGET_MS + 1,
+                                                                "make_scale_hook": CHECK_BUDGET_MS}, {}),
+             LessonCost(lesson, LOAD_BUDGET_MS, {exercise: allowed}, {})]
+    over = grading_cost.over_budget(costs)
+    assert len(over) == 2
+    assert "01_tensor_hooks: loading its exercise cells costs 101 ms" in over[0]
+    assert "the check of double_grad costs 31 ms, over the budget of 30 ms" in over[1]
+    costs[1].checks_ms[exercise] = allowed + 1
+    assert f"the check of {exercise} costs {allowed + 1} ms, over the budget of {allowed} ms" in \
+        grading_cost.over_budget(costs)[-1]
+
+
+def test_each_budget_exception_is_an_exercise_and_the_readme_gives_it_with_its_reason():
+    speed = _speed_paragraph()
+    assert f"{LOAD_BUDGET_MS} ms" in speed and f"{CHECK_BUDGET_MS} ms" in speed
+    for (lesson, exercise), (allowed, why) in CHECK_BUDGET_EXCEPTIONS.items():
+        assert exercise in course.lesson_named(lesson).exercise_names()
+        assert allowed > CHECK_BUDGET_MS and why
+        assert re.search(rf"`{exercise}`[^.]*\b{allowed} ms", speed), (exercise, allowed)
