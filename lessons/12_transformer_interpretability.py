@@ -324,8 +324,9 @@ assert change["fixed period 5"].max() < 0.1 and change["variable periods"][1].mi
 # Write `run_with_cache(model, tokens, names=None)`. It runs `model(tokens)` once and returns
 # `(logits, cache)`, where `cache` maps hook-point names to the activation there:
 #
-# - all the model's hook points (`model.hook_points()`) when `names` is None, the names in a list,
-#   or the names for which a function `names(name)` returns True;
+# - all the model's hook points (`model.hook_points()`) when `names` is None, the names in a list
+#   (or in any other iterable of names: a tuple, a generator), or the hook points for which a
+#   function `names(name)` returns True;
 # - each cached tensor is detached and a copy of its own: in-place operations, later in the
 #   forward pass or by the caller, do not change it;
 # - a name in the list that is not a hook point raises `KeyError` before any hook is registered;
@@ -346,8 +347,8 @@ def run_with_cache(model, tokens, names=None):
     """Run `model(tokens)` once and return `(logits, cache)`, `logits` what the model returned.
 
     `cache` maps hook-point names (the keys of `model.hook_points()`) to the activation there:
-    every hook point when `names` is None, the names in a list, or those for which `names(name)`
-    returns True.
+    every hook point when `names` is None, the names in a list (or any other iterable of names: a
+    tuple, a generator), or the hook points for which `names(name)` returns True.
     Each cached tensor is detached and a copy: later in-place operations, in the forward pass or by
     the caller, do not change it.
     A name in the list that is not a hook point raises KeyError before any hook is registered.
@@ -479,6 +480,8 @@ with try_it():
 # - A name that is not a hook point raises `KeyError` before any hook is registered.
 # - The hooks are removed before returning, also when the forward pass raises (the exception goes on
 #   to the caller); hooks the model had before stay, and run as before.
+# - Gradients flow as in any forward pass: the logits keep their autograd graph, through each
+#   activation and its replacement.
 #
 # Traps: a lambda made in a loop that reads the loop's variables when it runs, not when it was made;
 # removing hooks by clearing a module's `_forward_hooks` (it takes the model's own hooks too).
@@ -500,6 +503,8 @@ def run_with_hooks(model, tokens, fwd_hooks):
     A name that is not a hook point raises KeyError before any hook is registered.
     The hooks are removed before returning, also when the forward pass raises (the exception
     propagates); hooks the model had before stay, and run as before.
+    Gradients flow as in any forward pass: the logits keep their autograd graph, through each
+    activation and its replacement.
     """
     # TODO: write this, as its docstring says.
     raise NotImplementedError("run_with_hooks is not written yet")
@@ -945,6 +950,7 @@ assert abs(looks["answer replaced"] - looks["clean"]) < 0.1 and looks["token bef
 #   it raises (the exception goes on to the caller).
 # - `vector` is not changed.
 # - Blocks may nest: the additions then add up.
+# - Gradients flow as in any forward pass: the steered activation keeps its autograd graph.
 #
 # Traps: registering the hook but never removing it; removing it only when the block ends without an
 # error; scaling `vector` in place.
@@ -966,6 +972,7 @@ def steer(model, name, vector, alpha=1.0):
     it raises (the exception propagates).
     `vector` is not changed.
     Blocks may nest: the additions add up.
+    Gradients flow as in any forward pass: the steered activation keeps its autograd graph.
     """
     # TODO: write this, as its docstring says.
     raise NotImplementedError("steer is not written yet")
