@@ -1333,4 +1333,39 @@ def ablate_heads(model, tokens, heads, kind="zero", mean_cache=None):
          source=edited(reference("steer"), ("lambda module, args, output: output + alpha * vector",
                                             "lambda module, args, output: [output.add_(alpha * vector), None][1]")),
          expect=[]),
+    dict(exercise="attribution_table", kind="right",
+         why="TransformerLens's way: full backward hooks on the hook points read grad_output",
+         source='''
+import contextlib
+import torch
+
+def attribution_table(model, clean, corrupted, metric, names):
+    points = model.hook_points()
+    C, R, G = {}, {}, {}
+    def fwd(store, name):
+        def hook(m, a, o):
+            store[name] = o.detach().clone()
+        return hook
+    def bwd(name):
+        def hook(m, grad_input, grad_output):
+            G[name] = grad_output[0].detach()
+        return hook
+    with contextlib.ExitStack() as stack:
+        for name in names:
+            stack.enter_context(points[name].register_forward_hook(fwd(C, name)))
+        with torch.no_grad():
+            model(clean)
+    with contextlib.ExitStack() as stack:
+        for name in names:
+            stack.enter_context(points[name].register_forward_hook(fwd(R, name)))
+            stack.enter_context(points[name].register_full_backward_hook(bwd(name)))
+        value = metric(model(corrupted))
+        value.backward()
+    rows = []
+    for name in names:
+        change = (C[name] - R[name]) * G[name]
+        rows.append(value.item() + change.transpose(0, 1).flatten(1).sum(dim=1))
+    return torch.stack(rows)
+''',
+         expect=[]),
 ]
