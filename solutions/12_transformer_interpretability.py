@@ -756,7 +756,8 @@ with try_it():
 # `(len(names), seq)`: `table[i, p]` is the metric of the run on `corrupted` in which the activation
 # at `names[i]`, position `p` (`activation[:, p]`, all of the batch and every feature), is replaced by
 # its value in the run on `clean`, everything else as in the corrupted run. No hook is left on the
-# model, and hooks the model had before stay.
+# model, also when `metric` raises (the exception goes on to the caller), and hooks the model had
+# before stay.
 #
 # Traps: patching the clean run with the corrupted activations (the wrong way round); positions off
 # by one; keeping the patch of earlier positions in later runs.
@@ -778,7 +779,8 @@ def patching_table(model, clean, corrupted, metric, names):
 
     `clean` and `corrupted` are token tensors of the same shape (batch, seq); each hook point in
     `names` has an activation of shape (batch, seq, ...); `metric` returns a 0-dim tensor.
-    No hook is left on the model, and hooks the model had before stay.
+    No hook is left on the model, also when `metric` raises (the exception propagates), and hooks the
+    model had before stay.
     """
     # BEGIN SOLUTION
     points = model.hook_points()
@@ -902,8 +904,9 @@ with try_it():
 # - Gradients are read without `retain_grad()` on the model's tensors: with tensor hooks registered
 #   from forward hooks, as in lesson 06 (or `torch.autograd.grad` on the activations the forward hooks
 #   kept).
-# - No hook is left on the model, and hooks the model had before stay. (A `backward()` that also
-#   fills the parameters' `.grad` is allowed.)
+# - No hook is left on the model, also when `metric` raises (the exception goes on to the caller),
+#   and hooks the model had before stay. (A `backward()` that also fills the parameters' `.grad` is
+#   allowed.)
 #
 # Traps: the gradient of the clean run instead of the corrupted one; `C − R` the wrong way round;
 # forgetting `M`; summing over the positions too.
@@ -927,8 +930,8 @@ def attribution_table(model, clean, corrupted, metric, names):
     The model runs exactly twice (once on each prompt) and backward runs once.
     Gradients are read without retain_grad() on the model's tensors (with tensor hooks registered from
     forward hooks, for example).
-    No hook is left on the model, and hooks the model had before stay. (A backward() that also fills the
-    parameters' .grad is allowed.)
+    No hook is left on the model, also when `metric` raises (the exception propagates), and hooks the
+    model had before stay. (A backward() that also fills the parameters' .grad is allowed.)
     """
     # BEGIN SOLUTION
     points = model.hook_points()

@@ -160,6 +160,22 @@ def _check_key_error(model, call_text, call, unknown):
     _check_hooks(model, before, call_text, " (which raised KeyError)")
 
 
+def _check_metric_raise(model, call_text, call):
+    """`call(metric)` runs the learner's table with a metric that raises ValueError: the ValueError comes
+    through, and no hook of the call is left (the patch's and the cache's hooks go too)."""
+    def failing_metric(logits):
+        raise ValueError("the metric failed, on purpose")
+
+    before = _hook_ids(model)
+    planted_exception_comes_through(
+        f"calling {call_text} with a metric that raises ValueError", lambda: call(failing_metric), _planted,
+        lambda returned: (f"{call_text} returned {describe(returned)}, but the metric raised ValueError: let the "
+                          "exception reach the caller (don't catch it)."),
+        hints=(lambda error: "Let the metric's ValueError through, unchanged: remove the hooks in a `finally:` or a "
+                             "`with` block, without catching the exception.",))
+    _check_hooks(model, before, call_text, " (whose metric raised ValueError)")
+
+
 # ---------------------------------------------------------------- references
 
 def _activations(model, tokens, names=None, replace=None):
@@ -736,6 +752,8 @@ def check_patching_table(patching_table):
         table = patching_table(model, clean, corrupted, metric, ["hook_embed"])
     _check_table(table, _patched_table(model, clean, corrupted, metric, ["hook_embed"]), call,
                  "the metric of each patched run on `corrupted`", guesses=[])
+    _check_metric_raise(model, "patching_table(model, clean, corrupted, failing_metric, ['hook_embed'])",
+                        lambda failing: patching_table(model, clean, corrupted, failing, ["hook_embed"]))
 
 
 # ---------------------------------------------------------------- attribution_table
@@ -880,6 +898,8 @@ def check_attribution_table(attribution_table):
          ".requires_grad_(), or a clone of a detached tensor) cuts the graph there, so nothing flows back to the hook "
          "points before it. Read the gradient with output.register_hook(...) and return None from the forward hook."),
     ])
+    _check_metric_raise(model, f"attribution_table(model, clean, corrupted, failing_metric, {names})",
+                        lambda failing: attribution_table(model, clean, corrupted, failing, names))
 
 
 # ---------------------------------------------------------------- steer

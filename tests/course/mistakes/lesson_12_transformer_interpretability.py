@@ -65,6 +65,8 @@ CLAUSES = {
         "from-clean": "is replaced by its value in the run on `clean`",
         "rest-corrupted": "and everything else is as in the corrupted run.",
         "no-hook": "No hook is left on the model",
+        "no-hook-on-raise": "also when `metric` raises",
+        "propagates": "(the exception propagates)",
         "own-hooks": "hooks the model had before stay.",
     },
     "attribution_table": {
@@ -79,6 +81,8 @@ CLAUSES = {
         "backward-once": "and backward runs once.",
         "tensor-hooks": "Gradients are read without retain_grad() on the model's tensors",
         "no-hook": "No hook is left on the model",
+        "no-hook-on-raise": "also when `metric` raises",
+        "propagates": "(the exception propagates)",
         "own-hooks": "hooks the model had before stay.",
     },
     "steer": {
@@ -1368,4 +1372,39 @@ def attribution_table(model, clean, corrupted, metric, names):
     return torch.stack(rows)
 ''',
          expect=[]),
+    dict(exercise="patching_table", kind="wrong", clause="no-hook-on-raise", why="removes the patch after the metric, not in finally",
+         source=edited(reference("patching_table"),
+                       ("            with points[name].register_forward_hook(patch), torch.no_grad():\n"
+                        "                table[i, position] = float(metric(model(corrupted)))",
+                        "            handle = points[name].register_forward_hook(patch)\n"
+                        "            with torch.no_grad():\n"
+                        "                table[i, position] = float(metric(model(corrupted)))\n"
+                        "            handle.remove()")),
+         expect=["whose metric raised valueerror", "still registered"]),
+    dict(exercise="patching_table", kind="wrong", clause="propagates", why="a metric that fails gives NaN",
+         source=edited(reference("patching_table"),
+                       ("                table[i, position] = float(metric(model(corrupted)))",
+                        "                try:\n"
+                        "                    table[i, position] = float(metric(model(corrupted)))\n"
+                        "                except Exception:\n"
+                        "                    table[i, position] = float('nan')")),
+         expect=["the metric raised valueerror", "don't catch it"]),
+    dict(exercise="attribution_table", kind="wrong", clause="no-hook-on-raise",
+         why="the corrupted run's hooks removed after the metric, not in finally",
+         source=edited(reference("attribution_table"),
+                       ("    with contextlib.ExitStack() as stack:\n        for name in names:\n"
+                        "            stack.enter_context(points[name].register_forward_hook(keep(corrupted_activations, name, gradients)))\n"
+                        "        value = metric(model(corrupted))",
+                        "    handles = [points[name].register_forward_hook(keep(corrupted_activations, name, gradients))\n"
+                        "               for name in names]\n"
+                        "    value = metric(model(corrupted))\n"
+                        "    for handle in handles:\n"
+                        "        handle.remove()")),
+         expect=["whose metric raised valueerror", "still registered"]),
+    dict(exercise="attribution_table", kind="wrong", clause="propagates", why="returns None when the metric fails",
+         source=edited(reference("attribution_table"),
+                       ("        value = metric(model(corrupted))",
+                        "        try:\n            value = metric(model(corrupted))\n        except ValueError:\n"
+                        "            return None")),
+         expect=["the metric raised valueerror", "don't catch it"]),
 ]
