@@ -682,6 +682,17 @@ def _table_matches(table, expected, tolerance=1e-4):
     return torch.allclose(table.float()[keep], expected[keep], rtol=tolerance, atol=tolerance)
 
 
+def _shifted(table, shift):
+    """`table` whose column p holds column p + shift, NaN where there is none (ignored when compared): the
+    table of positions off by one."""
+    shifted = torch.full_like(table, float("nan"))
+    if shift > 0:
+        shifted[:, :-shift] = table[:, shift:]
+    else:
+        shifted[:, -shift:] = table[:, :shift]
+    return shifted
+
+
 def _check_table(table, expected, call_text, what, guesses):
     if not isinstance(table, torch.Tensor):
         fail(f"{call_text} returned {describe(table)}; expected a float tensor of shape {tuple(expected.shape)}, "
@@ -890,6 +901,8 @@ def check_attribution_table(attribution_table):
          "You summed over the positions too: keep one entry per position, summing over the batch and the features."),
         (lambda: _patched_table(model, clean, corrupted, metric, names),
          "That is real patching, not its first-order estimate."),
+        (lambda: _shifted(expected, 1), "Column p holds the estimate of position p + 1: positions are off by one."),
+        (lambda: _shifted(expected, -1), "Column p holds the estimate of position p - 1: positions are off by one."),
         (lambda: _estimate(model, clean, corrupted, metric, names) - float(metric(_activations(model, corrupted)[0]))
          + float(metric(_activations(model, clean)[0])),
          "You took M from the run on `clean`; M is the metric of the run on `corrupted`, the run being patched."),

@@ -1407,4 +1407,8 @@ def attribution_table(model, clean, corrupted, metric, names):
                         "        try:\n            value = metric(model(corrupted))\n        except ValueError:\n"
                         "            return None")),
          expect=["the metric raised valueerror", "don't catch it"]),
+    dict(exercise="attribution_table", kind="wrong", clause="formula", why="positions off by one (rolled)",
+         source=edited(reference("attribution_table"),
+                       (".reshape(change.shape[1], -1).sum(dim=1))", ".reshape(change.shape[1], -1).sum(dim=1).roll(1))")),
+         expect=["position p - 1", "off by one"]),
 ]
