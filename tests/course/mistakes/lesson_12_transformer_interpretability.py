@@ -1411,4 +1411,36 @@ def attribution_table(model, clean, corrupted, metric, names):
          source=edited(reference("attribution_table"),
                        (".reshape(change.shape[1], -1).sum(dim=1))", ".reshape(change.shape[1], -1).sum(dim=1).roll(1))")),
          expect=["position p - 1", "off by one"]),
+    dict(exercise="patching_table", kind="right", why="pre-hooks on the hook points, positions in the outer loop, .item()",
+         source='''
+import torch
+
+
+def patching_table(model, clean, corrupted, metric, names):
+    points = model.hook_points()
+    clean_acts = {}
+    hs = [points[n].register_forward_pre_hook(lambda m, args, n=n: clean_acts.__setitem__(n, args[0].detach().clone())) for n in names]
+    try:
+        with torch.no_grad():
+            model(clean)
+    finally:
+        for h in hs:
+            h.remove()
+    seq = clean.shape[1]
+    rows = [[None] * seq for _ in names]
+    for p in range(seq):
+        for i, n in enumerate(names):
+            def pre(m, args, n=n, p=p):
+                x = args[0].clone()
+                x[:, p] = clean_acts[n][:, p]
+                return (x,)
+            h = points[n].register_forward_pre_hook(pre)
+            try:
+                with torch.no_grad():
+                    rows[i][p] = metric(model(corrupted)).item()
+            finally:
+                h.remove()
+    return torch.tensor(rows)
+''',
+         expect=[]),
 ]
