@@ -47,19 +47,22 @@ torch.set_num_threads(1)  # small tensors; one thread is also fastest when the c
 #
 # PyTorch has attention modules: `nn.MultiheadAttention` and `nn.TransformerEncoderLayer`. Hooking
 # them is the first idea, and it goes wrong in three ways. First, `nn.MultiheadAttention` has a
-# submodule `out_proj`, the output projection, but a forward hook on it never fires: the attention's
-# forward passes `out_proj.weight` to a function (`F.multi_head_attention_forward`) instead of
-# calling the module.
+# submodule `out_proj`, the output projection, but a forward hook or pre-hook on it never fires:
+# the attention's forward passes `out_proj.weight` to a function (`F.multi_head_attention_forward`)
+# instead of calling the module.
 
 # %%
 torch.manual_seed(0)
 attention = nn.MultiheadAttention(embed_dim=8, num_heads=2, batch_first=True)
 fired = []
 attention.out_proj.register_forward_hook(lambda module, args, output: fired.append("out_proj"))
+attention.out_proj.register_forward_pre_hook(lambda module, args: fired.append("out_proj, pre-hook"))
 x = torch.randn(1, 5, 8)
 output, weights = attention(x, x, x)
-print("out_proj's hook fired:", fired, "| output", list(output.shape), "| weights", list(weights.shape))
-assert fired == [] and list(weights.shape) == [1, 5, 5]  # the weights are averaged over the 2 heads
+print("out_proj's hooks fired:", fired, "| output", list(output.shape), "| weights", list(weights.shape))
+per_head = attention(x, x, x, average_attn_weights=False)[1]
+assert fired == [] and list(weights.shape) == [1, 5, 5]
+assert torch.allclose(weights, per_head.mean(dim=1))  # the weights are averaged over the 2 heads
 
 # %% [markdown]
 # Second, `nn.TransformerEncoderLayer` in eval mode, without gradients, takes a fused "fast path":
@@ -313,7 +316,8 @@ for label, net in (("variable periods", model), ("fixed period 5", shortcut)):
 assert change["fixed period 5"].max() < 0.1 and change["variable periods"][1].min() > 0.4
 
 # %% [markdown]
-# The fixed-period model is perfect on its own period and fails on the others, and its heads attend
+# The fixed-period model is right almost every time on its own period (over 95%) and fails on the
+# others (under 50%), and its heads attend
 # to the same places whatever the period: it learned a rule of positions, not of tokens. The
 # induction heads of the other model move their attention with the period. A model can score well on its training data with a mechanism you did
 # not expect, and looking inside it is how you find out. From here on we look inside the model
@@ -324,8 +328,9 @@ assert change["fixed period 5"].max() < 0.1 and change["variable periods"][1].mi
 # Write `run_with_cache(model, tokens, names=None)`. It runs `model(tokens)` once and returns
 # `(logits, cache)`, where `cache` maps hook-point names to the activation there:
 #
-# - all the model's hook points (`model.hook_points()`) when `names` is None, the names in a list,
-#   or the names for which a function `names(name)` returns True;
+# - all the model's hook points (`model.hook_points()`) when `names` is None, the names in a list
+#   (or in any other iterable of names: a tuple, a generator), or the hook points for which a
+#   function `names(name)` returns True;
 # - each cached tensor is detached and a copy of its own: in-place operations, later in the
 #   forward pass or by the caller, do not change it;
 # - a name in the list that is not a hook point raises `KeyError` before any hook is registered;
@@ -346,8 +351,8 @@ def run_with_cache(model, tokens, names=None):
     """Run `model(tokens)` once and return `(logits, cache)`, `logits` what the model returned.
 
     `cache` maps hook-point names (the keys of `model.hook_points()`) to the activation there:
-    every hook point when `names` is None, the names in a list, or those for which `names(name)`
-    returns True.
+    every hook point when `names` is None, the names in a list (or any other iterable of names: a
+    tuple, a generator), or the hook points for which `names(name)` returns True.
     Each cached tensor is detached and a copy: later in-place operations, in the forward pass or by
     the caller, do not change it.
     A name in the list that is not a hook point raises KeyError before any hook is registered.
@@ -452,7 +457,8 @@ with try_it():
 # attention on that diagonal, over the queries of the second and third periods (`t ≥ 8`). Once
 # `run_with_cache` is written, the cell below computes the score of every head, and the
 # previous-token score (the mean attention on the diagonal `t − 1`) over all queries and over the
-# queries `t ≥ 8`, and draws the pattern of the best induction head.
+# queries `t ≥ 8`, then where the heads of layer 1 look in each period, and draws the pattern of the
+# best induction head.
 
 # %%
 periodic = repeated_tokens(50, [8], torch.Generator().manual_seed(8))[0]
@@ -464,6 +470,12 @@ def diagonal_score(pattern, offset, first_query=8):
     return diagonal[..., max(first_query - offset, 0):].mean(dim=(0, -1))
 
 
+def on_diagonal(pattern, offset, queries):
+    """Mean attention of each head on key t - offset, over the queries t in `queries`: (head,)."""
+    queries = torch.tensor(list(queries))
+    return pattern[:, :, queries, queries - offset].mean(dim=(0, 2))
+
+
 with try_it():
     _, patterns = run_with_cache(model, periodic, names=lambda name: name.endswith("hook_pattern"))
     induction = torch.stack([diagonal_score(patterns[f"blocks.{i}.attn.hook_pattern"], 7) for i in (0, 1)])
@@ -473,6 +485,12 @@ with try_it():
         print(f"layer {i}: induction score {[round(s, 2) for s in induction[i].tolist()]}")
     print(f"layer 0: previous-token score, all queries {[round(s, 2) for s in previous[0].tolist()]}, "
           f"queries t >= 8 {[round(s, 2) for s in previous[1].tolist()]}")
+    layer_1 = patterns["blocks.1.attn.hook_pattern"]
+    looks = {"second period, on t - 7": on_diagonal(layer_1, 7, range(8, 16)),
+             "third period, on t - 7": on_diagonal(layer_1, 7, range(16, 24)),
+             "third period, on t - 15": on_diagonal(layer_1, 15, range(16, 24))}
+    for label, share in looks.items():
+        print(f"layer 1, queries of the {label}: {[round(s, 2) for s in share.tolist()]}")
     best = int(induction[1].argmax())
     fig, ax = plt.subplots(figsize=(4.2, 3.8), dpi=80)
     ax.imshow(patterns["blocks.1.attn.hook_pattern"][0, best], cmap="viridis")
@@ -482,10 +500,16 @@ with try_it():
     plt.show()
     assert (induction[1] > 0.3).all() and (induction[0] < 0.2).all()
     assert previous[0].max() > 0.3 and previous[1].max() < 0.2
+    assert (looks["second period, on t - 7"] > 0.6).all() and (looks["third period, on t - 7"] < 0.1).all()
+    assert (looks["third period, on t - 15"] > 0.5).all()
 
 # %% [markdown]
-# Once `run_with_cache` is done, the cell shows that every head of layer 1 is an induction head: the
-# stripe of its pattern sits seven places left of the diagonal from the second period on. Layer 0 has heads that
+# Once `run_with_cache` is done, the cell shows that every head of layer 1 is an induction head, of
+# a kind of its own: in the second period its stripe sits seven places left of the diagonal (`t − 7`,
+# the token after the previous occurrence of the current token), but in the third period it sits
+# fifteen places left (`t − 15`, the token after the *first* occurrence), with almost nothing left on
+# `t − 7`. The heads copy from the first period, and the induction score, which counts only `t − 7`,
+# averages the two periods. Layer 0 has heads that
 # attend to the previous token, but only early in the sequence; from the second period on their
 # attention spreads over the earlier positions, so this model's layer 0 is not the clean
 # previous-token head of the textbook story. Scores show what a head does, not why.
@@ -501,6 +525,8 @@ with try_it():
 # - A name that is not a hook point raises `KeyError` before any hook is registered.
 # - The hooks are removed before returning, also when the forward pass raises (the exception goes on
 #   to the caller); hooks the model had before stay, and run as before.
+# - Gradients flow as in any forward pass: the logits keep their autograd graph, through each
+#   activation and its replacement.
 #
 # Traps: a lambda made in a loop that reads the loop's variables when it runs, not when it was made;
 # removing hooks by clearing a module's `_forward_hooks` (it takes the model's own hooks too).
@@ -522,6 +548,8 @@ def run_with_hooks(model, tokens, fwd_hooks):
     A name that is not a hook point raises KeyError before any hook is registered.
     The hooks are removed before returning, also when the forward pass raises (the exception
     propagates); hooks the model had before stay, and run as before.
+    Gradients flow as in any forward pass: the logits keep their autograd graph, through each
+    activation and its replacement.
     """
     # BEGIN SOLUTION
     points = model.hook_points()
@@ -573,15 +601,15 @@ check(run_with_hooks)
 # %% [markdown]
 # Once it is written, this cell runs the trained model with the token embedding multiplied by zero
 # at `hook_embed`: without its tokens, only positions are left, and the accuracy falls to about
-# chance. The model itself keeps no hook afterwards.
+# chance (1 in 32). The model itself keeps no hook afterwards.
 
 # %%
 with try_it():
     blind = run_with_hooks(model, test_tokens[:200, :-1], [("hook_embed", lambda activation, name: 0 * activation)])
     blind_accuracy = (blind.argmax(dim=-1) == test_tokens[:200, 1:])[known(test_period[:200])].float().mean().item()
-    print(f"accuracy without the token embedding: {blind_accuracy:.3f}; hooks left on the model: "
-          f"{sum(len(m._forward_hooks) for m in model.modules())}")
-    assert blind_accuracy < 0.2 and not any(m._forward_hooks for m in model.modules())
+    print(f"accuracy without the token embedding: {blind_accuracy:.3f} (chance: {1 / VOCAB:.3f}); hooks left on "
+          f"the model: {sum(len(m._forward_hooks) for m in model.modules())}")
+    assert abs(blind_accuracy - 1 / VOCAB) < 0.05 and not any(m._forward_hooks for m in model.modules())
 
 # %% [markdown]
 # ## Exercise 3: `ablate_heads` · medium · about 15 min
@@ -728,7 +756,8 @@ with try_it():
 # `(len(names), seq)`: `table[i, p]` is the metric of the run on `corrupted` in which the activation
 # at `names[i]`, position `p` (`activation[:, p]`, all of the batch and every feature), is replaced by
 # its value in the run on `clean`, everything else as in the corrupted run. No hook is left on the
-# model, and hooks the model had before stay.
+# model, also when `metric` raises (the exception goes on to the caller), and hooks the model had
+# before stay.
 #
 # Traps: patching the clean run with the corrupted activations (the wrong way round); positions off
 # by one; keeping the patch of earlier positions in later runs.
@@ -750,7 +779,8 @@ def patching_table(model, clean, corrupted, metric, names):
 
     `clean` and `corrupted` are token tensors of the same shape (batch, seq); each hook point in
     `names` has an activation of shape (batch, seq, ...); `metric` returns a 0-dim tensor.
-    No hook is left on the model, and hooks the model had before stay.
+    No hook is left on the model, also when `metric` raises (the exception propagates), and hooks the
+    model had before stay.
     """
     # BEGIN SOLUTION
     points = model.hook_points()
@@ -874,8 +904,9 @@ with try_it():
 # - Gradients are read without `retain_grad()` on the model's tensors: with tensor hooks registered
 #   from forward hooks, as in lesson 06 (or `torch.autograd.grad` on the activations the forward hooks
 #   kept).
-# - No hook is left on the model, and hooks the model had before stay. (A `backward()` that also
-#   fills the parameters' `.grad` is allowed.)
+# - No hook is left on the model, also when `metric` raises (the exception goes on to the caller),
+#   and hooks the model had before stay. (A `backward()` that also fills the parameters' `.grad` is
+#   allowed.)
 #
 # Traps: the gradient of the clean run instead of the corrupted one; `C − R` the wrong way round;
 # forgetting `M`; summing over the positions too.
@@ -899,8 +930,8 @@ def attribution_table(model, clean, corrupted, metric, names):
     The model runs exactly twice (once on each prompt) and backward runs once.
     Gradients are read without retain_grad() on the model's tensors (with tensor hooks registered from
     forward hooks, for example).
-    No hook is left on the model, and hooks the model had before stay. (A backward() that also fills the
-    parameters' .grad is allowed.)
+    No hook is left on the model, also when `metric` raises (the exception propagates), and hooks the
+    model had before stay. (A backward() that also fills the parameters' .grad is allowed.)
     """
     # BEGIN SOLUTION
     points = model.hook_points()
@@ -1043,6 +1074,7 @@ assert abs(looks["answer replaced"] - looks["clean"]) < 0.1 and looks["token bef
 #   it raises (the exception goes on to the caller).
 # - `vector` is not changed.
 # - Blocks may nest: the additions then add up.
+# - Gradients flow as in any forward pass: the steered activation keeps its autograd graph.
 #
 # Traps: registering the hook but never removing it; removing it only when the block ends without an
 # error; scaling `vector` in place.
@@ -1064,6 +1096,7 @@ def steer(model, name, vector, alpha=1.0):
     it raises (the exception propagates).
     `vector` is not changed.
     Blocks may nest: the additions add up.
+    Gradients flow as in any forward pass: the steered activation keeps its autograd graph.
     """
     # BEGIN SOLUTION
     point = model.hook_points()[name]
@@ -1139,7 +1172,8 @@ with try_it():
 # - A forward hook's return replaces the activation: that is ablation, patching and steering.
 # - Induction heads show in their pattern; redundant heads hide from one-at-a-time ablation.
 # - Patching measures, one forward pass per cell; attribution patching estimates the whole table from
-#   one backward pass (tensor hooks registered from forward hooks), and is wrong where the patch is
-#   large.
+#   one backward pass (tensor hooks registered from forward hooks). Here it matched patching where a
+#   patch changed what the heads copy, and said more than twice the real effect where a patch moved
+#   where they look.
 # - A model that scores well may have learned a shortcut (a fixed period taught a rule of positions):
 #   look inside before you trust it.

@@ -160,6 +160,22 @@ def _check_key_error(model, call_text, call, unknown):
     _check_hooks(model, before, call_text, " (which raised KeyError)")
 
 
+def _check_metric_raise(model, call_text, call):
+    """`call(metric)` runs the learner's table with a metric that raises ValueError: the ValueError comes
+    through, and no hook of the call is left (the patch's and the cache's hooks go too)."""
+    def failing_metric(logits):
+        raise ValueError("the metric failed, on purpose")
+
+    before = _hook_ids(model)
+    planted_exception_comes_through(
+        f"calling {call_text} with a metric that raises ValueError", lambda: call(failing_metric), _planted,
+        lambda returned: (f"{call_text} returned {describe(returned)}, but the metric raised ValueError: let the "
+                          "exception reach the caller (don't catch it)."),
+        hints=(lambda error: "Let the metric's ValueError through, unchanged: remove the hooks in a `finally:` or a "
+                             "`with` block, without catching the exception.",))
+    _check_hooks(model, before, call_text, " (whose metric raised ValueError)")
+
+
 # ---------------------------------------------------------------- references
 
 def _activations(model, tokens, names=None, replace=None):
@@ -182,6 +198,34 @@ def _activations(model, tokens, names=None, replace=None):
         for handle in handles:
             handle.remove()
     return logits, found
+
+
+def _embed_gradient(model, tokens, replace):
+    """The gradient of logits.sum() with respect to the position embedding's weight, with `replace`
+    {name: fn(output)} applied by the check's own hooks: what a learner's hooks must let through."""
+    points = model.hook_points()
+    handles = [points[name].register_forward_hook(lambda module, args, output, fn=fn: fn(output))
+               for name, fn in replace.items()]
+    try:
+        logits = model(tokens)
+    finally:
+        for handle in handles:
+            handle.remove()
+    return torch.autograd.grad(logits.sum(), model.pos.weight)[0]
+
+
+def _check_gradient(logits, model, expected, call_text, detached_words):
+    """`logits`, computed by the learner's code with gradients on, must carry the gradient `expected`
+    (of their sum, with respect to model.pos.weight, whose every row the check's tokens use)."""
+    if not isinstance(logits, torch.Tensor) or not logits.requires_grad:
+        fail(f"{call_text}, with gradients on, gave {describe(logits)} with no autograd graph (requires_grad=False): "
+             "gradients must flow as in any forward pass. Don't wrap the forward pass (or the caller's block) in "
+             "torch.no_grad().")
+    with calling(f"backward from the logits of {call_text}"):
+        gradient = torch.autograd.grad(logits.sum(), model.pos.weight, allow_unused=True)[0]
+    if gradient is None or not _close(gradient, expected, 1e-4):
+        fail(f"{call_text}: the gradient of the logits' sum with respect to the position embedding's weight is "
+             f"{describe(gradient)}; expected {describe(expected)}. {detached_words}")
 
 
 def _close(actual, expected, tolerance=1e-5):
@@ -220,6 +264,10 @@ def _check_cache(call_text, result, model, tokens, expected_names, in_place=Fals
              "name as a default argument (name=name).")
     if extra and not missing and set(extra) <= set(expected):
         fail(f"{call_text} cached {extra}, which were not asked for (asked: {expected_names}).")
+    modules = dict(model.named_modules())
+    if extra and not missing and all(name in modules for name in extra):
+        fail(f"{call_text} cached {extra}, modules that are not hook points: names(name) is asked only of the "
+             "hook points' names, the keys of model.hook_points(), not of every module in named_modules().")
     if missing or extra:
         fail(f"{call_text} returned a cache with the names {list(cache)}; expected {expected_names} "
              f"(missing {missing}, not asked for or not hook points {extra}).")
@@ -300,6 +348,11 @@ def check_run_with_cache(run_with_cache):
     with calling(f"calling {call}"):
         result = run_with_cache(model, tokens, names=lambda name: name.endswith("hook_pattern"))
     _check_cache(call, result, model, tokens, [name for name in all_names if name.endswith("hook_pattern")])
+    # A predicate that modules other than hook points would pass too (blocks.1, blocks.1.attn, ...).
+    call = "run_with_cache(model, tokens, names=lambda name: name.startswith('blocks.1'))"
+    with calling(f"calling {call}"):
+        result = run_with_cache(model, tokens, names=lambda name: name.startswith("blocks.1"))
+    _check_cache(call, result, model, tokens, [name for name in all_names if name.startswith("blocks.1")])
 
     # A model that changes its residual stream in place after the hook point: the cache must not change.
     model_in_place = _small(1203, in_place=True)
@@ -307,6 +360,12 @@ def check_run_with_cache(run_with_cache):
     with calling(f"calling {call} on a model whose blocks add to the residual stream in place"):
         result = run_with_cache(model_in_place, tokens)
     _check_cache(call, result, model_in_place, tokens, list(model_in_place.hook_points()), in_place=True)
+    # Under no_grad too: the activations then need no detach, but they still need their copy.
+    with calling(f"calling {call} under torch.no_grad() on a model whose blocks add to the residual stream in "
+                 "place"), torch.no_grad():
+        result = run_with_cache(model_in_place, tokens)
+    _check_cache(f"{call} under torch.no_grad()", result, model_in_place, tokens,
+                 list(model_in_place.hook_points()), in_place=True)
 
     # The model's own hooks stay, and still run.
     fired = []
@@ -324,6 +383,21 @@ def check_run_with_cache(run_with_cache):
     _check_key_error(model, f"run_with_cache(model, tokens, names={unknown})",
                      lambda: run_with_cache(model, tokens, names=unknown), "blocks.7.hook_resid_pre")
     _check_raise(model, "run_with_cache(model, tokens)", lambda: run_with_cache(model, tokens))
+
+    # Any iterable of names: a tuple, and a generator (which can be read only once).
+    call = f"run_with_cache(model, tokens, names={tuple(listed)})"
+    not_callable = (("object is not callable", "names may be any iterable of names, a tuple too: test "
+                     "callable(names) for a function, rather than isinstance(names, list)."),)
+    with calling_with_hints(f"calling {call}", not_callable):
+        result = run_with_cache(model, tokens, names=tuple(listed))
+    _check_cache(call, result, model, tokens, listed)
+    call = f"run_with_cache(model, tokens, names=(name for name in {listed}))"
+    with calling_with_hints(f"calling {call}", not_callable):
+        result = run_with_cache(model, tokens, names=(name for name in listed))
+    if isinstance(result, tuple) and len(result) == 2 and result[1] == {}:
+        fail(f"{call} returned an empty cache. A generator can be read only once: checking the names read it to "
+             "the end, and nothing was left to register. Make a list of the names first (list(names)).")
+    _check_cache(call, result, model, tokens, listed)
 
     # The lesson's trained model: its patterns are those of the induction heads.
     trained = trained_tiny_transformer.load()
@@ -415,6 +489,15 @@ def check_run_with_hooks(run_with_hooks):
                               replace={"blocks.1.hook_resid_pre": lambda a: 2 * a})[0],
          "Only the first function of that hook point took effect."),
     ])
+
+    # Gradients flow through the activations and their replacements, as in any forward pass.
+    call = "run_with_hooks(model, tokens, [('blocks.0.hook_resid_post', double)])"
+    expected_gradient = _embed_gradient(model, tokens, {"blocks.0.hook_resid_post": lambda a: 2 * a})
+    with calling(f"calling {call} with gradients on"):
+        logits = run_with_hooks(model, tokens, [("blocks.0.hook_resid_post", lambda a, name: 2 * a)])
+    _check_gradient(logits, model, expected_gradient, call,
+                    "The gradient stopped at the hook point: pass fn the activation itself, not "
+                    "activation.detach(), and return its replacement as it is.")
 
     # The model's own hooks stay and run; temporary hooks go also when forward raises; unknown names.
     fired = []
@@ -532,7 +615,17 @@ def check_ablate_heads(ablate_heads):
         (lambda: plain, "That is the model's output with no head ablated."),
     ])
 
+    # kind="zero" with a mean_cache given (the lesson passes one to both kinds): still zeros.
+    call = f"ablate_heads(model, tokens, {heads}, kind='zero', mean_cache=cache of a reference run of 5 sequences)"
+    logits = _ablate_call(ablate_heads, model, tokens, heads, "zero", mean_cache, call)
+    _logits_check(logits, _ablated(model, tokens, heads, lambda layer, head, z: 0), call, guesses=[
+        (lambda: _ablated(model, tokens, heads, reference_mean),
+         "That is mean ablation: kind='zero' replaces each head by zeros, even when a mean_cache is given; "
+         "choose by kind, not by whether mean_cache is None."),
+    ])
+
     call = "ablate_heads(model, tokens, [(1, 0)], kind='mean') without a mean_cache"
+    before = _hook_ids(model)
     try:
         with calling(f"calling {call}"):
             returned = ablate_heads(model, tokens, [(1, 0)], kind="mean")
@@ -543,6 +636,7 @@ def check_ablate_heads(ablate_heads):
     else:
         fail(f"{call} returned {describe(returned)}; expected ValueError: mean ablation needs the reference "
              "run's cache.")
+    _check_hooks(model, before, call, " (which raised ValueError)")
     _check_raise(model, "ablate_heads(model, tokens, [(1, 0)], kind='zero')",
                  lambda: ablate_heads(model, tokens, [(1, 0)], kind="zero"))
 
@@ -586,6 +680,17 @@ def _all_positions(model, clean, corrupted, metric, names):
 def _table_matches(table, expected, tolerance=1e-4):
     keep = ~expected.isnan()
     return torch.allclose(table.float()[keep], expected[keep], rtol=tolerance, atol=tolerance)
+
+
+def _shifted(table, shift):
+    """`table` whose column p holds column p + shift, NaN where there is none (ignored when compared): the
+    table of positions off by one."""
+    shifted = torch.full_like(table, float("nan"))
+    if shift > 0:
+        shifted[:, :-shift] = table[:, shift:]
+    else:
+        shifted[:, -shift:] = table[:, :shift]
+    return shifted
 
 
 def _check_table(table, expected, call_text, what, guesses):
@@ -658,6 +763,8 @@ def check_patching_table(patching_table):
         table = patching_table(model, clean, corrupted, metric, ["hook_embed"])
     _check_table(table, _patched_table(model, clean, corrupted, metric, ["hook_embed"]), call,
                  "the metric of each patched run on `corrupted`", guesses=[])
+    _check_metric_raise(model, "patching_table(model, clean, corrupted, failing_metric, ['hook_embed'])",
+                        lambda failing: patching_table(model, clean, corrupted, failing, ["hook_embed"]))
 
 
 # ---------------------------------------------------------------- attribution_table
@@ -794,6 +901,8 @@ def check_attribution_table(attribution_table):
          "You summed over the positions too: keep one entry per position, summing over the batch and the features."),
         (lambda: _patched_table(model, clean, corrupted, metric, names),
          "That is real patching, not its first-order estimate."),
+        (lambda: _shifted(expected, 1), "Column p holds the estimate of position p + 1: positions are off by one."),
+        (lambda: _shifted(expected, -1), "Column p holds the estimate of position p - 1: positions are off by one."),
         (lambda: _estimate(model, clean, corrupted, metric, names) - float(metric(_activations(model, corrupted)[0]))
          + float(metric(_activations(model, clean)[0])),
          "You took M from the run on `clean`; M is the metric of the run on `corrupted`, the run being patched."),
@@ -802,6 +911,8 @@ def check_attribution_table(attribution_table):
          ".requires_grad_(), or a clone of a detached tensor) cuts the graph there, so nothing flows back to the hook "
          "points before it. Read the gradient with output.register_hook(...) and return None from the forward hook."),
     ])
+    _check_metric_raise(model, f"attribution_table(model, clean, corrupted, failing_metric, {names})",
+                        lambda failing: attribution_table(model, clean, corrupted, failing, names))
 
 
 # ---------------------------------------------------------------- steer
@@ -876,6 +987,16 @@ def check_steer(steer):
         fail(f"After the `with {call}:` block, the model still computed {describe(after)}, not its own output "
              f"{describe(plain)}: the steering stayed after the block. Remove the hook when the block ends.")
     _check_hooks(model, before, f"the `with {call}:` block")
+
+    # Gradients flow through the steered activation, as in any forward pass.
+    expected_gradient = _embed_gradient(model, tokens, {name: lambda a: a + 3.0 * original})
+    with calling(f"calling model(tokens) inside `with {call}:`, with gradients on"):
+        with steer(model, name, vector, 3.0):
+            logits = model(tokens)
+    _check_gradient(logits, model, expected_gradient, f"model(tokens) inside `with {call}:`",
+                    "The gradient stopped at the hook point: add alpha * vector to the output itself, not to "
+                    "output.detach().")
+    _check_hooks(model, before, f"the `with {call}:` block, run with gradients on")
 
     # alpha defaults to 1.0; blocks nest, and their additions add up.
     call = f"steer(model, {name!r}, vector) inside `with steer(model, {other!r}, second, 2.0):`"

@@ -12,7 +12,8 @@ CLAUSES = {
         "names": "`cache` maps hook-point names (the keys of `model.hook_points()`) to the activation there",
         "all": "every hook point when `names` is None",
         "list": "the names in a list",
-        "predicate": "or those for which `names(name)` returns True.",
+        "iterable": "(or any other iterable of names: a tuple, a generator)",
+        "predicate": "or the hook points for which `names(name)` returns True.",
         "detached": "Each cached tensor is detached",
         "copy": "and a copy: later in-place operations, in the forward pass or by the caller, do not change it.",
         "key-error": "A name in the list that is not a hook point raises KeyError",
@@ -36,6 +37,8 @@ CLAUSES = {
         "propagates": "(the exception propagates)",
         "own-hooks": "hooks the model had before stay",
         "own-hooks-run": "and run as before.",
+        "gradients": "Gradients flow as in any forward pass: the logits keep their autograd graph, through each "
+                     "activation and its replacement.",
     },
     "ablate_heads": {
         "logits": "Return the logits of `model(tokens)`",
@@ -62,6 +65,8 @@ CLAUSES = {
         "from-clean": "is replaced by its value in the run on `clean`",
         "rest-corrupted": "and everything else is as in the corrupted run.",
         "no-hook": "No hook is left on the model",
+        "no-hook-on-raise": "also when `metric` raises",
+        "propagates": "(the exception propagates)",
         "own-hooks": "hooks the model had before stay.",
     },
     "attribution_table": {
@@ -76,6 +81,8 @@ CLAUSES = {
         "backward-once": "and backward runs once.",
         "tensor-hooks": "Gradients are read without retain_grad() on the model's tensors",
         "no-hook": "No hook is left on the model",
+        "no-hook-on-raise": "also when `metric` raises",
+        "propagates": "(the exception propagates)",
         "own-hooks": "hooks the model had before stay.",
     },
     "steer": {
@@ -88,6 +95,7 @@ CLAUSES = {
         "propagates": "(the exception propagates).",
         "unchanged": "`vector` is not changed.",
         "nest": "Blocks may nest: the additions add up.",
+        "gradients": "Gradients flow as in any forward pass: the steered activation keeps its autograd graph.",
     },
 }
 
@@ -212,10 +220,10 @@ def run_with_cache(model, tokens, names=None):
     elif callable(names):
         wanted = list(filter(names, points))
     else:
-        for name in names:
+        wanted = list(names)  # a generator can be read only once
+        for name in wanted:
             if name not in points:
                 raise KeyError(name)
-        wanted = names
     cache, handles = {}, []
     for name in wanted:
         handles.append(points[name].register_forward_hook(
@@ -794,6 +802,7 @@ def run_with_cache(model, tokens, names=None):
     points = model.hook_points()
     picked = [n for n in points if names is None or (callable(names) and names(n))]
     if names is not None and not callable(names):
+        names = list(names)  # a generator can be read only once
         missing = set(names) - set(points)
         if missing:
             raise KeyError(sorted(missing))
@@ -1199,4 +1208,239 @@ ENTRIES += [
                        ("    return torch.stack(rows)",
                         "    for point in points.values():\n        point._forward_hooks.clear()\n    return torch.stack(rows)")),
          expect=["removed hooks that were on the model before"]),
+]
+
+# The second review: names in a tuple or a generator, a predicate asked of every module, a cache that
+# aliases under no_grad, kind="zero" with a mean_cache, a hook left by the missing mean_cache's error,
+# and gradients cut by torch.no_grad() or detach().
+ENTRIES += [
+    dict(exercise="run_with_cache", kind="wrong", clause="iterable", why="a tuple read as a predicate (isinstance list)",
+         source=edited(reference("run_with_cache"), ("    elif callable(names):", "    elif not isinstance(names, list):")),
+         expect=["tuple", "callable(names)"]),
+    dict(exercise="run_with_cache", kind="wrong", clause="iterable", why="a generator read twice, to check and to register",
+         source=edited(reference("run_with_cache"), ("        chosen = list(names)", "        chosen = names")),
+         expect=["generator", "list(names)"]),
+    dict(exercise="run_with_cache", kind="wrong", clause="predicate", why="a predicate asked of every module",
+         source=edited(reference("run_with_cache"),
+                       ("        chosen = [name for name in points if names(name)]",
+                        "        points = dict(model.named_modules())\n"
+                        "        chosen = [name for name in points if names(name)]")),
+         expect=["not hook points", "model.hook_points()"]),
+    dict(exercise="run_with_cache", kind="wrong", clause="copy", why="a copy only of what requires grad",
+         source=edited(reference("run_with_cache"),
+                       ("cache[name] = output.detach().clone()",
+                        "cache[name] = output.detach().clone() if output.requires_grad else output")),
+         expect=["under torch.no_grad()", "in-place", "clone()"]),
+    dict(exercise="run_with_cache", kind="right", why="one global forward hook that picks the chosen hook points",
+         source='''
+import torch
+from torch.nn.modules.module import register_module_forward_hook
+
+
+def run_with_cache(model, tokens, names=None):
+    points = model.hook_points()
+    if callable(names):
+        chosen = [name for name in points if names(name)]
+    else:
+        chosen = list(points if names is None else names)
+        missing = [name for name in chosen if name not in points]
+        if missing:
+            raise KeyError(missing[0])
+    wanted = {points[name]: name for name in chosen}
+    cache = {}
+
+    def keep(module, args, output):
+        if module in wanted:
+            cache[wanted[module]] = torch.clone(output).detach()
+
+    with register_module_forward_hook(keep):
+        return model(tokens), cache
+''',
+         expect=[]),
+    dict(exercise="run_with_hooks", kind="wrong", clause="gradients", why="torch.no_grad() around the forward pass",
+         source=edited(reference("run_with_hooks"),
+                       ("import contextlib\n", "import contextlib\n\nimport torch\n"),
+                       ("        return model(tokens)", "        with torch.no_grad():\n            return model(tokens)")),
+         expect=["no autograd graph", "torch.no_grad()"]),
+    dict(exercise="run_with_hooks", kind="wrong", clause="gradients", why="fn given activation.detach()",
+         source=edited(reference("run_with_hooks"), ("fn(output, name)", "fn(output.detach(), name)")),
+         expect=["gradient stopped", "detach()"]),
+    dict(exercise="ablate_heads", kind="wrong", clause="zero", why="a mean_cache given means mean ablation, whatever kind",
+         source=edited(reference("ablate_heads"), ('            if kind == "zero":', "            if mean_cache is None:")),
+         expect=["kind='zero'", "mean_cache is none"]),
+    dict(exercise="ablate_heads", kind="wrong", clause="no-hook-on-raise",
+         why="the missing mean_cache's ValueError raised inside the hook, no finally",
+         source='''
+def ablate_heads(model, tokens, heads, kind="zero", mean_cache=None):
+    points = model.hook_points()
+    handles = []
+    for layer, head in heads:
+        name = f"blocks.{layer}.attn.hook_z"
+
+        def hook(module, args, z, head=head, name=name):
+            z = z.clone()
+            if kind == "zero":
+                z[:, :, head] = 0
+            else:
+                if mean_cache is None:
+                    raise ValueError("mean ablation needs a mean_cache")
+                z[:, :, head] = mean_cache[name][:, :, head].mean(0)
+            return z
+        handles.append(points[name].register_forward_hook(hook))
+    logits = model(tokens)
+    for handle in handles:
+        handle.remove()
+    return logits
+''',
+         expect=["which raised valueerror", "still registered"]),
+    dict(exercise="ablate_heads", kind="right", why="torch.where on a head mask, one hook per pair",
+         source='''
+import contextlib
+
+import torch
+
+
+def ablate_heads(model, tokens, heads, kind="zero", mean_cache=None):
+    if kind == "mean" and mean_cache is None:
+        raise ValueError("kind='mean' needs a mean_cache")
+    points = model.hook_points()
+
+    def make(layer, head):
+        name = f"blocks.{layer}.attn.hook_z"
+
+        def hook(module, args, z):
+            mask = torch.zeros(z.shape[2], dtype=torch.bool)
+            mask[head] = True
+            if kind == "zero":
+                value = torch.zeros_like(z)
+            else:
+                value = mean_cache[name].mean(dim=0, keepdim=True).expand_as(z)
+            return torch.where(mask[None, None, :, None], value, z)
+        return points[name], hook
+
+    with contextlib.ExitStack() as stack:
+        for layer, head in heads:
+            point, hook = make(layer, head)
+            stack.enter_context(point.register_forward_hook(hook))
+        return model(tokens)
+''',
+         expect=[]),
+    dict(exercise="steer", kind="wrong", clause="gradients", why="torch.no_grad() over the block",
+         source=edited(reference("steer"),
+                       ("import contextlib\n", "import contextlib\n\nimport torch\n"),
+                       ("        yield", "        with torch.no_grad():\n            yield")),
+         expect=["no autograd graph", "torch.no_grad()"]),
+    dict(exercise="steer", kind="wrong", clause="gradients", why="adds to output.detach()",
+         source=edited(reference("steer"), ("output + alpha * vector)", "output.detach() + alpha * vector)")),
+         expect=["gradient stopped", "output.detach()"]),
+    dict(exercise="steer", kind="right", why="adds in place and returns None",
+         source=edited(reference("steer"), ("lambda module, args, output: output + alpha * vector",
+                                            "lambda module, args, output: [output.add_(alpha * vector), None][1]")),
+         expect=[]),
+    dict(exercise="attribution_table", kind="right",
+         why="TransformerLens's way: full backward hooks on the hook points read grad_output",
+         source='''
+import contextlib
+import torch
+
+def attribution_table(model, clean, corrupted, metric, names):
+    points = model.hook_points()
+    C, R, G = {}, {}, {}
+    def fwd(store, name):
+        def hook(m, a, o):
+            store[name] = o.detach().clone()
+        return hook
+    def bwd(name):
+        def hook(m, grad_input, grad_output):
+            G[name] = grad_output[0].detach()
+        return hook
+    with contextlib.ExitStack() as stack:
+        for name in names:
+            stack.enter_context(points[name].register_forward_hook(fwd(C, name)))
+        with torch.no_grad():
+            model(clean)
+    with contextlib.ExitStack() as stack:
+        for name in names:
+            stack.enter_context(points[name].register_forward_hook(fwd(R, name)))
+            stack.enter_context(points[name].register_full_backward_hook(bwd(name)))
+        value = metric(model(corrupted))
+        value.backward()
+    rows = []
+    for name in names:
+        change = (C[name] - R[name]) * G[name]
+        rows.append(value.item() + change.transpose(0, 1).flatten(1).sum(dim=1))
+    return torch.stack(rows)
+''',
+         expect=[]),
+    dict(exercise="patching_table", kind="wrong", clause="no-hook-on-raise", why="removes the patch after the metric, not in finally",
+         source=edited(reference("patching_table"),
+                       ("            with points[name].register_forward_hook(patch), torch.no_grad():\n"
+                        "                table[i, position] = float(metric(model(corrupted)))",
+                        "            handle = points[name].register_forward_hook(patch)\n"
+                        "            with torch.no_grad():\n"
+                        "                table[i, position] = float(metric(model(corrupted)))\n"
+                        "            handle.remove()")),
+         expect=["whose metric raised valueerror", "still registered"]),
+    dict(exercise="patching_table", kind="wrong", clause="propagates", why="a metric that fails gives NaN",
+         source=edited(reference("patching_table"),
+                       ("                table[i, position] = float(metric(model(corrupted)))",
+                        "                try:\n"
+                        "                    table[i, position] = float(metric(model(corrupted)))\n"
+                        "                except Exception:\n"
+                        "                    table[i, position] = float('nan')")),
+         expect=["the metric raised valueerror", "don't catch it"]),
+    dict(exercise="attribution_table", kind="wrong", clause="no-hook-on-raise",
+         why="the corrupted run's hooks removed after the metric, not in finally",
+         source=edited(reference("attribution_table"),
+                       ("    with contextlib.ExitStack() as stack:\n        for name in names:\n"
+                        "            stack.enter_context(points[name].register_forward_hook(keep(corrupted_activations, name, gradients)))\n"
+                        "        value = metric(model(corrupted))",
+                        "    handles = [points[name].register_forward_hook(keep(corrupted_activations, name, gradients))\n"
+                        "               for name in names]\n"
+                        "    value = metric(model(corrupted))\n"
+                        "    for handle in handles:\n"
+                        "        handle.remove()")),
+         expect=["whose metric raised valueerror", "still registered"]),
+    dict(exercise="attribution_table", kind="wrong", clause="propagates", why="returns None when the metric fails",
+         source=edited(reference("attribution_table"),
+                       ("        value = metric(model(corrupted))",
+                        "        try:\n            value = metric(model(corrupted))\n        except ValueError:\n"
+                        "            return None")),
+         expect=["the metric raised valueerror", "don't catch it"]),
+    dict(exercise="attribution_table", kind="wrong", clause="formula", why="positions off by one (rolled)",
+         source=edited(reference("attribution_table"),
+                       (".reshape(change.shape[1], -1).sum(dim=1))", ".reshape(change.shape[1], -1).sum(dim=1).roll(1))")),
+         expect=["position p - 1", "off by one"]),
+    dict(exercise="patching_table", kind="right", why="pre-hooks on the hook points, positions in the outer loop, .item()",
+         source='''
+import torch
+
+
+def patching_table(model, clean, corrupted, metric, names):
+    points = model.hook_points()
+    clean_acts = {}
+    hs = [points[n].register_forward_pre_hook(lambda m, args, n=n: clean_acts.__setitem__(n, args[0].detach().clone())) for n in names]
+    try:
+        with torch.no_grad():
+            model(clean)
+    finally:
+        for h in hs:
+            h.remove()
+    seq = clean.shape[1]
+    rows = [[None] * seq for _ in names]
+    for p in range(seq):
+        for i, n in enumerate(names):
+            def pre(m, args, n=n, p=p):
+                x = args[0].clone()
+                x[:, p] = clean_acts[n][:, p]
+                return (x,)
+            h = points[n].register_forward_pre_hook(pre)
+            try:
+                with torch.no_grad():
+                    rows[i][p] = metric(model(corrupted)).item()
+            finally:
+                h.remove()
+    return torch.tensor(rows)
+''',
+         expect=[]),
 ]
