@@ -8,8 +8,9 @@ Each command runs --repeat times (default 5) after one run not counted, the comm
 turns, with Python's bytecode files kept as on a learner's machine, and the median counts. Goals (ratios to the floor): the whole course solved with `pytest --solutions` at
 most 1.5x, fresh at most 1.5x; one lesson at most 1.3x; `hooked status` on a fresh copy at
 most 1.3x; each notebook under 30 s. Then the cost of each lesson (load plus checks) and of
-each exercise, in CPU time on one core (hooked.grading_cost), and the lessons and checks
-over their budget. Exit status 1 when a goal or a budget is missed.
+each exercise, in CPU time on one core, cold (the first grading in a fresh worker, as a run
+pays it) and warm (hooked.grading_cost), and the lessons and checks whose cold cost is over
+their budget. Exit status 1 when a goal or a budget is missed.
 """
 
 import argparse
@@ -120,8 +121,9 @@ def main():
         failed |= goal is not None and ratio > goal
         print(f"{name:<72} {value:>8.2f} {ratio:>6.2f}  {verdict:<11} {' '.join(f'{run:.2f}' for run in spent)}")
 
-    print(f"\ncost of grading each lesson of solutions/ (CPU ms on one core, median of 3, warm; "
-          f"budget {grading_cost.LOAD_BUDGET_MS} ms a load, {grading_cost.CHECK_BUDGET_MS} ms a check)")
+    print(f"\ncost of grading each lesson of solutions/ (CPU ms on one core; cold: the first grading in a fresh "
+          f"worker, the recorded prediction logs kept from an earlier run; 1st run: cold with none kept yet; warm: "
+          f"median of 3 more; the budget judges cold:  {grading_cost.LOAD_BUDGET_MS} ms a load, {grading_cost.CHECK_BUDGET_MS} ms a check)")
     costs = grading_cost.measure()
     for line in grading_cost.table_lines(costs):
         print(line)
