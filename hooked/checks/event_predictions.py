@@ -186,7 +186,7 @@ def reveal_text(predict):
         return f"Not yet right, so the log stays hidden; check({predict.__name__}) says where your prediction parts."
     prediction = _prediction_of(result.lesson, result.exercise)
     lines = [f"{index:2}  {event}" for index, event in enumerate(true_log(prediction))]
-    return "What fires, recorded just now on torch " + _torch_version() + ":\n" + "\n".join(lines)
+    return "What fires, recorded by running this code on torch " + _torch_version() + ":\n" + "\n".join(lines)
 
 
 def _prediction_of(lesson, exercise):
@@ -223,5 +223,5 @@ def after_wrong_try(predict, result):
         return (f"\n({tries} of {TRIES_BEFORE_THE_LOG} different wrong predictions in this session; after "
                 f"{TRIES_BEFORE_THE_LOG}, check() shows the whole log.)")
     lines = [f"{index:2}  {event}" for index, event in enumerate(true_log(prediction))]
-    return (f"\nThat is {tries} different wrong predictions, so here is what fires, recorded just now on torch "
-            f"{_torch_version()}:\n" + "\n".join(lines))
+    return (f"\nThat is {tries} different wrong predictions, so here is what fires, recorded by running this code "
+            f"on torch {_torch_version()}:\n" + "\n".join(lines))
