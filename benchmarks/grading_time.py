@@ -54,7 +54,10 @@ NOTEBOOK_CHECK_GOAL_MS = 100
 
 # A fresh kernel, as far as check(...) can tell: a Python process that imports hooked.notebook,
 # runs a lesson's exercise cells from solutions/, then calls check(...) once on each exercise.
+# torch is imported first, as every lesson's first cells do (lesson 09's exercise cells alone do
+# not import it, and its first check(...) would time torch's import, 0.7 s).
 _KERNEL_SCRIPT = """
+import torch
 import contextlib, io, json, sys, time
 from hooked.course import SOLUTIONS_DIR, lesson_named
 from hooked.lesson_file import compile_cell, load_lesson_source
