@@ -8,8 +8,10 @@ Each command runs --repeat times (default 5) after one run not counted, the comm
 turns, with Python's bytecode files kept as on a learner's machine, and the median counts. Goals (ratios to the floor): the whole course solved with `pytest --solutions` at
 most 1.5x, fresh at most 1.5x; one lesson at most 1.3x; `hooked status` on a fresh copy at
 most 1.3x; each notebook under 30 s. Then the cost of each lesson (load plus checks) and of
-each exercise, in CPU time on one core (hooked.grading_cost), and the lessons and checks
-over their budget. Exit status 1 when a goal or a budget is missed.
+each exercise, in CPU time on one core, cold (the first grading in a fresh worker, as a run
+pays it) and warm (hooked.grading_cost), and the lessons and checks whose cold cost is over
+their budget; then each exercise's first check(...) in a fresh kernel (goal under
+100 ms). Exit status 1 when a goal or a budget is missed.
 """
 
 import argparse
@@ -46,6 +48,41 @@ def run_seconds(commands, repeat):
             if round_:
                 spent.append(time.perf_counter() - started)
     return times
+
+
+NOTEBOOK_CHECK_GOAL_MS = 100
+
+# A fresh kernel, as far as check(...) can tell: a Python process that imports hooked.notebook,
+# runs a lesson's exercise cells from solutions/, then calls check(...) once on each exercise.
+# torch is imported first, as every lesson's first cells do (lesson 09's exercise cells alone do
+# not import it, and its first check(...) would time torch's import, 0.7 s).
+_KERNEL_SCRIPT = """
+import torch
+import contextlib, io, json, sys, time
+from hooked.course import SOLUTIONS_DIR, lesson_named
+from hooked.lesson_file import compile_cell, load_lesson_source
+from hooked.notebook import check
+namespace = {"__name__": "__main__"}
+with contextlib.redirect_stdout(io.StringIO()):
+    for cell in load_lesson_source(SOLUTIONS_DIR, sys.argv[1]).cells:
+        exec(compile_cell(cell), namespace)
+spent = {}
+for exercise in lesson_named(sys.argv[1]).exercise_names():
+    shown = io.StringIO()
+    started = time.perf_counter()
+    with contextlib.redirect_stdout(shown):
+        check(namespace[exercise])
+    spent[exercise] = (1000 * (time.perf_counter() - started), "passed." in shown.getvalue())
+print(json.dumps(spent))
+"""
+
+
+def notebook_check_ms(lesson):
+    """{exercise: (ms of its first check(...) in a fresh kernel, wall clock; whether it passed)}."""
+    import json
+    output = subprocess.run([sys.executable, "-c", _KERNEL_SCRIPT, lesson], cwd=ROOT, capture_output=True,
+                            text=True, check=True, env=learners_environment({})).stdout
+    return {exercise: tuple(value) for exercise, value in json.loads(output.splitlines()[-1]).items()}
 
 
 def notebook_seconds(path):
@@ -120,8 +157,9 @@ def main():
         failed |= goal is not None and ratio > goal
         print(f"{name:<72} {value:>8.2f} {ratio:>6.2f}  {verdict:<11} {' '.join(f'{run:.2f}' for run in spent)}")
 
-    print(f"\ncost of grading each lesson of solutions/ (CPU ms on one core, median of 3, warm; "
-          f"budget {grading_cost.LOAD_BUDGET_MS} ms a load, {grading_cost.CHECK_BUDGET_MS} ms a check)")
+    print(f"\ncost of grading each lesson of solutions/ (CPU ms on one core; cold: the first grading in a fresh "
+          f"worker, the recorded prediction logs kept from an earlier run; 1st run: cold with none kept yet; warm: "
+          f"median of 3 more; the budget judges cold:  {grading_cost.LOAD_BUDGET_MS} ms a load, {grading_cost.CHECK_BUDGET_MS} ms a check)")
     costs = grading_cost.measure()
     for line in grading_cost.table_lines(costs):
         print(line)
@@ -130,6 +168,18 @@ def main():
         print(f"OVER BUDGET: {line}")
     print("budget: every lesson and check within it" if not over else f"budget: {len(over)} over")
     failed |= bool(over)
+
+    print(f"\nthe first check(...) of each exercise in a fresh kernel (ms, wall clock; goal under "
+          f"{NOTEBOOK_CHECK_GOAL_MS} ms)")
+    slowest = (0.0, "")
+    for lesson in lessons():
+        for exercise, (spent, passed) in notebook_check_ms(lesson.name).items():
+            slowest = max(slowest, (spent, exercise))
+            missed = spent >= NOTEBOOK_CHECK_GOAL_MS or not passed
+            failed |= missed
+            print(f"  {lesson.name + ' ' + exercise:<70} {spent:>7.1f}{'  MISSED' if missed else ''}"
+                  f"{'' if passed else ' (did not pass)'}")
+    print(f"slowest check(...): {slowest[1]}, {slowest[0]:.1f} ms")
 
     if arguments.notebooks:
         print(f"\n{'notebook (executed with nbclient)':<72} {'seconds':>8}  goal")

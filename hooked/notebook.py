@@ -14,8 +14,27 @@ from hooked.learner_tracebacks import learner_raised_not_implemented
 def check(exercise):
     """Grade `exercise` (the function or class you wrote) and print the verdict."""
     from hooked.checks.event_predictions import after_wrong_try
-    result = run_check_for_object(exercise)
-    print(result.notebook_text() + after_wrong_try(exercise, result))
+    with grading_settings():
+        result = run_check_for_object(exercise)
+        text = result.notebook_text() + after_wrong_try(exercise, result)
+    print(text)
+
+
+@contextlib.contextmanager
+def grading_settings():
+    """The grading worker's settings, for the duration of a check only, the kernel's own as
+    they were afterwards: torch with one thread (checks use small tensors, for which a second
+    thread only costs) and optimizers that do not import torch._dynamo to mark their methods
+    (about 1 s)."""
+    import torch
+    from hooked.checks.optimizers import dynamo_import_skipped_in_optimizers
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        with dynamo_import_skipped_in_optimizers():
+            yield
+    finally:
+        torch.set_num_threads(threads)
 
 
 def reveal(prediction):

@@ -74,10 +74,19 @@ def prediction_cells(lesson):
 
 @functools.lru_cache(maxsize=None)
 def recorded_events(lesson, code):
-    """What the prediction cell's `code(log)` logs, run now on the installed torch."""
+    """What the prediction cell's `code(log)` logs, run on the installed torch: now, or in an
+    earlier run with the same torch, Python and cell text (hooked.recorded_logs)."""
+    from hooked import recorded_logs
+    cells = prediction_cells(lesson)
+    return recorded_logs.recorded(lesson, code, [source for source, _ in cells],
+                                  lambda: run_prediction_code(lesson, code, cells))
+
+
+def run_prediction_code(lesson, code, cells):
+    """Run the prediction `cells` of `lesson` and their `code(log)`; return what it logs."""
     namespace = {"__name__": f"prediction_cell_{code}"}
     path = course.SOLUTIONS_DIR / f"{lesson}.py"
-    for source, first_line in prediction_cells(lesson):
+    for source, first_line in cells:
         exec(compile("\n" * (first_line - 1) + source, str(path), "exec"), namespace)
     if code not in namespace:
         raise LookupError(f"no prediction cell of {path} defines {code}")
@@ -177,7 +186,7 @@ def reveal_text(predict):
         return f"Not yet right, so the log stays hidden; check({predict.__name__}) says where your prediction parts."
     prediction = _prediction_of(result.lesson, result.exercise)
     lines = [f"{index:2}  {event}" for index, event in enumerate(true_log(prediction))]
-    return "What fires, recorded just now on torch " + _torch_version() + ":\n" + "\n".join(lines)
+    return "What fires, recorded by running this code on torch " + _torch_version() + ":\n" + "\n".join(lines)
 
 
 def _prediction_of(lesson, exercise):
@@ -214,5 +223,5 @@ def after_wrong_try(predict, result):
         return (f"\n({tries} of {TRIES_BEFORE_THE_LOG} different wrong predictions in this session; after "
                 f"{TRIES_BEFORE_THE_LOG}, check() shows the whole log.)")
     lines = [f"{index:2}  {event}" for index, event in enumerate(true_log(prediction))]
-    return (f"\nThat is {tries} different wrong predictions, so here is what fires, recorded just now on torch "
-            f"{_torch_version()}:\n" + "\n".join(lines))
+    return (f"\nThat is {tries} different wrong predictions, so here is what fires, recorded by running this code "
+            f"on torch {_torch_version()}:\n" + "\n".join(lines))

@@ -811,12 +811,14 @@ def check_remove_all_hooks(fn):
         _check_new_hooks_work(model, seed, text)
 
 
-# Recording this log costs about 0.9 s the first time in a process (then 2 ms): on torch 2.13 the
-# non-reentrant checkpoint imports torch._dynamo whatever the caller does (its generator reads
-# torch._dynamo.config.error_on_nested_fx_trace, its recomputation hook is @torch._dynamo.disable),
-# so unlike the optimizers' import (hooked/checks/optimizers.py) it cannot be skipped without faking
-# torch's modules. A notebook has paid it already (Pitfall 9 compiles), the grading worker pays it
-# once, and only for a prediction of known events: a stub or a malformed one records nothing.
+# Recording this log costs 0.75-0.85 s of CPU the first time in a process (then 2 ms): on torch
+# 2.13 checkpoint() itself is @torch._disable_dynamo, which imports torch._dynamo on its first
+# call, in both modes; with that wrapper skipped as the optimizers' is (hooked/checks/optimizers.py)
+# the reentrant mode costs 235 ms and imports nothing, but the non-reentrant one still imports
+# torch._dynamo (739 ms): it reads torch._dynamo.config.error_on_nested_fx_trace whatever the caller
+# does, which no supported setting avoids short of faking torch's modules. So the recorded log is
+# kept between runs (hooked.recorded_logs): a learner's first run pays the import, later ones do
+# not, and only for a prediction of known events (a stub or a malformed one records nothing).
 CHECKPOINT_RECOMPUTE = EventPrediction(
     exercise="predict_checkpoint_recompute", lesson="09_pitfalls", code="checkpoint_events",
     events=("forward:reentrant", "backward:reentrant", "forward:non-reentrant", "backward:non-reentrant",

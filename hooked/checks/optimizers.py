@@ -6,6 +6,8 @@ not-to-be-compiled. Grading never compiles, so the grading worker calls
 `skip_dynamo_import_in_optimizers` once, and checks use `PlainSGD`, a real
 `torch.optim.Optimizer` (with its step pre- and post-hooks) whose step needs no dynamo."""
 
+import contextlib
+
 import torch
 from torch.optim import Optimizer
 
@@ -19,6 +21,25 @@ def skip_dynamo_import_in_optimizers():
     for name in _DYNAMO_DISABLED_METHODS:
         method = getattr(Optimizer, name).__wrapped__
         method.__dynamo_disable = method  # torch._compile caches the wrapper under this name
+
+
+@contextlib.contextmanager
+def dynamo_import_skipped_in_optimizers():
+    """skip_dynamo_import_in_optimizers for the duration of the block only, each method's
+    cached wrapper as it was afterwards: in a notebook the learner's own optimizers may run
+    under torch.compile, where the wrapper matters."""
+    missing = object()
+    methods = [getattr(Optimizer, name).__wrapped__ for name in _DYNAMO_DISABLED_METHODS]
+    before = [method.__dict__.get("__dynamo_disable", missing) for method in methods]
+    skip_dynamo_import_in_optimizers()
+    try:
+        yield
+    finally:
+        for method, value in zip(methods, before):
+            if value is missing:
+                method.__dict__.pop("__dynamo_disable", None)
+            else:
+                method.__dynamo_disable = value
 
 
 class PlainSGD(Optimizer):

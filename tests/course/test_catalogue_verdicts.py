@@ -9,14 +9,18 @@ Record again after adding entries or changing one on purpose:
 """
 
 import functools
+import gc
 import json
 import pathlib
 import sys
 
 import pytest
 
+from hooked.checks import checks_for_lesson
+
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from test_mistake_catalogue import ENTRIES, _entry_id, _grade  # noqa: E402
+from test_mistake_catalogue import (  # noqa: E402
+    ENTRIES, _entry_id, _grade, imports_set_aside_from_the_garbage_collector)  # noqa: F401 (the fixture: autouse)
 
 VERDICTS = pathlib.Path(__file__).resolve().parent / "mistakes" / "verdicts.json"
 
@@ -55,6 +59,9 @@ def test_entry_grades_as_recorded(entry):
 
 
 if __name__ == "__main__":
+    for lesson in {entry["lesson"] for entry in ENTRIES}:  # as the fixture does, for the same verdicts
+        checks_for_lesson(lesson)
+    gc.freeze()
     verdicts = {_key(entry): _verdict(entry) for entry in ENTRIES}
     VERDICTS.write_text(json.dumps(verdicts, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     print(f"recorded {len(verdicts)} verdicts in {VERDICTS}")

@@ -21,23 +21,36 @@ def test_every_lesson_and_exercise_of_the_manifest_is_measured_and_its_solution_
         assert list(cost.checks_ms) == lesson.exercise_names()
         assert set(cost.statuses.values()) == {"passed"}, cost.statuses
         assert cost.load_ms > 0 and all(spent > 0 for spent in cost.checks_ms.values())
+        assert cost.cold_load_ms > 0
+        for measured in (cost.cold_checks_ms, cost.first_run_checks_ms):
+            assert list(measured) == lesson.exercise_names() and all(spent > 0 for spent in measured.values())
     table = "\n".join(grading_cost.table_lines(costs))
     assert all(name in table for lesson in course.lessons() for name in [lesson.name, *lesson.exercise_names()])
 
 
-def test_a_load_or_a_check_over_its_budget_is_reported_and_one_within_it_is_not():
+def test_a_load_or_a_check_cold_over_its_budget_is_reported_and_one_within_it_is_not():
     lesson, exercise = next(iter(CHECK_BUDGET_EXCEPTIONS))
     allowed = grading_cost.check_budget_ms(lesson, exercise)
-    costs = [LessonCost("01_tensor_hooks", LOAD_BUDGET_MS + 1, {"double_grad": CHECK_BUDGET_MS + 1,
-                                                                "make_scale_hook": CHECK_BUDGET_MS}, {}),
-             LessonCost(lesson, LOAD_BUDGET_MS, {exercise: allowed}, {})]
+    costs = [LessonCost("01_tensor_hooks", 1, {"double_grad": 1, "make_scale_hook": 1}, {},
+                        LOAD_BUDGET_MS + 1, {"double_grad": CHECK_BUDGET_MS + 1, "make_scale_hook": CHECK_BUDGET_MS}),
+             LessonCost(lesson, LOAD_BUDGET_MS, {exercise: allowed}, {}, LOAD_BUDGET_MS, {exercise: allowed})]
     over = grading_cost.over_budget(costs)
     assert len(over) == 2
-    assert "01_tensor_hooks: loading its exercise cells costs 101 ms" in over[0]
-    assert "the check of double_grad costs 31 ms, over the budget of 30 ms" in over[1]
-    costs[1].checks_ms[exercise] = allowed + 1
-    assert f"the check of {exercise} costs {allowed + 1} ms, over the budget of {allowed} ms" in \
-        grading_cost.over_budget(costs)[-1]
+    assert "01_tensor_hooks: loading its exercise cells costs 101 ms cold" in over[0]
+    assert "the check of double_grad costs 31 ms cold (its first call in a fresh worker; 1 ms warm), " \
+           "over the budget of 30 ms" in over[1]
+    costs[1].cold_checks_ms[exercise] = allowed + 1
+    assert f"the check of {exercise} costs {allowed + 1} ms cold" in grading_cost.over_budget(costs)[-1]
+
+
+def test_the_budget_judges_the_cold_cost_not_the_warm_one():
+    """A one-time cost inside a check (an import on its first call) shows cold only."""
+    within_warm = LessonCost("09_pitfalls", 1, {"predict_checkpoint_recompute": 0.3}, {},
+                             1, {"predict_checkpoint_recompute": 700.0})
+    assert "predict_checkpoint_recompute costs 700 ms cold" in grading_cost.over_budget([within_warm])[0]
+    within_cold = LessonCost("09_pitfalls", LOAD_BUDGET_MS + 50, {"predict_checkpoint_recompute": 700.0}, {},
+                             1, {"predict_checkpoint_recompute": 1.0})
+    assert grading_cost.over_budget([within_cold]) == []
 
 
 def test_each_budget_exception_is_an_exercise_and_the_readme_gives_it_with_its_reason():

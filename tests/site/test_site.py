@@ -93,7 +93,7 @@ def test_notebook_page(visit, folder, name):
     for prediction in _reveals(text):  # the log of a prediction exercise: on the solution page only
         stub = f'raise NotImplementedError("{prediction} is not written yet")'
         assert (stub in shown) == (folder == "lessons"), f"{prediction}: the learner's page shows an empty prediction"
-        revealed = "What fires, recorded just now on torch" in shown
+        revealed = "What fires, recorded by running this code on torch" in shown
         assert (f"Not done yet: write your prediction in {prediction}'s cell" in shown) == (folder == "lessons")
         assert revealed == (folder == "solutions"), f"{prediction}: the log shows on the {folder} page: {revealed}"
 
