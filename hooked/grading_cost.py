@@ -35,6 +35,10 @@ CHECK_BUDGET_EXCEPTIONS = {
         45, "31 Grad-CAM cases, 18 of them on the trained CNN's 6 stored digits, each graded against the checks' "
             "own Grad-CAM on a fresh copy of the model (about 1.2 ms a case); a copy kept from case to case would "
             "grade a grad_cam that changes the weights in place against weights it no longer has"),
+    ("11_training_monitor", "record_activation_stats"): (
+        50, "its contract covers the outputs of nn.LSTM, and torch's first nn.LSTM call in a process sets up "
+            "oneDNN's LSTM kernel: 23 ms once (0.4 ms the next call), paid by the first check that runs an LSTM; "
+            "warm, the check costs 19 ms"),
 }
 
 
