@@ -59,9 +59,21 @@ def two_ranks(function):
     return [outcome.value for outcome in outcomes]
 
 
-def small_model():
-    torch.manual_seed(0)  # the same start on every rank (DDP also broadcasts rank 0's weights)
-    return nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
+def fixed_start(build):
+    """`build()` with the same weights every time. Drawn once, here: ranks on threads that seed
+    and draw at once would share torch's one global generator, and start differently each run."""
+    torch.manual_seed(0)
+    start = build().state_dict()
+
+    def make():
+        model = build()
+        model.load_state_dict(start)
+        return model
+    return make
+
+
+small_model = fixed_start(lambda: nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2)))
+regression_model = fixed_start(lambda: nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 1)))
 
 
 def rank_batch(rank, step=0):
@@ -196,7 +208,6 @@ def mean_allreduce_hook(process_group, bucket):
     Returns a torch.futures.Future whose value is a tensor: the sum of `bucket.buffer()` over all
     ranks of `process_group`, divided by `process_group.size()`.
     After backward, every rank's gradients equal those of the same DDP run without a hook.
-    The hook leaves no all-reduce running on a tensor it changes afterwards.
     """
     # BEGIN SOLUTION
     buffer = bucket.buffer().div_(process_group.size())
@@ -269,8 +280,7 @@ with try_it():
 # %%
 def training_losses(make_hook, steps=30):
     def run(rank, group):
-        torch.manual_seed(0)
-        model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 1))
+        model = regression_model()
         ddp = DDP(model, process_group=group)
         if make_hook is not None:
             ddp.register_comm_hook(*make_hook(group))
@@ -449,7 +459,10 @@ with try_it():
 # eventually (PowerSGD above does the same with its low-rank approximation). The rules, per rank
 # and per bucket index, at every step:
 #
-# 1. `corrected = buffer + residual` (the residual is zero the first time);
+# 1. `corrected = buffer + residual` (the residual is zero the first time, and when its size is
+#    not the buffer's: DDP rebuilds its buckets after the first backward pass, and bucket 0 may
+#    then be another, smaller bucket; torch's PowerSGD waits for `start_powerSGD_iter`, at least 2,
+#    for the same reason);
 # 2. `sent` = `corrected` with all but its `k` entries of largest `|corrected|` set to 0
 #    (`k = min(state.k, corrected.numel())`);
 # 3. the new residual is `corrected - sent`, kept for this bucket index's next step;
@@ -482,7 +495,9 @@ def topk_error_feedback_hook(state, bucket):
     `state` is this rank's TopKState (`state.process_group`, `state.k`, `state.residuals`); all the
     hook's state is kept there, none at module level.
     With `buffer = bucket.buffer()` and `residual = state.residuals.get(bucket.index())`
-    (zeros when absent), the hook computes `corrected = buffer + residual`,
+    (zeros when absent, and when its size differs from the buffer's: DDP rebuilds its buckets after the
+    first backward pass, so an index can then name another bucket), the hook computes
+    `corrected = buffer + residual`,
     then `sent`: `corrected` with every entry set to 0 except the k entries of largest absolute value,
     where `k = min(state.k, corrected.numel())`.
     It stores `state.residuals[bucket.index()] = corrected - sent` for the next step.
@@ -492,7 +507,9 @@ def topk_error_feedback_hook(state, bucket):
     # BEGIN SOLUTION
     buffer = bucket.buffer()
     residual = state.residuals.get(bucket.index())
-    corrected = buffer + residual if residual is not None else buffer.clone()
+    if residual is None or residual.shape != buffer.shape:
+        residual = torch.zeros_like(buffer)
+    corrected = buffer + residual
     k = min(state.k, corrected.numel())
     keep = corrected.abs().topk(k).indices
     sent = torch.zeros_like(corrected)
@@ -527,8 +544,11 @@ check(topk_error_feedback_hook)
 # <details class="tip"><summary>Hint 3 of 3: almost there</summary>
 #
 # ```python
+# buffer = bucket.buffer()
 # residual = state.residuals.get(bucket.index())
-# corrected = bucket.buffer() + residual if residual is not None else bucket.buffer().clone()
+# if residual is None or residual.shape != buffer.shape:
+#     residual = torch.zeros_like(buffer)
+# corrected = buffer + residual
 # keep = corrected.abs().topk(min(state.k, corrected.numel())).indices
 # sent = torch.zeros_like(corrected)
 # sent[keep] = corrected[keep]

@@ -2,6 +2,8 @@
 DDP on real gloo process groups, one rank per thread (hooked.two_ranks), and compares what the
 learner's comm hook produced with a reference computed by hand, one rank at a time, without DDP."""
 
+import inspect
+
 import torch
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel as DDP
@@ -15,14 +17,30 @@ TINY_BUCKETS = 0.0001  # bucket_cap_mb of 100 bytes: 25 floats, several buckets 
 _GLOO_WAITING = ("Timed out waiting", "Connection closed by peer", "Connection reset by peer")
 
 
-def _model(seed=0):
-    torch.manual_seed(seed)
-    return nn.Sequential(nn.Linear(6, 5), nn.ReLU(), nn.Linear(5, 3))
+def _new_model():
+    return nn.Sequential(nn.Linear(6, 5), nn.ReLU(), nn.Linear(5, 5))
+
+
+_START = None
+
+
+def _model():
+    """A fresh model with the checks' fixed start. The start is drawn once, on the calling thread:
+    ranks building models on threads at once would draw from torch's one global generator in turn
+    and start from weights that differ from run to run."""
+    global _START
+    if _START is None:
+        generator = torch.Generator().manual_seed(0)
+        _START = {name: torch.randn(value.shape, generator=generator) * 0.4
+                  for name, value in _new_model().state_dict().items()}
+    model = _new_model()
+    model.load_state_dict(_START)
+    return model
 
 
 def _batch(rank, step):
     generator = torch.Generator().manual_seed(1000 + 10 * step + rank)
-    return torch.randn(4, 6, generator=generator), torch.randn(4, 3, generator=generator)
+    return torch.randn(4, 6, generator=generator), torch.randn(4, 5, generator=generator)
 
 
 def _local_gradients(model, rank, step):
@@ -43,6 +61,13 @@ class _HookCalls:
         self.calls = []  # per call: dict(index, numel, names, is_last, returned)
 
     def wrap(self, hook):
+        try:
+            parameters = inspect.signature(hook).parameters
+        except (TypeError, ValueError):
+            parameters = {"bucket": None}
+        if "bucket" not in parameters:
+            raise KeyError("bucket")  # as DDP's register_comm_hook does, which sees only this wrapper
+
         def checked_hook(state, bucket):
             call = {"index": bucket.index(), "numel": bucket.buffer().numel(),
                     "names": [self.names[parameter] for parameter in bucket.parameters()],
@@ -50,9 +75,17 @@ class _HookCalls:
             self.calls.append(call)
             returned = hook(state, bucket)
             call["returned"] = returned
-            if isinstance(returned, torch._C.Future):
-                self.pending.append(returned)
-            return returned
+            if not isinstance(returned, torch._C.Future):
+                return returned
+            self.pending.append(returned)
+
+            def value_checked(future):
+                value = future.value()
+                if not isinstance(value, torch.Tensor):
+                    call["value"] = value
+                    return call["buffer"]  # let DDP finish; the check fails on call["value"]
+                return value
+            return returned.then(value_checked)
         return checked_hook
 
 
@@ -71,10 +104,18 @@ def _returned_problem(calls, what):
         if "returned" in call and not isinstance(returned, torch._C.Future):
             if isinstance(returned, torch.Tensor):
                 return (f"{what} returned a tensor ({describe(returned)}) for bucket {call['index']}; a comm hook must "
-                        "return a torch.futures.Future whose value is the tensor: DDP waits on it. Return "
-                        "work.get_future().then(lambda future: future.value()[0]) from an all_reduce with async_op=True.")
+                        "return a torch.futures.Future whose value is the tensor: DDP waits on it. Start the all_reduce "
+                        "with async_op=True and chain .then() on its future, with a callback that takes the tensor out "
+                        "of the future's list (value()[0]).")
             return (f"{what} returned {describe(returned)} for bucket {call['index']}; a comm hook must return a "
                     "torch.futures.Future whose value is the bucket's new tensor.")
+        if "value" in call:
+            value = call["value"]
+            list_hint = (" It is the list that the collective's future holds: chain .then() on that future, with a "
+                         "callback that takes the tensor out of the list (value()[0])."
+                         if isinstance(value, (list, tuple)) else "")
+            return (f"{what} returned a Future whose value is {describe(value)} for bucket {call['index']}; its value "
+                    f"must be a tensor, the bucket's new gradients.{list_hint}")
     return None
 
 
@@ -169,7 +210,8 @@ def check_mean_allreduce_hook(mean_allreduce_hook):
             if world_size == 3 and _same(got, {name: value * 3 / 2 for name, value in mean[0].items()}):
                 fail(f"{doing}: rank {outcome.rank}'s gradients are the sum over the 3 ranks divided by 2. Divide by "
                      "process_group.size(), the number of ranks, not by 2.")
-            if _same(got, local[0][outcome.rank]):
+            if _same(got, local[0][outcome.rank]) or _same(
+                    got, {name: value / world_size for name, value in local[0][outcome.rank].items()}):
                 fail(f"{doing}: rank {outcome.rank}'s gradients are its own, not averaged with the other ranks': the "
                      "hook returned the buffer without all-reducing it. Start dist.all_reduce(buffer, "
                      "group=process_group, async_op=True) and return its future of the tensor.")
@@ -252,7 +294,8 @@ def _compare_records(store, expected, rank, doing):
              "backward pass.")
     if not store:
         fail(f"{doing}: rank {rank}'s store is empty after {len(expected)} backward passes. Append to the `store` "
-             "passed to record_buckets (this rank's own list), not to a list of your own.")
+             "passed to record_buckets (this rank's own list), not to a list of your own: one made in the function, or "
+             "one at module level (which both ranks would share here, where they are threads of one process).")
     if len(store) != len(expected):
         flat = sum(len(step) for step in store)
         more = (" It holds twice as many records as this rank's buckets: are both ranks writing to one list (a "
@@ -281,8 +324,8 @@ def _compare_records(store, expected, rank, doing):
 
 # ---------------------------------------------------------------- topk_error_feedback_hook
 
-_TOPK_K = 8
-_TOPK_STEPS = 3
+_TOPK_K = 32  # more than the 30 elements of bucket 0 after the first pass: k = min(state.k, numel) matters
+_TOPK_STEPS = 4
 _TOPK_LR = 0.2
 
 
@@ -301,6 +344,8 @@ def _topk_reference(calls, world_size, *, divide=True, feedback="once", absolute
             for rank in range(world_size):
                 flat = torch.cat([local[rank][name].reshape(-1) for name in bucket["names"]])
                 residual = residuals[rank].get(bucket["index"])
+                if residual is not None and residual.numel() != flat.numel():
+                    residual = None  # the buckets were rebuilt: this index names another bucket now
                 if residual is None or feedback == "none":
                     corrected = flat.clone()
                 else:
@@ -356,7 +401,8 @@ _TOPK_VARIANTS = [
 
 def check_topk_error_feedback_hook(topk_error_feedback_hook):
     world_size = 2
-    doing = (f"training a fresh 2-layer model (53 parameters, buckets of {TINY_BUCKETS} MB: 23 and 30 elements) "
+    doing = (f"training a fresh 2-layer model (65 parameters; buckets of {TINY_BUCKETS} MB: one of 65 elements in the "
+             "first backward pass, then buckets of 30 and 35) "
              f"with DDP on 2 ranks for {_TOPK_STEPS} SGD steps (lr {_TOPK_LR}), each rank with "
              f"TopKState(process_group, k={_TOPK_K}) and topk_error_feedback_hook registered")
     calls_per_rank = [None] * world_size
