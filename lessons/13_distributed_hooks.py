@@ -112,7 +112,7 @@ def show_buckets(rank, group):
         events.append(f"comm hook, bucket {bucket.index()}")
         return default_hooks.allreduce_hook(state, bucket)
 
-    ddp.register_comm_hook(group, recording_hook)
+    assert ddp.register_comm_hook(group, recording_hook) is None  # no handle: DDP keeps one comm hook for good
     for index in (0, 2, 4):
         model[index].weight.register_hook(lambda grad, index=index: events.append(f"tensor hook {index}.weight"))
     for index in (2, 4):  # (layer 0's input needs no gradient, so its module hook would fire early)
