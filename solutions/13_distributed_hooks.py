@@ -505,7 +505,7 @@ def topk_error_feedback_hook(state, bucket):
     `state.process_group`, divided by its size(): the bucket's new gradients.
     """
     # BEGIN SOLUTION
-    buffer = bucket.buffer()
+    buffer = bucket.buffer()  # this rank's gradients, flat
     residual = state.residuals.get(bucket.index())
     if residual is None or residual.shape != buffer.shape:
         residual = torch.zeros_like(buffer)

@@ -18,7 +18,9 @@ _GLOO_WAITING = ("Timed out waiting", "Connection closed by peer", "Connection r
 
 
 def _new_model():
-    return nn.Sequential(nn.Linear(6, 5), nn.ReLU(), nn.Linear(5, 5))
+    # 83 parameters; with TINY_BUCKETS, one bucket in the first backward pass (DDP's first bucket may
+    # hold 1 MiB), then bucket 0 = 2.bias, 2.weight (27 elements) and bucket 1 = 0.bias, 0.weight (56)
+    return nn.Sequential(nn.Linear(6, 8), nn.ReLU(), nn.Linear(8, 3))
 
 
 _START = None
@@ -40,7 +42,7 @@ def _model():
 
 def _batch(rank, step):
     generator = torch.Generator().manual_seed(1000 + 10 * step + rank)
-    return torch.randn(4, 6, generator=generator), torch.randn(4, 5, generator=generator)
+    return torch.randn(4, 6, generator=generator), torch.randn(4, 3, generator=generator)
 
 
 def _local_gradients(model, rank, step):
@@ -243,8 +245,9 @@ def check_record_buckets(record_buckets):
 
         ddp.register_comm_hook = register_comm_hook
         store = []
+        before = {id(hook) for _, _, hook in registered_hooks(ddp)}  # DDP's own state-dict hooks among them
         returned = record_buckets(ddp, store)
-        left[rank] = [(name, kind) for name, kind, _ in registered_hooks(model)]
+        left[rank] = [(name or "ddp_model", kind) for name, kind, hook in registered_hooks(ddp) if id(hook) not in before]
         grads = []
         for step in range(steps):
             model.zero_grad()
@@ -264,7 +267,7 @@ def check_record_buckets(record_buckets):
                  "records go into `store`).")
         if left[rank]:
             fail(f"{doing}: record_buckets left hooks on the model besides its comm hook: {left[rank][:4]} "
-                 "((parameter or module name, kind)). Record everything from the comm hook's bucket; register no "
+                 "((parameter or module name under ddp_model, kind)). Record everything from the comm hook's bucket; register no "
                  "other hook.")
         if not result["registered"]:
             fail(f"{doing}: record_buckets registered no comm hook on ddp_model (ddp_model.register_comm_hook).")
@@ -324,7 +327,7 @@ def _compare_records(store, expected, rank, doing):
 
 # ---------------------------------------------------------------- topk_error_feedback_hook
 
-_TOPK_K = 32  # more than the 30 elements of bucket 0 after the first pass: k = min(state.k, numel) matters
+_TOPK_K = 28  # more than bucket 0's 27 elements (k = min(state.k, numel) matters), half of bucket 1's 56
 _TOPK_STEPS = 4
 _TOPK_LR = 0.2
 
@@ -356,6 +359,8 @@ def _topk_reference(calls, world_size, *, divide=True, feedback="once", absolute
                 kept[keep] = corrected[keep]
                 if feedback == "accumulate" and residual is not None:
                     residuals[rank][bucket["index"]] = residual + (corrected - kept)
+                elif feedback == "from-buffer":
+                    residuals[rank][bucket["index"]] = flat - kept
                 else:
                     residuals[rank][bucket["index"]] = corrected - kept
                 sent.append(kept)
@@ -394,6 +399,9 @@ _TOPK_VARIANTS = [
     (dict(feedback="accumulate"), "the parameters moved as if each new residual were added to the old one "
                                   "(residual += corrected - sent): corrected already holds the old residual, so the "
                                   "new residual is corrected - sent, replacing the old."),
+    (dict(feedback="from-buffer"), "the parameters moved as if the new residual were buffer - sent: it is "
+                                   "corrected - sent, what this step had to send (its gradient and the old residual) "
+                                   "less what it sent."),
     (dict(absolute=False), "the parameters moved as if the k LARGEST values were kept, not the k of largest ABSOLUTE "
                            "value: choose with corrected.abs().topk(k)."),
 ]
@@ -401,8 +409,8 @@ _TOPK_VARIANTS = [
 
 def check_topk_error_feedback_hook(topk_error_feedback_hook):
     world_size = 2
-    doing = (f"training a fresh 2-layer model (65 parameters; buckets of {TINY_BUCKETS} MB: one of 65 elements in the "
-             "first backward pass, then buckets of 30 and 35) "
+    doing = (f"training a fresh 2-layer model (83 parameters; buckets of {TINY_BUCKETS} MB: one of 83 elements in the "
+             "first backward pass, then buckets of 27 and 56) "
              f"with DDP on 2 ranks for {_TOPK_STEPS} SGD steps (lr {_TOPK_LR}), each rank with "
              f"TopKState(process_group, k={_TOPK_K}) and topk_error_feedback_hook registered")
     calls_per_rank = [None] * world_size
@@ -428,7 +436,7 @@ def check_topk_error_feedback_hook(topk_error_feedback_hook):
     calls_per_rank = [calls or [] for calls in calls_per_rank]
     _judge_outcomes(outcomes, calls_per_rank, "topk_error_feedback_hook", doing)
     for rank, state in enumerate(states):
-        _check_residuals_kept(state, rank, doing)
+        _check_residuals_kept(state, rank, [call["index"] for call in calls_per_rank[rank]], doing)
     expected, residuals = _topk_reference(calls_per_rank[0], world_size)
     for outcome in outcomes:
         got = outcome.value
@@ -445,8 +453,12 @@ def check_topk_error_feedback_hook(topk_error_feedback_hook):
         _check_residuals(state, residuals[rank], rank, doing)
 
 
-def _check_residuals_kept(state, rank, doing):
+def _check_residuals_kept(state, rank, indices, doing):
     held = state.residuals
+    if isinstance(held, dict) and held and not set(held) <= set(indices):
+        fail(f"{doing}: rank {rank}'s state.residuals has the keys {sorted(map(repr, held))[:4]}; DDP's buckets "
+             f"were {sorted(set(indices))}. Key each residual by bucket.index(), which stays the same from step to "
+             "step (the GradBucket object does not).")
     if not isinstance(held, dict) or not held:
         fail(f"{doing}: rank {rank}'s state.residuals is {describe(held)} after {_TOPK_STEPS} steps; the hook must "
              "keep each bucket's residual there, under bucket.index(). State kept at module level is shared by "

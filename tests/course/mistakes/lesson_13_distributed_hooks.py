@@ -272,4 +272,137 @@ ENTRIES = [
                 "    done.set_result(total / state.process_group.size())\n"
                 "    return done\n",
          expect=[]),
+    # ------------------------------------------------------------------ the adversary's pass
+    # From the docstrings alone, and from public hooks: torch's default_hooks.py and powerSGD_hook.py,
+    # top-k compressors with error feedback (GRACE, ConEF: all-gathered values and indices).
+    dict(exercise=_MEAN, kind="wrong", why="divides the sum by 2 in the callback", clause="divided",
+         source=edited(reference(_MEAN), ("bucket.buffer().div_(process_group.size())", "bucket.buffer()"),
+                       ("future.value()[0])", "future.value()[0] / 2)")),
+         expect=["3 ranks divided by 2"]),
+    dict(exercise=_MEAN, kind="wrong", why="all-reduces on the default group", clause="sum",
+         source=edited(reference(_MEAN), ("dist.all_reduce(buffer, group=process_group, async_op=True)",
+                                          "dist.all_reduce(buffer, async_op=True)")),
+         expect=["raised", "default process group"]),
+    dict(exercise=_MEAN, kind="wrong", why="divides by dist.get_world_size()", clause="divided",
+         source=edited(reference(_MEAN), ("div_(process_group.size())", "div_(dist.get_world_size())")),
+         expect=["raised", "default process group"]),
+    dict(exercise=_MEAN, kind="wrong", why="returns what wait() gives, a list", clause="future",
+         source=edited(reference(_MEAN), ("return work.get_future().then(lambda future: future.value()[0])",
+                                          "return work.get_future().wait()")),
+         expect=["returned list", "must return a torch.futures.future"]),
+    dict(exercise=_MEAN, kind="wrong", why="returns collect_all of the future", clause="future",
+         source=edited(reference(_MEAN), ("return work.get_future().then(lambda future: future.value()[0])",
+                                          "return torch.futures.collect_all([work.get_future()])")).replace(
+                                              "import torch.distributed as dist", "import torch\nimport torch.distributed as dist"),
+         expect=["future whose value is", "list"]),
+    dict(exercise=_MEAN, kind="wrong", why="only rank 0 divides", clause="every-rank",
+         source=edited(reference(_MEAN), ("buffer = bucket.buffer().div_(process_group.size())",
+                                          "buffer = bucket.buffer()\n    if process_group.rank() == 0:\n"
+                                          "        buffer.div_(process_group.size())")),
+         expect=["differ from ddp's own"]),
+    dict(exercise=_MEAN, kind="wrong", why="divides twice (before and in the callback)", clause="divided",
+         source=edited(reference(_MEAN), ("future.value()[0])", "future.value()[0] / process_group.size())")),
+         expect=["differ from ddp's own"]),
+    dict(exercise=_MEAN, kind="wrong", why="averages each gradient of the bucket but returns a new tensor of zeros", clause="every-rank",
+         source=edited(reference(_MEAN), ("future.value()[0])", "future.value()[0] * 0)")),
+         expect=["differ from ddp's own"]),
+    dict(exercise=_MEAN, kind="right", why="the future of a clone, divided in the callback",
+         source=edited(reference(_MEAN), ("buffer = bucket.buffer().div_(process_group.size())", "buffer = bucket.buffer().clone()"),
+                       ("future.value()[0])", "future.value()[0] / process_group.size())")),
+         expect=[]),
+    dict(exercise=_RECORD, kind="wrong", why="names are positions, not parameter names", clause="names",
+         source=edited(reference(_RECORD), ("names = {parameter: name for name, parameter in ddp_model.module.named_parameters()}",
+                                            "names = {p: str(i) for i, p in enumerate(ddp_model.module.parameters())}")),
+         expect=["names=", "named_parameters()"]),
+    dict(exercise=_RECORD, kind="wrong", why="records the buffer instead of its numel", clause="numel",
+         source=edited(reference(_RECORD), ('"numel": bucket.buffer().numel()', '"numel": bucket.buffer().clone()')),
+         expect=["numel=tensor"]),
+    dict(exercise=_RECORD, kind="wrong", why="clears the store at each pass", clause="per-pass",
+         source=edited(reference(_RECORD), ("            store.append([])", "            store.clear()\n            store.append([])")),
+         expect=["holds 1 lists; expected 2"]),
+    dict(exercise=_RECORD, kind="wrong", why="is_last as an int", clause="is-last",
+         source=edited(reference(_RECORD), ('"is_last": bucket.is_last()})', '"is_last": int(bucket.is_last())})')),
+         expect=["is_last=int", "a bool"]),
+    dict(exercise=_RECORD, kind="wrong", why="registers the hook twice", clause="registers",
+         source=edited(reference(_RECORD), ("    ddp_model.register_comm_hook(group, hook)",
+                                            "    ddp_model.register_comm_hook(group, hook)\n    ddp_model.register_comm_hook(group, hook)")),
+         expect=["raised", "register_comm_hook"]),
+    dict(exercise=_RECORD, kind="wrong", why="torch's allreduce_hook with state None", clause="averages",
+         source=edited(reference(_RECORD), ("    ddp_model.register_comm_hook(group, hook)",
+                                            "    ddp_model.register_comm_hook(None, hook)")),
+         expect=["raised"]),
+    dict(exercise=_RECORD, kind="wrong", why="records shapes instead of names", clause="names",
+         source=edited(reference(_RECORD), ('"names": [names[parameter] for parameter in bucket.parameters()]',
+                                            '"names": [tuple(parameter.shape) for parameter in bucket.parameters()]')),
+         expect=["names=", "named_parameters()"]),
+    dict(exercise=_RECORD, kind="wrong", why="returns the buffer, not a future", clause="averages",
+         source=edited(reference(_RECORD), ("        return dist.all_reduce(buffer, group=state, async_op=True).get_future().then(lambda f: f.value()[0])",
+                                            "        dist.all_reduce(buffer, group=state)\n        return buffer")),
+         expect=["returned a tensor", "future"]),
+    dict(exercise=_RECORD, kind="wrong", why="records with a forward pre-hook on the wrapped module too", clause="no-other-hook",
+         source=edited(reference(_RECORD), ("    ddp_model.register_comm_hook(group, hook)",
+                                            "    ddp_model.register_forward_pre_hook(lambda *args: None)\n"
+                                            "    ddp_model.register_comm_hook(group, hook)")),
+         expect=["left hooks on the model besides its comm hook"]),
+    dict(exercise=_TOPK, kind="wrong", why="new residual from the buffer, not corrected", clause="residual",
+         source=edited(reference(_TOPK), ("\n    state.residuals[bucket.index()] = corrected - sent",
+                                          "\n    state.residuals[bucket.index()] = buffer - sent")),
+         expect=["buffer - sent", "corrected - sent"]),
+    dict(exercise=_TOPK, kind="wrong", why="stores sent, not what was left", clause="residual",
+         source=edited(reference(_TOPK), ("\n    state.residuals[bucket.index()] = corrected - sent",
+                                          "\n    state.residuals[bucket.index()] = sent.clone()")),
+         expect=["differ from those the rules give"]),
+    dict(exercise=_TOPK, kind="wrong", why="residuals keyed by the bucket object", clause="per-bucket",
+         source=edited(reference(_TOPK), ("    residual = state.residuals.get(bucket.index())", "    residual = state.residuals.get(id(bucket))"),
+                       ("\n    state.residuals[bucket.index()] =", "\n    state.residuals[id(bucket)] =")),
+         expect=["key each residual by bucket.index()"]),
+    dict(exercise=_TOPK, kind="wrong", why="chooses by the buffer, sends corrected", clause="abs",
+         source=edited(reference(_TOPK), ("corrected.abs().topk(k)", "buffer.abs().topk(k)")),
+         expect=["differ from those the rules give"]),
+    dict(exercise=_TOPK, kind="wrong", why="k as a fraction of the bucket", clause="k-min",
+         source=edited(reference(_TOPK), ("    k = min(state.k, corrected.numel())", "    k = max(1, corrected.numel() // 2)")),
+         expect=["differ from those the rules give"]),
+    dict(exercise=_TOPK, kind="wrong", why="residual updated with the averaged values", clause="residual",
+         source=edited(reference(_TOPK), ("\n    state.residuals[bucket.index()] = corrected - sent\n    sent.div_(state.process_group.size())\n",
+                                          "\n    sent.div_(state.process_group.size())\n    state.residuals[bucket.index()] = corrected - sent\n")),
+         expect=["differ from those the rules give"]),
+    dict(exercise=_TOPK, kind="wrong", why="residuals on the function object, shared by the ranks", clause="state-kept",
+         source=edited(reference(_TOPK), ("    residual = state.residuals.get(bucket.index())",
+                                          "    store = topk_error_feedback_hook.__dict__.setdefault('residuals', {})\n"
+                                          "    residual = store.get(bucket.index())"),
+                       ("\n    state.residuals[bucket.index()] =", "\n    store[bucket.index()] =")),
+         expect=["state.residuals is", "shared by both ranks"]),
+    dict(exercise=_TOPK, kind="wrong", why="sends the top k of one rank's indices on both (broadcast mask)", clause="sum-sent",
+         source=edited(reference(_TOPK), ("    sent[keep] = corrected[keep]\n",
+                                          "    sent[keep] = corrected[keep]\n    sent[keep] += 0 * state.process_group.rank()\n"
+                                          "    sent = sent if state.process_group.rank() == 0 else torch.zeros_like(sent)\n")),
+         expect=["differ from those the rules give"]),
+    dict(exercise=_TOPK, kind="right", why="all-gathers values and indices, as sparse compressors do",
+         source="import torch\nimport torch.distributed as dist\n\n\n"
+                "def topk_error_feedback_hook(state, bucket):\n"
+                "    buffer, group = bucket.buffer(), state.process_group\n"
+                "    old = state.residuals.get(bucket.index())\n"
+                "    corrected = buffer + old if old is not None and old.numel() == buffer.numel() else buffer.clone()\n"
+                "    _, indices = torch.topk(corrected.abs(), min(state.k, corrected.numel()))\n"
+                "    values = corrected[indices]\n"
+                "    left = corrected.clone()\n"
+                "    left[indices] = 0\n"
+                "    state.residuals[bucket.index()] = left\n"
+                "    all_values = [torch.empty_like(values) for _ in range(group.size())]\n"
+                "    all_indices = [torch.empty_like(indices) for _ in range(group.size())]\n"
+                "    dist.all_gather(all_values, values, group=group)\n"
+                "    dist.all_gather(all_indices, indices, group=group)\n"
+                "    total = torch.zeros_like(corrected)\n"
+                "    for v, i in zip(all_values, all_indices):\n"
+                "        total.index_add_(0, i, v)\n"
+                "    done = torch.futures.Future()\n"
+                "    done.set_result(total / group.size())\n"
+                "    return done\n",
+         expect=[]),
+    dict(exercise=_TOPK, kind="right", why="adds the residual to the buffer in place and divides before choosing",
+         source=edited(reference(_TOPK), ("    corrected = buffer + residual\n", "    corrected = buffer.add_(residual).div_(state.process_group.size())\n"),
+                       ("    sent.div_(state.process_group.size())\n", ""),
+                       ("\n    state.residuals[bucket.index()] = corrected - sent",
+                        "\n    state.residuals[bucket.index()] = (corrected - sent) * state.process_group.size()")),
+         expect=[]),
 ]
