@@ -8,12 +8,20 @@ init_process_group), so nothing needs restoring afterwards.
 
 A rank that raises, or a collective that never completes, cannot block the caller: gloo's
 timeout ends a collective whose peer never comes, futures a hook returned are failed at the
-deadline, a rank still running Python code is interrupted, and the process groups are shut down
-from the calling thread (dropping the last reference to a gloo group on a rank thread can
-deadlock on the GIL: its destructor joins gloo's threads, which need the GIL)."""
+deadline, and a rank still running Python code is interrupted.
+
+The groups are made once and reused by every run that ends cleanly; a run in which a rank raised
+or was stopped retires its groups (shut down, never used again) and the next run makes new ones.
+No group is ever destroyed: its destructor joins gloo's threads, and run on a rank thread it can
+deadlock on the GIL, run on one of gloo's own threads (where a hook's .then() callback runs Python
+and may drop the last reference) it aborts the whole process ("terminate called after throwing an
+instance of 'std::system_error', Resource deadlock avoided"), both seen here. A retired group
+keeps its two worker threads, idle; only runs that fail retire groups (all groups share one gloo
+device, so one TCP event loop thread)."""
 
 import ctypes
 import datetime
+import gc
 import threading
 import time
 
@@ -21,17 +29,18 @@ import torch
 import torch.distributed as dist
 from torch.distributed import ProcessGroup
 
-GLOO_TIMEOUT = 2.0  # seconds a collective waits for a peer
+GLOO_TIMEOUT = 3.0  # seconds a collective waits for a peer
 EXTRA_WAIT = 2.0  # seconds after GLOO_TIMEOUT before a rank counts as stuck
 
 
-class RankFailed(Exception):
-    """A rank raised, or did not finish by the deadline."""
+_LOOPBACK = []  # the one gloo device (a TCP event loop thread) on 127.0.0.1 that every group shares
 
 
 def _gloo_group(store, rank, world_size, timeout):
     options = dist.ProcessGroupGloo._Options()
-    options._devices = [dist.ProcessGroupGloo.create_device(hostname="127.0.0.1")]
+    if not _LOOPBACK:
+        _LOOPBACK.append(dist.ProcessGroupGloo.create_device(hostname="127.0.0.1"))
+    options._devices = list(_LOOPBACK)
     options._timeout = datetime.timedelta(seconds=timeout)
     # gloo's default of 2 worker threads: PowerSGD's .then() callback runs on one and waits for a
     # second all-reduce, which needs another (with 1 thread it deadlocks).
@@ -40,6 +49,15 @@ def _gloo_group(store, rank, world_size, timeout):
     group = ProcessGroup(store, rank, world_size)
     group._register_backend(torch.device("cpu"), ProcessGroup.BackendType.GLOO, backend)
     group._set_default_backend(ProcessGroup.BackendType.GLOO)
+    return group
+
+
+_HEALTHY = {}  # (world size, timeout) -> the groups of the last clean run, one per rank
+
+
+def _kept_forever(group):
+    """Never let `group` be destroyed (see the module's docstring): one reference that is never dropped."""
+    ctypes.pythonapi.Py_IncRef(ctypes.py_object(group))
     return group
 
 
@@ -67,19 +85,21 @@ def warm_up():
 def run_on_ranks(function, world_size=2, timeout=GLOO_TIMEOUT, pending_futures=None, deadline=None):
     """Call `function(rank, process_group)` on `world_size` threads, one per rank, and return
     their RankOutcomes (in rank order). `pending_futures`, a list the caller's hooks append the
-    futures they return to, lets a rank waiting on a future that is never completed be released."""
+    futures they return to, lets a rank waiting on a future that is never completed be released.
+    `deadline`: the seconds the ranks may take in all (default: gloo's timeout and EXTRA_WAIT)."""
     warm_up()
-    store = dist.HashStore()
-    groups = [None] * world_size
+    collecting = gc.isenabled()
+    gc.disable()  # no collection on gloo's threads while hooks run there
+    try:
+        return _run(function, world_size, timeout, pending_futures, deadline)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _run(function, world_size, timeout, pending_futures, deadline):
+    groups = _HEALTHY.pop((world_size, timeout), None) or _new_groups(world_size, timeout)
     outcomes = [RankOutcome(rank) for rank in range(world_size)]
-
-    def make_group(rank):
-        groups[rank] = _gloo_group(store, rank, world_size, timeout)
-
-    _wait(_started([threading.Thread(target=make_group, args=(rank,), daemon=True)
-                    for rank in range(world_size)]), timeout + EXTRA_WAIT)
-    if any(group is None for group in groups):
-        raise RuntimeError("could not set up the gloo process groups on 127.0.0.1")
 
     def run(outcome):
         start = time.perf_counter()
@@ -102,9 +122,26 @@ def run_on_ranks(function, world_size=2, timeout=GLOO_TIMEOUT, pending_futures=N
                 _interrupt(thread)
             _wait(late, timeout + EXTRA_WAIT)
     finally:
-        for group in groups:
-            group.shutdown()
+        if all(outcome.error is None and not outcome.stuck for outcome in outcomes):
+            _HEALTHY[(world_size, timeout)] = groups
+        else:
+            for group in groups:
+                group.shutdown()  # retired: it may hold a collective that never matched
     return outcomes
+
+
+def _new_groups(world_size, timeout):
+    store = dist.HashStore()
+    groups = [None] * world_size
+
+    def make_group(rank):
+        groups[rank] = _kept_forever(_gloo_group(store, rank, world_size, timeout))
+
+    _wait(_started([threading.Thread(target=make_group, args=(rank,), daemon=True)
+                    for rank in range(world_size)]), timeout + EXTRA_WAIT)
+    if any(group is None for group in groups):
+        raise RuntimeError("could not set up the gloo process groups on 127.0.0.1")
+    return groups
 
 
 def _started(threads):
