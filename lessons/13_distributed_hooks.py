@@ -555,19 +555,17 @@ with try_it():
 # ## FSDP2 and real processes
 #
 # FSDP2's `fully_shard(module)` splits each parameter of `module` across the ranks: outside
-# forward, `module.weight` is a `DTensor` whose local part is this rank's shard. Before the
-# module's forward FSDP all-gathers the full parameters (with a forward pre-hook of its own,
-# registered first, so it runs before yours) and frees them after; in backward it gathers them
-# again and reduce-scatters the gradients. So your forward pre-hook and forward hook see the full
-# weight, an ordinary `Parameter`, while code outside forward sees the shard. The hooks of lessons
-# 03-05 still fire where they did; what changes is what a parameter is when you look at it:
-# a state-dict hook (lesson 10) or an optimizer hook sees DTensors, and a tensor hook on a
-# parameter outside forward hooks the sharded one.
+# forward, `module.weight` is a `DTensor` whose local part is this rank's shard. Around the
+# module's forward FSDP gathers the full parameters with hooks of its own; the cell below shows
+# what a forward pre-hook of yours sees then: the full weight, an ordinary `Parameter`, while code
+# outside forward sees the shard, and the gradient after backward is a `DTensor` too. So a hook
+# that reads a parameter inside forward works as in lessons 03-05; code that reads it elsewhere
+# must expect a `DTensor`.
 #
-# FSDP2 needs one process per rank, so this section starts two. With the **spawn** start
-# method (the default on macOS and Windows, and the only one that is safe with threads), each
-# new process starts a fresh Python and finds the function to run by *importing its module*.
-# A function defined in a notebook lives in `__main__`, which the new process does not have:
+# This section starts two real processes. With the **spawn** start method (the default on macOS
+# and Windows), each new process starts a fresh Python and finds the function to run by
+# *importing its module*. A function defined in a notebook lives in `__main__`, which the new
+# process does not have:
 
 # %%
 def worker_in_main(rank):
@@ -615,20 +613,22 @@ assert all(record["outside"] == ((16, 8), "DTensor", (8, 8)) for record in seen)
 assert all(record["inside"] == ((16, 8), "Parameter") for record in seen)
 assert all(record["grad"] == ((16, 8), "DTensor") for record in seen)
 assert seen[0]["pid"] != seen[1]["pid"]
+print("this machine's default start method:", mp.get_start_method(allow_none=False))
 
 # %% [markdown]
-# **On Linux** the default start method is still `fork` (on Python 3.13 and older), which copies the
-# notebook's process and so finds `__main__`'s functions; it is unsafe once threads are running
-# (torch starts some), so prefer `start_method="spawn"` everywhere and keep workers importable.
+# **On Linux** Python up to 3.13 starts processes with `fork` by default (printed below for this
+# machine), which copies the notebook's process and so finds `__main__`'s functions; passing
+# `start_method="spawn"` as above behaves the same on every system, so keep workers importable.
 #
 # **On several machines**, `torchrun` starts the processes and sets `RANK`, `WORLD_SIZE`,
-# `MASTER_ADDR` and `MASTER_PORT` for each; the worker calls `init_process_group` and the hooks
-# work unchanged. The same worker module runs under it:
+# `MASTER_ADDR` and `MASTER_PORT` for each (PyTorch's documentation of `torchrun`); the worker
+# calls `init_process_group("gloo")` (or `"nccl"` on GPUs) and the hooks work unchanged. For a
+# training script `train.py`:
 #
 # ```bash
-# torchrun --nproc-per-node 2 -m hooked.distributed_workers /tmp/out        # one machine
+# torchrun --standalone --nproc-per-node 2 train.py                       # one machine
 # torchrun --nnodes 2 --node-rank 0 --nproc-per-node 4 \
-#          --master-addr 10.0.0.1 --master-port 29500 -m hooked.distributed_workers /tmp/out
+#          --master-addr 10.0.0.1 --master-port 29500 train.py            # on the first machine
 # ```
 #
-# (the second line on the first machine, with `--node-rank 1` on the second).
+# (and `--node-rank 1` on the second). This notebook does not run these commands.
