@@ -1,0 +1,491 @@
+"""Checks for lesson 13, hooks in distributed training. Every check trains fresh small models with
+DDP on real gloo process groups, one rank per thread (hooked.two_ranks), and compares what the
+learner's comm hook produced with a reference computed by hand, one rank at a time, without DDP."""
+
+import inspect
+
+import torch
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+from hooked.check_api import calling, fail
+from hooked.checks.hooks_left import registered_hooks
+from hooked.checks.tensors import describe
+from hooked.two_ranks import EXTRA_WAIT, GLOO_TIMEOUT, run_on_ranks
+
+TINY_BUCKETS = 0.0001  # bucket_cap_mb of 100 bytes: 25 floats, several buckets for a small model
+_GLOO_WAITING = ("Timed out waiting", "Connection closed by peer", "Connection reset by peer")
+
+
+def _new_model():
+    # 83 parameters; with TINY_BUCKETS, one bucket in the first backward pass (DDP's first bucket may
+    # hold 1 MiB), then bucket 0 = 2.bias, 2.weight (27 elements) and bucket 1 = 0.bias, 0.weight (56)
+    return nn.Sequential(nn.Linear(6, 8), nn.ReLU(), nn.Linear(8, 3))
+
+
+_START = None
+
+
+def _model():
+    """A fresh model with the checks' fixed start. The start is drawn once, on the calling thread:
+    ranks building models on threads at once would draw from torch's one global generator in turn
+    and start from weights that differ from run to run."""
+    global _START
+    if _START is None:
+        generator = torch.Generator().manual_seed(0)
+        _START = {name: torch.randn(value.shape, generator=generator) * 0.4
+                  for name, value in _new_model().state_dict().items()}
+    model = _new_model()
+    model.load_state_dict(_START)
+    return model
+
+
+def _batch(rank, step):
+    generator = torch.Generator().manual_seed(1000 + 10 * step + rank)
+    return torch.randn(4, 6, generator=generator), torch.randn(4, 3, generator=generator)
+
+
+def _local_gradients(model, rank, step):
+    """This rank's own gradients (no averaging), by plain autograd on a copy."""
+    model.zero_grad()
+    inputs, targets = _batch(rank, step)
+    nn.functional.mse_loss(model(inputs), targets).backward()
+    return {name: parameter.grad.clone() for name, parameter in model.named_parameters()}
+
+
+class _HookCalls:
+    """Wraps a comm hook: records each call's bucket (index, numel, parameter names, is_last) and
+    what the hook returned; keeps the futures so that the harness can fail one never completed."""
+
+    def __init__(self, names, pending):
+        self.names = names
+        self.pending = pending
+        self.calls = []  # per call: dict(index, numel, names, is_last, returned)
+
+    def wrap(self, hook):
+        try:
+            parameters = inspect.signature(hook).parameters
+        except (TypeError, ValueError):
+            parameters = {"bucket": None}
+        if "bucket" not in parameters:
+            raise KeyError("bucket")  # as DDP's register_comm_hook does, which sees only this wrapper
+
+        def checked_hook(state, bucket):
+            call = {"index": bucket.index(), "numel": bucket.buffer().numel(),
+                    "names": [self.names[parameter] for parameter in bucket.parameters()],
+                    "is_last": bucket.is_last(), "buffer": bucket.buffer().clone()}
+            self.calls.append(call)
+            returned = hook(state, bucket)
+            call["returned"] = returned
+            if not isinstance(returned, torch._C.Future):
+                return returned
+            self.pending.append(returned)
+
+            def value_checked(future):
+                value = future.value()
+                if not isinstance(value, torch.Tensor):
+                    call["value"] = value
+                    return call["buffer"]  # let DDP finish; the check fails on call["value"]
+                return value
+            return returned.then(value_checked)
+        return checked_hook
+
+
+def _run(rank_function, world_size=2):
+    """run_on_ranks with the futures list; returns (outcomes, pending futures)."""
+    pending = []
+    outcomes = run_on_ranks(lambda rank, group: rank_function(rank, group, pending), world_size=world_size,
+                            pending_futures=pending)
+    return outcomes
+
+
+def _returned_problem(calls, what):
+    """A failure message when the hook returned something other than a Future."""
+    for call in calls:
+        returned = call.get("returned")
+        if "returned" in call and not isinstance(returned, torch._C.Future):
+            if isinstance(returned, torch.Tensor):
+                return (f"{what} returned a tensor ({describe(returned)}) for bucket {call['index']}; a comm hook must "
+                        "return a torch.futures.Future whose value is the tensor: DDP waits on it. Start the all_reduce "
+                        "with async_op=True and chain .then() on its future, with a callback that takes the tensor out "
+                        "of the future's list (value()[0]).")
+            return (f"{what} returned {describe(returned)} for bucket {call['index']}; a comm hook must return a "
+                    "torch.futures.Future whose value is the bucket's new tensor.")
+        if "value" in call:
+            value = call["value"]
+            list_hint = (" It is the list that the collective's future holds: chain .then() on that future, with a "
+                         "callback that takes the tensor out of the list (value()[0])."
+                         if isinstance(value, (list, tuple)) else "")
+            return (f"{what} returned a Future whose value is {describe(value)} for bucket {call['index']}; its value "
+                    f"must be a tensor, the bucket's new gradients.{list_hint}")
+    return None
+
+
+def _judge_outcomes(outcomes, calls_per_rank, what, doing):
+    """Fail on what went wrong on a rank: a non-Future return, a rank stuck, an error."""
+    for calls in calls_per_rank:
+        problem = _returned_problem(calls, what)
+        if problem:
+            fail(problem)
+    stuck = [outcome.rank for outcome in outcomes if outcome.stuck]
+    if stuck:
+        fail(f"While {doing}, rank{'s' if len(stuck) > 1 else ''} {', '.join(map(str, stuck))} did not finish within "
+             f"{GLOO_TIMEOUT + EXTRA_WAIT:g} s and {'were' if len(stuck) > 1 else 'was'} stopped. A comm hook hangs when "
+             "it returns a Future that is never completed (torch.futures.Future() made by hand), when it loops, or "
+             "when it starts a collective on one rank only: every rank must make the same collective calls.")
+    errors = [outcome for outcome in outcomes if outcome.error is not None]
+    if not errors:
+        return
+    # A rank that raised an error of its own comes first; its peer then timed out waiting for it.
+    own = [outcome for outcome in errors if not any(text in str(outcome.error) for text in _GLOO_WAITING)]
+    if own:
+        first = own[0]
+        if isinstance(first.error, KeyError) and str(first.error) == "'bucket'":
+            fail(f"Registering {what} with register_comm_hook raised KeyError: 'bucket'. DDP reads the hook's "
+                 "signature: name its parameters (process_group, bucket), or (state, bucket).")
+        with calling(f"{doing} (on rank {first.rank})"):
+            raise first.error
+    fail(f"While {doing}, rank {errors[0].rank}'s collective gave up waiting for the other rank "
+         f"({str(errors[0].error).splitlines()[0][:160]}). Every rank must start the same collectives, in the same "
+         "order: a hook that all-reduces on one rank only, or skips a bucket on one rank, leaves its peer waiting.")
+
+
+def _names(model):
+    return {parameter: name for name, parameter in model.named_parameters()}
+
+
+def _ddp_gradients(hook, world_size=2, bucket_cap_mb=TINY_BUCKETS, steps=1):
+    """Each rank's gradients after `steps` backward passes of DDP with `hook` registered (no
+    optimizer step), with the hook's calls on each rank."""
+    calls_per_rank = [None] * world_size
+
+    def rank_function(rank, group, pending):
+        model = _model()
+        calls = _HookCalls(_names(model), pending)
+        calls_per_rank[rank] = calls.calls
+        ddp = DDP(model, process_group=group, bucket_cap_mb=bucket_cap_mb)
+        ddp.register_comm_hook(group, calls.wrap(hook))
+        grads = []
+        for step in range(steps):
+            model.zero_grad()
+            inputs, targets = _batch(rank, step)
+            nn.functional.mse_loss(ddp(inputs), targets).backward()
+            grads.append({name: parameter.grad.clone() for name, parameter in model.named_parameters()})
+        return grads
+
+    outcomes = _run(rank_function, world_size)
+    return outcomes, [calls or [] for calls in calls_per_rank]
+
+
+def _mean_reference(world_size, steps=1):
+    """The mean over ranks of each rank's own gradients, per step; and each rank's own."""
+    model = _model()
+    local = [[_local_gradients(model, rank, step) for rank in range(world_size)] for step in range(steps)]
+    mean = [{name: sum(grads[name] for grads in per_rank) / world_size for name in per_rank[0]} for per_rank in local]
+    return mean, local
+
+
+def _same(first, second, tolerance=1e-5):
+    return all(torch.allclose(first[name], second[name], rtol=tolerance, atol=tolerance) for name in second)
+
+
+def _max_difference(first, second):
+    return max((first[name] - second[name]).abs().max().item() for name in second)
+
+
+# ---------------------------------------------------------------- mean_allreduce_hook
+
+def check_mean_allreduce_hook(mean_allreduce_hook):
+    for world_size in (2, 3):
+        doing = (f"training a fresh 2-layer model with DDP on {world_size} ranks (gloo, one backward pass, "
+                 f"buckets of {TINY_BUCKETS} MB) with mean_allreduce_hook registered")
+        outcomes, calls_per_rank = _ddp_gradients(mean_allreduce_hook, world_size)
+        _judge_outcomes(outcomes, calls_per_rank, "mean_allreduce_hook", doing)
+        mean, local = _mean_reference(world_size)
+        for outcome in outcomes:
+            got = outcome.value[0]
+            if _same(got, mean[0]):
+                continue
+            if _same(got, {name: value * world_size for name, value in mean[0].items()}):
+                fail(f"{doing}: rank {outcome.rank}'s gradients are {world_size} times DDP's own: the sum over the "
+                     "ranks, not the mean. Divide by process_group.size() (before or after the all-reduce).")
+            if world_size == 3 and _same(got, {name: value * 3 / 2 for name, value in mean[0].items()}):
+                fail(f"{doing}: rank {outcome.rank}'s gradients are the sum over the 3 ranks divided by 2. Divide by "
+                     "process_group.size(), the number of ranks, not by 2.")
+            if _same(got, local[0][outcome.rank]) or _same(
+                    got, {name: value / world_size for name, value in local[0][outcome.rank].items()}):
+                fail(f"{doing}: rank {outcome.rank}'s gradients are its own, not averaged with the other ranks': the "
+                     "hook returned the buffer without all-reducing it. Start dist.all_reduce(buffer, "
+                     "group=process_group, async_op=True) and return its future of the tensor.")
+            fail(f"{doing}: rank {outcome.rank}'s gradients differ from DDP's own (the mean over the ranks) by up to "
+                 f"{_max_difference(got, mean[0]):.3g}. If the hook divides the buffer in place after starting the "
+                 "all-reduce, gloo may already be reading it: divide first, or in the .then() callback.")
+
+
+# ---------------------------------------------------------------- record_buckets
+
+def check_record_buckets(record_buckets):
+    world_size, steps = 2, 2
+    doing = (f"calling record_buckets(ddp_model, store) on each of 2 ranks (a fresh 2-layer model, buckets of "
+             f"{TINY_BUCKETS} MB), then {steps} backward passes")
+    calls_per_rank = [None] * world_size
+    left = {}
+
+    def rank_function(rank, group, pending):
+        model = _model()
+        calls = _HookCalls(_names(model), pending)
+        calls_per_rank[rank] = calls.calls
+        ddp = DDP(model, process_group=group, bucket_cap_mb=TINY_BUCKETS)
+        registered = []
+        real_register = ddp.register_comm_hook
+
+        def register_comm_hook(state, hook):
+            registered.append(hook)
+            real_register(state, calls.wrap(hook))
+
+        ddp.register_comm_hook = register_comm_hook
+        store = []
+        before = {id(hook) for _, _, hook in registered_hooks(ddp)}  # DDP's own state-dict hooks among them
+        returned = record_buckets(ddp, store)
+        left[rank] = [(name or "ddp_model", kind) for name, kind, hook in registered_hooks(ddp) if id(hook) not in before]
+        grads = []
+        for step in range(steps):
+            model.zero_grad()
+            inputs, targets = _batch(rank, step)
+            nn.functional.mse_loss(ddp(inputs), targets).backward()
+            grads.append({name: parameter.grad.clone() for name, parameter in model.named_parameters()})
+        return {"returned": returned, "registered": registered, "store": store, "grads": grads}
+
+    outcomes = _run(rank_function, world_size)
+    calls_per_rank = [calls or [] for calls in calls_per_rank]
+    _judge_outcomes(outcomes, calls_per_rank, "the hook that record_buckets registered", doing)
+    mean, _ = _mean_reference(world_size, steps)
+    for outcome in outcomes:
+        rank, result = outcome.rank, outcome.value
+        if result["returned"] is not None:
+            fail(f"{doing}: record_buckets returned {describe(result['returned'])}; it must return None (the "
+                 "records go into `store`).")
+        if left[rank]:
+            fail(f"{doing}: record_buckets left hooks on the model besides its comm hook: {left[rank][:4]} "
+                 "((parameter or module name under ddp_model, kind)). Record everything from the comm hook's bucket; register no "
+                 "other hook.")
+        if not result["registered"]:
+            fail(f"{doing}: record_buckets registered no comm hook on ddp_model (ddp_model.register_comm_hook).")
+        expected = _expected_records(calls_per_rank[rank], steps)
+        _compare_records(result["store"], expected, rank, doing)
+        for step in range(steps):
+            if not _same(result["grads"][step], mean[step]):
+                fail(f"{doing}: after backward pass {step + 1}, rank {rank}'s gradients differ from DDP's own (the "
+                     f"mean over the ranks) by up to {_max_difference(result['grads'][step], mean[step]):.3g}. The "
+                     "hook must still average each bucket over the ranks, as mean_allreduce_hook does.")
+
+
+def _expected_records(calls, steps):
+    expected, current = [], None
+    for call in calls:
+        if current is None or current[-1]["is_last"]:
+            current = []
+            expected.append(current)
+        current.append({key: call[key] for key in ("index", "numel", "names", "is_last")})
+    assert len(expected) == steps, "the checker's own record of the buckets has the wrong number of steps"
+    return expected
+
+
+def _compare_records(store, expected, rank, doing):
+    if not isinstance(store, list) or any(not isinstance(step, list) for step in store):
+        fail(f"{doing}: rank {rank}'s store holds {describe(store)}; expected a list with one list of records per "
+             "backward pass.")
+    if not store:
+        fail(f"{doing}: rank {rank}'s store is empty after {len(expected)} backward passes. Append to the `store` "
+             "passed to record_buckets (this rank's own list), not to a list of your own: one made in the function, or "
+             "one at module level (which both ranks would share here, where they are threads of one process).")
+    if len(store) != len(expected):
+        flat = sum(len(step) for step in store)
+        more = (" It holds twice as many records as this rank's buckets: are both ranks writing to one list (a "
+                "list at module level is shared here, where the ranks are threads of one process)?"
+                if flat == 2 * sum(len(step) for step in expected) else "")
+        fail(f"{doing}: rank {rank}'s store holds {len(store)} lists; expected {len(expected)}, one per backward pass "
+             f"(a pass starts at the first bucket after one whose is_last() was True).{more}")
+    for step, (got_step, want_step) in enumerate(zip(store, expected)):
+        if len(got_step) != len(want_step):
+            fail(f"{doing}: rank {rank}'s store[{step}] holds {len(got_step)} records; DDP called the hook "
+                 f"{len(want_step)} times in that backward pass, once per bucket.")
+        for got, want in zip(got_step, want_step):
+            if not isinstance(got, dict) or set(got) != set(want):
+                fail(f"{doing}: rank {rank}'s store[{step}] holds {describe(got)}; expected dicts with the keys "
+                     f"{sorted(want)}.")
+            for key in ("index", "numel", "names", "is_last"):
+                value = got[key]
+                if isinstance(value, torch.Tensor) or type(value) is not type(want[key]) or value != want[key]:
+                    hint = {"names": " Use the names of ddp_model.module.named_parameters() (without DDP's "
+                                     "'module.' prefix), in bucket.parameters()' order.",
+                            "numel": " numel is bucket.buffer().numel(), the number of elements.",
+                            "is_last": " is_last is bucket.is_last(), a bool."}.get(key, "")
+                    fail(f"{doing}: rank {rank}'s store[{step}] has {key}={describe(value)} where DDP's bucket "
+                         f"{want['index']} gives {describe(want[key])}.{hint}")
+
+
+# ---------------------------------------------------------------- topk_error_feedback_hook
+
+_TOPK_K = 28  # more than bucket 0's 27 elements (k = min(state.k, numel) matters), half of bucket 1's 56
+_TOPK_STEPS = 4
+_TOPK_LR = 0.2
+
+
+def _topk_reference(calls, world_size, *, divide=True, feedback="once", absolute=True):
+    """The parameters after _TOPK_STEPS SGD steps of two ranks under the lesson's rules, computed by
+    hand per rank; `calls` (rank 0's hook calls) say which parameters each bucket held, per step.
+    The keyword arguments make the variants that name a mistake."""
+    models = [_model() for _ in range(world_size)]
+    residuals = [{} for _ in range(world_size)]
+    steps = _split_steps(calls)
+    for step, buckets in enumerate(steps):
+        local = [_local_gradients(models[rank], rank, step) for rank in range(world_size)]
+        new = {}
+        for bucket in buckets:
+            sent = []
+            for rank in range(world_size):
+                flat = torch.cat([local[rank][name].reshape(-1) for name in bucket["names"]])
+                residual = residuals[rank].get(bucket["index"])
+                if residual is not None and residual.numel() != flat.numel():
+                    residual = None  # the buckets were rebuilt: this index names another bucket now
+                if residual is None or feedback == "none":
+                    corrected = flat.clone()
+                else:
+                    corrected = flat + (2 * residual if feedback == "twice" else residual)
+                k = min(_TOPK_K, corrected.numel())
+                keep = (corrected.abs() if absolute else corrected).topk(k).indices
+                kept = torch.zeros_like(corrected)
+                kept[keep] = corrected[keep]
+                if feedback == "accumulate" and residual is not None:
+                    residuals[rank][bucket["index"]] = residual + (corrected - kept)
+                elif feedback == "from-buffer":
+                    residuals[rank][bucket["index"]] = flat - kept
+                else:
+                    residuals[rank][bucket["index"]] = corrected - kept
+                sent.append(kept)
+            total = sum(sent) / (world_size if divide else 1)
+            offset = 0
+            for name in bucket["names"]:
+                size = local[0][name].numel()
+                new[name] = total[offset:offset + size].reshape(local[0][name].shape)
+                offset += size
+        with torch.no_grad():
+            for model in models:
+                for name, parameter in model.named_parameters():
+                    parameter -= _TOPK_LR * new[name]
+    return {name: parameter.detach().clone() for name, parameter in models[0].named_parameters()}, residuals
+
+
+def _split_steps(calls):
+    steps, current = [], None
+    for call in calls:
+        if current is None or current[-1]["is_last"]:
+            current = []
+            steps.append(current)
+        current.append(call)
+    return steps
+
+
+_TOPK_VARIANTS = [
+    (dict(divide=False), "the parameters moved as with the SUM of `sent` over the ranks: divide by "
+                         "state.process_group.size() (the mean)."),
+    (dict(feedback="none"), "the parameters moved as top-k WITHOUT error feedback: the residual was never added "
+                            "to the next step's gradient. Store corrected - sent in state.residuals[bucket.index()] "
+                            "and add it to the next buffer; compute it before anything changes `corrected` in place "
+                            "(after sent is cut out of corrected itself, corrected - sent is zero)."),
+    (dict(feedback="twice"), "the parameters moved as if the residual were added twice (buffer + 2 * residual): "
+                             "add it once, to a new tensor, not also to the buffer in place."),
+    (dict(feedback="accumulate"), "the parameters moved as if each new residual were added to the old one "
+                                  "(residual += corrected - sent): corrected already holds the old residual, so the "
+                                  "new residual is corrected - sent, replacing the old."),
+    (dict(feedback="from-buffer"), "the parameters moved as if the new residual were buffer - sent: it is "
+                                   "corrected - sent, what this step had to send (its gradient and the old residual) "
+                                   "less what it sent."),
+    (dict(absolute=False), "the parameters moved as if the k LARGEST values were kept, not the k of largest ABSOLUTE "
+                           "value: choose with corrected.abs().topk(k)."),
+]
+
+
+def check_topk_error_feedback_hook(topk_error_feedback_hook):
+    world_size = 2
+    doing = (f"training a fresh 2-layer model (83 parameters; buckets of {TINY_BUCKETS} MB: one of 83 elements in the "
+             "first backward pass, then buckets of 27 and 56) "
+             f"with DDP on 2 ranks for {_TOPK_STEPS} SGD steps (lr {_TOPK_LR}), each rank with "
+             f"TopKState(process_group, k={_TOPK_K}) and topk_error_feedback_hook registered")
+    calls_per_rank = [None] * world_size
+    states = [None] * world_size
+
+    def rank_function(rank, group, pending):
+        model = _model()
+        calls = _HookCalls(_names(model), pending)
+        calls_per_rank[rank] = calls.calls
+        ddp = DDP(model, process_group=group, bucket_cap_mb=TINY_BUCKETS)
+        states[rank] = _TopKState(group, _TOPK_K)
+        ddp.register_comm_hook(states[rank], calls.wrap(topk_error_feedback_hook))
+        for step in range(_TOPK_STEPS):
+            model.zero_grad()
+            inputs, targets = _batch(rank, step)
+            nn.functional.mse_loss(ddp(inputs), targets).backward()
+            with torch.no_grad():
+                for parameter in model.parameters():
+                    parameter -= _TOPK_LR * parameter.grad
+        return {name: parameter.detach().clone() for name, parameter in model.named_parameters()}
+
+    outcomes = _run(rank_function, world_size)
+    calls_per_rank = [calls or [] for calls in calls_per_rank]
+    _judge_outcomes(outcomes, calls_per_rank, "topk_error_feedback_hook", doing)
+    for rank, state in enumerate(states):
+        _check_residuals_kept(state, rank, [call["index"] for call in calls_per_rank[rank]], doing)
+    expected, residuals = _topk_reference(calls_per_rank[0], world_size)
+    for outcome in outcomes:
+        got = outcome.value
+        if _same(got, expected):
+            continue
+        for variant, message in _TOPK_VARIANTS:
+            if _same(got, _topk_reference(calls_per_rank[0], world_size, **variant)[0]):
+                fail(f"{doing}: on rank {outcome.rank}, {message}")
+        fail(f"{doing}: rank {outcome.rank}'s parameters differ from those the rules give, computed by hand, by up "
+             f"to {_max_difference(got, expected):.3g}. Check each rule: corrected = buffer + residual; keep the k "
+             "entries of largest |corrected|; residual = corrected - sent; the future's value is the mean of sent "
+             "over the ranks.")
+    for rank, state in enumerate(states):
+        _check_residuals(state, residuals[rank], rank, doing)
+
+
+def _check_residuals_kept(state, rank, indices, doing):
+    held = state.residuals
+    if isinstance(held, dict) and held and not set(held) <= set(indices):
+        fail(f"{doing}: rank {rank}'s state.residuals has the keys {sorted(map(repr, held))[:4]}; DDP's buckets "
+             f"were {sorted(set(indices))}. Key each residual by bucket.index(), which stays the same from step to "
+             "step (the GradBucket object does not).")
+    if not isinstance(held, dict) or not held:
+        fail(f"{doing}: rank {rank}'s state.residuals is {describe(held)} after {_TOPK_STEPS} steps; the hook must "
+             "keep each bucket's residual there, under bucket.index(). State kept at module level is shared by "
+             "both ranks here (they are threads of one process) and would mix their residuals.")
+
+
+def _check_residuals(state, expected, rank, doing):
+    held = state.residuals
+    for index, residual in expected.items():
+        value = held.get(index)
+        if not isinstance(value, torch.Tensor) or value.shape != residual.shape or not torch.allclose(
+                value, residual, atol=1e-5):
+            fail(f"{doing}: rank {rank}'s state.residuals[{index}] is {describe(value)}; the rules give "
+                 f"{describe(residual)} (corrected - sent of that bucket's last step, on this rank).")
+
+
+class _TopKState:
+    """The lesson's TopKState (the checker's own copy, so that a changed one in the cell changes nothing)."""
+
+    def __init__(self, process_group, k):
+        self.process_group = process_group
+        self.k = k
+        self.residuals = {}
+
+
+CHECKS = {
+    "mean_allreduce_hook": check_mean_allreduce_hook,
+    "record_buckets": check_record_buckets,
+    "topk_error_feedback_hook": check_topk_error_feedback_hook,
+}

@@ -1,0 +1,663 @@
+# %% [markdown]
+# # Lesson 13 — Hooks in distributed training
+#
+# When a model trains on several processes ("ranks"), each rank computes gradients on its own
+# part of the batch, and `DistributedDataParallel` (DDP) averages them across ranks during
+# backward. DDP lets you replace that averaging with a function of your own, a **communication
+# hook**; FSDP2 (`fully_shard`) gathers and frees parameters with hooks of its own around each
+# module's forward and backward.
+#
+# After this lesson you will be able to:
+#
+# - say how DDP groups gradients into buckets, what a `GradBucket` holds, and when a comm hook
+#   runs next to the tensor and module hooks of lessons 01-08;
+# - write a comm hook that returns a `Future`, use torch's built-in ones (`fp16_compress_hook`,
+#   PowerSGD), and say why `bf16_compress_hook` fails on the CPU;
+# - keep a hook's state per rank, record DDP's buckets, and compress gradients with error feedback;
+# - say what a hook sees under FSDP2, and launch ranks with the spawn start method or `torchrun`.
+#
+# **Where your code goes.** Write all of your code in the exercise cells, the cells that begin
+# with `# Exercise: ...`. The grader runs only those cells.
+#
+# **How to check your work.** Run the `check(...)` cell under each exercise, or
+# `pytest tests/test_13_distributed_hooks.py` from the repository root.
+#
+# **Two ranks in one notebook.** Real training starts one process per rank. Starting a process
+# that imports torch takes seconds, so most cells here run the two ranks on two *threads* of
+# this notebook's process, each with a gloo process group of its own that talks to the other
+# over 127.0.0.1, exactly as two processes would (`hooked.two_ranks.run_on_ranks`; the grader
+# runs your hooks the same way). The last section starts two real processes.
+
+# %%
+import pickle
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+import torch
+import torch.distributed as dist
+from torch import nn
+from torch.distributed.algorithms.ddp_comm_hooks import default_hooks, powerSGD_hook
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+from hooked.notebook import check, hint, try_it
+from hooked.two_ranks import run_on_ranks
+
+torch.set_num_threads(1)
+
+
+def two_ranks(function):
+    """Run function(rank, process_group) on ranks 0 and 1; return their results, or raise."""
+    outcomes = run_on_ranks(function, deadline=60)
+    for outcome in outcomes:
+        if outcome.stuck:
+            raise TimeoutError(f"rank {outcome.rank} did not finish within 60 s")
+        if outcome.error is not None:
+            raise outcome.error
+    return [outcome.value for outcome in outcomes]
+
+
+def fixed_start(build):
+    """`build()` with the same weights every time. Drawn once, here: ranks on threads that seed
+    and draw at once would share torch's one global generator, and start differently each run."""
+    torch.manual_seed(0)
+    start = build().state_dict()
+
+    def make():
+        model = build()
+        model.load_state_dict(start)
+        return model
+    return make
+
+
+small_model = fixed_start(lambda: nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2)))
+regression_model = fixed_start(lambda: nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 1)))
+
+
+def rank_batch(rank, step=0):
+    """Each rank's own data: a different batch of 3 examples per rank and step."""
+    generator = torch.Generator().manual_seed(100 * step + rank)
+    return torch.randn(3, 4, generator=generator), torch.randn(3, 2, generator=generator)
+
+
+# %% [markdown]
+# ## How DDP averages gradients: buckets
+#
+# `DDP(model, process_group=group)` wraps the model. During backward, as gradients become ready,
+# DDP copies them into flat **buckets** (at most `bucket_cap_mb` megabytes each, 25 by default)
+# and all-reduces each full bucket while backward goes on. A comm hook,
+# `ddp.register_comm_hook(state, hook)`, replaces that all-reduce: DDP calls `hook(state, bucket)`
+# once per bucket, where `bucket` is a `dist.GradBucket`:
+#
+# - `bucket.index()`: the bucket's number; `bucket.buffer()`: the flat tensor of this rank's
+#   gradients; `bucket.parameters()`: the parameters whose gradients it holds, in the buffer's
+#   order; `bucket.is_last()`: whether it is the last bucket of this backward pass.
+#
+# The cell records the buckets of a 3-layer model with tiny buckets (`bucket_cap_mb=0.0001`,
+# about 100 bytes) in its second backward pass (exercise 2 shows why not the first), and when
+# the comm hook runs next to tensor hooks on the weights and full backward hooks on two layers.
+
+# %%
+def show_buckets(rank, group):
+    model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 2))
+    names = {parameter: name for name, parameter in model.named_parameters()}
+    ddp = DDP(model, process_group=group, bucket_cap_mb=0.0001)
+    events, buckets = [], []
+
+    def recording_hook(state, bucket):
+        buckets.append((bucket.index(), bucket.buffer().numel(), [names[p] for p in bucket.parameters()],
+                        bucket.is_last()))
+        events.append(f"comm hook, bucket {bucket.index()}")
+        return default_hooks.allreduce_hook(state, bucket)
+
+    assert ddp.register_comm_hook(group, recording_hook) is None  # no handle: DDP keeps one comm hook for good
+    for index in (0, 2, 4):
+        model[index].weight.register_hook(lambda grad, index=index: events.append(f"tensor hook {index}.weight"))
+    for index in (2, 4):  # (layer 0's input needs no gradient, so its module hook would fire early)
+        model[index].register_full_backward_hook(lambda *args, index=index: events.append(f"module hook {index}"))
+    for step in range(2):
+        events.clear()
+        buckets.clear()
+        ddp(torch.randn(3, 4)).sum().backward()
+    return buckets, events
+
+
+buckets, events = two_ranks(show_buckets)[0]
+for record in buckets:
+    print("bucket %d: %3d elements, %s, is_last=%s" % record)
+print(events)
+
+# %% [markdown]
+# Bucket 0 holds the **last** layer's parameters: DDP fills buckets in the order gradients
+# become ready in backward, roughly the reverse of `model.parameters()`, and a bucket takes
+# parameters until it is full (here 26 elements: 25 fit in 100 bytes, and a parameter is never
+# split). Within a bucket, the buffer is the parameters' gradients one after the other. A
+# bucket's comm hook runs as soon as every gradient in it is ready: after the tensor hooks of its
+# parameters (a tensor hook can still change what goes into the bucket), and in the middle of
+# backward, before the module hooks of earlier layers have run. The last bucket's `is_last()`
+# is true.
+
+# %%
+assert [record[:2] for record in buckets] == [(0, 26), (1, 64), (2, 40)]
+assert [record[2] for record in buckets] == [["4.bias", "4.weight", "2.bias"], ["2.weight"], ["0.bias", "0.weight"]]
+assert [record[3] for record in buckets] == [False, False, True]
+assert events == ["tensor hook 4.weight", "module hook 4", "comm hook, bucket 0", "tensor hook 2.weight",
+                  "comm hook, bucket 1", "module hook 2", "tensor hook 0.weight", "comm hook, bucket 2"]
+
+# %% [markdown]
+# ## What a comm hook must return
+#
+# A comm hook returns a `torch.futures.Future` whose value, once complete, is the bucket's new
+# buffer: the tensor DDP then copies into each parameter's `.grad`. Collectives started with
+# `async_op=True` return a work object whose `.get_future()` gives a future of a *list* of
+# tensors; `.then(callback)` makes a new future from the callback's return value. DDP also reads
+# the hook's signature: the second parameter must be called `bucket`. The errors, on this torch:
+
+# %%
+def register_and_step(hook):
+    def run(rank, group):
+        ddp = DDP(small_model(), process_group=group)
+        try:
+            ddp.register_comm_hook(group, hook)
+            ddp(rank_batch(rank)[0]).sum().backward()
+        except Exception as error:
+            return f"{type(error).__name__}: {error}"
+    return two_ranks(run)[0]
+
+
+def returns_the_tensor(state, bucket):
+    return bucket.buffer()
+
+
+def second_parameter_named_b(state, b):
+    return default_hooks.allreduce_hook(state, b)
+
+
+tensor_error = register_and_step(returns_the_tensor)
+name_error = register_and_step(second_parameter_named_b)
+bf16_error = register_and_step(default_hooks.bf16_compress_hook)
+for text in (tensor_error, name_error, bf16_error):
+    print(text[-150:])
+assert tensor_error.endswith("DDP communication hook's callback must return a torch.futures.Future object, "
+                             "but got torch.Tensor")
+assert name_error == "KeyError: 'bucket'"
+assert bf16_error.startswith("TypeError: BF16 all reduce communication hook required CUDA 11+ and NCCL 2.10+")
+
+# %% [markdown]
+# `bf16_compress_hook` is refused by name when it is registered: DDP allows it only with CUDA and
+# NCCL (or Intel's XPU), whatever the CPU could do. `fp16_compress_hook` works on gloo.
+#
+# ## Exercise 1: `mean_allreduce_hook` · easy · about 10 min
+#
+# Write the hook DDP runs when you register none: average each bucket across ranks.
+# Divide by `process_group.size()`, not by 2. The usual mistakes: returning the tensor, or the
+# collective's future itself (whose value is a list), and dividing the buffer in place *after*
+# starting the all-reduce, while gloo may still be reading it.
+
+# %% tags=["exercise"]
+# Exercise: mean_allreduce_hook — write your code in this cell.
+import torch.distributed as dist
+
+
+def mean_allreduce_hook(process_group, bucket):
+    """A DDP communication hook that averages each bucket across the ranks, as DDP does without a hook.
+
+    Register it with `ddp_model.register_comm_hook(process_group, mean_allreduce_hook)`.
+    Returns a torch.futures.Future whose value is a tensor: the sum of `bucket.buffer()` over all
+    ranks of `process_group`, divided by `process_group.size()`.
+    After backward, every rank's gradients equal those of the same DDP run without a hook.
+    """
+    # BEGIN SOLUTION
+    buffer = bucket.buffer().div_(process_group.size())
+    work = dist.all_reduce(buffer, group=process_group, async_op=True)
+    return work.get_future().then(lambda future: future.value()[0])
+    # END SOLUTION
+
+
+# %%
+check(mean_allreduce_hook)
+
+# %% [markdown] tags=["hints"]
+# <details class="tip"><summary>Hint 1 of 3: the idea</summary>
+#
+# Divide this rank's buffer by the number of ranks, then sum it over all ranks: the sum of the
+# divided buffers is the mean. Return a future of that tensor, not the tensor.
+#
+# </details>
+#
+# <details class="tip"><summary>Hint 2 of 3: the API</summary>
+#
+# `dist.all_reduce(tensor, group=process_group, async_op=True)` sums in place and returns a work
+# object; `work.get_future()` is a future whose value is a list holding the tensor;
+# `future.then(callback)` makes a future of what `callback(future)` returns.
+#
+# </details>
+#
+# <details class="tip"><summary>Hint 3 of 3: almost there</summary>
+#
+# ```python
+# buffer = bucket.buffer().div_(process_group.size())
+# work = dist.all_reduce(buffer, group=process_group, async_op=True)
+# return ...  # a future of the tensor, from work.get_future()
+# ```
+#
+# </details>
+
+# %% [markdown]
+# Once `mean_allreduce_hook` is done, this cell trains two ranks for 3 steps with it and
+# without a hook and compares the gradients:
+
+# %%
+def gradients_after(hook):
+    def run(rank, group):
+        ddp = DDP(small_model(), process_group=group)
+        if hook is not None:
+            ddp.register_comm_hook(group, hook)
+        inputs, targets = rank_batch(rank)
+        nn.functional.mse_loss(ddp(inputs), targets).backward()
+        return [parameter.grad.clone() for parameter in ddp.module.parameters()]
+    return two_ranks(run)
+
+
+with try_it():
+    ours, default = gradients_after(mean_allreduce_hook), gradients_after(None)
+    same = all(torch.allclose(a, b) for rank in range(2) for a, b in zip(ours[rank], default[rank]))
+    print("gradients equal to DDP's own, on both ranks:", same)
+    assert same
+
+# %% [markdown]
+# ## Torch's own hooks: fp16 compression and PowerSGD
+#
+# `default_hooks.fp16_compress_hook` sends the bucket as float16, half the bytes, and casts the
+# mean back. What it loses is float16's rounding: about 3 significant digits. PowerSGD
+# (`powerSGD_hook.powerSGD_hook` with a `PowerSGDState`) sends a rank-1 approximation of each
+# gradient matrix and keeps what it left out, per rank, to add to the next step's gradient
+# (error feedback). Below: the relative error of fp16's gradients, and the loss of 30 SGD steps
+# of a regression with each hook, against no hook.
+
+# %%
+def training_losses(make_hook, steps=30):
+    def run(rank, group):
+        model = regression_model()
+        ddp = DDP(model, process_group=group)
+        if make_hook is not None:
+            ddp.register_comm_hook(*make_hook(group))
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
+        generator = torch.Generator().manual_seed(rank)
+        teacher = torch.Generator().manual_seed(7)
+        weights = torch.randn(16, 1, generator=teacher)
+        losses = []
+        for step in range(steps):
+            inputs = torch.randn(16, 16, generator=generator)
+            loss = nn.functional.mse_loss(ddp(inputs), inputs @ weights)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            losses.append(loss.item())
+        return losses, [parameter.grad.clone() for parameter in model.parameters()]
+    return two_ranks(run)[0]
+
+
+def fp16(group):
+    return group, default_hooks.fp16_compress_hook
+
+
+def power_sgd(group):
+    state = powerSGD_hook.PowerSGDState(process_group=group, matrix_approximation_rank=1, start_powerSGD_iter=2)
+    return state, powerSGD_hook.powerSGD_hook
+
+
+plain_losses, plain_grads = training_losses(None, steps=1)
+_, fp16_grads = training_losses(fp16, steps=1)
+relative = max(((a - b).norm() / b.norm()).item() for a, b in zip(fp16_grads, plain_grads))
+print(f"fp16_compress_hook: largest relative error of a gradient after one step: {relative:.1e}")
+assert 1e-5 < relative < 1e-2
+
+losses = {name: training_losses(make)[0] for name, make in
+          [("no hook", None), ("fp16", fp16), ("PowerSGD rank 1", power_sgd)]}
+for name, values in losses.items():
+    print(f"{name:16s} loss: step 1 {values[0]:.3f}, step 30 {values[-1]:.3f}")
+assert abs(losses["fp16"][-1] - losses["no hook"][-1]) < 0.01 * losses["no hook"][0]
+assert losses["PowerSGD rank 1"][-1] < 0.5 * losses["PowerSGD rank 1"][0]
+
+# %% [markdown]
+# ## A hook under DDP sees its own rank's data only
+#
+# Each rank runs the whole model on its own batch: a forward hook on a layer of rank 0 sees rank
+# 0's 3 examples, never the 6 of both. Only the gradients are averaged. So a statistic recorded
+# by a module hook is a per-rank statistic; to get the global one, all-reduce it yourself. And
+# state a hook keeps belongs to one rank: on real processes each rank has its own copy of every
+# Python object, so a global dict is per rank; here, with ranks on threads, a module-level dict
+# would be *shared* by both ranks, which is why the exercises keep state in an object per rank.
+
+# %%
+def batch_seen(rank, group):
+    ddp = DDP(small_model(), process_group=group)
+    seen = []
+    ddp.module[0].register_forward_hook(lambda module, args, output: seen.append(args[0].clone()))
+    inputs = rank_batch(rank)[0]
+    ddp(inputs).sum().backward()
+    return seen[0], inputs
+
+
+(seen0, inputs0), (seen1, inputs1) = two_ranks(batch_seen)
+print("rank 0's hook saw", tuple(seen0.shape), "| rank 1's hook saw", tuple(seen1.shape))
+assert torch.equal(seen0, inputs0) and torch.equal(seen1, inputs1) and not torch.equal(seen0, seen1)
+
+# %% [markdown]
+# ## Exercise 2: `record_buckets` · medium · about 15 min
+#
+# Write `record_buckets(ddp_model, store)`: it registers a comm hook on `ddp_model` that records
+# each bucket, step by step, and reduces the bucket as DDP would (the gradients must not change).
+# A new step starts at the first bucket after one whose `is_last()` was true. `store` belongs to
+# one rank: the check calls `record_buckets` once on each rank with a list of its own.
+
+# %% tags=["exercise"]
+# Exercise: record_buckets — write your code in this cell.
+import torch.distributed as dist
+
+
+def record_buckets(ddp_model, store):
+    """Register a comm hook on `ddp_model` (a DistributedDataParallel) that records its buckets in `store`.
+
+    `store` is a list, this rank's own. For each backward pass the hook appends to `store` one list,
+    and to that list one dict per bucket, in the order DDP calls the hook:
+    {"index": bucket.index(), "numel": the number of elements of bucket.buffer(),
+    "names": the names of bucket.parameters() as ddp_model.module.named_parameters() gives them,
+    in the bucket's order, "is_last": bucket.is_last()}.
+    A backward pass starts with the first bucket after a bucket whose is_last() was True.
+    The hook averages the bucket over the ranks as DDP does, so the gradients do not change.
+    It registers no other hook (no module or tensor hook), and returns None.
+    """
+    # BEGIN SOLUTION
+    names = {parameter: name for name, parameter in ddp_model.module.named_parameters()}
+    group = ddp_model.process_group
+
+    def hook(state, bucket):
+        if not store or store[-1][-1]["is_last"]:
+            store.append([])
+        store[-1].append({"index": bucket.index(), "numel": bucket.buffer().numel(),
+                          "names": [names[parameter] for parameter in bucket.parameters()],
+                          "is_last": bucket.is_last()})
+        buffer = bucket.buffer().div_(state.size())
+        return dist.all_reduce(buffer, group=state, async_op=True).get_future().then(lambda f: f.value()[0])
+
+    ddp_model.register_comm_hook(group, hook)
+    # END SOLUTION
+
+
+# %%
+check(record_buckets)
+
+# %% [markdown] tags=["hints"]
+# <details class="tip"><summary>Hint 1 of 3: the idea</summary>
+#
+# Build a dict from each parameter to its name once, before registering. In the hook, open a new
+# list in `store` when `store` is empty or its last list ended with an `is_last` bucket, append
+# the record, then do what `mean_allreduce_hook` does.
+#
+# </details>
+#
+# <details class="tip"><summary>Hint 2 of 3: the API</summary>
+#
+# `ddp_model.module.named_parameters()` gives the names; `ddp_model.process_group` is the group;
+# `ddp_model.register_comm_hook(state, hook)` calls `hook(state, bucket)` per bucket, with
+# `bucket.index()`, `bucket.buffer()`, `bucket.parameters()` and `bucket.is_last()`.
+#
+# </details>
+#
+# <details class="tip"><summary>Hint 3 of 3: almost there</summary>
+#
+# ```python
+# names = {parameter: name for name, parameter in ddp_model.module.named_parameters()}
+#
+# def hook(state, bucket):
+#     if not store or store[-1][-1]["is_last"]:
+#         store.append([])
+#     store[-1].append({...})
+#     return ...  # the averaging of mean_allreduce_hook, with `state` as the group
+# ```
+#
+# </details>
+
+# %% [markdown]
+# Once `record_buckets` is done: two backward passes of a model with tiny buckets, as rank 0
+# recorded them.
+
+# %%
+with try_it():
+    def recorded(rank, group):
+        model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
+        ddp = DDP(model, process_group=group, bucket_cap_mb=0.0001)
+        store = []
+        record_buckets(ddp, store)
+        for step in range(2):
+            ddp(rank_batch(rank, step)[0]).sum().backward()
+        return store
+
+    store = two_ranks(recorded)[0]
+    for step, records in enumerate(store):
+        print(f"step {step}:", [(r["index"], r["numel"], r["names"], r["is_last"]) for r in records])
+    assert [[record["names"] for record in records] for records in store] == [
+        [["0.weight", "0.bias", "2.weight", "2.bias"]], [["2.bias", "2.weight", "0.bias"], ["0.weight"]]]
+    assert dist._DEFAULT_FIRST_BUCKET_BYTES == 1024 ** 2
+
+# %% [markdown]
+# Once your recorder runs, the first pass shows one bucket, in the order of `model.parameters()`:
+# DDP starts with a first bucket of up to `dist._DEFAULT_FIRST_BUCKET_BYTES` (1 MiB) whatever
+# `bucket_cap_mb` says, and after the first backward pass rebuilds its buckets in the order the
+# gradients became ready. (The bucket cell at the top printed the second pass.)
+
+# %% [markdown]
+# ## Exercise 3: `topk_error_feedback_hook` · hard · about 25 min
+#
+# Top-k sparsification sends only the k largest gradient entries (by absolute value) and
+# zeros instead of the rest. Alone it loses the small entries for ever; with **error feedback**
+# each rank keeps what it did not send and adds it to its next gradient, so every entry is sent
+# eventually (PowerSGD above does the same with its low-rank approximation). The rules, per rank
+# and per bucket index, at every step:
+#
+# 1. `corrected = buffer + residual` (the residual is zero the first time, and when its size is
+#    not the buffer's: DDP rebuilds its buckets after the first backward pass, and bucket 0 may
+#    then be another, smaller bucket; torch's PowerSGD waits for `start_powerSGD_iter`, at least 2,
+#    for the same reason);
+# 2. `sent` = `corrected` with all but its `k` entries of largest `|corrected|` set to 0
+#    (`k = min(state.k, corrected.numel())`);
+# 3. the new residual is `corrected - sent`, kept for this bucket index's next step;
+# 4. the bucket's new buffer is the mean of `sent` over the ranks.
+#
+# The residual must be added exactly once, and computed before anything changes `corrected` in
+# place. `state` is a `TopKState`, one per rank, holding the group, `k` and a dict for the
+# residuals: keep all the hook's state there.
+
+# %%
+class TopKState:
+    """The state of topk_error_feedback_hook on one rank: register with
+    `ddp_model.register_comm_hook(TopKState(process_group, k), topk_error_feedback_hook)`."""
+
+    def __init__(self, process_group, k):
+        self.process_group = process_group
+        self.k = k
+        self.residuals = {}  # bucket index -> what this rank has not sent yet
+
+
+# %% tags=["exercise"]
+# Exercise: topk_error_feedback_hook — write your code in this cell.
+import torch
+import torch.distributed as dist
+
+
+def topk_error_feedback_hook(state, bucket):
+    """A DDP comm hook: top-k sparsification with error feedback, per rank and per bucket index.
+
+    `state` is this rank's TopKState (`state.process_group`, `state.k`, `state.residuals`); all the
+    hook's state is kept there, none at module level.
+    With `buffer = bucket.buffer()` and `residual = state.residuals.get(bucket.index())`
+    (zeros when absent, and when its size differs from the buffer's: DDP rebuilds its buckets after the
+    first backward pass, so an index can then name another bucket), the hook computes
+    `corrected = buffer + residual`,
+    then `sent`: `corrected` with every entry set to 0 except the k entries of largest absolute value,
+    where `k = min(state.k, corrected.numel())`.
+    It stores `state.residuals[bucket.index()] = corrected - sent` for the next step.
+    It returns a torch.futures.Future whose value is the sum of `sent` over the ranks of
+    `state.process_group`, divided by its size(): the bucket's new gradients.
+    """
+    # BEGIN SOLUTION
+    buffer = bucket.buffer()  # this rank's gradients, flat
+    residual = state.residuals.get(bucket.index())
+    if residual is None or residual.shape != buffer.shape:
+        residual = torch.zeros_like(buffer)
+    corrected = buffer + residual
+    k = min(state.k, corrected.numel())
+    keep = corrected.abs().topk(k).indices
+    sent = torch.zeros_like(corrected)
+    sent[keep] = corrected[keep]
+    state.residuals[bucket.index()] = corrected - sent
+    sent.div_(state.process_group.size())
+    work = dist.all_reduce(sent, group=state.process_group, async_op=True)
+    return work.get_future().then(lambda future: future.value()[0])
+    # END SOLUTION
+
+
+# %%
+check(topk_error_feedback_hook)
+
+# %% [markdown] tags=["hints"]
+# <details class="tip"><summary>Hint 1 of 3: the idea</summary>
+#
+# Work on a new tensor, `corrected`, never on the bucket's buffer in place. Choose the k entries
+# by `corrected.abs()`, build `sent` from them, store `corrected - sent` under the bucket's index,
+# and average `sent` as `mean_allreduce_hook` averages the buffer.
+#
+# </details>
+#
+# <details class="tip"><summary>Hint 2 of 3: the API</summary>
+#
+# `tensor.abs().topk(k).indices` are the positions of the k largest; `torch.zeros_like(t)` and
+# `sent[indices] = corrected[indices]` build the sparse tensor; `state.residuals.get(index)` is
+# `None` the first time.
+#
+# </details>
+#
+# <details class="tip"><summary>Hint 3 of 3: almost there</summary>
+#
+# ```python
+# buffer = bucket.buffer()
+# residual = state.residuals.get(bucket.index())
+# if residual is None or residual.shape != buffer.shape:
+#     residual = torch.zeros_like(buffer)
+# corrected = buffer + residual
+# keep = corrected.abs().topk(min(state.k, corrected.numel())).indices
+# sent = torch.zeros_like(corrected)
+# sent[keep] = corrected[keep]
+# state.residuals[bucket.index()] = ...
+# # then divide `sent` by the group's size, all-reduce it, return the future of the tensor
+# ```
+#
+# </details>
+
+# %% [markdown]
+# Once `topk_error_feedback_hook` is done, this cell trains the regression of the fp16 cell
+# with k = 8 of its 577 gradient entries per step (1.4%), with and without the error feedback
+# (a copy of the hook whose residuals are thrown away).
+
+# %%
+with try_it():
+    class NoMemory(TopKState):
+        @property
+        def residuals(self):
+            return {}
+
+        @residuals.setter
+        def residuals(self, value):
+            pass
+
+    topk_losses = training_losses(lambda group: (TopKState(group, 8), topk_error_feedback_hook), steps=60)[0]
+    lossy = training_losses(lambda group: (NoMemory(group, 8), topk_error_feedback_hook), steps=60)[0]
+    print(f"top-8 with error feedback:    loss {topk_losses[0]:.3f} -> {topk_losses[-1]:.3f}")
+    print(f"top-8 without error feedback: loss {lossy[0]:.3f} -> {lossy[-1]:.3f}")
+    assert topk_losses[-1] < lossy[-1]
+
+# %% [markdown]
+# ## FSDP2 and real processes
+#
+# FSDP2's `fully_shard(module)` splits each parameter of `module` across the ranks: outside
+# forward, `module.weight` is a `DTensor` whose local part is this rank's shard. Around the
+# module's forward FSDP gathers the full parameters with hooks of its own; the cell below shows
+# what a forward pre-hook of yours sees then: the full weight, an ordinary `Parameter`, while code
+# outside forward sees the shard, and the gradient after backward is a `DTensor` too. So a hook
+# that reads a parameter inside forward works as in lessons 03-05; code that reads it elsewhere
+# must expect a `DTensor`.
+#
+# This section starts two real processes. With the **spawn** start method (the default on macOS
+# and Windows), each new process starts a fresh Python and finds the function to run by
+# *importing its module*. A function defined in a notebook lives in `__main__`, which the new
+# process does not have:
+
+# %%
+def worker_in_main(rank):
+    print("rank", rank)
+
+
+pickled = pickle.dumps(worker_in_main)  # what a spawned process receives: a reference, __main__.worker_in_main
+child = subprocess.run([sys.executable, "-c", "import pickle, sys; pickle.loads(sys.stdin.buffer.read())"],
+                       input=pickled, capture_output=True)
+spawn_error = child.stderr.decode().strip().splitlines()[-1]
+print(spawn_error)
+assert child.returncode == 1 and spawn_error.startswith("AttributeError: Can't get attribute 'worker_in_main'")
+
+# %% [markdown]
+# That is the error a spawned rank prints when its target was defined in the notebook: the
+# pickled target names `__main__.worker_in_main`, and the child's `__main__` is not the
+# notebook. (Above, a plain new Python unpickles the target, which is what a spawned process
+# does first.) The fix: put the worker in a module and import it. The course's is
+# `hooked/distributed_workers.py`; each rank joins a gloo group over 127.0.0.1, shards a small
+# model with `fully_shard`, and writes what a forward pre-hook saw to a file. The port is one
+# the operating system has just found free, so two runs at once do not collide.
+
+# %%
+import torch.multiprocessing as mp
+
+from hooked.distributed_workers import fsdp_shapes_worker
+
+
+def free_port():
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+started = time.perf_counter()
+with tempfile.TemporaryDirectory() as folder:
+    mp.start_processes(fsdp_shapes_worker, args=(2, f"tcp://127.0.0.1:{free_port()}", folder), nprocs=2,
+                       start_method="spawn")
+    seen = [torch.load(f"{folder}/rank{rank}.pt") for rank in range(2)]
+print(f"two spawned ranks in {time.perf_counter() - started:.1f} s")
+for rank, record in enumerate(seen):
+    print(f"rank {rank}: outside forward {record['outside'][:2]}, local shard {record['outside'][2]}; "
+          f"in the pre-hook {record['inside']}; gradient {record['grad']}")
+assert all(record["outside"] == ((16, 8), "DTensor", (8, 8)) for record in seen)
+assert all(record["inside"] == ((16, 8), "Parameter") for record in seen)
+assert all(record["grad"] == ((16, 8), "DTensor") for record in seen)
+assert seen[0]["pid"] != seen[1]["pid"]
+print("this machine's default start method:", mp.get_start_method(allow_none=False))
+
+# %% [markdown]
+# **On Linux** Python up to 3.13 starts processes with `fork` by default (printed below for this
+# machine), which copies the notebook's process and so finds `__main__`'s functions; passing
+# `start_method="spawn"` as above behaves the same on every system, so keep workers importable.
+#
+# **On several machines**, `torchrun` starts the processes and sets `RANK`, `WORLD_SIZE`,
+# `MASTER_ADDR` and `MASTER_PORT` for each (PyTorch's documentation of `torchrun`); the worker
+# calls `init_process_group("gloo")` (or `"nccl"` on GPUs) and the hooks work unchanged. For a
+# training script `train.py`:
+#
+# ```bash
+# torchrun --standalone --nproc-per-node 2 train.py                       # one machine
+# torchrun --nnodes 2 --node-rank 0 --nproc-per-node 4 \
+#          --master-addr 10.0.0.1 --master-port 29500 train.py            # on the first machine
+# ```
+#
+# (and `--node-rank 1` on the second). This notebook does not run these commands.

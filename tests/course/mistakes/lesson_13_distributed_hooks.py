@@ -1,0 +1,408 @@
+"""Mistake catalogue for lesson 13, hooks in distributed training. The format of an entry is described
+in tests/course/test_mistake_catalogue.py; the clause table in tests/course/test_contract_clauses.py."""
+
+from mistakes import edited, reference
+
+CLAUSES = {
+    "mean_allreduce_hook": {
+        "averages": "averages each bucket across the ranks",
+        "future": "Returns a torch.futures.Future whose value is a tensor",
+        "sum": "the sum of `bucket.buffer()` over all ranks of `process_group`",
+        "divided": "divided by `process_group.size()`",
+        "every-rank": "every rank's gradients equal those of the same DDP run without a hook",
+    },
+    "record_buckets": {
+        "registers": "Register a comm hook on `ddp_model`",
+        "own-store": "`store` is a list, this rank's own.",
+        "per-pass": "For each backward pass the hook appends to `store` one list",
+        "per-bucket": "one dict per bucket, in the order DDP calls the hook",
+        "index": '{"index": bucket.index()',
+        "numel": '"numel": the number of elements of bucket.buffer()',
+        "names": '"names": the names of bucket.parameters() as ddp_model.module.named_parameters() gives them',
+        "names-order": "in the bucket's order",
+        "is-last": '"is_last": bucket.is_last()}',
+        "pass-start": "A backward pass starts with the first bucket after a bucket whose is_last() was True.",
+        "averages": "The hook averages the bucket over the ranks as DDP does, so the gradients do not change.",
+        "no-other-hook": "It registers no other hook (no module or tensor hook)",
+        "returns-none": "and returns None",
+    },
+    "topk_error_feedback_hook": {
+        "per-bucket": "per rank and per bucket index",
+        "state-kept": "all the hook's state is kept there, none at module level",
+        "corrected": "the hook computes `corrected = buffer + residual`",
+        "zeros-first": "(zeros when absent",
+        "size-reset": "and when its size differs from the buffer's",
+        "abs": "the k entries of largest absolute value",
+        "k-min": "`k = min(state.k, corrected.numel())`",
+        "residual": "It stores `state.residuals[bucket.index()] = corrected - sent` for the next step.",
+        "future": "It returns a torch.futures.Future",
+        "sum-sent": "whose value is the sum of `sent` over the ranks of `state.process_group`",
+        "divided": "divided by its size()",
+    },
+}
+
+NOT_CLAUSES = {
+    "mean_allreduce_hook": {
+        "Register it with": "how the caller uses the hook, not a promise of the hook",
+    },
+    "topk_error_feedback_hook": {
+        "`state` is this rank's TopKState": "what the caller passes; the hook's promise about it is the clause "
+                                            "'state-kept'",
+        "A DDP comm hook: top-k sparsification with error feedback": "the summary; its rules are the clauses below",
+    },
+}
+
+_MEAN = "mean_allreduce_hook"
+_RECORD = "record_buckets"
+_TOPK = "topk_error_feedback_hook"
+
+ENTRIES = [
+    # ------------------------------------------------------------------ mean_allreduce_hook
+    dict(exercise=_MEAN, kind="wrong", why="sums without dividing", clause="divided",
+         source=edited(reference(_MEAN), ("bucket.buffer().div_(process_group.size())", "bucket.buffer()")),
+         expect=["2 times ddp's own", "the sum over the ranks, not the mean", "process_group.size()"]),
+    dict(exercise=_MEAN, kind="wrong", why="divides by 2, not the world size", clause="divided",
+         source=edited(reference(_MEAN), ("div_(process_group.size())", "div_(2)")),
+         expect=["3 ranks divided by 2", "not by 2"]),
+    dict(exercise=_MEAN, kind="wrong", why="returns the tensor instead of a future", clause="future",
+         source=edited(reference(_MEAN), ("return work.get_future().then(lambda future: future.value()[0])",
+                                          "work.wait()\n    return buffer")),
+         expect=["returned a tensor", "must return a torch.futures.future"]),
+    dict(exercise=_MEAN, kind="wrong", why="returns the collective's future of a list", clause="future",
+         source=edited(reference(_MEAN), ("return work.get_future().then(lambda future: future.value()[0])",
+                                          "return work.get_future()")),
+         expect=["future whose value is", "list", "value()[0]"]),
+    dict(exercise=_MEAN, kind="right", why="ReduceOp.AVG, which gloo has on this torch",
+         source=edited(reference(_MEAN), ("buffer = bucket.buffer().div_(process_group.size())", "buffer = bucket.buffer()"),
+                       ("group=process_group, async_op=True)", "group=process_group, op=dist.ReduceOp.AVG, async_op=True)")),
+         expect=[]),
+    dict(exercise=_MEAN, kind="wrong", why="takes the largest over the ranks (ReduceOp.MAX)", clause="averages",
+         source=edited(reference(_MEAN), ("buffer = bucket.buffer().div_(process_group.size())", "buffer = bucket.buffer()"),
+                       ("group=process_group, async_op=True)", "group=process_group, op=dist.ReduceOp.MAX, async_op=True)")),
+         expect=["differ from ddp's own"]),
+    dict(exercise=_MEAN, kind="wrong", why="never all-reduces", clause="sum",
+         source=edited(reference(_MEAN), ("work = dist.all_reduce(buffer, group=process_group, async_op=True)\n"
+                                          "    return work.get_future().then(lambda future: future.value()[0])",
+                                          "future = torch.futures.Future()\n    future.set_result(buffer)\n"
+                                          "    return future")).replace("import torch.distributed as dist",
+                                                                       "import torch\nimport torch.distributed as dist"),
+         expect=["its own, not averaged", "dist.all_reduce"]),
+    dict(exercise=_MEAN, kind="wrong", why="all-reduces a copy and returns the buffer", clause="sum",
+         source=edited(reference(_MEAN), ("work = dist.all_reduce(buffer,", "work = dist.all_reduce(buffer.clone(),"),
+                       ("return work.get_future().then(lambda future: future.value()[0])",
+                        "return work.get_future().then(lambda future: buffer)")),
+         expect=["its own, not averaged"]),
+    dict(exercise=_MEAN, kind="wrong", why="all-reduces on rank 0 only: rank 1 never joins", clause="every-rank",
+         source=edited(reference(_MEAN), ("    work = dist.all_reduce(",
+                                          "    if process_group.rank() == 1:\n"
+                                          "        future = torch.futures.Future()\n"
+                                          "        future.set_result(buffer)\n"
+                                          "        return future\n"
+                                          "    work = dist.all_reduce(")).replace(
+                                              "import torch.distributed as dist", "import torch\nimport torch.distributed as dist"),
+         expect=["gave up waiting for the other rank", "every rank must start the same collectives"]),
+    dict(exercise=_MEAN, kind="wrong", why="a future made by hand and never completed hangs both ranks", clause="future",
+         source=edited(reference(_MEAN), ("return work.get_future().then(lambda future: future.value()[0])",
+                                          "return torch.futures.Future()")).replace(
+                                              "import torch.distributed as dist", "import torch\nimport torch.distributed as dist"),
+         expect=["did not finish within", "never completed"]),
+    dict(exercise=_MEAN, kind="wrong", why="loops for ever on rank 1", clause="every-rank",
+         source=edited(reference(_MEAN), ("    buffer = bucket.buffer()",
+                                          "    while process_group.rank() == 1:\n        pass\n    buffer = bucket.buffer()")),
+         expect=["rank 1 did not finish within", "loops"]),
+    dict(exercise=_MEAN, kind="wrong", why="raises on rank 0 only", clause="every-rank",
+         source=edited(reference(_MEAN), ("    buffer = bucket.buffer()",
+                                          "    if process_group.rank() == 0:\n"
+                                          "        raise RuntimeError('rank 0 gives up')\n    buffer = bucket.buffer()")),
+         expect=["on rank 0", "raised runtimeerror", "rank 0 gives up"]),
+    dict(exercise=_MEAN, kind="wrong", why="second parameter not named bucket", clause="future",
+         source=edited(reference(_MEAN), ("def mean_allreduce_hook(process_group, bucket):", "def mean_allreduce_hook(process_group, b):"),
+                       ("buffer = bucket.buffer()", "buffer = b.buffer()")),
+         expect=["keyerror: 'bucket'", "name its parameters"]),
+    dict(exercise=_MEAN, kind="right", why="torch's own allreduce_hook",
+         source="import torch.distributed as dist\n"
+                "from torch.distributed.algorithms.ddp_comm_hooks import default_hooks\n\n\n"
+                "def mean_allreduce_hook(process_group, bucket):\n"
+                "    return default_hooks.allreduce_hook(process_group, bucket)\n",
+         expect=[]),
+    dict(exercise=_MEAN, kind="right", why="divides in the callback, waits in the hook",
+         source="import torch\nimport torch.distributed as dist\n\n\n"
+                "def mean_allreduce_hook(process_group, bucket):\n"
+                "    total = bucket.buffer().clone()\n"
+                "    dist.all_reduce(total, group=process_group)\n"
+                "    future = torch.futures.Future()\n"
+                "    future.set_result(total / process_group.size())\n"
+                "    return future\n",
+         expect=[]),
+    # ------------------------------------------------------------------ record_buckets
+    dict(exercise=_RECORD, kind="wrong", why="records into a list of its own", clause="own-store",
+         source=edited(reference(_RECORD), ("    def hook(state, bucket):", "    store = []\n\n    def hook(state, bucket):")),
+         expect=["store is empty", "append to the `store` passed"]),
+    dict(exercise=_RECORD, kind="wrong", why="a module-level list shared by the ranks", clause="own-store",
+         source="SHARED = []\n\n" + edited(reference(_RECORD),
+                                            ("    def hook(state, bucket):", "    store = SHARED\n\n    def hook(state, bucket):")),
+         expect=["store is empty", "at module level", "share"]),
+    dict(exercise=_RECORD, kind="wrong", why="one flat list, no list per pass", clause="per-pass",
+         source=edited(reference(_RECORD), ("        if not store or store[-1][-1][\"is_last\"]:\n"
+                                            "            store.append([])\n        store[-1].append(",
+                                            "        store.append(")),
+         expect=["expected a list with one list of records per backward pass"]),
+    dict(exercise=_RECORD, kind="wrong", why="opens a new pass at bucket index 0", clause="pass-start",
+         source=edited(reference(_RECORD), ('if not store or store[-1][-1]["is_last"]:', "if bucket.index() == 0:")),
+         expect=["one per backward pass", "is_last() was true"], xfail="the check's model has bucket 0 first in every pass, so opening a list at index 0 is right here"),
+    dict(exercise=_RECORD, kind="wrong", why="opens a new pass at a bucket that is last", clause="pass-start",
+         source=edited(reference(_RECORD), ('if not store or store[-1][-1]["is_last"]:', "if not store or bucket.is_last():")),
+         expect=["records; ddp called the hook"]),
+    dict(exercise=_RECORD, kind="wrong", why="records the buffer's shape, not its numel", clause="numel",
+         source=edited(reference(_RECORD), ('"numel": bucket.buffer().numel()', '"numel": tuple(bucket.buffer().shape)')),
+         expect=["numel=", "number of elements"]),
+    dict(exercise=_RECORD, kind="wrong", why="names with DDP's module. prefix", clause="names",
+         source=edited(reference(_RECORD), ("in ddp_model.module.named_parameters()}", "in ddp_model.named_parameters()}")),
+         expect=["names=", "without ddp's 'module.' prefix"]),
+    dict(exercise=_RECORD, kind="wrong", why="names sorted, not in the bucket's order", clause="names-order",
+         source=edited(reference(_RECORD), ('"names": [names[parameter] for parameter in bucket.parameters()]',
+                                            '"names": sorted(names[parameter] for parameter in bucket.parameters())')),
+         expect=["names=", "in bucket.parameters()' order"]),
+    dict(exercise=_RECORD, kind="wrong", why="records the index as a tensor-free string", clause="index",
+         source=edited(reference(_RECORD), ('append({"index": bucket.index()', 'append({"index": str(bucket.index())')),
+         expect=["index="]),
+    dict(exercise=_RECORD, kind="wrong", why="records is_last as the method", clause="is-last",
+         source=edited(reference(_RECORD), ('"is_last": bucket.is_last()})', '"is_last": bucket.is_last})')),
+         expect=["is_last"]),
+    dict(exercise=_RECORD, kind="wrong", why="records each bucket twice", clause="per-bucket",
+         source=edited(reference(_RECORD), ("        buffer = bucket.buffer().div_", "        store[-1].append(dict(store[-1][-1]))\n        buffer = bucket.buffer().div_")),
+         expect=["records; ddp called the hook"]),
+    dict(exercise=_RECORD, kind="wrong", why="forgets to divide: the sum", clause="averages",
+         source=edited(reference(_RECORD), ("buffer = bucket.buffer().div_(state.size())", "buffer = bucket.buffer()")),
+         expect=["gradients differ from ddp's own", "average each bucket"]),
+    dict(exercise=_RECORD, kind="wrong", why="counts passes with a forward hook left on the model", clause="no-other-hook",
+         source=edited(reference(_RECORD), ("    ddp_model.register_comm_hook(group, hook)",
+                                            "    ddp_model.module.register_forward_hook(lambda *args: None)\n"
+                                            "    ddp_model.register_comm_hook(group, hook)")),
+         expect=["left hooks on the model besides its comm hook"]),
+    dict(exercise=_RECORD, kind="wrong", why="returns the store", clause="returns-none",
+         source=edited(reference(_RECORD), ("    ddp_model.register_comm_hook(group, hook)",
+                                            "    ddp_model.register_comm_hook(group, hook)\n    return store")),
+         expect=["must return none"]),
+    dict(exercise=_RECORD, kind="wrong", why="registers no comm hook", clause="registers",
+         source=edited(reference(_RECORD), ("    ddp_model.register_comm_hook(group, hook)", "    pass")),
+         expect=["registered no comm hook"]),
+    dict(exercise=_RECORD, kind="right", why="torch's allreduce_hook and a step counter in a closure",
+         source="from torch.distributed.algorithms.ddp_comm_hooks import default_hooks\n\n\n"
+                "def record_buckets(ddp_model, store):\n"
+                "    names = {id(p): n for n, p in ddp_model.module.named_parameters()}\n"
+                "    open_new = [True]\n\n"
+                "    def hook(process_group, bucket):\n"
+                "        if open_new[0]:\n"
+                "            store.append([])\n"
+                "        last = bool(bucket.is_last())\n"
+                "        store[-1].append(dict(index=bucket.index(), numel=bucket.buffer().numel(),\n"
+                "                              names=[names[id(p)] for p in bucket.parameters()], is_last=last))\n"
+                "        open_new[0] = last\n"
+                "        return default_hooks.allreduce_hook(process_group, bucket)\n\n"
+                "    ddp_model.register_comm_hook(ddp_model.process_group, hook)\n",
+         expect=[]),
+    # ------------------------------------------------------------------ topk_error_feedback_hook
+    dict(exercise=_TOPK, kind="wrong", why="no error feedback", clause="corrected",
+         source=edited(reference(_TOPK), ("    corrected = buffer + residual\n", "    corrected = buffer.clone()\n")),
+         expect=["without error feedback"]),
+    dict(exercise=_TOPK, kind="wrong", why="residual taken after cutting sent out of corrected in place", clause="residual",
+         source=edited(reference(_TOPK), ("    sent = torch.zeros_like(corrected)\n    sent[keep] = corrected[keep]\n",
+                                          "    sent = corrected\n    mask = torch.ones_like(corrected, dtype=torch.bool)\n"
+                                          "    mask[keep] = False\n    sent[mask] = 0\n")),
+         expect=["without error feedback", "in place"]),
+    dict(exercise=_TOPK, kind="wrong", why="residual added twice (also to the buffer in place)", clause="corrected",
+         source=edited(reference(_TOPK), ("    corrected = buffer + residual\n", "    corrected = buffer.add_(residual) + residual\n")),
+         expect=["added twice"]),
+    dict(exercise=_TOPK, kind="wrong", why="accumulates residuals", clause="residual",
+         source=edited(reference(_TOPK), ("\n    state.residuals[bucket.index()] = corrected - sent",
+                                          "\n    state.residuals[bucket.index()] = corrected - sent + residual")),
+         expect=["added to the old one"]),
+    dict(exercise=_TOPK, kind="wrong", why="keeps the largest values, not absolute values", clause="abs",
+         source=edited(reference(_TOPK), ("corrected.abs().topk(k)", "corrected.topk(k)")),
+         expect=["absolute value"]),
+    dict(exercise=_TOPK, kind="wrong", why="k not capped by the bucket's size", clause="k-min",
+         source=edited(reference(_TOPK), ("    k = min(state.k, corrected.numel())", "    k = state.k")),
+         expect=["raised runtimeerror", "out of range"]),
+    dict(exercise=_TOPK, kind="wrong", why="sums without dividing", clause="divided",
+         source=edited(reference(_TOPK), ("    sent.div_(state.process_group.size())\n", "")),
+         expect=["sum of `sent` over the ranks", "divide by"]),
+    dict(exercise=_TOPK, kind="wrong", why="residuals in a module-level dict shared by the ranks", clause="state-kept",
+         source="RESIDUALS = {}\n\n" + edited(reference(_TOPK), ("    residual = state.residuals.get(", "    residual = RESIDUALS.get("),
+                                                ("\n    state.residuals[bucket.index()]", "\n    RESIDUALS[bucket.index()]")),
+         expect=["state.residuals is", "module level is shared by both ranks"]),
+    dict(exercise=_TOPK, kind="wrong", why="one residual for all buckets", clause="per-bucket",
+         source=edited(reference(_TOPK), ("    residual = state.residuals.get(bucket.index())", "    residual = state.residuals.get(0)"),
+                       ("\n    state.residuals[bucket.index()] =", "\n    state.residuals[0] =")),
+         expect=["without error feedback"]),
+    dict(exercise=_TOPK, kind="wrong", why="first residual taken as the buffer itself", clause="zeros-first",
+         source=edited(reference(_TOPK), ("    if residual is None or residual.shape != buffer.shape:\n"
+                                          "        residual = torch.zeros_like(buffer)\n",
+                                          "    if residual is None or residual.shape != buffer.shape:\n"
+                                          "        residual = buffer.clone()\n")),
+         expect=["differ from those the rules give"]),
+    dict(exercise=_TOPK, kind="wrong", why="keeps a residual of the bucket before the rebuild", clause="size-reset",
+         source=edited(reference(_TOPK), ("if residual is None or residual.shape != buffer.shape:", "if residual is None:")),
+         expect=["raised runtimeerror", "size of tensor"]),
+    dict(exercise=_TOPK, kind="wrong", why="returns the sparse tensor", clause="future",
+         source=edited(reference(_TOPK), ("return work.get_future().then(lambda future: future.value()[0])",
+                                          "work.wait()\n    return sent")),
+         expect=["returned a tensor"]),
+    dict(exercise=_TOPK, kind="wrong", why="all-reduces corrected, not sent", clause="sum-sent",
+         source=edited(reference(_TOPK), ("    sent.div_(state.process_group.size())\n"
+                                          "    work = dist.all_reduce(sent, group=state.process_group, async_op=True)",
+                                          "    dense = corrected / state.process_group.size()\n"
+                                          "    work = dist.all_reduce(dense, group=state.process_group, async_op=True)")),
+         expect=["differ from those the rules give"]),
+    dict(exercise=_TOPK, kind="right", why="mask by threshold and a completed future",
+         source="import torch\nimport torch.distributed as dist\n\n\n"
+                "def topk_error_feedback_hook(state, bucket):\n"
+                "    index = bucket.index()\n"
+                "    residual = state.residuals.get(index)\n"
+                "    fresh = residual is None or residual.numel() != bucket.buffer().numel()\n"
+                "    corrected = bucket.buffer().clone() if fresh else bucket.buffer() + residual\n"
+                "    k = min(state.k, corrected.numel())\n"
+                "    mask = torch.zeros(corrected.numel(), dtype=torch.bool)\n"
+                "    mask[torch.argsort(corrected.abs(), descending=True)[:k]] = True\n"
+                "    sent = torch.where(mask, corrected, torch.zeros_like(corrected))\n"
+                "    state.residuals[index] = torch.where(mask, torch.zeros_like(corrected), corrected)\n"
+                "    total = sent.clone()\n"
+                "    dist.all_reduce(total, group=state.process_group)\n"
+                "    done = torch.futures.Future()\n"
+                "    done.set_result(total / state.process_group.size())\n"
+                "    return done\n",
+         expect=[]),
+    # ------------------------------------------------------------------ the adversary's pass
+    # From the docstrings alone, and from public hooks: torch's default_hooks.py and powerSGD_hook.py,
+    # top-k compressors with error feedback (GRACE, ConEF: all-gathered values and indices).
+    dict(exercise=_MEAN, kind="wrong", why="divides the sum by 2 in the callback", clause="divided",
+         source=edited(reference(_MEAN), ("bucket.buffer().div_(process_group.size())", "bucket.buffer()"),
+                       ("future.value()[0])", "future.value()[0] / 2)")),
+         expect=["3 ranks divided by 2"]),
+    dict(exercise=_MEAN, kind="wrong", why="all-reduces on the default group", clause="sum",
+         source=edited(reference(_MEAN), ("dist.all_reduce(buffer, group=process_group, async_op=True)",
+                                          "dist.all_reduce(buffer, async_op=True)")),
+         expect=["raised", "default process group"]),
+    dict(exercise=_MEAN, kind="wrong", why="divides by dist.get_world_size()", clause="divided",
+         source=edited(reference(_MEAN), ("div_(process_group.size())", "div_(dist.get_world_size())")),
+         expect=["raised", "default process group"]),
+    dict(exercise=_MEAN, kind="wrong", why="returns what wait() gives, a list", clause="future",
+         source=edited(reference(_MEAN), ("return work.get_future().then(lambda future: future.value()[0])",
+                                          "return work.get_future().wait()")),
+         expect=["returned list", "must return a torch.futures.future"]),
+    dict(exercise=_MEAN, kind="wrong", why="returns collect_all of the future", clause="future",
+         source=edited(reference(_MEAN), ("return work.get_future().then(lambda future: future.value()[0])",
+                                          "return torch.futures.collect_all([work.get_future()])")).replace(
+                                              "import torch.distributed as dist", "import torch\nimport torch.distributed as dist"),
+         expect=["future whose value is", "list"]),
+    dict(exercise=_MEAN, kind="wrong", why="only rank 0 divides", clause="every-rank",
+         source=edited(reference(_MEAN), ("buffer = bucket.buffer().div_(process_group.size())",
+                                          "buffer = bucket.buffer()\n    if process_group.rank() == 0:\n"
+                                          "        buffer.div_(process_group.size())")),
+         expect=["differ from ddp's own"]),
+    dict(exercise=_MEAN, kind="wrong", why="divides twice (before and in the callback)", clause="divided",
+         source=edited(reference(_MEAN), ("future.value()[0])", "future.value()[0] / process_group.size())")),
+         expect=["differ from ddp's own"]),
+    dict(exercise=_MEAN, kind="wrong", why="averages each gradient of the bucket but returns a new tensor of zeros", clause="every-rank",
+         source=edited(reference(_MEAN), ("future.value()[0])", "future.value()[0] * 0)")),
+         expect=["differ from ddp's own"]),
+    dict(exercise=_MEAN, kind="right", why="the future of a clone, divided in the callback",
+         source=edited(reference(_MEAN), ("buffer = bucket.buffer().div_(process_group.size())", "buffer = bucket.buffer().clone()"),
+                       ("future.value()[0])", "future.value()[0] / process_group.size())")),
+         expect=[]),
+    dict(exercise=_RECORD, kind="wrong", why="names are positions, not parameter names", clause="names",
+         source=edited(reference(_RECORD), ("names = {parameter: name for name, parameter in ddp_model.module.named_parameters()}",
+                                            "names = {p: str(i) for i, p in enumerate(ddp_model.module.parameters())}")),
+         expect=["names=", "named_parameters()"]),
+    dict(exercise=_RECORD, kind="wrong", why="records the buffer instead of its numel", clause="numel",
+         source=edited(reference(_RECORD), ('"numel": bucket.buffer().numel()', '"numel": bucket.buffer().clone()')),
+         expect=["numel=tensor"]),
+    dict(exercise=_RECORD, kind="wrong", why="clears the store at each pass", clause="per-pass",
+         source=edited(reference(_RECORD), ("            store.append([])", "            store.clear()\n            store.append([])")),
+         expect=["holds 1 lists; expected 2"]),
+    dict(exercise=_RECORD, kind="wrong", why="is_last as an int", clause="is-last",
+         source=edited(reference(_RECORD), ('"is_last": bucket.is_last()})', '"is_last": int(bucket.is_last())})')),
+         expect=["is_last=int", "a bool"]),
+    dict(exercise=_RECORD, kind="wrong", why="registers the hook twice", clause="registers",
+         source=edited(reference(_RECORD), ("    ddp_model.register_comm_hook(group, hook)",
+                                            "    ddp_model.register_comm_hook(group, hook)\n    ddp_model.register_comm_hook(group, hook)")),
+         expect=["raised", "register_comm_hook"]),
+    dict(exercise=_RECORD, kind="wrong", why="torch's allreduce_hook with state None", clause="averages",
+         source=edited(reference(_RECORD), ("    ddp_model.register_comm_hook(group, hook)",
+                                            "    ddp_model.register_comm_hook(None, hook)")),
+         expect=["raised"]),
+    dict(exercise=_RECORD, kind="wrong", why="records shapes instead of names", clause="names",
+         source=edited(reference(_RECORD), ('"names": [names[parameter] for parameter in bucket.parameters()]',
+                                            '"names": [tuple(parameter.shape) for parameter in bucket.parameters()]')),
+         expect=["names=", "named_parameters()"]),
+    dict(exercise=_RECORD, kind="wrong", why="returns the buffer, not a future", clause="averages",
+         source=edited(reference(_RECORD), ("        return dist.all_reduce(buffer, group=state, async_op=True).get_future().then(lambda f: f.value()[0])",
+                                            "        dist.all_reduce(buffer, group=state)\n        return buffer")),
+         expect=["returned a tensor", "future"]),
+    dict(exercise=_RECORD, kind="wrong", why="records with a forward pre-hook on the wrapped module too", clause="no-other-hook",
+         source=edited(reference(_RECORD), ("    ddp_model.register_comm_hook(group, hook)",
+                                            "    ddp_model.register_forward_pre_hook(lambda *args: None)\n"
+                                            "    ddp_model.register_comm_hook(group, hook)")),
+         expect=["left hooks on the model besides its comm hook"]),
+    dict(exercise=_TOPK, kind="wrong", why="new residual from the buffer, not corrected", clause="residual",
+         source=edited(reference(_TOPK), ("\n    state.residuals[bucket.index()] = corrected - sent",
+                                          "\n    state.residuals[bucket.index()] = buffer - sent")),
+         expect=["buffer - sent", "corrected - sent"]),
+    dict(exercise=_TOPK, kind="wrong", why="stores sent, not what was left", clause="residual",
+         source=edited(reference(_TOPK), ("\n    state.residuals[bucket.index()] = corrected - sent",
+                                          "\n    state.residuals[bucket.index()] = sent.clone()")),
+         expect=["differ from those the rules give"]),
+    dict(exercise=_TOPK, kind="wrong", why="residuals keyed by the bucket object", clause="per-bucket",
+         source=edited(reference(_TOPK), ("    residual = state.residuals.get(bucket.index())", "    residual = state.residuals.get(id(bucket))"),
+                       ("\n    state.residuals[bucket.index()] =", "\n    state.residuals[id(bucket)] =")),
+         expect=["key each residual by bucket.index()"]),
+    dict(exercise=_TOPK, kind="wrong", why="chooses by the buffer, sends corrected", clause="abs",
+         source=edited(reference(_TOPK), ("corrected.abs().topk(k)", "buffer.abs().topk(k)")),
+         expect=["differ from those the rules give"]),
+    dict(exercise=_TOPK, kind="wrong", why="k as a fraction of the bucket", clause="k-min",
+         source=edited(reference(_TOPK), ("    k = min(state.k, corrected.numel())", "    k = max(1, corrected.numel() // 2)")),
+         expect=["differ from those the rules give"]),
+    dict(exercise=_TOPK, kind="wrong", why="residual updated with the averaged values", clause="residual",
+         source=edited(reference(_TOPK), ("\n    state.residuals[bucket.index()] = corrected - sent\n    sent.div_(state.process_group.size())\n",
+                                          "\n    sent.div_(state.process_group.size())\n    state.residuals[bucket.index()] = corrected - sent\n")),
+         expect=["differ from those the rules give"]),
+    dict(exercise=_TOPK, kind="wrong", why="residuals on the function object, shared by the ranks", clause="state-kept",
+         source=edited(reference(_TOPK), ("    residual = state.residuals.get(bucket.index())",
+                                          "    store = topk_error_feedback_hook.__dict__.setdefault('residuals', {})\n"
+                                          "    residual = store.get(bucket.index())"),
+                       ("\n    state.residuals[bucket.index()] =", "\n    store[bucket.index()] =")),
+         expect=["state.residuals is", "shared by both ranks"]),
+    dict(exercise=_TOPK, kind="wrong", why="sends the top k of one rank's indices on both (broadcast mask)", clause="sum-sent",
+         source=edited(reference(_TOPK), ("    sent[keep] = corrected[keep]\n",
+                                          "    sent[keep] = corrected[keep]\n    sent[keep] += 0 * state.process_group.rank()\n"
+                                          "    sent = sent if state.process_group.rank() == 0 else torch.zeros_like(sent)\n")),
+         expect=["differ from those the rules give"]),
+    dict(exercise=_TOPK, kind="right", why="all-gathers values and indices, as sparse compressors do",
+         source="import torch\nimport torch.distributed as dist\n\n\n"
+                "def topk_error_feedback_hook(state, bucket):\n"
+                "    buffer, group = bucket.buffer(), state.process_group\n"
+                "    old = state.residuals.get(bucket.index())\n"
+                "    corrected = buffer + old if old is not None and old.numel() == buffer.numel() else buffer.clone()\n"
+                "    _, indices = torch.topk(corrected.abs(), min(state.k, corrected.numel()))\n"
+                "    values = corrected[indices]\n"
+                "    left = corrected.clone()\n"
+                "    left[indices] = 0\n"
+                "    state.residuals[bucket.index()] = left\n"
+                "    all_values = [torch.empty_like(values) for _ in range(group.size())]\n"
+                "    all_indices = [torch.empty_like(indices) for _ in range(group.size())]\n"
+                "    dist.all_gather(all_values, values, group=group)\n"
+                "    dist.all_gather(all_indices, indices, group=group)\n"
+                "    total = torch.zeros_like(corrected)\n"
+                "    for v, i in zip(all_values, all_indices):\n"
+                "        total.index_add_(0, i, v)\n"
+                "    done = torch.futures.Future()\n"
+                "    done.set_result(total / group.size())\n"
+                "    return done\n",
+         expect=[]),
+    dict(exercise=_TOPK, kind="right", why="adds the residual to the buffer in place and divides before choosing",
+         source=edited(reference(_TOPK), ("    corrected = buffer + residual\n", "    corrected = buffer.add_(residual).div_(state.process_group.size())\n"),
+                       ("    sent.div_(state.process_group.size())\n", ""),
+                       ("\n    state.residuals[bucket.index()] = corrected - sent",
+                        "\n    state.residuals[bucket.index()] = (corrected - sent) * state.process_group.size()")),
+         expect=[]),
+]
