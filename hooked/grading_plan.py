@@ -7,8 +7,10 @@ from hooked import course
 
 WORKERS_VARIABLE = "HOOKED_GRADING_WORKERS"  # a whole number: that many workers, whatever the load
 
-# What a lesson costs to grade, in ms on one core, when the manifest says nothing more:
-# loading its cells, then each check (benchmarks/grading_time.py measures the real costs).
+# What a lesson costs to grade, in ms on one core: loading its cells, then each check (15 ms,
+# or, for a check allowed more than the budget in hooked.grading_cost, such as the first
+# DistributedDataParallel of a run, what it is allowed). benchmarks/grading_time.py measures
+# the real costs.
 _LOAD_MS = 5
 _CHECK_MS = 15
 
@@ -45,27 +47,28 @@ def worker_count(lesson_count):
     return max(1, min(wanted, lesson_count))
 
 
-def estimated_cost(lesson, exercise_count):
-    """ms to grade `exercise_count` exercises of the lesson named `lesson`."""
-    record = course.lesson_named(lesson)
-    if record is not None:
-        exercise_count = min(exercise_count, len(record.exercises)) or exercise_count
-    return _LOAD_MS + _CHECK_MS * exercise_count
+def estimated_cost(lesson, exercises):
+    """ms to grade `exercises` (names) of the lesson named `lesson`, so that a lesson with a
+    costly check weighs what it costs."""
+    from hooked.grading_cost import CHECK_BUDGET_EXCEPTIONS
+    return _LOAD_MS + sum(CHECK_BUDGET_EXCEPTIONS.get((lesson, exercise), (_CHECK_MS,))[0]
+                          for exercise in exercises)
 
 
 def assign(plan, workers):
     """[[(lesson, exercise), ...] per worker]: the (lesson, exercise) pairs of `plan`, each
     lesson whole on one worker, the costliest lessons placed first on the least loaded
     worker, and each worker's pairs in the order of `plan`."""
-    counts = {}
-    for lesson, _ in plan:
-        counts[lesson] = counts.get(lesson, 0) + 1
+    exercises = {}
+    for lesson, exercise in plan:
+        exercises.setdefault(lesson, []).append(exercise)
+    costs = {lesson: estimated_cost(lesson, names) for lesson, names in exercises.items()}
     loads = [0.0] * workers
     worker_of = {}
-    for lesson in sorted(counts, key=lambda name: -estimated_cost(name, counts[name])):
+    for lesson in sorted(costs, key=lambda name: -costs[name]):
         emptiest = loads.index(min(loads))
         worker_of[lesson] = emptiest
-        loads[emptiest] += estimated_cost(lesson, counts[lesson])
+        loads[emptiest] += costs[lesson]
     shares = [[] for _ in range(workers)]
     for lesson, exercise in plan:
         shares[worker_of[lesson]].append((lesson, exercise))

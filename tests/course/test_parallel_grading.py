@@ -75,6 +75,19 @@ def test_the_lessons_are_shared_out_whole_and_each_workers_share_keeps_the_order
     assert not lessons_of[0] & lessons_of[1] and all(lessons_of)
 
 
+
+def test_a_lesson_with_a_check_allowed_more_than_the_budget_weighs_what_it_is_allowed(monkeypatch):
+    """The first DistributedDataParallel of a run imports torch._dynamo (lesson 13's
+    mean_allreduce_hook, allowed 800 ms): its lesson gets a worker of its own, and the other
+    lessons share the other one."""
+    from hooked import grading_cost
+    plan = [(lesson.name, exercise) for lesson in course.lessons() for exercise in lesson.exercise_names()]
+    costly = ("02_removing_hooks", "HookGroup")
+    monkeypatch.setitem(grading_cost.CHECK_BUDGET_EXCEPTIONS, costly, (5000, "a check made slow for this test"))
+    shares = assign(plan, 2)
+    alone = next(share for share in shares if costly in share)
+    assert {lesson for lesson, _ in alone} == {"02_removing_hooks"}
+
 def _worker_pids(grader):
     return [lane._worker.process.pid for lane in grader._lanes]
 
