@@ -5,6 +5,7 @@ import re
 
 import pytest
 
+from hooked import course as manifest
 from hooked.course import LEVELS, ROOT, exercise_named, lesson_named
 from hooked.progress import duration
 from hooked_cli import LESSONS, environment, hooked, make_course, write_lesson
@@ -137,7 +138,8 @@ def test_the_readme_shows_each_exercise_with_its_level_and_time_and_their_sum():
     sample = readme.split("On a fresh copy:\n\n```\n", 1)[1].split("```", 1)[0]
     rows = [line.split() for line in sample.splitlines() if line.endswith("  not attempted")]
     listed = [(row[-6], row[-5], int(row[-4])) for row in rows]  # name, level, minutes
-    assert listed, sample
+    assert [name for name, _, _ in listed] == [name for lesson in manifest.lessons() for name in lesson.exercise_names()], \
+        "the README's sample lists every exercise of the course, in order: paste a fresh `hooked status`"
     assert listed == [(name, exercise_named(name).level, exercise_named(name).minutes) for name, _, _ in listed]
     total = next(line for line in sample.splitlines() if line.startswith("total "))
     assert total.endswith(f"  {duration(sum(minutes for _, _, minutes in listed))}"), total
