@@ -163,3 +163,21 @@ def test_gloo_averages_with_reduce_op_avg(pin):
         return value.tolist()
     results = _two_ranks(run)
     pin.holds(results == [[0.5, 5.0], [0.5, 5.0]], f"all_reduce with ReduceOp.AVG gave {results}")
+
+
+@canary("under DDP each rank runs the whole model on its own batch: a forward hook on a layer of one rank sees that "
+        "rank's examples only, never both ranks'",
+        ("13", "A hook under DDP sees its own rank's data only"))
+def test_a_forward_hook_under_ddp_sees_its_own_ranks_batch_only(pin):
+    def run(rank, group):
+        torch.manual_seed(0)
+        ddp = DDP(nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2)), process_group=group)
+        seen = []
+        ddp.module[0].register_forward_hook(lambda module, args, output: seen.append(args[0].clone()))
+        inputs = torch.randn(3, 4, generator=torch.Generator().manual_seed(rank))
+        ddp(inputs).sum().backward()
+        return seen, inputs
+    (seen0, inputs0), (seen1, inputs1) = _two_ranks(run)
+    pin.holds(len(seen0) == len(seen1) == 1, f"the hook fired {len(seen0)} and {len(seen1)} times")
+    pin.holds(torch.equal(seen0[0], inputs0) and torch.equal(seen1[0], inputs1),
+              f"the hooks saw shapes {tuple(seen0[0].shape)} and {tuple(seen1[0].shape)}, not their rank's batch")
