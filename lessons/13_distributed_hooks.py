@@ -319,6 +319,13 @@ for name, values in losses.items():
 assert abs(losses["fp16"][-1] - losses["no hook"][-1]) < 0.01 * losses["no hook"][0]
 assert losses["PowerSGD rank 1"][-1] < 0.5 * losses["PowerSGD rank 1"][0]
 
+try:  # why start_powerSGD_iter=2 above: PowerSGD's error feedback refuses to start before DDP's rebuilt buckets
+    powerSGD_hook.PowerSGDState(process_group=None, start_powerSGD_iter=1)
+except ValueError as error:
+    start_error = str(error)
+print(start_error)
+assert start_error.startswith("Expect `start_powerSGD_iter` > 1 if `use_error_feedback` or `warm_start` is enabled")
+
 # %% [markdown]
 # ## A hook under DDP sees its own rank's data only
 #
@@ -535,6 +542,8 @@ check(topk_error_feedback_hook)
 # (a copy of the hook whose residuals are thrown away).
 
 # %%
+assert sum(parameter.numel() for parameter in regression_model().parameters()) == 577
+
 with try_it():
     class NoMemory(TopKState):
         @property
