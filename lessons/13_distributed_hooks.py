@@ -112,6 +112,7 @@ def show_buckets(rank, group):
         events.append(f"comm hook, bucket {bucket.index()}")
         return default_hooks.allreduce_hook(state, bucket)
 
+    assert DDP(nn.Linear(2, 2), process_group=group).bucket_bytes_cap == 25 * 1024 ** 2  # the default: 25 MiB
     assert ddp.register_comm_hook(group, recording_hook) is None  # no handle: DDP keeps one comm hook for good
     for index in (0, 2, 4):
         model[index].weight.register_hook(lambda grad, index=index: events.append(f"tensor hook {index}.weight"))
