@@ -97,10 +97,10 @@ def _run(rank_function, world_size=2):
     pending = []
 
     def on_rank(rank, group):
-        all_reduce_race.as_rank()
+        all_reduce_race.as_rank(rank)
         return rank_function(rank, group, pending)
 
-    with all_reduce_race.exposed():
+    with all_reduce_race.exposed(world_size, GLOO_TIMEOUT):
         return run_on_ranks(on_rank, world_size=world_size, pending_futures=pending)
 
 

@@ -486,4 +486,14 @@ ENTRIES = [
                 "    work = state.process_group.allreduce([sent])\n"
                 "    return work.get_future().then(lambda f: f.value()[0].div(state.process_group.size()))\n",
          expect=[]),
+    # Until the check compared the ranks' all-reduces, this one aborted the whole process (SIGABRT):
+    # gloo throws on its network thread when rank 0's 56-element all-reduce meets rank 1's 27.
+    dict(exercise=_TOPK, kind="wrong", why="skips bucket 1 on rank 1", clause="sum-sent",
+         source=edited(reference(_TOPK), ("    buffer = bucket.buffer()  # this rank's gradients, flat\n",
+                                          "    buffer = bucket.buffer()  # this rank's gradients, flat\n"
+                                          "    if state.process_group.rank() == 1 and bucket.index() == 1:\n"
+                                          "        skipped = torch.futures.Future()\n"
+                                          "        skipped.set_result(buffer)\n"
+                                          "        return skipped\n")),
+         expect=["collective mismatch", "on one rank"]),
 ]
