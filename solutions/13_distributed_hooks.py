@@ -112,6 +112,7 @@ def show_buckets(rank, group):
         events.append(f"comm hook, bucket {bucket.index()}")
         return default_hooks.allreduce_hook(state, bucket)
 
+    assert DDP(nn.Linear(2, 2), process_group=group).bucket_bytes_cap == 25 * 1024 ** 2  # the default: 25 MiB
     assert ddp.register_comm_hook(group, recording_hook) is None  # no handle: DDP keeps one comm hook for good
     for index in (0, 2, 4):
         model[index].weight.register_hook(lambda grad, index=index: events.append(f"tensor hook {index}.weight"))
@@ -321,6 +322,13 @@ for name, values in losses.items():
     print(f"{name:16s} loss: step 1 {values[0]:.3f}, step 30 {values[-1]:.3f}")
 assert abs(losses["fp16"][-1] - losses["no hook"][-1]) < 0.01 * losses["no hook"][0]
 assert losses["PowerSGD rank 1"][-1] < 0.5 * losses["PowerSGD rank 1"][0]
+
+try:  # why start_powerSGD_iter=2 above: PowerSGD's error feedback refuses to start before DDP's rebuilt buckets
+    powerSGD_hook.PowerSGDState(process_group=None, start_powerSGD_iter=1)
+except ValueError as error:
+    start_error = str(error)
+print(start_error)
+assert start_error.startswith("Expect `start_powerSGD_iter` > 1 if `use_error_feedback` or `warm_start` is enabled")
 
 # %% [markdown]
 # ## A hook under DDP sees its own rank's data only
@@ -564,6 +572,8 @@ check(topk_error_feedback_hook)
 # (a copy of the hook whose residuals are thrown away).
 
 # %%
+assert sum(parameter.numel() for parameter in regression_model().parameters()) == 577
+
 with try_it():
     class NoMemory(TopKState):
         @property

@@ -9,6 +9,7 @@ from torch import nn
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 from hooked.check_api import calling, fail
+from hooked.checks import all_reduce_race
 from hooked.checks.hooks_left import registered_hooks
 from hooked.checks.tensors import describe
 from hooked.two_ranks import EXTRA_WAIT, GLOO_TIMEOUT, run_on_ranks
@@ -94,9 +95,13 @@ class _HookCalls:
 def _run(rank_function, world_size=2):
     """run_on_ranks with the futures list; returns (outcomes, pending futures)."""
     pending = []
-    outcomes = run_on_ranks(lambda rank, group: rank_function(rank, group, pending), world_size=world_size,
-                            pending_futures=pending)
-    return outcomes
+
+    def on_rank(rank, group):
+        all_reduce_race.as_rank(rank)
+        return rank_function(rank, group, pending)
+
+    with all_reduce_race.exposed(world_size, GLOO_TIMEOUT):
+        return run_on_ranks(on_rank, world_size=world_size, pending_futures=pending)
 
 
 def _returned_problem(calls, what):
@@ -215,8 +220,10 @@ def check_mean_allreduce_hook(mean_allreduce_hook):
             if _same(got, local[0][outcome.rank]) or _same(
                     got, {name: value / world_size for name, value in local[0][outcome.rank].items()}):
                 fail(f"{doing}: rank {outcome.rank}'s gradients are its own, not averaged with the other ranks': the "
-                     "hook returned the buffer without all-reducing it. Start dist.all_reduce(buffer, "
-                     "group=process_group, async_op=True) and return its future of the tensor.")
+                     "hook returned the buffer without all-reducing it, or before its all-reduce had completed (a Future "
+                     "completed by hand with set_result does not wait for an all-reduce started with async_op=True). "
+                     "Start dist.all_reduce(buffer, group=process_group, async_op=True) and return its future of the "
+                     "tensor.")
             fail(f"{doing}: rank {outcome.rank}'s gradients differ from DDP's own (the mean over the ranks) by up to "
                  f"{_max_difference(got, mean[0]):.3g}. If the hook divides the buffer in place after starting the "
                  "all-reduce, gloo may already be reading it: divide first, or in the .then() callback.")

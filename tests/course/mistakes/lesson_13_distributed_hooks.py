@@ -405,4 +405,95 @@ ENTRIES = [
                        ("\n    state.residuals[bucket.index()] = corrected - sent",
                         "\n    state.residuals[bucket.index()] = (corrected - sent) * state.process_group.size()")),
          expect=[]),
+    # ------------------------------------------------------------------ the reviewer's pass
+    # The races: with gloo on one machine these got the right numbers in 5 and 6 of 12 gradings
+    # until the check delayed the other ranks' all-reduce (hooked.checks.all_reduce_race).
+    dict(exercise=_MEAN, kind="wrong", why="divides the buffer in place after starting the all-reduce", clause="sum",
+         source=edited(reference(_MEAN), ("    buffer = bucket.buffer().div_(process_group.size())\n"
+                                          "    work = dist.all_reduce(buffer, group=process_group, async_op=True)\n",
+                                          "    buffer = bucket.buffer()\n"
+                                          "    work = dist.all_reduce(buffer, group=process_group, async_op=True)\n"
+                                          "    buffer.div_(process_group.size())\n")),
+         expect=["differ from ddp's own", "after starting the all-reduce"]),
+    dict(exercise=_MEAN, kind="wrong", why="completes a future by hand without waiting for the all-reduce", clause="sum",
+         source="import torch\nimport torch.distributed as dist\n\n\n"
+                "def mean_allreduce_hook(process_group, bucket):\n"
+                "    buffer = bucket.buffer()\n"
+                "    dist.all_reduce(buffer, group=process_group, async_op=True)\n"
+                "    future = torch.futures.Future()\n"
+                "    future.set_result(buffer / process_group.size())\n"
+                "    return future\n",
+         expect=["its own, not averaged", "set_result"]),
+    dict(exercise=_MEAN, kind="right", why="the process group's own allreduce method",
+         source="import torch\n\n\n"
+                "def mean_allreduce_hook(process_group, bucket):\n"
+                "    tensor = bucket.buffer() / process_group.size()\n"
+                "    return process_group.allreduce([tensor]).get_future().then(lambda f: f.value()[0])\n",
+         expect=[]),
+    dict(exercise=_MEAN, kind="right", why="waits on the future inside its callback",
+         source="import torch.distributed as dist\n\n\n"
+                "def mean_allreduce_hook(process_group, bucket):\n"
+                "    future = dist.all_reduce(bucket.buffer(), group=process_group, async_op=True).get_future()\n"
+                "    return future.then(lambda done: done.wait()[0] / process_group.size())\n",
+         expect=[]),
+    dict(exercise=_RECORD, kind="wrong", why="records on rank 0 only", clause="own-store",
+         source="import torch.distributed as dist\n\n\n"
+                "def record_buckets(ddp_model, store):\n"
+                "    names = {p: n for n, p in ddp_model.module.named_parameters()}\n\n"
+                "    def hook(group, bucket):\n"
+                "        if group.rank() == 0:\n"
+                "            if not store or store[-1][-1][\"is_last\"]:\n"
+                "                store.append([])\n"
+                "            store[-1].append({\"index\": bucket.index(), \"numel\": bucket.buffer().numel(),\n"
+                "                              \"names\": [names[p] for p in bucket.parameters()], \"is_last\": bucket.is_last()})\n"
+                "        buffer = bucket.buffer().div_(group.size())\n"
+                "        return dist.all_reduce(buffer, group=group, async_op=True).get_future().then(lambda f: f.value()[0])\n\n"
+                "    ddp_model.register_comm_hook(ddp_model.process_group, hook)\n",
+         expect=["rank 1's store is empty"]),
+    dict(exercise=_RECORD, kind="right", why="numel summed over the parameters, torch's allreduce_hook",
+         source="from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import allreduce_hook\n\n\n"
+                "def record_buckets(ddp_model, store):\n"
+                "    names = dict((p, n) for n, p in ddp_model.module.named_parameters())\n"
+                "    new_pass = [True]\n\n"
+                "    def hook(group, bucket):\n"
+                "        if new_pass[0]:\n"
+                "            store.append([])\n"
+                "        parameters = bucket.parameters()\n"
+                "        store[-1].append(dict(index=bucket.index(), numel=sum(p.numel() for p in parameters),\n"
+                "                              names=[names[p] for p in parameters], is_last=bucket.is_last()))\n"
+                "        new_pass[0] = bucket.is_last()\n"
+                "        return allreduce_hook(group, bucket)\n\n"
+                "    ddp_model.register_comm_hook(ddp_model.process_group, hook)\n",
+         expect=[]),
+    dict(exercise=_TOPK, kind="wrong", why="residual taken from sent after starting its all-reduce", clause="residual",
+         source=edited(reference(_TOPK), ("    state.residuals[bucket.index()] = corrected - sent\n"
+                                          "    sent.div_(state.process_group.size())\n"
+                                          "    work = dist.all_reduce(sent, group=state.process_group, async_op=True)\n"
+                                          "    return work.get_future().then(lambda future: future.value()[0])",
+                                          "    work = dist.all_reduce(sent, group=state.process_group, async_op=True)\n"
+                                          "    state.residuals[bucket.index()] = corrected - sent\n"
+                                          "    return work.get_future().then(lambda future: future.value()[0] / state.process_group.size())")),
+         expect=["differ from those the rules give"]),
+    dict(exercise=_TOPK, kind="right", why="scatter and gather, the group's allreduce method",
+         source="import torch\n\n\n"
+                "def topk_error_feedback_hook(state, bucket):\n"
+                "    buffer = bucket.buffer()\n"
+                "    old = state.residuals.get(bucket.index())\n"
+                "    corrected = buffer.clone() if old is None or old.numel() != buffer.numel() else buffer + old\n"
+                "    _, chosen = corrected.abs().topk(min(state.k, corrected.numel()))\n"
+                "    sent = torch.zeros_like(corrected).scatter_(0, chosen, corrected.gather(0, chosen))\n"
+                "    state.residuals[bucket.index()] = corrected - sent\n"
+                "    work = state.process_group.allreduce([sent])\n"
+                "    return work.get_future().then(lambda f: f.value()[0].div(state.process_group.size()))\n",
+         expect=[]),
+    # Until the check compared the ranks' all-reduces, this one aborted the whole process (SIGABRT):
+    # gloo throws on its network thread when rank 0's 56-element all-reduce meets rank 1's 27.
+    dict(exercise=_TOPK, kind="wrong", why="skips bucket 1 on rank 1", clause="sum-sent",
+         source=edited(reference(_TOPK), ("    buffer = bucket.buffer()  # this rank's gradients, flat\n",
+                                          "    buffer = bucket.buffer()  # this rank's gradients, flat\n"
+                                          "    if state.process_group.rank() == 1 and bucket.index() == 1:\n"
+                                          "        skipped = torch.futures.Future()\n"
+                                          "        skipped.set_result(buffer)\n"
+                                          "        return skipped\n")),
+         expect=["collective mismatch", "on one rank"]),
 ]
