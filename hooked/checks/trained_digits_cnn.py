@@ -11,13 +11,13 @@ compared with a fresh run; tests/course/test_trained_digits_cnn.py checks that i
 """
 
 import argparse
-import os
 import pathlib
 
 import torch
 from torch import nn
 
 from hooked.checks.grad_cam_reference import activation_and_gradient, cam_of
+from hooked.checks.lesson_training import run_cells_until_trained
 
 PATH = pathlib.Path(__file__).resolve().parent / "data" / "trained_digits_cnn.pt"
 LESSON = pathlib.Path(__file__).resolve().parents[2] / "solutions" / "06_cnn_activations.py"
@@ -45,22 +45,7 @@ def load():
 # ---------------------------------------------------------------- writing the file (authors only)
 
 def _lesson_trained():
-    """The namespace of the lesson's code cells, run up to and including the one that trains."""
-    import jupytext
-    import matplotlib
-    matplotlib.use("Agg")
-    namespace = {"__name__": "__main__"}
-    folder = os.getcwd()
-    os.chdir(LESSON.parent)  # where the notebook runs
-    try:
-        for number, cell in enumerate(jupytext.read(LESSON).cells):
-            if cell.cell_type == "code":
-                exec(compile(cell.source, f"{LESSON.name}, cell {number}", "exec"), namespace)
-                if "trained_accuracy" in namespace:  # the training cell's result
-                    return namespace
-    finally:
-        os.chdir(folder)
-    raise SystemExit(f"{LESSON}: no code cell defines trained_accuracy; where does it train the model?")
+    return run_cells_until_trained(LESSON)
 
 
 def _clear_sign(pre_relu):

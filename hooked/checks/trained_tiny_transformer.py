@@ -13,11 +13,12 @@ tests/course/test_trained_tiny_transformer.py checks that it is trained.
 
 import argparse
 import functools
-import os
 import pathlib
 
 import torch
 from torch import nn
+
+from hooked.checks.lesson_training import run_cells_until_trained
 
 PATH = pathlib.Path(__file__).resolve().parent / "data" / "trained_tiny_transformer.pt"
 LESSON = pathlib.Path(__file__).resolve().parents[2] / "solutions" / "12_transformer_interpretability.py"
@@ -98,22 +99,7 @@ def load():
 # ---------------------------------------------------------------- writing the file (authors only)
 
 def _lesson_trained():
-    """The namespace of the lesson's code cells, run up to and including the one that trains."""
-    import jupytext
-    import matplotlib
-    matplotlib.use("Agg")
-    namespace = {"__name__": "__main__"}
-    folder = os.getcwd()
-    os.chdir(LESSON.parent)  # where the notebook runs
-    try:
-        for number, cell in enumerate(jupytext.read(LESSON).cells):
-            if cell.cell_type == "code":
-                exec(compile(cell.source, f"{LESSON.name}, cell {number}", "exec"), namespace)
-                if "trained_accuracy" in namespace:  # the training cell's result
-                    return namespace
-    finally:
-        os.chdir(folder)
-    raise SystemExit(f"{LESSON}: no code cell defines trained_accuracy; where does it train the model?")
+    return run_cells_until_trained(LESSON)
 
 
 def write():
