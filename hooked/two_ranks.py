@@ -31,21 +31,34 @@ from torch.distributed import ProcessGroup
 
 GLOO_TIMEOUT = 3.0  # seconds a collective waits for a peer
 EXTRA_WAIT = 2.0  # seconds after GLOO_TIMEOUT before a rank counts as stuck
+# Seconds the ranks may take to meet while their groups are made. Longer than a collective's wait:
+# on a loaded machine a rank thread can start late, and that is slowness, not a hang.
+SETUP_TIMEOUT = 60.0
 
 
 _LOOPBACK = []  # the one gloo device (a TCP event loop thread) on 127.0.0.1 that every group shares
+_LOOPBACK_LOCK = threading.Lock()
+
+
+def _loopback_device():
+    """The shared device, made once. create_device releases the GIL: without the lock, two rank
+    threads could each make one, and ranks given different device lists never meet (gloo's
+    "DistStoreError: Wait timeout" while the group is made)."""
+    with _LOOPBACK_LOCK:
+        if not _LOOPBACK:
+            _LOOPBACK.append(dist.ProcessGroupGloo.create_device(hostname="127.0.0.1"))
+        return _LOOPBACK[0]
 
 
 def _gloo_group(store, rank, world_size, timeout):
     options = dist.ProcessGroupGloo._Options()
-    if not _LOOPBACK:
-        _LOOPBACK.append(dist.ProcessGroupGloo.create_device(hostname="127.0.0.1"))
-    options._devices = list(_LOOPBACK)
-    options._timeout = datetime.timedelta(seconds=timeout)
+    options._devices = [_loopback_device()]
+    options._timeout = datetime.timedelta(seconds=SETUP_TIMEOUT)
     # gloo's default of 2 worker threads: PowerSGD's .then() callback runs on one and waits for a
     # second all-reduce, which needs another (with 1 thread it deadlocks).
     options._threads = 2
     backend = dist.ProcessGroupGloo(store, rank, world_size, options)
+    backend._set_default_timeout(datetime.timedelta(seconds=timeout))  # what each collective waits
     group = ProcessGroup(store, rank, world_size)
     group._register_backend(torch.device("cpu"), ProcessGroup.BackendType.GLOO, backend)
     group._set_default_backend(ProcessGroup.BackendType.GLOO)
@@ -131,6 +144,7 @@ def _run(function, world_size, timeout, pending_futures, deadline):
 
 
 def _new_groups(world_size, timeout):
+    _loopback_device()
     store = dist.HashStore()
     groups = [None] * world_size
 
@@ -138,7 +152,7 @@ def _new_groups(world_size, timeout):
         groups[rank] = _kept_forever(_gloo_group(store, rank, world_size, timeout))
 
     _wait(_started([threading.Thread(target=make_group, args=(rank,), daemon=True)
-                    for rank in range(world_size)]), timeout + EXTRA_WAIT)
+                    for rank in range(world_size)]), SETUP_TIMEOUT + EXTRA_WAIT)
     if any(group is None for group in groups):
         raise RuntimeError("could not set up the gloo process groups on 127.0.0.1")
     return groups
