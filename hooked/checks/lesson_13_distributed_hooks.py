@@ -12,6 +12,7 @@ from hooked.check_api import LearnerCodeRaised, calling, fail
 from hooked.checks import all_reduce_race
 from hooked.checks.hooks_left import registered_hooks
 from hooked.checks.tensors import describe
+from hooked.checks.torch_error_hints import fail_with_hint
 from hooked.learner_tracebacks import learner_raised_not_implemented
 from hooked.two_ranks import EXTRA_WAIT, GLOO_TIMEOUT, run_on_ranks
 
@@ -127,8 +128,9 @@ def _returned_problem(calls, what):
     return None
 
 
-def _judge_outcomes(outcomes, calls_per_rank, what, doing):
-    """Fail on what went wrong on a rank: a non-Future return, a rank stuck, an error."""
+def _judge_outcomes(outcomes, calls_per_rank, what, doing, hint_for_rank=lambda rank: None):
+    """Fail on what went wrong on a rank: a non-Future return, a rank stuck, an error (with
+    hint_for_rank(rank) after it, when that gives a hint)."""
     for calls in calls_per_rank:
         problem = _returned_problem(calls, what)
         if problem:
@@ -149,6 +151,9 @@ def _judge_outcomes(outcomes, calls_per_rank, what, doing):
         if isinstance(first.error, KeyError) and str(first.error) == "'bucket'":
             fail(f"Registering {what} with register_comm_hook raised KeyError: 'bucket'. DDP reads the hook's "
                  "signature: name its parameters (process_group, bucket), or (state, bucket).")
+        hint = hint_for_rank(first.rank)
+        if hint:
+            fail_with_hint(f"{doing} (on rank {first.rank})", first.error, hint)
         with calling(f"{doing} (on rank {first.rank})"):
             raise first.error
     fail(f"While {doing}, rank {errors[0].rank}'s collective gave up waiting for the other rank "
@@ -253,6 +258,7 @@ def check_record_buckets(record_buckets):
     doing = (f"calling record_buckets(ddp_model, store) on each of 2 ranks (a fresh 2-layer model, buckets of "
              f"{TINY_BUCKETS} MB), then {steps} backward passes")
     calls_per_rank = [None] * world_size
+    stores = [[] for _ in range(world_size)]  # each rank's own, as record_buckets receives it
     left = {}
 
     def rank_function(rank, group, pending):
@@ -268,7 +274,7 @@ def check_record_buckets(record_buckets):
             real_register(state, calls.wrap(hook))
 
         ddp.register_comm_hook = register_comm_hook
-        store = []
+        store = stores[rank]
         before = {id(hook) for _, _, hook in registered_hooks(ddp)}  # DDP's own state-dict hooks among them
         returned = record_buckets(ddp, store)
         left[rank] = [(name or "ddp_model", kind) for name, kind, hook in registered_hooks(ddp) if id(hook) not in before]
@@ -282,7 +288,10 @@ def check_record_buckets(record_buckets):
 
     outcomes = _run(rank_function, world_size)
     calls_per_rank = [calls or [] for calls in calls_per_rank]
-    _judge_outcomes(outcomes, calls_per_rank, "the hook that record_buckets registered", doing)
+    # Ranks that share one list of the learner's own can break each other's records mid-append (they
+    # are threads here): then the empty store is what to say, not only the error it caused.
+    _judge_outcomes(outcomes, calls_per_rank, "the hook that record_buckets registered", doing,
+                    lambda rank: None if stores[rank] else f"Rank {rank}'s store is empty. {_APPEND_TO_STORE}")
     mean, _ = _mean_reference(world_size, steps)
     for outcome in outcomes:
         rank, result = outcome.rank, outcome.value
@@ -304,6 +313,11 @@ def check_record_buckets(record_buckets):
                      "hook must still average each bucket over the ranks, as mean_allreduce_hook does.")
 
 
+_APPEND_TO_STORE = ("Append to the `store` passed to record_buckets (this rank's own list), not to a list of your "
+                    "own: one made in the function, or one at module level (which both ranks would share here, where "
+                    "they are threads of one process).")
+
+
 def _expected_records(calls, steps):
     expected, current = [], None
     for call in calls:
@@ -320,9 +334,7 @@ def _compare_records(store, expected, rank, doing):
         fail(f"{doing}: rank {rank}'s store holds {describe(store)}; expected a list with one list of records per "
              "backward pass.")
     if not store:
-        fail(f"{doing}: rank {rank}'s store is empty after {len(expected)} backward passes. Append to the `store` "
-             "passed to record_buckets (this rank's own list), not to a list of your own: one made in the function, or "
-             "one at module level (which both ranks would share here, where they are threads of one process).")
+        fail(f"{doing}: rank {rank}'s store is empty after {len(expected)} backward passes. {_APPEND_TO_STORE}")
     if len(store) != len(expected):
         flat = sum(len(step) for step in store)
         more = (" It holds twice as many records as this rank's buckets: are both ranks writing to one list (a "
