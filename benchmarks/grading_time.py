@@ -127,6 +127,10 @@ def timing_rows(repeat):
         ("  the same in 1 worker (as before issue 18; for comparison)", pytest + ["--solutions"], one_worker, None),
         (f"  the same in {usable_cores()} workers, one per core whatever the load (for comparison)",
          pytest + ["--solutions"], {WORKERS_VARIABLE: str(usable_cores())}, None),
+        # No run that grades lesson 13 can end before this: its worker imports torch, then its first
+        # DistributedDataParallel imports torch._dynamo, one after the other in one process.
+        ("  the floor of any run that builds a DDP: import torch, then what DDP imports",
+         [python, "-c", "import torch; import torch.nn.parallel.distributed; import torch._dynamo.utils"], {}, None),
         ("whole course, fresh copy: hooked status", hooked + ["status"], {}, 1.3),
         ("whole course, solved: hooked status --lessons-dir solutions",
          hooked + ["status", "--lessons-dir", "solutions"], {}, 1.5),
