@@ -147,14 +147,21 @@ def _new_groups(world_size, timeout):
     _loopback_device()
     store = dist.HashStore()
     groups = [None] * world_size
+    errors = [None] * world_size
 
     def make_group(rank):
-        groups[rank] = _kept_forever(_gloo_group(store, rank, world_size, timeout))
+        try:
+            groups[rank] = _kept_forever(_gloo_group(store, rank, world_size, timeout))
+        except Exception as error:  # the others would wait SETUP_TIMEOUT for this rank: stop at once
+            errors[rank] = error
 
-    _wait(_started([threading.Thread(target=make_group, args=(rank,), daemon=True)
-                    for rank in range(world_size)]), SETUP_TIMEOUT + EXTRA_WAIT)
+    threads = _started([threading.Thread(target=make_group, args=(rank,), daemon=True) for rank in range(world_size)])
+    deadline = time.monotonic() + SETUP_TIMEOUT + EXTRA_WAIT
+    while _wait(threads, 0.05) and not any(errors) and time.monotonic() < deadline:
+        pass
     if any(group is None for group in groups):
-        raise RuntimeError("could not set up the gloo process groups on 127.0.0.1")
+        cause = next((error for error in errors if error is not None), None)
+        raise RuntimeError("could not set up the gloo process groups on 127.0.0.1") from cause
     return groups
 
 

@@ -288,10 +288,14 @@ def check_record_buckets(record_buckets):
 
     outcomes = _run(rank_function, world_size)
     calls_per_rank = [calls or [] for calls in calls_per_rank]
-    # Ranks that share one list of the learner's own can break each other's records mid-append (they
-    # are threads here): then the empty store is what to say, not only the error it caused.
-    _judge_outcomes(outcomes, calls_per_rank, "the hook that record_buckets registered", doing,
-                    lambda rank: None if stores[rank] else f"Rank {rank}'s store is empty. {_APPEND_TO_STORE}")
+    def shared_list_hint(rank):
+        # Ranks that share one list of the learner's own (they are threads here) can break each other's
+        # records mid-append, an IndexError: then the empty store is what to say, not only the error.
+        if stores[rank] or not isinstance(outcomes[rank].error, IndexError):
+            return None
+        return f"Rank {rank}'s store is empty. {_APPEND_TO_STORE}"
+
+    _judge_outcomes(outcomes, calls_per_rank, "the hook that record_buckets registered", doing, shared_list_hint)
     mean, _ = _mean_reference(world_size, steps)
     for outcome in outcomes:
         rank, result = outcome.rank, outcome.value

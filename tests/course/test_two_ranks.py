@@ -57,3 +57,19 @@ def test_a_rank_that_starts_late_still_meets_and_collectives_keep_their_timeout(
     finally:
         for group in groups:
             group.shutdown()
+
+
+def test_a_rank_that_cannot_make_its_group_stops_the_setup_at_once_with_its_error(monkeypatch):
+    make_group = two_ranks._gloo_group
+
+    def rank_one_fails(store, rank, world_size, timeout):
+        if rank == 1:
+            raise OSError("no loopback here")
+        return make_group(store, rank, world_size, timeout)
+
+    monkeypatch.setattr(two_ranks, "_gloo_group", rank_one_fails)
+    start = time.perf_counter()
+    with pytest.raises(RuntimeError, match="could not set up") as raised:
+        two_ranks._new_groups(2, 0.3)
+    assert isinstance(raised.value.__cause__, OSError)
+    assert time.perf_counter() - start < 2.0  # not SETUP_TIMEOUT
