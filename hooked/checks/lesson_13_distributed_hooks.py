@@ -50,9 +50,7 @@ def _batch(rank, step):
 
 def _local_gradients(model, rank, step):
     """This rank's own gradients (no averaging), by plain autograd on a copy."""
-    model.zero_grad()
-    inputs, targets = _batch(rank, step)
-    nn.functional.mse_loss(model(inputs), targets).backward()
+    _backward_pass(model, model, rank, step)
     return {name: parameter.grad.clone() for name, parameter in model.named_parameters()}
 
 
@@ -165,22 +163,34 @@ def _names(model):
     return {parameter: name for name, parameter in model.named_parameters()}
 
 
+def _ddp_on_rank(rank, group, pending, calls_per_rank, bucket_cap_mb=TINY_BUCKETS):
+    """A fresh model, DDP around it on this rank's group, and the _HookCalls that will record its
+    comm hook's calls (kept in calls_per_rank[rank], for the check to read after the run)."""
+    model = _model()
+    calls = _HookCalls(_names(model), pending)
+    calls_per_rank[rank] = calls.calls
+    return model, DDP(model, process_group=group, bucket_cap_mb=bucket_cap_mb), calls
+
+
+def _backward_pass(model, forward, rank, step):
+    """One backward pass of `model` through `forward` (its DDP, or the model itself): this rank's
+    batch of `step`, its MSE loss, the gradients zeroed first."""
+    model.zero_grad()
+    inputs, targets = _batch(rank, step)
+    nn.functional.mse_loss(forward(inputs), targets).backward()
+
+
 def _ddp_gradients(hook, world_size=2, bucket_cap_mb=TINY_BUCKETS, steps=1):
     """Each rank's gradients after `steps` backward passes of DDP with `hook` registered (no
     optimizer step), with the hook's calls on each rank."""
     calls_per_rank = [None] * world_size
 
     def rank_function(rank, group, pending):
-        model = _model()
-        calls = _HookCalls(_names(model), pending)
-        calls_per_rank[rank] = calls.calls
-        ddp = DDP(model, process_group=group, bucket_cap_mb=bucket_cap_mb)
+        model, ddp, calls = _ddp_on_rank(rank, group, pending, calls_per_rank, bucket_cap_mb)
         ddp.register_comm_hook(group, calls.wrap(hook))
         grads = []
         for step in range(steps):
-            model.zero_grad()
-            inputs, targets = _batch(rank, step)
-            nn.functional.mse_loss(ddp(inputs), targets).backward()
+            _backward_pass(model, ddp, rank, step)
             grads.append({name: parameter.grad.clone() for name, parameter in model.named_parameters()})
         return grads
 
@@ -262,10 +272,7 @@ def check_record_buckets(record_buckets):
     left = {}
 
     def rank_function(rank, group, pending):
-        model = _model()
-        calls = _HookCalls(_names(model), pending)
-        calls_per_rank[rank] = calls.calls
-        ddp = DDP(model, process_group=group, bucket_cap_mb=TINY_BUCKETS)
+        model, ddp, calls = _ddp_on_rank(rank, group, pending, calls_per_rank)
         registered = []
         real_register = ddp.register_comm_hook
 
@@ -280,9 +287,7 @@ def check_record_buckets(record_buckets):
         left[rank] = [(name or "ddp_model", kind) for name, kind, hook in registered_hooks(ddp) if id(hook) not in before]
         grads = []
         for step in range(steps):
-            model.zero_grad()
-            inputs, targets = _batch(rank, step)
-            nn.functional.mse_loss(ddp(inputs), targets).backward()
+            _backward_pass(model, ddp, rank, step)
             grads.append({name: parameter.grad.clone() for name, parameter in model.named_parameters()})
         return {"returned": returned, "registered": registered, "store": store, "grads": grads}
 
@@ -458,16 +463,11 @@ def check_topk_error_feedback_hook(topk_error_feedback_hook):
     states = [None] * world_size
 
     def rank_function(rank, group, pending):
-        model = _model()
-        calls = _HookCalls(_names(model), pending)
-        calls_per_rank[rank] = calls.calls
-        ddp = DDP(model, process_group=group, bucket_cap_mb=TINY_BUCKETS)
+        model, ddp, calls = _ddp_on_rank(rank, group, pending, calls_per_rank)
         states[rank] = _TopKState(group, _TOPK_K)
         ddp.register_comm_hook(states[rank], calls.wrap(topk_error_feedback_hook))
         for step in range(_TOPK_STEPS):
-            model.zero_grad()
-            inputs, targets = _batch(rank, step)
-            nn.functional.mse_loss(ddp(inputs), targets).backward()
+            _backward_pass(model, ddp, rank, step)
             with torch.no_grad():
                 for parameter in model.parameters():
                     parameter -= _TOPK_LR * parameter.grad
