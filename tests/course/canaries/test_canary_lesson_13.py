@@ -1,20 +1,26 @@
 """Canaries of lesson 13 (hooks in distributed training): DDP's buckets and when its comm hook runs, what a
-comm hook must be and return, and what gloo allows. The ranks run on threads (hooked/two_ranks.py), as the
-lesson's cells and checks do; FSDP2's section needs two spawned processes (seconds each) and has no canary."""
+comm hook must be and return, what torch's own hooks lose, and what gloo allows. The ranks run on threads
+(hooked/two_ranks.py), as the lesson's cells and checks do; what FSDP2's hooks see needs two spawned processes
+(seconds each) and has no canary (the lesson's cell asserts it)."""
 
 import functools
+import inspect
+import multiprocessing
 
 import torch
 import torch.distributed as dist
+import torch.multiprocessing as mp
 from torch import nn
-from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+from torch.distributed.algorithms.ddp_comm_hooks import default_hooks, powerSGD_hook
 from torch.nn.parallel import DistributedDataParallel as DDP
 
-from canary_pins import canary, described
+from canary_pins import canary, described, error_of
 from hooked.two_ranks import run_on_ranks
 
 _BUCKETS = ("13", "How DDP averages gradients: buckets")
 _RETURNS = ("13", "What a comm hook must return")
+_FIRST_PASS = ("13", "DDP's first backward pass, and the first bucket after it")
+_TORCH_HOOKS = ("13", "Torch's own hooks: fp16 compression and PowerSGD")
 
 
 def _two_ranks(function):
@@ -36,7 +42,7 @@ def _bucket_record(bucket, names):
 def _two_backward_passes():
     """Rank 0's record of the lesson's bucket cell: a 3-layer model with tiny buckets, a comm hook that records
     each bucket, tensor hooks on the weights and full backward hooks on layers 2 and 4; per backward pass the
-    buckets and the events in order; and what register_comm_hook returned."""
+    buckets and the events in order; what register_comm_hook returned; and DDP's bucket_bytes_cap."""
     def run(rank, group):
         torch.manual_seed(0)  # the same start on both ranks is not needed: DDP broadcasts rank 0's weights
         model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 2))
@@ -57,7 +63,7 @@ def _two_backward_passes():
         for step in range(2):
             passes.append(([], []))
             ddp(torch.randn(3, 4)).sum().backward()
-        return passes, returned
+        return passes, returned, ddp.bucket_bytes_cap
     return _two_ranks(run)[0]
 
 
@@ -68,10 +74,13 @@ def test_register_comm_hook_returns_none(pin):
 
 
 @canary("after the first backward pass DDP's buckets follow the order gradients become ready: bucket 0 holds the "
-        "last layer's parameters, a bucket takes parameters until it is full (26 elements with bucket_cap_mb=0.0001), "
-        "a parameter is never split, and only the last bucket's is_last() is true",
+        "last layer's parameters; bucket_cap_mb=0.0001 is a cap of 104 bytes, and a bucket takes parameters until "
+        "its size reaches the cap, never splitting one, so buckets exceed it (104, 256 and 160 bytes); only the "
+        "last bucket's is_last() is true",
         _BUCKETS)
 def test_rebuilt_buckets_follow_the_order_gradients_become_ready(pin):
+    cap = _two_backward_passes()[2]
+    pin.holds(cap == 104, f"DDP(..., bucket_cap_mb=0.0001).bucket_bytes_cap is {cap}")
     buckets = _two_backward_passes()[0][1][0]
     pin.holds(buckets == [(0, 26, ["4.bias", "4.weight", "2.bias"], False), (1, 64, ["2.weight"], False),
                           (2, 40, ["0.bias", "0.weight"], True)],
@@ -88,18 +97,48 @@ def test_a_comm_hook_runs_between_tensor_hooks_and_earlier_module_hooks(pin):
               f"the second pass's events: {events}")
 
 
-@canary("DDP's first backward pass uses one first bucket of up to dist._DEFAULT_FIRST_BUCKET_BYTES (1 MiB) whatever "
-        "bucket_cap_mb says, in the order of model.parameters(), and then rebuilds its buckets in the order the "
-        "gradients became ready, so a bucket index can name another, smaller bucket from the second pass on",
-        ("13", "Exercise 2: `record_buckets`"), ("13", "Exercise 3: `topk_error_feedback_hook`"))
+@canary("with DDP's defaults (find_unused_parameters=False, static_graph=False) the first backward pass puts every "
+        "parameter in one bucket with no size limit (130 elements against a cap of 104 bytes), in the order of "
+        "model.parameters(), and then DDP rebuilds its buckets in the order the gradients became ready, so a bucket "
+        "index can name another, smaller bucket from the second pass on",
+        _FIRST_PASS, ("13", "Exercise 3: `topk_error_feedback_hook`"))
 def test_the_first_backward_pass_uses_one_bucket_in_parameter_order(pin):
     first, second = (buckets for buckets, _ in _two_backward_passes()[0])
-    pin.holds(dist._DEFAULT_FIRST_BUCKET_BYTES == 1024 ** 2,
-              f"dist._DEFAULT_FIRST_BUCKET_BYTES is {dist._DEFAULT_FIRST_BUCKET_BYTES}")
     # all 130 elements, (4*8 + 8) + (8*8 + 8) + (8*2 + 2), in one bucket
     pin.holds(first == [(0, 130, ["0.weight", "0.bias", "2.weight", "2.bias", "4.weight", "4.bias"], True)],
               f"the first pass's buckets (index, elements, parameters, is_last): {first}")
     pin.holds(len(second) == 3 and second[0][1] < first[0][1], f"the second pass's buckets: {second}")
+
+
+@canary("the first bucket DDP rebuilds after the first pass is capped at dist._DEFAULT_FIRST_BUCKET_BYTES (1 MiB) "
+        "when bucket_cap_mb is left at its default, and at bucket_cap_mb when it is passed, even 25: a model of three "
+        "512x512 layers gives buckets of 1 and 2 layers by default, one of 3 layers with bucket_cap_mb=25, and one of "
+        "3 layers in the first pass either way",
+        _FIRST_PASS)
+def test_the_first_rebuilt_bucket_is_capped_at_1_mib_only_by_default(pin):
+    def sizes(**options):
+        def run(rank, group):
+            ddp = DDP(nn.Sequential(nn.Linear(512, 512), nn.Linear(512, 512), nn.Linear(512, 512)),
+                      process_group=group, **options)
+            passes = []
+
+            def hook(state, bucket):
+                passes[-1].append(bucket.buffer().numel())
+                return default_hooks.allreduce_hook(state, bucket)
+
+            ddp.register_comm_hook(group, hook)
+            for step in range(2):
+                passes.append([])
+                ddp(torch.randn(2, 512)).sum().backward()
+            return passes
+        return _two_ranks(run)[0]
+
+    layer = 512 * 512 + 512
+    pin.holds(dist._DEFAULT_FIRST_BUCKET_BYTES == 1024 ** 2,
+              f"dist._DEFAULT_FIRST_BUCKET_BYTES is {dist._DEFAULT_FIRST_BUCKET_BYTES}")
+    default, passed_25 = sizes(), sizes(bucket_cap_mb=25)
+    pin.holds(default == [[3 * layer], [layer, 2 * layer]], f"default cap, elements per bucket per pass: {default}")
+    pin.holds(passed_25 == [[3 * layer], [3 * layer]], f"bucket_cap_mb=25, elements per bucket per pass: {passed_25}")
 
 
 def _error_of_registering_and_stepping(hook):
@@ -141,16 +180,107 @@ def test_a_comm_hook_second_parameter_must_be_named_bucket(pin):
     pin.holds(isinstance(error, KeyError) and str(error) == "'bucket'", described(error))
 
 
-@canary("bf16_compress_hook is refused when it is registered on CPU and gloo, with TypeError \"BF16 all reduce "
-        "communication hook required CUDA 11+ and NCCL 2.10+\"; fp16_compress_hook works on gloo",
-        _RETURNS, ("13", "Torch's own hooks: fp16 compression and PowerSGD"))
-def test_bf16_compress_hook_is_refused_on_gloo_and_fp16_is_not(pin):
-    error = _error_of_registering_and_stepping(default_hooks.bf16_compress_hook)
-    pin.holds(isinstance(error, TypeError)
-              and str(error).startswith("BF16 all reduce communication hook required CUDA 11+ and NCCL 2.10+"),
-              described(error))
+def _registration_error(hook):
+    """On rank 0: what registering `hook` on a DDP model raised, or None."""
+    def run(rank, group):
+        ddp = DDP(nn.Linear(2, 2), process_group=group)
+        try:
+            ddp.register_comm_hook(group, hook)
+        except Exception as error:
+            return error
+        return None
+    return _two_ranks(run)[0]
+
+
+def _accepts_bf16():
+    """DDP's own test of bf16_compress_hook (DistributedDataParallel._check_comm_hook): how torch was built."""
+    return (bool(torch.version.cuda or torch.version.hip) and dist.is_nccl_available()
+            or dist.is_xccl_available() and torch.xpu.is_available())
+
+
+@canary("bf16_compress_hook is refused when it is registered by a CPU build of torch, with TypeError \"BF16 all "
+        "reduce communication hook required CUDA 11+ and NCCL 2.10+\" (DDP tests the build's CUDA and NCCL, not the "
+        "device: a CUDA build with NCCL accepts it); fp16_compress_hook works on gloo",
+        _RETURNS, _TORCH_HOOKS)
+def test_bf16_compress_hook_is_refused_by_a_cpu_build_and_fp16_is_not(pin):
+    error = _registration_error(default_hooks.bf16_compress_hook)
+    if _accepts_bf16():
+        pin.holds(error is None, f"a build with CUDA {torch.version.cuda} and NCCL refused it: {described(error)}")
+    else:
+        pin.holds(isinstance(error, TypeError)
+                  and str(error).startswith("BF16 all reduce communication hook required CUDA 11+ and NCCL 2.10+"),
+                  f"a CPU build, registering: {described(error)}")
     error = _error_of_registering_and_stepping(default_hooks.fp16_compress_hook)
     pin.holds(error is None, f"fp16_compress_hook on gloo: {described(error)}")
+
+
+class _FixedGradient(nn.Module):
+    def __init__(self, wanted):
+        super().__init__()
+        self.wanted = wanted
+        self.weight = nn.Parameter(torch.zeros(len(wanted)))
+
+    def forward(self):
+        return (self.weight * self.wanted).sum()
+
+
+def _mean_gradient(hook, wanted):
+    """The gradient after one backward pass with `hook` registered, both ranks' own gradient being `wanted`."""
+    def run(rank, group):
+        ddp = DDP(_FixedGradient(wanted), process_group=group)
+        ddp.register_comm_hook(group, hook)
+        ddp().backward()
+        return ddp.module.weight.grad.clone()
+    return _two_ranks(run)[0]
+
+
+def _bf16_under_another_name(state, bucket):
+    return default_hooks.bf16_compress_hook(state, bucket)
+
+
+@canary("fp16_compress_hook casts the bucket to float16 before dividing it by the number of ranks: on two ranks the "
+        "gradient [1e-8, 1e-6, 1e5, 1] becomes [0, 9.54e-7 (2**-20), inf, 1]; bf16_compress_hook under another name "
+        "runs on gloo and keeps the range, within 2**-8 of each value",
+        _TORCH_HOOKS)
+def test_fp16_compress_hook_underflows_and_overflows(pin):
+    wanted = torch.tensor([1e-8, 1e-6, 1e5, 1.0])
+    fp16 = _mean_gradient(default_hooks.fp16_compress_hook, wanted)
+    pin.holds(torch.equal(fp16, torch.tensor([0.0, 2.0 ** -20, float("inf"), 1.0])), f"fp16_compress_hook gave {fp16}")
+    bf16 = _mean_gradient(_bf16_under_another_name, wanted)
+    pin.holds(bool(((bf16 - wanted).abs() / wanted < 2.0 ** -8).all()), f"bf16_compress_hook, renamed, gave {bf16}")
+
+
+@canary("PowerSGD compresses only the gradients where a rank-1 approximation sends at least min_compression_rate (2) "
+        "times fewer numbers: of a Linear(16, 32), ReLU, Linear(32, 1) model's 577, it sends 113 per step (the first "
+        "weight as 48, its bias and the last layer whole), and nothing is compressed before start_powerSGD_iter",
+        _TORCH_HOOKS)
+def test_power_sgd_compresses_only_the_matrices_where_it_pays(pin):
+    def run(rank, group):
+        torch.manual_seed(0)
+        model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 1))
+        ddp = DDP(model, process_group=group)
+        state = powerSGD_hook.PowerSGDState(process_group=group, matrix_approximation_rank=1, start_powerSGD_iter=2)
+        ddp.register_comm_hook(state, powerSGD_hook.powerSGD_hook)
+        stats = []
+        for step in range(3):
+            ddp(torch.randn(4, 16)).sum().backward()
+            stats.append(state.compression_stats()[1:])
+        return stats
+    stats = _two_ranks(run)[0]
+    pin.holds(stats == [(0, 0), (0, 0), (577, 113)], f"(numbers before, numbers sent) after each step: {stats}")
+
+
+@canary("the ranks here (threads of one process, hooked/two_ranks.py) have no default process group: "
+        "dist.get_world_size() and dist.all_reduce(tensor) without group= raise ValueError \"Default process group "
+        "has not been initialized\"",
+        ("13", "What a comm hook must return"))
+def test_the_ranks_have_no_default_process_group(pin):
+    def run(rank, group):
+        return [error_of(dist.get_world_size), error_of(lambda: dist.all_reduce(torch.ones(1)))]
+    errors = _two_ranks(run)[0]
+    pin.holds(all(isinstance(error, ValueError)
+                  and str(error).startswith("Default process group has not been initialized") for error in errors),
+              f"without a group: {[described(error) for error in errors]}")
 
 
 @canary("gloo has ReduceOp.AVG on this torch, so a mean_allreduce_hook may average with it (the catalogue's right "
@@ -163,6 +293,17 @@ def test_gloo_averages_with_reduce_op_avg(pin):
         return value.tolist()
     results = _two_ranks(run)
     pin.holds(results == [[0.5, 5.0], [0.5, 5.0]], f"all_reduce with ReduceOp.AVG gave {results}")
+
+
+@canary("torch's mp.start_processes and mp.spawn default to the spawn start method on every system; "
+        "mp.get_start_method is Python's multiprocessing.get_start_method (Python's default, fork on Linux up to 3.13)",
+        ("13", "FSDP2 and real processes"))
+def test_torch_multiprocessing_defaults_to_spawn(pin):
+    defaults = [inspect.signature(function).parameters["start_method"].default
+                for function in (mp.start_processes, mp.spawn)]
+    pin.holds(defaults == ["spawn", "spawn"], f"the start_method defaults of start_processes and spawn: {defaults}")
+    pin.holds(mp.get_start_method is multiprocessing.get_start_method,
+              f"torch.multiprocessing.get_start_method is {mp.get_start_method!r}")
 
 
 @canary("under DDP each rank runs the whole model on its own batch: a forward hook on a layer of one rank sees that "
