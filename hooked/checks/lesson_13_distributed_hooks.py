@@ -16,13 +16,14 @@ from hooked.checks.torch_error_hints import fail_with_hint
 from hooked.learner_tracebacks import learner_raised_not_implemented
 from hooked.two_ranks import EXTRA_WAIT, GLOO_TIMEOUT, run_on_ranks
 
-TINY_BUCKETS = 0.0001  # bucket_cap_mb of 100 bytes: 25 floats, several buckets for a small model
+TINY_BUCKETS = 0.0001  # bucket_cap_mb of 104 bytes (int(0.0001 * 2**20)): several buckets for a small model
 _GLOO_WAITING = ("Timed out waiting", "Connection closed by peer", "Connection reset by peer")
 
 
 def _new_model():
-    # 83 parameters; with TINY_BUCKETS, one bucket in the first backward pass (DDP's first bucket may
-    # hold 1 MiB), then bucket 0 = 2.bias, 2.weight (27 elements) and bucket 1 = 0.bias, 0.weight (56)
+    # 83 parameters; one bucket in the first backward pass (DDP's first pass has one bucket, whatever the
+    # cap), then with TINY_BUCKETS bucket 0 = 2.bias, 2.weight (27 elements: a bucket closes once it
+    # reaches 104 bytes) and bucket 1 = 0.bias, 0.weight (56)
     return nn.Sequential(nn.Linear(6, 8), nn.ReLU(), nn.Linear(8, 3))
 
 
