@@ -27,20 +27,32 @@ def _new_model():
     return nn.Sequential(nn.Linear(6, 8), nn.ReLU(), nn.Linear(8, 3))
 
 
-_START = None
+class _ScaledLayers(nn.Sequential):
+    """The 2-layer model with a parameter on the root module itself, `scale`: named_modules() gives
+    the root the prefix "", so a join prefix + "." + name gives ".scale". With TINY_BUCKETS, one
+    bucket in the first backward pass, then scale, 2.bias, 2.weight (30 elements) and 0.bias, 0.weight (56)."""
+
+    def __init__(self):
+        super().__init__(nn.Linear(6, 8), nn.ReLU(), nn.Linear(8, 3))
+        self.scale = nn.Parameter(torch.ones(3))
+
+    def forward(self, inputs):
+        return super().forward(inputs) * self.scale
 
 
-def _model():
-    """A fresh model with the checks' fixed start. The start is drawn once, on the calling thread:
-    ranks building models on threads at once would draw from torch's one global generator in turn
-    and start from weights that differ from run to run."""
-    global _START
-    if _START is None:
+_STARTS = {}  # build function -> its fixed start (a state dict)
+
+
+def _model(build=_new_model):
+    """A fresh model from `build` with the checks' fixed start for it. The start is drawn from a
+    generator of its own: ranks building models on threads at once would draw from torch's one
+    global generator in turn and start from weights that differ from run to run."""
+    if build not in _STARTS:
         generator = torch.Generator().manual_seed(0)
-        _START = {name: torch.randn(value.shape, generator=generator) * 0.4
-                  for name, value in _new_model().state_dict().items()}
-    model = _new_model()
-    model.load_state_dict(_START)
+        _STARTS[build] = {name: torch.randn(value.shape, generator=generator) * 0.4
+                          for name, value in build().state_dict().items()}
+    model = build()
+    model.load_state_dict(_STARTS[build])
     return model
 
 
@@ -127,9 +139,10 @@ def _returned_problem(calls, what):
     return None
 
 
-def _judge_outcomes(outcomes, calls_per_rank, what, doing, hint_for_rank=lambda rank: None):
+def _judge_outcomes(outcomes, calls_per_rank, what, doing, group, hint_for_rank=lambda rank: None):
     """Fail on what went wrong on a rank: a non-Future return, a rank stuck, an error (with
-    hint_for_rank(rank) after it, when that gives a hint)."""
+    hint_for_rank(rank) after it, when that gives a hint, or what a missing default group means;
+    `group` names the group the learner's code is given)."""
     for calls in calls_per_rank:
         problem = _returned_problem(calls, what)
         if problem:
@@ -150,7 +163,7 @@ def _judge_outcomes(outcomes, calls_per_rank, what, doing, hint_for_rank=lambda 
         if isinstance(first.error, KeyError) and str(first.error) == "'bucket'":
             fail(f"Registering {what} with register_comm_hook raised KeyError: 'bucket'. DDP reads the hook's "
                  "signature: name its parameters (process_group, bucket), or (state, bucket).")
-        hint = hint_for_rank(first.rank)
+        hint = hint_for_rank(first.rank) or _no_default_group_hint(first.error, group)
         if hint:
             fail_with_hint(f"{doing} (on rank {first.rank})", first.error, hint)
         with calling(f"{doing} (on rank {first.rank})"):
@@ -160,14 +173,23 @@ def _judge_outcomes(outcomes, calls_per_rank, what, doing, hint_for_rank=lambda 
          "order: a hook that all-reduces on one rank only, or skips a bucket on one rank, leaves its peer waiting.")
 
 
+def _no_default_group_hint(error, group):
+    if "Default process group has not been initialized" not in str(error):
+        return None
+    return ("The ranks here have no default process group (nothing called dist.init_process_group), and "
+            "torch.distributed's calls without a group look for it and raise: dist.all_reduce(tensor) without group=, "
+            f"dist.get_world_size(). Use the group the hook is given, {group}: dist.all_reduce(tensor, group=..., "
+            "async_op=True), and the group's .size().")
+
+
 def _names(model):
     return {parameter: name for name, parameter in model.named_parameters()}
 
 
-def _ddp_on_rank(rank, group, pending, calls_per_rank, bucket_cap_mb=TINY_BUCKETS):
-    """A fresh model, DDP around it on this rank's group, and the _HookCalls that will record its
-    comm hook's calls (kept in calls_per_rank[rank], for the check to read after the run)."""
-    model = _model()
+def _ddp_on_rank(rank, group, pending, calls_per_rank, bucket_cap_mb=TINY_BUCKETS, build=_new_model):
+    """A fresh model (from `build`), DDP around it on this rank's group, and the _HookCalls that will
+    record its comm hook's calls (kept in calls_per_rank[rank], for the check to read after the run)."""
+    model = _model(build)
     calls = _HookCalls(_names(model), pending)
     calls_per_rank[rank] = calls.calls
     return model, DDP(model, process_group=group, bucket_cap_mb=bucket_cap_mb), calls
@@ -199,9 +221,9 @@ def _ddp_gradients(hook, world_size=2, bucket_cap_mb=TINY_BUCKETS, steps=1):
     return outcomes, [calls or [] for calls in calls_per_rank]
 
 
-def _mean_reference(world_size, steps=1):
+def _mean_reference(world_size, steps=1, build=_new_model):
     """The mean over ranks of each rank's own gradients, per step; and each rank's own."""
-    model = _model()
+    model = _model(build)
     local = [[_local_gradients(model, rank, step) for rank in range(world_size)] for step in range(steps)]
     mean = [{name: sum(grads[name] for grads in per_rank) / world_size for name in per_rank[0]} for per_rank in local]
     return mean, local
@@ -237,7 +259,7 @@ def check_mean_allreduce_hook(mean_allreduce_hook):
         doing = (f"training a fresh 2-layer model with DDP on {world_size} ranks (gloo, one backward pass, "
                  f"buckets of {TINY_BUCKETS} MB) with mean_allreduce_hook registered")
         outcomes, calls_per_rank = _ddp_gradients(mean_allreduce_hook, world_size)
-        _judge_outcomes(outcomes, calls_per_rank, "mean_allreduce_hook", doing)
+        _judge_outcomes(outcomes, calls_per_rank, "mean_allreduce_hook", doing, "process_group")
         mean, local = _mean_reference(world_size)
         for outcome in outcomes:
             got = outcome.value[0]
@@ -256,24 +278,54 @@ def check_mean_allreduce_hook(mean_allreduce_hook):
                      "completed by hand with set_result does not wait for an all-reduce started with async_op=True). "
                      "Start dist.all_reduce(buffer, group=process_group, async_op=True) and return its future of the "
                      "tensor.")
+            compressed = _compressed_to(got, mean[0], local[0])
+            if compressed:
+                fail(f"{doing}: rank {outcome.rank}'s gradients are DDP's own rounded to {compressed}: every value is a "
+                     f"{compressed} number, within {compressed}'s rounding of the mean (they differ by up to "
+                     f"{_max_difference(got, mean[0]):.3g}). The hook lost precision by compressing the bucket to "
+                     f"{compressed}, as torch's fp16_compress_hook and bf16_compress_hook do; the exercise asks for "
+                     "the mean itself: all-reduce the buffer in its own dtype.")
             fail(f"{doing}: rank {outcome.rank}'s gradients differ from DDP's own (the mean over the ranks) by up to "
                  f"{_max_difference(got, mean[0]):.3g}. If the hook divides the buffer in place after starting the "
                  "all-reduce, gloo may already be reading it: divide first, or in the .then() callback.")
+
+
+def _compressed_to(got, mean, local):
+    """"bfloat16" or "float16" when every gradient in `got` is a number of that dtype, no further from
+    `mean` than a few of its rounding steps of the ranks' own gradients (`local`), as a hook that
+    all-reduces in that dtype gives; else None. Rounding, not a race: a race gives float32 numbers."""
+    for dtype in (torch.bfloat16, torch.float16):
+        if all(_rounded_to(dtype, got[name], mean[name], [grads[name] for grads in local]) for name in mean):
+            return str(dtype).replace("torch.", "")
+    return None
+
+
+def _rounded_to(dtype, value, mean, own):
+    info = torch.finfo(dtype)
+    scale = sum(tensor.abs() for tensor in own) / len(own)  # what each rank cast, divided by the ranks
+    return torch.equal(value, value.to(dtype).to(value.dtype)) and bool(
+        ((value - mean).abs() <= 4 * info.eps * scale + info.smallest_normal).all())
 
 
 # ---------------------------------------------------------------- record_buckets
 
 def check_record_buckets(record_buckets):
     _stop_if_not_written(record_buckets, "record_buckets", (object(), []))
-    world_size, steps = 2, 2
-    doing = (f"calling record_buckets(ddp_model, store) on each of 2 ranks (a fresh 2-layer model, buckets of "
-             f"{TINY_BUCKETS} MB), then {steps} backward passes")
+    _check_recording(record_buckets, _ScaledLayers, 2, (
+        f"calling record_buckets(ddp_model, store) on each of 2 ranks (a fresh model of 2 layers and a parameter "
+        f"`scale` on the root module itself, buckets of {TINY_BUCKETS} MB), then 2 backward passes"))
+
+
+def _check_recording(record_buckets, build, steps, doing):
+    """Run record_buckets on a DDP of `build`'s model on 2 ranks for `steps` backward passes, and fail
+    on what it got wrong: the run itself, what it returned, hooks left, the records, the gradients."""
+    world_size = 2
     calls_per_rank = [None] * world_size
     stores = [[] for _ in range(world_size)]  # each rank's own, as record_buckets receives it
     left = {}
 
     def rank_function(rank, group, pending):
-        model, ddp, calls = _ddp_on_rank(rank, group, pending, calls_per_rank)
+        model, ddp, calls = _ddp_on_rank(rank, group, pending, calls_per_rank, build=build)
         registered = []
         real_register = ddp.register_comm_hook
 
@@ -282,18 +334,18 @@ def check_record_buckets(record_buckets):
             real_register(state, calls.wrap(hook))
 
         ddp.register_comm_hook = register_comm_hook
-        store = stores[rank]
         before = {id(hook) for _, _, hook in registered_hooks(ddp)}  # DDP's own state-dict hooks among them
-        returned = record_buckets(ddp, store)
+        returned = record_buckets(ddp, stores[rank])
         left[rank] = [(name or "ddp_model", kind) for name, kind, hook in registered_hooks(ddp) if id(hook) not in before]
         grads = []
         for step in range(steps):
             _backward_pass(model, ddp, rank, step)
             grads.append({name: parameter.grad.clone() for name, parameter in model.named_parameters()})
-        return {"returned": returned, "registered": registered, "store": store, "grads": grads}
+        return {"returned": returned, "registered": registered, "store": stores[rank], "grads": grads}
 
     outcomes = _run(rank_function, world_size)
     calls_per_rank = [calls or [] for calls in calls_per_rank]
+
     def shared_list_hint(rank):
         # Ranks that share one list of the learner's own (they are threads here) can break each other's
         # records mid-append, an IndexError: then the empty store is what to say, not only the error.
@@ -301,26 +353,29 @@ def check_record_buckets(record_buckets):
             return None
         return f"Rank {rank}'s store is empty. {_APPEND_TO_STORE}"
 
-    _judge_outcomes(outcomes, calls_per_rank, "the hook that record_buckets registered", doing, shared_list_hint)
-    mean, _ = _mean_reference(world_size, steps)
+    _judge_outcomes(outcomes, calls_per_rank, "the hook that record_buckets registered", doing,
+                    "its state (the group it was registered with, ddp_model.process_group)", shared_list_hint)
+    mean, _ = _mean_reference(world_size, steps, build)
     for outcome in outcomes:
-        rank, result = outcome.rank, outcome.value
-        if result["returned"] is not None:
-            fail(f"{doing}: record_buckets returned {describe(result['returned'])}; it must return None (the "
-                 "records go into `store`).")
-        if left[rank]:
-            fail(f"{doing}: record_buckets left hooks on the model besides its comm hook: {left[rank][:4]} "
-                 "((parameter or module name under ddp_model, kind)). Record everything from the comm hook's bucket; register no "
-                 "other hook.")
-        if not result["registered"]:
-            fail(f"{doing}: record_buckets registered no comm hook on ddp_model (ddp_model.register_comm_hook).")
-        expected = _expected_records(calls_per_rank[rank], steps)
-        _compare_records(result["store"], expected, rank, doing)
-        for step in range(steps):
-            if not _same(result["grads"][step], mean[step]):
-                fail(f"{doing}: after backward pass {step + 1}, rank {rank}'s gradients differ from DDP's own (the "
-                     f"mean over the ranks) by up to {_max_difference(result['grads'][step], mean[step]):.3g}. The "
-                     "hook must still average each bucket over the ranks, as mean_allreduce_hook does.")
+        _judge_recording(outcome.rank, outcome.value, left[outcome.rank], calls_per_rank[outcome.rank], mean, doing)
+
+
+def _judge_recording(rank, result, left, calls, mean, doing):
+    if result["returned"] is not None:
+        fail(f"{doing}: record_buckets returned {describe(result['returned'])}; it must return None (the "
+             "records go into `store`).")
+    if left:
+        fail(f"{doing}: record_buckets left hooks on the model besides its comm hook: {left[:4]} "
+             "((parameter or module name under ddp_model, kind)). Record everything from the comm hook's bucket; register no "
+             "other hook.")
+    if not result["registered"]:
+        fail(f"{doing}: record_buckets registered no comm hook on ddp_model (ddp_model.register_comm_hook).")
+    _compare_records(result["store"], _expected_records(calls, len(mean)), rank, doing)
+    for step, step_mean in enumerate(mean):
+        if not _same(result["grads"][step], step_mean):
+            fail(f"{doing}: after backward pass {step + 1}, rank {rank}'s gradients differ from DDP's own (the "
+                 f"mean over the ranks) by up to {_max_difference(result['grads'][step], step_mean):.3g}. The "
+                 "hook must still average each bucket over the ranks, as mean_allreduce_hook does.")
 
 
 _APPEND_TO_STORE = ("Append to the `store` passed to record_buckets (this rank's own list), not to a list of your "
@@ -363,12 +418,26 @@ def _compare_records(store, expected, rank, doing):
             for key in ("index", "numel", "names", "is_last"):
                 value = got[key]
                 if isinstance(value, torch.Tensor) or type(value) is not type(want[key]) or value != want[key]:
-                    hint = {"names": " Use the names of ddp_model.module.named_parameters() (without DDP's "
-                                     "'module.' prefix), in bucket.parameters()' order.",
-                            "numel": " numel is bucket.buffer().numel(), the number of elements.",
-                            "is_last": " is_last is bucket.is_last(), a bool."}.get(key, "")
+                    hint = _NAMES_JOINED_TO_ROOT if key == "names" and _joined_to_root(value, want[key]) else {
+                        "names": " Use the names of ddp_model.module.named_parameters() (without DDP's "
+                                 "'module.' prefix), in bucket.parameters()' order.",
+                        "numel": " numel is bucket.buffer().numel(), the number of elements.",
+                        "is_last": " is_last is bucket.is_last(), a bool."}.get(key, "")
                     fail(f"{doing}: rank {rank}'s store[{step}] has {key}={describe(value)} where DDP's bucket "
                          f"{want['index']} gives {describe(want[key])}.{hint}")
+
+
+_NAMES_JOINED_TO_ROOT = (" A name starts with '.': that parameter sits on the root module, whose prefix in "
+                         "named_modules() is '', and prefix + '.' + name gives '.scale'. Take the names from "
+                         "ddp_model.module.named_parameters(), which joins only non-empty prefixes (or join with '.' "
+                         "only when the prefix is not empty).")
+
+
+def _joined_to_root(names, expected):
+    """Whether `names` are the expected names with a '.' before those of the root module's parameters."""
+    return (isinstance(names, list) and len(names) == len(expected)
+            and any(name == "." + want for name, want in zip(names, expected) if "." not in want)
+            and all(name in (want, "." + want) for name, want in zip(names, expected)))
 
 
 # ---------------------------------------------------------------- topk_error_feedback_hook
@@ -476,7 +545,7 @@ def check_topk_error_feedback_hook(topk_error_feedback_hook):
 
     outcomes = _run(rank_function, world_size)
     calls_per_rank = [calls or [] for calls in calls_per_rank]
-    _judge_outcomes(outcomes, calls_per_rank, "topk_error_feedback_hook", doing)
+    _judge_outcomes(outcomes, calls_per_rank, "topk_error_feedback_hook", doing, "state.process_group")
     for rank, state in enumerate(states):
         _check_residuals_kept(state, rank, [call["index"] for call in calls_per_rank[rank]], doing)
     expected, residuals = _topk_reference(calls_per_rank[0], world_size)

@@ -282,10 +282,10 @@ ENTRIES = [
     dict(exercise=_MEAN, kind="wrong", why="all-reduces on the default group", clause="sum",
          source=edited(reference(_MEAN), ("dist.all_reduce(buffer, group=process_group, async_op=True)",
                                           "dist.all_reduce(buffer, async_op=True)")),
-         expect=["raised", "default process group"]),
+         expect=["raised", "default process group", "no default process group", "group the hook is given, process_group"]),
     dict(exercise=_MEAN, kind="wrong", why="divides by dist.get_world_size()", clause="divided",
          source=edited(reference(_MEAN), ("div_(process_group.size())", "div_(dist.get_world_size())")),
-         expect=["raised", "default process group"]),
+         expect=["raised", "no default process group", "dist.get_world_size()", "group the hook is given, process_group"]),
     dict(exercise=_MEAN, kind="wrong", why="returns what wait() gives, a list", clause="future",
          source=edited(reference(_MEAN), ("return work.get_future().then(lambda future: future.value()[0])",
                                           "return work.get_future().wait()")),
@@ -310,6 +310,24 @@ ENTRIES = [
          source=edited(reference(_MEAN), ("buffer = bucket.buffer().div_(process_group.size())", "buffer = bucket.buffer().clone()"),
                        ("future.value()[0])", "future.value()[0] / process_group.size())")),
          expect=[]),
+    dict(exercise=_MEAN, kind="wrong", why="compresses to float16, as fp16_compress_hook does", clause="every-rank",
+         source=edited(reference(_MEAN), ("buffer = bucket.buffer().div_(process_group.size())",
+                                          "buffer = bucket.buffer().to(torch.float16).div_(process_group.size())"),
+                       ("future.value()[0])", "future.value()[0].to(bucket.buffer().dtype))")).replace(
+                           "import torch.distributed as dist", "import torch\nimport torch.distributed as dist"),
+         expect=["rounded to float16", "every value is a float16 number", "lost precision by compressing the bucket "
+                 "to float16"]),
+    dict(exercise=_MEAN, kind="wrong", why="torch's fp16_compress_hook", clause="every-rank",
+         source="from torch.distributed.algorithms.ddp_comm_hooks import default_hooks\n\n\n"
+                "def mean_allreduce_hook(process_group, bucket):\n"
+                "    return default_hooks.fp16_compress_hook(process_group, bucket)\n",
+         expect=["rounded to float16", "lost precision", "fp16_compress_hook"]),
+    dict(exercise=_MEAN, kind="wrong", why="compresses to bfloat16 (torch's bf16 hook under its own name)",
+         clause="every-rank",
+         source="from torch.distributed.algorithms.ddp_comm_hooks import default_hooks\n\n\n"
+                "def mean_allreduce_hook(process_group, bucket):\n"
+                "    return default_hooks.bf16_compress_hook(process_group, bucket)\n",
+         expect=["rounded to bfloat16", "lost precision by compressing the bucket to bfloat16"]),
     dict(exercise=_RECORD, kind="wrong", why="names are positions, not parameter names", clause="names",
          source=edited(reference(_RECORD), ("names = {parameter: name for name, parameter in ddp_model.module.named_parameters()}",
                                             "names = {p: str(i) for i, p in enumerate(ddp_model.module.parameters())}")),
@@ -344,6 +362,34 @@ ENTRIES = [
                                             "    ddp_model.register_forward_pre_hook(lambda *args: None)\n"
                                             "    ddp_model.register_comm_hook(group, hook)")),
          expect=["left hooks on the model besides its comm hook"]),
+    dict(exercise=_RECORD, kind="wrong", why="names joined as prefix + '.' + name: '.scale' on the root module",
+         clause="names",
+         source=edited(reference(_RECORD), (
+             "names = {parameter: name for name, parameter in ddp_model.module.named_parameters()}",
+             "names = {parameter: prefix + '.' + name for prefix, module in ddp_model.module.named_modules()\n"
+             "             for name, parameter in module.named_parameters(recurse=False)}")),
+         expect=["names=", "starts with '.'", "root module", "only when the prefix is not empty"]),
+    dict(exercise=_RECORD, kind="right", why="names joined from named_modules, without a '.' for the root module",
+         source=edited(reference(_RECORD), (
+             "names = {parameter: name for name, parameter in ddp_model.module.named_parameters()}",
+             "names = {parameter: f'{prefix}.{name}' if prefix else name\n"
+             "             for prefix, module in ddp_model.module.named_modules()\n"
+             "             for name, parameter in module.named_parameters(recurse=False)}")),
+         expect=[]),
+    dict(exercise=_RECORD, kind="wrong", why="divides by dist.get_world_size(): no default group here", clause="averages",
+         source=edited(reference(_RECORD), ("div_(state.size())", "div_(dist.get_world_size())")),
+         expect=["raised", "no default process group", "ddp_model.process_group"]),
+    dict(exercise=_RECORD, kind="wrong", why="all-reduces without group=: no default group here", clause="averages",
+         source=edited(reference(_RECORD), ("dist.all_reduce(buffer, group=state, async_op=True)",
+                                            "dist.all_reduce(buffer, async_op=True)")),
+         expect=["raised", "no default process group", "its state"]),
+    dict(exercise=_TOPK, kind="wrong", why="all-reduces sent without group=: no default group here", clause="sum-sent",
+         source=edited(reference(_TOPK), ("dist.all_reduce(sent, group=state.process_group, async_op=True)",
+                                          "dist.all_reduce(sent, async_op=True)")),
+         expect=["raised", "no default process group", "state.process_group"]),
+    dict(exercise=_TOPK, kind="wrong", why="divides by dist.get_world_size(): no default group here", clause="divided",
+         source=edited(reference(_TOPK), ("sent.div_(state.process_group.size())", "sent.div_(dist.get_world_size())")),
+         expect=["raised", "no default process group", "dist.get_world_size()", "state.process_group"]),
     dict(exercise=_TOPK, kind="wrong", why="new residual from the buffer, not corrected", clause="residual",
          source=edited(reference(_TOPK), ("\n    state.residuals[bucket.index()] = corrected - sent",
                                           "\n    state.residuals[bucket.index()] = buffer - sent")),
