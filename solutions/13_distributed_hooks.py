@@ -368,7 +368,7 @@ assert ((bf16_mean - wanted).abs() / wanted < 2.0 ** -8).all()
 # %% [markdown]
 # PowerSGD (`powerSGD_hook.powerSGD_hook` with a `PowerSGDState`) views each parameter's gradient
 # in the bucket as a matrix (a bias as a column) and sends a rank-1 approximation of it, two
-# vectors, only where that sends at least `min_compression_rate` (2 by default) times fewer
+# vectors, only where that sends more than `min_compression_rate` (2 by default) times fewer
 # numbers: `(rows + columns) * 2 < rows * columns`. Every bias and small matrix it all-reduces
 # uncompressed (`powerSGD_hook` in torch/distributed/algorithms/ddp_comm_hooks/powerSGD_hook.py).
 # With error feedback (`use_error_feedback=True`, the default) each rank keeps what the

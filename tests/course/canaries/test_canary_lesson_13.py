@@ -250,8 +250,8 @@ def test_fp16_compress_hook_underflows_and_overflows(pin):
     pin.holds(bool(((bf16 - wanted).abs() / wanted < 2.0 ** -8).all()), f"bf16_compress_hook, renamed, gave {bf16}")
 
 
-@canary("PowerSGD compresses only the gradients where a rank-1 approximation sends at least min_compression_rate (2) "
-        "times fewer numbers: of a Linear(16, 32), ReLU, Linear(32, 1) model's 577, it sends 113 per step (the first "
+@canary("PowerSGD compresses only the gradients where a rank-1 approximation sends more than min_compression_rate "
+        "(2) times fewer numbers: of a Linear(16, 32), ReLU, Linear(32, 1) model's 577, it sends 113 per step (the first "
         "weight as 48, its bias and the last layer whole), and nothing is compressed before start_powerSGD_iter",
         _TORCH_HOOKS)
 def test_power_sgd_compresses_only_the_matrices_where_it_pays(pin):
