@@ -20,7 +20,8 @@ from torch import nn
 def fsdp_shapes_worker(rank, world_size, init_method, folder):
     """Shard a small model with FSDP2's fully_shard on gloo and record the weight's shape and type
     outside forward, in four hooks on model[0] registered after fully_shard (a forward pre-hook and
-    a forward hook, each without and with prepend=True), and its gradient's after backward."""
+    a forward hook, each without and with prepend=True), and its gradient's after backward; and, in a
+    forward hook on the root module, what model[2].weight (a parameter of the root's) is then."""
     dist.init_process_group("gloo", init_method=init_method, rank=rank, world_size=world_size)
     try:
         torch.manual_seed(0)
@@ -30,15 +31,16 @@ def fsdp_shapes_worker(rank, world_size, init_method, folder):
         fully_shard(model)
         seen = {}
 
-        def recorder(key):
+        def recorder(key, layer=model[0]):
             def hook(module, *args):
-                seen[key] = (tuple(module.weight.shape), type(module.weight).__name__)
+                seen[key] = (tuple(layer.weight.shape), type(layer.weight).__name__)
             return hook
 
         model[0].register_forward_pre_hook(recorder("pre_hook"))
         model[0].register_forward_pre_hook(recorder("prepended_pre_hook"), prepend=True)
         model[0].register_forward_hook(recorder("forward_hook"))
         model[0].register_forward_hook(recorder("prepended_forward_hook"), prepend=True)
+        model.register_forward_hook(recorder("root_forward_hook", model[2]))
         seen["outside"] = (tuple(model[0].weight.shape), type(model[0].weight).__name__,
                            tuple(model[0].weight.to_local().shape))
         batch = torch.randn(3, 8, generator=torch.Generator().manual_seed(rank))

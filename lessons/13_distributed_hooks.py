@@ -36,7 +36,9 @@
 # %%
 import inspect
 import multiprocessing
+import os
 import pickle
+import signal
 import socket
 import subprocess
 import sys
@@ -159,6 +161,25 @@ assert [record[3] for record in buckets] == [False, False, True]
 assert events == ["tensor hook 4.weight", "module hook 4", "comm hook, bucket 0", "tensor hook 2.weight",
                   "comm hook, bucket 1", "module hook 2", "tensor hook 0.weight", "comm hook, bucket 2"]
 
+
+def bucket_after_a_tensor_hook(rank, group):
+    """The bucket a comm hook receives when a tensor hook on the weight returns 7s for its gradient."""
+    model = nn.Linear(3, 1, bias=False)
+    ddp = DDP(model, process_group=group)
+    received = []
+
+    def recording_hook(state, bucket):
+        received.append(bucket.buffer().clone())
+        return default_hooks.allreduce_hook(state, bucket)
+
+    ddp.register_comm_hook(group, recording_hook)
+    model.weight.register_hook(lambda grad: torch.full_like(grad, 7.0))
+    ddp(torch.ones(2, 3)).sum().backward()
+    return received[0]
+
+
+assert torch.equal(two_ranks(bucket_after_a_tensor_hook)[0], torch.full((3,), 7.0))  # the tensor hook's gradient
+
 # %% [markdown]
 # ## What a comm hook must return
 #
@@ -201,7 +222,7 @@ assert tensor_error.startswith("backward: RuntimeError") and tensor_error.endswi
 assert name_error == "register_comm_hook: KeyError: 'bucket'"
 # DDP's test of bf16_compress_hook (_check_comm_hook in torch/nn/parallel/distributed.py) reads how torch was built:
 accepts_bf16 = (bool(torch.version.cuda or torch.version.hip) and dist.is_nccl_available()
-                or dist.is_xccl_available() and torch.xpu.is_available())
+                and torch.cuda.nccl.version() >= (2, 10) or dist.is_xccl_available() and torch.xpu.is_available())
 print("torch.version.cuda:", torch.version.cuda, "| NCCL:", dist.is_nccl_available(), "| accepts bf16_compress_hook:",
       accepts_bf16)
 if accepts_bf16:  # a CUDA build with NCCL: accepted, and run on gloo with this notebook's CPU tensors
@@ -212,10 +233,10 @@ else:  # a CPU build of torch, as the course installs
 
 # %% [markdown]
 # A CPU build of torch refuses `bf16_compress_hook` when it is registered. DDP tests the hook's
-# name and how torch was built (`torch.version.cuda` or ROCm, and NCCL; or Intel's XPU with XCCL),
-# not the device of the tensors: on a CUDA build with NCCL the same registration is accepted, also
-# for CPU tensors on gloo, and the same function under another name runs on gloo here (next
-# section). `fp16_compress_hook` works on gloo.
+# name and how torch was built (`torch.version.cuda` or ROCm, with NCCL 2.10 or later; or XCCL
+# with an Intel XPU present), not the device of the tensors: on a CUDA build with NCCL the same
+# registration is accepted, also for CPU tensors on gloo, and the same function under another name
+# runs on gloo here (next section). `fp16_compress_hook` works on gloo.
 #
 # The ranks here have no default process group, so a hook that calls `dist.get_world_size()`, or
 # `dist.all_reduce(tensor)` without `group=`, raises: use the group DDP passes the hook
@@ -238,12 +259,45 @@ assert len(no_default_group) == 2
 assert all(text.startswith("Default process group has not been initialized") for text in no_default_group)
 
 # %% [markdown]
+# **A trap: a hook that returns nothing.** A comm hook without a `return`, or one that returns
+# `future.set_result(...)` (which is `None`), raises nothing you could catch: on torch 2.13 DDP
+# crashes the whole process, a segmentation fault in the middle of backward, and in a notebook the
+# kernel dies. The cell runs such a hook in a new Python process (one rank alone, in a gloo group
+# of one over an in-memory `HashStore`) and shows how that process ended. The grader's checks stop
+# a hook that returns `None` before DDP sees it, and say so; the demonstration cells under each
+# exercise run your hook under DDP itself, so make its `check` pass first.
+
+# %%
+forgets_to_return = """
+import torch, torch.distributed as dist
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel as DDP
+dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+ddp = DDP(nn.Linear(2, 2))
+
+def hook(state, bucket):
+    future = torch.futures.Future()
+    future.set_result(bucket.buffer())  # and no return: the hook returns None
+
+ddp.register_comm_hook(None, hook)
+print("backward", flush=True)
+ddp(torch.randn(3, 2)).sum().backward()
+print("backward returned", flush=True)
+"""
+child = subprocess.run([sys.executable, "-c", forgets_to_return], capture_output=True, text=True, timeout=300)
+ended = signal.Signals(-child.returncode).name if child.returncode < 0 else f"exit code {child.returncode}"
+print("the process printed", child.stdout.split("\n")[:-1], "and ended by", ended)
+assert child.stdout == "backward\n" and child.returncode != 0
+if os.name == "posix":
+    assert child.returncode == -signal.SIGSEGV
+
+# %% [markdown]
 # ## Exercise 1: `mean_allreduce_hook` · easy · about 10 min
 #
 # Write the hook DDP runs when you register none: average each bucket across ranks.
-# Divide by `process_group.size()`, not by 2. The usual mistakes: returning the tensor, or the
-# collective's future itself (whose value is a list), and dividing the buffer in place *after*
-# starting the all-reduce, while gloo may still be reading it.
+# Divide by `process_group.size()`, not by 2. The usual mistakes: returning the tensor, the
+# collective's future itself (whose value is a list), or nothing (the trap above), and dividing
+# the buffer in place *after* starting the all-reduce, while gloo may still be reading it.
 
 # %% tags=["exercise"]
 # Exercise: mean_allreduce_hook — write your code in this cell.
@@ -725,15 +779,19 @@ with try_it():
 #
 # FSDP2's `fully_shard(module)` splits each parameter of `module` across the ranks: outside
 # forward, `module.weight` is a `DTensor` whose local part is this rank's shard. Around the
-# module's forward FSDP gathers the full parameters and frees them again with hooks of its own:
+# module's forward FSDP gathers the full parameters, and frees them again, with hooks of its own:
 # a forward pre-hook registered with `prepend=True`, so that it runs first, and a forward hook
 # registered without it (`FSDPState.init` in torch/distributed/fsdp/_fully_shard/_fsdp_state.py).
-# What a hook of yours sees depends on where it runs next to FSDP's. The cell below registers four
-# on a sharded layer after `fully_shard`: a forward pre-hook runs after FSDP's all-gather and sees
-# the full weight, an ordinary `Parameter`, but one registered with `prepend=True` runs before it
-# and sees the `DTensor`; a forward hook runs after FSDP has freed the full weight and sees the
-# `DTensor`, but one registered with `prepend=True` sees the `Parameter`. Code outside forward sees
-# the `DTensor`, and the gradient after backward is a `DTensor` too.
+# Whether that forward hook frees them is `fully_shard`'s `reshard_after_forward`: left at `None`,
+# it is true for every sharded module but the root, which keeps its full parameters until
+# backward. What a hook of yours sees depends on where it runs next to FSDP's. The cell below
+# shards `model[0]` and then the root `model`, and registers four hooks on `model[0]` after
+# `fully_shard`: a forward pre-hook runs after FSDP's all-gather and sees the full weight, an
+# ordinary `Parameter`, but one registered with `prepend=True` runs before it and sees the
+# `DTensor`; a forward hook runs after FSDP has freed the full weight and sees the `DTensor`, but
+# one registered with `prepend=True` sees the `Parameter`. A forward hook on the root sees its
+# parameters (those of `model[2]`) full: the root frees nothing after forward. Code outside
+# forward sees the `DTensor`, and the gradient after backward is a `DTensor` too.
 #
 # This section starts two real processes with torch's `mp.start_processes`, whose default start
 # method, like `mp.spawn`'s, is **spawn** on every system. A spawned process starts a fresh Python
@@ -782,11 +840,12 @@ print(f"two spawned ranks in {time.perf_counter() - started:.1f} s")
 for rank, record in enumerate(seen):
     print(f"rank {rank}: outside forward {record['outside'][:2]}, local shard {record['outside'][2]}; "
           f"gradient {record['grad']}")
-    for key in ("prepended_pre_hook", "pre_hook", "prepended_forward_hook", "forward_hook"):
+    for key in ("prepended_pre_hook", "pre_hook", "prepended_forward_hook", "forward_hook", "root_forward_hook"):
         print(f"    {key:23s} {record[key]}")
 assert all(record["outside"] == ((16, 8), "DTensor", (8, 8)) for record in seen)
 assert all(record["pre_hook"] == record["prepended_forward_hook"] == ((16, 8), "Parameter") for record in seen)
 assert all(record["prepended_pre_hook"] == record["forward_hook"] == ((16, 8), "DTensor") for record in seen)
+assert all(record["root_forward_hook"] == ((4, 16), "Parameter") for record in seen)  # model[2], on the root
 assert all(record["grad"] == ((16, 8), "DTensor") for record in seen)
 assert seen[0]["pid"] != seen[1]["pid"]
 

@@ -2,8 +2,6 @@
 DDP on real gloo process groups, one rank per thread (hooked.two_ranks), and compares what the
 learner's comm hook produced with a reference computed by hand, one rank at a time, without DDP."""
 
-import inspect
-
 import torch
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel as DDP
@@ -29,15 +27,17 @@ def _new_model():
 
 class _ScaledLayers(nn.Sequential):
     """The 2-layer model with a parameter on the root module itself, `scale`: named_modules() gives
-    the root the prefix "", so a join prefix + "." + name gives ".scale". With TINY_BUCKETS, one
-    bucket in the first backward pass, then scale, 2.bias, 2.weight (30 elements) and 0.bias, 0.weight (56)."""
+    the root the prefix "", so a join prefix + "." + name gives ".scale". And a buffer, `shift`, so
+    that state_dict()'s keys are not the parameters' names. With TINY_BUCKETS, one bucket in the
+    first backward pass, then scale, 2.bias, 2.weight (30 elements) and 0.bias, 0.weight (56)."""
 
     def __init__(self):
         super().__init__(nn.Linear(6, 8), nn.ReLU(), nn.Linear(8, 3))
         self.scale = nn.Parameter(torch.ones(3))
+        self.register_buffer("shift", torch.zeros(3))
 
     def forward(self, inputs):
-        return super().forward(inputs) * self.scale
+        return super().forward(inputs) * self.scale + self.shift
 
 
 _STARTS = {}  # build function -> its fixed start (a state dict)
@@ -69,20 +69,21 @@ def _local_gradients(model, rank, step):
 
 class _HookCalls:
     """Wraps a comm hook: records each call's bucket (index, numel, parameter names, is_last) and
-    what the hook returned; keeps the futures so that the harness can fail one never completed."""
+    what the hook returned; keeps the futures so that the harness can fail one never completed.
+    Anything but a Future the hook returns is stopped here, before DDP sees it: torch 2.13's DDP
+    crashes the whole process (a segmentation fault) when a comm hook returns None."""
 
     def __init__(self, names, pending):
         self.names = names
         self.pending = pending
         self.calls = []  # per call: dict(index, numel, names, is_last, returned)
 
-    def wrap(self, hook):
-        try:
-            parameters = inspect.signature(hook).parameters
-        except (TypeError, ValueError):
-            parameters = {"bucket": None}
-        if "bucket" not in parameters:
-            raise KeyError("bucket")  # as DDP's register_comm_hook does, which sees only this wrapper
+    def wrap(self, hook, ddp):
+        """`hook` wrapped, for `ddp.register_comm_hook`. DDP sees only the wrapper, so its tests of
+        the hook are made here, as register_comm_hook makes them: the signature (a parameter named
+        `bucket`, the annotations), bf16_compress_hook by name, and the __qualname__ it logs."""
+        ddp._check_comm_hook(hook)
+        hook.__qualname__  # noqa: B018 (register_comm_hook reads it: an object without one raises AttributeError)
 
         def checked_hook(state, bucket):
             call = {"index": bucket.index(), "numel": bucket.buffer().numel(),
@@ -92,7 +93,7 @@ class _HookCalls:
             returned = hook(state, bucket)
             call["returned"] = returned
             if not isinstance(returned, torch._C.Future):
-                return returned
+                raise TypeError(f"the comm hook returned {type(returned).__name__}, not a torch.futures.Future")
             self.pending.append(returned)
 
             def value_checked(future):
@@ -122,6 +123,12 @@ def _returned_problem(calls, what):
     for call in calls:
         returned = call.get("returned")
         if "returned" in call and not isinstance(returned, torch._C.Future):
+            if returned is None:
+                return (f"{what} returned None for bucket {call['index']}: a `return` is missing, or it returns what a "
+                        "call that gives None gave (future.set_result(...) returns None: set the result, then return "
+                        "the future). A comm hook must return a torch.futures.Future whose value is the bucket's new "
+                        "tensor. On torch 2.13 DDP crashes the whole process (a segmentation fault) when a comm hook "
+                        "returns None; the check stopped it before DDP saw it.")
             if isinstance(returned, torch.Tensor):
                 return (f"{what} returned a tensor ({describe(returned)}) for bucket {call['index']}; a comm hook must "
                         "return a torch.futures.Future whose value is the tensor: DDP waits on it. Start the all_reduce "
@@ -163,7 +170,7 @@ def _judge_outcomes(outcomes, calls_per_rank, what, doing, group, hint_for_rank=
         if isinstance(first.error, KeyError) and str(first.error) == "'bucket'":
             fail(f"Registering {what} with register_comm_hook raised KeyError: 'bucket'. DDP reads the hook's "
                  "signature: name its parameters (process_group, bucket), or (state, bucket).")
-        hint = hint_for_rank(first.rank) or _no_default_group_hint(first.error, group)
+        hint = hint_for_rank(first.rank) or _error_hint(first.error, group)
         if hint:
             fail_with_hint(f"{doing} (on rank {first.rank})", first.error, hint)
         with calling(f"{doing} (on rank {first.rank})"):
@@ -173,13 +180,33 @@ def _judge_outcomes(outcomes, calls_per_rank, what, doing, group, hint_for_rank=
          "order: a hook that all-reduces on one rank only, or skips a bucket on one rank, leaves its peer waiting.")
 
 
-def _no_default_group_hint(error, group):
-    if "Default process group has not been initialized" not in str(error):
-        return None
-    return ("The ranks here have no default process group (nothing called dist.init_process_group), and "
-            "torch.distributed's calls without a group look for it and raise: dist.all_reduce(tensor) without group=, "
-            f"dist.get_world_size(). Use the group the hook is given, {group}: dist.all_reduce(tensor, group=..., "
-            "async_op=True), and the group's .size().")
+def _error_hint(error, group):
+    """What an error the learner's hook raised means, for the errors a comm hook typically meets; None
+    for others. `group` names the group the hook is given."""
+    text = str(error)
+    if "Default process group has not been initialized" in text:
+        return ("The ranks here have no default process group (nothing called dist.init_process_group), and "
+                "torch.distributed's calls without a group look for it and raise: dist.all_reduce(tensor) without "
+                f"group=, dist.get_world_size(). Use the group the hook is given, {group}: dist.all_reduce(tensor, "
+                "group=..., async_op=True), and the group's .size().")
+    if isinstance(error, AttributeError) and text.startswith("'NoneType' object has no attribute") and any(
+            name in text for name in ("'get_future'", "'wait'", "'then'")):
+        return ("dist.all_reduce returns None unless it is started with async_op=True (without it, it reduces "
+                "before it returns and there is no work object): dist.all_reduce(tensor, group=..., async_op=True)"
+                ".get_future().")
+    if isinstance(error, AttributeError) and text in ("'NoneType' object has no attribute 'size'",
+                                                      "'NoneType' object has no attribute 'rank'"):
+        return ("The group was None. Given None as the state, torch's own hooks (allreduce_hook, fp16_compress_hook) "
+                "use dist.group.WORLD, the default process group, and the ranks here have none (nothing called "
+                f"dist.init_process_group): it is None too. Use the group the hook is given, {group}: register the "
+                "hook with the group as its state.")
+    if isinstance(error, TypeError) and "'method'" in text:
+        return ("A method was used without being called: process_group.size, bucket.buffer, bucket.index and "
+                "bucket.is_last are methods; call them (process_group.size() is the number of ranks).")
+    if isinstance(error, ValueError) and text.startswith("Communication hook:") and "annotation" in text:
+        return ("DDP's register_comm_hook reads the hook's annotations: `bucket` may be annotated dist.GradBucket "
+                "and the return torch.futures.Future[torch.Tensor], exactly, or not at all.")
+    return None
 
 
 def _names(model):
@@ -210,7 +237,7 @@ def _ddp_gradients(hook, world_size=2, bucket_cap_mb=TINY_BUCKETS, steps=1):
 
     def rank_function(rank, group, pending):
         model, ddp, calls = _ddp_on_rank(rank, group, pending, calls_per_rank, bucket_cap_mb)
-        ddp.register_comm_hook(group, calls.wrap(hook))
+        ddp.register_comm_hook(group, calls.wrap(hook, ddp))
         grads = []
         for step in range(steps):
             _backward_pass(model, ddp, rank, step)
@@ -255,6 +282,7 @@ def _stop_if_not_written(exercise, name, arguments):
 
 def check_mean_allreduce_hook(mean_allreduce_hook):
     _stop_if_not_written(mean_allreduce_hook, "mean_allreduce_hook", (None, object()))
+    deferred = None  # on 2 ranks, a sum divided by 4: told apart on 3 ranks (9: the size twice) first
     for world_size in (2, 3):
         doing = (f"training a fresh 2-layer model with DDP on {world_size} ranks (gloo, one backward pass, "
                  f"buckets of {TINY_BUCKETS} MB) with mean_allreduce_hook registered")
@@ -285,9 +313,40 @@ def check_mean_allreduce_hook(mean_allreduce_hook):
                      f"{_max_difference(got, mean[0]):.3g}). The hook lost precision by compressing the bucket to "
                      f"{compressed}, as torch's fp16_compress_hook and bf16_compress_hook do; the exercise asks for "
                      "the mean itself: all-reduce the buffer in its own dtype.")
+            divisor = _uniform_divisor(got, {name: value * world_size for name, value in mean[0].items()})
+            if divisor is not None:
+                message = (f"{doing}: rank {outcome.rank}'s gradients are the sum over the {world_size} ranks divided "
+                           f"by {divisor:.4g}, where the mean divides it by process_group.size(), {world_size}.")
+                parameters = {len(call["names"]) for call in calls_per_rank[outcome.rank]}
+                if world_size == 2 and abs(divisor - 4) < 1e-3:
+                    deferred = message
+                    break
+                if parameters == {round(divisor)} and abs(divisor - round(divisor)) < 1e-3:
+                    message += (f" {round(divisor)} is the number of parameters in the bucket "
+                                "(len(bucket.parameters())), not the number of ranks.")
+                elif abs(divisor - world_size ** 2) < 1e-3:
+                    message += (f" That is process_group.size() twice, {world_size} × {world_size}: divide once "
+                                "(ReduceOp.AVG divides too).")
+                fail(message)
             fail(f"{doing}: rank {outcome.rank}'s gradients differ from DDP's own (the mean over the ranks) by up to "
-                 f"{_max_difference(got, mean[0]):.3g}. If the hook divides the buffer in place after starting the "
-                 "all-reduce, gloo may already be reading it: divide first, or in the .then() callback.")
+                 f"{_max_difference(got, mean[0]):.3g}, and are not the sum divided by any one number. Every rank must "
+                 "divide by process_group.size(), the same on every rank, and the all-reduce must sum what was "
+                 "divided: if the hook divides the buffer in place after starting the all-reduce, gloo may already be "
+                 "reading it: divide first, or in the .then() callback.")
+    if deferred:
+        fail(deferred)
+
+
+def _uniform_divisor(got, total):
+    """The one number c with `got` = `total` / c (every gradient, within tolerance), or None."""
+    got_flat = torch.cat([got[name].reshape(-1) for name in total])
+    total_flat = torch.cat([total[name].reshape(-1) for name in total])
+    if not got_flat.abs().max() > 0:
+        return None
+    divisor = (total_flat.dot(total_flat) / total_flat.dot(got_flat)).item()
+    if not divisor > 0 or not _same(got, {name: value / divisor for name, value in total.items()}):
+        return None
+    return divisor
 
 
 def _compressed_to(got, mean, local):
@@ -312,8 +371,9 @@ def _rounded_to(dtype, value, mean, own):
 def check_record_buckets(record_buckets):
     _stop_if_not_written(record_buckets, "record_buckets", (object(), []))
     _check_recording(record_buckets, _ScaledLayers, 2, (
-        f"calling record_buckets(ddp_model, store) on each of 2 ranks (a fresh model of 2 layers and a parameter "
-        f"`scale` on the root module itself, buckets of {TINY_BUCKETS} MB), then 2 backward passes"))
+        f"calling record_buckets(ddp_model, store) on each of 2 ranks (a fresh model of 2 layers, a parameter "
+        f"`scale` and a buffer `shift` on the root module itself, buckets of {TINY_BUCKETS} MB), then 2 backward "
+        "passes"))
 
 
 def _check_recording(record_buckets, build, steps, doing):
@@ -331,7 +391,7 @@ def _check_recording(record_buckets, build, steps, doing):
 
         def register_comm_hook(state, hook):
             registered.append(hook)
-            real_register(state, calls.wrap(hook))
+            real_register(state, calls.wrap(hook, ddp))
 
         ddp.register_comm_hook = register_comm_hook
         before = {id(hook) for _, _, hook in registered_hooks(ddp)}  # DDP's own state-dict hooks among them
@@ -355,12 +415,13 @@ def _check_recording(record_buckets, build, steps, doing):
 
     _judge_outcomes(outcomes, calls_per_rank, "the hook that record_buckets registered", doing,
                     "its state (the group it was registered with, ddp_model.process_group)", shared_list_hint)
-    mean, _ = _mean_reference(world_size, steps, build)
+    mean, local = _mean_reference(world_size, steps, build)
     for outcome in outcomes:
-        _judge_recording(outcome.rank, outcome.value, left[outcome.rank], calls_per_rank[outcome.rank], mean, doing)
+        _judge_recording(outcome.rank, outcome.value, left[outcome.rank], calls_per_rank[outcome.rank], mean, local,
+                         doing)
 
 
-def _judge_recording(rank, result, left, calls, mean, doing):
+def _judge_recording(rank, result, left, calls, mean, local, doing):
     if result["returned"] is not None:
         fail(f"{doing}: record_buckets returned {describe(result['returned'])}; it must return None (the "
              "records go into `store`).")
@@ -373,6 +434,13 @@ def _judge_recording(rank, result, left, calls, mean, doing):
     _compare_records(result["store"], _expected_records(calls, len(mean)), rank, doing)
     for step, step_mean in enumerate(mean):
         if not _same(result["grads"][step], step_mean):
+            compressed = _compressed_to(result["grads"][step], step_mean, local[step])
+            if compressed:
+                fail(f"{doing}: after backward pass {step + 1}, rank {rank}'s gradients are DDP's own rounded to "
+                     f"{compressed} (every value is a {compressed} number, within its rounding of the mean): the hook "
+                     f"reduces the bucket in {compressed}, as torch's fp16_compress_hook and bf16_compress_hook do. "
+                     "It must average each bucket as DDP does, in the buffer's own dtype (as mean_allreduce_hook "
+                     "does), so that the gradients do not change.")
             fail(f"{doing}: after backward pass {step + 1}, rank {rank}'s gradients differ from DDP's own (the "
                  f"mean over the ranks) by up to {_max_difference(result['grads'][step], step_mean):.3g}. The "
                  "hook must still average each bucket over the ranks, as mean_allreduce_hook does.")
@@ -400,6 +468,19 @@ def _compare_records(store, expected, rank, doing):
              "backward pass.")
     if not store:
         fail(f"{doing}: rank {rank}'s store is empty after {len(expected)} backward passes. {_APPEND_TO_STORE}")
+    for step, records in enumerate(store):
+        again = [later for later in range(step + 1, len(store)) if store[later] is records]
+        if again:
+            fail(f"{doing}: rank {rank}'s store[{step}] and store[{again[0]}] are one list, appended twice: the "
+                 f"hook appended the same list for each backward pass (it holds {len(records)} records now). After a "
+                 "bucket whose is_last() is True, start a new list for the next pass (a new [] appended to `store`, "
+                 "not the old one cleared or kept).")
+    empty = [step for step, records in enumerate(store) if isinstance(records, list) and not records]
+    if empty:
+        fail(f"{doing}: rank {rank}'s store[{empty[0]}] is an empty list: the hook opened a list for a backward pass "
+             "and recorded no bucket in it, or emptied it later. Each pass's list gets that pass's records; a count "
+             "of passes kept outside record_buckets (at module level) is shared by both ranks here, where they are "
+             "threads of one process, and counts both ranks' passes.")
     if len(store) != len(expected):
         flat = sum(len(step) for step in store)
         more = (" It holds twice as many records as this rank's buckets: are both ranks writing to one list (a "
@@ -418,15 +499,25 @@ def _compare_records(store, expected, rank, doing):
             for key in ("index", "numel", "names", "is_last"):
                 value = got[key]
                 if isinstance(value, torch.Tensor) or type(value) is not type(want[key]) or value != want[key]:
-                    hint = _NAMES_JOINED_TO_ROOT if key == "names" and _joined_to_root(value, want[key]) else {
-                        "names": " Use the names of ddp_model.module.named_parameters() (without DDP's "
-                                 "'module.' prefix), in bucket.parameters()' order.",
-                        "numel": " numel is bucket.buffer().numel(), the number of elements.",
-                        "is_last": " is_last is bucket.is_last(), a bool."}.get(key, "")
                     fail(f"{doing}: rank {rank}'s store[{step}] has {key}={describe(value)} where DDP's bucket "
-                         f"{want['index']} gives {describe(want[key])}.{hint}")
+                         f"{want['index']} gives {describe(want[key])}.{_record_hint(key, value, want[key])}")
 
 
+def _record_hint(key, value, wanted):
+    """What a record's wrong `value` for `key` likely means."""
+    if key == "names" and _joined_to_root(value, wanted):
+        return _NAMES_JOINED_TO_ROOT
+    if key == "names" and isinstance(value, list) and "shift" in value:
+        return _NAMES_FROM_STATE_DICT
+    return {"names": " Use the names of ddp_model.module.named_parameters() (without DDP's 'module.' prefix), in "
+                     "bucket.parameters()' order.",
+            "numel": " numel is bucket.buffer().numel(), the number of elements.",
+            "is_last": " is_last is bucket.is_last(), a bool."}.get(key, "")
+
+
+_NAMES_FROM_STATE_DICT = (" 'shift' is not a parameter but a buffer of the root module: the names were taken from "
+                          "state_dict(), which holds buffers too, so its keys are not the parameters' names, in order. "
+                          "Take them from ddp_model.module.named_parameters().")
 _NAMES_JOINED_TO_ROOT = (" A name starts with '.': that parameter sits on the root module, whose prefix in "
                          "named_modules() is '', and prefix + '.' + name gives '.scale'. Take the names from "
                          "ddp_model.module.named_parameters(), which joins only non-empty prefixes (or join with '.' "
@@ -447,18 +538,20 @@ _TOPK_STEPS = 4
 _TOPK_LR = 0.2
 
 
-def _topk_reference(calls, world_size, *, divide=True, feedback="once", absolute=True):
-    """The parameters after _TOPK_STEPS SGD steps of two ranks under the lesson's rules, computed by
-    hand per rank; `calls` (rank 0's hook calls) say which parameters each bucket held, per step.
-    The keyword arguments make the variants that name a mistake."""
+def _topk_reference(calls, world_size, *, divide=True, feedback="once", absolute=True, largest=True,
+                    sent_from="corrected", reduce=True):
+    """Each rank's parameters after _TOPK_STEPS SGD steps of two ranks under the lesson's rules,
+    computed by hand per rank, and each rank's residuals; `calls` (rank 0's hook calls) say which
+    parameters each bucket held, per step. The keyword arguments make the variants that name a
+    mistake (with reduce=False each rank keeps its own `sent`, and the ranks part ways)."""
     models = [_model() for _ in range(world_size)]
     residuals = [{} for _ in range(world_size)]
     steps = _split_steps(calls)
     for step, buckets in enumerate(steps):
         local = [_local_gradients(models[rank], rank, step) for rank in range(world_size)]
-        new = {}
+        new = [{} for _ in range(world_size)]
         for bucket in buckets:
-            sent = []
+            sent, correcteds = [], []
             for rank in range(world_size):
                 flat = torch.cat([local[rank][name].reshape(-1) for name in bucket["names"]])
                 residual = residuals[rank].get(bucket["index"])
@@ -469,9 +562,9 @@ def _topk_reference(calls, world_size, *, divide=True, feedback="once", absolute
                 else:
                     corrected = flat + (2 * residual if feedback == "twice" else residual)
                 k = min(_TOPK_K, corrected.numel())
-                keep = (corrected.abs() if absolute else corrected).topk(k).indices
+                keep = (corrected.abs() if absolute else corrected).topk(k, largest=largest).indices
                 kept = torch.zeros_like(corrected)
-                kept[keep] = corrected[keep]
+                kept[keep] = (flat if sent_from == "buffer" else corrected)[keep]
                 if feedback == "accumulate" and residual is not None:
                     residuals[rank][bucket["index"]] = residual + (corrected - kept)
                 elif feedback == "from-buffer":
@@ -479,17 +572,23 @@ def _topk_reference(calls, world_size, *, divide=True, feedback="once", absolute
                 else:
                     residuals[rank][bucket["index"]] = corrected - kept
                 sent.append(kept)
+                correcteds.append(corrected)
             total = sum(sent) / (world_size if divide else 1)
-            offset = 0
-            for name in bucket["names"]:
-                size = local[0][name].numel()
-                new[name] = total[offset:offset + size].reshape(local[0][name].shape)
-                offset += size
+            for rank in range(world_size):
+                reduced = total if reduce else sent[rank] / (world_size if divide else 1)
+                if feedback == "from-mean":  # as PowerSGD's error feedback: what this rank had, less the mean
+                    residuals[rank][bucket["index"]] = correcteds[rank] - reduced
+                offset = 0
+                for name in bucket["names"]:
+                    size = local[0][name].numel()
+                    new[rank][name] = reduced[offset:offset + size].reshape(local[0][name].shape)
+                    offset += size
         with torch.no_grad():
-            for model in models:
+            for rank, model in enumerate(models):
                 for name, parameter in model.named_parameters():
-                    parameter -= _TOPK_LR * new[name]
-    return {name: parameter.detach().clone() for name, parameter in models[0].named_parameters()}, residuals
+                    parameter -= _TOPK_LR * new[rank][name]
+    return [{name: parameter.detach().clone() for name, parameter in model.named_parameters()}
+            for model in models], residuals
 
 
 def _split_steps(calls):
@@ -519,6 +618,21 @@ _TOPK_VARIANTS = [
                                    "less what it sent."),
     (dict(absolute=False), "the parameters moved as if the k LARGEST values were kept, not the k of largest ABSOLUTE "
                            "value: choose with corrected.abs().topk(k)."),
+    (dict(largest=False), "the parameters moved as if the k entries of SMALLEST |corrected| were kept: keep the k of "
+                          "largest absolute value (corrected.abs().topk(k) gives them; argsort and sort are ascending "
+                          "unless told descending=True)."),
+    (dict(feedback="from-mean"), "the parameters moved as if the new residual were corrected minus the mean over the "
+                                 "ranks (the all-reduce's result), as PowerSGD's error feedback computes it: here it is "
+                                 "corrected - sent, with this rank's own sent, stored before the all-reduce."),
+    (dict(reduce=False), "the parameters moved as if each rank used the mean of its own `sent` only, without the "
+                         "other ranks': the hook did not all-reduce it, or returned a future that does not wait for "
+                         "the all-reduce. Start dist.all_reduce(sent, group=state.process_group, async_op=True) and "
+                         "return its future of the tensor."),
+    (dict(reduce=False, divide=False), "the parameters moved as if each rank used its own `sent`, without the other "
+                                       "ranks': the hook did not all-reduce it. Return the mean of sent over the ranks "
+                                       "of state.process_group: all-reduce it, divided by its size()."),
+    (dict(sent_from="buffer"), "the parameters moved as if `sent` held the BUFFER's entries at the chosen positions: "
+                               "it holds corrected's (the buffer plus the residual), so that the residual is sent too."),
 ]
 
 
@@ -535,7 +649,7 @@ def check_topk_error_feedback_hook(topk_error_feedback_hook):
     def rank_function(rank, group, pending):
         model, ddp, calls = _ddp_on_rank(rank, group, pending, calls_per_rank)
         states[rank] = _TopKState(group, _TOPK_K)
-        ddp.register_comm_hook(states[rank], calls.wrap(topk_error_feedback_hook))
+        ddp.register_comm_hook(states[rank], calls.wrap(topk_error_feedback_hook, ddp))
         for step in range(_TOPK_STEPS):
             _backward_pass(model, ddp, rank, step)
             with torch.no_grad():
@@ -549,15 +663,20 @@ def check_topk_error_feedback_hook(topk_error_feedback_hook):
     for rank, state in enumerate(states):
         _check_residuals_kept(state, rank, [call["index"] for call in calls_per_rank[rank]], doing)
     expected, residuals = _topk_reference(calls_per_rank[0], world_size)
+    # Ranks that all-reduced agree; the variants without an all-reduce part them (a hook that sends zeros
+    # on one rank also leaves rank 0 with its own `sent`, divided, but the ranks agree).
+    ranks_agree = all(_same(outcome.value, outcomes[0].value) for outcome in outcomes)
     for outcome in outcomes:
         got = outcome.value
-        if _same(got, expected):
+        if _same(got, expected[outcome.rank]):
             continue
         for variant, message in _TOPK_VARIANTS:
-            if _same(got, _topk_reference(calls_per_rank[0], world_size, **variant)[0]):
+            if ranks_agree and variant.get("reduce") is False:
+                continue
+            if _same(got, _topk_reference(calls_per_rank[0], world_size, **variant)[0][outcome.rank]):
                 fail(f"{doing}: on rank {outcome.rank}, {message}")
         fail(f"{doing}: rank {outcome.rank}'s parameters differ from those the rules give, computed by hand, by up "
-             f"to {_max_difference(got, expected):.3g}. Check each rule: corrected = buffer + residual; keep the k "
+             f"to {_max_difference(got, expected[outcome.rank]):.3g}. Check each rule: corrected = buffer + residual; keep the k "
              "entries of largest |corrected|; residual = corrected - sent; the future's value is the mean of sent "
              "over the ranks.")
     for rank, state in enumerate(states):
@@ -572,8 +691,9 @@ def _check_residuals_kept(state, rank, indices, doing):
              "step (the GradBucket object does not).")
     if not isinstance(held, dict) or not held:
         fail(f"{doing}: rank {rank}'s state.residuals is {describe(held)} after {_TOPK_STEPS} steps; the hook must "
-             "keep each bucket's residual there, under bucket.index(). State kept at module level is shared by "
-             "both ranks here (they are threads of one process) and would mix their residuals.")
+             "keep each bucket's residual there, under bucket.index(). State kept anywhere else (at module "
+             "level, on the function object, in a default argument) is shared by both ranks here (they are threads "
+             "of one process) and would mix their residuals.")
 
 
 def _check_residuals(state, expected, rank, doing):

@@ -1,11 +1,16 @@
 """Canaries of lesson 13 (hooks in distributed training): DDP's buckets and when its comm hook runs, what a
 comm hook must be and return, what torch's own hooks lose, and what gloo allows. The ranks run on threads
 (hooked/two_ranks.py), as the lesson's cells and checks do; what FSDP2's hooks see needs two spawned processes
-(seconds each) and has no canary (the lesson's cell asserts it)."""
+(seconds each) and has no canary (the lesson's cell asserts it). A comm hook that returns None crashes its process,
+so that canary runs it in a new Python, one rank alone."""
 
 import functools
 import inspect
 import multiprocessing
+import os
+import signal
+import subprocess
+import sys
 
 import torch
 import torch.distributed as dist
@@ -180,6 +185,35 @@ def test_a_comm_hook_second_parameter_must_be_named_bucket(pin):
     pin.holds(isinstance(error, KeyError) and str(error) == "'bucket'", described(error))
 
 
+_RETURNS_NONE = """
+import torch, torch.distributed as dist
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel as DDP
+dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+ddp = DDP(nn.Linear(2, 2))
+
+def hook(state, bucket):
+    future = torch.futures.Future()
+    future.set_result(bucket.buffer())
+
+ddp.register_comm_hook(None, hook)
+print("backward", flush=True)
+ddp(torch.randn(3, 2)).sum().backward()
+print("backward returned", flush=True)
+"""
+
+
+@canary("a comm hook that returns None (no `return`) crashes the whole process in backward, a segmentation fault "
+        "on torch 2.13 with nothing to catch (the checks stop a hook's None before DDP sees it)",
+        _RETURNS)
+def test_a_comm_hook_returning_none_crashes_the_process(pin):
+    child = subprocess.run([sys.executable, "-c", _RETURNS_NONE], capture_output=True, text=True, timeout=300)
+    crashed = child.returncode == -signal.SIGSEGV if os.name == "posix" else child.returncode != 0
+    pin.holds(child.stdout == "backward\n" and crashed,
+              f"the process printed {child.stdout!r} and ended with return code {child.returncode}; "
+              f"its stderr ends {child.stderr[-300:]!r}")
+
+
 def _registration_error(hook):
     """On rank 0: what registering `hook` on a DDP model raised, or None."""
     def run(rank, group):
@@ -195,7 +229,7 @@ def _registration_error(hook):
 def _accepts_bf16():
     """DDP's own test of bf16_compress_hook (DistributedDataParallel._check_comm_hook): how torch was built."""
     return (bool(torch.version.cuda or torch.version.hip) and dist.is_nccl_available()
-            or dist.is_xccl_available() and torch.xpu.is_available())
+            and torch.cuda.nccl.version() >= (2, 10) or dist.is_xccl_available() and torch.xpu.is_available())
 
 
 @canary("bf16_compress_hook is refused when it is registered by a CPU build of torch, with TypeError \"BF16 all "
