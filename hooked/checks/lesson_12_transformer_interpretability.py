@@ -13,7 +13,7 @@ from hooked.check_api import LearnerCodeRaised, calling, fail
 from hooked.checks import trained_tiny_transformer
 from hooked.checks.planted_exceptions import planted_exception_comes_through
 from hooked.checks.seeding import seeded
-from hooked.checks.tensors import describe
+from hooked.checks.tensors import describe, first_difference
 from hooked.checks.torch_error_hints import calling_with_hints
 from hooked.checks.trained_tiny_transformer import Block, TinyTransformer
 
@@ -225,7 +225,8 @@ def _check_gradient(logits, model, expected, call_text, detached_words):
         gradient = torch.autograd.grad(logits.sum(), model.pos.weight, allow_unused=True)[0]
     if gradient is None or not _close(gradient, expected, 1e-4):
         fail(f"{call_text}: the gradient of the logits' sum with respect to the position embedding's weight is "
-             f"{describe(gradient)}; expected {describe(expected)}. {detached_words}")
+             f"{describe(gradient)}; expected {describe(expected)}.{first_difference(gradient, expected, 1e-4)} "
+             f"{detached_words}")
 
 
 def _close(actual, expected, tolerance=1e-5):
@@ -239,10 +240,12 @@ def _logits_check(logits, expected, call_text, guesses=()):
         fail(f"{call_text} returned {describe(logits)}; expected the logits, {describe(expected)}.")
     if _close(logits, expected):
         return
+    compared = (f"{call_text} returned {describe(logits)}; expected {describe(expected)}."
+                f"{first_difference(logits, expected)}")
     for guess, words in guesses:
         if _close(logits, guess()):
-            fail(f"{call_text} returned {describe(logits)}; expected {describe(expected)}. {words}")
-    fail(f"{call_text} returned {describe(logits)}; expected {describe(expected)}.")
+            fail(f"{compared} {words}")
+    fail(compared)
 
 
 # ---------------------------------------------------------------- run_with_cache
@@ -704,10 +707,11 @@ def _check_table(table, expected, call_text, what, guesses):
         fail(f"{call_text} returned {describe(table)}; expected a float tensor (the metric is a float).")
     if _table_matches(table.detach(), expected):
         return
+    differ = first_difference(table, expected, 1e-4)
     for guess, words in guesses:
         if _table_matches(table.detach(), guess()):
-            fail(f"{call_text} returned {describe(table)}; expected {describe(expected)}. {words}")
-    fail(f"{call_text} returned {describe(table)}; expected {describe(expected)}, {what}.")
+            fail(f"{call_text} returned {describe(table)}; expected {describe(expected)}.{differ} {words}")
+    fail(f"{call_text} returned {describe(table)}; expected {describe(expected)}, {what}.{differ}")
 
 
 def check_patching_table(patching_table):
@@ -947,6 +951,7 @@ def check_steer(steer):
     without_alpha = _steered(model, tokens, [(name, original)])
     last_only = _activations(model, tokens, [name], {name: lambda a: torch.cat(
         [a[:, :-1], a[:, -1:] + 3.0 * original], dim=1)})[0]
+    first_only = _activations(model, tokens, [name], {name: lambda a: torch.cat([a[:1] + 3.0 * original, a[1:]])})[0]
     both = _steered(model, tokens, [(other, 2.0 * second), (name, original)])
     outer_alone = _steered(model, tokens, [(other, 2.0 * second)])
     call = f"steer(model, {name!r}, vector, 3.0)"
@@ -976,6 +981,8 @@ def check_steer(steer):
         (lambda: without_alpha, "The vector was added without alpha."),
         (lambda: last_only, "alpha * vector was added at the last position only; add it at every batch element and "
                             "position (output + alpha * vector broadcasts)."),
+        (lambda: first_only, "alpha * vector was added to the first sequence of the batch only; add it at every batch "
+                             "element and position (output + alpha * vector broadcasts)."),
     ])
     if not _close(again, expected):
         fail(f"Inside `with {call}:`, the second forward pass gave {describe(again)}, the first {describe(inside)}: "
@@ -985,7 +992,8 @@ def check_steer(steer):
         after = model(tokens)
     if not _close(after, plain):
         fail(f"After the `with {call}:` block, the model still computed {describe(after)}, not its own output "
-             f"{describe(plain)}: the steering stayed after the block. Remove the hook when the block ends.")
+             f"{describe(plain)}: the steering stayed after the block.{first_difference(after, plain)} Remove the hook "
+             "when the block ends.")
     _check_hooks(model, before, f"the `with {call}:` block")
 
     # Gradients flow through the steered activation, as in any forward pass.
