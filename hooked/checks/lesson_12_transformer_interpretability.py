@@ -417,6 +417,52 @@ _TRUTH_VALUE = (("Boolean value of Tensor", "A tensor has no truth value: `fn(ou
                  "Test for None instead: `new = fn(output, name)`, then `output if new is None else new` (or return "
                  "fn's result as it is: a forward hook that returns None keeps the output)."),)
 
+def _own_hooks_on(model, fired):
+    """Hooks of the model's own, registered before the call: on the model itself a forward pre-hook that
+    changes the tokens and a forward hook that shifts the logits, and on hook_embed a forward hook that
+    only records. `fired` records which ran. Returns their handles."""
+    def shift_tokens(module, args):
+        fired.append("forward pre-hook")
+        return ((args[0] + 1) % _SMALL["vocab"],)
+
+    def shift_logits(module, args, output):
+        fired.append("forward hook")
+        return output + 1
+
+    return [model.register_forward_pre_hook(shift_tokens), model.register_forward_hook(shift_logits),
+            model.hook_embed.register_forward_hook(lambda module, args, output: fired.append("hook_embed"))]
+
+
+def _check_own_hooks_run(run_with_hooks, model, tokens):
+    """The model's own hooks, on the model itself and on a hook point, are still registered after the
+    call, and ran during it with their effect kept."""
+    fired = []
+    handles = _own_hooks_on(model, fired)
+    try:
+        double = {"blocks.0.hook_resid_post": lambda a: 2 * a}
+        expected, _ = _activations(model, tokens, list(double), replace=double)
+        fired.clear()
+        before = _hook_ids(model)
+        call = "run_with_hooks(model, tokens, [('blocks.0.hook_resid_post', double)])"
+        with calling(f"calling {call} on a model with hooks of its own: a forward pre-hook and a forward hook on the "
+                     "model itself, and a forward hook on hook_embed"):
+            logits = run_with_hooks(model, tokens, [("blocks.0.hook_resid_post", lambda a, name: 2 * a)])
+        _check_hooks(model, before, call, " (on a model with hooks of its own)")
+        if "hook_embed" not in fired:
+            fail(f"{call} kept the model's own forward hook on hook_embed registered, but it did not run during the "
+                 "call. Leave the model's hooks alone.")
+        skipped = [kind for kind in ("forward pre-hook", "forward hook") if kind not in fired]
+        if skipped:
+            fail(f"{call} kept the hooks on the model itself registered, but its {' and its '.join(skipped)} did not "
+                 "run during the call (the one on hook_embed did). model.forward(tokens) runs the model's code "
+                 "without the hooks on the model itself; model(tokens) runs them, as a call of any module does: "
+                 "call the model, not its forward.")
+        _logits_check(logits, expected, f"{call} (on a model with hooks of its own)")
+    finally:
+        for handle in handles:
+            handle.remove()
+
+
 def check_run_with_hooks(run_with_hooks):
     model, tokens = _small(1211), _tokens(1212, 2, 6)
     seen = []
@@ -493,6 +539,19 @@ def check_run_with_hooks(run_with_hooks):
          "Only the first function of that hook point took effect."),
     ])
 
+    # None after a replacement keeps that replacement, not the hook point's original value.
+    pairs = [("blocks.1.hook_resid_pre", lambda a, name: 2 * a), ("blocks.1.hook_resid_pre", lambda a, name: None)]
+    call = "run_with_hooks(model, tokens, [('blocks.1.hook_resid_pre', times_two), ('blocks.1.hook_resid_pre', keep)])"
+    with calling_with_hints(f"calling {call}", _TRUTH_VALUE):
+        logits = run_with_hooks(model, tokens, pairs)
+    _logits_check(logits, _activations(model, tokens, ["blocks.1.hook_resid_pre"],
+                                       replace={"blocks.1.hook_resid_pre": lambda a: 2 * a})[0], call, guesses=[
+        (lambda: plain, "keep returned None after times_two had replaced the activation: None keeps the activation "
+                        "keep was given, times_two's replacement, not the hook point's original value. On None, keep "
+                        "what the function was given (a forward hook that returns None keeps the output it "
+                        "received), not the value from before the first function (such as args[0])."),
+    ])
+
     # Gradients flow through the activations and their replacements, as in any forward pass.
     call = "run_with_hooks(model, tokens, [('blocks.0.hook_resid_post', double)])"
     expected_gradient = _embed_gradient(model, tokens, {"blocks.0.hook_resid_post": lambda a: 2 * a})
@@ -503,17 +562,7 @@ def check_run_with_hooks(run_with_hooks):
                     "activation.detach(), and return its replacement as it is.")
 
     # The model's own hooks stay and run; temporary hooks go also when forward raises; unknown names.
-    fired = []
-    own = model.hook_embed.register_forward_hook(lambda module, args, output: fired.append(1))
-    before = _hook_ids(model)
-    call = "run_with_hooks(model, tokens, [('hook_embed', keep)])"
-    with calling(f"calling {call} on a model with a forward hook of its own on hook_embed"):
-        run_with_hooks(model, tokens, [("hook_embed", lambda a, name: None)])
-    _check_hooks(model, before, call, " (on a model with a hook of its own)")
-    if not fired:
-        fail(f"{call} kept the model's own forward hook on hook_embed registered, but it did not run during the "
-             "call. Leave the model's hooks alone.")
-    own.remove()
+    _check_own_hooks_run(run_with_hooks, model, tokens)
     _check_key_error(model, "run_with_hooks(model, tokens, [('hook_embed', keep), ('blocks.0.hook_missing', keep)])",
                      lambda: run_with_hooks(model, tokens, [("hook_embed", lambda a, name: None),
                                                             ("blocks.0.hook_missing", lambda a, name: None)]),

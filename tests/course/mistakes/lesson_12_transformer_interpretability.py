@@ -1444,3 +1444,50 @@ def patching_table(model, clean, corrupted, metric, names):
 ''',
          expect=[]),
 ]
+
+# Issue 23: the model's own hooks on the model itself, None after a replacement, in-place steering where
+# backward needs the activation, the tables of four more patching mistakes, an unknown ablation kind, a bare
+# string of names, and the logits' graph in run_with_cache.
+ENTRIES += [
+    dict(exercise="run_with_hooks", kind="wrong", clause="own-hooks-run",
+         why="model.forward(tokens), as TransformerLens's run_with_hooks does",
+         source=edited(reference("run_with_hooks"), ("        return model(tokens)", "        return model.forward(tokens)")),
+         expect=["hooks on the model itself", "did not run", "model.forward(tokens)"]),
+    dict(exercise="run_with_hooks", kind="wrong", clause="replacement", why="None falls back to the hook point's input",
+         source=edited(reference("run_with_hooks"),
+                       ("        return lambda module, args, output: fn(output, name)",
+                        "        def hook(module, args, output):\n"
+                        "            new = fn(output, name)\n"
+                        "            return args[0] if new is None else new\n"
+                        "        return hook")),
+         expect=["keep returned none after times_two", "not the hook point's original value"]),
+    dict(exercise="run_with_hooks", kind="right", why="one hook per hook point that chains its functions itself",
+         source='''
+import collections
+import contextlib
+
+
+def run_with_hooks(model, tokens, fwd_hooks):
+    points = model.hook_points()
+    by_point = collections.defaultdict(list)
+    for name, fn in fwd_hooks:
+        if name not in points:
+            raise KeyError(name)
+        by_point[name].append(fn)
+
+    def chain(name, fns):
+        def hook(module, args, output):
+            for fn in fns:
+                new = fn(output, name)
+                if new is not None:
+                    output = new
+            return output
+        return hook
+
+    with contextlib.ExitStack() as stack:
+        for name, fns in by_point.items():
+            stack.enter_context(points[name].register_forward_hook(chain(name, fns)))
+        return model(tokens)
+''',
+         expect=[]),
+]
