@@ -214,14 +214,15 @@ def _embed_gradient(model, tokens, replace):
     return torch.autograd.grad(logits.sum(), model.pos.weight)[0]
 
 
-def _check_gradient(logits, model, expected, call_text, detached_words):
+def _check_gradient(logits, model, expected, call_text, detached_words, hints=()):
     """`logits`, computed by the learner's code with gradients on, must carry the gradient `expected`
-    (of their sum, with respect to model.pos.weight, whose every row the check's tokens use)."""
+    (of their sum, with respect to model.pos.weight, whose every row the check's tokens use); `hints`
+    name what an error of the backward pass means (calling_with_hints)."""
     if not isinstance(logits, torch.Tensor) or not logits.requires_grad:
         fail(f"{call_text}, with gradients on, gave {describe(logits)} with no autograd graph (requires_grad=False): "
              "gradients must flow as in any forward pass. Don't wrap the forward pass (or the caller's block) in "
              "torch.no_grad().")
-    with calling(f"backward from the logits of {call_text}"):
+    with calling_with_hints(f"backward from the logits of {call_text}", hints):
         gradient = torch.autograd.grad(logits.sum(), model.pos.weight, allow_unused=True)[0]
     if gradient is None or not _close(gradient, expected, 1e-4):
         fail(f"{call_text}: the gradient of the logits' sum with respect to the position embedding's weight is "
@@ -988,6 +989,29 @@ def _enter(steer, model, name, vector, alpha, call):
     return manager
 
 
+_IN_PLACE = (("modified by an inplace operation",
+              "The steering hook changed the activation in place (output += ..., output.add_(...)). The attention "
+              "pattern is the output of a softmax, which autograd keeps to compute the gradient, so backward fails "
+              "there. Return output + alpha * vector, a new tensor."),)
+
+
+def _check_steered_gradients(steer, model, tokens, original, before):
+    """With gradients on, the logits of a steered forward pass carry its gradient: steering the residual
+    stream, and the attention pattern, a softmax's output that backward needs as it was (adding to it in
+    place breaks backward)."""
+    on_pattern = torch.randn(tokens.shape[1], generator=torch.Generator().manual_seed(1255))
+    for name, vector in (("blocks.0.hook_resid_post", original), ("blocks.0.attn.hook_pattern", on_pattern)):
+        call = f"steer(model, {name!r}, vector, 3.0)"
+        expected = _embed_gradient(model, tokens, {name: lambda a, vector=vector: a + 3.0 * vector})
+        with calling(f"calling model(tokens) inside `with {call}:`, with gradients on"):
+            with steer(model, name, vector.clone(), 3.0):
+                logits = model(tokens)
+        _check_gradient(logits, model, expected, f"model(tokens) inside `with {call}:`",
+                        "The gradient stopped at the hook point: add alpha * vector to the output itself, not to "
+                        "output.detach().", hints=_IN_PLACE)
+        _check_hooks(model, before, f"the `with {call}:` block, run with gradients on")
+
+
 def check_steer(steer):
     model, tokens = _small(1251), _tokens(1252, 2, 6)
     plain = _activations(model, tokens)[0]
@@ -1045,15 +1069,7 @@ def check_steer(steer):
              "when the block ends.")
     _check_hooks(model, before, f"the `with {call}:` block")
 
-    # Gradients flow through the steered activation, as in any forward pass.
-    expected_gradient = _embed_gradient(model, tokens, {name: lambda a: a + 3.0 * original})
-    with calling(f"calling model(tokens) inside `with {call}:`, with gradients on"):
-        with steer(model, name, vector, 3.0):
-            logits = model(tokens)
-    _check_gradient(logits, model, expected_gradient, f"model(tokens) inside `with {call}:`",
-                    "The gradient stopped at the hook point: add alpha * vector to the output itself, not to "
-                    "output.detach().")
-    _check_hooks(model, before, f"the `with {call}:` block, run with gradients on")
+    _check_steered_gradients(steer, model, tokens, original, before)
 
     # alpha defaults to 1.0; blocks nest, and their additions add up.
     call = f"steer(model, {name!r}, vector) inside `with steer(model, {other!r}, second, 2.0):`"

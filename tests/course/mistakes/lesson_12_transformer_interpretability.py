@@ -1333,10 +1333,11 @@ def ablate_heads(model, tokens, heads, kind="zero", mean_cache=None):
     dict(exercise="steer", kind="wrong", clause="gradients", why="adds to output.detach()",
          source=edited(reference("steer"), ("output + alpha * vector)", "output.detach() + alpha * vector)")),
          expect=["gradient stopped", "output.detach()"]),
-    dict(exercise="steer", kind="right", why="adds in place and returns None",
+    # Recorded as right until issue 23: at the attention pattern, a softmax's output, backward then fails.
+    dict(exercise="steer", kind="wrong", clause="gradients", why="adds in place and returns None",
          source=edited(reference("steer"), ("lambda module, args, output: output + alpha * vector",
                                             "lambda module, args, output: [output.add_(alpha * vector), None][1]")),
-         expect=[]),
+         expect=["changed the activation in place", "modified by an inplace operation", "new tensor"]),
     dict(exercise="attribution_table", kind="right",
          why="TransformerLens's way: full backward hooks on the hook points read grad_output",
          source='''
@@ -1489,5 +1490,9 @@ def run_with_hooks(model, tokens, fwd_hooks):
             stack.enter_context(points[name].register_forward_hook(chain(name, fns)))
         return model(tokens)
 ''',
+         expect=[]),
+    dict(exercise="steer", kind="right", why="adds in place to a copy of the activation",
+         source=edited(reference("steer"), ("lambda module, args, output: output + alpha * vector",
+                                            "lambda module, args, output: output.clone().add_(vector, alpha=alpha)")),
          expect=[]),
 ]
