@@ -696,9 +696,30 @@ def check_ablate_heads(ablate_heads):
 
 # ---------------------------------------------------------------- patching_table
 
-def _patched_table(model, source, target, metric, names, shift=0, cumulative=False, first_only=False):
+def _at_position(output, stored, q):
+    output[:, q] = stored[:, q]
+
+
+# The patches of known mistakes, as _at_position: each sets position q of a copy of the activation.
+def _up_to_position(output, stored, q):  # the patches of earlier positions stay in later runs
+    output[:, :q + 1] = stored[:, :q + 1]
+
+
+def _first_sequence_only(output, stored, q):
+    output[:1, q] = stored[:1, q]
+
+
+def _along_features(output, stored, q):  # q taken as an index of the last axis, the features
+    output[..., q] = stored[..., q]
+
+
+def _first_clean_sequence(output, stored, q):  # the first clean sequence copied into every sequence
+    output[:, q] = stored[0, q]
+
+
+def _patched_table(model, source, target, metric, names, shift=0, patch=_at_position):
     """The check's patching table: run `target` with position p of each name from the run on `source`.
-    `shift`, `cumulative`, `first_only`: the tables of known mistakes."""
+    `shift` (column p patches p + shift) and `patch`: the tables of known mistakes."""
     _, stored = _activations(model, source, names)
     seq = target.shape[1]
     table = torch.zeros(len(names), seq)
@@ -710,15 +731,27 @@ def _patched_table(model, source, target, metric, names, shift=0, cumulative=Fal
                 table[i, p] = float("nan")
                 continue
 
-            def patch(module, args, output, q=q):
+            def patched(module, args, output, q=q):
                 output = output.clone()
-                where = slice(0, q + 1) if cumulative else q
-                batch = slice(0, 1) if first_only else slice(None)
-                output[batch, where] = stored[name][batch, where]
+                patch(output, stored[name], q)
                 return output
-            with point[name].register_forward_hook(patch), torch.no_grad():
+            with point[name].register_forward_hook(patched), torch.no_grad():
                 table[i, p] = float(metric(model(target)))
     return table
+
+
+def _all_names_at_once(model, clean, corrupted, metric, names):
+    """The table when each run patches position p at every name together: all its rows are the same."""
+    _, stored = _activations(model, clean, names)
+    row = []
+    for p in range(corrupted.shape[1]):
+        def patched(output, name, p=p):
+            output = output.clone()
+            _at_position(output, stored[name], p)
+            return output
+        replace = {name: (lambda output, name=name: patched(output, name)) for name in names}
+        row.append(float(metric(_activations(model, corrupted, names, replace)[0])))
+    return torch.tensor(row).expand(len(names), -1)
 
 
 def _all_positions(model, clean, corrupted, metric, names):
@@ -764,6 +797,53 @@ def _check_table(table, expected, call_text, what, guesses):
     fail(f"{call_text} returned {describe(table)}; expected {describe(expected)}, {what}.{differ}")
 
 
+def _patching_mistakes(model, clean, corrupted, metric, names, expected):
+    """(table, words) of the known mistakes of patching_table, each table computed only when asked for."""
+    def unpatched(tokens):
+        return float(metric(_activations(model, tokens)[0]))
+
+    return [
+        (lambda: _patched_table(model, corrupted, clean, metric, names),
+         "You patched the wrong run: that is the run on `clean` with activations from `corrupted`. Run on "
+         "`corrupted`, with each activation copied from the run on `clean`."),
+        (lambda: _patched_table(model, clean, corrupted, metric, names, shift=1),
+         "Column p holds the patch of position p + 1: positions are off by one."),
+        (lambda: _patched_table(model, clean, corrupted, metric, names, shift=-1),
+         "Column p holds the patch of position p - 1: positions are off by one."),
+        (lambda: _patched_table(model, clean, corrupted, metric, names, patch=_up_to_position),
+         "Column p patches positions 0 to p, not p alone: the patch of earlier positions stays in later runs. "
+         "Patch a fresh copy of the corrupted activation in each run (output.clone(), then set position p)."),
+        (lambda: _patched_table(model, clean, corrupted, metric, names[:1] * len(names)),
+         f"Every row is the patch of {names[0]!r}: patch names[i] in row i (a hook made in a loop reads the loop's "
+         "variable when it runs; make each patch in a function of its own, or bind name as a default argument)."),
+        (lambda: _all_positions(model, clean, corrupted, metric, names),
+         "Every column patches all the positions at once: patch one position, p, in each run."),
+        (lambda: _patched_table(model, clean, corrupted, metric, names, patch=_first_sequence_only),
+         "You patched only the first sequence of the batch: patch activation[:, p], all of the batch."),
+        (lambda: (expected - unpatched(corrupted)) / (unpatched(clean) - unpatched(corrupted)),
+         "That is the share of the clean metric restored, (metric - corrupted) / (clean - corrupted), which the "
+         "lesson draws; the table holds the metric of each patched run itself."),
+        (lambda: torch.full_like(expected, unpatched(clean)),
+         "Every entry is the metric of the run on `clean`: run the model on `corrupted`, with one activation "
+         "copied from the clean run."),
+        (lambda: torch.full_like(expected, unpatched(corrupted)),
+         "Every entry is the metric of the corrupted run without any patch: the patch did not take effect (return "
+         "the patched copy from the forward hook: its return replaces the output)."),
+        (lambda: expected - unpatched(corrupted),
+         "Every entry is off by the corrupted run's metric: you returned the change a patch makes (the patched "
+         "metric minus the corrupted run's); the table holds metric(logits) of each patched run itself."),
+        (lambda: _all_names_at_once(model, clean, corrupted, metric, names),
+         "Every row is the same: each run patched position p at every name in names at once. Row i patches "
+         "names[i] alone: one hook, on names[i], in each run."),
+        (lambda: _patched_table(model, clean, corrupted, metric, names, patch=_along_features),
+         "You patched along the feature axis (activation[..., p]): the position is dimension 1, so position p is "
+         "activation[:, p], all of the batch and every feature."),
+        (lambda: _patched_table(model, clean, corrupted, metric, names, patch=_first_clean_sequence),
+         "You copied the first clean sequence into every sequence of the corrupted batch (clean_activation[0, p]): "
+         "each sequence takes its own clean value, activation[:, p] = clean_activation[:, p]."),
+    ]
+
+
 def check_patching_table(patching_table):
     model = _small(1231)
     clean, corrupted = _tokens(1232, 2, 5), _tokens(1233, 2, 5)
@@ -780,35 +860,8 @@ def check_patching_table(patching_table):
         fail(f"{call} changed the model's parameters; patching only replaces activations, through hooks.")
     own.remove()
     expected = _patched_table(model, clean, corrupted, metric, names)
-    _check_table(table, expected, call, "the metric of each patched run on `corrupted`", guesses=[
-        (lambda: _patched_table(model, corrupted, clean, metric, names),
-         "You patched the wrong run: that is the run on `clean` with activations from `corrupted`. Run on "
-         "`corrupted`, with each activation copied from the run on `clean`."),
-        (lambda: _patched_table(model, clean, corrupted, metric, names, shift=1),
-         "Column p holds the patch of position p + 1: positions are off by one."),
-        (lambda: _patched_table(model, clean, corrupted, metric, names, shift=-1),
-         "Column p holds the patch of position p - 1: positions are off by one."),
-        (lambda: _patched_table(model, clean, corrupted, metric, names, cumulative=True),
-         "Column p patches positions 0 to p, not p alone: the patch of earlier positions stays in later runs. "
-         "Patch a fresh copy of the corrupted activation in each run (output.clone(), then set position p)."),
-        (lambda: _patched_table(model, clean, corrupted, metric, names[:1] * len(names)),
-         f"Every row is the patch of {names[0]!r}: patch names[i] in row i (a hook made in a loop reads the loop's "
-         "variable when it runs; make each patch in a function of its own, or bind name as a default argument)."),
-        (lambda: _all_positions(model, clean, corrupted, metric, names),
-         "Every column patches all the positions at once: patch one position, p, in each run."),
-        (lambda: _patched_table(model, clean, corrupted, metric, names, first_only=True),
-         "You patched only the first sequence of the batch: patch activation[:, p], all of the batch."),
-        (lambda: (expected - float(metric(_activations(model, corrupted)[0])))
-         / (float(metric(_activations(model, clean)[0])) - float(metric(_activations(model, corrupted)[0]))),
-         "That is the share of the clean metric restored, (metric - corrupted) / (clean - corrupted), which the "
-         "lesson draws; the table holds the metric of each patched run itself."),
-        (lambda: torch.full_like(expected, float(metric(_activations(model, clean)[0]))),
-         "Every entry is the metric of the run on `clean`: run the model on `corrupted`, with one activation "
-         "copied from the clean run."),
-        (lambda: torch.full_like(expected, float(metric(_activations(model, corrupted)[0]))),
-         "Every entry is the metric of the corrupted run without any patch: the patch did not take effect (return "
-         "the patched copy from the forward hook: its return replaces the output)."),
-    ])
+    _check_table(table, expected, call, "the metric of each patched run on `corrupted`",
+                 guesses=_patching_mistakes(model, clean, corrupted, metric, names, expected))
 
     # One hook point, on a batch of one: the lesson's case.
     clean, corrupted = _tokens(1234, 1, 6), _tokens(1235, 1, 6)
