@@ -329,8 +329,11 @@ assert change["fixed period 5"].max() < 0.1 and change["variable periods"][1].mi
 # `(logits, cache)`, where `cache` maps hook-point names to the activation there:
 #
 # - all the model's hook points (`model.hook_points()`) when `names` is None, the names in a list
-#   (or in any other iterable of names: a tuple, a generator), or the hook points for which a
-#   function `names(name)` returns True;
+#   (or in any other iterable of names: a tuple, a generator), one name given as a bare string (a
+#   string is one name, as TransformerLens's `names_filter` takes it, not the characters it iterates
+#   over), or the hook points for which a function `names(name)` returns True;
+# - gradients flow as in any forward pass: `logits` keep their autograd graph, as TransformerLens's
+#   `run_with_cache` returns them (only the cache is detached);
 # - each cached tensor is detached and a copy of its own: in-place operations, later in the
 #   forward pass or by the caller, do not change it;
 # - a name in the list that is not a hook point raises `KeyError` before any hook is registered;
@@ -338,7 +341,8 @@ assert change["fixed period 5"].max() < 0.1 and change["variable periods"][1].mi
 #   on to the caller); hooks the model had before stay.
 #
 # Traps: `output.detach()` without `clone()` (it shares memory); a hook left behind when forward
-# raises; the late-binding loop variable (every hook storing under the last name).
+# raises; the late-binding loop variable (every hook storing under the last name); `list(names)` of a
+# string (its characters); `torch.no_grad()` around the forward pass (the logits lose their graph).
 #
 # Check: run `check(run_with_cache)` below, or `pytest tests/test_12_transformer_interpretability.py -k run_with_cache`.
 
@@ -352,7 +356,10 @@ def run_with_cache(model, tokens, names=None):
 
     `cache` maps hook-point names (the keys of `model.hook_points()`) to the activation there:
     every hook point when `names` is None, the names in a list (or any other iterable of names: a
-    tuple, a generator), or the hook points for which `names(name)` returns True.
+    tuple, a generator), the name given as a bare string (one name, not its characters), or the hook
+    points for which `names(name)` returns True.
+    Gradients flow as in any forward pass: `logits` keep their autograd graph (only the cache is
+    detached).
     Each cached tensor is detached and a copy: later in-place operations, in the forward pass or by
     the caller, do not change it.
     A name in the list that is not a hook point raises KeyError before any hook is registered.
@@ -587,7 +594,8 @@ with try_it():
 #
 # - `kind="zero"`: by zeros;
 # - `kind="mean"`: by its mean over the batch of `mean_cache[name]` (the cache of a reference run,
-#   from `run_with_cache`), one mean per position; without a `mean_cache`, raise `ValueError`.
+#   from `run_with_cache`), one mean per position; without a `mean_cache`, raise `ValueError`;
+# - any other `kind` (a misspelt one too): raise `ValueError`.
 #
 # No hook is left on the model, also when the forward pass raises (the exception goes on to the
 # caller), and hooks the model had before stay.
@@ -610,6 +618,7 @@ def ablate_heads(model, tokens, heads, kind="zero", mean_cache=None):
     kind="zero": replaced by zeros.
     kind="mean": replaced by its mean over the batch of `mean_cache[name]` (the cache of a reference
     run), one mean per position; with no `mean_cache`, raises ValueError.
+    Any other `kind` raises ValueError.
     No hook is left on the model, also when the forward pass raises (the exception propagates); hooks
     the model had before stay.
     """

@@ -221,7 +221,7 @@ def _check_gradient(logits, model, expected, call_text, detached_words, hints=()
     if not isinstance(logits, torch.Tensor) or not logits.requires_grad:
         fail(f"{call_text}, with gradients on, gave {describe(logits)} with no autograd graph (requires_grad=False): "
              "gradients must flow as in any forward pass. Don't wrap the forward pass (or the caller's block) in "
-             "torch.no_grad().")
+             "torch.no_grad(), and return what it computed, not a detached copy.")
     with calling_with_hints(f"backward from the logits of {call_text}", hints):
         gradient = torch.autograd.grad(logits.sum(), model.pos.weight, allow_unused=True)[0]
     if gradient is None or not _close(gradient, expected, 1e-4):
@@ -331,6 +331,8 @@ def check_run_with_cache(run_with_cache):
         fail(f"{call} ran the model {counts.forward} times; run it once, with every hook registered before that "
              "one forward pass.")
     _check_cache(call, result, model, tokens, all_names)
+    _check_gradient(result[0], model, _embed_gradient(model, tokens, {}), f"{call}, as its logits",
+                    "Return the logits as the model returned them: only the cache is detached.")
 
     first_cache = result[1]
     listed = ["blocks.1.attn.hook_z", "hook_embed", "blocks.0.hook_resid_post"]
@@ -388,7 +390,19 @@ def check_run_with_cache(run_with_cache):
                      lambda: run_with_cache(model, tokens, names=unknown), "blocks.7.hook_resid_pre")
     _check_raise(model, "run_with_cache(model, tokens)", lambda: run_with_cache(model, tokens))
 
-    # Any iterable of names: a tuple, and a generator (which can be read only once).
+    _check_other_iterables(run_with_cache, model, tokens, listed)
+
+    # The lesson's trained model: its patterns are those of the induction heads.
+    trained = trained_tiny_transformer.load()
+    periodic = torch.arange(8).repeat(3)[None] * 3 % 32
+    call = "run_with_cache(trained, tokens, names=['blocks.1.attn.hook_pattern'])"
+    with calling(f"calling {call} on the lesson's trained model"):
+        result = run_with_cache(trained, periodic, names=["blocks.1.attn.hook_pattern"])
+    _check_cache(call, result, trained, periodic, ["blocks.1.attn.hook_pattern"])
+
+
+def _check_other_iterables(run_with_cache, model, tokens, listed):
+    """names as any iterable: a tuple, a generator (which can be read only once); and a bare string, one name."""
     call = f"run_with_cache(model, tokens, names={tuple(listed)})"
     not_callable = (("object is not callable", "names may be any iterable of names, a tuple too: test "
                      "callable(names) for a function, rather than isinstance(names, list)."),)
@@ -402,14 +416,16 @@ def check_run_with_cache(run_with_cache):
         fail(f"{call} returned an empty cache. A generator can be read only once: checking the names read it to "
              "the end, and nothing was left to register. Make a list of the names first (list(names)).")
     _check_cache(call, result, model, tokens, listed)
-
-    # The lesson's trained model: its patterns are those of the induction heads.
-    trained = trained_tiny_transformer.load()
-    periodic = torch.arange(8).repeat(3)[None] * 3 % 32
-    call = "run_with_cache(trained, tokens, names=['blocks.1.attn.hook_pattern'])"
-    with calling(f"calling {call} on the lesson's trained model"):
-        result = run_with_cache(trained, periodic, names=["blocks.1.attn.hook_pattern"])
-    _check_cache(call, result, trained, periodic, ["blocks.1.attn.hook_pattern"])
+    name = "blocks.0.hook_resid_post"
+    call = f"run_with_cache(model, tokens, names={name!r})"
+    one_name = (f"names={name!r} is one name, a bare string: cache that hook point alone. A string is an iterable "
+                "of its characters (list('hook_embed') is ['h', 'o', ...]): test isinstance(names, str) first, and "
+                "make it a list of one name.")
+    with calling_with_hints(f"calling {call}", (lambda error: one_name,)):
+        result = run_with_cache(model, tokens, names=name)
+    if isinstance(result, tuple) and len(result) == 2 and result[1] == {}:
+        fail(f"{call} returned an empty cache. {one_name}")
+    _check_cache(call, result, model, tokens, [name])
 
 
 # ---------------------------------------------------------------- run_with_hooks
@@ -611,6 +627,22 @@ def _ablate_call(ablate_heads, model, tokens, heads, kind, mean_cache, call):
         return ablate_heads(model, tokens, heads, kind=kind, mean_cache=mean_cache)
 
 
+def _check_value_error(model, call, call_it, first, why):
+    """`call_it()` must raise ValueError (`first`: what to check before any forward pass; `why`: why it
+    raises), and leave no hook."""
+    before = _hook_ids(model)
+    try:
+        with calling(f"calling {call}"):
+            returned = call_it()
+    except LearnerCodeRaised as raised:
+        if not isinstance(raised.error, ValueError):
+            fail(f"{call} raised {type(raised.error).__name__}: {raised.error}; expected ValueError, before any "
+                 f"forward pass: {first}.")
+    else:
+        fail(f"{call} returned {describe(returned)}; expected ValueError: {why}.")
+    _check_hooks(model, before, call, " (which raised ValueError)")
+
+
 def check_ablate_heads(ablate_heads):
     model, tokens = _small(1221), _tokens(1222, 3, 6)
     plain = _activations(model, tokens)[0]
@@ -677,19 +709,14 @@ def check_ablate_heads(ablate_heads):
          "choose by kind, not by whether mean_cache is None."),
     ])
 
-    call = "ablate_heads(model, tokens, [(1, 0)], kind='mean') without a mean_cache"
-    before = _hook_ids(model)
-    try:
-        with calling(f"calling {call}"):
-            returned = ablate_heads(model, tokens, [(1, 0)], kind="mean")
-    except LearnerCodeRaised as raised:
-        if not isinstance(raised.error, ValueError):
-            fail(f"{call} raised {type(raised.error).__name__}: {raised.error}; expected ValueError, before any "
-                 "forward pass: check `mean_cache is None` first.")
-    else:
-        fail(f"{call} returned {describe(returned)}; expected ValueError: mean ablation needs the reference "
-             "run's cache.")
-    _check_hooks(model, before, call, " (which raised ValueError)")
+    _check_value_error(model, "ablate_heads(model, tokens, [(1, 0)], kind='mean') without a mean_cache",
+                       lambda: ablate_heads(model, tokens, [(1, 0)], kind="mean"),
+                       "check `mean_cache is None` first", "mean ablation needs the reference run's cache")
+    _check_value_error(model, "ablate_heads(model, tokens, [(1, 0)], kind='max', mean_cache=cache of a reference run)",
+                       lambda: ablate_heads(model, tokens, [(1, 0)], kind="max", mean_cache=mean_cache),
+                       "check that kind is 'zero' or 'mean' first",
+                       "kind is 'zero' or 'mean', and any other kind raises ValueError: a misspelt kind must not "
+                       "run as another ablation")
     _check_raise(model, "ablate_heads(model, tokens, [(1, 0)], kind='zero')",
                  lambda: ablate_heads(model, tokens, [(1, 0)], kind="zero"))
 

@@ -13,7 +13,10 @@ CLAUSES = {
         "all": "every hook point when `names` is None",
         "list": "the names in a list",
         "iterable": "(or any other iterable of names: a tuple, a generator)",
+        "string": "the name given as a bare string (one name, not its characters)",
         "predicate": "or the hook points for which `names(name)` returns True.",
+        "gradients": "Gradients flow as in any forward pass: `logits` keep their autograd graph (only the cache is "
+                     "detached).",
         "detached": "Each cached tensor is detached",
         "copy": "and a copy: later in-place operations, in the forward pass or by the caller, do not change it.",
         "key-error": "A name in the list that is not a hook point raises KeyError",
@@ -51,6 +54,7 @@ CLAUSES = {
                           'reference run)',
         "per-position": "one mean per position;",
         "value-error": "with no `mean_cache`, raises ValueError.",
+        "other-kind": "Any other `kind` raises ValueError.",
         "no-hook": "No hook is left on the model",
         "no-hook-on-raise": "also when the forward pass raises",
         "propagates": "(the exception propagates)",
@@ -220,7 +224,7 @@ def run_with_cache(model, tokens, names=None):
     elif callable(names):
         wanted = list(filter(names, points))
     else:
-        wanted = list(names)  # a generator can be read only once
+        wanted = [names] if type(names) is str else list(names)  # a generator can be read only once
         for name in wanted:
             if name not in points:
                 raise KeyError(name)
@@ -415,8 +419,8 @@ import torch
 
 
 def ablate_heads(model, tokens, heads, kind="zero", mean_cache=None):
-    if kind == "mean" and mean_cache is None:
-        raise ValueError("mean ablation needs mean_cache")
+    if kind not in ("zero", "mean") or kind == "mean" and mean_cache is None:
+        raise ValueError(f"cannot ablate with kind={kind!r} and this mean_cache")
     handles = []
     try:
         for layer in sorted({layer for layer, _ in heads}):
@@ -802,7 +806,7 @@ def run_with_cache(model, tokens, names=None):
     points = model.hook_points()
     picked = [n for n in points if names is None or (callable(names) and names(n))]
     if names is not None and not callable(names):
-        names = list(names)  # a generator can be read only once
+        names = (names,) if isinstance(names, str) else list(names)  # a generator can be read only once
         missing = set(names) - set(points)
         if missing:
             raise KeyError(sorted(missing))
@@ -953,6 +957,8 @@ import contextlib
 def ablate_heads(model, tokens, heads, kind="zero", mean_cache=None):
     if kind == "mean" and mean_cache is None:
         raise ValueError("mean_cache is needed for mean ablation")
+    if kind != "zero" and kind != "mean":
+        raise ValueError(kind)
     with contextlib.ExitStack() as stack:
         for layer, head in heads:
             point = f"blocks.{layer}.attn.hook_z"
@@ -1242,7 +1248,7 @@ def run_with_cache(model, tokens, names=None):
     if callable(names):
         chosen = [name for name in points if names(name)]
     else:
-        chosen = list(points if names is None else names)
+        chosen = list(points if names is None else names.split() if isinstance(names, str) else names)
         missing = [name for name in chosen if name not in points]
         if missing:
             raise KeyError(missing[0])
@@ -1301,8 +1307,8 @@ import torch
 
 
 def ablate_heads(model, tokens, heads, kind="zero", mean_cache=None):
-    if kind == "mean" and mean_cache is None:
-        raise ValueError("kind='mean' needs a mean_cache")
+    if {"zero": False, "mean": mean_cache is None}.get(kind, True):
+        raise ValueError(f"kind={kind!r} with mean_cache={type(mean_cache).__name__}")
     points = model.hook_points()
 
     def make(layer, head):
@@ -1526,4 +1532,22 @@ def run_with_hooks(model, tokens, fwd_hooks):
                        ("output[:, position] = clean_activations[name][:, position]",
                         "output[:, position] = clean_activations[name][0, position]")),
          expect=["first clean sequence into every sequence", "its own clean value"]),
+    dict(exercise="ablate_heads", kind="wrong", clause="other-kind", why="any kind but 'zero' ablates by the mean",
+         source=edited(reference("ablate_heads"),
+                       ("    if kind not in (\"zero\", \"mean\"):\n"
+                        "        raise ValueError(f\"kind is 'zero' or 'mean', not {kind!r}\")\n", "")),
+         expect=["kind='max'", "expected valueerror", "any other kind raises valueerror"]),
+    dict(exercise="run_with_cache", kind="wrong", clause="string", why="a bare string read as its characters",
+         source=edited(reference("run_with_cache"),
+                       ("    if isinstance(names, str):  # one name, not the characters a string iterates over\n"
+                        "        names = [names]\n", "")),
+         expect=["is one name, a bare string", "isinstance(names, str)"]),
+    dict(exercise="run_with_cache", kind="wrong", clause="gradients", why="torch.no_grad() around the forward pass",
+         source=edited(reference("run_with_cache"),
+                       ("import contextlib\n", "import contextlib\n\nimport torch\n"),
+                       ("        logits = model(tokens)", "        with torch.no_grad():\n            logits = model(tokens)")),
+         expect=["no autograd graph", "torch.no_grad()"]),
+    dict(exercise="run_with_cache", kind="wrong", clause="gradients", why="returns the logits detached, as the cache",
+         source=edited(reference("run_with_cache"), ("    return logits, cache", "    return logits.detach(), cache")),
+         expect=["no autograd graph", "not a detached copy"]),
 ]
