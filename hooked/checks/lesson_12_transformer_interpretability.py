@@ -480,6 +480,37 @@ def _check_own_hooks_run(run_with_hooks, model, tokens):
             handle.remove()
 
 
+def _check_same_hook_point(run_with_hooks, model, tokens, plain):
+    """Pairs that name one hook point run in the list's order, each on what the one before returned; a
+    None after a replacement keeps that replacement. `plain`: the model's own logits."""
+    point = "blocks.1.hook_resid_pre"
+
+    def replaced(fn):
+        return _activations(model, tokens, [point], replace={point: fn})[0]
+
+    call = f"run_with_hooks(model, tokens, [({point!r}, times_two), ({point!r}, plus_one)])"
+    with calling(f"calling {call}"):
+        logits = run_with_hooks(model, tokens, [(point, lambda a, name: 2 * a), (point, lambda a, name: a + 1)])
+    _logits_check(logits, replaced(lambda a: 2 * a + 1), call, guesses=[
+        (lambda: replaced(lambda a: 2 * (a + 1)),
+         "The functions ran in the reverse order (2 * (a + 1)); run them in the list's order, each on what the one "
+         "before returned (register the hooks in that order, without prepend=True)."),
+        (lambda: replaced(lambda a: a + 1),
+         "Only the last function of that hook point took effect (a dict by name keeps one function per name)."),
+        (lambda: replaced(lambda a: 2 * a), "Only the first function of that hook point took effect."),
+    ])
+
+    call = f"run_with_hooks(model, tokens, [({point!r}, times_two), ({point!r}, keep)])"
+    with calling_with_hints(f"calling {call}", _TRUTH_VALUE):
+        logits = run_with_hooks(model, tokens, [(point, lambda a, name: 2 * a), (point, lambda a, name: None)])
+    _logits_check(logits, replaced(lambda a: 2 * a), call, guesses=[
+        (lambda: plain, "keep returned None after times_two had replaced the activation: None keeps the activation "
+                        "keep was given, times_two's replacement, not the hook point's original value. On None, keep "
+                        "what the function was given (a forward hook that returns None keeps the output it "
+                        "received), not the value from before the first function (such as args[0])."),
+    ])
+
+
 def check_run_with_hooks(run_with_hooks):
     model, tokens = _small(1211), _tokens(1212, 2, 6)
     seen = []
@@ -537,37 +568,7 @@ def check_run_with_hooks(run_with_hooks):
          "runs; make each hook in a function of its own."),
     ])
 
-    # Two pairs on one hook point: in the list's order, the second on what the first returned.
-    pairs = [("blocks.1.hook_resid_pre", lambda a, name: 2 * a), ("blocks.1.hook_resid_pre", lambda a, name: a + 1)]
-    call = "run_with_hooks(model, tokens, [('blocks.1.hook_resid_pre', times_two), ('blocks.1.hook_resid_pre', plus_one)])"
-    with calling(f"calling {call}"):
-        logits = run_with_hooks(model, tokens, pairs)
-    _logits_check(logits, _activations(model, tokens, ["blocks.1.hook_resid_pre"],
-                                       replace={"blocks.1.hook_resid_pre": lambda a: 2 * a + 1})[0], call, guesses=[
-        (lambda: _activations(model, tokens, ["blocks.1.hook_resid_pre"],
-                              replace={"blocks.1.hook_resid_pre": lambda a: 2 * (a + 1)})[0],
-         "The functions ran in the reverse order (2 * (a + 1)); run them in the list's order, each on what the one "
-         "before returned (register the hooks in that order, without prepend=True)."),
-        (lambda: _activations(model, tokens, ["blocks.1.hook_resid_pre"],
-                              replace={"blocks.1.hook_resid_pre": lambda a: a + 1})[0],
-         "Only the last function of that hook point took effect (a dict by name keeps one function per name)."),
-        (lambda: _activations(model, tokens, ["blocks.1.hook_resid_pre"],
-                              replace={"blocks.1.hook_resid_pre": lambda a: 2 * a})[0],
-         "Only the first function of that hook point took effect."),
-    ])
-
-    # None after a replacement keeps that replacement, not the hook point's original value.
-    pairs = [("blocks.1.hook_resid_pre", lambda a, name: 2 * a), ("blocks.1.hook_resid_pre", lambda a, name: None)]
-    call = "run_with_hooks(model, tokens, [('blocks.1.hook_resid_pre', times_two), ('blocks.1.hook_resid_pre', keep)])"
-    with calling_with_hints(f"calling {call}", _TRUTH_VALUE):
-        logits = run_with_hooks(model, tokens, pairs)
-    _logits_check(logits, _activations(model, tokens, ["blocks.1.hook_resid_pre"],
-                                       replace={"blocks.1.hook_resid_pre": lambda a: 2 * a})[0], call, guesses=[
-        (lambda: plain, "keep returned None after times_two had replaced the activation: None keeps the activation "
-                        "keep was given, times_two's replacement, not the hook point's original value. On None, keep "
-                        "what the function was given (a forward hook that returns None keeps the output it "
-                        "received), not the value from before the first function (such as args[0])."),
-    ])
+    _check_same_hook_point(run_with_hooks, model, tokens, plain)
 
     # Gradients flow through the activations and their replacements, as in any forward pass.
     call = "run_with_hooks(model, tokens, [('blocks.0.hook_resid_post', double)])"
