@@ -69,10 +69,10 @@ assert torch.allclose(weights, per_head.mean(dim=1))  # the weights are averaged
 # instead of its submodules. It takes it only when every condition of a list holds (its `forward`
 # keeps the first that fails in `why_not_sparsity_fast_path`). Among other conditions: no forward
 # hook or pre-hook is on the layer or on any of its submodules, there is no gradient to compute
-# (`torch.no_grad()`, or no parameter that requires one), and its number of heads is even. So
-# attaching a hook changes which code runs. A global forward hook (lesson 07) is not among the things
-# it checks: on the fast path, the global hook sees the layer but none of its submodules. The cell
-# shows these conditions, one at a time.
+# (`torch.no_grad()`, or neither the input nor any parameter requires one), and its number of heads
+# is even. So attaching a hook changes which code runs. A global forward hook (lesson 07) is not
+# among the things it checks: on the fast path, the global hook sees the layer but none of its
+# submodules. The cell shows these conditions, one at a time.
 
 # %%
 layer = nn.TransformerEncoderLayer(d_model=8, nhead=2, dim_feedforward=16, batch_first=True).eval()
@@ -96,14 +96,17 @@ with torch.no_grad():
 with_gradients = modules_run(lambda: layer(x))
 layer.requires_grad_(False)
 frozen = modules_run(lambda: layer(x))
+input_requiring_grad = modules_run(lambda: layer(x.clone().requires_grad_()))
 layer.requires_grad_(True)
 print("eval, no_grad, a global hook only:           ", fast)
 print("the same, with a hook on linear1:            ", with_a_hook)
 print("the same, with one head instead of two:      ", odd_heads)
 print("gradients on:                                ", with_gradients)
 print("gradients on, no parameter requiring them:   ", frozen)
+print("the same, with an input that requires one:   ", input_requiring_grad)
 slow = ["self_attn", "dropout1", "norm1", "linear1", "dropout", "linear2", "dropout2", "norm2", "the layer"]
-assert fast == frozen == ["the layer"] and with_a_hook == odd_heads == with_gradients == slow
+assert fast == frozen == ["the layer"]
+assert with_a_hook == odd_heads == with_gradients == input_requiring_grad == slow
 
 # %% [markdown]
 # Third, what a hook on the stock attention sees of each head. Inside the encoder layer, the
