@@ -5,9 +5,9 @@ once per grading process). The references are computed here, with the checks' ow
 references of known mistakes are computed only when an answer is wrong, to name the mistake."""
 
 import collections
-import contextlib
 
 import torch
+from torch.utils.hooks import RemovableHandle
 
 from hooked.check_api import LearnerCodeRaised, calling, fail
 from hooked.checks import trained_tiny_transformer
@@ -56,27 +56,10 @@ def _metric_for(answer, other):
     return metric
 
 
-class _RecordingHooks(collections.OrderedDict):
-    """A hook dict that counts the hooks registered into it (a RemovableHandle writes into it)."""
-
-    registered = 0
-
-    def __setitem__(self, key, value):
-        type(self).registered += 1
-        super().__setitem__(key, value)
-
-
-@contextlib.contextmanager
-def _counting_registrations(model):
-    """Yields a function that says how many forward hooks were registered on the model's modules."""
-    class Counter(_RecordingHooks):
-        registered = 0
-
-    for module in model.modules():
-        recording = Counter()
-        recording.update(module._forward_hooks)
-        module._forward_hooks = recording
-    yield lambda: Counter.registered
+def _handles_made():
+    """How many hook handles torch has made so far. Every registration (a module's forward hook or pre-hook,
+    a global hook, a tensor hook) makes a RemovableHandle, which numbers it: the difference counts them."""
+    return RemovableHandle.next_id
 
 
 # ---------------------------------------------------------------- hooks left and kept
@@ -139,24 +122,25 @@ def _check_raise(model, call_text, call):
 
 
 def _check_key_error(model, call_text, call, unknown):
-    before = _hook_ids(model)
-    with _counting_registrations(model) as registered:
-        try:
-            with calling(f"calling {call_text}"):
-                returned = call()
-        except LearnerCodeRaised as raised:
-            if not isinstance(raised.error, KeyError):
-                fail(f"{call_text} raised {type(raised.error).__name__}: {raised.error}; expected KeyError, since "
-                     f"{unknown!r} is not a hook point of the model: look each name up in model.hook_points() "
-                     "(get_submodule raises AttributeError) and raise KeyError before registering any hook.")
-            count = registered()
-            if count:
-                fail(f"{call_text} raised KeyError, but only after it had registered {count} forward hook(s). "
-                     f"Check every name first ({unknown!r} is not a hook point), and register hooks only when "
-                     "all names are known.")
-        else:
-            fail(f"{call_text} returned {describe(returned)}; {unknown!r} is not a hook point of the model "
-                 "(a key of model.hook_points()), so it must raise KeyError, before registering any hook.")
+    before, made = _hook_ids(model), _handles_made()
+    try:
+        with calling(f"calling {call_text}"):
+            returned = call()
+    except LearnerCodeRaised as raised:
+        if not isinstance(raised.error, KeyError):
+            fail(f"{call_text} raised {type(raised.error).__name__}: {raised.error}; expected KeyError, since "
+                 f"{unknown!r} is not a hook point of the model: look each name up in model.hook_points() "
+                 "(get_submodule raises AttributeError) and raise KeyError before registering any hook.")
+        count = _handles_made() - made
+        if count:
+            fail(f"{call_text} raised KeyError, but only after it had registered {count} hook(s) (forward hooks, "
+                 f"pre-hooks or global hooks). Check every name first ({unknown!r} is not a hook point), and register "
+                 "hooks only when all names are known.")
+    else:
+        module = (" It is a module of the model, but not a hook point: look names up in model.hook_points(), not in "
+                  "named_modules() or with get_submodule." if unknown in dict(model.named_modules()) else "")
+        fail(f"{call_text} returned {describe(returned)}; {unknown!r} is not a hook point of the model "
+             f"(a key of model.hook_points()), so it must raise KeyError, before registering any hook.{module}")
     _check_hooks(model, before, call_text, " (which raised KeyError)")
 
 
@@ -214,10 +198,11 @@ def _embed_gradient(model, tokens, replace):
     return torch.autograd.grad(logits.sum(), model.pos.weight)[0]
 
 
-def _check_gradient(logits, model, expected, call_text, detached_words, hints=()):
+def _check_gradient(logits, model, expected, call_text, detached_words, hints=(), guesses=()):
     """`logits`, computed by the learner's code with gradients on, must carry the gradient `expected`
     (of their sum, with respect to model.pos.weight, whose every row the check's tokens use); `hints`
-    name what an error of the backward pass means (calling_with_hints)."""
+    name what an error of the backward pass means (calling_with_hints); `guesses` ((gradient, words)) the
+    gradients of known mistakes."""
     if not isinstance(logits, torch.Tensor) or not logits.requires_grad:
         fail(f"{call_text}, with gradients on, gave {describe(logits)} with no autograd graph (requires_grad=False): "
              "gradients must flow as in any forward pass. Don't wrap the forward pass (or the caller's block) in "
@@ -225,9 +210,12 @@ def _check_gradient(logits, model, expected, call_text, detached_words, hints=()
     with calling_with_hints(f"backward from the logits of {call_text}", hints):
         gradient = torch.autograd.grad(logits.sum(), model.pos.weight, allow_unused=True)[0]
     if gradient is None or not _close(gradient, expected, 1e-4):
-        fail(f"{call_text}: the gradient of the logits' sum with respect to the position embedding's weight is "
-             f"{describe(gradient)}; expected {describe(expected)}.{first_difference(gradient, expected, 1e-4)} "
-             f"{detached_words}")
+        compared = (f"{call_text}: the gradient of the logits' sum with respect to the position embedding's weight is "
+                    f"{describe(gradient)}; expected {describe(expected)}.{first_difference(gradient, expected, 1e-4)}")
+        for guess, words in guesses:
+            if _close(gradient, guess(), 1e-4):
+                fail(f"{compared} {words}")
+        fail(f"{compared} {detached_words}")
 
 
 def _close(actual, expected, tolerance=1e-5):
@@ -388,6 +376,8 @@ def check_run_with_cache(run_with_cache):
     unknown = ["hook_embed", "blocks.0.hook_resid_pre", "blocks.7.hook_resid_pre"]
     _check_key_error(model, f"run_with_cache(model, tokens, names={unknown})",
                      lambda: run_with_cache(model, tokens, names=unknown), "blocks.7.hook_resid_pre")
+    _check_key_error(model, "run_with_cache(model, tokens, names=['hook_embed', 'blocks.0.attn'])",
+                     lambda: run_with_cache(model, tokens, names=["hook_embed", "blocks.0.attn"]), "blocks.0.attn")
     _check_raise(model, "run_with_cache(model, tokens)", lambda: run_with_cache(model, tokens))
 
     _check_other_iterables(run_with_cache, model, tokens, listed)
@@ -406,7 +396,10 @@ def _check_other_iterables(run_with_cache, model, tokens, listed):
     call = f"run_with_cache(model, tokens, names={tuple(listed)})"
     not_callable = (("object is not callable", "names may be any iterable of names, a tuple too: test "
                      "callable(names) for a function, rather than isinstance(names, list)."),)
-    with calling_with_hints(f"calling {call}", not_callable):
+    one_tuple = (lambda error: "names may be any iterable of names: a tuple holds several names, as a list does "
+                 "(only a bare string is one name). Read anything that is neither a string nor a function with "
+                 "list(names), rather than testing isinstance(names, list)." if isinstance(error, KeyError) else None,)
+    with calling_with_hints(f"calling {call}", not_callable + one_tuple):
         result = run_with_cache(model, tokens, names=tuple(listed))
     _check_cache(call, result, model, tokens, listed)
     call = f"run_with_cache(model, tokens, names=(name for name in {listed}))"
@@ -432,7 +425,9 @@ def _check_other_iterables(run_with_cache, model, tokens, listed):
 
 _TRUTH_VALUE = (("Boolean value of Tensor", "A tensor has no truth value: `fn(output, name) or output` asks for one. "
                  "Test for None instead: `new = fn(output, name)`, then `output if new is None else new` (or return "
-                 "fn's result as it is: a forward hook that returns None keeps the output)."),)
+                 "fn's result as it is: a forward hook that returns None keeps the output)."),
+                ("unexpected keyword argument 'hook'", "Call fn(output, name), both positional, the name a string: "
+                 "TransformerLens calls fn(activation, hook=hook_point) with the HookPoint, this exercise does not."),)
 
 def _own_hooks_on(model, fired):
     """Hooks of the model's own, registered before the call: on the model itself a forward pre-hook that
@@ -585,6 +580,8 @@ def check_run_with_hooks(run_with_hooks):
                      lambda: run_with_hooks(model, tokens, [("hook_embed", lambda a, name: None),
                                                             ("blocks.0.hook_missing", lambda a, name: None)]),
                      "blocks.0.hook_missing")
+    _check_key_error(model, "run_with_hooks(model, tokens, [('blocks.0.attn', keep)])",
+                     lambda: run_with_hooks(model, tokens, [("blocks.0.attn", lambda a, name: None)]), "blocks.0.attn")
     _check_raise(model, "run_with_hooks(model, tokens, [('blocks.0.hook_resid_post', double)])",
                  lambda: run_with_hooks(model, tokens, [("blocks.0.hook_resid_post", lambda a, name: 2 * a)]))
 
@@ -718,6 +715,10 @@ def check_ablate_heads(ablate_heads):
                        "check that kind is 'zero' or 'mean' first",
                        "kind is 'zero' or 'mean', and any other kind raises ValueError: a misspelt kind must not "
                        "run as another ablation")
+    _check_value_error(model, "ablate_heads(model, tokens, [], kind='max')",
+                       lambda: ablate_heads(model, tokens, [], kind="max"), "check that kind is 'zero' or 'mean' first",
+                       "any other kind raises ValueError, also with no heads to ablate: check kind before anything "
+                       "else, not inside a hook (with no heads, no hook runs)")
     _check_raise(model, "ablate_heads(model, tokens, [(1, 0)], kind='zero')",
                  lambda: ablate_heads(model, tokens, [(1, 0)], kind="zero"))
 
@@ -872,6 +873,17 @@ def _patching_mistakes(model, clean, corrupted, metric, names, expected):
     ]
 
 
+def _never_patched(table, expected):
+    """The guess of a table whose columns were left 0 (positions never patched): expected with them 0."""
+    if not (isinstance(table, torch.Tensor) and table.shape == expected.shape):
+        return []
+    empty = [p for p in range(expected.shape[1]) if not table[:, p].any() and expected[:, p].any()]
+    filled = expected.clone()
+    filled[:, empty] = 0
+    return [(lambda: filled, f"Column(s) {empty} hold 0: those positions were never patched. Patch every position p "
+                             "in range(seq), with seq = corrupted.shape[1].")] if empty else []
+
+
 def check_patching_table(patching_table):
     model = _small(1231)
     clean, corrupted = _tokens(1232, 2, 5), _tokens(1233, 2, 5)
@@ -889,7 +901,8 @@ def check_patching_table(patching_table):
     own.remove()
     expected = _patched_table(model, clean, corrupted, metric, names)
     _check_table(table, expected, call, "the metric of each patched run on `corrupted`",
-                 guesses=_patching_mistakes(model, clean, corrupted, metric, names, expected))
+                 guesses=_patching_mistakes(model, clean, corrupted, metric, names, expected)
+                 + _never_patched(table, expected))
 
     # One hook point, on a batch of one: the lesson's case.
     clean, corrupted = _tokens(1234, 1, 6), _tokens(1235, 1, 6)
@@ -1076,6 +1089,17 @@ _IN_PLACE = (("modified by an inplace operation",
               "there. Return output + alpha * vector, a new tensor."),)
 
 
+def _added_behind_autograd(activation, delta):
+    """What a hook that adds through activation.data does: autograd sees neither the addition nor a change."""
+    activation.data.add_(delta)
+    return activation
+
+
+_BEHIND_AUTOGRAD = ("The steering hook changed the activation through output.data, where autograd does not see it: the "
+                    "attention pattern is a softmax's output, which backward uses as it was, so the gradient is wrong "
+                    "without an error. Return output + alpha * vector, a new tensor.")
+
+
 def _check_steered_gradients(steer, model, tokens, original, before):
     """With gradients on, the logits of a steered forward pass carry its gradient: steering the residual
     stream, and the attention pattern, a softmax's output that backward needs as it was (adding to it in
@@ -1087,9 +1111,11 @@ def _check_steered_gradients(steer, model, tokens, original, before):
         with calling(f"calling model(tokens) inside `with {call}:`, with gradients on"):
             with steer(model, name, vector.clone(), 3.0):
                 logits = model(tokens)
+        behind = (lambda name=name, vector=vector: _embed_gradient(
+            model, tokens, {name: lambda a: _added_behind_autograd(a, 3.0 * vector)}), _BEHIND_AUTOGRAD)
         _check_gradient(logits, model, expected, f"model(tokens) inside `with {call}:`",
                         "The gradient stopped at the hook point: add alpha * vector to the output itself, not to "
-                        "output.detach().", hints=_IN_PLACE)
+                        "output.detach(), nor under torch.no_grad().", hints=_IN_PLACE, guesses=(behind,))
         _check_hooks(model, before, f"the `with {call}:` block, run with gradients on")
 
 

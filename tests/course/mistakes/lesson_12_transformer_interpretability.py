@@ -1013,7 +1013,7 @@ def ablate_heads(model, tokens, heads, kind="zero", mean_cache=None):
     dict(exercise="patching_table", kind="wrong", clause="rest-corrupted", why="the last position is never patched",
          source=edited(reference("patching_table"),
                        ("        for position in range(corrupted.shape[1]):", "        for position in range(corrupted.shape[1] - 1):")),
-         expect=["expected"]),
+         expect=["column(s) [4] hold 0", "never patched"]),
     dict(exercise="patching_table", kind="wrong", clause="own-hooks", why="removes the patches by clearing every hook point",
          source=edited(reference("patching_table"),
                        ("            with points[name].register_forward_hook(patch), torch.no_grad():\n"
@@ -1550,4 +1550,314 @@ def run_with_hooks(model, tokens, fwd_hooks):
     dict(exercise="run_with_cache", kind="wrong", clause="gradients", why="returns the logits detached, as the cache",
          source=edited(reference("run_with_cache"), ("    return logits, cache", "    return logits.detach(), cache")),
          expect=["no autograd graph", "not a detached copy"]),
+]
+
+# An adversarial review of the six docstrings, with ways of TransformerLens, baukit, nnsight, ROME and steering-vectors:
+# names that are modules but not hook points, hooks registered (pre-hooks, a global hook) before a name is found
+# unknown, fn called with TransformerLens's hook= keyword, a tuple of names read as one name, an unknown kind with no
+# heads, positions never patched, and steering added where autograd does not see it.
+ENTRIES += [
+    dict(exercise="run_with_cache", kind="wrong", clause="string",
+         why="TransformerLens's first string filter: a lambda that compares with itself",
+         source=edited(reference("run_with_cache"),
+                       ("        names = [names]", "        names = lambda name: name == names")),
+         expect=["returned an empty cache", "is one name, a bare string"]),
+    dict(exercise="run_with_cache", kind="wrong", clause="iterable", why="a list, or else one name: a tuple read as one name",
+         source=edited(reference("run_with_cache"),
+                       ("        chosen = list(names)", "        chosen = names if isinstance(names, list) else [names]")),
+         expect=["raised keyerror", "a tuple holds several names", "list(names)"]),
+    dict(exercise="run_with_cache", kind="wrong", clause="copy", why="detach().cpu(), a copy only from a GPU",
+         source=edited(reference("run_with_cache"),
+                       ("cache[name] = output.detach().clone()", "cache[name] = output.detach().cpu()")),
+         expect=["same memory", "clone()"]),
+    dict(exercise="run_with_cache", kind="wrong", clause="copy", why="output.data, the activation's own memory",
+         source=edited(reference("run_with_cache"), ("cache[name] = output.detach().clone()", "cache[name] = output.data")),
+         expect=["same memory", "clone()"]),
+    dict(exercise="run_with_cache", kind="wrong", clause="logits",
+         why="baukit's stop=True: the forward pass stopped once the cache is full",
+         source=edited(reference("run_with_cache"),
+                       ("            cache[name] = output.detach().clone()\n",
+                        "            cache[name] = output.detach().clone()\n"
+                        "            if len(cache) == len(chosen):\n                raise StopIteration\n"),
+                       ("        logits = model(tokens)",
+                        "        try:\n            logits = model(tokens)\n        except StopIteration:\n"
+                        "            logits = None")),
+         expect=["as its logits", "returned none"]),
+    dict(exercise="run_with_cache", kind="wrong", clause="gradients", why="torch.inference_mode() around the forward pass",
+         source=edited(reference("run_with_cache"),
+                       ("import contextlib\n", "import contextlib\n\nimport torch\n"),
+                       ("        logits = model(tokens)",
+                        "        with torch.inference_mode():\n            logits = model(tokens)")),
+         expect=["no autograd graph"]),
+    dict(exercise="run_with_cache", kind="wrong", clause="gradients", why="logits detached, then requires_grad_()",
+         source=edited(reference("run_with_cache"),
+                       ("    return logits, cache", "    return logits.detach().requires_grad_(), cache")),
+         expect=["gradient", "is none", "as the model returned them"]),
+    dict(exercise="run_with_cache", kind="wrong", clause="once", why="the cache under no_grad, a second run for the logits",
+         source=edited(reference("run_with_cache"),
+                       ("import contextlib\n", "import contextlib\n\nimport torch\n"),
+                       ("        logits = model(tokens)\n    return logits, cache",
+                        "        with torch.no_grad():\n            model(tokens)\n    return model(tokens), cache")),
+         expect=["ran the model 2 times"]),
+    dict(exercise="run_with_cache", kind="wrong", clause="key-error", why="names looked up in named_modules()",
+         source=edited(reference("run_with_cache"),
+                       ("    points = model.hook_points()\n",
+                        "    points = model.hook_points()\n    modules = dict(model.named_modules())\n"),
+                       ("        unknown = [name for name in chosen if name not in points]",
+                        "        unknown = [name for name in chosen if name not in modules]"),
+                       ("stack.enter_context(points[name].register_forward_hook(hook_for(name)))",
+                        "stack.enter_context(modules[name].register_forward_hook(hook_for(name)))")),
+         expect=["'blocks.0.attn' is not a hook point", "not in named_modules()"]),
+    dict(exercise="run_with_cache", kind="right", why="torch.no_grad() only around the copy, in the hook",
+         source=edited(reference("run_with_cache"),
+                       ("import contextlib\n", "import contextlib\n\nimport torch\n"),
+                       ("            cache[name] = output.detach().clone()",
+                        "            with torch.no_grad():\n                cache[name] = output.clone()")),
+         expect=[]),
+    dict(exercise="run_with_cache", kind="right", why="clone() then detach(), a string as a tuple of one name",
+         source=edited(reference("run_with_cache"),
+                       ("        names = [names]", "        names = (names,)"),
+                       ("cache[name] = output.detach().clone()", "cache[name] = output.clone().detach()")),
+         expect=[]),
+
+    dict(exercise="run_with_hooks", kind="wrong", clause="fn-args", why="TransformerLens's call, fn(activation, hook=module)",
+         source=edited(reference("run_with_hooks"),
+                       ("lambda module, args, output: fn(output, name)", "lambda module, args, output: fn(output, hook=module)")),
+         expect=["unexpected keyword argument 'hook'", "call fn(output, name)"]),
+    dict(exercise="run_with_hooks", kind="wrong", clause="fn-args", why="the hook point itself given as the name",
+         source=edited(reference("run_with_hooks"),
+                       ("lambda module, args, output: fn(output, name)", "lambda module, args, output: fn(output, module)")),
+         expect=["hookpoint", "expected fn(activation, name)"]),
+    dict(exercise="run_with_hooks", kind="wrong", clause="replacement",
+         why="one hook per hook point, each function's return taken without a None test",
+         source='''
+import collections
+import contextlib
+
+
+def run_with_hooks(model, tokens, fwd_hooks):
+    points = model.hook_points()
+    for name, _ in fwd_hooks:
+        if name not in points:
+            raise KeyError(name)
+    grouped = collections.defaultdict(list)
+    for name, fn in fwd_hooks:
+        grouped[name].append(fn)
+
+    def make(name, fns):
+        def hook(module, args, output):
+            for fn in fns:
+                output = fn(output, name)
+            return output
+        return hook
+
+    with contextlib.ExitStack() as stack:
+        for name, fns in grouped.items():
+            stack.enter_context(points[name].register_forward_hook(make(name, fns)))
+        return model(tokens)
+''',
+         expect=["keep returned none after times_two", "not the hook point's original value"]),
+    dict(exercise="run_with_hooks", kind="wrong", clause="key-error-first",
+         why="a global hook registered, then the names looked up inside its block",
+         source='''
+from torch.nn.modules.module import register_module_forward_hook
+
+
+def run_with_hooks(model, tokens, fwd_hooks):
+    points = model.hook_points()
+    by_module = {}
+
+    def hook(module, args, output):
+        for name, fn in by_module.get(module, []):
+            new = fn(output, name)
+            if new is not None:
+                output = new
+        return output
+
+    with register_module_forward_hook(hook):
+        for name, fn in fwd_hooks:
+            by_module.setdefault(points[name], []).append((name, fn))
+        return model(tokens)
+''',
+         expect=["only after it had registered 1 hook(s)", "global hooks"]),
+    dict(exercise="run_with_hooks", kind="wrong", clause="key-error-first",
+         why="pre-hooks on the hook points, each name looked up as it is registered",
+         source='''
+import contextlib
+
+
+def run_with_hooks(model, tokens, fwd_hooks):
+    points = model.hook_points()
+    with contextlib.ExitStack() as stack:
+        for name, fn in fwd_hooks:
+            def pre(module, args, name=name, fn=fn):
+                new = fn(args[0], name)
+                return None if new is None else (new,)
+            stack.enter_context(points[name].register_forward_pre_hook(pre))
+        return model(tokens)
+''',
+         expect=["only after it had registered 1 hook(s)", "pre-hooks"]),
+    dict(exercise="run_with_hooks", kind="wrong", clause="key-error", why="names looked up in named_modules()",
+         source=edited(reference("run_with_hooks"),
+                       ("    points = model.hook_points()", "    points = dict(model.named_modules())")),
+         expect=["'blocks.0.attn' is not a hook point", "not in named_modules()"]),
+    dict(exercise="run_with_hooks", kind="right", why="one global forward hook that picks the hook points",
+         source='''
+from torch.nn.modules.module import register_module_forward_hook
+
+
+def run_with_hooks(model, tokens, fwd_hooks):
+    points = model.hook_points()
+    by_module = {}
+    for name, fn in fwd_hooks:
+        by_module.setdefault(points[name], []).append((name, fn))
+
+    def hook(module, args, output):
+        for name, fn in by_module.get(module, ()):
+            new = fn(output, name)
+            if new is not None:
+                output = new
+        return output
+
+    handle = register_module_forward_hook(hook)
+    try:
+        return model(tokens)
+    finally:
+        handle.remove()
+''',
+         expect=[]),
+    dict(exercise="run_with_hooks", kind="right", why="hooks with_kwargs=True and always_call=True",
+         source=edited(reference("run_with_hooks"),
+                       ("lambda module, args, output: fn(output, name)", "lambda module, args, kwargs, output: fn(output, name)"),
+                       ("register_forward_hook(hook_for(name, fn))",
+                        "register_forward_hook(hook_for(name, fn), with_kwargs=True, always_call=True)")),
+         expect=[]),
+
+    dict(exercise="ablate_heads", kind="wrong", clause="other-kind", why="a dict of kinds: an unknown kind raises KeyError",
+         source=edited(reference("ablate_heads"),
+                       ("    if kind not in (\"zero\", \"mean\"):\n"
+                        "        raise ValueError(f\"kind is 'zero' or 'mean', not {kind!r}\")\n",
+                        "    {\"zero\": None, \"mean\": None}[kind]\n")),
+         expect=["raised keyerror", "expected valueerror", "check that kind is 'zero' or 'mean' first"]),
+    dict(exercise="ablate_heads", kind="wrong", clause="other-kind",
+         why="the unknown kind's ValueError raised inside the hook, never with no heads",
+         source=edited(reference("ablate_heads"),
+                       ("    if kind not in (\"zero\", \"mean\"):\n"
+                        "        raise ValueError(f\"kind is 'zero' or 'mean', not {kind!r}\")\n", ""),
+                       ("            else:\n                z[:, :, chosen] = mean_cache",
+                        "            elif kind != \"mean\":\n                raise ValueError(kind)\n"
+                        "            else:\n                z[:, :, chosen] = mean_cache")),
+         expect=["kind='max'", "also with no heads to ablate", "not inside a hook"]),
+    dict(exercise="ablate_heads", kind="right", why="zeroes z in place in the hook and returns None",
+         source=edited(reference("ablate_heads"), ("            z = z.clone()\n", ""), ("            return z\n", "")),
+         expect=[]),
+
+    dict(exercise="patching_table", kind="wrong", clause="position", why="position - 1: column 0 patches the last position",
+         source=edited(reference("patching_table"),
+                       ("output[:, position] = clean_activations[name][:, position]",
+                        "output[:, position - 1] = clean_activations[name][:, position - 1]")),
+         expect=["column p holds the patch of position p - 1", "off by one"]),
+    dict(exercise="patching_table", kind="wrong", clause="position", why="positions counted from 1: position 0 never patched",
+         source=edited(reference("patching_table"),
+                       ("        for position in range(corrupted.shape[1]):", "        for position in range(1, corrupted.shape[1]):")),
+         expect=["column(s) [0] hold 0", "never patched"]),
+    dict(exercise="patching_table", kind="wrong", clause="from-clean",
+         why="ROME's layout: one clean sequence in the batch, copied into the corrupted ones",
+         source='''
+import torch
+
+
+def patching_table(model, clean, corrupted, metric, names):
+    batch = torch.cat([clean[:1], corrupted])
+    points = model.hook_points()
+    table = torch.zeros(len(names), corrupted.shape[1])
+    for i, name in enumerate(names):
+        for t in range(corrupted.shape[1]):
+            def patch_rep(module, args, h, t=t):
+                h = h.clone()
+                h[1:, t] = h[0, t]
+                return h
+            with points[name].register_forward_hook(patch_rep), torch.no_grad():
+                table[i, t] = metric(model(batch)[1:]).item()
+    return table
+''',
+         expect=["first clean sequence into every sequence"]),
+    dict(exercise="patching_table", kind="right", why="nnsight's way: the corrupted activation patched in place",
+         source=edited(reference("patching_table"), ("                output = output.clone()\n", ""),
+                       ("                return output\n", "")),
+         expect=[]),
+    dict(exercise="patching_table", kind="right", why="no torch.no_grad(), .item(), a float64 table",
+         source=edited(reference("patching_table"),
+                       ("            with points[name].register_forward_hook(patch), torch.no_grad():\n"
+                        "                table[i, position] = float(metric(model(corrupted)))",
+                        "            with points[name].register_forward_hook(patch):\n"
+                        "                table[i, position] = metric(model(corrupted)).item()"),
+                       ("torch.zeros(len(names), corrupted.shape[1])",
+                        "torch.zeros(len(names), corrupted.shape[1], dtype=torch.float64)")),
+         expect=[]),
+
+    dict(exercise="steer", kind="wrong", clause="gradients",
+         why="steering-vectors' original[None] = original + delta, returning the output",
+         source=edited(reference("steer"),
+                       ("lambda module, args, output: output + alpha * vector",
+                        "lambda module, args, output: output.__setitem__(None, output + alpha * vector) or output")),
+         expect=["modified by an inplace operation", "changed the activation in place"]),
+    dict(exercise="steer", kind="wrong", clause="gradients", why="nnsight's output[:] += alpha * vector",
+         source=edited(reference("steer"),
+                       ("    with point.register_forward_hook(lambda module, args, output: output + alpha * vector):",
+                        "    def hook(module, args, output):\n        output[:] += alpha * vector\n\n"
+                        "    with point.register_forward_hook(hook):")),
+         expect=["modified by an inplace operation", "changed the activation in place"]),
+    dict(exercise="steer", kind="wrong", clause="gradients", why="adds through output.data, where autograd does not see it",
+         source=edited(reference("steer"),
+                       ("lambda module, args, output: output + alpha * vector",
+                        "lambda module, args, output: (output.data.add_(alpha * vector), None)[1]")),
+         expect=["through output.data", "gradient is wrong without an error"]),
+    dict(exercise="steer", kind="wrong", clause="gradients", why="the addition made under torch.no_grad() in the hook",
+         source=edited(reference("steer"),
+                       ("import contextlib\n", "import contextlib\n\nimport torch\n"),
+                       ("    with point.register_forward_hook(lambda module, args, output: output + alpha * vector):",
+                        "    def hook(module, args, output):\n        with torch.no_grad():\n"
+                        "            return output + alpha * vector\n\n    with point.register_forward_hook(hook):")),
+         expect=["gradient", "is none", "nor under torch.no_grad()"]),
+    dict(exercise="steer", kind="right", why="a global forward hook that adds at the hook point only",
+         source='''
+import contextlib
+
+from torch.nn.modules.module import register_module_forward_hook
+
+
+@contextlib.contextmanager
+def steer(model, name, vector, alpha=1.0):
+    point = model.hook_points()[name]
+    delta = alpha * vector
+
+    def hook(module, args, output):
+        if module is point:
+            return output + delta
+
+    handle = register_module_forward_hook(hook)
+    try:
+        yield
+    finally:
+        handle.remove()
+''',
+         expect=[]),
+    dict(exercise="steer", kind="right", why="steering-vectors' shape: the vector as (1, 1, d), registered inside try",
+         source='''
+import contextlib
+
+
+@contextlib.contextmanager
+def steer(model, name, vector, alpha=1.0):
+    handle = None
+    try:
+        delta = (alpha * vector).reshape(1, 1, -1)
+        handle = model.hook_points()[name].register_forward_hook(lambda m, i, o: o + delta)
+        yield
+    finally:
+        if handle is not None:
+            handle.remove()
+''',
+         expect=[]),
 ]
