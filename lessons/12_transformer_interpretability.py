@@ -65,29 +65,48 @@ assert fired == [] and list(weights.shape) == [1, 5, 5]
 assert torch.allclose(weights, per_head.mean(dim=1))  # the weights are averaged over the 2 heads
 
 # %% [markdown]
-# Second, `nn.TransformerEncoderLayer` in eval mode, without gradients, takes a fused "fast path":
-# one C++ call instead of its submodules. It checks for forward hooks and pre-hooks on itself and
-# on its submodules, and takes the slow path when it finds one; so attaching a hook changes which
-# code runs. A global forward hook (lesson 07) is not among the things it checks: it stays on the
-# fast path, and the global hook sees the layer but none of its submodules.
+# Second, `nn.TransformerEncoderLayer` in eval mode can take a fused "fast path": one C++ call
+# instead of its submodules. It takes it only when every condition of a list holds (its `forward`
+# keeps the first that fails in `why_not_sparsity_fast_path`). Among other conditions: no forward
+# hook or pre-hook is on the layer or on any of its submodules, there is no gradient to compute
+# (`torch.no_grad()`, or neither the input nor any parameter requires one), and its number of heads
+# is even. So attaching a hook changes which code runs. A global forward hook (lesson 07) is not
+# among the things it checks: on the fast path, the global hook sees the layer but none of its
+# submodules. The cell shows these conditions, one at a time.
 
 # %%
 layer = nn.TransformerEncoderLayer(d_model=8, nhead=2, dim_feedforward=16, batch_first=True).eval()
-names = {module: name or "the layer" for name, module in layer.named_modules()}
-ran = []
-with register_module_forward_hook(lambda module, args, output: ran.append(names[module])):
-    with torch.no_grad():
-        layer(x)
-        fast = list(ran)
-        ran.clear()
-        with layer.linear1.register_forward_hook(lambda module, args, output: None):
-            layer(x)
-        with_a_hook = list(ran)
-print("eval, no_grad, a global hook only:", fast)
-print("the same, with a hook on linear1: ", with_a_hook)
-assert fast == ["the layer"]
-assert with_a_hook == ["self_attn", "dropout1", "norm1", "linear1", "dropout", "linear2", "dropout2", "norm2",
-                       "the layer"]
+one_head = nn.TransformerEncoderLayer(d_model=8, nhead=1, dim_feedforward=16, batch_first=True).eval()
+names = {module: name or "the layer" for each in (layer, one_head) for name, module in each.named_modules()}
+
+
+def modules_run(run):
+    """The modules a global forward hook sees while `run()` runs."""
+    ran = []
+    with register_module_forward_hook(lambda module, args, output: ran.append(names[module])):
+        run()
+    return ran
+
+
+with torch.no_grad():
+    fast = modules_run(lambda: layer(x))
+    with layer.linear1.register_forward_hook(lambda module, args, output: None):
+        with_a_hook = modules_run(lambda: layer(x))
+    odd_heads = modules_run(lambda: one_head(x))
+with_gradients = modules_run(lambda: layer(x))
+layer.requires_grad_(False)
+frozen = modules_run(lambda: layer(x))
+input_requiring_grad = modules_run(lambda: layer(x.clone().requires_grad_()))
+layer.requires_grad_(True)
+print("eval, no_grad, a global hook only:           ", fast)
+print("the same, with a hook on linear1:            ", with_a_hook)
+print("the same, with one head instead of two:      ", odd_heads)
+print("gradients on:                                ", with_gradients)
+print("gradients on, no parameter requiring them:   ", frozen)
+print("the same, with an input that requires one:   ", input_requiring_grad)
+slow = ["self_attn", "dropout1", "norm1", "linear1", "dropout", "linear2", "dropout2", "norm2", "the layer"]
+assert fast == frozen == ["the layer"]
+assert with_a_hook == odd_heads == with_gradients == input_requiring_grad == slow
 
 # %% [markdown]
 # Third, what a hook on the stock attention sees of each head. Inside the encoder layer, the
@@ -329,8 +348,11 @@ assert change["fixed period 5"].max() < 0.1 and change["variable periods"][1].mi
 # `(logits, cache)`, where `cache` maps hook-point names to the activation there:
 #
 # - all the model's hook points (`model.hook_points()`) when `names` is None, the names in a list
-#   (or in any other iterable of names: a tuple, a generator), or the hook points for which a
-#   function `names(name)` returns True;
+#   (or in any other iterable of names: a tuple, a generator), one name given as a bare string (a
+#   string is one name, as TransformerLens's `names_filter` takes it, not the characters it iterates
+#   over), or the hook points for which a function `names(name)` returns True;
+# - gradients flow as in any forward pass: `logits` keep their autograd graph, as TransformerLens's
+#   `run_with_cache` returns them (only the cache is detached);
 # - each cached tensor is detached and a copy of its own: in-place operations, later in the
 #   forward pass or by the caller, do not change it;
 # - a name in the list that is not a hook point raises `KeyError` before any hook is registered;
@@ -338,7 +360,8 @@ assert change["fixed period 5"].max() < 0.1 and change["variable periods"][1].mi
 #   on to the caller); hooks the model had before stay.
 #
 # Traps: `output.detach()` without `clone()` (it shares memory); a hook left behind when forward
-# raises; the late-binding loop variable (every hook storing under the last name).
+# raises; the late-binding loop variable (every hook storing under the last name); `list(names)` of a
+# string (its characters); `torch.no_grad()` around the forward pass (the logits lose their graph).
 #
 # Check: run `check(run_with_cache)` below, or `pytest tests/test_12_transformer_interpretability.py -k run_with_cache`.
 
@@ -352,7 +375,10 @@ def run_with_cache(model, tokens, names=None):
 
     `cache` maps hook-point names (the keys of `model.hook_points()`) to the activation there:
     every hook point when `names` is None, the names in a list (or any other iterable of names: a
-    tuple, a generator), or the hook points for which `names(name)` returns True.
+    tuple, a generator), the name given as a bare string (one name, not its characters), or the hook
+    points for which `names(name)` returns True.
+    Gradients flow as in any forward pass: `logits` keep their autograd graph (only the cache is
+    detached).
     Each cached tensor is detached and a copy: later in-place operations, in the forward pass or by
     the caller, do not change it.
     A name in the list that is not a hook point raises KeyError before any hook is registered.
@@ -497,17 +523,23 @@ with try_it():
 # Write `run_with_hooks(model, tokens, fwd_hooks)`, which returns `model(tokens)` computed with
 # temporary forward hooks. `fwd_hooks` is a list of pairs `(name, fn)`: `name` is a hook point's
 # name, `fn(activation, name)` returns a replacement for the activation there, or None to keep it.
+# (TransformerLens's `run_with_hooks` takes such pairs too but calls `fn(activation, hook=hook_point)`
+# with the `HookPoint` itself, whose name is `hook.name`; here the function gets the name, a string.)
 #
 # - Pairs may name the same hook point; their functions then run in the list's order, each on what
 #   the one before returned.
 # - A name that is not a hook point raises `KeyError` before any hook is registered.
 # - The hooks are removed before returning, also when the forward pass raises (the exception goes on
-#   to the caller); hooks the model had before stay, and run as before.
+#   to the caller); hooks the model had before stay, and run as before: those on the model itself
+#   too, which run only when the model is called, `model(tokens)`, not on `model.forward(tokens)`
+#   (lesson 04).
 # - Gradients flow as in any forward pass: the logits keep their autograd graph, through each
 #   activation and its replacement.
 #
 # Traps: a lambda made in a loop that reads the loop's variables when it runs, not when it was made;
-# removing hooks by clearing a module's `_forward_hooks` (it takes the model's own hooks too).
+# removing hooks by clearing a module's `_forward_hooks` (it takes the model's own hooks too); a
+# function that returns None after another replaced the activation keeps that replacement, not the
+# original.
 #
 # Check: run `check(run_with_hooks)` below, or `pytest tests/test_12_transformer_interpretability.py -k run_with_hooks`.
 
@@ -587,7 +619,8 @@ with try_it():
 #
 # - `kind="zero"`: by zeros;
 # - `kind="mean"`: by its mean over the batch of `mean_cache[name]` (the cache of a reference run,
-#   from `run_with_cache`), one mean per position; without a `mean_cache`, raise `ValueError`.
+#   from `run_with_cache`), one mean per position; without a `mean_cache`, raise `ValueError`;
+# - any other `kind` (a misspelt one too): raise `ValueError`.
 #
 # No hook is left on the model, also when the forward pass raises (the exception goes on to the
 # caller), and hooks the model had before stay.
@@ -610,6 +643,7 @@ def ablate_heads(model, tokens, heads, kind="zero", mean_cache=None):
     kind="zero": replaced by zeros.
     kind="mean": replaced by its mean over the batch of `mean_cache[name]` (the cache of a reference
     run), one mean per position; with no `mean_cache`, raises ValueError.
+    Any other `kind` raises ValueError.
     No hook is left on the model, also when the forward pass raises (the exception propagates); hooks
     the model had before stay.
     """
@@ -1063,9 +1097,10 @@ with try_it():
 # ## Summary
 #
 # - On `nn.MultiheadAttention`, a hook on `out_proj` never fires; `nn.TransformerEncoderLayer` in
-#   eval mode takes a fused path unless a hook is attached to it or a submodule (a global hook does
-#   not count: it sees only the layer); the stock attention never shows a head's output. Name the
-#   places yourself, with identity modules.
+#   eval mode takes a fused path only when, among other conditions, no hook is attached to it or a
+#   submodule (a global hook does not count: it sees only the layer), there is no gradient to
+#   compute and its number of heads is even; the stock attention never shows a head's output. Name
+#   the places yourself, with identity modules.
 # - A cache stores `output.detach().clone()`, and every temporary hook goes in a `with` block (or an
 #   `ExitStack`), so that it is removed also when the forward pass raises.
 # - A forward hook's return replaces the activation: that is ablation, patching and steering.

@@ -4,7 +4,7 @@ on random gradients and judge what comes back, naming the usual mistakes."""
 import torch
 
 from hooked.check_api import calling, fail
-from hooked.checks.tensors import close, describe
+from hooked.checks.tensors import close, describe, first_difference
 
 
 def check_returns_new_gradient(hook, call_text, grad, expected, known_mistakes=(), nan_hint=""):
@@ -39,9 +39,10 @@ def check_returns_new_gradient(hook, call_text, grad, expected, known_mistakes=(
              "(PyTorch refuses a hook that changes the type of the gradient).")
     if close(result, expected):
         return result
+    compared = f"{said} returned {describe(result)}; expected {describe(expected)}.{first_difference(result, expected)}"
     if nan_hint and not torch.isfinite(result).all() and torch.isfinite(expected).all():
-        fail(f"{said} returned {describe(result)}; expected {describe(expected)}. {nan_hint}")
+        fail(f"{compared} {nan_hint}")
     for wrong, hint in known_mistakes:
         if close(result, wrong):
-            fail(f"{said} returned {describe(result)}; expected {describe(expected)}. {hint}")
-    fail(f"{said} returned {describe(result)}; expected {describe(expected)}.")
+            fail(f"{compared} {hint}")
+    fail(compared)

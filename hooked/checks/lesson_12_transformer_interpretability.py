@@ -5,15 +5,15 @@ once per grading process). The references are computed here, with the checks' ow
 references of known mistakes are computed only when an answer is wrong, to name the mistake."""
 
 import collections
-import contextlib
 
 import torch
+from torch.utils.hooks import RemovableHandle
 
 from hooked.check_api import LearnerCodeRaised, calling, fail
 from hooked.checks import trained_tiny_transformer
 from hooked.checks.planted_exceptions import planted_exception_comes_through
 from hooked.checks.seeding import seeded
-from hooked.checks.tensors import describe
+from hooked.checks.tensors import describe, first_difference
 from hooked.checks.torch_error_hints import calling_with_hints
 from hooked.checks.trained_tiny_transformer import Block, TinyTransformer
 
@@ -56,27 +56,10 @@ def _metric_for(answer, other):
     return metric
 
 
-class _RecordingHooks(collections.OrderedDict):
-    """A hook dict that counts the hooks registered into it (a RemovableHandle writes into it)."""
-
-    registered = 0
-
-    def __setitem__(self, key, value):
-        type(self).registered += 1
-        super().__setitem__(key, value)
-
-
-@contextlib.contextmanager
-def _counting_registrations(model):
-    """Yields a function that says how many forward hooks were registered on the model's modules."""
-    class Counter(_RecordingHooks):
-        registered = 0
-
-    for module in model.modules():
-        recording = Counter()
-        recording.update(module._forward_hooks)
-        module._forward_hooks = recording
-    yield lambda: Counter.registered
+def _handles_made():
+    """How many hook handles torch has made so far. Every registration (a module's forward hook or pre-hook,
+    a global hook, a tensor hook) makes a RemovableHandle, which numbers it: the difference counts them."""
+    return RemovableHandle.next_id
 
 
 # ---------------------------------------------------------------- hooks left and kept
@@ -139,24 +122,25 @@ def _check_raise(model, call_text, call):
 
 
 def _check_key_error(model, call_text, call, unknown):
-    before = _hook_ids(model)
-    with _counting_registrations(model) as registered:
-        try:
-            with calling(f"calling {call_text}"):
-                returned = call()
-        except LearnerCodeRaised as raised:
-            if not isinstance(raised.error, KeyError):
-                fail(f"{call_text} raised {type(raised.error).__name__}: {raised.error}; expected KeyError, since "
-                     f"{unknown!r} is not a hook point of the model: look each name up in model.hook_points() "
-                     "(get_submodule raises AttributeError) and raise KeyError before registering any hook.")
-            count = registered()
-            if count:
-                fail(f"{call_text} raised KeyError, but only after it had registered {count} forward hook(s). "
-                     f"Check every name first ({unknown!r} is not a hook point), and register hooks only when "
-                     "all names are known.")
-        else:
-            fail(f"{call_text} returned {describe(returned)}; {unknown!r} is not a hook point of the model "
-                 "(a key of model.hook_points()), so it must raise KeyError, before registering any hook.")
+    before, made = _hook_ids(model), _handles_made()
+    try:
+        with calling(f"calling {call_text}"):
+            returned = call()
+    except LearnerCodeRaised as raised:
+        if not isinstance(raised.error, KeyError):
+            fail(f"{call_text} raised {type(raised.error).__name__}: {raised.error}; expected KeyError, since "
+                 f"{unknown!r} is not a hook point of the model: look each name up in model.hook_points() "
+                 "(get_submodule raises AttributeError) and raise KeyError before registering any hook.")
+        count = _handles_made() - made
+        if count:
+            fail(f"{call_text} raised KeyError, but only after it had registered {count} hook(s) (forward hooks, "
+                 f"pre-hooks or global hooks). Check every name first ({unknown!r} is not a hook point), and register "
+                 "hooks only when all names are known.")
+    else:
+        module = (" It is a module of the model, but not a hook point: look names up in model.hook_points(), not in "
+                  "named_modules() or with get_submodule." if unknown in dict(model.named_modules()) else "")
+        fail(f"{call_text} returned {describe(returned)}; {unknown!r} is not a hook point of the model "
+             f"(a key of model.hook_points()), so it must raise KeyError, before registering any hook.{module}")
     _check_hooks(model, before, call_text, " (which raised KeyError)")
 
 
@@ -214,18 +198,24 @@ def _embed_gradient(model, tokens, replace):
     return torch.autograd.grad(logits.sum(), model.pos.weight)[0]
 
 
-def _check_gradient(logits, model, expected, call_text, detached_words):
+def _check_gradient(logits, model, expected, call_text, detached_words, hints=(), guesses=()):
     """`logits`, computed by the learner's code with gradients on, must carry the gradient `expected`
-    (of their sum, with respect to model.pos.weight, whose every row the check's tokens use)."""
+    (of their sum, with respect to model.pos.weight, whose every row the check's tokens use); `hints`
+    name what an error of the backward pass means (calling_with_hints); `guesses` ((gradient, words)) the
+    gradients of known mistakes."""
     if not isinstance(logits, torch.Tensor) or not logits.requires_grad:
         fail(f"{call_text}, with gradients on, gave {describe(logits)} with no autograd graph (requires_grad=False): "
              "gradients must flow as in any forward pass. Don't wrap the forward pass (or the caller's block) in "
-             "torch.no_grad().")
-    with calling(f"backward from the logits of {call_text}"):
+             "torch.no_grad(), and return what it computed, not a detached copy.")
+    with calling_with_hints(f"backward from the logits of {call_text}", hints):
         gradient = torch.autograd.grad(logits.sum(), model.pos.weight, allow_unused=True)[0]
     if gradient is None or not _close(gradient, expected, 1e-4):
-        fail(f"{call_text}: the gradient of the logits' sum with respect to the position embedding's weight is "
-             f"{describe(gradient)}; expected {describe(expected)}. {detached_words}")
+        compared = (f"{call_text}: the gradient of the logits' sum with respect to the position embedding's weight is "
+                    f"{describe(gradient)}; expected {describe(expected)}.{first_difference(gradient, expected, 1e-4)}")
+        for guess, words in guesses:
+            if _close(gradient, guess(), 1e-4):
+                fail(f"{compared} {words}")
+        fail(f"{compared} {detached_words}")
 
 
 def _close(actual, expected, tolerance=1e-5):
@@ -239,10 +229,12 @@ def _logits_check(logits, expected, call_text, guesses=()):
         fail(f"{call_text} returned {describe(logits)}; expected the logits, {describe(expected)}.")
     if _close(logits, expected):
         return
+    compared = (f"{call_text} returned {describe(logits)}; expected {describe(expected)}."
+                f"{first_difference(logits, expected)}")
     for guess, words in guesses:
         if _close(logits, guess()):
-            fail(f"{call_text} returned {describe(logits)}; expected {describe(expected)}. {words}")
-    fail(f"{call_text} returned {describe(logits)}; expected {describe(expected)}.")
+            fail(f"{compared} {words}")
+    fail(compared)
 
 
 # ---------------------------------------------------------------- run_with_cache
@@ -327,6 +319,8 @@ def check_run_with_cache(run_with_cache):
         fail(f"{call} ran the model {counts.forward} times; run it once, with every hook registered before that "
              "one forward pass.")
     _check_cache(call, result, model, tokens, all_names)
+    _check_gradient(result[0], model, _embed_gradient(model, tokens, {}), f"{call}, as its logits",
+                    "Return the logits as the model returned them: only the cache is detached.")
 
     first_cache = result[1]
     listed = ["blocks.1.attn.hook_z", "hook_embed", "blocks.0.hook_resid_post"]
@@ -382,22 +376,11 @@ def check_run_with_cache(run_with_cache):
     unknown = ["hook_embed", "blocks.0.hook_resid_pre", "blocks.7.hook_resid_pre"]
     _check_key_error(model, f"run_with_cache(model, tokens, names={unknown})",
                      lambda: run_with_cache(model, tokens, names=unknown), "blocks.7.hook_resid_pre")
+    _check_key_error(model, "run_with_cache(model, tokens, names=['hook_embed', 'blocks.0.attn'])",
+                     lambda: run_with_cache(model, tokens, names=["hook_embed", "blocks.0.attn"]), "blocks.0.attn")
     _check_raise(model, "run_with_cache(model, tokens)", lambda: run_with_cache(model, tokens))
 
-    # Any iterable of names: a tuple, and a generator (which can be read only once).
-    call = f"run_with_cache(model, tokens, names={tuple(listed)})"
-    not_callable = (("object is not callable", "names may be any iterable of names, a tuple too: test "
-                     "callable(names) for a function, rather than isinstance(names, list)."),)
-    with calling_with_hints(f"calling {call}", not_callable):
-        result = run_with_cache(model, tokens, names=tuple(listed))
-    _check_cache(call, result, model, tokens, listed)
-    call = f"run_with_cache(model, tokens, names=(name for name in {listed}))"
-    with calling_with_hints(f"calling {call}", not_callable):
-        result = run_with_cache(model, tokens, names=(name for name in listed))
-    if isinstance(result, tuple) and len(result) == 2 and result[1] == {}:
-        fail(f"{call} returned an empty cache. A generator can be read only once: checking the names read it to "
-             "the end, and nothing was left to register. Make a list of the names first (list(names)).")
-    _check_cache(call, result, model, tokens, listed)
+    _check_other_iterables(run_with_cache, model, tokens, listed)
 
     # The lesson's trained model: its patterns are those of the induction heads.
     trained = trained_tiny_transformer.load()
@@ -408,11 +391,120 @@ def check_run_with_cache(run_with_cache):
     _check_cache(call, result, trained, periodic, ["blocks.1.attn.hook_pattern"])
 
 
+def _check_other_iterables(run_with_cache, model, tokens, listed):
+    """names as any iterable: a tuple, a generator (which can be read only once); and a bare string, one name."""
+    call = f"run_with_cache(model, tokens, names={tuple(listed)})"
+    not_callable = (("object is not callable", "names may be any iterable of names, a tuple too: test "
+                     "callable(names) for a function, rather than isinstance(names, list)."),)
+    one_tuple = (lambda error: "names may be any iterable of names: a tuple holds several names, as a list does "
+                 "(only a bare string is one name). Read anything that is neither a string nor a function with "
+                 "list(names), rather than testing isinstance(names, list)." if isinstance(error, KeyError) else None,)
+    with calling_with_hints(f"calling {call}", not_callable + one_tuple):
+        result = run_with_cache(model, tokens, names=tuple(listed))
+    _check_cache(call, result, model, tokens, listed)
+    call = f"run_with_cache(model, tokens, names=(name for name in {listed}))"
+    with calling_with_hints(f"calling {call}", not_callable):
+        result = run_with_cache(model, tokens, names=(name for name in listed))
+    if isinstance(result, tuple) and len(result) == 2 and result[1] == {}:
+        fail(f"{call} returned an empty cache. A generator can be read only once: checking the names read it to "
+             "the end, and nothing was left to register. Make a list of the names first (list(names)).")
+    _check_cache(call, result, model, tokens, listed)
+    name = "blocks.0.hook_resid_post"
+    call = f"run_with_cache(model, tokens, names={name!r})"
+    one_name = (f"names={name!r} is one name, a bare string: cache that hook point alone. A string is an iterable "
+                "of its characters (list('hook_embed') is ['h', 'o', ...]): test isinstance(names, str) first, and "
+                "make it a list of one name.")
+    with calling_with_hints(f"calling {call}", (lambda error: one_name,)):
+        result = run_with_cache(model, tokens, names=name)
+    if isinstance(result, tuple) and len(result) == 2 and result[1] == {}:
+        fail(f"{call} returned an empty cache. {one_name}")
+    _check_cache(call, result, model, tokens, [name])
+
+
 # ---------------------------------------------------------------- run_with_hooks
 
 _TRUTH_VALUE = (("Boolean value of Tensor", "A tensor has no truth value: `fn(output, name) or output` asks for one. "
                  "Test for None instead: `new = fn(output, name)`, then `output if new is None else new` (or return "
-                 "fn's result as it is: a forward hook that returns None keeps the output)."),)
+                 "fn's result as it is: a forward hook that returns None keeps the output)."),
+                ("unexpected keyword argument 'hook'", "Call fn(output, name), both positional, the name a string: "
+                 "TransformerLens calls fn(activation, hook=hook_point) with the HookPoint, this exercise does not."),)
+
+def _own_hooks_on(model, fired):
+    """Hooks of the model's own, registered before the call: on the model itself a forward pre-hook that
+    changes the tokens and a forward hook that shifts the logits, and on hook_embed a forward hook that
+    only records. `fired` records which ran. Returns their handles."""
+    def shift_tokens(module, args):
+        fired.append("forward pre-hook")
+        return ((args[0] + 1) % _SMALL["vocab"],)
+
+    def shift_logits(module, args, output):
+        fired.append("forward hook")
+        return output + 1
+
+    return [model.register_forward_pre_hook(shift_tokens), model.register_forward_hook(shift_logits),
+            model.hook_embed.register_forward_hook(lambda module, args, output: fired.append("hook_embed"))]
+
+
+def _check_own_hooks_run(run_with_hooks, model, tokens):
+    """The model's own hooks, on the model itself and on a hook point, are still registered after the
+    call, and ran during it with their effect kept."""
+    fired = []
+    handles = _own_hooks_on(model, fired)
+    try:
+        double = {"blocks.0.hook_resid_post": lambda a: 2 * a}
+        expected, _ = _activations(model, tokens, list(double), replace=double)
+        fired.clear()
+        before = _hook_ids(model)
+        call = "run_with_hooks(model, tokens, [('blocks.0.hook_resid_post', double)])"
+        with calling(f"calling {call} on a model with hooks of its own: a forward pre-hook and a forward hook on the "
+                     "model itself, and a forward hook on hook_embed"):
+            logits = run_with_hooks(model, tokens, [("blocks.0.hook_resid_post", lambda a, name: 2 * a)])
+        _check_hooks(model, before, call, " (on a model with hooks of its own)")
+        if "hook_embed" not in fired:
+            fail(f"{call} kept the model's own forward hook on hook_embed registered, but it did not run during the "
+                 "call. Leave the model's hooks alone.")
+        skipped = [kind for kind in ("forward pre-hook", "forward hook") if kind not in fired]
+        if skipped:
+            fail(f"{call} kept the hooks on the model itself registered, but its {' and its '.join(skipped)} did not "
+                 "run during the call (the one on hook_embed did). model.forward(tokens) runs the model's code "
+                 "without the hooks on the model itself; model(tokens) runs them, as a call of any module does: "
+                 "call the model, not its forward.")
+        _logits_check(logits, expected, f"{call} (on a model with hooks of its own)")
+    finally:
+        for handle in handles:
+            handle.remove()
+
+
+def _check_same_hook_point(run_with_hooks, model, tokens, plain):
+    """Pairs that name one hook point run in the list's order, each on what the one before returned; a
+    None after a replacement keeps that replacement. `plain`: the model's own logits."""
+    point = "blocks.1.hook_resid_pre"
+
+    def replaced(fn):
+        return _activations(model, tokens, [point], replace={point: fn})[0]
+
+    call = f"run_with_hooks(model, tokens, [({point!r}, times_two), ({point!r}, plus_one)])"
+    with calling(f"calling {call}"):
+        logits = run_with_hooks(model, tokens, [(point, lambda a, name: 2 * a), (point, lambda a, name: a + 1)])
+    _logits_check(logits, replaced(lambda a: 2 * a + 1), call, guesses=[
+        (lambda: replaced(lambda a: 2 * (a + 1)),
+         "The functions ran in the reverse order (2 * (a + 1)); run them in the list's order, each on what the one "
+         "before returned (register the hooks in that order, without prepend=True)."),
+        (lambda: replaced(lambda a: a + 1),
+         "Only the last function of that hook point took effect (a dict by name keeps one function per name)."),
+        (lambda: replaced(lambda a: 2 * a), "Only the first function of that hook point took effect."),
+    ])
+
+    call = f"run_with_hooks(model, tokens, [({point!r}, times_two), ({point!r}, keep)])"
+    with calling_with_hints(f"calling {call}", _TRUTH_VALUE):
+        logits = run_with_hooks(model, tokens, [(point, lambda a, name: 2 * a), (point, lambda a, name: None)])
+    _logits_check(logits, replaced(lambda a: 2 * a), call, guesses=[
+        (lambda: plain, "keep returned None after times_two had replaced the activation: None keeps the activation "
+                        "keep was given, times_two's replacement, not the hook point's original value. On None, keep "
+                        "what the function was given (a forward hook that returns None keeps the output it "
+                        "received), not the value from before the first function (such as args[0])."),
+    ])
+
 
 def check_run_with_hooks(run_with_hooks):
     model, tokens = _small(1211), _tokens(1212, 2, 6)
@@ -471,24 +563,7 @@ def check_run_with_hooks(run_with_hooks):
          "runs; make each hook in a function of its own."),
     ])
 
-    # Two pairs on one hook point: in the list's order, the second on what the first returned.
-    pairs = [("blocks.1.hook_resid_pre", lambda a, name: 2 * a), ("blocks.1.hook_resid_pre", lambda a, name: a + 1)]
-    call = "run_with_hooks(model, tokens, [('blocks.1.hook_resid_pre', times_two), ('blocks.1.hook_resid_pre', plus_one)])"
-    with calling(f"calling {call}"):
-        logits = run_with_hooks(model, tokens, pairs)
-    _logits_check(logits, _activations(model, tokens, ["blocks.1.hook_resid_pre"],
-                                       replace={"blocks.1.hook_resid_pre": lambda a: 2 * a + 1})[0], call, guesses=[
-        (lambda: _activations(model, tokens, ["blocks.1.hook_resid_pre"],
-                              replace={"blocks.1.hook_resid_pre": lambda a: 2 * (a + 1)})[0],
-         "The functions ran in the reverse order (2 * (a + 1)); run them in the list's order, each on what the one "
-         "before returned (register the hooks in that order, without prepend=True)."),
-        (lambda: _activations(model, tokens, ["blocks.1.hook_resid_pre"],
-                              replace={"blocks.1.hook_resid_pre": lambda a: a + 1})[0],
-         "Only the last function of that hook point took effect (a dict by name keeps one function per name)."),
-        (lambda: _activations(model, tokens, ["blocks.1.hook_resid_pre"],
-                              replace={"blocks.1.hook_resid_pre": lambda a: 2 * a})[0],
-         "Only the first function of that hook point took effect."),
-    ])
+    _check_same_hook_point(run_with_hooks, model, tokens, plain)
 
     # Gradients flow through the activations and their replacements, as in any forward pass.
     call = "run_with_hooks(model, tokens, [('blocks.0.hook_resid_post', double)])"
@@ -500,21 +575,13 @@ def check_run_with_hooks(run_with_hooks):
                     "activation.detach(), and return its replacement as it is.")
 
     # The model's own hooks stay and run; temporary hooks go also when forward raises; unknown names.
-    fired = []
-    own = model.hook_embed.register_forward_hook(lambda module, args, output: fired.append(1))
-    before = _hook_ids(model)
-    call = "run_with_hooks(model, tokens, [('hook_embed', keep)])"
-    with calling(f"calling {call} on a model with a forward hook of its own on hook_embed"):
-        run_with_hooks(model, tokens, [("hook_embed", lambda a, name: None)])
-    _check_hooks(model, before, call, " (on a model with a hook of its own)")
-    if not fired:
-        fail(f"{call} kept the model's own forward hook on hook_embed registered, but it did not run during the "
-             "call. Leave the model's hooks alone.")
-    own.remove()
+    _check_own_hooks_run(run_with_hooks, model, tokens)
     _check_key_error(model, "run_with_hooks(model, tokens, [('hook_embed', keep), ('blocks.0.hook_missing', keep)])",
                      lambda: run_with_hooks(model, tokens, [("hook_embed", lambda a, name: None),
                                                             ("blocks.0.hook_missing", lambda a, name: None)]),
                      "blocks.0.hook_missing")
+    _check_key_error(model, "run_with_hooks(model, tokens, [('blocks.0.attn', keep)])",
+                     lambda: run_with_hooks(model, tokens, [("blocks.0.attn", lambda a, name: None)]), "blocks.0.attn")
     _check_raise(model, "run_with_hooks(model, tokens, [('blocks.0.hook_resid_post', double)])",
                  lambda: run_with_hooks(model, tokens, [("blocks.0.hook_resid_post", lambda a, name: 2 * a)]))
 
@@ -556,6 +623,22 @@ def _ablated_last_position(model, tokens, heads):
 def _ablate_call(ablate_heads, model, tokens, heads, kind, mean_cache, call):
     with calling(f"calling {call}"):
         return ablate_heads(model, tokens, heads, kind=kind, mean_cache=mean_cache)
+
+
+def _check_value_error(model, call, call_it, first, why):
+    """`call_it()` must raise ValueError (`first`: what to check before any forward pass; `why`: why it
+    raises), and leave no hook."""
+    before = _hook_ids(model)
+    try:
+        with calling(f"calling {call}"):
+            returned = call_it()
+    except LearnerCodeRaised as raised:
+        if not isinstance(raised.error, ValueError):
+            fail(f"{call} raised {type(raised.error).__name__}: {raised.error}; expected ValueError, before any "
+                 f"forward pass: {first}.")
+    else:
+        fail(f"{call} returned {describe(returned)}; expected ValueError: {why}.")
+    _check_hooks(model, before, call, " (which raised ValueError)")
 
 
 def check_ablate_heads(ablate_heads):
@@ -624,28 +707,48 @@ def check_ablate_heads(ablate_heads):
          "choose by kind, not by whether mean_cache is None."),
     ])
 
-    call = "ablate_heads(model, tokens, [(1, 0)], kind='mean') without a mean_cache"
-    before = _hook_ids(model)
-    try:
-        with calling(f"calling {call}"):
-            returned = ablate_heads(model, tokens, [(1, 0)], kind="mean")
-    except LearnerCodeRaised as raised:
-        if not isinstance(raised.error, ValueError):
-            fail(f"{call} raised {type(raised.error).__name__}: {raised.error}; expected ValueError, before any "
-                 "forward pass: check `mean_cache is None` first.")
-    else:
-        fail(f"{call} returned {describe(returned)}; expected ValueError: mean ablation needs the reference "
-             "run's cache.")
-    _check_hooks(model, before, call, " (which raised ValueError)")
+    _check_value_error(model, "ablate_heads(model, tokens, [(1, 0)], kind='mean') without a mean_cache",
+                       lambda: ablate_heads(model, tokens, [(1, 0)], kind="mean"),
+                       "check `mean_cache is None` first", "mean ablation needs the reference run's cache")
+    _check_value_error(model, "ablate_heads(model, tokens, [(1, 0)], kind='max', mean_cache=cache of a reference run)",
+                       lambda: ablate_heads(model, tokens, [(1, 0)], kind="max", mean_cache=mean_cache),
+                       "check that kind is 'zero' or 'mean' first",
+                       "kind is 'zero' or 'mean', and any other kind raises ValueError: a misspelt kind must not "
+                       "run as another ablation")
+    _check_value_error(model, "ablate_heads(model, tokens, [], kind='max')",
+                       lambda: ablate_heads(model, tokens, [], kind="max"), "check that kind is 'zero' or 'mean' first",
+                       "any other kind raises ValueError, also with no heads to ablate: check kind before anything "
+                       "else, not inside a hook (with no heads, no hook runs)")
     _check_raise(model, "ablate_heads(model, tokens, [(1, 0)], kind='zero')",
                  lambda: ablate_heads(model, tokens, [(1, 0)], kind="zero"))
 
 
 # ---------------------------------------------------------------- patching_table
 
-def _patched_table(model, source, target, metric, names, shift=0, cumulative=False, first_only=False):
+def _at_position(output, stored, q):
+    output[:, q] = stored[:, q]
+
+
+# The patches of known mistakes, as _at_position: each sets position q of a copy of the activation.
+def _up_to_position(output, stored, q):  # the patches of earlier positions stay in later runs
+    output[:, :q + 1] = stored[:, :q + 1]
+
+
+def _first_sequence_only(output, stored, q):
+    output[:1, q] = stored[:1, q]
+
+
+def _along_features(output, stored, q):  # q taken as an index of the last axis, the features
+    output[..., q] = stored[..., q]
+
+
+def _first_clean_sequence(output, stored, q):  # the first clean sequence copied into every sequence
+    output[:, q] = stored[0, q]
+
+
+def _patched_table(model, source, target, metric, names, shift=0, patch=_at_position):
     """The check's patching table: run `target` with position p of each name from the run on `source`.
-    `shift`, `cumulative`, `first_only`: the tables of known mistakes."""
+    `shift` (column p patches p + shift) and `patch`: the tables of known mistakes."""
     _, stored = _activations(model, source, names)
     seq = target.shape[1]
     table = torch.zeros(len(names), seq)
@@ -657,15 +760,27 @@ def _patched_table(model, source, target, metric, names, shift=0, cumulative=Fal
                 table[i, p] = float("nan")
                 continue
 
-            def patch(module, args, output, q=q):
+            def patched(module, args, output, q=q):
                 output = output.clone()
-                where = slice(0, q + 1) if cumulative else q
-                batch = slice(0, 1) if first_only else slice(None)
-                output[batch, where] = stored[name][batch, where]
+                patch(output, stored[name], q)
                 return output
-            with point[name].register_forward_hook(patch), torch.no_grad():
+            with point[name].register_forward_hook(patched), torch.no_grad():
                 table[i, p] = float(metric(model(target)))
     return table
+
+
+def _all_names_at_once(model, clean, corrupted, metric, names):
+    """The table when each run patches position p at every name together: all its rows are the same."""
+    _, stored = _activations(model, clean, names)
+    row = []
+    for p in range(corrupted.shape[1]):
+        def patched(output, name, p=p):
+            output = output.clone()
+            _at_position(output, stored[name], p)
+            return output
+        replace = {name: (lambda output, name=name: patched(output, name)) for name in names}
+        row.append(float(metric(_activations(model, corrupted, names, replace)[0])))
+    return torch.tensor(row).expand(len(names), -1)
 
 
 def _all_positions(model, clean, corrupted, metric, names):
@@ -704,10 +819,69 @@ def _check_table(table, expected, call_text, what, guesses):
         fail(f"{call_text} returned {describe(table)}; expected a float tensor (the metric is a float).")
     if _table_matches(table.detach(), expected):
         return
+    differ = first_difference(table, expected, 1e-4)
     for guess, words in guesses:
         if _table_matches(table.detach(), guess()):
-            fail(f"{call_text} returned {describe(table)}; expected {describe(expected)}. {words}")
-    fail(f"{call_text} returned {describe(table)}; expected {describe(expected)}, {what}.")
+            fail(f"{call_text} returned {describe(table)}; expected {describe(expected)}.{differ} {words}")
+    fail(f"{call_text} returned {describe(table)}; expected {describe(expected)}, {what}.{differ}")
+
+
+def _patching_mistakes(model, clean, corrupted, metric, names, expected):
+    """(table, words) of the known mistakes of patching_table, each table computed only when asked for."""
+    def unpatched(tokens):
+        return float(metric(_activations(model, tokens)[0]))
+
+    return [
+        (lambda: _patched_table(model, corrupted, clean, metric, names),
+         "You patched the wrong run: that is the run on `clean` with activations from `corrupted`. Run on "
+         "`corrupted`, with each activation copied from the run on `clean`."),
+        (lambda: _patched_table(model, clean, corrupted, metric, names, shift=1),
+         "Column p holds the patch of position p + 1: positions are off by one."),
+        (lambda: _patched_table(model, clean, corrupted, metric, names, shift=-1),
+         "Column p holds the patch of position p - 1: positions are off by one."),
+        (lambda: _patched_table(model, clean, corrupted, metric, names, patch=_up_to_position),
+         "Column p patches positions 0 to p, not p alone: the patch of earlier positions stays in later runs. "
+         "Patch a fresh copy of the corrupted activation in each run (output.clone(), then set position p)."),
+        (lambda: _patched_table(model, clean, corrupted, metric, names[:1] * len(names)),
+         f"Every row is the patch of {names[0]!r}: patch names[i] in row i (a hook made in a loop reads the loop's "
+         "variable when it runs; make each patch in a function of its own, or bind name as a default argument)."),
+        (lambda: _all_positions(model, clean, corrupted, metric, names),
+         "Every column patches all the positions at once: patch one position, p, in each run."),
+        (lambda: _patched_table(model, clean, corrupted, metric, names, patch=_first_sequence_only),
+         "You patched only the first sequence of the batch: patch activation[:, p], all of the batch."),
+        (lambda: (expected - unpatched(corrupted)) / (unpatched(clean) - unpatched(corrupted)),
+         "That is the share of the clean metric restored, (metric - corrupted) / (clean - corrupted), which the "
+         "lesson draws; the table holds the metric of each patched run itself."),
+        (lambda: torch.full_like(expected, unpatched(clean)),
+         "Every entry is the metric of the run on `clean`: run the model on `corrupted`, with one activation "
+         "copied from the clean run."),
+        (lambda: torch.full_like(expected, unpatched(corrupted)),
+         "Every entry is the metric of the corrupted run without any patch: the patch did not take effect (return "
+         "the patched copy from the forward hook: its return replaces the output)."),
+        (lambda: expected - unpatched(corrupted),
+         "Every entry is off by the corrupted run's metric: you returned the change a patch makes (the patched "
+         "metric minus the corrupted run's); the table holds metric(logits) of each patched run itself."),
+        (lambda: _all_names_at_once(model, clean, corrupted, metric, names),
+         "Every row is the same: each run patched position p at every name in names at once. Row i patches "
+         "names[i] alone: one hook, on names[i], in each run."),
+        (lambda: _patched_table(model, clean, corrupted, metric, names, patch=_along_features),
+         "You patched along the feature axis (activation[..., p]): the position is dimension 1, so position p is "
+         "activation[:, p], all of the batch and every feature."),
+        (lambda: _patched_table(model, clean, corrupted, metric, names, patch=_first_clean_sequence),
+         "You copied the first clean sequence into every sequence of the corrupted batch (clean_activation[0, p]): "
+         "each sequence takes its own clean value, activation[:, p] = clean_activation[:, p]."),
+    ]
+
+
+def _never_patched(table, expected):
+    """The guess of a table whose columns were left 0 (positions never patched): expected with them 0."""
+    if not (isinstance(table, torch.Tensor) and table.shape == expected.shape):
+        return []
+    empty = [p for p in range(expected.shape[1]) if not table[:, p].any() and expected[:, p].any()]
+    filled = expected.clone()
+    filled[:, empty] = 0
+    return [(lambda: filled, f"Column(s) {empty} hold 0: those positions were never patched. Patch every position p "
+                             "in range(seq), with seq = corrupted.shape[1].")] if empty else []
 
 
 def check_patching_table(patching_table):
@@ -726,35 +900,9 @@ def check_patching_table(patching_table):
         fail(f"{call} changed the model's parameters; patching only replaces activations, through hooks.")
     own.remove()
     expected = _patched_table(model, clean, corrupted, metric, names)
-    _check_table(table, expected, call, "the metric of each patched run on `corrupted`", guesses=[
-        (lambda: _patched_table(model, corrupted, clean, metric, names),
-         "You patched the wrong run: that is the run on `clean` with activations from `corrupted`. Run on "
-         "`corrupted`, with each activation copied from the run on `clean`."),
-        (lambda: _patched_table(model, clean, corrupted, metric, names, shift=1),
-         "Column p holds the patch of position p + 1: positions are off by one."),
-        (lambda: _patched_table(model, clean, corrupted, metric, names, shift=-1),
-         "Column p holds the patch of position p - 1: positions are off by one."),
-        (lambda: _patched_table(model, clean, corrupted, metric, names, cumulative=True),
-         "Column p patches positions 0 to p, not p alone: the patch of earlier positions stays in later runs. "
-         "Patch a fresh copy of the corrupted activation in each run (output.clone(), then set position p)."),
-        (lambda: _patched_table(model, clean, corrupted, metric, names[:1] * len(names)),
-         f"Every row is the patch of {names[0]!r}: patch names[i] in row i (a hook made in a loop reads the loop's "
-         "variable when it runs; make each patch in a function of its own, or bind name as a default argument)."),
-        (lambda: _all_positions(model, clean, corrupted, metric, names),
-         "Every column patches all the positions at once: patch one position, p, in each run."),
-        (lambda: _patched_table(model, clean, corrupted, metric, names, first_only=True),
-         "You patched only the first sequence of the batch: patch activation[:, p], all of the batch."),
-        (lambda: (expected - float(metric(_activations(model, corrupted)[0])))
-         / (float(metric(_activations(model, clean)[0])) - float(metric(_activations(model, corrupted)[0]))),
-         "That is the share of the clean metric restored, (metric - corrupted) / (clean - corrupted), which the "
-         "lesson draws; the table holds the metric of each patched run itself."),
-        (lambda: torch.full_like(expected, float(metric(_activations(model, clean)[0]))),
-         "Every entry is the metric of the run on `clean`: run the model on `corrupted`, with one activation "
-         "copied from the clean run."),
-        (lambda: torch.full_like(expected, float(metric(_activations(model, corrupted)[0]))),
-         "Every entry is the metric of the corrupted run without any patch: the patch did not take effect (return "
-         "the patched copy from the forward hook: its return replaces the output)."),
-    ])
+    _check_table(table, expected, call, "the metric of each patched run on `corrupted`",
+                 guesses=_patching_mistakes(model, clean, corrupted, metric, names, expected)
+                 + _never_patched(table, expected))
 
     # One hook point, on a batch of one: the lesson's case.
     clean, corrupted = _tokens(1234, 1, 6), _tokens(1235, 1, 6)
@@ -935,6 +1083,42 @@ def _enter(steer, model, name, vector, alpha, call):
     return manager
 
 
+_IN_PLACE = (("modified by an inplace operation",
+              "The steering hook changed the activation in place (output += ..., output.add_(...)). The attention "
+              "pattern is the output of a softmax, which autograd keeps to compute the gradient, so backward fails "
+              "there. Return output + alpha * vector, a new tensor."),)
+
+
+def _added_behind_autograd(activation, delta):
+    """What a hook that adds through activation.data does: autograd sees neither the addition nor a change."""
+    activation.data.add_(delta)
+    return activation
+
+
+_BEHIND_AUTOGRAD = ("The steering hook changed the activation through output.data, where autograd does not see it: the "
+                    "attention pattern is a softmax's output, which backward uses as it was, so the gradient is wrong "
+                    "without an error. Return output + alpha * vector, a new tensor.")
+
+
+def _check_steered_gradients(steer, model, tokens, original, before):
+    """With gradients on, the logits of a steered forward pass carry its gradient: steering the residual
+    stream, and the attention pattern, a softmax's output that backward needs as it was (adding to it in
+    place breaks backward)."""
+    on_pattern = torch.randn(tokens.shape[1], generator=torch.Generator().manual_seed(1255))
+    for name, vector in (("blocks.0.hook_resid_post", original), ("blocks.0.attn.hook_pattern", on_pattern)):
+        call = f"steer(model, {name!r}, vector, 3.0)"
+        expected = _embed_gradient(model, tokens, {name: lambda a, vector=vector: a + 3.0 * vector})
+        with calling(f"calling model(tokens) inside `with {call}:`, with gradients on"):
+            with steer(model, name, vector.clone(), 3.0):
+                logits = model(tokens)
+        behind = (lambda name=name, vector=vector: _embed_gradient(
+            model, tokens, {name: lambda a: _added_behind_autograd(a, 3.0 * vector)}), _BEHIND_AUTOGRAD)
+        _check_gradient(logits, model, expected, f"model(tokens) inside `with {call}:`",
+                        "The gradient stopped at the hook point: add alpha * vector to the output itself, not to "
+                        "output.detach(), nor under torch.no_grad().", hints=_IN_PLACE, guesses=(behind,))
+        _check_hooks(model, before, f"the `with {call}:` block, run with gradients on")
+
+
 def check_steer(steer):
     model, tokens = _small(1251), _tokens(1252, 2, 6)
     plain = _activations(model, tokens)[0]
@@ -947,6 +1131,7 @@ def check_steer(steer):
     without_alpha = _steered(model, tokens, [(name, original)])
     last_only = _activations(model, tokens, [name], {name: lambda a: torch.cat(
         [a[:, :-1], a[:, -1:] + 3.0 * original], dim=1)})[0]
+    first_only = _activations(model, tokens, [name], {name: lambda a: torch.cat([a[:1] + 3.0 * original, a[1:]])})[0]
     both = _steered(model, tokens, [(other, 2.0 * second), (name, original)])
     outer_alone = _steered(model, tokens, [(other, 2.0 * second)])
     call = f"steer(model, {name!r}, vector, 3.0)"
@@ -976,6 +1161,8 @@ def check_steer(steer):
         (lambda: without_alpha, "The vector was added without alpha."),
         (lambda: last_only, "alpha * vector was added at the last position only; add it at every batch element and "
                             "position (output + alpha * vector broadcasts)."),
+        (lambda: first_only, "alpha * vector was added to the first sequence of the batch only; add it at every batch "
+                             "element and position (output + alpha * vector broadcasts)."),
     ])
     if not _close(again, expected):
         fail(f"Inside `with {call}:`, the second forward pass gave {describe(again)}, the first {describe(inside)}: "
@@ -985,18 +1172,11 @@ def check_steer(steer):
         after = model(tokens)
     if not _close(after, plain):
         fail(f"After the `with {call}:` block, the model still computed {describe(after)}, not its own output "
-             f"{describe(plain)}: the steering stayed after the block. Remove the hook when the block ends.")
+             f"{describe(plain)}: the steering stayed after the block.{first_difference(after, plain)} Remove the hook "
+             "when the block ends.")
     _check_hooks(model, before, f"the `with {call}:` block")
 
-    # Gradients flow through the steered activation, as in any forward pass.
-    expected_gradient = _embed_gradient(model, tokens, {name: lambda a: a + 3.0 * original})
-    with calling(f"calling model(tokens) inside `with {call}:`, with gradients on"):
-        with steer(model, name, vector, 3.0):
-            logits = model(tokens)
-    _check_gradient(logits, model, expected_gradient, f"model(tokens) inside `with {call}:`",
-                    "The gradient stopped at the hook point: add alpha * vector to the output itself, not to "
-                    "output.detach().")
-    _check_hooks(model, before, f"the `with {call}:` block, run with gradients on")
+    _check_steered_gradients(steer, model, tokens, original, before)
 
     # alpha defaults to 1.0; blocks nest, and their additions add up.
     call = f"steer(model, {name!r}, vector) inside `with steer(model, {other!r}, second, 2.0):`"

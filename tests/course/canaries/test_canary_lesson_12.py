@@ -87,6 +87,33 @@ def test_a_hook_on_the_encoder_layer_or_a_submodule_takes_the_slow_path(pin):
         pin.holds(seen == _SLOW_PATH, f"with {what}, the global hook saw {seen}")
 
 
+@canary("nn.TransformerEncoderLayer in eval mode, with no hook on it or a submodule, also leaves its fast path when "
+        "there is a gradient to compute (gradients on and a parameter, or the input, that requires one) and when its "
+        "number of heads is odd; with gradients on and neither the parameters nor the input requiring one it stays",
+        _WHY_NOT, _SUMMARY)
+def test_a_gradient_to_compute_or_an_odd_number_of_heads_takes_the_slow_path(pin):
+    def seen(layer, x):
+        names = {module: name or "the layer" for name, module in layer.named_modules()}
+        ran = []
+        with register_module_forward_hook(lambda module, args, output: ran.append(names[module])):
+            layer(x)
+        return ran
+
+    x = torch.randn(1, 5, 8)
+    layer = _encoder_layer()
+    pin.holds(seen(layer, x) == _SLOW_PATH, f"with gradients on, the global hook saw {seen(layer, x)}")
+    layer.requires_grad_(False)
+    pin.holds(seen(layer, x) == ["the layer"], f"with no parameter requiring grad, the global hook saw {seen(layer, x)}")
+    wanting = x.clone().requires_grad_()
+    pin.holds(seen(layer, wanting) == _SLOW_PATH,
+              f"with no parameter requiring grad but the input requiring it, the global hook saw {seen(layer, wanting)}")
+    torch.manual_seed(0)
+    one_head = nn.TransformerEncoderLayer(d_model=8, nhead=1, dim_feedforward=16, batch_first=True).eval()
+    with torch.no_grad():
+        odd = seen(one_head, x)
+    pin.holds(odd == _SLOW_PATH, f"with one head, under no_grad, the global hook saw {odd}")
+
+
 @canary("inside nn.TransformerEncoderLayer the attention is called with need_weights=False, so a forward hook on "
         "self_attn sees (attended, None); a pre-hook with with_kwargs=True that sets need_weights=True, "
         "average_attn_weights=False gets per-head weights of shape (batch, heads, query, key)",

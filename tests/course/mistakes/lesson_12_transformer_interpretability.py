@@ -13,7 +13,10 @@ CLAUSES = {
         "all": "every hook point when `names` is None",
         "list": "the names in a list",
         "iterable": "(or any other iterable of names: a tuple, a generator)",
+        "string": "the name given as a bare string (one name, not its characters)",
         "predicate": "or the hook points for which `names(name)` returns True.",
+        "gradients": "Gradients flow as in any forward pass: `logits` keep their autograd graph (only the cache is "
+                     "detached).",
         "detached": "Each cached tensor is detached",
         "copy": "and a copy: later in-place operations, in the forward pass or by the caller, do not change it.",
         "key-error": "A name in the list that is not a hook point raises KeyError",
@@ -51,6 +54,7 @@ CLAUSES = {
                           'reference run)',
         "per-position": "one mean per position;",
         "value-error": "with no `mean_cache`, raises ValueError.",
+        "other-kind": "Any other `kind` raises ValueError.",
         "no-hook": "No hook is left on the model",
         "no-hook-on-raise": "also when the forward pass raises",
         "propagates": "(the exception propagates)",
@@ -220,7 +224,7 @@ def run_with_cache(model, tokens, names=None):
     elif callable(names):
         wanted = list(filter(names, points))
     else:
-        wanted = list(names)  # a generator can be read only once
+        wanted = [names] if type(names) is str else list(names)  # a generator can be read only once
         for name in wanted:
             if name not in points:
                 raise KeyError(name)
@@ -415,8 +419,8 @@ import torch
 
 
 def ablate_heads(model, tokens, heads, kind="zero", mean_cache=None):
-    if kind == "mean" and mean_cache is None:
-        raise ValueError("mean ablation needs mean_cache")
+    if kind not in ("zero", "mean") or kind == "mean" and mean_cache is None:
+        raise ValueError(f"cannot ablate with kind={kind!r} and this mean_cache")
     handles = []
     try:
         for layer in sorted({layer for layer, _ in heads}):
@@ -802,7 +806,7 @@ def run_with_cache(model, tokens, names=None):
     points = model.hook_points()
     picked = [n for n in points if names is None or (callable(names) and names(n))]
     if names is not None and not callable(names):
-        names = list(names)  # a generator can be read only once
+        names = (names,) if isinstance(names, str) else list(names)  # a generator can be read only once
         missing = set(names) - set(points)
         if missing:
             raise KeyError(sorted(missing))
@@ -953,6 +957,8 @@ import contextlib
 def ablate_heads(model, tokens, heads, kind="zero", mean_cache=None):
     if kind == "mean" and mean_cache is None:
         raise ValueError("mean_cache is needed for mean ablation")
+    if kind != "zero" and kind != "mean":
+        raise ValueError(kind)
     with contextlib.ExitStack() as stack:
         for layer, head in heads:
             point = f"blocks.{layer}.attn.hook_z"
@@ -1007,7 +1013,7 @@ def ablate_heads(model, tokens, heads, kind="zero", mean_cache=None):
     dict(exercise="patching_table", kind="wrong", clause="rest-corrupted", why="the last position is never patched",
          source=edited(reference("patching_table"),
                        ("        for position in range(corrupted.shape[1]):", "        for position in range(corrupted.shape[1] - 1):")),
-         expect=["expected"]),
+         expect=["column(s) [4] hold 0", "never patched"]),
     dict(exercise="patching_table", kind="wrong", clause="own-hooks", why="removes the patches by clearing every hook point",
          source=edited(reference("patching_table"),
                        ("            with points[name].register_forward_hook(patch), torch.no_grad():\n"
@@ -1242,7 +1248,7 @@ def run_with_cache(model, tokens, names=None):
     if callable(names):
         chosen = [name for name in points if names(name)]
     else:
-        chosen = list(points if names is None else names)
+        chosen = list(points if names is None else names.split() if isinstance(names, str) else names)
         missing = [name for name in chosen if name not in points]
         if missing:
             raise KeyError(missing[0])
@@ -1301,8 +1307,8 @@ import torch
 
 
 def ablate_heads(model, tokens, heads, kind="zero", mean_cache=None):
-    if kind == "mean" and mean_cache is None:
-        raise ValueError("kind='mean' needs a mean_cache")
+    if {"zero": False, "mean": mean_cache is None}.get(kind, True):
+        raise ValueError(f"kind={kind!r} with mean_cache={type(mean_cache).__name__}")
     points = model.hook_points()
 
     def make(layer, head):
@@ -1333,10 +1339,11 @@ def ablate_heads(model, tokens, heads, kind="zero", mean_cache=None):
     dict(exercise="steer", kind="wrong", clause="gradients", why="adds to output.detach()",
          source=edited(reference("steer"), ("output + alpha * vector)", "output.detach() + alpha * vector)")),
          expect=["gradient stopped", "output.detach()"]),
-    dict(exercise="steer", kind="right", why="adds in place and returns None",
+    # Recorded as right until issue 23: at the attention pattern, a softmax's output, backward then fails.
+    dict(exercise="steer", kind="wrong", clause="gradients", why="adds in place and returns None",
          source=edited(reference("steer"), ("lambda module, args, output: output + alpha * vector",
                                             "lambda module, args, output: [output.add_(alpha * vector), None][1]")),
-         expect=[]),
+         expect=["changed the activation in place", "modified by an inplace operation", "new tensor"]),
     dict(exercise="attribution_table", kind="right",
          why="TransformerLens's way: full backward hooks on the hook points read grad_output",
          source='''
@@ -1441,6 +1448,416 @@ def patching_table(model, clean, corrupted, metric, names):
             finally:
                 h.remove()
     return torch.tensor(rows)
+''',
+         expect=[]),
+]
+
+# Issue 23: the model's own hooks on the model itself, None after a replacement, in-place steering where
+# backward needs the activation, the tables of four more patching mistakes, an unknown ablation kind, a bare
+# string of names, and the logits' graph in run_with_cache.
+ENTRIES += [
+    dict(exercise="run_with_hooks", kind="wrong", clause="own-hooks-run",
+         why="model.forward(tokens), as TransformerLens's run_with_hooks does",
+         source=edited(reference("run_with_hooks"), ("        return model(tokens)", "        return model.forward(tokens)")),
+         expect=["hooks on the model itself", "did not run", "model.forward(tokens)"]),
+    dict(exercise="run_with_hooks", kind="wrong", clause="replacement", why="None falls back to the hook point's input",
+         source=edited(reference("run_with_hooks"),
+                       ("        return lambda module, args, output: fn(output, name)",
+                        "        def hook(module, args, output):\n"
+                        "            new = fn(output, name)\n"
+                        "            return args[0] if new is None else new\n"
+                        "        return hook")),
+         expect=["keep returned none after times_two", "not the hook point's original value"]),
+    dict(exercise="run_with_hooks", kind="right", why="one hook per hook point that chains its functions itself",
+         source='''
+import collections
+import contextlib
+
+
+def run_with_hooks(model, tokens, fwd_hooks):
+    points = model.hook_points()
+    by_point = collections.defaultdict(list)
+    for name, fn in fwd_hooks:
+        if name not in points:
+            raise KeyError(name)
+        by_point[name].append(fn)
+
+    def chain(name, fns):
+        def hook(module, args, output):
+            for fn in fns:
+                new = fn(output, name)
+                if new is not None:
+                    output = new
+            return output
+        return hook
+
+    with contextlib.ExitStack() as stack:
+        for name, fns in by_point.items():
+            stack.enter_context(points[name].register_forward_hook(chain(name, fns)))
+        return model(tokens)
+''',
+         expect=[]),
+    dict(exercise="steer", kind="right", why="adds in place to a copy of the activation",
+         source=edited(reference("steer"), ("lambda module, args, output: output + alpha * vector",
+                                            "lambda module, args, output: output.clone().add_(vector, alpha=alpha)")),
+         expect=[]),
+    dict(exercise="patching_table", kind="wrong", clause="metric",
+         why="returns the change from the corrupted run's metric",
+         source=edited(reference("patching_table"),
+                       ("    table = torch.zeros(len(names), corrupted.shape[1])\n",
+                        "    with torch.no_grad():\n        base = float(metric(model(corrupted)))\n"
+                        "    table = torch.zeros(len(names), corrupted.shape[1])\n"),
+                       ("table[i, position] = float(metric(model(corrupted)))",
+                        "table[i, position] = float(metric(model(corrupted))) - base")),
+         expect=["off by the corrupted run's metric", "the change a patch makes"]),
+    dict(exercise="patching_table", kind="wrong", clause="position", why="every run patches every name at once",
+         source=edited(reference("patching_table"),
+                       ("import contextlib\n", "import contextlib\nimport functools\n"),
+                       ("            def patch(module, args, output):",
+                        "            def patch(module, args, output, name=name):"),
+                       ("            with points[name].register_forward_hook(patch), torch.no_grad():\n",
+                        "            with contextlib.ExitStack() as stack, torch.no_grad():\n"
+                        "                for each in names:\n"
+                        "                    hook = functools.partial(patch, name=each)\n"
+                        "                    stack.enter_context(points[each].register_forward_hook(hook))\n")),
+         expect=["every row is the same", "at every name in names at once"]),
+    dict(exercise="patching_table", kind="wrong", clause="position", why="patches along the feature axis",
+         source=edited(reference("patching_table"),
+                       ("output[:, position] = clean_activations[name][:, position]",
+                        "output[..., position] = clean_activations[name][..., position]")),
+         expect=["along the feature axis", "activation[:, p]"]),
+    dict(exercise="patching_table", kind="wrong", clause="from-clean",
+         why="the first clean sequence copied into every corrupted one",
+         source=edited(reference("patching_table"),
+                       ("output[:, position] = clean_activations[name][:, position]",
+                        "output[:, position] = clean_activations[name][0, position]")),
+         expect=["first clean sequence into every sequence", "its own clean value"]),
+    dict(exercise="ablate_heads", kind="wrong", clause="other-kind", why="any kind but 'zero' ablates by the mean",
+         source=edited(reference("ablate_heads"),
+                       ("    if kind not in (\"zero\", \"mean\"):\n"
+                        "        raise ValueError(f\"kind is 'zero' or 'mean', not {kind!r}\")\n", "")),
+         expect=["kind='max'", "expected valueerror", "any other kind raises valueerror"]),
+    dict(exercise="run_with_cache", kind="wrong", clause="string", why="a bare string read as its characters",
+         source=edited(reference("run_with_cache"),
+                       ("    if isinstance(names, str):  # one name, not the characters a string iterates over\n"
+                        "        names = [names]\n", "")),
+         expect=["is one name, a bare string", "isinstance(names, str)"]),
+    dict(exercise="run_with_cache", kind="wrong", clause="gradients", why="torch.no_grad() around the forward pass",
+         source=edited(reference("run_with_cache"),
+                       ("import contextlib\n", "import contextlib\n\nimport torch\n"),
+                       ("        logits = model(tokens)", "        with torch.no_grad():\n            logits = model(tokens)")),
+         expect=["no autograd graph", "torch.no_grad()"]),
+    dict(exercise="run_with_cache", kind="wrong", clause="gradients", why="returns the logits detached, as the cache",
+         source=edited(reference("run_with_cache"), ("    return logits, cache", "    return logits.detach(), cache")),
+         expect=["no autograd graph", "not a detached copy"]),
+]
+
+# An adversarial review of the six docstrings, with ways of TransformerLens, baukit, nnsight, ROME and steering-vectors:
+# names that are modules but not hook points, hooks registered (pre-hooks, a global hook) before a name is found
+# unknown, fn called with TransformerLens's hook= keyword, a tuple of names read as one name, an unknown kind with no
+# heads, positions never patched, and steering added where autograd does not see it.
+ENTRIES += [
+    dict(exercise="run_with_cache", kind="wrong", clause="string",
+         why="TransformerLens's first string filter: a lambda that compares with itself",
+         source=edited(reference("run_with_cache"),
+                       ("        names = [names]", "        names = lambda name: name == names")),
+         expect=["returned an empty cache", "is one name, a bare string"]),
+    dict(exercise="run_with_cache", kind="wrong", clause="iterable", why="a list, or else one name: a tuple read as one name",
+         source=edited(reference("run_with_cache"),
+                       ("        chosen = list(names)", "        chosen = names if isinstance(names, list) else [names]")),
+         expect=["raised keyerror", "a tuple holds several names", "list(names)"]),
+    dict(exercise="run_with_cache", kind="wrong", clause="copy", why="detach().cpu(), a copy only from a GPU",
+         source=edited(reference("run_with_cache"),
+                       ("cache[name] = output.detach().clone()", "cache[name] = output.detach().cpu()")),
+         expect=["same memory", "clone()"]),
+    dict(exercise="run_with_cache", kind="wrong", clause="copy", why="output.data, the activation's own memory",
+         source=edited(reference("run_with_cache"), ("cache[name] = output.detach().clone()", "cache[name] = output.data")),
+         expect=["same memory", "clone()"]),
+    dict(exercise="run_with_cache", kind="wrong", clause="logits",
+         why="baukit's stop=True: the forward pass stopped once the cache is full",
+         source=edited(reference("run_with_cache"),
+                       ("            cache[name] = output.detach().clone()\n",
+                        "            cache[name] = output.detach().clone()\n"
+                        "            if len(cache) == len(chosen):\n                raise StopIteration\n"),
+                       ("        logits = model(tokens)",
+                        "        try:\n            logits = model(tokens)\n        except StopIteration:\n"
+                        "            logits = None")),
+         expect=["as its logits", "returned none"]),
+    dict(exercise="run_with_cache", kind="wrong", clause="gradients", why="torch.inference_mode() around the forward pass",
+         source=edited(reference("run_with_cache"),
+                       ("import contextlib\n", "import contextlib\n\nimport torch\n"),
+                       ("        logits = model(tokens)",
+                        "        with torch.inference_mode():\n            logits = model(tokens)")),
+         expect=["no autograd graph"]),
+    dict(exercise="run_with_cache", kind="wrong", clause="gradients", why="logits detached, then requires_grad_()",
+         source=edited(reference("run_with_cache"),
+                       ("    return logits, cache", "    return logits.detach().requires_grad_(), cache")),
+         expect=["gradient", "is none", "as the model returned them"]),
+    dict(exercise="run_with_cache", kind="wrong", clause="once", why="the cache under no_grad, a second run for the logits",
+         source=edited(reference("run_with_cache"),
+                       ("import contextlib\n", "import contextlib\n\nimport torch\n"),
+                       ("        logits = model(tokens)\n    return logits, cache",
+                        "        with torch.no_grad():\n            model(tokens)\n    return model(tokens), cache")),
+         expect=["ran the model 2 times"]),
+    dict(exercise="run_with_cache", kind="wrong", clause="key-error", why="names looked up in named_modules()",
+         source=edited(reference("run_with_cache"),
+                       ("    points = model.hook_points()\n",
+                        "    points = model.hook_points()\n    modules = dict(model.named_modules())\n"),
+                       ("        unknown = [name for name in chosen if name not in points]",
+                        "        unknown = [name for name in chosen if name not in modules]"),
+                       ("stack.enter_context(points[name].register_forward_hook(hook_for(name)))",
+                        "stack.enter_context(modules[name].register_forward_hook(hook_for(name)))")),
+         expect=["'blocks.0.attn' is not a hook point", "not in named_modules()"]),
+    dict(exercise="run_with_cache", kind="right", why="torch.no_grad() only around the copy, in the hook",
+         source=edited(reference("run_with_cache"),
+                       ("import contextlib\n", "import contextlib\n\nimport torch\n"),
+                       ("            cache[name] = output.detach().clone()",
+                        "            with torch.no_grad():\n                cache[name] = output.clone()")),
+         expect=[]),
+    dict(exercise="run_with_cache", kind="right", why="clone() then detach(), a string as a tuple of one name",
+         source=edited(reference("run_with_cache"),
+                       ("        names = [names]", "        names = (names,)"),
+                       ("cache[name] = output.detach().clone()", "cache[name] = output.clone().detach()")),
+         expect=[]),
+
+    dict(exercise="run_with_hooks", kind="wrong", clause="fn-args", why="TransformerLens's call, fn(activation, hook=module)",
+         source=edited(reference("run_with_hooks"),
+                       ("lambda module, args, output: fn(output, name)", "lambda module, args, output: fn(output, hook=module)")),
+         expect=["unexpected keyword argument 'hook'", "call fn(output, name)"]),
+    dict(exercise="run_with_hooks", kind="wrong", clause="fn-args", why="the hook point itself given as the name",
+         source=edited(reference("run_with_hooks"),
+                       ("lambda module, args, output: fn(output, name)", "lambda module, args, output: fn(output, module)")),
+         expect=["hookpoint", "expected fn(activation, name)"]),
+    dict(exercise="run_with_hooks", kind="wrong", clause="replacement",
+         why="one hook per hook point, each function's return taken without a None test",
+         source='''
+import collections
+import contextlib
+
+
+def run_with_hooks(model, tokens, fwd_hooks):
+    points = model.hook_points()
+    for name, _ in fwd_hooks:
+        if name not in points:
+            raise KeyError(name)
+    grouped = collections.defaultdict(list)
+    for name, fn in fwd_hooks:
+        grouped[name].append(fn)
+
+    def make(name, fns):
+        def hook(module, args, output):
+            for fn in fns:
+                output = fn(output, name)
+            return output
+        return hook
+
+    with contextlib.ExitStack() as stack:
+        for name, fns in grouped.items():
+            stack.enter_context(points[name].register_forward_hook(make(name, fns)))
+        return model(tokens)
+''',
+         expect=["keep returned none after times_two", "not the hook point's original value"]),
+    dict(exercise="run_with_hooks", kind="wrong", clause="key-error-first",
+         why="a global hook registered, then the names looked up inside its block",
+         source='''
+from torch.nn.modules.module import register_module_forward_hook
+
+
+def run_with_hooks(model, tokens, fwd_hooks):
+    points = model.hook_points()
+    by_module = {}
+
+    def hook(module, args, output):
+        for name, fn in by_module.get(module, []):
+            new = fn(output, name)
+            if new is not None:
+                output = new
+        return output
+
+    with register_module_forward_hook(hook):
+        for name, fn in fwd_hooks:
+            by_module.setdefault(points[name], []).append((name, fn))
+        return model(tokens)
+''',
+         expect=["only after it had registered 1 hook(s)", "global hooks"]),
+    dict(exercise="run_with_hooks", kind="wrong", clause="key-error-first",
+         why="pre-hooks on the hook points, each name looked up as it is registered",
+         source='''
+import contextlib
+
+
+def run_with_hooks(model, tokens, fwd_hooks):
+    points = model.hook_points()
+    with contextlib.ExitStack() as stack:
+        for name, fn in fwd_hooks:
+            def pre(module, args, name=name, fn=fn):
+                new = fn(args[0], name)
+                return None if new is None else (new,)
+            stack.enter_context(points[name].register_forward_pre_hook(pre))
+        return model(tokens)
+''',
+         expect=["only after it had registered 1 hook(s)", "pre-hooks"]),
+    dict(exercise="run_with_hooks", kind="wrong", clause="key-error", why="names looked up in named_modules()",
+         source=edited(reference("run_with_hooks"),
+                       ("    points = model.hook_points()", "    points = dict(model.named_modules())")),
+         expect=["'blocks.0.attn' is not a hook point", "not in named_modules()"]),
+    dict(exercise="run_with_hooks", kind="right", why="one global forward hook that picks the hook points",
+         source='''
+from torch.nn.modules.module import register_module_forward_hook
+
+
+def run_with_hooks(model, tokens, fwd_hooks):
+    points = model.hook_points()
+    by_module = {}
+    for name, fn in fwd_hooks:
+        by_module.setdefault(points[name], []).append((name, fn))
+
+    def hook(module, args, output):
+        for name, fn in by_module.get(module, ()):
+            new = fn(output, name)
+            if new is not None:
+                output = new
+        return output
+
+    handle = register_module_forward_hook(hook)
+    try:
+        return model(tokens)
+    finally:
+        handle.remove()
+''',
+         expect=[]),
+    dict(exercise="run_with_hooks", kind="right", why="hooks with_kwargs=True and always_call=True",
+         source=edited(reference("run_with_hooks"),
+                       ("lambda module, args, output: fn(output, name)", "lambda module, args, kwargs, output: fn(output, name)"),
+                       ("register_forward_hook(hook_for(name, fn))",
+                        "register_forward_hook(hook_for(name, fn), with_kwargs=True, always_call=True)")),
+         expect=[]),
+
+    dict(exercise="ablate_heads", kind="wrong", clause="other-kind", why="a dict of kinds: an unknown kind raises KeyError",
+         source=edited(reference("ablate_heads"),
+                       ("    if kind not in (\"zero\", \"mean\"):\n"
+                        "        raise ValueError(f\"kind is 'zero' or 'mean', not {kind!r}\")\n",
+                        "    {\"zero\": None, \"mean\": None}[kind]\n")),
+         expect=["raised keyerror", "expected valueerror", "check that kind is 'zero' or 'mean' first"]),
+    dict(exercise="ablate_heads", kind="wrong", clause="other-kind",
+         why="the unknown kind's ValueError raised inside the hook, never with no heads",
+         source=edited(reference("ablate_heads"),
+                       ("    if kind not in (\"zero\", \"mean\"):\n"
+                        "        raise ValueError(f\"kind is 'zero' or 'mean', not {kind!r}\")\n", ""),
+                       ("            else:\n                z[:, :, chosen] = mean_cache",
+                        "            elif kind != \"mean\":\n                raise ValueError(kind)\n"
+                        "            else:\n                z[:, :, chosen] = mean_cache")),
+         expect=["kind='max'", "also with no heads to ablate", "not inside a hook"]),
+    dict(exercise="ablate_heads", kind="right", why="zeroes z in place in the hook and returns None",
+         source=edited(reference("ablate_heads"), ("            z = z.clone()\n", ""), ("            return z\n", "")),
+         expect=[]),
+
+    dict(exercise="patching_table", kind="wrong", clause="position", why="position - 1: column 0 patches the last position",
+         source=edited(reference("patching_table"),
+                       ("output[:, position] = clean_activations[name][:, position]",
+                        "output[:, position - 1] = clean_activations[name][:, position - 1]")),
+         expect=["column p holds the patch of position p - 1", "off by one"]),
+    dict(exercise="patching_table", kind="wrong", clause="position", why="positions counted from 1: position 0 never patched",
+         source=edited(reference("patching_table"),
+                       ("        for position in range(corrupted.shape[1]):", "        for position in range(1, corrupted.shape[1]):")),
+         expect=["column(s) [0] hold 0", "never patched"]),
+    dict(exercise="patching_table", kind="wrong", clause="from-clean",
+         why="ROME's layout: one clean sequence in the batch, copied into the corrupted ones",
+         source='''
+import torch
+
+
+def patching_table(model, clean, corrupted, metric, names):
+    batch = torch.cat([clean[:1], corrupted])
+    points = model.hook_points()
+    table = torch.zeros(len(names), corrupted.shape[1])
+    for i, name in enumerate(names):
+        for t in range(corrupted.shape[1]):
+            def patch_rep(module, args, h, t=t):
+                h = h.clone()
+                h[1:, t] = h[0, t]
+                return h
+            with points[name].register_forward_hook(patch_rep), torch.no_grad():
+                table[i, t] = metric(model(batch)[1:]).item()
+    return table
+''',
+         expect=["first clean sequence into every sequence"]),
+    dict(exercise="patching_table", kind="right", why="nnsight's way: the corrupted activation patched in place",
+         source=edited(reference("patching_table"), ("                output = output.clone()\n", ""),
+                       ("                return output\n", "")),
+         expect=[]),
+    dict(exercise="patching_table", kind="right", why="no torch.no_grad(), .item(), a float64 table",
+         source=edited(reference("patching_table"),
+                       ("            with points[name].register_forward_hook(patch), torch.no_grad():\n"
+                        "                table[i, position] = float(metric(model(corrupted)))",
+                        "            with points[name].register_forward_hook(patch):\n"
+                        "                table[i, position] = metric(model(corrupted)).item()"),
+                       ("torch.zeros(len(names), corrupted.shape[1])",
+                        "torch.zeros(len(names), corrupted.shape[1], dtype=torch.float64)")),
+         expect=[]),
+
+    dict(exercise="steer", kind="wrong", clause="gradients",
+         why="steering-vectors' original[None] = original + delta, returning the output",
+         source=edited(reference("steer"),
+                       ("lambda module, args, output: output + alpha * vector",
+                        "lambda module, args, output: output.__setitem__(None, output + alpha * vector) or output")),
+         expect=["modified by an inplace operation", "changed the activation in place"]),
+    dict(exercise="steer", kind="wrong", clause="gradients", why="nnsight's output[:] += alpha * vector",
+         source=edited(reference("steer"),
+                       ("    with point.register_forward_hook(lambda module, args, output: output + alpha * vector):",
+                        "    def hook(module, args, output):\n        output[:] += alpha * vector\n\n"
+                        "    with point.register_forward_hook(hook):")),
+         expect=["modified by an inplace operation", "changed the activation in place"]),
+    dict(exercise="steer", kind="wrong", clause="gradients", why="adds through output.data, where autograd does not see it",
+         source=edited(reference("steer"),
+                       ("lambda module, args, output: output + alpha * vector",
+                        "lambda module, args, output: (output.data.add_(alpha * vector), None)[1]")),
+         expect=["through output.data", "gradient is wrong without an error"]),
+    dict(exercise="steer", kind="wrong", clause="gradients", why="the addition made under torch.no_grad() in the hook",
+         source=edited(reference("steer"),
+                       ("import contextlib\n", "import contextlib\n\nimport torch\n"),
+                       ("    with point.register_forward_hook(lambda module, args, output: output + alpha * vector):",
+                        "    def hook(module, args, output):\n        with torch.no_grad():\n"
+                        "            return output + alpha * vector\n\n    with point.register_forward_hook(hook):")),
+         expect=["gradient", "is none", "nor under torch.no_grad()"]),
+    dict(exercise="steer", kind="right", why="a global forward hook that adds at the hook point only",
+         source='''
+import contextlib
+
+from torch.nn.modules.module import register_module_forward_hook
+
+
+@contextlib.contextmanager
+def steer(model, name, vector, alpha=1.0):
+    point = model.hook_points()[name]
+    delta = alpha * vector
+
+    def hook(module, args, output):
+        if module is point:
+            return output + delta
+
+    handle = register_module_forward_hook(hook)
+    try:
+        yield
+    finally:
+        handle.remove()
+''',
+         expect=[]),
+    dict(exercise="steer", kind="right", why="steering-vectors' shape: the vector as (1, 1, d), registered inside try",
+         source='''
+import contextlib
+
+
+@contextlib.contextmanager
+def steer(model, name, vector, alpha=1.0):
+    handle = None
+    try:
+        delta = (alpha * vector).reshape(1, 1, -1)
+        handle = model.hook_points()[name].register_forward_hook(lambda m, i, o: o + delta)
+        yield
+    finally:
+        if handle is not None:
+            handle.remove()
 ''',
          expect=[]),
 ]
