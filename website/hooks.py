@@ -532,5 +532,8 @@ def cheatsheet_table(page, files):
 
 
 def _code_calls(text):
-    """Mark up the calls in a description: 'hook(t): the tensor' -> '`hook(t)`: the tensor'."""
-    return re.sub(r"\b([a-z_]+\([a-z_, ]*\))", r"`\1`", text)
+    """Mark up the calls in a description: 'hook(t): the tensor' -> '`hook(t)`: the tensor'.
+    Code already in backticks is left as it is (a call inside it, `opt.step()`, is code already)."""
+    parts = re.split(r"(`[^`]*`)", text)  # odd items: the code spans
+    return "".join(part if index % 2 else re.sub(r"\b([a-z_]+\([a-z_, ]*\))", r"`\1`", part)
+                   for index, part in enumerate(parts))
