@@ -468,7 +468,9 @@ assert seen["pre_kwargs"][1]["mask"] is mask and seen["global_kwargs"][1]["mask"
 
 # %% [markdown]
 # As in lesson 03, a pre-hook with `with_kwargs=True` can also change a keyword argument, by
-# returning the pair; returning anything else raises:
+# returning the pair `(new_args, new_kwargs)`. A return that is not `None` and not a tuple of two
+# elements raises a `RuntimeError` at once: here `args` alone, a tuple of one element. Any tuple of
+# two elements is taken for the pair, right or wrong (lesson 03 shows what a wrong pair does).
 
 # %%
 def drop_mask(module, args, kwargs):
@@ -487,7 +489,8 @@ try:
     bad_return = None
 except RuntimeError as error:
     bad_return = str(error)
-print("a with_kwargs pre-hook returning only args:", bad_return)
+print(f"a with_kwargs pre-hook returning only args, a tuple of {len(seen['pre_kwargs'][0])} element:", bad_return)
+assert len(seen["pre_kwargs"][0]) == 1
 assert bad_return.startswith("forward pre-hook must return None or a tuple of (new_args, new_kwargs)")
 
 # %% [markdown]

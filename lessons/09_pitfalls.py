@@ -784,6 +784,12 @@ assert copied_method.__self__ is not recorder and recorder.outputs == [] and len
 # then calls the module itself (`if not self.device_ids: return self.module(*inputs, **kwargs)`);
 # with one GPU it calls the module itself too (`if len(self.device_ids) == 1:`). The cell shows both: the call on this
 # machine keeps the state; a replica made as `replicate` makes it does not.
+#
+# PyTorch itself recommends `DistributedDataParallel` (DDP, lesson 13) instead: a warning in
+# `DataParallel`'s docstring says "It is recommended to use DistributedDataParallel, instead of
+# this class, to do multi-GPU training, even if there is only a single node." DDP's forward calls
+# its own module (`self.module(*inputs, **kwargs)`), not a replica made for the call, so what a
+# hook sets on the module stays there. The cell checks both texts in torch's source.
 
 # %%
 import inspect
@@ -839,6 +845,13 @@ print("a replica shares the hook dict:", replica._forward_hooks is fresh._forwar
       "| fresh.last_output set:", hasattr(fresh, "last_output"), "| shapes:", shapes)
 assert replica._forward_hooks is fresh._forward_hooks
 assert hasattr(replica, "last_output") and not hasattr(fresh, "last_output") and shapes == [(2, 2)]
+
+recommendation = " ".join(nn.DataParallel.__doc__.split())
+ddp_forward = inspect.getsource(nn.parallel.DistributedDataParallel._run_ddp_forward)
+print("DataParallel's docstring:", recommendation[recommendation.index("It is recommended"):].split(" See:")[0])
+assert ("It is recommended to use :class:`~torch.nn.parallel.DistributedDataParallel`, instead of this class, "
+        "to do multi-GPU training, even if there is only a single node.") in recommendation
+assert ddp_forward.count("return self.module(*inputs, **kwargs)") == 2 and "replicate" not in ddp_forward
 
 # %% [markdown]
 # ## Debugging: which hooks are still registered?
@@ -1309,7 +1322,7 @@ reveal(predict_checkpoint_recompute)
 # | a full backward hook never runs after a `vmap` call | inside `vmap` the module's input and output report `requires_grad=False`: the hook is not installed | call the model without `vmap` where its backward hooks must run |
 # | under `vmap`, a hook sees one sample, and what it stored has one sample's shape | `vmap` runs the model per sample, on `BatchedTensor`s | return what the hook caught from the vmapped function |
 # | a copy of a model fires the original's hooks; its activations overwrite the original's (a hook function) or go to a copy of your dict (a `partial`, a bound method) | `copy.deepcopy` copies the hook dicts; it shares a hook function and copies a hook object | copy a model without hooks, or remove them from the copy |
-# | an attribute a hook sets on `module` is lost under `nn.DataParallel` on several GPUs | the hook ran on a replica, a shallow copy of the module's `__dict__` made for one call (without a GPU, or with one, there is no replica) | write into an object of yours (a dict by layer name), not onto `module` |
+# | an attribute a hook sets on `module` is lost under `nn.DataParallel` on several GPUs | the hook ran on a replica, a shallow copy of the module's `__dict__` made for one call (without a GPU, or with one, there is no replica) | write into an object of yours (a dict by layer name), not onto `module`; or use `DistributedDataParallel`, which PyTorch recommends over `DataParallel` |
 # | hooks left behind, handles lost | | find them in the module's and parameters' hook dicts, and `.clear()` them |
 #
 # Next, lesson 10 leaves the forward and backward passes for two other places that take hooks:

@@ -82,7 +82,7 @@ assert torch.equal(calls[0], torch.full((3,), 5.0))
 # %% [markdown]
 # ## It fires before the gradient reaches `.grad`
 #
-# A *leaf* is a tensor with no `grad_fn`: autograd did not compute it from other tensors. `x`
+# A *leaf* is a tensor with no `grad_fn`: autograd recorded no operation that made it. `x`
 # here is a leaf, and so is every parameter of a model. For a leaf, the hook runs before autograd
 # writes into `x.grad`. On the first backward `x.grad` is still `None` inside the hook; on a later
 # backward (without zeroing) it still holds the old value, and the new gradient is added after
@@ -474,11 +474,30 @@ except RuntimeError as e:
 # On both kinds of tensor the hook receives the gradient of the loss with respect to that tensor.
 # What differs is where a returned tensor goes and what `.grad` holds:
 #
-# | | leaf (no `grad_fn`, e.g. a parameter) | non-leaf (computed by an operation, has a `grad_fn`) |
+# | | leaf (no `grad_fn`, e.g. a parameter) | non-leaf (made by an operation autograd recorded, has a `grad_fn`) |
 # |---|---|---|
 # | a returned tensor | is stored in `.grad` | flows further back and changes the leaves' `.grad` |
 # | `.grad` after backward | filled | `None`, unless you call `retain_grad()` |
 #
+# A tensor computed from others is a leaf too when autograd recorded nothing: under
+# `torch.no_grad()`, or when none of its inputs requires grad. It has no `grad_fn` and does not
+# require grad, so no hook can be registered on it (the section above).
+
+# %%
+x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+with torch.no_grad():
+    under_no_grad = 2 * x
+from_plain_inputs = 2 * torch.ones(3)
+for name, tensor in (("2 * x under no_grad()", under_no_grad), ("2 * torch.ones(3)", from_plain_inputs)):
+    print(f"{name}: is_leaf = {tensor.is_leaf} | grad_fn = {tensor.grad_fn} | requires_grad = {tensor.requires_grad}")
+    assert tensor.is_leaf and tensor.grad_fn is None and not tensor.requires_grad
+    try:
+        tensor.register_hook(lambda grad: grad)
+        raise AssertionError("the hook was registered")
+    except RuntimeError as error:
+        assert str(error) == "cannot register a hook on a tensor that doesn't require gradient"
+
+# %% [markdown]
 # Below, `h = 2 * x` is a non-leaf. The hook on `h` halves its gradient, and `x.grad` shows the
 # halved value. `h.grad` is `None` (PyTorch warns when you read it).
 

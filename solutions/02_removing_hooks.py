@@ -31,6 +31,11 @@ from hooked.notebook import check, hint, try_it
 # %% [markdown]
 # ## Every registration returns a handle
 #
+# This lesson's examples use module forward hooks, which lesson 04 explains. All you need here:
+# after `layer.register_forward_hook(hook)`, each call `layer(x)` runs `forward` and then calls
+# `hook(module, args, output)`: the module, its positional arguments as a tuple, and what `forward`
+# returned.
+#
 # `register_forward_hook` returns a `torch.utils.hooks.RemovableHandle`. The module keeps its forward
 # hooks in a dict, `module._forward_hooks`, keyed by `handle.id`. The name starts with an underscore
 # because the dict is private: read it to see what is registered, but don't change it in real code.
@@ -45,19 +50,20 @@ x = torch.randn(1, 4)
 calls = []
 
 
-def count_call(module, inputs, output):
-    calls.append(1)
+def count_call(module, args, output):
+    calls.append((module, args, output))
 
 
 handle = layer.register_forward_hook(count_call)
 print("type:", type(handle))
 print("handle.id:", handle.id)
 print("registered:", {key: hook.__name__ for key, hook in layer._forward_hooks.items()})
-layer(x)
-print("calls after one forward:", len(calls))
+out = layer(x)
+print("calls after one forward:", len(calls), "| the hook got (module, args, output) =", calls[0])
 assert isinstance(handle, torch.utils.hooks.RemovableHandle)
 assert list(layer._forward_hooks) == [handle.id]
 assert len(calls) == 1
+assert calls[0][0] is layer and len(calls[0][1]) == 1 and calls[0][1][0] is x and calls[0][2] is out
 
 handle.remove()
 print("registered after remove():", dict(layer._forward_hooks))

@@ -1096,10 +1096,21 @@ with try_it():
 # ## Use 3: gradient noise
 #
 # Gaussian noise added to gradients is used to regularise training (Neelakantan et al., 2015,
-# "Adding Gradient Noise Improves Learning for Very Deep Networks"), and clipping plus noise are
-# the two steps of differentially private training (DP-SGD). Noise added to a module's
+# "Adding Gradient Noise Improves Learning for Very Deep Networks"). Noise added to a module's
 # `grad_output` by a pre-hook flows through the module's backward, so it reaches both the
 # gradients of its parameters and the gradient it sends back to its inputs.
+#
+# Clipping and noise are also the two steps of differentially private training (DP-SGD, Abadi et
+# al., 2016, "Deep Learning with Differential Privacy"), but this lesson's exercises are not
+# DP-SGD. DP-SGD clips each sample's gradient, the gradient of that one sample's loss with
+# respect to all the parameters, to a norm bound, sums the clipped
+# gradients of the batch, and adds Gaussian noise scaled to that bound to the sum: one sample
+# changes the sum by at most the bound, and the noise hides that change.
+# `clip_grad_input` clips the gradient of the whole batch's loss that one module sends back (the
+# module's own weight gradient is not clipped at all, as the cell above showed), and
+# `add_grad_noise` adds noise to `grad_output`: neither bounds what one sample contributes, so
+# together they give no privacy guarantee. DP-SGD needs per-sample gradients, the subject of a
+# later lesson.
 #
 # For reproducible experiments, draw the noise from a `torch.Generator` you are given:
 # `torch.randn(shape, generator=generator)` and `torch.randn_like(grad, generator=generator)` use

@@ -885,14 +885,19 @@ assert plain == 4 * 64 * 128 * 4 and naive == 240 * 1024  # four 64 x 128 tanh o
 # called with more than the activations. The next cell lists what it receives in one
 # `Linear → Tanh → Linear` pass:
 #
-# - the input batch, a **leaf** (no operation made it): whoever made it keeps it alive anyway;
+# - the input batch, a **leaf** (no recorded operation made it), which the caller keeps alive
+#   (here as `x_batch`);
 # - the second layer's `weight.t()`, which `nn.Linear` saves: a **view** of a parameter (its `_base`
 #   is the weight), which stays alive anyway; a float16 copy of it only adds memory;
 # - the tanh output **twice**, the same tensor object: `tanh` saves its output (its gradient is
 #   `1 - tanh²`), and the next matrix product saves its input. Packed twice, it is copied twice.
 #
-# So a saver should convert only the activations that nothing else keeps alive, each once. That is
-# exercise 3; the cell after it measures what such a saver keeps.
+# So a saver should convert only the activations that nothing else keeps alive, each once.
+# Exercise 3 tells them apart by a simple rule: a leaf, or a view of one, is stored as it is. The
+# rule never copies a parameter or an input, but a leaf is not always kept alive by someone else:
+# the output of a frozen layer is a leaf too (nothing was recorded: lesson 01), and once the
+# forward pass is over, only the graph holds it. The second cell below shows it; the rule leaves
+# such an output in float32. The cell after the exercise measures what the saver keeps.
 
 # %%
 torch.manual_seed(0)
@@ -910,6 +915,22 @@ assert received[0] is x_batch and received[0].is_leaf
 assert received[1] is received[2] and not received[1].is_leaf  # one tensor, saved by tanh and by the product
 assert received[3]._base is second.weight and not received[3].is_leaf
 assert len(received) == 4  # first.weight is not saved: its input needs no gradient
+
+# %%
+frozen = nn.Linear(3, 4).requires_grad_(False)
+received, freed = [], []
+with saved_tensors_hooks(lambda t: (received.append(t), t)[1], lambda t: t):
+    output = second(frozen(x_batch))
+print("saved:", [(tuple(t.shape), f"leaf: {t.is_leaf}", f"grad_fn: {t.grad_fn}") for t in received])
+assert len(received) == 1 and received[0].is_leaf  # the frozen layer's output, second's input
+frozen_output = received.pop()
+weakref.finalize(frozen_output, freed.append, "the frozen layer's output was freed")
+del frozen_output
+print("only the graph holds it:", freed)
+assert freed == []
+del output
+print("the graph deleted:", freed)
+assert freed == ["the frozen layer's output was freed"]
 
 # %% [markdown]
 # Not every saved tensor is a float32 activation either. Integer tensors (the indices that
@@ -1095,7 +1116,8 @@ check(HalfPrecisionSaver)
 # %% [markdown] tags=["hints"]
 # <details class="tip"><summary>Hint 1 of 3: the idea</summary>
 #
-# The pack hook decides per tensor: a leaf, or a view of one, is kept as it is (it lives anyway);
+# The pack hook decides per tensor: a leaf, or a view of one, is kept as it is (the rule that
+# spares parameters and inputs);
 # a non-leaf `float32` or `float64` tensor is stored smaller, together with what is needed to
 # restore it, and counted; anything else is kept as it is. Remember the copy of each tensor you
 # converted, so that a second save of the same tensor gets the same copy, and forget it when the
@@ -1268,8 +1290,9 @@ reveal(predict_leaf_backward_order)
 # On a leaf, one backward pass runs: tensor hook, `AccumulateGrad` pre-hook, `.grad` written,
 # post-accumulate hook, `AccumulateGrad` hook. Grad mode is off in backward hooks unless
 # `create_graph=True`, so update parameters under `torch.no_grad()`. A float16 pack hook saves
-# memory only if it stores what stays alive anyway (leaves, such as parameters and inputs, and their
-# views) as it is and converts each activation once: measure what the graph keeps. `save_on_cpu()` is a ready-made pack/unpack pair, and
+# memory only if it stores what stays alive anyway (parameters and inputs, and their views) as it is
+# and converts each activation once: measure what the graph keeps. Not every leaf stays alive
+# anyway: a frozen layer's output is a leaf that only the graph holds. `save_on_cpu()` is a ready-made pack/unpack pair, and
 # `disable_saved_tensors_hooks(message)` forbids such hooks in a block.
 #
 # Next, lesson 09 gathers the ways hooks go wrong, and how to find hooks that were left behind.

@@ -1044,20 +1044,38 @@ with try_it():
 # - **healthy**: at the last step, 30% to 60% of the ReLU outputs are zero, as expected of a ReLU;
 #   the gradient norms grow as the network learns (over the last 20 steps they are more than 3
 #   times those of the first 20) but stay within a factor of 100 and below 5.
-# - **too fast, ReLU**: from step 10 on, more than 85% of the first ReLU layer's outputs are
-#   zeros. Then a loss spike (a step with a loss above 3 ln 10) pushes the second ReLU layer's
-#   inputs below zero: a few steps later it outputs only zeros, at every step to the end (the last
-#   20 steps at least), and after training it outputs 0 for every one of the 1,797 digits. That
-#   layer is dead: no gradient flows through it, and
-#   from then on the gradient norms of all three weight matrices are exactly 0. Nothing is NaN:
-#   the run is broken without any error, and only the statistics show it (its loss stays within
-#   0.25 of ln 10 ≈ 2.30, a uniform guess).
+# - **too fast, ReLU**: the learning rate kills the ReLUs within the first steps. From step 10 on,
+#   more than 85% of the first ReLU layer's outputs are zeros. The second ReLU layer was partly
+#   dead from the start: call a unit dead when it outputs 0 for every one of the 1,797 digits.
+#   With the weights each step starts from (the cell replays the run to count them), 6 of its 32
+#   units are dead at step 1, before any update, 27 at step 10 and 30 at step 35; from step 7 on,
+#   never fewer than 22 (a few units come back and die again). The one loss spike of the run (a
+#   loss above 3 ln 10) comes at step 38 and only finishes the layer off: 31 dead units at step
+#   39, all 32 from step 41 on. From step 41 to the end the layer outputs only zeros, as the
+#   monitor's fraction of zeros shows, and after training it outputs 0 for every digit. No
+#   gradient flows through it: from step 41 on, the gradient norms of all three weight matrices
+#   are exactly 0. Nothing is NaN: the run is broken without any error, and only the statistics
+#   show it (from step 41 on, its loss stays within 0.25 of ln 10 ≈ 2.30, a uniform guess).
 # - **too fast, LeakyReLU**: a leaky ReLU never stops the gradient (its slope below 0 is 0.1, not
 #   0), and the gradient norms grow by orders of magnitude until the numbers overflow; the monitor
 #   names where that happened first. (Its leaky ReLUs output no exact zero at any step: the top
 #   plot stays at 0.)
 
 # %%
+def count_dead_units(model, lr):
+    """Trains model as train() does; entry s - 1: the units of layer 3 that output 0 for all
+    1,797 digits with the weights step s starts from."""
+    counts = []
+
+    def count(step=None, loss=None):
+        with torch.no_grad():
+            counts.append(int((model[:4](inputs) == 0).all(dim=0).sum()))
+
+    count()
+    train(model, lr, after_step=count)
+    return counts[:-1]  # the last count is of the weights after the last step
+
+
 with try_it():
     TrainingMonitor(nn.Linear(1, 1), ()).attach().remove()  # "Not done yet" until TrainingMonitor is written
     healthy, dead, leaky = monitors.values()
@@ -1082,11 +1100,17 @@ with try_it():
     dead_losses = run_losses["too fast, ReLU"]
     died = next((step for step in range(len(dead_zeros["3"])) if min(dead_zeros["3"][step:]) == 1.0), None)
     assert died is not None, "layer 3 of the dead ReLU run still has non-zero outputs at its last step"
-    print(f"dead ReLU run: layer 3 outputs only zeros from step {died + 1} of {len(dead_losses)} on; "
-          f"losses of the 5 steps before: {[round(loss, 2) for loss in dead_losses[died - 5:died]]}; "
+    spikes = [step for step, loss in enumerate(dead_losses, start=1) if loss > 3 * math.log(10)]
+    dead_units = count_dead_units(make_mlp(), 5.0)
+    print(f"dead ReLU run: steps with a loss above 3 ln 10: {spikes} (loss {max(dead_losses):.1f}); "
+          f"layer 3 outputs only zeros from step {died + 1} of {len(dead_losses)} on; "
           f"layer 1's smallest fraction of zeros from step 10 on: {min(dead_zeros['1'][9:]):.3f}")
+    print("layer 3's dead units (of 32) at the start of each step:", dead_units)
     assert min(dead_zeros["1"][9:]) > 0.85
-    assert died <= len(dead_losses) - 20 and max(dead_losses[died - 5:died]) > 3 * math.log(10)
+    assert spikes == [38]
+    assert [dead_units[step - 1] for step in (1, 10, 35, 38, 39)] == [6, 27, 30, 30, 31]
+    assert min(dead_units[6:]) == 22
+    assert dead_units[39] < 32 and all(count == 32 for count in dead_units[40:]) and died + 1 == 41
     assert all(float(value) == 0 for name, values in dead.grad_norms.items() if name.endswith("weight")
                for value in values[died:])
     assert all(abs(loss - math.log(10)) < 0.25 for loss in dead_losses[died:])

@@ -15,6 +15,7 @@
   (`intro` is the text before the first `##`); `<!-- readme-page: SECTION -->` also lifts its
   headings one level, for a page of its own. Links into the repository are fixed for the site.
 - `<!-- hooks-cheatsheet -->` becomes the table of website/cheatsheet.py.
+- Progress: `mkdocs serve` logs a line per notebook executed (INFO); a build stays quiet.
 """
 
 import base64
@@ -23,12 +24,14 @@ import functools
 import hashlib
 import importlib.util
 import io
+import itertools
 import logging
 import os
 import pathlib
 import posixpath
 import re
 import tempfile
+import time
 from html import escape, unescape
 
 import jupytext
@@ -38,7 +41,7 @@ import nbclient.exceptions
 import nbformat
 import zmq
 from mkdocs.exceptions import PluginError
-from mkdocs.plugins import event_priority
+from mkdocs.plugins import event_priority, get_plugin_logger
 from mkdocs.structure.files import File
 from mkdocs.structure.toc import get_toc
 from mkdocs.utils import get_relative_url
@@ -54,6 +57,7 @@ _DIRECTIVE = re.compile(r"^<!-- (readme|readme-page): (.+?) -->$", re.MULTILINE)
 _LINK = re.compile(r"(!?\[[^\]]*\])\(([^)\s]+)\)")
 _KERNELSPEC = {"name": "python3", "display_name": "Python 3", "language": "python"}
 EXECUTED_DIR = ROOT / ".cache" / "hooked-site"  # executed notebooks (gitignored)
+LOG = get_plugin_logger("hooked")  # "INFO    -  hooked: ..."
 
 
 @functools.cache
@@ -90,6 +94,13 @@ def page_text(folder, name, root=ROOT):
 def page_texts():
     """{(folder, lesson name): page_text(folder, name)} for every page of Lessons and Solutions."""
     return {(folder, lesson.name): page_text(folder, lesson.name) for folder in FOLDERS for lesson in lessons()}
+
+
+def on_startup(command, dirty):
+    # `mkdocs serve` executes every notebook before it serves: a line per notebook shows how far
+    # it is. A build stays quiet (tests/site/test_build.py). The level is the logger's, which
+    # outlives this module: `mkdocs serve` loads this file again for each rebuild.
+    LOG.logger.setLevel(logging.INFO if command == "serve" else logging.WARNING)
 
 
 def on_config(config):
@@ -133,12 +144,20 @@ def execute_all(texts):
     keys = {page: hashlib.sha256(machinery.digest() + text.encode("utf-8")).hexdigest() for page, text in texts.items()}
     targets = {(folder, name): EXECUTED_DIR / folder / f"{name}.ipynb" for folder, name in texts}
     todo = [page for page in texts if not (use_cache and _cached_key(targets[page]) == keys[page])]
+    workers = max(1, min(len(todo), os.cpu_count() or 1))
+    if todo:
+        LOG.info(f"executing {len(todo)} of {len(texts)} notebooks, {workers} at a time")
+    finished = itertools.count(1)
     with tempfile.TemporaryDirectory(prefix="hooked-site-") as workdir, \
-            concurrent.futures.ThreadPoolExecutor(max_workers=max(1, min(len(todo), os.cpu_count() or 1))) as pool:
+            concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
         def run(page):
             folder, name = page
             (pathlib.Path(workdir) / folder).mkdir(exist_ok=True)
-            return execute(texts[page], pathlib.Path(workdir) / folder, f"{folder}/{name}.py")
+            started = time.perf_counter()
+            notebook = execute(texts[page], pathlib.Path(workdir) / folder, f"{folder}/{name}.py")
+            LOG.info(f"executed {folder}/{name} in {time.perf_counter() - started:.1f} s "
+                     f"({next(finished)} of {len(todo)})")
+            return notebook
 
         for page, notebook in zip(todo, pool.map(run, todo)):
             notebook.metadata["hooked_site_key"] = keys[page]
@@ -532,5 +551,8 @@ def cheatsheet_table(page, files):
 
 
 def _code_calls(text):
-    """Mark up the calls in a description: 'hook(t): the tensor' -> '`hook(t)`: the tensor'."""
-    return re.sub(r"\b([a-z_]+\([a-z_, ]*\))", r"`\1`", text)
+    """Mark up the calls in a description: 'hook(t): the tensor' -> '`hook(t)`: the tensor'.
+    Code already in backticks is left as it is (a call inside it, `opt.step()`, is code already)."""
+    parts = re.split(r"(`[^`]*`)", text)  # odd items: the code spans
+    return "".join(part if index % 2 else re.sub(r"\b([a-z_]+\([a-z_, ]*\))", r"`\1`", part)
+                   for index, part in enumerate(parts))

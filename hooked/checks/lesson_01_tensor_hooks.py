@@ -76,16 +76,47 @@ def check_double_grad(double_grad):
     _check_keeps_graph(double_grad, "double_grad", 2.0)
 
 
+def _scale_hook(make_scale_hook, factor):
+    with calling(f"calling make_scale_hook({factor})"):
+        hook = make_scale_hook(factor)
+    if not callable(hook):
+        fail(f"make_scale_hook({factor}) returned {describe(hook)}; expected a function, the hook, "
+             "that PyTorch calls later with the gradient.")
+    return hook
+
+
+def _what_ignores_factor(result, grad):
+    """The hint for a result that is the same whatever the factor."""
+    if close(result, grad):
+        return "That is the gradient unchanged; multiply it by the factor."
+    multiple = ((result.detach().double() * grad.double()).sum() / grad.double().pow(2).sum()).item()
+    if close(result, multiple * grad):
+        return (f"That is grad times {multiple:.4g} whatever the factor: multiply by `factor`, the argument of "
+                "make_scale_hook, not by a fixed number.")
+    return "Compute the result from `factor`, the argument of make_scale_hook: grad * factor."
+
+
+def _check_uses_factor(make_scale_hook):
+    """Two hooks, each called right after it is made (so a factor shared between hooks
+    still differs), on one gradient: a hook that ignores factor returns the same twice."""
+    grad = random_tensor(17)
+    results = []
+    for factor in (0.5, -3.0):
+        hook = _scale_hook(make_scale_hook, factor)
+        with calling(f"calling the hook from make_scale_hook({factor}) with grad = {describe(grad)}"):
+            results.append(hook(grad.clone()))
+    first, second = results
+    if not (isinstance(second, torch.Tensor) and close(first, second)):
+        return  # the result changes with factor, or is no tensor: judged by the value checks
+    fail(f"Called the hooks from make_scale_hook(0.5) and make_scale_hook(-3.0), each right after it was made, "
+         f"with the same grad = {describe(grad)}.\nBoth returned {describe(first)}: the result does not change with "
+         f"factor. Expected {describe(0.5 * grad)} and {describe(-3.0 * grad)}. {_what_ignores_factor(first, grad)}")
+
+
 def check_make_scale_hook(make_scale_hook):
+    _check_uses_factor(make_scale_hook)
     factors = (0.5, -3.0, 0.0, 2.5)
-    hooks = []
-    for factor in factors:
-        with calling(f"calling make_scale_hook({factor})"):
-            hook = make_scale_hook(factor)
-        if not callable(hook):
-            fail(f"make_scale_hook({factor}) returned {describe(hook)}; expected a function, the hook, "
-                 "that PyTorch calls later with the gradient.")
-        hooks.append(hook)
+    hooks = [_scale_hook(make_scale_hook, factor) for factor in factors]
     # Call every hook after all were made, so hooks that share one factor are found out.
     for seed, factor, hook in zip(SEEDS + (14,), factors, hooks):
         dtype = torch.float64 if seed == SEEDS[-1] else torch.float32

@@ -1,6 +1,7 @@
 """The build hooks (website/hooks.py) on their own: which text each page and download is made
 of, and how a notebook is executed."""
 
+import logging
 import re
 
 import pytest
@@ -38,6 +39,28 @@ def test_a_notebook_runs_without_warnings_and_a_raising_cell_stops_the_build(hoo
         hooks.execute("# %%\nraise ValueError('the cell broke')\n", tmp_path, "broken.py")
     message = re.sub(r"\x1b\[[0-9;]*m", "", str(raised.value))  # IPython colours the traceback
     assert "broken.py: a cell raised" in message and "ValueError: the cell broke" in message, message
+
+
+@pytest.mark.parametrize("command", ["serve", "build"])
+def test_serve_says_when_each_notebook_is_executed_and_a_build_does_not(hooks, tmp_path, monkeypatch, caplog,
+                                                                         command):
+    """`mkdocs serve` executes every notebook before it serves: a line per notebook, as it ends."""
+    monkeypatch.setattr(hooks, "EXECUTED_DIR", tmp_path)
+    monkeypatch.setenv("HOOKED_SITE_CACHE", "false")
+    hooks.on_startup(command=command, dirty=False)
+    try:
+        with caplog.at_level(logging.DEBUG):  # the handler's level: the logger's own decides
+            hooks.execute_all({("lessons", "probe"): "# %%\nprint(6 * 7)\n"})
+    finally:
+        hooks.LOG.logger.setLevel(logging.NOTSET)
+    said = [(record.levelname, record.getMessage()) for record in caplog.records if record.name == hooks.LOG.logger.name]
+    if command == "build":
+        assert said == []
+    else:
+        assert said[0] == ("INFO", "hooked: executing 1 of 1 notebooks, 1 at a time")
+        assert said[1][0] == "INFO" and re.fullmatch(r"hooked: executed lessons/probe in \d+\.\d s \(1 of 1\)",
+                                                     said[1][1]), said
+        assert len(said) == 2
 
 
 # What a quiet build prints: mkdocs's own three lines, nothing else.
