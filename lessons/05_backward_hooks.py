@@ -227,8 +227,8 @@ assert torch.equal(seen[0][0], torch.full((2,), 3.0)) and torch.equal(seen[0][1]
 #
 # The first layer of a network usually receives data that does not require grad, while its
 # parameters do. Then there is no input gradient to wait for: the full hook fires as soon as
-# `grad_output` is known, every entry of `grad_input` is `None`, and PyTorch warns. It warns even
-# when the module has only a backward **pre**-hook.
+# `grad_output` is known, every entry of `grad_input` is `None`, and PyTorch warns. A module with
+# only a backward **pre**-hook warns too until torch 2.13; from torch 2.14 it does not.
 
 # %%
 def caught_warnings(run):
@@ -259,19 +259,22 @@ assert messages[0].startswith("Full backward hook is firing when gradients are c
 only_pre = nn.Linear(3, 2)
 only_pre.register_full_backward_pre_hook(lambda m, grad_output: None)
 messages = caught_warnings(lambda: only_pre(data).sum().backward())
-print("with only a pre-hook:", messages[0][:60], "...")
-assert messages[0].startswith("Full backward hook is firing")
+print(f"torch {torch.__version__}, with only a pre-hook:", [m[:60] + " ..." for m in messages])
+if torch.__version__ >= "2.14":  # a module with only a pre-hook stopped warning in torch 2.14
+    assert messages == []
+else:  # until torch 2.13
+    assert messages[0].startswith("Full backward hook is firing")
 
 
 def silenced():
     warnings.filterwarnings("ignore", message="Full backward hook is firing")
-    only_pre(data).sum().backward()
+    first_layer(data).sum().backward()
 
 
 messages = caught_warnings(silenced)  # the filter is set inside caught_warnings' catch_warnings() block
 print("with the filter below, inside the block:", messages)
 assert messages == []
-messages = caught_warnings(lambda: only_pre(data).sum().backward())
+messages = caught_warnings(lambda: first_layer(data).sum().backward())
 print("after the block, the warning is back:", messages[0][:28], "...")
 assert messages[0].startswith("Full backward hook is firing")
 

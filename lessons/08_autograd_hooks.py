@@ -727,7 +727,7 @@ for name, pack_fn, unpack_fn, error in (
         raise AssertionError("expected a RuntimeError")
     except RuntimeError as e:
         print(f"{name}: {type(e).__name__}: {e}")
-        assert str(e) == error
+        assert error in str(e)  # the stable part of torch's text
 
 # %% [markdown]
 # Or backward runs and the gradient is silently wrong. `x ** 2` saves `x`; an unpack that gives

@@ -1,4 +1,4 @@
-"""The hooks cheat sheet: one row per hook API of current PyTorch (torch 2.13).
+"""The hooks cheat sheet: one row per hook API of the PyTorch versions the course supports (torch 2.13 to 2.15).
 
 The site renders this table (website/hooks.py) and course tests check every row against the
 installed torch: tests/course/test_hooks_cheatsheet.py that the API exists and the parameters
@@ -7,7 +7,8 @@ in `call` are exactly its signature, tests/course/test_hooks_cheatsheet_behaviou
 
 `lesson` is the slug of the lesson that teaches the API (the site links it once the
 lesson file exists, and says "coming" until then), or None with `planned` naming the
-later lesson's topic."""
+later lesson's topic. A row for an API that a newer torch added has `since` (its first version, "2.14"),
+says so in `fires`, and is checked only on that torch or newer."""
 
 MODULE = "torch.nn.modules.module"
 GRAPH = "torch.autograd.graph"
@@ -163,6 +164,15 @@ ROWS = [
          fires="In backward, after the node has computed the gradients of its inputs.",
          returns="A tuple of `len(grad_inputs)` replaces `grad_inputs`; `None` keeps them.",
          lesson="08_autograd_hooks"),
+    dict(group="Autograd node", api=f"{GRAPH}.node_creation_hook", since="2.14",
+         call=f"with {GRAPH}.node_creation_hook(hook):",
+         hook="hook(node): each autograd node made inside the block",
+         fires="Since torch 2.14. Inside the block, once for each node that an operation on tensors that require "
+               "grad creates (a leaf's `AccumulateGrad` too), once the node is complete; not under `no_grad`. "
+               "Nested blocks: every hook, outermost first.",
+         returns="`None`; another value raises `RuntimeError` (`node creation hook must return None, ...`), and so "
+                 "does creating a node inside the hook.",
+         lesson=None, planned="lesson 08, once the course's oldest torch has it (2.14)"),
     dict(group="Multi-grad", api=f"{GRAPH}.register_multi_grad_hook",
          call=f"{GRAPH}.register_multi_grad_hook(tensors, fn, *, mode='all')",
          hook="fn(grads): one entry per tensor, `None` where none was computed; "

@@ -687,21 +687,12 @@ _CLAMP_CASES = ((91, -0.5, 0.5, (4,), torch.float32), (92, 0.0, 1.0, (3, 2), tor
 
 _GRADIENTS = ("the input x", "the weight", "the bias")
 
-# Clamps with torch.clamp's values but another gradient where an output equals a bound exactly.
-_BOUNDARY_LOOKALIKES = (
-    (lambda raw, low, high: F.hardtanh(raw, low, high),
-     "yours passed 0 there, as F.hardtanh and ReLU-based formulas do, and torch.where when it picks the constant "
-     "bound also at the bound itself (torch.where(output <= min_value, ...) or torch.where(output >= max_value, "
-     "...); with < and > it keeps the output there)"),
-    (lambda raw, low, high: torch.minimum(torch.maximum(raw, raw.new_tensor(low)), raw.new_tensor(high)),
-     "yours passed half of it there, as torch.maximum and torch.minimum do where their two arguments are "
-     "equal"),
-)
+_CONTRACT = "unchanged where the output was strictly inside the bounds, 0 where it was beyond them"
 
 
 def _put_outputs_on_the_bounds(linear, low, high):
-    """Unit 0 always outputs exactly `low` and unit 1 exactly `high`: torch.clamp passes the gradient
-    there (the bounds belong to the range), which some look-alikes don't."""
+    """Unit 0 always outputs exactly `low` and unit 1 exactly `high`: their values must be the bounds,
+    and their gradient is not graded (torch.clamp's own changed there in torch 2.14)."""
     with torch.no_grad():
         linear.weight[:2] = 0.0
         linear.bias[0], linear.bias[1] = low, high
@@ -713,19 +704,29 @@ def _weighted(output, grad_out):
     return (output * grad_out).sum()
 
 
-def _gradient_hint(mine, which, raw, low, high, params, grad_out):
+def _zero_on_the_bounds(grad_out, raw, low, high):
+    """The gradient the check sends back through the output, 0 where the output is exactly on a bound: the
+    contract does not grade what passes there."""
+    return grad_out.masked_fill((raw == low) | (raw == high), 0.0)
+
+
+def _expected_gradients(raw, low, high, grad_out, params):
+    """The contract's gradients, from the output before the clamp: grad_out where it was strictly inside the
+    bounds, 0 beyond them (not torch.clamp's backward, whose answer on a bound changed in torch 2.14)."""
+    inside = (raw > low) & (raw < high)
+    return torch.autograd.grad(_weighted(raw, grad_out * inside), params, retain_graph=True)
+
+
+def _gradient_hint(mine, which, raw, params, grad_out):
     if mine is None:
         return ""
     if close(mine, torch.autograd.grad(_weighted(raw, grad_out), params, retain_graph=True)[which]):
-        return (" That is the gradient without any clamp: where the output was clipped, torch.clamp passes a "
+        return (" That is the gradient without any clamp: where the output was clipped, a clamp passes a "
                 "gradient of 0, but yours passed it on unchanged. Build the output with output.clamp(...), not by "
                 "adding a detached correction.")
-    for lookalike, what_yours_did in _BOUNDARY_LOOKALIKES:
-        if close(mine, torch.autograd.grad(_weighted(lookalike(raw, low, high), grad_out), params,
-                                         retain_graph=True)[which]):
-            return (" The difference is at outputs exactly equal to a bound (the checker's module has such "
-                    "outputs): there torch.clamp passes the gradient on unchanged, since the bounds belong to the "
-                    f"range; {what_yours_did}.")
+    if not mine.any():
+        return (" That is 0 everywhere: no gradient passed even where the output was inside the bounds. Build the "
+                "clamped tensor from the output itself, not from a detached copy.")
     return ""
 
 
@@ -783,16 +784,16 @@ def check_clamp_output(clamp_output):
             fail(f"{said} returned a tensor cut off from the autograd graph (grad_fn None, requires_grad="
                  f"{out.requires_grad}), so no gradient reaches the module's weights or its input. Build the clamped "
                  "tensor from the output itself: no .detach(), .data or torch.no_grad() in the hook.")
-        grad_out = random_tensor(seed + 2, tuple(out.shape))
+        grad_out = _zero_on_the_bounds(random_tensor(seed + 2, tuple(out.shape)), raw, low, high)
         with calling(f"computing gradients through the module after {call_text}"):
             got = torch.autograd.grad(_weighted(out, grad_out), (x, weight, bias), allow_unused=True)
-        wanted = torch.autograd.grad(_weighted(expected, grad_out), (x, weight, bias), retain_graph=True)
+        wanted = _expected_gradients(raw, low, high, grad_out, (x, weight, bias))
         for which, (what, mine, theirs) in enumerate(zip(_GRADIENTS, got, wanted)):
             if mine is not None and close(mine, theirs):
                 continue
-            hint = _gradient_hint(mine, which, raw, low, high, (x, weight, bias), grad_out)
-            fail(f"{said}: the gradient with respect to {what} was {describe(mine)}; through torch.clamp it is "
-                 f"{describe(theirs)}.{hint}")
+            hint = _gradient_hint(mine, which, raw, (x, weight, bias), grad_out)
+            fail(f"{said}: the gradient with respect to {what} was {describe(mine)}; expected {describe(theirs)}, "
+                 f"with the gradient of the output {_CONTRACT} (outputs exactly on a bound are not graded).{hint}")
         with calling(f"calling the module a second time after {call_text}"):
             again = module(x)
         if not isinstance(again, torch.Tensor) or not close(again, expected.detach()):

@@ -41,7 +41,14 @@ def _plain_signature(obj):
     return str(signature.replace(parameters=parameters, return_annotation=inspect.Signature.empty))
 
 
-@pytest.mark.parametrize("row", cheatsheet.ROWS, ids=[row["api"] for row in cheatsheet.ROWS])
+def _on_this_torch(row):
+    """The row as a test case, skipped on a torch older than the row's `since`."""
+    since = row.get("since")
+    older = since is not None and torch.__version__ < since
+    return pytest.param(row, id=row["api"], marks=pytest.mark.skipif(older, reason=f"since torch {since}"))
+
+
+@pytest.mark.parametrize("row", [_on_this_torch(row) for row in cheatsheet.ROWS])
 def test_row_shows_the_real_signature(row):
     api = _resolve(row["api"])
     assert callable(api), row["api"]
@@ -54,6 +61,13 @@ def test_node_hooks_exist_on_a_real_grad_fn():
     node = (torch.ones(2, requires_grad=True) * 2).grad_fn
     assert isinstance(node, torch.autograd.graph.Node)
     assert callable(node.register_hook) and callable(node.register_prehook)
+
+
+def test_a_row_since_a_newer_torch_says_so_and_names_a_supported_version():
+    for row in cheatsheet.ROWS:
+        if "since" in row:
+            assert row["fires"].startswith(f"Since torch {row['since']}. "), row
+            assert row["since"] in ("2.14", "2.15"), row  # newer than 2.13, the oldest the course supports
 
 
 def test_every_public_hook_api_has_a_row():

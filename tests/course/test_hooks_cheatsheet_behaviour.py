@@ -616,6 +616,47 @@ def test_node_hooks_returning_none_keep_the_gradients():
     assert x.grad.item() == 2.0
 
 
+# --- node_creation_hook (since torch 2.14)
+
+_since_2_14 = pytest.mark.skipif(torch.__version__ < "2.14", reason="torch.autograd.graph.node_creation_hook: since 2.14")
+
+
+@_since_2_14
+def test_node_creation_hook_sees_each_complete_node_made_in_the_block_and_none_under_no_grad():
+    a, seen = _leaf(1.0, 2.0), []
+    with graph.node_creation_hook(lambda node: seen.append((node.name(), len(node.next_functions)))):
+        (a * 2).sin()
+        with torch.no_grad():
+            a * 3
+    a * 4  # after the block
+    assert seen == [("torch::autograd::AccumulateGrad", 0), ("MulBackward0", 2), ("SinBackward0", 1)]
+
+
+@_since_2_14
+def test_node_creation_hooks_nest_outermost_first_and_may_hook_the_node():
+    a, order, fired = _leaf(1.0), [], []
+    with graph.node_creation_hook(lambda node: order.append("outer")), \
+            graph.node_creation_hook(lambda node: order.append("inner")):
+        a * 2
+    assert order == ["outer", "inner", "outer", "inner"]  # AccumulateGrad, then MulBackward0
+    with graph.node_creation_hook(lambda node: node.register_prehook(lambda grads: fired.append(node.name())) and None):
+        y = (a * 2).sum()
+    y.backward()
+    assert fired == ["SumBackward0", "MulBackward0", "torch::autograd::AccumulateGrad"]
+
+
+@_since_2_14
+@pytest.mark.parametrize(("hook", "message"), [
+    (lambda node: 5, "node creation hook must return None, got int"),
+    (lambda node: torch.ones(1, requires_grad=True) * 2,
+     "Creating a new autograd node from inside a node creation hook is not supported"),
+])
+def test_node_creation_hook_must_return_none_and_make_no_node(hook, message):
+    a = _leaf(1.0)
+    with pytest.raises(RuntimeError, match=message), graph.node_creation_hook(hook):
+        a * 2
+
+
 # --- Multi-grad hook
 
 def test_multi_grad_hook_all_vs_any():

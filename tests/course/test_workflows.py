@@ -65,10 +65,20 @@ def test_the_tests_workflow_runs_what_ci_runs_on_push_and_pull_request():
     workflow = _workflow("tests.yml")
     events = workflow[True]  # YAML 1.1 reads the key `on` as True
     assert "push" in events and "pull_request" in events
-    steps = [step for job in workflow["jobs"].values() for step in job["steps"]]
+    steps = workflow["jobs"]["ci-run"]["steps"]
     assert [step["run"] for step in steps if step.get("run", "").startswith("bash")] == ["bash .ci/run"]
     python = next(step for step in steps if step.get("uses", "").startswith("actions/setup-python@"))
     assert python["with"]["python-version"] == "3.11"
+
+
+def test_the_tests_workflow_runs_the_course_on_each_supported_torch_from_the_cpu_index():
+    job = _workflow("tests.yml")["jobs"]["torch-versions"]
+    assert job["strategy"]["matrix"]["torch"] == ["2.13", "2.14", "2.15"]
+    install = next(step for step in job["steps"] if "pip install" in step.get("run", ""))
+    assert install["env"]["TORCH"] == "${{ matrix.torch }}"
+    assert '"torch==$TORCH.*" --index-url https://download.pytorch.org/whl/cpu' in install["run"]
+    assert "grep -v '^torch' requirements.txt" in install["run"]
+    assert job["steps"][-1]["run"] == "bash .ci/test-on-this-torch"
 
 
 def test_the_site_workflow_builds_from_a_checkout_and_deploys_to_pages_with_this_repositorys_addresses():

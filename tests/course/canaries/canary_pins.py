@@ -9,7 +9,10 @@ A canary is a test written as
 
 Its failure names every section that states the behaviour, with the line of its heading in
 solutions/, so that an author knows which paragraph to update. Any other exception raised by the
-test (an attribute torch no longer has, an error text that changed type) fails the same way."""
+test (an attribute torch no longer has, an error text that changed type) fails the same way.
+
+A behaviour that changed between the torch versions the course supports is pinned for each of them:
+the canary says "until torch 2.13 X; from torch 2.14 Y" and expects `on_this_torch({"2.13": X, "2.14": Y})`."""
 
 import dataclasses
 import re
@@ -94,3 +97,17 @@ def error_of(call):
 
 def described(error):
     return "nothing was raised" if error is None else f"{type(error).__name__}: {error}"
+
+
+OLDEST_SUPPORTED = "2.13"
+
+
+def on_this_torch(by_version, installed=None):
+    """The entry of `by_version` ({"2.13": what torch 2.13 does, "2.14": what it does from 2.14 on, ...}) for the
+    installed torch (or `installed`): the one of the newest version listed that is not newer than it."""
+    installed = torch.torch_version.TorchVersion(installed or torch.__version__)
+    if installed < OLDEST_SUPPORTED or OLDEST_SUPPORTED not in by_version:
+        raise ValueError(f"the course supports torch {OLDEST_SUPPORTED} and newer; pinned: {sorted(by_version)}, "
+                         f"installed: {installed}")
+    reached = [version for version in by_version if installed >= version]
+    return by_version[max(reached, key=torch.torch_version.TorchVersion)]

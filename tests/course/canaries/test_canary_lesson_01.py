@@ -9,7 +9,9 @@ from canary_pins import canary, described, error_of
 
 @canary("the backward of sum() hands a tensor hook an expanded gradient (stride (0,)), and an in-place write "
         "to it raises 'more than one element of the written-to tensor refers to a single memory location'",
-        ("01", "Trap: changing the gradient in place"))
+        ("01", "Trap: changing the gradient in place"),
+        ("01", "Exercise 1: `double_grad`"), ("01", "Exercise 2: `make_scale_hook`"),
+        ("01", "Exercise 3: `make_clip_hook`"))
 def test_an_in_place_write_to_the_expanded_gradient_of_sum_raises(pin):
     x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
     y, strides = 2 * x, []
@@ -50,7 +52,8 @@ def test_an_in_place_edit_of_a_shared_gradient_silently_changes_the_sibling(pin)
 
 @canary("a gradient recorded with .detach() alone shares its memory with the leaf's .grad, so the next backward "
         "(without zeroing) changes the recorded value; under create_graph=True the hook's gradient has a graph",
-        ("01", "Recording gradients: two more traps"))
+        ("01", "Recording gradients: two more traps"),
+        ("01", "Exercise 4: `record_grads`"))
 def test_a_detached_recorded_gradient_changes_with_the_next_backward(pin):
     x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
     recorded = []
@@ -87,7 +90,8 @@ def test_a_replacement_gradient_of_another_shape_or_dtype_is_rejected(pin):
 @canary("registering a hook on a tensor that does not require grad raises 'cannot register a hook on a tensor that "
         "doesn't require gradient' (also a frozen model's conv output in Grad-CAM)",
         ("01", "Only tensors that require grad can be hooked"),
-        ("06", "Grad-CAM: where is the model looking?"))
+        ("06", "Grad-CAM: where is the model looking?"),
+        ("06", "Exercise 2: `grad_cam`"), ("11", "Gradient norms: which hook, and when"))
 def test_a_tensor_that_needs_no_grad_cannot_be_hooked(pin):
     error = error_of(lambda: torch.ones(3).register_hook(lambda grad: grad))
     pin.holds(isinstance(error, RuntimeError) and str(error) == "cannot register a hook on a tensor that doesn't "

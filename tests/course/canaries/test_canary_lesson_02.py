@@ -9,7 +9,8 @@ from canary_pins import canary
 
 @canary("a hook whose handle.remove() is skipped by an exception stays registered and keeps firing "
         "(F.cross_entropy raises IndexError 'Target 5 is out of bounds' for 2 classes)",
-        ("02", "What an exception does without cleanup"))
+        ("02", "What an exception does without cleanup"),
+        ("02", "Exercise 1: `grad_with_temporary_hook`"), ("06", "Exercise 1: `get_activation`"))
 def test_a_hook_left_by_an_exception_keeps_firing(pin):
     layer, calls = nn.Linear(4, 2), []
     handle = layer.register_forward_hook(lambda module, args, output: calls.append(1))

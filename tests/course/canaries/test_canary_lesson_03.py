@@ -70,7 +70,8 @@ class _Scale(nn.Module):
         "(new_args, new_kwargs) (a wrong one fails in forward, 'argument after ** must be a mapping', or not at "
         "all); the kwargs dict holds only the keywords the caller passed",
         ("03", "Keyword arguments: `with_kwargs=True`"),
-        ("03", "Use 4: fixing a keyword argument"))
+        ("03", "Use 4: fixing a keyword argument"),
+        ("03", "Exercise 4: `force_kwarg`"))
 def test_a_with_kwargs_pre_hook_must_return_none_or_a_pair(pin):
     scale = _Scale()
     with scale.register_forward_pre_hook(lambda module, args, kwargs: args, with_kwargs=True):
@@ -93,7 +94,8 @@ def test_a_with_kwargs_pre_hook_must_return_none_or_a_pair(pin):
 
 
 @canary("torch.normal(x, std) cuts the gradient: the gradient with respect to x is zero; x + noise passes it on",
-        ("03", "Use 1: noise for data augmentation"))
+        ("03", "Use 1: noise for data augmentation"),
+        ("03", "Exercise 1: `add_input_noise`"))
 def test_torch_normal_gives_no_gradient_to_its_mean(pin):
     x = torch.ones(4, requires_grad=True)
     torch.normal(x, 0.1).sum().backward()
@@ -102,7 +104,8 @@ def test_torch_normal_gives_no_gradient_to_its_mean(pin):
 
 @canary("channel statistics of shape (C,) broadcast against the last dimension: 'The size of tensor a (8) must match "
         "the size of tensor b (3) at non-singleton dimension 3' for (N, 3, 8, 8) images",
-        ("03", "Use 2: preprocessing the input"))
+        ("03", "Use 2: preprocessing the input"),
+        ("03", "Exercise 2: `normalize_input`"))
 def test_channel_statistics_broadcast_against_the_last_dimension(pin):
     error = error_of(lambda: torch.randn(2, 3, 8, 8) - torch.zeros(3))
     pin.holds(isinstance(error, RuntimeError) and str(error) == "The size of tensor a (8) must match the size of "
@@ -111,7 +114,8 @@ def test_channel_statistics_broadcast_against_the_last_dimension(pin):
 
 @canary("view() on a non-contiguous tensor (a permuted channels-last batch) raises 'view size is not compatible with "
         "input tensor's size and stride'; reshape copies it and equals flatten(1)",
-        ("03", "Use 3: changing the input on a condition"))
+        ("03", "Use 3: changing the input on a condition"),
+        ("03", "Exercise 3: `flatten_images`"))
 def test_view_of_a_permuted_batch_raises_and_reshape_copies(pin):
     images = torch.randn(4, 8, 8, 3).permute(0, 3, 1, 2)
     error = error_of(lambda: images.view(4, -1))
@@ -120,3 +124,24 @@ def test_view_of_a_permuted_batch_raises_and_reshape_copies(pin):
     flat = images.reshape(4, -1)
     pin.holds(flat.data_ptr() != images.data_ptr() and torch.equal(flat, images.flatten(1)),
               "reshape no longer copies a permuted batch, or differs from flatten(1)")
+
+
+class _Add(nn.Module):
+    def forward(self, x, y):
+        return x + y
+
+
+@canary("a with_kwargs=True pre-hook that returns args (two tensors) or (kwargs, args) makes the call raise TypeError "
+        "ending 'Add.forward() argument after ** must be a mapping, not Tensor' and 'Add.forward() argument after ** "
+        "must be a mapping, not tuple': torch takes the pair as (new_args, new_kwargs) and Python unpacks the second",
+        ("03", "Keyword arguments: `with_kwargs=True`"))
+def test_a_with_kwargs_pre_hook_that_returns_the_wrong_pair_raises_type_error(pin):
+    a, b = torch.ones(2), torch.ones(2)
+    for hook, ending in ((lambda module, args, kwargs: args,
+                          "Add.forward() argument after ** must be a mapping, not Tensor"),
+                         (lambda module, args, kwargs: (kwargs, args),
+                          "Add.forward() argument after ** must be a mapping, not tuple")):
+        add = _Add()
+        add.register_forward_pre_hook(hook, with_kwargs=True)
+        error = error_of(lambda: add(a, b))
+        pin.holds(isinstance(error, TypeError) and str(error).endswith(ending), described(error))

@@ -50,7 +50,8 @@ def test_prepend_never_moves_a_hook_before_the_global_ones(pin):
 
 @canary("when forward raises, torch 2.13 calls a global forward hook registered with with_kwargs=True and "
         "always_call=True as hook(module, args, output), without kwargs (Module._call_impl's exception path does "
-        "not look at with_kwargs), so a hook written for four arguments raises a TypeError that torch turns into "
+        "not look at with_kwargs), so a hook written for four arguments raises a TypeError (\"missing 1 required "
+        "positional argument: 'output'\") that torch turns into "
         "the warning 'global module forward hook with ``always_call=True`` raised an exception'; the module's own "
         "hook with the same options runs",
         ("07", "A bug: a global hook with `with_kwargs=True` *and* `always_call=True`"),
@@ -190,7 +191,8 @@ def test_global_hooks_fire_before_a_modules_own(pin):
 
 @canary("calls start parent first and finish children first; in backward a parent's backward pre-hook fires before "
         "its children's and its backward hook after theirs, while siblings come in reverse order",
-        ("07", "Parents and children: calls start parent first and finish children first"))
+        ("07", "Parents and children: calls start parent first and finish children first"),
+        ("07", "Exercise 1: `summarize_model`"), ("07", "Exercise 2: `find_first_nonfinite`"))
 def test_parents_start_first_and_finish_last_and_backward_reverses_siblings(pin):
     model = nn.Sequential(nn.Linear(2, 2), nn.Sequential(nn.Linear(2, 2), nn.Tanh()))
     names = {module: name or "(root)" for name, module in model.named_modules()}
@@ -247,3 +249,19 @@ def test_module_tracker_uses_the_global_forward_hooks_and_flop_counter_uses_it(p
     pin.holds(len(uses) == 2, f"ModuleTracker's source calls {uses}")
     pin.holds("ModuleTracker()" in inspect.getsource(FlopCounterMode),
               "FlopCounterMode no longer makes a ModuleTracker")
+
+
+@canary("global full backward hooks on a net whose input needs no grad: torch warns 'Full backward hook is firing when "
+        "gradients are computed with respect to module outputs', once the root's hooks have run",
+        ("07", "Parents and children: calls start parent first and finish children first"))
+def test_global_full_backward_hooks_warn_when_no_input_requires_grad(pin):
+    net, events = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 2)), []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with module_hooks.register_module_full_backward_pre_hook(lambda m, go: events.append("pre")), \
+                module_hooks.register_module_full_backward_hook(lambda m, gi, go: events.append("hook")):
+            net(torch.randn(2, 3)).sum().backward()
+    messages = [str(w.message) for w in caught]
+    pin.holds(events[:2] == ["pre", "hook"], f"the first events: {events[:2]}")
+    pin.holds(bool(messages) and messages[0].startswith("Full backward hook is firing when gradients are computed "
+                                                         "with respect to module outputs"), f"warnings: {messages}")

@@ -13,7 +13,8 @@ from canary_pins import canary, described, error_of
         "return None.' (on torch 2.13 only the tensor itself is let through); it cannot be registered on a "
         "non-leaf ('post accumulate grad hooks cannot be registered on non-leaf tensors'); torch.autograd.grad "
         "does not fire it",
-        ("08", "A hook after `.grad` is written: `register_post_accumulate_grad_hook`"))
+        ("08", "A hook after `.grad` is written: `register_post_accumulate_grad_hook`"),
+        ("08", "Exercise 1: `fuse_sgd_into_backward`"))
 def test_a_post_accumulate_hook_must_return_none_and_is_for_leaves(pin):
     returns_something = torch.randn(3, requires_grad=True)
     returns_something.register_post_accumulate_grad_hook(lambda param: param.grad * 2)
@@ -38,7 +39,8 @@ def test_a_post_accumulate_hook_must_return_none_and_is_for_leaves(pin):
 @canary("in mode 'all', a register_multi_grad_hook leaf among the inputs of torch.autograd.grad makes it raise "
         "'A leaf node was passed to _will_engine_execute_node but we are currently running autograd.grad().' "
         "(pytorch/pytorch#131753); in mode 'any' it works",
-        ("08", "Waiting for several gradients: `register_multi_grad_hook`"))
+        ("08", "Waiting for several gradients: `register_multi_grad_hook`"),
+        ("08", "Exercise 2: `call_when_all_grads_ready`"))
 def test_a_multi_grad_hook_in_mode_all_breaks_autograd_grad_on_its_leaves(pin):
     a, b = torch.randn(2, requires_grad=True), torch.randn(2, requires_grad=True)
     with register_multi_grad_hook((a, b), lambda grads: None):
@@ -65,7 +67,8 @@ def test_a_multi_grad_hook_runs_before_every_grad_is_accumulated(pin):
 
 @canary("an unpack hook that gives back a tensor of the wrong shape can make backward silently wrong: x ** 2 with "
         "unpack t[:1] gives x.grad [2, 2, 2] instead of [2, 4, 6]",
-        ("08", "What autograd saves for backward, and how: `saved_tensors_hooks`"))
+        ("08", "What autograd saves for backward, and how: `saved_tensors_hooks`"),
+        ("08", "Exercise 3: `HalfPrecisionSaver`"))
 def test_a_wrong_shape_unpack_gives_a_silently_wrong_gradient(pin):
     v = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
     with saved_tensors_hooks(lambda t: t, lambda t: t[:1]):
@@ -149,3 +152,20 @@ def test_node_pre_hooks_chain_their_returns_and_a_node_hook_replaces_grad_inputs
     y.grad_fn.register_hook(lambda grad_inputs, grad_outputs: (torch.ones(3), None))
     (y * 2).sum().backward()
     pin.holds(torch.equal(w.grad, torch.ones(3)), f"after a node hook returned (ones, None): w.grad {w.grad.tolist()}")
+
+
+_FLOAT16_SAVED = "expected m1 and m2 to have the same dtype, but got: c10::Half != float"
+
+
+@canary("an unpack hook that gives back a tensor of another dtype or shape makes the matrix product's backward raise "
+        f"RuntimeError with '{_FLOAT16_SAVED}' (float16 saved and given back) or 'self must be a matrix' (given back "
+        "flattened) in its text",
+        ("08", "What autograd saves for backward, and how: `saved_tensors_hooks`"))
+def test_an_unpack_of_another_dtype_or_shape_breaks_the_matrix_products_backward(pin):
+    x, w = torch.randn(4, 3, requires_grad=True), torch.randn(3, 2, requires_grad=True)
+    for pack, unpack, text in ((lambda t: t.half(), lambda t: t, _FLOAT16_SAVED),
+                               (lambda t: t, lambda t: t.flatten(), "self must be a matrix")):
+        with saved_tensors_hooks(pack, unpack):
+            y = (x * 2.0) @ w
+        error = error_of(lambda: y.sum().backward())
+        pin.holds(isinstance(error, RuntimeError) and text in str(error), described(error))

@@ -111,7 +111,8 @@ _KEPT_IN = {"register_forward_pre_hook": "_forward_pre_hooks", "register_forward
         "{id: True} into _forward_hooks_with_kwargs and _forward_hooks_always_called; global hooks live in "
         "torch.nn.modules.module; a parameter's _backward_hooks and _post_accumulate_grad_hooks are None until a "
         "hook is registered. Exercises 2 and 3 and their checks rely on these names",
-        ("09", "Debugging: which hooks are still registered?"))
+        ("09", "Debugging: which hooks are still registered?"),
+        ("09", "Exercise 2: `find_registered_hooks`"))
 def test_each_kind_of_hook_is_kept_in_the_dict_the_lesson_names(pin):
     demo = nn.Linear(2, 2)
     for method, attribute in _KEPT_IN.items():
@@ -348,3 +349,13 @@ def test_data_parallel_without_gpus_runs_the_module_itself_and_replicas_copy_dic
     pin.holds(hasattr(replica, "last_output") and not hasattr(fresh, "last_output"),
               f"after a replica's call: set on the replica {hasattr(replica, 'last_output')}, on its module "
               f"{hasattr(fresh, 'last_output')}")
+
+
+@canary("a forward hook written as a lambda that returns output.register_hook(...)'s handle replaces the output with "
+        "the handle, and the next layer raises TypeError with 'must be Tensor, not RemovableHandle' in its text",
+        ("09", "Pitfall 1: full backward hooks and in-place operations"))
+def test_a_lambda_forward_hook_returning_a_handle_breaks_the_next_layer(pin):
+    net = nn.Sequential(nn.Linear(4, 5), nn.ReLU(), nn.Linear(5, 2))
+    net[0].register_forward_hook(lambda module, args, output: output.register_hook(print))
+    error = error_of(lambda: net(torch.randn(3, 4)))
+    pin.holds(isinstance(error, TypeError) and "must be Tensor, not RemovableHandle" in str(error), described(error))

@@ -60,7 +60,8 @@ def test_a_load_pre_hook_receives_strict_true_for_strict_false(pin):
 
 @canary("a load pre-hook receives a copy of the caller's dict: an edit in place is what the module loads and the "
         "caller's dict stays as it was; rebinding the name or returning a new dict changes nothing",
-        ("10", "A load pre-hook edits the dict in place"))
+        ("10", "A load pre-hook edits the dict in place"),
+        ("10", "Exercise 1: `migrate_checkpoint_keys`"))
 def test_a_load_pre_hook_edits_a_copy_in_place_and_its_return_is_ignored(pin):
     old_checkpoint = {"w": torch.ones(2, 3), "bias": torch.zeros(2)}
 
@@ -94,7 +95,8 @@ def test_torch_optim_has_no_attribute_optimizer(pin):
 
 @canary("around one step: global pre-hooks, the optimizer's pre-hooks, the step, the optimizer's post-hooks, global "
         "post-hooks, whatever the order of registration; a step hook gets args == (optimizer,) and kwargs == {}",
-        ("10", "Optimizer step hooks"))
+        ("10", "Optimizer step hooks"),
+        ("10", "Exercise 2: `attach_weight_ema`"))
 def test_optimizer_step_hooks_run_global_first_and_global_last(pin):
     from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
 
@@ -173,3 +175,51 @@ def test_an_optimizers_state_dict_hooks_may_return_a_new_dict(pin):
     with adam.register_state_dict_post_hook(lambda optimizer, state_dict: {"replaced": True}):
         replaced = adam.state_dict()
     pin.holds(replaced == {"replaced": True}, f"a post-hook that returns a dict: state_dict() gave {list(replaced)}")
+
+
+def _load_error(module, state_dict, *hooks):
+    """The text of the RuntimeError a strict load_state_dict raises with `hooks` as load pre-hooks, or None."""
+    for hook in hooks:
+        module.register_load_state_dict_pre_hook(hook)
+    error = error_of(lambda: module.load_state_dict(state_dict))
+    return " ".join(str(error).split()) if isinstance(error, RuntimeError) else described(error)
+
+
+def _rename_by_rebinding(module, state_dict, prefix, *rest):
+    state_dict = {key.replace("w", "weight"): value for key, value in state_dict.items()}  # noqa: F841 (the trap)
+
+
+@canary("a strict load_state_dict raises RuntimeError naming 'Unexpected key(s) in state_dict: \"extra\"' for a key "
+        "the module lacks, and 'Missing key(s) in state_dict: \"weight\"' with 'Unexpected key(s) in state_dict: "
+        "\"w\"' for an old checkpoint a pre-hook renamed only by rebinding its dict; without a load post-hook, "
+        "'Unexpected key(s) in state_dict: \"note\"'",
+        ("10", "`load_state_dict` hooks"), ("10", "A load pre-hook edits the dict in place"),
+        ("10", "A load post-hook edits `incompatible_keys` in place"))
+def test_load_state_dict_names_missing_and_unexpected_keys(pin):
+    layer = nn.Linear(3, 2)
+    text = _load_error(layer, dict(layer.state_dict(), extra=torch.tensor(1.0)))
+    pin.holds('Unexpected key(s) in state_dict: "extra"' in text, text)
+    text = _load_error(nn.Linear(3, 2), dict(layer.state_dict(), note=torch.tensor(1.0)))
+    pin.holds('Unexpected key(s) in state_dict: "note"' in text, text)
+    text = _load_error(nn.Linear(3, 2), {"w": torch.ones(2, 3), "bias": torch.zeros(2)}, _rename_by_rebinding)
+    pin.holds('Missing key(s) in state_dict: "weight"' in text and 'Unexpected key(s) in state_dict: "w"' in text, text)
+
+
+@canary("an optimizer step pre-hook that returns 5, a list or a tuple of three makes step() raise RuntimeError with "
+        "'must return None or a tuple of (new_args, new_kwargs), but got' in its text; returning (1, 2) raises "
+        "TypeError ending 'argument after ** must be a mapping, not int'",
+        ("10", "Optimizer step hooks"))
+def test_a_step_pre_hook_must_return_none_or_a_pair(pin):
+    parameter = nn.Parameter(torch.ones(2))
+    parameter.grad = torch.ones(2)
+    optimizer = torch.optim.SGD([parameter], lr=0.1)
+    for returned in (5, [(optimizer,), {}], ((optimizer,), {}, None)):
+        with optimizer.register_step_pre_hook(lambda opt, args, kwargs: returned):
+            error = error_of(optimizer.step)
+        pin.holds(isinstance(error, RuntimeError)
+                  and "must return None or a tuple of (new_args, new_kwargs), but got" in str(error),
+                  f"returning {returned!r}: {described(error)}")
+    with optimizer.register_step_pre_hook(lambda opt, args, kwargs: (1, 2)):
+        error = error_of(optimizer.step)
+    pin.holds(isinstance(error, TypeError) and str(error).endswith("argument after ** must be a mapping, not int"),
+              f"returning (1, 2): {described(error)}")
