@@ -90,6 +90,7 @@ def test_a_replacement_gradient_of_another_shape_or_dtype_is_rejected(pin):
 @canary("registering a hook on a tensor that does not require grad raises 'cannot register a hook on a tensor that "
         "doesn't require gradient' (also a frozen model's conv output in Grad-CAM)",
         ("01", "Only tensors that require grad can be hooked"),
+        ("01", "Leaf and non-leaf tensors"),
         ("06", "Grad-CAM: where is the model looking?"),
         ("06", "Exercise 2: `grad_cam`"), ("11", "Gradient norms: which hook, and when"))
 def test_a_tensor_that_needs_no_grad_cannot_be_hooked(pin):

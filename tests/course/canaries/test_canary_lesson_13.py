@@ -178,7 +178,8 @@ def test_a_comm_hook_returning_a_tensor_raises_runtime_error(pin):
         described(error))
 
 
-@canary("DDP reads a comm hook's signature: a second parameter not named `bucket` raises KeyError: 'bucket'",
+@canary("DDP reads a comm hook's signature: a second parameter not named `bucket` raises KeyError: 'bucket' (the "
+        "lesson prints it as \"register_comm_hook: KeyError: 'bucket'\")",
         _RETURNS)
 def test_a_comm_hook_second_parameter_must_be_named_bucket(pin):
     error = _error_of_registering_and_stepping(_second_parameter_named_b)
@@ -233,7 +234,8 @@ def _accepts_bf16():
 
 
 @canary("bf16_compress_hook is refused when it is registered by a CPU build of torch, with TypeError \"BF16 all "
-        "reduce communication hook required CUDA 11+ and NCCL 2.10+\" (DDP tests the build's CUDA and NCCL, not the "
+        "reduce communication hook required CUDA 11+ and NCCL 2.10+\" (the lesson prints it as \"register_comm_hook: "
+        "TypeError: BF16 all reduce communication hook required CUDA 11+ and NCCL 2.10+\"; DDP tests the build's CUDA and NCCL, not the "
         "device: a CUDA build with NCCL accepts it); fp16_compress_hook works on gloo",
         _RETURNS, _TORCH_HOOKS)
 def test_bf16_compress_hook_is_refused_by_a_cpu_build_and_fp16_is_not(pin):
@@ -304,6 +306,15 @@ def test_power_sgd_compresses_only_the_matrices_where_it_pays(pin):
     pin.holds(stats == [(0, 0), (0, 0), (577, 113)], f"(numbers before, numbers sent) after each step: {stats}")
 
 
+@canary("PowerSGD's state refuses start_powerSGD_iter=1 with its default error feedback: ValueError \"Expect "
+        "`start_powerSGD_iter` > 1 if `use_error_feedback` or `warm_start` is enabled\"",
+        _TORCH_HOOKS)
+def test_power_sgd_refuses_to_start_before_the_rebuilt_buckets(pin):
+    error = error_of(lambda: powerSGD_hook.PowerSGDState(process_group=None, start_powerSGD_iter=1))
+    pin.holds(isinstance(error, ValueError) and str(error).startswith(
+        "Expect `start_powerSGD_iter` > 1 if `use_error_feedback` or `warm_start` is enabled"), described(error))
+
+
 @canary("the ranks here (threads of one process, hooked/two_ranks.py) have no default process group: "
         "dist.get_world_size() and dist.all_reduce(tensor) without group= raise ValueError \"Default process group "
         "has not been initialized\"",
@@ -338,6 +349,22 @@ def test_torch_multiprocessing_defaults_to_spawn(pin):
     pin.holds(defaults == ["spawn", "spawn"], f"the start_method defaults of start_processes and spawn: {defaults}")
     pin.holds(mp.get_start_method is multiprocessing.get_start_method,
               f"torch.multiprocessing.get_start_method is {mp.get_start_method!r}")
+
+
+_PICKLE_A_FUNCTION_OF_MAIN = "import pickle, sys\ndef worker_in_main(rank):\n    pass\nsys.stdout.buffer.write(pickle.dumps(worker_in_main))"
+_UNPICKLE = "import pickle, sys; pickle.loads(sys.stdin.buffer.read())"
+
+
+@canary("a spawned process finds its target by importing the target's module, so a function defined in __main__ "
+        "(a notebook) cannot be unpickled in a new Python: AttributeError: Can't get attribute 'worker_in_main'",
+        ("13", "FSDP2 and real processes"))
+def test_a_function_of_main_cannot_be_unpickled_in_a_new_python(pin):
+    pickled = subprocess.run([sys.executable, "-c", _PICKLE_A_FUNCTION_OF_MAIN], capture_output=True, check=True).stdout
+    child = subprocess.run([sys.executable, "-c", _UNPICKLE], input=pickled, capture_output=True)
+    lines = child.stderr.decode().strip().splitlines()
+    last_line = lines[-1] if lines else ""
+    pin.holds(child.returncode == 1 and last_line.startswith("AttributeError: Can't get attribute 'worker_in_main'"),
+              f"exit code {child.returncode}, last line {last_line!r}")
 
 
 @canary("under DDP each rank runs the whole model on its own batch: a forward hook on a layer of one rank sees that "

@@ -159,10 +159,7 @@ def _asserted_error_texts(source):
 
 # Lesson 13, its checks and its canaries are reworked on another branch, which quotes these texts; strictly expected
 # to fail until it is merged, then this test fails (XPASS): take the entry out.
-_QUOTED_BY_ANOTHER_BRANCH = {
-    "Expect `start_powerSGD_iter` > 1 if `use_error_feedback` or `warm_start` is enabled": "lesson 13's branch",
-    "Can't get attribute 'worker_in_main'": "lesson 13's branch",
-}
+_QUOTED_BY_ANOTHER_BRANCH = {}
 
 
 def _error_text_cases():
