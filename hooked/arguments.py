@@ -6,13 +6,10 @@ A lesson can be named in full (01_tensor_hooks), by its number (01 or 1), by the
 of its name (tensor_hooks), or by its file (lessons/01_tensor_hooks.py)."""
 
 import argparse
-import os
-import pathlib
 
-from hooked import __version__
+from hooked import __version__, shared_options
 from hooked.course import LESSONS_DIR, SOLUTIONS_DIR, lesson_called, lessons
 from hooked.display_paths import display_path
-from hooked.grader import DEFAULT_TIME_LIMIT, parse_time_limit
 from hooked.hints import LEVELS
 
 LESSON_HELP = "a lesson: 01_tensor_hooks, 01, 1, tensor_hooks or lessons/01_tensor_hooks.py"
@@ -71,29 +68,19 @@ def lessons_folder(arguments):
 
 # --- option values: argparse says "argument --NAME: <message>" for these --------------------
 
-def _folder(text):
-    if not pathlib.Path(text).is_dir():
-        raise argparse.ArgumentTypeError(f"{text}: no such folder. Give a folder laid out like lessons/ "
-                                         "(with files such as 01_tensor_hooks.py).")
-    return pathlib.Path(text).resolve()
-
-
-def _seconds(text):
-    try:
-        return parse_time_limit(text)
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(str(error)) from None
+def _argparse_type(read):
+    """`read` (text -> value, ValueError when wrong) as an argparse type, which says the error's
+    text after the option's name."""
+    def value(text):
+        try:
+            return read(text)
+        except ValueError as error:
+            raise argparse.ArgumentTypeError(str(error)) from None
+    return value
 
 
 def _output_file(text):
-    path = pathlib.Path(text)
-    if path.is_dir():
-        raise argparse.ArgumentTypeError(f"{text}: that is a folder; give a file name, e.g. --out results.json.")
-    if not path.resolve().parent.is_dir():
-        raise argparse.ArgumentTypeError(f"{text}: the folder {path.parent} does not exist; create it first.")
-    if not os.access(path.resolve().parent, os.W_OK):  # said now, not after grading the whole course
-        raise argparse.ArgumentTypeError(f"{text}: the folder {path.parent} is not writable; choose another place.")
-    return path
+    return shared_options.read_report_file(text, "--out")
 
 
 def _level(text):
@@ -108,6 +95,11 @@ def _level(text):
 
 # --- the parser ------------------------------------------------------------------------------
 
+def _add(parser, option, default):
+    parser.add_argument(option.name, metavar=option.metavar, type=_argparse_type(option.read), default=default,
+                        help=option.help)
+
+
 def build_parser():
     """The parser of every command; `arguments.command` names the one given."""
     parser = argparse.ArgumentParser(
@@ -117,11 +109,9 @@ def build_parser():
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     lessons_dir = argparse.ArgumentParser(add_help=False)
-    lessons_dir.add_argument("--lessons-dir", metavar="DIR", type=_folder, default=None,
-                             help="the lessons in DIR (laid out like lessons/) instead of lessons/")
+    _add(lessons_dir, shared_options.LESSONS_DIR, default=None)
     grading = argparse.ArgumentParser(add_help=False, parents=[lessons_dir])
-    grading.add_argument("--time-limit", metavar="SECONDS", type=_seconds, default=DEFAULT_TIME_LIMIT,
-                         help=f"stop an exercise whose code runs longer than this (default {DEFAULT_TIME_LIMIT:g})")
+    _add(grading, shared_options.TIME_LIMIT, default=shared_options.DEFAULT_TIME_LIMIT)
 
     def command(name, help, parents=()):
         return commands.add_parser(name, help=help, description=help, parents=list(parents))
@@ -152,7 +142,7 @@ def build_parser():
     export.add_argument("--format", choices=("gradescope", "json"), default="json",
                         help="gradescope: Gradescope's autograder results.json; json: the grader's own "
                              "report, as `pytest --report` writes it (default)")
-    export.add_argument("--out", metavar="FILE", type=_output_file, default=None,
+    export.add_argument("--out", metavar="FILE", type=_argparse_type(_output_file), default=None,
                         help="write to FILE instead of printing")
     generate = command("generate", "make lessons/ from solutions/ (for course authors)")
     generate.add_argument("lessons", nargs="*", metavar="LESSON", help="only these lessons (default: all)")

@@ -16,23 +16,10 @@ from hooked.course import ROOT
 from hooked.display_paths import display_path
 from hooked.grading_plan import assign, worker_count
 from hooked.lesson_file import load_lesson_source
+from hooked.shared_options import DEFAULT_TIME_LIMIT
 from hooked.verdict import Result
 
-DEFAULT_TIME_LIMIT = 10.0
-LONGEST_TIME_LIMIT = 86400.0  # a day: anything longer is a typing mistake
 _STARTUP_LIMIT = 300.0  # importing torch on a cold, busy machine
-
-
-def parse_time_limit(text):
-    """Seconds from the text of a --time-limit option; ValueError saying what is accepted."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = 0.0
-    if not 0 < value <= LONGEST_TIME_LIMIT:
-        raise ValueError(f"{text}: give a positive number of seconds up to {LONGEST_TIME_LIMIT:g}, "
-                         "e.g. --time-limit 30.")
-    return value
 
 
 class _Timeout(Exception):

@@ -4,12 +4,10 @@ table and the JSON report. Installed as a pytest plugin (entry point `pytest11`)
 This module must not import torch: learner code and torch live in the grading
 worker, and keeping them out of pytest's own process keeps a run fast."""
 
-import pathlib
-
 import pytest
 
-from hooked import course, progress
-from hooked.grader import DEFAULT_TIME_LIMIT, Grader, parse_time_limit
+from hooked import course, progress, shared_options
+from hooked.grader import Grader
 from hooked.grading_plan import worker_count
 
 _GRADER = pytest.StashKey()
@@ -19,18 +17,28 @@ _RESULTS = pytest.StashKey()
 
 def pytest_addoption(parser):
     group = parser.getgroup("hooked", "Hooked course grading")
-    group.addoption("--lessons-dir", metavar="DIR", default=None,
-                    help="grade the lessons in DIR (laid out like lessons/) instead of lessons/")
+    _add(group, shared_options.LESSONS_DIR, default=None)
     group.addoption("--solutions", action="store_true",
                     help="grade solutions/ strictly: an exercise not attempted fails")
-    group.addoption("--report", metavar="FILE", default=None,
-                    help="write every exercise's status and feedback to FILE as JSON")
-    group.addoption("--time-limit", metavar="SECONDS", default=str(DEFAULT_TIME_LIMIT),
-                    help=f"stop an exercise whose code runs longer than this (default {DEFAULT_TIME_LIMIT:g})")
+    _add(group, shared_options.REPORT, default=None)
+    _add(group, shared_options.TIME_LIMIT, default=str(shared_options.DEFAULT_TIME_LIMIT))
     group.addoption("--course", action="store_true",
                     help="also run the course's own tests (tests/course): generator, notebooks, mistake catalogue")
     group.addoption("--site", action="store_true",
                     help="also run the course website's browser tests (tests/site; needs mkdocs, Playwright, Chromium)")
+
+
+def _add(group, option, default):
+    group.addoption(option.name, metavar=option.metavar, default=default, help=option.help)
+
+
+def _read(config, option):
+    """The value of `option`, read as `hooked` reads it; a mistake is a UsageError (no traceback)."""
+    text = config.getoption(option.name)
+    try:
+        return None if text is None else option.read(text)
+    except ValueError as error:
+        raise pytest.UsageError(f"{option.name} {error}") from None
 
 
 def _lessons_dir(config):
@@ -42,37 +50,14 @@ def _lessons_dir(config):
         return config.rootpath / "solutions"
     if option is None:
         return config.rootpath / "lessons"
-    path = pathlib.Path(option)
-    if not path.is_dir():
-        raise pytest.UsageError(f"--lessons-dir {option}: no such folder. Give a folder laid out like lessons/ "
-                                "(with files such as 01_tensor_hooks.py).")
-    return path.resolve()
-
-
-def _time_limit(config):
-    try:
-        return parse_time_limit(config.getoption("--time-limit"))
-    except ValueError as error:
-        raise pytest.UsageError(f"--time-limit {error}") from None
-
-
-def _check_report_path(config):
-    path = config.getoption("--report")
-    if path is None:
-        return
-    target = pathlib.Path(path)
-    if target.is_dir():
-        raise pytest.UsageError(f"--report {path}: that is a folder; give a file name, e.g. --report results.json.")
-    if not target.resolve().parent.is_dir():
-        raise pytest.UsageError(f"--report {path}: the folder {target.parent} does not exist; create it first "
-                                "or write the report elsewhere.")
+    return _read(config, shared_options.LESSONS_DIR)
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config):
     config.addinivalue_line("markers", "exercise(lesson, name): grades one exercise of a lesson")
     lessons_dir = _lessons_dir(config)
-    _check_report_path(config)
+    _read(config, shared_options.REPORT)  # a report that cannot be written is said now, before grading
     # pytest picks its root folder before it knows our options, so `--lessons-dir DIR`
     # can make DIR the root; then keep pytest's cache out of the learner's folder.
     if config.getoption("--lessons-dir") is not None and not (config.rootpath / "tests").is_dir():
@@ -82,7 +67,7 @@ def pytest_configure(config):
         course.lessons()  # an exercise heading out of format: the one line that says where, not a traceback
     except course.HeadingError as error:
         raise pytest.UsageError(str(error)) from None
-    config.stash[_GRADER] = Grader(lessons_dir, _time_limit(config))
+    config.stash[_GRADER] = Grader(lessons_dir, _read(config, shared_options.TIME_LIMIT))
     config.stash[_RESULTS] = []
     # Torch starts importing in the workers now, while pytest collects; the plan (which lessons)
     # comes once it has. Not for the course's own tests, which mostly grade nothing.

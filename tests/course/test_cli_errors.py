@@ -4,6 +4,7 @@ import shutil
 
 import pytest
 
+from hooked import arguments, shared_options
 from hooked_cli import hooked, make_course, pytest_in
 
 
@@ -39,6 +40,16 @@ def test_bad_input_says_what_is_wrong_without_a_traceback(course, arguments, com
     assert completed.returncode == 2
     assert complaint in completed.stderr
     assert "Traceback" not in completed.stderr + completed.stdout
+
+
+def test_an_export_to_a_folder_that_cannot_be_written_is_refused_before_grading(tmp_path, monkeypatch, capsys):
+    # In-process, with os.access saying no: root (as in CI) may write into any folder.
+    monkeypatch.setattr(shared_options.os, "access", lambda path, mode: False)
+    with pytest.raises(SystemExit) as exit:
+        arguments.parse(["export", "--out", str(tmp_path / "results.json")])
+    assert exit.value.code == 2
+    error = capsys.readouterr().err
+    assert "argument --out: " in error and "is not writable; choose another place." in error
 
 
 def test_a_missing_lessons_folder_is_named_with_how_to_make_it(tmp_path):

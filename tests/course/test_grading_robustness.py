@@ -10,11 +10,12 @@ import re
 import shutil
 import subprocess
 import sys
+import types
 
 import jupytext
 import pytest
 
-from hooked import course
+from hooked import course, pytest_plugin, shared_options
 from hooked.course import LESSONS_DIR, ROOT, exercise_named
 from hooked.lesson_file import top_level_names
 
@@ -310,6 +311,14 @@ def test_bad_options_say_what_is_wrong_without_a_traceback(arguments, complaint)
     assert code != 0
     assert complaint in output
     assert "Traceback" not in output
+
+
+def test_a_report_in_a_folder_that_cannot_be_written_is_refused_before_grading(tmp_path, monkeypatch):
+    # In-process, with os.access saying no: root (as in CI) may write into any folder.
+    monkeypatch.setattr(shared_options.os, "access", lambda path, mode: False)
+    config = types.SimpleNamespace(getoption={"--report": str(tmp_path / "r.json")}.get)
+    with pytest.raises(pytest.UsageError, match=r"^--report .*r\.json: the folder .* is not writable; choose another"):
+        pytest_plugin._read(config, shared_options.REPORT)
 
 
 def test_a_helper_module_beside_the_lessons_gets_no_bytecode_file_where_python_may_write_them(tmp_path):
