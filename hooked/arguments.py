@@ -8,9 +8,9 @@ of its name (tensor_hooks), or by its file (lessons/01_tensor_hooks.py)."""
 import argparse
 
 from hooked import __version__, shared_options
-from hooked.course import LESSONS_DIR, SOLUTIONS_DIR, lesson_called, lessons
+from hooked.course import LESSONS_DIR, SOLUTIONS_DIR, lesson_meant_by, lessons
 from hooked.display_paths import display_path
-from hooked.hints import LEVELS
+from hooked.hints import HINT_COUNT
 
 LESSON_HELP = "a lesson: 01_tensor_hooks, 01, 1, tensor_hooks or lessons/01_tensor_hooks.py"
 
@@ -34,7 +34,7 @@ def course_lessons():
 def find_lesson(text):
     """The Lesson that `text` names: 01_tensor_hooks, 01, 1, tensor_hooks, lessons/01_tensor_hooks.py."""
     course = course_lessons()
-    lesson = lesson_called(text)
+    lesson = lesson_meant_by(text)
     if lesson is None:
         raise UsageError(f"no lesson {text or repr(text)}; lessons are: {', '.join(each.name for each in course)} "
                          "(a number such as 1 or 01, or the name without its number, also works)")
@@ -88,7 +88,7 @@ def _level(text):
         level = int(text)
     except ValueError:
         level = None
-    if level is None or not 1 <= level <= LEVELS:
+    if level is None or not 1 <= level <= HINT_COUNT:
         raise argparse.ArgumentTypeError(f"{text}: give 1 (the idea), 2 (the API) or 3 (almost there).")
     return level
 

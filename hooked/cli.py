@@ -24,7 +24,7 @@ from hooked.display_paths import display_path
 from hooked.generate import stale_lessons, write_lessons
 from hooked.gradescope import results_json
 from hooked.grader import Grader
-from hooked.hints import LEVELS, lesson_hints
+from hooked.hints import HINT_COUNT, lesson_hints
 from hooked.result_views import feedback_line, show_check, show_status, show_watched
 from hooked.solution_markers import MarkerError
 from hooked.terminal import Terminal
@@ -118,7 +118,7 @@ def _hint(arguments, terminal):
     if not 1 <= level <= len(hints):
         raise UsageError(f"--level {level}: {exercise} has hints 1 to {len(hints)}.")
     for hint in hints[:level]:
-        terminal.show_markdown(hint.markdown(LEVELS))
+        terminal.show_markdown(hint.markdown(HINT_COUNT))
         terminal.line("")
     if level < len(hints):
         terminal.line(terminal.dim(f"For hint {level + 1}: hooked hint {lesson.short} {exercise} "

@@ -30,7 +30,7 @@ LESSON_FILE = re.compile(r"^(?P<number>\d\d)_(?P<slug>[a-z0-9_]+)\.(?:py|ipynb)$
 _EXERCISE_CELL = re.compile(r'^# %% tags=\["exercise"\]\n(.*?)(?=^# %%|\Z)', re.MULTILINE | re.DOTALL)
 _TITLE = re.compile(r"^# # (?P<title>.+)$", re.MULTILINE)
 
-LEVELS = ("easy", "medium", "hard")
+DIFFICULTIES = ("easy", "medium", "hard")  # an exercise's <level> in its heading
 HEADING_FORMAT = "# ## Exercise N: `name` · <level> · about M min"
 _HEADING = re.compile(r"^# ## Exercise (?P<number>\d+): `(?P<name>[^`]+)` · (?P<level>\S+) · about (?P<minutes>\d+) min$")
 # The same heading without the level and time, to say what is missing.
@@ -137,10 +137,10 @@ def _level_and_minutes(text, name, start, end, filename):
     if not headings:
         raise HeadingError(f"{filename} line {_line_of(text, end)}: exercise {name} has no heading before its "
                            f"exercise cell; write one that reads '{HEADING_FORMAT}', with <level> one of "
-                           f"{', '.join(LEVELS)} and M the minutes a learner usually takes.")
+                           f"{', '.join(DIFFICULTIES)} and M the minutes a learner usually takes.")
     line, where = headings[-1].group(0), f"{filename} line {_line_of(text, headings[-1].start())}"
-    expected = (f"it must read '{HEADING_FORMAT.replace('name', name)}', with <level> one of {', '.join(LEVELS)} "
-                f"and M the minutes a learner usually takes (a whole number)")
+    expected = (f"it must read '{HEADING_FORMAT.replace('name', name)}', with <level> one of "
+                f"{', '.join(DIFFICULTIES)} and M the minutes a learner usually takes (a whole number)")
     match = _HEADING.match(line)
     if match is None:
         wrong = departures(line)
@@ -151,9 +151,9 @@ def _level_and_minutes(text, name, start, end, filename):
     if match["name"] != name:
         raise HeadingError(f"{where}: the heading names `{match['name']}`, but the exercise cell after it "
                            f"defines {name}: {line!r}; {expected}.")
-    if match["level"] not in LEVELS:
+    if match["level"] not in DIFFICULTIES:
         raise HeadingError(f"{where}: the heading of exercise {name} gives the level {match['level']!r}, "
-                           f"which is not one of {', '.join(LEVELS)}: {line!r}; {expected}.")
+                           f"which is not one of {', '.join(DIFFICULTIES)}: {line!r}; {expected}.")
     if int(match["minutes"]) < 1:
         raise HeadingError(f"{where}: the heading of exercise {name} gives {match['minutes']} minutes: {line!r}; "
                            f"{expected}, at least 1.")
@@ -191,13 +191,14 @@ def lesson_names():
 
 
 def lesson_named(name):
-    """The Lesson called exactly `name` ("01_tensor_hooks"), or None."""
+    """The Lesson called exactly `name` ("01_tensor_hooks"), or None; for the forms a learner
+    types (01, 1, tensor_hooks, a path) see lesson_meant_by."""
     return next((lesson for lesson in lessons() if lesson.name == name), None)
 
 
-def lesson_called(text):
-    """The Lesson that `text` names: 01_tensor_hooks, 01, 1, tensor_hooks or
-    lessons/01_tensor_hooks.py (also .ipynb); None when none does."""
+def lesson_meant_by(text):
+    """The Lesson that `text`, as a learner types it, means: 01_tensor_hooks, 01, 1, tensor_hooks
+    or lessons/01_tensor_hooks.py (also .ipynb); None when none does."""
     name = pathlib.PurePath(text).name.removesuffix(".py").removesuffix(".ipynb")
     for lesson in lessons():
         if name in (lesson.name, lesson.slug) or (name.isdigit() and int(name) == lesson.number):

@@ -80,8 +80,8 @@ def _import_torch_and_checks():
     sys.dont_write_bytecode = learner_setting and os.environ.get("HOOKED_COURSE_BYTECODE") != "1"
     missing_checks = {}  # lesson name -> the checks module it lacks
     try:
-        from hooked.checks.optimizers import skip_dynamo_import_in_optimizers
-        skip_dynamo_import_in_optimizers()  # saves 1 s in checks that build an optimizer
+        from hooked.checks.optimizers import skip_dynamo_import_in_optimizers_for_good
+        skip_dynamo_import_in_optimizers_for_good()  # saves 1 s in checks that build an optimizer
 
         from hooked.checks import checks_for_lesson
         from hooked.course import lessons

@@ -18,7 +18,7 @@ from hooked.course import exercise_named, lesson_named
 from hooked.lesson_file import EXERCISE_TAG, read_notebook, top_level_names
 
 HINTS_TAG = "hints"
-LEVELS = 3
+HINT_COUNT = 3  # hints per exercise: 1 the idea, 2 the API, 3 almost there
 
 _DETAILS = re.compile(r"<details\b[^>]*>\s*<summary>(?P<summary>.*?)</summary>(?P<body>.*?)</details>", re.DOTALL)
 _SUMMARY = re.compile(r"Hint (?P<level>\d+) of (?P<levels>\d+):\s*(?P<title>.*)")
@@ -30,10 +30,10 @@ class Hint:
     title: str      # "the idea", "the API", "almost there"
     text: str       # markdown
 
-    def heading(self, levels=LEVELS):
+    def heading(self, levels=HINT_COUNT):
         return f"Hint {self.level} of {levels}: {self.title}"
 
-    def markdown(self, levels=LEVELS):
+    def markdown(self, levels=HINT_COUNT):
         return f"**{self.heading(levels)}**\n\n{self.text}"
 
 

@@ -7,7 +7,7 @@ import contextlib
 
 from hooked.checks import run_check_for_object
 from hooked.course import exercise_named, lesson_named
-from hooked.hints import LEVELS, exercise_hints
+from hooked.hints import HINT_COUNT, exercise_hints
 from hooked.learner_tracebacks import learner_raised_not_implemented
 
 
@@ -27,11 +27,11 @@ def grading_settings():
     thread only costs) and optimizers that do not import torch._dynamo to mark their methods
     (about 1 s)."""
     import torch
-    from hooked.checks.optimizers import dynamo_import_skipped_in_optimizers
+    from hooked.checks.optimizers import skip_dynamo_import_in_optimizers_for_the_block
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        with dynamo_import_skipped_in_optimizers():
+        with skip_dynamo_import_in_optimizers_for_the_block():
             yield
     finally:
         torch.set_num_threads(threads)
@@ -70,7 +70,7 @@ def hint(exercise, level=None):
         return
     _levels_shown[name] = level
     more = (f"\n\n*Run `hint({name})` again for hint {level + 1}.*" if level < len(hints) else "")
-    _show_markdown(hints[level - 1].markdown(LEVELS) + more)
+    _show_markdown(hints[level - 1].markdown(HINT_COUNT) + more)
 
 
 def _show_markdown(text):

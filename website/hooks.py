@@ -48,7 +48,7 @@ from mkdocs.utils import get_relative_url
 from PIL import Image
 from traitlets.config import Config
 
-from hooked.course import LESSON_FILE, LEVELS, ROOT, lesson_named, lessons
+from hooked.course import DIFFICULTIES, LESSON_FILE, ROOT, lesson_named, lessons
 from hooked.solution_markers import MarkerError, lesson_text_from_solution
 
 BRANCH = "main"  # links to repository files that are not on the site point at this branch
@@ -288,7 +288,7 @@ def on_page_content(html, page, config, files):
 # An exercise's heading ends with its level and time ("Exercise 1: `double_grad` · easy · about 5
 # min"); its id leaves them out, "exercise-1-double_grad", so that a link to an exercise still
 # lands when its estimate changes.
-_EXERCISE_ID = re.compile(rf'(id="|href="#)(exercise-\d+-[\w-]+?)-(?:{"|".join(LEVELS)})-about-\d+-min"')
+_EXERCISE_ID = re.compile(rf'(id="|href="#)(exercise-\d+-[\w-]+?)-(?:{"|".join(DIFFICULTIES)})-about-\d+-min"')
 # A code cell's input scrolls sideways: a keyboard reaches (and scrolls) it once it can take
 # the focus (nbconvert already makes each output focusable).
 _FOCUSABLE_SCROLL = re.compile(r'(<div class="highlight-ipynb hl-python")(>)')

@@ -3,7 +3,8 @@
 A torch.optim optimizer imports torch._dynamo (about 1 s, as long as `import torch`) the
 first time it adds a parameter group or takes a step, only to mark those methods as
 not-to-be-compiled. Grading never compiles, so the grading worker calls
-`skip_dynamo_import_in_optimizers` once, and checks use `PlainSGD`, a real
+`skip_dynamo_import_in_optimizers_for_good` once (a notebook, for each check only:
+`skip_dynamo_import_in_optimizers_for_the_block`), and checks use `PlainSGD`, a real
 `torch.optim.Optimizer` (with its step pre- and post-hooks) whose step needs no dynamo."""
 
 import contextlib
@@ -15,23 +16,24 @@ from torch.optim import Optimizer
 _DYNAMO_DISABLED_METHODS = ("add_param_group", "zero_grad", "state_dict", "load_state_dict")
 
 
-def skip_dynamo_import_in_optimizers():
-    """Let these methods run as they are instead of importing torch._dynamo to wrap them.
-    Outside torch.compile the wrapper only calls the method, so behaviour is unchanged."""
+def skip_dynamo_import_in_optimizers_for_good():
+    """Let these methods run as they are instead of importing torch._dynamo to wrap them, from
+    now on in this process (the grading worker's). Outside torch.compile the wrapper only calls
+    the method, so behaviour is unchanged."""
     for name in _DYNAMO_DISABLED_METHODS:
         method = getattr(Optimizer, name).__wrapped__
         method.__dynamo_disable = method  # torch._compile caches the wrapper under this name
 
 
 @contextlib.contextmanager
-def dynamo_import_skipped_in_optimizers():
-    """skip_dynamo_import_in_optimizers for the duration of the block only, each method's
-    cached wrapper as it was afterwards: in a notebook the learner's own optimizers may run
+def skip_dynamo_import_in_optimizers_for_the_block():
+    """What skip_dynamo_import_in_optimizers_for_good does, undone when the block ends (each
+    method's cached wrapper as it was): in a notebook the learner's own optimizers may run
     under torch.compile, where the wrapper matters."""
     missing = object()
     methods = [getattr(Optimizer, name).__wrapped__ for name in _DYNAMO_DISABLED_METHODS]
     before = [method.__dict__.get("__dynamo_disable", missing) for method in methods]
-    skip_dynamo_import_in_optimizers()
+    skip_dynamo_import_in_optimizers_for_good()
     try:
         yield
     finally:

@@ -6,7 +6,7 @@ import re
 import pytest
 
 from hooked import course as manifest
-from hooked.course import LEVELS, ROOT, exercise_named, lesson_named
+from hooked.course import DIFFICULTIES, ROOT, exercise_named, lesson_named
 from hooked.progress import duration
 from hooked_cli import LESSONS, environment, hooked, make_course, write_lesson
 
@@ -63,7 +63,7 @@ def test_each_exercise_shows_its_level_and_time_in_aligned_columns(course):
     for row, (lesson, name) in zip(rows, [(lesson, name) for lesson in LESSONS
                                           for name in lesson_named(lesson).exercise_names()]):
         exercise = exercise_named(name)
-        assert exercise.level in LEVELS and exercise.minutes >= 1
+        assert exercise.level in DIFFICULTIES and exercise.minutes >= 1
         assert row[header.index("exercise"):].split()[:4] == [name, exercise.level, str(exercise.minutes), "min"], row
         # each column starts where its heading does; the time is aligned on its right
         assert row[header.index("level"):].startswith(exercise.level), row

@@ -77,7 +77,7 @@ def test_each_exercise_heading_gives_its_level_and_minutes_in_the_lesson_too(les
     solution = lesson.solution_path.read_text(encoding="utf-8").splitlines()
     learner = lesson.lesson_path.read_text(encoding="utf-8").splitlines()
     for exercise in lesson.exercises:
-        assert exercise.level in course.LEVELS and isinstance(exercise.minutes, int) and exercise.minutes >= 1
+        assert exercise.level in course.DIFFICULTIES and isinstance(exercise.minutes, int) and exercise.minutes >= 1
         heading = [line for line in solution if line.startswith("# ## Exercise ") and f"`{exercise.name}`" in line]
         assert len(heading) == 1, f"{lesson.name}: {exercise.name}: {heading}"
         assert re.fullmatch(rf"# ## Exercise \d+: `{exercise.name}` · {exercise.level} · about {exercise.minutes} min",
@@ -87,11 +87,11 @@ def test_each_exercise_heading_gives_its_level_and_minutes_in_the_lesson_too(les
 
 def test_the_course_has_every_level_and_rises_in_difficulty():
     levels = [exercise.level for lesson in LESSONS for exercise in lesson.exercises]
-    assert set(levels) == set(course.LEVELS)
+    assert set(levels) == set(course.DIFFICULTIES)
     assert {exercise.level for exercise in LESSONS[0].exercises} == {"easy"}  # lesson 01 starts gently
 
     def mean_level(lessons):
-        ranks = [course.LEVELS.index(exercise.level) for lesson in lessons for exercise in lesson.exercises]
+        ranks = [course.DIFFICULTIES.index(exercise.level) for lesson in lessons for exercise in lesson.exercises]
         return sum(ranks) / len(ranks)
 
     half = len(LESSONS) // 2
@@ -254,18 +254,18 @@ def test_an_exercise_is_found_by_its_name_in_its_lesson():
     assert (exercise.lesson, exercise.name) == ("02_removing_hooks", "HookGroup")
     assert course.exercise_named("not_an_exercise") is None
     assert course.lesson_named("02_removing_hooks").exercises[1] is exercise
-    assert course.lesson_named("02") is None  # exact names only; lesson_called takes the short forms
+    assert course.lesson_named("02") is None  # exact names only; lesson_meant_by takes the short forms
 
 
 @pytest.mark.parametrize("text", ["1", "01", "01_tensor_hooks", "tensor_hooks", "lessons/01_tensor_hooks.py",
                                   "lessons/01_tensor_hooks.ipynb", "/elsewhere/solutions/01_tensor_hooks.py"])
 def test_a_lesson_is_called_by_its_number_name_slug_or_path(text):
-    assert course.lesson_called(text).name == "01_tensor_hooks"
+    assert course.lesson_meant_by(text).name == "01_tensor_hooks"
 
 
 @pytest.mark.parametrize("text", ["0", "98", "99_nothing", "tensor", "hooks", ""])
 def test_a_text_that_names_no_lesson_gives_none(text):
-    assert course.lesson_called(text) is None
+    assert course.lesson_meant_by(text) is None
 
 
 def test_the_lesson_file_pattern_takes_lessons_and_notebooks_only():

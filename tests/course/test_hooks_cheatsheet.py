@@ -9,7 +9,7 @@ import inspect
 import pytest
 import torch
 
-from hooked.course import LESSON_FILE, ROOT, lesson_called, lesson_named
+from hooked.course import LESSON_FILE, ROOT, lesson_meant_by, lesson_named
 
 _spec = importlib.util.spec_from_file_location("hooked_site_cheatsheet", ROOT / "website" / "cheatsheet.py")
 cheatsheet = importlib.util.module_from_spec(_spec)
@@ -87,7 +87,7 @@ def test_rows_are_complete_and_lessons_are_real_slugs():
             assert LESSON_FILE.match(f"{row['lesson']}.py"), row
     # a lesson that exists is named by its real slug
     for row in cheatsheet.ROWS:
-        lesson = lesson_called(row["lesson"][:2]) if row["lesson"] else None
+        lesson = lesson_meant_by(row["lesson"][:2]) if row["lesson"] else None
         if lesson is not None:
             assert row["lesson"] == lesson.name, row
 

@@ -39,8 +39,8 @@ def test_plain_sgd_runs_step_pre_and_post_hooks():
 def test_optimizers_work_without_importing_dynamo_after_the_shortcut():
     code = (
         "import sys, torch\n"
-        "from hooked.checks.optimizers import PlainSGD, skip_dynamo_import_in_optimizers\n"
-        "skip_dynamo_import_in_optimizers()\n"
+        "from hooked.checks.optimizers import PlainSGD, skip_dynamo_import_in_optimizers_for_good\n"
+        "skip_dynamo_import_in_optimizers_for_good()\n"
         "p = torch.nn.Parameter(torch.ones(2))\n"
         "opt = PlainSGD([p], lr=0.5)\n"
         "p.sum().backward(); opt.step(); opt.load_state_dict(opt.state_dict()); opt.zero_grad()\n"
