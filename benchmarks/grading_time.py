@@ -9,7 +9,7 @@ turns, with Python's bytecode files kept as on a learner's machine, and the medi
 most 1.5x, fresh at most 1.5x; one lesson at most 1.3x; `hooked status` on a fresh copy at
 most 1.3x; each notebook under 30 s. Then the cost of each lesson (load plus checks) and of
 each exercise, in CPU time on one core, cold (the first grading in a fresh worker, as a run
-pays it) and warm (hooked.grading_cost), and the lessons and checks whose cold cost is over
+pays it) and warm (hooked.grader.cost), and the lessons and checks whose cold cost is over
 their budget; then each exercise's first check(...) in a fresh kernel (goal under
 100 ms). Exit status 1 when a goal or a budget is missed.
 """
@@ -22,9 +22,9 @@ import subprocess
 import sys
 import time
 
-from hooked import grading_cost
+from hooked.grader import cost as grading_cost
 from hooked.course import ROOT, SOLUTIONS_DIR, lessons
-from hooked.grading_plan import WORKERS_VARIABLE, usable_cores
+from hooked.grader.plan import WORKERS_VARIABLE, usable_cores
 
 
 def learners_environment(extra):
@@ -60,7 +60,7 @@ _KERNEL_SCRIPT = """
 import torch
 import contextlib, io, json, sys, time
 from hooked.course import SOLUTIONS_DIR, lesson_named
-from hooked.lesson_file import compile_cell, load_lesson_source
+from hooked.lesson_files.learner_lesson import compile_cell, load_lesson_source
 from hooked.notebook import check
 namespace = {"__name__": "__main__"}
 with contextlib.redirect_stdout(io.StringIO()):

@@ -6,7 +6,7 @@ import sys
 
 def run():
     try:
-        from hooked.cli import main
+        from hooked.command.cli import main
     except KeyboardInterrupt:
         return 130
     return main()

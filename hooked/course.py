@@ -17,8 +17,8 @@ import functools
 import pathlib
 import re
 
-from hooked.exercise_headings import departures, headings_outside_fences
-from hooked.solution_markers import lesson_text_from_solution, without_markers
+from hooked.lesson_files.exercise_headings import departures, headings_outside_fences
+from hooked.lesson_files.solution_markers import lesson_text_from_solution, without_markers
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 SOLUTIONS_DIR = ROOT / "solutions"

@@ -5,10 +5,10 @@ is right."""
 
 import contextlib
 
-from hooked.checks import run_check_for_object
-from hooked.course import exercise_named, lesson_named
-from hooked.hints import HINT_COUNT, exercise_hints
-from hooked.learner_tracebacks import learner_raised_not_implemented
+from hooked.course import exercise_named, lesson_named, lessons
+from hooked.grader.check_runner import checks_for_lesson, run_check_for_object
+from hooked.lesson_files.hints import HINT_COUNT, exercise_hints
+from hooked.feedback.learner_tracebacks import learner_raised_not_implemented
 
 
 def check(exercise):
@@ -16,7 +16,7 @@ def check(exercise):
     from hooked.checks.event_predictions import after_wrong_try
     with grading_settings():
         result = run_check_for_object(exercise)
-        text = result.notebook_text() + after_wrong_try(exercise, result)
+        text = result.notebook_text() + after_wrong_try(exercise, result, _prediction_of(result))
     print(text)
 
 
@@ -40,8 +40,21 @@ def grading_settings():
 def reveal(prediction):
     """Print the events that the code of `prediction` (a `predict_...` exercise) logs, recorded
     now, once your prediction is right; until then, say what to do, never the log."""
+    print(revealed(prediction))
+
+
+def revealed(prediction):
+    """What `reveal(prediction)` prints."""
     from hooked.checks.event_predictions import reveal_text
-    print(reveal_text(prediction))
+    result = run_check_for_object(prediction)
+    return reveal_text(prediction, result, _prediction_of(result))
+
+
+def _prediction_of(result):
+    """The EventPrediction of the exercise `result` is about, or None when it is not a prediction."""
+    if result.lesson not in {lesson.name for lesson in lessons()}:
+        return None
+    return getattr(checks_for_lesson(result.lesson).get(result.exercise), "prediction", None)
 
 
 _levels_shown = {}  # exercise name -> the last hint level shown in this session

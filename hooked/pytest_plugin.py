@@ -6,9 +6,11 @@ worker, and keeping them out of pytest's own process keeps a run fast."""
 
 import pytest
 
-from hooked import course, progress, shared_options
-from hooked.grader import Grader
-from hooked.grading_plan import worker_count
+from hooked import course
+from hooked.command import shared_options
+from hooked.feedback import progress
+from hooked.grader.engine import Grader
+from hooked.grader.plan import worker_count
 
 _GRADER = pytest.StashKey()
 _LESSON_FILES_GIVEN = pytest.StashKey()

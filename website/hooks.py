@@ -6,7 +6,7 @@
   mkdocs-jupyter, in two nav sections "Lessons" and "Solutions". A new lesson needs no edit
   here or in mkdocs.yml.
 - Pristine lessons: a lesson page and its downloads are made of the text the generator makes
-  from solutions/ (hooked.generate), never of the working file lessons/NN_slug.py, which holds
+  from solutions/ (hooked.lesson_files.generate), never of the working file lessons/NN_slug.py, which holds
   a learner's answers once they work in it: a learner who builds and publishes the site
   publishes no answer of theirs.
 - Downloads: downloads/<lessons|solutions>/NN_slug.ipynb (made from the .py with jupytext)
@@ -49,7 +49,7 @@ from PIL import Image
 from traitlets.config import Config
 
 from hooked.course import DIFFICULTIES, LESSON_FILE, ROOT, lesson_named, lessons
-from hooked.solution_markers import MarkerError, lesson_text_from_solution
+from hooked.lesson_files.solution_markers import MarkerError, lesson_text_from_solution
 
 BRANCH = "main"  # links to repository files that are not on the site point at this branch
 FOLDERS = {"lessons": "Lesson", "solutions": "Solution"}

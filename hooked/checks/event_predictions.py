@@ -15,7 +15,7 @@ import re
 from collections import defaultdict
 
 from hooked import course
-from hooked.check_api import calling, fail
+from hooked.checks.check_api import calling, fail
 
 PREDICTION_TAG = "prediction"
 _PREDICTION_CELL = re.compile(r'^# %% tags=\["prediction"\]\n(.*?)(?=^# %%|\Z)', re.MULTILINE | re.DOTALL)
@@ -75,8 +75,8 @@ def prediction_cells(lesson):
 @functools.lru_cache(maxsize=None)
 def recorded_events(lesson, code):
     """What the prediction cell's `code(log)` logs, run on the installed torch: now, or in an
-    earlier run with the same torch, Python and cell text (hooked.recorded_logs)."""
-    from hooked import recorded_logs
+    earlier run with the same torch, Python and cell text (hooked.checks.recorded_logs)."""
+    from hooked.checks import recorded_logs
     cells = prediction_cells(lesson)
     return recorded_logs.recorded(lesson, code, [source for source, _ in cells],
                                   lambda: run_prediction_code(lesson, code, cells))
@@ -175,24 +175,16 @@ def prediction_check(prediction):
     return check
 
 
-def reveal_text(predict):
-    """What a lesson's reveal cell prints under a prediction: the log that fires, numbered,
-    once `predict` passes; before that, what to do (so the learner's page never shows it)."""
-    from hooked.checks import run_check_for_object
-    result = run_check_for_object(predict)
+def reveal_text(predict, result, prediction):
+    """What a lesson's reveal cell prints under a prediction, given `result`, the verdict on
+    `predict`, and `prediction`, its EventPrediction: the log that fires, numbered, once
+    `predict` passes; before that, what to do (so the learner's page never shows it)."""
     if result.status == "not_attempted":
         return f"Not done yet: write your prediction in {predict.__name__}'s cell; the log appears here once it is right."
     if result.status != "passed":
         return f"Not yet right, so the log stays hidden; check({predict.__name__}) says where your prediction parts."
-    prediction = _prediction_of(result.lesson, result.exercise)
     lines = [f"{index:2}  {event}" for index, event in enumerate(true_log(prediction))]
     return "What fires, recorded by running this code on torch " + _torch_version() + ":\n" + "\n".join(lines)
-
-
-def _prediction_of(lesson, exercise):
-    """The EventPrediction of `exercise`, or None when it is not a prediction."""
-    from hooked.checks import checks_for_lesson
-    return getattr(checks_for_lesson(lesson).get(exercise), "prediction", None)
 
 
 def _torch_version():
@@ -203,15 +195,14 @@ def _torch_version():
 _wrong_tries = defaultdict(set)  # exercise -> the different wrong predictions check() saw, in this kernel only
 
 
-def after_wrong_try(predict, result):
+def after_wrong_try(predict, result, prediction):
     """What a notebook's check() adds under a failed prediction: how many different wrong
     predictions it has seen in this session, and after the third, the whole log. A try is a
     list of the exercise's events: the same events in another spelling are the same try, and
     a value that is no prediction (None, a string, an unknown event) is no try. Counted in
     the kernel's memory only: the grader never writes to the learner's files, and `pytest` and
     `hooked`, a fresh process each time, never show the log."""
-    prediction = _prediction_of(result.lesson, result.exercise) if result.status == "failed" else None
-    if prediction is None:
+    if result.status != "failed" or prediction is None:
         return ""
     try:
         key = tuple(_as_event_names(prediction, predict())[0])  # one try, however it is spelled

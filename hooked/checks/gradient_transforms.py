@@ -3,7 +3,7 @@ on random gradients and judge what comes back, naming the usual mistakes."""
 
 import torch
 
-from hooked.check_api import calling, fail
+from hooked.checks.check_api import calling, fail
 from hooked.checks.tensors import close, describe, first_difference
 
 

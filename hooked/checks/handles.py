@@ -7,7 +7,7 @@ from collections.abc import Iterator, Mapping
 import torch
 from torch.utils.hooks import RemovableHandle
 
-from hooked.check_api import calling, fail
+from hooked.checks.check_api import calling, fail
 from hooked.checks.tensors import describe
 
 

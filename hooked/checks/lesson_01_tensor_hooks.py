@@ -2,7 +2,7 @@
 
 import torch
 
-from hooked.check_api import calling, fail
+from hooked.checks.check_api import calling, fail
 from hooked.checks.gradient_transforms import check_returns_new_gradient
 from hooked.checks.handles import single_handle
 from hooked.checks.tensors import close, describe, random_leaf, random_tensor

@@ -12,11 +12,11 @@ import weakref
 import torch
 from torch import nn
 
-from hooked.check_api import calling, fail
+from hooked.checks.check_api import calling, fail
 from hooked.checks.handles import single_handle
 from hooked.checks.planted_exceptions import planted_exception_comes_through
 from hooked.checks.tensors import close, describe, random_tensor
-from hooked.lesson_file import without_magics
+from hooked.lesson_files.learner_lesson import without_magics
 
 
 class _CountingTensorHook:

@@ -6,7 +6,7 @@ import traceback
 import torch
 from torch import nn
 
-from hooked.check_api import calling, fail
+from hooked.checks.check_api import calling, fail
 from hooked.checks.event_predictions import EventPrediction, Rule, prediction_check
 from hooked.checks.handles import single_handle
 from hooked.checks.noise import (check_generator_advanced, check_new_noise_each_call, check_noise_sample,

@@ -10,7 +10,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from hooked.check_api import calling, fail
+from hooked.checks.check_api import calling, fail
 from hooked.checks.event_predictions import END, EventPrediction, Rule, prediction_check
 from hooked.checks.handles import check_handles_registered, handle_list, remove_handles, single_handle
 from hooked.checks.hooks_left import global_hooks, global_hooks_added, modules_with_hooks

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 import torch
 from torch import nn
 
-from hooked.check_api import calling, fail
+from hooked.checks.check_api import calling, fail
 from hooked.checks.event_predictions import EventPrediction, Rule, prediction_check
 from hooked.checks.handles import handle_list, remove_handles, single_handle
 from hooked.checks.hooks_left import modules_with_hooks

@@ -10,7 +10,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from hooked.check_api import LearnerCodeRaised, calling, fail
+from hooked.checks.check_api import LearnerCodeRaised, calling, fail
 from hooked.checks import trained_digits_cnn
 from hooked.checks.grad_cam_reference import activation_and_gradient, cam_of, twin_without_in_place
 from hooked.checks.hooks_left import GLOBAL_MODULE_HOOKS, MODULE_HOOK_DICTS

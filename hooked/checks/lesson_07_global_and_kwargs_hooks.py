@@ -7,7 +7,7 @@ import random
 import torch
 from torch import nn
 
-from hooked.check_api import LearnerCodeRaised, calling, fail
+from hooked.checks.check_api import LearnerCodeRaised, calling, fail
 from hooked.checks.event_predictions import EventPrediction, Rule, prediction_check
 from hooked.checks.hooks_left import (CALL_HOOK_KINDS, MODULE_HOOK_DICTS, global_hook_registrar, global_hooks,
                                      global_hooks_added)

@@ -21,7 +21,7 @@ import weakref
 import torch
 from torch import nn
 
-from hooked.check_api import calling, capitalized, fail
+from hooked.checks.check_api import calling, capitalized, fail
 from hooked.checks.event_predictions import END, EventPrediction, Rule, prediction_check
 from hooked.checks.handles import handle_list, remove_handles, single_handle
 from hooked.checks.seeding import seeded

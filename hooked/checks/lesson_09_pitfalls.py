@@ -8,15 +8,15 @@ import torch
 import torch.nn.modules.module as module_globals
 from torch import nn
 
-from hooked.check_api import LearnerCodeRaised, calling, fail
+from hooked.checks.check_api import LearnerCodeRaised, calling, fail
 from hooked.checks.event_predictions import END, EventPrediction, Rule, prediction_check
 from hooked.checks.hooks_left import (MODULE_HOOK_DICTS, PARAMETER_HOOK_DICTS, global_hooks, global_hooks_added,
                                      registered_hooks)
 from hooked.checks.planted_exceptions import planted_exception_comes_through
 from hooked.checks.tensors import close, describe, random_tensor
 from hooked.checks.torch_error_hints import calling_with_hints
-from hooked.isolation import GLOBAL_MODULE_HOOK_DICTS
-from hooked.learner_tracebacks import learner_frame
+from hooked.grader.isolation import GLOBAL_MODULE_HOOK_DICTS
+from hooked.feedback.learner_tracebacks import learner_frame
 
 KINDS = (*MODULE_HOOK_DICTS, *PARAMETER_HOOK_DICTS)
 _FLAG_DICTS = ("_forward_pre_hooks_with_kwargs", "_forward_hooks_with_kwargs", "_forward_hooks_always_called")
@@ -817,7 +817,7 @@ def check_remove_all_hooks(fn):
 # the reentrant mode costs 235 ms and imports nothing, but the non-reentrant one still imports
 # torch._dynamo (739 ms): it reads torch._dynamo.config.error_on_nested_fx_trace whatever the caller
 # does, which no supported setting avoids short of faking torch's modules. So the recorded log is
-# kept between runs (hooked.recorded_logs): a learner's first run pays the import, later ones do
+# kept between runs (hooked.checks.recorded_logs): a learner's first run pays the import, later ones do
 # not, and only for a prediction of known events (a stub or a malformed one records nothing).
 CHECKPOINT_RECOMPUTE = EventPrediction(
     exercise="predict_checkpoint_recompute", lesson="09_pitfalls", code="checkpoint_events",

@@ -5,11 +5,11 @@ import random
 import torch
 from torch import nn
 
-from hooked.check_api import LearnerCodeRaised, calling, fail
+from hooked.checks.check_api import LearnerCodeRaised, calling, fail
 from hooked.checks.handles import is_handle, single_handle
 from hooked.checks.optimizers import PlainSGD
 from hooked.checks.tensors import close, describe, random_tensor
-from hooked.learner_tracebacks import learner_frame
+from hooked.feedback.learner_tracebacks import learner_frame
 
 
 def _one_line(error):

@@ -13,8 +13,8 @@ from collections.abc import Mapping
 import torch
 from torch import nn
 
-from hooked.check_api import CheckFailed, LearnerCodeRaised, calling, fail
-from hooked.check_runner import run_check
+from hooked.checks.check_api import CheckFailed, LearnerCodeRaised, calling, fail
+from hooked.grader.check_runner import run_check
 from hooked.checks.handles import handle_list, remove_handles
 from hooked.checks.hooks_left import (MODULE_HOOK_DICTS, PARAMETER_HOOK_DICTS, global_hook_registrar, global_hooks,
                                      global_hooks_added, registered_hooks)
@@ -22,7 +22,7 @@ from hooked.checks.planted_exceptions import planted_exception_comes_through
 from hooked.checks.seeding import seeded
 from hooked.checks.tensors import describe, random_tensor
 from hooked.checks.torch_error_hints import fail_with_hint
-from hooked.learner_tracebacks import describe_learner_error, learner_raised_not_implemented
+from hooked.feedback.learner_tracebacks import describe_learner_error, learner_raised_not_implemented
 
 _KEYS = ("mean", "std", "zero_fraction")
 _LOOP_VARIABLE = ("If the records all landed under one name, the hook reads the loop variable when it runs: bind the "

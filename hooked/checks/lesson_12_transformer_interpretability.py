@@ -9,7 +9,7 @@ import collections
 import torch
 from torch.utils.hooks import RemovableHandle
 
-from hooked.check_api import LearnerCodeRaised, calling, fail
+from hooked.checks.check_api import LearnerCodeRaised, calling, fail
 from hooked.checks import trained_tiny_transformer
 from hooked.checks.planted_exceptions import planted_exception_comes_through
 from hooked.checks.seeding import seeded

@@ -6,12 +6,12 @@ import torch
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel as DDP
 
-from hooked.check_api import LearnerCodeRaised, calling, fail
+from hooked.checks.check_api import LearnerCodeRaised, calling, fail
 from hooked.checks import all_reduce_race
 from hooked.checks.hooks_left import registered_hooks
 from hooked.checks.tensors import describe
 from hooked.checks.torch_error_hints import fail_with_hint
-from hooked.learner_tracebacks import learner_raised_not_implemented
+from hooked.feedback.learner_tracebacks import learner_raised_not_implemented
 from hooked.two_ranks import EXTRA_WAIT, GLOO_TIMEOUT, run_on_ranks
 
 TINY_BUCKETS = 0.0001  # bucket_cap_mb of 104 bytes (int(0.0001 * 2**20)): several buckets for a small model

@@ -26,7 +26,7 @@ import math
 
 import torch
 
-from hooked.check_api import fail
+from hooked.checks.check_api import fail
 from hooked.checks.tensors import describe
 
 Z = 6.0

@@ -2,7 +2,7 @@
 a block that raises) must come out of it unchanged: hooks are removed in a `finally` or a
 `with` block, never by catching the exception. The check looks at the hooks left afterwards."""
 
-from hooked.check_api import LearnerCodeRaised, calling, fail
+from hooked.checks.check_api import LearnerCodeRaised, calling, fail
 from hooked.checks.torch_error_hints import fail_with_hint, hint_for
 
 

@@ -4,8 +4,8 @@ torch, the hint says what it means for the exercise."""
 
 import contextlib
 
-from hooked.check_api import LearnerCodeRaised, calling, capitalized, fail
-from hooked.learner_tracebacks import describe_learner_error
+from hooked.checks.check_api import LearnerCodeRaised, calling, capitalized, fail
+from hooked.feedback.learner_tracebacks import describe_learner_error
 
 
 def fail_with_hint(doing, error, hint):

@@ -9,7 +9,7 @@ import subprocess
 import sys
 
 from hooked.course import ROOT, lesson_named, lesson_names
-from hooked.solution_markers import lesson_text_from_solution
+from hooked.lesson_files.solution_markers import lesson_text_from_solution
 
 # Lessons 01 and 02 are finished; copying only them keeps these tests independent of
 # lessons that are still being written.

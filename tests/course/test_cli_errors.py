@@ -4,7 +4,7 @@ import shutil
 
 import pytest
 
-from hooked import arguments, shared_options
+from hooked.command import arguments, shared_options
 from hooked_cli import hooked, make_course, pytest_in
 
 

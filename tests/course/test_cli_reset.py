@@ -4,8 +4,8 @@
 import datetime
 import types
 
-from hooked import backups
-from hooked.solution_markers import lesson_text_from_solution
+from hooked.lesson_files import backups
+from hooked.lesson_files.solution_markers import lesson_text_from_solution
 from hooked_cli import hooked, make_course, write_lesson
 
 

@@ -7,7 +7,7 @@ import pytest
 
 from hooked import course as manifest
 from hooked.course import DIFFICULTIES, ROOT, exercise_named, lesson_named
-from hooked.progress import duration
+from hooked.feedback.progress import duration
 from hooked_cli import LESSONS, environment, hooked, make_course, write_lesson
 
 

@@ -9,7 +9,7 @@ import subprocess
 import threading
 import time
 
-from hooked.watching import saved_lessons
+from hooked.command.watching import saved_lessons
 from hooked_cli import environment, make_course, start_hooked, write_lesson
 
 

@@ -12,8 +12,8 @@ import jupytext
 import pytest
 
 from hooked import course
-from hooked.checks import checks_for_lesson
-from hooked.lesson_file import top_level_names
+from hooked.grader.check_runner import checks_for_lesson
+from hooked.lesson_files.learner_lesson import top_level_names
 
 LESSONS = course.lessons()
 IDS = [lesson.name for lesson in LESSONS]
@@ -224,7 +224,7 @@ def test_pytest_names_each_test_after_its_lesson_file_and_exercise():
 
 
 def test_check_finds_the_lesson_of_an_exercise_and_lists_the_exercises_for_anything_else():
-    from hooked.checks import run_check_for_object
+    from hooked.grader.check_runner import run_check_for_object
 
     def HookGroup():  # noqa: N802 (named as the exercise, a class in the lesson)
         raise NotImplementedError

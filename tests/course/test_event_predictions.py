@@ -10,9 +10,10 @@ import re
 import jupytext
 import pytest
 
-from hooked.checks import checks_for_lesson, run_exercise_check
+from hooked.grader.check_runner import checks_for_lesson, run_exercise_check
 from hooked.checks.event_predictions import (END, PREDICTION_TAG, EventPrediction, Rule, divergence_message,
-                                             prediction_cells, reveal_text, true_log)
+                                             prediction_cells, true_log)
+from hooked.notebook import revealed
 from hooked.course import fresh_lesson_text, lessons
 
 PREDICTIONS = [check.prediction for lesson in lessons() for check in checks_for_lesson(lesson.name).values()
@@ -99,19 +100,19 @@ def test_the_stub_is_not_attempted_and_reveals_nothing(prediction):
     exec(cell[:cell.index("# %%")], namespace)
     stub = namespace[prediction.exercise]
     assert run_exercise_check(prediction.lesson, prediction.exercise, stub).status == "not_attempted"
-    text = reveal_text(stub)
+    text = revealed(stub)
     assert text.startswith("Not done yet") and not any(f"  {event}" in text for event in true_log(prediction))
 
 
 @pytest.mark.parametrize("prediction", PREDICTIONS, ids=IDS)
 def test_the_solution_reveals_the_recorded_log_and_a_wrong_one_does_not(prediction):
-    text = reveal_text(_reference_answer(prediction))
+    text = revealed(_reference_answer(prediction))
     assert text.splitlines()[1:] == [f"{index:2}  {event}" for index, event in enumerate(true_log(prediction))]
 
     def predict_wrong():
         return list(reversed(true_log(prediction)))
     predict_wrong.__name__ = prediction.exercise
-    assert reveal_text(predict_wrong).startswith("Not yet right, so the log stays hidden")
+    assert revealed(predict_wrong).startswith("Not yet right, so the log stays hidden")
 
 
 @pytest.mark.parametrize("prediction", PREDICTIONS, ids=IDS)

@@ -2,9 +2,9 @@
 
 import pytest
 
-import hooked.generate as generate
-from hooked.generate import stale_lessons
-from hooked.solution_markers import MarkerError, lesson_text_from_solution, solution_region_lines
+import hooked.lesson_files.generate as generate
+from hooked.lesson_files.generate import stale_lessons
+from hooked.lesson_files.solution_markers import MarkerError, lesson_text_from_solution, solution_region_lines
 
 SOLVED = '''# %% tags=["exercise"]
 import torch

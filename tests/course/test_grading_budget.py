@@ -1,12 +1,13 @@
-"""The grading budget (hooked.grading_cost): every lesson of the manifest is measured and
+"""The grading budget (hooked.grader.cost): every lesson of the manifest is measured and
 held to it, and the README gives every exception. (The costs themselves are measured by
 benchmarks/grading_time.py, not asserted here: a timed test would flake on a busy machine.)"""
 
 import re
 
-from hooked import course, grading_cost
+from hooked import course
+from hooked.grader import cost as grading_cost
 from hooked.course import ROOT
-from hooked.grading_cost import CHECK_BUDGET_EXCEPTIONS, CHECK_BUDGET_MS, LOAD_BUDGET_MS, LessonCost
+from hooked.grader.cost import CHECK_BUDGET_EXCEPTIONS, CHECK_BUDGET_MS, LOAD_BUDGET_MS, LessonCost
 
 
 def _speed_paragraph():

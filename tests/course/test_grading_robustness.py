@@ -15,9 +15,10 @@ import types
 import jupytext
 import pytest
 
-from hooked import course, pytest_plugin, shared_options
+from hooked import course, pytest_plugin
+from hooked.command import shared_options
 from hooked.course import LESSONS_DIR, ROOT, exercise_named
-from hooked.lesson_file import top_level_names
+from hooked.lesson_files.learner_lesson import top_level_names
 
 # These tests start pytest; a started pytest must never start them again.
 if os.environ.get("HOOKED_INNER_RUN"):
@@ -91,7 +92,7 @@ def test_fresh_lessons_report_every_exercise_not_attempted_and_exit_0(tmp_path):
 
 
 def test_a_notebook_check_of_a_stub_gives_the_line_of_its_def_too(tmp_path):
-    from hooked.checks import run_check_for_object
+    from hooked.grader.check_runner import run_check_for_object
     for lesson, exercise in (("01_tensor_hooks", "double_grad"), ("02_removing_hooks", "HookGroup")):
         cell = next(cell.source for cell in jupytext.read(LESSONS_DIR / f"{lesson}.py").cells
                     if exercise in top_level_names(cell.source))

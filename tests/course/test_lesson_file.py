@@ -2,7 +2,7 @@
 
 import os
 
-from hooked.lesson_file import load_lesson_source, top_level_names, without_magics
+from hooked.lesson_files.learner_lesson import load_lesson_source, top_level_names, without_magics
 
 LESSON = '''# %% [markdown]
 # # A lesson

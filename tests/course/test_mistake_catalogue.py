@@ -26,9 +26,9 @@ import pathlib
 
 import pytest
 
-from hooked.checks import checks_for_lesson, run_exercise_check
+from hooked.grader.check_runner import checks_for_lesson, run_exercise_check
 from hooked.course import SOLUTIONS_DIR, exercise_named, lesson_names, lessons
-from hooked.solution_markers import solution_region_lines
+from hooked.lesson_files.solution_markers import solution_region_lines
 
 MISTAKES_DIR = pathlib.Path(__file__).resolve().parent / "mistakes"
 KINDS = ("wrong", "right")
@@ -87,7 +87,7 @@ def _params(kind, xfail_key):
 
 @pytest.fixture(scope="module", autouse=True)
 def imports_set_aside_from_the_garbage_collector():
-    """As the grading worker does (hooked.grading_worker.prepare): once torch and the checks
+    """As the grading worker does (hooked.grader.worker.prepare): once torch and the checks
     are imported, Python's cyclic collector leaves their objects alone, none of which is
     garbage; otherwise each full collection goes through all of them (60-80 ms each, over
     a thousand entries). What the entries and the checks make is collected as before."""

@@ -10,9 +10,9 @@ from hooked.course import ROOT
 _GRADE_THE_STUBS = """
 import sys
 import torch
-from hooked.checks import run_exercise_check
+from hooked.grader.check_runner import run_exercise_check
 from hooked.course import lesson_named
-from hooked.lesson_file import load_lesson_source
+from hooked.lesson_files.learner_lesson import load_lesson_source
 lesson = lesson_named("13_distributed_hooks")
 namespace = {}
 for cell in load_lesson_source(lesson.lesson_path.parent, lesson.name).cells:

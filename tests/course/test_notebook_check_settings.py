@@ -68,7 +68,7 @@ def test_checking_attach_weight_ema_in_a_fresh_kernel_imports_no_dynamo_and_a_la
     script = textwrap.dedent("""
         import sys, torch
         from hooked.course import SOLUTIONS_DIR
-        from hooked.lesson_file import load_lesson_source, compile_cell
+        from hooked.lesson_files.learner_lesson import load_lesson_source, compile_cell
         from hooked.notebook import check
         namespace = {"__name__": "__main__"}
         for cell in load_lesson_source(SOLUTIONS_DIR, "10_state_dict_and_optimizer_hooks").cells:

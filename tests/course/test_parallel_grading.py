@@ -14,8 +14,8 @@ import pytest
 
 from hooked import course
 from hooked.course import ROOT
-from hooked.grader import Grader
-from hooked.grading_plan import WORKERS_VARIABLE, assign
+from hooked.grader.engine import Grader
+from hooked.grader.plan import WORKERS_VARIABLE, assign
 
 # These tests start pytest; a started pytest must never start them again.
 if os.environ.get("HOOKED_INNER_RUN"):
@@ -80,7 +80,7 @@ def test_a_lesson_with_a_check_allowed_more_than_the_budget_weighs_what_it_is_al
     """The first DistributedDataParallel of a run imports torch._dynamo (lesson 13's
     mean_allreduce_hook, allowed 800 ms): its lesson gets a worker of its own, and the other
     lessons share the other one."""
-    from hooked import grading_cost
+    from hooked.grader import cost as grading_cost
     plan = [(lesson.name, exercise) for lesson in course.lessons() for exercise in lesson.exercise_names()]
     costly = ("02_removing_hooks", "HookGroup")
     monkeypatch.setitem(grading_cost.CHECK_BUDGET_EXCEPTIONS, costly, (5000, "a check made slow for this test"))
@@ -229,7 +229,7 @@ def _children_of(pids):
 
 
 def test_one_worker_per_idle_core_never_more_than_the_lessons_and_the_variable_decides(monkeypatch):
-    from hooked import grading_plan
+    from hooked.grader import plan as grading_plan
     monkeypatch.delenv(WORKERS_VARIABLE, raising=False)
     monkeypatch.setattr(grading_plan, "usable_cores", lambda: 4)
     monkeypatch.setattr(grading_plan, "busy_cores", lambda: 0)

@@ -1,11 +1,11 @@
-"""The fast reader of percent-format lessons (hooked.percent_script) gives the cells
+"""The fast reader of percent-format lessons (hooked.lesson_files.percent_script) gives the cells
 jupytext gives, or leaves the file to jupytext."""
 
 import jupytext
 import pytest
 
 from hooked import course
-from hooked.percent_script import read_percent_script
+from hooked.lesson_files.percent_script import read_percent_script
 
 
 def _cells(notebook):

@@ -3,7 +3,7 @@
 
 import torch
 
-from hooked.check_runner import run_check
+from hooked.grader.check_runner import run_check
 from hooked.checks.lesson_13_distributed_hooks import check_record_buckets
 
 

@@ -1,4 +1,4 @@
-"""The cache of recorded prediction logs (hooked.recorded_logs): a log is recorded by running
+"""The cache of recorded prediction logs (hooked.checks.recorded_logs): a log is recorded by running
 the code, kept, read back only under the same key, recorded again when any part of its key
 differs or its file cannot be read, and written whole or not at all, outside the lessons."""
 
@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from hooked import recorded_logs
+from hooked.checks import recorded_logs
 from hooked.checks import event_predictions
 from hooked.course import ROOT
 

@@ -9,7 +9,7 @@ import nbformat
 import pytest
 
 from hooked.course import ROOT, SOLUTIONS_DIR, fresh_lesson_text, lesson_named, lesson_names
-from hooked.solution_markers import solution_region_lines
+from hooked.lesson_files.solution_markers import solution_region_lines
 
 MAX_PAGE_BYTES = 1.5e6
 SCREENSHOTS = ROOT / "site-screenshots"  # gitignored; CI keeps it

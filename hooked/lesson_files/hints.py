@@ -15,7 +15,7 @@ import dataclasses
 import re
 
 from hooked.course import exercise_named, lesson_named
-from hooked.lesson_file import EXERCISE_TAG, read_notebook, top_level_names
+from hooked.lesson_files.learner_lesson import EXERCISE_TAG, read_notebook, top_level_names
 
 HINTS_TAG = "hints"
 HINT_COUNT = 3  # hints per exercise: 1 the idea, 2 the API, 3 almost there

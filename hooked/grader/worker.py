@@ -1,4 +1,4 @@
-"""The process that runs a learner's code. The grader (hooked.grader) starts it,
+"""The process that runs a learner's code. The grader (hooked.grader.engine) starts it,
 sends it one JSON request per line and waits for its replies with a time limit;
 when learner code never returns, the grader kills this process and starts
 another, which works the same on Linux, macOS and Windows.
@@ -83,7 +83,7 @@ def _import_torch_and_checks():
         from hooked.checks.optimizers import skip_dynamo_import_in_optimizers_for_good
         skip_dynamo_import_in_optimizers_for_good()  # saves 1 s in checks that build an optimizer
 
-        from hooked.checks import checks_for_lesson
+        from hooked.grader.check_runner import checks_for_lesson
         from hooked.course import lessons
 
         for record in lessons():
@@ -102,9 +102,9 @@ def run_cells(lesson, cells, skip=(), before_cell=lambda index: None):
     """Run a lesson's exercise cells ({"source", "filename", "first_line"} each) in a fresh
     namespace, torch's global state restored afterwards; return (namespace, {index: what
     went wrong}, what they printed). before_cell(index) is called before each cell runs."""
-    from hooked.isolation import torch_state_restored
-    from hooked.learner_tracebacks import describe_learner_error
-    from hooked.lesson_file import Cell, compile_cell
+    from hooked.grader.isolation import torch_state_restored
+    from hooked.feedback.learner_tracebacks import describe_learner_error
+    from hooked.lesson_files.learner_lesson import Cell, compile_cell
 
     output = io.StringIO()
     namespace = {"__name__": f"lesson_{lesson}", "__builtins__": __builtins__}
@@ -129,9 +129,9 @@ def run_cells(lesson, cells, skip=(), before_cell=lambda index: None):
 
 def check_exercise(lesson, exercise, namespace, where=None, missing_checks=None):
     """(Result, what was printed) of checking `exercise` as the lesson's cells defined it."""
-    from hooked.checks import run_exercise_check
-    from hooked.learner_tracebacks import describe_learner_error
-    from hooked.verdict import Result
+    from hooked.grader.check_runner import run_exercise_check
+    from hooked.feedback.learner_tracebacks import describe_learner_error
+    from hooked.feedback.verdict import Result
 
     output = io.StringIO()
     with contextlib.redirect_stdout(output), contextlib.redirect_stderr(output):

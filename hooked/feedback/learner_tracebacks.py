@@ -6,7 +6,7 @@ import os
 import sysconfig
 import traceback
 
-from hooked.display_paths import place
+from hooked.feedback.display_paths import place
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 _LIBRARY_DIRS = tuple(

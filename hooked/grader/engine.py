@@ -1,5 +1,5 @@
 """Grade exercises of a folder of lessons. Learner code runs in a separate
-process (hooked.grading_worker) so that a loop that never ends can be stopped
+process (hooked.grader.worker) so that a loop that never ends can be stopped
 after a time limit, on any operating system, and the rest of the run goes on."""
 
 import collections
@@ -13,11 +13,11 @@ import threading
 import time
 
 from hooked.course import ROOT
-from hooked.display_paths import display_path
-from hooked.grading_plan import assign, worker_count
-from hooked.lesson_file import load_lesson_source
-from hooked.shared_options import DEFAULT_TIME_LIMIT
-from hooked.verdict import Result
+from hooked.feedback.display_paths import display_path
+from hooked.grader.plan import assign, worker_count
+from hooked.lesson_files.learner_lesson import load_lesson_source
+from hooked.command.shared_options import DEFAULT_TIME_LIMIT
+from hooked.feedback.verdict import Result
 
 _STARTUP_LIMIT = 300.0  # importing torch on a cold, busy machine
 
@@ -37,7 +37,7 @@ class _Worker:
 
     def __init__(self, lessons_dir):
         # No bytecode files: importing a helper module beside the lessons must not write there.
-        # The course's own modules may keep theirs, as in this process (hooked.grading_worker).
+        # The course's own modules may keep theirs, as in this process (hooked.grader.worker).
         env = dict(os.environ, PYTHONIOENCODING="utf-8", PYTHONDONTWRITEBYTECODE="1",
                    HOOKED_DISPLAY_ROOT=os.getcwd(), HOOKED_COURSE_BYTECODE="0" if sys.dont_write_bytecode else "1")
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
@@ -46,7 +46,7 @@ class _Worker:
         else:
             group = {"start_new_session": True}
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "hooked.grading_worker"], env=env, cwd=lessons_dir,
+            [sys.executable, "-m", "hooked.grader.worker"], env=env, cwd=lessons_dir,
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             text=True, encoding="utf-8", errors="replace", **group)
         self.replies = queue.Queue()
@@ -278,7 +278,7 @@ class Grader:
     """grade(lesson, exercise) -> Result, for the lessons in `lessons_dir`.
 
     start(plan) with the (lesson, exercise) pairs about to be asked for, in order, starts one
-    worker per core (hooked.grading_plan), gives each worker whole lessons so that they finish
+    worker per core (hooked.grader.plan), gives each worker whole lessons so that they finish
     together, and grades ahead: grade() then waits for its result. The results, their
     messages and the order they are asked for are the same with one worker as with many."""
 

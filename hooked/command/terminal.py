@@ -5,7 +5,7 @@ Text from files and from the grader is never read as rich markup."""
 from rich.console import Console
 from rich.text import Text
 
-from hooked.progress import status_words
+from hooked.feedback.progress import status_words
 
 STATUS_STYLES = {"passed": "green", "failed": "red", "not_attempted": "yellow", "error": "magenta"}
 

@@ -2,21 +2,23 @@
 passed, failed (with the check's message or the learner's error), not attempted
 (the stub still raises), or error (the check itself broke)."""
 
+import importlib
 import linecache
 import re
 import traceback
 
-from hooked.check_api import CheckFailed, LearnerCodeRaised, capitalized
-from hooked.display_paths import place
-from hooked.learner_tracebacks import describe_learner_error, error_text, learner_frame, learner_raised_not_implemented
-from hooked.verdict import Result
+from hooked import course
+from hooked.checks.check_api import CheckFailed, LearnerCodeRaised, capitalized
+from hooked.feedback.display_paths import place
+from hooked.feedback.learner_tracebacks import describe_learner_error, error_text, learner_frame, learner_raised_not_implemented
+from hooked.feedback.verdict import Result
 
 
 def run_check(lesson, exercise, check, obj, where=None):
     """Run `check(obj)` and turn what happened into a Result. Torch's global state
     is restored afterwards, whatever the learner's code did to it. `where` is the line that
     defines the exercise, as the grader shows it ("lessons/01_tensor_hooks.py line 241")."""
-    from hooked.isolation import torch_state_restored  # imports torch: only where checks run
+    from hooked.grader.isolation import torch_state_restored  # imports torch: only where checks run
 
     def result(status, message):
         return Result(lesson, exercise, status, message)
@@ -75,3 +77,25 @@ def _unexpected(result, exercise, error):
     # No learner frame: the checker itself broke. That is the course's bug; show everything.
     details = "".join(traceback.format_exception(error))
     return result("error", f"the checker for {exercise} failed (a bug in the course, please report it):\n{details}")
+
+def checks_for_lesson(lesson):
+    """The CHECKS of the lesson named `lesson` ("01_tensor_hooks")."""
+    return importlib.import_module(course.lesson_named(lesson).checks_module).CHECKS
+
+
+def run_exercise_check(lesson, exercise, obj, where=None):
+    return run_check(lesson, exercise, checks_for_lesson(lesson)[exercise], obj, where)
+
+
+def run_check_for_object(obj):
+    """Grade a live function or class by its name (what a notebook's `check(x)` does)."""
+    name = getattr(obj, "__name__", None)
+    exercise = course.exercise_named(name) if isinstance(name, str) else None
+    if exercise is None:
+        known = ", ".join(name for lesson in course.lessons() for name in lesson.exercise_names())
+        given = f"a function named {name!r}" if isinstance(name, str) else f"{type(obj).__name__} {obj!r:.60}"
+        return Result("?", name if isinstance(name, str) else "check", "error",
+                      f"check() was given {given}, which is not one of the exercises. Pass the exercise itself, "
+                      f"defined with `def` or `class` under its own name, e.g. check(double_grad). "
+                      f"The exercises: {known}.")
+    return run_exercise_check(exercise.lesson, name, obj)

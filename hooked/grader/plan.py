@@ -8,7 +8,7 @@ from hooked import course
 WORKERS_VARIABLE = "HOOKED_GRADING_WORKERS"  # a whole number: that many workers, whatever the load
 
 # What a lesson costs to grade, in ms on one core: loading its cells, then each check (15 ms,
-# or, for a check allowed more than the budget in hooked.grading_cost, such as the first
+# or, for a check allowed more than the budget in hooked.grader.cost, such as the first
 # DistributedDataParallel of a run, what it is allowed). benchmarks/grading_time.py measures
 # the real costs.
 _LOAD_MS = 5
@@ -50,7 +50,7 @@ def worker_count(lesson_count):
 def estimated_cost(lesson, exercises):
     """ms to grade `exercises` (names) of the lesson named `lesson`, so that a lesson with a
     costly check weighs what it costs."""
-    from hooked.grading_cost import CHECK_BUDGET_EXCEPTIONS
+    from hooked.grader.cost import CHECK_BUDGET_EXCEPTIONS
     return _LOAD_MS + sum(CHECK_BUDGET_EXCEPTIONS.get((lesson, exercise), (_CHECK_MS,))[0]
                           for exercise in exercises)
 

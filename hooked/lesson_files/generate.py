@@ -1,7 +1,7 @@
-"""Write the learner's lessons/ from solutions/, the single source (hooked.solution_markers
-says how a solution becomes a stub), backing up any lesson file it replaces (hooked.backups)."""
+"""Write the learner's lessons/ from solutions/, the single source (hooked.lesson_files.solution_markers
+says how a solution becomes a stub), backing up any lesson file it replaces (hooked.lesson_files.backups)."""
 
-from hooked.backups import BACKUP_DIR, back_up
+from hooked.lesson_files.backups import BACKUP_DIR, back_up
 from hooked.course import LESSONS_DIR, fresh_lesson_text, lesson_names
 
 

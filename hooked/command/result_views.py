@@ -1,13 +1,13 @@
 """What the grading commands print about their results: the status table of `hooked
 status`, the feedback of `hooked check` and `hooked solution`, and the summary `hooked
-watch` gives after each save. The words come from hooked.progress (shared with pytest),
-the colours from hooked.terminal."""
+watch` gives after each save. The words come from hooked.feedback.progress (shared with pytest),
+the colours from hooked.command.terminal."""
 
 import textwrap
 
-from hooked import progress
+from hooked.feedback import progress
 from hooked.course import lesson_named
-from hooked.display_paths import display_path
+from hooked.feedback.display_paths import display_path
 
 STATUS_WIDTH = len("not attempted")
 

@@ -7,7 +7,7 @@ with a plain-words message when the behaviour is wrong.
 
 import contextlib
 
-from hooked.learner_tracebacks import learner_raised_not_implemented
+from hooked.feedback.learner_tracebacks import learner_raised_not_implemented
 
 
 class CheckFailed(Exception):

@@ -7,8 +7,8 @@ import dataclasses
 import pathlib
 import sys
 
-from hooked.display_paths import display_path
-from hooked.percent_script import read_percent_script
+from hooked.feedback.display_paths import display_path
+from hooked.lesson_files.percent_script import read_percent_script
 
 EXERCISE_TAG = "exercise"
 

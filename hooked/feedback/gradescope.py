@@ -3,7 +3,8 @@
 one test per exercise, worth one point, with the learner's feedback as its output, and the
 exercise's level and usual minutes as its extra data."""
 
-from hooked import course, progress
+from hooked import course
+from hooked.feedback import progress
 
 
 def results_json(results, execution_seconds):

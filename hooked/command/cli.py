@@ -2,11 +2,11 @@
 save, get hints, see the reference solution once yours passes, start a lesson over,
 export results for a grading system; and, for course authors, generate lessons/.
 
-Here are the commands; hooked.arguments reads the command line, hooked.result_views
-prints what grading found, hooked.backups keeps what `reset` replaces.
+Here are the commands; hooked.command.arguments reads the command line, hooked.command.result_views
+prints what grading found, hooked.lesson_files.backups keeps what `reset` replaces.
 
 This process never imports torch: learner code runs in the grading worker that
-hooked.grader starts, exactly as under pytest."""
+hooked.grader.engine starts, exactly as under pytest."""
 
 import contextlib
 import json
@@ -16,19 +16,19 @@ import signal
 import sys
 import time
 
-from hooked import progress
-from hooked.arguments import UsageError, course_lessons, exercise_in, find_lesson, lessons_folder, parse
-from hooked.backups import BACKUP_DIR, back_up
+from hooked.feedback import progress
+from hooked.command.arguments import UsageError, course_lessons, exercise_in, find_lesson, lessons_folder, parse
+from hooked.lesson_files.backups import BACKUP_DIR, back_up
 from hooked.course import ROOT, HeadingError, fresh_lesson_text
-from hooked.display_paths import display_path
-from hooked.generate import stale_lessons, write_lessons
-from hooked.gradescope import results_json
-from hooked.grader import Grader
-from hooked.hints import HINT_COUNT, lesson_hints
-from hooked.result_views import feedback_line, show_check, show_status, show_watched
-from hooked.solution_markers import MarkerError
-from hooked.terminal import Terminal
-from hooked.watching import saved_lessons
+from hooked.feedback.display_paths import display_path
+from hooked.lesson_files.generate import stale_lessons, write_lessons
+from hooked.feedback.gradescope import results_json
+from hooked.grader.engine import Grader
+from hooked.lesson_files.hints import HINT_COUNT, lesson_hints
+from hooked.command.result_views import feedback_line, show_check, show_status, show_watched
+from hooked.lesson_files.solution_markers import MarkerError
+from hooked.command.terminal import Terminal
+from hooked.command.watching import saved_lessons
 
 
 # --- grading -------------------------------------------------------------------------------

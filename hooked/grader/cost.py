@@ -12,7 +12,7 @@ The budget judges what a grading run pays: each lesson's load and each exercise'
 in a fresh worker (cold), where a one-time cost inside a check (an import, a model built
 once) falls. Warm figures (the median of a few more gradings in that process) are printed
 beside them, to tell such a cost from the check's own work. Cold is measured twice: with
-an empty cache of recorded prediction logs (hooked.recorded_logs: a learner's first run) and
+an empty cache of recorded prediction logs (hooked.checks.recorded_logs: a learner's first run) and
 with the cache that run left (every later run); the budget judges the later runs."""
 
 import dataclasses
@@ -73,8 +73,8 @@ def check_budget_ms(lesson, exercise):
 def _grade_each_lesson(lessons_dir, missing_checks):
     """Grade every lesson of `lessons_dir` once, as the worker does: {lesson: CPU seconds of its
     load}, {(lesson, exercise): CPU seconds of its check}, {(lesson, exercise): status}."""
-    from hooked.grading_worker import check_exercise, run_cells
-    from hooked.lesson_file import load_lesson_source
+    from hooked.grader.worker import check_exercise, run_cells
+    from hooked.lesson_files.learner_lesson import load_lesson_source
 
     loads, checks, statuses = {}, {}, {}
     for record in course.lessons():
@@ -95,9 +95,9 @@ def _grade_each_lesson(lessons_dir, missing_checks):
 def _cold(lessons_dir, cache_dir=None):
     """({lesson: load ms}, {(lesson, exercise): check ms}) of one grading in a fresh process,
     with the cache of recorded logs in `cache_dir` (None: the course's own)."""
-    from hooked.recorded_logs import CACHE_VARIABLE
+    from hooked.checks.recorded_logs import CACHE_VARIABLE
     env = dict(os.environ, **({CACHE_VARIABLE: str(cache_dir)} if cache_dir else {}))
-    output = subprocess.run([sys.executable, "-m", "hooked.grading_cost", str(lessons_dir)], env=env,
+    output = subprocess.run([sys.executable, "-m", "hooked.grader.cost", str(lessons_dir)], env=env,
                             capture_output=True, text=True, check=True).stdout
     measured = json.loads(output.splitlines()[-1])
     return ({lesson: 1000 * spent for lesson, spent in measured["loads"].items()},
@@ -108,7 +108,7 @@ def measure(lessons_dir=course.SOLUTIONS_DIR, repeat=3):
     """[LessonCost per lesson of the manifest]: cold, the first grading of the lessons in
     `lessons_dir` in a fresh process (with no cache of recorded logs, then with the one that
     run left); warm, the median of `repeat` gradings after one not counted. Imports torch."""
-    from hooked.grading_worker import prepare
+    from hooked.grader.worker import prepare
 
     with tempfile.TemporaryDirectory(prefix="hooked-cost-") as cache:
         _, first_run_checks = _cold(lessons_dir, cache)
@@ -171,7 +171,7 @@ def table_lines(costs):
 
 
 if __name__ == "__main__":  # one cold grading, in this fresh process: what _cold reads
-    from hooked.grading_worker import prepare as _prepare
+    from hooked.grader.worker import prepare as _prepare
     _loads, _checks, _ = _grade_each_lesson(sys.argv[1], _prepare())
     print(json.dumps({"loads": _loads, "checks": {f"{lesson}/{exercise}": spent
                                                   for (lesson, exercise), spent in _checks.items()}}))
