@@ -3,6 +3,7 @@ lesson costs to grade, against the budget a lesson must meet.
 
     python benchmarks/grading_time.py              # grading times, cost table, budget check
     python benchmarks/grading_time.py --notebooks  # also execute every notebook
+    python benchmarks/grading_time.py --against ../old  # each command also on another checkout, side by side
 
 Each command runs --repeat times (default 5) after one run not counted, the commands taking
 turns, with Python's bytecode files kept as on a learner's machine, and the median counts. Goals (ratios to the floor): the whole course solved with `pytest --solutions` at
@@ -16,6 +17,7 @@ their budget; then each exercise's first check(...) in a fresh kernel (goal unde
 
 import argparse
 import os
+import pathlib
 import platform
 import statistics
 import subprocess
@@ -35,15 +37,23 @@ def learners_environment(extra):
     return dict(env, **extra)
 
 
+def checkout_environment(checkout):
+    """What runs a command on the course in the folder `checkout` (None: this one): its folder and,
+    for another checkout, the environment that imports its hooked before the installed one."""
+    if checkout is None:
+        return ROOT, {}
+    return checkout, {"PYTHONPATH": str(checkout)}
+
+
 def run_seconds(commands, repeat):
-    """The times of each (command, extra environment), after one run of each that is
+    """The times of each (command, extra environment, folder), after one run of each that is
     not counted (it writes the bytecode files). The commands take turns, so that a machine
     that gets busier or quieter during the run weighs on all of them alike."""
     times = [[] for _ in commands]
     for round_ in range(repeat + 1):
-        for (command, env), spent in zip(commands, times):
+        for (command, env, folder), spent in zip(commands, times):
             started = time.perf_counter()
-            subprocess.run(command, cwd=ROOT, check=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            subprocess.run(command, cwd=folder, check=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                            env=learners_environment(env))
             if round_:
                 spent.append(time.perf_counter() - started)
@@ -77,11 +87,13 @@ print(json.dumps(spent))
 """
 
 
-def notebook_check_ms(lesson):
-    """{exercise: (ms of its first check(...) in a fresh kernel, wall clock; whether it passed)}."""
+def notebook_check_ms(lesson, checkout=None):
+    """{exercise: (ms of its first check(...) in a fresh kernel, wall clock; whether it passed)}, with the
+    course in the folder `checkout` (None: this one)."""
     import json
-    output = subprocess.run([sys.executable, "-c", _KERNEL_SCRIPT, lesson], cwd=ROOT, capture_output=True,
-                            text=True, check=True, env=learners_environment({})).stdout
+    folder, env = checkout_environment(checkout)
+    output = subprocess.run([sys.executable, "-c", _KERNEL_SCRIPT, lesson], cwd=folder, capture_output=True,
+                            text=True, check=True, env=learners_environment(env)).stdout
     return {exercise: tuple(value) for exercise, value in json.loads(output.splitlines()[-1]).items()}
 
 
@@ -125,7 +137,7 @@ def load_average():
         return "load average unknown"
 
 
-def timing_rows(repeat):
+def timing_rows(repeat, against=None):
     python = sys.executable
     pytest = [python, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
     hooked = [python, "-m", "hooked"]
@@ -150,20 +162,39 @@ def timing_rows(repeat):
         ("whole course, solved: hooked status --lessons-dir solutions",
          hooked + ["status", "--lessons-dir", "solutions"], {}, 1.5),
     ]
-    runs = run_seconds([(command, env) for _, command, env, _ in commands], repeat)
-    return [(name, spent, goal) for (name, _, _, goal), spent in zip(commands, runs)]
+    rows = [(name, command, env, ROOT, goal) for name, command, env, goal in commands]
+    if against is not None:  # each command of the course once more on the other checkout, right below it
+        rows = [twin for row in rows for twin in _with_twin(row, against)]
+    runs = run_seconds([(command, env, folder) for _, command, env, folder, _ in rows], repeat)
+    return [(name, spent, goal) for (name, _, _, _, goal), spent in zip(rows, runs)]
+
+
+def _with_twin(row, checkout):
+    """`row`, and the same command on `checkout`, unless it runs no code of the course (the floor)."""
+    name, command, env, _, goal = row
+    if "import torch" in " ".join(command):
+        return [row]
+    folder, extra = checkout_environment(checkout)
+    return [row, (f"  the same on {folder}", command, dict(env, **extra), folder, None)]
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeat", type=int, default=5, help="runs per command (default 5)")
     parser.add_argument("--notebooks", action="store_true", help="also time each notebook's execution")
+    parser.add_argument("--against", type=pathlib.Path, metavar="DIR",
+                        help="another checkout of the course (e.g. a git worktree of main): each grading command "
+                             "and each first check(...) also runs on it, taking turns, to compare")
     arguments = parser.parse_args()
     if arguments.repeat < 1:
         parser.error(f"--repeat {arguments.repeat}: give a whole number of 1 or more")
+    if arguments.against is not None and not (arguments.against / "hooked" / "course.py").is_file():
+        parser.error(f"--against {arguments.against}: give the folder of another checkout of the course "
+                     "(it holds hooked/course.py)")
 
     print(f"{machine()}; before: {load_average()}")
-    rows = timing_rows(arguments.repeat)
+    against = None if arguments.against is None else arguments.against.resolve()
+    rows = timing_rows(arguments.repeat, against)
     print(f"median of {arguments.repeat} runs each (after one not counted), bytecode files kept as on a learner's "
           f"machine, {sys.executable}; after: {load_average()}")
     print(f"{'command':<72} {'seconds':>8} {'ratio':>6}  {'goal':<11} each run")
@@ -192,12 +223,14 @@ def main():
           f"{NOTEBOOK_CHECK_GOAL_MS} ms)")
     slowest = (0.0, "")
     for lesson in lessons():
+        other = {} if against is None else notebook_check_ms(lesson.name, against)
         for exercise, (spent, passed) in notebook_check_ms(lesson.name).items():
             slowest = max(slowest, (spent, exercise))
             missed = spent >= NOTEBOOK_CHECK_GOAL_MS or not passed
             failed |= missed
+            twin = f"  (on {against}: {other[exercise][0]:.1f})" if exercise in other else ""
             print(f"  {lesson.name + ' ' + exercise:<70} {spent:>7.1f}{'  MISSED' if missed else ''}"
-                  f"{'' if passed else ' (did not pass)'}")
+                  f"{'' if passed else ' (did not pass)'}{twin}")
     print(f"slowest check(...): {slowest[1]}, {slowest[0]:.1f} ms")
 
     if arguments.notebooks:
