@@ -1,4 +1,6 @@
-"""Grades lesson 02, removing hooks: one test per exercise, in the course manifest's order."""
+"""Grades lesson 02, "Removing hooks and keeping them tidy": one test per exercise, in the course
+manifest's order. Written by `python -m hooked generate` from solutions/02_removing_hooks.py; change
+that, not this file."""
 
 from hooked.pytest_plugin import lesson_tests
 

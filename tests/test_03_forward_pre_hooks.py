@@ -1,4 +1,6 @@
-"""Grades lesson 03, forward pre-hooks: one test per exercise, in the course manifest's order."""
+"""Grades lesson 03, "Forward pre-hooks": one test per exercise, in the course manifest's order.
+Written by `python -m hooked generate` from solutions/03_forward_pre_hooks.py; change that, not this
+file."""
 
 from hooked.pytest_plugin import lesson_tests
 

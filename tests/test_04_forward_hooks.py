@@ -1,4 +1,5 @@
-"""Grades lesson 04, forward hooks: one test per exercise, in the course manifest's order."""
+"""Grades lesson 04, "Forward hooks": one test per exercise, in the course manifest's order. Written by
+`python -m hooked generate` from solutions/04_forward_hooks.py; change that, not this file."""
 
 from hooked.pytest_plugin import lesson_tests
 

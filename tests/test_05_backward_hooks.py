@@ -1,4 +1,6 @@
-"""Grades lesson 05, backward hooks on modules: one test per exercise, in the course manifest's order."""
+"""Grades lesson 05, "Backward hooks on modules": one test per exercise, in the course manifest's
+order. Written by `python -m hooked generate` from solutions/05_backward_hooks.py; change that, not
+this file."""
 
 from hooked.pytest_plugin import lesson_tests
 

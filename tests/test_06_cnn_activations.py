@@ -1,4 +1,6 @@
-"""Grades lesson 06, a CNN's feature maps and Grad-CAM: one test per exercise, in the course manifest's order."""
+"""Grades lesson 06, "Inside a CNN: feature maps and Grad-CAM": one test per exercise, in the course
+manifest's order. Written by `python -m hooked generate` from solutions/06_cnn_activations.py;
+change that, not this file."""
 
 from hooked.pytest_plugin import lesson_tests
 

@@ -1,4 +1,6 @@
-"""Grades lesson 07, global and keyword hooks: one test per exercise, in the course manifest's order."""
+"""Grades lesson 07, "Hooks everywhere: global hooks, keyword arguments, `prepend`, `always_call`": one
+test per exercise, in the course manifest's order. Written by `python -m hooked generate` from
+solutions/07_global_and_kwargs_hooks.py; change that, not this file."""
 
 from hooked.pytest_plugin import lesson_tests
 

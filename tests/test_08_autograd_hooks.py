@@ -1,4 +1,6 @@
-"""Grades lesson 08, autograd-level hooks: one test per exercise, in the course manifest's order."""
+"""Grades lesson 08, "Autograd-level hooks": one test per exercise, in the course manifest's order.
+Written by `python -m hooked generate` from solutions/08_autograd_hooks.py; change that, not this
+file."""
 
 from hooked.pytest_plugin import lesson_tests
 

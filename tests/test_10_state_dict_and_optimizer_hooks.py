@@ -1,4 +1,6 @@
-"""Grades lesson 10, state-dict and optimizer hooks: one test per exercise, in the course manifest's order."""
+"""Grades lesson 10, "State-dict and optimizer hooks": one test per exercise, in the course manifest's
+order. Written by `python -m hooked generate` from solutions/10_state_dict_and_optimizer_hooks.py;
+change that, not this file."""
 
 from hooked.pytest_plugin import lesson_tests
 

@@ -1,4 +1,6 @@
-"""Grades lesson 12, a transformer looked at with hooks: one test per exercise, in the course manifest's order."""
+"""Grades lesson 12, "Looking inside a transformer with hooks": one test per exercise, in the course
+manifest's order. Written by `python -m hooked generate` from
+solutions/12_transformer_interpretability.py; change that, not this file."""
 
 from hooked.pytest_plugin import lesson_tests
 

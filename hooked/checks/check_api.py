@@ -2,10 +2,19 @@
 
 A check is a function `check_x(x)` that calls the learner's object `x` inside
 `with calling("what the check is doing"):`, and raises `CheckFailed` (through `fail(...)`)
-with a plain-words message when the behaviour is wrong.
+with a plain-words message when the behaviour is wrong. It is registered as the check of its
+exercise, by the name the exercise's heading in solutions/ gives it:
+
+    @check_of("double_grad")
+    def check_double_grad(double_grad):
+        ...
+
+The grader (hooked.grader.check_runner) finds a lesson's checks by the module that registered them.
 """
 
 import contextlib
+import dataclasses
+import re
 
 from hooked.feedback.learner_tracebacks import learner_raised_not_implemented
 
@@ -50,3 +59,58 @@ def calling(doing):
 def capitalized(text):
     """`doing` at the start of a sentence: "calling f(x)" -> "Calling f(x)"."""
     return text[:1].upper() + text[1:]
+
+
+@dataclasses.dataclass(frozen=True)
+class RegisteredCheck:
+    """A check and the exercise it grades, as `check_of` recorded them."""
+    exercise: str       # "double_grad", as the exercise's heading in solutions/ names it
+    check: object       # the function that grades the learner's object
+    module: str         # the checks module that registered it: "hooked.checks.lesson_01_tensor_hooks"
+    budget_ms: int = 0  # what its first call in a grading process may cost; 0: the course's budget
+    why: str = ""       # why it may cost budget_ms
+
+    @property
+    def name(self):
+        """"hooked.checks.lesson_01_tensor_hooks.check_double_grad": where to find it, for messages."""
+        return f"{self.module}.{self.check.__qualname__}"
+
+
+_REGISTERED = []  # every RegisteredCheck, in the order the checks modules registered them
+
+
+def check_of(exercise, budget_ms=0, why=""):
+    """Register the decorated function as the check of `exercise`. A check that cannot keep to the
+    grading budget (hooked.grader.cost) gives what it may cost, `budget_ms`, and `why`, which the
+    README's Speed paragraph repeats."""
+    if bool(budget_ms) != bool(why):
+        raise ValueError(f"check_of({exercise!r}): give budget_ms and why together, or neither")
+
+    def register(check):
+        register_check(exercise, check, check.__module__, budget_ms, why)
+        return check
+    return register
+
+
+def register_check(exercise, check, module, budget_ms=0, why=""):
+    """Record `check` as the check of `exercise` that the checks module named `module` gives. The
+    same function registered again (its module imported once more) replaces its record."""
+    record = RegisteredCheck(exercise, check, module, budget_ms, why)
+    _REGISTERED[:] = [old for old in _REGISTERED if (old.exercise, old.name) != (exercise, record.name)]
+    _REGISTERED.append(record)
+
+
+def registered_checks():
+    """(RegisteredCheck, ...) of every checks module imported so far."""
+    return tuple(_REGISTERED)
+
+
+# How a check's own budget is written, read from the source by the grading plan: its process never
+# imports torch, so never the checks (tests/course/test_grading_budget.py holds it to the registry).
+_DECLARED_BUDGET = re.compile(r'^@check_of\("(?P<exercise>\w+)", budget_ms=(?P<ms>\d+)', re.MULTILINE)
+
+
+def declared_budgets(source):
+    """{exercise: budget_ms} of the checks that the checks module `source` (its text) allows more than
+    the course's budget, as its `@check_of(...)` lines say."""
+    return {match["exercise"]: int(match["ms"]) for match in _DECLARED_BUDGET.finditer(source)}

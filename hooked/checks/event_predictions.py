@@ -15,7 +15,7 @@ import re
 from collections import defaultdict
 
 from hooked import course
-from hooked.checks.check_api import calling, fail
+from hooked.checks.check_api import calling, fail, register_check
 
 PREDICTION_TAG = "prediction"
 _PREDICTION_CELL = re.compile(r'^# %% tags=\["prediction"\]\n(.*?)(?=^# %%|\Z)', re.MULTILINE | re.DOTALL)
@@ -168,10 +168,13 @@ def check_prediction(prediction, predict):
 
 
 def prediction_check(prediction):
-    """The check of a prediction exercise, for a lesson's CHECKS; `.prediction` says which."""
+    """The check of a prediction exercise, registered as the check of `prediction.exercise` in the
+    checks module of `prediction.lesson` (as check_of registers the others); `.prediction` says which."""
     def check(predict):
         check_prediction(prediction, predict)
     check.prediction = prediction
+    check.__name__ = check.__qualname__ = f"check_{prediction.exercise}"  # as the lesson's module names it
+    register_check(prediction.exercise, check, course.checks_module_name(prediction.lesson))
     return check
 
 

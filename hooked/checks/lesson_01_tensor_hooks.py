@@ -2,7 +2,7 @@
 
 import torch
 
-from hooked.checks.check_api import calling, fail
+from hooked.checks.check_api import calling, check_of, fail
 from hooked.checks.gradient_transforms import check_returns_new_gradient
 from hooked.checks.handles import single_handle
 from hooked.checks.tensors import close, describe, random_leaf, random_tensor
@@ -52,6 +52,7 @@ def _check_keeps_graph(hook, call_text, factor):
              "differentiable function of grad.")
 
 
+@check_of("double_grad")
 def check_double_grad(double_grad):
     for seed in SEEDS:
         dtype = torch.float64 if seed == SEEDS[-1] else torch.float32
@@ -113,6 +114,7 @@ def _check_uses_factor(make_scale_hook):
          f"factor. Expected {describe(0.5 * grad)} and {describe(-3.0 * grad)}. {_what_ignores_factor(first, grad)}")
 
 
+@check_of("make_scale_hook")
 def check_make_scale_hook(make_scale_hook):
     _check_uses_factor(make_scale_hook)
     factors = (0.5, -3.0, 0.0, 2.5)
@@ -149,6 +151,7 @@ def _clip(grad, max_norm, norm):
     return grad * (max_norm / norm) if norm > max_norm else grad.clone()
 
 
+@check_of("make_clip_hook")
 def check_make_clip_hook(make_clip_hook):
     cases = [  # (max_norm, seed, scale of the gradient, dtype)
         (1.0, 41, 10.0, torch.float32),   # too large: rescaled
@@ -249,6 +252,7 @@ def _check_passed_on(seen, what):
          f"{describe(outgoing)}. The hook must leave the gradient unchanged: return None (or the gradient itself).")
 
 
+@check_of("record_grads")
 def check_record_grads(record_grads):
     x = random_leaf(51)
     store = []
@@ -386,11 +390,3 @@ def check_record_grads(record_grads):
              "passes with the handle removed between them; expected 1. Return the handle of the hook you registered.")
     if not close(seen[0], torch.ones_like(h)):
         fail(f"on h = z * 3, the recorded gradient is {describe(seen[0])}; expected ones (d sum(h) / dh).")
-
-
-CHECKS = {
-    "double_grad": check_double_grad,
-    "make_scale_hook": check_make_scale_hook,
-    "make_clip_hook": check_make_clip_hook,
-    "record_grads": check_record_grads,
-}

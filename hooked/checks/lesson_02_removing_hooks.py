@@ -12,7 +12,7 @@ import weakref
 import torch
 from torch import nn
 
-from hooked.checks.check_api import calling, fail
+from hooked.checks.check_api import calling, check_of, fail
 from hooked.checks.handles import single_handle
 from hooked.checks.planted_exceptions import planted_exception_comes_through
 from hooked.checks.tensors import close, describe, random_tensor
@@ -102,6 +102,7 @@ def _input(seed, leaf):
     return (base if leaf else base * 1.5), base
 
 
+@check_of("grad_with_temporary_hook")
 def check_grad_with_temporary_hook(grad_with_temporary_hook):
     cases = (  # (seed, x has a .grad before the call, what the hook returns, x is a leaf)
         (61, False, 3.0, True), (62, True, 3.0, True), (63, False, None, True), (65, False, 3.0, False),
@@ -245,6 +246,7 @@ def _fire(module):
         module(torch.ones(1, module.in_features))
 
 
+@check_of("HookGroup")
 def check_HookGroup(HookGroup):
     with calling("calling HookGroup()"):
         group = HookGroup()
@@ -331,6 +333,7 @@ def check_HookGroup(HookGroup):
                  "the group's remove(), which also empties the group, not remove the handles by itself.")
 
 
+@check_of("register_named_hook")
 def check_register_named_hook(register_named_hook):
     module = nn.Linear(4, 3)
     first, second, other = _CountingForwardHook(), _CountingForwardHook(), _CountingForwardHook()
@@ -554,10 +557,3 @@ def _check_named_hook_leaves_attributes(register_named_hook):
     if any(hook.calls != 1 for hook in hooks.values()):
         fail("after registering hooks under 'weight' and 'forward', one forward call ran them "
              f"{hooks['weight'].calls} and {hooks['forward'].calls} time(s); expected once each.")
-
-
-CHECKS = {
-    "grad_with_temporary_hook": check_grad_with_temporary_hook,
-    "HookGroup": check_HookGroup,
-    "register_named_hook": check_register_named_hook,
-}

@@ -6,7 +6,7 @@ import traceback
 import torch
 from torch import nn
 
-from hooked.checks.check_api import calling, fail
+from hooked.checks.check_api import calling, check_of, fail
 from hooked.checks.event_predictions import EventPrediction, Rule, prediction_check
 from hooked.checks.handles import single_handle
 from hooked.checks.noise import (check_generator_advanced, check_new_noise_each_call, check_noise_sample,
@@ -151,6 +151,7 @@ def _noisy_input(module, x, said, extra=(), kwargs=None):
     return _check_first_arg_replaced(received, (x, *extra), said, kwargs)
 
 
+@check_of("add_input_noise")
 def check_add_input_noise(add_input_noise):
     torch.manual_seed(7000)  # the same verdict on every run for noise drawn from the global state (restored afterwards)
     # Two modules registered before either is called, so that a std or generator kept in a
@@ -419,6 +420,7 @@ def _check_normalized(module, x, mean, std, said, extra=(), kwargs=None):
          f"dimension 1, {describe(expected)}.")
 
 
+@check_of("normalize_input")
 def check_normalize_input(normalize_input):
     cases = [  # (seed, shape, how the statistics are passed)
         (401, (6, 3, 5, 4), list),
@@ -541,6 +543,7 @@ def _flatten_mistake_hint(result, x, training_only):
     return ""
 
 
+@check_of("flatten_images")
 def check_flatten_images(flatten_images):
     permuted = random_tensor(503, (4, 6, 5, 3)).permute(0, 3, 1, 2)  # (4, 3, 6, 5), not contiguous
     sliced = random_tensor(504, (3, 2, 8, 4))[:, :, ::2]  # (3, 2, 4, 4), not contiguous
@@ -641,6 +644,7 @@ def _same_argument(a, b):
     return type(a) is type(b) and a == b
 
 
+@check_of("force_kwarg")
 def check_force_kwarg(force_kwarg):
     forced_mask = random_tensor(601, (2, 2))
     cases = [("scale", 2.5, 1.0), ("mode", "fast", "slow"), ("mask", None, forced_mask), ("weights", forced_mask, None)]
@@ -727,10 +731,4 @@ NESTING_ORDER = EventPrediction(
     rule="each call module(x) runs that module's pre-hooks, then its forward; a child's call, with its own "
          "pre-hooks, happens inside its parent's forward, in the order forward calls the children.")
 
-CHECKS = {
-    "add_input_noise": check_add_input_noise,
-    "normalize_input": check_normalize_input,
-    "flatten_images": check_flatten_images,
-    "force_kwarg": check_force_kwarg,
-    "predict_nesting_order": prediction_check(NESTING_ORDER),
-}
+check_predict_nesting_order = prediction_check(NESTING_ORDER)

@@ -10,7 +10,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from hooked.checks.check_api import calling, fail
+from hooked.checks.check_api import calling, check_of, fail
 from hooked.checks.event_predictions import END, EventPrediction, Rule, prediction_check
 from hooked.checks.handles import check_handles_registered, handle_list, remove_handles, single_handle
 from hooked.checks.hooks_left import global_hooks, global_hooks_added, modules_with_hooks
@@ -305,6 +305,7 @@ def _forward_and_compare(model, reference, activations, names, x, step, grad_mod
     return {name: calls[-1][1] for name, calls in records.items()}
 
 
+@check_of("capture_activations")
 def check_capture_activations(capture_activations):
     for seed, build in _CAPTURE_CASES:
         model, width, names = seeded(seed, build, random.Random(seed))
@@ -619,6 +620,7 @@ def _check_stats(stats, reference, relu_names, other_names, call_text, step, gra
                          _zero_fractions_given(stats, reference, relu_names), [out for _, out in calls[:number]])
 
 
+@check_of("track_relu_stats")
 def check_track_relu_stats(track_relu_stats):
     for seed, build in ((81, _relu_model), (82, _relu_model), (83, _bare_relu)):
         torch.manual_seed(seed)
@@ -730,6 +732,7 @@ def _gradient_hint(mine, which, raw, params, grad_out):
     return ""
 
 
+@check_of("clamp_output")
 def check_clamp_output(clamp_output):
     for seed, low, high, batch, dtype in _CLAMP_CASES:
         rng = random.Random(seed)
@@ -876,9 +879,4 @@ SHARED_MODULE_CALLS = EventPrediction(
     rule="each call module(x) runs that module's pre-hooks, its forward, then its forward hooks; the children's "
          "calls happen inside the parent's forward, in the order Python evaluates them.")
 
-CHECKS = {
-    "capture_activations": check_capture_activations,
-    "track_relu_stats": check_track_relu_stats,
-    "clamp_output": check_clamp_output,
-    "predict_shared_module_calls": prediction_check(SHARED_MODULE_CALLS),
-}
+check_predict_shared_module_calls = prediction_check(SHARED_MODULE_CALLS)

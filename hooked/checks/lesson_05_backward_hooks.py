@@ -14,7 +14,7 @@ from collections.abc import Mapping
 import torch
 from torch import nn
 
-from hooked.checks.check_api import calling, fail
+from hooked.checks.check_api import calling, check_of, fail
 from hooked.checks.event_predictions import EventPrediction, Rule, prediction_check
 from hooked.checks.handles import handle_list, remove_handles, single_handle
 from hooked.checks.hooks_left import modules_with_hooks
@@ -399,6 +399,7 @@ def _run_passes(model, shape, features, needs_grad, passes, seed, create_graph_l
     return results
 
 
+@check_of("record_grad_output_norms")
 def check_record_grad_output_norms(record_grad_output_norms):
     default_types = (nn.Linear, nn.Conv2d)
     cases = [  # (model factory, layer_types or None for the default, input shape, output features,
@@ -766,6 +767,7 @@ def _check_clip_own_max_norm(clip_grad_input):
                  f"{max_norm} (the gradient's norm is above both).{hint}")
 
 
+@check_of("clip_grad_input")
 def check_clip_grad_input(clip_grad_input):
     def leaf(seed, shape, scale=1.0, needs_grad=True):
         return (random_tensor(seed, shape) * scale).requires_grad_(needs_grad)
@@ -948,6 +950,7 @@ def _clean_grads(run, grad_outputs):
 _EVERY_CALL_PASSES = 40  # a hook that skips the noise at random one call in ten passes them all with chance 1.5%
 
 
+@check_of("add_grad_noise")
 def check_add_grad_noise(add_grad_noise):
     unused_generator = None
     for number, (factory, shape, std, with_generator, text) in enumerate(_NOISE_CASES):
@@ -1082,9 +1085,4 @@ MODULE_BACKWARD_ORDER = EventPrediction(
     rule="backward runs from the loss back to the input: for each layer, last first, its full backward pre-hook, "
          "then its full backward hook; the input's gradient comes last.")
 
-CHECKS = {
-    "record_grad_output_norms": check_record_grad_output_norms,
-    "clip_grad_input": check_clip_grad_input,
-    "add_grad_noise": check_add_grad_noise,
-    "predict_module_backward_order": prediction_check(MODULE_BACKWARD_ORDER),
-}
+check_predict_module_backward_order = prediction_check(MODULE_BACKWARD_ORDER)

@@ -7,7 +7,7 @@ import random
 import torch
 from torch import nn
 
-from hooked.checks.check_api import LearnerCodeRaised, calling, fail
+from hooked.checks.check_api import LearnerCodeRaised, calling, check_of, fail
 from hooked.checks.event_predictions import EventPrediction, Rule, prediction_check
 from hooked.checks.hooks_left import (CALL_HOOK_KINDS, MODULE_HOOK_DICTS, global_hook_registrar, global_hooks,
                                      global_hooks_added)
@@ -491,6 +491,7 @@ def _check_rows(rows, expected, finished, model, call_text, model_called):
             fail(f"{where}; its 'output_shape' should be {want['output_shape']}.{hint}")
 
 
+@check_of("summarize_model")
 def check_summarize_model(summarize_model):
     for seed, build in _SUMMARY_CASES:
         rng = random.Random(seed)
@@ -1083,6 +1084,7 @@ def _answer_outlives_the_call(find_first_nonfinite, got):
     return isinstance(again, str) and again == got and got not in dict(probe.named_modules())
 
 
+@check_of("find_first_nonfinite")
 def check_find_first_nonfinite(find_first_nonfinite):
     earlier = []  # the answers of the cases before
     for seed, build in _NONFINITE_CASES:
@@ -1204,9 +1206,5 @@ ALWAYS_CALL = EventPrediction(
     rule="a call that raises runs only the always-call forward hooks, the global one first, and the exception "
          "passes out through each enclosing call, innermost first, before the except block runs.")
 
-CHECKS = {
-    "summarize_model": check_summarize_model,
-    "find_first_nonfinite": check_find_first_nonfinite,
-    "predict_global_and_prepend": prediction_check(GLOBAL_AND_PREPEND),
-    "predict_always_call": prediction_check(ALWAYS_CALL),
-}
+check_predict_global_and_prepend = prediction_check(GLOBAL_AND_PREPEND)
+check_predict_always_call = prediction_check(ALWAYS_CALL)

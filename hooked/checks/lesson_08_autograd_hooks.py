@@ -21,7 +21,7 @@ import weakref
 import torch
 from torch import nn
 
-from hooked.checks.check_api import calling, capitalized, fail
+from hooked.checks.check_api import calling, capitalized, check_of, fail
 from hooked.checks.event_predictions import END, EventPrediction, Rule, prediction_check
 from hooked.checks.handles import handle_list, remove_handles, single_handle
 from hooked.checks.seeding import seeded
@@ -221,6 +221,7 @@ def _judge_grads_freed(model, said):
              "backward adds to it.")
 
 
+@check_of("fuse_sgd_into_backward")
 def check_fuse_sgd_into_backward(fuse_sgd_into_backward):
     cases = [(_frozen_first, 0.1, (6, 5), 3, 3), (_TiedReused, 0.05, (5, 4), 2, 3),
              (_frozen_bias, 0.3, (4, 3), 2, 2)]
@@ -398,6 +399,7 @@ def _graph(seed):
     return a, h, b
 
 
+@check_of("call_when_all_grads_ready")
 def check_call_when_all_grads_ready(call_when_all_grads_ready):
     for number in range(2):
         seed = 850 + 10 * number
@@ -919,6 +921,7 @@ def _judge_held(held, case, seed, expected, said):
     fail(message)
 
 
+@check_of("HalfPrecisionSaver")
 def check_HalfPrecisionSaver(HalfPrecisionSaver):
     for number, case in enumerate(_CASES):
         seed = 880 + 10 * number
@@ -1029,9 +1032,4 @@ LEAF_BACKWARD_ORDER = EventPrediction(
     rule="a leaf's hooks fire in autograd's order, not the order they were registered: tensor hook, node "
          "pre-hook, .grad written, post-accumulate hook, node hook.")
 
-CHECKS = {
-    "fuse_sgd_into_backward": check_fuse_sgd_into_backward,
-    "call_when_all_grads_ready": check_call_when_all_grads_ready,
-    "HalfPrecisionSaver": check_HalfPrecisionSaver,
-    "predict_leaf_backward_order": prediction_check(LEAF_BACKWARD_ORDER),
-}
+check_predict_leaf_backward_order = prediction_check(LEAF_BACKWARD_ORDER)

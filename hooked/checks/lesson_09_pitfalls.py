@@ -8,7 +8,7 @@ import torch
 import torch.nn.modules.module as module_globals
 from torch import nn
 
-from hooked.checks.check_api import LearnerCodeRaised, calling, fail
+from hooked.checks.check_api import LearnerCodeRaised, calling, check_of, fail
 from hooked.checks.event_predictions import END, EventPrediction, Rule, prediction_check
 from hooked.checks.hooks_left import (MODULE_HOOK_DICTS, PARAMETER_HOOK_DICTS, global_hooks, global_hooks_added,
                                      registered_hooks)
@@ -237,6 +237,7 @@ def _deep_note(layer_name):
             "`layer` itself with a forward hook that registers a tensor hook on its output.")
 
 
+@check_of("grad_before_inplace_relu")
 def check_grad_before_inplace_relu(fn):
     for seed, build in _GRAD_CASES:
         torch.manual_seed(seed)
@@ -623,6 +624,7 @@ def _register_global_hooks(log=None):
     return hooks, handles
 
 
+@check_of("find_registered_hooks")
 def check_find_registered_hooks(fn):
     for seed in (95, 96, 97):
         rng = random.Random(seed)
@@ -719,6 +721,7 @@ def _check_new_hooks_work(model, seed, text):
              "the model must take new hooks as before.")
 
 
+@check_of("remove_all_hooks")
 def check_remove_all_hooks(fn):
     previous = None  # the count the call before returned
     for seed in (98, 99):
@@ -846,9 +849,4 @@ CHECKPOINT_RECOMPUTE = EventPrediction(
     rule="checkpoint runs the block in forward, then again in backward to recompute what it did not keep: the "
          "reentrant mode runs all of it, the non-reentrant mode stops once every saved tensor is back.")
 
-CHECKS = {
-    "grad_before_inplace_relu": check_grad_before_inplace_relu,
-    "find_registered_hooks": check_find_registered_hooks,
-    "remove_all_hooks": check_remove_all_hooks,
-    "predict_checkpoint_recompute": prediction_check(CHECKPOINT_RECOMPUTE),
-}
+check_predict_checkpoint_recompute = prediction_check(CHECKPOINT_RECOMPUTE)

@@ -5,7 +5,7 @@ import random
 import torch
 from torch import nn
 
-from hooked.checks.check_api import LearnerCodeRaised, calling, fail
+from hooked.checks.check_api import LearnerCodeRaised, calling, check_of, fail
 from hooked.checks.handles import is_handle, single_handle
 from hooked.checks.optimizers import PlainSGD
 from hooked.checks.tensors import close, describe, random_tensor
@@ -541,6 +541,7 @@ def _ema_copy(ema):
     return {name: value.detach().clone() for name, value in ema.items()}
 
 
+@check_of("attach_weight_ema")
 def check_attach_weight_ema(attach_weight_ema):
     for seed, optimizer_class, decay, steps in _EMA_CASES:
         torch.manual_seed(seed)
@@ -684,12 +685,7 @@ def _check_two_calls(migrate_checkpoint_keys):
             handle.remove()
 
 
+@check_of("migrate_checkpoint_keys")
 def check_migrate_checkpoint_keys_all(migrate_checkpoint_keys):
     check_migrate_checkpoint_keys(migrate_checkpoint_keys)
     _check_two_calls(migrate_checkpoint_keys)
-
-
-CHECKS = {
-    "migrate_checkpoint_keys": check_migrate_checkpoint_keys_all,
-    "attach_weight_ema": check_attach_weight_ema,
-}

@@ -9,7 +9,7 @@ import collections
 import torch
 from torch.utils.hooks import RemovableHandle
 
-from hooked.checks.check_api import LearnerCodeRaised, calling, fail
+from hooked.checks.check_api import LearnerCodeRaised, calling, check_of, fail
 from hooked.checks import trained_tiny_transformer
 from hooked.checks.planted_exceptions import planted_exception_comes_through
 from hooked.checks.seeding import seeded
@@ -305,6 +305,7 @@ def _check_cache(call_text, result, model, tokens, expected_names, in_place=Fals
     return logits, cache
 
 
+@check_of("run_with_cache")
 def check_run_with_cache(run_with_cache):
     model, tokens = _small(1201), _tokens(1202, 2, 6)
     all_names = list(model.hook_points())
@@ -506,6 +507,7 @@ def _check_same_hook_point(run_with_hooks, model, tokens, plain):
     ])
 
 
+@check_of("run_with_hooks")
 def check_run_with_hooks(run_with_hooks):
     model, tokens = _small(1211), _tokens(1212, 2, 6)
     seen = []
@@ -641,6 +643,7 @@ def _check_value_error(model, call, call_it, first, why):
     _check_hooks(model, before, call, " (which raised ValueError)")
 
 
+@check_of("ablate_heads")
 def check_ablate_heads(ablate_heads):
     model, tokens = _small(1221), _tokens(1222, 3, 6)
     plain = _activations(model, tokens)[0]
@@ -884,6 +887,7 @@ def _never_patched(table, expected):
                              "in range(seq), with seq = corrupted.shape[1].")] if empty else []
 
 
+@check_of("patching_table")
 def check_patching_table(patching_table):
     model = _small(1231)
     clean, corrupted = _tokens(1232, 2, 5), _tokens(1233, 2, 5)
@@ -1009,6 +1013,7 @@ class _Counts:
             handle.remove()
 
 
+@check_of("attribution_table")
 def check_attribution_table(attribution_table):
     model = _small(1241)
     model.requires_grad_(True)
@@ -1119,6 +1124,7 @@ def _check_steered_gradients(steer, model, tokens, original, before):
         _check_hooks(model, before, f"the `with {call}:` block, run with gradients on")
 
 
+@check_of("steer")
 def check_steer(steer):
     model, tokens = _small(1251), _tokens(1252, 2, 6)
     plain = _activations(model, tokens)[0]
@@ -1236,13 +1242,3 @@ def check_steer(steer):
         lambda returned: f"`{call}` ended without the block's ValueError: let it reach the caller (a context "
                          "manager whose __exit__ returns True, or a generator that catches it, swallows it).")
     _check_hooks(model, before, f"`{call}`")
-
-
-CHECKS = {
-    "run_with_cache": check_run_with_cache,
-    "run_with_hooks": check_run_with_hooks,
-    "ablate_heads": check_ablate_heads,
-    "patching_table": check_patching_table,
-    "attribution_table": check_attribution_table,
-    "steer": check_steer,
-}

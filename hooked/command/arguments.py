@@ -145,10 +145,11 @@ def build_parser():
                              "report, as `pytest --report` writes it (default)")
     export.add_argument("--out", metavar="FILE", type=_argparse_type(_output_file), default=None,
                         help="write to FILE instead of printing")
-    generate = command("generate", "make lessons/ from solutions/ (for course authors)")
+    generate = command("generate", "make lessons/, the grading files in tests/ and the README's lesson table "
+                                   "from solutions/ (for course authors)")
     generate.add_argument("lessons", nargs="*", metavar="LESSON", help="only these lessons (default: all)")
     generate.add_argument("--check", action="store_true",
-                          help="change nothing; exit 1 if lessons/ differs from what solutions/ generates")
+                          help="change nothing; exit 1 if any of them differs from what solutions/ generates")
     return parser
 
 

@@ -1,6 +1,7 @@
 """The `hooked` command (also `python -m hooked`): follow your progress, grade on every
 save, get hints, see the reference solution once yours passes, start a lesson over,
-export results for a grading system; and, for course authors, generate lessons/.
+export results for a grading system; and, for course authors, generate lessons/, the grading
+files and the README's lesson table.
 
 Here are the commands; hooked.command.arguments reads the command line, hooked.command.result_views
 prints what grading found, hooked.lesson_files.backups keeps what `reset` replaces.
@@ -21,7 +22,7 @@ from hooked.command.arguments import UsageError, course_lessons, exercise_in, fi
 from hooked.lesson_files.backups import BACKUP_DIR, back_up
 from hooked.course import ROOT, HeadingError, fresh_lesson_text
 from hooked.feedback.display_paths import display_path
-from hooked.lesson_files.generate import stale_lessons, write_lessons
+from hooked.lesson_files.generate import stale_files, write_files
 from hooked.feedback.gradescope import results_json
 from hooked.grader.engine import Grader
 from hooked.lesson_files.hints import HINT_COUNT, lesson_hints
@@ -205,15 +206,15 @@ def _generate(arguments, terminal):
     names = sorted({find_lesson(text).name for text in arguments.lessons}) or None
     try:
         if arguments.check:
-            stale = [path for path in stale_lessons() if names is None or path.stem in names]
+            stale = stale_files(names)
             for path in stale:
                 print(f"{path.relative_to(ROOT)} differs from what solutions/ generates")
             if stale:
-                print("run `python -m hooked generate` to regenerate lessons/")
+                print("run `python -m hooked generate` to regenerate them")
                 return 1
-            print("lessons/ matches solutions/")
+            print(f"{_GENERATED} match solutions/")
             return 0
-        written = write_lessons(names)
+        written = write_files(names)
     except MarkerError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
@@ -221,8 +222,11 @@ def _generate(arguments, terminal):
         saved = f" (the previous version is saved in {backup.relative_to(ROOT)})" if backup else ""
         print(f"wrote {path.relative_to(ROOT)}{saved}")
     if not written:
-        print("lessons/ already matches solutions/")
+        print(f"{_GENERATED} already match solutions/")
     return 0
+
+
+_GENERATED = "lessons/, the grading files tests/test_NN_slug.py and the README's lesson table"
 
 
 COMMANDS = {"status": _status, "check": _check, "watch": _watch, "hint": _hint, "solution": _solution,

@@ -16,6 +16,7 @@ an empty cache of recorded prediction logs (hooked.checks.recorded_logs: a learn
 with the cache that run left (every later run); the budget judges the later runs."""
 
 import dataclasses
+import importlib.util
 import json
 import os
 import statistics
@@ -27,24 +28,7 @@ import time
 from hooked import course
 
 LOAD_BUDGET_MS = 100  # reading and running a lesson's exercise cells
-CHECK_BUDGET_MS = 30  # one exercise's check
-
-# A check allowed more than CHECK_BUDGET_MS, with the reason; the README's Speed paragraph
-# gives the same figures. {(lesson, exercise): (ms, why)}
-CHECK_BUDGET_EXCEPTIONS = {
-    ("06_cnn_activations", "grad_cam"): (
-        45, "31 Grad-CAM cases, 18 of them on the trained CNN's 6 stored digits, each graded against the checks' "
-            "own Grad-CAM on a fresh copy of the model (about 1.2 ms a case); a copy kept from case to case would "
-            "grade a grad_cam that changes the weights in place against weights it no longer has"),
-    ("11_training_monitor", "record_activation_stats"): (
-        50, "its contract covers the outputs of nn.LSTM, and torch's first nn.LSTM call in a process sets up "
-            "oneDNN's LSTM kernel: 23 ms once (0.4 ms the next call), paid by the first check that runs an LSTM; "
-            "warm, the check costs 19 ms"),
-    ("13_distributed_hooks", "mean_allreduce_hook"): (
-        800, "the first check to build a DistributedDataParallel in a process: DDP's constructor reads "
-             "torch._dynamo.utils.get_optimize_ddp_mode(), which imports torch._dynamo (0.73 s, once); the "
-             "check itself costs 3 ms warm, and the lesson's other checks share the import"),
-}
+CHECK_BUDGET_MS = 30  # one exercise's check, unless its check_of gives a budget_ms of its own
 
 
 @dataclasses.dataclass
@@ -66,8 +50,18 @@ class LessonCost:
         return self.cold_load_ms + sum(self.cold_checks_ms.values())
 
 
+def budget_exceptions():
+    """{(lesson, exercise): (ms, why)} of the checks allowed more than CHECK_BUDGET_MS, as they are
+    registered (`@check_of(exercise, budget_ms=..., why=...)`); the README's Speed paragraph gives the
+    same figures. Imports every lesson's checks (a draft lesson without any has none)."""
+    from hooked.grader.check_runner import registrations_for_lesson
+    return {(lesson.name, exercise): (registered.budget_ms, registered.why)
+            for lesson in course.lessons() if importlib.util.find_spec(lesson.checks_module)
+            for exercise, registered in registrations_for_lesson(lesson.name).items() if registered.budget_ms}
+
+
 def check_budget_ms(lesson, exercise):
-    return CHECK_BUDGET_EXCEPTIONS.get((lesson, exercise), (CHECK_BUDGET_MS, ""))[0]
+    return budget_exceptions().get((lesson, exercise), (CHECK_BUDGET_MS, ""))[0]
 
 
 def _grade_each_lesson(lessons_dir, missing_checks):

@@ -1,16 +1,19 @@
 """How many grading workers to start, and which lessons each one grades, so that
 they finish together. Never imports torch."""
 
+import functools
+import importlib.util
 import os
+import pathlib
 
 from hooked import course
 
 WORKERS_VARIABLE = "HOOKED_GRADING_WORKERS"  # a whole number: that many workers, whatever the load
 
 # What a lesson costs to grade, in ms on one core: loading its cells, then each check (15 ms,
-# or, for a check allowed more than the budget in hooked.grader.cost, such as the first
-# DistributedDataParallel of a run, what it is allowed). benchmarks/grading_time.py measures
-# the real costs.
+# or, for a check allowed more than the budget of hooked.grader.cost, such as the first
+# DistributedDataParallel of a run, the budget_ms its check_of gives). benchmarks/grading_time.py
+# measures the real costs.
 _LOAD_MS = 5
 _CHECK_MS = 15
 
@@ -50,9 +53,19 @@ def worker_count(lesson_count):
 def estimated_cost(lesson, exercises):
     """ms to grade `exercises` (names) of the lesson named `lesson`, so that a lesson with a
     costly check weighs what it costs."""
-    from hooked.grader.cost import CHECK_BUDGET_EXCEPTIONS
-    return _LOAD_MS + sum(CHECK_BUDGET_EXCEPTIONS.get((lesson, exercise), (_CHECK_MS,))[0]
-                          for exercise in exercises)
+    budgets = declared_budgets_of(lesson)
+    return _LOAD_MS + sum(budgets.get(exercise, _CHECK_MS) for exercise in exercises)
+
+
+@functools.lru_cache(maxsize=None)
+def declared_budgets_of(lesson):
+    """{exercise: ms} of the checks of the lesson named `lesson` allowed more than the budget, read from
+    the text of its checks module: importing it would import torch."""
+    from hooked.checks.check_api import declared_budgets
+    spec = importlib.util.find_spec(course.checks_module_name(lesson))
+    if spec is None or not spec.origin:
+        return {}
+    return declared_budgets(pathlib.Path(spec.origin).read_text(encoding="utf-8"))
 
 
 def assign(plan, workers):

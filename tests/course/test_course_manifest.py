@@ -1,7 +1,8 @@
 """The course manifest (hooked/course.py) says what the lesson files say: every lesson of
 solutions/, its title, its exercises in order with the line of their `def` in lessons/ and
 the level and minutes of their heading; and the pieces that name exercises agree with it:
-each lesson's CHECKS and its grading file tests/test_NN_slug.py."""
+the checks registered with check_of (one per exercise, in the lesson's checks module) and each
+lesson's grading file tests/test_NN_slug.py."""
 
 import importlib.util
 import re
@@ -12,7 +13,9 @@ import jupytext
 import pytest
 
 from hooked import course
-from hooked.grader.check_runner import checks_for_lesson
+from hooked.checks import check_api
+from hooked.checks.check_api import RegisteredCheck, check_of
+from hooked.grader.check_runner import checks_for_lesson, mismatches, registry_problems, run_exercise_check
 from hooked.lesson_files.learner_lesson import top_level_names
 
 LESSONS = course.lessons()
@@ -200,6 +203,65 @@ def test_a_class_exercise_takes_its_level_and_minutes_from_its_heading(tmp_path)
 @pytest.mark.parametrize("lesson", LESSONS, ids=IDS)
 def test_the_checks_are_the_exercises_in_order(lesson):
     assert list(checks_for_lesson(lesson.name)) == lesson.exercise_names()
+
+
+def test_each_exercise_has_one_check_and_each_check_names_an_exercise_of_its_lesson():
+    problems = registry_problems()
+    assert not problems, "\n".join(problems)
+
+
+def _check_a(x):
+    pass
+
+
+def _check_b(x):
+    pass
+
+
+def test_a_missing_check_a_check_of_no_exercise_and_a_second_check_are_each_named():
+    lesson = LESSONS[0]
+    module = lesson.checks_module
+    registrations = [RegisteredCheck(name, _check_a, module) for name in lesson.exercise_names()[1:]]
+    registrations += [RegisteredCheck("HookGroup", _check_a, module),
+                      RegisteredCheck("not_an_exercise", _check_a, "hooked.checks.elsewhere"),
+                      RegisteredCheck("make_scale_hook", _check_b, module)]
+    assert mismatches([lesson], registrations) == [
+        f"{module}._check_a is registered as the check of 'HookGroup', which is no exercise of lesson "
+        f"01_tensor_hooks; its exercises are {', '.join(lesson.exercise_names())}",
+        f"hooked.checks.elsewhere._check_a is registered as the check of 'not_an_exercise', but "
+        "hooked.checks.elsewhere is the checks module of no lesson",
+        "lesson 01_tensor_hooks: exercise double_grad has no check; hooked/checks/lesson_01_tensor_hooks.py registers "
+        "none; write one there under @check_of(\"double_grad\") (README, 'Add a lesson', step 4)",
+        f"exercise make_scale_hook has 2 checks, {module}._check_a, {module}._check_b; keep one",
+    ]
+    assert "(it is an exercise of lesson 02_removing_hooks)" in mismatches(LESSONS[:2], registrations)[0]
+
+
+def test_an_exercise_without_a_check_is_graded_as_an_error_of_the_course(monkeypatch):
+    checks_for_lesson("01_tensor_hooks")  # its module imported, its checks registered
+    kept = [registered for registered in check_api.registered_checks() if registered.exercise != "double_grad"]
+    monkeypatch.setattr(check_api, "_REGISTERED", kept)
+    assert "double_grad" not in checks_for_lesson("01_tensor_hooks")
+    result = run_exercise_check("01_tensor_hooks", "double_grad", lambda grad: 2 * grad)
+    assert result.status == "error"
+    assert result.message == ("the course has no check for double_grad yet: hooked/checks/lesson_01_tensor_hooks.py "
+                              "registers none; write one there under @check_of(\"double_grad\") "
+                              "(README, 'Add a lesson', step 4).")
+
+
+def test_an_exercise_with_two_checks_stops_its_lessons_checks_with_both_named(monkeypatch):
+    checks_for_lesson("01_tensor_hooks")
+    monkeypatch.setattr(check_api, "_REGISTERED", list(check_api.registered_checks()))
+    check_api.register_check("double_grad", _check_b, "hooked.checks.lesson_01_tensor_hooks")
+    with pytest.raises(LookupError, match=r"exercise double_grad has 2 checks, hooked\.checks\.lesson_01_tensor_hooks"
+                                          r"\.check_double_grad, hooked\.checks\.lesson_01_tensor_hooks\._check_b"):
+        checks_for_lesson("01_tensor_hooks")
+
+
+def test_a_check_gives_its_own_budget_with_the_reason_or_neither():
+    for arguments in (dict(budget_ms=40), dict(why="slow")):
+        with pytest.raises(ValueError, match="give budget_ms and why together"):
+            check_of("double_grad", **arguments)
 
 
 @pytest.mark.parametrize("lesson", LESSONS, ids=IDS)

@@ -1,9 +1,11 @@
-"""lessons/ is generated from solutions/, the single source."""
+"""lessons/, the grading files tests/test_NN_slug.py and the rows of the README's lesson table are
+generated from solutions/, the single source."""
 
 import pytest
 
 import hooked.lesson_files.generate as generate
-from hooked.lesson_files.generate import stale_lessons
+from hooked.course import lessons
+from hooked.lesson_files.generate import stale_files
 from hooked.lesson_files.solution_markers import MarkerError, lesson_text_from_solution, solution_region_lines
 
 SOLVED = '''# %% tags=["exercise"]
@@ -29,8 +31,21 @@ def double(grad):
 '''
 
 
-def test_lessons_match_what_the_generator_makes():
-    assert stale_lessons() == [], "run `python -m hooked generate` and commit lessons/"
+def test_lessons_grading_files_and_the_readme_match_what_the_generator_makes():
+    stale = [str(path.relative_to(generate.ROOT)) for path in stale_files()]
+    assert stale == [], (f"{', '.join(stale)} differ from what solutions/ generates: run `python -m hooked generate` "
+                         "and commit what it writes (never edit them by hand)")
+
+
+def test_a_grading_file_makes_one_test_per_exercise_of_its_lesson():
+    lesson = lessons()[0]
+    text = generate.grading_file_text(lesson)
+    assert text.endswith('\n\nglobals().update(lesson_tests("01_tensor_hooks"))\n')
+    assert 'Grades lesson 01, "Tensor hooks"' in text and "python -m hooked generate" in text
+    namespace = {}
+    exec(text, namespace)
+    tests = [name for name in namespace if name.startswith("test_")]
+    assert tests == [f"test_{name}" for name in lesson.exercise_names()]
 
 
 def test_stub_keeps_signature_and_docstring_and_raises_with_the_qualified_name():
@@ -66,12 +81,16 @@ def test_regenerating_backs_up_a_changed_lesson_and_its_notebook(tmp_path, monke
     lessons.mkdir()
     monkeypatch.setattr(generate, "LESSONS_DIR", lessons)
     monkeypatch.setattr(generate, "BACKUP_DIR", backups)
+    monkeypatch.setattr(generate, "TESTS_DIR", tmp_path / "tests")
+    monkeypatch.setattr(generate, "README", tmp_path / "README.md")  # none: no table to write
     lesson = generate.lesson_names()[0]
     (lessons / f"{lesson}.py").write_text("my work\n", encoding="utf-8")
     (lessons / f"{lesson}.ipynb").write_text("{}", encoding="utf-8")
-    written = dict(generate.write_lessons([lesson]))
+    written = dict(generate.write_files([lesson]))
     backup = written[lessons / f"{lesson}.py"]
     assert (backup / f"{lesson}.py").read_text(encoding="utf-8") == "my work\n"
     assert (backup / f"{lesson}.ipynb").exists()
     assert (lessons / f"{lesson}.py").read_text(encoding="utf-8") != "my work\n"
-    assert generate.write_lessons([lesson]) == []  # unchanged files are neither rewritten nor backed up
+    assert written[tmp_path / "tests" / f"test_{lesson}.py"] is None  # a grading file is the course's: no backup
+    assert generate.write_files([lesson]) == []  # unchanged files are neither rewritten nor backed up
+    assert not (tmp_path / "README.md").exists()

@@ -1,5 +1,6 @@
 """The grading budget (hooked.grader.cost): every lesson of the manifest is measured and
-held to it, and the README gives every exception. (The costs themselves are measured by
+held to it, the README gives every exception (a check's own budget_ms, from its check_of), and the
+grading plan reads the same exceptions from the checks' text. (The costs themselves are measured by
 benchmarks/grading_time.py, not asserted here: a timed test would flake on a busy machine.)"""
 
 import re
@@ -7,7 +8,8 @@ import re
 from hooked import course
 from hooked.grader import cost as grading_cost
 from hooked.course import ROOT
-from hooked.grader.cost import CHECK_BUDGET_EXCEPTIONS, CHECK_BUDGET_MS, LOAD_BUDGET_MS, LessonCost
+from hooked.grader.cost import CHECK_BUDGET_MS, LOAD_BUDGET_MS, LessonCost, budget_exceptions
+from hooked.grader.plan import declared_budgets_of
 
 
 def _speed_paragraph():
@@ -30,7 +32,7 @@ def test_every_lesson_and_exercise_of_the_manifest_is_measured_and_its_solution_
 
 
 def test_a_load_or_a_check_cold_over_its_budget_is_reported_and_one_within_it_is_not():
-    lesson, exercise = next(iter(CHECK_BUDGET_EXCEPTIONS))
+    lesson, exercise = next(iter(budget_exceptions()))
     allowed = grading_cost.check_budget_ms(lesson, exercise)
     costs = [LessonCost("01_tensor_hooks", 1, {"double_grad": 1, "make_scale_hook": 1}, {},
                         LOAD_BUDGET_MS + 1, {"double_grad": CHECK_BUDGET_MS + 1, "make_scale_hook": CHECK_BUDGET_MS}),
@@ -57,7 +59,18 @@ def test_the_budget_judges_the_cold_cost_not_the_warm_one():
 def test_each_budget_exception_is_an_exercise_and_the_readme_gives_it_with_its_reason():
     speed = _speed_paragraph()
     assert f"{LOAD_BUDGET_MS} ms" in speed and f"{CHECK_BUDGET_MS} ms" in speed
-    for (lesson, exercise), (allowed, why) in CHECK_BUDGET_EXCEPTIONS.items():
+    for (lesson, exercise), (allowed, why) in budget_exceptions().items():
         assert exercise in course.lesson_named(lesson).exercise_names()
         assert allowed > CHECK_BUDGET_MS and why
         assert re.search(rf"`{exercise}`[^.]*\b{allowed} ms", speed), (exercise, allowed)
+
+
+def test_the_grading_plan_reads_each_budget_exception_from_the_text_of_the_checks():
+    exceptions = budget_exceptions()
+    assert exceptions, "no check has a budget of its own: is check_of's budget_ms still read?"
+    for lesson in course.lessons():
+        registered = {exercise: allowed for (name, exercise), (allowed, _) in exceptions.items() if name == lesson.name}
+        assert declared_budgets_of(lesson.name) == registered, (
+            f"{lesson.checks_module}: the grading plan reads {declared_budgets_of(lesson.name)} from its text, the "
+            f"checks register {registered}; write a budget as @check_of(\"name\", budget_ms=N, why=\"...\"), "
+            "all on the decorator's first line up to budget_ms")

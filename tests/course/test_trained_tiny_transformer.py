@@ -2,15 +2,17 @@
 really trained: on new sequences of the lesson's task its accuracy is above the stated bar, and its
 layer-1 heads are induction heads. Whether it equals a fresh run of
 `python -m hooked.checks.trained_tiny_transformer --write` is not tested: training may give other
-weights on another machine."""
+weights on another machine. Its classes are the lesson's own, read from solutions/."""
 
-import ast
+import inspect
+import linecache
 
+import pytest
 import torch
-from torch import nn
 
 from hooked.checks import trained_tiny_transformer
 from hooked.course import lesson_named
+from hooked.feedback.learner_tracebacks import is_learner_file
 
 VOCAB, SEQ = 32, 24
 
@@ -52,27 +54,27 @@ def test_stored_file_is_small_float32_and_loads_with_weights_only():
     assert trained_tiny_transformer.PATH.stat().st_size < 60_000
 
 
-def _lesson_classes():
-    """The model classes lesson 12 defines in solutions/, run on their own."""
-    tree = ast.parse(lesson_named("12_transformer_interpretability").solution_path.read_text(encoding="utf-8"))
-    classes = [node for node in tree.body if isinstance(node, ast.ClassDef)
-               and node.name in ("HookPoint", "Attention", "Block", "TinyTransformer")]
-    namespace = {"nn": nn, "torch": torch}
-    exec(compile(ast.Module(body=classes, type_ignores=[]), "lesson 12's model", "exec"), namespace)
-    return namespace
+def test_the_checks_build_the_model_from_the_lessons_own_classes():
+    # One source: the lesson's cell in solutions/, run class by class (the cell's demonstration is not),
+    # so that the checks' models and the stored weights are the lesson's model.
+    path = lesson_named(trained_tiny_transformer.LESSON_NAME).solution_path
+    text = path.read_text(encoding="utf-8")
+    for name in trained_tiny_transformer.MODEL_CLASSES:
+        model_class = getattr(trained_tiny_transformer, name)
+        assert model_class.__module__ == trained_tiny_transformer.__name__
+        code = model_class.forward.__code__
+        assert inspect.getsource(model_class.forward) in text, name
+        line = text.splitlines(True)[code.co_firstlineno - 1]
+        assert linecache.getline(code.co_filename, code.co_firstlineno) == line  # a traceback shows the lesson's
+        assert not is_learner_file(code.co_filename), code.co_filename  # an error inside is never the learner's line
+    assert not hasattr(trained_tiny_transformer, "untrained")  # the cell's demonstration did not run
+    model = trained_tiny_transformer.TinyTransformer(vocab=10, d_model=16, n_heads=2, n_layers=2, max_len=6)
+    assert list(model.hook_points())[:3] == ["hook_embed", "blocks.0.hook_resid_pre", "blocks.0.attn.hook_pattern"]
 
 
-def test_checks_build_the_same_transformer_as_the_lesson():
-    # The checks keep their own copy of the classes (checks never import a lesson): the same layers under
-    # the same names, computing the same function, so the stored weights fit the lesson's model too.
-    lesson_classes = _lesson_classes()
-    for settings in ({}, dict(vocab=10, d_model=16, n_heads=2, n_layers=2, max_len=6)):
-        torch.manual_seed(0)
-        lesson = lesson_classes["TinyTransformer"](**settings)
-        torch.manual_seed(0)
-        checks = trained_tiny_transformer.TinyTransformer(**settings)
-        assert repr(checks) == repr(lesson)
-        assert list(checks.hook_points()) == list(lesson.hook_points())
-        tokens = torch.randint(checks.embed.num_embeddings, (2, checks.pos.num_embeddings))
-        with torch.no_grad():
-            assert torch.equal(checks(tokens), lesson(tokens))
+def test_a_model_class_the_lesson_no_longer_defines_is_named(monkeypatch):
+    monkeypatch.setattr(trained_tiny_transformer, "MODEL_CLASSES", ("HookPoint", "Attention", "Block", "Embedding"))
+    with pytest.raises(LookupError, match=r"12_transformer_interpretability\.py defines \['HookPoint', 'Attention', "
+                                          r"'Block'\] at the top level of its cells; the checks build the model from "
+                                          r"HookPoint, Attention, Block, Embedding, each defined once"):
+        trained_tiny_transformer._lesson_classes()
