@@ -4,6 +4,19 @@ in solutions/ gives it: `@check_of("double_grad")` above the function, with `bud
 for a check allowed more than the grading budget; a prediction exercise's check is registered by
 `prediction_check(...)`. The manifest gives the order (tests/course/test_course_manifest.py fails
 when an exercise has no check, a check names no exercise of its lesson, or an exercise has two).
-Beside them, what checks are written with: `check_api` (registering a check, calling the learner's
-code, failing with a message) and the shared pieces (tensors, handles, hooks left behind, seeds,
-trained models). The grader (hooked.grader) finds and runs them."""
+Beside them, what checks are written with, a module per job:
+  check_api            registering a check, calling the learner's code (`calling`), failing (`fail`)
+  tensors              random tensors from fixed seeds; `describe` and where two tensors first differ
+  seeding              `seeded(seed, build)`: a module built under a seed, torch's random state kept
+  handles              the handle(s) a function must return; hooks still registered; `remove_handles`
+  hooks_left           the hooks on a model's modules and parameters, and the global ones
+  planted_exceptions   an exception the check plants (in a model, a loss) must reach the caller
+  torch_error_hints    `calling_with_hints`: `calling` that says what a known torch error means
+  noise                noise judged by its statistics
+  gradient_transforms  a hook that returns a new gradient
+  event_predictions    predict-the-event-log exercises; recorded_logs keeps the logs they record
+  all_reduce_race      lesson 13's ranks kept in step, so that a hook skipping a bucket is named
+  optimizers           an optimizer without torch.optim's start-up cost
+  grad_cam_reference, trained_digits_cnn, trained_tiny_transformer, lesson_training: the models and
+                       references lessons 06 and 12 grade against
+The grader (hooked.grader) finds and runs them."""

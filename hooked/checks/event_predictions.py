@@ -7,7 +7,16 @@ leaves it alone) on the installed torch, records what really fires, and compares
 prediction is told where it first parts from the log (the index, what was predicted, what
 fires there, the agreeing events before it) and the rule that explains it, never the whole
 log. Spelling is forgiving in the ways each exercise states: case, spaces around a name and
-around its `:`, and the exercise's aliases for the kind of event before the `:` ("forward" for "fwd")."""
+around its `:`, and the exercise's aliases for the kind of event before the `:` ("forward" for "fwd").
+
+In a lesson's checks an `EventPrediction` names the cell's function, every event it can log, the
+accepted spellings of the kind, and the `Rule`s that explain a wrong order (the event that fires and
+the one predicted; `after=`/`before=` the events that have or have not fired yet; `repeated=True` an
+event predicted once more than it fires: give every exercise one, or a hook predicted twice is told
+the rule of whatever fires in its place); `prediction_check(...)` registers its check. In the lesson,
+a cell `reveal(predict_<what>)` after the hints prints the recorded log once the prediction is right
+(so the solution page shows it, the lesson page does not); the notebook's `check` shows it after
+three different wrong predictions in a session."""
 
 import dataclasses
 import functools

@@ -5,7 +5,8 @@ of the catalogue that changed a verdict) fails here, with what changed.
 
 Record again after adding entries or changing one on purpose:
 
-    python tests/course/test_catalogue_verdicts.py
+    python tests/course/test_catalogue_verdicts.py        # every lesson's entries
+    python tests/course/test_catalogue_verdicts.py 14     # only lesson 14's (the others kept as recorded)
 """
 
 import functools
@@ -16,6 +17,7 @@ import sys
 
 import pytest
 
+from hooked import course
 from hooked.grader.check_runner import checks_for_lesson
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
@@ -58,10 +60,28 @@ def test_entry_grades_as_recorded(entry):
     assert _verdict(entry) == recorded
 
 
-if __name__ == "__main__":
-    for lesson in {entry["lesson"] for entry in ENTRIES}:  # as the fixture does, for the same verdicts
+def record(lessons=None):
+    """Grade the entries of `lessons` (names; None: all) and write their verdicts, keeping those of
+    the other lessons as they were recorded."""
+    entries = [entry for entry in ENTRIES if lessons is None or entry["lesson"] in lessons]
+    for lesson in {entry["lesson"] for entry in entries}:  # as the fixture does, for the same verdicts
         checks_for_lesson(lesson)
     gc.freeze()
-    verdicts = {_key(entry): _verdict(entry) for entry in ENTRIES}
+    kept = {} if lessons is None else {key: verdict for key, verdict in _recorded().items()
+                                       if key.split("::")[0] not in lessons}
+    verdicts = dict(kept, **{_key(entry): _verdict(entry) for entry in entries})
     VERDICTS.write_text(json.dumps(verdicts, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-    print(f"recorded {len(verdicts)} verdicts in {VERDICTS}")
+    print(f"recorded {len(verdicts) - len(kept)} verdicts in {VERDICTS} ({len(kept)} kept as they were)")
+
+
+def _lessons_meant(texts):
+    """The lesson names that `texts` (01, 1, 01_tensor_hooks, ...) mean; exits with a message for one that is none."""
+    meant = [course.lesson_meant_by(text) for text in texts]
+    unknown = [text for text, lesson in zip(texts, meant) if lesson is None]
+    if unknown:
+        sys.exit(f"no lesson {', '.join(unknown)}: give lesson numbers or names, e.g. 01 or 01_tensor_hooks")
+    return {lesson.name for lesson in meant}
+
+
+if __name__ == "__main__":
+    record(_lessons_meant(sys.argv[1:]) if sys.argv[1:] else None)

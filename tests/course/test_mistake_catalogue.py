@@ -13,6 +13,17 @@ The catalogue of lesson `NN_slug` is tests/course/mistakes/lesson_NN_slug.py, a 
 - kind "right": a correct submission written differently from the reference solution
   (`expect` is empty). The check must pass it.
 
+Write an entry as the reference with one change, `source=edited(reference("<name>"), ("old", "new"))`
+(tests/course/mistakes/__init__.py; each `old` occurs once in the reference): a catalogue file that
+holds more than LONGEST_COPIED_RUN lines of a solution in a row fails, because a copy drifts from
+solutions/. Only a submission of someone's own, not built on the reference, is written out whole.
+Each wrong entry names the `clause` of the contract it breaks alone (tests/course/test_contract_clauses.py
+requires one for every clause). Clauses hide in details: shared modules and tied weights, the root
+module (""), lists as well as tuples, frozen or gradient-less parameters, hooks removed when
+something raises, "unchanged", "in place". Then be the learner's adversary: write more wrong
+submissions from the docstring alone, as a stranger would, and from public projects that use the
+same pattern; each one that passes, or is told of a mistake it did not make, is a gap in a check.
+
 An entry with `xfail="reason"` (the check does not yet give the expected verdict or hint)
 or `xfail_leak="reason"` (the message shows a line of the reference solution) names a known
 weakness of a check: its test is marked as strictly expected to fail. The files are loaded
