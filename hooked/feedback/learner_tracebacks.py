@@ -8,7 +8,7 @@ import traceback
 
 from hooked.feedback.display_paths import place
 
-_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # hooked/, whose frames are the course's
 _LIBRARY_DIRS = tuple(
     os.path.abspath(path) + os.sep
     for path in {sysconfig.get_paths()[key] for key in ("stdlib", "platstdlib", "purelib", "platlib")}
