@@ -5,6 +5,7 @@ is right."""
 
 import contextlib
 
+from hooked.checks.event_predictions import after_wrong_try, reveal_text
 from hooked.course import exercise_named, lesson_named, lessons
 from hooked.grader.check_runner import checks_for_lesson, run_check_for_object
 from hooked.lesson_files.hints import HINT_COUNT, exercise_hints
@@ -13,7 +14,6 @@ from hooked.feedback.learner_tracebacks import learner_raised_not_implemented
 
 def check(exercise):
     """Grade `exercise` (the function or class you wrote) and print the verdict."""
-    from hooked.checks.event_predictions import after_wrong_try
     with grading_settings():
         result = run_check_for_object(exercise)
         text = result.notebook_text() + after_wrong_try(exercise, result, _prediction_of(result))
@@ -26,7 +26,7 @@ def grading_settings():
     they were afterwards: torch with one thread (checks use small tensors, for which a second
     thread only costs) and optimizers that do not import torch._dynamo to mark their methods
     (about 1 s)."""
-    import torch
+    import torch  # both only when a check runs: importing this module stays light
     from hooked.checks.optimizers import skip_dynamo_import_in_optimizers_for_the_block
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
@@ -45,7 +45,6 @@ def reveal(prediction):
 
 def revealed(prediction):
     """What `reveal(prediction)` prints."""
-    from hooked.checks.event_predictions import reveal_text
     result = run_check_for_object(prediction)
     return reveal_text(prediction, result, _prediction_of(result))
 

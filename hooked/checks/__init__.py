@@ -9,6 +9,7 @@ Beside them, what checks are written with, a module per job:
   tensors              random tensors from fixed seeds; `describe` and where two tensors first differ
   seeding              `seeded(seed, build)`: a module built under a seed, torch's random state kept
   handles              the handle(s) a function must return; hooks still registered; `remove_handles`
+  isolation            torch's global state saved and restored around each check (the grader uses it too)
   hooks_left           the hooks on a model's modules and parameters, and the global ones
   planted_exceptions   an exception the check plants (in a model, a loss) must reach the caller
   torch_error_hints    `calling_with_hints`: `calling` that says what a known torch error means

@@ -24,6 +24,7 @@ import re
 from collections import defaultdict
 
 from hooked import course
+from hooked.checks import recorded_logs
 from hooked.checks.check_api import calling, fail, register_check
 
 PREDICTION_TAG = "prediction"
@@ -85,7 +86,6 @@ def prediction_cells(lesson):
 def recorded_events(lesson, code):
     """What the prediction cell's `code(log)` logs, run on the installed torch: now, or in an
     earlier run with the same torch, Python and cell text (hooked.checks.recorded_logs)."""
-    from hooked.checks import recorded_logs
     cells = prediction_cells(lesson)
     return recorded_logs.recorded(lesson, code, [source for source, _ in cells],
                                   lambda: run_prediction_code(lesson, code, cells))
@@ -200,7 +200,7 @@ def reveal_text(predict, result, prediction):
 
 
 def _torch_version():
-    import torch
+    import torch  # only where a log is shown: importing this module (hooked.notebook does) stays light
     return torch.__version__
 
 

@@ -1,7 +1,7 @@
 """The hooks registered anywhere on a model, and globally: what a check looks at to tell that
 learner code removed every hook it registered, and only those."""
 
-from hooked.grader.isolation import GLOBAL_MODULE_HOOK_DICTS
+from hooked.checks.isolation import GLOBAL_MODULE_HOOK_DICTS
 
 # kind -> the attribute of a module (or parameter) that holds hooks of that kind
 MODULE_HOOK_DICTS = {"forward_pre": "_forward_pre_hooks", "forward": "_forward_hooks",

@@ -336,7 +336,35 @@ def check_HookGroup(HookGroup):
 @check_of("register_named_hook")
 def check_register_named_hook(register_named_hook):
     module = nn.Linear(4, 3)
-    first, second, other = _CountingForwardHook(), _CountingForwardHook(), _CountingForwardHook()
+    first, second = _CountingForwardHook(), _CountingForwardHook()
+    _check_named_hook_is_a_forward_hook(register_named_hook, module, first)
+    _check_same_name_replaces(register_named_hook, module, first, second)
+    _check_names_apart(register_named_hook, module, second)
+    _check_named_hook_handles(register_named_hook, module)
+    _check_named_hook_order_and_output(register_named_hook)
+    _check_named_hook_leaves_attributes(register_named_hook)
+    _check_named_hook_registry_lives_on(register_named_hook)
+
+
+def _register_and_fire(register_named_hook, module, name, hook, call_text, counted=()):
+    """register_named_hook(module, name, hook), as `call_text` says; then the hooks `counted` start
+    counting from 0, and one forward call of the module runs."""
+    with calling(f"calling {call_text}"):
+        register_named_hook(module, name, hook)
+    for counting in counted:
+        counting.calls = 0
+    _fire(module)
+
+
+def _removing_stops(handle, hook, module):
+    """Whether, once `handle` is removed, one forward call of `module` no longer runs `hook`."""
+    handle.remove()
+    hook.calls = 0
+    _fire(module)
+    return not hook.calls
+
+
+def _check_named_hook_is_a_forward_hook(register_named_hook, module, first):
     with calling("calling register_named_hook(module, 'count', hook)"):
         handle = register_named_hook(module, "count", first)
     single_handle(handle, "register_named_hook(module, 'count', hook)", "the handle of the forward hook")
@@ -352,7 +380,9 @@ def check_register_named_hook(register_named_hook):
         fail(f"the hook was called with {first.argument_counts[0]} arguments; a forward hook gets 3 "
              "(module, args, output). Use register_forward_hook, not register_forward_pre_hook.")
 
-    # Re-running the cell: the same name replaces the earlier hook.
+
+def _check_same_name_replaces(register_named_hook, module, first, second):
+    """Re-running the cell: the same name replaces the earlier hook."""
     with calling("calling register_named_hook(module, 'count', hook) again (as a re-run cell does)"):
         register_named_hook(module, "count", first)
         register_named_hook(module, "count", first)
@@ -361,23 +391,21 @@ def check_register_named_hook(register_named_hook):
     if first.calls != 1:
         fail(f"after registering the same hook under 'count' 3 times, one forward call ran it {first.calls} times; "
              "expected once. Remove the hook registered earlier under the same name before adding the new one.")
-    with calling("calling register_named_hook(module, 'count', another_hook)"):
-        register_named_hook(module, "count", second)
-    first.calls = 0
-    _fire(module)
+    _register_and_fire(register_named_hook, module, "count", second,
+                       "register_named_hook(module, 'count', another_hook)", counted=[first])
     if first.calls or second.calls != 1:
         fail("after registering another hook under the same name 'count', the old hook fired "
              f"{first.calls} time(s) and the new one {second.calls}; expected 0 and 1: the new hook replaces the old. "
              "Keep each module's handles in a registry keyed by the name.")
 
-    # Different names coexist; the same name on another module does not interfere;
-    # hooks registered by other means stay.
-    outsider = _CountingForwardHook()
+
+def _check_names_apart(register_named_hook, module, second):
+    """Different names coexist; the same name on another module does not interfere; hooks registered
+    by other means stay; one hook function under two names is two registrations."""
+    outsider, other = _CountingForwardHook(), _CountingForwardHook()
     module.register_forward_hook(outsider)
-    with calling("calling register_named_hook(module, 'stats', hook)"):
-        register_named_hook(module, "stats", other)
-    second.calls = other.calls = 0
-    _fire(module)
+    _register_and_fire(register_named_hook, module, "stats", other, "register_named_hook(module, 'stats', hook)",
+                       counted=[second, other])
     if outsider.calls != 1:
         fail("register_named_hook removed a hook that was registered on the module by other means; remove only "
              "the hook it registered earlier under the same name.")
@@ -396,36 +424,28 @@ def check_register_named_hook(register_named_hook):
         fail("registering 'count' on a second module removed or doubled the 'count' hook of the first "
              f"(it fired {second.calls} time(s), the second module's {elsewhere.calls}); keep one registry per "
              "module, e.g. a dict stored on the module.")
-
-    # One hook function under two names is two registrations.
-    with calling("calling register_named_hook(module, 'again', the hook already under 'count')"):
-        register_named_hook(module, "again", second)
-    second.calls = 0
-    _fire(module)
+    _register_and_fire(register_named_hook, module, "again", second,
+                       "register_named_hook(module, 'again', the hook already under 'count')", counted=[second])
     if second.calls != 2:
         fail(f"the same hook registered under 'count' and under 'again' fired {second.calls} time(s) per forward "
              "call; expected 2. Keep each module's handles in a registry keyed by the name, not by the hook function.")
-
-    # The handle it returns is the hook's own handle, also when it replaces an earlier hook.
-    other_handle.remove()
-    elsewhere.calls = 0
-    _fire(other_module)
-    if elsewhere.calls:
+    if not _removing_stops(other_handle, elsewhere, other_module):  # the handle it returns is the hook's own
         fail("removing the handle returned by register_named_hook did not stop the hook; return the handle "
              "that module.register_forward_hook gave you.")
+
+
+def _check_named_hook_handles(register_named_hook, module):
+    """The handle it returns is the new hook's own, also when it replaces an earlier hook; a handle
+    removed by hand is harmless: registering under its name again works, once."""
     replacement = _CountingForwardHook()
     with calling("calling register_named_hook(module, 'count', a third hook), replacing the one under 'count'"):
         replacement_handle = register_named_hook(module, "count", replacement)
     single_handle(replacement_handle, "register_named_hook(module, 'count', a third hook), when it replaced an earlier "
                   "hook,", "the handle of the new forward hook")
-    replacement_handle.remove()
-    replacement.calls = 0
-    _fire(module)
-    if replacement.calls:
+    if not _removing_stops(replacement_handle, replacement, module):
         fail("when register_named_hook replaced an earlier hook, removing the handle it returned did not stop the "
              "new hook: return the handle of the hook just registered, not the earlier one.")
 
-    # A handle removed by hand is harmless: registering under its name again works, once.
     fresh = nn.Linear(4, 3)
     again = _CountingForwardHook()
     with calling("calling register_named_hook(module, 'count', hook), removing its handle by hand, "
@@ -437,8 +457,10 @@ def check_register_named_hook(register_named_hook):
         fail(f"after a hook's handle was removed by hand and the name registered again, one forward call ran the "
              f"hook {again.calls} time(s); expected once.")
 
-    # Registered with module.register_forward_hook(hook): its return replaces the output, and
-    # it runs after hooks registered before it.
+
+def _check_named_hook_order_and_output(register_named_hook):
+    """Registered with module.register_forward_hook(hook): its return replaces the output, and it runs
+    after hooks registered before it."""
     order = []
     ordered = nn.Linear(4, 3)
     ordered.register_forward_hook(lambda module, args, output: order.append("registered first"))
@@ -458,9 +480,6 @@ def check_register_named_hook(register_named_hook):
         fail("a hook registered through register_named_hook returned a new output (all 7), but the module's output "
              f"was {describe(output)}: its return value was lost. Register the hook itself, or a wrapper that returns "
              "what the hook returns.")
-
-    _check_named_hook_leaves_attributes(register_named_hook)
-    _check_named_hook_registry_lives_on(register_named_hook)
 
 
 _CELL_MARKER = "# %%"

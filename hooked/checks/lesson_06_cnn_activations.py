@@ -421,39 +421,42 @@ _AFTER_RELU_GRADIENT = ("The gradient you used is the one with respect to the in
                         "layer produced.")
 
 
+# Typical mistakes: the options of cam_of that make the map each one gives, and its hint, most specific first.
+_CAM_MISTAKES = (
+    (dict(relu=False),
+     "The map has the values of the weighted sum before the ReLU: apply torch.relu to sum_k w_k * A_k (Grad-CAM "
+     "keeps only what raises the score)."),
+    (dict(relu="abs"),
+     "You took the absolute value of sum_k w_k * A_k; apply torch.relu instead: the places that lower the score "
+     "must become 0, not count as bright."),
+    (dict(normalize=None),
+     "It is not normalized: divide the upsampled map by its maximum when that maximum is positive."),
+    (dict(normalize="min-max"),
+     "You subtracted the minimum before dividing (min-max scaling); divide by the maximum only."),
+    (dict(weights="activation"),
+     "The weights w_k are the means of the activations; they must be the means of the gradient G over the spatial "
+     "dimensions."),
+    (dict(weights="product"),
+     "You summed gradient times activation place by place; Grad-CAM first averages the gradient of each channel "
+     "over its spatial dimensions (one weight w_k per channel), then weights A_k by it."),
+    (dict(weights="channels"),
+     "You averaged G over its channels (dimension 1 of (1, K, h, w)), which gives one weight per place; average "
+     "each channel over its spatial dimensions, gradient.mean(dim=(2, 3)), one weight w_k per channel."),
+    (dict(align_corners=True), "The upsampling used align_corners=True; use align_corners=False."),
+    (dict(mode="nearest"), "The upsampling was nearest-neighbour; use mode='bilinear' (with align_corners=False)."),
+    (dict(mode="bicubic"), "The upsampling was bicubic; use mode='bilinear' (with align_corners=False)."),
+    (dict(relu_after_upsampling=True),
+     "The ReLU was applied after the upsampling; apply it to the h x w map, then upsample."),
+    (dict(normalize_first=True),
+     "The map was divided by its maximum before the upsampling; upsample first, then divide by the maximum of the "
+     "upsampled map."),
+)
+
+
 def _variants(found, size):
     """(cam of a typical mistake, its hint), most specific first."""
     A, G = found["A"], found["G"]
-    variants = [
-        (cam_of(A, G, size, relu=False), "The map has the values of the weighted sum before the ReLU: apply "
-                                         "torch.relu to sum_k w_k * A_k (Grad-CAM keeps only what raises the score)."),
-        (cam_of(A, G, size, relu="abs"), "You took the absolute value of sum_k w_k * A_k; apply torch.relu instead: "
-                                         "the places that lower the score must become 0, not count as bright."),
-        (cam_of(A, G, size, normalize=None), "It is not normalized: divide the upsampled map by its maximum when "
-                                             "that maximum is positive."),
-        (cam_of(A, G, size, normalize="min-max"), "You subtracted the minimum before dividing (min-max scaling); "
-                                                  "divide by the maximum only."),
-        (cam_of(A, G, size, weights="activation"), "The weights w_k are the means of the activations; they must be "
-                                                   "the means of the gradient G over the spatial dimensions."),
-        (cam_of(A, G, size, weights="product"), "You summed gradient times activation place by place; Grad-CAM "
-                                                "first averages the gradient of each channel over its spatial "
-                                                "dimensions (one weight w_k per channel), then weights A_k by it."),
-        (cam_of(A, G, size, weights="channels"), "You averaged G over its channels (dimension 1 of (1, K, h, w)), "
-                                                 "which gives one weight per place; average each channel over its "
-                                                 "spatial dimensions, gradient.mean(dim=(2, 3)), one weight w_k per "
-                                                 "channel."),
-        (cam_of(A, G, size, align_corners=True), "The upsampling used align_corners=True; use "
-                                                 "align_corners=False."),
-        (cam_of(A, G, size, mode="nearest"), "The upsampling was nearest-neighbour; use mode='bilinear' (with "
-                                             "align_corners=False)."),
-        (cam_of(A, G, size, mode="bicubic"), "The upsampling was bicubic; use mode='bilinear' (with "
-                                             "align_corners=False)."),
-        (cam_of(A, G, size, relu_after_upsampling=True), "The ReLU was applied after the upsampling; apply it to "
-                                                         "the h x w map, then upsample."),
-        (cam_of(A, G, size, normalize_first=True), "The map was divided by its maximum before the upsampling; "
-                                                   "upsample first, then divide by the maximum of the upsampled "
-                                                   "map."),
-    ]
+    variants = [(cam_of(A, G, size, **options), hint) for options, hint in _CAM_MISTAKES]
     if "A_after" in found:
         variants = [
             (cam_of(found["A_after"], G, size), _NO_CLONE),

@@ -842,6 +842,47 @@ def _all_close(got, want, tolerance=1e-4):
     return all(g is not None and close(g, w, tolerance) for g, w in zip(got, want))
 
 
+# The savers that typical mistakes make (their _ReferenceSaver keywords), most specific first, each with what
+# to say when the learner's gradients are that saver's, and when the bytes the graph holds are (None: not
+# looked for there).
+_SAVER_MISTAKES = (
+    (dict(once=False),
+     None,
+     "You converted a tensor each time an operation saved it (tanh's output is saved by tanh and by the next "
+     "operation), so the graph holds two float16 copies of it: convert each tensor once, and store that one copy "
+     "for every save."),
+    (dict(views=False),
+     "You converted the weight.t() that nn.Linear saves: a view of a parameter (its `_base` is a leaf) is stored as "
+     "it is, like the parameter itself.",
+     "You copied the weight.t() that nn.Linear saves: a view of a parameter is stored as it is, since the parameter "
+     "stays alive anyway."),
+    (dict(inputs=False),
+     "You converted a leaf that does not require grad (the input): every leaf is stored as it is, parameters or "
+     "not. Whoever made it keeps it, so a float16 copy only adds memory (and rounds the input the weights' "
+     "gradients are computed from).",
+     "You copied a leaf that does not require grad (the input), which stays alive anyway: store every leaf as it is."),
+    (dict(again_as_is=True),
+     "You stored the second save of a tensor as it is, in full precision (tanh's output is saved by tanh and by the "
+     "next operation): that keeps the original alive next to its copy. Store the one float16 copy for every save of "
+     "the tensor.",
+     None),
+    (dict(all_views=True),
+     None,
+     "You stored a view of an activation as it is (the torch.sort(...).values[:, ::2] here; its _base is not a "
+     "leaf): it keeps its base, a full-precision activation, alive. Only views of leaves are stored as they are."),
+    (dict(params=False),
+     "You converted the parameters (leaves that require grad) and their views: a leaf is stored as it is, whether "
+     "it requires grad or not. requires_grad does not tell an activation from a parameter (both require grad); "
+     "is_leaf and _base do.",
+     "You copied the parameters (leaves that require grad) and their views, which stay alive anyway: a leaf is "
+     "stored as it is, whether it requires grad or not."),
+    (dict(leaves=False),
+     "You converted leaf tensors (the parameters, the input): store leaves as they are. They stay alive anyway, so "
+     "a float16 copy only adds memory, and rounds the weights the gradients are computed with.",
+     "You copied leaf tensors (parameters, inputs), which stay alive anyway: store leaves as they are."),
+)
+
+
 def _judge_grads(grads, half, case, seed, said):
     for i, (got, want) in enumerate(zip(grads, half)):
         if got is None:
@@ -858,29 +899,8 @@ def _judge_grads(grads, half, case, seed, said):
     case.loss(exact_objects).backward()
     if _all_close(grads, [t.grad for t in case.trainable(exact_objects)], 1e-6):
         fail(f"{message} Yours is the full-precision gradient: the saved tensors were not stored as float16.")
-    variants = (
-        (_ReferenceSaver(views=False),
-         "You converted the weight.t() that nn.Linear saves: a view of a parameter (its `_base` is a "
-         "leaf) is stored as it is, like the parameter itself."),
-        (_ReferenceSaver(inputs=False),
-         "You converted a leaf that does not require grad (the input): every leaf is stored as it "
-         "is, parameters or not. Whoever made it keeps it, so a float16 copy only adds memory (and rounds the "
-         "input the weights' gradients are computed from)."),
-        (_ReferenceSaver(again_as_is=True),
-         "You stored the second save of a tensor as it is, in full precision (tanh's output is "
-         "saved by tanh and by the next operation): that keeps the original alive next to its copy. Store the "
-         "one float16 copy for every save of the tensor."),
-        (_ReferenceSaver(params=False),
-         "You converted the parameters (leaves that require grad) and their views: a leaf is stored "
-         "as it is, whether it requires grad or not. requires_grad does not tell an activation from a parameter "
-         "(both require grad); is_leaf and _base do."),
-        (_ReferenceSaver(leaves=False),
-         "You converted leaf tensors (the parameters, the input): store leaves as they are. They stay "
-         "alive anyway, so a float16 copy only adds memory, and rounds the weights the gradients are computed "
-         "with."),
-    )
-    for variant, hint in variants:  # the saver each typical mistake makes, most specific first
-        if _all_close(grads, variant.run(case, seed)[0]):
+    for options, hint, _ in _SAVER_MISTAKES:
+        if hint and _all_close(grads, _ReferenceSaver(**options).run(case, seed)[0]):
             fail(f"{message} {hint}")
     fail(f"{message} Store non-leaf float32 and float64 tensors as float16 (tensor.half()), each tensor once, and "
          "every other tensor unchanged (bfloat16 and float16 tensors keep their values). A cache must check that "
@@ -892,23 +912,9 @@ def _judge_held(held, case, seed, expected, said):
         return
     message = (f"{said}: after the forward pass the graph holds {held} bytes of tensors made in it; expected "
                f"{expected}.")
-    for variant, why in ((_ReferenceSaver(once=False), "You converted a tensor each time an operation saved it (tanh's "
-                          "output is saved by tanh and by the next operation), so the graph holds two float16 copies "
-                          "of it: convert each tensor once, and store that one copy for every save."),
-                         (_ReferenceSaver(views=False), "You copied the weight.t() that nn.Linear saves: a view of a "
-                          "parameter is stored as it is, since the parameter stays alive anyway."),
-                         (_ReferenceSaver(inputs=False), "You copied a leaf that does not require grad (the input), "
-                          "which stays alive anyway: store every leaf as it is."),
-                         (_ReferenceSaver(all_views=True), "You stored a view of an activation as it is (the "
-                          "torch.sort(...).values[:, ::2] here; its _base is not a leaf): it keeps its base, a "
-                          "full-precision activation, alive. Only views of leaves are stored as they are."),
-                         (_ReferenceSaver(params=False), "You copied the parameters (leaves that require grad) and "
-                          "their views, which stay alive anyway: a leaf is stored as it is, whether it requires grad "
-                          "or not."),
-                         (_ReferenceSaver(leaves=False), "You copied leaf tensors (parameters, inputs), which stay "
-                          "alive anyway: store leaves as they are.")):
-        if held == variant.run(case, seed, measure=True)[1]:
-            fail(f"{message} {why}")
+    for options, _, hint in _SAVER_MISTAKES:
+        if hint and held == _ReferenceSaver(**options).run(case, seed, measure=True)[1]:
+            fail(f"{message} {hint}")
     if held < expected:
         fail(f"{message} Your saver stored something smaller than the contract says: a tensor that stays as it is "
              "converted to float16 (a leaf, such as the int64 indices that torch.sort saves: an integer tensor never "

@@ -15,7 +15,7 @@ from hooked.checks.hooks_left import (MODULE_HOOK_DICTS, PARAMETER_HOOK_DICTS, g
 from hooked.checks.planted_exceptions import planted_exception_comes_through
 from hooked.checks.tensors import close, describe, random_tensor
 from hooked.checks.torch_error_hints import calling_with_hints
-from hooked.grader.isolation import GLOBAL_MODULE_HOOK_DICTS
+from hooked.checks.isolation import GLOBAL_MODULE_HOOK_DICTS
 from hooked.feedback.learner_tracebacks import learner_frame
 
 KINDS = (*MODULE_HOOK_DICTS, *PARAMETER_HOOK_DICTS)

@@ -14,8 +14,8 @@ import torch
 from torch import nn
 
 from hooked.checks.check_api import CheckFailed, LearnerCodeRaised, calling, check_of, fail
-from hooked.grader.check_runner import run_exercise_check
 from hooked.checks.handles import handle_list, remove_handles
+from hooked.checks.isolation import torch_state_restored
 from hooked.checks.hooks_left import (MODULE_HOOK_DICTS, PARAMETER_HOOK_DICTS, global_hook_registrar, global_hooks,
                                      global_hooks_added, registered_hooks)
 from hooked.checks.planted_exceptions import planted_exception_comes_through
@@ -217,14 +217,9 @@ class _Recurrent(nn.Module):
         return self.head(sequence[:, -1])
 
 
-class _PackedReader(nn.Module):
-    """An LSTM fed a packed batch of sequences of lengths 4, 3 and 2: it returns (PackedSequence, (h_n, c_n)),
-    and a PackedSequence is a tuple whose first item is data."""
-
-    def __init__(self, width, hidden, out):
-        super().__init__()
-        self.lstm = nn.LSTM(width, hidden, batch_first=True)
-        self.head = nn.Linear(hidden, out)
+class _PackedReader(_Recurrent):
+    """_Recurrent's layers, its LSTM fed a packed batch of sequences of lengths 4, 3 and 2: it returns
+    (PackedSequence, (h_n, c_n)), and a PackedSequence is a tuple whose first item is data."""
 
     def forward(self, x):
         packed = nn.utils.rnn.pack_padded_sequence(x, torch.tensor([4, 3, 2]), batch_first=True, enforce_sorted=False)
@@ -232,15 +227,21 @@ class _PackedReader(nn.Module):
         return self.head(h_n[-1])
 
 
-class ListPair(nn.Module):
-    """Returns a list: [linear(x), tanh(linear(x))]."""
+class _LinearInto(nn.Module):
+    """A Linear whose output h the subclass's `pack(h)` returns in a container of its kind."""
 
     def __init__(self, width, hidden):
         super().__init__()
         self.linear = nn.Linear(width, hidden)
 
     def forward(self, x):
-        h = self.linear(x)
+        return self.pack(self.linear(x))
+
+
+class ListPair(_LinearInto):
+    """Returns a list: [linear(x), tanh(linear(x))]."""
+
+    def pack(self, h):
         return [h, torch.tanh(h)]
 
 
@@ -255,15 +256,10 @@ class _Paired(nn.Module):
         return self.head(h * gate)
 
 
-class Table(nn.Module):
+class Table(_LinearInto):
     """Returns a dict: {"out": linear(x), "gate": sigmoid(linear(x))}."""
 
-    def __init__(self, width, hidden):
-        super().__init__()
-        self.linear = nn.Linear(width, hidden)
-
-    def forward(self, x):
-        h = self.linear(x)
+    def pack(self, h):
         return {"out": h, "gate": torch.sigmoid(h)}
 
 
@@ -287,15 +283,10 @@ class _Tabled(nn.Module):
         return self.head(parts["out"] * parts["gate"])
 
 
-class NestedTuple(nn.Module):
+class NestedTuple(_LinearInto):
     """Returns a tuple whose first item is a tuple: ((h, tanh(h)), h)."""
 
-    def __init__(self, width, hidden):
-        super().__init__()
-        self.linear = nn.Linear(width, hidden)
-
-    def forward(self, x):
-        h = self.linear(x)
+    def pack(self, h):
         return (h, torch.tanh(h)), h
 
 
@@ -1494,6 +1485,8 @@ def _check_exception_in_block(TrainingMonitor):
 # The grader runs all exercise cells of a lesson in one namespace, so a monitor usually calls the learner's
 # own functions: when one of them is unfinished or wrong, the monitor's failure is not the monitor's.
 _EARLIER = {"record_activation_stats": "Exercise 1", "track_grad_norms": "Exercise 2"}
+_EARLIER_CHECKS = {"record_activation_stats": check_record_activation_stats,
+                   "track_grad_norms": check_track_grad_norms}
 
 
 def _code_of(cls):
@@ -1539,9 +1532,19 @@ def _blame_earlier_exercise(TrainingMonitor, error, seen):
     namespace = functions[0].__globals__ if functions else {}
     for name in _EARLIER:
         if name in used and callable(namespace.get(name)):
-            result = run_exercise_check("11_training_monitor", name, namespace[name])
-            if result.status != "passed":
+            if not _passes_its_check(name, namespace[name]):
                 _finish_first(name, "does not pass its own check yet", seen)
+
+
+def _passes_its_check(name, learner_object):
+    """Whether the learner's earlier exercise `name` passes its own check, run as the grader runs one:
+    torch's global state restored afterwards. Any way of not passing (a failure, an error, a stub) counts."""
+    try:
+        with torch_state_restored():
+            _EARLIER_CHECKS[name](learner_object)
+    except (Exception, SystemExit):
+        return False
+    return True
 
 
 def _check_global_modes(after_what):

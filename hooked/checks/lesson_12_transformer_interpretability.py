@@ -11,6 +11,7 @@ from torch.utils.hooks import RemovableHandle
 
 from hooked.checks.check_api import LearnerCodeRaised, calling, check_of, fail
 from hooked.checks import trained_tiny_transformer
+from hooked.checks.hooks_left import GLOBAL_MODULE_HOOKS
 from hooked.checks.planted_exceptions import planted_exception_comes_through
 from hooked.checks.seeding import seeded
 from hooked.checks.tensors import describe, first_difference
@@ -67,7 +68,6 @@ def _handles_made():
 def _hook_ids(model):
     ids = {(name, kind, key) for name, module in model.named_modules() for kind in _HOOK_KINDS
            for key in getattr(module, kind)}
-    from hooked.checks.hooks_left import GLOBAL_MODULE_HOOKS
     ids |= {(None, kind, key) for kind, hooks in GLOBAL_MODULE_HOOKS.items() for key in hooks}
     return ids
 
@@ -123,25 +123,34 @@ def _check_raise(model, call_text, call):
 
 def _check_key_error(model, call_text, call, unknown):
     before, made = _hook_ids(model), _handles_made()
-    try:
-        with calling(f"calling {call_text}"):
-            returned = call()
-    except LearnerCodeRaised as raised:
-        if not isinstance(raised.error, KeyError):
-            fail(f"{call_text} raised {type(raised.error).__name__}: {raised.error}; expected KeyError, since "
-                 f"{unknown!r} is not a hook point of the model: look each name up in model.hook_points() "
-                 "(get_submodule raises AttributeError) and raise KeyError before registering any hook.")
-        count = _handles_made() - made
-        if count:
-            fail(f"{call_text} raised KeyError, but only after it had registered {count} hook(s) (forward hooks, "
-                 f"pre-hooks or global hooks). Check every name first ({unknown!r} is not a hook point), and register "
-                 "hooks only when all names are known.")
-    else:
+    raised, returned = _call_expecting(call_text, call, KeyError, f"expected KeyError, since {unknown!r} is not a "
+                                       "hook point of the model: look each name up in model.hook_points() "
+                                       "(get_submodule raises AttributeError) and raise KeyError before registering "
+                                       "any hook.")
+    if not raised:
         module = (" It is a module of the model, but not a hook point: look names up in model.hook_points(), not in "
                   "named_modules() or with get_submodule." if unknown in dict(model.named_modules()) else "")
         fail(f"{call_text} returned {describe(returned)}; {unknown!r} is not a hook point of the model "
              f"(a key of model.hook_points()), so it must raise KeyError, before registering any hook.{module}")
+    count = _handles_made() - made
+    if count:
+        fail(f"{call_text} raised KeyError, but only after it had registered {count} hook(s) (forward hooks, "
+             f"pre-hooks or global hooks). Check every name first ({unknown!r} is not a hook point), and register "
+             "hooks only when all names are known.")
     _check_hooks(model, before, call_text, " (which raised KeyError)")
+
+
+def _call_expecting(call_text, call, error_type, expected):
+    """(True, None) when `call()` raised `error_type`, (False, what it returned) when it returned; fails when it
+    raised another error, `expected` saying what it should have raised."""
+    try:
+        with calling(f"calling {call_text}"):
+            returned = call()
+    except LearnerCodeRaised as raised:
+        if not isinstance(raised.error, error_type):
+            fail(f"{call_text} raised {type(raised.error).__name__}: {raised.error}; {expected}")
+        return True, None
+    return False, returned
 
 
 def _check_metric_raise(model, call_text, call):
@@ -631,14 +640,9 @@ def _check_value_error(model, call, call_it, first, why):
     """`call_it()` must raise ValueError (`first`: what to check before any forward pass; `why`: why it
     raises), and leave no hook."""
     before = _hook_ids(model)
-    try:
-        with calling(f"calling {call}"):
-            returned = call_it()
-    except LearnerCodeRaised as raised:
-        if not isinstance(raised.error, ValueError):
-            fail(f"{call} raised {type(raised.error).__name__}: {raised.error}; expected ValueError, before any "
-                 f"forward pass: {first}.")
-    else:
+    raised, returned = _call_expecting(call, call_it, ValueError, f"expected ValueError, before any forward pass: "
+                                       f"{first}.")
+    if not raised:
         fail(f"{call} returned {describe(returned)}; expected ValueError: {why}.")
     _check_hooks(model, before, call, " (which raised ValueError)")
 
@@ -1133,15 +1137,27 @@ def check_steer(steer):
     name, other = "blocks.0.hook_resid_post", "hook_embed"
     second = torch.randn(16, generator=torch.Generator().manual_seed(1254))
     # The references, computed before the learner's code runs (a hook it leaves would change them).
-    expected = _steered(model, tokens, [(name, 3.0 * original)])
-    without_alpha = _steered(model, tokens, [(name, original)])
-    last_only = _activations(model, tokens, [name], {name: lambda a: torch.cat(
-        [a[:, :-1], a[:, -1:] + 3.0 * original], dim=1)})[0]
-    first_only = _activations(model, tokens, [name], {name: lambda a: torch.cat([a[:1] + 3.0 * original, a[1:]])})[0]
-    both = _steered(model, tokens, [(other, 2.0 * second), (name, original)])
-    outer_alone = _steered(model, tokens, [(other, 2.0 * second)])
-    call = f"steer(model, {name!r}, vector, 3.0)"
+    references = dict(
+        plain=plain,
+        expected=_steered(model, tokens, [(name, 3.0 * original)]),
+        without_alpha=_steered(model, tokens, [(name, original)]),
+        last_only=_activations(model, tokens, [name], {name: lambda a: torch.cat(
+            [a[:, :-1], a[:, -1:] + 3.0 * original], dim=1)})[0],
+        first_only=_activations(model, tokens, [name], {name: lambda a: torch.cat([a[:1] + 3.0 * original, a[1:]])})[0],
+        both=_steered(model, tokens, [(other, 2.0 * second), (name, original)]),
+        outer_alone=_steered(model, tokens, [(other, 2.0 * second)]))
     before = _hook_ids(model)
+    _check_one_block(steer, model, tokens, name, vector, original, references, before)
+    _check_steered_gradients(steer, model, tokens, original, before)
+    _check_nested_blocks(steer, model, tokens, name, other, vector, second, references)
+    _check_nested_on_one_point(steer, model, tokens, name, vector, second, original, references["plain"])
+    _check_block_that_raises(steer, model, name, vector)
+
+
+def _check_one_block(steer, model, tokens, name, vector, original, references, before):
+    """`with steer(model, name, vector, 3.0):` adds 3.0 * vector at `name` inside the block only."""
+    plain, expected = references["plain"], references["expected"]
+    call = f"steer(model, {name!r}, vector, 3.0)"
     manager = _enter(steer, model, name, vector, 3.0, call)
     with torch.no_grad():
         early = model(tokens)
@@ -1164,11 +1180,12 @@ def check_steer(steer):
     _logits_check(inside, expected, f"model(tokens) inside `with {call}:`", guesses=[
         (lambda: plain, "That is the model's output without steering: return output + alpha * vector from the "
                         "forward hook (its return replaces the activation)."),
-        (lambda: without_alpha, "The vector was added without alpha."),
-        (lambda: last_only, "alpha * vector was added at the last position only; add it at every batch element and "
-                            "position (output + alpha * vector broadcasts)."),
-        (lambda: first_only, "alpha * vector was added to the first sequence of the batch only; add it at every batch "
-                             "element and position (output + alpha * vector broadcasts)."),
+        (lambda: references["without_alpha"], "The vector was added without alpha."),
+        (lambda: references["last_only"], "alpha * vector was added at the last position only; add it at every batch "
+                                          "element and position (output + alpha * vector broadcasts)."),
+        (lambda: references["first_only"], "alpha * vector was added to the first sequence of the batch only; add it "
+                                           "at every batch element and position (output + alpha * vector "
+                                           "broadcasts)."),
     ])
     if not _close(again, expected):
         fail(f"Inside `with {call}:`, the second forward pass gave {describe(again)}, the first {describe(inside)}: "
@@ -1182,40 +1199,42 @@ def check_steer(steer):
              "when the block ends.")
     _check_hooks(model, before, f"the `with {call}:` block")
 
-    _check_steered_gradients(steer, model, tokens, original, before)
 
-    # alpha defaults to 1.0; blocks nest, and their additions add up.
-    call = f"steer(model, {name!r}, vector) inside `with steer(model, {other!r}, second, 2.0):`"
-    outer = _enter(steer, model, other, second, 2.0, f"steer(model, {other!r}, second, 2.0)")
+def _nested_blocks(steer, model, tokens, outer_name, name, vector, second):
+    """(what the check calls it, the logits inside both blocks, the logits after the inner block inside the
+    outer one) of `with steer(model, name, vector):` inside `with steer(model, outer_name, second, 2.0):`."""
+    call = f"steer(model, {name!r}, vector) inside `with steer(model, {outer_name!r}, second, 2.0):`"
+    outer = _enter(steer, model, outer_name, second, 2.0, f"steer(model, {outer_name!r}, second, 2.0)")
     with calling(f"entering {call}"), outer:
         inner = _enter(steer, model, name, vector, None, f"steer(model, {name!r}, vector)")
         with inner, torch.no_grad():
             nested = model(tokens)
         with torch.no_grad():
             outer_only = model(tokens)
-    _logits_check(nested, both, call, guesses=[
-        (lambda: without_alpha,
+    return call, nested, outer_only
+
+
+def _check_nested_blocks(steer, model, tokens, name, other, vector, second, references):
+    """alpha defaults to 1.0; blocks nest, and their additions add up."""
+    call, nested, outer_only = _nested_blocks(steer, model, tokens, other, name, vector, second)
+    _logits_check(nested, references["both"], call, guesses=[
+        (lambda: references["without_alpha"],
          "Only the inner block's vector was added: a block must not remove hooks it did not register."),
-        (lambda: outer_alone,
+        (lambda: references["outer_alone"],
          "Only the outer block's vector was added: the inner steer (alpha left to its default, 1.0) did nothing."),
     ])
-    _logits_check(outer_only, outer_alone,
+    _logits_check(outer_only, references["outer_alone"],
                   f"model(tokens) after the inner block, inside `with steer(model, {other!r}, second, 2.0):`")
 
-    # Two blocks on the same hook point, and a hook of the caller's own there: only the block's own hook goes.
+
+def _check_nested_on_one_point(steer, model, tokens, name, vector, second, original, plain):
+    """Two blocks on the same hook point, and a hook of the caller's own there: only the block's own hook goes."""
     twice = _steered(model, tokens, [(name, 2.0 * second), (name, original)])
     outer_same = _steered(model, tokens, [(name, 2.0 * second)])
     fired = []
     own = model.hook_points()[name].register_forward_hook(lambda module, args, output: fired.append(1))
     before = _hook_ids(model)
-    call = f"steer(model, {name!r}, vector) inside `with steer(model, {name!r}, second, 2.0):`"
-    outer = _enter(steer, model, name, second, 2.0, f"steer(model, {name!r}, second, 2.0)")
-    with calling(f"entering {call}"), outer:
-        inner = _enter(steer, model, name, vector, None, f"steer(model, {name!r}, vector)")
-        with inner, torch.no_grad():
-            nested = model(tokens)
-        with torch.no_grad():
-            outer_only = model(tokens)
+    call, nested, outer_only = _nested_blocks(steer, model, tokens, name, name, vector, second)
     _logits_check(nested, twice, call)
     _logits_check(outer_only, outer_same,
                   f"model(tokens) after the inner block, inside `with steer(model, {name!r}, second, 2.0):` (both on "
@@ -1229,7 +1248,9 @@ def check_steer(steer):
              "the steer blocks: leave the model's own hooks alone.")
     own.remove()
 
-    # Steering goes also when the block raises, and the exception comes through.
+
+def _check_block_that_raises(steer, model, name, vector):
+    """Steering goes also when the block raises, and the exception comes through."""
     call = f"with steer(model, {name!r}, vector, 3.0): raise ValueError"
     before = _hook_ids(model)
 

@@ -606,38 +606,42 @@ def _split_steps(calls):
     return steps
 
 
+# The options of _topk_reference that make each typical mistake, and how the parameters moved with it (after
+# "the parameters moved as"), most specific first.
 _TOPK_VARIANTS = [
-    (dict(divide=False), "the parameters moved as with the SUM of `sent` over the ranks: divide by "
-                         "state.process_group.size() (the mean)."),
-    (dict(feedback="none"), "the parameters moved as top-k WITHOUT error feedback: the residual was never added "
-                            "to the next step's gradient. Store corrected - sent in state.residuals[bucket.index()] "
-                            "and add it to the next buffer; compute it before anything changes `corrected` in place "
-                            "(after sent is cut out of corrected itself, corrected - sent is zero)."),
-    (dict(feedback="twice"), "the parameters moved as if the residual were added twice (buffer + 2 * residual): "
-                             "add it once, to a new tensor, not also to the buffer in place."),
-    (dict(feedback="accumulate"), "the parameters moved as if each new residual were added to the old one "
-                                  "(residual += corrected - sent): corrected already holds the old residual, so the "
-                                  "new residual is corrected - sent, replacing the old."),
-    (dict(feedback="from-buffer"), "the parameters moved as if the new residual were buffer - sent: it is "
-                                   "corrected - sent, what this step had to send (its gradient and the old residual) "
-                                   "less what it sent."),
-    (dict(absolute=False), "the parameters moved as if the k LARGEST values were kept, not the k of largest ABSOLUTE "
-                           "value: choose with corrected.abs().topk(k)."),
-    (dict(largest=False), "the parameters moved as if the k entries of SMALLEST |corrected| were kept: keep the k of "
-                          "largest absolute value (corrected.abs().topk(k) gives them; argsort and sort are ascending "
-                          "unless told descending=True)."),
-    (dict(feedback="from-mean"), "the parameters moved as if the new residual were corrected minus the mean over the "
-                                 "ranks (the all-reduce's result), as PowerSGD's error feedback computes it: here it is "
-                                 "corrected - sent, with this rank's own sent, stored before the all-reduce."),
-    (dict(reduce=False), "the parameters moved as if each rank used the mean of its own `sent` only, without the "
-                         "other ranks': the hook did not all-reduce it, or returned a future that does not wait for "
-                         "the all-reduce. Start dist.all_reduce(sent, group=state.process_group, async_op=True) and "
-                         "return its future of the tensor."),
-    (dict(reduce=False, divide=False), "the parameters moved as if each rank used its own `sent`, without the other "
-                                       "ranks': the hook did not all-reduce it. Return the mean of sent over the ranks "
-                                       "of state.process_group: all-reduce it, divided by its size()."),
-    (dict(sent_from="buffer"), "the parameters moved as if `sent` held the BUFFER's entries at the chosen positions: "
-                               "it holds corrected's (the buffer plus the residual), so that the residual is sent too."),
+    (dict(divide=False), "with the SUM of `sent` over the ranks: divide by state.process_group.size() (the mean)."),
+    (dict(feedback="none"),
+     "top-k WITHOUT error feedback: the residual was never added to the next step's gradient. Store corrected - "
+     "sent in state.residuals[bucket.index()] and add it to the next buffer; compute it before anything changes "
+     "`corrected` in place (after sent is cut out of corrected itself, corrected - sent is zero)."),
+    (dict(feedback="twice"),
+     "if the residual were added twice (buffer + 2 * residual): add it once, to a new tensor, not also to the "
+     "buffer in place."),
+    (dict(feedback="accumulate"),
+     "if each new residual were added to the old one (residual += corrected - sent): corrected already holds the "
+     "old residual, so the new residual is corrected - sent, replacing the old."),
+    (dict(feedback="from-buffer"),
+     "if the new residual were buffer - sent: it is corrected - sent, what this step had to send (its gradient and "
+     "the old residual) less what it sent."),
+    (dict(absolute=False),
+     "if the k LARGEST values were kept, not the k of largest ABSOLUTE value: choose with corrected.abs().topk(k)."),
+    (dict(largest=False),
+     "if the k entries of SMALLEST |corrected| were kept: keep the k of largest absolute value "
+     "(corrected.abs().topk(k) gives them; argsort and sort are ascending unless told descending=True)."),
+    (dict(feedback="from-mean"),
+     "if the new residual were corrected minus the mean over the ranks (the all-reduce's result), as PowerSGD's "
+     "error feedback computes it: here it is corrected - sent, with this rank's own sent, stored before the "
+     "all-reduce."),
+    (dict(reduce=False),
+     "if each rank used the mean of its own `sent` only, without the other ranks': the hook did not all-reduce it, "
+     "or returned a future that does not wait for the all-reduce. Start dist.all_reduce(sent, "
+     "group=state.process_group, async_op=True) and return its future of the tensor."),
+    (dict(reduce=False, divide=False),
+     "if each rank used its own `sent`, without the other ranks': the hook did not all-reduce it. Return the mean "
+     "of sent over the ranks of state.process_group: all-reduce it, divided by its size()."),
+    (dict(sent_from="buffer"),
+     "if `sent` held the BUFFER's entries at the chosen positions: it holds corrected's (the buffer plus the "
+     "residual), so that the residual is sent too."),
 ]
 
 
@@ -680,7 +684,7 @@ def check_topk_error_feedback_hook(topk_error_feedback_hook):
             if ranks_agree and variant.get("reduce") is False:
                 continue
             if _same(got, _topk_reference(calls_per_rank[0], world_size, **variant)[0][outcome.rank]):
-                fail(f"{doing}: on rank {outcome.rank}, {message}")
+                fail(f"{doing}: on rank {outcome.rank}, the parameters moved as {message}")
         fail(f"{doing}: rank {outcome.rank}'s parameters differ from those the rules give, computed by hand, by up "
              f"to {_max_difference(got, expected[outcome.rank]):.3g}. Check each rule: corrected = buffer + residual; keep the k "
              "entries of largest |corrected|; residual = corrected - sent; the future's value is the mean of sent "

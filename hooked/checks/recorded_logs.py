@@ -27,7 +27,7 @@ def cache_dir():
 
 def key_of(lesson, code, cells_text):
     """Everything the recorded log depends on."""
-    import torch
+    import torch  # only where a log is read or kept: importing this module stays light
     return {"torch": torch.__version__, "torch build": torch.version.git_version, "python": sys.version,
             "lesson": lesson, "code": code, "prediction cells": cells_text}
 

@@ -10,14 +10,13 @@ Training may give other weights on another machine or torch build, so the stored
 compared with a fresh run; tests/course/test_trained_digits_cnn.py checks that it is trained.
 """
 
-import argparse
 import pathlib
 
 import torch
 from torch import nn
 
 from hooked.checks.grad_cam_reference import activation_and_gradient, cam_of
-from hooked.checks.lesson_training import run_cells_until_trained
+from hooked.checks.lesson_training import float_copy, run_cells_until_trained, save, write_command
 
 PATH = pathlib.Path(__file__).resolve().parent / "data" / "trained_digits_cnn.pt"
 LESSON = pathlib.Path(__file__).resolve().parents[2] / "solutions" / "06_cnn_activations.py"
@@ -43,10 +42,6 @@ def load():
 
 
 # ---------------------------------------------------------------- writing the file (authors only)
-
-def _lesson_trained():
-    return run_cells_until_trained(LESSON)
-
 
 def _clear_sign(pre_relu):
     """The map before Grad-CAM's ReLU is clearly positive somewhere, or clearly <= 0 everywhere:
@@ -83,24 +78,13 @@ def _weighted_sum(model, name, x, target):
 
 
 def write():
-    namespace = _lesson_trained()
+    namespace = run_cells_until_trained(LESSON)
     model, images, labels = namespace["model"], namespace["images"], namespace["labels"]
     chosen = torch.tensor(_choose(model, images, labels, namespace["test_idx"]))
-    stored = {
-        "state_dict": {key: value.detach().float().clone() for key, value in model.state_dict().items()},
-        "images": images[chosen].float().clone(),
-        "labels": labels[chosen].clone(),
-    }
-    PATH.parent.mkdir(exist_ok=True)
-    torch.save(stored, PATH)
-    print(f"wrote {PATH} ({PATH.stat().st_size:,} bytes): test accuracy "
-          f"{namespace['trained_accuracy']:.3f}, digits {stored['labels'].tolist()}")
+    stored = {"state_dict": float_copy(model.state_dict()), "images": images[chosen].float().clone(),
+              "labels": labels[chosen].clone()}
+    save(stored, PATH, f"test accuracy {namespace['trained_accuracy']:.3f}, digits {stored['labels'].tolist()}")
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--write", action="store_true", help="train as the lesson does and write the file")
-    if parser.parse_args().write:
-        write()
-    else:
-        parser.print_help()
+    write_command(__doc__, write)

@@ -13,7 +13,6 @@ file is NOT compared with a fresh run; tests/course/test_trained_tiny_transforme
 trained.
 """
 
-import argparse
 import ast
 import functools
 import linecache
@@ -22,7 +21,7 @@ import pathlib
 import torch
 
 from hooked import course
-from hooked.checks.lesson_training import run_cells_until_trained
+from hooked.checks.lesson_training import float_copy, run_cells_until_trained, save, write_command
 
 PATH = pathlib.Path(__file__).resolve().parent / "data" / "trained_tiny_transformer.pt"
 LESSON_NAME = "12_transformer_interpretability"
@@ -73,23 +72,11 @@ def load():
 
 # ---------------------------------------------------------------- writing the file (authors only)
 
-def _lesson_trained():
-    return run_cells_until_trained(course.lesson_named(LESSON_NAME).solution_path)
-
-
 def write():
-    namespace = _lesson_trained()
-    state = {key: value.detach().float().clone() for key, value in namespace["model"].state_dict().items()}
-    PATH.parent.mkdir(exist_ok=True)
-    torch.save(state, PATH)
-    print(f"wrote {PATH} ({PATH.stat().st_size:,} bytes): accuracy {namespace['trained_accuracy']:.3f}, "
-          f"trained in {namespace['training_seconds']:.1f} s")
+    namespace = run_cells_until_trained(course.lesson_named(LESSON_NAME).solution_path)
+    save(float_copy(namespace["model"].state_dict()), PATH,
+         f"accuracy {namespace['trained_accuracy']:.3f}, trained in {namespace['training_seconds']:.1f} s")
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--write", action="store_true", help="train as the lesson does and write the file")
-    if parser.parse_args().write:
-        write()
-    else:
-        parser.print_help()
+    write_command(__doc__, write)

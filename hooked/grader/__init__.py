@@ -1,4 +1,3 @@
 """The grading engine: how many workers and which lessons each grades (plan), the worker processes that
-run learner code with a time limit (engine, worker), one check turned into a verdict (check_runner), torch's
-global state restored between checks (isolation), and what each lesson's grading costs (cost). Never imported
-by the checks."""
+run learner code with a time limit (engine, worker), one check turned into a verdict (check_runner), and what
+each lesson's grading costs (cost). Never imported by the checks."""

@@ -18,7 +18,7 @@ def run_check(lesson, exercise, check, obj, where=None):
     """Run `check(obj)` and turn what happened into a Result. Torch's global state
     is restored afterwards, whatever the learner's code did to it. `where` is the line that
     defines the exercise, as the grader shows it ("lessons/01_tensor_hooks.py line 241")."""
-    from hooked.grader.isolation import torch_state_restored  # imports torch: only where checks run
+    from hooked.checks.isolation import torch_state_restored  # imports torch: only where checks run
 
     def result(status, message):
         return Result(lesson, exercise, status, message)

@@ -16,7 +16,6 @@ from hooked.course import ROOT
 from hooked.feedback.display_paths import display_path
 from hooked.grader.plan import assign, worker_count
 from hooked.lesson_files.learner_lesson import load_lesson_source
-from hooked.command.shared_options import DEFAULT_TIME_LIMIT
 from hooked.feedback.verdict import Result
 
 _STARTUP_LIMIT = 300.0  # importing torch on a cold, busy machine
@@ -275,14 +274,15 @@ class _Pending:
 
 
 class Grader:
-    """grade(lesson, exercise) -> Result, for the lessons in `lessons_dir`.
+    """grade(lesson, exercise) -> Result, for the lessons in `lessons_dir`, each exercise's code
+    stopped after `time_limit` seconds (the front ends read it from --time-limit).
 
     start(plan) with the (lesson, exercise) pairs about to be asked for, in order, starts one
     worker per core (hooked.grader.plan), gives each worker whole lessons so that they finish
     together, and grades ahead: grade() then waits for its result. The results, their
     messages and the order they are asked for are the same with one worker as with many."""
 
-    def __init__(self, lessons_dir, time_limit=DEFAULT_TIME_LIMIT):
+    def __init__(self, lessons_dir, time_limit):
         self.lessons_dir = lessons_dir
         self.time_limit = time_limit
         self._sources = {}

@@ -102,7 +102,8 @@ def run_cells(lesson, cells, skip=(), before_cell=lambda index: None):
     """Run a lesson's exercise cells ({"source", "filename", "first_line"} each) in a fresh
     namespace, torch's global state restored afterwards; return (namespace, {index: what
     went wrong}, what they printed). before_cell(index) is called before each cell runs."""
-    from hooked.grader.isolation import torch_state_restored
+    # The course's modules are imported in prepare(), where their bytecode may be written; named here.
+    from hooked.checks.isolation import torch_state_restored
     from hooked.feedback.learner_tracebacks import describe_learner_error
     from hooked.lesson_files.learner_lesson import Cell, compile_cell
 
@@ -129,6 +130,7 @@ def run_cells(lesson, cells, skip=(), before_cell=lambda index: None):
 
 def check_exercise(lesson, exercise, namespace, where=None, missing_checks=None):
     """(Result, what was printed) of checking `exercise` as the lesson's cells defined it."""
+    # Imported in prepare() already, as in run_cells.
     from hooked.grader.check_runner import run_exercise_check
     from hooked.feedback.learner_tracebacks import describe_learner_error
     from hooked.feedback.verdict import Result

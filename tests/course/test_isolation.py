@@ -61,7 +61,7 @@ def test_checks_find_a_global_hook_of_every_kind_in_the_dicts_isolation_restores
     import torch.nn.modules.module as module_globals
 
     from hooked.checks.hooks_left import GLOBAL_MODULE_HOOKS, global_hook_registrar, global_hooks, global_hooks_added
-    from hooked.grader.isolation import GLOBAL_HOOK_DICTS, torch_state_restored
+    from hooked.checks.isolation import GLOBAL_HOOK_DICTS, torch_state_restored
 
     assert all(any(hooks is restored for restored in GLOBAL_HOOK_DICTS) for hooks in GLOBAL_MODULE_HOOKS.values())
     for name in GLOBAL_MODULE_HOOKS:

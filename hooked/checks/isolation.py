@@ -2,7 +2,9 @@
 cannot change how the next check or lesson behaves: modes and defaults, random
 state, global hooks, entered-but-never-exited contexts (saved-tensor hooks,
 torch function and dispatch modes), and attributes replaced on torch's main
-modules and classes (a monkeypatched `torch.allclose` or `Tensor.register_hook`)."""
+modules and classes (a monkeypatched `torch.allclose` or `Tensor.register_hook`).
+The grader wraps every check and a lesson's cells in it; a check that runs another
+check (lesson 11's) does too."""
 
 import contextlib
 import random
