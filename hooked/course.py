@@ -8,16 +8,17 @@ Each exercise's heading in solutions/ gives its difficulty and the time it usual
 (Exercise.level and Exercise.minutes); a heading written otherwise stops the manifest with
 a HeadingError that says which exercise, which line, and what is accepted.
 
-Read as text, without jupytext (which costs more than the rest of `hooked status`), and
-without importing torch."""
+The files are read by hooked/lesson_files/lesson_format.py, as text: without jupytext (which
+costs more than the rest of `hooked status`), and without importing torch."""
 
-import ast
 import dataclasses
 import functools
 import pathlib
 import re
 
-from hooked.lesson_files.exercise_headings import departures, headings_outside_fences
+# Named through the manifest too: an Exercise's level is one of DIFFICULTIES; read_lesson raises HeadingError.
+from hooked.lesson_files.lesson_format import DIFFICULTIES, HeadingError  # noqa: F401
+from hooked.lesson_files.lesson_format import exercise_cells, exercise_definition_lines, lesson_title
 from hooked.lesson_files.solution_markers import lesson_text_from_solution, without_markers
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -26,19 +27,6 @@ LESSONS_DIR = ROOT / "lessons"
 TESTS_DIR = ROOT / "tests"
 
 LESSON_FILE = re.compile(r"^(?P<number>\d\d)_(?P<slug>[a-z0-9_]+)\.(?:py|ipynb)$")
-# A percent-format cell tagged `exercise`: its header line, then its source up to the next cell.
-_EXERCISE_CELL = re.compile(r'^# %% tags=\["exercise"\]\n(.*?)(?=^# %%|\Z)', re.MULTILINE | re.DOTALL)
-_TITLE = re.compile(r"^# # (?P<title>.+)$", re.MULTILINE)
-
-DIFFICULTIES = ("easy", "medium", "hard")  # an exercise's <level> in its heading
-HEADING_FORMAT = "# ## Exercise N: `name` · <level> · about M min"
-_HEADING = re.compile(r"^# ## Exercise (?P<number>\d+): `(?P<name>[^`]+)` · (?P<level>\S+) · about (?P<minutes>\d+) min$")
-# The same heading without the level and time, to say what is missing.
-_BARE_HEADING = re.compile(r"^# ## Exercise (?P<number>\d+): `(?P<name>[^`]+)`$")
-
-
-class HeadingError(ValueError):
-    """An exercise's heading in solutions/ lacks its level and time, or has them in another form."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -100,17 +88,6 @@ class Lesson:
         return [exercise.name for exercise in self.exercises]
 
 
-def _defined_names(source):
-    """The top-level def and class names of a cell, in order (a cell that does not
-    parse defines nothing here; the course tests catch that)."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return []
-    return [node.name for node in tree.body
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
-
-
 def fresh_lesson_text(lesson):
     """The learner's version of `lesson`, as the generator writes it to lessons/."""
     return lesson_text_from_solution((SOLUTIONS_DIR / f"{lesson}.py").read_text(encoding="utf-8"),
@@ -119,45 +96,9 @@ def fresh_lesson_text(lesson):
 
 @functools.lru_cache(maxsize=None)
 def _definition_lines(lesson):
-    """{name: line} of every top-level def and class in the lesson file that solutions/ generates."""
-    text = fresh_lesson_text(lesson)
-    return {match["name"]: text.count("\n", 0, match.start()) + 1
-            for match in re.finditer(r"^(?:async\s+)?(?:def|class)\s+(?P<name>\w+)", text, re.MULTILINE)}
-
-
-def _line_of(text, position):
-    return text.count("\n", 0, position) + 1
-
-
-def _level_and_minutes(text, name, start, end, filename):
-    """(level, minutes) from the heading of exercise `name`: the last exercise heading in
-    text[start:end], the part of the file between the previous exercise cell and its own (a
-    heading shown in a code fence is not one)."""
-    headings = headings_outside_fences(text, start, end)
-    if not headings:
-        raise HeadingError(f"{filename} line {_line_of(text, end)}: exercise {name} has no heading before its "
-                           f"exercise cell; write one that reads '{HEADING_FORMAT}', with <level> one of "
-                           f"{', '.join(DIFFICULTIES)} and M the minutes a learner usually takes.")
-    line, where = headings[-1].group(0), f"{filename} line {_line_of(text, headings[-1].start())}"
-    expected = (f"it must read '{HEADING_FORMAT.replace('name', name)}', with <level> one of "
-                f"{', '.join(DIFFICULTIES)} and M the minutes a learner usually takes (a whole number)")
-    match = _HEADING.match(line)
-    if match is None:
-        wrong = departures(line)
-        missing = "has no level and time" if _BARE_HEADING.match(line) else "is not in the heading format"
-        if wrong and not _BARE_HEADING.match(line):
-            missing += f" ({'; '.join(wrong)})"
-        raise HeadingError(f"{where}: the heading of exercise {name} {missing}: {line!r}; {expected}.")
-    if match["name"] != name:
-        raise HeadingError(f"{where}: the heading names `{match['name']}`, but the exercise cell after it "
-                           f"defines {name}: {line!r}; {expected}.")
-    if match["level"] not in DIFFICULTIES:
-        raise HeadingError(f"{where}: the heading of exercise {name} gives the level {match['level']!r}, "
-                           f"which is not one of {', '.join(DIFFICULTIES)}: {line!r}; {expected}.")
-    if int(match["minutes"]) < 1:
-        raise HeadingError(f"{where}: the heading of exercise {name} gives {match['minutes']} minutes: {line!r}; "
-                           f"{expected}, at least 1.")
-    return match["level"], int(match["minutes"])
+    """{name: line} of every top-level def and class of the exercise cells in the lesson file
+    that solutions/ generates."""
+    return exercise_definition_lines(fresh_lesson_text(lesson))
 
 
 def read_lesson(path):
@@ -166,16 +107,10 @@ def read_lesson(path):
     path = pathlib.Path(path)
     text = path.read_text(encoding="utf-8")
     match = LESSON_FILE.match(path.name)
-    title = _TITLE.search(text)
-    filename = f"solutions/{path.name}"
-    exercises, after_previous = [], 0
-    for cell in _EXERCISE_CELL.finditer(text):
-        for name in _defined_names(without_markers(cell.group(1))):
-            level, minutes = _level_and_minutes(text, name, after_previous, cell.start(), filename)
-            exercises.append(Exercise(name, path.stem, cell.group(1), level, minutes))
-        after_previous = cell.end()
-    return Lesson(path.stem, int(match["number"]), match["slug"], title["title"].strip() if title else path.stem,
-                  tuple(exercises))
+    exercises = tuple(Exercise(found.name, path.stem, found.cell.text, found.level, found.minutes)
+                      for found in exercise_cells(text, f"solutions/{path.name}"))
+    title = lesson_title(text)
+    return Lesson(path.stem, int(match["number"]), match["slug"], path.stem if title is None else title, exercises)
 
 
 @functools.lru_cache(maxsize=None)

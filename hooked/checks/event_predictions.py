@@ -26,9 +26,8 @@ from collections import defaultdict
 from hooked import course
 from hooked.checks import recorded_logs
 from hooked.checks.check_api import calling, fail, register_check
+from hooked.lesson_files import lesson_format
 
-PREDICTION_TAG = "prediction"
-_PREDICTION_CELL = re.compile(r'^# %% tags=\["prediction"\]\n(.*?)(?=^# %%|\Z)', re.MULTILINE | re.DOTALL)
 END = "(the end of the log)"  # what stands at an index past the last event
 TRIES_BEFORE_THE_LOG = 3  # different wrong predictions, in one notebook session, before check() shows the log
 
@@ -78,8 +77,7 @@ class EventPrediction:
 
 def prediction_cells(lesson):
     """The source of each cell tagged `prediction` in solutions/<lesson>.py, with the line it starts at."""
-    text = (course.SOLUTIONS_DIR / f"{lesson}.py").read_text(encoding="utf-8")
-    return [(match[1], text.count("\n", 0, match.start(1)) + 1) for match in _PREDICTION_CELL.finditer(text)]
+    return lesson_format.prediction_cells((course.SOLUTIONS_DIR / f"{lesson}.py").read_text(encoding="utf-8"))
 
 
 @functools.lru_cache(maxsize=None)

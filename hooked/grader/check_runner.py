@@ -4,7 +4,6 @@ passed, failed (with the check's message or the learner's error), not attempted
 
 import importlib
 import linecache
-import re
 import traceback
 
 from hooked import course
@@ -12,6 +11,7 @@ from hooked.checks.check_api import CheckFailed, LearnerCodeRaised, capitalized,
 from hooked.feedback.display_paths import place
 from hooked.feedback.learner_tracebacks import describe_learner_error, error_text, learner_frame, learner_raised_not_implemented
 from hooked.feedback.verdict import Result
+from hooked.lesson_files.lesson_format import definition_line_at_or_above
 
 
 def run_check(lesson, exercise, check, obj, where=None):
@@ -64,11 +64,8 @@ def _definition_place(exercise, error):
     if frame is None:
         return None
     filename, lineno, _ = frame
-    definition = re.compile(rf"(?:async\s+def|def|class)\s+{re.escape(exercise)}\b")
-    for number in range(lineno, 0, -1):
-        if definition.match(linecache.getline(filename, number)):
-            return place(filename, number)
-    return place(filename, lineno)
+    text = "".join(linecache.getlines(filename))
+    return place(filename, definition_line_at_or_above(text, exercise, lineno) or lineno)
 
 
 def _unexpected(result, exercise, error):

@@ -15,7 +15,8 @@ import dataclasses
 import re
 
 from hooked.course import exercise_named, lesson_named
-from hooked.lesson_files.learner_lesson import EXERCISE_TAG, read_notebook, top_level_names
+from hooked.lesson_files.learner_lesson import read_notebook
+from hooked.lesson_files.lesson_format import EXERCISE_TAG, defined_names
 
 HINTS_TAG = "hints"
 HINT_COUNT = 3  # hints per exercise: 1 the idea, 2 the API, 3 almost there
@@ -57,7 +58,7 @@ def lesson_hints(lesson):
     for cell in read_notebook(record.solution_path).cells:
         tags = cell.metadata.get("tags", [])
         if cell.cell_type == "code" and EXERCISE_TAG in tags:
-            current = next((name for name in top_level_names(cell.source) if name in hints), None)
+            current = next((name for name in defined_names(cell.source) if name in hints), None)
         elif cell.cell_type == "markdown" and HINTS_TAG in tags and current is not None:
             hints[current].extend(parse_hints_cell(cell.source))
     return hints

@@ -1,16 +1,14 @@
 """Read the exercise cells of a learner's lesson, from its .py or, when the
-learner last edited it in Jupyter, from its paired .ipynb. Nothing here runs
-learner code or writes to the learner's files."""
+learner last edited it in Jupyter, from its paired .ipynb; the format itself is read
+by hooked/lesson_files/lesson_format.py. Nothing here runs learner code or writes to
+the learner's files."""
 
-import ast
 import dataclasses
 import pathlib
 import sys
 
 from hooked.feedback.display_paths import display_path
-from hooked.lesson_files.percent_script import read_percent_script
-
-EXERCISE_TAG = "exercise"
+from hooked.lesson_files.lesson_format import EXERCISE_TAG, defined_names, read_percent_script, without_magics
 
 
 @dataclasses.dataclass
@@ -57,34 +55,6 @@ def _exercise_cells(notebook):
     tagged = [(index, cell) for index, cell in code if EXERCISE_TAG in cell.metadata.get("tags", [])]
     untagged = [(index, cell) for index, cell in code if EXERCISE_TAG not in cell.metadata.get("tags", [])]
     return tagged, untagged
-
-
-def top_level_names(source):
-    """{name: line in the source} of what a cell defines at its top level: defs,
-    classes, and plain assignments (`double_grad = lambda grad: 2 * grad`)."""
-    try:
-        tree = ast.parse(without_magics(source))
-    except (SyntaxError, ValueError, MemoryError, RecursionError):
-        return {}
-    names = {}
-    for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            names[node.name] = node.lineno
-        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            names.update((target.id, node.lineno) for target in targets if isinstance(target, ast.Name))
-    return names
-
-
-def without_magics(source):
-    """The cell with IPython magics and shell escapes (`%time ...`, `%%capture`, `!pip ...`)
-    turned into `pass`: they work in Jupyter, and mean nothing to the grader."""
-    lines = source.split("\n")
-    for number, line in enumerate(lines):
-        stripped = line.lstrip()
-        if stripped.startswith(("%", "!")):
-            lines[number] = line[:len(line) - len(stripped)] + "pass  # IPython magic, skipped by the grader"
-    return "\n".join(lines)
 
 
 def _line_of(lines, source_lines, start):
@@ -134,10 +104,10 @@ def load_lesson_source(lesson_dir, lesson):
             filename, first = f"{path} (cell {index + 1})", 1
         else:
             filename, search_from = str(path), first - 1 + len(source_lines)
-        names = {name: first + line - 1 for name, line in top_level_names(cell.source).items()}
+        names = {name: first + line - 1 for name, line in defined_names(cell.source).items()}
         result.cells.append(Cell(cell.source, filename, first, names))
     for index, cell in untagged:
-        for name in top_level_names(cell.source):
+        for name in defined_names(cell.source):
             result.untagged_definitions.setdefault(name, f"cell {index + 1} of {path.name}")
     result.syntax_error = syntax_error_in(result.cells)
     return result

@@ -2,7 +2,8 @@
 solutions/, its title, its exercises in order with the line of their `def` in lessons/ and
 the level and minutes of their heading; and the pieces that name exercises agree with it:
 the checks registered with check_of (one per exercise, in the lesson's checks module) and each
-lesson's grading file tests/test_NN_slug.py."""
+lesson's grading file tests/test_NN_slug.py. (How a heading is read, and the errors for one out of
+format, are tested with the format's reader: test_lesson_format.py.)"""
 
 import importlib.util
 import re
@@ -16,7 +17,7 @@ from hooked import course
 from hooked.checks import check_api
 from hooked.checks.check_api import RegisteredCheck, check_of
 from hooked.grader.check_runner import checks_for_lesson, mismatches, registry_problems, run_exercise_check
-from hooked.lesson_files.learner_lesson import top_level_names
+from hooked.lesson_files.lesson_format import defined_names
 
 LESSONS = course.lessons()
 IDS = [lesson.name for lesson in LESSONS]
@@ -57,7 +58,7 @@ def test_the_title_is_the_first_heading_of_the_lesson(lesson):
 @pytest.mark.parametrize("lesson", LESSONS, ids=IDS)
 def test_the_exercises_are_the_definitions_of_the_exercise_cells_in_order(lesson):
     cells = _exercise_cells(lesson.solution_path)
-    assert lesson.exercise_names() == [name for cell in cells for name in top_level_names(cell.source)]
+    assert lesson.exercise_names() == [name for cell in cells for name in defined_names(cell.source)]
     assert lesson.exercises, f"{lesson.name} has no exercise"
     for exercise, cell in zip(lesson.exercises, cells):
         assert exercise.lesson == lesson.name
@@ -99,105 +100,6 @@ def test_the_course_has_every_level_and_rises_in_difficulty():
 
     half = len(LESSONS) // 2
     assert mean_level(LESSONS[:half]) < mean_level(LESSONS[half:])
-
-
-_DRAFT = """# %% [markdown]
-# # Lesson 12 — Draft
-
-# %% [markdown]
-{heading}
-#
-# Write `twice(x)`.
-
-# %% tags=["exercise"]
-# Exercise: twice — write your code in this cell.
-def twice(x):
-    \"\"\"Twice x.\"\"\"
-    # BEGIN SOLUTION
-    return 2 * x
-    # END SOLUTION
-"""
-
-
-def _draft(tmp_path, heading):
-    path = tmp_path / "12_draft.py"
-    path.write_text(_DRAFT.format(heading=heading), encoding="utf-8")
-    return path
-
-
-def test_a_heading_in_the_format_gives_the_level_and_minutes(tmp_path):
-    lesson = course.read_lesson(_draft(tmp_path, "# ## Exercise 1: `twice` · hard · about 40 min"))
-    (exercise,) = lesson.exercises
-    assert (exercise.name, exercise.level, exercise.minutes) == ("twice", "hard", 40)
-
-
-@pytest.mark.parametrize("heading, line, says", [
-    ("# ## Exercise 1: `twice`", 5, "the heading of exercise twice has no level and time: '# ## Exercise 1: `twice`'"),
-    ("# ## Exercise 1: `twice` · tricky · about 5 min", 5, "gives the level 'tricky', which is not one of easy, "
-                                                           "medium, hard"),
-    ("# ## Exercise 1: `twice` · easy · 5 min", 5, "the heading of exercise twice is not in the heading format"),
-    ("# ## Exercise 1: `twice` - easy - about 5 min", 5, "is not in the heading format"),
-    ("# ## Exercise 1: `twice` · easy · about 0 min", 5, "gives 0 minutes"),
-    ("# ## Exercise 1: `thrice` · easy · about 5 min", 5, "the heading names `thrice`, but the exercise cell after "
-                                                          "it defines twice"),
-    ("# ## Write twice", 9, "exercise twice has no heading before its exercise cell"),
-])
-def test_a_heading_without_a_known_level_and_time_is_an_error_that_says_what_is_accepted(tmp_path, heading, line,
-                                                                                           says):
-    with pytest.raises(course.HeadingError) as raised:
-        course.read_lesson(_draft(tmp_path, heading))
-    message = str(raised.value)
-    assert message.startswith(f"solutions/12_draft.py line {line}: "), message
-    assert says in message, message
-    assert "'# ## Exercise N: `" in message and "easy, medium, hard" in message and "M the minutes" in message
-
-
-@pytest.mark.parametrize("heading, says", [
-    ("# ## Exercise 1: `twice` - easy - about 5 min", "between the name and the level it has ' - ' where ' · ' is "
-                                                      "expected; between the level and 'about' it has ' - '"),
-    ("# ## Exercise 1: `twice` . easy . about 5 min", "between the name and the level it has ' . ' where ' · '"),
-    ("# ## Exercise 1: `twice` ·\u00a0easy · about 5 min", "between the name and the level it has ' ·\\xa0' "
-                                                          "(U+00A0 NO-BREAK SPACE) where ' · ' is expected"),
-    ("# ## Exercise 1:  `twice` · easy · about 5 min", "between the number and the name it has ':  ' where ': '"),
-    ("# ## Exercise 1: `twice` · easy · about 5 min ", "it goes on after 'min' with ' '"),
-    ("# ## Exercise 1: `twice` · easy · about 5 mins", "it gives the time in 'mins' where 'min' is expected"),
-    ("# ## Exercise 1: `twice` · easy · 5 min", "between the level and the minutes it has ' · ' where ' · about '"),
-    ("# ## Exercise 1: `twice` · easy ·\tabout 5 min", "' ·\\t' (U+0009 TAB) where ' · ' is expected"),
-    ("# ## Exercise 1: twice · easy · about 5 min", "the name is not between backticks"),
-])
-def test_a_heading_out_of_format_is_an_error_that_names_what_differs(tmp_path, heading, says):
-    with pytest.raises(course.HeadingError) as raised:
-        course.read_lesson(_draft(tmp_path, heading))
-    message = str(raised.value)
-    assert message.startswith("solutions/12_draft.py line 5: the heading of exercise twice is not in the heading "
-                              "format ("), message
-    assert says in message, message
-
-
-def test_a_heading_of_one_minute_is_one_minute(tmp_path):
-    (exercise,) = course.read_lesson(_draft(tmp_path, "# ## Exercise 1: `twice` · easy · about 1 min")).exercises
-    assert (exercise.level, exercise.minutes) == ("easy", 1)
-
-
-@pytest.mark.parametrize("fence", ["```", "```markdown", "~~~"])
-def test_a_heading_shown_in_a_code_fence_is_not_the_exercises_heading(tmp_path, fence):
-    example = f"#\n# {fence}\n# ## Exercise 7: `other` · hard · about 40 min\n# {fence[:3]}"
-    heading = "# ## Exercise 1: `twice` · medium · about 15 min"
-    (exercise,) = course.read_lesson(_draft(tmp_path, heading + "\n" + example)).exercises
-    assert (exercise.name, exercise.level, exercise.minutes) == ("twice", "medium", 15)
-    with pytest.raises(course.HeadingError) as raised:  # the example alone is no heading
-        course.read_lesson(_draft(tmp_path, "# ## Write twice\n" + example))
-    assert "exercise twice has no heading before its exercise cell" in str(raised.value)
-
-
-def test_a_class_exercise_takes_its_level_and_minutes_from_its_heading(tmp_path):
-    path = _draft(tmp_path, "# ## Exercise 1: `Twice` · hard · about 45 min")
-    path.write_text(path.read_text(encoding="utf-8").replace("def twice(x):", "class Twice:\n    def __call__(self, x):")
-                    .replace("    \"\"\"Twice x.", "        \"\"\"Twice x.").replace("    # BEGIN", "        # BEGIN")
-                    .replace("    return 2", "        return 2").replace("    # END", "        # END")
-                    .replace("Exercise: twice", "Exercise: Twice"), encoding="utf-8")
-    (exercise,) = course.read_lesson(path).exercises
-    assert (exercise.name, exercise.level, exercise.minutes) == ("Twice", "hard", 45)
 
 
 @pytest.mark.parametrize("lesson", LESSONS, ids=IDS)

@@ -11,8 +11,9 @@ import jupytext
 import pytest
 
 from hooked.grader.check_runner import checks_for_lesson, run_exercise_check
-from hooked.checks.event_predictions import (END, PREDICTION_TAG, EventPrediction, Rule, divergence_message,
-                                             prediction_cells, true_log)
+from hooked.checks.event_predictions import (END, EventPrediction, Rule, divergence_message, prediction_cells,
+                                             true_log)
+from hooked.lesson_files.lesson_format import PREDICTION_TAG
 from hooked.notebook import revealed
 from hooked.course import fresh_lesson_text, lessons
 

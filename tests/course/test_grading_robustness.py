@@ -18,7 +18,7 @@ import pytest
 from hooked import course, pytest_plugin
 from hooked.command import shared_options
 from hooked.course import LESSONS_DIR, ROOT, exercise_named
-from hooked.lesson_files.learner_lesson import top_level_names
+from hooked.lesson_files.lesson_format import defined_names
 
 # These tests start pytest; a started pytest must never start them again.
 if os.environ.get("HOOKED_INNER_RUN"):
@@ -39,7 +39,7 @@ def make_lessons(folder, changes=None):
     for lesson in course.lessons():
         notebook = jupytext.read(lesson.lesson_path)
         for exercise, source in (changes or {}).get(lesson.name, {}).items():
-            cells = [cell for cell in notebook.cells if exercise in top_level_names(cell.source)
+            cells = [cell for cell in notebook.cells if exercise in defined_names(cell.source)
                      and "exercise" in cell.metadata.get("tags", [])]
             cells[0].source = source
         jupytext.write(notebook, folder / lesson.lesson_path.name, fmt="py:percent")
@@ -95,7 +95,7 @@ def test_a_notebook_check_of_a_stub_gives_the_line_of_its_def_too(tmp_path):
     from hooked.grader.check_runner import run_check_for_object
     for lesson, exercise in (("01_tensor_hooks", "double_grad"), ("02_removing_hooks", "HookGroup")):
         cell = next(cell.source for cell in jupytext.read(LESSONS_DIR / f"{lesson}.py").cells
-                    if exercise in top_level_names(cell.source))
+                    if exercise in defined_names(cell.source))
         path = tmp_path / f"{exercise}_cell.py"
         path.write_text("\n\n" + cell + "\n", encoding="utf-8")  # the def is not on the cell's first line
         namespace = {"__name__": "cell"}
@@ -231,7 +231,7 @@ def test_learner_code_that_misbehaves_in_other_ways_is_contained(tmp_path):
 def test_a_solution_in_an_untagged_cell_below_the_stub_is_pointed_at(tmp_path):
     lessons = make_lessons(tmp_path / "lessons")
     notebook = jupytext.read(lessons / "01_tensor_hooks.py")
-    index = next(i for i, cell in enumerate(notebook.cells) if "double_grad" in top_level_names(cell.source))
+    index = next(i for i, cell in enumerate(notebook.cells) if "double_grad" in defined_names(cell.source))
     extra = jupytext.reads("# %%\n" + _solution_cell("01_tensor_hooks", "double_grad"), fmt="py:percent").cells[0]
     notebook.cells.insert(index + 1, extra)
     jupytext.write(notebook, lessons / "01_tensor_hooks.py", fmt="py:percent")
@@ -244,7 +244,7 @@ def test_a_newer_notebook_with_other_code_is_graded_and_named(tmp_path):
     lessons = make_lessons(tmp_path / "lessons")
     notebook = jupytext.read(lessons / "02_removing_hooks.py")
     for cell in notebook.cells:
-        if "HookGroup" in top_level_names(cell.source):
+        if "HookGroup" in defined_names(cell.source):
             cell.source = _solution_cell("02_removing_hooks", "HookGroup")
     jupytext.write(notebook, lessons / "02_removing_hooks.ipynb")
     older = (lessons / "02_removing_hooks.ipynb").stat().st_mtime - 60
@@ -271,7 +271,7 @@ def test_an_exercise_written_in_an_untagged_cell_is_pointed_at(tmp_path):
     lessons = make_lessons(tmp_path / "lessons")
     notebook = jupytext.read(lessons / "01_tensor_hooks.py")
     for cell in notebook.cells:
-        if "double_grad" in top_level_names(cell.source):
+        if "double_grad" in defined_names(cell.source):
             cell.metadata["tags"] = []
     jupytext.write(notebook, lessons / "01_tensor_hooks.py", fmt="py:percent")
     code, output, entries = grade("--lessons-dir", str(lessons), "--report", str(tmp_path / "r.json"))

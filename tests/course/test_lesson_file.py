@@ -1,8 +1,9 @@
-"""Reading a learner's lesson file: which file, which cells, what they define."""
+"""Reading a learner's lesson file: which file, which cells, what they define (the names a cell
+defines, and its magics, are the format's: test_lesson_format.py)."""
 
 import os
 
-from hooked.lesson_files.learner_lesson import load_lesson_source, top_level_names, without_magics
+from hooked.lesson_files.learner_lesson import load_lesson_source
 
 LESSON = '''# %% [markdown]
 # # A lesson
@@ -17,17 +18,6 @@ double_grad = lambda grad: 2 * grad
 def helper():
     pass
 '''
-
-
-def test_magics_are_skipped_and_line_numbers_kept():
-    source = "%%time\nx = 1\n  !ls\n"
-    assert without_magics(source).splitlines() == [
-        "pass  # IPython magic, skipped by the grader", "x = 1", "  pass  # IPython magic, skipped by the grader"]
-
-
-def test_assignments_defs_and_classes_define_exercises():
-    names = top_level_names("import torch\nf = lambda: 1\ng: int = 2\ndef h():\n    pass\nclass K:\n    pass\n")
-    assert names == {"f": 2, "g": 3, "h": 4, "K": 6}
 
 
 def test_exercise_cells_are_found_with_their_lines_in_the_file(tmp_path):
