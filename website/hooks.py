@@ -6,7 +6,7 @@
   mkdocs-jupyter, in two nav sections "Lessons" and "Solutions". A new lesson needs no edit
   here or in mkdocs.yml.
 - Pristine lessons: a lesson page and its downloads are made of the text the generator makes
-  from solutions/ (hooked.lesson_files.generate), never of the working file lessons/NN_slug.py, which holds
+  from solutions/ (hooked.command.generate), never of the working file lessons/NN_slug.py, which holds
   a learner's answers once they work in it: a learner who builds and publishes the site
   publishes no answer of theirs.
 - Downloads: downloads/<lessons|solutions>/NN_slug.ipynb (made from the .py with jupytext)

@@ -10,8 +10,8 @@ import argparse
 from hooked import __version__
 from hooked.command import shared_options
 from hooked.course import LESSONS_DIR, SOLUTIONS_DIR, lesson_meant_by, lessons
-from hooked.feedback.display_paths import display_path
-from hooked.lesson_files.hints import HINT_COUNT
+from hooked.lesson_files.display_paths import display_path
+from hooked.feedback.hints import HINT_COUNT
 
 LESSON_HELP = "a lesson: 01_tensor_hooks, 01, 1, tensor_hooks or lessons/01_tensor_hooks.py"
 

@@ -4,7 +4,7 @@ export results for a grading system; and, for course authors, generate lessons/,
 files and the README's lesson table.
 
 Here are the commands; hooked.command.arguments reads the command line, hooked.command.result_views
-prints what grading found, hooked.lesson_files.backups keeps what `reset` replaces.
+prints what grading found, hooked.command.backups keeps what `reset` replaces.
 
 This process never imports torch: learner code runs in the grading worker that
 hooked.grader.engine starts, exactly as under pytest."""
@@ -19,13 +19,13 @@ import time
 
 from hooked.feedback import progress
 from hooked.command.arguments import UsageError, course_lessons, exercise_in, find_lesson, lessons_folder, parse
-from hooked.lesson_files.backups import BACKUP_DIR, back_up
+from hooked.command.backups import BACKUP_DIR, back_up
 from hooked.course import ROOT, HeadingError, fresh_lesson_text
-from hooked.feedback.display_paths import display_path
-from hooked.lesson_files.generate import stale_files, write_files
+from hooked.lesson_files.display_paths import display_path
+from hooked.command.generate import stale_files, write_files
 from hooked.feedback.gradescope import results_json
 from hooked.grader.engine import Grader
-from hooked.lesson_files.hints import HINT_COUNT, lesson_hints
+from hooked.feedback.hints import HINT_COUNT, lesson_hints
 from hooked.command.result_views import feedback_line, show_check, show_status, show_watched
 from hooked.lesson_files.solution_markers import MarkerError
 from hooked.command.terminal import Terminal

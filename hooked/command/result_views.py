@@ -7,7 +7,7 @@ import textwrap
 
 from hooked.feedback import progress
 from hooked.course import lesson_named
-from hooked.feedback.display_paths import display_path
+from hooked.lesson_files.display_paths import display_path
 
 STATUS_WIDTH = len("not attempted")
 

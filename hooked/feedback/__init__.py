@@ -1,2 +1,2 @@
 """What grading tells people: the verdict on an exercise, the feedback line, progress table and JSON report
-(progress), Gradescope's results.json, and how the learner's files, lines and tracebacks are named."""
+(progress), the hints of each exercise, Gradescope's results.json, and the learner's part of a traceback."""

@@ -6,7 +6,7 @@ import os
 import sysconfig
 import traceback
 
-from hooked.feedback.display_paths import place
+from hooked.lesson_files.display_paths import place
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # hooked/, whose frames are the course's
 _LIBRARY_DIRS = tuple(

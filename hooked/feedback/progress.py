@@ -7,7 +7,7 @@ import json
 import pathlib
 
 from hooked import course
-from hooked.feedback.display_paths import display_path
+from hooked.lesson_files.display_paths import display_path
 
 
 def where(result):

@@ -8,7 +8,7 @@ import traceback
 
 from hooked import course
 from hooked.checks.check_api import CheckFailed, LearnerCodeRaised, capitalized, registered_checks
-from hooked.feedback.display_paths import place
+from hooked.lesson_files.display_paths import place
 from hooked.feedback.learner_tracebacks import describe_learner_error, error_text, learner_frame, learner_raised_not_implemented
 from hooked.feedback.verdict import Result
 from hooked.lesson_files.lesson_format import definition_line_at_or_above

@@ -13,7 +13,7 @@ import threading
 import time
 
 from hooked.course import ROOT
-from hooked.feedback.display_paths import display_path
+from hooked.lesson_files.display_paths import display_path
 from hooked.grader.plan import assign, worker_count
 from hooked.lesson_files.learner_lesson import load_lesson_source
 from hooked.feedback.verdict import Result

@@ -7,7 +7,7 @@ import dataclasses
 import pathlib
 import sys
 
-from hooked.feedback.display_paths import display_path
+from hooked.lesson_files.display_paths import display_path
 from hooked.lesson_files.lesson_format import EXERCISE_TAG, defined_names, read_percent_script, without_magics
 
 

@@ -38,7 +38,7 @@ What an author writes (README, "Add a lesson"):
 - Then a cell `check(<name>)`, then the hints: a markdown cell tagged `hints` with three
   `<details class="tip"><summary>Hint K of 3: ...</summary>` blocks (1 the idea, 2 the API, 3
   almost the solution, never all of it), each with blank lines around its text
-  (hooked/lesson_files/hints.py reads them for `hooked hint`, `hint(...)` and the website).
+  (hooked/feedback/hints.py reads them for `hooked hint`, `hint(...)` and the website).
 - A demonstration that calls an exercise runs inside `with try_it():`, so that the learner's
   version prints "Not done yet" instead of failing.
 - A prediction exercise's code is a cell tagged `prediction` defining `<code>(log)`; the lesson

@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from hooked import course
-from hooked.lesson_files.generate import NEW_LESSON_LEARNS
+from hooked.command.generate import NEW_LESSON_LEARNS
 
 NUMBER = f"{max(lesson.number for lesson in course.lessons()) + 1:02d}"
 NAME = f"{NUMBER}_negated_gradients"

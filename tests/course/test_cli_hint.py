@@ -3,7 +3,7 @@ revealed one at a time, read from the hints cell of the lesson's solution."""
 
 import pytest
 
-from hooked.lesson_files.hints import lesson_hints
+from hooked.feedback.hints import lesson_hints
 from hooked_cli import hooked, make_course
 
 HINTS = lesson_hints("01_tensor_hooks")["make_clip_hook"]

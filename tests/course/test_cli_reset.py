@@ -4,7 +4,7 @@
 import datetime
 import types
 
-from hooked.lesson_files import backups
+from hooked.command import backups
 from hooked.lesson_files.solution_markers import lesson_text_from_solution
 from hooked_cli import hooked, make_course, write_lesson
 

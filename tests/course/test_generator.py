@@ -3,9 +3,9 @@ generated from solutions/, the single source."""
 
 import pytest
 
-import hooked.lesson_files.generate as generate
+import hooked.command.generate as generate
 from hooked.course import lessons
-from hooked.lesson_files.generate import stale_files
+from hooked.command.generate import stale_files
 from hooked.lesson_files.solution_markers import MarkerError, lesson_text_from_solution, solution_region_lines
 
 SOLVED = '''# %% tags=["exercise"]

@@ -5,7 +5,7 @@ its name alone."""
 import pytest
 
 from hooked.course import lessons
-from hooked.lesson_files.hints import exercise_hints, lesson_hints, parse_hints_cell
+from hooked.feedback.hints import exercise_hints, lesson_hints, parse_hints_cell
 
 
 @pytest.mark.parametrize("lesson", lessons(), ids=lambda lesson: lesson.name)

@@ -6,7 +6,7 @@ the README's own."""
 import re
 
 from hooked import course
-from hooked.lesson_files.generate import NEW_LESSON_LEARNS, TABLE_HEADER, TABLE_ROW, readme_with_lesson_table
+from hooked.command.generate import NEW_LESSON_LEARNS, TABLE_HEADER, TABLE_ROW, readme_with_lesson_table
 
 _REGENERATE = "run `python -m hooked generate`, which writes the table's rows from solutions/"
 

@@ -1,13 +1,13 @@
 """Write what the course manifest (hooked.course, read from solutions/) determines: the learner's
 lessons/ (hooked.lesson_files.solution_markers says how a solution becomes a stub), backing up any
-lesson file it replaces (hooked.lesson_files.backups); each lesson's grading file tests/test_NN_slug.py;
+lesson file it replaces (hooked.command.backups); each lesson's grading file tests/test_NN_slug.py;
 and the rows of the README's lesson table. Nobody edits them by hand: `python -m hooked generate`
 writes them, `--check` says which differ."""
 
 import re
 import textwrap
 
-from hooked.lesson_files.backups import BACKUP_DIR, back_up
+from hooked.command.backups import BACKUP_DIR, back_up
 from hooked.course import LESSONS_DIR, ROOT, TESTS_DIR, fresh_lesson_text, lesson_names, lessons
 
 README = ROOT / "README.md"
