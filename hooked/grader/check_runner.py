@@ -111,7 +111,7 @@ def _module_path(module):
 
 def _no_check(lesson, exercise):
     return (f"{_module_path(lesson.checks_module)} registers none; write one there under "
-            f"@check_of(\"{exercise}\") (README, 'Add a lesson', step 4)")
+            f"@check_of(\"{exercise}\") (README, 'Add a lesson', step 2)")
 
 
 def _registered_twice(exercise, registrations):

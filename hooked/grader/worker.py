@@ -141,7 +141,7 @@ def check_exercise(lesson, exercise, namespace, where=None, missing_checks=None)
             if lesson in (missing_checks or {}):
                 result = Result(lesson, exercise, "error",
                                 f"lesson {lesson} has no checks yet: the course lacks the module "
-                                f"{missing_checks[lesson]} (README, 'Add a lesson', step 4).")
+                                f"{missing_checks[lesson]} (README, 'Add a lesson', step 2).")
             else:
                 result = run_exercise_check(lesson, exercise, namespace.get(exercise), where)
         except BaseException as error:  # escaped the check: KeyboardInterrupt, a broken __str__, ...

@@ -163,6 +163,7 @@ def test_the_readme_names_each_file_an_author_writes_and_the_commands_it_runs():
     for path in WRITTEN:
         assert f"`{path}`" in section, f"'Add a lesson' no longer names {path}: update this test or the README"
     assert "`python -m hooked generate NN`" in section and "`python tests/course/test_catalogue_verdicts.py NN`" in section
+    assert "\n2. **Its checks**, `hooked/checks/lesson_NN_slug.py`" in section, "the grader's messages send authors to step 2"
 
 
 def test_a_lesson_added_as_the_readme_says_passes_the_course_tests(course_copy):

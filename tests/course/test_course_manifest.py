@@ -133,7 +133,7 @@ def test_a_missing_check_a_check_of_no_exercise_and_a_second_check_are_each_name
         f"hooked.checks.elsewhere._check_a is registered as the check of 'not_an_exercise', but "
         "hooked.checks.elsewhere is the checks module of no lesson",
         "lesson 01_tensor_hooks: exercise double_grad has no check; hooked/checks/lesson_01_tensor_hooks.py registers "
-        "none; write one there under @check_of(\"double_grad\") (README, 'Add a lesson', step 4)",
+        "none; write one there under @check_of(\"double_grad\") (README, 'Add a lesson', step 2)",
         f"exercise make_scale_hook has 2 checks, {module}._check_a, {module}._check_b; keep one",
     ]
     assert "(it is an exercise of lesson 02_removing_hooks)" in mismatches(LESSONS[:2], registrations)[0]
@@ -148,7 +148,7 @@ def test_an_exercise_without_a_check_is_graded_as_an_error_of_the_course(monkeyp
     assert result.status == "error"
     assert result.message == ("the course has no check for double_grad yet: hooked/checks/lesson_01_tensor_hooks.py "
                               "registers none; write one there under @check_of(\"double_grad\") "
-                              "(README, 'Add a lesson', step 4).")
+                              "(README, 'Add a lesson', step 2).")
 
 
 def test_an_exercise_with_two_checks_stops_its_lessons_checks_with_both_named(monkeypatch):
