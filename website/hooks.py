@@ -14,7 +14,7 @@
 - README: `<!-- readme: SECTION -->` in a docs page includes that section of README.md
   (`intro` is the text before the first `##`); `<!-- readme-page: SECTION -->` also lifts its
   headings one level, for a page of its own. Links into the repository are fixed for the site.
-- `<!-- hooks-cheatsheet -->` becomes the table of website/cheatsheet.py.
+- `<!-- hooks-cheatsheet -->` becomes the table of the rows in website/cheatsheet.yml.
 - Progress: `mkdocs serve` logs a line per notebook executed (INFO); a build stays quiet.
 """
 

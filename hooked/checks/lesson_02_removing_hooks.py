@@ -16,7 +16,7 @@ from hooked.checks.check_api import calling, check_of, fail
 from hooked.checks.handles import single_handle
 from hooked.checks.planted_exceptions import planted_exception_comes_through
 from hooked.checks.tensors import close, describe, random_tensor
-from hooked.lesson_files.learner_lesson import without_magics
+from hooked.lesson_files.lesson_format import split_cells, without_magics
 
 
 class _CountingTensorHook:
@@ -482,7 +482,6 @@ def _check_named_hook_order_and_output(register_named_hook):
              "what the hook returns.")
 
 
-_CELL_MARKER = "# %%"
 _RERUNNING = []  # set while a cell runs again: a check() inside that cell must not run it once more
 
 
@@ -500,17 +499,12 @@ def _run_cell_again(function):
     module = sys.modules.get(namespace.get("__name__"))
     if module is not None and getattr(module, "__file__", None) == code.co_filename:
         return None
-    lines = linecache.getlines(code.co_filename)
-    first = code.co_firstlineno - 1
-    if not 0 <= first < len(lines):
+    line = code.co_firstlineno
+    cell = next((cell for cell in split_cells("".join(linecache.getlines(code.co_filename)))
+                 if cell.first_line <= line < cell.first_line + len(cell.lines)), None)
+    if cell is None:
         return None
-    start = first
-    while start > 0 and not lines[start - 1].startswith(_CELL_MARKER):
-        start -= 1
-    end = first + 1
-    while end < len(lines) and not lines[end].startswith(_CELL_MARKER):
-        end += 1
-    text = "\n" * start + without_magics("".join(lines[start:end]))
+    text = "\n" * (cell.first_line - 1) + without_magics(cell.text)
     again = dict(namespace)
     if _RERUNNING:
         return None

@@ -1,11 +1,43 @@
-"""What the modules that rebuild a trained model the checks grade on share (`python -m
-hooked.checks.trained_... --write`; authors only): running a lesson's code cells up to the one that
-trains its model, writing the file, and that command line."""
+"""What the modules that keep a lesson's trained model for the checks share: the lesson's model
+definitions, taken from its own cells (the single source), and, to rebuild the stored model (`python
+-m hooked.checks.trained_... --write`; authors only), running the lesson's code cells up to the one
+that trains it, writing the file, and that command line."""
 
 import argparse
+import ast
+import linecache
 import os
 
 import torch
+
+from hooked import course
+
+
+def definitions_from_lesson(lesson_name, names, module_name):
+    """The top-level classes and functions `names` of the lesson's solution file, in that order, run
+    with its imports of torch (not the rest of its cells), as module `module_name`'s. They run as the
+    checks' code, not the learner's: an error raised inside them is never told as the learner's line
+    (the lesson's lines, under a name in this package, still show in a traceback)."""
+    path = course.lesson_named(lesson_name).solution_path
+    text = path.read_text(encoding="utf-8")
+    tree = ast.parse(text, str(path))
+    imports = [node for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom)) and _imports_torch(node)]
+    definitions = [node for node in tree.body
+                   if isinstance(node, (ast.ClassDef, ast.FunctionDef)) and node.name in names]
+    found = [node.name for node in definitions]
+    if sorted(found) != sorted(names):
+        raise LookupError(f"{path} defines {found} at the top level of its cells; the checks build the model "
+                          f"from {', '.join(names)}, each defined once")
+    filename = f"{__file__}, the definitions of solutions/{path.name}"
+    linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)  # kept: no file to check
+    namespace = {"__name__": module_name}
+    exec(compile(ast.Module(body=imports + definitions, type_ignores=[]), filename, "exec"), namespace)
+    return tuple(namespace[name] for name in names)
+
+
+def _imports_torch(node):
+    modules = [alias.name for alias in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+    return all(module == "torch" or module.startswith("torch.") for module in modules)
 
 
 def run_cells_until_trained(lesson):

@@ -1,36 +1,30 @@
-"""Lesson 06's CNN, trained on the course's digits (hooked/digits.py), stored with a few of its test digits in
-data/trained_digits_cnn.pt, so that the checks of lesson 06 grade on a trained model without
-training one (seconds: far too slow for a check).
+"""Lesson 06's CNN, built by make_cnn() as the lesson's own cell in solutions/06_cnn_activations.py
+defines it (the single source), trained on the course's digits (hooked/digits.py), stored with a few
+of its test digits in data/trained_digits_cnn.pt, so that the checks of lesson 06 grade on a trained
+model without training one (seconds: far too slow for a check).
 
     python -m hooked.checks.trained_digits_cnn --write   # regenerate the file (course authors)
 
-Writing executes the code cells of solutions/06_cnn_activations.py, the single source, in order,
-up to and including the cell that trains the model, and keeps that model and a few test digits.
-Training may give other weights on another machine or torch build, so the stored file is NOT
-compared with a fresh run; tests/course/test_trained_digits_cnn.py checks that it is trained.
+Writing executes the lesson's code cells in order, up to and including the cell that trains the
+model, and keeps that model and a few test digits. Training may give other weights on another
+machine or torch build, so the stored file is NOT compared with a fresh run;
+tests/course/test_trained_digits_cnn.py checks that it is trained.
 """
 
 import pathlib
 
 import torch
-from torch import nn
 
+from hooked import course
 from hooked.checks.grad_cam_reference import activation_and_gradient, cam_of
-from hooked.checks.lesson_training import float_copy, run_cells_until_trained, save, write_command
+from hooked.checks.lesson_training import (definitions_from_lesson, float_copy, run_cells_until_trained, save,
+                                          write_command)
 
 PATH = pathlib.Path(__file__).resolve().parent / "data" / "trained_digits_cnn.pt"
-LESSON = pathlib.Path(__file__).resolve().parents[2] / "solutions" / "06_cnn_activations.py"
+LESSON_NAME = "06_cnn_activations"
 
-
-def make_cnn():
-    """The lesson's make_cnn(): the same layers, in the same order, so the stored state_dict loads."""
-    return nn.Sequential(
-        nn.Conv2d(1, 16, kernel_size=3, padding=1),
-        nn.ReLU(inplace=True),
-        nn.MaxPool2d(2, 2),
-        nn.Flatten(),
-        nn.Linear(16 * 14 * 14, 10),
-    )
+# The lesson's make_cnn(), from its cell: the stored state_dict is that model's.
+make_cnn, = definitions_from_lesson(LESSON_NAME, ("make_cnn",), __name__)
 
 
 def load():
@@ -78,7 +72,7 @@ def _weighted_sum(model, name, x, target):
 
 
 def write():
-    namespace = run_cells_until_trained(LESSON)
+    namespace = run_cells_until_trained(course.lesson_named(LESSON_NAME).solution_path)
     model, images, labels = namespace["model"], namespace["images"], namespace["labels"]
     chosen = torch.tensor(_choose(model, images, labels, namespace["test_idx"]))
     stored = {"state_dict": float_copy(model.state_dict()), "images": images[chosen].float().clone(),

@@ -13,15 +13,14 @@ file is NOT compared with a fresh run; tests/course/test_trained_tiny_transforme
 trained.
 """
 
-import ast
 import functools
-import linecache
 import pathlib
 
 import torch
 
 from hooked import course
-from hooked.checks.lesson_training import float_copy, run_cells_until_trained, save, write_command
+from hooked.checks.lesson_training import (definitions_from_lesson, float_copy, run_cells_until_trained, save,
+                                          write_command)
 
 PATH = pathlib.Path(__file__).resolve().parent / "data" / "trained_tiny_transformer.pt"
 LESSON_NAME = "12_transformer_interpretability"
@@ -29,33 +28,8 @@ MODEL_CLASSES = ("HookPoint", "Attention", "Block", "TinyTransformer")  # as the
 ACCURACY_BAR = 0.9  # on new sequences of periods 2 to 8, at the positions where the next token is known
 
 
-def _lesson_classes():
-    """The model classes as the lesson defines them: its `class` statements named in MODEL_CLASSES, run
-    with its imports of torch (not the rest of its cells). They run as the checks' code, not the
-    learner's: an error raised inside the model is never told as the learner's line (the lesson's
-    lines, under a name in this package, still show in a traceback)."""
-    path = course.lesson_named(LESSON_NAME).solution_path
-    text = path.read_text(encoding="utf-8")
-    tree = ast.parse(text, str(path))
-    imports = [node for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom)) and _imports_torch(node)]
-    classes = [node for node in tree.body if isinstance(node, ast.ClassDef) and node.name in MODEL_CLASSES]
-    found = [node.name for node in classes]
-    if sorted(found) != sorted(MODEL_CLASSES):
-        raise LookupError(f"{path} defines {found} at the top level of its cells; the checks build the model "
-                          f"from {', '.join(MODEL_CLASSES)}, each defined once")
-    filename = f"{__file__}, the classes of solutions/{path.name}"
-    linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)  # kept: no file to check
-    namespace = {"__name__": __name__}
-    exec(compile(ast.Module(body=imports + classes, type_ignores=[]), filename, "exec"), namespace)
-    return tuple(namespace[name] for name in MODEL_CLASSES)
-
-
-def _imports_torch(node):
-    modules = [alias.name for alias in node.names] if isinstance(node, ast.Import) else [node.module or ""]
-    return all(module == "torch" or module.startswith("torch.") for module in modules)
-
-
-HookPoint, Attention, Block, TinyTransformer = _lesson_classes()
+# The classes as the lesson defines them, from its cell.
+HookPoint, Attention, Block, TinyTransformer = definitions_from_lesson(LESSON_NAME, MODEL_CLASSES, __name__)
 
 
 @functools.lru_cache(maxsize=1)

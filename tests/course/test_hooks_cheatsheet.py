@@ -1,6 +1,6 @@
-"""The site's hooks cheat sheet (website/cheatsheet.py) against the installed torch:
-every row names a real API with exactly the parameters it shows, and every public hook
-API of torch's hook-bearing classes and modules has a row."""
+"""The site's hooks cheat sheet (website/cheatsheet.yml, read by website/cheatsheet.py) against the
+installed torch: every row names a real API with exactly the parameters it shows, and every public
+hook API of torch's hook-bearing classes and modules has a row."""
 
 import importlib
 import importlib.util

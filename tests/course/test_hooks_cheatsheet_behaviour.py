@@ -1,5 +1,5 @@
-"""The site's hooks cheat sheet (website/cheatsheet.py) shown by running code: for every row,
-when the hook fires and what its return value does, on the installed torch.
+"""The site's hooks cheat sheet (website/cheatsheet.yml, read by website/cheatsheet.py) shown by
+running code: for every row, when the hook fires and what its return value does, on the installed torch.
 
 One small test per claim, grouped in the order of the cheat sheet's rows. Each test registers
 its hooks on fresh tensors, modules or optimizers and removes global hooks in `finally`."""

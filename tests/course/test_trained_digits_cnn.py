@@ -1,18 +1,19 @@
 """The trained CNN the checks of lesson 06 grade on (hooked/checks/data/trained_digits_cnn.pt) is
 really trained, and its stored digits are what the checks expect. Whether it equals a fresh run of
 `python -m hooked.checks.trained_digits_cnn --write` is not tested: training may give other weights
-on another machine."""
+on another machine. Its make_cnn is the lesson's own, read from solutions/."""
 
-import ast
+import inspect
+import linecache
 
 import torch
 import torch.nn.functional as F
-from torch import nn
 
 from hooked.checks import trained_digits_cnn
 from hooked.checks.grad_cam_reference import activation_and_gradient, cam_of
 from hooked.course import lesson_named
 from hooked.digits import load_digits
+from hooked.feedback.learner_tracebacks import is_learner_file
 
 
 def test_stored_model_classifies_the_digits_it_was_not_trained_on():
@@ -50,19 +51,12 @@ def test_stored_file_is_small_float32_and_loads_with_weights_only():
     assert trained_digits_cnn.PATH.stat().st_size < 200_000
 
 
-def _lesson_make_cnn():
-    """The make_cnn the lesson defines in solutions/06_cnn_activations.py, run on its own."""
-    tree = ast.parse(lesson_named("06_cnn_activations").solution_path.read_text(encoding="utf-8"))
-    definition = next(node for node in tree.body if isinstance(node, ast.FunctionDef) and node.name == "make_cnn")
-    namespace = {"nn": nn, "torch": torch}
-    exec(compile(ast.Module(body=[definition], type_ignores=[]), "make_cnn", "exec"), namespace)
-    return namespace["make_cnn"]
-
-
-def test_checks_build_the_same_cnn_as_the_lesson():
-    # The checks keep their own copy of make_cnn (checks never import a lesson): the same layers, with
-    # the same settings, under the same names, so the stored state_dict fits the lesson's model too.
-    lesson, checks = _lesson_make_cnn()(), trained_digits_cnn.make_cnn()
-    assert repr(checks) == repr(lesson)
-    assert {key: value.shape for key, value in checks.state_dict().items()} == \
-        {key: value.shape for key, value in lesson.state_dict().items()}
+def test_checks_build_the_cnn_from_the_lessons_own_cell():
+    # One source: make_cnn is the lesson's definition in solutions/, run on its own (the cell's
+    # demonstration is not), so that the stored state_dict is the lesson's model's.
+    code = trained_digits_cnn.make_cnn.__code__
+    text = lesson_named(trained_digits_cnn.LESSON_NAME).solution_path.read_text(encoding="utf-8")
+    assert inspect.getsource(trained_digits_cnn.make_cnn) in text
+    assert linecache.getline(code.co_filename, code.co_firstlineno) == text.splitlines(True)[code.co_firstlineno - 1]
+    assert not is_learner_file(code.co_filename), code.co_filename  # an error inside is never the learner's line
+    assert "shapes" not in trained_digits_cnn.make_cnn.__globals__  # the cell's demonstration did not run

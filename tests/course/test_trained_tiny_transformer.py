@@ -11,6 +11,8 @@ import pytest
 import torch
 
 from hooked.checks import trained_tiny_transformer
+from hooked.checks.lesson_training import definitions_from_lesson
+from hooked.checks.trained_tiny_transformer import TinyTransformer
 from hooked.course import lesson_named
 from hooked.feedback.learner_tracebacks import is_learner_file
 
@@ -67,14 +69,14 @@ def test_the_checks_build_the_model_from_the_lessons_own_classes():
         line = text.splitlines(True)[code.co_firstlineno - 1]
         assert linecache.getline(code.co_filename, code.co_firstlineno) == line  # a traceback shows the lesson's
         assert not is_learner_file(code.co_filename), code.co_filename  # an error inside is never the learner's line
-    assert not hasattr(trained_tiny_transformer, "untrained")  # the cell's demonstration did not run
-    model = trained_tiny_transformer.TinyTransformer(vocab=10, d_model=16, n_heads=2, n_layers=2, max_len=6)
+    assert "untrained" not in TinyTransformer.forward.__globals__  # the cell's demonstration did not run
+    model = TinyTransformer(vocab=10, d_model=16, n_heads=2, n_layers=2, max_len=6)
     assert list(model.hook_points())[:3] == ["hook_embed", "blocks.0.hook_resid_pre", "blocks.0.attn.hook_pattern"]
 
 
-def test_a_model_class_the_lesson_no_longer_defines_is_named(monkeypatch):
-    monkeypatch.setattr(trained_tiny_transformer, "MODEL_CLASSES", ("HookPoint", "Attention", "Block", "Embedding"))
+def test_a_model_class_the_lesson_no_longer_defines_is_named():
+    names = ("HookPoint", "Attention", "Block", "Embedding")
     with pytest.raises(LookupError, match=r"12_transformer_interpretability\.py defines \['HookPoint', 'Attention', "
                                           r"'Block'\] at the top level of its cells; the checks build the model from "
                                           r"HookPoint, Attention, Block, Embedding, each defined once"):
-        trained_tiny_transformer._lesson_classes()
+        definitions_from_lesson(trained_tiny_transformer.LESSON_NAME, names, __name__)
