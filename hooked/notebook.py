@@ -4,6 +4,7 @@ before its exercise is written, `reveal` prints the log a prediction exercise pr
 is right."""
 
 import contextlib
+import gc
 
 from hooked.checks.event_predictions import after_wrong_try, reveal_text
 from hooked.course import exercise_named, lesson_named, lessons
@@ -24,17 +25,22 @@ def check(exercise):
 def grading_settings():
     """The grading worker's settings, for the duration of a check only, the kernel's own as
     they were afterwards: torch with one thread (checks use small tensors, for which a second
-    thread only costs) and optimizers that do not import torch._dynamo to mark their methods
-    (about 1 s)."""
+    thread only costs), optimizers that do not import torch._dynamo to mark their methods
+    (about 1 s), and no cyclic garbage collection: a full pass goes through every object of
+    torch and of the kernel, which is not the check's work (the worker sets those objects
+    aside once); it runs when the kernel next allocates."""
     import torch  # both only when a check runs: importing this module stays light
     from hooked.checks.optimizers import skip_dynamo_import_in_optimizers_for_the_block
-    threads = torch.get_num_threads()
+    threads, collecting = torch.get_num_threads(), gc.isenabled()
     torch.set_num_threads(1)
+    gc.disable()
     try:
         with skip_dynamo_import_in_optimizers_for_the_block():
             yield
     finally:
         torch.set_num_threads(threads)
+        if collecting:
+            gc.enable()
 
 
 def reveal(prediction):

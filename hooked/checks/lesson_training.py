@@ -7,10 +7,12 @@ import argparse
 import ast
 import linecache
 import os
+import re
 
 import torch
 
 from hooked import course
+from hooked.lesson_files import lesson_format
 
 
 def definitions_from_lesson(lesson_name, names, module_name):
@@ -20,10 +22,9 @@ def definitions_from_lesson(lesson_name, names, module_name):
     (the lesson's lines, under a name in this package, still show in a traceback)."""
     path = course.lesson_named(lesson_name).solution_path
     text = path.read_text(encoding="utf-8")
-    tree = ast.parse(text, str(path))
-    imports = [node for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom)) and _imports_torch(node)]
-    definitions = [node for node in tree.body
-                   if isinstance(node, (ast.ClassDef, ast.FunctionDef)) and node.name in names]
+    nodes = [node for tree in _cells_defining(text, names, str(path)) for node in tree.body]
+    imports = [node for node in nodes if isinstance(node, (ast.Import, ast.ImportFrom)) and _imports_torch(node)]
+    definitions = [node for node in nodes if isinstance(node, (ast.ClassDef, ast.FunctionDef)) and node.name in names]
     found = [node.name for node in definitions]
     if sorted(found) != sorted(names):
         raise LookupError(f"{path} defines {found} at the top level of its cells; the checks build the model "
@@ -33,6 +34,19 @@ def definitions_from_lesson(lesson_name, names, module_name):
     namespace = {"__name__": module_name}
     exec(compile(ast.Module(body=imports + definitions, type_ignores=[]), filename, "exec"), namespace)
     return tuple(namespace[name] for name in names)
+
+
+def _cells_defining(text, names, filename):
+    """The parsed code cells of `text` that import torch or define one of `names` at their top level,
+    with the file's line numbers: parsing only these keeps a check's first import quick."""
+    wanted = re.compile(r"^(?:(?:class|def) (?:" + "|".join(map(re.escape, names)) + r")\b|import torch|from torch)",
+                        re.MULTILINE)
+    for cell in lesson_format.split_cells(text):
+        if cell.marker.startswith("# %% [") or not wanted.search(cell.text):
+            continue  # a markdown cell, or nothing wanted
+        tree = ast.parse(cell.text, filename)
+        ast.increment_lineno(tree, cell.marker_line)
+        yield tree
 
 
 def _imports_torch(node):

@@ -1,6 +1,9 @@
 """A notebook's check(...) grades with the grading worker's settings (torch with one thread,
-optimizers that do not import torch._dynamo) for the duration of the check only: the
-learner's kernel keeps its thread count and its optimizers' torch.compile wrappers."""
+optimizers that do not import torch._dynamo, no cyclic garbage collection) for the duration of
+the check only: the learner's kernel keeps its thread count, its collector's state and its
+optimizers' torch.compile wrappers."""
+
+import gc
 
 import subprocess
 import sys
@@ -34,6 +37,22 @@ def test_a_check_runs_torch_with_one_thread_and_the_kernels_count_is_back_afterw
         assert "double_grad: passed" in capsys.readouterr().out
     finally:
         torch.set_num_threads(before)
+
+
+def test_a_check_runs_without_cyclic_collection_and_the_kernels_collector_is_as_it_was(capsys):
+    seen = []
+
+    def double_grad(grad):
+        seen.append(gc.isenabled())
+        return 2 * grad
+    for enabled in (True, False):
+        (gc.enable if enabled else gc.disable)()
+        try:
+            notebook.check(double_grad)
+            assert seen[-1] is False and gc.isenabled() is enabled
+        finally:
+            gc.enable()
+    assert "double_grad: passed" in capsys.readouterr().out
 
 
 def test_a_check_that_raises_inside_still_gives_the_kernel_its_thread_count_back(monkeypatch):
