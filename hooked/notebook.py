@@ -8,7 +8,8 @@ import gc
 
 from hooked.checks.event_predictions import after_wrong_try, reveal_text
 from hooked.course import exercise_named, lesson_named, lessons
-from hooked.grader.check_runner import checks_for_lesson, run_check_for_object
+from hooked.grader.check_registry import checks_for_lesson
+from hooked.grader.check_runner import run_check_for_object
 from hooked.feedback.hints import HINT_COUNT, exercise_hints
 from hooked.feedback.learner_tracebacks import learner_raised_not_implemented
 

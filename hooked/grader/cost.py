@@ -54,7 +54,7 @@ def budget_exceptions():
     """{(lesson, exercise): (ms, why)} of the checks allowed more than CHECK_BUDGET_MS, as they are
     registered (`@check_of(exercise, budget_ms=..., why=...)`); the README's Speed paragraph gives the
     same figures. Imports every lesson's checks (a draft lesson without any has none)."""
-    from hooked.grader.check_runner import registrations_for_lesson
+    from hooked.grader.check_registry import registrations_for_lesson
     return {(lesson.name, exercise): (registered.budget_ms, registered.why)
             for lesson in course.lessons() if importlib.util.find_spec(lesson.checks_module)
             for exercise, registered in registrations_for_lesson(lesson.name).items() if registered.budget_ms}

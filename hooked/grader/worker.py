@@ -83,7 +83,7 @@ def _import_torch_and_checks():
         from hooked.checks.optimizers import skip_dynamo_import_in_optimizers_for_good
         skip_dynamo_import_in_optimizers_for_good()  # saves 1 s in checks that build an optimizer
 
-        from hooked.grader.check_runner import checks_for_lesson
+        from hooked.grader.check_registry import checks_for_lesson
         from hooked.course import lessons
 
         for record in lessons():

@@ -18,7 +18,7 @@ import sys
 import pytest
 
 from hooked import course
-from hooked.grader.check_runner import checks_for_lesson
+from hooked.grader.check_registry import checks_for_lesson
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 from test_mistake_catalogue import (  # noqa: E402

@@ -16,7 +16,8 @@ import pytest
 from hooked import course
 from hooked.checks import check_api
 from hooked.checks.check_api import RegisteredCheck, check_of
-from hooked.grader.check_runner import checks_for_lesson, mismatches, registry_problems, run_exercise_check
+from hooked.grader.check_registry import checks_for_lesson, mismatches, registry_problems
+from hooked.grader.check_runner import run_exercise_check
 from hooked.lesson_files.lesson_format import defined_names
 
 LESSONS = course.lessons()

@@ -10,7 +10,9 @@ import re
 import jupytext
 import pytest
 
-from hooked.grader.check_runner import checks_for_lesson, run_exercise_check
+from hooked.grader.check_registry import checks_for_lesson
+
+from hooked.grader.check_runner import run_exercise_check
 from hooked.checks.event_predictions import (END, EventPrediction, Rule, divergence_message, prediction_cells,
                                              true_log)
 from hooked.lesson_files.lesson_format import PREDICTION_TAG

@@ -37,7 +37,9 @@ import pathlib
 
 import pytest
 
-from hooked.grader.check_runner import checks_for_lesson, run_exercise_check
+from hooked.grader.check_registry import checks_for_lesson
+
+from hooked.grader.check_runner import run_exercise_check
 from hooked.course import SOLUTIONS_DIR, exercise_named, lesson_names, lessons
 from hooked.lesson_files.solution_markers import solution_region_lines
 
