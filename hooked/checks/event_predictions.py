@@ -29,7 +29,16 @@ from hooked.checks.check_api import calling, fail, register_check
 from hooked.lesson_files import lesson_format
 
 END = "(the end of the log)"  # what stands at an index past the last event
-TRIES_BEFORE_THE_LOG = 3  # different wrong predictions, in one notebook session, before check() shows the log
+TRIES_BEFORE_THE_LOG = 3
+# The named mistakes of every prediction exercise, beside those of its rules.
+FORMAT_MISTAKES = {
+    "returned-none": "returns None instead of a list of events (a missing return)",
+    "returned-string": "returns the events joined into one string instead of a list",
+    "not-a-list": "returns something other than a list or tuple of events",
+    "not-event-names": "returns a list holding something other than event names",
+    "unknown-event": "names an event that the code does not log",
+}
+WRONG_ORDER = "wrong-order"  # a divergence that no rule of the exercise explains  # different wrong predictions, in one notebook session, before check() shows the log
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,6 +54,7 @@ class Rule:
     after: tuple = ()
     before: tuple = ()
     repeated: bool = False
+    mistake: str = ""  # the slug of the named mistake a prediction that this rule explains makes
 
     def applies(self, fired, predicted, earlier, later):
         """`earlier`: the events that fired before the divergence; `later`: those from it on."""
@@ -117,19 +127,19 @@ def _as_event_names(prediction, returned):
     call = f"{prediction.exercise}()"
     if returned is None:
         fail(f"{call} returned None; return the list of events in the order you expect them, "
-             "e.g. return ['pre:a', 'fwd:a'] (is the `return` missing?).")
+             "e.g. return ['pre:a', 'fwd:a'] (is the `return` missing?).", "returned-none")
     if isinstance(returned, (str, bytes)):
         fail(f"{call} returned a string, {returned!r:.80}; return a list of strings, one per event, "
-             "e.g. ['pre:a', 'fwd:a'], not the events joined into one string.")
+             "e.g. ['pre:a', 'fwd:a'], not the events joined into one string.", "returned-string")
     if not isinstance(returned, (list, tuple)):
         kind = type(returned).__name__
         why = " (a set has no order)" if isinstance(returned, (set, frozenset)) else ""
-        fail(f"{call} returned a {kind}{why}; return a list (or a tuple) of event names, in the order they fire.")
+        fail(f"{call} returned a {kind}{why}; return a list (or a tuple) of event names, in the order they fire.", "not-a-list")
     names = []
     for index, item in enumerate(returned):
         if not isinstance(item, str):
             fail(f"{call} returned a list whose item {index} is {type(item).__name__} {item!r:.60}, not an "
-                 "event name; each item is a string such as 'pre:a'.")
+                 "event name; each item is a string such as 'pre:a'.", "not-event-names")
         names.append(prediction.canonical(item))
     known = {prediction.canonical(event): event for event in prediction.events}
     for index, (item, name) in enumerate(zip(returned, names)):
@@ -138,20 +148,32 @@ def _as_event_names(prediction, returned):
             listed = ", ".join(repr(event) for event in sorted(prediction.events))
             fail(f"{call} returned {item!r} at index {index}, which is not an event this code logs. Its events "
                  f"are, in alphabetical order: {listed} (case, spaces and the spellings the exercise lists do not "
-                 "matter).")
+                 "matter).", "unknown-event")
     return [known[name] for name in names], list(returned)
+
+
+def rule_mistakes(prediction):
+    """{slug: one line} of the named mistakes that the rules of `prediction` explain."""
+    mistakes = {rule_slug(prediction, rule): f"a prediction against the rule: {rule.text}" for rule in prediction.rules}
+    mistakes[WRONG_ORDER] = f"a prediction against the rule: {prediction.rule}"
+    return mistakes
+
+
+def rule_slug(prediction, rule):
+    """The slug of the named mistake `rule` explains ("rule-N" until the rule names its own)."""
+    return rule.mistake or f"rule-{prediction.rules.index(rule) + 1}"
 
 
 def divergence_message(prediction, predicted, written, log):
     """The feedback for a prediction (canonical names `predicted`, as the learner `written`
-    them) that is not `log`; '' when it is."""
+    them) that is not `log`, and the slug of its named mistake; ('', None) when it is right."""
     index = next((i for i, (a, b) in enumerate(zip(predicted, log)) if a != b), min(len(predicted), len(log)))
     if index == len(predicted) == len(log):
-        return ""
+        return "", None
     fired = log[index] if index < len(log) else END
     guess = predicted[index] if index < len(predicted) else END
-    rule = next((rule.text for rule in prediction.rules if rule.applies(fired, guess, log[:index], log[index:])),
-                prediction.rule)
+    found = next((rule for rule in prediction.rules if rule.applies(fired, guess, log[:index], log[index:])), None)
+    rule, slug = (found.text, rule_slug(prediction, found)) if found else (prediction.rule, WRONG_ORDER)
     agreed = (f"The {index} event{'s' if index != 1 else ''} before it agree{'' if index != 1 else 's'}: "
               f"{', '.join(repr(event) for event in written[:index])}." if index else "The first event already differs.")
     if guess == END:
@@ -161,7 +183,7 @@ def divergence_message(prediction, predicted, written, log):
         where = f"you predicted {written[index]!r}, but the log ends before it: {len(log)} events fire."
     else:
         where = f"you predicted {written[index]!r}, but {fired!r} fires there."
-    return f"Your prediction parts from what fires at index {index}: {where} {agreed}\nThe rule: {rule}"
+    return f"Your prediction parts from what fires at index {index}: {where} {agreed}\nThe rule: {rule}", slug
 
 
 def check_prediction(prediction, predict):
@@ -169,9 +191,9 @@ def check_prediction(prediction, predict):
         returned = predict()
     predicted, written = _as_event_names(prediction, returned)
     log = true_log(prediction)  # after the stub's NotImplementedError: a fresh lesson costs no recording
-    message = divergence_message(prediction, predicted, written, list(log))
+    message, slug = divergence_message(prediction, predicted, written, list(log))
     if message:
-        fail(message)
+        fail(message, slug)
 
 
 def prediction_check(prediction):
@@ -181,7 +203,8 @@ def prediction_check(prediction):
         check_prediction(prediction, predict)
     check.prediction = prediction
     check.__name__ = check.__qualname__ = f"check_{prediction.exercise}"  # as the lesson's module names it
-    register_check(prediction.exercise, check, course.checks_module_name(prediction.lesson))
+    register_check(prediction.exercise, check, course.checks_module_name(prediction.lesson),
+                   mistakes={**FORMAT_MISTAKES, **rule_mistakes(prediction)})
     return check
 
 

@@ -29,6 +29,24 @@ import torch
 from hooked.checks.check_api import fail
 from hooked.checks.tensors import describe
 
+# The named mistakes these checks recognize, for the check_of of an exercise that adds noise.
+MISTAKES = {
+    "noise-not-finite": "adds noise holding inf or nan",
+    "noise-constant": "adds the same number everywhere instead of random noise",
+    "noise-not-centred": "adds noise whose mean is not 0",
+    "noise-uniform": "draws uniform noise (torch.rand) instead of normal noise",
+    "noise-std-squared": "scales the noise by std squared, the variance",
+    "noise-sqrt-std": "scales the noise by the square root of std",
+    "noise-unscaled": "adds standard normal noise without scaling it by std",
+    "noise-wrong-std": "adds noise of another standard deviation than std",
+    "noise-broadcast": "draws a smaller noise tensor broadcast along a dimension",
+    "noise-depends-on-input": "adds noise that depends on the input (scales it, or derives it from it)",
+    "noise-not-from-generator": "draws the noise from torch's global random state, not the generator given",
+    "noise-own-generator": "draws the noise from a generator of its own with a fixed seed",
+    "noise-repeated": "adds the same noise on every call (stored, or reseeded each call)",
+    "generator-not-advanced": "leaves the given generator where it was (draws from a copy, or elsewhere)",
+}
+
 Z = 6.0
 MIN_SAMPLE = 1000
 # Of normal samples, this fraction lies within one standard deviation of the mean.
@@ -44,13 +62,13 @@ def check_noise_sample(noise, std, what, input=None, input_name=None):
         raise ValueError(f"a noise sample needs at least {MIN_SAMPLE} elements, not {noise.numel()}")
     values = noise.detach().double().flatten()
     if not torch.isfinite(values).all():
-        fail(f"{what} contains inf or nan: {describe(noise)}.")
+        fail(f"{what} contains inf or nan: {describe(noise)}.", "noise-not-finite")
     n = values.numel()
     measured_std = values.std().item()
     # Nearly rather than exactly: one number added to x and subtracted again varies by rounding.
     if measured_std <= 1e-3 * std:
         fail(f"{what} is the same number everywhere (about {values.mean().item():.4g}); expected normal noise of "
-             f"standard deviation {std}, a new random value for every element.")
+             f"standard deviation {std}, a new random value for every element.", "noise-constant")
     # Dependence first: it also distorts the mean and spread, and its message is the clearer one.
     _check_elements_independent(noise.detach().double(), what)
     if input is not None:
@@ -58,13 +76,13 @@ def check_noise_sample(noise, std, what, input=None, input_name=None):
     mean = values.mean().item()
     if abs(mean) > Z * std / math.sqrt(n):
         fail(f"{what} has mean {mean:.4g} over {n} elements; expected mean 0 (normal noise centred on 0, such as "
-             f"torch.randn(...) * std), within {Z * std / math.sqrt(n):.2g}.")
+             f"torch.randn(...) * std), within {Z * std / math.sqrt(n):.2g}.", "noise-not-centred")
     _check_std(measured_std, std, n, what)
     within = ((values.abs() < std).double().mean()).item()
     if abs(within - WITHIN_ONE_STD) > Z * math.sqrt(WITHIN_ONE_STD * (1 - WITHIN_ONE_STD) / n):
         fail(f"{what} has the right mean and standard deviation, but {within:.1%} of its values lie within one "
              f"standard deviation of 0; normal noise has {WITHIN_ONE_STD:.1%} there. Draw from the normal "
-             "distribution (torch.randn, torch.normal), not the uniform one (torch.rand).")
+             "distribution (torch.randn, torch.normal), not the uniform one (torch.rand).", "noise-uniform")
 
 
 def _check_std(measured, std, n, what):
@@ -78,13 +96,13 @@ def _check_std(measured, std, n, what):
 
     if near(std ** 2):
         fail(f"{said} That is std squared, the variance: scale standard normal noise by std itself, "
-             "not by std ** 2.")
+             "not by std ** 2.", "noise-std-squared")
     if near(math.sqrt(std)):
         fail(f"{said} That is the square root of std: `std` is already the standard deviation, not the variance; "
-             "scale standard normal noise by std itself.")
+             "scale standard normal noise by std itself.", "noise-sqrt-std")
     if near(1.0):
-        fail(f"{said} That is the standard deviation of torch.randn itself: scale the noise by std.")
-    fail(said)
+        fail(f"{said} That is the standard deviation of torch.randn itself: scale the noise by std.", "noise-unscaled")
+    fail(said, "noise-wrong-std")
 
 
 def _check_elements_independent(noise, what):
@@ -99,7 +117,7 @@ def _check_elements_independent(noise, what):
         if correlation > Z / math.sqrt(first.numel()):
             fail(f"{what} repeats itself along dimension {dim}: neighbouring values have correlation "
                  f"{correlation:.3f}, expected about 0. Draw one independent value per element, with the full "
-                 f"shape of the tensor ({tuple(noise.shape)}), not a smaller tensor broadcast along a dimension.")
+                 f"shape of the tensor ({tuple(noise.shape)}), not a smaller tensor broadcast along a dimension.", "noise-broadcast")
 
 
 def check_independent_of(noise, input, what, input_name=None):
@@ -115,7 +133,7 @@ def check_independent_of(noise, input, what, input_name=None):
         if abs(correlation) > tolerance:
             fail(f"{what} depends on {said}: the {name} of noise and {said.removeprefix('the ')} have correlation "
                  f"{correlation:.3f}, expected about 0. Add noise that does not depend on {symbol} ({symbol} + noise), "
-                 f"rather than scaling {symbol} by it or deriving it from {symbol}.")
+                 f"rather than scaling {symbol} by it or deriving it from {symbol}.", "noise-depends-on-input")
 
 
 def _correlation(a, b):
@@ -133,11 +151,11 @@ def check_seeded_noise(draw, what, seed=1234):
     if not torch.equal(first, again):
         fail(f"{what}: two generators seeded alike ({seed}) gave different noise; expected identical noise. "
              "Draw the noise from the generator you were given (generator=generator), not from torch's global "
-             "random state.")
+             "random state.", "noise-not-from-generator")
     other = draw(torch.Generator().manual_seed(seed + 1))
     if torch.equal(first, other):
         fail(f"{what}: generators seeded {seed} and {seed + 1} gave identical noise; expected different noise. "
-             "Draw the noise from the generator you were given, not from a generator of your own with a fixed seed.")
+             "Draw the noise from the generator you were given, not from a generator of your own with a fixed seed.", "noise-own-generator")
 
 
 def check_new_noise_each_call(draw, what):
@@ -147,7 +165,7 @@ def check_new_noise_each_call(draw, what):
     if torch.equal(first, second):
         fail(f"{what}: two calls gave exactly the same noise; expected new noise on every call. Draw it anew inside "
              "the hook, from the generator's (or torch's) running random state: do not store it, and do not reseed "
-             "a generator on each call.")
+             "a generator on each call.", "noise-repeated")
 
 
 def check_generator_advanced(generator, state_before, what, hook_name):
@@ -157,4 +175,4 @@ def check_generator_advanced(generator, state_before, what, hook_name):
     if torch.equal(generator.get_state(), state_before):
         fail(f"{what}\nThe generator given to {hook_name} is in the same state as before the call: the noise was not drawn "
              "from it (but from torch's global random state, or a copy of the generator). Draw it from the "
-             "generator itself (generator=generator), so that it advances with every draw.")
+             "generator itself (generator=generator), so that it advances with every draw.", "generator-not-advanced")

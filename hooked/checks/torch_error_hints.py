@@ -8,23 +8,26 @@ from hooked.checks.check_api import LearnerCodeRaised, calling, capitalized, fai
 from hooked.feedback.learner_tracebacks import describe_learner_error
 
 
-def fail_with_hint(doing, error, hint):
+def fail_with_hint(doing, error, hint, mistake=None):
     """Fail as the runner reports learner code that raised ("Calling f(x) raised ValueError: ...,
-    your code, line ..."), with `hint` after it."""
-    fail(f"{capitalized(doing)} raised {describe_learner_error(error)}\n{hint}")
+    your code, line ..."), with `hint` after it; `mistake` is the slug of the named mistake."""
+    fail(f"{capitalized(doing)} raised {describe_learner_error(error)}\n{hint}", mistake)
 
 
 def hint_for(error, hints):
-    """The first hint of `hints` that fits `error`. Each entry is a pair (a text that torch's message
-    contains, the hint), or a function of the error that gives the hint or None."""
+    """(slug, hint) of the first of `hints` that fits `error`, or None. Each entry is a triple (a text
+    that torch's message contains, the slug of the named mistake, the hint), or a function of the
+    error that gives (slug, hint) or None."""
     for entry in hints:
         if callable(entry):
-            hint = entry(error)
+            found = entry(error)
         else:
-            text, hint = entry
-            hint = hint if text in str(error) else None
-        if hint:
-            return hint
+            text, slug, hint = entry
+            found = (slug, hint) if text in str(error) else None
+        if isinstance(found, str):
+            found = (None, found)
+        if found:
+            return found
     return None
 
 
@@ -36,7 +39,8 @@ def calling_with_hints(doing, hints):
         with calling(doing):
             yield
     except LearnerCodeRaised as raised:
-        hint = hint_for(raised.error, hints)
-        if hint is None:
+        found = hint_for(raised.error, hints)
+        if found is None:
             raise
-        fail_with_hint(doing, raised.error, hint)
+        slug, hint = found
+        fail_with_hint(doing, raised.error, hint, slug)

@@ -145,6 +145,12 @@ def build_parser():
                              "report, as `pytest --report` writes it (default)")
     export.add_argument("--out", metavar="FILE", type=_argparse_type(_output_file), default=None,
                         help="write to FILE instead of printing")
+    mistakes = command("mistakes", "every mistake the checks recognize by name: its id (as reports and "
+                                   "Gradescope's tags give it), its exercise, and what it is")
+    mistakes.add_argument("lessons", nargs="*", metavar="LESSON", help="only these lessons (default: all)")
+    mistakes.add_argument("--format", choices=("text", "json"), default="text",
+                          help="text: one line per mistake (default); json: a list of "
+                               "{id, lesson, exercise, what}")
     generate = command("generate", "make lessons/, the grading files in tests/ and the README's lesson table "
                                    "from solutions/ (for course authors)")
     generate.add_argument("lessons", nargs="*", metavar="LESSON", help="only these lessons (default: all)")

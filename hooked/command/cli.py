@@ -7,7 +7,8 @@ Here are the commands; hooked.command.arguments reads the command line, hooked.c
 prints what grading found, hooked.command.backups keeps what `reset` replaces.
 
 This process never imports torch: learner code runs in the grading worker that
-hooked.grader.engine starts, exactly as under pytest."""
+hooked.grader.engine starts, exactly as under pytest. Only `hooked mistakes` imports the checks
+(and with them torch), to list what they recognize; it runs no learner code."""
 
 import contextlib
 import json
@@ -226,11 +227,26 @@ def _generate(arguments, terminal):
     return 0
 
 
+def _mistakes(arguments, terminal):
+    from hooked.grader.named_mistakes import named_mistakes  # imports torch, which only this command needs
+    lessons = list(dict.fromkeys(find_lesson(text) for text in arguments.lessons)) or None
+    found = named_mistakes(lessons)
+    if arguments.format == "json":
+        print(json.dumps([mistake.as_json() for mistake in found], indent=2))
+        return 0
+    width = max(len(mistake.id) for mistake in found)
+    for mistake in found:
+        print(f"{mistake.id.ljust(width)}  {mistake.what}")
+    print(f"{len(found)} named mistakes; `pytest --report` and `hooked export` give the id of the one "
+          "a failed check recognized.")
+    return 0
+
+
 _GENERATED = "lessons/, the grading files tests/test_NN_slug.py and the README's lesson table"
 
 
 COMMANDS = {"status": _status, "check": _check, "watch": _watch, "hint": _hint, "solution": _solution,
-            "reset": _reset, "export": _export, "generate": _generate}
+            "reset": _reset, "export": _export, "mistakes": _mistakes, "generate": _generate}
 
 
 def main(argv=None):

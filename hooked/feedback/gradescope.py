@@ -23,7 +23,7 @@ def results_json(results, execution_seconds):
             "status": "passed" if passed else "failed",  # Gradescope knows only these two
             "output": progress.feedback(result),
             "output_format": "text",  # shown as is: messages may contain <lambda> and the like
-            "tags": [result.lesson, result.status],
+            "tags": [result.lesson, result.status] + ([result.mistake] if result.mistake else []),
             "visibility": "visible",
             "extra_data": {"level": level, "minutes": minutes},
         })

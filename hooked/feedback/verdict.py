@@ -14,11 +14,13 @@ class Result:
     graded_file: str = ""
     output: str = ""
     location: str = ""  # where the exercise is written, e.g. "lessons/01_tensor_hooks.py line 241"
+    mistake: str = None  # the id of the named mistake the check recognized, "01.double_grad.in-place"
 
     def as_report_entry(self):
         return {"lesson": self.lesson, "exercise": self.exercise,
-                "status": self.status, "message": self.message}
+                "status": self.status, "message": self.message, "mistake": self.mistake}
 
     def notebook_text(self):
         mark = {"passed": "✅", "failed": "❌", "not_attempted": "⏳", "error": "⚠️"}[self.status]
-        return f"{mark} {self.exercise}: {self.message}"
+        named = f"\n(mistake {self.mistake})" if self.mistake else ""
+        return f"{mark} {self.exercise}: {self.message}{named}"

@@ -6,7 +6,7 @@ import linecache
 import traceback
 
 from hooked import course
-from hooked.checks.check_api import CheckFailed, LearnerCodeRaised, capitalized
+from hooked.checks.check_api import CheckFailed, LearnerCodeRaised, capitalized, mistake_id
 from hooked.lesson_files.display_paths import place
 from hooked.feedback.learner_tracebacks import describe_learner_error, error_text, learner_frame, learner_raised_not_implemented
 from hooked.feedback.verdict import Result
@@ -20,28 +20,34 @@ def run_check(lesson, exercise, check, obj, where=None):
     defines the exercise, as the grader shows it ("lessons/01_tensor_hooks.py line 241")."""
     from hooked.checks.isolation import torch_state_restored  # imports torch: only where checks run
 
-    def result(status, message):
-        return Result(lesson, exercise, status, message)
+    def result(status, message, mistake=None):
+        return Result(lesson, exercise, status, message, mistake=named_mistake(lesson, exercise, mistake))
 
     try:
         with torch_state_restored():
             check(obj)
     except CheckFailed as failure:
-        return result("failed", failure.message)
+        return result("failed", failure.message, failure.mistake)
     except LearnerCodeRaised as raised:
         if learner_raised_not_implemented(raised.error):
             return _not_attempted(result, exercise, raised.error, where)
-        return result("failed", f"{capitalized(raised.doing)} raised {describe_learner_error(raised.error)}")
+        return result("failed", f"{capitalized(raised.doing)} raised {describe_learner_error(raised.error)}",
+                      "raised")
     except NotImplementedError as error:
         if learner_raised_not_implemented(error):
             return _not_attempted(result, exercise, error, where)
         return _unexpected(result, exercise, error)
     except SystemExit as error:
         return result("failed", f"your code called sys.exit({error.code!r}) while {exercise} was checked; "
-                                "an exercise should return or raise, never exit.")
+                                "an exercise should return or raise, never exit.", "crashed")
     except Exception as error:
         return _unexpected(result, exercise, error)
     return result("passed", "passed.")
+
+
+def named_mistake(lesson, exercise, slug):
+    """The id of the named mistake `slug` of `exercise` ("01.double_grad.in-place"); None for no slug."""
+    return mistake_id(course.lesson_named(lesson).number, exercise, slug) if slug else None
 
 
 def _not_attempted(result, exercise, error, where=None):
@@ -70,7 +76,8 @@ def _definition_place(exercise, error):
 
 def _unexpected(result, exercise, error):
     if learner_frame(error) is not None:
-        return result("failed", f"while checking {exercise}, your code raised {describe_learner_error(error)}")
+        return result("failed", f"while checking {exercise}, your code raised {describe_learner_error(error)}",
+                      "raised")
     # No learner frame: the checker itself broke. That is the course's bug; show everything.
     details = "".join(traceback.format_exception(error))
     return result("error", f"the checker for {exercise} failed (a bug in the course, please report it):\n{details}")

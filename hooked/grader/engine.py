@@ -17,6 +17,7 @@ from hooked.lesson_files.display_paths import display_path
 from hooked.grader.plan import assign, worker_count
 from hooked.lesson_files.learner_lesson import load_lesson_source
 from hooked.feedback.verdict import Result
+from hooked.grader.check_runner import named_mistake
 
 _STARTUP_LIMIT = 300.0  # importing torch on a cold, busy machine
 
@@ -148,8 +149,9 @@ class _Lane:
 
         location = ""
 
-        def result(status, message, output=""):
-            return Result(lesson, exercise, status, message, source.graded_file, output, location)
+        def result(status, message, output="", mistake=None):
+            return Result(lesson, exercise, status, message, source.graded_file, output, location,
+                          named_mistake(lesson, exercise, mistake))
 
         if source.problem:
             return result("error", source.problem)
@@ -175,17 +177,18 @@ class _Lane:
             self._restart()
             return result("failed", f"{exercise} took longer than {self.time_limit:g} s to check and was stopped. "
                                     "Look for a loop that never ends (or a very slow computation) in your code; "
-                                    "the limit can be raised with --time-limit SECONDS.")
+                                    "the limit can be raised with --time-limit SECONDS.", mistake="timed-out")
         except _Stopped:
             tail = self._restart()
             return result("failed", f"the grading process stopped while checking {exercise}: your code may have "
-                                    f"ended the interpreter (os._exit) or crashed it.{tail}")
+                                    f"ended the interpreter (os._exit) or crashed it.{tail}", mistake="crashed")
         message = reply["message"]
         elsewhere = source.untagged_definitions.get(exercise)
         if elsewhere and reply["status"] != "passed":
             message += (f" Note: {elsewhere} also defines {exercise}, but it is not an exercise cell, so the "
                         "grader does not run it; write your code in the exercise cell.")
-        return result(reply["status"], message, reply["output"])
+        return Result(lesson, exercise, reply["status"], message, source.graded_file, reply["output"], location,
+                      reply.get("mistake"))
 
     def _load(self, lesson, source):
         """Run the lesson's exercise cells in the worker (once per worker). A cell that

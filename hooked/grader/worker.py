@@ -8,7 +8,7 @@ Requests:  {"op": "load", "lesson": ..., "cells": [{"source", "filename", "first
            {"op": "check", "exercise": ..., "where": the line that defines it, as the grader shows it}
 Replies:   {"event": "ready"} once torch is imported; {"event": "cell", "index": k} before
            each cell runs; {"event": "loaded", "cell_errors": {k: "raised ..."}, "output": ...};
-           {"event": "result", "status": ..., "message": ..., "output": ...}.
+           {"event": "result", "status": ..., "message": ..., "mistake": ..., "output": ...}.
 """
 
 import contextlib
@@ -131,7 +131,7 @@ def run_cells(lesson, cells, skip=(), before_cell=lambda index: None):
 def check_exercise(lesson, exercise, namespace, where=None, missing_checks=None):
     """(Result, what was printed) of checking `exercise` as the lesson's cells defined it."""
     # Imported in prepare() already, as in run_cells.
-    from hooked.grader.check_runner import run_exercise_check
+    from hooked.grader.check_runner import named_mistake, run_exercise_check
     from hooked.feedback.learner_tracebacks import describe_learner_error
     from hooked.feedback.verdict import Result
 
@@ -146,7 +146,8 @@ def check_exercise(lesson, exercise, namespace, where=None, missing_checks=None)
                 result = run_exercise_check(lesson, exercise, namespace.get(exercise), where)
         except BaseException as error:  # escaped the check: KeyboardInterrupt, a broken __str__, ...
             result = Result(lesson, exercise, "failed",
-                            f"while checking {exercise}, your code raised {describe_learner_error(error)}")
+                            f"while checking {exercise}, your code raised {describe_learner_error(error)}",
+                            mistake=named_mistake(lesson, exercise, "raised"))
     return result, output.getvalue()
 
 
@@ -180,7 +181,8 @@ def main():
         elif request["op"] == "check":
             result, output = check_exercise(lesson, request["exercise"], namespace, request.get("where"),
                                             missing_checks)
-            send({"event": "result", "status": result.status, "message": result.message, "output": output})
+            send({"event": "result", "status": result.status, "message": result.message,
+                  "mistake": result.mistake, "output": output})
     # No more requests: the grader is done or gone. Whatever the learner's code started goes too.
     if _leads_its_group():
         os.killpg(os.getpid(), signal.SIGKILL)

@@ -147,19 +147,19 @@ def test_spellings_differ_only_in_case_spaces_and_the_aliases_of_the_kind():
 
 
 def test_a_divergence_names_its_index_both_events_the_agreeing_prefix_and_its_rule():
-    message = divergence_message(TOY, ["pre:a", "fwd:a", "fwd:a"], ["PRE:a", "fwd:a", "forward:a"], LOG)
+    message, _ = divergence_message(TOY, ["pre:a", "fwd:a", "fwd:a"], ["PRE:a", "fwd:a", "forward:a"], LOG)
     assert message == ("Your prediction parts from what fires at index 2: you predicted 'forward:a', but 'fwd:b' "
                        "fires there. The 2 events before it agree: 'PRE:a', 'fwd:a'.\nThe rule: B's rule.")
 
 
 def test_a_prediction_too_long_or_too_short_is_told_so():
-    too_long = divergence_message(TOY, LOG + ["pre:a"], LOG + ["pre:a"], LOG)
+    too_long, _ = divergence_message(TOY, LOG + ["pre:a"], LOG + ["pre:a"], LOG)
     assert "at index 3: you predicted 'pre:a', but the log ends before it: 3 events fire." in too_long
     assert too_long.endswith("The rule: the log is shorter.")
-    too_short = divergence_message(TOY, LOG[:1], LOG[:1], LOG)
+    too_short, _ = divergence_message(TOY, LOG[:1], LOG[:1], LOG)
     assert "you predicted 1 event, but more fire: 'fwd:a' is next. The 1 event before it agrees: 'pre:a'." in too_short
     assert too_short.endswith("The rule: the general rule.") and "'fwd:b'" not in too_short
-    assert divergence_message(TOY, LOG, LOG, LOG) == ""
+    assert divergence_message(TOY, LOG, LOG, LOG) == ("", None)
 
 
 def _returning(value):
@@ -232,6 +232,15 @@ def test_a_try_is_a_prediction_however_it_is_spelled_and_a_value_that_is_none_is
     assert "(2 of 3 different wrong predictions" in capsys.readouterr().out
 
 
+def test_a_divergence_names_the_mistake_of_the_rule_that_explains_it():
+    toy = dataclasses.replace(TOY, rules=(Rule("any fwd:b.", fired=("fwd:b",), mistake="b-comes-early"),
+                                          Rule("any pre:a.", fired=("pre:a",))))
+    assert divergence_message(toy, ["fwd:a"], ["fwd:a"], LOG)[1] == "rule-2"  # no slug of its own yet
+    assert divergence_message(toy, ["pre:a", "fwd:a", "x"], ["pre:a", "fwd:a", "x"], LOG)[1] == "b-comes-early"
+    assert divergence_message(toy, ["pre:a", "fwd:a", "fwd:b", "x"], ["pre:a", "fwd:a", "fwd:b", "x"], LOG)[1] \
+        == "wrong-order"  # no rule applies: the general rule's
+
+
 def test_a_rule_can_ask_what_fired_before_it_and_whether_the_predicted_event_fires_again():
     toy = dataclasses.replace(TOY, rules=(
         Rule("a repeat.", repeated=True),
@@ -239,7 +248,7 @@ def test_a_rule_can_ask_what_fired_before_it_and_whether_the_predicted_event_fir
         Rule("any fwd:b.", fired=("fwd:b",))))
 
     def rule(predicted, log):
-        return divergence_message(toy, predicted, predicted, log).split("The rule: ")[1]
+        return divergence_message(toy, predicted, predicted, log)[0].split("The rule: ")[1]
     assert rule(["pre:a", "pre:a"], LOG) == "a repeat."  # pre:a has fired, and fires no more
     assert rule(["pre:a", "pre:a"], ["pre:a", "fwd:b", "pre:a"]) == "any fwd:b."  # pre:a fires again later
     assert rule(["pre:a", "fwd:a", "pre:a"], LOG + ["pre:a"]) == "after fwd:a, before a first fwd:b."

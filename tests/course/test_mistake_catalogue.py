@@ -7,9 +7,11 @@ The catalogue of lesson `NN_slug` is tests/course/mistakes/lesson_NN_slug.py, a 
 `ENTRIES` of dicts `dict(exercise=..., kind=..., why=..., source=..., expect=[...])`, each
 `source` a complete replacement for one exercise cell:
 
-- kind "wrong": a submission with one typical mistake. The check must fail it, and its
+- kind "wrong": a submission with one typical mistake. The check must fail it, its
   message must contain every phrase in `expect` (case-insensitive): the words that name
-  this mistake, so that the learner gets the targeted hint and not just any failure.
+  this mistake, so that the learner gets the targeted hint and not just any failure; and
+  the result must carry `mistake`, the id of the named mistake the check recognizes
+  ("01.double_grad.in-place"; None where no diagnosis names it).
 - kind "right": a correct submission written differently from the reference solution
   (`expect` is empty). The check must pass it.
 
@@ -40,6 +42,7 @@ import pytest
 from hooked.grader.check_registry import checks_for_lesson
 
 from hooked.grader.check_runner import run_exercise_check
+from hooked.grader.named_mistakes import declared_ids
 from hooked.course import SOLUTIONS_DIR, exercise_named, lesson_names, lessons
 from hooked.lesson_files.solution_markers import solution_region_lines
 
@@ -48,7 +51,7 @@ KINDS = ("wrong", "right")
 KEYS = {"exercise", "kind", "why", "source", "expect"}
 # `clause`: the clause of the exercise's contract that a wrong entry breaks (see
 # tests/course/test_contract_clauses.py, which requires it of every wrong entry).
-OPTIONAL_KEYS = {"xfail", "xfail_leak", "clause"}
+OPTIONAL_KEYS = {"xfail", "xfail_leak", "clause", "mistake"}
 WRONG_PER_EXERCISE, RIGHT_PER_EXERCISE = 3, 1
 # Reference lines this short ("return self", "return grad") say nothing of the solution.
 MIN_REFERENCE_LINE = 13
@@ -168,6 +171,11 @@ def test_wrong_submission_fails_with_its_hint(entry):
     message = result.message.lower()
     absent = [word for word in entry["expect"] if word.lower() not in message]
     assert not absent, f"the hint lacks {absent}; the message was:\n{result.message}"
+    if "mistake" in entry:
+        assert result.mistake == entry["mistake"], \
+            f"expected mistake {entry['mistake']}, got {result.mistake}; the message was:\n{result.message}"
+    assert result.mistake is None or result.mistake in declared_ids(entry["lesson"], entry["exercise"]), \
+        f"{result.mistake} is not among the named mistakes its check_of declares"
 
 
 @pytest.mark.parametrize("entry", _params("wrong", "xfail_leak"))
