@@ -59,6 +59,11 @@ def test_gradescope_results_have_only_documented_fields_one_test_per_exercise(co
     assert {test["max_score"] for test in results["tests"]} == {1}
     clip = by_name["01_tensor_hooks: make_clip_hook"]
     assert clip["status"] == "failed" and clip["output"].startswith("make_clip_hook (lessons/01_tensor_hooks.py line ")
+    # The failed test's tags end with the id of the mistake its check recognized; the others have none.
+    assert clip["tags"][:2] == ["01_tensor_hooks", "failed"] and clip["tags"][2] in _named_mistakes(course, "01")
+    assert len(clip["tags"]) == 3 and clip["tags"][2].startswith("01.make_clip_hook.")
+    assert by_name["01_tensor_hooks: double_grad"]["tags"] == ["01_tensor_hooks", "passed"]
+    assert by_name["02_removing_hooks: HookGroup"]["tags"] == ["02_removing_hooks", "not_attempted"]
     assert "not attempted yet" in by_name["02_removing_hooks: HookGroup"]["output"]
     assert [test["number"] for test in results["tests"]][:5] == ["1.1", "1.2", "1.3", "1.4", "2.1"]
     for name, test in by_name.items():  # each exercise's level and usual time, as its heading gives them
@@ -76,8 +81,18 @@ def test_json_export_of_a_lesson_is_the_report_pytest_writes_for_it(course, tmp_
     for entry in report["exercises"]:
         exercise = exercise_named(entry["exercise"])
         assert (entry["level"], entry["minutes"]) == (exercise.level, exercise.minutes), entry
-        assert set(entry) == {"lesson", "exercise", "status", "message", "level", "minutes"}
+        assert set(entry) == {"lesson", "exercise", "status", "message", "mistake", "level", "minutes"}
+    mistakes = [entry["mistake"] for entry in report["exercises"]]
+    assert mistakes[:2] + mistakes[3:] == [None, None, None]  # passed or not attempted: no mistake
+    assert mistakes[2] in _named_mistakes(course, "01") and mistakes[2].startswith("01.make_clip_hook.")
     assert report == json.loads((tmp_path / "pytest.json").read_text(encoding="utf-8")), graded_by_pytest.stdout
+
+
+def _named_mistakes(course, lesson):
+    """The ids `hooked mistakes LESSON --format json` lists."""
+    listed = hooked(course, "mistakes", lesson, "--format", "json")
+    assert listed.returncode == 0, listed.stderr
+    return {mistake["id"] for mistake in json.loads(listed.stdout)}
 
 
 def test_a_lesson_named_twice_is_exported_once(course):

@@ -154,6 +154,10 @@ def test_broken_code_is_reported_per_exercise_and_the_run_finishes(tmp_path):
     assert "the grading process stopped while checking HookGroup" in entries["HookGroup"]["message"]
     assert entries["register_named_hook"]["status"] == "failed"
     assert "took longer than 2 s" in entries["register_named_hook"]["message"]
+    # The runner names what it stopped; a syntax error is the status "error", no mistake of a check.
+    assert entries["HookGroup"]["mistake"] == "02.HookGroup.crashed"
+    assert entries["register_named_hook"]["mistake"] == "02.register_named_hook.timed-out"
+    assert entries["grad_with_temporary_hook"]["mistake"] is None and entries["double_grad"]["mistake"] is None
     assert "Traceback" not in output
     assert _fingerprint(lessons) == before, "the grader changed the learner's files"
 
@@ -219,8 +223,10 @@ def test_learner_code_that_misbehaves_in_other_ways_is_contained(tmp_path):
     assert entries["make_scale_hook"]["status"] == "passed", entries["make_scale_hook"]["message"]
     assert entries["make_clip_hook"]["status"] == "failed"
     assert "NotImplementedError" in entries["make_clip_hook"]["message"]
+    assert entries["make_clip_hook"]["mistake"] == "01.make_clip_hook.raised"
     assert entries["record_grads"]["status"] == "failed"
     assert "KeyboardInterrupt" in entries["record_grads"]["message"]
+    assert entries["record_grads"]["mistake"] == "01.record_grads.raised"
     assert "Traceback" not in output
     assert entries["grad_with_temporary_hook"]["status"] == "passed", entries["grad_with_temporary_hook"]["message"]
     assert entries["register_named_hook"]["status"] == "passed"

@@ -42,7 +42,8 @@ import pytest
 from hooked.grader.check_registry import checks_for_lesson
 
 from hooked.grader.check_runner import run_exercise_check
-from hooked.grader.named_mistakes import declared_ids
+from hooked.checks.check_api import RUNNER_MISTAKES
+from hooked.grader.named_mistakes import declared_ids, named_mistakes
 from hooked.course import SOLUTIONS_DIR, exercise_named, lesson_names, lessons
 from hooked.lesson_files.solution_markers import solution_region_lines
 
@@ -146,8 +147,19 @@ def test_catalogue_entries_are_well_formed():
         assert exercise is not None and exercise.lesson == entry["lesson"], _entry_id(entry)
         if entry["kind"] == "wrong":
             assert entry["expect"], f"{_entry_id(entry)}: a wrong entry must name the words of its hint"
+            assert "mistake" in entry, f"{_entry_id(entry)}: a wrong entry must state the id of its mistake (or None)"
         else:
-            assert entry["expect"] == [], f"{_entry_id(entry)}: a right entry expects no hint"
+            assert entry["expect"] == [] and "mistake" not in entry, \
+                f"{_entry_id(entry)}: a right entry expects no hint and no mistake"
+
+
+def test_every_named_mistake_is_the_mistake_of_a_wrong_entry():
+    """Each entry's test holds that it produces its mistake, so every id a check declares is
+    shown to be reachable (the runner's own, raised, timed-out and crashed, excepted)."""
+    stated = {entry["mistake"] for entry in ENTRIES if entry["kind"] == "wrong"}
+    unmade = [mistake.id for mistake in named_mistakes()
+              if mistake.id.rsplit(".", 1)[1] not in RUNNER_MISTAKES and mistake.id not in stated]
+    assert not unmade, f"no catalogue entry makes these named mistakes: add one for each, or drop it: {unmade}"
 
 
 def test_every_exercise_has_three_wrong_and_one_right():
