@@ -76,16 +76,17 @@ import torch
 from hooked.checks.check_api import calling, check_of, fail
 
 
-@check_of("negate_grad")
+@check_of("negate_grad", mistakes={"in-place": "negates grad in place instead of returning a new tensor",
+                                   "not-negated": "returns something other than -grad"})
 def check_negate_grad(negate_grad):
     grad = torch.randn(3, 4, generator=torch.Generator().manual_seed(14))
     before = grad.clone()
     with calling("calling negate_grad(grad) with grad of shape (3, 4)"):
         result = negate_grad(grad)
     if not torch.equal(grad, before):
-        fail("negate_grad changed `grad` in place; return a new tensor and leave `grad` as it was.")
+        fail("negate_grad changed `grad` in place; return a new tensor and leave `grad` as it was.", "in-place")
     if not isinstance(result, torch.Tensor) or not torch.equal(result, -before):
-        fail(f"negate_grad returned {result!r:.80}; expected a new tensor equal to -grad.")
+        fail(f"negate_grad returned {result!r:.80}; expected a new tensor equal to -grad.", "not-negated")
 '''
 
 CATALOGUE = '''"""Mistake catalogue of the lesson on negated gradients."""
@@ -98,11 +99,14 @@ NOT_CLAUSES = {"negate_grad": {"Tensor hook that negates the gradient.": "the ti
 
 ENTRIES = [
     dict(exercise="negate_grad", kind="wrong", why="returns grad", clause="value",
-         source=edited(reference("negate_grad"), ("return -grad", "return grad")), expect=["equal to -grad"]),
+         source=edited(reference("negate_grad"), ("return -grad", "return grad")), expect=["equal to -grad"],
+         mistake="NN.negate_grad.not-negated"),
     dict(exercise="negate_grad", kind="wrong", why="doubles", clause="value",
-         source=edited(reference("negate_grad"), ("return -grad", "return 2 * grad")), expect=["equal to -grad"]),
+         source=edited(reference("negate_grad"), ("return -grad", "return 2 * grad")), expect=["equal to -grad"],
+         mistake="NN.negate_grad.not-negated"),
     dict(exercise="negate_grad", kind="wrong", why="negates in place", clause="not-in-place",
-         source=edited(reference("negate_grad"), ("return -grad", "return grad.neg_()")), expect=["in place"]),
+         source=edited(reference("negate_grad"), ("return -grad", "return grad.neg_()")), expect=["in place"],
+         mistake="NN.negate_grad.in-place"),
     dict(exercise="negate_grad", kind="right", why="multiplies by -1",
          source=edited(reference("negate_grad"), ("return -grad", "return grad * -1")), expect=[]),
 ]
@@ -110,12 +114,13 @@ ENTRIES = [
 
 # What the three files are, as the README's steps name them (NN_slug: the lesson's name).
 WRITTEN = {"solutions/NN_slug.py": SOLUTION, "hooked/checks/lesson_NN_slug.py": CHECKS,
-           "tests/course/mistakes/lesson_NN_slug.py": CATALOGUE}
+           "tests/course/mistakes/lesson_NN_slug.py": CATALOGUE.replace('"NN.', f'"{NUMBER}.')}
 
 # The course's tests that read every lesson, run whole; then those of one lesson or exercise, for the new one.
 WHOLE = ["tests/course/test_course_manifest.py", "tests/course/test_readme_lessons.py", "tests/course/test_hints.py",
          "tests/course/test_generator.py", "tests/course/test_course_layout.py",
-         "tests/course/test_contract_clauses.py", "tests/course/canaries/test_canary_sections.py"]
+         "tests/course/test_contract_clauses.py", "tests/course/canaries/test_canary_sections.py",
+         "tests/course/test_mistake_ids.py"]
 OF_THE_LESSON = [f"tests/test_{NAME}.py", "tests/course/test_mistake_catalogue.py",
                  "tests/course/test_catalogue_verdicts.py", "tests/course/test_notebooks_execute.py"]
 
@@ -181,7 +186,8 @@ def test_a_lesson_added_as_the_readme_says_passes_the_course_tests(course_copy):
     touched = {path for path in after if before.get(path) != after[path]}
     named = set(re.findall(r"`([\w./-]+/[\w./-]+)`", section)) | {"README.md"}  # the section is README.md's
     assert touched - named == set(), f"the README's commands wrote files its steps do not name: {touched - named}"
-    assert {f"lessons/{NAME}.py", f"tests/test_{NAME}.py", "tests/course/mistakes/verdicts.json"} <= touched
+    assert {f"lessons/{NAME}.py", f"tests/test_{NAME}.py", "tests/course/mistakes/verdicts.json",
+            "tests/course/mistake_ids.txt"} <= touched
 
     whole = _run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--course", *WHOLE], course_copy)
     assert whole.returncode == 0, whole.stdout[-4000:]
