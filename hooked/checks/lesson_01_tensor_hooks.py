@@ -2,10 +2,10 @@
 
 import torch
 
-from hooked.checks import gradient_transforms, handles
+from hooked.checks import gradient_transforms
 from hooked.checks.check_api import calling, check_of, fail
 from hooked.checks.gradient_transforms import check_returns_new_gradient
-from hooked.checks.handles import single_handle
+from hooked.checks.handles import MISTAKES as HANDLE_MISTAKES, single_handle
 from hooked.checks.tensors import close, describe, random_leaf, random_tensor
 
 SEEDS = (11, 12, 13)
@@ -549,7 +549,7 @@ RECORD_MISTAKES = {
 }
 
 
-@check_of("record_grads", mistakes={**RECORD_MISTAKES, **{slug: handles.MISTAKES[slug] for slug in (
+@check_of("record_grads", mistakes={**RECORD_MISTAKES, **{slug: HANDLE_MISTAKES[slug] for slug in (
     "handle-in-a-list", "no-handle", "not-a-removable-handle")}})
 def check_record_grads(record_grads):
     # Each case gives back the tensors it made, kept alive to the end: no two tensors of the check share
