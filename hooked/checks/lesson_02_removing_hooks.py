@@ -17,6 +17,7 @@ from hooked.checks.check_api import calling, check_of, fail
 from hooked.checks.handles import MISTAKES as HANDLE_MISTAKES, single_handle
 from hooked.checks.planted_exceptions import planted_exception_comes_through
 from hooked.checks.tensors import close, describe, random_tensor
+from hooked.checks.torch_error_hints import calling_with_hints
 from hooked.lesson_files.lesson_format import split_cells, without_magics
 
 
@@ -173,7 +174,7 @@ def _judge_returned_gradient(case):
              "once, with the handle you then remove.", "registered-twice")
     if factor is not None and close(result, weight):
         fail(f"{said}\nIt returned w, the gradient before the hook changed it; expected 3 * w, the gradient "
-             "the hook returned. Compute the gradient while the hook is registered.", "gradient-without-hook")
+             "the hook returned. Compute the gradient while the hook is registered.", "hook-result-lost")
     if not close(result, expected):
         fail(f"{said}\nIt returned {describe(result)}; expected {describe(expected)}"
              f"{' (w: a hook that returns None leaves the gradient as it is)' if factor is None else ' (3 * w)'}.",
@@ -201,9 +202,9 @@ def _judge_grads_untouched(case):
              "torch.autograd.grad(loss, x) returns the gradient and fills no .grad.", "wrote-other-leaf-grad")
     if case.weight_leaf is not case.weight and case.weight_leaf.grad is not None:
         fail(f"{said}\nw had no .grad before the call and has "
-             f"{describe(case.weight_leaf.grad)} after: backward() fills the .grad of every leaf behind the loss. Write "
-             "no .grad at all: torch.autograd.grad(loss, x) returns the gradient of x only (backward(inputs=[x]) "
-             "would also limit it to x).", "wrote-other-leaf-grad")
+             f"{describe(case.weight_leaf.grad)} after: backward() fills the .grad of every leaf behind the loss. "
+             "Write no .grad at all: torch.autograd.grad(loss, x) returns the gradient of x only "
+             "(backward(inputs=[x]) would also limit it to x).", "wrote-other-leaf-grad")
 
 
 def _judge_hooks_after(case):
@@ -285,7 +286,8 @@ TEMPORARY_HOOK_MISTAKES = {
     "read-non-leaf-grad": "reads x.grad after backward(), which a non-leaf x does not get",
     "not-a-tensor": "returns something other than a tensor",
     "registered-twice": "registers the hook twice, so it runs twice",
-    "gradient-without-hook": "computes the gradient while the hook is not registered",
+    "hook-result-lost": "returns the gradient without the hook's change (computed while the hook was not "
+                        "registered, or through a wrapper that drops what the hook returns)",
     "wrong-value": "returns a gradient that no diagnosis explains",
     "wrote-x-grad": "writes or changes x.grad (backward() instead of torch.autograd.grad)",
     "retained-grad": "switches on x.retain_grad()",
@@ -326,6 +328,16 @@ def _fire(module):
         module(torch.ones(1, module.in_features))
 
 
+
+
+# What an error of the learner's HookGroup means, where the check calls it.
+NO_LEN = (("has no len()", "no-len", "Give HookGroup a __len__ method that returns how many handles it holds."),)
+EXIT_SIGNATURE = (("__exit__() takes", "exit-signature", "Python calls __exit__ with the exception's type, value and "
+                   "traceback (None, None, None when none left the block): def __exit__(self, exc_type, exc, tb)."),)
+# Any error here comes of what remove() left behind.
+REMOVE_BREAKS_GROUP = (lambda error: ("remove-breaks-group", "remove() must leave an empty group that works as a new "
+                                      "one does, and can be removed again: empty the list of handles, do not delete "
+                                      "it or set it to None."),)
 
 
 def _check_adds_and_counts(group):
@@ -375,7 +387,7 @@ def _check_remove(group, module, hooks, outsider):
         fail("after group.remove(), a hook on the same module that was never added to the group was gone too: "
              "remove() must remove only the handles the group holds (the remove() method of each), not empty the "
              "module's whole dict of hooks.", "removed-other-hooks")
-    with calling("calling len(group) after group.remove()"):
+    with calling_with_hints("calling len(group) after group.remove()", REMOVE_BREAKS_GROUP):
         size = len(group)
     if size != 0:
         fail(f"after group.remove(), len(group) is {size}; expected 0: the group must be emptied.", "not-emptied")
@@ -386,7 +398,7 @@ def _check_as_context_manager(HookGroup, with_error):
     module, hooks, handles = _module_with_hooks(2)
     manager, bound, raised = HookGroup(), None, None
     error = ValueError("raised on purpose inside the with block")
-    with calling("using `with HookGroup() as group:`"):
+    with calling_with_hints("using `with HookGroup() as group:`", EXIT_SIGNATURE):
         try:
             with manager as group:
                 bound = group
@@ -419,13 +431,16 @@ def _check_as_context_manager(HookGroup, with_error):
 
 GROUP_MISTAKES = {
     "not-empty-at-start": "makes a new group that already holds handles",
+    "no-len": "gives HookGroup no __len__ method",
     "add-returns-other": "returns something other than the handle from add()",
     "wrong-length": "counts the handles wrongly in len()",
     "shared-handle-list": "keeps the handles in a list every group shares (a class attribute, a default argument)",
     "hooks-not-removed": "leaves hooks of the group registered after remove()",
     "removed-other-hooks": "removes hooks the group does not hold (empties the module's dict of hooks)",
     "not-emptied": "keeps the handles in the group after remove()",
+    "remove-breaks-group": "leaves the group unusable after remove() (its list deleted or set to None)",
     "enter-not-self": "returns something other than the group from __enter__",
+    "exit-signature": "defines __exit__ without the exception's type, value and traceback arguments",
     "exit-swallows-exception": "swallows the exception in __exit__ (returns True)",
     "exit-not-removing": "leaves the hooks registered when the with block ends",
     "exit-not-emptying": "removes the handles in __exit__ without emptying the group",
@@ -436,7 +451,7 @@ GROUP_MISTAKES = {
 def check_HookGroup(HookGroup):
     with calling("calling HookGroup()"):
         group = HookGroup()
-    with calling("calling len(group) on a new group"):
+    with calling_with_hints("calling len(group) on a new group", NO_LEN):
         size = len(group)
     if size != 0:
         fail(f"a new HookGroup() holds {size} handle(s) before anything was added; it must start empty.",
@@ -444,7 +459,7 @@ def check_HookGroup(HookGroup):
     module, hooks, outsider = _check_adds_and_counts(group)
     other_module, other_hooks = _second_group(HookGroup, group)
     _check_remove(group, module, hooks, outsider)
-    with calling("calling group.remove() a second time"):
+    with calling_with_hints("calling group.remove() a second time", REMOVE_BREAKS_GROUP):
         group.remove()
     _fire(other_module)
     if other_hooks[0].calls != 1:
@@ -583,6 +598,12 @@ def _check_names_apart(register_named_hook, module, second):
              "that module.register_forward_hook gave you.", "handle-does-not-remove")
 
 
+# Any error here comes of a handle removed already, by hand, before its name is registered again.
+REMOVED_BY_HAND = (lambda error: ("removed-handle-breaks-name", "The handle under that name had been removed by hand "
+                                  "already: remove an earlier hook with its handle's remove(), which does nothing the "
+                                  "second time, not by deleting it from the module's dicts of hooks yourself."),)
+
+
 def _check_named_hook_handles(register_named_hook, module):
     """The handle it returns is the new hook's own, also when it replaces an earlier hook; a handle
     removed by hand is harmless: registering under its name again works, once."""
@@ -597,8 +618,8 @@ def _check_named_hook_handles(register_named_hook, module):
 
     fresh = nn.Linear(4, 3)
     again = _CountingForwardHook()
-    with calling("calling register_named_hook(module, 'count', hook), removing its handle by hand, "
-                 "then calling register_named_hook(module, 'count', hook) again"):
+    with calling_with_hints("calling register_named_hook(module, 'count', hook), removing its handle by hand, "
+                            "then calling register_named_hook(module, 'count', hook) again", REMOVED_BY_HAND):
         register_named_hook(fresh, "count", again).remove()
         register_named_hook(fresh, "count", again)
     _fire(fresh)
@@ -702,13 +723,19 @@ def _check_named_hook_registry_lives_on(register_named_hook):
              "Keep the registry on the module itself, so that it goes away with the module.", "keeps-module-alive")
 
 
+# torch's refusal to set a parameter or submodule to a handle: the name was used as an attribute.
+NAME_AS_ATTRIBUTE = (("cannot assign", "name-as-attribute", "The name was used as an attribute of the module; keep the "
+                      "handles in one dict of your own, keyed by name, so that any name is safe."),)
+
+
 def _check_named_hook_leaves_attributes(register_named_hook):
     """A name that is also an attribute of the module ("weight", "forward") changes no attribute."""
     module = nn.Linear(4, 3)
     weight, forward = module.weight, module.forward
     hooks = {name: _CountingForwardHook() for name in ("weight", "forward")}
     for name, hook in hooks.items():
-        with calling(f"calling register_named_hook(module, {name!r}, hook) on an nn.Linear"):
+        with calling_with_hints(f"calling register_named_hook(module, {name!r}, hook) on an nn.Linear",
+                                NAME_AS_ATTRIBUTE):
             register_named_hook(module, name, hook)
     if module.weight is not weight or "forward" in vars(module) or module.forward != forward:
         changed = "weight" if module.weight is not weight else "forward"
