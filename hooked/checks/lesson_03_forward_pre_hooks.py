@@ -60,6 +60,11 @@ def _hook_protocol_hint(error):
     if "forward pre-hook must return None or a tuple of (new_args, new_kwargs)" in text:
         return ("kwargs-hook-bad-return", "A pre-hook registered with with_kwargs=True must return None or the "
                 "pair (args, kwargs): a tuple of the positional arguments and a dict of the keyword arguments.")
+    if isinstance(error, TypeError) and "argument after ** must be a mapping" in text \
+            and not ("not tuple" in text or "not list" in text):
+        return ("kwargs-hook-bad-return", "A pre-hook registered with with_kwargs=True must return None or the "
+                "pair (args, kwargs): it returned a pair whose second item, taken as the keyword arguments, is not "
+                "a dict. Return a tuple of the positional arguments and a dict of the keyword arguments.")
     if isinstance(error, TypeError) and "argument after ** must be a mapping" in text:
         return ("kwargs-pair-reversed", "forward was called as forward(*new_args, **new_kwargs) with what your "
                 "with_kwargs=True pre-hook returned, and new_kwargs was not a dict: return the pair in the order "
@@ -417,7 +422,7 @@ def _wrong_dim_hint(x, module=None, extra=()):
         other = _other_argument_hint(module, x, extra, "normalizes")(error) if module is not None and extra else None
         if other:
             return other
-        return ("stats-on-last-dim",
+        return ("stats-on-wrong-dim",
                 f"mean and std hold one value per channel, dimension 1 of x. Broadcasting lines shapes up from the "
                 "last dimension: statistics of shape (C,) meet the LAST dimension of x, and (C, 1, 1) or "
                 "(1, C, 1, 1) fit only 4-D inputs. Reshape them to (1, C, 1, ...), with one 1 per dimension of x "
@@ -454,7 +459,7 @@ def _normalization_mistakes(x, mean, std):
                                  "first)."))
     if x.shape[-1] == channels and x.dim() > 2:
         flat_m, flat_s = torch.tensor(mean, dtype=x.dtype), torch.tensor(std, dtype=x.dtype)
-        mistakes.insert(0, ((x - flat_m) / flat_s, "stats-on-last-dim",
+        mistakes.insert(0, ((x - flat_m) / flat_s, "stats-on-wrong-dim",
                             "You normalized along the LAST dimension: mean and std of shape (C,) broadcast against "
                             "it. The channels are dimension 1; reshape the statistics to (1, C, 1, ...)."))
     return mistakes
@@ -490,7 +495,7 @@ def _check_normalized(module, x, mean, std, said, extra=(), kwargs=None):
             fail(f"{said}\nforward received {describe(result)}; expected {describe(expected)}. {hint}", slug)
     if torch.equal(result, original):
         fail(f"{said}\nforward received x unchanged; expected {describe(expected)}.{_forward_hook_hint(module)}",
-             _unchanged(module, "input-unchanged"))
+             _unchanged(module, "input-unchanged" if module.training else "normalized-in-training-only"))
     fail(f"{said}\nforward received {describe(result)}; expected (x - mean[c]) / std[c] per channel c of "
          f"dimension 1, {describe(expected)}.", "wrong-value")
 
@@ -559,7 +564,7 @@ def _check_normalized_gradient(normalize_input):
 
 NORMALIZE_MISTAKES = {
     "stats-not-tensors": "computes with mean and std as the lists or tuples they are given as, not tensors",
-    "stats-on-last-dim": "lines mean and std up with the last dimension of x instead of dimension 1",
+    "stats-on-wrong-dim": "lines mean and std up with another dimension of x than dimension 1 (the last one, say)",
     "wrong-shape": "hands forward an input of another shape than x (statistics with more dimensions than x)",
     "wrong-dtype": "hands forward an input of another dtype than x (statistics of another dtype)",
     "divided-by-variance": "divides by std ** 2, the variance",
@@ -571,6 +576,7 @@ NORMALIZE_MISTAKES = {
     "own-statistics": "normalizes with the statistics of x itself instead of the given ones",
     "per-sample-statistics": "normalizes sample i with mean[i] and std[i] (along the batch dimension)",
     "input-unchanged": "leaves x unchanged",
+    "normalized-in-training-only": "normalizes in training mode only, not in eval mode",
     "wrong-value": "hands forward values that no diagnosis explains",
 }
 
