@@ -7,6 +7,7 @@ from hooked.checks.check_api import calling, check_of, fail
 from hooked.checks.gradient_transforms import check_returns_new_gradient
 from hooked.checks.handles import MISTAKES as HANDLE_MISTAKES, single_handle
 from hooked.checks.tensors import close, describe, random_leaf, random_tensor
+from hooked.checks.torch_error_hints import calling_with_hints
 
 SEEDS = (11, 12, 13)
 
@@ -20,7 +21,14 @@ GRAPH_MISTAKES = {
     "result-detached": "returns a result cut off from grad's graph (grad.detach(), grad.data, torch.no_grad, a copy)",
     "wrong-second-derivative": "returns a result that is not a plain differentiable function of grad "
                                "(a detached part mixed in)",
+    "computed-outside-autograd": "computes the result with something autograd cannot follow (numpy, an out= tensor)",
 }
+# torch's refusals when a hook computes outside autograd a gradient that requires grad.
+OUTSIDE_AUTOGRAD = tuple((text, "computed-outside-autograd", "Under create_graph=True the gradient requires grad, and "
+                          f"{what} cannot take part in autograd: compute the result from grad with torch's own "
+                          "operations, out of place.")
+                         for text, what in (("numpy() on Tensor that requires grad", "numpy"),
+                                            ("arguments don't support automatic differentiation", "an out= tensor")))
 NOT_A_FUNCTION = {"not-a-function": "returns something other than a function (the hook)"}
 
 
@@ -47,8 +55,8 @@ def _check_keeps_graph(hook, call_text, factor):
     hook on x and loss sum(x**3), autograd.grad gives factor * 3x**2, and its own
     derivative is factor * 6x, times factor again (the hook fires in the second pass too)."""
     x = random_leaf(61)
-    with calling(f"running torch.autograd.grad((x ** 3).sum(), x, create_graph=True) with {call_text} "
-                 f"registered on x ({describe(x)})"):
+    with calling_with_hints(f"running torch.autograd.grad((x ** 3).sum(), x, create_graph=True) with {call_text} "
+                            f"registered on x ({describe(x)})", OUTSIDE_AUTOGRAD):
         x.register_hook(hook)
         (first,) = torch.autograd.grad((x ** 3).sum(), x, create_graph=True)
     if first.grad_fn is None:
@@ -437,12 +445,19 @@ def _check_float64_copy(record_grads):
     return d
 
 
+# torch's refusal to deepcopy a gradient that is part of a graph: the copy was not detached first.
+DEEPCOPY_OF_GRAPH = (("support the deepcopy protocol", "stored-with-graph", "Under create_graph=True the gradient is "
+                      "part of a graph, and copy.deepcopy refuses a tensor that is not a leaf: store "
+                      "grad.detach().clone()."),)
+
+
 def _check_under_create_graph(record_grads):
     """Under create_graph=True the gradient itself carries a graph; the record must not, and the
     gradient that flows on must keep it."""
     y = random_leaf(54)
     kept = []
-    with calling("calling record_grads(y, store) and torch.autograd.grad(..., create_graph=True)"):
+    with calling_with_hints("calling record_grads(y, store) and torch.autograd.grad(..., create_graph=True)",
+                            DEEPCOPY_OF_GRAPH):
         record_grads(y, kept)
         (gradient,) = torch.autograd.grad((y ** 3).sum(), y, create_graph=True)
     if len(kept) != 1:
