@@ -63,7 +63,8 @@ NOT_CLAUSES = {
 
 ENTRIES = [
     # ------------------------------------------------------------------ grad_with_temporary_hook
-    dict(exercise="grad_with_temporary_hook", kind="wrong", why="never removes the hook", clause="removed-on-return",
+    dict(exercise="grad_with_temporary_hook", kind="wrong", why="never removes the hook",
+         mistake="02.grad_with_temporary_hook.hook-left-registered", clause="removed-on-return",
          source=edited(reference("grad_with_temporary_hook"),
                        ("    with x.register_hook(hook):\n"
                         "        loss = loss_fn(x)\n"
@@ -72,7 +73,8 @@ ENTRIES = [
                         "    loss = loss_fn(x)\n"
                         "    (grad,) = torch.autograd.grad(loss, x)")),
          expect=["after it returned", "still registered"]),
-    dict(exercise="grad_with_temporary_hook", kind="wrong", why="removes the hook only on success", clause="removed-on-raise",
+    dict(exercise="grad_with_temporary_hook", kind="wrong", why="removes the hook only on success",
+         mistake="02.grad_with_temporary_hook.hook-left-after-exception", clause="removed-on-raise",
          source=edited(reference("grad_with_temporary_hook"),
                        ("    with x.register_hook(hook):\n"
                         "        loss = loss_fn(x)\n"
@@ -82,7 +84,8 @@ ENTRIES = [
                         "    grad = torch.autograd.grad(loss, x)[0]\n"
                         "    handle.remove()")),
          expect=["after the exception", "still registered", "try/finally"]),
-    dict(exercise="grad_with_temporary_hook", kind="wrong", why="uses backward and leaves x.grad set", clause="grad-kept",
+    dict(exercise="grad_with_temporary_hook", kind="wrong", why="uses backward and leaves x.grad set",
+         mistake="02.grad_with_temporary_hook.wrote-x-grad", clause="grad-kept",
          source=edited(reference("grad_with_temporary_hook"),
                        ("        loss = loss_fn(x)\n"
                         "        (grad,) = torch.autograd.grad(loss, x)\n"
@@ -90,7 +93,8 @@ ENTRIES = [
                         "        loss_fn(x).backward()\n"
                         "    return x.grad")),
          expect=["x.grad was None before the call", "must stay None"]),
-    dict(exercise="grad_with_temporary_hook", kind="wrong", why="uses backward and zeroes x.grad afterwards", clause="grad-kept",
+    dict(exercise="grad_with_temporary_hook", kind="wrong", why="uses backward and zeroes x.grad afterwards",
+         mistake="02.grad_with_temporary_hook.wrote-x-grad", clause="grad-kept",
          source=edited(reference("grad_with_temporary_hook"),
                        ("        loss = loss_fn(x)\n"
                         "        (grad,) = torch.autograd.grad(loss, x)",
@@ -98,7 +102,8 @@ ENTRIES = [
                         "    grad = x.grad.clone()\n"
                         "    x.grad.zero_()")),
          expect=["must stay None"]),
-    dict(exercise="grad_with_temporary_hook", kind="wrong", why="swallows the exception", clause="propagate",
+    dict(exercise="grad_with_temporary_hook", kind="wrong", why="swallows the exception",
+         mistake="02.grad_with_temporary_hook.swallowed-exception", clause="propagate",
          source='''
 import torch
 
@@ -113,7 +118,8 @@ def grad_with_temporary_hook(x, hook, loss_fn):
         handle.remove()
 ''',
          expect=["returned normally", "not be swallowed"]),
-    dict(exercise="grad_with_temporary_hook", kind="wrong", why="replaces the exception with another", clause="propagate",
+    dict(exercise="grad_with_temporary_hook", kind="wrong", why="replaces the exception with another",
+         mistake="02.grad_with_temporary_hook.changed-exception", clause="propagate",
          source='''
 import torch
 
@@ -128,26 +134,30 @@ def grad_with_temporary_hook(x, hook, loss_fn):
         handle.remove()
 ''',
          expect=["raised RuntimeError", "propagate unchanged"]),
-    dict(exercise="grad_with_temporary_hook", kind="wrong", why="registers the hook on the loss", clause="register-on-x",
+    dict(exercise="grad_with_temporary_hook", kind="wrong", why="registers the hook on the loss",
+         mistake="02.grad_with_temporary_hook.hook-on-loss", clause="register-on-x",
          source=edited(reference("grad_with_temporary_hook"),
                        ("    with x.register_hook(hook):\n"
                         "        loss = loss_fn(x)",
                         "    loss = loss_fn(x)\n"
                         "    with loss.register_hook(hook):")),
          expect=["not on the loss"]),
-    dict(exercise="grad_with_temporary_hook", kind="wrong", why="computes the gradient after removing the hook", clause="computed-with-hook",
+    dict(exercise="grad_with_temporary_hook", kind="wrong", why="computes the gradient after removing the hook",
+         mistake="02.grad_with_temporary_hook.hook-never-called", clause="computed-with-hook",
          source=edited(reference("grad_with_temporary_hook"),
                        ("        (grad,) = torch.autograd.grad(loss, x)",
                         "    (grad,) = torch.autograd.grad(loss, x)")),
          expect=["never called", "while it is registered"]),
-    dict(exercise="grad_with_temporary_hook", kind="wrong", why="returns the tuple from autograd.grad", clause="shape",
+    dict(exercise="grad_with_temporary_hook", kind="wrong", why="returns the tuple from autograd.grad",
+         mistake="02.grad_with_temporary_hook.not-a-tensor", clause="shape",
          source=edited(reference("grad_with_temporary_hook"),
                        ("        loss = loss_fn(x)\n"
                         "        (grad,) = torch.autograd.grad(loss, x)\n"
                         "    return grad",
                         "        return torch.autograd.grad(loss_fn(x), x)")),
          expect=["returned tuple", "expected the gradient"]),
-    dict(exercise="grad_with_temporary_hook", kind="wrong", why="calls the hook by hand and ignores its result", clause="register-on-x",
+    dict(exercise="grad_with_temporary_hook", kind="wrong", why="calls the hook by hand and ignores its result",
+         mistake="02.grad_with_temporary_hook.hook-called-by-hand", clause="register-on-x",
          source=edited(reference("grad_with_temporary_hook"),
                        ("    with x.register_hook(hook):\n"
                         "        loss = loss_fn(x)\n"
@@ -169,7 +179,8 @@ def grad_with_temporary_hook(x, hook, loss_fn):
     return gradients[0]
 ''',
          expect=[]),
-    dict(exercise="grad_with_temporary_hook", kind="wrong", why="backward(inputs=[x]) with x.grad saved and restored", clause="retains-grad",
+    dict(exercise="grad_with_temporary_hook", kind="wrong", why="backward(inputs=[x]) with x.grad saved and restored",
+         mistake="02.grad_with_temporary_hook.retained-grad", clause="retains-grad",
          source='''
 import torch
 
@@ -202,12 +213,14 @@ def grad_with_temporary_hook(x, hook, loss_fn):
          expect=[]),
 
     # ------------------------------------------------------------------ HookGroup
-    dict(exercise="HookGroup", kind="wrong", why="handles in a class-level list", clause="starts-empty",
+    dict(exercise="HookGroup", kind="wrong", why="handles in a class-level list",
+         mistake="02.HookGroup.shared-handle-list", clause="starts-empty",
          source=edited(reference("HookGroup"),
                        ("    def __init__(self):", "    _handles = []\n\n    def __init__(self):"),
                        ("        self._handles = []", "        pass")),
          expect=["second HookGroup()", "already holds 3", "not a class attribute"]),
-    dict(exercise="HookGroup", kind="wrong", why="remove does not empty the group", clause="remove-empties",
+    dict(exercise="HookGroup", kind="wrong", why="remove does not empty the group",
+         mistake="02.HookGroup.not-emptied", clause="remove-empties",
          source=edited(reference("HookGroup"),
                        ("        handles, self._handles = self._handles, []\n"
                         "        for handle in reversed(handles):\n"
@@ -215,7 +228,8 @@ def grad_with_temporary_hook(x, hook, loss_fn):
                         "        for handle in self._handles:\n"
                         "            handle.remove()")),
          expect=["len(group) is 3", "must be emptied"]),
-    dict(exercise="HookGroup", kind="wrong", why="removes from the list while iterating over it", clause="remove-all",
+    dict(exercise="HookGroup", kind="wrong", why="removes from the list while iterating over it",
+         mistake="02.HookGroup.hooks-not-removed", clause="remove-all",
          source=edited(reference("HookGroup"),
                        ("        handles, self._handles = self._handles, []\n"
                         "        for handle in reversed(handles):\n"
@@ -224,7 +238,8 @@ def grad_with_temporary_hook(x, hook, loss_fn):
                         "            handle.remove()\n"
                         "            self._handles.remove(handle)")),
          expect=["1 of the 3 hooks still fired", "every held handle"]),
-    dict(exercise="HookGroup", kind="wrong", why="second remove fails", clause="remove-repeat",
+    dict(exercise="HookGroup", kind="wrong", why="second remove fails",
+         mistake="02.HookGroup.remove-breaks-group", clause="remove-repeat",
          source='''
 class HookGroup:
     def __init__(self):
@@ -249,23 +264,27 @@ class HookGroup:
         self.remove()
 ''',
          expect=["group.remove() a second time raised TypeError", "for handle in self.handles:"]),
-    dict(exercise="HookGroup", kind="wrong", why="__enter__ returns None", clause="binds",
+    dict(exercise="HookGroup", kind="wrong", why="__enter__ returns None",
+         mistake="02.HookGroup.enter-not-self", clause="binds",
          source=edited(reference("HookGroup"), ("        return self\n", "        pass\n")),
          expect=["bound group to None", "__enter__ must return the group itself"]),
-    dict(exercise="HookGroup", kind="wrong", why="__exit__ returns True and swallows the exception", clause="not-swallowed",
+    dict(exercise="HookGroup", kind="wrong", why="__exit__ returns True and swallows the exception",
+         mistake="02.HookGroup.exit-swallows-exception", clause="not-swallowed",
          source=edited(reference("HookGroup"), ("        return False", "        return True")),
          expect=["exception was swallowed", "return False or None"]),
-    dict(exercise="HookGroup", kind="wrong", why="__exit__ does not remove", clause="exit-removes",
+    dict(exercise="HookGroup", kind="wrong", why="__exit__ does not remove",
+         mistake="02.HookGroup.exit-not-removing", clause="exit-removes",
          source=edited(reference("HookGroup"),
                        ("        self.remove()\n        return False", "        return False")),
          expect=["the with block ended", "still registered"]),
-    dict(exercise="HookGroup", kind="wrong", why="add returns None", clause="add-returns",
+    dict(exercise="HookGroup", kind="wrong", why="add returns None",
+         mistake="02.HookGroup.add-returns-other", clause="add-returns",
          source=edited(reference("HookGroup"),
                        ("        self._handles.append(handle)\n"
                         "        return handle",
                         "        self._handles.append(handle)")),
          expect=["group.add(handle) returned None", "the handle it was given"]),
-    dict(exercise="HookGroup", kind="wrong", why="no __len__", clause="len",
+    dict(exercise="HookGroup", kind="wrong", why="no __len__", mistake="02.HookGroup.no-len", clause="len",
          source=edited(reference("HookGroup"),
                        ("    def __len__(self):\n"
                         '        """The number of handles held."""\n'
@@ -273,7 +292,8 @@ class HookGroup:
                         "\n",
                         "")),
          expect=["len(group) on a new group raised TypeError", "has no len()"]),
-    dict(exercise="HookGroup", kind="wrong", why="__exit__ without the exception arguments", clause="exit-removes",
+    dict(exercise="HookGroup", kind="wrong", why="__exit__ without the exception arguments",
+         mistake="02.HookGroup.exit-signature", clause="exit-removes",
          source=edited(reference("HookGroup"),
                        ("def __exit__(self, exc_type, exc_value, traceback):", "def __exit__(self):")),
          expect=["`with HookGroup() as group:` raised TypeError", "__exit__()", "positional argument"]),
@@ -321,7 +341,8 @@ class HookGroup(list):
         return None
 ''',
          expect=[]),
-    dict(exercise="HookGroup", kind="wrong", why="an ExitStack subclass whose inherited __exit__ skips remove()", clause="exit-removes",
+    dict(exercise="HookGroup", kind="wrong", why="an ExitStack subclass whose inherited __exit__ skips remove()",
+         mistake="02.HookGroup.exit-not-emptying", clause="exit-removes",
          source='''
 import contextlib
 
@@ -346,7 +367,8 @@ class HookGroup(contextlib.ExitStack):
          expect=['len(group) is 2; expected 0', "__exit__ must call the group's remove()"]),
 
     # ------------------------------------------------------------------ register_named_hook
-    dict(exercise="register_named_hook", kind="wrong", why="one dict keyed by name for all modules", clause="modules-separate",
+    dict(exercise="register_named_hook", kind="wrong", why="one dict keyed by name for all modules",
+         mistake="02.register_named_hook.one-registry-for-all-modules", clause="modules-separate",
          source='''
 handles = {}
 
@@ -358,32 +380,38 @@ def register_named_hook(module, name, hook):
     return handles[name]
 ''',
          expect=["on a second module", "one registry per module"]),
-    dict(exercise="register_named_hook", kind="wrong", why="never removes the earlier hook", clause="replaces-same-name",
+    dict(exercise="register_named_hook", kind="wrong", why="never removes the earlier hook",
+         mistake="02.register_named_hook.same-name-stacks", clause="replaces-same-name",
          source=edited(reference("register_named_hook"),
                        ("    if previous is not None:\n        previous.remove()\n", "")),
          expect=["ran it 3 times", "remove the hook registered earlier under the same name"]),
-    dict(exercise="register_named_hook", kind="wrong", why="registers a forward pre-hook", clause="forward-hook",
+    dict(exercise="register_named_hook", kind="wrong", why="registers a forward pre-hook",
+         mistake="02.register_named_hook.not-a-forward-hook", clause="forward-hook",
          source=edited(reference("register_named_hook"),
                        ("handle = module.register_forward_hook(hook)",
                         "handle = module.register_forward_pre_hook(hook)")),
          expect=["called with 2 arguments", "not register_forward_pre_hook"]),
-    dict(exercise="register_named_hook", kind="wrong", why="returns None", clause="returns-handle",
+    dict(exercise="register_named_hook", kind="wrong", why="returns None",
+         mistake="02.register_named_hook.no-handle", clause="returns-handle",
          source=edited(reference("register_named_hook"),
                        ("    registry[name] = handle\n    return handle", "    registry[name] = handle")),
          expect=["returned None", "expected the handle"]),
-    dict(exercise="register_named_hook", kind="wrong", why="keeps one hook per module whatever the name", clause="names-coexist",
+    dict(exercise="register_named_hook", kind="wrong", why="keeps one hook per module whatever the name",
+         mistake="02.register_named_hook.names-interfere", clause="names-coexist",
          source=edited(reference("register_named_hook"),
                        ("registry.pop(name, None)", 'registry.pop("hook", None)'),
                        ("    registry[name] = handle", '    registry["hook"] = handle')),
          expect=["different names must coexist"]),
-    dict(exercise="register_named_hook", kind="wrong", why="clears every forward hook of the module", clause="others-alone",
+    dict(exercise="register_named_hook", kind="wrong", why="clears every forward hook of the module",
+         mistake="02.register_named_hook.removed-other-hooks", clause="others-alone",
          source='''
 def register_named_hook(module, name, hook):
     module._forward_hooks.clear()
     return module.register_forward_hook(hook)
 ''',
          expect=["other means"]),
-    dict(exercise="register_named_hook", kind="wrong", why="keeps the handle on the hook function", clause="replaces-same-name",
+    dict(exercise="register_named_hook", kind="wrong", why="keeps the handle on the hook function",
+         mistake="02.register_named_hook.old-hook-not-replaced", clause="replaces-same-name",
          source='''
 def register_named_hook(module, name, hook):
     previous = getattr(hook, "handle", None)
@@ -393,7 +421,8 @@ def register_named_hook(module, name, hook):
     return hook.handle
 ''',
          expect=["the new hook replaces the old", "keyed by the name"]),
-    dict(exercise="register_named_hook", kind="wrong", why="a WeakKeyDictionary made in the cell", clause="survives-rerun",
+    dict(exercise="register_named_hook", kind="wrong", why="a WeakKeyDictionary made in the cell",
+         mistake="02.register_named_hook.registry-lost-on-rerun", clause="survives-rerun",
          source='''
 import weakref
 
@@ -409,7 +438,8 @@ def register_named_hook(module, name, hook):
     return new
 ''',
          expect=['exercise cell was run a second time', 'keep it on the module itself']),
-    dict(exercise="register_named_hook", kind="wrong", why="dict keyed by id(module) and name", clause="survives-rerun",
+    dict(exercise="register_named_hook", kind="wrong", why="dict keyed by id(module) and name",
+         mistake="02.register_named_hook.registry-lost-on-rerun", clause="survives-rerun",
          source='''
 registry = {}
 
@@ -436,6 +466,7 @@ def register_named_hook(module, name, hook):
          expect=[]),
     # ------------------------------------------------------------------ added for the clause table
     dict(exercise="grad_with_temporary_hook", kind="wrong", why="registers a wrapper that drops the hook's return",
+         mistake="02.grad_with_temporary_hook.hook-result-lost",
          clause="hook-return",
          source=edited(reference("grad_with_temporary_hook"),
                        ("    with x.register_hook(hook):",
@@ -444,7 +475,8 @@ def register_named_hook(module, name, hook):
                         "\n"
                         "    with x.register_hook(observe):")),
          expect=["returned w", "before the hook changed it"]),
-    dict(exercise="grad_with_temporary_hook", kind="wrong", why="returns what the hook returned", clause="hook-none",
+    dict(exercise="grad_with_temporary_hook", kind="wrong", why="returns what the hook returned",
+         mistake="02.grad_with_temporary_hook.returned-hook-result", clause="hook-none",
          source='''
 import torch
 
@@ -462,6 +494,7 @@ def grad_with_temporary_hook(x, hook, loss_fn):
 ''',
          expect=["the hook returned none", "return the gradient autograd computed"]),
     dict(exercise="grad_with_temporary_hook", kind="wrong", why="reads x.grad after backward, also on a non-leaf",
+         mistake="02.grad_with_temporary_hook.read-non-leaf-grad",
          clause="leaf-or-not",
          source='''
 import torch
@@ -481,6 +514,7 @@ def grad_with_temporary_hook(x, hook, loss_fn):
 ''',
          expect=["non-leaf", "backward() does not fill its .grad", "torch.autograd.grad"]),
     dict(exercise="grad_with_temporary_hook", kind="wrong", why="empties x._backward_hooks afterwards",
+         mistake="02.grad_with_temporary_hook.removed-callers-hook",
          clause="others-stay",
          source='''
 import torch
@@ -495,6 +529,7 @@ def grad_with_temporary_hook(x, hook, loss_fn):
 ''',
          expect=["x already had another hook", "remove only the hook you registered"]),
     dict(exercise="grad_with_temporary_hook", kind="wrong", why="turns autograd's RuntimeError into zeros",
+         mistake="02.grad_with_temporary_hook.swallowed-exception",
          clause="propagate",
          source=edited(reference("grad_with_temporary_hook"),
                        ("        (grad,) = torch.autograd.grad(loss, x)",
@@ -503,11 +538,13 @@ def grad_with_temporary_hook(x, hook, loss_fn):
                         "        except RuntimeError:\n"
                         "            return torch.zeros_like(x)")),
          expect=["autograd raises runtimeerror", "returned normally", "not be swallowed"]),
-    dict(exercise="grad_with_temporary_hook", kind="wrong", why="clears x.grad to start clean", clause="grad-kept",
+    dict(exercise="grad_with_temporary_hook", kind="wrong", why="clears x.grad to start clean",
+         mistake="02.grad_with_temporary_hook.wrote-x-grad", clause="grad-kept",
          source=edited(reference("grad_with_temporary_hook"),
                        ("    with x.register_hook(hook):", "    x.grad = None\n    with x.register_hook(hook):")),
          expect=["before the call and None after", "must keep its value"]),
-    dict(exercise="grad_with_temporary_hook", kind="wrong", why="registers the hook a second time", clause="register-on-x",
+    dict(exercise="grad_with_temporary_hook", kind="wrong", why="registers the hook a second time",
+         mistake="02.grad_with_temporary_hook.registered-twice", clause="register-on-x",
          source=edited(reference("grad_with_temporary_hook"),
                        ("    with x.register_hook(hook):",
                         "    x.register_hook(hook)\n"
@@ -530,12 +567,14 @@ def grad_with_temporary_hook(x, hook, loss_fn):
 ''',
          expect=[]),
 
-    dict(exercise="HookGroup", kind="wrong", why="a default argument list", clause="starts-empty",
+    dict(exercise="HookGroup", kind="wrong", why="a default argument list",
+         mistake="02.HookGroup.shared-handle-list", clause="starts-empty",
          source=edited(reference("HookGroup"),
                        ("    def __init__(self):", "    def __init__(self, handles=[]):"),
                        ("        self._handles = []", "        self._handles = handles")),
          expect=["already holds 3", "default argument"]),
-    dict(exercise="HookGroup", kind="wrong", why="remove goes through a list shared by all groups", clause="own-handles",
+    dict(exercise="HookGroup", kind="wrong", why="remove goes through a list shared by all groups",
+         mistake="02.HookGroup.shared-handle-list", clause="own-handles",
          source=edited(reference("HookGroup"),
                        ("    def __init__(self):",
                         "    every_handle = []  # so that remove() can clean up everything\n"
@@ -552,7 +591,8 @@ def grad_with_temporary_hook(x, hook, loss_fn):
                         "        HookGroup.every_handle.clear()\n"
                         "        self._handles.clear()")),
          expect=["removing one hookgroup removed the hooks of another group"]),
-    dict(exercise="HookGroup", kind="wrong", why="__exit__ removes only when no exception", clause="exit-removes-on-error",
+    dict(exercise="HookGroup", kind="wrong", why="__exit__ removes only when no exception",
+         mistake="02.HookGroup.exit-not-removing", clause="exit-removes-on-error",
          source=edited(reference("HookGroup"),
                        ("        self.remove()\n"
                         "        return False",
@@ -563,7 +603,8 @@ def grad_with_temporary_hook(x, hook, loss_fn):
     dict(exercise="HookGroup", kind="right", why="__exit__ returns self, which is false once empty",
          source=edited(reference("HookGroup"), ("        return False", "        return self")),
          expect=[]),
-    dict(exercise="HookGroup", kind="wrong", why="__exit__ returns from a finally clause", clause="not-swallowed",
+    dict(exercise="HookGroup", kind="wrong", why="__exit__ returns from a finally clause",
+         mistake="02.HookGroup.exit-swallows-exception", clause="not-swallowed",
          source=edited(reference("HookGroup"),
                        ("        self.remove()\n"
                         "        return False",
@@ -572,7 +613,8 @@ def grad_with_temporary_hook(x, hook, loss_fn):
                         "        finally:\n"
                         "            return True")),
          expect=["exception was swallowed", "return false or none"]),
-    dict(exercise="HookGroup", kind="wrong", why="remove removes only the last handle", clause="remove-all",
+    dict(exercise="HookGroup", kind="wrong", why="remove removes only the last handle",
+         mistake="02.HookGroup.hooks-not-removed", clause="remove-all",
          source=edited(reference("HookGroup"),
                        ("        handles, self._handles = self._handles, []\n"
                         "        for handle in reversed(handles):\n"
@@ -581,27 +623,32 @@ def grad_with_temporary_hook(x, hook, loss_fn):
                         "            self._handles.pop().remove()\n"
                         "        self._handles = []")),
          expect=["2 of the 3 hooks still fired", "every held handle"]),
-    dict(exercise="HookGroup", kind="wrong", why="remove without calling handle.remove", clause="remove-all",
+    dict(exercise="HookGroup", kind="wrong", why="remove without calling handle.remove",
+         mistake="02.HookGroup.hooks-not-removed", clause="remove-all",
          source=edited(reference("HookGroup"), ("            handle.remove()", "            handle.remove")),
          expect=["3 of the 3 hooks still fired", "every held handle"]),
-    dict(exercise="HookGroup", kind="wrong", why="__enter__ returns the list of handles", clause="binds",
+    dict(exercise="HookGroup", kind="wrong", why="__enter__ returns the list of handles",
+         mistake="02.HookGroup.enter-not-self", clause="binds",
          source=edited(reference("HookGroup"), ("        return self\n", "        return self._handles\n")),
          expect=["bound group to list", "return self"]),
-    dict(exercise="HookGroup", kind="wrong", why="add returns the group for chaining", clause="add-returns",
+    dict(exercise="HookGroup", kind="wrong", why="add returns the group for chaining",
+         mistake="02.HookGroup.add-returns-other", clause="add-returns",
          source=edited(reference("HookGroup"),
                        ("        self._handles.append(handle)\n"
                         "        return handle",
                         "        self._handles.append(handle)\n"
                         "        return self")),
          expect=["group.add(handle) returned HookGroup", "the handle it was given"]),
-    dict(exercise="HookGroup", kind="wrong", why="__exit__ forgets the handles without removing them", clause="exit-removes",
+    dict(exercise="HookGroup", kind="wrong", why="__exit__ forgets the handles without removing them",
+         mistake="02.HookGroup.exit-not-removing", clause="exit-removes",
          source=edited(reference("HookGroup"),
                        ("        self.remove()\n"
                         "        return False",
                         "        self._handles.clear()\n"
                         "        return False")),
          expect=["the with block ended", "still registered"]),
-    dict(exercise="HookGroup", kind="wrong", why="len counts every handle ever added", clause="remove-empties",
+    dict(exercise="HookGroup", kind="wrong", why="len counts every handle ever added",
+         mistake="02.HookGroup.not-emptied", clause="remove-empties",
          source=edited(reference("HookGroup"),
                        ("        self._handles.append(handle)",
                         "        self._handles.append(handle)\n"
@@ -613,12 +660,14 @@ def grad_with_temporary_hook(x, hook, loss_fn):
                        ("        self.remove()\n        return False", "        self.remove()")),
          expect=[]),
 
-    dict(exercise="register_named_hook", kind="wrong", why="registers with with_kwargs=True", clause="registered-as-is",
+    dict(exercise="register_named_hook", kind="wrong", why="registers with with_kwargs=True",
+         mistake="02.register_named_hook.with-kwargs", clause="registered-as-is",
          source=edited(reference("register_named_hook"),
                        ("handle = module.register_forward_hook(hook)",
                         "handle = module.register_forward_hook(hook, with_kwargs=True)")),
          expect=["4 arguments", "with_kwargs=True"]),
-    dict(exercise="register_named_hook", kind="wrong", why="wraps the hook and drops its return", clause="registered-as-is",
+    dict(exercise="register_named_hook", kind="wrong", why="wraps the hook and drops its return",
+         mistake="02.register_named_hook.output-lost", clause="registered-as-is",
          source=edited(reference("register_named_hook"),
                        ("    handle = module.register_forward_hook(hook)",
                         "    def call(module, inputs, output):\n"
@@ -626,21 +675,25 @@ def grad_with_temporary_hook(x, hook, loss_fn):
                         "\n"
                         "    handle = module.register_forward_hook(call)")),
          expect=["its return value was lost", "returns what the hook returns"]),
-    dict(exercise="register_named_hook", kind="wrong", why="registers with prepend=True", clause="registered-as-is",
+    dict(exercise="register_named_hook", kind="wrong", why="registers with prepend=True",
+         mistake="02.register_named_hook.prepended", clause="registered-as-is",
          source=edited(reference("register_named_hook"),
                        ("handle = module.register_forward_hook(hook)",
                         "handle = module.register_forward_hook(hook, prepend=True)")),
          expect=["ran before a hook registered on the module earlier", "prepend=True"]),
     dict(exercise="register_named_hook", kind="wrong", why="returns the earlier handle when it replaces one",
+         mistake="02.register_named_hook.returned-earlier-handle",
          clause="returns-handle",
          source=edited(reference("register_named_hook"), ("    return handle", "    return previous or handle")),
          expect=["replaced an earlier hook", "not the earlier one"]),
     dict(exercise="register_named_hook", kind="wrong", why="deletes the old entry of _forward_hooks itself",
+         mistake="02.register_named_hook.removed-handle-breaks-name",
          clause="replaces-same-name",
          source=edited(reference("register_named_hook"),
                        ("        previous.remove()", "        del module._forward_hooks[previous.id]")),
          expect=["removing its handle by hand", "raised KeyError"]),
     dict(exercise="register_named_hook", kind="wrong", why="one registry keyed by class name and name",
+         mistake="02.register_named_hook.one-registry-for-all-modules",
          clause="modules-separate",
          source='''
 registry = {}
@@ -655,6 +708,7 @@ def register_named_hook(module, name, hook):
 ''',
          expect=["on a second module", "one registry per module"]),
     dict(exercise="register_named_hook", kind="wrong", why="removes the earlier hook only when it is the same function",
+         mistake="02.register_named_hook.old-hook-not-replaced",
          clause="replaces-same-name",
          source=edited(reference("register_named_hook"),
                        ("    if previous is not None:\n"
@@ -681,6 +735,7 @@ def register_named_hook(module, name, hook):
          expect=[]),
     # ------------------------------------------------------------------ written from the docstrings alone
     dict(exercise="grad_with_temporary_hook", kind="wrong", why="torch.func.grad, which does not run the hook",
+         mistake="02.grad_with_temporary_hook.hook-never-called",
          clause="computed-with-hook",
          source=edited(reference("grad_with_temporary_hook"),
                        ("import torch", "import torch\nimport torch.func"),
@@ -689,7 +744,8 @@ def register_named_hook(module, name, hook):
                         "    return grad",
                         "        return torch.func.grad(loss_fn)(x)")),
          expect=["never called", "torch.func.grad does not run tensor hooks"]),
-    dict(exercise="HookGroup", kind="wrong", why="remove deletes the list", clause="remove-empties",
+    dict(exercise="HookGroup", kind="wrong", why="remove deletes the list",
+         mistake="02.HookGroup.remove-breaks-group", clause="remove-empties",
          source=edited(reference("HookGroup"),
                        ("        handles, self._handles = self._handles, []\n"
                         "        for handle in reversed(handles):\n"
@@ -724,7 +780,8 @@ class HookGroup:
         return False
 ''',
          expect=[]),
-    dict(exercise="register_named_hook", kind="wrong", why="returns the handle's id", clause="returns-handle",
+    dict(exercise="register_named_hook", kind="wrong", why="returns the handle's id",
+         mistake="02.register_named_hook.no-handle", clause="returns-handle",
          source=edited(reference("register_named_hook"), ("    return handle", "    return handle.id")),
          expect=["returned int", "expected the handle"]),
     dict(exercise="register_named_hook", kind="right", why="one attribute per name on the module",
@@ -740,6 +797,7 @@ def register_named_hook(module, name, hook):
 ''',
          expect=[]),
     dict(exercise="grad_with_temporary_hook", kind="wrong", why="removes every registration of the hook",
+         mistake="02.grad_with_temporary_hook.removed-callers-hook",
          clause="others-stay",
          source='''
 import torch
@@ -755,7 +813,8 @@ def grad_with_temporary_hook(x, hook, loss_fn):
                 del x._backward_hooks[key]
 ''',
          expect=["had registered the same hook", "expected once", "only the registration you made"]),
-    dict(exercise="HookGroup", kind="wrong", why="a list subclass whose remove keeps the handles", clause="remove-empties",
+    dict(exercise="HookGroup", kind="wrong", why="a list subclass whose remove keeps the handles",
+         mistake="02.HookGroup.not-emptied", clause="remove-empties",
          source='''
 class HookGroup(list):
     def add(self, handle):
@@ -775,6 +834,7 @@ class HookGroup(list):
          expect=["len(group) is 3", "must be emptied"]),
     # ------------------------------------------------------------------ review: written from the docstrings alone
     dict(exercise="grad_with_temporary_hook", kind="wrong", why="backward with a capturing hook, x.grad restored",
+         mistake="02.grad_with_temporary_hook.wrote-other-leaf-grad",
          clause="no-other-grad",
          source='''
 import torch
@@ -790,6 +850,7 @@ def grad_with_temporary_hook(x, hook, loss_fn):
 ''',
          expect=["the leaf that x was computed from", "backward() wrote into it", "torch.autograd.grad"]),
     dict(exercise="grad_with_temporary_hook", kind="wrong", why="retain_grad on a non-leaf, x.grad restored",
+         mistake="02.grad_with_temporary_hook.retained-grad",
          clause="retains-grad",
          source=edited(reference("grad_with_temporary_hook"),
                        ("    with x.register_hook(hook):",
@@ -803,7 +864,8 @@ def grad_with_temporary_hook(x, hook, loss_fn):
                         "        loss_fn(x).backward(inputs=[x])\n"
                         "    grad, x.grad = x.grad, saved")),
          expect=["x.retains_grad is true", "every later backward"]),
-    dict(exercise="grad_with_temporary_hook", kind="wrong", why="hook on a detached copy of x", clause="register-on-x",
+    dict(exercise="grad_with_temporary_hook", kind="wrong", why="hook on a detached copy of x",
+         mistake="02.grad_with_temporary_hook.hook-on-other-tensor", clause="register-on-x",
          source=edited(reference("grad_with_temporary_hook"),
                        ("    with x.register_hook(hook):\n"
                         "        loss = loss_fn(x)\n"
@@ -814,6 +876,7 @@ def grad_with_temporary_hook(x, hook, loss_fn):
                         "        (grad,) = torch.autograd.grad(loss, copy)")),
          expect=["autograd ran the hook", "registered on another tensor", "register it on x itself"]),
     dict(exercise="grad_with_temporary_hook", kind="wrong", why="returns the hook's value from a finally clause",
+         mistake="02.grad_with_temporary_hook.swallowed-exception",
          clause="propagate",
          source='''
 import torch
@@ -835,6 +898,7 @@ def grad_with_temporary_hook(x, hook, loss_fn):
                        ("torch.autograd.grad(loss, x)", "torch.autograd.grad(outputs=loss, inputs=[x])")),
          expect=[]),
     dict(exercise="HookGroup", kind="wrong", why="__exit__ removes the handles without emptying the group",
+         mistake="02.HookGroup.exit-not-emptying",
          clause="exit-removes",
          source=edited(reference("HookGroup"),
                        ("        self.remove()\n"
@@ -871,6 +935,7 @@ class HookGroup(contextlib.ExitStack):
 ''',
          expect=[]),
     dict(exercise="register_named_hook", kind="wrong", why="the handle stored as an attribute named after the hook",
+         mistake="02.register_named_hook.name-as-attribute",
          clause="attributes-stay",
          source='''
 def register_named_hook(module, name, hook):
@@ -883,6 +948,7 @@ def register_named_hook(module, name, hook):
 ''',
          expect=["register_named_hook(module, 'weight', hook)", "cannot assign"]),
     dict(exercise="register_named_hook", kind="wrong", why="the handle stored in the module's __dict__ under the name",
+         mistake="02.register_named_hook.name-as-attribute",
          clause="attributes-stay",
          source='''
 def register_named_hook(module, name, hook):
@@ -895,6 +961,7 @@ def register_named_hook(module, name, hook):
 ''',
          expect=["changed module.weight", "any name is safe"]),
     dict(exercise="register_named_hook", kind="wrong", why="a registry kept on torch, keyed by the module",
+         mistake="02.register_named_hook.keeps-module-alive",
          clause="no-keep-alive",
          source='''
 import torch.utils.hooks
@@ -910,7 +977,8 @@ def register_named_hook(module, name, hook):
     return names[name]
 ''',
          expect=["the module stayed alive", "keep the registry on the module itself"]),
-    dict(exercise="register_named_hook", kind="wrong", why="a registry in a default argument", clause="survives-rerun",
+    dict(exercise="register_named_hook", kind="wrong", why="a registry in a default argument",
+         mistake="02.register_named_hook.registry-lost-on-rerun", clause="survives-rerun",
          source='''
 def register_named_hook(module, name, hook, _registry={}):
     names = _registry.setdefault(id(module), {})
@@ -933,7 +1001,8 @@ def register_named_hook(module, name, hook):
     return handle
 ''',
          expect=[]),
-    dict(exercise="grad_with_temporary_hook", kind="wrong", why="hook on a view of x", clause="register-on-x",
+    dict(exercise="grad_with_temporary_hook", kind="wrong", why="hook on a view of x",
+         mistake="02.grad_with_temporary_hook.hook-on-other-tensor", clause="register-on-x",
          source=edited(reference("grad_with_temporary_hook"),
                        ("    with x.register_hook(hook):\n"
                         "        loss = loss_fn(x)\n"
@@ -943,18 +1012,21 @@ def register_named_hook(module, name, hook):
                         "        loss = loss_fn(view)\n"
                         "        (grad,) = torch.autograd.grad(loss, view)")),
          expect=["autograd ran the hook", "a view or a copy of x"]),
-    dict(exercise="grad_with_temporary_hook", kind="wrong", why="torch.autograd.functional.vjp", clause="computed-with-hook",
+    dict(exercise="grad_with_temporary_hook", kind="wrong", why="torch.autograd.functional.vjp",
+         mistake="02.grad_with_temporary_hook.hook-never-called", clause="computed-with-hook",
          source=edited(reference("grad_with_temporary_hook"),
                        ("        loss = loss_fn(x)\n"
                         "        (grad,) = torch.autograd.grad(loss, x)",
                         "        _, grad = torch.autograd.functional.vjp(loss_fn, x)")),
          expect=["never called", "torch.autograd.functional differentiates a copy of x"]),
-    dict(exercise="HookGroup", kind="wrong", why="__exit__ returns what remove() returns, True", clause="not-swallowed",
+    dict(exercise="HookGroup", kind="wrong", why="__exit__ returns what remove() returns, True",
+         mistake="02.HookGroup.exit-swallows-exception", clause="not-swallowed",
          source=edited(reference("HookGroup"),
                        ("            handle.remove()", "            handle.remove()\n        return True"),
                        ("        self.remove()\n        return False", "        return self.remove()")),
          expect=["exception was swallowed", "return false or none"]),
-    dict(exercise="register_named_hook", kind="wrong", why="a manager object made in the cell", clause="survives-rerun",
+    dict(exercise="register_named_hook", kind="wrong", why="a manager object made in the cell",
+         mistake="02.register_named_hook.registry-lost-on-rerun", clause="survives-rerun",
          source='''
 class NamedHooks:
     def __init__(self):
@@ -975,7 +1047,8 @@ def register_named_hook(module, name, hook):
     return manager.register(module, name, hook)
 ''',
          expect=["exercise cell was run a second time", "made anew when the cell runs again"]),
-    dict(exercise="HookGroup", kind="wrong", why="remove empties the dicts the handles point to", clause="others-stay",
+    dict(exercise="HookGroup", kind="wrong", why="remove empties the dicts the handles point to",
+         mistake="02.HookGroup.removed-other-hooks", clause="others-stay",
          source=edited(reference("HookGroup"),
                        ("            handle.remove()",
                         "            hooks = handle.hooks_dict_ref()\n"
@@ -989,4 +1062,53 @@ def register_named_hook(module, name, hook):
                         "            if hooks is not None:\n"
                         "                hooks.pop(handle.id, None)")),
          expect=[]),
+    # ------------------------------------------------------------------ one for each named mistake
+    dict(exercise="grad_with_temporary_hook", kind="wrong", why="returns the negative gradient, the descent direction",
+         mistake="02.grad_with_temporary_hook.wrong-value", clause="hook-return",
+         source=edited(reference("grad_with_temporary_hook"), ("    return grad", "    return -grad")),
+         expect=["it returned tensor of shape", "(3 * w)"]),
+    dict(exercise="HookGroup", kind="wrong", why="starts with a placeholder None",
+         mistake="02.HookGroup.not-empty-at-start",
+         clause="starts-empty",
+         source=edited(reference("HookGroup"), ("self._handles = []", "self._handles = [None]")),
+         expect=["a new HookGroup() holds 1 handle(s)", "it must start empty"]),
+    dict(exercise="HookGroup", kind="wrong", why="len says whether it holds any", mistake="02.HookGroup.wrong-length",
+         clause="len",
+         source=edited(reference("HookGroup"), ("return len(self._handles)", "return int(bool(self._handles))")),
+         expect=["after adding 2 handle(s), len(group) is 1"]),
+    dict(exercise="register_named_hook", kind="wrong", why="registers the hook twice",
+         mistake="02.register_named_hook.not-registered-once", clause="registered-as-is",
+         source=edited(reference("register_named_hook"),
+                       ("    handle = module.register_forward_hook(hook)",
+                        "    module.register_forward_hook(hook)\n"
+                        "    handle = module.register_forward_hook(hook)")),
+         expect=["one forward call ran the hook 2 times; expected once"]),
+    dict(exercise="register_named_hook", kind="wrong", why="one registration per hook function, whatever the name",
+         mistake="02.register_named_hook.keyed-by-hook", clause="names-coexist",
+         source=edited(reference("register_named_hook"),
+                       ("    previous = registry.pop(name, None)",
+                        "    for other in [key for key, kept in registry.items() if kept.hook is hook]:\n"
+                        "        registry.pop(other).remove()\n"
+                        "    previous = registry.pop(name, None)"),
+                       ("    registry[name] = handle", "    handle.hook = hook\n    registry[name] = handle")),
+         expect=["under 'count' and under 'again' fired 1 time(s)", "keyed by the name, not by the hook function"]),
+    dict(exercise="register_named_hook", kind="wrong", why="returns a handle of its own that only forgets the name",
+         mistake="02.register_named_hook.handle-does-not-remove", clause="returns-handle",
+         source=edited(reference("register_named_hook"),
+                       ("def register_named_hook(", "import types\n\n\ndef register_named_hook("),
+                       ("    return handle",
+                        "    return types.SimpleNamespace(remove=lambda: registry.pop(name, None))")),
+         expect=["removing the handle returned by register_named_hook did not stop the hook"]),
+    dict(exercise="register_named_hook", kind="wrong", why="skips names that are attributes of the module",
+         mistake="02.register_named_hook.attribute-names-fail", clause="attributes-stay",
+         source=edited(reference("register_named_hook"),
+                       ("    registry = getattr(module, \"_named_forward_hook_handles\", None)",
+                        "    if hasattr(module, name):\n"
+                        "        return None  # a name that is taken\n"
+                        "    registry = getattr(module, \"_named_forward_hook_handles\", None)")),
+         expect=["after registering hooks under 'weight' and 'forward'", "expected once each"]),
+    dict(exercise="register_named_hook", kind="wrong", why="returns the handle in a list",
+         mistake="02.register_named_hook.handle-in-a-list", clause="returns-handle",
+         source=edited(reference("register_named_hook"), ("    return handle", "    return [handle]")),
+         expect=["not in a list"]),
 ]
