@@ -458,7 +458,7 @@ def _run_passes(model, shape, features, needs_grad, passes, seed, create_graph_l
         create_graph = create_graph_last and step == passes - 1
         what = (f"running torch.autograd.grad(loss, ..., create_graph=True) as backward number {step + 1}"
                 if create_graph else f"running backward number {step + 1}")
-        with _hinted_call(f"{what} through {doing}"), _quiet():
+        with calling_with_hints(f"{what} through {doing}", _RECORD_HINTS), _quiet():
             loss = (model(x) * weight).sum()
             if create_graph:
                 grads = torch.autograd.grad(loss, ([x] if needs_grad else []) + parameters, create_graph=True)
@@ -507,7 +507,16 @@ _RECORD_MISTAKES = {
     "handles-of-other-call": "hooks of one call stop (or keep running) when another call's handles are removed",
     "handles-not-a-list": handles.MISTAKES["handles-not-a-list"],
     "not-handles": handles.MISTAKES["not-handles"],
+    "tensor-hook-on-output": "registers a tensor hook on the module's output in a forward hook, which fails on a "
+                             "module that returns a tuple",
 }
+# A tensor hook registered on a module's output in a forward hook fails on a module that returns a tuple.
+_TENSOR_HOOK_ON_TUPLE = ("A module's output is not always one tensor: this one returns a tuple of two, which has no "
+                         "register_hook. A full backward pre-hook (register_full_backward_pre_hook) receives "
+                         "grad_output, a tuple with the gradient of each output, whatever the module returns.")
+_RECORD_HINTS = _BACKWARD_ERROR_HINTS[:-1] + (
+    ("'tuple' object has no attribute 'register_hook'", "tensor-hook-on-output", _TENSOR_HOOK_ON_TUPLE),
+    _BACKWARD_ERROR_HINTS[-1])  # before "NoneType", the catch-all
 _DEFAULT_TYPES = (nn.Linear, nn.Conv2d)
 _RECORD_CASES = [  # (model factory, layer_types or None for the default, input shape, output features,
     #                 input needs grad, backward passes, the last one with create_graph=True, in eval mode)
@@ -1194,6 +1203,7 @@ _NOISE_MISTAKES = {
     "wrong-input-grad": "the input's gradient is not that of the noisy grad_output the pre-hook returned",
     "same-noise-for-entries": "adds one draw of noise to every entry of grad_output",
     "noise-skipped-sometimes": "adds noise only with some probability, not at every call",
+    "noise-first-backward-only": "adds noise at the first backward only",
     "handle-not-of-hook": "returns a handle other than that of the pre-hook that adds noise",
     "noise-not-from-global-state": "without a generator, draws from a generator of its own, not torch's global state",
     "shared-std": "keeps std in a variable shared by every call, so the last call's applies to all",
@@ -1254,10 +1264,14 @@ def _check_noise_again(run, again, std, text, every_call):
     shrinks it); with `every_call`, none skipped at random either."""
     again()
     for position, grad in enumerate(run["before"].copies[1]):
-        if grad is not None:
-            check_noise_sample((run["after"].calls[1][position] - grad).detach(), std,
-                               f"the noise that {run['call']} on {text} added to grad_output[{position}] on the "
-                               "second backward")
+        if grad is None:
+            continue
+        noise = (run["after"].calls[1][position] - grad).detach()
+        what = f"the noise that {run['call']} on {text} added to grad_output[{position}] on the second backward"
+        if not noise.any():  # noise at the first backward (judged already), none at the second
+            fail(f"{what} is the same number everywhere (0): no noise was added, after noise on the first backward. "
+                 "Add new noise at every call of the hook, not only at the first.", "noise-first-backward-only")
+        check_noise_sample(noise, std, what)
     check_new_noise_each_call(again, f"{run['call']} on {text}, over two backward passes")
     if not every_call:
         return
