@@ -52,6 +52,8 @@ _GENERATOR = ("Your hook returned a generator: a comprehension in parentheses, (
 _AMBIGUOUS = ("A norm taken along some dimensions (per row, or per matrix as torch.linalg.matrix_norm does on a tensor "
               "of more than two dimensions) gives several values, which cannot be compared with max_norm. Take the "
               "L2 norm over all elements: grad.norm() or torch.linalg.vector_norm(grad).")
+_NOT_A_TENSOR = ("Each entry of the tuple a backward hook returns must be a tensor (or None where the tuple it received "
+                 "has None): not a list, a number or a NumPy array.")
 _NUMPY = ("In a backward with create_graph=True (as torch.autograd.grad(..., create_graph=True) runs it, for a "
           "gradient penalty) the gradients a hook receives require grad, and .numpy() refuses them. Take the norm "
           "with torch (tensor.norm()), then .item().")
@@ -69,6 +71,7 @@ _BACKWARD_ERROR_HINTS = (
     ("Boolean value of Tensor with more than one value is ambiguous", "norm-over-some-dims", _AMBIGUOUS),
     ("Can't call numpy() on Tensor that requires grad", "numpy-in-backward", _NUMPY),
     ("should always return None or None for all gradients", "not-none-without-input-grad", _NO_INPUT_GRAD),
+    ("but hook returned", "entry-not-a-tensor", _NOT_A_TENSOR),
     ("NoneType", "none-entry-not-skipped", _NONE_ENTRY),
 )
 # The named mistakes those hints recognize, in every exercise whose calls run under them.
@@ -83,7 +86,11 @@ _HINT_MISTAKES = {
     "not-none-without-input-grad": "returns a list (or tensors) where no input requires grad and torch accepts "
                                    "only None or a tuple of None",
     "none-entry-not-skipped": "uses an entry of grad_input or grad_output (or a .grad) that is None as a tensor",
+    "entry-not-a-tensor": "returns something other than a tensor (a list, a number) for a tensor entry",
 }
+# add_grad_noise's pre-hook takes no norm, never runs under create_graph, and its modules' inputs require grad.
+_NOISE_HINTS = tuple(hint for hint in _BACKWARD_ERROR_HINTS
+                     if hint[1] not in ("norm-over-some-dims", "numpy-in-backward", "not-none-without-input-grad"))
 # What _judge_returned_tuple recognizes, for the hooks that return a new tuple.
 _TUPLE_MISTAKES = {
     "in-place": "changes a tensor of the gradient tuple the hook received in place",
@@ -94,11 +101,16 @@ _TUPLE_MISTAKES = {
 _ONE_HANDLE_MISTAKES = {slug: handles.MISTAKES[slug] for slug in ("handle-in-a-list", "no-handle")}
 
 
-def _hinted_call(doing):
+def _hinted_call(doing, hints=_BACKWARD_ERROR_HINTS):
     """`calling(doing)`, with the meaning of torch's backward-hook errors; torch's refusal to mix the
     deprecated backward hook with full ones comes in the learner's call or in the check's own
     registration, which runs inside this block too."""
-    return calling_with_hints(doing, _BACKWARD_ERROR_HINTS)
+    return calling_with_hints(doing, hints)
+
+
+def _noise_call(doing):
+    """`calling(doing)`, with the meaning of the errors add_grad_noise's pre-hook can meet."""
+    return calling_with_hints(doing, _NOISE_HINTS)
 
 
 @contextlib.contextmanager
@@ -121,7 +133,8 @@ class _Seen:
 
     def record(self, grads):
         self.calls.append(tuple(grads))
-        self.copies.append(tuple(None if g is None else g.detach().clone() for g in grads))
+        # what is not a tensor is kept as it is: torch refuses it after the last hook, with its own message
+        self.copies.append(tuple(g.detach().clone() if isinstance(g, torch.Tensor) else g for g in grads))
 
     def pre_hook(self, module, grad_output):
         self.record(grad_output)
@@ -458,7 +471,7 @@ def _run_passes(model, shape, features, needs_grad, passes, seed, create_graph_l
         create_graph = create_graph_last and step == passes - 1
         what = (f"running torch.autograd.grad(loss, ..., create_graph=True) as backward number {step + 1}"
                 if create_graph else f"running backward number {step + 1}")
-        with calling_with_hints(f"{what} through {doing}", _RECORD_HINTS), _quiet():
+        with _record_call(f"{what} through {doing}"), _quiet():
             loss = (model(x) * weight).sum()
             if create_graph:
                 grads = torch.autograd.grad(loss, ([x] if needs_grad else []) + parameters, create_graph=True)
@@ -514,9 +527,16 @@ _RECORD_MISTAKES = {
 _TENSOR_HOOK_ON_TUPLE = ("A module's output is not always one tensor: this one returns a tuple of two, which has no "
                          "register_hook. A full backward pre-hook (register_full_backward_pre_hook) receives "
                          "grad_output, a tuple with the gradient of each output, whatever the module returns.")
-_RECORD_HINTS = _BACKWARD_ERROR_HINTS[:-1] + (
+# The hints of the errors a recording hook can meet: its hooks return nothing, so none of a returned tuple's.
+_RECORD_HINTS = tuple(hint for hint in _BACKWARD_ERROR_HINTS if hint[1] in ("deprecated-backward-hook",
+                                                                            "numpy-in-backward")) + (
     ("'tuple' object has no attribute 'register_hook'", "tensor-hook-on-output", _TENSOR_HOOK_ON_TUPLE),
-    _BACKWARD_ERROR_HINTS[-1])  # before "NoneType", the catch-all
+    _BACKWARD_ERROR_HINTS[-1])  # "NoneType", the catch-all, last
+
+
+def _record_call(doing):
+    """`calling(doing)`, with the meaning of the errors a recording hook can meet."""
+    return calling_with_hints(doing, _RECORD_HINTS)
 _DEFAULT_TYPES = (nn.Linear, nn.Conv2d)
 _RECORD_CASES = [  # (model factory, layer_types or None for the default, input shape, output features,
     #                 input needs grad, backward passes, the last one with create_graph=True, in eval mode)
@@ -529,7 +549,8 @@ _RECORD_CASES = [  # (model factory, layer_types or None for the default, input 
 ]
 
 
-@check_of("record_grad_output_norms", mistakes={**_HINT_MISTAKES, **_RECORD_MISTAKES})
+@check_of("record_grad_output_norms", mistakes={**{slug: _HINT_MISTAKES[slug] for _, slug, _ in _RECORD_HINTS
+                                                     if slug in _HINT_MISTAKES}, **_RECORD_MISTAKES})
 def check_record_grad_output_norms(record_grad_output_norms):
     previous_norms = None
     for number, case in enumerate(_RECORD_CASES):
@@ -547,7 +568,7 @@ def _types_text(layer_types):
 
 def _call_record(record_grad_output_norms, model, layer_types, call_text, previous_norms):
     """The learner's (norms, handles) for `model`, the handles as a list."""
-    with _hinted_call(f"calling {call_text}"):
+    with _record_call(f"calling {call_text}"):
         result = (record_grad_output_norms(model) if layer_types is None
                   else record_grad_output_norms(model, layer_types))
     if not isinstance(result, tuple) or len(result) != 2:
@@ -574,7 +595,7 @@ def _check_record_case(record_grad_output_norms, number, case, previous_norms):
     clean = copy.deepcopy(model)
     call_text = f"record_grad_output_norms(model{_types_text(layer_types)}) on {_model_text(model)}"
     norms, handles = _call_record(record_grad_output_norms, model, layer_types, call_text, previous_norms)
-    with _hinted_call(f"registering the check's own full backward hooks on {_model_text(model)}, after "
+    with _record_call(f"registering the check's own full backward hooks on {_model_text(model)}, after "
                       f"{call_text}"):
         watchers, own_handles = _watch_norms(model, _DEFAULT_TYPES if layer_types is None else layer_types)
     grads = _run_passes(model, shape, features, needs_grad, passes, seed, create_graph, _model_text(model))
@@ -619,7 +640,7 @@ def _check_record_removal(model, norms, handles, call_text, shape, needs_grad, s
     """Removing the handles stops the recording and leaves no hook of the learner's behind."""
     before = {name: len(values) for name, values in norms.items()}
     remove_handles(handles, "removing every handle that record_grad_output_norms returned")
-    with _hinted_call(f"running backward through {_model_text(model)} after removing the handles"), _quiet():
+    with _record_call(f"running backward through {_model_text(model)} after removing the handles"), _quiet():
         model(random_tensor(seed + 9, shape).requires_grad_(needs_grad)).sum().backward()
     after = {name: len(values) for name, values in norms.items()}
     if after != before:
@@ -640,7 +661,7 @@ def _check_two_calls(record_grad_output_norms):
     call_text = f"record_grad_output_norms(model) called twice on {text}"
     results = []
     for which in ("first", "second"):
-        with _hinted_call(f"calling record_grad_output_norms(model) a {which} time on {text}"):
+        with _record_call(f"calling record_grad_output_norms(model) a {which} time on {text}"):
             result = record_grad_output_norms(model)
         if not isinstance(result, tuple) or len(result) != 2:
             fail(f"record_grad_output_norms(model), called a {which} time on {text}, returned {describe(result)}; "
@@ -674,7 +695,7 @@ def _check_two_calls(record_grad_output_norms):
     for handle in own_handles:
         handle.remove()
     remove_handles(first_handles, "removing the handles that the first call returned")
-    with _hinted_call(f"running backward through {text} after removing the first call's handles"), _quiet():
+    with _record_call(f"running backward through {text} after removing the first call's handles"), _quiet():
         model(random_tensor(599, (5, 6)).requires_grad_()).sum().backward()
     grew = [name for name, values in first.items() if len(values) != wanted.get(name, 0)]
     still = [name for name, values in second.items() if len(values) != 2 * wanted.get(name, 0)]
@@ -713,20 +734,20 @@ def _clip_reference(grad, max_norm):
     return grad * (max_norm / norm) if norm > max_norm else grad
 
 
-def _registered_between_ours(module, call, text, kind, register):
+def _registered_between_ours(module, call, text, kind, register, hints=_BACKWARD_ERROR_HINTS):
     """Run `register()`, the learner's call that registers a full backward hook (`kind` "hook") or
     pre-hook on `module`, and put a hook of the check's own before it (prepend, so also before one
     registered with prepend=True) and one after it. Returns (the learner's handle, ours before, ours after)."""
     before, after = _Seen(), _Seen()
-    with _hinted_call(f"calling {call} on {text}"):
+    with _hinted_call(f"calling {call} on {text}", hints):
         handle = register()
     single_handle(handle, call, "the handle of the hook it registered")
     _no_deprecated_hook(module, call)
     pre = kind == "pre-hook"
     register_ours = module.register_full_backward_pre_hook if pre else module.register_full_backward_hook
-    with _hinted_call(f"registering the check's own full backward {kind} before yours on {text}"):
+    with _hinted_call(f"registering the check's own full backward {kind} before yours on {text}", hints):
         register_ours(before.pre_hook if pre else before.input_hook, prepend=True)
-    with _hinted_call(f"registering a full backward {kind} after yours on {text}"):
+    with _hinted_call(f"registering a full backward {kind} after yours on {text}", hints):
         register_ours(after.pre_hook if pre else after.input_hook)
     return handle, before, after
 
@@ -972,11 +993,10 @@ def _check_clip_own_max_norm(clip_grad_input):
             fail(f"clip_grad_input(first, 1.0), then clip_grad_input(second, 2.0), on two copies of nn.Linear(5, 3): "
                  f"backward through the {name} one sent its input a gradient of norm {norm:.4g}; expected "
                  f"{max_norm} (the gradient's norm is above both).{hint}",
-                 "shared-max-norm" if shared else "wrong-clipped-norm")
+                 "shared-max-norm" if shared else "wrong-clipped-value")
 
 
 _CLIP_MISTAKES = {
-    "entry-not-a-tensor": "returns something other than a tensor for a tensor entry",
     "nan-on-zero-grad": "divides by the norm of a zero gradient, which gives nan",
     "clipped-after-backward-hooks": "clips with a tensor hook on the input, after the module's full backward hooks",
     "clips-first-entry-only": "clips only grad_input[0], not every tensor of grad_input",
@@ -997,7 +1017,6 @@ _CLIP_MISTAKES = {
     "clips-first-backward-only": "clips at the first backward only",
     "skips-eval-mode": "clips only in training mode (tests module.training)",
     "shared-max-norm": "keeps max_norm in a variable shared by every call, so the last call's applies to all",
-    "wrong-clipped-norm": "clips two modules to norms other than their own max_norm",
     "handle-not-of-hook": "returns a handle other than that of the hook that clips",
 }
 
@@ -1092,10 +1111,11 @@ def _noisy_backward(add_grad_noise, factory, shape, std, generator, seed, text):
     call = f"add_grad_noise(module, {std}{', generator' if generator is not None else ''})"
     handle, before, after = _registered_between_ours(
         module, call, text, "pre-hook",
-        lambda: add_grad_noise(module, std, generator) if generator is not None else add_grad_noise(module, std))
+        lambda: add_grad_noise(module, std, generator) if generator is not None else add_grad_noise(module, std),
+        _NOISE_HINTS)
     dtype = next(module.parameters()).dtype
     x = random_tensor(seed + 1, shape).to(dtype).requires_grad_()
-    with _hinted_call(f"running backward through {text} with {call} registered"):
+    with _noise_call(f"running backward through {text} with {call} registered"):
         _, _, loss = _outputs_and_loss(module, x, seed + 2)
         loss.backward()
     return dict(module=module, clean=clean, before=before, after=after, x=x, call=call, handle=handle)
@@ -1193,7 +1213,6 @@ def _clean_grads(run, grad_outputs):
 
 
 _NOISE_MISTAKES = {
-    "entry-not-a-tensor": "returns something other than a tensor of the entry's shape for a tensor entry",
     "noise-after-pre-hooks": "adds the noise after the module's backward pre-hooks (a tensor hook on the output)",
     "noise-on-grad-input": "adds the noise to grad_input in a full backward hook, so it never reaches the parameters",
     "returns-grad-output-unchanged": "registers a pre-hook that returns grad_output unchanged (or None)",
@@ -1212,7 +1231,7 @@ _NOISE_MISTAKES = {
 _EVERY_CALL_PASSES = 40  # a hook that skips the noise at random one call in ten passes them all with chance 1.5%
 
 
-@check_of("add_grad_noise", mistakes={**_HINT_MISTAKES, **_TUPLE_MISTAKES, **_ONE_HANDLE_MISTAKES, **noise.MISTAKES,
+@check_of("add_grad_noise", mistakes={**{slug: _HINT_MISTAKES[slug] for _, slug, _ in _NOISE_HINTS}, **_TUPLE_MISTAKES, **_ONE_HANDLE_MISTAKES, **noise.MISTAKES,
                                       **_NOISE_MISTAKES})
 def check_add_grad_noise(add_grad_noise):
     unused_generator = None
@@ -1242,7 +1261,7 @@ def _check_noise_case(add_grad_noise, number, case):
 
     def again():
         module.zero_grad()
-        with _hinted_call(f"running another backward through {text}"), _quiet():
+        with _noise_call(f"running another backward through {text}"), _quiet():
             _outputs_and_loss(module, x.detach(), seed + 2)[2].backward()
         return torch.cat([p.grad.flatten() for p in module.parameters()])
 
@@ -1316,14 +1335,14 @@ def _check_noise_own_arguments(add_grad_noise):
     states = [generator.get_state() for generator in generators]
     call_text = ("add_grad_noise(first, 0.3, first_generator), then add_grad_noise(second, 2.0, second_generator), "
                  f"on two copies of {text}")
-    with _hinted_call(f"calling {call_text}"):
+    with _noise_call(f"calling {call_text}"):
         add_grad_noise(first, 0.3, generators[0])
         add_grad_noise(second, 2.0, generators[1])
     seen = _Seen()
-    with _hinted_call(f"registering a full backward pre-hook after yours on the first module, after {call_text}"):
+    with _noise_call(f"registering a full backward pre-hook after yours on the first module, after {call_text}"):
         first.register_full_backward_pre_hook(seen.pre_hook)
     x = random_tensor(761, shape).requires_grad_()
-    with _hinted_call(f"running backward through the first module, after {call_text}"), _quiet():
+    with _noise_call(f"running backward through the first module, after {call_text}"), _quiet():
         (first(x) * random_tensor(762, (shape[0], 40))).sum().backward()
     noise = (seen.calls[0][0] - random_tensor(762, (shape[0], 40))).detach().double()
     measured = noise.std().item()
@@ -1360,7 +1379,7 @@ MODULE_BACKWARD_ORDER = EventPrediction(
         Rule("layer 1 is the Tanh: it has no parameters, but it is a module with hooks of its own, and backward "
              "goes through it between layer 2 and layer 0.", fired=("bpre:1",), predicted=("bpre:0", "bwd:0"), mistake="skips-parameterless-layer"),
         Rule("backward goes back through the layers in the reverse of the forward order, 2 before 1 before 0.",
-             fired=("bpre:1", "bwd:1", "bpre:0", "bwd:0"), mistake="layers-not-reversed"),
+             fired=("bpre:1", "bwd:1", "bpre:0", "bwd:0"), mistake="misses-earlier-layers"),
     ),
     rule="backward runs from the loss back to the input: for each layer, last first, its full backward pre-hook, "
          "then its full backward hook; the input's gradient comes last.")
