@@ -913,3 +913,101 @@ NOT_CLAUSES = {
             "the summary line; the clauses below say what the average is and when it moves",
     },
 }
+# Named mistakes that no entry above produced: one entry each, written as the reference with one change.
+_MOVE = "                state_dict[prefix + new] = state_dict.pop(prefix + old)"
+_REGISTER = "    return module.register_load_state_dict_pre_hook(rename)"
+_EMA_RETURN = "    return ema, optimizer.register_step_post_hook(update)"
+ENTRIES += [
+    dict(exercise="migrate_checkpoint_keys", kind="wrong", why="returns the handle in a list", clause="handle",
+         source=edited(reference("migrate_checkpoint_keys"),
+                       (_REGISTER, "    return [module.register_load_state_dict_pre_hook(rename)]")),
+         mistake="10.migrate_checkpoint_keys.handle-in-a-list",
+         expect=["not in a list"]),
+    dict(exercise="migrate_checkpoint_keys", kind="wrong", why="registers the hook twice", clause="handle",
+         source=edited(reference("migrate_checkpoint_keys"),
+                       (_REGISTER, "    module.register_load_state_dict_pre_hook(rename)\n" + _REGISTER)),
+         mistake="10.migrate_checkpoint_keys.hook-left-registered",
+         expect=["after handle.remove(), the module still has a load_state_dict pre-hook"]),
+    dict(exercise="migrate_checkpoint_keys", kind="wrong", why="also renames in a wrapper of module.load_state_dict",
+         clause="handle",
+         source=edited(reference("migrate_checkpoint_keys"),
+                       (_REGISTER,
+                        "    original = module.load_state_dict\n\n"
+                        "    def load_state_dict(state_dict, strict=True, assign=False):\n"
+                        "        state_dict = dict(state_dict)\n"
+                        "        rename(module, state_dict, '', None, strict, [], [], [])\n"
+                        "        return original(state_dict, strict, assign)\n\n"
+                        "    module.load_state_dict = load_state_dict\n" + _REGISTER)),
+         mistake="10.migrate_checkpoint_keys.renames-outside-hook",
+         expect=["still found every key", "something other than the returned handle's hook"]),
+    dict(exercise="migrate_checkpoint_keys", kind="wrong", why="renames new keys back to old ones too",
+         clause="others-alone",
+         source=edited(reference("migrate_checkpoint_keys"),
+                       (_MOVE, _MOVE + "\n            elif prefix + new in state_dict:\n"
+                                       "                state_dict[prefix + old] = state_dict.pop(prefix + new)")),
+         mistake="10.migrate_checkpoint_keys.breaks-new-checkpoint",
+         expect=["with the new names only", "skip the renames whose old key is not in the dict"]),
+    dict(exercise="migrate_checkpoint_keys", kind="wrong", why="reports a rename under neither name as missing",
+         clause="absent-skipped",
+         source=edited(reference("migrate_checkpoint_keys"),
+                       (_MOVE, _MOVE + "\n            elif prefix + new not in state_dict:\n"
+                                       "                missing_keys.append(prefix + new)")),
+         mistake="10.migrate_checkpoint_keys.mishandles-absent-key",
+         expect=["under neither name", "add no key for them"]),
+    dict(exercise="migrate_checkpoint_keys", kind="wrong", why="pops the old keys into a new dict it returns",
+         clause="in-place",
+         source=edited(reference("migrate_checkpoint_keys"),
+                       ("        for old, new in renames.items():", "        renamed = {}\n        for old, new in renames.items():"),
+                       (_MOVE, "                renamed[prefix + new] = state_dict.pop(prefix + old)\n"
+                               "        return renamed")),
+         mistake="10.migrate_checkpoint_keys.wrong-keys-after-load",
+         expect=["every old key prefix + old must be at prefix + new"]),
+    dict(exercise="attach_weight_ema", kind="wrong", why="returns the averages as a list", clause="returns-pair",
+         source=edited(reference("attach_weight_ema"), ("return ema, optimizer", "return list(ema.values()), optimizer")),
+         mistake="10.attach_weight_ema.ema-not-a-dict",
+         expect=["as ema; expected a dict from parameter name to tensor"]),
+    dict(exercise="attach_weight_ema", kind="wrong", why="NumPy copies of the parameters", clause="copy",
+         source=edited(reference("attach_weight_ema"),
+                       ("parameter.detach().clone() for", "parameter.detach().numpy().copy() for")),
+         mistake="10.attach_weight_ema.entry-not-a-tensor",
+         expect=["expected a tensor"]),
+    dict(exercise="attach_weight_ema", kind="wrong", why="copies the parameter at each step", clause="formula",
+         source=edited(reference("attach_weight_ema"),
+                       ("ema[name].mul_(decay).add_(parameter, alpha=1 - decay)", "ema[name].copy_(parameter)")),
+         mistake="10.attach_weight_ema.follows-parameter",
+         expect=["it follows the parameter instead of averaging"]),
+    dict(exercise="attach_weight_ema", kind="wrong", why="returns the handle of a second hook", clause="handle",
+         source=edited(reference("attach_weight_ema"),
+                       (_EMA_RETURN, "    optimizer.register_step_post_hook(update)\n"
+                                     "    return ema, optimizer.register_step_post_hook(lambda optimizer, args, kwargs: None)")),
+         mistake="10.attach_weight_ema.handle-not-of-hook",
+         expect=["handle.remove(), an optimizer step still changed ema"]),
+    dict(exercise="attach_weight_ema", kind="wrong", why="returns the average already attached to the model",
+         clause="own-dict",
+         source=edited(reference("attach_weight_ema"),
+                       ("def attach_weight_ema(", "_ATTACHED = {}\n\n\ndef attach_weight_ema("),
+                       ("    parameters = dict(model.named_parameters())",
+                        "    if model in _ATTACHED:\n        return _ATTACHED[model]\n"
+                        "    parameters = dict(model.named_parameters())"),
+                       (_EMA_RETURN, "    _ATTACHED[model] = ema, optimizer.register_step_post_hook(update)\n"
+                                     "    return _ATTACHED[model]")),
+         mistake="10.attach_weight_ema.second-call-not-own-pair",
+         expect=["expected its own (ema, handle) pair, with a new dict"]),
+    dict(exercise="attach_weight_ema", kind="wrong", why="the optimizer's parameters and the frozen ones", clause="keys",
+         source=edited(reference("attach_weight_ema"),
+                       ("    parameters = dict(model.named_parameters())",
+                        "    in_optimizer = {id(p) for group in optimizer.param_groups for p in group['params']}\n"
+                        "    parameters = {name: p for name, p in model.named_parameters()\n"
+                        "                  if id(p) in in_optimizer or not p.requires_grad}")),
+         mistake="10.attach_weight_ema.skips-params-outside-optimizer",
+         expect=["in no parameter group of the optimizer"]),
+    dict(exercise="attach_weight_ema", kind="wrong", why="forgets the 1 - decay weight", clause="formula",
+         source=edited(reference("attach_weight_ema"), ("add_(parameter, alpha=1 - decay)", "add_(parameter)")),
+         mistake="10.attach_weight_ema.wrong-ema-value",
+         expect=["expected decay * ema + (1 - decay) * parameter"]),
+    dict(exercise="attach_weight_ema", kind="wrong", why="keeps an update counter in ema", clause="keys",
+         source=edited(reference("attach_weight_ema"),
+                       ("    @torch.no_grad()", "    ema['num_updates'] = torch.zeros(())\n\n    @torch.no_grad()")),
+         mistake="10.attach_weight_ema.wrong-keys",
+         expect=["expected the names of model.named_parameters()"]),
+]
