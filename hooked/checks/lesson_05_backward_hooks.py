@@ -52,8 +52,8 @@ _GENERATOR = ("Your hook returned a generator: a comprehension in parentheses, (
 _AMBIGUOUS = ("A norm taken along some dimensions (per row, or per matrix as torch.linalg.matrix_norm does on a tensor "
               "of more than two dimensions) gives several values, which cannot be compared with max_norm. Take the "
               "L2 norm over all elements: grad.norm() or torch.linalg.vector_norm(grad).")
-_NOT_A_TENSOR = ("Each entry of the tuple a backward hook returns must be a tensor (or None where the tuple it received "
-                 "has None): not a list, a number or a NumPy array.")
+_NOT_A_TENSOR = ("Each entry of the tuple a backward hook returns must be a tensor (or None where the tuple it "
+                 "received has None): not a list, a number or a NumPy array.")
 _NUMPY = ("In a backward with create_graph=True (as torch.autograd.grad(..., create_graph=True) runs it, for a "
           "gradient penalty) the gradients a hook receives require grad, and .numpy() refuses them. Take the norm "
           "with torch (tensor.norm()), then .item().")
@@ -178,7 +178,8 @@ def _no_deprecated_hook(module, call_text):
     """torch refuses to mix the deprecated hook with full backward hooks, but not with full backward
     pre-hooks: so look at the module itself."""
     if getattr(module, "_is_full_backward_hook", None) is False:
-        fail(f"{call_text} registered a hook with the deprecated register_backward_hook.\n{_DEPRECATED}", "deprecated-backward-hook")
+        fail(f"{call_text} registered a hook with the deprecated register_backward_hook.\n{_DEPRECATED}",
+             "deprecated-backward-hook")
 
 
 # ---------------------------------------------------------------- record_grad_output_norms
@@ -672,7 +673,8 @@ def _check_two_calls(record_grad_output_norms):
     (first, first_handles), (second, second_handles) = results
     if first is second:
         fail(f"{call_text} returned the same norms dict both times; expected a new dict from each call, so that "
-             "two calls record independently (a dict made once, outside the function, is shared by every call).", "shared-dict")
+             "two calls record independently (a dict made once, outside the function, is shared by every call).",
+             "shared-dict")
     watchers, own_handles = _watch_norms(model, (nn.Linear, nn.Conv2d))
     _run_passes(model, (5, 6), 3, True, 1, 590, False, text)
     wanted = {name: len(outputs.calls) for name, (outputs, _) in watchers.items()}
@@ -864,7 +866,8 @@ def _clip_rescaled_small(c):
         return "compares-squared-norm", (
             f" You rescaled a gradient whose norm was already at most max_norm; keep it unchanged. Its squared norm, "
             f"{c.norm * c.norm:.4g}, is above max_norm: compare the norm itself, not its square.")
-    return "rescales-small-grads", " You rescaled a gradient whose norm was already at most max_norm; keep it unchanged."
+    return "rescales-small-grads", (" You rescaled a gradient whose norm was already at most max_norm; keep it "
+                                    "unchanged.")
 
 
 def _clip_clamped(c):
@@ -942,7 +945,8 @@ def _check_clip_keeps_the_graph(clip_grad_input, case):
         fail(f"{said}: the input's gradient does not require grad, so it is not part of the graph that "
              "create_graph=True builds, and a second backward through it (a gradient penalty) cannot reach the "
              "parameters. Compute the clipped tensors with ordinary operations on grad_input: no detach(), no "
-             "torch.no_grad() in the hook (autograd already turns grad mode off in an ordinary backward).", "detaches-grad")
+             "torch.no_grad() in the hook (autograd already turns grad mode off in an ordinary backward).",
+             "detaches-grad")
 
 
 def _check_clip_every_backward(seen, case):
@@ -1154,7 +1158,8 @@ def _judge_noise(run, std, text):
     for (name, parameter), expected in zip(run["module"].named_parameters(), expected_parameters):
         if not close(parameter.grad, expected, tolerance=1e-4):
             fail(f"{said}: the gradient of the module's parameter {name!r} is {describe(parameter.grad)}; expected "
-                 f"{describe(expected)}, computed from the noisy grad_output your pre-hook returned.", "wrong-parameter-grad")
+                 f"{describe(expected)}, computed from the noisy grad_output your pre-hook returned.",
+                 "wrong-parameter-grad")
     if not close(run["x"].grad, expected_x, tolerance=1e-4):
         fail(f"{said}: the input's gradient is {describe(run['x'].grad)}; expected {describe(expected_x)}, computed "
              "from the noisy grad_output your pre-hook returned.", "wrong-input-grad")
@@ -1231,8 +1236,8 @@ _NOISE_MISTAKES = {
 _EVERY_CALL_PASSES = 40  # a hook that skips the noise at random one call in ten passes them all with chance 1.5%
 
 
-@check_of("add_grad_noise", mistakes={**{slug: _HINT_MISTAKES[slug] for _, slug, _ in _NOISE_HINTS}, **_TUPLE_MISTAKES, **_ONE_HANDLE_MISTAKES, **noise.MISTAKES,
-                                      **_NOISE_MISTAKES})
+@check_of("add_grad_noise", mistakes={**{slug: _HINT_MISTAKES[slug] for _, slug, _ in _NOISE_HINTS}, **_TUPLE_MISTAKES,
+                                      **_ONE_HANDLE_MISTAKES, **noise.MISTAKES, **_NOISE_MISTAKES})
 def check_add_grad_noise(add_grad_noise):
     unused_generator = None
     for number, case in enumerate(_NOISE_CASES):
@@ -1373,11 +1378,13 @@ MODULE_BACKWARD_ORDER = EventPrediction(
              fired=("bpre:0", "bpre:1", "bpre:2"), mistake="hook-before-pre-hook"),
         Rule("a layer's full backward hook fires as soon as that layer's input gradients exist, before backward "
              "moves on to the layer below: each layer's pre-hook and hook come as a pair.",
-             fired=("bwd:0", "bwd:1", "bwd:2"), predicted=("bpre:0", "bpre:1", "bpre:2"), mistake="pre-hooks-all-first"),
+             fired=("bwd:0", "bwd:1", "bwd:2"), predicted=("bpre:0", "bpre:1", "bpre:2"),
+             mistake="pre-hooks-all-first"),
         Rule("x is layer 0's input: its gradient is the grad_input of layer 0, so the tensor hook on x fires "
              "after layer 0's full backward hook, last.", predicted=("grad:x",), mistake="tensor-hook-too-early"),
         Rule("layer 1 is the Tanh: it has no parameters, but it is a module with hooks of its own, and backward "
-             "goes through it between layer 2 and layer 0.", fired=("bpre:1",), predicted=("bpre:0", "bwd:0"), mistake="skips-parameterless-layer"),
+             "goes through it between layer 2 and layer 0.", fired=("bpre:1",), predicted=("bpre:0", "bwd:0"),
+             mistake="skips-parameterless-layer"),
         Rule("backward goes back through the layers in the reverse of the forward order, 2 before 1 before 0.",
              fired=("bpre:1", "bwd:1", "bpre:0", "bwd:0"), mistake="misses-earlier-layers"),
     ),

@@ -166,7 +166,8 @@ def _diagnose(result_keys, old_keys, new_keys, prefix, loading, loads_alone, ear
              "prefix + old to exactly prefix + new, with the `prefix` the hook receives.", "moves-to-wrong-keys")
     if prefix and missing and not unexpected:
         fail(f"{said} The old keys were removed, but their values did not arrive at the new keys {missing}: the "
-             f"module's keys start with {prefix!r} here, so the new key is prefix + new, not new alone.", "new-key-without-prefix")
+             f"module's keys start with {prefix!r} here, so the new key is prefix + new, not new alone.",
+             "new-key-without-prefix")
     eaten = [key for key in old_keys if key.lstrip(prefix) != key[len(prefix):]]
     eaten_new = [new for old, new in zip(old_keys, new_keys) if old in eaten]
     if (prefix and eaten and len(eaten) < len(old_keys) and sorted(unexpected) == sorted(eaten)
@@ -189,15 +190,17 @@ def _diagnose(result_keys, old_keys, new_keys, prefix, loading, loads_alone, ear
              "keys that `renames` lists, prefix + old to prefix + new. The hook's return value is ignored, and "
              "rebinding the name (state_dict = {...}) builds a dict nobody loads: edit the state_dict argument "
              "in place.", "old-keys-not-renamed")
-    fail(f"{said} After the hook ran, every old key prefix + old must be at prefix + new and nothing else changed.", "wrong-keys-after-load")
+    fail(f"{said} After the hook ran, every old key prefix + old must be at prefix + new and nothing else changed.",
+         "wrong-keys-after-load")
 
 
 def _absent_key_popped(error):
     """(slug, hint) for a KeyError in the learner's hook: it looked up an old key the dict does not hold."""
     if isinstance(error, KeyError) and learner_frame(error) is not None:
         return "pops-absent-key", ("The hook looked up a key the dict does not hold: an old key is absent from a "
-                                   "checkpoint that already uses the new names (or holds only part of the module). Skip "
-                                   "the renames whose old key is not in the dict: `if prefix + old in state_dict`.")
+                                   "checkpoint that already uses the new names (or holds only part of the module). "
+                                   "Skip the renames whose old key is not in the dict: "
+                                   "`if prefix + old in state_dict`.")
     return None
 
 
@@ -298,7 +301,8 @@ def _expect_old_over_new(target, source, prefix, renames, seed, call_text, what)
     if left or result.missing_keys or result.unexpected_keys:
         fail(f"{loading} left missing keys {result.missing_keys} and unexpected keys {result.unexpected_keys}. "
              f"The old keys {left} stayed in the dict because the new key was there too: move every present old "
-             "key to its new key all the same (its value replaces the new key's), so that no old key is left over.", "old-key-left-beside-new")
+             "key to its new key all the same (its value replaces the new key's), so that no old key is left over.",
+             "old-key-left-beside-new")
     loaded = target.state_dict()
     kept_new = [prefix + new for new in renames.values()
                 if torch.equal(loaded[prefix + new], current[prefix + new])
@@ -335,7 +339,8 @@ def check_migrate_checkpoint_keys(migrate_checkpoint_keys):
         result = _load(target, dict(current), loading_new)
         if result.missing_keys or result.unexpected_keys:
             fail(f"{loading_new} left missing keys {result.missing_keys} and unexpected keys "
-                 f"{result.unexpected_keys}; skip the renames whose old key is not in the dict.", "breaks-new-checkpoint")
+                 f"{result.unexpected_keys}; skip the renames whose old key is not in the dict.",
+                 "breaks-new-checkpoint")
         _check_loaded(target, current, loading_new)
         _expect_old_over_new(target, source, prefix, renames, seed, call_text, what)
 
@@ -417,7 +422,8 @@ def _call_attach(attach_weight_ema, model, optimizer, decay):
         fail(f"{call_text} returned {describe(result)}; expected a pair (ema, handle).", "not-a-pair")
     ema, handle = result
     if not isinstance(ema, dict):
-        fail(f"{call_text} returned {describe(ema)} as ema; expected a dict from parameter name to tensor.", "ema-not-a-dict")
+        fail(f"{call_text} returned {describe(ema)} as ema; expected a dict from parameter name to tensor.",
+             "ema-not-a-dict")
     single_handle(handle, call_text, "the RemovableHandle that register_step_post_hook returned", returned_as="handle")
     return ema, handle, call_text
 
@@ -447,7 +453,8 @@ def _check_ema_keys(ema, model, optimizer, call_text):
     frozen = [name for name, p in model.named_parameters() if not p.requires_grad and name not in keys]
     if frozen:
         fail(f"{said} {frozen} are frozen parameters (requires_grad=False, in no parameter group): they belong in "
-             "ema too, as every name of model.named_parameters() does (their entries then keep their value).", "skips-frozen")
+             "ema too, as every name of model.named_parameters() does (their entries then keep their value).",
+             "skips-frozen")
     in_optimizer = {id(p) for group in optimizer.param_groups for p in group["params"]}
     outside = [name for name, p in model.named_parameters() if id(p) not in in_optimizer and name not in keys]
     if outside:
@@ -460,10 +467,12 @@ def _check_start(ema, parameters, call_text):
     for name, parameter in parameters.items():
         value = ema[name]
         if not isinstance(value, torch.Tensor):
-            fail(f"Right after {call_text}, ema[{name!r}] is {describe(value)}; expected a tensor.", "entry-not-a-tensor")
+            fail(f"Right after {call_text}, ema[{name!r}] is {describe(value)}; expected a tensor.",
+                 "entry-not-a-tensor")
         if value is parameter or value.data_ptr() == parameter.data_ptr():
             fail(f"Right after {call_text}, ema[{name!r}] is the parameter itself (or shares its memory), so it "
-                 "follows every step instead of averaging. Store a copy: parameter.detach().clone().", "stores-the-parameter")
+                 "follows every step instead of averaging. Store a copy: parameter.detach().clone().",
+                 "stores-the-parameter")
         if value.requires_grad:
             fail(f"Right after {call_text}, ema[{name!r}] requires grad; store a copy without autograd "
                  "(parameter.detach().clone()).", "start-requires-grad")
