@@ -333,49 +333,60 @@ def check_migrate_checkpoint_keys(migrate_checkpoint_keys):
         _expect_migrated(module, other, other.rekeyed(checkpoint, prefix), other.rekeyed(expected, prefix), renames,
                          call_text, earlier=f"when the module was loaded at {prefix!r}")
 
-        # A checkpoint that already uses the new names loads unchanged.
-        current = _randomized(source, seed + 300).state_dict()
-        loading_new = f"After {call_text}, {what}.load_state_dict(new_checkpoint) with the new names only"
-        result = _load(target, dict(current), loading_new)
-        if result.missing_keys or result.unexpected_keys:
-            fail(f"{loading_new} left missing keys {result.missing_keys} and unexpected keys "
-                 f"{result.unexpected_keys}; skip the renames whose old key is not in the dict.",
-                 "breaks-new-checkpoint")
-        _check_loaded(target, current, loading_new)
+        loading = f"After {call_text}, {what}.load_state_dict"
+        _expect_new_names_unchanged(target, source, seed, loading)
         _expect_old_over_new(target, source, prefix, renames, seed, call_text, what)
+        _expect_absent_and_unknown_keys(target, checkpoint, prefix, renames, loading)
+        _expect_removed(module, target, handle, checkpoint, call_text, what)
 
-        # A partial checkpoint: one renamed entry under neither name. Its key is missing, and nothing else.
-        dropped_old, dropped_new = next(iter(renames.items()))
-        partial = {key: value for key, value in checkpoint.items() if key != prefix + dropped_old}
-        loading_partial = (f"After {call_text}, {what}.load_state_dict(checkpoint, strict=False) with a checkpoint "
-                           f"that holds {prefix + dropped_old!r} under neither name,")
-        result = _load(target, partial, loading_partial)
-        if result.missing_keys != [prefix + dropped_new] or result.unexpected_keys:
-            fail(f"{loading_partial} left missing keys {result.missing_keys} and unexpected keys "
-                 f"{result.unexpected_keys}; expected only {prefix + dropped_new!r} missing. Skip the renames whose "
-                 "old key is absent: add no key for them.", "mishandles-absent-key")
 
-        # A key of the module that `renames` does not list, and the module does not know, stays: the load reports it.
-        stale = prefix + "stale_scale"
-        with_stale = dict(checkpoint, **{stale: torch.ones(1)})
-        loading_stale = (f"After {call_text}, {what}.load_state_dict(checkpoint, strict=False) with a checkpoint "
-                         f"that also holds {stale!r}, a key of the module that `renames` does not list,")
-        result = _load(target, with_stale, loading_stale)
-        if result.unexpected_keys != [stale] or result.missing_keys:
-            fail(f"{loading_stale} left missing keys {result.missing_keys} and unexpected keys "
-                 f"{result.unexpected_keys}; expected only {stale!r} unexpected. The hook removed (or renamed) a key "
-                 "that `renames` does not list: leave every other key of the dict as it is, also the ones the module "
-                 "does not know, so that the load reports them.", "removes-other-keys")
+def _expect_new_names_unchanged(target, source, seed, loading):
+    """A checkpoint that already uses the new names loads unchanged."""
+    current = _randomized(source, seed + 300).state_dict()
+    loading_new = f"{loading}(new_checkpoint) with the new names only"
+    result = _load(target, dict(current), loading_new)
+    if result.missing_keys or result.unexpected_keys:
+        fail(f"{loading_new} left missing keys {result.missing_keys} and unexpected keys "
+             f"{result.unexpected_keys}; skip the renames whose old key is not in the dict.",
+             "breaks-new-checkpoint")
+    _check_loaded(target, current, loading_new)
 
-        with calling(f"calling handle.remove() on the handle returned by {call_text}"):
-            handle.remove()
-        if module._load_state_dict_pre_hooks:
-            fail(f"after handle.remove(), the module still has a load_state_dict pre-hook; return the handle of "
-                 "the hook you registered.", "hook-left-registered")
-        result = target.load_state_dict(checkpoint, strict=False)
-        if not result.missing_keys:
-            fail(f"after handle.remove(), {what}.load_state_dict(old_checkpoint) still found every key: something "
-                 "other than the returned handle's hook keeps renaming them.", "renames-outside-hook")
+
+def _expect_absent_and_unknown_keys(target, checkpoint, prefix, renames, loading):
+    """A renamed entry under neither name is missing, and nothing else; a key that `renames` does not list and the
+    module does not know stays, so that the load reports it."""
+    dropped_old, dropped_new = next(iter(renames.items()))
+    partial = {key: value for key, value in checkpoint.items() if key != prefix + dropped_old}
+    loading_partial = (f"{loading}(checkpoint, strict=False) with a checkpoint that holds {prefix + dropped_old!r} "
+                       "under neither name,")
+    result = _load(target, partial, loading_partial)
+    if result.missing_keys != [prefix + dropped_new] or result.unexpected_keys:
+        fail(f"{loading_partial} left missing keys {result.missing_keys} and unexpected keys "
+             f"{result.unexpected_keys}; expected only {prefix + dropped_new!r} missing. Skip the renames whose "
+             "old key is absent: add no key for them.", "mishandles-absent-key")
+    stale = prefix + "stale_scale"
+    with_stale = dict(checkpoint, **{stale: torch.ones(1)})
+    loading_stale = (f"{loading}(checkpoint, strict=False) with a checkpoint that also holds {stale!r}, a key of "
+                     "the module that `renames` does not list,")
+    result = _load(target, with_stale, loading_stale)
+    if result.unexpected_keys != [stale] or result.missing_keys:
+        fail(f"{loading_stale} left missing keys {result.missing_keys} and unexpected keys "
+             f"{result.unexpected_keys}; expected only {stale!r} unexpected. The hook removed (or renamed) a key "
+             "that `renames` does not list: leave every other key of the dict as it is, also the ones the module "
+             "does not know, so that the load reports them.", "removes-other-keys")
+
+
+def _expect_removed(module, target, handle, checkpoint, call_text, what):
+    """handle.remove() takes the renaming away: no pre-hook left, and the old checkpoint's keys no longer found."""
+    with calling(f"calling handle.remove() on the handle returned by {call_text}"):
+        handle.remove()
+    if module._load_state_dict_pre_hooks:
+        fail(f"after handle.remove(), the module still has a load_state_dict pre-hook; return the handle of "
+             "the hook you registered.", "hook-left-registered")
+    result = target.load_state_dict(checkpoint, strict=False)
+    if not result.missing_keys:
+        fail(f"after handle.remove(), {what}.load_state_dict(old_checkpoint) still found every key: something "
+             "other than the returned handle's hook keeps renaming them.", "renames-outside-hook")
 
 
 # ---------------------------------------------------------------- attach_weight_ema
