@@ -457,7 +457,26 @@ def _diagnose_norm_values(values, wanted, outputs, inputs):
                                     "several tensors: record grad_output[0], the first.")
     if _all_close(values, list(reversed(wanted))):
         return "wrong-order", " The values are there in the wrong order: append each one when its backward happens."
+    received = [grads[0] for grads in outputs.copies]
+    if None not in received:
+        for slug, norm_of, hint in _OTHER_NORMS:
+            if _all_close(values, [norm_of(grad).item() for grad in received]):
+                return slug, hint
     return "wrong-norm-value", ""
+
+
+# Other measures of a gradient than its L2 norm: (slug, the measure, hint).
+_OTHER_NORMS = (
+    ("l1-norm", lambda grad: grad.abs().sum(),
+     " Those are L1 norms (the sum of the absolute values); take the L2 norm, grad.norm()."),
+    ("rms-norm", lambda grad: grad.pow(2).mean().sqrt(),
+     " Those are root-mean-square values (the L2 norm divided by the square root of the number of elements); take "
+     "the L2 norm itself, grad.norm()."),
+    ("max-abs-norm", lambda grad: grad.abs().max(),
+     " Those are the largest absolute values (the infinity norm); take the L2 norm over all elements, grad.norm()."),
+    ("mean-row-norm", lambda grad: grad.norm(dim=-1).mean(),
+     " Those are means of per-row norms (norm(dim=-1)); take one L2 norm over all elements, grad.norm()."),
+)
 
 
 def _run_passes(model, shape, features, needs_grad, passes, seed, create_graph_last, doing):
@@ -509,6 +528,10 @@ _RECORD_MISTAKES = {
     "norm-over-all-outputs": "records one norm over every entry of grad_output together",
     "last-grad-output": "records the norm of the last entry of grad_output instead of the first",
     "wrong-order": "records the norms in the wrong order",
+    "l1-norm": "records the L1 norm (the sum of absolute values) instead of the L2 norm",
+    "rms-norm": "records the root mean square instead of the L2 norm",
+    "max-abs-norm": "records the largest absolute value (the infinity norm) instead of the L2 norm",
+    "mean-row-norm": "records the mean of per-row norms instead of one L2 norm over all elements",
     "wrong-norm-value": "records norms whose values no diagnosis explains",
     "not-a-pair": "returns something other than a pair (norms, handles)",
     "pair-swapped": "returns (handles, norms) instead of (norms, handles)",
@@ -916,9 +939,15 @@ def _clip_one_norm_for_all(c):
                                     "entry by its own norm.")
 
 
+def _clip_to_unit_norm(c):
+    if c.norm > c.max_norm and close(c.result, c.grad / c.norm):
+        return "clips-to-unit-norm", (" You rescaled it to norm 1; rescale it to norm max_norm: "
+                                      "grad * (max_norm / grad.norm()).")
+
+
 _CLIP_DIAGNOSES = (_clip_gave_nan, _clip_left_unchanged, _clip_rescaled_small, _clip_clamped, _clip_spectral,
                    _clip_largest_element, _clip_by_grad_output, _clip_per_row, _clip_one_norm_for_all,
-                   lambda c: ("wrong-clipped-value", ""))
+                   _clip_to_unit_norm, lambda c: ("wrong-clipped-value", ""))
 
 
 def _check_clip_keeps_the_graph(clip_grad_input, case):
@@ -1013,6 +1042,7 @@ _CLIP_MISTAKES = {
     "grad-output-norm": "judges and rescales by the norm of grad_output[0] instead of each entry's own",
     "per-row-norm": "clips each row (each sample) by its own norm",
     "one-norm-for-all": "clips by one norm over all entries together, as clip_grad_norm_ does",
+    "clips-to-unit-norm": "rescales a gradient above max_norm to norm 1 instead of max_norm",
     "wrong-clipped-value": "returns a clipped tensor whose values no diagnosis explains",
     "changes-parameter-grads": "changes the gradients of the module's parameters (clips grad_output)",
     "input-grad-differs": "the inputs receive another gradient than the one the hook returned",
