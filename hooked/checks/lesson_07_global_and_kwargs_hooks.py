@@ -69,8 +69,8 @@ def _module_key_error_hint(error):
     return None
 
 
-def _call_learner(function, call_text, args, kwargs=None):
-    with calling_with_hints(f"calling {call_text}", (_module_key_error_hint,)):
+def _call_learner(function, call_text, args, kwargs=None, hints=()):
+    with calling_with_hints(f"calling {call_text}", (_module_key_error_hint, *hints)):
         return function(*args, **(kwargs or {}))
 
 
@@ -311,6 +311,7 @@ SUMMARY_MISTAKES = {
     "not-a-pair": "returns something other than the pair (output, rows)",
     "model-not-run-once": "runs the model more than once (or not at all)",
     "ran-without-grad": "runs the model with gradients off, so its output has no graph",
+    "none-parameter-counted": "counts module._parameters.values(), which holds None for a missing bias",
     "output-copied": "returns a copy of the model's output (or a detached one), not the tensor the model returned",
     "wrong-output": "returns another output than the one the model returned (a hook changed it, or another value)",
 }
@@ -340,11 +341,20 @@ _ARGUMENT_ERRORS = (
 )
 
 
+def _none_parameter_hint(error):
+    if isinstance(error, AttributeError) and "'NoneType' object has no attribute 'numel'" in str(error):
+        return ("none-parameter-counted",
+                "A module's _parameters dict holds None for a parameter it does not have (an nn.Linear with "
+                "bias=False has _parameters['bias'] = None); module.parameters(recurse=False) skips those.")
+    return None
+
+
 def _call_summarize_model(summarize_model, model, inputs, kwargs, call_text):
     """What summarize_model returned, and whether the model itself was called through its hooks."""
     try:
         with _watching_the_model(model) as model_called:
-            result = _call_learner(summarize_model, call_text, (model, *[x.clone() for x in inputs]), kwargs)
+            result = _call_learner(summarize_model, call_text, (model, *[x.clone() for x in inputs]), kwargs,
+                                   hints=(_none_parameter_hint,))
     except LearnerCodeRaised as error:
         for words, slug, hint in _ARGUMENT_ERRORS:
             if isinstance(error.error, TypeError) and words in str(error.error):
@@ -836,7 +846,6 @@ def _mistaken_answers(model, inputs, calls, finished):
         "tensor_only": _first(finished, _not_finite, only=lambda call: call["kind"] == "tensor"),
         "tuple_only": _first(finished, _not_finite, only=lambda call: call["kind"] in ("tensor", "tuple")),
         "last": bad[-1] if bad else None,
-        "by_start": _first(calls, _not_finite),
         "by_input": _first(calls, _not_finite, key="inputs"),
         "input_or_output": next((call["name"] for call in finished
                                  if any(_not_finite(t) for t in call["outputs"] + call["inputs"])), None),
@@ -879,7 +888,6 @@ NONFINITE_MISTAKES = {
     "sequence-items-missed": "looks only at tensor outputs, not at the tensors in a tuple or list output",
     "inputs-not-outputs": "judges each module by its inputs, in a pre-hook, not by its outputs",
     "class-name": "returns the module's class name, not its name in named_modules()",
-    "start-order": "takes the first call to start with a non-finite output, not the first to finish",
     "parent-of-culprit": "returns a parent of the culprit, which returns after it",
     "culprit-not-watched": "misses the culprit (only some classes of modules watched) and returns a later module",
     "model-forward-called": "calls model.forward(...), which skips the model's own hooks",
@@ -1007,11 +1015,8 @@ def _outputs_looked_at_diagnosis(got, answers, right):
 
 
 def _order_diagnosis(got, answers, right):
-    """A module that starts or returns after the culprit."""
-    if got == answers["by_start"] and got != right:
-        return "start-order", (" That is the first call to *start* whose output is not finite: a parent starts "
-                               "before its children. Take the order in which the calls return, the order forward "
-                               "hooks fire.")
+    """A module that returns after the culprit. (The first call to start with a non-finite output, when it is
+    not the answer, is a parent of it that returns last of all: "last-not-first" names it, and says so.)"""
     if right is not None and got is not None and right.startswith(f"{got}.") or (got == "" and right):
         return "parent-of-culprit", (" That is a parent of the culprit: a parent's output holds its children's NaN "
                                      "too, but it returns after them. Keep the first output found, in the order "
