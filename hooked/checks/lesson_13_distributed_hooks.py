@@ -230,7 +230,7 @@ def _error_hint(error, group):
             "use dist.group.WORLD, the default process group, and the ranks here have none (nothing called "
             f"dist.init_process_group): it is None too. Use the group the hook is given, {group}: register the "
             "hook with the group as its state.")
-    if isinstance(error, TypeError) and "'method'" in text:
+    if isinstance(error, TypeError) and ("'method'" in text or text.endswith("not method")):
         return "method-not-called", (
             "A method was used without being called: process_group.size, bucket.buffer, bucket.index and "
             "bucket.is_last are methods; call them (process_group.size() is the number of ranks).")
