@@ -321,6 +321,7 @@ MEAN_MISTAKES = {
     "divided-twice": "divides by the number of ranks twice (or divides and uses ReduceOp.AVG)",
     "wrong-divisor": "divides the sum by another number than the number of ranks",
     "reduced-with-max": "all-reduces with ReduceOp.MAX, the largest over the ranks, not the sum",
+    "returned-zeros": "returns a Future of zeros (a new tensor) instead of the averaged bucket",
     "wrong-gradients": "gives gradients that are no one number's division of the sum (a race with the all-reduce)",
 }
 
@@ -380,16 +381,30 @@ def _mean_diagnosis(got, mean, local, rank, world_size, calls, doing):
     divisor = _uniform_divisor(got, total)
     if divisor is not None:
         return _divisor_diagnosis(divisor, said, world_size, calls)
+    return _sum_diagnosis(got, mean, local, said, world_size) or (
+        f"{said} differ from DDP's own (the mean over the ranks) by up to {_max_difference(got, mean):.3g}, and "
+        "are not the sum divided by any one number. Every rank must divide by process_group.size(), the same on "
+        "every rank, and the all-reduce must sum what was divided: if the hook divides the buffer in place after "
+        "starting the all-reduce, gloo may already be reading it: divide first, or in the .then() callback.",
+        "wrong-gradients")
+
+
+def _sum_diagnosis(got, mean, local, said, world_size):
+    """(message, slug) of gradients that are not the sum of what each rank sent, divided: the largest over the
+    ranks, or zeros; None for others."""
     largest = {name: torch.stack([grads[name] for grads in local]).amax(0) for name in mean}
     if _same(got, largest):
         return (f"{said} differ from DDP's own (the mean over the ranks): each is the largest of the ranks' "
                 "gradients, element by element, as ReduceOp.MAX gives. All-reduce with the default op, "
                 "ReduceOp.SUM, and divide by process_group.size().", "reduced-with-max")
-    return (f"{said} differ from DDP's own (the mean over the ranks) by up to {_max_difference(got, mean):.3g}, and "
-            "are not the sum divided by any one number. Every rank must divide by process_group.size(), the same on "
-            "every rank, and the all-reduce must sum what was divided: if the hook divides the buffer in place after "
-            "starting the all-reduce, gloo may already be reading it: divide first, or in the .then() callback.",
-            "wrong-gradients")
+    if all(not value.any() for value in got.values()):
+        return (f"{said} differ from DDP's own (the mean over the ranks): they are all zero. DDP copies the value "
+                "of the hook's future into the gradients: it must be the averaged bucket, the all-reduce's result, "
+                "not a new tensor.", "returned-zeros")
+    # Not told: a sum of which only some ranks' gradients were divided. A buffer divided in place after its
+    # all-reduce started gives the same numbers when gloo read it first on one rank, so the generic message,
+    # which names both, stays.
+    return None
 
 
 def _divisor_diagnosis(divisor, said, world_size, calls):
@@ -446,6 +461,7 @@ RECORD_MISTAKES = {
     "no-comm-hook": "registers no comm hook on the DDP model",
     "comm-hook-registered-twice": "registers a comm hook twice on the DDP model, which DDP refuses",
     "compressed": "reduces the buckets in float16 or bfloat16, changing the gradients",
+    "sum-not-mean": "gives the gradients summed over the ranks, not averaged",
     "gradients-changed": "changes the gradients: the hook no longer averages each bucket over the ranks",
     "store-not-lists": "fills the store with something other than one list of records per backward pass",
     "same-list-each-pass": "appends the same list to the store for every backward pass",
@@ -541,6 +557,11 @@ def _judge_recording(rank, result, left, calls, mean, local, doing):
                      f"reduces the bucket in {compressed}, as torch's fp16_compress_hook and bf16_compress_hook do. "
                      "It must average each bucket as DDP does, in the buffer's own dtype (as mean_allreduce_hook "
                      "does), so that the gradients do not change.", "compressed")
+            if _same(result["grads"][step], {name: value * len(local[step]) for name, value in step_mean.items()}):
+                fail(f"{doing}: after backward pass {step + 1}, rank {rank}'s gradients differ from DDP's own (the "
+                     f"mean over the ranks): they are {len(local[step])} times it, the sum over the ranks. The hook "
+                     "must still average each bucket over the ranks, as mean_allreduce_hook does: divide by the "
+                     "group's size().", "sum-not-mean")
             fail(f"{doing}: after backward pass {step + 1}, rank {rank}'s gradients differ from DDP's own (the "
                  f"mean over the ranks) by up to {_max_difference(result['grads'][step], step_mean):.3g}. The "
                  "hook must still average each bucket over the ranks, as mean_allreduce_hook does.",
