@@ -1,7 +1,6 @@
 """Checks for lesson 07, global hooks, keyword arguments, prepend and always_call."""
 
 import contextlib
-import numbers
 import random
 
 import torch
@@ -11,6 +10,7 @@ from hooked.checks.check_api import LearnerCodeRaised, calling, check_of, fail
 from hooked.checks.event_predictions import EventPrediction, Rule, prediction_check
 from hooked.checks.hooks_left import (CALL_HOOK_KINDS, MODULE_HOOK_DICTS, global_hook_registrar, global_hooks,
                                      global_hooks_added)
+from hooked.checks.lesson_07_summary_rows import ROW_MISTAKES, aliases, check_rows
 from hooked.checks.planted_exceptions import planted_exception_comes_through
 from hooked.checks.tensors import close, describe, random_tensor
 from hooked.checks.torch_error_hints import calling_with_hints
@@ -19,30 +19,58 @@ from hooked.checks.torch_error_hints import calling_with_hints
 
 _OWN_HOOKS = tuple(MODULE_HOOK_DICTS[kind] for kind in CALL_HOOK_KINDS)
 
+# The named mistakes of what summarize_model and find_first_nonfinite share: hooks removed, the model's
+# modes kept, the model's exception passed on, modules outside named_modules() skipped.
+SHARED_MISTAKES = {
+    "global-hooks-left": "leaves a global hook registered after it returns",
+    "module-hooks-left": "leaves a hook registered on a module of the model after it returns",
+    "global-hooks-left-on-error": "leaves a global hook registered when the model's forward raises (no finally)",
+    "module-hooks-left-on-error": "leaves a hook on a module registered when the model's forward raises (no finally)",
+    "grad-mode-left-off": "leaves torch's grad mode turned off after it returns",
+    "model-mode-changed": "leaves the model in another train/eval mode than the caller had it",
+    "ran-in-eval-mode": "runs the model in eval mode although the caller had it in train mode",
+    "unregistered-module-looked-up": "looks up every module a global hook sees in named_modules(), also one the "
+                                     "model keeps outside it (KeyError)",
+    "positional-inputs-dropped": "passes only the first positional input on to the model",
+    "swallowed-exception": "catches the model's exception and returns normally",
+    "exception-replaced": "raises an exception of its own made from the model's instead of letting it through",
+}
+
+
+def _hooks_left(before, modules):
+    """The registrars of the global hooks added since `before`, and the names of `modules` that still hold hooks."""
+    left = [global_hook_registrar(name) for name in global_hooks_added(before)]
+    hooked = sorted({name or "''" for name, module in modules for kind in _OWN_HOOKS if getattr(module, kind)})
+    return left, hooked
+
 
 def _check_nothing_left(before, modules, call_text, how):
-    """Fail if a global hook registered since `before`, or any own hook of `modules`, is still there."""
-    left = [global_hook_registrar(name) for name in global_hooks_added(before)]
+    """Fail if a global hook registered since `before`, or any own hook of `modules`, is still there; `how` the
+    call ended, "returned" or "raised" (then the hooks were not removed in a finally)."""
+    left, hooked = _hooks_left(before, modules)
+    on_error = "-on-error" if how == "raised" else ""
     if left:
         fail(f"After {call_text} {how}, global hooks were still registered (by {', '.join(left)}). A global hook "
              "fires for every module in the process until it is removed: remove it before returning, with "
-             "`with handle:` or try/finally, so that it goes also when the forward pass raises.")
-    hooked = sorted({name or "''" for name, module in modules for kind in _OWN_HOOKS if getattr(module, kind)})
+             "`with handle:` or try/finally, so that it goes also when the forward pass raises.",
+             f"global-hooks-left{on_error}")
     if hooked:
         fail(f"After {call_text} {how}, hooks were still registered on the modules {hooked}. Remove every hook you "
-             "register before returning, also when the forward pass raises (`with handle:` or try/finally).")
+             "register before returning, also when the forward pass raises (`with handle:` or try/finally).",
+             f"module-hooks-left{on_error}")
 
 
 def _module_key_error_hint(error):
     if isinstance(error, KeyError) and error.args and isinstance(error.args[0], nn.Module):
-        return (f"The KeyError is a {type(error.args[0]).__name__} module. A global hook fires for every module "
+        return ("unregistered-module-looked-up",
+                f"The KeyError is a {type(error.args[0]).__name__} module. A global hook fires for every module "
                 "called, also for modules that are not in model.named_modules() (this model calls one it keeps in "
                 "a plain list); skip those instead of looking them up.")
     return None
 
 
-def _call_learner(function, call_text, args, kwargs=None):
-    with calling_with_hints(f"calling {call_text}", (_module_key_error_hint,)):
+def _call_learner(function, call_text, args, kwargs=None, hints=()):
+    with calling_with_hints(f"calling {call_text}", (_module_key_error_hint, *hints)):
         return function(*args, **(kwargs or {}))
 
 
@@ -56,14 +84,15 @@ def _check_modes_kept(modes_before, model, call_text, how, grad_advice):
     if not torch.is_grad_enabled():
         torch.set_grad_enabled(True)
         fail(f"After {call_text} {how}, gradients were off: it left torch's grad mode changed (as "
-             f"torch.set_grad_enabled(False) does until it is set back). {grad_advice}")
+             f"torch.set_grad_enabled(False) does until it is set back). {grad_advice}", "grad-mode-left-off")
     changed = [name or "''" for (name, was), (_, now) in zip(modes_before, _modes(model)) if was != now]
     if changed:
         for (name, was), module in zip(modes_before, model.modules()):
             module.training = was
         fail(f"After {call_text} {how}, the modules {changed} were in {'eval' if modes_before[0][1] else 'train'} "
              "mode: it left the model's mode changed (model.eval() sets it for good). Leave the model's train or "
-             "eval mode as the caller had it.")
+             "eval mode as the caller had it.", "model-mode-changed")
+
 
 
 @contextlib.contextmanager
@@ -276,284 +305,116 @@ def _reference_rows(model, inputs, kwargs):
     return output, rows, finished
 
 
-_KEYS = ("name", "type", "output_shape", "params")
+SUMMARY_MISTAKES = {
+    "kwargs-dropped": "does not pass the keyword arguments on to the model",
+    "inputs-not-unpacked": "passes the tuple of inputs to the model as one argument instead of unpacking it",
+    "not-a-pair": "returns something other than the pair (output, rows)",
+    "model-not-run-once": "runs the model more than once (or not at all)",
+    "ran-without-grad": "runs the model with gradients off, so its output has no graph",
+    "none-parameter-counted": "counts module._parameters.values(), which holds None for a missing bias",
+    "output-copied": "returns a copy of the model's output (or a detached one), not the tensor the model returned",
+    "wrong-output": "returns another output than the one the model returned (a hook changed it, or another value)",
+}
 
 
-def _is_shape(got):
-    """A shape as the contract gives it: a tuple of ints (a torch.Size is one)."""
-    return isinstance(got, tuple) and all(isinstance(n, int) and not isinstance(n, bool) for n in got)
+def _summary_case(seed, build):
+    """The model, inputs and keyword arguments of one case, with the reference's rows and the call's text."""
+    rng = random.Random(seed)
+    torch.manual_seed(seed)
+    model, shapes, kwargs = build(rng)
+    inputs = [random_tensor(seed + number, shape) for number, shape in enumerate(shapes)]
+    reference = _reference_rows(model, inputs, kwargs)
+    if hasattr(model, "modes"):
+        model.modes.clear()  # the reference's call
+    shown = ", ".join([f"{'xyz'[number]} of shape {shape}" for number, shape in enumerate(shapes)]
+                      + [f"{key}={value}" for key, value in kwargs.items()])
+    return model, inputs, kwargs, reference, f"summarize_model(model, {shown})"
 
 
-def _same_shape(got, expected):
-    if expected is None:
-        return got is None
-    if isinstance(expected, tuple):
-        return _is_shape(got) and tuple(got) == expected
-    return isinstance(got, list) and len(got) == len(expected) \
-        and all(_same_shape(g, e) for g, e in zip(got, expected))
+# TypeErrors of a call that does not hand its arguments on to the model: (torch's words, slug, hint).
+_ARGUMENT_ERRORS = (
+    ("missing 1 required positional argument: 'y'", "positional-inputs-dropped",
+     "Pass every positional input on to the model: model(*inputs, **kwargs), not only the first."),
+    ("shift", "kwargs-dropped", "Pass the keyword arguments on to the model: model(*inputs, **kwargs)."),
+    ("not tuple", "inputs-not-unpacked",
+     "`inputs` is a tuple of the positional arguments: unpack it, model(*inputs, **kwargs)."),
+)
 
 
-def _loosely_same_shape(got, expected):
-    """The same numbers, whatever the containers (tuple, list or torch.Size)."""
-    if expected is None:
-        return got is None
-    if isinstance(expected, tuple):
-        return isinstance(got, (tuple, list)) and list(got) == list(expected)
-    return isinstance(got, (tuple, list)) and len(got) == len(expected) \
-        and all(_loosely_same_shape(g, e) for g, e in zip(got, expected))
+def _none_parameter_hint(error):
+    if isinstance(error, AttributeError) and "'NoneType' object has no attribute 'numel'" in str(error):
+        return ("none-parameter-counted",
+                "A module's _parameters dict holds None for a parameter it does not have (an nn.Linear with "
+                "bias=False has _parameters['bias'] = None); module.parameters(recurse=False) skips those.")
+    return None
 
 
-def _names(rows):
-    return [row.get("name") if isinstance(row, dict) else row for row in rows]
+def _call_summarize_model(summarize_model, model, inputs, kwargs, call_text):
+    """What summarize_model returned, and whether the model itself was called through its hooks."""
+    try:
+        with _watching_the_model(model) as model_called:
+            result = _call_learner(summarize_model, call_text, (model, *[x.clone() for x in inputs]), kwargs,
+                                   hints=(_none_parameter_hint,))
+    except LearnerCodeRaised as error:
+        for words, slug, hint in _ARGUMENT_ERRORS:
+            if isinstance(error.error, TypeError) and words in str(error.error):
+                fail(f"{call_text} raised TypeError: {error.error}. {hint}", slug)
+        raise
+    return result, model_called
 
 
-def _aliases(model):
-    """{second name: the name named_modules() gives} for every module registered under more than one name."""
-    first = {module: name for name, module in model.named_modules()}
-    return {name: first[module] for name, module in model.named_modules(remove_duplicate=False)
-            if first.get(module) != name and module in first}
+def _check_summary_run(model, call_text):
+    """The model ran once, in the caller's train mode and grad mode."""
+    calls = getattr(model, "calls", 2) - 1  # the reference ran it once (a model without a counter: as if once)
+    if calls != 1:
+        fail(f"{call_text} ran the model {calls} times; run it once, with the hooks registered, and return that "
+             "call's output with the rows it recorded.", "model-not-run-once")
+    for training, grad_enabled in getattr(model, "modes", []):
+        if not training:
+            fail(f"{call_text} ran the model in eval mode; the model was in train mode. Run it in the mode the "
+                 "caller has it (model.eval() changes what BatchNorm and Dropout compute).", "ran-in-eval-mode")
+        if not grad_enabled:
+            fail(f"{call_text} ran the model with gradients off (under torch.no_grad() or "
+                 "torch.inference_mode()), so the output it returns has no graph: the caller could not "
+                 "backpropagate through it. Run the model in the caller's grad mode; hooks fire in either.",
+                 "ran-without-grad")
 
 
-def _visits(model):
-    """How many times model.apply() (a walk over children(), each container visiting its own) reaches each
-    module: more than once for a module that sits in two containers."""
-    visits = {}
-
-    def walk(module):
-        for child in module.children():
-            walk(child)
-        visits[module] = visits.get(module, 0) + 1
-
-    walk(model)
-    return visits
-
-
-def _alias_hint(got_names, aliases):
-    seen = sorted({name for name in got_names if name in aliases})
-    if not seen:
-        return ""
-    name = seen[0]
-    return (f" {name!r} is not a name of named_modules(): it is the module {aliases[name]!r}, registered a second "
-            f"time under the name {name!r}. named_modules() lists a module once, under its first name, so every "
-            f"call of it gets the name {aliases[name]!r}, and one row per call (not one per name: with "
-            "named_modules(remove_duplicate=False), or a walk over named_children() that reaches it from two "
-            "containers, it would get a hook per name).")
+def _check_summary_output(output, model, expected_output, call_text):
+    """The output is what the model returned, itself."""
+    returned = getattr(model, "returned", None)
+    if returned is not None and output is not returned:
+        if close(output, expected_output) and close(returned, expected_output):
+            fail(f"{call_text} returned {describe(output)} as the output: the values the model returns, but "
+                 "not the tensor the model returned (a copy, or a detached tensor). Return that object itself, "
+                 "what model(*inputs, **kwargs) gave, unchanged, and let the hooks return None.", "output-copied")
+        fail(f"{call_text} returned {describe(output)} as the output; the model returns "
+             f"{describe(expected_output)}. Return what model(*inputs, **kwargs) returned, itself, and let the "
+             "hooks return None so that they change nothing.", "wrong-output")
+    if not close(output, expected_output):
+        fail(f"{call_text} returned {describe(output)} as the output; the model returns "
+             f"{describe(expected_output)}. Return what model(*inputs, **kwargs) returned, and let the hooks "
+             "return None so that they change nothing.", "wrong-output")
 
 
-def _check_rows(rows, expected, finished, model, call_text, model_called):
-    said = f"{call_text} returned rows"
-    if not isinstance(rows, list) or not all(isinstance(row, dict) for row in rows):
-        fail(f"{call_text} returned {describe(rows)} as rows; expected a list of dicts, one per module call, with "
-             f"the keys {list(_KEYS)}.")
-    for number, row in enumerate(rows):
-        missing_keys = [key for key in _KEYS if key not in row]
-        if missing_keys:
-            fail(f"{said} where rows[{number}] is {row}; it lacks the keys {missing_keys}. Each row is a dict with "
-                 f"the keys {list(_KEYS)}.")
-        extra_keys = [key for key in row if key not in _KEYS]
-        if extra_keys:
-            fail(f"{said} where rows[{number}] is {row}; it has the extra keys {extra_keys}. Each row has exactly "
-                 f"the four keys {list(_KEYS)} and no others.")
-        if not isinstance(row["name"], str):
-            fail(f"{said} where rows[{number}] is {row}; its 'name' should be a str, the module's name in "
-                 "model.named_modules() ('' for the model itself).")
-        if not isinstance(row["params"], numbers.Integral) or isinstance(row["params"], bool):
-            fail(f"{said} where rows[{number}] is {row}; its 'params' is {describe(row['params'])}, and should be "
-                 "an int, the number of elements: sum(p.numel() for p in module.parameters(recurse=False)) "
-                 "(p.numel() is an int; a tensor such as torch.prod(...) is not).")
-    got_names, want_names = _names(rows), [row["name"] for row in expected]
-    if got_names != want_names:
-        model_names = [name for name, module in model.named_modules()]
-        aliases = _aliases(model)
-        hint = _alias_hint(got_names, aliases)
-        if hint:
-            pass
-        elif len(got_names) > len(want_names) and got_names == [
-                row["name"] for row in expected for _ in range(_visits(model)[model.get_submodule(row["name"])])]:
-            twice = sorted({name for name, module in model.named_modules() if _visits(model)[module] > 1})
-            hint = (f" Each call of {', '.join(map(repr, twice))} got two rows: that module sits in two containers, "
-                    "and a walk over children() such as model.apply() reaches it once from each, so it got two "
-                    "hooks. Hook each module of model.named_modules() once (or use global hooks).")
-        elif len(got_names) > len(want_names) and got_names[-len(want_names):] == want_names:
-            hint = (f" The last {len(want_names)} rows are this call's; the {len(got_names) - len(want_names)} "
-                    "before them are left from an earlier call of summarize_model (checked on another model "
-                    "first). Make a new list of rows inside the function, on every call: a list made outside it "
-                    "is shared by every call.")
-        elif sorted(got_names, key=str) == sorted(want_names, key=str):
-            if got_names == [row["name"] for row in finished]:
-                hint = (" Those are the names in the order the calls finish, which is when a forward hook fires: a "
-                        "parent finishes after its children. List them in the order the calls start, with a row "
-                        "made in a forward pre-hook.")
-            else:
-                hint = " List the rows in the order the calls start."
-        elif "" not in got_names and got_names == [name for name in want_names if name != ""] and not model_called:
-            hint = (" The model itself is missing, and its hooks never fired: model.forward(...) runs the forward "
-                    "without the hooks of the model itself. Call the model, model(*inputs, **kwargs).")
-        elif "" not in got_names and got_names == [name for name in want_names if name != ""]:
-            hint = (" The model itself is missing: its name in named_modules() is '', which is falsy; test "
-                    "`module in names`, not the name's truth value.")
-        elif got_names[1:] == want_names[1:] and got_names[:1] != [""]:
-            hint = (f" The model itself is named {got_names[0]!r}: its name in named_modules() is '', the empty "
-                    "string; give its row that name.")
-        elif got_names == [name for name in model_names if name in want_names]:
-            hint = (" That is named_modules() order, one row per module. Record the calls as they happen, with "
-                    "hooks: the order of the calls, and a row for every call.")
-        elif len(set(got_names)) == len(got_names) and sorted(set(want_names), key=str) == sorted(got_names, key=str):
-            hint = (" A module the model calls twice ('shared') must get a row per call; a dict keyed by the name "
-                    "keeps only one. Append a row on every call.")
-        elif got_names == [row["name"] for row in expected if not list(model.get_submodule(row["name"]).children())]:
-            containers = [name for name in want_names if name not in got_names]
-            hint = (f" Those are the layers without children only; the calls of the containers {containers} are "
-                    "module calls too, and each gets its row.")
-        elif len(got_names) == len(want_names) and sum(name not in model_names for name in got_names) > 1:
-            hint = (" The names are not those of model.named_modules(): a module's name there is the path of "
-                    "attributes that leads to it ('encoder.0'), not its class or a counter.")
-        elif any(name not in model_names for name in got_names):
-            hint = (" There are rows for modules that are not in model.named_modules() (a global hook also fires "
-                    "for the module this model keeps in a plain list); give them no row.")
-        fail(f"{said} with the names {got_names}; expected {want_names}, one per call in the order the calls start "
-             f"('' is the model itself).{hint}")
-    for number, (row, want) in enumerate(zip(rows, expected)):
-        where = f"{said} where rows[{number}] (name {want['name']!r}) is {row}"
-        if row["type"] != want["type"]:
-            hint = ""
-            if row["type"] == want["qualname"]:
-                hint = (f" {row['type']!r} is its __qualname__, which names the class it is nested in too; the "
-                        "type is its __name__.")
-            fail(f"{where}; its 'type' should be {want['type']!r}, the class's name, type(module).__name__.{hint}")
-        if row["params"] != want["params"]:
-            hint = ""
-            if row["params"] == want["recursive"]:
-                hint = (" That counts the parameters of its submodules too; count only its own, "
-                        "module.parameters(recurse=False).")
-            elif row["params"] == want["trainable"]:
-                hint = " That leaves out the frozen parameters (requires_grad False); count them too."
-            elif row["params"] == want["with_buffers"]:
-                hint = (" That counts its buffers too (a BatchNorm's running mean and variance are buffers, not "
-                        "parameters); count module.parameters(recurse=False) only.")
-            elif row["params"] == want["deduplicated"]:
-                hint = (" This module shares a parameter with another one (tied weights), and model.named_parameters() "
-                        "lists a shared parameter once, under the first module; it is an own parameter of both: "
-                        "count module.parameters(recurse=False) of each module.")
-            elif want["other_parameters"] and row["params"] == want["weight_and_bias"]:
-                hint = (f" That counts only the parameters named weight and bias; this module has others too "
-                        f"({', '.join(want['other_parameters'])}). Count every own parameter, "
-                        "module.parameters(recurse=False).")
-            elif row["params"] == want["not_yet_counted"]:
-                hint = (" That leaves out the parameters an earlier row already counted (the same module called "
-                        "again, or a weight tied to another module's): every row counts all of its module's own "
-                        "parameters, module.parameters(recurse=False), whatever other rows counted.")
-            elif want["params"] and row["params"] == len(list(model.get_submodule(want["name"]).parameters(
-                    recurse=False))):
-                hint = " That is the number of parameter tensors; count their elements, p.numel()."
-            fail(f"{where}; its 'params' should be {want['params']}, the number of elements of the module's own "
-                 f"parameters, frozen ones included.{hint}")
-        if not _same_shape(row["output_shape"], want["output_shape"]):
-            hint = ""
-            kind = want["output_kind"]
-            if isinstance(want["output_shape"], tuple) and isinstance(row["output_shape"], (tuple, list)) \
-                    and len(row["output_shape"]) == len(want["output_shape"]) > 0 and row["output_shape"][0] == -1 \
-                    and list(row["output_shape"][1:]) == list(want["output_shape"][1:]):
-                hint = (" The first number is the batch size, and here it is the real one: give the whole shape, "
-                        "tuple(output.shape), not -1 for the batch dimension (as torchsummary prints it).")
-            elif _loosely_same_shape(row["output_shape"], want["output_shape"]):
-                if isinstance(want["output_shape"], tuple):
-                    hint = " The numbers are right; give the shape as a tuple, tuple(output.shape)."
-                else:
-                    hint = (f" The numbers are right; for a {kind} output give a list, with the shape of each tensor "
-                            "item as a tuple (and None for any other item).")
-            elif isinstance(want["output_shape"], list) and want["named_tuple"] and row["output_shape"] is None:
-                hint = (f" The module returned a {want['output_type']}, a named tuple: that is a tuple too "
-                        "(isinstance(output, tuple) is True, although type(output) is not tuple). Test "
-                        "isinstance(output, (tuple, list)).")
-            elif isinstance(want["output_shape"], list) and want["nested_items"] \
-                    and isinstance(row["output_shape"], list) \
-                    and len(row["output_shape"]) == len(want["output_shape"]) \
-                    and all(_same_shape(got, expected) for number, (got, expected)
-                            in enumerate(zip(row["output_shape"], want["output_shape"]))
-                            if number not in want["nested_items"]):
-                items = ", ".join(str(number) for number in want["nested_items"])
-                hint = (f" The module returned a {kind} whose item {items} is itself a tuple (a tuple inside the "
-                        "tuple), not a tensor: like any other item that is not a tensor, its entry is None. Do not "
-                        "look inside it.")
-            elif isinstance(want["output_shape"], list):
-                hint = (f" The module returned a {kind}: give a list with the shape tuple of each tensor item and None "
-                        "for each other item.")
-            elif want["output_shape"] is None and kind != "NoneType":
-                hint = (f" The module returned a {kind}, which is neither a tensor nor a tuple or list: its "
-                        "output_shape is None.")
-            elif _same_shape(row["output_shape"], want["input_shape"]):
-                hint = (" That is the shape of the module's input. The output exists only when the call finishes: "
-                        "take its shape in a forward hook.")
-            elif any(_same_shape(row["output_shape"], other["output_shape"]) for other in expected if other is not want):
-                hint = (" That is the output shape of another call. Fill in the row its own call opened: calls nest, "
-                        "so a forward hook belongs to the most recently started call that has not finished.")
-            fail(f"{where}; its 'output_shape' should be {want['output_shape']}.{hint}")
-
-
-@check_of("summarize_model")
+@check_of("summarize_model", mistakes={**SHARED_MISTAKES, **SUMMARY_MISTAKES, **ROW_MISTAKES})
 def check_summarize_model(summarize_model):
     for seed, build in _SUMMARY_CASES:
-        rng = random.Random(seed)
-        torch.manual_seed(seed)
-        model, shapes, kwargs = build(rng)
-        inputs = [random_tensor(seed + number, shape) for number, shape in enumerate(shapes)]
-        expected_output, expected, finished = _reference_rows(model, inputs, kwargs)
-        if hasattr(model, "modes"):
-            model.modes.clear()  # the reference's call
+        model, inputs, kwargs, (expected_output, expected, finished), call_text = _summary_case(seed, build)
         modes_before = _modes(model)
-        shown = ", ".join([f"{'xyz'[number]} of shape {shape}" for number, shape in enumerate(shapes)]
-                          + [f"{key}={value}" for key, value in kwargs.items()])
-        call_text = f"summarize_model(model, {shown})"
         before = global_hooks()
         modules = list(model.named_modules()) + [("(an unregistered module the model calls)", m)
                                                 for m in getattr(model, "helpers", [])]
-        try:
-            with _watching_the_model(model) as model_called:
-                result = _call_learner(summarize_model, call_text, (model, *[x.clone() for x in inputs]), kwargs)
-        except LearnerCodeRaised as error:
-            if isinstance(error.error, TypeError) and "missing 1 required positional argument: 'y'" in str(error.error):
-                fail(f"{call_text} raised TypeError: {error.error}. Pass every positional input on to the model: "
-                     "model(*inputs, **kwargs), not only the first.")
-            if isinstance(error.error, TypeError) and "shift" in str(error.error):
-                fail(f"{call_text} raised TypeError: {error.error}. Pass the keyword arguments on to the model: "
-                     "model(*inputs, **kwargs).")
-            if isinstance(error.error, TypeError) and "not tuple" in str(error.error):
-                fail(f"{call_text} raised TypeError: {error.error}. `inputs` is a tuple of the positional "
-                     "arguments: unpack it, model(*inputs, **kwargs).")
-            raise
+        result, model_called = _call_summarize_model(summarize_model, model, inputs, kwargs, call_text)
         _check_nothing_left(before, modules, call_text, "returned")
         _check_modes_kept(modes_before, model, call_text, "returned",
                           "Leave the grad mode alone: the model runs in the caller's grad mode.")
         if not isinstance(result, (tuple, list)) or len(result) != 2:
-            fail(f"{call_text} returned {describe(result)}; expected a pair (output, rows).")
+            fail(f"{call_text} returned {describe(result)}; expected a pair (output, rows).", "not-a-pair")
         output, rows = result
-        calls = getattr(model, "calls", 2) - 1  # the reference ran it once (a model without a counter: as if once)
-        if calls != 1:
-            fail(f"{call_text} ran the model {calls} times; run it once, with the hooks registered, and return that "
-                 "call's output with the rows it recorded.")
-        for training, grad_enabled in getattr(model, "modes", []):
-            if not training:
-                fail(f"{call_text} ran the model in eval mode; the model was in train mode. Run it in the mode the "
-                     "caller has it (model.eval() changes what BatchNorm and Dropout compute).")
-            if not grad_enabled:
-                fail(f"{call_text} ran the model with gradients off (under torch.no_grad() or "
-                     "torch.inference_mode()), so the output it returns has no graph: the caller could not "
-                     "backpropagate through it. Run the model in the caller's grad mode; hooks fire in either.")
-        returned = getattr(model, "returned", None)
-        if returned is not None and output is not returned:
-            if close(output, expected_output) and close(returned, expected_output):
-                fail(f"{call_text} returned {describe(output)} as the output: the values the model returns, but "
-                     "not the tensor the model returned (a copy, or a detached tensor). Return that object itself, "
-                     "what model(*inputs, **kwargs) gave, unchanged, and let the hooks return None.")
-            fail(f"{call_text} returned {describe(output)} as the output; the model returns "
-                 f"{describe(expected_output)}. Return what model(*inputs, **kwargs) returned, itself, and let the "
-                 "hooks return None so that they change nothing.")
-        if not close(output, expected_output):
-            fail(f"{call_text} returned {describe(output)} as the output; the model returns "
-                 f"{describe(expected_output)}. Return what model(*inputs, **kwargs) returned, and let the hooks "
-                 "return None so that they change nothing.")
-        _check_rows(rows, expected, finished, model, call_text, model_called)
+        _check_summary_run(model, call_text)
+        _check_summary_output(output, model, expected_output, call_text)
+        check_rows(rows, expected, finished, model, call_text, model_called)
     _check_raising(summarize_model, "summarize_model")
 
 
@@ -568,28 +429,35 @@ def _check_raising(function, exercise):
               (nn.Sequential(nn.Linear(width, width + 1), nn.Sequential(nn.ReLU(), nn.Linear(width, 2))),
                RuntimeError, "gets an input of the wrong size, so torch raises RuntimeError", "cannot be multiplied")]
     for model, kind, what, words in models:
-        name = kind.__name__
         call_text = f"{exercise}(model, x of shape (2, {width})) on a model whose layer '1.1' {what}"
-        own_stop = (" If you stop the pass early by raising an exception of your own, raise and catch a class of "
-                    "your own, not RuntimeError, which torch itself raises.") if kind is RuntimeError else ""
-        def is_the_models(error, kind=kind, words=words):
-            return isinstance(error, kind) and words in str(error)
-
-        def made_from_the_models(error, name=name):
-            if is_the_models(error.__cause__ or error.__context__):
-                return (f"It was made from the model's {name}: the model's {name} must reach the caller unchanged. "
-                        "Don't catch it: a `with handle:` block or try/finally removes the hooks and lets the "
-                        "exception go on.")
-            return None
-
         before = global_hooks()
-        planted_exception_comes_through(
-            f"calling {call_text}", lambda: function(model, random_tensor(709, (2, width))), is_the_models,
-            lambda returned: (f"{call_text} returned normally (it gave {describe(returned)}); the model's {name} must "
-                              "reach the caller unchanged. Don't catch it: a `with handle:` block or try/finally "
-                              f"removes the hooks and lets the exception go on.{own_stop}"),
-            hints=(made_from_the_models,))
+        _check_exception_comes_through(function, model, width, kind, words, call_text)
         _check_nothing_left(before, list(model.named_modules()), call_text, "raised")
+
+
+def _check_exception_comes_through(function, model, width, kind, words, call_text):
+    """Call `function` on `model`, whose forward raises `kind` with `words` in it: it must come out unchanged."""
+    name = kind.__name__
+    own_stop = (" If you stop the pass early by raising an exception of your own, raise and catch a class of "
+                "your own, not RuntimeError, which torch itself raises.") if kind is RuntimeError else ""
+
+    def is_the_models(error):
+        return isinstance(error, kind) and words in str(error)
+
+    def made_from_the_models(error):
+        if is_the_models(error.__cause__ or error.__context__):
+            return ("exception-replaced",
+                    f"It was made from the model's {name}: the model's {name} must reach the caller unchanged. "
+                    "Don't catch it: a `with handle:` block or try/finally removes the hooks and lets the "
+                    "exception go on.")
+        return None
+
+    planted_exception_comes_through(
+        f"calling {call_text}", lambda: function(model, random_tensor(709, (2, width))), is_the_models,
+        lambda returned: (f"{call_text} returned normally (it gave {describe(returned)}); the model's {name} must "
+                          "reach the caller unchanged. Don't catch it: a `with handle:` block or try/finally "
+                          f"removes the hooks and lets the exception go on.{own_stop}", "swallowed-exception"),
+        hints=(made_from_the_models,))
 
 
 # ---------------------------------------------------------------- find_first_nonfinite
@@ -894,11 +762,10 @@ def _all_tensors(value, dicts=True):
     return []
 
 
-def _answers(model, inputs):
-    """The right answer and what typical mistakes would give, from one pass with per-module hooks."""
+def _record_calls(model, inputs):
+    """Every module call of one pass with per-module hooks, in start order: its name, start and finish index,
+    the tensors it got and returned (also as deeper searches find them), and the kind of its output."""
     name_of = {module: name for name, module in model.named_modules()}
-    leaves = {name for module, name in name_of.items() if not list(module.children())}
-    children = {name for name, child in model.named_children()}
     calls, open_calls = [], []  # calls in start order; each gets its finish index when it returns
 
     def pre(module, args):
@@ -926,148 +793,241 @@ def _answers(model, inputs):
             handle.remove()
     model.probe.grad_enabled.clear()
     model.probe.training_seen.clear()
+    return calls
+
+
+def _not_finite(t):
+    return not torch.isfinite(t).all()
+
+
+def _first(records, test, key="outputs", only=lambda call: True):
+    """The name of the first of `records` (calls) that `only` admits and one of whose `key` tensors passes `test`."""
+    for call in records:
+        if only(call) and any(test(t) for t in call[key]):
+            return call["name"]
+    return None
+
+
+def _answers(model, inputs):
+    """The right answer and what typical mistakes would give, from one pass with per-module hooks."""
+    calls = _record_calls(model, inputs)
     finished = sorted(calls, key=lambda call: call["finish"])
-
-    def first(records, test, key="outputs", only=lambda call: True):
-        for call in records:
-            if only(call) and any(test(t) for t in call[key]):
-                return call["name"]
-        return None
-
-    not_finite = lambda t: not torch.isfinite(t).all()  # noqa: E731
-    bad = [call["name"] for call in finished if any(not_finite(t) for t in call["outputs"])]
-    by_name = {}  # a dict keyed by name: placed at its first return, judged by its last
-    for call in finished:
-        by_name[call["name"]] = any(not_finite(t) for t in call["outputs"])
-    right = first(finished, not_finite)
+    right = _first(finished, _not_finite)
     culprit = next((call for call in finished if call["name"] == right), None)
     return {
         "right": right,
         "culprit_kind": culprit["kind"] if culprit else None,
         "culprit_numel": min((t.numel() for t in culprit["outputs"]), default=None) if culprit else None,
-        "two_or_more": first(finished, lambda t: t.numel() >= 2 and not torch.isfinite(t).all()),
+        "two_or_more": _first(finished, lambda t: t.numel() >= 2 and not torch.isfinite(t).all()),
         "culprit_named_tuple": culprit["output_type"] if culprit and culprit["named_tuple"] else None,
-        "exact_types": first(finished, not_finite, only=lambda call: call["kind"] in ("tensor", "tuple", "list")),
-        "nan_only": first(finished, lambda t: torch.isnan(t).any()),
-        "no_minus_inf": first(finished, lambda t: torch.isnan(t).any() or (t == float("inf")).any()),
-        "all_bad": first(finished, lambda t: not torch.isfinite(t).any()),
-        "by_sum": first(finished, lambda t: not torch.isfinite(t.sum())),
-        "tensor_only": first(finished, not_finite, only=lambda call: call["kind"] == "tensor"),
-        "tuple_only": first(finished, not_finite, only=lambda call: call["kind"] in ("tensor", "tuple")),
-        "last": bad[-1] if bad else None,
-        "by_start": first(calls, not_finite),
-        "by_input": first(calls, not_finite, key="inputs"),
-        "input_nonfinite": any(not_finite(x) for x in inputs),
-        "input_or_output": next((call["name"] for call in finished
-                                 if any(not_finite(t) for t in call["outputs"] + call["inputs"])), None),
-        "deep": first(finished, not_finite, key="deep"),
-        "nested": first(finished, not_finite, key="nested"),
-        "as_float32": first(finished, lambda t: t.dtype == torch.float64 and not torch.isfinite(t.float()).all()
-                            or not torch.isfinite(t).all()),
-        "kinds": {call["name"]: call["kind"] for call in finished},
-        "children_only": first(finished, not_finite, only=lambda call: call["name"] in children),
-        "leaves_only": first(finished, not_finite, only=lambda call: call["name"] in leaves),
-        "by_name": next((name for name, is_bad in by_name.items() if is_bad), None),
-        "aliases": _aliases(model),
-        "types": {name: type(module).__name__ for module, name in name_of.items()},
+        "input_nonfinite": any(_not_finite(x) for x in inputs),
+        **_mistaken_answers(model, inputs, calls, finished),
+        "aliases": aliases(model),
+        "types": {name: type(module).__name__ for name, module in model.named_modules()},
         "finish_order": [call["name"] for call in finished],
-        "unregistered": "head" in bad and not any(not_finite(t) for call in finished
+    }
+
+
+def _mistaken_answers(model, inputs, calls, finished):
+    """What each typical mistake would answer: another test of a tensor, another kind of output looked at,
+    another order of the calls, or only some of the modules watched."""
+    leaves = {name for name, module in model.named_modules() if not list(module.children())}
+    children = {name for name, child in model.named_children()}
+    bad = [call["name"] for call in finished if any(_not_finite(t) for t in call["outputs"])]
+    by_name = {}  # a dict keyed by name: placed at its first return, judged by its last
+    for call in finished:
+        by_name[call["name"]] = any(_not_finite(t) for t in call["outputs"])
+    return {
+        "exact_types": _first(finished, _not_finite, only=lambda call: call["kind"] in ("tensor", "tuple", "list")),
+        "nan_only": _first(finished, lambda t: torch.isnan(t).any()),
+        "no_minus_inf": _first(finished, lambda t: torch.isnan(t).any() or (t == float("inf")).any()),
+        "all_bad": _first(finished, lambda t: not torch.isfinite(t).any()),
+        "by_sum": _first(finished, lambda t: not torch.isfinite(t.sum())),
+        "tensor_only": _first(finished, _not_finite, only=lambda call: call["kind"] == "tensor"),
+        "tuple_only": _first(finished, _not_finite, only=lambda call: call["kind"] in ("tensor", "tuple")),
+        "last": bad[-1] if bad else None,
+        "by_input": _first(calls, _not_finite, key="inputs"),
+        "input_or_output": next((call["name"] for call in finished
+                                 if any(_not_finite(t) for t in call["outputs"] + call["inputs"])), None),
+        "deep": _first(finished, _not_finite, key="deep"),
+        "nested": _first(finished, _not_finite, key="nested"),
+        "as_float32": _first(finished, lambda t: t.dtype == torch.float64 and not torch.isfinite(t.float()).all()
+                             or not torch.isfinite(t).all()),
+        "kinds": {call["name"]: call["kind"] for call in finished},
+        "children_only": _first(finished, _not_finite, only=lambda call: call["name"] in children),
+        "leaves_only": _first(finished, _not_finite, only=lambda call: call["name"] in leaves),
+        "by_name": next((name for name, is_bad in by_name.items() if is_bad), None),
+        "unregistered": "head" in bad and not any(_not_finite(t) for call in finished
                                                  if call["name"].startswith("body") for t in call["outputs"]),
     }
 
 
-def _nonfinite_hint(got, answers, right):
+NONFINITE_MISTAKES = {
+    "empty-tensor-raised": "raises on an empty tensor, which has no non-finite element",
+    "ran-with-grad": "runs the model with gradients on instead of under torch.no_grad()",
+    "model-run-more-than-once": "runs the model more than once",
+    "returned-module": "returns the module itself, not its name",
+    "not-a-name": "returns something other than a name (a str) or None",
+    "nested-output-counted": "looks inside a dict output or a tuple inside a tuple, which count as finite",
+    "input-counted": "judges a module by the inputs it receives, which here hold inf",
+    "float32-overflow": "converts float64 outputs to float32 before testing them, so large ones overflow",
+    "single-element-ignored": "skips outputs with a single element (a 0-d tensor)",
+    "stops-at-unregistered-module": "stops at a module outside named_modules() and gives up instead of going on",
+    "root-missed": "misses the model itself: not hooked, or its name '' tested by truth value",
+    "root-for-none": "returns '' (the model itself) when every output is finite, instead of None",
+    "alias-name": "names the module by its second registered name, not the one named_modules() gives",
+    "children-only": "watches only model.children(), not every module",
+    "leaves-only": "watches only the layers without children, not the containers",
+    "judged-by-name": "keeps the verdicts in a dict keyed by name: the first call's place, the last call's verdict",
+    "last-not-first": "keeps the last module with a non-finite output, not the first",
+    "sum-overflow": "tests a sum or norm of the output, which overflows for large finite values",
+    "every-element-required": "counts an output as non-finite only when every element is",
+    "minus-inf-missed": "tests for nan and +inf only, so -inf goes unseen",
+    "nan-only": "tests for nan only (torch.isnan), so infinities go unseen",
+    "named-tuple-missed": "misses a named tuple output (type(output) is tuple is False for it)",
+    "sequence-items-missed": "looks only at tensor outputs, not at the tensors in a tuple or list output",
+    "inputs-not-outputs": "judges each module by its inputs, in a pre-hook, not by its outputs",
+    "class-name": "returns the module's class name, not its name in named_modules()",
+    "parent-of-culprit": "returns a parent of the culprit, which returns after it",
+    "culprit-not-watched": "misses the culprit (only some classes of modules watched) and returns a later module",
+    "model-forward-called": "calls model.forward(...), which skips the model's own hooks",
+    "answer-kept-between-calls": "keeps the answer in a variable that outlives the call",
+    "wrong-module": "returns a module no diagnosis explains",
+}
+
+
+def _nonfinite_diagnosis(got, answers, right):
+    """(slug, hint) of the wrong answer `got`: the first diagnosis that fits, in this order."""
+    return (_answer_form_diagnosis(got, answers, right) or _modules_watched_diagnosis(got, answers, right)
+            or _test_and_order_diagnosis(got, answers, right) or ("wrong-module", ""))
+
+
+def _answer_form_diagnosis(got, answers, right):
+    """Not a name, or a name found by looking in the wrong place (inside outputs, inputs, another dtype)."""
     if isinstance(got, nn.Module):
-        return (" That is the module itself; return its name in model.named_modules() (a str, '' for the model "
-                "itself).")
+        return "returned-module", (" That is the module itself; return its name in model.named_modules() (a str, "
+                                   "'' for the model itself).")
     if got is not None and not isinstance(got, str):
-        return (" Return the name of the module, a str ('' for the model itself), or None when every output is "
-                "finite.")
+        return "not-a-name", (" Return the name of the module, a str ('' for the model itself), or None when every "
+                              "output is finite.")
     if got is not None and got in (answers["deep"], answers["nested"]) and got != right:
-        return (f" {got!r} returned a {answers['kinds'].get(got)}: only a tensor, or a tensor directly among the items "
-                "of a tuple or list, counts. Any other output, a dict or a tuple inside a tuple, counts as finite "
-                f"whatever it holds; the non-finite values count where they come out as a tensor, in {right!r}.")
+        return "nested-output-counted", (
+            f" {got!r} returned a {answers['kinds'].get(got)}: only a tensor, or a tensor directly among the items "
+            "of a tuple or list, counts. Any other output, a dict or a tuple inside a tuple, counts as finite "
+            f"whatever it holds; the non-finite values count where they come out as a tensor, in {right!r}.")
     if answers["input_nonfinite"] and got is not None and got != right \
             and got in (answers["input_or_output"], answers["by_input"]):
-        return (f" The model's input itself holds inf and -inf, so {got!r} received them, but its output is finite "
-                "(a Hardtanh clamps them). Only outputs count: look at what each module returns, not at what it "
-                "gets.")
+        return "input-counted", (
+            f" The model's input itself holds inf and -inf, so {got!r} received them, but its output is finite (a "
+            "Hardtanh clamps them). Only outputs count: look at what each module returns, not at what it gets.")
     if got is not None and got == answers["as_float32"] and got != right:
-        return (f" The outputs of {got!r} are float64 and finite (up to about 7e86); only converted to float32 do "
-                "they overflow to inf. Test each tensor in its own dtype, torch.isfinite(t).all().")
+        return "float32-overflow", (
+            f" The outputs of {got!r} are float64 and finite (up to about 7e86); only converted to float32 do they "
+            "overflow to inf. Test each tensor in its own dtype, torch.isfinite(t).all().")
     if answers["culprit_numel"] is not None and answers["culprit_numel"] < 2 and got != right \
             and got == answers["two_or_more"]:
-        return (f" The culprit {right!r} returns a tensor with a single element (a 0-d tensor, like a loss), which "
-                "is NaN: it counts like any other tensor, whatever its size.")
+        return "single-element-ignored", (
+            f" The culprit {right!r} returns a tensor with a single element (a 0-d tensor, like a loss), which is "
+            "NaN: it counts like any other tensor, whatever its size.")
+    return None
+
+
+def _modules_watched_diagnosis(got, answers, right):
+    """The model itself, an alias, or some modules missed or judged by name."""
     if answers["unregistered"] and got is None:
-        return (" The first NaN comes from a module the model keeps in a plain list, not in named_modules(): "
-                "ignore that module and keep looking; the next module of the model is the answer.")
+        return "stops-at-unregistered-module", (
+            " The first NaN comes from a module the model keeps in a plain list, not in named_modules(): ignore "
+            "that module and keep looking; the next module of the model is the answer.")
     if right == "" and got is None:
-        return (" The model itself is the first: its own forward makes the NaN, after every submodule returned "
-                "finite outputs. Hook the model too, not only its layers; and its name in named_modules() is '', "
-                "which is falsy: compare with `is None` (or keep a flag), not by truth value.")
+        return "root-missed", (
+            " The model itself is the first: its own forward makes the NaN, after every submodule returned finite "
+            "outputs. Hook the model too, not only its layers; and its name in named_modules() is '', which is "
+            "falsy: compare with `is None` (or keep a flag), not by truth value.")
     if right is None and got == "":
-        return (" '' is the name of the model itself; when no output is non-finite, return None, not ''.")
+        return "root-for-none", (" '' is the name of the model itself; when no output is non-finite, return None, "
+                                 "not ''.")
     if right is not None and got in answers["aliases"] and answers["aliases"][got] == right:
-        return (f" {got!r} is the same module as {right!r}, registered a second time under another name. "
-                f"named_modules() lists a module once, under its first name: return {right!r}.")
+        return "alias-name", (f" {got!r} is the same module as {right!r}, registered a second time under another "
+                              f"name. named_modules() lists a module once, under its first name: return {right!r}.")
     if got is not None and got == answers["children_only"] and got != right:
-        return (f" {got!r} is a direct child of the model and a parent of the culprit: it looks as if only "
-                "model.children() were watched. The culprit is a layer inside it; watch every module of "
-                "model.named_modules() (a global forward hook sees them all), the model itself included.")
+        return "children-only", (
+            f" {got!r} is a direct child of the model and a parent of the culprit: it looks as if only "
+            "model.children() were watched. The culprit is a layer inside it; watch every module of "
+            "model.named_modules() (a global forward hook sees them all), the model itself included.")
     if got is not None and got == answers["leaves_only"] and got != right and right is not None:
-        return (f" {got!r} comes after the culprit {right!r}, a container whose own forward made the NaN after "
-                "its layers returned finite outputs. Watch containers too, every module of model.named_modules(), "
-                "not only the layers without children.")
+        return "leaves-only", (
+            f" {got!r} comes after the culprit {right!r}, a container whose own forward made the NaN after its "
+            "layers returned finite outputs. Watch containers too, every module of model.named_modules(), not only "
+            "the layers without children.")
     if got == answers["by_name"] and got != right:
-        return (f" {got!r} is called twice: its first call returned a finite output, and only its second call, "
-                f"after {right!r}, a non-finite one. Judge each call when it returns (a dict keyed by name keeps "
-                "the place of the first call and the verdict of the last).")
+        return "judged-by-name", (
+            f" {got!r} is called twice: its first call returned a finite output, and only its second call, after "
+            f"{right!r}, a non-finite one. Judge each call when it returns (a dict keyed by name keeps the place of "
+            "the first call and the verdict of the last).")
     if got == answers["last"] and got != right:
-        return (" That is the last module with a non-finite output: the model (or a parent) returns after its "
-                "children, so its forward hook fires later. Keep the first one found, in the order the forward "
-                "hooks fire (not the order the calls start, nor the order of named_modules(), where the model "
-                "itself comes first), and ignore the rest.")
+        return "last-not-first", (
+            " That is the last module with a non-finite output: the model (or a parent) returns after its children, "
+            "so its forward hook fires later. Keep the first one found, in the order the forward hooks fire (not "
+            "the order the calls start, nor the order of named_modules(), where the model itself comes first), and "
+            "ignore the rest.")
+    return None
+
+
+def _test_and_order_diagnosis(got, answers, right):
+    """A test of the tensors that misses some non-finite values, or the calls taken in the wrong order."""
     if right is None and got == answers["by_sum"]:
-        return (f" The output of {got!r} is finite, only large (over 1e38): a sum or a norm of it overflows to inf. "
-                "Test the elements themselves, torch.isfinite(t).all().")
+        return "sum-overflow", (f" The output of {got!r} is finite, only large (over 1e38): a sum or a norm of it "
+                                "overflows to inf. Test the elements themselves, torch.isfinite(t).all().")
     if got is not None and got == answers["all_bad"] and got != right:
-        return (" That is the first output in which *every* element is non-finite; one NaN or inf is enough. "
-                "torch.isfinite(t).all() is False as soon as one element is not finite. (Or, if you watch only "
-                f"some kinds of layers: the culprit {right!r} is a {answers['types'].get(right)}, and every module "
-                "counts, whatever its class.)")
+        return "every-element-required", (
+            " That is the first output in which *every* element is non-finite; one NaN or inf is enough. "
+            "torch.isfinite(t).all() is False as soon as one element is not finite. (Or, if you watch only some "
+            f"kinds of layers: the culprit {right!r} is a {answers['types'].get(right)}, and every module counts, "
+            "whatever its class.)")
     if got == answers["no_minus_inf"] and got != right:
-        return (" The culprit's output holds -inf (the log of 0), and no NaN or +inf: test for both infinities, "
-                "torch.isinf(t) or torch.isfinite(t).all(), not only t == inf.")
+        return "minus-inf-missed", (" The culprit's output holds -inf (the log of 0), and no NaN or +inf: test for "
+                                    "both infinities, torch.isinf(t) or torch.isfinite(t).all(), not only t == inf.")
     if got == answers["nan_only"] and got != right:
-        return (" The culprit's output holds infinities but no NaN: torch.isnan misses them; test "
-                "torch.isfinite(...).all().")
+        return "nan-only", (" The culprit's output holds infinities but no NaN: torch.isnan misses them; test "
+                            "torch.isfinite(...).all().")
+    return _outputs_looked_at_diagnosis(got, answers, right) or _order_diagnosis(got, answers, right)
+
+
+def _outputs_looked_at_diagnosis(got, answers, right):
+    """Tuple, list and named-tuple outputs, or inputs, looked at instead of every tensor output."""
     if answers["culprit_named_tuple"] and got != right and \
             got in (answers["exact_types"], answers["tensor_only"], answers["tuple_only"]):
-        return (f" The culprit {right!r} returns a {answers['culprit_named_tuple']}, a named tuple: that is a tuple "
-                "too (isinstance(output, tuple) is True, although type(output) is not tuple), with the non-finite "
-                "tensor among its items. Test isinstance(output, (tuple, list)) and look at every tensor item.")
+        return "named-tuple-missed", (
+            f" The culprit {right!r} returns a {answers['culprit_named_tuple']}, a named tuple: that is a tuple too "
+            "(isinstance(output, tuple) is True, although type(output) is not tuple), with the non-finite tensor "
+            "among its items. Test isinstance(output, (tuple, list)) and look at every tensor item.")
     if got == answers["tensor_only"] and got != right or got == answers["tuple_only"] and got != right:
-        return (f" The culprit returns a {answers['culprit_kind']}, with the non-finite tensor among its items: "
-                "look at every tensor in a tuple or list output.")
+        return "sequence-items-missed", (f" The culprit returns a {answers['culprit_kind']}, with the non-finite "
+                                         "tensor among its items: look at every tensor in a tuple or list output.")
     if got == answers["by_input"] and got != right:
-        return (" That is the first module whose *input* is not finite, the one after the culprit. Look at "
-                "outputs, in a forward hook (a pre-hook sees only the inputs).")
+        return "inputs-not-outputs", (" That is the first module whose *input* is not finite, the one after the "
+                                      "culprit. Look at outputs, in a forward hook (a pre-hook sees only the "
+                                      "inputs).")
     if right is not None and isinstance(got, str) and got == answers["types"].get(right):
-        return (" That is the class of the module; return its name in model.named_modules(), which says where it "
-                "is in the model.")
-    if got == answers["by_start"] and got != right:
-        return (" That is the first call to *start* whose output is not finite: a parent starts before its "
-                "children. Take the order in which the calls return, the order forward hooks fire.")
+        return "class-name", (" That is the class of the module; return its name in model.named_modules(), which "
+                              "says where it is in the model.")
+    return None
+
+
+def _order_diagnosis(got, answers, right):
+    """A module that returns after the culprit. (The first call to start with a non-finite output, when it is
+    not the answer, is a parent of it that returns last of all: "last-not-first" names it, and says so.)"""
     if right is not None and got is not None and right.startswith(f"{got}.") or (got == "" and right):
-        return (" That is a parent of the culprit: a parent's output holds its children's NaN too, but it returns "
-                "after them. Keep the first output found, in the order the forward hooks fire.")
+        return "parent-of-culprit", (" That is a parent of the culprit: a parent's output holds its children's NaN "
+                                     "too, but it returns after them. Keep the first output found, in the order "
+                                     "the forward hooks fire.")
     if right is not None and got in answers["finish_order"] and \
             answers["finish_order"].index(got) > answers["finish_order"].index(right):
-        return (f" {got!r} returns after the culprit {right!r}, a {answers['types'].get(right)} whose output was "
-                "already non-finite: it looks as if the culprit was not watched. Every module of "
-                "model.named_modules() counts, whatever its class.")
-    return ""
+        return "culprit-not-watched", (
+            f" {got!r} returns after the culprit {right!r}, a {answers['types'].get(right)} whose output was "
+            "already non-finite: it looks as if the culprit was not watched. Every module of model.named_modules() "
+            "counts, whatever its class.")
+    return None
 
 
 def _answer_outlives_the_call(find_first_nonfinite, got):
@@ -1084,74 +1044,96 @@ def _answer_outlives_the_call(find_first_nonfinite, got):
     return isinstance(again, str) and again == got and got not in dict(probe.named_modules())
 
 
-@check_of("find_first_nonfinite")
+def _nonfinite_case(seed, build):
+    """The model and inputs of one case, the answers the reference's pass gives, and the call's text."""
+    rng = random.Random(seed)
+    width, batch = rng.randint(3, 6), rng.randint(3, 5)
+    torch.manual_seed(seed)
+    model = build(width)
+    inputs = [random_tensor(seed + number, (batch, width)) for number in range(getattr(model, "inputs", 1))]
+    if model.head.weight.dtype == torch.float64:
+        inputs = [x.double() for x in inputs]
+    if getattr(model, "dirty_input", False):
+        inputs[0][0, 0], inputs[0][-1, -1] = float("inf"), float("-inf")
+    answers = _answers(model, inputs)
+    shown = ", ".join(f"{'xy'[number]} of shape {(batch, width)}" for number in range(len(inputs)))
+    if inputs[0].dtype == torch.float64:
+        shown += ", float64 (and so is the model)"
+    if answers["input_nonfinite"]:
+        shown += ", holding inf and -inf"
+    return model, inputs, answers, f"find_first_nonfinite(model, {shown})"
+
+
+def _call_find_first_nonfinite(find_first_nonfinite, model, inputs, call_text, build):
+    """What find_first_nonfinite returned, and whether the model itself was called through its hooks."""
+    with _watching_the_model(model) as model_called:
+        try:
+            got = _call_learner(find_first_nonfinite, call_text, (model, *[x.clone() for x in inputs]))
+        except LearnerCodeRaised as error:
+            if isinstance(error.error, TypeError) and "missing 1 required positional argument" in str(error.error):
+                fail(f"{call_text} raised TypeError: {error.error}. Pass every positional input on to the "
+                     "model (unpack `inputs` with a star), not only the first.", "positional-inputs-dropped")
+            if build is _finite_case and ("numel() == 0" in str(error.error) or "empty" in str(error.error).lower()):
+                fail(f"{call_text} raised {type(error.error).__name__}: {str(error.error).rstrip('.')}. A layer of "
+                     "this model returns an empty tensor (no elements), and another one returns it in a tuple; an "
+                     "empty tensor has no non-finite element, so it counts as finite. Test the elements, "
+                     "torch.isfinite(t).all(), which is True for an empty tensor.", "empty-tensor-raised")
+            raise
+    return got, model_called
+
+
+def _check_nonfinite_answer(find_first_nonfinite, got, answers, call_text, model_called, earlier):
+    """The name returned is the first module whose output is not finite (None when every output is finite)."""
+    right = answers["right"]
+    if type(got) is type(right) and got == right:
+        return
+    slug, hint = _nonfinite_diagnosis(got, answers, right)
+    if right == "" and got is None and not model_called:
+        slug, hint = "model-forward-called", (
+            " The model itself is the first: its own forward makes the NaN, after every submodule returned finite "
+            "outputs. But its hooks never fired: model.forward(...) runs the forward without the hooks of the model "
+            "itself. Call the model itself, model(...), as a function.")
+    if not hint and isinstance(got, str) and got in earlier and _answer_outlives_the_call(find_first_nonfinite, got):
+        slug, hint = "answer-kept-between-calls", (
+            f" {got!r} is what an earlier call of find_first_nonfinite found (the checker runs it on several "
+            f"models), and it returns {got!r} again for nn.Sequential(nn.Tanh()), which has no module of that name: "
+            "keep what a call finds in a variable made inside the function, on every call, not in one that outlives "
+            "the call.")
+    fail(f"{call_text} returned {describe(got)}; expected {right!r}"
+         f"{', since every output is finite' if right is None else ''}.{hint}", slug)
+
+
+def _check_nonfinite_run(model, call_text, when):
+    """`when` "before": the model ran in train mode; "after" the answer: it ran once, with gradients off."""
+    if when == "before" and not all(model.probe.training_seen):
+        fail(f"{call_text} ran the model in eval mode; the model was in train mode, in which its output differs "
+             "(a Dropout, for one, only drops in train mode). Run the model in the mode the caller has it: "
+             "torch.no_grad() turns gradients off and leaves the mode alone.", "ran-in-eval-mode")
+    if when == "after" and len(model.probe.grad_enabled) > 1:
+        fail(f"{call_text} ran the model {len(model.probe.grad_enabled)} times; run it once, with the hook "
+             "registered, and take the answer from that pass.", "model-run-more-than-once")
+    if when == "after" and any(model.probe.grad_enabled):
+        fail(f"{call_text} ran the model with gradients on; run it under torch.no_grad() (forward hooks fire "
+             "there too, and no graph is built).", "ran-with-grad")
+
+
+@check_of("find_first_nonfinite", mistakes={**SHARED_MISTAKES, **NONFINITE_MISTAKES})
 def check_find_first_nonfinite(find_first_nonfinite):
     earlier = []  # the answers of the cases before
     for seed, build in _NONFINITE_CASES:
-        rng = random.Random(seed)
-        width, batch = rng.randint(3, 6), rng.randint(3, 5)
-        torch.manual_seed(seed)
-        model = build(width)
-        inputs = [random_tensor(seed + number, (batch, width)) for number in range(getattr(model, "inputs", 1))]
-        if model.head.weight.dtype == torch.float64:
-            inputs = [x.double() for x in inputs]
-        if getattr(model, "dirty_input", False):
-            inputs[0][0, 0], inputs[0][-1, -1] = float("inf"), float("-inf")
-        answers = _answers(model, inputs)
-        right = answers["right"]
-        shown = ", ".join(f"{'xy'[number]} of shape {(batch, width)}" for number in range(len(inputs)))
-        if inputs[0].dtype == torch.float64:
-            shown += ", float64 (and so is the model)"
-        if answers["input_nonfinite"]:
-            shown += ", holding inf and -inf"
-        call_text = f"find_first_nonfinite(model, {shown})"
+        model, inputs, answers, call_text = _nonfinite_case(seed, build)
         modes_before = _modes(model)
         before = global_hooks()
         modules = list(model.named_modules()) + [("(an unregistered module the model calls)", model.helpers[0])]
-        with _watching_the_model(model) as model_called:
-            try:
-                got = _call_learner(find_first_nonfinite, call_text, (model, *[x.clone() for x in inputs]))
-            except LearnerCodeRaised as error:
-                if isinstance(error.error, TypeError) and "missing 1 required positional argument" in str(error.error):
-                    fail(f"{call_text} raised TypeError: {error.error}. Pass every positional input on to the "
-                         "model (unpack `inputs` with a star), not only the first.")
-                if build is _finite_case and ("numel() == 0" in str(error.error)
-                                              or "empty" in str(error.error).lower()):
-                    fail(f"{call_text} raised {type(error.error).__name__}: {str(error.error).rstrip('.')}. A layer of "
-                         "this model returns an empty tensor (no elements), and another one returns it in a tuple; an "
-                         "empty tensor has no non-finite "
-                         "element, so it counts as finite. Test the elements, torch.isfinite(t).all(), which is "
-                         "True for an empty tensor.")
-                raise
+        got, model_called = _call_find_first_nonfinite(find_first_nonfinite, model, inputs, call_text, build)
         _check_nothing_left(before, modules, call_text, "returned")
         _check_modes_kept(modes_before, model, call_text, "returned",
                           "Use `with torch.no_grad():`, which puts the caller's grad mode back when the block ends, "
                           "however it ends.")
-        if not all(model.probe.training_seen):
-            fail(f"{call_text} ran the model in eval mode; the model was in train mode, in which its output differs "
-                 "(a Dropout, for one, only drops in train mode). Run the model in the mode the caller has it: "
-                 "torch.no_grad() turns gradients off and leaves the mode alone.")
-        if type(got) is not type(right) or got != right:
-            hint = _nonfinite_hint(got, answers, right)
-            if right == "" and got is None and not model_called:
-                hint = (" The model itself is the first: its own forward makes the NaN, after every submodule "
-                        "returned finite outputs. But its hooks never fired: model.forward(...) runs the forward "
-                        "without the hooks of the model itself. Call the model itself, model(...), as a function.")
-            if not hint and isinstance(got, str) and got in earlier and _answer_outlives_the_call(
-                    find_first_nonfinite, got):
-                hint = (f" {got!r} is what an earlier call of find_first_nonfinite found (the checker runs it on "
-                        f"several models), and it returns {got!r} again for nn.Sequential(nn.Tanh()), which has no "
-                        "module of that name: keep what a call finds in a variable made inside the function, on "
-                        "every call, not in one that outlives the call.")
-            fail(f"{call_text} returned {describe(got)}; expected {right!r}"
-                 f"{', since every output is finite' if right is None else ''}.{hint}")
-        earlier.append(right)
-        if len(model.probe.grad_enabled) > 1:
-            fail(f"{call_text} ran the model {len(model.probe.grad_enabled)} times; run it once, with the hook "
-                 "registered, and take the answer from that pass.")
-        if any(model.probe.grad_enabled):
-            fail(f"{call_text} ran the model with gradients on; run it under torch.no_grad() (forward hooks fire "
-                 "there too, and no graph is built).")
+        _check_nonfinite_run(model, call_text, "before")
+        _check_nonfinite_answer(find_first_nonfinite, got, answers, call_text, model_called, earlier)
+        earlier.append(answers["right"])
+        _check_nonfinite_run(model, call_text, "after")
     _check_raising(find_first_nonfinite, "find_first_nonfinite")
 
 
@@ -1160,20 +1142,22 @@ GLOBAL_AND_PREPEND = EventPrediction(
     events=("pre:own", "pre:own, prepend", "pre:global", "forward", "fwd:own", "fwd:own, prepend", "fwd:global"),
     aliases=(("forward", "fwd"), ("prehook", "pre"), ("pre-hook", "pre"), ("pre_hook", "pre")),
     rules=(
-        Rule("the layer is called once: each hook fires once, and forward runs once.", repeated=True),
+        Rule("the layer is called once: each hook fires once, and forward runs once.", repeated=True,
+             mistake="hook-fires-twice"),
         Rule("forward runs after every pre-hook, global and own, and before every forward hook.",
-             fired=("pre:global", "pre:own, prepend", "pre:own"), predicted=("forward",)),
+             fired=("pre:global", "pre:own, prepend", "pre:own"), predicted=("forward",),
+             mistake="forward-before-pre-hooks"),
         Rule("prepend=True only reorders a module's own hooks: global hooks run before all of them, prepended or "
-             "not.", fired=("pre:global",), predicted=("pre:own, prepend",)),
+             "not.", fired=("pre:global",), predicted=("pre:own, prepend",), mistake="prepend-before-global"),
         Rule("a global forward pre-hook fires before the module's own pre-hooks, whenever it was registered.",
-             fired=("pre:global",)),
+             fired=("pre:global",), mistake="global-pre-after-own"),
         Rule("a global forward hook fires before the module's own forward hooks too, prepended or not: global "
              "hooks do not wrap around the module's own, they come first on both sides of forward.",
-             fired=("fwd:global",)),
+             fired=("fwd:global",), mistake="global-fwd-after-own"),
         Rule("prepend=True puts the hook in front of the module's own hooks registered before it.",
-             fired=("pre:own, prepend", "fwd:own, prepend")),
+             fired=("pre:own, prepend", "fwd:own, prepend"), mistake="prepend-ignored"),
         Rule("forward runs after every pre-hook, global and own, and before every forward hook.",
-             fired=("forward",)),
+             fired=("forward",), mistake="forward-hooks-before-forward"),
     ),
     rule="on each side of forward the global hook comes first, then the module's own hooks, a prepended one in "
          "front of those registered before it.")
@@ -1185,23 +1169,24 @@ ALWAYS_CALL = EventPrediction(
     aliases=(("forward", "fwd"), ("always_call", "always"), ("always-call", "always"), ("prehook", "pre"), ("pre-hook", "pre"), ("pre_hook", "pre")),
     rules=(
         Rule("model, ok and broken are each called once: each hook fires at most once, and the except block runs "
-             "once.", repeated=True),
+             "once.", repeated=True, mistake="hook-fires-twice"),
         Rule("when forward raises, a forward hook registered without always_call=True does not run: there is "
-             "no output to give it.", predicted=("fwd:broken", "fwd:model")),
+             "no output to give it.", predicted=("fwd:broken", "fwd:model"), mistake="forward-hook-on-raise"),
         Rule("the exception passes out through model's call too: model's forward does not catch it, so model's "
              "always-call hooks run as well, after broken's and before the except block.",
-             fired=("global:model", "always:model"), predicted=("caught",)),
+             fired=("global:model", "always:model"), predicted=("caught",), mistake="outer-always-call-missed"),
         Rule("a hook registered with always_call=True runs even when forward raises, before the exception "
-             "reaches the caller.", predicted=("caught",)),
+             "reaches the caller.", predicted=("caught",), mistake="caught-before-always-call"),
         Rule("the exception leaves the innermost module first: broken's always-call hooks run, then model's, as "
              "the exception passes out through each call.", fired=("global:broken", "always:broken"),
-             predicted=("global:model", "always:model")),
+             predicted=("global:model", "always:model"), mistake="outer-module-first"),
         Rule("global forward hooks run before the module's own, on the exception path too.",
-             fired=("global:broken", "global:model"), predicted=("always:broken", "always:model")),
+             fired=("global:broken", "global:model"), predicted=("always:broken", "always:model"),
+             mistake="own-before-global-on-raise"),
         Rule("a global forward hook fires for every module call: first for ok, which returned normally before "
-             "broken was called.", fired=("global:ok",)),
+             "broken was called.", fired=("global:ok",), mistake="global-hook-misses-ok"),
         Rule("model's pre-hook fires when model is called, before its forward calls ok and broken.",
-             fired=("pre:model",)),
+             fired=("pre:model",), mistake="model-pre-hook-misplaced"),
     ),
     rule="a call that raises runs only the always-call forward hooks, the global one first, and the exception "
          "passes out through each enclosing call, innermost first, before the except block runs.")

@@ -118,8 +118,27 @@ def _run(rank_function, world_size=2):
         return run_on_ranks(on_rank, world_size=world_size, pending_futures=pending)
 
 
+# The named mistakes of any comm hook the checks run: what it returned, a rank that hung or whose collective
+# waited in vain, and the errors a comm hook typically raises.
+COMM_HOOK_MISTAKES = {
+    "returned-none": "returns None from the comm hook instead of a Future (a missing return, or set_result's None)",
+    "returned-tensor": "returns the tensor itself from the comm hook instead of a Future of it",
+    "not-a-future": "returns something other than a torch.futures.Future from the comm hook",
+    "future-of-a-list": "returns the collective's future itself, whose value is a list, not a tensor",
+    "future-not-of-a-tensor": "returns a Future whose value is something other than a tensor",
+    "rank-stuck": "hangs a rank: a Future never completed, a loop, or a collective started on one rank only",
+    "bucket-parameter-misnamed": "names the comm hook's second parameter something other than `bucket`",
+    "collectives-differ-by-rank": "starts different collectives on different ranks, so a peer waits in vain",
+    "default-group-used": "calls torch.distributed without group=, which looks for a default process group",
+    "all-reduce-not-async": "uses what dist.all_reduce returns without async_op=True (None)",
+    "none-as-group": "uses a state of None as the group (torch's hooks' dist.group.WORLD, which is None here)",
+    "method-not-called": "uses a method (size, buffer, index, is_last) without calling it",
+    "wrong-annotation": "annotates the comm hook with types register_comm_hook refuses",
+}
+
+
 def _returned_problem(calls, what):
-    """A failure message when the hook returned something other than a Future."""
+    """(failure message, slug) when the hook returned something other than a Future of a tensor; else None."""
     for call in calls:
         returned = call.get("returned")
         if "returned" in call and not isinstance(returned, torch._C.Future):
@@ -128,21 +147,22 @@ def _returned_problem(calls, what):
                         "call that gives None gave (future.set_result(...) returns None: set the result, then return "
                         "the future). A comm hook must return a torch.futures.Future whose value is the bucket's new "
                         "tensor. On torch 2.13 DDP crashes the whole process (a segmentation fault) when a comm hook "
-                        "returns None; the check stopped it before DDP saw it.")
+                        "returns None; the check stopped it before DDP saw it.", "returned-none")
             if isinstance(returned, torch.Tensor):
                 return (f"{what} returned a tensor ({describe(returned)}) for bucket {call['index']}; a comm hook must "
                         "return a torch.futures.Future whose value is the tensor: DDP waits on it. Start the all_reduce "
                         "with async_op=True and chain .then() on its future, with a callback that takes the tensor out "
-                        "of the future's list (value()[0]).")
+                        "of the future's list (value()[0]).", "returned-tensor")
             return (f"{what} returned {describe(returned)} for bucket {call['index']}; a comm hook must return a "
-                    "torch.futures.Future whose value is the bucket's new tensor.")
+                    "torch.futures.Future whose value is the bucket's new tensor.", "not-a-future")
         if "value" in call:
             value = call["value"]
             list_hint = (" It is the list that the collective's future holds: chain .then() on that future, with a "
                          "callback that takes the tensor out of the list (value()[0])."
                          if isinstance(value, (list, tuple)) else "")
             return (f"{what} returned a Future whose value is {describe(value)} for bucket {call['index']}; its value "
-                    f"must be a tensor, the bucket's new gradients.{list_hint}")
+                    f"must be a tensor, the bucket's new gradients.{list_hint}",
+                    "future-of-a-list" if list_hint else "future-not-of-a-tensor")
     return None
 
 
@@ -153,13 +173,14 @@ def _judge_outcomes(outcomes, calls_per_rank, what, doing, group, hint_for_rank=
     for calls in calls_per_rank:
         problem = _returned_problem(calls, what)
         if problem:
-            fail(problem)
+            fail(*problem)
     stuck = [outcome.rank for outcome in outcomes if outcome.stuck]
     if stuck:
         fail(f"While {doing}, rank{'s' if len(stuck) > 1 else ''} {', '.join(map(str, stuck))} did not finish within "
              f"{GLOO_TIMEOUT + EXTRA_WAIT:g} s and {'were' if len(stuck) > 1 else 'was'} stopped. A comm hook hangs when "
              "it returns a Future that is never completed (torch.futures.Future() made by hand), when it loops, or "
-             "when it starts a collective on one rank only: every rank must make the same collective calls.")
+             "when it starts a collective on one rank only: every rank must make the same collective calls.",
+             "rank-stuck")
     errors = [outcome for outcome in outcomes if outcome.error is not None]
     if not errors:
         return
@@ -169,43 +190,54 @@ def _judge_outcomes(outcomes, calls_per_rank, what, doing, group, hint_for_rank=
         first = own[0]
         if isinstance(first.error, KeyError) and str(first.error) == "'bucket'":
             fail(f"Registering {what} with register_comm_hook raised KeyError: 'bucket'. DDP reads the hook's "
-                 "signature: name its parameters (process_group, bucket), or (state, bucket).")
-        hint = hint_for_rank(first.rank) or _error_hint(first.error, group)
-        if hint:
-            fail_with_hint(f"{doing} (on rank {first.rank})", first.error, hint)
+                 "signature: name its parameters (process_group, bucket), or (state, bucket).",
+                 "bucket-parameter-misnamed")
+        found = hint_for_rank(first.rank) or _error_hint(first.error, group)
+        if found:
+            slug, hint = found
+            fail_with_hint(f"{doing} (on rank {first.rank})", first.error, hint, slug)
         with calling(f"{doing} (on rank {first.rank})"):
             raise first.error
     fail(f"While {doing}, rank {errors[0].rank}'s collective gave up waiting for the other rank "
          f"({str(errors[0].error).splitlines()[0][:160]}). Every rank must start the same collectives, in the same "
-         "order: a hook that all-reduces on one rank only, or skips a bucket on one rank, leaves its peer waiting.")
+         "order: a hook that all-reduces on one rank only, or skips a bucket on one rank, leaves its peer waiting.",
+         "collectives-differ-by-rank")
 
 
 def _error_hint(error, group):
-    """What an error the learner's hook raised means, for the errors a comm hook typically meets; None
-    for others. `group` names the group the hook is given."""
+    """(slug, what it means) of an error the learner's hook raised, for the errors a comm hook typically
+    meets; None for others. `group` names the group the hook is given."""
     text = str(error)
+    if text.startswith("Collective mismatch:"):
+        return "collectives-differ-by-rank", ("The ranks' collectives parted ways: each rank must all-reduce the same "
+                                              "buckets, of the same size, in the same order.")
     if "Default process group has not been initialized" in text:
-        return ("The ranks here have no default process group (nothing called dist.init_process_group), and "
-                "torch.distributed's calls without a group look for it and raise: dist.all_reduce(tensor) without "
-                f"group=, dist.get_world_size(). Use the group the hook is given, {group}: dist.all_reduce(tensor, "
-                "group=..., async_op=True), and the group's .size().")
+        return "default-group-used", (
+            "The ranks here have no default process group (nothing called dist.init_process_group), and "
+            "torch.distributed's calls without a group look for it and raise: dist.all_reduce(tensor) without "
+            f"group=, dist.get_world_size(). Use the group the hook is given, {group}: dist.all_reduce(tensor, "
+            "group=..., async_op=True), and the group's .size().")
     if isinstance(error, AttributeError) and text.startswith("'NoneType' object has no attribute") and any(
             name in text for name in ("'get_future'", "'wait'", "'then'")):
-        return ("dist.all_reduce returns None unless it is started with async_op=True (without it, it reduces "
-                "before it returns and there is no work object): dist.all_reduce(tensor, group=..., async_op=True)"
-                ".get_future().")
+        return "all-reduce-not-async", (
+            "dist.all_reduce returns None unless it is started with async_op=True (without it, it reduces "
+            "before it returns and there is no work object): dist.all_reduce(tensor, group=..., async_op=True)"
+            ".get_future().")
     if isinstance(error, AttributeError) and text in ("'NoneType' object has no attribute 'size'",
                                                       "'NoneType' object has no attribute 'rank'"):
-        return ("The group was None. Given None as the state, torch's own hooks (allreduce_hook, fp16_compress_hook) "
-                "use dist.group.WORLD, the default process group, and the ranks here have none (nothing called "
-                f"dist.init_process_group): it is None too. Use the group the hook is given, {group}: register the "
-                "hook with the group as its state.")
-    if isinstance(error, TypeError) and "'method'" in text:
-        return ("A method was used without being called: process_group.size, bucket.buffer, bucket.index and "
-                "bucket.is_last are methods; call them (process_group.size() is the number of ranks).")
+        return "none-as-group", (
+            "The group was None. Given None as the state, torch's own hooks (allreduce_hook, fp16_compress_hook) "
+            "use dist.group.WORLD, the default process group, and the ranks here have none (nothing called "
+            f"dist.init_process_group): it is None too. Use the group the hook is given, {group}: register the "
+            "hook with the group as its state.")
+    if isinstance(error, TypeError) and ("'method'" in text or text.endswith("not method")):
+        return "method-not-called", (
+            "A method was used without being called: process_group.size, bucket.buffer, bucket.index and "
+            "bucket.is_last are methods; call them (process_group.size() is the number of ranks).")
     if isinstance(error, ValueError) and text.startswith("Communication hook:") and "annotation" in text:
-        return ("DDP's register_comm_hook reads the hook's annotations: `bucket` may be annotated dist.GradBucket "
-                "and the return torch.futures.Future[torch.Tensor], exactly, or not at all.")
+        return "wrong-annotation", (
+            "DDP's register_comm_hook reads the hook's annotations: `bucket` may be annotated dist.GradBucket "
+            "and the return torch.futures.Future[torch.Tensor], exactly, or not at all.")
     return None
 
 
@@ -280,10 +312,25 @@ def _stop_if_not_written(exercise, name, arguments):
         pass
 
 
+MEAN_MISTAKES = {
+    "sum-not-mean": "returns the sum over the ranks, not the mean",
+    "divided-by-two": "divides by 2 instead of by the number of ranks",
+    "not-all-reduced": "returns the rank's own gradients: no all-reduce, or a future that does not wait for it",
+    "compressed": "all-reduces the bucket in float16 or bfloat16, losing precision",
+    "divided-by-parameter-count": "divides by the number of parameters in the bucket, not the number of ranks",
+    "divided-twice": "divides by the number of ranks twice (or divides and uses ReduceOp.AVG)",
+    "wrong-divisor": "divides the sum by another number than the number of ranks",
+    "reduced-with-max": "all-reduces with ReduceOp.MAX, the largest over the ranks, not the sum",
+    "returned-zeros": "returns a Future of zeros (a new tensor) instead of the averaged bucket",
+    "wrong-gradients": "gives gradients that are no one number's division of the sum (a race with the all-reduce)",
+}
+
+
 @check_of("mean_allreduce_hook", budget_ms=800,
           why="the first check to build a DistributedDataParallel in a process: DDP's constructor reads "
               "torch._dynamo.utils.get_optimize_ddp_mode(), which imports torch._dynamo (0.73 s, once); the "
-              "check itself costs 3 ms warm, and the lesson's other checks share the import")
+              "check itself costs 3 ms warm, and the lesson's other checks share the import",
+          mistakes={**COMM_HOOK_MISTAKES, **MEAN_MISTAKES})
 def check_mean_allreduce_hook(mean_allreduce_hook):
     _stop_if_not_written(mean_allreduce_hook, "mean_allreduce_hook", (None, object()))
     deferred = None  # on 2 ranks, a sum divided by 4: told apart on 3 ranks (9: the size twice) first
@@ -297,48 +344,83 @@ def check_mean_allreduce_hook(mean_allreduce_hook):
             got = outcome.value[0]
             if _same(got, mean[0]):
                 continue
-            if _same(got, {name: value * world_size for name, value in mean[0].items()}):
-                fail(f"{doing}: rank {outcome.rank}'s gradients are {world_size} times DDP's own: the sum over the "
-                     "ranks, not the mean. Divide by process_group.size() (before or after the all-reduce).")
-            if world_size == 3 and _same(got, {name: value * 3 / 2 for name, value in mean[0].items()}):
-                fail(f"{doing}: rank {outcome.rank}'s gradients are the sum over the 3 ranks divided by 2. Divide by "
-                     "process_group.size(), the number of ranks, not by 2.")
-            if _same(got, local[0][outcome.rank]) or _same(
-                    got, {name: value / world_size for name, value in local[0][outcome.rank].items()}):
-                fail(f"{doing}: rank {outcome.rank}'s gradients are its own, not averaged with the other ranks': the "
-                     "hook returned the buffer without all-reducing it, or before its all-reduce had completed (a Future "
-                     "completed by hand with set_result does not wait for an all-reduce started with async_op=True). "
-                     "Start dist.all_reduce(buffer, group=process_group, async_op=True) and return its future of the "
-                     "tensor.")
-            compressed = _compressed_to(got, mean[0], local[0])
-            if compressed:
-                fail(f"{doing}: rank {outcome.rank}'s gradients are DDP's own rounded to {compressed}: every value is a "
-                     f"{compressed} number, within {compressed}'s rounding of the mean (they differ by up to "
-                     f"{_max_difference(got, mean[0]):.3g}). The hook lost precision by compressing the bucket to "
-                     f"{compressed}, as torch's fp16_compress_hook and bf16_compress_hook do; the exercise asks for "
-                     "the mean itself: all-reduce the buffer in its own dtype.")
-            divisor = _uniform_divisor(got, {name: value * world_size for name, value in mean[0].items()})
-            if divisor is not None:
-                message = (f"{doing}: rank {outcome.rank}'s gradients are the sum over the {world_size} ranks divided "
-                           f"by {divisor:.4g}, where the mean divides it by process_group.size(), {world_size}.")
-                parameters = {len(call["names"]) for call in calls_per_rank[outcome.rank]}
-                if world_size == 2 and abs(divisor - 4) < 1e-3:
-                    deferred = message
-                    break
-                if parameters == {round(divisor)} and abs(divisor - round(divisor)) < 1e-3:
-                    message += (f" {round(divisor)} is the number of parameters in the bucket "
-                                "(len(bucket.parameters())), not the number of ranks.")
-                elif abs(divisor - world_size ** 2) < 1e-3:
-                    message += (f" That is process_group.size() twice, {world_size} × {world_size}: divide once "
-                                "(ReduceOp.AVG divides too).")
-                fail(message)
-            fail(f"{doing}: rank {outcome.rank}'s gradients differ from DDP's own (the mean over the ranks) by up to "
-                 f"{_max_difference(got, mean[0]):.3g}, and are not the sum divided by any one number. Every rank must "
-                 "divide by process_group.size(), the same on every rank, and the all-reduce must sum what was "
-                 "divided: if the hook divides the buffer in place after starting the all-reduce, gloo may already be "
-                 "reading it: divide first, or in the .then() callback.")
+            message, slug = _mean_diagnosis(got, mean[0], local[0], outcome.rank, world_size,
+                                            calls_per_rank[outcome.rank], doing)
+            if world_size == 2 and slug == "divided-by-four":
+                deferred = message
+                break
+            fail(message, slug)
     if deferred:
-        fail(deferred)
+        fail(deferred, "wrong-divisor")
+
+
+def _mean_diagnosis(got, mean, local, rank, world_size, calls, doing):
+    """(message, slug) of the gradients `got` on `rank` where `mean` was expected (`local`: each rank's own).
+    "divided-by-four" is no named mistake: on 2 ranks it is the size twice or another 4, told apart on 3."""
+    said = f"{doing}: rank {rank}'s gradients"
+    total = {name: value * world_size for name, value in mean.items()}
+    if _same(got, total):
+        return (f"{said} are {world_size} times DDP's own: the sum over the ranks, not the mean. Divide by "
+                "process_group.size() (before or after the all-reduce).", "sum-not-mean")
+    if world_size == 3 and _same(got, {name: value * 3 / 2 for name, value in mean.items()}):
+        return (f"{said} are the sum over the 3 ranks divided by 2. Divide by process_group.size(), the number of "
+                "ranks, not by 2.", "divided-by-two")
+    if _same(got, local[rank]) or _same(got, {name: value / world_size for name, value in local[rank].items()}):
+        return (f"{said} are its own, not averaged with the other ranks': the hook returned the buffer without "
+                "all-reducing it, or before its all-reduce had completed (a Future completed by hand with "
+                "set_result does not wait for an all-reduce started with async_op=True). Start "
+                "dist.all_reduce(buffer, group=process_group, async_op=True) and return its future of the tensor.",
+                "not-all-reduced")
+    compressed = _compressed_to(got, mean, local)
+    if compressed:
+        return (f"{said} are DDP's own rounded to {compressed}: every value is a {compressed} number, within "
+                f"{compressed}'s rounding of the mean (they differ by up to {_max_difference(got, mean):.3g}). The "
+                f"hook lost precision by compressing the bucket to {compressed}, as torch's fp16_compress_hook and "
+                "bf16_compress_hook do; the exercise asks for the mean itself: all-reduce the buffer in its own "
+                "dtype.", "compressed")
+    divisor = _uniform_divisor(got, total)
+    if divisor is not None:
+        return _divisor_diagnosis(divisor, said, world_size, calls)
+    return _sum_diagnosis(got, mean, local, said, world_size) or (
+        f"{said} differ from DDP's own (the mean over the ranks) by up to {_max_difference(got, mean):.3g}, and "
+        "are not the sum divided by any one number. Every rank must divide by process_group.size(), the same on "
+        "every rank, and the all-reduce must sum what was divided: if the hook divides the buffer in place after "
+        "starting the all-reduce, gloo may already be reading it: divide first, or in the .then() callback.",
+        "wrong-gradients")
+
+
+def _sum_diagnosis(got, mean, local, said, world_size):
+    """(message, slug) of gradients that are not the sum of what each rank sent, divided: the largest over the
+    ranks, or zeros; None for others."""
+    largest = {name: torch.stack([grads[name] for grads in local]).amax(0) for name in mean}
+    if _same(got, largest):
+        return (f"{said} differ from DDP's own (the mean over the ranks): each is the largest of the ranks' "
+                "gradients, element by element, as ReduceOp.MAX gives. All-reduce with the default op, "
+                "ReduceOp.SUM, and divide by process_group.size().", "reduced-with-max")
+    if all(not value.any() for value in got.values()):
+        return (f"{said} differ from DDP's own (the mean over the ranks): they are all zero. DDP copies the value "
+                "of the hook's future into the gradients: it must be the averaged bucket, the all-reduce's result, "
+                "not a new tensor.", "returned-zeros")
+    # Not told: a sum of which only some ranks' gradients were divided. A buffer divided in place after its
+    # all-reduce started gives the same numbers when gloo read it first on one rank, so the generic message,
+    # which names both, stays.
+    return None
+
+
+def _divisor_diagnosis(divisor, said, world_size, calls):
+    """(message, slug) of gradients that are the sum over the ranks divided by `divisor`."""
+    message = (f"{said} are the sum over the {world_size} ranks divided by {divisor:.4g}, where the mean divides it "
+               f"by process_group.size(), {world_size}.")
+    if world_size == 2 and abs(divisor - 4) < 1e-3:
+        return message, "divided-by-four"
+    parameters = {len(call["names"]) for call in calls}
+    if parameters == {round(divisor)} and abs(divisor - round(divisor)) < 1e-3:
+        return (message + f" {round(divisor)} is the number of parameters in the bucket (len(bucket.parameters())), "
+                "not the number of ranks.", "divided-by-parameter-count")
+    if abs(divisor - world_size ** 2) < 1e-3:
+        return (message + f" That is process_group.size() twice, {world_size} × {world_size}: divide once "
+                "(ReduceOp.AVG divides too).", "divided-twice")
+    return message, "wrong-divisor"
 
 
 def _uniform_divisor(got, total):
@@ -372,7 +454,32 @@ def _rounded_to(dtype, value, mean, own):
 
 # ---------------------------------------------------------------- record_buckets
 
-@check_of("record_buckets")
+RECORD_MISTAKES = {
+    "store-not-used": "appends the records to a list of its own, not to the `store` it is given",
+    "returns-a-value": "returns something from record_buckets, which returns None",
+    "other-hooks-registered": "registers other hooks on the model besides the comm hook",
+    "no-comm-hook": "registers no comm hook on the DDP model",
+    "comm-hook-registered-twice": "registers a comm hook twice on the DDP model, which DDP refuses",
+    "compressed": "reduces the buckets in float16 or bfloat16, changing the gradients",
+    "sum-not-mean": "gives the gradients summed over the ranks, not averaged",
+    "gradients-changed": "changes the gradients: the hook no longer averages each bucket over the ranks",
+    "store-not-lists": "fills the store with something other than one list of records per backward pass",
+    "same-list-each-pass": "appends the same list to the store for every backward pass",
+    "empty-pass-list": "leaves a pass's list empty (a list opened and not filled, or a pass counter outside)",
+    "store-shared-by-ranks": "keeps the records in one list both ranks write to (at module level)",
+    "wrong-pass-count": "splits the records into another number of passes than the backward passes",
+    "wrong-record-count": "records another number of buckets in a pass than DDP called the hook",
+    "wrong-record-keys": "records something other than dicts with the keys index, numel, names, is_last",
+    "names-joined-to-root": "joins a root parameter's name to the root's empty prefix ('.scale')",
+    "names-from-state-dict": "takes the names from state_dict(), which lists buffers too",
+    "wrong-names": "records other names than the bucket's parameters' in named_parameters()",
+    "wrong-numel": "records another numel than bucket.buffer().numel()",
+    "wrong-is-last": "records another is_last than bucket.is_last(), a bool",
+    "wrong-index": "records another index than bucket.index()",
+}
+
+
+@check_of("record_buckets", mistakes={**COMM_HOOK_MISTAKES, **RECORD_MISTAKES})
 def check_record_buckets(record_buckets):
     _stop_if_not_written(record_buckets, "record_buckets", (object(), []))
     _check_recording(record_buckets, _ScaledLayers, 2, (
@@ -414,9 +521,12 @@ def _check_recording(record_buckets, build, steps, doing):
     def shared_list_hint(rank):
         # Ranks that share one list of the learner's own (they are threads here) can break each other's
         # records mid-append, an IndexError: then the empty store is what to say, not only the error.
+        if "can only be called once" in str(outcomes[rank].error):
+            return "comm-hook-registered-twice", ("DDP takes one comm hook: register_comm_hook once, with the hook "
+                                                  "that records and averages.")
         if stores[rank] or not isinstance(outcomes[rank].error, IndexError):
             return None
-        return f"Rank {rank}'s store is empty. {_APPEND_TO_STORE}"
+        return "store-not-used", f"Rank {rank}'s store is empty. {_APPEND_TO_STORE}"
 
     _judge_outcomes(outcomes, calls_per_rank, "the hook that record_buckets registered", doing,
                     "its state (the group it was registered with, ddp_model.process_group)", shared_list_hint)
@@ -429,13 +539,14 @@ def _check_recording(record_buckets, build, steps, doing):
 def _judge_recording(rank, result, left, calls, mean, local, doing):
     if result["returned"] is not None:
         fail(f"{doing}: record_buckets returned {describe(result['returned'])}; it must return None (the "
-             "records go into `store`).")
+             "records go into `store`).", "returns-a-value")
     if left:
         fail(f"{doing}: record_buckets left hooks on the model besides its comm hook: {left[:4]} "
-             "((parameter or module name under ddp_model, kind)). Record everything from the comm hook's bucket; register no "
-             "other hook.")
+             "((parameter or module name under ddp_model, kind)). Record everything from the comm hook's bucket; "
+             "register no other hook.", "other-hooks-registered")
     if not result["registered"]:
-        fail(f"{doing}: record_buckets registered no comm hook on ddp_model (ddp_model.register_comm_hook).")
+        fail(f"{doing}: record_buckets registered no comm hook on ddp_model (ddp_model.register_comm_hook).",
+             "no-comm-hook")
     _compare_records(result["store"], _expected_records(calls, len(mean)), rank, doing)
     for step, step_mean in enumerate(mean):
         if not _same(result["grads"][step], step_mean):
@@ -445,10 +556,16 @@ def _judge_recording(rank, result, left, calls, mean, local, doing):
                      f"{compressed} (every value is a {compressed} number, within its rounding of the mean): the hook "
                      f"reduces the bucket in {compressed}, as torch's fp16_compress_hook and bf16_compress_hook do. "
                      "It must average each bucket as DDP does, in the buffer's own dtype (as mean_allreduce_hook "
-                     "does), so that the gradients do not change.")
+                     "does), so that the gradients do not change.", "compressed")
+            if _same(result["grads"][step], {name: value * len(local[step]) for name, value in step_mean.items()}):
+                fail(f"{doing}: after backward pass {step + 1}, rank {rank}'s gradients differ from DDP's own (the "
+                     f"mean over the ranks): they are {len(local[step])} times it, the sum over the ranks. The hook "
+                     "must still average each bucket over the ranks, as mean_allreduce_hook does: divide by the "
+                     "group's size().", "sum-not-mean")
             fail(f"{doing}: after backward pass {step + 1}, rank {rank}'s gradients differ from DDP's own (the "
                  f"mean over the ranks) by up to {_max_difference(result['grads'][step], step_mean):.3g}. The "
-                 "hook must still average each bucket over the ranks, as mean_allreduce_hook does.")
+                 "hook must still average each bucket over the ranks, as mean_allreduce_hook does.",
+             "gradients-changed")
 
 
 _APPEND_TO_STORE = ("Append to the `store` passed to record_buckets (this rank's own list), not to a list of your "
@@ -470,54 +587,58 @@ def _expected_records(calls, steps):
 def _compare_records(store, expected, rank, doing):
     if not isinstance(store, list) or any(not isinstance(step, list) for step in store):
         fail(f"{doing}: rank {rank}'s store holds {describe(store)}; expected a list with one list of records per "
-             "backward pass.")
+             "backward pass.", "store-not-lists")
     if not store:
-        fail(f"{doing}: rank {rank}'s store is empty after {len(expected)} backward passes. {_APPEND_TO_STORE}")
+        fail(f"{doing}: rank {rank}'s store is empty after {len(expected)} backward passes. {_APPEND_TO_STORE}",
+             "store-not-used")
     for step, records in enumerate(store):
         again = [later for later in range(step + 1, len(store)) if store[later] is records]
         if again:
             fail(f"{doing}: rank {rank}'s store[{step}] and store[{again[0]}] are one list, appended twice: the "
                  f"hook appended the same list for each backward pass (it holds {len(records)} records now). After a "
                  "bucket whose is_last() is True, start a new list for the next pass (a new [] appended to `store`, "
-                 "not the old one cleared or kept).")
+                 "not the old one cleared or kept).", "same-list-each-pass")
     empty = [step for step, records in enumerate(store) if isinstance(records, list) and not records]
     if empty:
         fail(f"{doing}: rank {rank}'s store[{empty[0]}] is an empty list: the hook opened a list for a backward pass "
              "and recorded no bucket in it, or emptied it later. Each pass's list gets that pass's records; a count "
              "of passes kept outside record_buckets (at module level) is shared by both ranks here, where they are "
-             "threads of one process, and counts both ranks' passes.")
+             "threads of one process, and counts both ranks' passes.", "empty-pass-list")
     if len(store) != len(expected):
         flat = sum(len(step) for step in store)
         more = (" It holds twice as many records as this rank's buckets: are both ranks writing to one list (a "
                 "list at module level is shared here, where the ranks are threads of one process)?"
                 if flat == 2 * sum(len(step) for step in expected) else "")
         fail(f"{doing}: rank {rank}'s store holds {len(store)} lists; expected {len(expected)}, one per backward pass "
-             f"(a pass starts at the first bucket after one whose is_last() was True).{more}")
+             f"(a pass starts at the first bucket after one whose is_last() was True).{more}",
+             "store-shared-by-ranks" if more else "wrong-pass-count")
     for step, (got_step, want_step) in enumerate(zip(store, expected)):
         if len(got_step) != len(want_step):
             fail(f"{doing}: rank {rank}'s store[{step}] holds {len(got_step)} records; DDP called the hook "
-                 f"{len(want_step)} times in that backward pass, once per bucket.")
+                 f"{len(want_step)} times in that backward pass, once per bucket.", "wrong-record-count")
         for got, want in zip(got_step, want_step):
             if not isinstance(got, dict) or set(got) != set(want):
                 fail(f"{doing}: rank {rank}'s store[{step}] holds {describe(got)}; expected dicts with the keys "
-                     f"{sorted(want)}.")
+                     f"{sorted(want)}.", "wrong-record-keys")
             for key in ("index", "numel", "names", "is_last"):
                 value = got[key]
                 if isinstance(value, torch.Tensor) or type(value) is not type(want[key]) or value != want[key]:
+                    slug, hint = _record_hint(key, value, want[key])
                     fail(f"{doing}: rank {rank}'s store[{step}] has {key}={describe(value)} where DDP's bucket "
-                         f"{want['index']} gives {describe(want[key])}.{_record_hint(key, value, want[key])}")
+                         f"{want['index']} gives {describe(want[key])}.{hint}", slug)
 
 
 def _record_hint(key, value, wanted):
-    """What a record's wrong `value` for `key` likely means."""
+    """(slug, hint) of a record's wrong `value` for `key`."""
     if key == "names" and _joined_to_root(value, wanted):
-        return _NAMES_JOINED_TO_ROOT
+        return "names-joined-to-root", _NAMES_JOINED_TO_ROOT
     if key == "names" and isinstance(value, list) and "shift" in value:
-        return _NAMES_FROM_STATE_DICT
-    return {"names": " Use the names of ddp_model.module.named_parameters() (without DDP's 'module.' prefix), in "
-                     "bucket.parameters()' order.",
-            "numel": " numel is bucket.buffer().numel(), the number of elements.",
-            "is_last": " is_last is bucket.is_last(), a bool."}.get(key, "")
+        return "names-from-state-dict", _NAMES_FROM_STATE_DICT
+    return {"names": ("wrong-names", " Use the names of ddp_model.module.named_parameters() (without DDP's 'module.' "
+                                     "prefix), in bucket.parameters()' order."),
+            "numel": ("wrong-numel", " numel is bucket.buffer().numel(), the number of elements."),
+            "is_last": ("wrong-is-last", " is_last is bucket.is_last(), a bool."),
+            "index": ("wrong-index", "")}[key]
 
 
 _NAMES_FROM_STATE_DICT = (" 'shift' is not a parameter but a buffer of the root module: the names were taken from "
@@ -606,46 +727,68 @@ def _split_steps(calls):
     return steps
 
 
-# The options of _topk_reference that make each typical mistake, and how the parameters moved with it (after
-# "the parameters moved as"), most specific first.
+# Each typical mistake: its slug, the options of _topk_reference that make it, and how the parameters moved with
+# it (after "the parameters moved as"), most specific first.
 _TOPK_VARIANTS = [
-    (dict(divide=False), "with the SUM of `sent` over the ranks: divide by state.process_group.size() (the mean)."),
-    (dict(feedback="none"),
+    ("sum-not-mean", dict(divide=False),
+     "with the SUM of `sent` over the ranks: divide by state.process_group.size() (the mean)."),
+    ("no-error-feedback", dict(feedback="none"),
      "top-k WITHOUT error feedback: the residual was never added to the next step's gradient. Store corrected - "
      "sent in state.residuals[bucket.index()] and add it to the next buffer; compute it before anything changes "
      "`corrected` in place (after sent is cut out of corrected itself, corrected - sent is zero)."),
-    (dict(feedback="twice"),
+    ("residual-added-twice", dict(feedback="twice"),
      "if the residual were added twice (buffer + 2 * residual): add it once, to a new tensor, not also to the "
      "buffer in place."),
-    (dict(feedback="accumulate"),
+    ("residual-accumulated", dict(feedback="accumulate"),
      "if each new residual were added to the old one (residual += corrected - sent): corrected already holds the "
      "old residual, so the new residual is corrected - sent, replacing the old."),
-    (dict(feedback="from-buffer"),
+    ("residual-from-buffer", dict(feedback="from-buffer"),
      "if the new residual were buffer - sent: it is corrected - sent, what this step had to send (its gradient and "
      "the old residual) less what it sent."),
-    (dict(absolute=False),
+    ("largest-not-absolute", dict(absolute=False),
      "if the k LARGEST values were kept, not the k of largest ABSOLUTE value: choose with corrected.abs().topk(k)."),
-    (dict(largest=False),
+    ("smallest-kept", dict(largest=False),
      "if the k entries of SMALLEST |corrected| were kept: keep the k of largest absolute value "
      "(corrected.abs().topk(k) gives them; argsort and sort are ascending unless told descending=True)."),
-    (dict(feedback="from-mean"),
+    ("residual-from-mean", dict(feedback="from-mean"),
      "if the new residual were corrected minus the mean over the ranks (the all-reduce's result), as PowerSGD's "
      "error feedback computes it: here it is corrected - sent, with this rank's own sent, stored before the "
      "all-reduce."),
-    (dict(reduce=False),
+    ("not-all-reduced", dict(reduce=False),
      "if each rank used the mean of its own `sent` only, without the other ranks': the hook did not all-reduce it, "
      "or returned a future that does not wait for the all-reduce. Start dist.all_reduce(sent, "
      "group=state.process_group, async_op=True) and return its future of the tensor."),
-    (dict(reduce=False, divide=False),
+    ("own-sum-not-all-reduced", dict(reduce=False, divide=False),
      "if each rank used its own `sent`, without the other ranks': the hook did not all-reduce it. Return the mean "
      "of sent over the ranks of state.process_group: all-reduce it, divided by its size()."),
-    (dict(sent_from="buffer"),
+    ("sent-from-buffer", dict(sent_from="buffer"),
      "if `sent` held the BUFFER's entries at the chosen positions: it holds corrected's (the buffer plus the "
      "residual), so that the residual is sent too."),
 ]
 
 
-@check_of("topk_error_feedback_hook")
+TOPK_MISTAKES = {
+    "sum-not-mean": "sends the sum of `sent` over the ranks, not the mean",
+    "no-error-feedback": "never adds the residual to the next step's gradient (or computes it as zero)",
+    "residual-added-twice": "adds the residual twice (to a new tensor and to the buffer in place)",
+    "residual-accumulated": "adds each new residual to the old one instead of replacing it",
+    "residual-from-buffer": "computes the residual as buffer - sent, not corrected - sent",
+    "largest-not-absolute": "keeps the k largest values, not the k of largest absolute value",
+    "smallest-kept": "keeps the k entries of smallest absolute value (an ascending sort)",
+    "residual-from-mean": "computes the residual as corrected minus the all-reduced mean, as PowerSGD",
+    "not-all-reduced": "uses the rank's own `sent`, divided, without all-reducing it",
+    "own-sum-not-all-reduced": "uses the rank's own `sent`, not all-reduced nor divided",
+    "sent-from-buffer": "sends the buffer's entries at the chosen positions, not corrected's",
+    "k-not-capped": "keeps state.k entries of a bucket that holds fewer (k not capped by the bucket's size)",
+    "residual-of-rebuilt-bucket": "adds a residual kept from before DDP rebuilt its buckets, of another size",
+    "wrong-parameters": "moves the parameters in a way no diagnosis explains",
+    "residuals-not-by-index": "keys the residuals by something other than bucket.index()",
+    "residuals-not-in-state": "keeps the residuals elsewhere than state.residuals (module level, the function)",
+    "wrong-residual": "leaves another residual in state.residuals than corrected - sent",
+}
+
+
+@check_of("topk_error_feedback_hook", mistakes={**COMM_HOOK_MISTAKES, **TOPK_MISTAKES})
 def check_topk_error_feedback_hook(topk_error_feedback_hook):
     _stop_if_not_written(topk_error_feedback_hook, "topk_error_feedback_hook", (object(), object()))
     world_size = 2
@@ -669,7 +812,8 @@ def check_topk_error_feedback_hook(topk_error_feedback_hook):
 
     outcomes = _run(rank_function, world_size)
     calls_per_rank = [calls or [] for calls in calls_per_rank]
-    _judge_outcomes(outcomes, calls_per_rank, "topk_error_feedback_hook", doing, "state.process_group")
+    _judge_outcomes(outcomes, calls_per_rank, "topk_error_feedback_hook", doing, "state.process_group",
+                    lambda rank: _topk_error_hint(outcomes[rank].error))
     for rank, state in enumerate(states):
         _check_residuals_kept(state, rank, [call["index"] for call in calls_per_rank[rank]], doing)
     expected, residuals = _topk_reference(calls_per_rank[0], world_size)
@@ -680,17 +824,31 @@ def check_topk_error_feedback_hook(topk_error_feedback_hook):
         got = outcome.value
         if _same(got, expected[outcome.rank]):
             continue
-        for variant, message in _TOPK_VARIANTS:
+        for slug, variant, message in _TOPK_VARIANTS:
             if ranks_agree and variant.get("reduce") is False:
                 continue
             if _same(got, _topk_reference(calls_per_rank[0], world_size, **variant)[0][outcome.rank]):
-                fail(f"{doing}: on rank {outcome.rank}, the parameters moved as {message}")
+                fail(f"{doing}: on rank {outcome.rank}, the parameters moved as {message}", slug)
         fail(f"{doing}: rank {outcome.rank}'s parameters differ from those the rules give, computed by hand, by up "
-             f"to {_max_difference(got, expected[outcome.rank]):.3g}. Check each rule: corrected = buffer + residual; keep the k "
-             "entries of largest |corrected|; residual = corrected - sent; the future's value is the mean of sent "
-             "over the ranks.")
+             f"to {_max_difference(got, expected[outcome.rank]):.3g}. Check each rule: corrected = buffer + residual; "
+             "keep the k entries of largest |corrected|; residual = corrected - sent; the future's value is the mean "
+             "of sent over the ranks.", "wrong-parameters")
     for rank, state in enumerate(states):
         _check_residuals(state, residuals[rank], rank, doing)
+
+
+def _topk_error_hint(error):
+    """(slug, what it means) of an error that a top-k hook's own mistake raises; None for others."""
+    text = str(error)
+    if "selected index k out of range" in text:
+        return "k-not-capped", ("A bucket may hold fewer than state.k elements (bucket 0 holds 27 here): keep "
+                                "k = min(state.k, buffer.numel()) entries.")
+    if "must match the size of tensor" in text:
+        return "residual-of-rebuilt-bucket", (
+            "DDP rebuilds its buckets after the first backward pass (one bucket of 83 elements, then 27 and 56): a "
+            "residual kept under an index from before the rebuild has another size than the buffer. Start afresh, "
+            "without a residual, when the sizes differ.")
+    return None
 
 
 def _check_residuals_kept(state, rank, indices, doing):
@@ -698,12 +856,12 @@ def _check_residuals_kept(state, rank, indices, doing):
     if isinstance(held, dict) and held and not set(held) <= set(indices):
         fail(f"{doing}: rank {rank}'s state.residuals has the keys {sorted(map(repr, held))[:4]}; DDP's buckets "
              f"were {sorted(set(indices))}. Key each residual by bucket.index(), which stays the same from step to "
-             "step (the GradBucket object does not).")
+             "step (the GradBucket object does not).", "residuals-not-by-index")
     if not isinstance(held, dict) or not held:
         fail(f"{doing}: rank {rank}'s state.residuals is {describe(held)} after {_TOPK_STEPS} steps; the hook must "
              "keep each bucket's residual there, under bucket.index(). State kept anywhere else (at module "
              "level, on the function object, in a default argument) is shared by both ranks here (they are threads "
-             "of one process) and would mix their residuals.")
+             "of one process) and would mix their residuals.", "residuals-not-in-state")
 
 
 def _check_residuals(state, expected, rank, doing):
@@ -713,7 +871,7 @@ def _check_residuals(state, expected, rank, doing):
         if not isinstance(value, torch.Tensor) or value.shape != residual.shape or not torch.allclose(
                 value, residual, atol=1e-5):
             fail(f"{doing}: rank {rank}'s state.residuals[{index}] is {describe(value)}; the rules give "
-                 f"{describe(residual)} (corrected - sent of that bucket's last step, on this rank).")
+                 f"{describe(residual)} (corrected - sent of that bucket's last step, on this rank).", "wrong-residual")
 
 
 class _TopKState:

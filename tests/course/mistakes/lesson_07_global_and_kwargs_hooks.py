@@ -32,25 +32,30 @@ def summarize_model(model, *inputs, **kwargs):
         output = model(*inputs, **kwargs)
     return output, rows
 ''',
+         mistake="07.summarize_model.finish-order",
          expect=["order the calls finish", "pre-hook"]),
     dict(exercise="summarize_model", kind="wrong", clause="row-per-call", why="rows kept in a dict keyed by name",
          source=edited(reference("summarize_model"),
                        ('rows, open_rows = [], []', 'rows, open_rows = {}, []'),
                        ('rows.append(row)\n            open_rows', 'rows[row["name"]] = row\n            open_rows'),
                        ('return output, rows', 'return output, list(rows.values())')),
+         mistake="07.summarize_model.row-per-module",
          expect=["calls twice", "row per call"]),
     dict(exercise="summarize_model", kind="wrong", clause="params-own", why="counts parameters recursively",
          source=edited(reference("summarize_model"), ('module.parameters(recurse=False)', 'module.parameters()')),
+         mistake="07.summarize_model.params-recursive",
          expect=["submodules too", "recurse=False"]),
     dict(exercise="summarize_model", kind="wrong", clause="params-frozen", why="counts only trainable parameters",
          source=edited(reference("summarize_model"),
                        ('p.numel() for p in module.parameters(recurse=False)',
                         'p.numel() for p in module.parameters(recurse=False) if p.requires_grad')),
+         mistake="07.summarize_model.params-trainable-only",
          expect=["frozen"]),
     dict(exercise="summarize_model", kind="wrong", clause="params-own", why="counts parameter tensors, not elements",
          source=edited(reference("summarize_model"),
                        ('sum(p.numel() for p in module.parameters(recurse=False))',
                         'len(list(module.parameters(recurse=False)))')),
+         mistake="07.summarize_model.params-tensor-count",
          expect=["number of parameter tensors", "numel"]),
     dict(exercise="summarize_model", kind="wrong", clause="root-name", why="skips the root because its name is falsy",
          source=edited(reference("summarize_model"),
@@ -58,6 +63,7 @@ def summarize_model(model, *inputs, **kwargs):
                         '    def starts(module, args):\n        if names.get(module):'),
                        ('    def finishes(module, args, output):\n        if module in names:',
                         '    def finishes(module, args, output):\n        if names.get(module):')),
+         mistake="07.summarize_model.root-skipped-falsy-name",
          expect=["model itself is missing", "falsy"]),
     dict(exercise="summarize_model", kind="wrong", clause="unregistered", why="looks up modules that are not in the model",
          source=edited(reference("summarize_model"),
@@ -65,14 +71,17 @@ def summarize_model(model, *inputs, **kwargs):
                         '    def starts(module, args):\n        if True:'),
                        ('    def finishes(module, args, output):\n        if module in names:',
                         '    def finishes(module, args, output):\n        if True:')),
+         mistake="07.summarize_model.unregistered-module-looked-up",
          expect=["not in model.named_modules()", "plain list"]),
     dict(exercise="summarize_model", kind="wrong", clause="arguments", why="keyword arguments not passed to the model",
          source=edited(reference("summarize_model"), ('output = model(*inputs, **kwargs)', 'output = model(*inputs)')),
+         mistake="07.summarize_model.kwargs-dropped",
          expect=["keyword arguments on to the model"]),
     dict(exercise="summarize_model", kind="wrong", clause="shape-sequence", why="tuple outputs get None",
          source=edited(reference("summarize_model"),
                        ('            return [tuple(item.shape) if isinstance(item, torch.Tensor) else None for item in value]\n',
                         '            return None\n')),
+         mistake="07.summarize_model.sequence-shapes-wrong",
          expect=["returned a tuple", "list with the shape tuple"]),
     dict(exercise="summarize_model", kind="wrong", clause="hooks-removed", why="global hooks never removed",
          source=edited(reference("summarize_model"),
@@ -82,6 +91,7 @@ def summarize_model(model, *inputs, **kwargs):
                         '    module_hooks.register_module_forward_pre_hook(starts)\n'
                         '    module_hooks.register_module_forward_hook(finishes)\n'
                         '    output = model(*inputs, **kwargs)')),
+         mistake="07.summarize_model.global-hooks-left",
          expect=["returned, global hooks were still registered", "fires for every module"]),
     dict(exercise="summarize_model", kind="wrong", clause="hooks-removed-raise", why="hooks removed only when forward succeeds",
          source=edited(reference("summarize_model"),
@@ -93,6 +103,7 @@ def summarize_model(model, *inputs, **kwargs):
                         '    output = model(*inputs, **kwargs)\n'
                         '    pre.remove()\n'
                         '    post.remove()')),
+         mistake="07.summarize_model.global-hooks-left-on-error",
          expect=["raised, global hooks were still registered", "try/finally"]),
     dict(exercise="summarize_model", kind="wrong", clause="exception-unchanged", why="swallows the model's exception",
          source=edited(reference("summarize_model"),
@@ -105,6 +116,7 @@ def summarize_model(model, *inputs, **kwargs):
                         '            output = model(*inputs, **kwargs)\n'
                         '        except Exception:\n'
                         '            output = None')),
+         mistake="07.summarize_model.swallowed-exception",
          expect=["returned normally", "reach the caller"]),
     dict(exercise="summarize_model", kind="wrong", clause="hooks-removed", why="per-module hooks left registered",
          source='''
@@ -131,6 +143,7 @@ def summarize_model(model, *inputs, **kwargs):
         module.register_forward_hook(finishes)
     return model(*inputs, **kwargs), rows
 ''',
+         mistake="07.summarize_model.module-hooks-left",
          expect=["hooks were still registered on the modules"]),
     dict(exercise="summarize_model", kind="right", why="per-module hooks and try/finally",
          source='''
@@ -208,6 +221,7 @@ def summarize_model(model, *inputs, **kwargs):
     dict(exercise="summarize_model", kind="wrong", clause="once", why="output taken from a second call without hooks",
          source=edited(reference("summarize_model"),
                        ('    return output, rows', '    return model(*inputs, **kwargs), rows')),
+         mistake="07.summarize_model.model-not-run-once",
          expect=["ran the model 2 times", "once"]),
     dict(exercise="summarize_model", kind="wrong", clause="once", why="model run once per kind of hook",
          source=edited(reference("summarize_model"),
@@ -219,12 +233,14 @@ def summarize_model(model, *inputs, **kwargs):
                         '    open_rows[:] = list(reversed(rows))\n'
                         '    with module_hooks.register_module_forward_hook(finishes):\n'
                         '        output = model(*inputs, **kwargs)')),
+         mistake="07.summarize_model.model-not-run-once",
          expect=["ran the model 2 times"]),
 
     dict(exercise="summarize_model", kind="wrong", clause="shape-tensor", why="input shape taken in the pre-hook",
          source=edited(reference("summarize_model"),
                        ('"output_shape": None,', '"output_shape": tuple(args[0].shape),'),
                        ('open_rows.pop()["output_shape"] = shape_of(output)', 'open_rows.pop()')),
+         mistake="07.summarize_model.input-shape",
          expect=["shape of the module's input", "forward hook"]),
     dict(exercise="summarize_model", kind="right",
          why="global hook with with_kwargs and always_call, torch.Size shapes, _parameters",
@@ -264,10 +280,12 @@ def summarize_model(model, *inputs, **kwargs):
                         '            output = model(*inputs, **kwargs)\n'
                         '        except Exception as error:\n'
                         "            raise RuntimeError('summary failed') from error")),
+         mistake="07.summarize_model.exception-replaced",
          expect=["made from the model's valueerror", "unchanged"]),
     dict(exercise="summarize_model", kind="wrong", clause="arguments", why="inputs passed as one tuple",
          source=edited(reference("summarize_model"),
                        ('output = model(*inputs, **kwargs)', 'output = model(inputs, **kwargs)')),
+         mistake="07.summarize_model.inputs-not-unpacked",
          expect=["unpack it", "model(*inputs, **kwargs)"]),
 
     # ------------------------------------------------------------------ find_first_nonfinite
@@ -275,22 +293,27 @@ def summarize_model(model, *inputs, **kwargs):
          source=edited(reference("find_first_nonfinite"),
                        ('return any(not_finite(item) for item in value if isinstance(item, torch.Tensor))',
                         'return bool(value) and not_finite(value[-1])')),
+         mistake="07.find_first_nonfinite.sequence-items-missed",
          expect=["returns a tuple", "every tensor"]),
     dict(exercise="find_first_nonfinite", kind="wrong", clause="any-element", why="needs every element non-finite (any instead of all)",
          source=edited(reference("find_first_nonfinite"),
                        ('return not torch.isfinite(value).all()', 'return not torch.isfinite(value).any()')),
+         mistake="07.find_first_nonfinite.every-element-required",
          expect=["every* element", "one nan or inf is enough"]),
     dict(exercise="find_first_nonfinite", kind="wrong", clause="any-element", why="tests the sum, which overflows",
          source=edited(reference("find_first_nonfinite"),
                        ('return not torch.isfinite(value).all()', 'return not torch.isfinite(value.sum())')),
+         mistake="07.find_first_nonfinite.sum-overflow",
          expect=["overflows", "elements themselves"]),
     dict(exercise="find_first_nonfinite", kind="wrong", clause="once", why="runs the model twice",
          source=edited(reference("find_first_nonfinite"),
                        ('        model(*inputs)\n', '        model(*inputs)\n        model(*inputs)\n')),
+         mistake="07.find_first_nonfinite.model-run-more-than-once",
          expect=["ran the model 2 times", "once"]),
     dict(exercise="find_first_nonfinite", kind="wrong", clause="name", why="returns the class name",
          source=edited(reference("find_first_nonfinite"),
                        ('found.append(names[module])', 'found.append(type(module).__name__)')),
+         mistake="07.find_first_nonfinite.class-name",
          expect=["class", "named_modules"]),
     dict(exercise="find_first_nonfinite", kind="wrong", clause="return-order", why="first in named_modules() order",
          source='''
@@ -311,15 +334,18 @@ def find_first_nonfinite(model, *inputs):
         if n in bad: return n
     return None
 ''',
+         mistake="07.find_first_nonfinite.last-not-first",
          expect=["nor the order of named_modules()"]),
     dict(exercise="find_first_nonfinite", kind="wrong", clause="infinities", why="checks only NaN",
          source=edited(reference("find_first_nonfinite"),
                        ('return not torch.isfinite(value).all()', 'return bool(torch.isnan(value).any())')),
+         mistake="07.find_first_nonfinite.nan-only",
          expect=["infinities", "isfinite"]),
     dict(exercise="find_first_nonfinite", kind="wrong", clause="return-order", why="keeps the last non-finite module",
          source=edited(reference("find_first_nonfinite"),
                        ('if not found and module in names', 'if module in names'),
                        ('return found[0] if found else None', 'return found[-1] if found else None')),
+         mistake="07.find_first_nonfinite.last-not-first",
          expect=["last module", "returns after its children"]),
     dict(exercise="find_first_nonfinite", kind="wrong", clause="output", why="looks at inputs in a pre-hook",
          source=edited(reference("find_first_nonfinite"),
@@ -329,30 +355,36 @@ def find_first_nonfinite(model, *inputs):
                         '        if not found and module in names and not_finite(args):'),
                        ('module_hooks.register_module_forward_hook(hook)',
                         'module_hooks.register_module_forward_pre_hook(hook)')),
+         mistake="07.find_first_nonfinite.inputs-not-outputs",
          expect=["input", "forward hook"]),
     dict(exercise="find_first_nonfinite", kind="wrong", clause="sequence", why="ignores tuple outputs",
          source=edited(reference("find_first_nonfinite"),
                        ('return any(not_finite(item) for item in value if isinstance(item, torch.Tensor))',
                         'return False')),
+         mistake="07.find_first_nonfinite.sequence-items-missed",
          expect=["returns a tuple", "every tensor"]),
     dict(exercise="find_first_nonfinite", kind="wrong", clause="root-name", why="the root's empty name taken for no answer",
          source=edited(reference("find_first_nonfinite"),
                        ('return found[0] if found else None', 'return found[0] if found and found[0] else None')),
+         mistake="07.find_first_nonfinite.root-missed",
          expect=["model itself", "is none"]),
     dict(exercise="find_first_nonfinite", kind="wrong", clause="hooks-removed", why="global hook never removed",
          source=edited(reference("find_first_nonfinite"),
                        ('    with torch.no_grad(), module_hooks.register_module_forward_hook(hook):',
                         '    module_hooks.register_module_forward_hook(hook)\n    with torch.no_grad():')),
+         mistake="07.find_first_nonfinite.global-hooks-left",
          expect=["global hooks were still registered"]),
     dict(exercise="find_first_nonfinite", kind="wrong", clause="no-grad", why="runs with gradients on",
          source=edited(reference("find_first_nonfinite"),
                        ('    with torch.no_grad(), module_hooks.register_module_forward_hook(hook):',
                         '    with module_hooks.register_module_forward_hook(hook):')),
+         mistake="07.find_first_nonfinite.ran-with-grad",
          expect=["gradients on", "torch.no_grad()"]),
     dict(exercise="find_first_nonfinite", kind="wrong", clause="unregistered", why="looks up modules that are not in the model",
          source=edited(reference("find_first_nonfinite"),
                        ('if not found and module in names and not_finite(output):',
                         'if not found and not_finite(output):')),
+         mistake="07.find_first_nonfinite.unregistered-module-looked-up",
          expect=["not in model.named_modules()"]),
     dict(exercise="find_first_nonfinite", kind="wrong", clause="every-module", why="hooks only the direct children",
          source='''
@@ -374,6 +406,7 @@ def find_first_nonfinite(model, *inputs):
             handle.remove()
     return found[0] if found else None
 ''',
+         mistake="07.find_first_nonfinite.children-only",
          expect=["direct child of the model", "only model.children()", "every module of model.named_modules()"]),
     dict(exercise="find_first_nonfinite", kind="right", why="per-module hooks, every call recorded",
          source='''
@@ -454,18 +487,22 @@ def find_first_nonfinite(model, *inputs):
     # ------------------------------------------------------------------ summarize_model: one entry per clause
     dict(exercise="summarize_model", kind="wrong", clause="pair", why="returns the rows only",
          source=edited(reference("summarize_model"), ('    return output, rows', '    return rows')),
+         mistake="07.summarize_model.not-a-pair",
          expect=["expected a pair (output, rows)"]),
     dict(exercise="summarize_model", kind="wrong", clause="output-itself", why="returns the output detached",
          source=edited(reference("summarize_model"), ('    return output, rows', '    return output.detach(), rows')),
+         mistake="07.summarize_model.output-copied",
          expect=["not the tensor the model returned", "itself"]),
     dict(exercise="summarize_model", kind="wrong", clause="output-itself", why="returns a copy of the output",
          source=edited(reference("summarize_model"), ('    return output, rows', '    return output.clone(), rows')),
+         mistake="07.summarize_model.output-copied",
          expect=["not the tensor the model returned", "a copy"]),
     dict(exercise="summarize_model", kind="wrong", clause="keys", why="the shape under the key 'shape'",
          source=edited(reference("summarize_model"),
                        ('"output_shape": None,', '"shape": None,'),
                        ('open_rows.pop()["output_shape"] = shape_of(output)',
                         'open_rows.pop()["shape"] = shape_of(output)')),
+         mistake="07.summarize_model.row-keys-missing",
          expect=["lacks the keys ['output_shape']"]),
     dict(exercise="summarize_model", kind="wrong", clause="name", why="torchinfo-style names, class and counter",
          source=edited(reference("summarize_model"),
@@ -473,16 +510,19 @@ def find_first_nonfinite(model, *inputs):
                        ('            row = {"name": names[module],',
                         '            seen[type(module).__name__] = seen.get(type(module).__name__, 0) + 1\n'
                         '            row = {"name": f"{type(module).__name__}-{seen[type(module).__name__]}",')),
+         mistake="07.summarize_model.names-not-paths",
          expect=["not those of model.named_modules()", "path of attributes"]),
     dict(exercise="summarize_model", kind="wrong", clause="root-name", why="the model itself named '(root)'",
          source=edited(reference("summarize_model"),
                        ('row = {"name": names[module],', 'row = {"name": names[module] or "(root)",')),
+         mistake="07.summarize_model.root-misnamed",
          expect=["model itself is named '(root)'", "empty string"]),
     dict(exercise="summarize_model", kind="wrong", clause="shared-name",
          why="names from named_modules(remove_duplicate=False): a shared module gets its last name",
          source=edited(reference("summarize_model"),
                        ('names = {module: name for name, module in model.named_modules()}',
                         'names = {module: name for name, module in model.named_modules(remove_duplicate=False)}')),
+         mistake="07.summarize_model.alias-name",
          expect=["'alias' is not a name of named_modules()", "under its first name", "'shared'"]),
     dict(exercise="summarize_model", kind="wrong", clause="shared-name",
          why="per-module hooks on named_modules(remove_duplicate=False): two hooks on a shared module",
@@ -520,34 +560,42 @@ def summarize_model(model, *inputs, **kwargs):
             handle.remove()
     return output, rows
 ''',
+         mistake="07.summarize_model.alias-name",
          expect=["'alias' is not a name of named_modules()", "one row per call"]),
     dict(exercise="summarize_model", kind="wrong", clause="type", why="type as __qualname__",
          source=edited(reference("summarize_model"),
                        ('"type": type(module).__name__', '"type": type(module).__qualname__')),
+         mistake="07.summarize_model.qualname-as-type",
          expect=["__qualname__", "type(module).__name__"]),
     dict(exercise="summarize_model", kind="wrong", clause="type", why="type as str(type(module))",
          source=edited(reference("summarize_model"), ('"type": type(module).__name__', '"type": str(type(module))')),
+         mistake="07.summarize_model.wrong-type",
          expect=["its 'type' should be", "type(module).__name__"]),
     dict(exercise="summarize_model", kind="wrong", clause="shape-tensor", why="a tensor's shape as a list",
          source=edited(reference("summarize_model"),
                        ('            return tuple(value.shape)\n', '            return list(value.shape)\n')),
+         mistake="07.summarize_model.shape-not-a-tuple",
          expect=["as a tuple, tuple(output.shape)"]),
     dict(exercise="summarize_model", kind="wrong", clause="shape-sequence", why="tuple outputs only, lists get None",
          source=edited(reference("summarize_model"),
                        ('if isinstance(value, (tuple, list)):', 'if isinstance(value, tuple):')),
+         mistake="07.summarize_model.sequence-shapes-wrong",
          expect=["returned a list", "list with the shape tuple"]),
     dict(exercise="summarize_model", kind="wrong", clause="shape-sequence", why="item shapes as lists",
          source=edited(reference("summarize_model"), ('return [tuple(item.shape) if', 'return [list(item.shape) if')),
+         mistake="07.summarize_model.item-shapes-not-a-list",
          expect=["the numbers are right", "as a tuple"]),
     dict(exercise="summarize_model", kind="wrong", clause="shape-sequence", why="a tuple output's shapes in a tuple",
          source=edited(reference("summarize_model"),
                        ('return [tuple(item.shape) if isinstance(item, torch.Tensor) else None for item in value]',
                         'return tuple(tuple(item.shape) if isinstance(item, torch.Tensor) else None for item in value)')),
+         mistake="07.summarize_model.item-shapes-not-a-list",
          expect=["the numbers are right", "give a list"]),
     dict(exercise="summarize_model", kind="wrong", clause="shape-sequence", why="non-tensor items dropped",
          source=edited(reference("summarize_model"),
                        ('return [tuple(item.shape) if isinstance(item, torch.Tensor) else None for item in value]',
                         'return [tuple(item.shape) for item in value if isinstance(item, torch.Tensor)]')),
+         mistake="07.summarize_model.sequence-shapes-wrong",
          expect=["returned a tuple", "none for each other item"]),
     dict(exercise="summarize_model", kind="wrong", clause="shape-other",
          why="a dict output gets the shapes of its values",
@@ -558,12 +606,14 @@ def summarize_model(model, *inputs, **kwargs):
                         '        return None\n'
                         '\n'
                         '    def starts')),
+         mistake="07.summarize_model.other-output-shaped",
          expect=["returned a dict", "output_shape is none"]),
     dict(exercise="summarize_model", kind="wrong", clause="params-no-buffers", why="counts buffers too",
          source=edited(reference("summarize_model"),
                        ('"params": sum(p.numel() for p in module.parameters(recurse=False))}',
                         '"params": sum(p.numel() for p in module.parameters(recurse=False))\n'
                         '                   + sum(b.numel() for b in module.buffers(recurse=False))}')),
+         mistake="07.summarize_model.params-with-buffers",
          expect=["counts its buffers too"]),
     dict(exercise="summarize_model", kind="wrong", clause="params-shared",
          why="counts through model.named_parameters(), which lists a tied weight once",
@@ -576,12 +626,14 @@ def summarize_model(model, *inputs, **kwargs):
                         '        owned[owner] = owned.get(owner, 0) + p.numel()'),
                        ('"params": sum(p.numel() for p in module.parameters(recurse=False))}',
                         '"params": owned.get(names[module], 0)}')),
+         mistake="07.summarize_model.params-deduplicated",
          expect=["shares a parameter", "own parameter of both"]),
     dict(exercise="summarize_model", kind="wrong", clause="params-own",
          why="_parameters values without the None of bias=False",
          source=edited(reference("summarize_model"),
                        ('sum(p.numel() for p in module.parameters(recurse=False))',
                         'sum(p.numel() for p in module._parameters.values())')),
+         mistake="07.summarize_model.none-parameter-counted",
          expect=["'nonetype' object has no attribute 'numel'"]),
     dict(exercise="summarize_model", kind="wrong", clause="unregistered",
          why="unregistered modules get a row under their class name",
@@ -594,6 +646,7 @@ def summarize_model(model, *inputs, **kwargs):
                         '            row = {"name": names.get(module, type(module).__name__),'),
                        ('    def finishes(module, args, output):\n        if module in names:',
                         '    def finishes(module, args, output):\n        if True:')),
+         mistake="07.summarize_model.unregistered-module-rows",
          expect=["not in model.named_modules()", "give them no row"]),
     dict(exercise="summarize_model", kind="right", why="per-module hooks on each module of named_modules(), torch.Size, an index stack",
          source='''
@@ -668,6 +721,7 @@ def summarize_model(model, *inputs, **kwargs):
         for h in handles:
             h.remove()
 ''',
+         mistake="07.summarize_model.hooked-per-container",
          expect=["got two rows", "model.apply()", "hook each module of model.named_modules() once"]),
 
     # ------------------------------------------------------------------ find_first_nonfinite: one entry per clause
@@ -678,6 +732,7 @@ def summarize_model(model, *inputs, **kwargs):
                         '    leaves = {m for m in names if not list(m.children())} | {model}\n'
                         '    names = {m: n for m, n in names.items() if m in leaves}\n'
                         '    with torch.no_grad(), module_hooks.register_module_forward_hook(hook):')),
+         mistake="07.find_first_nonfinite.leaves-only",
          expect=["a container whose own forward made the nan", "not only the layers without children"]),
     dict(exercise="find_first_nonfinite", kind="wrong", clause="unregistered",
          why="unregistered modules looked up with names.get",
@@ -685,12 +740,14 @@ def summarize_model(model, *inputs, **kwargs):
                        ('if not found and module in names and not_finite(output):',
                         'if not found and not_finite(output):'),
                        ('found.append(names[module])', 'found.append(names.get(module))')),
+         mistake="07.find_first_nonfinite.stops-at-unregistered-module",
          expect=["plain list", "ignore that module"]),
     dict(exercise="find_first_nonfinite", kind="wrong", clause="shared-name",
          why="names from named_modules(remove_duplicate=False): a shared module gets its last name",
          source=edited(reference("find_first_nonfinite"),
                        ('names = {module: name for name, module in model.named_modules()}',
                         'names = {module: name for name, module in model.named_modules(remove_duplicate=False)}')),
+         mistake="07.find_first_nonfinite.alias-name",
          expect=["registered a second time under another name", "under its first name"]),
     dict(exercise="find_first_nonfinite", kind="wrong", clause="return-order",
          why="a dict keyed by name: a module called twice is judged by its last call",
@@ -712,6 +769,7 @@ def find_first_nonfinite(model, *inputs):
         model(*inputs)
     return next((name for name, bad in verdict.items() if bad), None)
 ''',
+         mistake="07.find_first_nonfinite.judged-by-name",
          expect=["is called twice", "judge each call when it returns"]),
     dict(exercise="find_first_nonfinite", kind="wrong", clause="return-order",
          why="the first call to start whose output is bad",
@@ -738,19 +796,23 @@ def find_first_nonfinite(model, *inputs):
         model(*inputs)
     return next((names[module] for module in started if module in bad), None)
 ''',
+         mistake="07.find_first_nonfinite.last-not-first",
          expect=["not the order the calls start", "the order the forward hooks fire"]),
     dict(exercise="find_first_nonfinite", kind="wrong", clause="infinities", why="tests NaN and +inf, not -inf",
          source=edited(reference("find_first_nonfinite"),
                        ('return not torch.isfinite(value).all()',
                         'return bool(torch.isnan(value).any() or (value == float("inf")).any())')),
+         mistake="07.find_first_nonfinite.minus-inf-missed",
          expect=["holds -inf", "both infinities"]),
     dict(exercise="find_first_nonfinite", kind="wrong", clause="sequence", why="tuple outputs only, lists ignored",
          source=edited(reference("find_first_nonfinite"),
                        ('if isinstance(value, (tuple, list)):', 'if isinstance(value, tuple):')),
+         mistake="07.find_first_nonfinite.sequence-items-missed",
          expect=["the culprit returns a list", "tuple or list output"]),
     dict(exercise="find_first_nonfinite", kind="wrong", clause="none", why="returns '' when every output is finite",
          source=edited(reference("find_first_nonfinite"),
                        ('return found[0] if found else None', 'return found[0] if found else ""')),
+         mistake="07.find_first_nonfinite.root-for-none",
          expect=["return none, not ''"]),
     dict(exercise="find_first_nonfinite", kind="wrong", clause="hooks-removed-raise",
          why="hook removed only when forward succeeds",
@@ -761,12 +823,14 @@ def find_first_nonfinite(model, *inputs):
                         '    with torch.no_grad():\n'
                         '        model(*inputs)\n'
                         '    handle.remove()\n')),
+         mistake="07.find_first_nonfinite.global-hooks-left-on-error",
          expect=["raised, global hooks were still registered", "try/finally"]),
     dict(exercise="find_first_nonfinite", kind="wrong", clause="exception-unchanged",
          why="swallows the model's exception",
          source=edited(reference("find_first_nonfinite"),
                        ('        model(*inputs)\n',
                         '        try:\n            model(*inputs)\n        except Exception:\n            pass\n')),
+         mistake="07.find_first_nonfinite.swallowed-exception",
          expect=["returned normally", "reach the caller unchanged"]),
     dict(exercise="find_first_nonfinite", kind="wrong", clause="exception-unchanged",
          why="turns the model's exception into its own",
@@ -776,15 +840,18 @@ def find_first_nonfinite(model, *inputs):
                         '            model(*inputs)\n'
                         '        except Exception as error:\n'
                         '            raise RuntimeError("the model failed") from error\n')),
+         mistake="07.find_first_nonfinite.exception-replaced",
          expect=["made from the model's valueerror"]),
     # ------------------------------------------------------------------ more mistakes a stranger makes
     dict(exercise="summarize_model", kind="wrong", clause="arguments", why="passes only the first input",
          source=edited(reference("summarize_model"),
                        ('output = model(*inputs, **kwargs)', 'output = model(inputs[0], **kwargs)')),
+         mistake="07.summarize_model.positional-inputs-dropped",
          expect=["every positional input", "not only the first"]),
     dict(exercise="summarize_model", kind="wrong", clause="arguments", why="calls model.forward, skipping its hooks",
          source=edited(reference("summarize_model"),
                        ('output = model(*inputs, **kwargs)', 'output = model.forward(*inputs, **kwargs)')),
+         mistake="07.summarize_model.model-forward-called",
          expect=["hooks never fired", "model.forward(...)"]),
     dict(exercise="summarize_model", kind="wrong", clause="every-call", why="rows for the layers without children only",
          source=edited(reference("summarize_model"),
@@ -793,32 +860,38 @@ def find_first_nonfinite(model, *inputs):
                        ('    def finishes(module, args, output):\n        if module in names:',
                         '    def finishes(module, args, output):\n'
                         '        if module in names and not list(module.children()):')),
+         mistake="07.summarize_model.containers-missing",
          expect=["layers without children only", "containers"]),
     dict(exercise="summarize_model", kind="wrong", clause="shape-tensor",
          why="the output shape written to the last row made, not the call's own",
          source=edited(reference("summarize_model"),
                        ('open_rows.pop()["output_shape"] = shape_of(output)',
                         'rows[-1]["output_shape"] = shape_of(output)')),
+         mistake="07.summarize_model.another-calls-shape",
          expect=["output shape of another call", "most recently started call that has not finished"]),
     dict(exercise="find_first_nonfinite", kind="wrong", clause="every-module",
          why="calls model.forward, so the model's own hook never fires",
          source=edited(reference("find_first_nonfinite"),
                        ('        model(*inputs)\n', '        model.forward(*inputs)\n')),
+         mistake="07.find_first_nonfinite.model-forward-called",
          expect=["hooks never fired", "model.forward(...)"]),
     dict(exercise="summarize_model", kind="wrong", clause="keys", why="params as a tensor, torchsummary style",
          source=edited(reference("summarize_model"),
                        ('"params": sum(p.numel() for p in module.parameters(recurse=False))}',
                         '"params": sum(torch.prod(torch.LongTensor(list(p.size())))\n'
                         '                              for p in module.parameters(recurse=False))}')),
+         mistake="07.summarize_model.params-not-an-int",
          expect=["should be an int", "p.numel()"]),
     dict(exercise="find_first_nonfinite", kind="wrong", clause="arguments", why="passes only the first input",
          source=edited(reference("find_first_nonfinite"), ('        model(*inputs)\n', '        model(inputs[0])\n')),
+         mistake="07.find_first_nonfinite.positional-inputs-dropped",
          expect=["every positional input", "not only the first"]),
     dict(exercise="find_first_nonfinite", kind="wrong", clause="sequence",
          why="looks only at the first item of a tuple or list",
          source=edited(reference("find_first_nonfinite"),
                        ('return any(not_finite(item) for item in value if isinstance(item, torch.Tensor))',
                         'return bool(value) and not_finite(value[0])')),
+         mistake="07.find_first_nonfinite.sequence-items-missed",
          expect=["returns a tuple", "every tensor"]),
     dict(exercise="find_first_nonfinite", kind="wrong", clause="every-module",
          why="watches only Linear, Conv and norm layers",
@@ -826,9 +899,11 @@ def find_first_nonfinite(model, *inputs):
                        ('if not found and module in names and not_finite(output):',
                         'if not found and module in names and isinstance(module, (torch.nn.Linear, torch.nn.Conv2d,\n'
                         '                torch.nn.LayerNorm, torch.nn.BatchNorm1d)) and not_finite(output):')),
+         mistake="07.find_first_nonfinite.every-element-required",
          expect=["the culprit 'body.1' is a log", "every module counts, whatever its class"]),
     dict(exercise="find_first_nonfinite", kind="wrong", clause="name", why="returns the module, not its name",
          source=edited(reference("find_first_nonfinite"), ('found.append(names[module])', 'found.append(module)')),
+         mistake="07.find_first_nonfinite.returned-module",
          expect=["that is the module itself", "return its name"]),
     dict(exercise="find_first_nonfinite", kind="right", why="inference_mode, isinf | isnan, a flag for the root",
          source='''
@@ -865,11 +940,13 @@ def find_first_nonfinite(model, *inputs):
          source=edited(reference("summarize_model"),
                        ('        output = model(*inputs, **kwargs)',
                         '        with torch.no_grad():\n            output = model(*inputs, **kwargs)')),
+         mistake="07.summarize_model.ran-without-grad",
          expect=["gradients off", "no graph", "caller's grad mode"]),
     dict(exercise="summarize_model", kind="wrong", clause="modes-kept", why="grad mode turned off and left off",
          source=edited(reference("summarize_model"),
                        ('        output = model(*inputs, **kwargs)',
                         '        output = model(*inputs, **kwargs)\n    torch.set_grad_enabled(False)')),
+         mistake="07.summarize_model.grad-mode-left-off",
          expect=["gradients were off", "leave the grad mode alone"]),
     dict(exercise="summarize_model", kind="wrong", clause="model-mode", why="runs the model in eval mode, then back",
          source=edited(reference("summarize_model"),
@@ -878,26 +955,31 @@ def find_first_nonfinite(model, *inputs):
                         '        model.eval()\n'
                         '        output = model(*inputs, **kwargs)\n'
                         '        model.train(was_training)')),
+         mistake="07.summarize_model.ran-in-eval-mode",
          expect=["ran the model in eval mode", "the mode the caller has it"]),
     dict(exercise="summarize_model", kind="wrong", clause="modes-kept", why="model.eval() left behind",
          source=edited(reference("summarize_model"),
                        ('        output = model(*inputs, **kwargs)',
                         '        model.eval()\n        output = model(*inputs, **kwargs)')),
+         mistake="07.summarize_model.model-mode-changed",
          expect=["eval mode", "left the model's mode changed"]),
     dict(exercise="summarize_model", kind="wrong", clause="keys-only", why="an extra 'depth' key, torchinfo style",
          source=edited(reference("summarize_model"),
                        ('"output_shape": None,', '"output_shape": None, "depth": len(open_rows),')),
+         mistake="07.summarize_model.row-keys-extra",
          expect=["extra keys ['depth']", "exactly the four keys"]),
     dict(exercise="summarize_model", kind="wrong", clause="shape-nested", why="shapes looked up inside nested tuples",
          source=edited(reference("summarize_model"),
                        ('            return [tuple(item.shape) if isinstance(item, torch.Tensor) else None for item in value]',
                         '            return [shape_of(item) for item in value]')),
+         mistake="07.summarize_model.nested-tuple-shaped",
          expect=["a tuple inside the tuple", "its entry is none"]),
     dict(exercise="summarize_model", kind="wrong", clause="every-call", why="a list of rows made outside the function",
          source=edited(reference("summarize_model"),
                        ('    rows, open_rows = [], []\n', '    open_rows = []\n'),
                        ('def summarize_model(model, *inputs, **kwargs):',
                         'rows = []\n\n\ndef summarize_model(model, *inputs, **kwargs):')),
+         mistake="07.summarize_model.rows-kept-between-calls",
          expect=["left from an earlier call", "new list of rows inside the function"]),
     dict(exercise="summarize_model", kind="wrong", clause="params-shared", why="a parameter counted in one row only",
          source=edited(reference("summarize_model"),
@@ -905,6 +987,7 @@ def find_first_nonfinite(model, *inputs):
                        ('"params": sum(p.numel() for p in module.parameters(recurse=False))}',
                         '"params": sum(p.numel() for p in module.parameters(recurse=False)\n'
                         '                              if p not in counted and not counted.add(p))}')),
+         mistake="07.summarize_model.params-not-recounted",
          expect=["an earlier row already counted", "every row counts all"]),
     dict(exercise="summarize_model", kind="right", why="open rows keyed by module, params counted when the call ends",
          source=edited(reference("summarize_model"),
@@ -923,10 +1006,12 @@ def find_first_nonfinite(model, *inputs):
                         '"params": sum(t.numel() for t in (getattr(module, "weight", None),\n'
                         '                                                getattr(module, "bias", None))\n'
                         '                              if isinstance(t, torch.nn.Parameter))}')),
+         mistake="07.summarize_model.params-weight-and-bias-only",
          expect=["named weight and bias", "module.parameters(recurse=false)"]),
     dict(exercise="summarize_model", kind="wrong", clause="shape-tensor", why="the batch dimension shown as -1",
          source=edited(reference("summarize_model"),
                        ('            return tuple(value.shape)', '            return (-1,) + tuple(value.shape)[1:]')),
+         mistake="07.summarize_model.batch-as-minus-one",
          expect=["batch size", "not -1"]),
     dict(exercise="summarize_model", kind="right", why="the type parsed from str(module.__class__), torchsummary style",
          source=edited(reference("summarize_model"),
@@ -940,6 +1025,7 @@ def find_first_nonfinite(model, *inputs):
                         '        model.eval()\n'
                         '        model(*inputs)\n'
                         '        model.train(was_training)')),
+         mistake="07.find_first_nonfinite.ran-in-eval-mode",
          expect=["ran the model in eval mode", "leaves the mode alone"]),
     dict(exercise="find_first_nonfinite", kind="wrong", clause="modes-kept",
          why="torch.set_grad_enabled(False) instead of a no_grad block",
@@ -947,10 +1033,12 @@ def find_first_nonfinite(model, *inputs):
                        ('    with torch.no_grad(), module_hooks.register_module_forward_hook(hook):',
                         '    torch.set_grad_enabled(False)\n'
                         '    with module_hooks.register_module_forward_hook(hook):')),
+         mistake="07.find_first_nonfinite.grad-mode-left-off",
          expect=["gradients were off", "with torch.no_grad():"]),
     dict(exercise="find_first_nonfinite", kind="wrong", clause="modes-kept", why="model.eval() left behind",
          source=edited(reference("find_first_nonfinite"),
                        ('        model(*inputs)', '        model.eval()\n        model(*inputs)')),
+         mistake="07.find_first_nonfinite.model-mode-changed",
          expect=["eval mode", "left the model's mode changed"]),
     dict(exercise="find_first_nonfinite", kind="wrong", clause="other-finite", why="looks inside dicts and nested tuples",
          source=edited(reference("find_first_nonfinite"),
@@ -960,27 +1048,32 @@ def find_first_nonfinite(model, *inputs):
                         '            return not_finite(list(value.values()))\n'
                         '        if isinstance(value, (tuple, list)):\n'
                         '            return any(not_finite(item) for item in value)')),
+         mistake="07.find_first_nonfinite.nested-output-counted",
          expect=["returned a dict", "counts as finite"]),
     dict(exercise="find_first_nonfinite", kind="wrong", clause="other-finite", why="looks inside nested tuples",
          source=edited(reference("find_first_nonfinite"),
                        ('            return any(not_finite(item) for item in value if isinstance(item, torch.Tensor))',
                         '            return any(not_finite(item) for item in value)')),
+         mistake="07.find_first_nonfinite.nested-output-counted",
          expect=["returned a tuple", "a tuple inside a tuple, counts as finite"]),
     dict(exercise="find_first_nonfinite", kind="wrong", clause="output", why="flags a module whose input is not finite",
          source=edited(reference("find_first_nonfinite"),
                        ('        if not found and module in names and not_finite(output):',
                         '        if not found and module in names and (not_finite(args) or not_finite(output)):')),
+         mistake="07.find_first_nonfinite.input-counted",
          expect=["input itself holds inf", "only outputs count"]),
     dict(exercise="find_first_nonfinite", kind="wrong", clause="any-element",
          why="tests the largest absolute value, which an empty tensor has not",
          source=edited(reference("find_first_nonfinite"),
                        ('            return not torch.isfinite(value).all()',
                         '            return not torch.isfinite(value.abs().max())')),
+         mistake="07.find_first_nonfinite.empty-tensor-raised",
          expect=["empty tensor", "counts as finite"]),
     dict(exercise="find_first_nonfinite", kind="wrong", clause="any-element", why="converts outputs to float32 first",
          source=edited(reference("find_first_nonfinite"),
                        ('            return not torch.isfinite(value).all()',
                         '            return not torch.isfinite(value.float()).all()')),
+         mistake="07.find_first_nonfinite.float32-overflow",
          expect=["float64 and finite", "own dtype"]),
     dict(exercise="find_first_nonfinite", kind="wrong", clause="return-order",
          why="the answer kept in a list made outside the function",
@@ -988,18 +1081,22 @@ def find_first_nonfinite(model, *inputs):
                        ('    found = []\n', ''),
                        ('def find_first_nonfinite(model, *inputs):',
                         'found = []\n\n\ndef find_first_nonfinite(model, *inputs):')),
+         mistake="07.find_first_nonfinite.answer-kept-between-calls",
          expect=["an earlier call", "outlives the call"]),
     dict(exercise="find_first_nonfinite", kind="wrong", clause="name", why="returns a list of the names found",
          source=edited(reference("find_first_nonfinite"),
                        ('    return found[0] if found else None', '    return found[:1] or None')),
+         mistake="07.find_first_nonfinite.not-a-name",
          expect=["a str", "or none"]),
     dict(exercise="summarize_model", kind="wrong", clause="shape-namedtuple", why="tests type(output) in (tuple, list)",
          source=edited(reference("summarize_model"),
                        ('        if isinstance(value, (tuple, list)):', '        if type(value) in (tuple, list):')),
+         mistake="07.summarize_model.named-tuple-missed",
          expect=["torch.return_types.max, a named tuple", "isinstance(output, (tuple, list))"]),
     dict(exercise="find_first_nonfinite", kind="wrong", clause="namedtuple", why="tests type(output) in (tuple, list)",
          source=edited(reference("find_first_nonfinite"),
                        ('        if isinstance(value, (tuple, list)):', '        if type(value) in (tuple, list):')),
+         mistake="07.find_first_nonfinite.named-tuple-missed",
          expect=["torch.return_types.sort, a named tuple", "isinstance(output, (tuple, list))"]),
     dict(exercise="find_first_nonfinite", kind="wrong", clause="exception-unchanged",
          why="stops the pass with a RuntimeError of its own and catches every RuntimeError",
@@ -1026,6 +1123,7 @@ def find_first_nonfinite(model, *inputs):
         return stop.args[0]
     return None
 ''',
+         mistake="07.find_first_nonfinite.swallowed-exception",
          expect=["runtimeerror must reach the caller unchanged", "a class of your own"]),
     dict(exercise="find_first_nonfinite", kind="right", why="stops the pass with StopIteration, a class torch does not raise",
          source='''
@@ -1057,6 +1155,7 @@ def find_first_nonfinite(model, *inputs):
          source=edited(reference("find_first_nonfinite"),
                        ('            return not torch.isfinite(value).all()',
                         '            return value.numel() >= 2 and not torch.isfinite(value).all()')),
+         mistake="07.find_first_nonfinite.single-element-ignored",
          expect=["a single element", "whatever its size"]),
     dict(exercise="summarize_model", kind="right", why="rows made when calls finish, sorted by their start index",
          source='''
@@ -1150,6 +1249,7 @@ def summarize_model(model, *inputs, **kwargs):
             h.remove()
     return out, rows
 ''',
+         mistake="07.summarize_model.alias-name",
          expect=["'body.0.1' is not a name of named_modules()", "a walk over named_children()"]),
     dict(exercise="find_first_nonfinite", kind="right", why="per-module hooks, nan_to_num compared, try/finally",
          source='''
@@ -1178,6 +1278,120 @@ def find_first_nonfinite(model, *inputs):
     return found[0] if found else None
 ''',
          expect=[]),
+]
+
+# Entries for the named mistakes no entry above produced.
+_PER_MODULE_SUMMARY = '''
+import torch
+
+
+def summarize_model(model, *inputs, **kwargs):
+    rows, stack, handles = [], [], []
+
+    def make_hooks(name):
+        def starts(module, args):
+            stack.append(len(rows))
+            rows.append({"name": name, "type": type(module).__name__, "output_shape": None,
+                         "params": sum(p.numel() for p in module.parameters(recurse=False))})
+
+        def finishes(module, args, output):
+            if isinstance(output, torch.Tensor):
+                shape = tuple(output.shape)
+            elif isinstance(output, (tuple, list)):
+                shape = [tuple(o.shape) if isinstance(o, torch.Tensor) else None for o in output]
+            else:
+                shape = None
+            rows[stack.pop()]["output_shape"] = shape
+        return starts, finishes
+
+    for name, module in model.named_modules():
+        starts, finishes = make_hooks(name)
+        handles.append(module.register_forward_pre_hook(starts))
+        handles.append(module.register_forward_hook(finishes))
+    output = model(*inputs, **kwargs)
+    for handle in handles:
+        handle.remove()
+    return output, rows
+'''
+_PER_MODULE_NONFINITE = '''
+import torch
+
+
+def find_first_nonfinite(model, *inputs):
+    found, handles = [], []
+
+    def bad(value):
+        items = [value] if isinstance(value, torch.Tensor) else list(value) if isinstance(value, (tuple, list)) else []
+        return any(isinstance(t, torch.Tensor) and not torch.isfinite(t).all() for t in items)
+
+    for name, module in model.named_modules():
+        def hook(module, args, output, name=name):
+            if not found and bad(output):
+                found.append(name)
+        handles.append(module.register_forward_hook(hook))
+    with torch.no_grad():
+        model(*inputs)
+    for handle in handles:
+        handle.remove()
+    return found[0] if found else None
+'''
+ENTRIES += [
+    dict(exercise="summarize_model", kind="wrong", clause="hooks-removed-raise",
+         why="per-module hooks removed only when forward succeeds", source=_PER_MODULE_SUMMARY,
+         expect=["raised, hooks were still registered on the modules"],
+         mistake="07.summarize_model.module-hooks-left-on-error"),
+    dict(exercise="summarize_model", kind="wrong", clause="name", why="the name as a list of its path's parts",
+         source=edited(reference("summarize_model"), ('row = {"name": names[module],',
+                                                      'row = {"name": names[module].split("."),')),
+         expect=["its 'name' should be a str"], mistake="07.summarize_model.name-not-a-str"),
+    dict(exercise="summarize_model", kind="wrong", clause="row-per-call",
+         why="a row per module, made up front in named_modules() order",
+         source=edited(reference("summarize_model"),
+                       ('rows, open_rows = [], []', 'rows, open_rows = {name: None for name in names.values()}, []'),
+                       ('rows.append(row)\n            open_rows', 'rows[row["name"]] = row\n            open_rows'),
+                       ('return output, rows', 'return output, [row for row in rows.values() if row]')),
+         expect=["named_modules() order, one row per module"], mistake="07.summarize_model.named-modules-order"),
+    dict(exercise="summarize_model", kind="wrong", clause="keys", why="rows as tuples of the values, a table's rows",
+         source=edited(reference("summarize_model"),
+                       ('return output, rows', 'return output, [tuple(row.values()) for row in rows]')),
+         expect=["expected a list of dicts"], mistake="07.summarize_model.rows-not-dicts"),
+    dict(exercise="summarize_model", kind="wrong", clause="start-order", why="rows sorted by name",
+         source=edited(reference("summarize_model"),
+                       ('return output, rows', 'return output, sorted(rows, key=lambda row: row["name"])')),
+         expect=["in the order the calls start"], mistake="07.summarize_model.rows-out-of-order"),
+    dict(exercise="summarize_model", kind="wrong", clause="every-call", why="rows only for modules with parameters",
+         source=edited(reference("summarize_model"),
+                       ('    def starts(module, args):\n        if module in names:',
+                        '    def starts(module, args):\n'
+                        '        if module in names and list(module.parameters(recurse=False)):'),
+                       ('    def finishes(module, args, output):\n        if module in names:',
+                        '    def finishes(module, args, output):\n'
+                        '        if module in names and list(module.parameters(recurse=False)):')),
+         expect=["one per call in the order the calls start"], mistake="07.summarize_model.wrong-names"),
+    dict(exercise="summarize_model", kind="wrong", clause="pair", why="output and rows swapped",
+         source=edited(reference("summarize_model"), ('return output, rows', 'return rows, output')),
+         expect=["as the output; the model returns"], mistake="07.summarize_model.wrong-output"),
+    dict(exercise="summarize_model", kind="wrong", clause="shape-tensor", why="shapes without the batch dimension",
+         source=edited(reference("summarize_model"),
+                       ('            return tuple(value.shape)\n', '            return tuple(value.shape[1:])\n')),
+         expect=["its 'output_shape' should be"], mistake="07.summarize_model.wrong-output-shape"),
+    dict(exercise="summarize_model", kind="wrong", clause="params-own", why="params in bytes, 4 per float32 element",
+         source=edited(reference("summarize_model"),
+                       ('sum(p.numel() for p in module.parameters(recurse=False))',
+                        '4 * sum(p.numel() for p in module.parameters(recurse=False))')),
+         expect=["its 'params' should be"], mistake="07.summarize_model.wrong-params"),
+    dict(exercise="find_first_nonfinite", kind="wrong", clause="hooks-removed", why="per-module hooks never removed",
+         source=_PER_MODULE_NONFINITE.replace("    for handle in handles:\n        handle.remove()\n", ""),
+         expect=["returned, hooks were still registered on the modules"],
+         mistake="07.find_first_nonfinite.module-hooks-left"),
+    dict(exercise="find_first_nonfinite", kind="wrong", clause="hooks-removed-raise",
+         why="per-module hooks removed only when forward succeeds", source=_PER_MODULE_NONFINITE,
+         expect=["raised, hooks were still registered on the modules"],
+         mistake="07.find_first_nonfinite.module-hooks-left-on-error"),
+    dict(exercise="find_first_nonfinite", kind="wrong", clause="output", why="the test inverted: any finite element",
+         source=edited(reference("find_first_nonfinite"),
+                       ('return not torch.isfinite(value).all()', 'return torch.isfinite(value).any()')),
+         expect=["expected 'body.1'"], mistake="07.find_first_nonfinite.wrong-module"),
 ]
 
 CLAUSES = {
@@ -1258,22 +1472,28 @@ ENTRIES += [
     dict(exercise="predict_global_and_prepend", kind="wrong", clause="order", why="prepend before the global hooks",
          source=predicted("predict_global_and_prepend", ["pre:own, prepend", "pre:global", "pre:own", "forward",
                                                           "fwd:own, prepend", "fwd:global", "fwd:own"]),
+         mistake="07.predict_global_and_prepend.prepend-before-global",
          expect=["at index 0", "prepend=true only reorders a module's own hooks"]),
     dict(exercise="predict_global_and_prepend", kind="wrong", clause="order", why="registration order: global last",
          source=predicted("predict_global_and_prepend", ["pre:own", "pre:own, prepend", "pre:global", "forward",
                                                           "fwd:own", "fwd:own, prepend", "fwd:global"]),
+         mistake="07.predict_global_and_prepend.global-pre-after-own",
          expect=["at index 0", "whenever it was registered"]),
     dict(exercise="predict_global_and_prepend", kind="wrong", clause="order", why="global hooks wrap the module's own",
          source=predicted("predict_global_and_prepend", _GLOBAL[:4] + ["fwd:own, prepend", "fwd:own", "fwd:global"]),
+         mistake="07.predict_global_and_prepend.global-fwd-after-own",
          expect=["at index 4", "global hooks do not wrap around the module's own"]),
     dict(exercise="predict_global_and_prepend", kind="wrong", clause="order", why="prepend ignored among own hooks",
          source=predicted("predict_global_and_prepend", ["pre:global", "pre:own", "pre:own, prepend"] + _GLOBAL[3:]),
+         mistake="07.predict_global_and_prepend.prepend-ignored",
          expect=["at index 1", "in front of the module's own hooks registered before it"]),
     dict(exercise="predict_global_and_prepend", kind="wrong", clause="events", why="a list of pairs",
          source=predicted("predict_global_and_prepend", [("pre", "global"), ("pre", "own, prepend")]),
+         mistake="07.predict_global_and_prepend.not-event-names",
          expect=["item 0 is tuple", "not an event name"]),
     dict(exercise="predict_global_and_prepend", kind="wrong", clause="names", why="prepend spelled as prepended",
          source=predicted("predict_global_and_prepend", ["pre:global", "pre:own, prepended"] + _GLOBAL[2:]),
+         mistake="07.predict_global_and_prepend.unknown-event",
          expect=["'pre:own, prepended' at index 1, which is not an event this code logs"]),
     dict(exercise="predict_global_and_prepend", kind="right", why="pre-hook and forward spellings, spaces, a tuple",
          source=predicted("predict_global_and_prepend", ("Pre-Hook:Global", "pre : own,prepend", "prehook:own",
@@ -1295,27 +1515,34 @@ ENTRIES += [
     dict(exercise="predict_always_call", kind="wrong", clause="order", why="plain forward hooks run too",
          source=predicted("predict_always_call", _ALWAYS[:4] + ["fwd:broken"] + _ALWAYS[4:6] + ["fwd:model"]
                           + _ALWAYS[6:]),
+         mistake="07.predict_always_call.forward-hook-on-raise",
          expect=["at index 4", "you predicted 'fwd:broken'", "'always:broken' fires there",
                  "a forward hook registered without always_call=true does not run"]),
     dict(exercise="predict_always_call", kind="wrong", clause="order", why="no forward hook runs once forward raises",
          source=predicted("predict_always_call", ["pre:model", "global:ok", "pre:broken", "caught"]),
+         mistake="07.predict_always_call.caught-before-always-call",
          expect=["at index 3", "runs even when forward raises"]),
     dict(exercise="predict_always_call", kind="wrong", clause="order", why="the parent's hooks before the child's",
          source=predicted("predict_always_call", _ALWAYS[:3] + ["global:model", "always:model", "global:broken",
                                                                    "always:broken", "caught"]),
+         mistake="07.predict_always_call.outer-module-first",
          expect=["at index 3", "the exception leaves the innermost module first"]),
     dict(exercise="predict_always_call", kind="wrong", clause="order", why="the module's own hook before the global",
          source=predicted("predict_always_call", _ALWAYS[:3] + ["always:broken", "global:broken", "always:model",
                                                                    "global:model", "caught"]),
+         mistake="07.predict_always_call.own-before-global-on-raise",
          expect=["at index 3", "global forward hooks run before the module's own"]),
     dict(exercise="predict_always_call", kind="wrong", clause="order", why="no global hook for the module that worked",
          source=predicted("predict_always_call", _ALWAYS[:1] + _ALWAYS[2:]),
+         mistake="07.predict_always_call.global-hook-misses-ok",
          expect=["at index 1", "a global forward hook fires for every module call"]),
     dict(exercise="predict_always_call", kind="wrong", clause="events", why="the events as one string",
          source=predicted("predict_always_call", " ".join(_ALWAYS)),
+         mistake="07.predict_always_call.returned-string",
          expect=["returned a string"]),
     dict(exercise="predict_always_call", kind="wrong", clause="names", why="the exception as an event",
          source=predicted("predict_always_call", _ALWAYS[:3] + ["raise:broken"] + _ALWAYS[3:]),
+         mistake="07.predict_always_call.unknown-event",
          expect=["'raise:broken' at index 3, which is not an event this code logs"]),
     dict(exercise="predict_always_call", kind="right", why="always_call and pre-hook spellings, upper case",
          source=predicted("predict_always_call", ["PRE-HOOK:model", "Global:OK", "pre_hook:broken", "global : broken",
@@ -1327,14 +1554,56 @@ ENTRIES += [
 ENTRIES += [
     dict(exercise="predict_global_and_prepend", kind="wrong", clause="order", why="forward before the pre-hooks",
          source=predicted("predict_global_and_prepend", ["forward"] + _GLOBAL[:3] + _GLOBAL[4:]),
+         mistake="07.predict_global_and_prepend.forward-before-pre-hooks",
          expect=["at index 0", "you predicted 'forward'", "forward runs after every pre-hook, global and own"]),
     dict(exercise="predict_global_and_prepend", kind="wrong", clause="events", why="the global pre-hook twice",
          source=predicted("predict_global_and_prepend", _GLOBAL[:1] + _GLOBAL),
+         mistake="07.predict_global_and_prepend.hook-fires-twice",
          expect=["at index 1", "the layer is called once: each hook fires once"]),
     dict(exercise="predict_always_call", kind="wrong", clause="order", why="only the module that raised runs hooks",
          source=predicted("predict_always_call", _ALWAYS[:5] + ["caught"]),
+         mistake="07.predict_always_call.outer-always-call-missed",
          expect=["at index 5", "you predicted 'caught'", "the exception passes out through model's call too"]),
     dict(exercise="predict_always_call", kind="wrong", clause="events", why="the except block twice",
          source=predicted("predict_always_call", _ALWAYS + ["caught"]),
+         mistake="07.predict_always_call.hook-fires-twice",
          expect=["at index 8", "the log ends before it", "the except block runs once"]),
+]
+# The named mistakes of the predictions that no entry above produced: the shared format mistakes, a rule each,
+# and a divergence no rule explains.
+ENTRIES += [
+    dict(exercise="predict_global_and_prepend", kind="wrong", clause="order",
+         why="forward after the global forward hook",
+         source=predicted("predict_global_and_prepend", _GLOBAL[:3] + ["fwd:global", "forward"] + _GLOBAL[5:]),
+         expect=["at index 3", "you predicted 'fwd:global'", "before every forward hook"],
+         mistake="07.predict_global_and_prepend.forward-hooks-before-forward"),
+    dict(exercise="predict_global_and_prepend", kind="wrong", clause="events", why="the last forward hook left out",
+         source=predicted("predict_global_and_prepend", _GLOBAL[:-1]),
+         expect=["at index 6", "'fwd:own' is next"], mistake="07.predict_global_and_prepend.wrong-order"),
+    dict(exercise="predict_global_and_prepend", kind="wrong", clause="events", why="the list printed, not returned",
+         source="def predict_global_and_prepend():\n    print(" + repr(_GLOBAL) + ")\n",
+         expect=["returned none"], mistake="07.predict_global_and_prepend.returned-none"),
+    dict(exercise="predict_global_and_prepend", kind="wrong", clause="events", why="the events as one string",
+         source=predicted("predict_global_and_prepend", ", ".join(_GLOBAL)),
+         expect=["returned a string"], mistake="07.predict_global_and_prepend.returned-string"),
+    dict(exercise="predict_global_and_prepend", kind="wrong", clause="order", why="the events as a set",
+         source="def predict_global_and_prepend():\n    return set(" + repr(_GLOBAL) + ")\n",
+         expect=["a set has no order"], mistake="07.predict_global_and_prepend.not-a-list"),
+    dict(exercise="predict_always_call", kind="wrong", clause="order",
+         why="the global hook of ok before model's pre-hook",
+         source=predicted("predict_always_call", ["global:ok", "pre:model"] + _ALWAYS[2:]),
+         expect=["at index 0", "model's pre-hook fires when model is called"],
+         mistake="07.predict_always_call.model-pre-hook-misplaced"),
+    dict(exercise="predict_always_call", kind="wrong", clause="events", why="the except block left out",
+         source=predicted("predict_always_call", _ALWAYS[:-1]),
+         expect=["at index 7", "'caught' is next"], mistake="07.predict_always_call.wrong-order"),
+    dict(exercise="predict_always_call", kind="wrong", clause="events", why="the list printed, not returned",
+         source="def predict_always_call():\n    print(" + repr(_ALWAYS) + ")\n",
+         expect=["returned none"], mistake="07.predict_always_call.returned-none"),
+    dict(exercise="predict_always_call", kind="wrong", clause="events", why="a dict of module to events",
+         source=predicted("predict_always_call", {"model": ["pre:model", "global:model", "always:model"]}),
+         expect=["returned a dict"], mistake="07.predict_always_call.not-a-list"),
+    dict(exercise="predict_always_call", kind="wrong", clause="names", why="the events numbered as pairs",
+         source=predicted("predict_always_call", list(enumerate(_ALWAYS))),
+         expect=["item 0 is tuple"], mistake="07.predict_always_call.not-event-names"),
 ]
