@@ -14,7 +14,7 @@ import torch
 from torch import nn
 
 from hooked.checks.check_api import CheckFailed, LearnerCodeRaised, calling, check_of, fail
-from hooked.checks.handles import handle_list, remove_handles
+from hooked.checks.handles import MISTAKES as HANDLE_MISTAKES, handle_list, remove_handles
 from hooked.checks.isolation import torch_state_restored
 from hooked.checks.hooks_left import (MODULE_HOOK_DICTS, PARAMETER_HOOK_DICTS, global_hook_registrar, global_hooks,
                                      global_hooks_added, registered_hooks)
@@ -27,6 +27,135 @@ from hooked.feedback.learner_tracebacks import describe_learner_error, learner_r
 _KEYS = ("mean", "std", "zero_fraction")
 _LOOP_VARIABLE = ("If the records all landed under one name, the hook reads the loop variable when it runs: bind the "
                   "name when you make the hook (a function that returns the hook, or a default argument).")
+
+
+# ---------------------------------------------------------------- named mistakes
+
+# What the shared judgement of records (a dict from name to list, and handles) recognizes, in
+# record_activation_stats and track_grad_norms alike.
+_RECORDS_MISTAKES = {
+    **{slug: HANDLE_MISTAKES[slug] for slug in ("handles-as-dict", "handles-not-a-list", "not-handles")},
+    "not-a-pair": "returns something other than a pair (records, handles)",
+    "pair-swapped": "returns the pair in the wrong order, (handles, records)",
+    "records-not-a-dict": "returns records that are not a dict from name to list",
+    "records-kept-between-calls": "keeps the records dict between calls (at module level, or a default argument)",
+    "handle-not-returned": "leaves out of the handles it returns the handle of a hook it registered",
+    "entries-not-a-list": "records a name's entries as something other than a list",
+    "keyed-by-object": "keys the records by the module or parameter objects instead of their names",
+    "keyed-by-type": "keys the records by the type of the module instead of its name",
+    "keyed-by-position": "keys the records by position numbers instead of names",
+    "second-name-recorded": "records a shared module or tied parameter under its second name too",
+    "unexpected-names": "records under names that are not the ones expected",
+    "nothing-recorded": "records nothing at all (no hook registered, or another dict returned)",
+    "name-from-loop-variable": "reads the name from the loop variable when the hook runs: every record under one name",
+    "value-requires-grad": "records a tensor that requires grad, keeping every step's graph alive",
+    "value-not-one-number": "records a tensor of more than one element where one number is expected",
+    "value-not-a-number": "records something other than a number",
+    "list-replaced": "replaces a name's list on every call instead of appending to it",
+    "reverse-order": "records the entries in reverse order (inserted at the front)",
+}
+_STATS_MISTAKES = {
+    "modules-missing": "hooks only some of the modules of the layer types",
+    "tuple-output-skipped": "skips a module whose output is a tuple or list instead of describing its first item",
+    "nested-first-item-skipped": "skips a module whose output's first item is itself a tuple or list",
+    "model-itself-skipped": "skips the model itself (named_modules()'s '') when it is of a layer type",
+    "exact-type-compared": "compares type(module) instead of isinstance, skipping subclasses",
+    "nested-modules-skipped": "walks named_children() instead of named_modules(), skipping nested modules",
+    "entry-without-tensor": "adds an entry for an output that leads to no tensor (a dict, None, an empty list)",
+    "entry-not-a-dict": "records an entry that is not a dict of statistics",
+    "entry-keys-missing": "records an entry without the keys mean, std and zero_fraction",
+    "stats-of-input": "describes the module's input instead of its output",
+    "wrong-mean": "records a mean that is not the output's mean over all its elements",
+    "population-std": "records the population std (correction=0, numpy's) instead of output.std()",
+    "variance-not-std": "records the variance instead of the standard deviation",
+    "wrong-std": "records a std that is not output.std() over all its elements",
+    "counts-near-zero": "counts elements near 0 as zeros (a threshold) instead of those exactly 0",
+    "nonzero-fraction": "records the fraction of non-zero elements",
+    "counts-negatives": "counts the elements <= 0 instead of those exactly 0",
+    "zero-count": "records the number of zeros instead of their fraction",
+    "wrong-zero-fraction": "records a zero_fraction that is not the fraction of elements exactly 0",
+    "hooked-twice": "registers two hooks on a module (a cell run twice, or a module found under two names)",
+    "calls-missed": "records fewer entries than the module's calls (a module called twice recorded once)",
+    "too-many-entries": "records more entries than the module's calls",
+    "structured-output-raised": "assumes every output is a tensor: the hook raises on a tuple, list, dict or None",
+    "grad-mode-changed": "changes torch's global grad mode inside a hook",
+    "output-changed-in-place": "changes a module's output in place",
+    "output-replaced": "returns a value from the forward hook, replacing the output",
+    "skips-no-grad": "records nothing under torch.no_grad()",
+    "skips-eval-mode": "records nothing in eval mode",
+}
+_NORMS_MISTAKES = {
+    "parameters-missing": "hooks only some of the parameters that require grad",
+    "biases-skipped": "hooks the weights only, not the biases",
+    "entry-without-gradient": "adds an entry for a backward pass that computed no gradient for the parameter",
+    "module-names": "records per module (a module backward hook) instead of per parameter",
+    "names-misaligned": "pairs names and parameters that drift apart (names zipped with parameters())",
+    "frozen-recorded": "records parameters that do not require grad",
+    "wrong-entry-count": "records another number of entries than the backward passes that computed a gradient",
+    "nonfinite-hidden": "records a finite norm for a gradient holding inf or NaN (nan_to_num, a filter)",
+    "accumulated-grad": "records the norm of the accumulated .grad (a post-accumulate-grad hook) instead of the pass's gradient",
+    "grad-before-update": "records the norm of .grad read inside the tensor hook, before it is updated",
+    "squared-norm": "records the squared norm instead of the L2 norm",
+    "clipped-norm": "records the norm after clip_grad_norm_ instead of the gradient backward computed",
+    "wrong-norm": "records a value that is not the L2 norm of the pass's gradient",
+    "requires-grad-changed": "changes a parameter's requires_grad",
+    "grad-changed": "changes a gradient or .grad (returns a value from the hook, or edits in place)",
+    "grad-detached": "returns grad.detach() from the hook, cutting the graph of backward(create_graph=True)",
+}
+# What TrainingMonitor's check can see go wrong in the records of a monitor that records on its own (one that
+# uses the first two exercises is sent back to them when they fail their checks).
+_MONITOR_RECORDS_MISTAKES = {slug: {**_RECORDS_MISTAKES, **_STATS_MISTAKES, **_NORMS_MISTAKES}[slug] for slug in (
+    "entries-not-a-list", "keyed-by-object", "keyed-by-type", "keyed-by-position", "unexpected-names",
+    "nothing-recorded", "name-from-loop-variable", "value-requires-grad", "value-not-one-number", "value-not-a-number",
+    "list-replaced", "reverse-order", "modules-missing", "entry-without-tensor", "entry-not-a-dict",
+    "entry-keys-missing", "stats-of-input", "wrong-mean", "population-std", "variance-not-std", "wrong-std",
+    "counts-near-zero", "nonzero-fraction", "counts-negatives", "zero-count", "wrong-zero-fraction", "hooked-twice",
+    "calls-missed", "too-many-entries", "parameters-missing", "biases-skipped", "names-misaligned", "frozen-recorded",
+    "wrong-entry-count", "squared-norm", "wrong-norm", "requires-grad-changed", "grad-changed",
+    "structured-output-raised")}
+_MONITOR_MISTAKES = {
+    "attribute-missing": "has no attribute activation_stats, grad_norms or first_nonfinite",
+    "constructor-registers": "registers hooks in the constructor instead of in attach()",
+    "records-not-empty-dict": "starts activation_stats or grad_norms as something other than an empty dict",
+    "first-nonfinite-not-none": "starts first_nonfinite as something other than None",
+    "attach-returns-other": "returns something other than the monitor from attach()",
+    "attach-registers-nothing": "registers no hook in attach()",
+    "output-changed": "changes a module's output (a hook returns a value)",
+    "output-replaced-by-non-tensor": "returns a value that is no tensor from a forward hook, replacing the output",
+    "training-changed": "changes the outputs or gradients, so the model trains differently",
+    "records-copied": "keeps a copy of the records, made in attach(), instead of the dicts the hooks fill",
+    "finite-place-named": "sets first_nonfinite to a place where every value was finite",
+    "hooks-left-after-remove": "leaves hooks registered after remove()",
+    "callers-hooks-removed": "removes hooks it did not register (clears the hook dicts)",
+    "state-dict-changed": "adds keys to the model's state_dict (a buffer registered on it)",
+    "remove-clears-records": "clears what was recorded when it removes its hooks",
+    "model-changed-after-remove": "leaves the model behaving differently after remove()",
+    "records-after-remove": "keeps recording after remove()",
+    "training-mode-changed": "changes the training mode of the model or its modules",
+    "anomaly-detection-left-on": "turns on autograd's anomaly detection and leaves it on",
+    "grad-mode-left-off": "leaves torch's grad mode off",
+    "handles-of-first-attach-lost": "replaces its list of handles on a second attach(), so remove() leaves the first hooks",
+    "inf-not-watched": "looks for NaN only, not for inf and -inf",
+    "not-a-name": "sets first_nonfinite to something other than a module's or parameter's name",
+    "module-named-for-gradient": "names the module that holds the parameter whose gradient was not finite",
+    "not-the-first": "names a later place than the first that saw a non-finite value (or overwrites the first)",
+    "sum-tested": "tests a sum or a norm for finiteness, which overflows where every element is finite",
+    "outputs-not-watched": "does not watch the modules' outputs for non-finite values",
+    "nan-not-watched": "looks for inf only, not for NaN",
+    "gradients-not-watched": "does not watch the parameters' gradients for non-finite values",
+    "model-itself-not-watched": "does not watch the model itself (named_modules()'s '')",
+    "empty-name-taken-for-none": "takes the model's own name '' for 'not set' (not self.first_nonfinite) and overwrites it",
+    "number-output-counted": "counts an output that is a Python number (inf) as non-finite",
+    "nested-outputs-not-watched": "does not look through tuples, lists and dicts at any depth for non-finite tensors",
+    "enter-returns-other": "returns something other than the monitor from __enter__",
+    "enter-not-attaching": "does not attach in __enter__",
+    "exit-not-removing": "does not remove the hooks in __exit__",
+    "exit-not-removing-on-error": "does not remove the hooks in __exit__ when the block raises",
+    "swallowed-exception": "returns a true value from __exit__, swallowing the block's exception",
+    "earlier-exercise-not-written": "uses record_activation_stats or track_grad_norms while it is still the stub",
+    "earlier-exercise-not-run": "uses record_activation_stats or track_grad_norms whose cell was not run",
+    "earlier-exercise-failing": "uses record_activation_stats or track_grad_norms that fails its own check",
+}
 
 
 # ---------------------------------------------------------------- shared helpers
@@ -53,13 +182,13 @@ def _number(value, where):
         if value.requires_grad:
             fail(f"{where} is {describe(value)} that requires grad (grad_fn {type(value.grad_fn).__name__}): "
                  "it keeps the autograd graph of that step alive, and one such value per step keeps every step's "
-                 "graph. Store a number: .item(), or compute on a detached tensor (.detach()).")
+                 "graph. Store a number: .item(), or compute on a detached tensor (.detach()).", "value-requires-grad")
         if value.dim() != 0:
             fail(f"{where} is {describe(value)}; expected one number, a Python float or a 0-dim tensor "
-                 "(.item() gives the float).")
+                 "(.item() gives the float).", "value-not-one-number")
         return value.item()
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        fail(f"{where} is {describe(value)}; expected a number (a Python float or a 0-dim tensor).")
+        fail(f"{where} is {describe(value)}; expected a number (a Python float or a 0-dim tensor).", "value-not-a-number")
     return float(value)
 
 
@@ -87,13 +216,14 @@ def _near(actual, expected):
 
 def _unpack(result, call_text, what):
     if not isinstance(result, (tuple, list)) or len(result) != 2:
-        fail(f"{call_text} returned {describe(result)}; expected a pair {what}.")
+        fail(f"{call_text} returned {describe(result)}; expected a pair {what}.", "not-a-pair")
     records, handles = result
     if not isinstance(records, Mapping) and isinstance(handles, Mapping):
         fail(f"{call_text} returned (a {type(records).__name__}, a {type(handles).__name__}): the records come "
-             f"second; expected the pair {what}, in that order.")
+             f"second; expected the pair {what}, in that order.", "pair-swapped")
     if not isinstance(records, Mapping):
-        fail(f"{call_text} returned {describe(records)} as its records; expected a dict from name to list.")
+        fail(f"{call_text} returned {describe(records)} as its records; expected a dict from name to list.",
+             "records-not-a-dict")
     return records, handle_list(handles, call_text, "a RemovableHandle that a register_... call returned",
                                 "RemovableHandles", iterator_allowed=True)
 
@@ -108,7 +238,7 @@ def _remove_all(handles, call_text, model, globals_before=frozenset()):
     left = _hooks_left(model) + _global_hooks_left(globals_before)
     if left:
         fail(f"after removing every handle returned by {call_text}, hooks were still registered: {_listed(left)}. "
-             "Return the handle of every hook you registered.")
+             "Return the handle of every hook you registered.", "handle-not-returned")
 
 
 def _lists(records, call_text, said):
@@ -117,7 +247,7 @@ def _lists(records, call_text, said):
     for key, entries in records.items():
         if not isinstance(entries, (list, tuple)):
             fail(f"{said} the entry {key!r} of what {call_text} recorded is {describe(entries)}; expected a list "
-                 "with one entry per call.")
+                 "with one entry per call.", "entries-not-a-list")
         if entries:
             result[key] = list(entries)
     return result
@@ -126,44 +256,50 @@ def _lists(records, call_text, said):
 def _check_keys(recorded, expected, said, what, duplicates, explain_missing=None, explain_unexpected=None):
     """`duplicates` maps a second name of a shared object to its first name; `explain_missing(missing)`
     says why names may lack records, `explain_unexpected(names)` why names may have records that should
-    not be there."""
+    not be there: each gives (the explanation, the slug of its mistake), or None."""
     names = [key for key in recorded if not isinstance(key, str) or key not in expected]
     objects = [key for key in names if isinstance(key, (nn.Module, torch.Tensor))]
     if objects and len(objects) == len(names):
         fail(f"{said} the records are keyed by the {what} objects themselves (keys of type "
              f"{type(objects[0]).__name__}); expected the {what}'s names as named_{what}s() gives them, "
-             f"{sorted(expected)}: a name is what a reader finds in the model and a plot can label.")
+             f"{sorted(expected)}: a name is what a reader finds in the model and a plot can label.", "keyed-by-object")
     by_type = [key for key in names if isinstance(key, type) or isinstance(getattr(nn, str(key), None), type)]
     if by_type:
         fail(f"{said} the records are keyed by {by_type}; expected the {what}'s names as "
              f"named_{what}s() gives them, {sorted(expected)}: keyed by type, two layers of one type "
-             "mix their records.")
+             "mix their records.", "keyed-by-type")
     numbered = [key for key in names if isinstance(key, int)]
     if numbered and len(numbered) == len(names):
         fail(f"{said} the records are keyed by numbers, {sorted(numbered)}; expected the {what}'s names as "
              f"named_{what}s() gives them, {sorted(expected)}: a position in {what}s() names nothing a reader "
-             "can find.")
+             "can find.", "keyed-by-position")
     shared = [key for key in names if key in duplicates]
     if shared:
         fail(f"{said} there are records under {shared}, a second name of the same {what} object as "
              f"{[duplicates[key] for key in shared]}: named_{what}s() lists a shared {what} once, under its first "
-             f"name. Listing with remove_duplicate=False hooks it twice.")
+             f"name. Listing with remove_duplicate=False hooks it twice.", "second-name-recorded")
+    _check_names(recorded, expected, names, said, what, explain_missing, explain_unexpected)
+
+
+def _check_names(recorded, expected, names, said, what, explain_missing, explain_unexpected):
+    """Records under `names`, which should not be there, or none for some expected names."""
     missing = [name for name in expected if name not in recorded]
-    why = explain_missing(missing) if explain_missing else ""
+    why, why_slug = (explain_missing(missing) if explain_missing and missing else None) or ("", None)
     if not why and len(recorded) == 1 and missing:
-        why = _LOOP_VARIABLE
+        why, why_slug = _LOOP_VARIABLE, "name-from-loop-variable"
     if not why and missing:
-        why = f"Register a hook on every {what} that the contract names, as named_{what}s() lists them."
+        why, why_slug = (f"Register a hook on every {what} that the contract names, as named_{what}s() lists them.",
+                         f"{what}s-missing")
     if names:
-        unexpected = explain_unexpected(names) if explain_unexpected else ""
+        unexpected, slug = (explain_unexpected(names) if explain_unexpected else None) or ("", "unexpected-names")
         fail(f"{said} there are records under {names}, which should not be recorded; expected names "
              f"{sorted(expected)}." + (f" {unexpected}" if unexpected else "")
-             + (f" Nothing was recorded for {missing}. {why}" if missing else ""))
+             + (f" Nothing was recorded for {missing}. {why}" if missing else ""), slug)
     if missing and not recorded:
         fail(f"{said} nothing was recorded at all; expected records for {sorted(expected)}. Register a hook on "
-             f"each {what} and return the dict that the hooks fill.")
+             f"each {what} and return the dict that the hooks fill.", "nothing-recorded")
     if missing:
-        fail(f"{said} nothing was recorded for {missing} (records hold {sorted(map(str, recorded))}). {why}")
+        fail(f"{said} nothing was recorded for {missing} (records hold {sorted(map(str, recorded))}). {why}", why_slug)
 
 
 def _check_fresh(records, call_text, before_what):
@@ -171,7 +307,7 @@ def _check_fresh(records, call_text, before_what):
     if any(isinstance(entries, (list, tuple)) and entries for entries in records.values()):
         fail(f"{call_text} returned records that already hold entries, before {before_what}: "
              f"{sorted(map(str, records))}. Those come from an earlier call: make a new dict in each call (not one "
-             "at module level, or a default argument), or the records of two models mix.")
+             "at module level, or a default argument), or the records of two models mix.", "records-kept-between-calls")
 
 
 def _sgd_step(model, lr):
@@ -428,49 +564,77 @@ def _stats_of(output):
 
 def _check_entry(entry, output, where, module_input, kind=None):
     if not isinstance(entry, Mapping):
-        fail(f"{where} is {describe(entry)}; expected a dict with the keys {list(_KEYS)}.")
+        fail(f"{where} is {describe(entry)}; expected a dict with the keys {list(_KEYS)}.", "entry-not-a-dict")
     missing = [key for key in _KEYS if key not in entry]
     if missing:
         fail(f"{where} has the keys {sorted(map(str, entry))}; it lacks {missing}. Expected exactly "
-             f"{list(_KEYS)}.")
+             f"{list(_KEYS)}.", "entry-keys-missing")
     expected = _stats_of(output)
     values = {key: _number(entry[key], f"{where}[{key!r}]") for key in _KEYS}
     first_item = (f" The module returned a {kind}; {_TUPLE_RULE.lower()}, {describe(output)}, and only that "
                   "item." if kind in ("tuple", "list") else "")
-    if not _near(values["mean"], expected["mean"]):
-        of_input = module_input is not None and _near(values["mean"], module_input.mean().item())
-        fail(f"{where}['mean'] is {values['mean']:.6g}; the module's output, {describe(output)}, has mean "
-             f"{expected['mean']:.6g} over all its elements."
-             + (" That is the mean of the module's input: record its output (a forward hook's third argument)."
-                if of_input else "") + first_item)
-    if not _near(values["std"], expected["std"]):
-        if _near(values["std"], expected["population std"]):
-            fail(f"{where}['std'] is {values['std']:.6g}, the population standard deviation (dividing by n, "
-                 f"correction=0, as numpy's std does); expected torch's default, output.std(), which divides by "
-                 f"n - 1 (correction=1): {expected['std']:.6g}.")
-        variance = (" That is the variance, output.var(); the std is its square root."
-                    if _near(values["std"], expected["std"] ** 2) else "")
-        fail(f"{where}['std'] is {values['std']:.6g}; the module's output, {describe(output)}, has "
-             f"output.std() {expected['std']:.6g} over all its elements." + (variance or first_item))
-    if not _near(values["zero_fraction"], expected["zero_fraction"]):
-        zeros = int((output == 0).sum())
-        # Near zeros first: the checker's inputs hold a few (1e-5, 1e-9), and their count can happen to equal
-        # that of the non-zero elements.
-        if any(_near(values["zero_fraction"], (output.abs() <= near).float().mean().item()) and (
-                (output.abs() <= near) & (output != 0)).any() for near in (1e-3, 1e-4, 1e-6, 1e-8)):
-            hint = (" That counts elements near 0 too (|x| below a threshold); count only the elements exactly "
-                    "equal to 0 (output == 0).")
-        elif _near(values["zero_fraction"], 1 - expected["zero_fraction"]):
-            hint = " That is the fraction of non-zero elements."
-        elif _near(values["zero_fraction"], (output <= 0).float().mean().item()):
-            hint = (" That is the fraction of elements <= 0, which counts the negative elements too; count only "
-                    "the elements exactly equal to 0 (output == 0).")
-        elif _near(values["zero_fraction"], zeros):
-            hint = " That is the number of zeros; divide by the number of elements."
-        else:
-            hint = first_item
-        fail(f"{where}['zero_fraction'] is {values['zero_fraction']:.6g}; {zeros} of the output's "
-             f"{output.numel()} elements are exactly 0, a fraction of {expected['zero_fraction']:.6g}.{hint}")
+    _check_mean(values["mean"], expected, output, module_input, where, first_item)
+    _check_std(values["std"], expected, output, where, first_item)
+    _check_zero_fraction(values["zero_fraction"], expected, output, where, first_item)
+
+
+def _check_mean(mean, expected, output, module_input, where, first_item):
+    if _near(mean, expected["mean"]):
+        return
+    said = (f"{where}['mean'] is {mean:.6g}; the module's output, {describe(output)}, has mean "
+            f"{expected['mean']:.6g} over all its elements.")
+    if module_input is not None and _near(mean, module_input.mean().item()):
+        fail(f"{said} That is the mean of the module's input: record its output (a forward hook's third argument)."
+             + first_item, "stats-of-input")
+    fail(said + first_item, "wrong-mean")
+
+
+def _check_std(std, expected, output, where, first_item):
+    if _near(std, expected["std"]):
+        return
+    if _near(std, expected["population std"]):
+        fail(f"{where}['std'] is {std:.6g}, the population standard deviation (dividing by n, "
+             f"correction=0, as numpy's std does); expected torch's default, output.std(), which divides by "
+             f"n - 1 (correction=1): {expected['std']:.6g}.", "population-std")
+    said = (f"{where}['std'] is {std:.6g}; the module's output, {describe(output)}, has "
+            f"output.std() {expected['std']:.6g} over all its elements.")
+    if _near(std, expected["std"] ** 2):
+        fail(f"{said} That is the variance, output.var(); the std is its square root.", "variance-not-std")
+    fail(said + first_item, "wrong-std")
+
+
+def _counts_near_zero(value, output, expected=None):
+    """Whether `value` is the fraction of elements within a threshold of 0, some of them not 0."""
+    return any(_near(value, (output.abs() <= near).float().mean().item()) and (
+        (output.abs() <= near) & (output != 0)).any() for near in (1e-3, 1e-4, 1e-6, 1e-8))
+
+
+# What a wrong zero_fraction was computed as: (test of (value, output, expected), slug, hint). Near zeros
+# first: the checker's inputs hold a few (1e-5, 1e-9), and their count can happen to equal that of the
+# non-zero elements.
+_ZERO_FRACTION_MISTAKES = (
+    (_counts_near_zero, "counts-near-zero",
+     " That counts elements near 0 too (|x| below a threshold); count only the elements exactly equal to 0 "
+     "(output == 0)."),
+    (lambda value, output, expected: _near(value, 1 - expected["zero_fraction"]), "nonzero-fraction",
+     " That is the fraction of non-zero elements."),
+    (lambda value, output, expected: _near(value, (output <= 0).float().mean().item()), "counts-negatives",
+     " That is the fraction of elements <= 0, which counts the negative elements too; count only the elements "
+     "exactly equal to 0 (output == 0)."),
+    (lambda value, output, expected: _near(value, int((output == 0).sum())), "zero-count",
+     " That is the number of zeros; divide by the number of elements."),
+)
+
+
+def _check_zero_fraction(value, expected, output, where, first_item):
+    if _near(value, expected["zero_fraction"]):
+        return
+    said = (f"{where}['zero_fraction'] is {value:.6g}; {int((output == 0).sum())} of the output's "
+            f"{output.numel()} elements are exactly 0, a fraction of {expected['zero_fraction']:.6g}.")
+    for test, slug, hint in _ZERO_FRACTION_MISTAKES:
+        if test(value, output, expected):
+            fail(said + hint, slug)
+    fail(said + first_item, "wrong-zero-fraction")
 
 
 def _entry_matches(entry, output, module_input):
@@ -482,29 +646,29 @@ def _entry_matches(entry, output, module_input):
 
 
 def _why_modules_missing(model, layer_types, kinds):
-    """Says why modules of `model` may have no records: the mistakes that skip modules."""
+    """Says why modules of `model` may have no records, and the slug of the mistake that skips them."""
     modules = dict(model.named_modules())
 
     def explain(missing):
         structured = [f"{name!r} returns a {kinds[name]}" for name in missing if name in kinds]
         if structured and any("whose first item" in kinds[name] for name in missing if name in kinds):
             return (f"Module {', '.join(structured)}: {_TUPLE_RULE.lower()}, and {_FIRST_OF_FIRST}, so it has one "
-                    "entry per call too.")
+                    "entry per call too.", "nested-first-item-skipped")
         if structured:
             return (f"Module {', '.join(structured)}: {_TUPLE_RULE.lower()} (a list as well as a tuple), so it "
-                    "has one entry per call too.")
+                    "has one entry per call too.", "tuple-output-skipped")
         if "" in missing:
             return (f"Module '' is the model itself, a {type(model).__name__}, so one of the layer types: "
-                    "named_modules() lists it first, under the name '', and it gets a hook too.")
+                    "named_modules() lists it first, under the name '', and it gets a hook too.", "model-itself-skipped")
         subclassed = [f"{name!r} is a {type(modules[name]).__name__}" for name in missing
                       if name in modules and type(modules[name]) not in layer_types]
         if subclassed and len(subclassed) == len(missing):
             return (f"Module {', '.join(subclassed)}, a subclass of one of the layer types: isinstance(module, "
-                    "layer_types) counts it, comparing type(module) does not.")
+                    "layer_types) counts it, comparing type(module) does not.", "exact-type-compared")
         if all("." in name for name in missing):
             return ("Those are nested modules: named_children() lists only the model's direct children, "
-                    "named_modules() walks every module inside.")
-        return ""
+                    "named_modules() walks every module inside.", "nested-modules-skipped")
+        return None
     return explain
 
 
@@ -512,8 +676,8 @@ def _why_unexpected(kinds):
     def explain(names):
         other = [f"{name!r} returned a {kinds[name]}" for name in names if name in kinds]
         if other:
-            return f"Module {', '.join(other)}: {_OTHER_RULE}."
-        return ""
+            return f"Module {', '.join(other)}: {_OTHER_RULE}.", "entry-without-tensor"
+        return None
     return explain
 
 
@@ -523,17 +687,7 @@ def _compare_stats(stats, reference, call_text, said, duplicates, explain_missin
                 _why_unexpected(reference.kinds))
     for name, outputs in reference.outputs.items():
         entries = recorded[name]
-        if len(entries) == 1 < len(outputs):
-            fail(f"{said} stats[{name!r}] holds 1 entry; the module was called {len(outputs)} times so far. Append "
-                 "one entry per call to the module's list instead of replacing the list.")
-        if len(entries) != len(outputs):
-            twice = len(entries) == 2 * len(outputs)
-            fail(f"{said} stats[{name!r}] holds {len(entries)} entries; the module was called {len(outputs)} "
-                 f"time(s) so far, one entry per call."
-                 + (" Twice as many: is a hook registered twice on it (a cell run twice, or the module found "
-                    "under two names)?" if twice else
-                    " A module called twice in one forward pass fires its hook twice: one entry per call."
-                    if len(entries) < len(outputs) else ""))
+        _check_entry_count(len(entries), len(outputs), f"{said} stats[{name!r}]")
         inputs = reference.inputs[name]
         in_order = all(_entry_matches(entry, output, module_input)
                        for entry, output, module_input in zip(entries, outputs, inputs))
@@ -541,9 +695,27 @@ def _compare_stats(stats, reference, call_text, said, duplicates, explain_missin
                 _entry_matches(entry, output, module_input)
                 for entry, output, module_input in zip(entries[::-1], outputs, inputs)):
             fail(f"{said} stats[{name!r}] holds the entries of the module's {len(outputs)} calls in reverse order; "
-                 "expected them in the order of the calls: append each new entry at the end.")
+                 "expected them in the order of the calls: append each new entry at the end.", "reverse-order")
         for index, (entry, output) in enumerate(zip(entries, outputs)):
             _check_entry(entry, output, f"{said} stats[{name!r}][{index}]", inputs[index], reference.kinds.get(name))
+
+
+def _check_entry_count(count, calls, where):
+    """`where` ("... stats['0']") holds `count` entries of a module called `calls` times."""
+    if count == calls:
+        return
+    if count == 1 < calls:
+        fail(f"{where} holds 1 entry; the module was called {calls} times so far. Append one entry per call to the "
+             "module's list instead of replacing the list.", "list-replaced")
+    said = f"{where} holds {count} entries; the module was called {calls} time(s) so far, one entry per call."
+    if count == 2 * calls:
+        fail(f"{said} Twice as many: is a hook registered twice on it (a cell run twice, or the module found under "
+             "two names)?", "hooked-twice")
+    if count < calls:
+        fail(f"{said} A module called twice in one forward pass fires its hook twice: one entry per call.",
+             "calls-missed")
+    if count != calls:
+        fail(said, "too-many-entries")
 
 
 def _how_output_changed(model, layer_types, x, grad_mode):
@@ -579,73 +751,109 @@ def _how_output_changed(model, layer_types, x, grad_mode):
     return found[0] if found else None
 
 
+# Pass 1 trains with grad mode on, pass 2 runs under torch.no_grad(), pass 3 in eval mode: (grad mode, training).
+_STATS_PASSES = ((True, True), (False, True), (True, False))
+
+
+def _stats_case(seed, build):
+    """The case of `seed`: the learner's model, a deep copy watched by the checker's own hooks, and how the
+    call is written."""
+    case = seeded(seed, build, random.Random(seed))
+    case["reference_model"] = copy.deepcopy(case["model"])
+    case["reference"] = _OutputRecorder(case["reference_model"], case["layer_types"])
+    names = "(" + ", ".join(t.__name__ for t in case["layer_types"]) + ",)"
+    case["call_text"] = f"record_activation_stats(model, {names})"
+    return case
+
+
+def _stats_input(seed, step, shape):
+    x = random_tensor(seed * 10 + step, shape)
+    x.view(-1)[:2] = 1e-5  # near 0, not 0: still not a zero after a ReLU
+    x.view(-1)[2] = 1e-9  # closer still: torch.isclose(x, 0) (atol 1e-8) takes it for 0
+    return x
+
+
+def _forward_with_stats(case, x, grad_mode):
+    """model(x) with the learner's hooks, and the same without them, in `grad_mode`."""
+    call_text = case["call_text"]
+    with torch.set_grad_enabled(grad_mode):
+        expected = case["reference_model"](x)
+        doing = f"running model(x) after {call_text}"
+        try:
+            output = _run(doing, case["model"], x)
+        except LearnerCodeRaised as raised:
+            if not case["note"]:
+                raise
+            fail_with_hint(doing, raised.error, case["note"], "structured-output-raised")
+        if torch.is_grad_enabled() != grad_mode:
+            fail(f"After {call_text}, running model(x) with grad mode {'on' if grad_mode else 'off'} left "
+                 f"grad mode {'on' if torch.is_grad_enabled() else 'off'}: a hook changed torch's global "
+                 "grad mode (torch.set_grad_enabled(...) called as a statement?). Use `with "
+                 "torch.no_grad():` or output.detach(), which change nothing outside the hook.", "grad-mode-changed")
+    return output, expected
+
+
+def _check_output_unchanged(case, x, grad_mode, output, expected):
+    if torch.equal(output.detach(), expected.detach()) and output.requires_grad == expected.requires_grad:
+        return
+    said = (f"After {case['call_text']}, model(x) returned {describe(output)} (requires_grad {output.requires_grad}); "
+            f"without your hooks it returns {describe(expected)} (requires_grad {expected.requires_grad}).")
+    if _how_output_changed(case["model"], case["layer_types"], x, grad_mode) == "in place":
+        fail(f"{said} A hook changed a module's output in place (an in-place operation such as sub_() or abs_() on "
+             "the output, or on output.detach(), which shares its memory): compute out of place, or on "
+             "output.detach().clone(), and return None.", "output-changed-in-place")
+    fail(f"{said} A forward hook that returns a value replaces the output, a detached one cuts training off: "
+         "return None.", "output-replaced")
+
+
+def _check_recorded_in_pass(said, now, kept, grad_mode, training):
+    """The pass under no_grad, or in eval mode, added entries: the records `now` are not those `kept` before it."""
+    unchanged = kept is not None and now.keys() == kept.keys() and all(
+        len(now[key]) == len(kept[key]) and all(a is b for a, b in zip(now[key], kept[key])) for key in now)
+    if not grad_mode and any(now.values()) and unchanged:
+        fail(f"{said} the records are exactly as they were before that pass: the hooks recorded nothing "
+             "under torch.no_grad(). Forward hooks fire under torch.no_grad() too; record there as well "
+             "(a test of torch.is_grad_enabled() or output.requires_grad skips it).", "skips-no-grad")
+    if not training and any(now.values()) and unchanged:
+        fail(f"{said} the records are exactly as they were before that pass: the hooks recorded nothing "
+             "in eval mode. Forward hooks fire after model.eval() too, and every call of the module adds "
+             "an entry (a test of module.training skips them).", "skips-eval-mode")
+
+
+def _check_stats_case(record_activation_stats, seed, build):
+    case = _stats_case(seed, build)
+    model, reference_model, call_text = case["model"], case["reference_model"], case["call_text"]
+    globals_before = global_hooks()
+    stats, handles = _unpack(_run(f"calling {call_text}", record_activation_stats, model, case["layer_types"]),
+                             call_text, "(stats, handles)")
+    _check_fresh(stats, call_text, "the model ran")
+    kept = None
+    for step, (grad_mode, training) in enumerate(_STATS_PASSES, start=1):
+        x = _stats_input(seed, step, case["shape"])
+        for copy_ in (model, reference_model):
+            copy_.train(training)
+        output, expected = _forward_with_stats(case, x, grad_mode)
+        _check_output_unchanged(case, x, grad_mode, output, expected)
+        mode = ("with grad mode on" if grad_mode else "under torch.no_grad()") + ("" if training else ", in eval mode")
+        said = f"After {call_text} and forward pass {step} ({mode}),"
+        now = {key: list(entries) for key, entries in stats.items() if isinstance(entries, (list, tuple))}
+        _check_recorded_in_pass(said, now, kept, grad_mode, training)
+        kept = now
+        _compare_stats(stats, case["reference"], call_text, said, case["duplicates"],
+                       _why_modules_missing(model, case["layer_types"], case["reference"].kinds))
+    for copy_ in (model, reference_model):
+        copy_.train()
+    _remove_all(handles, call_text, model, globals_before)
+
+
 @check_of("record_activation_stats", budget_ms=50,
           why="its contract covers the outputs of nn.LSTM, and torch's first nn.LSTM call in a process sets "
               "up oneDNN's LSTM kernel: 23 ms once (0.4 ms the next call), paid by the first check that runs "
-              "an LSTM; warm, the check costs 19 ms")
+              "an LSTM; warm, the check costs 19 ms",
+          mistakes={**_RECORDS_MISTAKES, **_STATS_MISTAKES})
 def check_record_activation_stats(record_activation_stats):
     for seed, build in _STATS_CASES:
-        case = seeded(seed, build, random.Random(seed))
-        model, layer_types, duplicates, note = case["model"], case["layer_types"], case["duplicates"], case["note"]
-        reference_model = copy.deepcopy(model)
-        reference = _OutputRecorder(reference_model, layer_types)
-        names = "(" + ", ".join(t.__name__ for t in layer_types) + ",)"
-        call_text = f"record_activation_stats(model, {names})"
-        globals_before = global_hooks()
-        stats, handles = _unpack(_run(f"calling {call_text}", record_activation_stats, model, layer_types),
-                                 call_text, "(stats, handles)")
-        _check_fresh(stats, call_text, "the model ran")
-        kept = None
-        # Pass 1 trains with grad mode on, pass 2 runs under torch.no_grad(), pass 3 in eval mode.
-        for step, (grad_mode, training) in enumerate(((True, True), (False, True), (True, False)), start=1):
-            x = random_tensor(seed * 10 + step, case["shape"])
-            x.view(-1)[:2] = 1e-5  # near 0, not 0: still not a zero after a ReLU
-            x.view(-1)[2] = 1e-9  # closer still: torch.isclose(x, 0) (atol 1e-8) takes it for 0
-            for copy_ in (model, reference_model):
-                copy_.train(training)
-            with torch.set_grad_enabled(grad_mode):
-                expected = reference_model(x)
-                doing = f"running model(x) after {call_text}"
-                try:
-                    output = _run(doing, model, x)
-                except LearnerCodeRaised as raised:
-                    if not note:
-                        raise
-                    fail_with_hint(doing, raised.error, note)
-                if torch.is_grad_enabled() != grad_mode:
-                    fail(f"After {call_text}, running model(x) with grad mode {'on' if grad_mode else 'off'} left "
-                         f"grad mode {'on' if torch.is_grad_enabled() else 'off'}: a hook changed torch's global "
-                         "grad mode (torch.set_grad_enabled(...) called as a statement?). Use `with "
-                         "torch.no_grad():` or output.detach(), which change nothing outside the hook.")
-            if not torch.equal(output.detach(), expected.detach()) or output.requires_grad != expected.requires_grad:
-                how = _how_output_changed(model, layer_types, x, grad_mode)
-                why = ("A hook changed a module's output in place (an in-place operation such as sub_() or abs_() on "
-                       "the output, or on output.detach(), which shares its memory): compute out of place, or on "
-                       "output.detach().clone(), and return None." if how == "in place" else
-                       "A forward hook that returns a value replaces the output, a detached one cuts training off: "
-                       "return None.")
-                fail(f"After {call_text}, model(x) returned {describe(output)} (requires_grad "
-                     f"{output.requires_grad}); without your hooks it returns {describe(expected)} (requires_grad "
-                     f"{expected.requires_grad}). {why}")
-            mode = ("with grad mode on" if grad_mode else "under torch.no_grad()") + ("" if training else ", in eval mode")
-            said = f"After {call_text} and forward pass {step} ({mode}),"
-            now = {key: list(entries) for key, entries in stats.items() if isinstance(entries, (list, tuple))}
-            unchanged = kept is not None and now.keys() == kept.keys() and all(
-                len(now[key]) == len(kept[key]) and all(a is b for a, b in zip(now[key], kept[key])) for key in now)
-            if not grad_mode and any(now.values()) and unchanged:
-                fail(f"{said} the records are exactly as they were before that pass: the hooks recorded nothing "
-                     "under torch.no_grad(). Forward hooks fire under torch.no_grad() too; record there as well "
-                     "(a test of torch.is_grad_enabled() or output.requires_grad skips it).")
-            if not training and any(now.values()) and unchanged:
-                fail(f"{said} the records are exactly as they were before that pass: the hooks recorded nothing "
-                     "in eval mode. Forward hooks fire after model.eval() too, and every call of the module adds "
-                     "an entry (a test of module.training skips them).")
-            kept = now
-            _compare_stats(stats, reference, call_text, said, duplicates,
-                           _why_modules_missing(model, layer_types, reference.kinds))
-        for copy_ in (model, reference_model):
-            copy_.train()
-        _remove_all(handles, call_text, model, globals_before)
+        _check_stats_case(record_activation_stats, seed, build)
 
 
 # ---------------------------------------------------------------- track_grad_norms
@@ -727,8 +935,8 @@ class _GradRecorder:
 
 def _why_parameters_missing(missing):
     if missing and all(name.endswith("bias") for name in missing):
-        return "Those are biases: hook every parameter that requires grad, the biases too."
-    return ""
+        return "Those are biases: hook every parameter that requires grad, the biases too.", "biases-skipped"
+    return None
 
 
 def _why_unexpected_parameters(never, module_names):
@@ -736,11 +944,11 @@ def _why_unexpected_parameters(never, module_names):
         idle = [name for name in names if name in never]
         if idle:
             return (f"No backward pass computed a gradient for {idle} (never used in forward): a pass that computes "
-                    "no gradient for a parameter adds no entry for it.")
+                    "no gradient for a parameter adds no entry for it.", "entry-without-gradient")
         if all(name in module_names for name in names):
             return ("Those are module names: record per parameter, with a tensor hook on each parameter, under its "
-                    "named_parameters() name.")
-        return ""
+                    "named_parameters() name.", "module-names")
+        return None
     return explain
 
 
@@ -768,66 +976,86 @@ def _misnamed(recorded, reference):
 def _compare_norms(norms, reference, accumulated, clipped, call_text, said, duplicates, frozen_names=(), stale=None,
                    skipped=None, never=(), module_names=()):
     """`accumulated[name][i]`, `stale[name][i]`: the norm of .grad after and before the i-th backward pass that
-    computed a gradient for `name`; `skipped[name]`: the passes that computed none for it."""
+    computed a gradient for `name` (None: not known); `skipped[name]`: the passes that computed none for it."""
     recorded = _lists(norms, call_text, said)
     misnamed = _misnamed(recorded, reference)
     if misnamed:
         fail(f"{said} norms[{misnamed[0]!r}] holds the norms of the gradients of {misnamed[1]!r}: each name must go "
              "with its own parameter. Take both from named_parameters() together (for name, parameter in "
-             "model.named_parameters()); names zipped with parameters() drift apart once one is skipped.")
+             "model.named_parameters()); names zipped with parameters() drift apart once one is skipped.",
+             "names-misaligned")
     frozen = [name for name in recorded if name in frozen_names]
     _check_keys({k: v for k, v in recorded.items() if k not in frozen}, reference.grads, said, "parameter",
                 duplicates, _why_parameters_missing, _why_unexpected_parameters(never, module_names))
     if frozen:
         fail(f"{said} there are records for {frozen}, parameters that do not require grad (or got no gradient); "
-             "expected none.")
-    skipped = skipped or {}
+             "expected none.", "frozen-recorded")
     for name, grads in reference.grads.items():
+        where = f"{said} norms[{name!r}]"
         entries = recorded[name]
-        if len(entries) == 1 < len(grads):
-            fail(f"{said} norms[{name!r}] holds 1 entry; {len(grads)} backward passes computed a gradient for "
-                 "that parameter. Append one entry per backward pass instead of replacing the list.")
-        if len(entries) > len(grads) and skipped.get(name):
-            fail(f"{said} norms[{name!r}] holds {len(entries)} entries; {len(grads)} backward passes computed a "
-                 f"gradient for that parameter, and pass(es) {skipped[name]} computed none (its branch did not "
-                 "run). A backward pass that computes no gradient for a parameter adds no entry for it.")
-        if len(entries) != len(grads):
-            fail(f"{said} norms[{name!r}] holds {len(entries)} entries; {len(grads)} backward pass(es) computed "
-                 "a gradient for that parameter, one entry each. A tensor hook fires once per backward pass, "
-                 "with the gradient summed over every use of the parameter.")
-        values = [_number(entry, f"{said} norms[{name!r}][{index}]") for index, entry in enumerate(entries)]
+        _check_norm_count(len(entries), len(grads), (skipped or {}).get(name), where)
+        values = [_number(entry, f"{where}[{index}]") for index, entry in enumerate(entries)]
         expected_norms = [grad.norm().item() for grad in grads]
         if len(values) > 1 and not all(map(_near, values, expected_norms)) \
                 and all(map(_near, values[::-1], expected_norms)):
-            fail(f"{said} norms[{name!r}] holds the norms of the {len(grads)} backward passes in reverse order; "
-                 "expected them in the order of the passes: append each new norm at the end.")
+            fail(f"{where} holds the norms of the {len(grads)} backward passes in reverse order; "
+                 "expected them in the order of the passes: append each new norm at the end.", "reverse-order")
         for index, (value, expected) in enumerate(zip(values, expected_norms)):
-            where = f"{said} norms[{name!r}][{index}]"
-            if _near(value, expected):
-                continue
-            if not math.isfinite(expected) and math.isfinite(value):
-                fail(f"{where} is {value:.6g}; the gradient that backward pass computed for {name!r} holds inf or NaN, "
-                     f"and its L2 norm is {expected:.6g}. Record the norm of the gradient as it is (a "
-                     "torch.nan_to_num() or a filter of the non-finite elements hides the very values a monitor is "
-                     "for).")
-            if _near(value, accumulated[name][index]):
-                fail(f"{where} is {value:.6g}, the norm of .grad after that backward pass, which holds the "
-                     f"sum of the gradients of every backward pass since the last zero_grad(); that pass's own "
-                     f"gradient has norm {expected:.6g}. Under gradient accumulation a post-accumulate-grad hook "
-                     "(or .grad) sees the running sum: use a tensor hook, parameter.register_hook, and the "
-                     "gradient it receives.")
-            if stale and _near(value, stale[name][index]):
-                fail(f"{where} is {value:.6g}, the norm of .grad before that backward pass (0 when .grad was "
-                     f"None); that pass's own gradient has norm {expected:.6g}. A tensor hook runs before .grad is "
-                     "updated: take the norm of the gradient the hook receives.")
-            if _near(value, expected ** 2):
-                fail(f"{where} is {value:.6g}, the squared norm; expected the L2 norm {expected:.6g} "
-                     "(grad.norm(), the square root of the sum of squares).")
-            if index in clipped.get(name, {}) and _near(value, clipped[name][index]):
-                fail(f"{where} is {value:.6g}, the norm after clip_grad_norm_ scaled .grad; expected the gradient "
-                     f"backward computed, before clipping: {expected:.6g}.")
-            fail(f"{where} is {value:.6g}; the gradient that backward pass computed for {name!r} has L2 norm "
-                 f"{expected:.6g}.")
+            if not _near(value, expected):
+                known = dict(accumulated=accumulated[name][index] if accumulated else None,
+                             stale=stale[name][index] if stale else None,
+                             clipped=clipped.get(name, {}).get(index))
+                _diagnose_norm(value, expected, known, name, f"{where}[{index}]")
+
+
+def _check_norm_count(count, passes, skipped, where):
+    """`where` ("... norms['0.weight']") holds `count` entries of a parameter that `passes` backward passes
+    computed a gradient for; `skipped`: the passes that computed none for it."""
+    if count == 1 < passes:
+        fail(f"{where} holds 1 entry; {passes} backward passes computed a gradient for that parameter. Append one "
+             "entry per backward pass instead of replacing the list.", "list-replaced")
+    if count > passes and skipped:
+        fail(f"{where} holds {count} entries; {passes} backward passes computed a gradient for that parameter, "
+             f"and pass(es) {skipped} computed none (its branch did not run). A backward pass that computes no "
+             "gradient for a parameter adds no entry for it.", "entry-without-gradient")
+    if count != passes:
+        fail(f"{where} holds {count} entries; {passes} backward pass(es) computed a gradient for that parameter, "
+             "one entry each. A tensor hook fires once per backward pass, with the gradient summed over every "
+             "use of the parameter.", "wrong-entry-count")
+
+
+# What a wrong norm was computed from: (test of (value, expected, known), slug, message after "{where} is
+# {value}"). `known`: the norm of .grad after the pass ("accumulated"), before it ("stale", None when
+# unknown) and after clipping ("clipped", None when the pass was not clipped).
+_NORM_MISTAKES = (
+    (lambda value, expected, known: not math.isfinite(expected) and math.isfinite(value), "nonfinite-hidden",
+     "; the gradient that backward pass computed for {name!r} holds inf or NaN, and its L2 norm is {expected:.6g}. "
+     "Record the norm of the gradient as it is (a torch.nan_to_num() or a filter of the non-finite elements hides "
+     "the very values a monitor is for)."),
+    (lambda value, expected, known: known["accumulated"] is not None and _near(value, known["accumulated"]),
+     "accumulated-grad",
+     ", the norm of .grad after that backward pass, which holds the sum of the gradients of every backward pass "
+     "since the last zero_grad(); that pass's own gradient has norm {expected:.6g}. Under gradient accumulation a "
+     "post-accumulate-grad hook (or .grad) sees the running sum: use a tensor hook, parameter.register_hook, and "
+     "the gradient it receives."),
+    (lambda value, expected, known: known["stale"] is not None and _near(value, known["stale"]), "grad-before-update",
+     ", the norm of .grad before that backward pass (0 when .grad was None); that pass's own gradient has norm "
+     "{expected:.6g}. A tensor hook runs before .grad is updated: take the norm of the gradient the hook receives."),
+    (lambda value, expected, known: _near(value, expected ** 2), "squared-norm",
+     ", the squared norm; expected the L2 norm {expected:.6g} (grad.norm(), the square root of the sum of "
+     "squares)."),
+    (lambda value, expected, known: known["clipped"] is not None and _near(value, known["clipped"]), "clipped-norm",
+     ", the norm after clip_grad_norm_ scaled .grad; expected the gradient backward computed, before clipping: "
+     "{expected:.6g}."),
+)
+
+
+def _diagnose_norm(value, expected, known, name, where):
+    for test, slug, message in _NORM_MISTAKES:
+        if test(value, expected, known):
+            fail(f"{where} is {value:.6g}" + message.format(name=name, expected=expected), slug)
+    fail(f"{where} is {value:.6g}; the gradient that backward pass computed for {name!r} has L2 norm "
+         f"{expected:.6g}.", "wrong-norm")
 
 
 def _requires_grad(model):
@@ -840,7 +1068,7 @@ def _check_training_modes(model, before, after_what):
     if changed:
         fail(f"{after_what}, the training mode changed for {_listed(changed)} (model.train() or model.eval() "
              "called?): the monitor must leave the model as it found it, and a model in eval mode behaves "
-             "differently (dropout, batch norm).")
+             "differently (dropout, batch norm).", "training-mode-changed")
 
 
 def _check_requires_grad(model, before, after_what):
@@ -848,7 +1076,7 @@ def _check_requires_grad(model, before, after_what):
     if changed:
         fail(f"{after_what}, requires_grad changed for {changed} (it was {[before.get(name) for name in changed]}): "
              "a frozen parameter must stay frozen, or it trains. Give it no hook instead "
-             "(if parameter.requires_grad: ...).")
+             "(if parameter.requires_grad: ...).", "requires-grad-changed")
 
 
 def _backward(model, x, create_graph, scale=1.0, nonfinite=False):
@@ -867,72 +1095,101 @@ def _backward(model, x, create_graph, scale=1.0, nonfinite=False):
         loss.backward(create_graph=create_graph)
 
 
-@check_of("track_grad_norms")
+class _NormRun:
+    """One case of track_grad_norms: the learner's model, a deep copy watched by the checker's tensor hooks, and
+    what the copy's .grad held around each backward pass: `accumulated[name][i]`, `stale[name][i]`, the norm of
+    .grad after and before the i-th pass that computed a gradient for `name`; `clipped[name][i]` after clipping
+    it; `skipped[name]`, the passes that computed none for it."""
+
+    def __init__(self, seed, build):
+        self.seed = seed
+        self.model, self.width, self.duplicates = seeded(seed, build, random.Random(seed))
+        self.reference_model = copy.deepcopy(self.model)
+        self.reference = _GradRecorder(self.reference_model)
+        self.accumulated, self.clipped, self.stale, self.skipped = {}, {}, {}, {}
+        self.trainable = [name for name, parameter in self.reference_model.named_parameters()
+                          if parameter.requires_grad]
+        self.frozen = [name for name, parameter in self.model.named_parameters() if not parameter.requires_grad]
+
+    def backward(self, step, then, call_text):
+        """Backward pass `step` on both models, `then` saying which (_NORM_PLAN), and what it left in .grad."""
+        x = random_tensor(self.seed * 10 + step, (4, self.width))
+        create_graph, nonfinite = then == "create_graph", then == "nonfinite"
+        scale = 1000.0 if then == "clip" else 1.0
+        before_grad = {name: 0.0 if parameter.grad is None else parameter.grad.norm().item()
+                       for name, parameter in self.reference_model.named_parameters()}
+        before_count = {name: len(self.reference.grads.get(name, [])) for name in self.trainable}
+        for trained in (self.model, self.reference_model):
+            _set_pass(trained, step)
+        loss_text = ("(1000 * model(x).pow(2).mean())" if scale != 1 else
+                     "(model(x) * g).sum(), g holding an inf," if nonfinite else "model(x).pow(2).mean()")
+        _run(f"running {loss_text}.backward({'create_graph=True' if create_graph else ''}) after "
+             f"{call_text}", _backward, self.model, x, create_graph, scale, nonfinite)
+        _backward(self.reference_model, x, create_graph, scale, nonfinite)
+        for name, parameter in self.reference_model.named_parameters():
+            if name not in self.trainable:
+                continue
+            if len(self.reference.grads.get(name, [])) > before_count[name]:
+                self.stale.setdefault(name, []).append(before_grad[name])
+                self.accumulated.setdefault(name, []).append(parameter.grad.norm().item())
+            else:
+                self.skipped.setdefault(name, []).append(step)
+
+    def clip(self, step):
+        torch.nn.utils.clip_grad_norm_(self.model.parameters(), max_norm=1e-3)
+        torch.nn.utils.clip_grad_norm_(self.reference_model.parameters(), max_norm=1e-3)
+        for name, parameter in self.reference_model.named_parameters():
+            if name in self.trainable and step not in self.skipped.get(name, []):
+                self.clipped.setdefault(name, {})[len(self.accumulated[name]) - 1] = parameter.grad.norm().item()
+
+    def compare(self, norms, call_text, said):
+        never = [name for name in self.trainable if name not in self.reference.grads]
+        _compare_norms(norms, self.reference, self.accumulated, self.clipped, call_text, said, self.duplicates,
+                       self.frozen, self.stale, self.skipped, never, [name for name, _ in self.model.named_modules()])
+
+    def after(self, then):
+        if then == "step":
+            for trained in (self.model, self.reference_model):
+                _sgd_step(trained, lr=0.1)
+        if then in ("step", "create_graph"):
+            for trained in (self.model, self.reference_model):
+                trained.zero_grad()  # .grad = None; after create_graph=True this breaks the reference cycle
+
+
+def _check_grads_untouched(model, reference_model, said):
+    """The learner's hooks left every .grad as the same model without them has it."""
+    for (name, parameter), reference_parameter in zip(model.named_parameters(), reference_model.parameters()):
+        mine, theirs = parameter.grad, reference_parameter.grad
+        if not _same(mine, theirs):
+            fail(f"{said} {name}.grad is {describe(mine)}; without your hooks it is "
+                 f"{describe(theirs)}. The hooks must only look: return None, and change "
+                 "neither the gradient in place nor .grad.", "grad-changed")
+        if mine is not None and mine.requires_grad != theirs.requires_grad:
+            fail(f"{said} {name}.grad has requires_grad {mine.requires_grad}; without your hooks it has "
+                 f"{theirs.requires_grad}: under backward(create_graph=True) the gradient carries the graph "
+                 "of the backward pass, for a second derivative, and a hook that returns grad.detach() "
+                 "cuts it. The hooks must only look: return None.", "grad-detached")
+
+
+@check_of("track_grad_norms", mistakes={**_RECORDS_MISTAKES, **_NORMS_MISTAKES})
 def check_track_grad_norms(track_grad_norms):
     for seed, build in _NORM_CASES:
-        model, width, duplicates = seeded(seed, build, random.Random(seed))
-        reference_model = copy.deepcopy(model)
-        reference = _GradRecorder(reference_model)
+        run = _NormRun(seed, build)
         call_text = "track_grad_norms(model)"
         globals_before = global_hooks()
-        norms, handles = _unpack(_run(f"calling {call_text}", track_grad_norms, model), call_text,
+        norms, handles = _unpack(_run(f"calling {call_text}", track_grad_norms, run.model), call_text,
                                  "(norms, handles)")
         _check_fresh(norms, call_text, "any backward pass")
-        _check_requires_grad(model, _requires_grad(reference_model), f"After {call_text}")
-        accumulated, clipped, stale, skipped = {}, {}, {}, {}
-        trainable = [name for name, parameter in reference_model.named_parameters() if parameter.requires_grad]
-        frozen = [name for name, parameter in model.named_parameters() if not parameter.requires_grad]
+        _check_requires_grad(run.model, _requires_grad(run.reference_model), f"After {call_text}")
         for step, (what, then) in enumerate(_NORM_PLAN, start=1):
-            x = random_tensor(seed * 10 + step, (4, width))
-            create_graph = then == "create_graph"
-            scale = 1000.0 if then == "clip" else 1.0
-            before_grad = {name: 0.0 if parameter.grad is None else parameter.grad.norm().item()
-                           for name, parameter in reference_model.named_parameters()}
-            before_count = {name: len(reference.grads.get(name, [])) for name in trainable}
-            for trained in (model, reference_model):
-                _set_pass(trained, step)
-            nonfinite = then == "nonfinite"
-            loss_text = ("(1000 * model(x).pow(2).mean())" if scale != 1 else
-                         "(model(x) * g).sum(), g holding an inf," if nonfinite else "model(x).pow(2).mean()")
-            _run(f"running {loss_text}.backward({'create_graph=True' if create_graph else ''}) after "
-                 f"{call_text}", _backward, model, x, create_graph, scale, nonfinite)
-            _backward(reference_model, x, create_graph, scale, nonfinite)
-            for name, parameter in reference_model.named_parameters():
-                if name not in trainable:
-                    continue
-                if len(reference.grads.get(name, [])) > before_count[name]:
-                    stale.setdefault(name, []).append(before_grad[name])
-                    accumulated.setdefault(name, []).append(parameter.grad.norm().item())
-                else:
-                    skipped.setdefault(name, []).append(step)
+            run.backward(step, then, call_text)
             said = f"After {call_text} and {what},"
-            for (name, parameter), reference_parameter in zip(model.named_parameters(), reference_model.parameters()):
-                mine, theirs = parameter.grad, reference_parameter.grad
-                if not _same(mine, theirs):
-                    fail(f"{said} {name}.grad is {describe(mine)}; without your hooks it is "
-                         f"{describe(theirs)}. The hooks must only look: return None, and change "
-                         "neither the gradient in place nor .grad.")
-                if mine is not None and mine.requires_grad != theirs.requires_grad:
-                    fail(f"{said} {name}.grad has requires_grad {mine.requires_grad}; without your hooks it has "
-                         f"{theirs.requires_grad}: under backward(create_graph=True) the gradient carries the graph "
-                         "of the backward pass, for a second derivative, and a hook that returns grad.detach() "
-                         "cuts it. The hooks must only look: return None.")
+            _check_grads_untouched(run.model, run.reference_model, said)
             if then == "clip":
-                torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm=1e-3)
-                torch.nn.utils.clip_grad_norm_(reference_model.parameters(), max_norm=1e-3)
-                for name, parameter in reference_model.named_parameters():
-                    if name in trainable and step not in skipped.get(name, []):
-                        clipped.setdefault(name, {})[len(accumulated[name]) - 1] = parameter.grad.norm().item()
-            never = [name for name in trainable if name not in reference.grads]
-            _compare_norms(norms, reference, accumulated, clipped, call_text, said, duplicates, frozen, stale,
-                           skipped, never, [name for name, _ in model.named_modules()])
-            if then == "step":
-                for trained in (model, reference_model):
-                    _sgd_step(trained, lr=0.1)
-            if then in ("step", "create_graph"):
-                for trained in (model, reference_model):
-                    trained.zero_grad()  # .grad = None; after create_graph=True this breaks the reference cycle
-        _remove_all(handles, call_text, model, globals_before)
+                run.clip(step)
+            run.compare(norms, call_text, said)
+            run.after(then)
+        _remove_all(handles, call_text, run.model, globals_before)
 
 
 # ---------------------------------------------------------------- TrainingMonitor
@@ -975,21 +1232,22 @@ def _attribute(monitor, name, doing):
             return getattr(monitor, name)
         except AttributeError:
             fail(f"{doing}: the monitor has no attribute {name!r}. The contract names activation_stats, "
-                 "grad_norms and first_nonfinite.")
+                 "grad_norms and first_nonfinite.", "attribute-missing")
 
 
 def _new_monitor(TrainingMonitor, model, call_text):
     monitor = _run(f"calling {call_text}", TrainingMonitor, model, (nn.ReLU,))
     left = _hooks_left(model)
     if left:
-        fail(f"{call_text} registered hooks already ({_listed(left)}); the constructor registers nothing, attach() does.")
+        fail(f"{call_text} registered hooks already ({_listed(left)}); the constructor registers nothing, attach() does.",
+             "constructor-registers")
     for name in ("activation_stats", "grad_norms"):
         value = _attribute(monitor, name, f"reading monitor.{name} after {call_text}")
         if not isinstance(value, Mapping) or any(value.values()):
-            fail(f"after {call_text}, monitor.{name} is {describe(value)}; expected an empty dict.")
+            fail(f"after {call_text}, monitor.{name} is {describe(value)}; expected an empty dict.", "records-not-empty-dict")
     first = _attribute(monitor, "first_nonfinite", f"reading monitor.first_nonfinite after {call_text}")
     if first is not None:
-        fail(f"after {call_text}, monitor.first_nonfinite is {first!r}; expected None.")
+        fail(f"after {call_text}, monitor.first_nonfinite is {first!r}; expected None.", "first-nonfinite-not-none")
     return monitor
 
 
@@ -1009,11 +1267,11 @@ def _check_only_looked(model, reference_model, output, expected, said):
     """Fails when the monitored model's output or gradients differ from those of the same model without a monitor."""
     if not _same(output.detach(), expected.detach()):
         fail(f"{said} model(x) returned {describe(output)}; the same model without a monitor returns "
-             f"{describe(expected)}. {_ONLY_LOOK}")
+             f"{describe(expected)}. {_ONLY_LOOK}", "output-changed")
     for (name, parameter), reference in zip(model.named_parameters(), reference_model.parameters()):
         if not _same(parameter.grad, reference.grad):
             fail(f"{said} {name}.grad is {describe(parameter.grad)}; without the monitor it is "
-                 f"{describe(reference.grad)}. {_ONLY_LOOK}")
+                 f"{describe(reference.grad)}. {_ONLY_LOOK}", "grad-changed")
 
 
 def _train_step(model, x):
@@ -1023,47 +1281,56 @@ def _train_step(model, x):
     _sgd_step(model, lr=0.05)
 
 
-def _check_attach_train_remove(TrainingMonitor):
-    seed = 131
-    model, width = seeded(seed, _mlp, random.Random(seed))
-    reference_model = copy.deepcopy(model)
-    outputs, grads = _OutputRecorder(reference_model, (nn.ReLU,)), _GradRecorder(reference_model)
-    call_text = "TrainingMonitor(model, (nn.ReLU,))"
-    globals_before = global_hooks()
-    monitor = _new_monitor(TrainingMonitor, model, call_text)
-    # The caller's own hooks, registered before attach(): remove() must leave them.
-    seen_by_caller = []
+class _CallersHooks:
+    """The caller's own hooks on the model of _check_attach_train_remove: two registered before attach(), two
+    while the monitor is attached; remove() must leave all four."""
 
-    def callers_forward_hook(module, args, output):
-        seen_by_caller.append("forward")
+    def __init__(self, model):
+        self.model, self.seen = model, []
+        self.hooks = (lambda module, args, output: self.seen.append("forward"),
+                      lambda grad: self.seen.append("gradient"),
+                      lambda module, args, output: self.seen.append("later forward"),
+                      lambda grad: self.seen.append("later gradient"))
 
-    def callers_tensor_hook(grad):
-        seen_by_caller.append("gradient")
+    def register_before_attach(self):
+        self.model[1].register_forward_hook(self.hooks[0])
+        self.model[2].weight.register_hook(self.hooks[1])
 
-    callers = (callers_forward_hook, callers_tensor_hook)
-    model[1].register_forward_hook(callers_forward_hook)
-    model[2].weight.register_hook(callers_tensor_hook)
+    def register_while_attached(self):
+        self.model[0].register_forward_hook(self.hooks[2])
+        self.model[2].bias.register_hook(self.hooks[3])
+
+    def gone(self):
+        """Where a hook of the caller is no longer registered."""
+        model = self.model
+        return [where for where, hooks, hook in (
+                    ("a forward hook on module '1', registered before attach()", model[1]._forward_hooks,
+                     self.hooks[0]),
+                    ("a tensor hook on parameter '2.weight', registered before attach()",
+                     model[2].weight._backward_hooks, self.hooks[1]),
+                    ("a forward hook on module '0', registered while the monitor was attached",
+                     model[0]._forward_hooks, self.hooks[2]),
+                    ("a tensor hook on parameter '2.bias', registered while the monitor was attached",
+                     model[2].bias._backward_hooks, self.hooks[3]))
+                if all(registered is not hook for registered in (hooks or {}).values())]
+
+
+def _attach_between_callers(TrainingMonitor, model, callers):
+    monitor = _new_monitor(TrainingMonitor, model, "TrainingMonitor(model, (nn.ReLU,))")
+    callers.register_before_attach()
     returned = _run("calling monitor.attach()", monitor.attach)
     if returned is not monitor:
         fail(f"monitor.attach() returned {describe(returned)}; expected the monitor itself (return self), so that "
-             "`monitor = TrainingMonitor(model, types).attach()` works.")
-    if not _hooks_left(model, callers):
-        fail("after monitor.attach(), no hook is registered on the model; attach() registers the hooks.")
+             "`monitor = TrainingMonitor(model, types).attach()` works.", "attach-returns-other")
+    if not _hooks_left(model, callers.hooks):
+        fail("after monitor.attach(), no hook is registered on the model; attach() registers the hooks.",
+             "attach-registers-nothing")
+    callers.register_while_attached()
+    return monitor
 
-    # And the caller's hooks registered while the monitor is attached: remove() must leave them too.
-    def callers_later_forward_hook(module, args, output):
-        seen_by_caller.append("later forward")
 
-    def callers_later_tensor_hook(grad):
-        seen_by_caller.append("later gradient")
-
-    callers += (callers_later_forward_hook, callers_later_tensor_hook)
-    model[0].register_forward_hook(callers_later_forward_hook)
-    model[2].bias.register_hook(callers_later_tensor_hook)
-    flags = _requires_grad(reference_model)
-    modes = {name: module.training for name, module in reference_model.named_modules()}
-    _check_requires_grad(model, flags, "After monitor.attach()")
-    _check_training_modes(model, modes, "After monitor.attach()")
+def _train_monitored(model, reference_model, seed, width):
+    """Two training steps of the monitored model and of the same model without a monitor."""
     for step in (1, 2):
         x = random_tensor(seed * 10 + step, (3, width))
         doing = "running a training step (forward, zero_grad, backward, step) with the monitor attached"
@@ -1071,48 +1338,54 @@ def _check_attach_train_remove(TrainingMonitor):
             _run(doing, _train_step, model, x)
         except LearnerCodeRaised as raised:
             if isinstance(raised.error, TypeError) and "must be Tensor" in str(raised.error):
-                fail_with_hint(doing, raised.error, f"A module received something that is not a tensor. {_ONLY_LOOK}")
+                fail_with_hint(doing, raised.error, f"A module received something that is not a tensor. {_ONLY_LOOK}",
+                               "output-replaced-by-non-tensor")
             raise
         _train_step(reference_model, x)
-    said = "After attach() and two training steps,"
     changed = [name for (name, parameter), reference in zip(model.named_parameters(), reference_model.parameters())
                if not torch.equal(parameter, reference)]
     if changed:
-        fail(f"{said} the parameters {_listed(changed)} differ from those of the same model trained without a "
-             f"monitor: the outputs or the gradients changed. {_ONLY_LOOK}")
+        fail(f"After attach() and two training steps, the parameters {_listed(changed)} differ from those of the same "
+             f"model trained without a monitor: the outputs or the gradients changed. {_ONLY_LOOK}", "training-changed")
+
+
+def _check_monitor_records(monitor, model, outputs, grads):
+    """After two training steps: the monitor's records against the checker's, and first_nonfinite still None."""
+    said = "After attach() and two training steps,"
     stats = _attribute(monitor, "activation_stats", "reading monitor.activation_stats")
     norms = _attribute(monitor, "grad_norms", "reading monitor.grad_norms")
     for attribute, records, function in (("activation_stats", stats, "record_activation_stats"),
                                          ("grad_norms", norms, "track_grad_norms")):
         if isinstance(records, Mapping) and not _lists(records, f"monitor.{attribute}", said):
             fail(f"{said} monitor.{attribute} holds no record. It must be the dict that the hooks fill, the one "
-                 f"{function} returns, and not a copy made in attach(): a copy misses what the hooks add later.")
+                 f"{function} returns, and not a copy made in attach(): a copy misses what the hooks add later.",
+                 "records-copied")
     _compare_stats(stats, outputs, "monitor.activation_stats", said + " in monitor.activation_stats", {})
     frozen = [name for name, parameter in model.named_parameters() if not parameter.requires_grad]
-    _compare_norms(norms, grads, {name: [math.nan] * 2 for name in grads.grads}, {}, "monitor.grad_norms",
+    _compare_norms(norms, grads, None, {}, "monitor.grad_norms",
                    said + " in monitor.grad_norms", {}, frozen)
     first = _attribute(monitor, "first_nonfinite", "reading monitor.first_nonfinite")
     if first is not None:
-        fail(f"{said} monitor.first_nonfinite is {first!r}, but every output and gradient was finite; expected None.")
+        fail(f"{said} monitor.first_nonfinite is {first!r}, but every output and gradient was finite; expected None.",
+             "finite-place-named")
+
+
+def _check_removed(monitor, model, callers, globals_before):
     _run("calling monitor.remove()", monitor.remove)
-    left = _hooks_left(model, callers) + _global_hooks_left(globals_before)
+    left = _hooks_left(model, callers.hooks) + _global_hooks_left(globals_before)
     if left:
         fail(f"after monitor.remove(), hooks were still registered: {_listed(left)}. remove() must remove every hook the "
-             "monitor registered: keep each handle, those your two functions return included.")
-    gone = [where for where, hooks, hook in (
-                ("a forward hook on module '1', registered before attach()", model[1]._forward_hooks, callers[0]),
-                ("a tensor hook on parameter '2.weight', registered before attach()", model[2].weight._backward_hooks,
-                 callers[1]),
-                ("a forward hook on module '0', registered while the monitor was attached", model[0]._forward_hooks,
-                 callers[2]),
-                ("a tensor hook on parameter '2.bias', registered while the monitor was attached",
-                 model[2].bias._backward_hooks, callers[3]))
-            if all(registered is not hook for registered in (hooks or {}).values())]
+             "monitor registered: keep each handle, those your two functions return included.", "hooks-left-after-remove")
+    gone = callers.gone()
     if gone:
         fail(f"monitor.remove() also removed hooks that the monitor did not register: {'; '.join(gone)}, by the "
              "caller. Remove only the monitor's own hooks, by the handles it kept, not by clearing the model's hook "
-             "dicts or restoring them as they were at attach().")
+             "dicts or restoring them as they were at attach().", "callers-hooks-removed")
     _run("calling monitor.remove() a second time", monitor.remove)
+
+
+def _check_as_before_after_remove(monitor, model, reference_model, flags, modes, x):
+    """After remove(): the model as the same model that never had a monitor, the records kept and no longer growing."""
     _check_requires_grad(model, flags, "After monitor.remove()")
     _check_training_modes(model, modes, "After monitor.remove()")
     _check_global_modes("After monitor.remove()")
@@ -1120,18 +1393,36 @@ def _check_attach_train_remove(TrainingMonitor):
     if added:
         fail(f"After monitor.remove(), model.state_dict() has the keys {added}, which the same model without a "
              "monitor has not (a buffer registered on it?): a checkpoint saved now would not load into the "
-             "model as it was. Keep what the monitor records on the monitor.")
+             "model as it was. Keep what the monitor records on the monitor.", "state-dict-changed")
     kept = _attribute(monitor, "activation_stats", "reading monitor.activation_stats after monitor.remove()")
     counts = {name: len(entries) for name, entries in kept.items()}
     if not any(counts.values()) or not any(_attribute(monitor, "grad_norms", "reading monitor.grad_norms").values()):
         fail("after monitor.remove(), monitor.activation_stats or monitor.grad_norms is empty; the recorded data "
-             "must stay.")
-    x = random_tensor(seed * 10 + 3, (3, width))
+             "must stay.", "remove-clears-records")
     if not torch.equal(model(x), reference_model(x)):
-        fail("after monitor.remove(), model(x) differs from the same model that never had a monitor.")
+        fail("after monitor.remove(), model(x) differs from the same model that never had a monitor.",
+             "model-changed-after-remove")
     if {name: len(entries) for name, entries in monitor.activation_stats.items()} != counts:
         fail("after monitor.remove(), a forward pass still added to monitor.activation_stats; remove() must stop "
-             "the recording.")
+             "the recording.", "records-after-remove")
+
+
+def _check_attach_train_remove(TrainingMonitor):
+    seed = 131
+    model, width = seeded(seed, _mlp, random.Random(seed))
+    reference_model = copy.deepcopy(model)
+    outputs, grads = _OutputRecorder(reference_model, (nn.ReLU,)), _GradRecorder(reference_model)
+    globals_before = global_hooks()
+    callers = _CallersHooks(model)
+    monitor = _attach_between_callers(TrainingMonitor, model, callers)
+    flags = _requires_grad(reference_model)
+    modes = {name: module.training for name, module in reference_model.named_modules()}
+    _check_requires_grad(model, flags, "After monitor.attach()")
+    _check_training_modes(model, modes, "After monitor.attach()")
+    _train_monitored(model, reference_model, seed, width)
+    _check_monitor_records(monitor, model, outputs, grads)
+    _check_removed(monitor, model, callers, globals_before)
+    _check_as_before_after_remove(monitor, model, reference_model, flags, modes, random_tensor(seed * 10 + 3, (3, width)))
 
 
 def _check_attach_twice(TrainingMonitor):
@@ -1147,7 +1438,8 @@ def _check_attach_twice(TrainingMonitor):
     if left:
         fail(f"after monitor.attach(), monitor.attach() again (a cell run twice) and monitor.remove(), hooks were "
              f"still registered: {_listed(left)}. remove() removes every hook the monitor registered, those of both "
-             "attach() calls: add each call's handles to the list the monitor keeps instead of replacing the list.")
+             "attach() calls: add each call's handles to the list the monitor keeps instead of replacing the list.",
+             "handles-of-first-attach-lost")
 
 
 def _overflow(model):
@@ -1157,30 +1449,31 @@ def _overflow(model):
         model[1][0].bias[:2] = math.inf
 
 
-def _check_first(first, watch, nan_only, said, what):
-    """`watch`: the checker's _NonfiniteWatch on a copy that ran the same steps."""
+def _check_first(first, watch, nan_only, said, what, missed, finite="finite-place-named"):
+    """`watch`: the checker's _NonfiniteWatch on a copy that ran the same steps; `missed`, the slug of the case's
+    mistake when first_nonfinite stayed None, `finite` when it names a place where every value was finite."""
     if first == watch.first:
         return
     if first is None:
-        fail(f"{said} monitor.first_nonfinite is None; {what}")
+        fail(f"{said} monitor.first_nonfinite is None; {what}", missed)
     if first == nan_only:
         fail(f"{said} monitor.first_nonfinite is {first!r}, the first place with a NaN; {what} "
-             "Look for inf and -inf too: torch.isfinite.")
+             "Look for inf and -inf too: torch.isfinite.", "inf-not-watched")
     if not isinstance(first, str) or first not in watch.names:
         fail(f"{said} monitor.first_nonfinite is {describe(first)}, which is neither a named_modules() nor a "
-             f"named_parameters() name of the model; {what}")
+             f"named_parameters() name of the model; {what}", "not-a-name")
     holder = watch.first in watch.parameter_names and isinstance(first, str) and first in watch.names \
         and first not in watch.parameter_names and (first == "" or watch.first.startswith(first + "."))
     if holder:
         fail(f"{said} monitor.first_nonfinite is {first!r}, the module that holds {watch.first!r}; {what} A gradient "
-             "is named by its parameter's named_parameters() name.")
+             "is named by its parameter's named_parameters() name.", "module-named-for-gradient")
     if first in watch.seen:
         how = ("watch the gradient of every parameter that requires grad (a tensor hook) for inf as well as NaN "
                "(torch.isfinite)" if watch.first in watch.parameter_names else
                "watch every module that named_modules() lists, by its output (a forward hook, not a pre-hook)")
         fail(f"{said} monitor.first_nonfinite is {first!r}; {what} {first!r} saw a non-finite value too, but "
-             f"after {watch.first!r}: {how}, and keep the first name once set.")
-    fail(f"{said} monitor.first_nonfinite is {first!r}, where every value was finite; {what}")
+             f"after {watch.first!r}: {how}, and keep the first name once set.", "not-the-first")
+    fail(f"{said} monitor.first_nonfinite is {first!r}, where every value was finite; {what}", finite)
 
 
 def _check_nonfinite_output(TrainingMonitor):
@@ -1203,22 +1496,24 @@ def _check_nonfinite_output(TrainingMonitor):
         with TrainingMonitor(model, (nn.ReLU,)) as bound:
             if not hasattr(bound, "first_nonfinite"):
                 fail(f"`with TrainingMonitor(model, (nn.ReLU,)) as monitor:` bound {describe(bound)} to monitor; "
-                     "__enter__ must return the monitor (after attaching it).")
+                     "__enter__ must return the monitor (after attaching it).", "enter-returns-other")
             if not _hooks_left(model):
                 fail("inside `with TrainingMonitor(model, (nn.ReLU,)) as monitor:` no hook is registered; "
-                     "__enter__ must attach the monitor.")
+                     "__enter__ must attach the monitor.", "enter-not-attaching")
             output = model(x)
             output.pow(2).mean().backward()
             inside = getattr(bound, "first_nonfinite", None)
     left = _hooks_left(model)
     if left:
-        fail(f"after the with block, hooks were still registered: {_listed(left)}; __exit__ must remove them.")
+        fail(f"after the with block, hooks were still registered: {_listed(left)}; __exit__ must remove them.",
+             "exit-not-removing")
     if inside == watch.first and bound.first_nonfinite != inside:
         fail(f"{said} monitor.first_nonfinite was {inside!r} inside the with block and is "
-             f"{describe(bound.first_nonfinite)} after it: removing the hooks must keep what was recorded.")
+             f"{describe(bound.first_nonfinite)} after it: removing the hooks must keep what was recorded.",
+             "remove-clears-records")
     _check_first(bound.first_nonfinite, watch, nan_watch.first, said,
                  f"expected {watch.first!r}, the first module (in the order the forward hooks fire) whose output "
-                 "contained inf.")
+                 "contained inf.", "outputs-not-watched")
     _check_only_looked(model, reference_model, output, expected, said)
 
 
@@ -1239,7 +1534,7 @@ def _check_nan_output(TrainingMonitor):
     _check_first(monitor.first_nonfinite, watch, None,
                  "After a training step in which one layer's output holds NaN (and no value is inf),",
                  f"expected {watch.first!r}, the first module whose output contained NaN: torch.isfinite is False "
-                 "for NaN, inf and -inf alike.")
+                 "for NaN, inf and -inf alike.", "nan-not-watched")
 
 
 def _check_large_finite(TrainingMonitor):
@@ -1262,7 +1557,7 @@ def _check_large_finite(TrainingMonitor):
                  "After a forward pass whose last layer outputs values near 2e38 (below float32's largest number, "
                  "3.4e38),",
                  "expected None: every element was finite, though their sum and their norm overflow to inf. Test "
-                 "each element: torch.isfinite(t).all(), not a sum or a norm.")
+                 "each element: torch.isfinite(t).all(), not a sum or a norm.", None, "sum-tested")
     # The same for gradients: each element finite, the norms and some sums beyond float32's largest number.
     model, width = seeded(seed, _mlp, random.Random(seed))
     reference_model = copy.deepcopy(model)
@@ -1279,7 +1574,8 @@ def _check_large_finite(TrainingMonitor):
                  "After a backward pass whose gradients hold elements up to 1.5e38 (below float32's largest number, "
                  "3.4e38),",
                  "expected None: every element of every gradient was finite, though their norms and some of their "
-                 "sums overflow to inf. Test each element: torch.isfinite(grad).all(), not a norm or a sum.")
+                 "sums overflow to inf. Test each element: torch.isfinite(grad).all(), not a norm or a sum.", None,
+                 "sum-tested")
 
 
 def _check_nonfinite_gradient(TrainingMonitor):
@@ -1305,7 +1601,7 @@ def _check_nonfinite_gradient(TrainingMonitor):
     said = "After a backward pass whose gradients contain inf (every output of the forward pass was finite),"
     _check_first(monitor.first_nonfinite, watch, None, said,
                  f"expected {watch.first!r}, the first parameter (in the order the tensor hooks fire) whose gradient "
-                 "contained inf or NaN. The watch covers the gradients of the parameters too.")
+                 "contained inf or NaN. The watch covers the gradients of the parameters too.", "gradients-not-watched")
     _check_only_looked(model, reference_model, output, expected, said)
 
 
@@ -1338,7 +1634,7 @@ def _check_nonfinite_in_model_itself(TrainingMonitor):
         _run("calling monitor.remove()", monitor.remove)
         _check_first(after_forward, watch, None, said + " after the forward pass",
                      "expected '', the name named_modules() gives the model itself: watch every module it lists, "
-                     "the model included, not only the layers.")
+                     "the model included, not only the layers.", "model-itself-not-watched")
     _run("running model(x).sum().backward() with the monitor attached", lambda: output.sum().backward())
     _run("calling monitor.remove()", monitor.remove)
     first = monitor.first_nonfinite
@@ -1346,7 +1642,7 @@ def _check_nonfinite_in_model_itself(TrainingMonitor):
         fail(f"{said} monitor.first_nonfinite was '' after the forward pass and is {describe(first)} after the "
              "backward pass, whose gradients were not finite either: it must never change once set. '' (the model "
              "itself) is falsy but it is a name: test `self.first_nonfinite is None`, not "
-             "`not self.first_nonfinite`.")
+             "`not self.first_nonfinite`.", "empty-name-taken-for-none")
 
 
 class _Nested(nn.Module):
@@ -1431,7 +1727,7 @@ def _check_structured_outputs(TrainingMonitor):
         try:
             _run(doing, _train_step, model, x)
         except LearnerCodeRaised as raised:
-            fail_with_hint(doing, raised.error, f"{described}: {rule}.")
+            fail_with_hint(doing, raised.error, f"{described}: {rule}.", "structured-output-raised")
         _train_step(reference_model, x)
         _run("calling monitor.remove()", monitor.remove)
         said = f"After {call_text}.attach() and a training step on a model whose modules return tuples, lists and dicts,"
@@ -1442,7 +1738,7 @@ def _check_structured_outputs(TrainingMonitor):
             number = (" Module 'peak' returns a Python number, inf, which is no tensor: any other output than a "
                       "tensor or a tuple, list or dict of them counts as finite." if first == "peak" else "")
             fail(f"{said} monitor.first_nonfinite is {first!r}, but every tensor of every output and gradient was "
-                 f"finite; expected None.{number}")
+                 f"finite; expected None.{number}", "number-output-counted" if number else "finite-place-named")
         if probe:
             continue
         for holder, where in (("split", "inside the list in its list"), ("keyed", "inside the dict in its dict")):
@@ -1458,7 +1754,7 @@ def _check_structured_outputs(TrainingMonitor):
             _run("calling monitor.remove()", monitor.remove)
             _check_first(monitor.first_nonfinite, watch, None,
                          f"With module {holder!r} returning a tensor with inf {where} (every other output finite),",
-                         f"expected {holder!r}: {rule}.")
+                         f"expected {holder!r}: {rule}.", "nested-outputs-not-watched")
 
 
 def _check_exception_in_block(TrainingMonitor):
@@ -1473,20 +1769,21 @@ def _check_exception_in_block(TrainingMonitor):
     planted_exception_comes_through(
         doing, block_that_raises, lambda error: isinstance(error, ValueError),
         lambda returned: (f"{doing}: the ValueError did not come out of the with block; __exit__ swallowed it (it "
-                          "returned a true value). Return None from __exit__ so the exception goes on."))
+                          "returned a true value). Return None from __exit__ so the exception goes on.",
+                          "swallowed-exception"))
     left = _hooks_left(model)
     if left:
         fail(f"{doing}: after the exception left the block, hooks were still registered: {_listed(left)}. "
-             "__exit__ runs on an exception too: remove the hooks there.")
+             "__exit__ runs on an exception too: remove the hooks there.", "exit-not-removing-on-error")
 
 
 # ---------------------------------------------------------------- TrainingMonitor after the earlier exercises
 
 # The grader runs all exercise cells of a lesson in one namespace, so a monitor usually calls the learner's
 # own functions: when one of them is unfinished or wrong, the monitor's failure is not the monitor's.
-_EARLIER = {"record_activation_stats": "Exercise 1", "track_grad_norms": "Exercise 2"}
-_EARLIER_CHECKS = {"record_activation_stats": check_record_activation_stats,
-                   "track_grad_norms": check_track_grad_norms}
+# {name of the earlier exercise: (its heading, its check)}
+_EARLIER = {"record_activation_stats": ("Exercise 1", check_record_activation_stats),
+            "track_grad_norms": ("Exercise 2", check_track_grad_norms)}
 
 
 def _code_of(cls):
@@ -1511,10 +1808,11 @@ def _names_used(code):
     return names
 
 
-def _finish_first(name, why, seen):
-    exercise = _EARLIER[name]
+def _finish_first(name, why, seen, mistake):
+    exercise, _ = _EARLIER[name]
     fail(f"TrainingMonitor uses your {name}, from {exercise}, which {why}. Finish {exercise} first (until "
-         f"check({name}) passes), then check TrainingMonitor again." + (f" What this check saw: {seen}" if seen else ""))
+         f"check({name}) passes), then check TrainingMonitor again." + (f" What this check saw: {seen}" if seen else ""),
+         mistake)
 
 
 def _blame_earlier_exercise(TrainingMonitor, error, seen):
@@ -1523,17 +1821,19 @@ def _blame_earlier_exercise(TrainingMonitor, error, seen):
     if learner_raised_not_implemented(learner_error):
         frames = [frame for frame, _ in traceback.walk_tb(learner_error.__traceback__)]
         if frames[-1].f_code.co_name in _EARLIER:
-            _finish_first(frames[-1].f_code.co_name, "still raises NotImplementedError (it is not written yet)", "")
+            _finish_first(frames[-1].f_code.co_name, "still raises NotImplementedError (it is not written yet)", "",
+                          "earlier-exercise-not-written")
         return
     if isinstance(learner_error, NameError) and getattr(learner_error, "name", None) in _EARLIER:
-        _finish_first(learner_error.name, "is not defined: run its exercise cell (once it is written)", "")
+        _finish_first(learner_error.name, "is not defined: run its exercise cell (once it is written)", "",
+                      "earlier-exercise-not-run")
     functions = _code_of(TrainingMonitor)
     used = set().union(*(_names_used(function.__code__) for function in functions)) if functions else set()
     namespace = functions[0].__globals__ if functions else {}
     for name in _EARLIER:
         if name in used and callable(namespace.get(name)):
             if not _passes_its_check(name, namespace[name]):
-                _finish_first(name, "does not pass its own check yet", seen)
+                _finish_first(name, "does not pass its own check yet", seen, "earlier-exercise-failing")
 
 
 def _passes_its_check(name, learner_object):
@@ -1541,7 +1841,7 @@ def _passes_its_check(name, learner_object):
     torch's global state restored afterwards. Any way of not passing (a failure, an error, a stub) counts."""
     try:
         with torch_state_restored():
-            _EARLIER_CHECKS[name](learner_object)
+            _EARLIER[name][1](learner_object)
     except (Exception, SystemExit):
         return False
     return True
@@ -1556,13 +1856,14 @@ def _check_global_modes(after_what):
     if anomaly:
         fail(f"{after_what}, autograd's anomaly detection is on (torch.autograd.set_detect_anomaly(True) called?): "
              "a global switch, left on for every model, that slows every backward pass and makes it raise on a "
-             "NaN. The monitor watches with its hooks only, and leaves torch's global modes as they were.")
+             "NaN. The monitor watches with its hooks only, and leaves torch's global modes as they were.",
+             "anomaly-detection-left-on")
     if not grad_mode:
         fail(f"{after_what}, grad mode is off (torch.set_grad_enabled(False) called?): the monitor must leave "
-             "torch's global modes as they were.")
+             "torch's global modes as they were.", "grad-mode-left-off")
 
 
-@check_of("TrainingMonitor")
+@check_of("TrainingMonitor", mistakes={**_MONITOR_RECORDS_MISTAKES, **_MONITOR_MISTAKES})
 def check_TrainingMonitor(TrainingMonitor):
     anomaly = torch.is_anomaly_enabled()
     try:
