@@ -21,7 +21,7 @@ from hooked.checks.hooks_left import (MODULE_HOOK_DICTS, PARAMETER_HOOK_DICTS, g
 from hooked.checks.planted_exceptions import planted_exception_comes_through
 from hooked.checks.seeding import seeded
 from hooked.checks.tensors import describe, random_tensor
-from hooked.checks.torch_error_hints import fail_with_hint
+from hooked.checks.torch_error_hints import calling_with_hints, fail_with_hint, hint_for
 from hooked.feedback.learner_tracebacks import describe_learner_error, learner_raised_not_implemented
 
 _KEYS = ("mean", "std", "zero_fraction")
@@ -101,6 +101,7 @@ _NORMS_MISTAKES = {
     "requires-grad-changed": "changes a parameter's requires_grad",
     "grad-changed": "changes a gradient or .grad (returns a value from the hook, or edits in place)",
     "grad-detached": "returns grad.detach() from the hook, cutting the graph of backward(create_graph=True)",
+    "frozen-hooked": "registers a tensor hook on a frozen parameter, which torch refuses",
 }
 # What TrainingMonitor's check can see go wrong in the records of a monitor that records on its own (one that
 # uses the first two exercises is sent back to them when they fail their checks).
@@ -112,7 +113,7 @@ _MONITOR_RECORDS_MISTAKES = {slug: {**_RECORDS_MISTAKES, **_STATS_MISTAKES, **_N
     "counts-near-zero", "nonzero-fraction", "counts-negatives", "zero-count", "wrong-zero-fraction", "hooked-twice",
     "calls-missed", "too-many-entries", "parameters-missing", "biases-skipped", "names-misaligned", "frozen-recorded",
     "wrong-entry-count", "squared-norm", "wrong-norm", "requires-grad-changed", "grad-changed",
-    "structured-output-raised")}
+    "structured-output-raised", "frozen-hooked")}
 _MONITOR_MISTAKES = {
     "attribute-missing": "has no attribute activation_stats, grad_norms or first_nonfinite",
     "constructor-registers": "registers hooks in the constructor instead of in attach()",
@@ -131,6 +132,7 @@ _MONITOR_MISTAKES = {
     "remove-clears-records": "clears what was recorded when it removes its hooks",
     "model-changed-after-remove": "leaves the model behaving differently after remove()",
     "records-after-remove": "keeps recording after remove()",
+    "remove-twice-raises": "raises when remove() is called a second time",
     "training-mode-changed": "changes the training mode of the model or its modules",
     "anomaly-detection-left-on": "turns on autograd's anomaly detection and leaves it on",
     "grad-mode-left-off": "leaves torch's grad mode off",
@@ -291,7 +293,9 @@ def _check_names(recorded, expected, names, said, what, explain_missing, explain
         why, why_slug = (f"Register a hook on every {what} that the contract names, as named_{what}s() lists them.",
                          f"{what}s-missing")
     if names:
-        unexpected, slug = (explain_unexpected(names) if explain_unexpected else None) or ("", "unexpected-names")
+        # A record under one wrong name and none under the right ones: the missing names' explanation names it.
+        named_by_missing = why_slug if why_slug == "name-from-loop-variable" else "unexpected-names"
+        unexpected, slug = (explain_unexpected(names) if explain_unexpected else None) or ("", named_by_missing)
         fail(f"{said} there are records under {names}, which should not be recorded; expected names "
              f"{sorted(expected)}." + (f" {unexpected}" if unexpected else "")
              + (f" Nothing was recorded for {missing}. {why}" if missing else ""), slug)
@@ -322,6 +326,12 @@ def _sgd_step(model, lr):
 def _run(doing, function, *args):
     with calling(doing):
         return function(*args)
+
+
+# torch's refusal of a tensor hook on a frozen parameter, and what it means here.
+_FROZEN_HOOKED = (("cannot register a hook on a tensor that doesn't require gradient", "frozen-hooked",
+                   "A parameter that does not require grad (a frozen one) takes no tensor hook: give it none "
+                   "(if parameter.requires_grad: ...)."),)
 
 
 # ---------------------------------------------------------------- record_activation_stats
@@ -1177,8 +1187,9 @@ def check_track_grad_norms(track_grad_norms):
         run = _NormRun(seed, build)
         call_text = "track_grad_norms(model)"
         globals_before = global_hooks()
-        norms, handles = _unpack(_run(f"calling {call_text}", track_grad_norms, run.model), call_text,
-                                 "(norms, handles)")
+        with calling_with_hints(f"calling {call_text}", _FROZEN_HOOKED):
+            returned = track_grad_norms(run.model)
+        norms, handles = _unpack(returned, call_text, "(norms, handles)")
         _check_fresh(norms, call_text, "any backward pass")
         _check_requires_grad(run.model, _requires_grad(run.reference_model), f"After {call_text}")
         for step, (what, then) in enumerate(_NORM_PLAN, start=1):
@@ -1381,7 +1392,12 @@ def _check_removed(monitor, model, callers, globals_before):
         fail(f"monitor.remove() also removed hooks that the monitor did not register: {'; '.join(gone)}, by the "
              "caller. Remove only the monitor's own hooks, by the handles it kept, not by clearing the model's hook "
              "dicts or restoring them as they were at attach().", "callers-hooks-removed")
-    _run("calling monitor.remove() a second time", monitor.remove)
+    doing = "calling monitor.remove() a second time"
+    try:
+        _run(doing, monitor.remove)
+    except LearnerCodeRaised as raised:
+        fail_with_hint(doing, raised.error, "remove() must be safe to call twice: the second call finds nothing left "
+                       "to remove and does nothing.", "remove-twice-raises")
 
 
 def _check_as_before_after_remove(monitor, model, reference_model, flags, modes, x):
@@ -1882,6 +1898,9 @@ def check_TrainingMonitor(TrainingMonitor):
     except LearnerCodeRaised as raised:
         _blame_earlier_exercise(TrainingMonitor, raised,
                                 f"{raised.doing} raised {describe_learner_error(raised.error)}")
+        found = hint_for(raised.error, _FROZEN_HOOKED)
+        if found:
+            fail_with_hint(raised.doing, raised.error, found[1], found[0])
         raise
     except NotImplementedError as error:
         _blame_earlier_exercise(TrainingMonitor, error, "")
