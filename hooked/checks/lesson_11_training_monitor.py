@@ -330,8 +330,8 @@ def _run(doing, function, *args):
 
 # torch's refusal of a tensor hook on a frozen parameter, and what it means here.
 _FROZEN_HOOKED = (("cannot register a hook on a tensor that doesn't require gradient", "frozen-hooked",
-                   "A parameter that does not require grad (a frozen one) takes no tensor hook: give it none "
-                   "(if parameter.requires_grad: ...)."),)
+                   "A parameter that does not require grad (a frozen one) takes no tensor hook: test its "
+                   "requires_grad and give it none."),)
 
 
 # ---------------------------------------------------------------- record_activation_stats
