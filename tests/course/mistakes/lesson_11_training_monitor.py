@@ -112,6 +112,65 @@ def track_grad_norms(model):
 """
 
 
+# A monitor of a learner's own that records without the first two exercises (left as stubs): its check
+# judges its records itself, so a mistake in them is named as in the first two exercises.
+_OWN_MONITOR = _STUB_STATS + _STUB_NORMS + '''
+import torch
+
+
+class TrainingMonitor:
+    def __init__(self, model, layer_types):
+        self.model, self.layer_types = model, layer_types
+        self.activation_stats, self.grad_norms, self.first_nonfinite = {}, {}, None
+        self.handles = []
+
+    def _output(self, name, module, args, output):
+        first = output
+        while isinstance(first, (tuple, list)) and first:
+            first = first[0]
+        if isinstance(module, self.layer_types) and isinstance(first, torch.Tensor):
+            first = first.detach()
+            self.activation_stats.setdefault(name, []).append({
+                "mean": first.mean().item(), "std": first.std().item(),
+                "zero_fraction": (first == 0).float().mean().item()})
+        self._see(name, output)
+
+    def _gradient(self, name, grad):
+        self.grad_norms.setdefault(name, []).append(grad.norm().item())
+        self._see(name, grad)
+
+    def _see(self, name, value):
+        if self.first_nonfinite is not None:
+            return
+        if isinstance(value, torch.Tensor):
+            if not torch.isfinite(value).all():
+                self.first_nonfinite = name
+        elif isinstance(value, dict):
+            self._see(name, list(value.values()))
+        elif isinstance(value, (tuple, list)):
+            for item in value:
+                self._see(name, item)
+
+    def attach(self):
+        for name, module in self.model.named_modules():
+            self.handles.append(module.register_forward_hook(
+                lambda module, args, output, name=name: self._output(name, module, args, output)))
+        for name, parameter in self.model.named_parameters():
+            if parameter.requires_grad:
+                self.handles.append(parameter.register_hook(lambda grad, name=name: self._gradient(name, grad)))
+        return self
+
+    def remove(self):
+        while self.handles:
+            self.handles.pop().remove()
+
+    def __enter__(self):
+        return self.attach()
+
+    def __exit__(self, *exception):
+        self.remove()
+'''
+
 def _wrong(exercise, why, changes, expect, clause, mistake, before=""):
     """A wrong entry: the reference solution of `exercise` with `changes`, after the code `before`; `mistake`,
     the id of the named mistake its check must recognize."""
@@ -847,62 +906,7 @@ def track_grad_norms(model):
                                      "            self._handles.pop().remove()")),
          expect=[]),
     dict(exercise="TrainingMonitor", kind="right", why="records on its own while the first two exercises are stubs",
-         source=_STUB_STATS + _STUB_NORMS + '''
-import torch
-
-
-class TrainingMonitor:
-    def __init__(self, model, layer_types):
-        self.model, self.layer_types = model, layer_types
-        self.activation_stats, self.grad_norms, self.first_nonfinite = {}, {}, None
-        self.handles = []
-
-    def _output(self, name, module, args, output):
-        first = output
-        while isinstance(first, (tuple, list)) and first:
-            first = first[0]
-        if isinstance(module, self.layer_types) and isinstance(first, torch.Tensor):
-            first = first.detach()
-            self.activation_stats.setdefault(name, []).append({
-                "mean": first.mean().item(), "std": first.std().item(),
-                "zero_fraction": (first == 0).float().mean().item()})
-        self._see(name, output)
-
-    def _gradient(self, name, grad):
-        self.grad_norms.setdefault(name, []).append(grad.norm().item())
-        self._see(name, grad)
-
-    def _see(self, name, value):
-        if self.first_nonfinite is not None:
-            return
-        if isinstance(value, torch.Tensor):
-            if not torch.isfinite(value).all():
-                self.first_nonfinite = name
-        elif isinstance(value, dict):
-            self._see(name, list(value.values()))
-        elif isinstance(value, (tuple, list)):
-            for item in value:
-                self._see(name, item)
-
-    def attach(self):
-        for name, module in self.model.named_modules():
-            self.handles.append(module.register_forward_hook(
-                lambda module, args, output, name=name: self._output(name, module, args, output)))
-        for name, parameter in self.model.named_parameters():
-            if parameter.requires_grad:
-                self.handles.append(parameter.register_hook(lambda grad, name=name: self._gradient(name, grad)))
-        return self
-
-    def remove(self):
-        while self.handles:
-            self.handles.pop().remove()
-
-    def __enter__(self):
-        return self.attach()
-
-    def __exit__(self, *exception):
-        self.remove()
-''', expect=[]),
+         source=_OWN_MONITOR, expect=[]),
     dict(exercise="TrainingMonitor", kind="right", why="the gradient watch by post-accumulate-grad hooks",
          source=_FIRST_TWO + edited(reference("TrainingMonitor"),
                                     ("register_hook(lambda grad, name=name: watch(name, grad))",
@@ -1390,4 +1394,107 @@ ENTRIES += [
                "")],
              ["monitor.first_nonfinite is none", "whose output contained inf"], "watch-modules",
              "11.TrainingMonitor.outputs-not-watched"),
+]
+
+
+def _own(why, changes, expect, clause, mistake):
+    """A wrong entry: the monitor that records on its own (_OWN_MONITOR) with `changes`."""
+    return dict(exercise="TrainingMonitor", kind="wrong", why=why, source=edited(_OWN_MONITOR, *changes),
+                expect=expect, clause=clause, mistake=mistake)
+
+
+_STATS_LINE = "self.activation_stats.setdefault(name, []).append({"
+_NORMS_LINE = "self.grad_norms.setdefault(name, []).append(grad.norm().item())"
+_FORWARD_HOOK = ("            self.handles.append(module.register_forward_hook(\n"
+                 "                lambda module, args, output, name=name: self._output(name, module, args, output)))\n")
+_TENSOR_HOOK = ("                self.handles.append(parameter.register_hook(lambda grad, name=name: "
+                "self._gradient(name, grad)))\n")
+
+# The monitor's own records, judged as the first two exercises' are.
+ENTRIES += [
+    _own("its own norms: only the last norm, not a list", [(_NORMS_LINE, "self.grad_norms[name] = grad.norm().item()")],
+         ["expected a list with one entry per call"], "norms", "11.TrainingMonitor.entries-not-a-list"),
+    _own("its own stats keyed by the module objects",
+         [(_STATS_LINE, "self.activation_stats.setdefault(module, []).append({")],
+         ["keyed by the module objects themselves"], "stats", "11.TrainingMonitor.keyed-by-object"),
+    _own("its own stats keyed by module type",
+         [(_STATS_LINE, "self.activation_stats.setdefault(type(module).__name__, []).append({")],
+         ["keyed by", "type"], "stats", "11.TrainingMonitor.keyed-by-type"),
+    _own("its own hooks named by their position in named_modules()",
+         [("for name, module in self.model.named_modules():",
+           "for name, (_, module) in enumerate(self.model.named_modules()):")],
+         ["keyed by numbers"], "stats", "11.TrainingMonitor.keyed-by-position"),
+    _own("its own stats under names prefixed with 'model.'",
+         [(_STATS_LINE, "self.activation_stats.setdefault('model.' + name, []).append({")],
+         ["should not be recorded", "expected names"], "stats", "11.TrainingMonitor.unexpected-names"),
+    _own("its own stats skip tuple outputs (nn.LSTM's)",
+         [("        while isinstance(first, (tuple, list)) and first:\n            first = first[0]\n", "")],
+         ["nothing was recorded at all"], "stats", "11.TrainingMonitor.nothing-recorded"),
+    _own("its own forward hooks read the name from the loop variable",
+         [("lambda module, args, output, name=name: self._output", "lambda module, args, output: self._output")],
+         ["loop variable"], "stats", "11.TrainingMonitor.name-from-loop-variable"),
+    _own("its own stats keep tensors that require grad",
+         [("            first = first.detach()\n", ""), ('"mean": first.mean().item()', '"mean": first.mean()')],
+         ["requires grad", "keeps the autograd graph"], "stats", "11.TrainingMonitor.value-requires-grad"),
+    _own("its own stats: the mean of each column, a tensor",
+         [('"mean": first.mean().item()', '"mean": first.mean(dim=0)')],
+         ["expected one number"], "stats", "11.TrainingMonitor.value-not-one-number"),
+    _own("its own stats: the mean as a numpy array",
+         [('"mean": first.mean().item()', '"mean": first.mean().numpy()')],
+         ["expected a number"], "stats", "11.TrainingMonitor.value-not-a-number"),
+    _own("its own norms: the list replaced on every backward",
+         [(_NORMS_LINE, "self.grad_norms[name] = [grad.norm().item()]")],
+         ["append one entry per backward pass"], "norms", "11.TrainingMonitor.list-replaced"),
+    _own("its own norms: the newest first",
+         [(_NORMS_LINE, "self.grad_norms.setdefault(name, []).insert(0, grad.norm().item())")],
+         ["reverse order"], "norms", "11.TrainingMonitor.reverse-order"),
+    _own("its own stats: each entry a tuple",
+         [(_STATS_LINE, "self.activation_stats.setdefault(name, []).append(("),
+          ('"mean": first.mean().item(), "std": first.std().item(),', "first.mean().item(), first.std().item(),"),
+          ('"zero_fraction": (first == 0).float().mean().item()})', "(first == 0).float().mean().item()))")],
+         ["expected a dict with the keys"], "stats", "11.TrainingMonitor.entry-not-a-dict"),
+    _own("its own stats: zero_fraction under another key",
+         [('"zero_fraction": (first', '"zeros": (first')],
+         ["lacks ['zero_fraction']"], "stats", "11.TrainingMonitor.entry-keys-missing"),
+    _own("its own stats of the module's input",
+         [("        first = output\n", "        first = args[0]\n")],
+         ["mean of the module's input"], "stats", "11.TrainingMonitor.stats-of-input"),
+    _own("its own stats of the first sample only",
+         [('"mean": first.mean().item()', '"mean": first[0].mean().item()')],
+         ["['mean'] is", "over all its elements"], "stats", "11.TrainingMonitor.wrong-mean"),
+    _own("its own stats: the population std",
+         [('"std": first.std().item()', '"std": first.std(correction=0).item()')],
+         ["population standard deviation"], "stats", "11.TrainingMonitor.population-std"),
+    _own("its own stats: the variance", [('"std": first.std().item()', '"std": first.var().item()')],
+         ["that is the variance"], "stats", "11.TrainingMonitor.variance-not-std"),
+    _own("its own stats: the mean of the columns' stds",
+         [('"std": first.std().item()', '"std": first.std(dim=0).mean().item()')],
+         ["['std'] is", "over all its elements"], "stats", "11.TrainingMonitor.wrong-std"),
+    _own("its own stats: the fraction of non-zeros", [("(first == 0)", "(first != 0)")],
+         ["non-zero"], "stats", "11.TrainingMonitor.nonzero-fraction"),
+    _own("its own stats: zeros counted as first <= 0", [("(first == 0)", "(first <= 0)")],
+         ["negative"], "stats", "11.TrainingMonitor.counts-negatives"),
+    _own("its own stats: the number of zeros",
+         [("(first == 0).float().mean().item()", "(first == 0).sum().item()")],
+         ["number of zeros"], "stats", "11.TrainingMonitor.zero-count"),
+    _own("its own stats: the fraction of rows holding a zero",
+         [("(first == 0).float().mean().item()", "(first == 0).any(dim=-1).float().mean().item()")],
+         ["['zero_fraction'] is", "exactly 0"], "stats", "11.TrainingMonitor.wrong-zero-fraction"),
+    _own("its own forward hooks registered twice", [(_FORWARD_HOOK, _FORWARD_HOOK + _FORWARD_HOOK)],
+         ["twice as many"], "stats", "11.TrainingMonitor.hooked-twice"),
+    _own("its own tensor hooks on the weights only",
+         [("            if parameter.requires_grad:\n", "            if parameter.requires_grad and 'weight' in name:\n")],
+         ["those are biases"], "norms", "11.TrainingMonitor.biases-skipped"),
+    _own("its own tensor hooks: the names of the trainable parameters zipped with parameters()",
+         [("        for name, parameter in self.model.named_parameters():\n",
+           "        for name, parameter in zip([n for n, p in self.model.named_parameters() if p.requires_grad],\n"
+           "                                   self.model.parameters()):\n")],
+         ["named_parameters() together"], "norms", "11.TrainingMonitor.names-misaligned"),
+    _own("its own tensor hooks registered twice", [(_TENSOR_HOOK, _TENSOR_HOOK + _TENSOR_HOOK)],
+         ["one entry each"], "norms", "11.TrainingMonitor.wrong-entry-count"),
+    _own("its own norms squared", [(_NORMS_LINE, "self.grad_norms.setdefault(name, []).append(grad.norm().item() ** 2)")],
+         ["squared norm"], "norms", "11.TrainingMonitor.squared-norm"),
+    _own("its own norms: the L1 norm",
+         [(_NORMS_LINE, "self.grad_norms.setdefault(name, []).append(grad.abs().sum().item())")],
+         ["has l2 norm"], "norms", "11.TrainingMonitor.wrong-norm"),
 ]
