@@ -1498,3 +1498,24 @@ ENTRIES += [
          [(_NORMS_LINE, "self.grad_norms.setdefault(name, []).append(grad.abs().sum().item())")],
          ["has l2 norm"], "norms", "11.TrainingMonitor.wrong-norm"),
 ]
+ENTRIES += [
+    _stats("records every tensor of a tuple or list, one entry each",
+           [("            while isinstance(output, (tuple, list)) and output:\n                output = output[0]\n",
+             "            if isinstance(output, (tuple, list)):\n"
+             "                for item in output:\n"
+             "                    hook(module, args, item)\n"
+             "                return\n")],
+           ["holds 3 entries", "one entry per call"], "tuple-first", "11.record_activation_stats.too-many-entries"),
+    _own("its own stats: every tensor of a tuple or list, one entry each",
+         [("        first = output\n        while isinstance(first, (tuple, list)) and first:\n            first = first[0]\n",
+           "        if isinstance(output, (tuple, list)):\n"
+           "            for item in output:\n"
+           "                self._output(name, module, args, item)\n"
+           "            return\n"
+           "        first = output\n")],
+         ["holds 3 entries", "one entry per call"], "stats", "11.TrainingMonitor.too-many-entries"),
+    _own("its own tensor hooks skip the first parameter (a slice off by one)",
+         [("        for name, parameter in self.model.named_parameters():\n",
+           "        for name, parameter in list(self.model.named_parameters())[1:]:\n")],
+         ["nothing was recorded for ['0.0.weight']"], "norms", "11.TrainingMonitor.parameters-missing"),
+]
