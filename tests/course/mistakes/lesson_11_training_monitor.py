@@ -1519,3 +1519,15 @@ ENTRIES += [
            "        for name, parameter in list(self.model.named_parameters())[1:]:\n")],
          ["nothing was recorded for ['0.0.weight']"], "norms", "11.TrainingMonitor.parameters-missing"),
 ]
+ENTRIES += [
+    _monitor("remove() puts back the weights saved at attach()",
+             [("        self._handles += stats_handles + norm_handles",
+               "        self._handles += stats_handles + norm_handles\n"
+               "        self._saved = {key: value.clone() for key, value in self.model.state_dict().items()}"),
+              ("        handles, self._handles = self._handles, []",
+               "        handles, self._handles = self._handles, []\n"
+               "        if hasattr(self, '_saved'):\n"
+               "            self.model.load_state_dict(self._saved)")],
+             ["model(x) differs from the same model that never had a monitor"], "as-before",
+             "11.TrainingMonitor.model-changed-after-remove"),
+]
