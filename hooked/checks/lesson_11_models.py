@@ -7,6 +7,9 @@ import math
 import torch
 from torch import nn
 
+
+# ---------------------------------------------------------------- record_activation_stats
+
 class _TwoNames(nn.Module):
     """A ReLU held under two names and called twice per forward pass."""
 
@@ -208,6 +211,7 @@ STATS_CASES = ((111, _two_relus), (112, _nested), (113, _shared), (114, _recurre
                 (115, _paired), (116, _tabled), (117, _rooted), (118, _odd))
 
 
+# ---------------------------------------------------------------- track_grad_norms
 
 class _TiedPair(nn.Module):
     """Two linear layers that share one weight (tied weights); `b.weight` is `a.weight`."""
@@ -273,6 +277,7 @@ def set_pass(model, step):
         model.use_extra = step != 2
 
 
+# ---------------------------------------------------------------- TrainingMonitor
 
 def mlp(rng):
     """Nested layers, and one frozen parameter (a tensor hook cannot be registered on it)."""

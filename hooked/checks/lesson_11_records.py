@@ -20,6 +20,7 @@ _LOOP_VARIABLE = ("If the records all landed under one name, the hook reads the 
                   "name when you make the hook (a function that returns the hook, or a default argument).")
 
 
+# ---------------------------------------------------------------- records of either kind
 
 def listed(places, shown=4):
     more = f" and {len(places) - shown} more" if len(places) > shown else ""
@@ -165,6 +166,8 @@ def check_fresh(records, call_text, before_what):
              f"{sorted(map(str, records))}. Those come from an earlier call: make a new dict in each call (not one "
              "at module level, or a default argument), or the records of two models mix.", "records-kept-between-calls")
 
+
+# ---------------------------------------------------------------- activation statistics
 
 def _kind(output):
     """The type of an output that is not a tensor, said so that an empty list or a tuple in a tuple shows."""
@@ -357,6 +360,8 @@ def _check_entry_count(count, calls, where):
     if count != calls:
         fail(said, "too-many-entries")
 
+
+# ---------------------------------------------------------------- gradient norms
 
 class GradRecorder:
     """The checker's tensor hooks on a copy: each backward's gradient of each parameter."""
