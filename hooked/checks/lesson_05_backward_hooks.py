@@ -551,10 +551,16 @@ _RECORD_MISTAKES = {
 _TENSOR_HOOK_ON_TUPLE = ("A module's output is not always one tensor: this one returns a tuple of two, which has no "
                          "register_hook. A full backward pre-hook (register_full_backward_pre_hook) receives "
                          "grad_output, a tuple with the gradient of each output, whatever the module returns.")
-# The hints of the errors a recording hook can meet: its hooks return nothing, so none of a returned tuple's.
+# A recording hook that returns something: torch takes it as a new gradient, and refuses most values.
+_RETURNS_SOMETHING = ("Your hook returned a value, which torch takes as the new gradient and checks as one. A recording "
+                      "hook changes no gradient: end it without a `return` (it returns None).")
+# The hints of the errors a recording hook can meet: any returned value is a gradient changed.
 _RECORD_HINTS = tuple(hint for hint in _BACKWARD_ERROR_HINTS if hint[1] in ("deprecated-backward-hook",
                                                                             "numpy-in-backward")) + (
     ("'tuple' object has no attribute 'register_hook'", "tensor-hook-on-output", _TENSOR_HOOK_ON_TUPLE),
+    *((text, "changes-gradients", _RETURNS_SOMETHING) for text, slug, _ in _BACKWARD_ERROR_HINTS
+      if slug in ("wrong-tuple-length", "wrong-grad-shape", "wrong-grad-dtype", "returned-generator",
+                  "not-none-without-input-grad", "entry-not-a-tensor")),
     _BACKWARD_ERROR_HINTS[-1])  # "NoneType", the catch-all, last
 
 
