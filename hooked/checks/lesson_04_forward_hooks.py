@@ -12,11 +12,12 @@ from torch import nn
 
 from hooked.checks.check_api import calling, check_of, fail
 from hooked.checks.event_predictions import END, EventPrediction, Rule, prediction_check
-from hooked.checks.handles import MISTAKES as HANDLE_MISTAKES
-from hooked.checks.handles import check_handles_registered, handle_list, remove_handles, single_handle
+from hooked.checks.handles import (MISTAKES as HANDLE_MISTAKES, check_handles_registered, handle_list,
+                                   remove_handles, single_handle)
 from hooked.checks.hooks_left import global_hooks, global_hooks_added, modules_with_hooks
 from hooked.checks.seeding import seeded
 from hooked.checks.tensors import close, describe, random_tensor
+from hooked.checks.torch_error_hints import calling_with_hints
 
 
 # ---------------------------------------------------------------- shared helpers
@@ -212,6 +213,13 @@ def _call_capture(capture_activations, model, names):
     return activations, handle_list(handles, call_text, _HANDLE, _HANDLES), call_text
 
 
+def _missing_entries_mistake(activations, names):
+    """The named mistake of entries missing: every hook wrote under one of the names, the last one the loop
+    variable held (a late-binding hook), or the keys are something else (the module, say)."""
+    late = len(names) > 1 and len(activations) == 1 and all(key in names for key in activations)
+    return "late-binding" if late else "entry-not-under-its-name"
+
+
 def _check_entries_named(activations, names, said, aliases):
     """activations holds an entry under each name asked for, and nothing else."""
     missing = [name for name in names if name not in activations]
@@ -225,7 +233,7 @@ def _check_entries_named(activations, names, said, aliases):
         fail(f"{said} activations has no entry for {missing} (it holds {sorted(activations, key=str)}). Store each "
              "output under its layer's name, the name given in layer_names. If the values all landed under one "
              "name, the hook reads the loop variable when it runs: bind the name when you make the hook.",
-             "entry-not-under-its-name")
+             _missing_entries_mistake(activations, names))
     extra = [name for name in activations if name not in names]
     if extra:
         fail(f"{said} activations also holds {extra}, which were not asked for; hook only the layers named in "
@@ -448,8 +456,9 @@ _CAPTURE_MISTAKES = {
                            "children or attributes only",
     "activations-not-a-dict": "returns something other than a dict as activations",
     "one-entry-per-module": "stores one entry for a module reused under two names, both asked for",
-    "entry-not-under-its-name": "stores outputs under keys other than their layers' names (the loop variable "
-                                "read late, or the module as key)",
+    "late-binding": "hooks made in a loop read the loop variable when they run, so every output lands under the "
+                    "last name",
+    "entry-not-under-its-name": "stores outputs under keys other than their layers' names (the module, say)",
     "extra-entries": "stores outputs of layers that were not asked for",
     "every-pass-kept": "keeps a list of every pass's output instead of the latest output",
     "numpy-array": "stores a NumPy array, which shares memory with the output",
@@ -691,8 +700,11 @@ def _check_stats_keys(stats, reference, relu_names, other_names, call_text, said
              f"({relu_names}).", "keys-not-names")
     wrongly = [name for name in other_names if stats.get(name)]
     if wrongly:
-        late = not all(stats.get(name) for name in relu_names)
         kinds = sorted({type(dict(reference.model.named_modules())[name]).__name__ for name in wrongly})
+        # Classes named like a ReLU (LeakyReLU, ReLU6) tracked: a match on the class name; another module under
+        # the name the loop ended with: a late-binding hook.
+        by_class_name = all("relu" in kind.lower() for kind in kinds)
+        late = not by_class_name and not all(stats.get(name) for name in relu_names)
         fail(f"{said} stats has entries for {wrongly}, which are not nn.ReLU modules (they are {kinds}; "
              f"nn.LeakyReLU and nn.ReLU6 are not subclasses of nn.ReLU): track only instances of nn.ReLU, "
              f"isinstance(module, nn.ReLU), not a match on the class name.{f' {_LATE_BINDING}' if late else ''}",
@@ -1030,6 +1042,29 @@ def _check_every_call_clamped(module, x, expected, said, call_text):
              "training and in eval() mode alike (no test of module.training).", "skipped-in-eval")
 
 
+def _min_max_with_a_number(error):
+    """(slug, hint) for torch.min or torch.max given a Python number as its second argument."""
+    if isinstance(error, TypeError) and any(f"{name}() received an invalid combination of arguments" in str(error)
+                                            for name in ("min", "max")):
+        return "torch-min-max-with-a-number", (
+            "torch.min(output, other) and torch.max(output, other) take another tensor as `other`, not a Python "
+            "number (the signatures above); output.clamp(min_value, max_value) takes the bounds as numbers.")
+    return None
+
+
+# What torch's errors in the hook mean for this exercise (hooked.checks.torch_error_hints).
+_CLAMP_ERROR_HINTS = (
+    ("Boolean value of Tensor with more than one value is ambiguous", "tensor-as-a-bool",
+     "A tensor of several elements was used where Python needs one True or False: Python's min() and max() "
+     "(or an `if` on a tensor) compare whole tensors. Clamp element by element: output.clamp(min_value, max_value)."),
+    _min_max_with_a_number,
+    ("functions with out=... arguments don't support automatic differentiation", "clamp-with-out",
+     "out= writes the result into an existing tensor, in place, which autograd refuses for a tensor that "
+     "requires grad; and the module's output must not be changed in place: return a new tensor, "
+     "output.clamp(min_value, max_value), without out=."),
+)
+
+
 def _clamp_case(clamp_output, seed, low, high, batch, dtype):
     rng = random.Random(seed)
     width, out_width = rng.randint(3, 6), rng.randint(3, 6)
@@ -1041,7 +1076,7 @@ def _clamp_case(clamp_output, seed, low, high, batch, dtype):
     expected = raw.clamp(low, high)
     call_text = f"clamp_output(module, {low}, {high})"
     handle = _register_clamp(clamp_output, module, low, high, call_text)
-    with calling(f"calling the module after {call_text}"):
+    with calling_with_hints(f"calling the module after {call_text}", _CLAMP_ERROR_HINTS):
         out = module(x)
     said = f"After {call_text}, a call of the module on x = {describe(x.detach())}"
     _judge_clamped(out, module.last, raw.detach(), expected.detach(), low, high, said)
@@ -1092,6 +1127,9 @@ def _check_clamps_chain(clamp_output):
 _CLAMP_MISTAKES = {
     "forward-replaced": "replaces or wraps module.forward instead of registering a forward hook",
     "no-forward-hook": "registers no forward hook on the module",
+    "tensor-as-a-bool": "uses a tensor where Python needs one True or False (Python's min() and max() on a tensor)",
+    "torch-min-max-with-a-number": "passes a Python number as the second argument of torch.min or torch.max",
+    "clamp-with-out": "clamps with out=output, writing into the output in place",
     "input-clamped": "clamps the module's input (a forward pre-hook) instead of its output",
     "in-place": "changes the module's own output in place (clamp_, .data, assignment into the output)",
     "not-a-tensor": "the hook returns something other than a tensor (a tuple, say)",

@@ -1155,3 +1155,192 @@ ENTRIES += [
          source=predicted("predict_shared_module_calls", _SHARED + ["fwd:model"]),
          expect=["at index 7", "the log ends before it", "no event fires more often than that"]),
 ]
+# Each named mistake of the checks made by one entry (the ids a check can give, tests/course/test_mistake_catalogue.py).
+ENTRIES += [
+    dict(exercise="capture_activations", kind="wrong", clause="pair", why="returns the activations' values as a list",
+         source=edited(reference("capture_activations"),
+                       ("return activations, handles", "return list(activations.values()), handles")),
+         expect=["as activations", "expected a dict from layer name"],
+         mistake="04.capture_activations.activations-not-a-dict"),
+    dict(exercise="capture_activations", kind="wrong", clause="only-named",
+         why="also stores each output under its layer's class name",
+         source=edited(reference("capture_activations"),
+                       ("activations[name] = output.detach().clone()",
+                        "activations[name] = output.detach().clone()\n"
+                        "            activations[type(module).__name__] = activations[name]")),
+         expect=["also holds", "which were not asked for"],
+         mistake="04.capture_activations.extra-entries"),
+    dict(exercise="capture_activations", kind="wrong", clause="outputs", why="stores the mean of the output",
+         source=edited(reference("capture_activations"),
+                       ("activations[name] = output.detach().clone()",
+                        "activations[name] = output.detach().clone().mean().item()")),
+         expect=["expected the layer's output tensor"],
+         mistake="04.capture_activations.not-a-tensor"),
+    dict(exercise="capture_activations", kind="wrong", clause="outputs", why="stores the first sample of the batch only",
+         source=edited(reference("capture_activations"),
+                       ("activations[name] = output.detach().clone()", "activations[name] = output[0].detach().clone()")),
+         expect=["expected the layer's output"],
+         mistake="04.capture_activations.wrong-activation-value"),
+    dict(exercise="capture_activations", kind="wrong", clause="return-none",
+         why="the hook returns the stored copy scaled, replacing the output",
+         source=edited(reference("capture_activations"),
+                       ("activations[name] = output.detach().clone()",
+                        "activations[name] = output.detach().clone()\n"
+                        "            return output * 2")),
+         expect=["output changed", "must return none"],
+         mistake="04.capture_activations.hook-returned-a-value"),
+    dict(exercise="capture_activations", kind="wrong", clause="removal",
+         why="a global forward hook besides the layers' hooks, its handle not returned",
+         source="import torch\n" + edited(
+             reference("capture_activations"),
+             ("    return activations, handles",
+              "    torch.nn.modules.module.register_module_forward_hook(\n"
+              "        lambda module, args, output: activations.update(\n"
+              "            {name: output.detach().clone() for name in layer_names if modules[name] is module}))\n"
+              "    return activations, handles")),
+         expect=["after every handle was removed", "still changed activations"],
+         mistake="04.capture_activations.captures-after-removal"),
+    dict(exercise="capture_activations", kind="wrong", clause="keyerror", why="skips unknown names silently",
+         source=edited(reference("capture_activations"),
+                       ('raise KeyError(f"{name!r} is not a submodule name of the model")',
+                        "layer_names = [known for known in layer_names if known in modules]")),
+         expect=["returned normally", "raise KeyError naming it"],
+         mistake="04.capture_activations.unknown-name-accepted"),
+    dict(exercise="capture_activations", kind="wrong", clause="handles", why="returns the first handle only, not in a list",
+         source=edited(reference("capture_activations"), ("return activations, handles", "return activations, handles[0]")),
+         expect=["as its handles", "expected a list of the removablehandles"],
+         mistake="04.capture_activations.handles-not-a-list"),
+    dict(exercise="track_relu_stats", kind="wrong", clause="return-none",
+         why="the hook returns the ReLU's input, as a pre-hook returns its args",
+         source=edited(reference("track_relu_stats"),
+                       ('"zero_fraction": (output == 0).float().mean().item()})',
+                        '"zero_fraction": (output == 0).float().mean().item()})\n'
+                        "            return args[0]")),
+         expect=["output changed", "must return none"],
+         mistake="04.track_relu_stats.hook-returned-a-value"),
+    dict(exercise="track_relu_stats", kind="wrong", clause="pair", why="returns the lists without their names",
+         source=edited(reference("track_relu_stats"), ("return stats, handles", "return list(stats.values()), handles")),
+         expect=["as stats", "expected a dict from relu name"],
+         mistake="04.track_relu_stats.stats-not-a-dict"),
+    dict(exercise="track_relu_stats", kind="wrong", clause="any-depth", why="tracks ReLUs at most one level deep",
+         source=edited(reference("track_relu_stats"),
+                       ("if isinstance(module, nn.ReLU):", 'if isinstance(module, nn.ReLU) and name.count(".") < 2:')),
+         expect=["no entries for the relus"],
+         mistake="04.track_relu_stats.relu-skipped"),
+    dict(exercise="track_relu_stats", kind="wrong", clause="every-call", why="entries as a growing tuple per ReLU",
+         source='''
+from torch import nn
+
+
+def track_relu_stats(model):
+    stats, handles = {}, []
+
+    def make_hook(name):
+        def hook(module, args, output):
+            entry = {"mean": output.mean().item(), "zero_fraction": (output == 0).float().mean().item()}
+            stats[name] = stats.get(name, ()) + (entry,)
+        return hook
+
+    for name, module in model.named_modules():
+        if isinstance(module, nn.ReLU):
+            handles.append(module.register_forward_hook(make_hook(name)))
+    return stats, handles
+''',
+         expect=["expected a list with one entry per call"],
+         mistake="04.track_relu_stats.entries-not-a-list"),
+    dict(exercise="track_relu_stats", kind="wrong", clause="mean", why="the median instead of the mean",
+         source=edited(reference("track_relu_stats"), ('"mean": output.mean().item()', '"mean": output.median().item()')),
+         expect=["['mean'] is", "the mean of the relu's output over all its elements"],
+         mistake="04.track_relu_stats.wrong-mean"),
+    dict(exercise="track_relu_stats", kind="wrong", clause="zero-fraction", why="zeros divided by the number of units",
+         source=edited(reference("track_relu_stats"),
+                       ('"zero_fraction": (output == 0).float().mean().item()',
+                        '"zero_fraction": (output == 0).float().sum().item() / output.shape[-1]')),
+         expect=["['zero_fraction'] is", "exactly 0"],
+         mistake="04.track_relu_stats.wrong-zero-fraction"),
+    dict(exercise="track_relu_stats", kind="wrong", clause="removal",
+         why="one global forward hook whose handle is not returned",
+         source='''
+from torch import nn
+from torch.nn.modules.module import register_module_forward_hook
+
+
+def track_relu_stats(model):
+    names = {}
+    for name, module in model.named_modules():
+        if isinstance(module, nn.ReLU):
+            names.setdefault(module, name)
+    stats = {name: [] for name in names.values()}
+
+    def hook(module, args, output):
+        if module in names:
+            stats[names[module]].append({"mean": output.mean().item(),
+                                         "zero_fraction": (output == 0).float().mean().item()})
+
+    register_module_forward_hook(hook)
+    return stats, []
+''',
+         expect=["after every handle was removed", "still appended"],
+         mistake="04.track_relu_stats.tracks-after-removal"),
+    dict(exercise="track_relu_stats", kind="wrong", clause="handles", why="returns the first handle only, not in a list",
+         source=edited(reference("track_relu_stats"), ("return stats, handles", "return stats, handles[0]")),
+         expect=["as its handles", "expected a list of the removablehandles"],
+         mistake="04.track_relu_stats.handles-not-a-list"),
+    dict(exercise="track_relu_stats", kind="wrong", clause="handles", why="returns the handles as a generator",
+         source=edited(reference("track_relu_stats"),
+                       ("return stats, handles", "return stats, (handle for handle in handles)")),
+         expect=["generator", "return a list"],
+         mistake="04.track_relu_stats.handles-as-generator"),
+    dict(exercise="track_relu_stats", kind="wrong", clause="handles", why="returns the hooks instead of their handles",
+         source=edited(reference("track_relu_stats"),
+                       ("handles.append(module.register_forward_hook(make_hook(stats[name])))",
+                        "handles.append(make_hook(stats[name]))\n"
+                        "            module.register_forward_hook(handles[-1])")),
+         expect=["each must be the removablehandle"],
+         mistake="04.track_relu_stats.not-handles"),
+    dict(exercise="clamp_output", kind="wrong", clause="forward-hook",
+         why="clamps the gradient with a full backward hook instead of the output",
+         source=edited(reference("clamp_output"),
+                       ("    def hook(module, args, output):\n        return output.clamp(min_value, max_value)\n\n"
+                        "    return module.register_forward_hook(hook)",
+                        "    def hook(module, grad_input, grad_output):\n"
+                        "        return tuple(grad.clamp(min_value, max_value) for grad in grad_input)\n\n"
+                        "    return module.register_full_backward_hook(hook)")),
+         expect=["has no forward hook", "register_forward_hook"],
+         mistake="04.clamp_output.no-forward-hook"),
+    dict(exercise="clamp_output", kind="wrong", clause="bounds", why="only the upper bound",
+         source=edited(reference("clamp_output"),
+                       ("return output.clamp(min_value, max_value)", "return output.clamp(max=max_value)")),
+         expect=["only the upper bound", "both bounds"],
+         mistake="04.clamp_output.upper-bound-only"),
+    dict(exercise="clamp_output", kind="wrong", clause="inside-gradient",
+         why="a detached correction that doubles the gradient inside the bounds",
+         source=edited(reference("clamp_output"),
+                       ("return output.clamp(min_value, max_value)",
+                        "return 2 * output.clamp(min_value, max_value) - output.clamp(min_value, max_value).detach()")),
+         expect=["the gradient with respect to", "strictly inside the bounds"],
+         mistake="04.clamp_output.wrong-gradient"),
+    dict(exercise="clamp_output", kind="wrong", clause="handle", why="registers the hook twice and returns one handle",
+         source=edited(reference("clamp_output"),
+                       ("    return module.register_forward_hook(hook)",
+                        "    module.register_forward_hook(hook)\n    return module.register_forward_hook(hook)")),
+         expect=["after handle.remove()", "still clamped"],
+         mistake="04.clamp_output.clamps-after-removal"),
+    dict(exercise="clamp_output", kind="wrong", clause="others-alone",
+         why="each hook clamps a fresh forward(*args), not the output it gets, and is prepended",
+         source=edited(reference("clamp_output"),
+                       ("return output.clamp(min_value, max_value)", "return module.forward(*args).clamp(min_value, max_value)"),
+                       ("return module.register_forward_hook(hook)", "return module.register_forward_hook(hook, prepend=True)")),
+         expect=["first(x) returned", "the forward hooks of one module chain"],
+         mistake="04.clamp_output.hooks-not-chained"),
+    dict(exercise="clamp_output", kind="wrong", clause="handle", why="returns a namespace holding the handle's remove",
+         source="import types\n" + edited(reference("clamp_output"),
+                                          ("return module.register_forward_hook(hook)",
+                                           "return types.SimpleNamespace(remove=module.register_forward_hook(hook).remove)")),
+         expect=["an object with a remove() method", "itself"],
+         mistake="04.clamp_output.not-a-removable-handle"),
+    dict(exercise="predict_shared_module_calls", kind="wrong", clause="order", why="a child's pre-hook before the model's",
+         source=predicted("predict_shared_module_calls", ["pre:shared", "pre:model"] + _SHARED[2:]),
+         expect=["at index 0", "the model's pre-hook fires before its forward calls any child"],
+         mistake="04.predict_shared_module_calls.parent-pre-hook-late"),
+]
