@@ -1456,3 +1456,22 @@ def track_relu_stats(model):
          expect=["at index 0", "the model's pre-hook fires before its forward calls any child"],
          mistake="04.predict_shared_module_calls.parent-pre-hook-late"),
 ]
+# The mistakes every prediction exercise names (hooked/checks/event_predictions.py), each made once here.
+ENTRIES += [
+    dict(exercise="predict_shared_module_calls", kind="wrong", clause="events", why="the events joined into one string",
+         source=predicted("predict_shared_module_calls", ", ".join(_SHARED)),
+         expect=["returned a string", "not the events joined into one string"],
+         mistake="04.predict_shared_module_calls.returned-string"),
+    dict(exercise="predict_shared_module_calls", kind="wrong", clause="order", why="a set of events",
+         source="def predict_shared_module_calls():\n    return set(" + repr(_SHARED) + ")\n",
+         expect=["returned a set", "a set has no order"],
+         mistake="04.predict_shared_module_calls.not-a-list"),
+    dict(exercise="predict_shared_module_calls", kind="wrong", clause="names", why="events as (kind, module) pairs",
+         source=predicted("predict_shared_module_calls", [tuple(event.split(":")) for event in _SHARED]),
+         expect=["is tuple", "not an event name"],
+         mistake="04.predict_shared_module_calls.not-event-names"),
+    dict(exercise="predict_shared_module_calls", kind="wrong", clause="events", why="shared's forward hooks left out",
+         source=predicted("predict_shared_module_calls", ["pre:model", "pre:shared", "fwd:head", "fwd:model"]),
+         expect=["at index 2", "you predicted 'fwd:head'", "'fwd:shared' fires there"],
+         mistake="04.predict_shared_module_calls.wrong-order"),
+]
