@@ -217,7 +217,8 @@ _RAISING_FORWARD_MISTAKES = {
     "exception-swallowed": "catches the exception the model's forward raised instead of letting it through",
     "exception-replaced": "lets an exception other than the model's own reach the caller",
     "hook-left-on-exception": "leaves its hook registered when the model's forward raises",
-    "requires-grad-changed-on-exception": "changes the parameters' requires_grad and leaves them so when forward raises",
+    "requires-grad-changed-on-exception": "changes the parameters' requires_grad and leaves them so when forward "
+                                          "raises",
 }
 _ACTIVATION_MISTAKES = {
     **_CLEAN_MISTAKES, **_RAISING_FORWARD_MISTAKES,
@@ -269,6 +270,7 @@ def _outputs_of_modules(model, x):
 
 def _check_activation_value(value, expected, layer_input, model_output, relu_after, said, others=dict, calls=(),
                             replaced=False):
+    """What get_activation returned against the layer's output (`expected`), then the diagnoses of a wrong one."""
     if isinstance(value, (list, tuple)) and len(calls) > 1:
         fail(f"{said} returned a {type(value).__name__} of {len(value)} element(s); `layer` runs {len(calls)} times "
              "during model(x) here (one module used twice), and the result is one tensor: the output of its last "
@@ -278,12 +280,18 @@ def _check_activation_value(value, expected, layer_input, model_output, relu_aft
              "tensor your hook captured.", "not-a-tensor")
     if value.requires_grad or value.grad_fn is not None:
         fail(f"{said} returned a tensor that is still part of an autograd graph (requires_grad="
-             f"{value.requires_grad}); return it detached, from a forward pass run under torch.no_grad().", "not-detached")
+             f"{value.requires_grad}); return it detached, from a forward pass run under torch.no_grad().",
+             "not-detached")
     if close(value, expected):
         if value.dtype != expected.dtype:
             fail(f"{said} returned {describe(value)}; expected the layer's output as it is, {describe(expected)}, in "
                  f"its dtype {expected.dtype}: keep output.detach().clone(), without converting it.", "dtype-changed")
         return
+    _diagnose_wrong_activation(value, expected, layer_input, model_output, relu_after, said, others, calls, replaced)
+
+
+def _diagnose_wrong_activation(value, expected, layer_input, model_output, relu_after, said, others, calls, replaced):
+    """Fail for `value`, a detached tensor that is not the layer's output: which mistake gives it."""
     if len(calls) > 1 and any(close(value, output) for output in calls[:-1]):
         first = next(number for number, output in enumerate(calls, start=1) if close(value, output))
         fail(f"{said} returned {describe(value)}, the output of call {first} of {len(calls)}: `layer` runs "
@@ -313,7 +321,8 @@ def _check_activation_value(value, expected, layer_input, model_output, relu_aft
     for other, output in others().items():
         if isinstance(output, torch.Tensor) and close(value, output):
             fail(f"{said} returned {describe(value)}, the output of {_layer_text(other)}; expected the output of the "
-                 f"layer passed in, {describe(expected)}. Hook `layer` itself, not the modules of its kind.", "other-layer")
+                 f"layer passed in, {describe(expected)}. Hook `layer` itself, not the modules of its kind.",
+                 "other-layer")
     fail(f"{said} returned {describe(value)}; expected the layer's output, {describe(expected)}.",
          "wrong-activation-value")
 
@@ -345,7 +354,8 @@ def _check_raises_and_cleans(function, model, x, call_text, *more):
         f"calling {call_text}", lambda: function(model, model.conv, x, *more),
         planted=lambda error: isinstance(error, ValueError) and "on purpose" in str(error),
         returned_normally=lambda result: (f"{call_text} returned {describe(result)}, but model(x) raised ValueError; "
-                                          "let the exception reach the caller (don't catch it).", "exception-swallowed"),
+                                          "let the exception reach the caller (don't catch it).",
+                                          "exception-swallowed"),
         hints=(_other_exception_hint,))
     left = _hooks_left(model, before)
     if left:
@@ -500,9 +510,12 @@ _CAM_MISTAKES = (
     (dict(weights="channels"), "mean-over-channels",
      "You averaged G over its channels (dimension 1 of (1, K, h, w)), which gives one weight per place; average "
      "each channel over its spatial dimensions, gradient.mean(dim=(2, 3)), one weight w_k per channel."),
-    (dict(align_corners=True), "align-corners-true", "The upsampling used align_corners=True; use align_corners=False."),
-    (dict(mode="nearest"), "nearest-upsampling", "The upsampling was nearest-neighbour; use mode='bilinear' (with align_corners=False)."),
-    (dict(mode="bicubic"), "bicubic-upsampling", "The upsampling was bicubic; use mode='bilinear' (with align_corners=False)."),
+    (dict(align_corners=True), "align-corners-true",
+     "The upsampling used align_corners=True; use align_corners=False."),
+    (dict(mode="nearest"), "nearest-upsampling",
+     "The upsampling was nearest-neighbour; use mode='bilinear' (with align_corners=False)."),
+    (dict(mode="bicubic"), "bicubic-upsampling",
+     "The upsampling was bicubic; use mode='bilinear' (with align_corners=False)."),
     (dict(relu_after_upsampling=True), "relu-after-upsampling",
      "The ReLU was applied after the upsampling; apply it to the h x w map, then upsample."),
     (dict(normalize_first=True), "normalized-before-upsampling",
@@ -661,7 +674,8 @@ def _judge_cam(cam, expected, found, size, said, more_variants=list):
             fail(f"{said} returned {describe(cam)}; expected {describe(expected)}. {hint}", slug)
     fail(f"{said} returned {describe(cam)}; expected {describe(expected)}: with A the layer's output and G the "
          "gradient of model(x)[0, target] with respect to it, cam = relu(sum_k mean(G_k) * A_k), upsampled "
-         "bilinearly (align_corners=False) to the input's size, divided by its maximum when positive.", "wrong-cam-value")
+         "bilinearly (align_corners=False) to the input's size, divided by its maximum when positive.",
+         "wrong-cam-value")
 
 
 def _grad_cam_case(grad_cam, model, name, relu_after, x, target, what=""):
@@ -795,7 +809,8 @@ _GRAD_CAM_MISTAKES = {
     "input-changed": "changes the caller's x in place",
     "grad-mode-left-off": "switches grad mode off globally",
     "frozen-layers-no-graph": "gives the forward pass of a frozen model no graph (x does not require grad either)",
-    "output-made-a-leaf": "makes a frozen layer's output require grad in the hook, a leaf the in-place ReLU may not change",
+    "output-made-a-leaf": "makes a frozen layer's output require grad in the hook, a leaf the in-place ReLU may not "
+                          "change",
     "no-graph": "runs the forward pass without an autograd graph (no_grad, inference_mode, or a detached output)",
     "hooked-a-copy": "takes the gradient with respect to a copy made in the hook, which is not on the way to the score",
     "full-backward-hook": "uses a full backward hook on a layer followed by an in-place ReLU",
