@@ -50,6 +50,7 @@ def _check_fresh(store, what, call_text):
 
 
 def _check_removal(model, handles, call_text):
+    """Removing every handle returned leaves no forward hook on the model."""
     remove_handles(handles, f"removing every handle returned by {call_text}")
     left = _hooked_names(model)
     if left:
