@@ -16,6 +16,7 @@ from hooked.checks.grad_cam_reference import activation_and_gradient, cam_of, tw
 from hooked.checks.hooks_left import GLOBAL_MODULE_HOOKS, MODULE_HOOK_DICTS
 from hooked.checks.planted_exceptions import planted_exception_comes_through
 from hooked.checks.tensors import close, describe, random_tensor
+from hooked.checks.torch_error_hints import calling_with_hints
 
 
 # ---------------------------------------------------------------- models
@@ -172,7 +173,8 @@ def _check_callers_hooks_kept(model, before, call_text):
     if gone:
         fail(f"{call_text} removed hooks that the caller had registered before the call, on {gone}. Remove only "
              "the hook you registered, through its handle (handle.remove(), or the handle as a context manager); "
-             "emptying a module's hook dict (module._forward_hooks.clear()) takes the caller's hooks too.")
+             "emptying a module's hook dict (module._forward_hooks.clear()) takes the caller's hooks too.",
+             "callers-hooks-removed")
 
 
 def _modes(model):
@@ -190,20 +192,56 @@ def _check_clean(model, modes, call_text, before=None):
     if left:
         fail(f"After {call_text}, hooks were still registered on {left}. Remove every hook you register before "
              "returning: the handle is a context manager (register the hook in a `with` statement), or call "
-             "handle.remove() in a `finally:` block.")
+             "handle.remove() in a `finally:` block.", "hook-left-registered")
     if model.training != modes[0]:
         fail(f"{call_text} left the model in {_mode_name(model.training)} mode; it was in {_mode_name(modes[0])} "
              "mode. Leave the model's mode as it was: don't call model.eval() or model.train() (or put the old "
-             "mode back before returning).")
+             "mode back before returning).", "mode-changed")
     if _modes(model) != modes:
         changed = [f"{name} (was {_mode_name(was)}, now {_mode_name(module.training)})"
                    for (name, module), was in zip(model.named_modules(), modes) if module.training != was]
         fail(f"{call_text} changed the mode of submodules: {', '.join(changed)}. The model's modules were not all in "
              "the same mode, and model.train(mode) sets every submodule to one mode. Leave the modes alone (no "
-             "model.eval() / model.train()), or put back each module's own mode.")
+             "model.eval() / model.train()), or put back each module's own mode.", "submodule-modes-changed")
 
 
 # ---------------------------------------------------------------- get_activation
+
+_CLEAN_MISTAKES = {
+    "callers-hooks-removed": "removes hooks the caller had registered (emptying a module's hook dict)",
+    "hook-left-registered": "leaves its hook registered after returning",
+    "mode-changed": "leaves the model in another mode (model.eval() or model.train() without putting it back)",
+    "submodule-modes-changed": "sets every submodule to one mode, changing those that were in another",
+}
+_RAISING_FORWARD_MISTAKES = {
+    "exception-swallowed": "catches the exception the model's forward raised instead of letting it through",
+    "exception-replaced": "lets an exception other than the model's own reach the caller",
+    "hook-left-on-exception": "leaves its hook registered when the model's forward raises",
+    "requires-grad-changed-on-exception": "changes the parameters' requires_grad and leaves them so when forward "
+                                          "raises",
+}
+_ACTIVATION_MISTAKES = {
+    **_CLEAN_MISTAKES, **_RAISING_FORWARD_MISTAKES,
+    "every-call-kept": "returns a list of every call's output of a layer that runs twice, instead of the last",
+    "not-a-tensor": "returns something other than the captured tensor",
+    "not-detached": "returns a tensor that is still part of an autograd graph",
+    "dtype-changed": "returns the output converted to another dtype",
+    "earlier-call-kept": "returns the output of an earlier call of a layer that runs twice, instead of the last",
+    "hook-returned-a-value": "the forward hook returns its copy, which replaces the layer's output",
+    "not-cloned": "keeps output.detach() without cloning it, so the in-place ReLU after the layer overwrites it",
+    "first-sample-only": "returns the output of the first sample of the batch only",
+    "layer-input": "returns the layer's input instead of its output",
+    "model-output": "returns the model's output instead of the layer's",
+    "other-layer": "returns the output of another layer (the last of its kind, say)",
+    "wrong-activation-value": "returns a value that is not the layer's output",
+    "grad-mode-left-off": "leaves grad mode off after returning",
+    "grad-mode-turned-on": "turns grad mode on when it was called with grad mode off",
+    "root-not-hooked": "leaves the model itself out when `layer` is the model, so nothing is captured",
+    "model-not-run": "never runs the model's forward pass (calls the layer itself)",
+    "forward-with-grad": "runs the forward pass with grad mode on, building a graph it never uses",
+}
+
+
 
 def _true_activation(model, name, x):
     """What the layer produced, on a copy whose ReLUs are not in place."""
@@ -232,51 +270,61 @@ def _outputs_of_modules(model, x):
 
 def _check_activation_value(value, expected, layer_input, model_output, relu_after, said, others=dict, calls=(),
                             replaced=False):
+    """What get_activation returned against the layer's output (`expected`), then the diagnoses of a wrong one."""
     if isinstance(value, (list, tuple)) and len(calls) > 1:
         fail(f"{said} returned a {type(value).__name__} of {len(value)} element(s); `layer` runs {len(calls)} times "
              "during model(x) here (one module used twice), and the result is one tensor: the output of its last "
-             "call. Keep only the latest output in the hook (overwrite it on each call).")
+             "call. Keep only the latest output in the hook (overwrite it on each call).", "every-call-kept")
     if not isinstance(value, torch.Tensor):
         fail(f"{said} returned {describe(value)}; expected the layer's output, {describe(expected)}. Return the "
-             "tensor your hook captured.")
+             "tensor your hook captured.", "not-a-tensor")
     if value.requires_grad or value.grad_fn is not None:
         fail(f"{said} returned a tensor that is still part of an autograd graph (requires_grad="
-             f"{value.requires_grad}); return it detached, from a forward pass run under torch.no_grad().")
+             f"{value.requires_grad}); return it detached, from a forward pass run under torch.no_grad().",
+             "not-detached")
     if close(value, expected):
         if value.dtype != expected.dtype:
             fail(f"{said} returned {describe(value)}; expected the layer's output as it is, {describe(expected)}, in "
-                 f"its dtype {expected.dtype}: keep output.detach().clone(), without converting it.")
+                 f"its dtype {expected.dtype}: keep output.detach().clone(), without converting it.", "dtype-changed")
         return
+    _diagnose_wrong_activation(value, expected, layer_input, model_output, relu_after, said, others, calls, replaced)
+
+
+def _diagnose_wrong_activation(value, expected, layer_input, model_output, relu_after, said, others, calls, replaced):
+    """Fail for `value`, a detached tensor that is not the layer's output: which mistake gives it."""
     if len(calls) > 1 and any(close(value, output) for output in calls[:-1]):
         first = next(number for number, output in enumerate(calls, start=1) if close(value, output))
         fail(f"{said} returned {describe(value)}, the output of call {first} of {len(calls)}: `layer` runs "
              f"{len(calls)} times during model(x) here (one module used twice), and the result is the output of "
              "its last call. Overwrite what the hook keeps on every call (don't keep only the first, and don't "
-             "remove the hook once it has fired).")
+             "remove the hook once it has fired).", "earlier-call-kept")
     if relu_after and replaced and close(value, expected.relu()):
         fail(f"{said} returned {describe(value)}: the layer's output after the in-place ReLU that follows the "
              f"layer; the layer produced {describe(expected)}. Your forward hook returned a value (a lambda whose "
              "expression gives a tensor, such as dict.setdefault(...)), and a forward hook's return replaces the "
              "layer's output: the model went on with your copy, and the in-place ReLU overwrote it. Make the hook "
-             "return None (a def whose body stores the copy).")
+             "return None (a def whose body stores the copy).", "hook-returned-a-value")
     if relu_after and close(value, expected.relu()):
         fail(f"{said} returned {describe(value)}: the layer's output after the in-place ReLU that follows the "
              f"layer overwrote it; the layer produced {describe(expected)}. output.detach() shares memory with "
-             "the output: keep output.detach().clone().")
+             "the output: keep output.detach().clone().", "not-cloned")
     if expected.dim() > 1 and len(expected) > 1 and close(value, expected[0]):
         fail(f"{said} returned {describe(value)}, the output for the first sample only; expected the layer's output "
-             f"for the whole batch, {describe(expected)}. Keep the output as the hook receives it (no [0]).")
+             f"for the whole batch, {describe(expected)}. Keep the output as the hook receives it (no [0]).",
+             "first-sample-only")
     if close(value, layer_input):
         fail(f"{said} returned {describe(value)}, the layer's input (args[0]); expected its output, "
-             f"{describe(expected)}.")
+             f"{describe(expected)}.", "layer-input")
     if close(value, model_output):
         fail(f"{said} returned {describe(value)}, the model's output; expected the output of `layer`, "
-             f"{describe(expected)}, captured by a forward hook on that layer.")
+             f"{describe(expected)}, captured by a forward hook on that layer.", "model-output")
     for other, output in others().items():
         if isinstance(output, torch.Tensor) and close(value, output):
             fail(f"{said} returned {describe(value)}, the output of {_layer_text(other)}; expected the output of the "
-                 f"layer passed in, {describe(expected)}. Hook `layer` itself, not the modules of its kind.")
-    fail(f"{said} returned {describe(value)}; expected the layer's output, {describe(expected)}.")
+                 f"layer passed in, {describe(expected)}. Hook `layer` itself, not the modules of its kind.",
+                 "other-layer")
+    fail(f"{said} returned {describe(value)}; expected the layer's output, {describe(expected)}.",
+         "wrong-activation-value")
 
 
 def _check_raising_forward(get_activation):
@@ -289,10 +337,13 @@ def _check_raising_forward(get_activation):
 
 
 def _other_exception_hint(error):
+    """(slug, hint) for an exception other than the model's own ValueError."""
     if isinstance(error, ValueError):
-        return "That is not the model's own ValueError; let the exception of the forward pass through as it is."
-    return ("Expected the model's ValueError to reach the caller unchanged. Don't catch the exception; remove the "
-            "hook in a `finally:` block (or a `with` block) and let it go on.")
+        return "exception-replaced", ("That is not the model's own ValueError; let the exception of the forward "
+                                      "pass through as it is.")
+    return "exception-replaced", ("Expected the model's ValueError to reach the caller unchanged. Don't catch the "
+                                  "exception; remove the hook in a `finally:` block (or a `with` block) and let it "
+                                  "go on.")
 
 
 def _check_raises_and_cleans(function, model, x, call_text, *more):
@@ -303,17 +354,32 @@ def _check_raises_and_cleans(function, model, x, call_text, *more):
         f"calling {call_text}", lambda: function(model, model.conv, x, *more),
         planted=lambda error: isinstance(error, ValueError) and "on purpose" in str(error),
         returned_normally=lambda result: (f"{call_text} returned {describe(result)}, but model(x) raised ValueError; "
-                                          "let the exception reach the caller (don't catch it)."),
+                                          "let the exception reach the caller (don't catch it).",
+                                          "exception-swallowed"),
         hints=(_other_exception_hint,))
     left = _hooks_left(model, before)
     if left:
         fail(f"{call_text}: the ValueError came through, but hooks were left on {left}. When forward raises, "
              "the lines after model(x) don't run (and a hook that removes itself when it fires never fires if "
              "forward raises before the layer): remove the hook in a `finally:` block, or register it in a "
-             "`with` statement (the handle is a context manager).")
+             "`with` statement (the handle is a context manager).", "hook-left-on-exception")
     if [p.requires_grad for p in model.parameters()] != requires_grad:
         fail(f"{call_text}: the ValueError came through, but parameters' requires_grad had changed (the model's "
-             "parameters were frozen). Leave each parameter's requires_grad as it was, also when forward raises.")
+             "parameters were frozen). Leave each parameter's requires_grad as it was, also when forward raises.",
+             "requires-grad-changed-on-exception")
+
+
+def _nothing_captured_at_the_root(error):
+    """(slug, hint) for a lookup that failed when `layer` is the model itself: its hook never fired."""
+    if isinstance(error, (LookupError, UnboundLocalError)):
+        return "root-not-hooked", (
+            "`layer` is the model itself here, which named_modules() lists first under the name '': a forward hook on "
+            "it fires too, once the model's forward has returned. Did your code leave the model out (skipping the "
+            "name '', say), so that nothing was captured? Hook `layer` itself, whatever module it is.")
+    return None
+
+
+_ROOT_HINTS = (_nothing_captured_at_the_root,)
 
 
 def _activation_case(get_activation, model, name, relu_after, x, what="", grad_mode=True):
@@ -329,7 +395,8 @@ def _activation_case(get_activation, model, name, relu_after, x, what="", grad_m
                       lambda module, args: seen.update(overwritten=args[0].data_ptr()))]
         before = _registered_hooks(model)
     try:
-        with calling(f"calling {call_text}"), torch.set_grad_enabled(grad_mode):
+        with calling_with_hints(f"calling {call_text}", _ROOT_HINTS if name == "" else ()), \
+                torch.set_grad_enabled(grad_mode):
             value = get_activation(model, model.get_submodule(name), x)
             grad_mode_after = torch.is_grad_enabled()
     finally:
@@ -341,23 +408,23 @@ def _activation_case(get_activation, model, name, relu_after, x, what="", grad_m
     replaced = "overwritten" in seen and seen.get("produced") != seen["overwritten"]
     if grad_mode and not grad_mode_after:
         fail(f"After {call_text}, grad mode was left off for the code that runs next. Turn it off only for "
-             "the forward pass, with `with torch.no_grad():`.")
+             "the forward pass, with `with torch.no_grad():`.", "grad-mode-left-off")
     if not grad_mode and grad_mode_after:
         fail(f"{call_text} was called with grad mode off and left it on. Leave grad mode as it was: "
              "`with torch.no_grad():` puts back whatever mode it found; torch.set_grad_enabled(True) afterwards "
-             "does not.")
+             "does not.", "grad-mode-turned-on")
     probe = getattr(model, "probe", None)
     if probe is not None and not probe.grad_mode:
         fail(f"{call_text} never ran the model's forward pass (its first module did not run). Call model(x) "
              "with a forward hook on `layer`: the layer's output depends on the layers before it, so calling "
-             "layer(x) yourself gives something else.")
+             "layer(x) yourself gives something else.", "model-not-run")
     _check_clean(model, modes, call_text, before)
     _check_activation_value(value, expected, layer_input, model_output, relu_after, call_text,
                             others=lambda: _outputs_of_modules(model, x), calls=calls, replaced=replaced)
     return call_text
 
 
-@check_of("get_activation")
+@check_of("get_activation", mistakes=_ACTIVATION_MISTAKES)
 def check_get_activation(get_activation):
     # torch.inference_mode() instead of torch.no_grad() passes: the contract asks for a forward pass
     # without an autograd graph and a detached result, and an inference tensor is both. (It cannot
@@ -369,7 +436,7 @@ def check_get_activation(get_activation):
         if any(model.probe.grad_mode):
             fail(f"{said} ran the model's forward pass with grad mode on (a module of the model saw "
                  "torch.is_grad_enabled() == True), so it built an autograd graph it never uses. Run the "
-                 "forward pass under torch.no_grad().")
+                 "forward pass under torch.no_grad().", "forward-with-grad")
     _check_raising_forward(get_activation)
 
     # The first of two modules of the same kind: the output of `layer` itself, not of the last Conv2d.
@@ -421,47 +488,52 @@ _AFTER_RELU_GRADIENT = ("The gradient you used is the one with respect to the in
                         "layer produced.")
 
 
-# Typical mistakes: the options of cam_of that make the map each one gives, and its hint, most specific first.
+# Typical mistakes: the options of cam_of that make the map each one gives, the slug of the named mistake, and
+# its hint, most specific first.
 _CAM_MISTAKES = (
-    (dict(relu=False),
+    (dict(relu=False), "no-relu",
      "The map has the values of the weighted sum before the ReLU: apply torch.relu to sum_k w_k * A_k (Grad-CAM "
      "keeps only what raises the score)."),
-    (dict(relu="abs"),
+    (dict(relu="abs"), "abs-instead-of-relu",
      "You took the absolute value of sum_k w_k * A_k; apply torch.relu instead: the places that lower the score "
      "must become 0, not count as bright."),
-    (dict(normalize=None),
+    (dict(normalize=None), "not-normalized",
      "It is not normalized: divide the upsampled map by its maximum when that maximum is positive."),
-    (dict(normalize="min-max"),
+    (dict(normalize="min-max"), "min-max-scaling",
      "You subtracted the minimum before dividing (min-max scaling); divide by the maximum only."),
-    (dict(weights="activation"),
+    (dict(weights="activation"), "activation-means-as-weights",
      "The weights w_k are the means of the activations; they must be the means of the gradient G over the spatial "
      "dimensions."),
-    (dict(weights="product"),
+    (dict(weights="product"), "gradient-times-activation",
      "You summed gradient times activation place by place; Grad-CAM first averages the gradient of each channel "
      "over its spatial dimensions (one weight w_k per channel), then weights A_k by it."),
-    (dict(weights="channels"),
+    (dict(weights="channels"), "mean-over-channels",
      "You averaged G over its channels (dimension 1 of (1, K, h, w)), which gives one weight per place; average "
      "each channel over its spatial dimensions, gradient.mean(dim=(2, 3)), one weight w_k per channel."),
-    (dict(align_corners=True), "The upsampling used align_corners=True; use align_corners=False."),
-    (dict(mode="nearest"), "The upsampling was nearest-neighbour; use mode='bilinear' (with align_corners=False)."),
-    (dict(mode="bicubic"), "The upsampling was bicubic; use mode='bilinear' (with align_corners=False)."),
-    (dict(relu_after_upsampling=True),
+    (dict(align_corners=True), "align-corners-true",
+     "The upsampling used align_corners=True; use align_corners=False."),
+    (dict(mode="nearest"), "nearest-upsampling",
+     "The upsampling was nearest-neighbour; use mode='bilinear' (with align_corners=False)."),
+    (dict(mode="bicubic"), "bicubic-upsampling",
+     "The upsampling was bicubic; use mode='bilinear' (with align_corners=False)."),
+    (dict(relu_after_upsampling=True), "relu-after-upsampling",
      "The ReLU was applied after the upsampling; apply it to the h x w map, then upsample."),
-    (dict(normalize_first=True),
+    (dict(normalize_first=True), "normalized-before-upsampling",
      "The map was divided by its maximum before the upsampling; upsample first, then divide by the maximum of the "
      "upsampled map."),
 )
 
 
 def _variants(found, size):
-    """(cam of a typical mistake, its hint), most specific first."""
+    """(cam of a typical mistake, its slug, its hint), most specific first."""
     A, G = found["A"], found["G"]
-    variants = [(cam_of(A, G, size, **options), hint) for options, hint in _CAM_MISTAKES]
+    variants = [(cam_of(A, G, size, **options), slug, hint) for options, slug, hint in _CAM_MISTAKES]
     if "A_after" in found:
         variants = [
-            (cam_of(found["A_after"], G, size), _NO_CLONE),
-            (cam_of(A, found["G_after"], size), _AFTER_RELU_GRADIENT),
-            (cam_of(found["A_after"], found["G_after"], size), _AFTER_RELU_GRADIENT + " " + _NO_CLONE),
+            (cam_of(found["A_after"], G, size), "activation-after-relu", _NO_CLONE),
+            (cam_of(A, found["G_after"], size), "gradient-after-relu", _AFTER_RELU_GRADIENT),
+            (cam_of(found["A_after"], found["G_after"], size), "activation-and-gradient-after-relu",
+             _AFTER_RELU_GRADIENT + " " + _NO_CLONE),
         ] + variants
     return variants
 
@@ -491,7 +563,7 @@ def _call_grad_cam(grad_cam, model, name, x, target, call_text):
                  "before it requires grad (they are frozen), and x does not either, so the layer's output is not "
                  "part of any autograd graph: there is nothing to hook and no gradient to take. Run the model on a "
                  "copy of x that requires grad, model(x.detach().requires_grad_()), and leave the parameters' "
-                 "requires_grad alone (x itself must not require grad afterwards).")
+                 "requires_grad alone (x itself must not require grad afterwards).", "frozen-layers-no-graph")
         if (isinstance(raised.error, RuntimeError) and "a leaf Variable that requires grad is being used in an "
                 "in-place operation" in str(raised.error) and _frozen_up_to(model, name)):
             fail(f"{call_text} raised RuntimeError: {raised.error} The layer and the modules before it are frozen, "
@@ -499,32 +571,32 @@ def _call_grad_cam(grad_cam, model, name, x, target, call_text):
                  "(output.requires_grad_(), say) makes it a leaf that requires grad, and the in-place ReLU after the "
                  "layer may not change such a leaf. Give "
                  "the forward pass a graph from its start instead: run the model on a copy of x that requires "
-                 "grad, model(x.detach().requires_grad_()).")
+                 "grad, model(x.detach().requires_grad_()).", "output-made-a-leaf")
         if isinstance(raised.error, RuntimeError) and any(text in str(raised.error) for text in no_graph):
             fail(f"{call_text} raised RuntimeError: {raised.error} The forward pass built no autograd graph, so "
                  "there is no gradient to take: run it with grad mode on (not under torch.no_grad() or "
-                 "torch.inference_mode(), and without detaching the output before the score is taken).")
+                 "torch.inference_mode(), and without detaching the output before the score is taken).", "no-graph")
         if isinstance(raised.error, RuntimeError) and "appears to not have been used in the graph" in str(raised.error):
             fail(f"{call_text} raised RuntimeError: {raised.error} The tensor you take the gradient with respect to "
                  "is not on the way to the score: a copy made in the hook (output.clone()) is not what the model "
                  "goes on with. Register a tensor hook on the output itself, output.register_hook(...), inside "
-                 "the forward hook.")
+                 "the forward hook.", "hooked-a-copy")
         if isinstance(raised.error, RuntimeError) and "BackwardHookFunction" in str(raised.error):
             fail(f"{call_text} raised RuntimeError: {str(raised.error)[:100]}... The layer is followed by "
                  "ReLU(inplace=True), and a full backward hook (or pre-hook) on a module fails when its output is "
                  "changed in place (lesson 05). Get the gradient with a tensor hook instead: in a forward hook on "
-                 "the layer, call output.register_hook(...).")
+                 "the layer, call output.register_hook(...).", "full-backward-hook")
         raise
 
 
 def _other_class(model, name, x, target, size):
-    """(cam, hint) for the class the model predicts, if that is not `target`: the cam of the wrong class."""
+    """(cam, slug, hint) for the class the model predicts, if that is not `target`: the cam of the wrong class."""
     with torch.no_grad():
         predicted = int(twin_without_in_place(model)(x)[0].argmax())
     if predicted == target:
         return []
     found = activation_and_gradient(model, name, None, x, predicted)
-    return [(cam_of(found["A"], found["G"], size),
+    return [(cam_of(found["A"], found["G"], size), "predicted-class",
              f"This is the map of class {predicted}, the one the model predicts (the argmax of model(x)[0]); "
              f"compute it for the class passed as `target`, {target}.")]
 
@@ -532,33 +604,33 @@ def _other_class(model, name, x, target, size):
 _OTHER_SCORES = (
     # (The log-probability's gradient is the probability's divided by the probability: the same map once
     # divided by its maximum.)
-    (lambda output, target: F.softmax(output, dim=1)[0, target],
+    (lambda output, target: F.softmax(output, dim=1)[0, target], "softmax-score",
      "This is the map of the gradient of the softmax probability of the class (or of its log, the same map once "
      "divided by its maximum); Grad-CAM uses the raw score, model(x)[0, target], before any softmax."),
-    (lambda output, target: F.cross_entropy(output, torch.tensor([target])),
+    (lambda output, target: F.cross_entropy(output, torch.tensor([target])), "loss-instead-of-score",
      "This is the map of the gradient of the cross-entropy loss for the class; Grad-CAM uses the raw score, "
      "model(x)[0, target]: backward from that score, not from a loss."),
 )
 
 
 def _other_scores(model, name, x, target, size):
-    """(cam, hint) when the gradient is of a softmax, a log-probability or a loss instead of the score."""
+    """(cam, slug, hint) when the gradient is of a softmax, a log-probability or a loss instead of the score."""
     variants = []
-    for score_of, hint in _OTHER_SCORES:
+    for score_of, slug, hint in _OTHER_SCORES:
         found = activation_and_gradient(model, name, None, x, target, score_of)
-        variants.append((cam_of(found["A"], found["G"], size), hint))
+        variants.append((cam_of(found["A"], found["G"], size), slug, hint))
     return variants
 
 
 def _other_layers(model, name, x, target, size):
-    """(cam, hint) at every other module of the model whose output is a batch of maps."""
+    """(cam, slug, hint) at every other module of the model whose output is a batch of maps."""
     variants = []
     for other, module in model.named_modules():
         if other in ("", name) or isinstance(module, _GradModeProbe):
             continue
         if _maps_out(model, other, x):
             found = activation_and_gradient(model, other, None, x, target)
-            variants.append((cam_of(found["A"], found["G"], size),
+            variants.append((cam_of(found["A"], found["G"], size), "other-layer",
                              f"This is the Grad-CAM at {_layer_text(other)}, not at the layer passed in, "
                              f"{_layer_text(name)}: register the hooks on `layer` itself, whatever kind of module "
                              "it is (not on the last Conv2d you find, say)."))
@@ -577,29 +649,33 @@ def _maps_out(model, name, x):
 
 def _judge_cam(cam, expected, found, size, said, more_variants=list):
     if not isinstance(cam, torch.Tensor):
-        fail(f"{said} returned {describe(cam)}; expected a tensor of shape {size}.")
+        fail(f"{said} returned {describe(cam)}; expected a tensor of shape {size}.", "not-a-tensor")
     cam = cam.detach()
     if tuple(cam.shape) != size:
         h, w = found["A"].shape[-2:]
         if cam.numel() == expected.numel() and tuple(cam.squeeze().shape) == size:
             fail(f"{said} returned a tensor of shape {tuple(cam.shape)}; expected shape {size}, 2-D: drop the "
-                 "batch and channel dimensions that F.interpolate needs (e.g. [0, 0]).")
+                 "batch and channel dimensions that F.interpolate needs (e.g. [0, 0]).", "batch-and-channel-kept")
         if cam.squeeze().shape == (h, w):
             fail(f"{said} returned a map of shape {tuple(cam.shape)}, the layer's spatial size; upsample it to the "
-                 f"input's size {size} with F.interpolate(..., size=..., mode='bilinear', align_corners=False).")
-        fail(f"{said} returned a tensor of shape {tuple(cam.shape)}; expected {size}, the input's height and width.")
+                 f"input's size {size} with F.interpolate(..., size=..., mode='bilinear', align_corners=False).",
+                 "not-upsampled")
+        fail(f"{said} returned a tensor of shape {tuple(cam.shape)}; expected {size}, the input's height and width.",
+             "wrong-shape")
     if cam.isnan().any():
-        hint = (" The map before normalization was all zero here: divide by the maximum only when it is positive."
-                if expected.max() == 0 else "")
-        fail(f"{said} returned a map with NaN values, {describe(cam)}.{hint}")
+        all_zero = expected.max() == 0
+        hint = " The map before normalization was all zero here: divide by the maximum only when it is positive."
+        fail(f"{said} returned a map with NaN values, {describe(cam)}.{hint if all_zero else ''}",
+             "divided-by-zero-maximum" if all_zero else "nan-in-map")
     if close(cam, expected, tolerance=1e-4):
         return
-    for variant, hint in _variants(found, size) + more_variants():
+    for variant, slug, hint in _variants(found, size) + more_variants():
         if close(cam, variant, tolerance=1e-4):
-            fail(f"{said} returned {describe(cam)}; expected {describe(expected)}. {hint}")
+            fail(f"{said} returned {describe(cam)}; expected {describe(expected)}. {hint}", slug)
     fail(f"{said} returned {describe(cam)}; expected {describe(expected)}: with A the layer's output and G the "
          "gradient of model(x)[0, target] with respect to it, cam = relu(sum_k mean(G_k) * A_k), upsampled "
-         "bilinearly (align_corners=False) to the input's size, divided by its maximum when positive.")
+         "bilinearly (align_corners=False) to the input's size, divided by its maximum when positive.",
+         "wrong-cam-value")
 
 
 def _grad_cam_case(grad_cam, model, name, relu_after, x, target, what=""):
@@ -616,17 +692,17 @@ def _grad_cam_case(grad_cam, model, name, relu_after, x, target, what=""):
     if changed:
         fail(f"After {call_text}, parameters' requires_grad had changed: {', '.join(changed)}. A frozen model must "
              "stay frozen: leave each parameter's requires_grad as it was (to get a graph through frozen layers, "
-             "run the model on a copy of x that requires grad, x.detach().requires_grad_()).")
+             "run the model on a copy of x that requires grad, x.detach().requires_grad_()).", "requires-grad-changed")
     if x.requires_grad or x.grad is not None:
         fail(f"After {call_text}, the caller's x requires grad (or has a .grad): grad_cam set requires_grad on it. "
              "Grad-CAM needs the gradient with respect to the layer's output, not the image; leave x as it was "
-             "(no x.requires_grad_()).")
+             "(no x.requires_grad_()).", "input-made-to-require-grad")
     if not torch.equal(x, original):
         fail(f"After {call_text}, the caller's x has changed: it was {describe(original)} and is now {describe(x)}. "
-             "Leave x as it was: no in-place operation on it.")
+             "Leave x as it was: no in-place operation on it.", "input-changed")
     if not torch.is_grad_enabled():
         fail(f"After {call_text}, grad mode was left off for the code that runs next. Don't switch it off "
-             "globally (torch.set_grad_enabled(False)); the backward pass needs it on.")
+             "globally (torch.set_grad_enabled(False)); the backward pass needs it on.", "grad-mode-left-off")
     _check_clean(model, modes, call_text, before)
     _judge_cam(cam, expected, found, size, call_text,
                more_variants=lambda: _other_class(model, name, x, target, size)
@@ -634,12 +710,8 @@ def _grad_cam_case(grad_cam, model, name, relu_after, x, target, what=""):
     return expected
 
 
-@check_of("grad_cam", budget_ms=45,
-          why="31 Grad-CAM cases, 18 of them on the trained CNN's 6 stored digits, each graded against the "
-              "checks' own Grad-CAM on a fresh copy of the model (about 1.2 ms a case); a copy kept from "
-              "case to case would grade a grad_cam that changes the weights in place against weights it no "
-              "longer has")
-def check_grad_cam(grad_cam):
+def _grad_cam_on_small_cnns(grad_cam):
+    """The cases of _CASES; then a mixed-mode model, frozen models and a model with the caller's own hooks."""
     for seed, build, size, padding, name, relu_after, train in _CASES:
         model, in_channels, classes = _build(seed, build, size, padding, train)
         x = random_tensor(seed + 20, (1, in_channels) + size, scale=2.0)
@@ -674,7 +746,9 @@ def check_grad_cam(grad_cam):
                    random.Random(seed).randrange(classes),
                    what=" (the caller's own forward hook on model.conv and pre-hook on model registered before)")
 
-    # A forward pass that raises: the exception goes on to the caller, and no hook is left.
+
+def _grad_cam_raising_forward(grad_cam):
+    """A forward pass that raises: the exception goes on to the caller, and no hook is left."""
     torch.manual_seed(617)
     x = random_tensor(618, (1, 1, 5, 6))
     for model, when in ((_FailsAfterLayer(), "after model.conv"), (_FailsBeforeLayer(), "before model.conv runs"),
@@ -683,6 +757,9 @@ def check_grad_cam(grad_cam):
                                  f"grad_cam(model, model.conv, x, 0) with a model whose forward raises ValueError "
                                  f"{when}", 0)
 
+
+def _grad_cam_edge_maps(grad_cam):
+    """Maps that are all zero, and a map that is > 0 everywhere."""
     # A layer whose output is all zero: the map is zero, and must stay zero (no division by 0).
     model, in_channels, classes = _build(607, _small_cnn, (6, 8), 1, True)
     with torch.no_grad():
@@ -709,9 +786,11 @@ def check_grad_cam(grad_cam):
     _grad_cam_case(grad_cam, model, "pool", None, x, 2,
                    what=" (the head's weights are all positive, so the map is > 0 everywhere)")
 
-    # The trained CNN on real digits: the true class at the conv (an in-place ReLU follows it), the true
-    # class and the runner-up at the pool, where some maps are all zero, as the lesson shows. (The
-    # runner-up at the conv adds little: there both classes light up the strokes.)
+
+def _grad_cam_on_trained_digits(grad_cam):
+    """The trained CNN on real digits: the true class at the conv (an in-place ReLU follows it), the true
+    class and the runner-up at the pool, where some maps are all zero, as the lesson shows. (The
+    runner-up at the conv adds little: there both classes light up the strokes.)"""
     model, digits, labels = trained_digits_cnn.load()
     with torch.no_grad():
         runners_up = model(digits).topk(2, dim=1).indices[:, 1].tolist()
@@ -721,3 +800,57 @@ def check_grad_cam(grad_cam):
         for name, relu_after, target, kind in cases:
             _grad_cam_case(grad_cam, model, name, relu_after, digit[None], target,
                            what=f" (a test digit {label}, {kind}; {_TRAINED})")
+
+
+_GRAD_CAM_MISTAKES = {
+    **_CLEAN_MISTAKES, **_RAISING_FORWARD_MISTAKES,
+    "requires-grad-changed": "changes the parameters' requires_grad (unfreezes a frozen model)",
+    "input-made-to-require-grad": "makes the caller's x require grad",
+    "input-changed": "changes the caller's x in place",
+    "grad-mode-left-off": "switches grad mode off globally",
+    "frozen-layers-no-graph": "gives the forward pass of a frozen model no graph (x does not require grad either)",
+    "output-made-a-leaf": "makes a frozen layer's output require grad in the hook, a leaf the in-place ReLU may not "
+                          "change",
+    "no-graph": "runs the forward pass without an autograd graph (no_grad, inference_mode, or a detached output)",
+    "hooked-a-copy": "takes the gradient with respect to a copy made in the hook, which is not on the way to the score",
+    "full-backward-hook": "uses a full backward hook on a layer followed by an in-place ReLU",
+    "not-a-tensor": "returns something other than a tensor",
+    "batch-and-channel-kept": "returns the map with the batch and channel dimensions F.interpolate needs",
+    "not-upsampled": "returns the map at the layer's spatial size, not upsampled to the input's",
+    "wrong-shape": "returns a map of another shape than the input's height and width",
+    "divided-by-zero-maximum": "divides an all-zero map by its maximum, 0, giving NaN",
+    "nan-in-map": "returns a map with NaN values",
+    "activation-after-relu": "uses the layer's output with a ReLU applied (detached without a clone, so the in-place "
+                             "ReLU overwrote it, or a ReLU of its own)",
+    "gradient-after-relu": "uses the gradient with respect to the in-place ReLU's result (retain_grad)",
+    "activation-and-gradient-after-relu": "uses both the activation and the gradient after the in-place ReLU",
+    "no-relu": "leaves out the ReLU of the weighted sum",
+    "abs-instead-of-relu": "takes the absolute value of the weighted sum instead of its ReLU",
+    "not-normalized": "does not divide the map by its maximum",
+    "min-max-scaling": "subtracts the minimum before dividing (min-max scaling)",
+    "activation-means-as-weights": "weights the channels by the means of the activations instead of the gradient",
+    "gradient-times-activation": "sums gradient times activation place by place, without one weight per channel",
+    "mean-over-channels": "averages the gradient over its channels instead of its spatial dimensions",
+    "align-corners-true": "upsamples with align_corners=True",
+    "nearest-upsampling": "upsamples with mode='nearest' instead of 'bilinear'",
+    "bicubic-upsampling": "upsamples with mode='bicubic' instead of 'bilinear'",
+    "relu-after-upsampling": "applies the ReLU after upsampling instead of before",
+    "normalized-before-upsampling": "divides by the maximum before upsampling instead of after",
+    "predicted-class": "computes the map of the class the model predicts instead of `target`",
+    "softmax-score": "takes the gradient of the softmax probability (or its log) instead of the raw score",
+    "loss-instead-of-score": "takes the gradient of the cross-entropy loss instead of the raw score",
+    "other-layer": "computes the map at another layer than the one passed in",
+    "wrong-cam-value": "computes a map that is not Grad-CAM's",
+}
+
+
+@check_of("grad_cam", budget_ms=45,
+          why="31 Grad-CAM cases, 18 of them on the trained CNN's 6 stored digits, each graded against the "
+              "checks' own Grad-CAM on a fresh copy of the model (about 1.2 ms a case); a copy kept from "
+              "case to case would grade a grad_cam that changes the weights in place against weights it no "
+              "longer has", mistakes=_GRAD_CAM_MISTAKES)
+def check_grad_cam(grad_cam):
+    _grad_cam_on_small_cnns(grad_cam)
+    _grad_cam_raising_forward(grad_cam)
+    _grad_cam_edge_maps(grad_cam)
+    _grad_cam_on_trained_digits(grad_cam)
