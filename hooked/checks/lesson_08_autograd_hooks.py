@@ -774,9 +774,9 @@ _CASES = [_Case("a small network in float32 (x @ w1 + b1, tanh, @ w2: tanh's out
                 _chain_params, _chain_loss, create_graph=True)]
 
 
-def _stored_as_is(tensor, leaves=True, views=True):
+def _stored_as_is(tensor, leaves=True, views=True, converted=_CONVERTED):
     base = tensor if tensor._base is None or not views else tensor._base
-    return (leaves and base.is_leaf) or tensor.dtype not in _CONVERTED
+    return (leaves and base.is_leaf) or tensor.dtype not in converted
 
 
 class _ReferenceSaver:
@@ -785,12 +785,16 @@ class _ReferenceSaver:
     `once=False` converts a tensor again each time an operation saves it, `inputs=False` converts
     the leaves that do not require grad (inputs), `params=False` the leaves that do and their views
     (a saver that asks requires_grad, not is_leaf); `again_as_is=True` stores the later saves of a
-    converted tensor as they are, `all_views=True` every view (of an activation too) as it is."""
+    converted tensor as they are, `all_views=True` every view (of an activation too) as it is;
+    `floats=True` converts float16 and bfloat16 activations too, `bfloat16=True` stores its copies as
+    bfloat16 instead of float16."""
 
     def __init__(self, leaves=True, views=True, once=True, inputs=True, params=True, again_as_is=False,
-                 all_views=False):
+                 all_views=False, floats=False, bfloat16=False):
         self.leaves, self.views, self.once, self.inputs, self.params = leaves, views, once, inputs, params
         self.again_as_is, self.all_views = again_as_is, all_views
+        self.converted = (*_CONVERTED, torch.float16, torch.bfloat16) if floats else _CONVERTED
+        self.bfloat16 = bfloat16
         self.bytes_saved = 0
         self.copies = {}
         self.saves = []  # (dtype, numel, element size, "as is" / "converted" / "again") of each save
@@ -799,9 +803,10 @@ class _ReferenceSaver:
     def pack(self, tensor):
         save = [tensor.dtype, tensor.numel(), tensor.element_size(), "as is"]
         self.saves.append(save)
-        keep = tensor.dtype not in _CONVERTED or (tensor.requires_grad and self.params) \
+        keep = tensor.dtype not in self.converted or (tensor.requires_grad and self.params) \
             or (not tensor.requires_grad and self.inputs)
-        if (_stored_as_is(tensor, self.leaves, self.views) and keep) or (self.all_views and tensor._base is not None):
+        if (_stored_as_is(tensor, self.leaves, self.views, self.converted) and keep) \
+                or (self.all_views and tensor._base is not None):
             return tensor, None
         key = id(tensor)
         if self.once and key in self.copies:
@@ -809,7 +814,7 @@ class _ReferenceSaver:
             return (tensor, None) if self.again_as_is else (self.copies[key], tensor.dtype)
         save[3] = "converted"
         self.storages.append((tensor.numel(), tensor.untyped_storage().nbytes()))
-        half = tensor.half()
+        half = tensor.bfloat16() if self.bfloat16 else tensor.half()
         if self.once:
             self.copies[key] = half
             weakref.finalize(tensor, self.copies.pop, key, None)
@@ -1003,6 +1008,13 @@ def _all_close(got, want, tolerance=1e-4):
     return all(g is not None and close(g, w, tolerance) for g, w in zip(got, want))
 
 
+def _same_grads(got, want):
+    """Whether `got` are the gradients of a saver that computes as the one that gave `want`: also where both
+    overflow (a bfloat16 activation beyond float16's range gives inf, then nan, in the same places)."""
+    return all(isinstance(g, torch.Tensor) and g.shape == w.shape for g, w in zip(got, want)) and _all_close(
+        [torch.nan_to_num(g.detach()) for g in got], [torch.nan_to_num(w.detach()) for w in want])
+
+
 # The savers that typical mistakes make (their _ReferenceSaver keywords), most specific first, each with the slug of
 # its mistake, what to say when the learner's gradients are that saver's, and when the bytes the graph holds are
 # (None: not looked for there).
@@ -1041,6 +1053,14 @@ _SAVER_MISTAKES = (
      "You converted leaf tensors (the parameters, the input): store leaves as they are. They stay alive anyway, so "
      "a float16 copy only adds memory, and rounds the weights the gradients are computed with.",
      "You copied leaf tensors (parameters, inputs), which stay alive anyway: store leaves as they are."),
+    (dict(floats=True), "converts-low-precision",
+     "You converted bfloat16 (and float16) activations too: bfloat16 and float16 tensors keep their values, stored "
+     "and given back as they are (float16 holds nothing beyond 65504, where bfloat16 goes on to about 3e38).",
+     None),
+    (dict(bfloat16=True), "copies-as-bfloat16",
+     "You stored the copies as bfloat16: the saved tensors are stored as float16 (tensor.half()), whose 10-bit "
+     "mantissa keeps more of each number than bfloat16's 7 bits.",
+     None),
 )
 
 _SAVER_WHAT = {  # what each saver of _SAVER_MISTAKES does, in one line
@@ -1051,6 +1071,8 @@ _SAVER_WHAT = {  # what each saver of _SAVER_MISTAKES does, in one line
     "views-of-activations-as-is": "stores every view as it is, also a view of an activation",
     "converts-parameters": "converts the parameters and their views (asks requires_grad, not is_leaf)",
     "converts-leaves": "converts leaf tensors (parameters, inputs)",
+    "converts-low-precision": "converts float16 and bfloat16 activations too, which stay as they are",
+    "copies-as-bfloat16": "stores the copies as bfloat16 instead of float16",
 }
 SAVER_MISTAKES = {
     **GRAD_MODE_MISTAKES,
@@ -1109,7 +1131,7 @@ def _judge_grads(grads, half, case, seed, said):
         fail(f"{message} Yours is the full-precision gradient: the saved tensors were not stored as float16.",
              "not-stored-as-float16")
     for options, slug, hint, _ in _SAVER_MISTAKES:
-        if hint and _all_close(grads, _ReferenceSaver(**options).run(case, seed)[0]):
+        if hint and _same_grads(grads, _ReferenceSaver(**options).run(case, seed)[0]):
             fail(f"{message} {hint}", slug)
     fail(f"{message} Store non-leaf float32 and float64 tensors as float16 (tensor.half()), each tensor once, and "
          "every other tensor unchanged (bfloat16 and float16 tensors keep their values). A cache must check that "
