@@ -439,7 +439,7 @@ CALLBACK_MISTAKES = {
                                 "None entries)",
     "gradient-from-earlier-pass": "gives an earlier pass's gradient (.grad) for a tensor this pass does not reach",
     "value-instead-of-none": "gives a value (zeros) instead of None for a tensor this pass does not reach",
-    "gradient-missing": "gives None for a tensor the pass reaches (reads .grad, or watches only the leaves)",
+    "none-for-reached-tensor": "gives None for a tensor the pass reaches (reads .grad, or watches only the leaves)",
     "gradients-out-of-order": "gives the gradients in another order than `tensors`",
     "wrong-gradients": "gives gradients whose values no diagnosis explains",
     "remove-leaves-hooks": "returns a handle whose remove() leaves hooks registered",
@@ -499,7 +499,7 @@ def _judge_sequence(grads, at_call, watch, said, tensors):
             fail(f"{said}: entry {i} is None; expected {describe(want)}, since this pass computes the gradient of "
                  f"tensor {i}. Pass on the gradients the pass computes, not .grad: .grad may not be written yet when "
                  "they are all known, and a tensor that is not a leaf (made by an operation) gets no .grad, yet has a "
-                 "gradient in the pass. Watch every one of `tensors`, not only the leaves.", "gradient-missing")
+                 "gradient in the pass. Watch every one of `tensors`, not only the leaves.", "none-for-reached-tensor")
         if want is not None and not close(got, want):
             fail(f"{said}: callback received {_grads_text(grads)}; expected {_grads_text(watch.grads)}, the "
                  "gradients of the tensors in this pass, in the order of `tensors`.",

@@ -582,7 +582,7 @@ def _compare_found(result, expected, text, global_hooks=(), aliases=None):
          f"{aliases[name]!r} are the same {what} (a shared module or tied weight, reachable under two names): "
          f"list it once, under the name model.named_{'parameters' if what == 'weight' else 'modules'}() gives "
          f"it, {aliases[name]!r}. named_modules() and named_parameters() skip the second name; a walk of your "
-         "own over named_children() does not.", "second-name")
+         "own over named_children() does not.", "reports-second-name")
 
 
 def _judge_reported_values(result, text, global_hooks):
@@ -704,7 +704,7 @@ FIND_MISTAKES = {
     "parameters-per-module": "reads named_parameters() of every module, so a parameter comes once per module above it",
     "reports-hook-twice": "reports a hook more often than it is registered (a with_kwargs hook through its flag too)",
     "reports-unregistered-hooks": "reports hooks that are not registered (removed ones, a module twice)",
-    "second-name": "reports the hooks of a shared module or tied weight under its second name",
+    "reports-second-name": "reports the hooks of a shared module or tied weight under its second name",
     "skips-frozen-parameters": "skips the parameters that do not require grad",
     "root-module-only": "reads the hooks of the model itself only",
     "skips-model-itself": "skips the hooks registered on the model itself",

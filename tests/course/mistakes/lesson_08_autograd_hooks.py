@@ -354,7 +354,7 @@ def call_when_all_grads_ready(tensors, callback):
                         '            callback([t.grad for t in tensors])\n'
                         '\n'
                         '    return torch.autograd.graph.register_multi_grad_hook(tensors, from_grad)')),
-         mistake="08.call_when_all_grads_ready.gradient-missing",
+         mistake="08.call_when_all_grads_ready.none-for-reached-tensor",
          expect=["entry 0 is none", ".grad may not be written yet"]),
     dict(exercise="call_when_all_grads_ready", kind="wrong", why="watches the leaves only", clause="any-tensor",
          source='''
@@ -372,7 +372,7 @@ def call_when_all_grads_ready(tensors, callback):
 
     return torch.autograd.graph.register_multi_grad_hook([tensors[i] for i in leaves], spread)
 ''',
-         mistake="08.call_when_all_grads_ready.gradient-missing",
+         mistake="08.call_when_all_grads_ready.none-for-reached-tensor",
          expect=["entry 1 is none", "not a leaf", "not only the leaves"]),
     dict(exercise="call_when_all_grads_ready", kind="right", why="tensor hooks and a callback queued for the end of backward",
          source='''

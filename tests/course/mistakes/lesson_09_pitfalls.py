@@ -383,7 +383,7 @@ def find_registered_hooks(model):
                 found.append((full_name, "post_accumulate_grad", hook))
     return found[::-1]
 ''',
-         mistake="09.find_registered_hooks.second-name",
+         mistake="09.find_registered_hooks.reports-second-name",
          expect=["under the name 'tail.weight' too", "tied weight", "named_parameters()"]),
     dict(exercise="find_registered_hooks", kind="right", why="a generator of lists",
          source='''
@@ -704,7 +704,7 @@ def grad_before_inplace_relu(model, layer, x):
                         "\n"
                         "def find_registered_hooks(model):"),
                        ("for name, module in model.named_modules():", 'for name, module in _walk(model, ""):')),
-         mistake="09.find_registered_hooks.second-name",
+         mistake="09.find_registered_hooks.reports-second-name",
          expect=["under the name 'twin' too", "shared module", "named_children()"]),
     dict(exercise="find_registered_hooks", kind="wrong", why="named_modules(remove_duplicate=False)",
          clause="shared",
@@ -713,7 +713,7 @@ def grad_before_inplace_relu(model, layer, x):
                         "for name, module in model.named_modules(remove_duplicate=False):"),
                        ("for name, parameter in model.named_parameters():",
                         "for name, parameter in model.named_parameters(remove_duplicate=False):")),
-         mistake="09.find_registered_hooks.second-name",
+         mistake="09.find_registered_hooks.reports-second-name",
          expect=["too", "same module", "list it once"]),
     dict(exercise="find_registered_hooks", kind="wrong", why="returns None when nothing is registered",
          clause="empty",
