@@ -416,7 +416,8 @@ def _grads_text(grads):
     return "(" + ", ".join(describe(g) for g in grads) + ")"
 
 
-# torch's errors that call_when_all_grads_ready runs into in a backward pass (the others are fuse_sgd_into_backward's)
+# The one of torch's errors above that call_when_all_grads_ready can run into (the others are about parameters:
+# fuse_sgd_into_backward's)
 _CALLBACK_HINTS = tuple(hint for hint in _ERROR_HINTS if hint[1] == "reads-grad-when-none")
 CALLBACK_MISTAKES = {
     **GRAD_MODE_MISTAKES,
@@ -579,7 +580,7 @@ def check_call_when_all_grads_ready(call_when_all_grads_ready):
 
 def _registered_callback(call_when_all_grads_ready, tensors, recorder, call_text):
     """Call the learner's function with the check's callback; the one handle it returns."""
-    with _hinted_call(f"calling {call_text}", _MULTI_ERROR_HINTS):
+    with _hinted_call(f"calling {call_text}", _MULTI_ERROR_HINTS + _CALLBACK_HINTS):
         handle = call_when_all_grads_ready(tensors, recorder)
     if isinstance(handle, (list, tuple)):
         fail(f"{call_text} returned a {type(handle).__name__} of {len(handle)}; expected one handle with a remove() "
