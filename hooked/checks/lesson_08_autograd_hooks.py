@@ -55,7 +55,8 @@ _ERROR_MISTAKES = {
                             "instead of the parameter the hook receives",
 }
 
-# Grad mode left changed by the learner's code: every exercise of the lesson is called through _hinted_call.
+# Grad mode left changed by the learner's code, which _hinted_call looks for after each call it wraps (in the
+# checks of fuse_sgd_into_backward, call_when_all_grads_ready and HalfPrecisionSaver).
 GRAD_MODE_MISTAKES = {
     "grad-mode-left-changed": "turns grad mode off (or on) with torch.set_grad_enabled and leaves it so",
 }
@@ -156,7 +157,8 @@ class _Observer:
             handle.remove()
 
 
-_FUSE_HANDLE_MISTAKES = ("handles-not-a-list", "handles-as-dict", "handles-as-generator", "not-handles")  # handle_list's
+# The mistakes of handle_list(...) as fuse_sgd_into_backward's check calls it (no plain_list, no iterator_allowed).
+_FUSE_HANDLE_MISTAKES = ("handles-not-a-list", "handles-as-dict", "handles-as-generator", "not-handles")
 FUSE_MISTAKES = {
     **_ERROR_MISTAKES, **GRAD_MODE_MISTAKES, **{slug: HANDLE_MISTAKES[slug] for slug in _FUSE_HANDLE_MISTAKES},
     "missing-handles": "returns fewer handles than there are parameters that require grad",
