@@ -176,7 +176,6 @@ FUSE_MISTAKES = {
     "skips-step-under-grad-mode": "takes no step when grad mode is on in the hooks (backward(create_graph=True))",
     "rebinds-local-name": "rebinds a local name (param = param - ...) instead of changing the parameter in place",
     "uses-loop-variable": "steps the loop's last parameter (the loop variable) instead of the hook's argument",
-    "steps-unreached-parameter": "changes a parameter that the backward pass does not reach",
     "steps-by-parameter": "subtracts lr * the parameter itself, the hook's argument, instead of lr * its gradient",
     "adds-gradient": "adds lr * gradient instead of subtracting it",
     "step-twice-as-large": "takes a step twice as large (applied twice, or another learning rate)",
@@ -227,9 +226,10 @@ def _diagnose_wrong_step(model, before, expected, lr, said, create_graph, wrong)
     name = wrong[0]
     param = dict(model.named_parameters())[name].detach()
     if torch.equal(expected[name], before[name]):
+        # (only another parameter's hook can change it, and no mistake a learner is known to make does: it names none)
         fail(f"{said}: {name} changed, to {describe(param)}, although this pass does not reach it (it gets no "
              "gradient); expected it unchanged. Step a parameter only in its own hook, when backward has written its "
-             "gradient.", "steps-unreached-parameter")
+             "gradient.", None)
     message = (f"{said}: {name} is {describe(param)}; expected {describe(expected[name])}, its value before the "
                f"step minus lr * its gradient.")
     gradient = (before[name] - expected[name]) / lr
@@ -432,7 +432,6 @@ CALLBACK_MISTAKES = {
     "calls-back-while-registering": "calls callback while registering, before any backward pass",
     "not-called-in-a-pass": "does not call callback in a backward pass that reaches some of the tensors (calls back "
                             "once ever, or waits for a gradient of every tensor)",
-    "called-when-none-reached": "calls callback in a pass that reaches none of the tensors",
     "called-per-tensor": "calls callback more than once in one backward pass (once per tensor)",
     "gradients-unpacked": "calls callback with the gradients as separate arguments instead of one sequence",
     "passes-one-tensor": "calls callback with one gradient tensor instead of a sequence (mode='any')",
@@ -462,8 +461,9 @@ def _judge_call(recorder, watch, said, reached, tensors):
                  "not-called-in-a-pass")
         return
     if all(g is None for g in watch.grads):
-        fail(f"{said}: callback was called, but this pass reaches none of the tensors; expected no call.",
-             "called-when-none-reached")
+        # (no hook on the tensors fires in such a pass, so no mistake a learner is known to make gets here: it names
+        # none)
+        fail(f"{said}: callback was called, but this pass reaches none of the tensors; expected no call.", None)
     if len(calls) > 1:
         fail(f"{said}: callback was called {len(calls)} times in one backward pass; expected once, after all the "
              "gradients of the pass are known. Hooks on each tensor call back once per tensor.", "called-per-tensor")
