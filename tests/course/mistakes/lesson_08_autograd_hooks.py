@@ -23,21 +23,26 @@ def fuse_sgd_into_backward(model, lr):
             handles.append(param.register_hook(step))
     return handles
 ''',
+         mistake="08.fuse_sgd_into_backward.steps-in-tensor-hook",
          expect=["torch.autograd.grad fires tensor hooks", "register_post_accumulate_grad_hook"]),
     dict(exercise="fuse_sgd_into_backward", kind="wrong", why="forgets torch.no_grad", clause="no-grad",
          source=edited(reference("fuse_sgd_into_backward"),
                        ('        with torch.no_grad():\n            param.sub_(lr * param.grad)',
                         '        param.sub_(lr * param.grad)')),
+         mistake="08.fuse_sgd_into_backward.no-grad-missing",
          expect=["create_graph=True", "torch.no_grad()"]),
     dict(exercise="fuse_sgd_into_backward", kind="wrong", why="does not clear the gradient", clause="grad-none",
          source=edited(reference("fuse_sgd_into_backward"), ('        param.grad = None\n', '')),
+         mistake="08.fuse_sgd_into_backward.grad-not-freed",
          expect=["grad is still", "set the parameter's .grad to none"]),
     dict(exercise="fuse_sgd_into_backward", kind="wrong", why="zeroes the gradient instead of freeing it", clause="grad-none",
          source=edited(reference("fuse_sgd_into_backward"),
                        ('        param.grad = None\n', '        param.grad.zero_()\n')),
+         mistake="08.fuse_sgd_into_backward.grad-zeroed-not-freed",
          expect=["tensor of zeros", "expected none"]),
     dict(exercise="fuse_sgd_into_backward", kind="wrong", why="takes the hook's argument for the gradient", clause="update",
          source=edited(reference("fuse_sgd_into_backward"), ('param.sub_(lr * param.grad)', 'param.sub_(lr * param)')),
+         mistake="08.fuse_sgd_into_backward.steps-by-parameter",
          expect=["receives the parameter, not its", "param.grad"]),
     dict(exercise="fuse_sgd_into_backward", kind="wrong", why="hooks frozen parameters too", clause="frozen",
          source=edited(reference("fuse_sgd_into_backward"),
@@ -47,6 +52,7 @@ def fuse_sgd_into_backward(model, lr):
                         '    for param in model.parameters():\n'
                         '        handles.append(param.register_post_accumulate_grad_hook(step))\n'
                         '    return handles')),
+         mistake="08.fuse_sgd_into_backward.hooks-frozen-parameter",
          expect=["does not require grad", "skip the frozen parameters"]),
     dict(exercise="fuse_sgd_into_backward", kind="wrong", why="returns the new value, as a tensor hook would", clause="in-place",
          source=edited(reference("fuse_sgd_into_backward"),
@@ -54,14 +60,17 @@ def fuse_sgd_into_backward(model, lr):
                         '            param.sub_(lr * param.grad)\n'
                         '        param.grad = None',
                         '        with torch.no_grad():\n            return param - lr * param.grad')),
+         mistake="08.fuse_sgd_into_backward.hook-returns-value",
          expect=["must return none"]),
     dict(exercise="fuse_sgd_into_backward", kind="wrong", why="rebinds a local name instead of updating in place", clause="in-place",
          source=edited(reference("fuse_sgd_into_backward"),
                        ('param.sub_(lr * param.grad)', 'param = param - lr * param.grad')),
+         mistake="08.fuse_sgd_into_backward.rebinds-local-name",
          expect=["no parameter", "in place", "rebinds a local name"]),
     dict(exercise="fuse_sgd_into_backward", kind="wrong", why="adds the gradient", clause="update",
          source=edited(reference("fuse_sgd_into_backward"),
                        ('param.sub_(lr * param.grad)', 'param.add_(lr * param.grad)')),
+         mistake="08.fuse_sgd_into_backward.adds-gradient",
          expect=["added lr * gradient"]),
     dict(exercise="fuse_sgd_into_backward", kind="wrong", why="uses the loop variable in the hook", clause="every-trainable",
          source='''
@@ -79,6 +88,7 @@ def fuse_sgd_into_backward(model, lr):
             handles.append(param.register_post_accumulate_grad_hook(step))
     return handles
 ''',
+         mistake="08.fuse_sgd_into_backward.reads-grad-when-none",
          expect=["loop variable", "use the parameter the hook receives"]),
     dict(exercise="fuse_sgd_into_backward", kind="wrong", why="loop variable, guarded against None", clause="every-trainable",
          source='''
@@ -97,6 +107,7 @@ def fuse_sgd_into_backward(model, lr):
             handles.append(param.register_post_accumulate_grad_hook(step))
     return handles
 ''',
+         mistake="08.fuse_sgd_into_backward.uses-loop-variable",
          expect=["did not change", "loop variable", "updates the last parameter only"]),
     dict(exercise="fuse_sgd_into_backward", kind="wrong", why="returns one handle only", clause="handles",
          source=edited(reference("fuse_sgd_into_backward"),
@@ -107,11 +118,13 @@ def fuse_sgd_into_backward(model, lr):
                         '        if param.requires_grad:\n'
                         '            handles.append(param.register_post_accumulate_grad_hook(step))\n'
                         '    return handles[-1:]')),
+         mistake="08.fuse_sgd_into_backward.missing-handles",
          expect=["returned 1 handles", "one per parameter that requires grad"]),
     dict(exercise="fuse_sgd_into_backward", kind="wrong", why="turns grad mode off for good", clause="no-grad",
          source=edited(reference("fuse_sgd_into_backward"),
                        ('return [param.register_post_accumulate_grad_hook(step)',
                         'torch.set_grad_enabled(False)\n    return [param.register_post_accumulate_grad_hook(step)')),
+         mistake="08.fuse_sgd_into_backward.grad-mode-left-changed",
          expect=["turned grad mode off and left it off", "torch.no_grad()"]),
     dict(exercise="fuse_sgd_into_backward", kind="right", why="through .data, with add_ and alpha",
          source='''
@@ -147,10 +160,12 @@ def fuse_sgd_into_backward(model, lr):
                         '            for param in model.parameters() if param.requires_grad]',
                         'return (param.register_post_accumulate_grad_hook(step)\n'
                         '            for param in model.parameters() if param.requires_grad)')),
+         mistake="08.fuse_sgd_into_backward.handles-as-generator",
          expect=["an iterator", "registers nothing until it is read", "build a list"]),
     dict(exercise="fuse_sgd_into_backward", kind="wrong", why="a hard-coded learning rate", clause="update",
          source=edited(reference("fuse_sgd_into_backward"),
                        ('param.sub_(lr * param.grad)', 'param.sub_(0.1 * param.grad)')),
+         mistake="08.fuse_sgd_into_backward.step-twice-as-large",
          expect=["lr=0.05", "learning rate other than lr"]),
     dict(exercise="fuse_sgd_into_backward", kind="wrong", why="skips the step when grad mode is on", clause="no-grad",
          source=edited(reference("fuse_sgd_into_backward"),
@@ -158,6 +173,7 @@ def fuse_sgd_into_backward(model, lr):
                         '        if torch.is_grad_enabled():\n'
                         '            return\n'
                         '        param.sub_(lr * param.grad)')),
+         mistake="08.fuse_sgd_into_backward.skips-step-under-grad-mode",
          expect=["create_graph=True", "no parameter changed", "torch.no_grad()"]),
     dict(exercise="fuse_sgd_into_backward", kind="right", why="a callable class, in-place -=, del .grad, a tuple",
          source='''
@@ -184,6 +200,7 @@ def fuse_sgd_into_backward(model, lr):
     dict(exercise="call_when_all_grads_ready", kind="wrong", why="mode any", clause="sequence",
          source=edited(reference("call_when_all_grads_ready"),
                        ('(tensors, callback)\n', '(tensors, callback, mode="any")\n')),
+         mistake="08.call_when_all_grads_ready.passes-one-tensor",
          expect=["one tensor", "mode='any'"]),
     dict(exercise="call_when_all_grads_ready", kind="wrong", why="a tensor hook on each tensor", clause="exactly-once",
          source='''
@@ -210,6 +227,7 @@ def call_when_all_grads_ready(tensors, callback):
 
     return Handles([t.register_hook(make_hook(i)) for i, t in enumerate(tensors)])
 ''',
+         mistake="08.call_when_all_grads_ready.called-per-tensor",
          expect=["times in one backward pass", "once per tensor"]),
     dict(exercise="call_when_all_grads_ready", kind="wrong", why="calls back once ever", clause="every-pass",
          source='''
@@ -226,6 +244,7 @@ def call_when_all_grads_ready(tensors, callback):
 
     return torch.autograd.graph.register_multi_grad_hook(tensors, once)
 ''',
+         mistake="08.call_when_all_grads_ready.not-called-in-a-pass",
          expect=["not called", "not once ever"]),
     dict(exercise="call_when_all_grads_ready", kind="wrong", why="counts until every tensor has a gradient", clause="every-pass",
          source='''
@@ -254,6 +273,7 @@ def call_when_all_grads_ready(tensors, callback):
 
     return Handles([t.register_hook(make_hook(i)) for i, t in enumerate(tensors)])
 ''',
+         mistake="08.call_when_all_grads_ready.not-called-in-a-pass",
          expect=["reaches only some of the tensors", "none for the"]),
     dict(exercise="call_when_all_grads_ready", kind="wrong", why="zeros instead of None", clause="none",
          source=edited(reference("call_when_all_grads_ready"),
@@ -262,21 +282,25 @@ def call_when_all_grads_ready(tensors, callback):
                         '        callback(tuple(torch.zeros_like(t) if g is None else g for t, g in zip(tensors, grads)))\n'
                         '\n'
                         '    return torch.autograd.graph.register_multi_grad_hook(tensors, fill)')),
+         mistake="08.call_when_all_grads_ready.value-instead-of-none",
          expect=["expected none", "pass none on"]),
     dict(exercise="call_when_all_grads_ready", kind="wrong", why="gradients in reverse order", clause="order",
          source=edited(reference("call_when_all_grads_ready"),
                        ('return torch.autograd.graph.register_multi_grad_hook(tensors, callback)',
                         'return torch.autograd.graph.register_multi_grad_hook(tensors, lambda grads: callback(grads[::-1]))')),
+         mistake="08.call_when_all_grads_ready.gradients-out-of-order",
          expect=["in the order of `tensors`"]),
     dict(exercise="call_when_all_grads_ready", kind="wrong", why="callback gets the gradients unpacked", clause="sequence",
          source=edited(reference("call_when_all_grads_ready"),
                        ('return torch.autograd.graph.register_multi_grad_hook(tensors, callback)',
                         'return torch.autograd.graph.register_multi_grad_hook(tensors, lambda grads: callback(*grads))')),
+         mistake="08.call_when_all_grads_ready.gradients-unpacked",
          expect=["arguments; expected one"]),
     dict(exercise="call_when_all_grads_ready", kind="wrong", why="returns no handle", clause="handle",
          source=edited(reference("call_when_all_grads_ready"),
                        ('return torch.autograd.graph.register_multi_grad_hook(tensors, callback)',
                         'torch.autograd.graph.register_multi_grad_hook(tensors, callback)')),
+         mistake="08.call_when_all_grads_ready.no-handle",
          expect=["returned none", "remove()"]),
     dict(exercise="call_when_all_grads_ready", kind="right", why="a wrapper that passes a tuple",
          source='''
@@ -318,6 +342,7 @@ def call_when_all_grads_ready(tensors, callback):
                         '        callback([g for g in grads if g is not None])\n'
                         '\n'
                         '    return torch.autograd.graph.register_multi_grad_hook(tensors, reached)')),
+         mistake="08.call_when_all_grads_ready.not-one-entry-per-tensor",
          expect=["backward pass 2", "3 entries, one per tensor"]),
     dict(exercise="call_when_all_grads_ready", kind="wrong", why="reads .grad instead of the gradients received", clause="gradient",
          source=edited(reference("call_when_all_grads_ready"),
@@ -329,6 +354,7 @@ def call_when_all_grads_ready(tensors, callback):
                         '            callback([t.grad for t in tensors])\n'
                         '\n'
                         '    return torch.autograd.graph.register_multi_grad_hook(tensors, from_grad)')),
+         mistake="08.call_when_all_grads_ready.none-for-reached-tensor",
          expect=["entry 0 is none", ".grad may not be written yet"]),
     dict(exercise="call_when_all_grads_ready", kind="wrong", why="watches the leaves only", clause="any-tensor",
          source='''
@@ -346,6 +372,7 @@ def call_when_all_grads_ready(tensors, callback):
 
     return torch.autograd.graph.register_multi_grad_hook([tensors[i] for i in leaves], spread)
 ''',
+         mistake="08.call_when_all_grads_ready.none-for-reached-tensor",
          expect=["entry 1 is none", "not a leaf", "not only the leaves"]),
     dict(exercise="call_when_all_grads_ready", kind="right", why="tensor hooks and a callback queued for the end of backward",
          source='''
@@ -383,45 +410,54 @@ def call_when_all_grads_ready(tensors, callback):
     dict(exercise="HalfPrecisionSaver", kind="wrong", why="unpack gives back float16", clause="dtype",
          source=edited(reference("HalfPrecisionSaver"),
                        ('return tensor if dtype is None else tensor.to(dtype)', 'return tensor')),
+         mistake="08.HalfPrecisionSaver.wrong-dtype-unpacked",
          expect=["original dtype"]),
     dict(exercise="HalfPrecisionSaver", kind="wrong", why="stores flattened, gives back flat", clause="shape",
          source=edited(reference("HalfPrecisionSaver"),
                        ('self._copies[key] = tensor.half()', 'self._copies[key] = tensor.half().flatten()')),
+         mistake="08.HalfPrecisionSaver.wrong-shape-unpacked",
          expect=["original shape"]),
     dict(exercise="HalfPrecisionSaver", kind="wrong", why="converts bfloat16 and float16 activations too",
          clause="others",
          source=edited(reference("HalfPrecisionSaver"),
                        ('if base.is_leaf or tensor.dtype not in (torch.float32, torch.float64):',
                         'if base.is_leaf or not tensor.is_floating_point():')),
+         mistake="08.HalfPrecisionSaver.converts-low-precision",
          expect=["bfloat16 and float16 tensors keep their values"]),
     dict(exercise="HalfPrecisionSaver", kind="wrong", why="converts integer tensors too (no leaf rule)",
          clause="leaves",
          source=edited(reference("HalfPrecisionSaver"),
                        ('if base.is_leaf or tensor.dtype not in (torch.float32, torch.float64):',
                         'if tensor.dtype in (torch.float16, torch.bfloat16) or (base.is_leaf and tensor.is_floating_point()):')),
+         mistake="08.HalfPrecisionSaver.converts-tensor-kept-as-is",
          expect=["int64 indices that torch.sort saves", "integer tensor never requires grad", "so it is a leaf"]),
     dict(exercise="HalfPrecisionSaver", kind="wrong", why="stores in full precision", clause="float16",
          source=edited(reference("HalfPrecisionSaver"),
                        ('self._copies[key] = tensor.half()', 'self._copies[key] = tensor.clone()')),
+         mistake="08.HalfPrecisionSaver.not-stored-as-float16",
          expect=["full-precision gradient", "not stored as float16"]),
     dict(exercise="HalfPrecisionSaver", kind="wrong", why="stores bfloat16 instead of float16", clause="float16",
          source=edited(reference("HalfPrecisionSaver"),
                        ('self._copies[key] = tensor.half()', 'self._copies[key] = tensor.bfloat16()')),
+         mistake="08.HalfPrecisionSaver.copies-as-bfloat16",
          expect=["stored as float16", "tensor.half()"]),
     dict(exercise="HalfPrecisionSaver", kind="wrong", why="counts every byte of the tensor", clause="count",
          source=edited(reference("HalfPrecisionSaver"),
                        ('self.bytes_saved += tensor.numel() * (tensor.element_size() - 2)',
                         'self.bytes_saved += tensor.numel() * tensor.element_size()')),
+         mistake="08.HalfPrecisionSaver.counts-every-byte",
          expect=["counted every byte"]),
     dict(exercise="HalfPrecisionSaver", kind="wrong", why="counts 2 bytes a number", clause="count",
          source=edited(reference("HalfPrecisionSaver"),
                        ('self.bytes_saved += tensor.numel() * (tensor.element_size() - 2)',
                         'self.bytes_saved += tensor.numel() * 2')),
+         mistake="08.HalfPrecisionSaver.counts-2-bytes-a-number",
          expect=["float64 number takes 8 bytes"]),
     dict(exercise="HalfPrecisionSaver", kind="wrong", why="counts numbers", clause="count",
          source=edited(reference("HalfPrecisionSaver"),
                        ('self.bytes_saved += tensor.numel() * (tensor.element_size() - 2)',
                         'self.bytes_saved += tensor.numel()')),
+         mistake="08.HalfPrecisionSaver.counts-numbers",
          expect=["numbers, not bytes"]),
     dict(exercise="HalfPrecisionSaver", kind="wrong", why="counts tensors that stay as they are", clause="count",
          source=edited(reference("HalfPrecisionSaver"),
@@ -429,6 +465,7 @@ def call_when_all_grads_ready(tensors, callback):
                        ('        base = tensor if',
                         '        self.bytes_saved += tensor.numel() * (tensor.element_size() - 2)\n'
                         '        base = tensor if')),
+         mistake="08.HalfPrecisionSaver.counts-unconverted-tensors",
          expect=["tensors that stay as they are"]),
     dict(exercise="HalfPrecisionSaver", kind="wrong", why="resets the count on entering", clause="across-blocks",
          source=edited(reference("HalfPrecisionSaver"),
@@ -438,6 +475,7 @@ def call_when_all_grads_ready(tensors, callback):
                         '    def __enter__(self):\n'
                         '        self.bytes_saved = 0\n'
                         '        return super().__enter__()\n')),
+         mistake="08.HalfPrecisionSaver.count-reset-on-enter",
          expect=["second `with saver:` block", "do not reset it"]),
     dict(exercise="HalfPrecisionSaver", kind="wrong", why="never leaves the hooks", clause="outside",
          source=edited(reference("HalfPrecisionSaver"),
@@ -453,6 +491,7 @@ def call_when_all_grads_ready(tensors, callback):
                         '\n'
                         '    def __exit__(self, *exc):\n'
                         '        return False\n')),
+         mistake="08.HalfPrecisionSaver.hooks-left-after-block",
          expect=["after the `with` block", "remove the hooks"]),
     dict(exercise="HalfPrecisionSaver", kind="wrong", why="counts in unpack", clause="in-forward",
          source=edited(reference("HalfPrecisionSaver"),
@@ -463,9 +502,11 @@ def call_when_all_grads_ready(tensors, callback):
                         '        restored = tensor.to(dtype)\n'
                         '        self.bytes_saved += restored.numel() * (restored.element_size() - 2)\n'
                         '        return restored')),
+         mistake="08.HalfPrecisionSaver.counts-in-unpack",
          expect=["after the forward pass", "count in the pack hook"]),
     dict(exercise="HalfPrecisionSaver", kind="wrong", why="forgets super().__init__", clause="context-manager",
          source=edited(reference("HalfPrecisionSaver"), ('        super().__init__(self.pack, self.unpack)\n', '')),
+         mistake="08.HalfPrecisionSaver.no-super-init",
          expect=["pack_hook", "must call super().__init__(pack, unpack)"]),
     dict(exercise="HalfPrecisionSaver", kind="wrong", why="a count shared by every saver", clause="starts-0",
          source=edited(reference("HalfPrecisionSaver"),
@@ -473,6 +514,7 @@ def call_when_all_grads_ready(tensors, callback):
                        ('        self.bytes_saved = 0\n', ''),
                        ('self.bytes_saved += tensor.numel() * (tensor.element_size() - 2)',
                         'type(self).bytes_saved += tensor.numel() * (tensor.element_size() - 2)')),
+         mistake="08.HalfPrecisionSaver.count-not-starting-at-0",
          expect=["expected 0 before any forward pass"]),
     dict(exercise="HalfPrecisionSaver", kind="wrong", why="converts every float32 tensor, as the lesson's naive hooks",
          clause="leaves",
@@ -488,6 +530,7 @@ def call_when_all_grads_ready(tensors, callback):
                         '        return self._copies[key], tensor.dtype',
                         'self.bytes_saved += tensor.numel() * (tensor.element_size() - 2)\n'
                         '        return tensor.half(), tensor.dtype')),
+         mistake="08.HalfPrecisionSaver.converts-leaves",
          expect=["converted leaf tensors", "store leaves as they are"]),
     dict(exercise="HalfPrecisionSaver", kind="wrong", why="skips nn.Parameter only, as activation-offloading code does",
          clause="leaves",
@@ -495,34 +538,41 @@ def call_when_all_grads_ready(tensors, callback):
                        ('        base = tensor if tensor._base is None else tensor._base\n'
                         '        if base.is_leaf or',
                         '        if isinstance(tensor, torch.nn.Parameter) or')),
+         mistake="08.HalfPrecisionSaver.converts-leaves",
          expect=["converted leaf tensors", "store leaves as they are"]),
     dict(exercise="HalfPrecisionSaver", kind="wrong", why="skips leaves that require grad only, converts the input",
          clause="leaves",
          source=edited(reference("HalfPrecisionSaver"),
                        ('if base.is_leaf or', 'if (base.is_leaf and base.requires_grad) or')),
+         mistake="08.HalfPrecisionSaver.converts-inputs",
          expect=["leaf that does not require grad", "every leaf is stored as it is"]),
     dict(exercise="HalfPrecisionSaver", kind="wrong", why="skips leaves but not their views", clause="views",
          source=edited(reference("HalfPrecisionSaver"),
                        ('        base = tensor if tensor._base is None else tensor._base\n'
                         '        if base.is_leaf or',
                         '        if tensor.is_leaf or')),
+         mistake="08.HalfPrecisionSaver.converts-parameter-views",
          expect=["weight.t()", "view of a parameter is stored as it is"]),
     dict(exercise="HalfPrecisionSaver", kind="wrong", why="converts a tensor again at each save", clause="once",
          source=edited(reference("HalfPrecisionSaver"), ('if key not in self._copies:', 'if True:')),
+         mistake="08.HalfPrecisionSaver.converts-each-save",
          expect=["each time an operation saved it", "convert each tensor once"]),
     dict(exercise="HalfPrecisionSaver", kind="wrong", why="a cache keyed by data_ptr", clause="once",
          source=edited(reference("HalfPrecisionSaver"), ('key = id(tensor)', 'key = tensor.data_ptr()')),
+         mistake="08.HalfPrecisionSaver.wrong-shape-unpacked",
          expect=["h @ h.t()", "keyed by data_ptr()", "id(tensor)"]),
     dict(exercise="HalfPrecisionSaver", kind="wrong", why="converts once but counts every save", clause="count-once",
          source=edited(reference("HalfPrecisionSaver"),
                        ('            self.bytes_saved += tensor.numel() * (tensor.element_size() - 2)\n'
                         '        return',
                         '        self.bytes_saved += tensor.numel() * (tensor.element_size() - 2)\n        return')),
+         mistake="08.HalfPrecisionSaver.counts-each-save",
          expect=["counted a tensor that two operations save twice"]),
     dict(exercise="HalfPrecisionSaver", kind="wrong", why="a cache that never forgets its copies", clause="forgets-copies",
          source=edited(reference("HalfPrecisionSaver"),
                        ('            weakref.finalize(tensor, self._copies.pop, key, None)  # forget the copy when the tensor dies\n',
                         '')),
+         mistake="08.HalfPrecisionSaver.keeps-copies-alive",
          expect=["still alive", "keep no float16 copy alive", "weakref.finalize"]),
     dict(exercise="HalfPrecisionSaver", kind="wrong", why="keeps the original next to its copy",
          clause="keeps-none-converted",
@@ -530,6 +580,7 @@ def call_when_all_grads_ready(tensors, callback):
                        ('            self._copies[key] = tensor.half()\n',
                         '            self._copies[key] = tensor.half()\n'
                         "            self.originals = [*getattr(self, 'originals', []), tensor]\n")),
+         mistake="08.HalfPrecisionSaver.keeps-too-much",
          expect=["original tensor kept next to its copy"]),
     dict(exercise="HalfPrecisionSaver", kind="wrong", why="a cache of the tensors themselves, cleared when the block ends",
          clause="keeps-none-converted",
@@ -545,6 +596,7 @@ def call_when_all_grads_ready(tensors, callback):
                         '        self._copies.clear()\n'
                         '        self._kept.clear()\n'
                         '        return super().__exit__(*exc)\n')),
+         mistake="08.HalfPrecisionSaver.keeps-too-much",
          expect=["even if it is cleared when the block ends"]),
     dict(exercise="HalfPrecisionSaver", kind="right", why="a context manager, a WeakIdKeyDictionary of copies",
          source='''
@@ -657,6 +709,7 @@ ENTRIES += [
                         '        if param.requires_grad:\n'
                         '            handles.append(param.register_post_accumulate_grad_hook(step))\n'
                         '    return handles')),
+         mistake="08.fuse_sgd_into_backward.hooks-shared-parameter-twice",
          expect=["returned 8 handles; expected 7", "reachable under two names", "second step"]),
     dict(exercise="fuse_sgd_into_backward", kind="wrong", clause="each-once",
          why="walks every module's own parameters",
@@ -669,6 +722,7 @@ ENTRIES += [
                         '            if param.requires_grad:\n'
                         '                handles.append(param.register_post_accumulate_grad_hook(step))\n'
                         '    return handles')),
+         mistake="08.fuse_sgd_into_backward.hooks-shared-parameter-twice",
          expect=["expected 7, one per parameter", "tied weight"]),
     dict(exercise="fuse_sgd_into_backward", kind="wrong", clause="frozen",
          why="PyTorch's tutorial loop, without the requires_grad test",
@@ -685,6 +739,7 @@ def fuse_sgd_into_backward(model, lr):
 
     return [p.register_post_accumulate_grad_hook(optimizer_hook) for p in model.parameters()]
 ''',
+         mistake="08.fuse_sgd_into_backward.hooks-frozen-parameter",
          expect=["does not require grad", "skip the frozen parameters"]),
     dict(exercise="fuse_sgd_into_backward", kind="wrong", clause="grad-none",
          why="optimizer's zero_grad(set_to_none=False)",
@@ -701,6 +756,7 @@ def fuse_sgd_into_backward(model, lr):
 
     return [p.register_post_accumulate_grad_hook(step) for p in optimizers]
 ''',
+         mistake="08.fuse_sgd_into_backward.grad-zeroed-not-freed",
          expect=["tensor of zeros", "expected none"]),
     dict(exercise="fuse_sgd_into_backward", kind="wrong", clause="post-accumulate",
          why="a full backward hook on the root module steps every parameter",
@@ -720,6 +776,7 @@ def fuse_sgd_into_backward(model, lr):
 
     return [model.register_full_backward_hook(step_all)]
 ''',
+         mistake="08.fuse_sgd_into_backward.missing-handles",
          expect=["returned 1 handles", "one per parameter that requires grad"]),
     dict(exercise="fuse_sgd_into_backward", kind="wrong", clause="handles",
          why="also registers a logging hook whose handle it drops",
@@ -732,6 +789,7 @@ def fuse_sgd_into_backward(model, lr):
                         '            param.register_hook(lambda grad: None)  # log the gradient norm here, later\n'
                         '            handles.append(param.register_post_accumulate_grad_hook(step))\n'
                         '    return handles')),
+         mistake="08.fuse_sgd_into_backward.hook-left-registered",
          expect=["still has 1 hook(s)", "return the handle of every hook you registered"]),
     dict(exercise="fuse_sgd_into_backward", kind="right", why="each hook steps every parameter that has a gradient",
          source='''
@@ -782,6 +840,7 @@ def call_when_all_grads_ready(tensors, callback):
 
     return Handles([t.register_hook(make_hook(i)) for i, t in enumerate(tensors)])
 ''',
+         mistake="08.call_when_all_grads_ready.called-before-all-known",
          expect=["called before every gradient of the pass was known", "mode='all' waits"]),
     dict(exercise="call_when_all_grads_ready", kind="wrong", clause="after-all",
          why="mode any, its gradient put first in a list",
@@ -791,6 +850,7 @@ def call_when_all_grads_ready(tensors, callback):
                         '        callback([grad] + [None] * (len(tensors) - 1))\n'
                         '\n'
                         '    return torch.autograd.graph.register_multi_grad_hook(tensors, first, mode="any")')),
+         mistake="08.call_when_all_grads_ready.called-before-all-known",
          expect=["called before every gradient of the pass was known"]),
     dict(exercise="call_when_all_grads_ready", kind="wrong", clause="no-call",
          why="calls back once at registration, with no gradients yet",
@@ -798,6 +858,7 @@ def call_when_all_grads_ready(tensors, callback):
                        ('return torch.autograd.graph.register_multi_grad_hook(tensors, callback)',
                         'callback([None] * len(tensors))  # a first call, so that the callback can set itself up\n'
                         '    return torch.autograd.graph.register_multi_grad_hook(tensors, callback)')),
+         mistake="08.call_when_all_grads_ready.calls-back-while-registering",
          expect=["while registering", "expected no call"]),
     dict(exercise="call_when_all_grads_ready", kind="wrong", clause="exactly-once",
          why="one multi-grad hook per tensor",
@@ -820,18 +881,21 @@ def call_when_all_grads_ready(tensors, callback):
 
     return Handles([torch.autograd.graph.register_multi_grad_hook([t], make(i)) for i, t in enumerate(tensors)])
 ''',
+         mistake="08.call_when_all_grads_ready.called-per-tensor",
          expect=["times in one backward pass", "expected once"]),
     dict(exercise="call_when_all_grads_ready", kind="wrong", clause="handle",
          why="returns a list of handles",
          source=edited(reference("call_when_all_grads_ready"),
                        ('return torch.autograd.graph.register_multi_grad_hook(tensors, callback)',
                         'return [torch.autograd.graph.register_multi_grad_hook(tensors, callback)]')),
+         mistake="08.call_when_all_grads_ready.handle-in-a-list",
          expect=["returned a list", "one handle", "register_multi_grad_hook returns one"]),
     dict(exercise="call_when_all_grads_ready", kind="wrong", clause="sequence",
          why="passes a generator of the gradients",
          source=edited(reference("call_when_all_grads_ready"),
                        ('return torch.autograd.graph.register_multi_grad_hook(tensors, callback)',
                         'return torch.autograd.graph.register_multi_grad_hook(tensors, lambda grads: callback(g for g in grads))')),
+         mistake="08.call_when_all_grads_ready.not-one-entry-per-tensor",
          expect=["expected a list or tuple", "one per tensor"]),
     dict(exercise="call_when_all_grads_ready", kind="right", why="detached copies of the gradients, in a tuple",
          source=edited(reference("call_when_all_grads_ready"),
@@ -857,6 +921,7 @@ def call_when_all_grads_ready(tensors, callback):
                         '            copy = tensor.half()\n'
                         '            self._copies[id(tensor)] = copy'),
                        ('return self._copies[key], tensor.dtype', 'return copy, tensor.dtype')),
+         mistake="08.HalfPrecisionSaver.wrong-gradients",
          expect=["a cache must check that its tensor is still alive", "id and memory are given to later tensors"]),
     dict(exercise="HalfPrecisionSaver", kind="right", why="pack returns the float16 tensor, its dtype kept on it",
          source=edited(reference("HalfPrecisionSaver"),
@@ -888,6 +953,7 @@ def call_when_all_grads_ready(tensors, callback):
                         '        if exc_type is None:\n'
                         '            self._hooks.__exit__(exc_type, exc, tb)\n'
                         '        return False\n')),
+         mistake="08.HalfPrecisionSaver.hooks-left-after-block",
          expect=["left by an exception", "also when an exception leaves it"]),
     dict(exercise="HalfPrecisionSaver", kind="wrong", clause="outside", why="swallows an exception raised in the block",
          source=edited(reference("HalfPrecisionSaver"),
@@ -897,11 +963,13 @@ def call_when_all_grads_ready(tensors, callback):
                         '    def __exit__(self, *exc):\n'
                         '        super().__exit__(*exc)\n'
                         '        return True\n')),
+         mistake="08.HalfPrecisionSaver.swallowed-exception",
          expect=["did not come out of the block", "propagate"]),
     dict(exercise="HalfPrecisionSaver", kind="wrong", clause="dtype", why="unpack gives back float32 with .float()",
          source=edited(reference("HalfPrecisionSaver"),
                        ('return tensor if dtype is None else tensor.to(dtype)',
                         'return tensor if dtype is None else tensor.float()')),
+         mistake="08.HalfPrecisionSaver.wrong-dtype-unpacked",
          expect=["float32", "expected float64", "original dtype"]),
     dict(exercise="HalfPrecisionSaver", kind="wrong", clause="in-forward", why="adds the count up when the block ends",
          source=edited(reference("HalfPrecisionSaver"),
@@ -916,6 +984,7 @@ def call_when_all_grads_ready(tensors, callback):
                         '        self.bytes_saved += sum(self._pending)\n'
                         '        self._pending.clear()\n'
                         '        return super().__exit__(*exc)\n')),
+         mistake="08.HalfPrecisionSaver.counts-when-block-ends",
          expect=["inside the block", "not when the block ends"]),
 ]
 
@@ -926,6 +995,7 @@ ENTRIES += [
          source=edited(reference("fuse_sgd_into_backward"),
                        ('        with torch.no_grad():\n            param.sub_(lr * param.grad)',
                         '        param.data = param - lr * param.grad')),
+         mistake="08.fuse_sgd_into_backward.replaces-parameter-data",
          expect=["into new memory", "data_ptr()", "in place"]),
     dict(exercise="fuse_sgd_into_backward", kind="wrong", clause="handles", why="returns a dict of handles by name",
          source=edited(reference("fuse_sgd_into_backward"),
@@ -933,6 +1003,7 @@ ENTRIES += [
                         '            for param in model.parameters() if param.requires_grad]',
                         'return {name: param.register_post_accumulate_grad_hook(step)\n'
                         '            for name, param in model.named_parameters() if param.requires_grad}')),
+         mistake="08.fuse_sgd_into_backward.handles-as-dict",
          expect=["a dict", "expected a list of the handles"]),
     dict(exercise="fuse_sgd_into_backward", kind="right", why="requires_grad_(False) around the update",
          source='''
@@ -986,6 +1057,7 @@ def call_when_all_grads_ready(tensors, callback):
 
     return Handles([t.register_hook(make_hook(i)) for i, t in enumerate(tensors)])
 ''',
+         mistake="08.call_when_all_grads_ready.sequence-changed-after-call",
          expect=["changed after the call", "callback may keep it", "a new list or tuple in each pass"]),
     dict(exercise="call_when_all_grads_ready", kind="right",
          why="hands callback a tuple of its buffer, then resets the buffer",
@@ -1029,6 +1101,7 @@ def call_when_all_grads_ready(tensors, callback):
                         '    for t in tensors:\n'
                         '        t.register_hook(lambda grad: None)  # log the norm here, later\n'
                         '    return torch.autograd.graph.register_multi_grad_hook(tensors, callback)\n')),
+         mistake="08.call_when_all_grads_ready.remove-leaves-hooks",
          expect=["still have hooks on them", "remove every hook you registered"]),
     dict(exercise="call_when_all_grads_ready", kind="wrong", clause="any-tensor",
          why="post-accumulate-grad hooks, which only leaves take",
@@ -1057,6 +1130,7 @@ def call_when_all_grads_ready(tensors, callback):
 
     return Handles([t.register_post_accumulate_grad_hook(make_hook(i)) for i, t in enumerate(tensors)])
 ''',
+         mistake="08.call_when_all_grads_ready.post-accumulate-hook-on-non-leaf",
          expect=["not leaves", "register_multi_grad_hook"]),
     dict(exercise="call_when_all_grads_ready", kind="wrong", clause="gradient",
          why="gives the .grad of the leaves, the pass's gradients for the others",
@@ -1066,6 +1140,7 @@ def call_when_all_grads_ready(tensors, callback):
                         '        callback([t.grad if t.is_leaf and t.grad is not None else g for t, g in zip(tensors, grads)])\n'
                         '\n'
                         '    return torch.autograd.graph.register_multi_grad_hook(tensors, mixed)')),
+         mistake="08.call_when_all_grads_ready.gradient-from-earlier-pass",
          expect=["gradient from an earlier pass", "not .grad"]),
 
     # ------------------------------------------------------------------ HalfPrecisionSaver, review
@@ -1087,6 +1162,7 @@ def call_when_all_grads_ready(tensors, callback):
                         '    def __exit__(self, *exc):\n'
                         '        self._copies.clear()\n'
                         '        return super().__exit__(*exc)\n')),
+         mistake="08.HalfPrecisionSaver.forgets-copies-at-block-end",
          expect=["both inside one `with saver:` block", "not when the block ends"]),
     dict(exercise="HalfPrecisionSaver", kind="wrong", clause="leaves",
          why="asks requires_grad, not is_leaf (parameters and their views converted)",
@@ -1094,6 +1170,7 @@ def call_when_all_grads_ready(tensors, callback):
                        ('        base = tensor if tensor._base is None else tensor._base\n'
                         '        if base.is_leaf or',
                         '        if not tensor.requires_grad or')),
+         mistake="08.HalfPrecisionSaver.converts-parameters",
          expect=["converted the parameters", "requires_grad does not tell an activation from a parameter"]),
     dict(exercise="HalfPrecisionSaver", kind="wrong", clause="dtype",
          why="keeps the dtype to give back on the saver, not with each tensor",
@@ -1103,6 +1180,7 @@ def call_when_all_grads_ready(tensors, callback):
                        ('        return self._copies[key], tensor.dtype\n', '        return self._copies[key], True\n'),
                        ('return tensor if dtype is None else tensor.to(dtype)',
                         'return tensor if dtype is None else tensor.to(self._dtype)')),
+         mistake="08.HalfPrecisionSaver.wrong-dtype-unpacked",
          expect=["came back from unpack as float32", "expected float64"]),
     dict(exercise="HalfPrecisionSaver", kind="wrong", clause="in-forward",
          why="bytes_saved adds up the float16 copies alive now",
@@ -1122,16 +1200,19 @@ def call_when_all_grads_ready(tensors, callback):
                         '    @property\n'
                         '    def bytes_saved(self):\n'
                         '        return sum(self._saves.values())\n')),
+         mistake="08.HalfPrecisionSaver.count-goes-down",
          expect=["never goes down", "after backward"]),
     dict(exercise="HalfPrecisionSaver", kind="wrong", clause="count", why="counts half of each tensor's bytes",
          source=edited(reference("HalfPrecisionSaver"),
                        ('self.bytes_saved += tensor.numel() * (tensor.element_size() - 2)',
                         'self.bytes_saved += tensor.nbytes // 2')),
+         mistake="08.HalfPrecisionSaver.counts-half-the-bytes",
          expect=["half of each tensor's bytes", "saves 6"]),
     dict(exercise="HalfPrecisionSaver", kind="wrong", clause="count", why="counts the bytes of the tensor's storage",
          source=edited(reference("HalfPrecisionSaver"),
                        ('self.bytes_saved += tensor.numel() * (tensor.element_size() - 2)',
                         'self.bytes_saved += tensor.untyped_storage().nbytes() - 2 * tensor.numel()')),
+         mistake="08.HalfPrecisionSaver.counts-storage-bytes",
          expect=["untyped_storage().nbytes()", "a view's storage can be larger"]),
     dict(exercise="HalfPrecisionSaver", kind="wrong", clause="once", why="a weakref.WeakKeyDictionary keyed by the tensor",
          source=edited(reference("HalfPrecisionSaver"),
@@ -1143,6 +1224,7 @@ def call_when_all_grads_ready(tensors, callback):
                         '            weakref.finalize(tensor, self._copies.pop, key, None)  # forget the copy when the tensor dies',
                         'if tensor not in self._copies:\n            self._copies[tensor] = tensor.half()'),
                        ('return self._copies[key], tensor.dtype', 'return self._copies[tensor], tensor.dtype')),
+         mistake="08.HalfPrecisionSaver.tensor-compared-by-value",
          expect=["boolean value of tensor", "WeakKeyDictionary", "WeakTensorKeyDictionary"]),
     dict(exercise="HalfPrecisionSaver", kind="wrong", clause="context-manager",
          why="an __enter__ of its own that does not call super().__enter__()",
@@ -1153,12 +1235,14 @@ def call_when_all_grads_ready(tensors, callback):
                         '    def __enter__(self):\n'
                         '        self._copies.clear()\n'
                         '        return self\n')),
+         mistake="08.HalfPrecisionSaver.no-super-enter",
          expect=["must call super().__enter__()"]),
     dict(exercise="HalfPrecisionSaver", kind="wrong", clause="float16", why="stores every view as it is",
          source=edited(reference("HalfPrecisionSaver"),
                        ('        base = tensor if tensor._base is None else tensor._base\n'
                         '        if base.is_leaf or',
                         '        if tensor.is_leaf or tensor._base is not None or')),
+         mistake="08.HalfPrecisionSaver.views-of-activations-as-is",
          expect=["a view of an activation as it is", "only views of leaves"]),
     dict(exercise="HalfPrecisionSaver", kind="wrong", clause="once",
          why="converts at the first save, stores the later saves as they are",
@@ -1168,6 +1252,7 @@ def call_when_all_grads_ready(tensors, callback):
                         '            return tensor, None\n'
                         '        if True:\n'
                         '            self._copies[key] = tensor.half()')),
+         mistake="08.HalfPrecisionSaver.later-saves-as-is",
          expect=["second save of a tensor as it is", "one float16 copy for every save"]),
     dict(exercise="HalfPrecisionSaver", kind="right", why="stores a numpy float16 array",
          source=edited(reference("HalfPrecisionSaver"),
@@ -1238,6 +1323,7 @@ def fuse_sgd_into_backward(model, lr):
 
     return [p.register_post_accumulate_grad_hook(step) for p in params]
 ''',
+         mistake="08.fuse_sgd_into_backward.steps-after-all-grads",
          expect=["had not taken it yet when its own hook had run", "keeps every gradient alive"]),
     dict(exercise="fuse_sgd_into_backward", kind="wrong", clause="grad-none",
          why="frees every .grad in the hook of the parameter whose gradient comes last",
@@ -1253,10 +1339,12 @@ def fuse_sgd_into_backward(model, lr):
                         '                p.grad = None\n'
                         '\n'
                         '    return [p.register_post_accumulate_grad_hook(step) for p in params]')),
+         mistake="08.fuse_sgd_into_backward.grad-freed-late",
          expect=["still had theirs when their own hook had run", "right after the step"]),
     dict(exercise="fuse_sgd_into_backward", kind="wrong", clause="grad-none", why="frees .grad before reading it",
          source=edited(reference("fuse_sgd_into_backward"),
                        ('with torch.no_grad():', 'param.grad = None\n        with torch.no_grad():')),
+         mistake="08.fuse_sgd_into_backward.reads-grad-when-none",
          expect=["was none when your hook read it", "read the gradient before you set param.grad to none"]),
     dict(exercise="fuse_sgd_into_backward", kind="right", why="torch.no_grad as a decorator, add_ with alpha",
          source='''
@@ -1302,6 +1390,7 @@ def call_when_all_grads_ready(tensors, callback):
 
     return Handles([t.register_hook(make_hook(i)) for i, t in enumerate(tensors)])
 ''',
+         mistake="08.call_when_all_grads_ready.remove-leaves-hooks",
          expect=["still called callback", "removes every hook you registered"]),
     dict(exercise="call_when_all_grads_ready", kind="wrong", clause="none",
          why="a buffer that keeps the gradients of the pass before",
@@ -1336,6 +1425,7 @@ def call_when_all_grads_ready(tensors, callback):
 
     return Handles([t.register_hook(make_hook(i)) for i, t in enumerate(tensors)])
 ''',
+         mistake="08.call_when_all_grads_ready.gradient-from-earlier-pass",
          expect=["expected none", "nor a buffer left from the pass before"]),
 ]
 
@@ -1347,6 +1437,7 @@ ENTRIES += [
                         '        return self._copies[key], tensor\n'),
                        ('return tensor if dtype is None else tensor.to(dtype)',
                         'return tensor if dtype is None else tensor.to(dtype.dtype)')),
+         mistake="08.HalfPrecisionSaver.keeps-too-much",
          expect=["graph holds", "the original tensor kept next to its copy"]),
 ]
 
@@ -1436,26 +1527,33 @@ _LEAF = ["tensor:h", "tensor:w", "node-pre:w", "grad:w", "post:w", "node:w"]
 ENTRIES += [
     dict(exercise="predict_leaf_backward_order", kind="wrong", clause="order", why="the leaf's hooks before h's",
          source=predicted("predict_leaf_backward_order", _LEAF[1:] + ["tensor:h"]),
+         mistake="08.predict_leaf_backward_order.leaf-hooks-before-h",
          expect=["at index 0", "'tensor:h' fires there", "backward runs from the loss toward the leaves"]),
     dict(exercise="predict_leaf_backward_order", kind="wrong", clause="order", why="registration order on the leaf",
          source=predicted("predict_leaf_backward_order", ["tensor:h", "grad:w", "post:w", "node:w", "node-pre:w",
                                                            "tensor:w"]),
+         mistake="08.predict_leaf_backward_order.tensor-hook-not-first",
          expect=["at index 1", "a tensor hook on a leaf fires first among the leaf's hooks"]),
     dict(exercise="predict_leaf_backward_order", kind="wrong", clause="order", why="w used twice fires twice",
          source=predicted("predict_leaf_backward_order", ["tensor:h", "tensor:w", "tensor:w"] + _LEAF[2:]),
+         mistake="08.predict_leaf_backward_order.used-twice-fires-twice",
          expect=["at index 2", "its hooks fire once per backward, with the summed gradient"]),
     dict(exercise="predict_leaf_backward_order", kind="wrong", clause="order", why="the node hook before post-accumulate",
          source=predicted("predict_leaf_backward_order", _LEAF[:4] + ["node:w", "post:w"]),
+         mistake="08.predict_leaf_backward_order.post-hook-out-of-place",
          expect=["at index 4", "the post-accumulate hook runs right after .grad is written"]),
     dict(exercise="predict_leaf_backward_order", kind="wrong", clause="order", why=".grad written before the node pre-hook",
          source=predicted("predict_leaf_backward_order", ["tensor:h", "tensor:w", "grad:w", "node-pre:w", "post:w",
                                                            "node:w"]),
+         mistake="08.predict_leaf_backward_order.node-pre-hook-after-grad",
          expect=["at index 2", "pre-hook runs before the node writes .grad"]),
     dict(exercise="predict_leaf_backward_order", kind="wrong", clause="events", why="a generator of events",
          source="def predict_leaf_backward_order():\n    return (name for name in ['tensor:h', 'tensor:w'])\n",
+         mistake="08.predict_leaf_backward_order.not-a-list",
          expect=["returned a generator", "return a list (or a tuple) of event names"]),
     dict(exercise="predict_leaf_backward_order", kind="wrong", clause="names", why="a tensor hook on the loss",
          source=predicted("predict_leaf_backward_order", ["tensor:loss"] + _LEAF),
+         mistake="08.predict_leaf_backward_order.unknown-event",
          expect=["'tensor:loss' at index 0, which is not an event this code logs"]),
     dict(exercise="predict_leaf_backward_order", kind="right", why="hook, prehook and post-accumulate spellings",
          source=predicted("predict_leaf_backward_order", ["Tensor:H", "tensor-hook:w", "prehook:w", " GRAD:w",
@@ -1467,11 +1565,105 @@ ENTRIES += [
     dict(exercise="predict_leaf_backward_order", kind="wrong", clause="order", why=".grad written before the tensor hook",
          source=predicted("predict_leaf_backward_order", ["tensor:h", "grad:w", "tensor:w", "node-pre:w", "post:w",
                                                            "node:w"]),
+         mistake="08.predict_leaf_backward_order.tensor-hook-not-first",
          expect=["at index 1", "you predicted 'grad:w'", "before .grad is written (its return could still change"]),
     dict(exercise="predict_leaf_backward_order", kind="wrong", clause="order", why="post-accumulate before .grad",
          source=predicted("predict_leaf_backward_order", _LEAF[:3] + ["post:w", "grad:w", "node:w"]),
+         mistake="08.predict_leaf_backward_order.grad-written-out-of-place",
          expect=["at index 3", "you predicted 'post:w'", "before the post-accumulate hook"]),
     dict(exercise="predict_leaf_backward_order", kind="wrong", clause="events", why="h's tensor hook twice",
          source=predicted("predict_leaf_backward_order", _LEAF[:1] + _LEAF),
+         mistake="08.predict_leaf_backward_order.event-repeated",
          expect=["at index 1", "there is one backward pass: each hook fires once"]),
+]
+
+# Entries that name the mistakes no entry above makes (each one a diagnosis of the check's own).
+ENTRIES += [
+    dict(exercise="fuse_sgd_into_backward", kind="wrong", clause="post-accumulate", why="hooks a clone of each parameter",
+         source=edited(reference("fuse_sgd_into_backward"),
+                       ("return [param.register_post_accumulate_grad_hook(step)",
+                        "return [param.clone().register_post_accumulate_grad_hook(step)")),
+         mistake="08.fuse_sgd_into_backward.hook-on-non-leaf",
+         expect=["post-accumulate-grad hooks go on leaf tensors"]),
+    dict(exercise="fuse_sgd_into_backward", kind="wrong", clause="handles", why="forgets to return the handles",
+         source=edited(reference("fuse_sgd_into_backward"),
+                       ("return [param.register_post_accumulate_grad_hook(step)",
+                        "[param.register_post_accumulate_grad_hook(step)")),
+         mistake="08.fuse_sgd_into_backward.handles-not-a-list",
+         expect=["returned None as its handles", "expected a list"]),
+    dict(exercise="fuse_sgd_into_backward", kind="wrong", clause="handles",
+         why="returns the parameters it hooked instead of the handles",
+         source=edited(reference("fuse_sgd_into_backward"),
+                       ("return [param.register_post_accumulate_grad_hook(step)\n"
+                        "            for param in model.parameters() if param.requires_grad]",
+                        "hooked = [param for param in model.parameters() if param.requires_grad]\n"
+                        "    for param in hooked:\n"
+                        "        param.register_post_accumulate_grad_hook(step)\n"
+                        "    return hooked")),
+         mistake="08.fuse_sgd_into_backward.not-handles",
+         expect=["each must be a handle", "remove() method"]),
+    dict(exercise="fuse_sgd_into_backward", kind="wrong", clause="frozen",
+         why="decays every parameter of the model in each hook, the frozen ones too",
+         source=edited(reference("fuse_sgd_into_backward"),
+                       ("            param.sub_(lr * param.grad)\n",
+                        "            param.sub_(lr * param.grad)\n"
+                        "            for other in model.parameters():\n"
+                        "                other.mul_(1 - lr * 1e-4)\n")),
+         mistake="08.fuse_sgd_into_backward.steps-frozen-parameter",
+         expect=["the frozen parameter", "changed", "leave parameters that do not require grad alone"]),
+    dict(exercise="fuse_sgd_into_backward", kind="wrong", clause="frozen",
+         why="unfreezes the frozen parameters to hook them all",
+         source=edited(reference("fuse_sgd_into_backward"),
+                       ("return [param.register_post_accumulate_grad_hook(step)\n"
+                        "            for param in model.parameters() if param.requires_grad]",
+                        "return [param.requires_grad_().register_post_accumulate_grad_hook(step)\n"
+                        "            for param in model.parameters()]")),
+         mistake="08.fuse_sgd_into_backward.unfreezes-parameters",
+         expect=["made the frozen parameters", "require grad", "do not unfreeze them"]),
+    dict(exercise="fuse_sgd_into_backward", kind="wrong", clause="update", why="adds weight decay to the step",
+         source=edited(reference("fuse_sgd_into_backward"),
+                       ("param.sub_(lr * param.grad)", "param.sub_(lr * (param.grad + 0.01 * param))")),
+         mistake="08.fuse_sgd_into_backward.wrong-step-value",
+         expect=["its value before the step minus lr * its gradient"]),
+    dict(exercise="call_when_all_grads_ready", kind="wrong", clause="gradient", why="turns grad mode off for good",
+         source=edited(reference("call_when_all_grads_ready"),
+                       ("    return torch.autograd.graph.register_multi_grad_hook(",
+                        "    torch.set_grad_enabled(False)\n    return torch.autograd.graph.register_multi_grad_hook(")),
+         mistake="08.call_when_all_grads_ready.grad-mode-left-changed",
+         expect=["turned grad mode off and left it off"]),
+    dict(exercise="call_when_all_grads_ready", kind="wrong", clause="gradient",
+         why="gives callback copies of each tensor's .grad",
+         source=edited(reference("call_when_all_grads_ready"),
+                       ("register_multi_grad_hook(tensors, callback)",
+                        "register_multi_grad_hook(tensors, lambda grads: callback([t.grad.clone() for t in tensors]))")),
+         mistake="08.call_when_all_grads_ready.reads-grad-when-none",
+         expect=["NoneType", "was None when your hook read it"]),
+    dict(exercise="call_when_all_grads_ready", kind="wrong", clause="gradient",
+         why="gives callback the tensors instead of their gradients",
+         source=edited(reference("call_when_all_grads_ready"),
+                       ("register_multi_grad_hook(tensors, callback)",
+                        "register_multi_grad_hook(tensors, lambda grads: callback(list(tensors)))")),
+         mistake="08.call_when_all_grads_ready.wrong-gradients",
+         expect=["the gradients of the tensors in this pass"]),
+    dict(exercise="HalfPrecisionSaver", kind="wrong", clause="dtype", why="turns grad mode off in unpack for good",
+         source=edited(reference("HalfPrecisionSaver"),
+                       ("        tensor, dtype = packed\n",
+                        "        torch.set_grad_enabled(False)  # no graph for the conversion back\n"
+                        "        tensor, dtype = packed\n")),
+         mistake="08.HalfPrecisionSaver.grad-mode-left-changed",
+         expect=["turned grad mode off and left it off", "torch.no_grad()"]),
+    dict(exercise="HalfPrecisionSaver", kind="wrong", clause="context-manager",
+         why="a plain class with pack and unpack, no context manager",
+         source=edited(reference("HalfPrecisionSaver"),
+                       ("class HalfPrecisionSaver(torch.autograd.graph.saved_tensors_hooks):", "class HalfPrecisionSaver:"),
+                       ("        super().__init__(self.pack, self.unpack)\n", "")),
+         mistake="08.HalfPrecisionSaver.not-a-context-manager",
+         expect=["which has no __enter__", "expected a context manager"]),
+    dict(exercise="HalfPrecisionSaver", kind="wrong", clause="count",
+         why="counts numel * element_size - 2, the parentheses left out",
+         source=edited(reference("HalfPrecisionSaver"),
+                       ("self.bytes_saved += tensor.numel() * (tensor.element_size() - 2)",
+                        "self.bytes_saved += tensor.numel() * tensor.element_size() - 2")),
+         mistake="08.HalfPrecisionSaver.wrong-count",
+         expect=["bytes_saved is", "saves numel * (element_size - 2) bytes"]),
 ]

@@ -47,6 +47,7 @@ ENTRIES = [
                         "    return grads[0]\n"
                         "    # Broken: a full backward hook fails in forward here, and stays registered when it does.\n",
                         "")),
+         mistake="09.grad_before_inplace_relu.full-backward-hook",
          expect=["BackwardHookFunction", "fails in forward", "tensor hook"]),
     dict(exercise="grad_before_inplace_relu", kind="wrong", why="a full backward pre-hook instead",
          clause="inplace-relu",
@@ -56,6 +57,7 @@ ENTRIES = [
                         "\n"
                         "    with layer.register_forward_hook(register_tensor_hook):",
                         "    with layer.register_full_backward_pre_hook(lambda module, grad_output: grads.append(grad_output[0])):")),
+         mistake="09.grad_before_inplace_relu.full-backward-hook",
          expect=["backward pre-hook", "fails in forward", "output.register_hook"]),
     dict(exercise="grad_before_inplace_relu", kind="wrong", why="retain_grad on the stored output",
          clause="layer-output-grad",
@@ -64,6 +66,7 @@ ENTRIES = [
                         "output.retain_grad()\n"
                         "        grads.append(output)"),
                        ("    return grads[0]\n    # Broken", "    return grads[0].grad\n    # Broken")),
+         mistake="09.grad_before_inplace_relu.gradient-after-relu",
          expect=["gradient at the output of the in-place relu", "retain_grad()"]),
     dict(exercise="grad_before_inplace_relu", kind="wrong", why="autograd.grad on the stored output",
          clause="layer-output-grad",
@@ -79,6 +82,7 @@ def grad_before_inplace_relu(model, layer, x):
     score.backward()
     return grad
 ''',
+         mistake="09.grad_before_inplace_relu.gradient-after-relu",
          expect=["gradient at the output of the in-place relu", "torch.autograd.grad"]),
     dict(exercise="grad_before_inplace_relu", kind="wrong", why="switches inplace off for good",
          clause="inplace-kept",
@@ -95,6 +99,7 @@ def grad_before_inplace_relu(model, layer, x):
         model(x).sum().backward()
     return grads[0]
 ''',
+         mistake="09.grad_before_inplace_relu.changes-inplace-settings",
          expect=["in-place settings changed", "set each inplace back"]),
     dict(exercise="grad_before_inplace_relu", kind="wrong", why="never removes the forward hook",
          clause="no-hook-left",
@@ -104,6 +109,7 @@ def grad_before_inplace_relu(model, layer, x):
                         "    layer.register_forward_hook(register_tensor_hook)\n"
                         "    model(x).sum().backward()\n"),
                        ("    return grads[0]\n    # Broken", "    return grads[-1]\n    # Broken")),
+         mistake="09.grad_before_inplace_relu.hook-left-registered",
          expect=["still registered", "(name, kind)"]),
     dict(exercise="grad_before_inplace_relu", kind="wrong", why="removes the hook only when nothing raised",
          clause="on-forward-error",
@@ -113,6 +119,7 @@ def grad_before_inplace_relu(model, layer, x):
                         "    handle = layer.register_forward_hook(register_tensor_hook)\n"
                         "    model(x).sum().backward()\n"
                         "    handle.remove()\n")),
+         mistake="09.grad_before_inplace_relu.hook-left-registered",
          expect=["the exception reached the caller", "still registered", "finally"]),
     dict(exercise="grad_before_inplace_relu", kind="wrong", why="a lambda forward hook returns the tensor hook's handle",
          clause="record-only",
@@ -122,11 +129,13 @@ def grad_before_inplace_relu(model, layer, x):
                         "\n"
                         "    with layer.register_forward_hook(register_tensor_hook):",
                         "    with layer.register_forward_hook(lambda module, args, output: output.register_hook(grads.append)):")),
+         mistake="09.grad_before_inplace_relu.forward-hook-returns-handle",
          expect=["returned the handle", "replaces the module's output"]),
     dict(exercise="grad_before_inplace_relu", kind="wrong", why="returns the list of gradients",
          clause="tensor-shape",
          source=edited(reference("grad_before_inplace_relu"),
                        ("    return grads[0]\n    # Broken", "    return grads\n    # Broken")),
+         mistake="09.grad_before_inplace_relu.returned-a-list",
          expect=["returned a list of 1 item", "the gradient itself"]),
     dict(exercise="grad_before_inplace_relu", kind="wrong", why="swallows the exception",
          clause="exception-reaches-caller",
@@ -138,6 +147,7 @@ def grad_before_inplace_relu(model, layer, x):
                         "            model(x).sum().backward()\n"
                         "        except Exception:\n"
                         "            return None\n")),
+         mistake="09.grad_before_inplace_relu.swallowed-exception",
          expect=["returned normally", "must reach the caller"]),
     dict(exercise="grad_before_inplace_relu", kind="wrong", why="runs backward twice",
          clause="backward-once",
@@ -147,6 +157,7 @@ def grad_before_inplace_relu(model, layer, x):
                         "    with layer.register_forward_hook(register_tensor_hook):\n"
                         "        model(x).sum().backward()\n"
                         "        model(x).sum().backward()\n")),
+         mistake="09.grad_before_inplace_relu.backward-twice",
          expect=["twice the gradient of one backward pass", "backward() once"]),
     dict(exercise="grad_before_inplace_relu", kind="wrong", why="the tensor hook returns a replacement gradient",
          clause="record-only",
@@ -158,6 +169,7 @@ def grad_before_inplace_relu(model, layer, x):
                         "def grad_before_inplace_relu(model, layer, x):"),
                        ("output.register_hook(grads.append)  # list.append returns None: the gradient is unchanged",
                         "output.register_hook(lambda grad: grads.append(grad) or torch.zeros_like(grad))")),
+         mistake="09.grad_before_inplace_relu.parameter-grads-changed",
          expect=["hooks changed the gradients", "return none"]),
     dict(exercise="grad_before_inplace_relu", kind="wrong", why="a global forward hook never removed",
          clause="no-global-hook-left",
@@ -174,6 +186,7 @@ def grad_before_inplace_relu(model, layer, x):
                         "        model(x).sum().backward()\n",
                         "    torch.nn.modules.module.register_module_forward_hook(register_tensor_hook)\n"
                         "    model(x).sum().backward()\n")),
+         mistake="09.grad_before_inplace_relu.global-hook-left-registered",
          expect=["global module hook was still registered", "_global_forward_hooks"]),
     dict(exercise="grad_before_inplace_relu", kind="right", why="inplace off for the call, set back in finally",
          source='''
@@ -230,6 +243,7 @@ def grad_before_inplace_relu(model, layer, x):
         model(x).sum().backward()
     return grads[0]
 ''',
+         mistake="09.grad_before_inplace_relu.assumes-layer-is-a-child",
          expect=["worked when layer was a direct child", "at any depth", "3 levels down"]),
     dict(exercise="grad_before_inplace_relu", kind="right", why="the forward hook hands the ReLU a clone",
          source='''
@@ -252,27 +266,32 @@ def grad_before_inplace_relu(model, layer, x):
          clause="depth",
          source=edited(reference("find_registered_hooks"),
                        ("for name, module in model.named_modules():", 'for name, module in [("", model)]:')),
+         mistake="09.find_registered_hooks.root-module-only",
          expect=["only module hooks of the model itself", "named_modules()"]),
     dict(exercise="find_registered_hooks", kind="wrong", why="named_children, one level deep",
          clause="depth",
          source=edited(reference("find_registered_hooks"),
                        ("for name, module in model.named_modules():",
                         'for name, module in [("", model), *model.named_children()]:')),
+         mistake="09.find_registered_hooks.missed-hooks",
          expect=["missed", "every module in model.named_modules()"]),
     dict(exercise="find_registered_hooks", kind="wrong", why="forgets backward pre-hooks",
          clause="kinds",
          source=edited(reference("find_registered_hooks"), ('"backward_pre": "_backward_pre_hooks", ', "")),
+         mistake="09.find_registered_hooks.missed-hooks",
          expect=["backward_pre (registered with register_full_backward_pre_hook", "_backward_pre_hooks"]),
     dict(exercise="find_registered_hooks", kind="wrong", why="module hooks only, no parameter hooks",
          clause="parameters",
          source=edited(reference("find_registered_hooks"),
                        ("for name, parameter in model.named_parameters():", "for name, parameter in []:")),
+         mistake="09.find_registered_hooks.missed-hooks",
          expect=["tensor (registered with parameter.register_hook", "post_accumulate_grad"]),
     dict(exercise="find_registered_hooks", kind="wrong", why="parameter dicts read without handling None",
          clause="parameters",
          source=edited(reference("find_registered_hooks"),
                        ("hooks = getattr(parameter, attribute, None) or {}",
                         "hooks = getattr(parameter, attribute)")),
+         mistake="09.find_registered_hooks.parameter-dict-none",
          expect=["None until a hook is registered"]),
     dict(exercise="find_registered_hooks", kind="wrong", why="every attribute with 'hook' in its name",
          clause="hook",
@@ -286,6 +305,7 @@ def find_registered_hooks(model):
                 found += [(name, kind, hook) for hook in value.values()]
     return found
 ''',
+         mistake="09.find_registered_hooks.reports-flags",
          expect=["is not a hook", "flags"]),
     dict(exercise="find_registered_hooks", kind="wrong", why="counts global hooks as the model's",
          clause="globals",
@@ -298,12 +318,14 @@ def find_registered_hooks(model):
                        ("found += [(name, kind, hook) for hook in getattr(module, attribute).values()]",
                         "found += [(name, kind, hook) for hook in getattr(module, attribute).values()]\n"
                         '            found += [(name, kind, hook) for hook in getattr(module_globals, "_global" + attribute, {}).values()]')),
+         mistake="09.find_registered_hooks.reports-global-hooks",
          expect=["a global hook", "not registered on the model"]),
     dict(exercise="find_registered_hooks", kind="wrong", why="class names instead of module names",
          clause="module-name",
          source=edited(reference("find_registered_hooks"),
                        ("for name, module in model.named_modules():",
                         "for name, module in [(type(module).__name__, module) for module in model.modules()]:")),
+         mistake="09.find_registered_hooks.wrong-name",
          expect=["under the name", "named_modules()"]),
     dict(exercise="find_registered_hooks", kind="wrong", why="with_kwargs hooks counted twice",
          clause="per-registration",
@@ -311,6 +333,7 @@ def find_registered_hooks(model):
                        ("found += [(name, kind, hook) for hook in getattr(module, attribute).values()]",
                         "found += [(name, kind, hook) for hook in getattr(module, attribute).values()]\n"
                         '            found += [(name, "forward", module._forward_hooks[key]) for key in module._forward_hooks_with_kwargs if kind == "forward"]')),
+         mistake="09.find_registered_hooks.reports-hook-twice",
          expect=["more often than it is registered", "one triple per registration"]),
     dict(exercise="find_registered_hooks", kind="wrong", why="removes the hooks it reports",
          clause="unchanged",
@@ -318,6 +341,7 @@ def find_registered_hooks(model):
                        ("found += [(name, kind, hook) for hook in getattr(module, attribute).values()]",
                         "found += [(name, kind, hook) for hook in getattr(module, attribute).values()]\n"
                         "            getattr(module, attribute).clear()")),
+         mistake="09.find_registered_hooks.changes-hooks",
          expect=["changed the hooks registered", "only report them"]),
     dict(exercise="find_registered_hooks", kind="wrong", why="a set drops a function registered twice",
          clause="per-registration",
@@ -328,6 +352,7 @@ def find_registered_hooks(model):
                        ("found += [(name, kind, hook) for hook in hooks.values()]",
                         "found |= {(name, kind, hook) for hook in hooks.values()}"),
                        ("    return found", "    return list(found)")),
+         mistake="09.find_registered_hooks.drops-duplicates",
          expect=["registered 2 times", "do not remove duplicates"]),
     dict(exercise="find_registered_hooks", kind="wrong", why="every parameter hook reported as tensor",
          clause="kinds",
@@ -336,6 +361,7 @@ def find_registered_hooks(model):
                         "for attribute in parameter_dicts.values():"),
                        ("found += [(name, kind, hook) for hook in hooks.values()]",
                         'found += [(name, "tensor", hook) for hook in hooks.values()]')),
+         mistake="09.find_registered_hooks.wrong-kind",
          expect=["as kind 'tensor'", "expected 'post_accumulate_grad'"]),
     dict(exercise="find_registered_hooks", kind="wrong", why="each module's own parameters: a tied weight twice",
          clause="shared",
@@ -357,6 +383,7 @@ def find_registered_hooks(model):
                 found.append((full_name, "post_accumulate_grad", hook))
     return found[::-1]
 ''',
+         mistake="09.find_registered_hooks.reports-second-name",
          expect=["under the name 'tail.weight' too", "tied weight", "named_parameters()"]),
     dict(exercise="find_registered_hooks", kind="right", why="a generator of lists",
          source='''
@@ -390,16 +417,19 @@ def find_registered_hooks(model):
     dict(exercise="remove_all_hooks", kind="wrong", why="only the root module",
          clause="depth",
          source=edited(reference("remove_all_hooks"), ("for module in model.modules():", "for module in [model]:")),
+         mistake="09.remove_all_hooks.hooks-still-fire",
          expect=["still fired", "every submodule"]),
     dict(exercise="remove_all_hooks", kind="wrong", why="named_children, one level deep",
          clause="depth",
          source=edited(reference("remove_all_hooks"),
                        ("for module in model.modules():", "for module in [model, *model.children()]:")),
+         mistake="09.remove_all_hooks.hooks-still-fire",
          expect=["still fired", "every submodule and parameter"]),
     dict(exercise="remove_all_hooks", kind="wrong", why="sets the parameter dicts to None",
          clause="parameters",
          source=edited(reference("remove_all_hooks"),
                        ("                hooks.clear()", "                setattr(parameter, attribute, None)")),
+         mistake="09.remove_all_hooks.replaces-parameter-dicts",
          expect=["clear method", "leaves the hook attached"]),
     dict(exercise="remove_all_hooks", kind="wrong", why="leaves parameter hooks",
          clause="parameters",
@@ -409,6 +439,7 @@ def find_registered_hooks(model):
                         "                removed += len(hooks)\n"
                         "                hooks.clear()",
                         "            pass")),
+         mistake="09.remove_all_hooks.hooks-still-fire",
          expect=["still fired", "tensor_hook"]),
     dict(exercise="remove_all_hooks", kind="wrong", why="leaves the flag dicts",
          clause="flags",
@@ -416,6 +447,7 @@ def find_registered_hooks(model):
                        ("        for attribute in flag_dicts:\n"
                         "            getattr(module, attribute).clear()\n",
                         "")),
+         mistake="09.remove_all_hooks.flags-left",
          expect=["flag dicts still hold entries", "clear those too"]),
     dict(exercise="remove_all_hooks", kind="wrong", why="counts the flags as hooks",
          clause="count",
@@ -423,10 +455,12 @@ def find_registered_hooks(model):
                        ("        for attribute in flag_dicts:\n",
                         "        for attribute in flag_dicts:\n"
                         "            removed += len(getattr(module, attribute))\n")),
+         mistake="09.remove_all_hooks.counts-too-many",
          expect=["expected the number of hooks it removed", "flag entries do not count"]),
     dict(exercise="remove_all_hooks", kind="wrong", why="returns nothing",
          clause="count",
          source=edited(reference("remove_all_hooks"), ("return removed", "removed = None")),
+         mistake="09.remove_all_hooks.wrong-count",
          expect=["returned None", "the number of hooks it removed"]),
     dict(exercise="remove_all_hooks", kind="wrong", why="also clears the global hooks",
          clause="globals",
@@ -435,6 +469,7 @@ def find_registered_hooks(model):
                         "hooks.clear()\n"
                         "    import torch.nn.modules.module as module_globals\n"
                         "    module_globals._global_forward_hooks.clear()")),
+         mistake="09.remove_all_hooks.removes-global-hooks",
          expect=["global forward hook", "leave them registered"]),
     dict(exercise="remove_all_hooks", kind="wrong", why="sets the module dicts to None",
          clause="in-place",
@@ -447,6 +482,7 @@ def find_registered_hooks(model):
                         "            getattr(module, attribute).clear()",
                         "        for attribute in flag_dicts:\n"
                         "            setattr(module, attribute, None)")),
+         mistake="09.remove_all_hooks.breaks-model",
          expect=["no longer runs", "dict.clear()"]),
     dict(exercise="remove_all_hooks", kind="wrong", why="new empty dicts for modules, pops parameter hooks",
          clause="in-place",
@@ -470,12 +506,14 @@ def find_registered_hooks(model):
                         "            for key in list(hooks or {}):\n"
                         "                del hooks[key]\n"
                         "                removed += 1")),
+         mistake="09.remove_all_hooks.rebinds-hook-dicts",
          expect=["is another object than before", "rebound the attribute", "in place"]),
     dict(exercise="remove_all_hooks", kind="wrong", why="counts distinct functions, not registrations",
          clause="count",
          source=edited(reference("remove_all_hooks"),
                        ("removed += len(getattr(module, attribute))",
                         "removed += len(set(getattr(module, attribute).values()))")),
+         mistake="09.remove_all_hooks.wrong-count",
          expect=["expected the number of hooks it removed", "one per registration"]),
     dict(exercise="remove_all_hooks", kind="right", why="model.apply, sets each parameter's dicts to new ones",
          source=_APPLY_REMOVER,
@@ -506,6 +544,7 @@ def grad_before_inplace_relu(model, layer, x):
         score = model(x).sum()
     return torch.autograd.grad(score, outputs[0])[0]
 """,
+         mistake="09.grad_before_inplace_relu.no-backward",
          expect=[".grad is None", ".backward() on model(x).sum() once"]),
     dict(exercise="grad_before_inplace_relu", kind="wrong", why="sets every ReLU back to inplace=True",
          clause="inplace-kept",
@@ -526,6 +565,7 @@ def grad_before_inplace_relu(model, layer, x):
             relu.inplace = True
     return grads[0]
 """,
+         mistake="09.grad_before_inplace_relu.changes-inplace-settings",
          expect=["in-place settings changed", "its own value"]),
     dict(exercise="grad_before_inplace_relu", kind="wrong", why="guards only the forward pass",
          clause="on-backward-error",
@@ -551,6 +591,7 @@ def grad_before_inplace_relu(model, layer, x):
     handle.remove()
     return grads[0]
 """,
+         mistake="09.grad_before_inplace_relu.hook-left-registered",
          expect=["raises in the backward pass", "still registered", "finally"]),
     dict(exercise="grad_before_inplace_relu", kind="wrong", why="sets inplace back only when nothing raised",
          clause="on-forward-error",
@@ -569,6 +610,7 @@ def grad_before_inplace_relu(model, layer, x):
         relu.inplace = True
     return grads[0]
 """,
+         mistake="09.grad_before_inplace_relu.changes-inplace-settings",
          expect=["raises in the forward pass", "in-place settings changed", "finally"]),
     dict(exercise="grad_before_inplace_relu", kind="wrong", why="a full backward hook on the ReLU itself",
          clause="inplace-relu",
@@ -581,6 +623,7 @@ def grad_before_inplace_relu(model, layer, x):
         model(x).sum().backward()
     return grads[0]
 """,
+         mistake="09.grad_before_inplace_relu.full-backward-hook",
          expect=["BackwardHookFunction", "in-place relu itself", "tensor hook"]),
     dict(exercise="grad_before_inplace_relu", kind="wrong", why="reads output.grad without retain_grad",
          clause="tensor-shape",
@@ -588,6 +631,7 @@ def grad_before_inplace_relu(model, layer, x):
                        ("output.register_hook(grads.append)  # list.append returns None: the gradient is unchanged",
                         "grads.append(output)"),
                        ("    return grads[0]\n    # Broken", "    return grads[0].grad\n    # Broken")),
+         mistake="09.grad_before_inplace_relu.not-a-tensor",
          expect=["returned None", "expected the gradient"]),
     dict(exercise="grad_before_inplace_relu", kind="wrong", why="a tensor hook on the input x",
          clause="layer-output-grad",
@@ -599,6 +643,7 @@ def grad_before_inplace_relu(model, layer, x):
     model(x).sum().backward()
     return grads[0]
 """,
+         mistake="09.grad_before_inplace_relu.wrong-gradient",
          expect=["expected the gradient of model(x).sum() with respect to the layer's output"]),
     dict(exercise="grad_before_inplace_relu", kind="wrong", why="the gradient of the first call, cached",
          clause="layer-output-grad",
@@ -609,6 +654,7 @@ def grad_before_inplace_relu(model, layer, x):
                         "\n"
                         "def grad_before_inplace_relu(model, layer, x):"),
                        ('    """\n    grads = []\n', '    """\n    grads = _grads\n')),
+         mistake="09.grad_before_inplace_relu.wrong-gradient",
          expect=["expected the gradient of model(x).sum() with respect to the layer's output"]),
     dict(exercise="grad_before_inplace_relu", kind="right", why="a tensor hook that returns the grad unchanged",
          source=edited(reference("grad_before_inplace_relu"),
@@ -628,12 +674,14 @@ def grad_before_inplace_relu(model, layer, x):
          source=edited(reference("find_registered_hooks"),
                        ("for name, module in model.named_modules():",
                         "for name, module in [(name, module) for name, module in model.named_modules() if name]:")),
+         mistake="09.find_registered_hooks.skips-model-itself",
          expect=["registered on the model itself", "do not skip it"]),
     dict(exercise="find_registered_hooks", kind="wrong", why="parameter hooks under the local parameter name",
          clause="parameter-name",
          source=edited(reference("find_registered_hooks"),
                        ("for name, parameter in model.named_parameters():",
                         "for name, parameter in [(local, parameter) for module in model.modules() for local, parameter in module.named_parameters(recurse=False)]:")),
+         mistake="09.find_registered_hooks.wrong-name",
          expect=["under the name", "model.named_parameters() for a parameter"]),
     dict(exercise="find_registered_hooks", kind="wrong", why="reports the handle ids, not the hooks",
          clause="hook",
@@ -642,6 +690,7 @@ def grad_before_inplace_relu(model, layer, x):
                         "found += [(name, kind, key) for key in getattr(module, attribute)]"),
                        ("found += [(name, kind, hook) for hook in hooks.values()]",
                         "found += [(name, kind, key) for key in hooks]")),
+         mistake="09.find_registered_hooks.reports-handle-ids",
          expect=["is not a hook", "the dict's values"]),
     dict(exercise="find_registered_hooks", kind="wrong", why="its own walk over named_children",
          clause="shared",
@@ -655,6 +704,7 @@ def grad_before_inplace_relu(model, layer, x):
                         "\n"
                         "def find_registered_hooks(model):"),
                        ("for name, module in model.named_modules():", 'for name, module in _walk(model, ""):')),
+         mistake="09.find_registered_hooks.reports-second-name",
          expect=["under the name 'twin' too", "shared module", "named_children()"]),
     dict(exercise="find_registered_hooks", kind="wrong", why="named_modules(remove_duplicate=False)",
          clause="shared",
@@ -663,10 +713,12 @@ def grad_before_inplace_relu(model, layer, x):
                         "for name, module in model.named_modules(remove_duplicate=False):"),
                        ("for name, parameter in model.named_parameters():",
                         "for name, parameter in model.named_parameters(remove_duplicate=False):")),
+         mistake="09.find_registered_hooks.reports-second-name",
          expect=["too", "same module", "list it once"]),
     dict(exercise="find_registered_hooks", kind="wrong", why="returns None when nothing is registered",
          clause="empty",
          source=edited(reference("find_registered_hooks"), ("return found", "return found or None")),
+         mistake="09.find_registered_hooks.not-a-list",
          expect=["a model with no hooks", "returned None", "expected a list"]),
     dict(exercise="find_registered_hooks", kind="wrong", why="returns a dict from (name, kind) to hooks",
          clause="returns-list",
@@ -676,12 +728,14 @@ def grad_before_inplace_relu(model, layer, x):
                         "    for name, kind, hook in found:\n"
                         "        grouped.setdefault((name, kind), []).append(hook)\n"
                         "    return grouped")),
+         mistake="09.find_registered_hooks.not-a-list",
          expect=["returned dict", "expected a list of (name, kind, hook) triples"]),
     dict(exercise="find_registered_hooks", kind="wrong", why="names from named_modules(prefix='model')",
          clause="module-name",
          source=edited(reference("find_registered_hooks"),
                        ("for name, module in model.named_modules():",
                         'for name, module in model.named_modules(prefix="model"):')),
+         mistake="09.find_registered_hooks.wrong-name",
          expect=["under the name 'model", "named_modules()"]),
     dict(exercise="find_registered_hooks", kind="wrong", why="reports every global dict under the name ''",
          clause="globals",
@@ -698,6 +752,7 @@ def grad_before_inplace_relu(model, layer, x):
                         '                and "kwargs" not in attribute and "registration" not in attribute:\n'
                         '            kind = attribute[len("_global_"):-len("_hooks")]\n'
                         '            found += [("", kind, hook) for hook in hooks.values()]')),
+         mistake="09.find_registered_hooks.reports-global-hooks",
          expect=["a global hook", "leave them out"]),
     dict(exercise="find_registered_hooks", kind="right", why="each module's own parameters, a tied weight once",
          source="""
@@ -729,6 +784,7 @@ def find_registered_hooks(model):
          source=edited(reference("remove_all_hooks"),
                        ("for module in model.modules():",
                         "for module in [module for name, module in model.named_modules() if name]:")),
+         mistake="09.remove_all_hooks.skips-model-itself",
          expect=["the model's own hooks", "model.modules() gives it first"]),
     dict(exercise="remove_all_hooks", kind="wrong", why="forward and backward hooks only",
          clause="kinds",
@@ -737,6 +793,7 @@ def find_registered_hooks(model):
                         '                    "_load_state_dict_post_hooks")',
                         "\n"
                         "                    )")),
+         mistake="09.remove_all_hooks.hooks-still-fire",
          expect=["still fired", "state_dict", "ten kinds"]),
     dict(exercise="remove_all_hooks", kind="wrong", why="clears every global dict too",
          clause="globals",
@@ -747,6 +804,7 @@ def find_registered_hooks(model):
                         "    for attribute, value in vars(module_globals).items():\n"
                         '        if attribute.startswith("_global_") and isinstance(value, dict) and "forward" not in attribute:\n'
                         "            value.clear()")),
+         mistake="09.remove_all_hooks.removes-global-hooks",
          expect=["torch.nn.modules.module._global_", "changed", "leave them registered"]),
     dict(exercise="remove_all_hooks", kind="wrong", why="counts first, over each module's own parameters",
          clause="count-shared",
@@ -773,6 +831,7 @@ def remove_all_hooks(model):
                     getattr(parameter, attribute).clear()
     return removed
 """,
+         mistake="09.remove_all_hooks.counts-shared-twice",
          expect=["expected the number of hooks it removed", "tied weight", "count their hooks once"]),
     dict(exercise="remove_all_hooks", kind="wrong", why="resets _is_full_backward_hook to False",
          clause="afterwards",
@@ -781,6 +840,7 @@ def remove_all_hooks(model):
                         "hooks.clear()\n"
                         "    for module in model.modules():\n"
                         "        module._is_full_backward_hook = False  # no backward hook any more")),
+         mistake="09.remove_all_hooks.breaks-new-hooks",
          expect=["registering a backward hook", "must take new hooks as before"]),
     dict(exercise="remove_all_hooks", kind="right", why="pops every key of every dict",
          source="""
@@ -839,6 +899,7 @@ def remove_all_hooks(model):
             removed += remove_all_hooks(child)
     return removed
 """,
+         mistake="09.remove_all_hooks.skips-model-itself",
          expect=["the model's own hooks", "model._modules starts below it"]),
     dict(exercise="remove_all_hooks", kind="wrong", why="counts each dict after clearing it",
          clause="count",
@@ -851,6 +912,7 @@ def remove_all_hooks(model):
                         "                hooks.clear()",
                         "                hooks.clear()\n"
                         "                removed += len(hooks)")),
+         mistake="09.remove_all_hooks.wrong-count",
          expect=["returned int 0", "the number of hooks it removed"]),
     dict(exercise="find_registered_hooks", kind="wrong", why="named_parameters() of every module",
          clause="per-registration",
@@ -872,6 +934,7 @@ def find_registered_hooks(model):
                 found.append((pname, "post_accumulate_grad", hook))
     return found
 """,
+         mistake="09.find_registered_hooks.parameters-per-module",
          expect=["more often than they are registered", "once more for each module above it"]),
     dict(exercise="find_registered_hooks", kind="right", why="kinds made from the attribute names",
          source="""
@@ -900,6 +963,7 @@ def find_registered_hooks(model):
                         "        model(x).sum().backward()\n"
                         "    finally:\n"
                         "        layer._forward_hooks.clear()\n")),
+         mistake="09.grad_before_inplace_relu.removes-others-hooks",
          expect=["registered on the model before the call were gone", "only the hooks you registered"]),
     dict(exercise="grad_before_inplace_relu", kind="wrong", why="registers the tensor hook after the forward pass",
          clause="layer-output-grad",
@@ -912,6 +976,7 @@ def grad_before_inplace_relu(model, layer, x):
     score.backward()
     return grads[0]
 """,
+         mistake="09.grad_before_inplace_relu.gradient-after-relu",
          expect=["gradient at the output of the in-place relu", "inside a forward hook"]),
     dict(exercise="grad_before_inplace_relu", kind="right", why="a global forward hook, removed in finally",
          source=edited(reference("grad_before_inplace_relu"),
@@ -961,6 +1026,7 @@ def remove_all_hooks(model):
          clause="parameters",
          source=edited(reference("remove_all_hooks"),
                        ("                hooks.clear()", "                delattr(parameter, attribute)")),
+         mistake="09.remove_all_hooks.deletes-parameter-dicts",
          expect=["deletion of _backwards_hooks not allowed"]),
 
     dict(exercise="find_registered_hooks", kind="wrong", why="unwraps the load pre-hooks in their dict",
@@ -971,6 +1037,7 @@ def remove_all_hooks(model):
                         "        for key, hook in wrapped.items():\n"
                         '            wrapped[key] = getattr(hook, "hook", hook)  # store the learner\'s function itself\n'
                         "        for kind, attribute in module_dicts.items():\n")),
+         mistake="09.find_registered_hooks.changes-hooks",
          expect=["changed the hooks registered", "not remove, add or replace any"]),
 
     dict(exercise="find_registered_hooks", kind="wrong", why="skips parameters that do not require grad",
@@ -980,6 +1047,7 @@ def remove_all_hooks(model):
                         "    for name, parameter in model.named_parameters():\n"
                         "        if not parameter.requires_grad:\n"
                         "            continue  # a frozen parameter gets no gradient, so no gradient hook\n")),
+         mistake="09.find_registered_hooks.skips-frozen-parameters",
          expect=["frozen (requires_grad_(false)) after that hook was registered", "whether or not it requires grad"]),
     # ---- grad_before_inplace_relu: a layer at any depth, one pass, dtype, mode and x kept
     dict(exercise="grad_before_inplace_relu", kind="wrong", why="finds the ReLU as the next child of the model",
@@ -997,6 +1065,7 @@ def grad_before_inplace_relu(model, layer, x):
         relu.inplace = True
     return grads[0]
 ''',
+         mistake="09.grad_before_inplace_relu.assumes-layer-is-a-child",
          expect=["raised ValueError", "worked when layer was a direct child", "at any depth"]),
     dict(exercise="grad_before_inplace_relu", kind="wrong", why="a first pass under no_grad to learn the shape",
          clause="one-pass",
@@ -1020,6 +1089,7 @@ def grad_before_inplace_relu(model, layer, x):
         model(x).sum().backward()
     return result
 ''',
+         mistake="09.grad_before_inplace_relu.extra-forward-pass",
          expect=["ran the model 2 times", "expected exactly one"]),
     dict(exercise="grad_before_inplace_relu", kind="wrong", why="backward with create_graph=True",
          clause="no-create-graph",
@@ -1028,6 +1098,7 @@ def grad_before_inplace_relu(model, layer, x):
                         "        model(x).sum().backward()\n",
                         "    with layer.register_forward_hook(register_tensor_hook):\n"
                         "        model(x).sum().backward(create_graph=True)\n")),
+         mistake="09.grad_before_inplace_relu.create-graph-used",
          expect=["requires grad", "create_graph=True", "without create_graph"]),
     dict(exercise="grad_before_inplace_relu", kind="wrong", why="adds the gradient into a float32 zeros tensor",
          clause="tensor-dtype",
@@ -1044,6 +1115,7 @@ def grad_before_inplace_relu(model, layer, x):
                         "            grads[0] += grad\n"
                         "\n"
                         "        output.register_hook(add)")),
+         mistake="09.grad_before_inplace_relu.wrong-dtype",
          expect=["right values as float32", "float64 here", "shape and dtype"]),
     dict(exercise="grad_before_inplace_relu", kind="wrong", why="calls model.train() first",
          clause="mode-kept",
@@ -1053,6 +1125,7 @@ def grad_before_inplace_relu(model, layer, x):
                         '    """\n'
                         "    model.train()  # gradients are for training\n"
                         "    grads = []\n")),
+         mistake="09.grad_before_inplace_relu.changes-train-mode",
          expect=["train/eval mode changed", "it was eval", "model.train()"]),
     dict(exercise="grad_before_inplace_relu", kind="wrong", why="x.requires_grad_() on the caller's x",
          clause="x-unchanged",
@@ -1062,6 +1135,7 @@ def grad_before_inplace_relu(model, layer, x):
                         '    """\n'
                         "    x.requires_grad_()  # so that every module's backward runs\n"
                         "    grads = []\n")),
+         mistake="09.grad_before_inplace_relu.changes-input",
          expect=["caller's x was changed", "requires grad now", "x.clone().requires_grad_()"]),
     dict(exercise="grad_before_inplace_relu", kind="wrong", why="torch.autograd.grad for every parameter, .grad set by hand",
          clause="backward-once",
@@ -1078,6 +1152,7 @@ def grad_before_inplace_relu(model, layer, x):
                         "    parameters = list(model.parameters())\n"
                         "    for parameter, grad in zip(parameters, torch.autograd.grad(score, parameters)):\n"
                         "        parameter.grad = grad\n")),
+         mistake="09.grad_before_inplace_relu.differentiates-frozen-parameters",
          expect=["does not require grad"]),
     dict(exercise="grad_before_inplace_relu", kind="right", why="every ReLU off and back to its own value, full backward hook",
          source='''
@@ -1119,6 +1194,7 @@ def grad_before_inplace_relu(model, layer, x):
                         "for hook in hooks.values():\n"
                         "                yield name, kind, hook"),
                        ("\n    return found", "")),
+         mistake="09.find_registered_hooks.iterable-not-a-list",
          expect=["returned a generator, not a list", "is not [] even when it holds nothing"]),
     dict(exercise="remove_all_hooks", kind="wrong",
          why="model.apply over three dicts, as public debugging snippets do",
@@ -1137,6 +1213,7 @@ def remove_all_hooks(model):
     model.apply(remove_hooks)
     return removed[0]
 ''',
+         mistake="09.remove_all_hooks.hooks-still-fire",
          expect=["still in their dicts", "backward_pre", "post_accumulate_grad"]),
     dict(exercise="remove_all_hooks", kind="right", why="clears every dict whose name has hook in it, counts the *_hooks ones",
          source='''
@@ -1170,6 +1247,7 @@ def remove_all_hooks(model):
                         "REMOVED[0] += len(getattr(module, attribute))"),
                        ("removed += len(hooks)", "REMOVED[0] += len(hooks)"),
                        ("    return removed", "    return REMOVED[0]")),
+         mistake="09.remove_all_hooks.count-kept-between-calls",
          expect=["plus the 37 of the call before", "kept between calls", "count from 0 in each call"]),
 ]
 
@@ -1253,24 +1331,30 @@ ENTRIES += [
     dict(exercise="predict_checkpoint_recompute", kind="wrong", clause="order", why="no recomputation in backward",
          source=predicted("predict_checkpoint_recompute", _REENTRANT[:4] + ["grad:x"] + _NON_REENTRANT[:4]
                           + ["grad:x"]),
+         mistake="09.predict_checkpoint_recompute.no-recomputation",
          expect=["at index 4", "you predicted 'grad:x'", "'fwd:first' fires there",
                  "the forward hooks of its layers fire again during that recomputation"]),
     dict(exercise="predict_checkpoint_recompute", kind="wrong", clause="order", why="only the reentrant mode recomputes",
          source=predicted("predict_checkpoint_recompute", _REENTRANT + _NON_REENTRANT[:4] + ["grad:x"]),
+         mistake="09.predict_checkpoint_recompute.no-recomputation",
          expect=["at index 11", "in both modes"]),
     dict(exercise="predict_checkpoint_recompute", kind="wrong", clause="order", why="the whole block again in both modes",
          source=predicted("predict_checkpoint_recompute", _REENTRANT + _NON_REENTRANT[:5] + ["fwd:last", "grad:x"]),
+         mistake="09.predict_checkpoint_recompute.non-reentrant-recomputes-all",
          expect=["at index 12", "recomputation stops as soon as the last tensor that backward saved is recomputed"]),
     dict(exercise="predict_checkpoint_recompute", kind="wrong", clause="order", why="recomputation in reverse order",
          source=predicted("predict_checkpoint_recompute", _REENTRANT[:4] + ["fwd:last", "fwd:first", "grad:x"]
                           + _NON_REENTRANT),
+         mistake="09.predict_checkpoint_recompute.recomputes-in-reverse",
          expect=["at index 4", "it runs the block from its start, first before last"]),
     dict(exercise="predict_checkpoint_recompute", kind="wrong", clause="events", why="only the reentrant mode",
          source=predicted("predict_checkpoint_recompute", _REENTRANT),
+         mistake="09.predict_checkpoint_recompute.wrong-order",
          expect=["you predicted 7 events, but more fire", "'forward:non-reentrant' is next"]),
     dict(exercise="predict_checkpoint_recompute", kind="wrong", clause="names", why="a recompute event of its own",
          source=predicted("predict_checkpoint_recompute", _REENTRANT[:4] + ["recompute:first"] + _REENTRANT[4:]
                           + _NON_REENTRANT),
+         mistake="09.predict_checkpoint_recompute.unknown-event",
          expect=["'recompute:first' at index 4, which is not an event this code logs"]),
     dict(exercise="predict_checkpoint_recompute", kind="right", why="fwd, bwd and tensor spellings",
          source=predicted("predict_checkpoint_recompute", ["fwd:reentrant", "forward:first", "FWD:last", "bwd:reentrant",
@@ -1286,15 +1370,65 @@ ENTRIES += [
          source=predicted("predict_checkpoint_recompute", ["forward:reentrant", "backward:reentrant", "fwd:first",
                                                             "fwd:last", "grad:x", "forward:non-reentrant",
                                                             "backward:non-reentrant", "fwd:first", "grad:x"]),
+         mistake="09.predict_checkpoint_recompute.checkpoint-skips-hooks",
          expect=["at index 1", "you predicted 'backward:reentrant'",
                  "the checkpointed forward runs the block as usual"]),
     dict(exercise="predict_checkpoint_recompute", kind="wrong", clause="order", why="the reentrant mode stops early too",
          source=predicted("predict_checkpoint_recompute", _REENTRANT[:5] + _REENTRANT[6:] + _NON_REENTRANT),
+         mistake="09.predict_checkpoint_recompute.reentrant-stops-early",
          expect=["at index 5", "'fwd:last' fires there", "use_reentrant=true recomputes by running the whole block"]),
     dict(exercise="predict_checkpoint_recompute", kind="wrong", clause="events", why="the reentrant forward logged twice",
          source=predicted("predict_checkpoint_recompute", _REENTRANT[:1] + _REENTRANT + _NON_REENTRANT),
+         mistake="09.predict_checkpoint_recompute.event-repeated",
          expect=["at index 1", "the loop runs each mode once"]),
     dict(exercise="predict_checkpoint_recompute", kind="wrong", clause="names", why="non_reentrant with an underscore",
          source=predicted("predict_checkpoint_recompute", _REENTRANT + ["forward:non_reentrant"] + _NON_REENTRANT[1:]),
+         mistake="09.predict_checkpoint_recompute.unknown-event",
          expect=["'forward:non_reentrant' at index 7, which is not an event this code logs"]),
+]
+
+# Entries that name the mistakes no entry above makes (each one a diagnosis of the check's own).
+ENTRIES += [
+    dict(exercise="grad_before_inplace_relu", kind="wrong", clause="layer-output-grad",
+         why="the tensor hook on the model's output instead of the layer's",
+         source=edited(reference("grad_before_inplace_relu"),
+                       ("with layer.register_forward_hook(register_tensor_hook):",
+                        "with model.register_forward_hook(register_tensor_hook):")),
+         mistake="09.grad_before_inplace_relu.gradient-of-output",
+         expect=["returned all ones", "the gradient of the sum with respect to the model's output"]),
+    dict(exercise="grad_before_inplace_relu", kind="wrong", clause="backward-once",
+         why="zeroes every parameter's .grad before backward, the frozen ones too",
+         source=edited(reference("grad_before_inplace_relu"),
+                       ("        model(x).sum().backward()\n    return grads[0]",
+                        "        for parameter in model.parameters():\n"
+                        "            parameter.grad = parameter.detach() * 0\n"
+                        "        model(x).sum().backward()\n    return grads[0]")),
+         mistake="09.grad_before_inplace_relu.frozen-grad-written",
+         expect=["is frozen", "leaves its .grad none", "do not write .grad yourself"]),
+    dict(exercise="find_registered_hooks", kind="wrong", clause="returns-list", why="reports (name, hook) pairs",
+         source=edited(reference("find_registered_hooks"),
+                       ("found += [(name, kind, hook) for hook in getattr(module, attribute).values()]",
+                        "found += [(name, hook) for hook in getattr(module, attribute).values()]")),
+         mistake="09.find_registered_hooks.not-triples",
+         expect=["every item must be a triple (name, kind, hook)"]),
+    dict(exercise="find_registered_hooks", kind="wrong", clause="kinds", why="the attribute names as kinds",
+         source=edited(reference("find_registered_hooks"),
+                       ("found += [(name, kind, hook) for hook in getattr(module, attribute).values()]",
+                        "found += [(name, attribute, hook) for hook in getattr(module, attribute).values()]")),
+         mistake="09.find_registered_hooks.unknown-kind",
+         expect=["reported the kind(s) ['_", "the kinds are exactly"]),
+    dict(exercise="find_registered_hooks", kind="wrong", clause="per-registration",
+         why="a default list kept between calls",
+         source=edited(reference("find_registered_hooks"),
+                       ("def find_registered_hooks(model):", "def find_registered_hooks(model, found=[]):"),
+                       ("    found = []\n", "")),
+         mistake="09.find_registered_hooks.reports-unregistered-hooks",
+         expect=["that are not registered on the model", "did you report removed hooks"]),
+    dict(exercise="remove_all_hooks", kind="wrong", clause="parameters",
+         why="skips the parameters that do not require grad",
+         source=edited(reference("remove_all_hooks"),
+                       ("    for parameter in model.parameters():\n",
+                        "    for parameter in (p for p in model.parameters() if p.requires_grad):\n")),
+         mistake="09.remove_all_hooks.hooks-left",
+         expect=["the model still holds hooks", "heads.aux.bias"]),
 ]
