@@ -509,6 +509,16 @@ def _judge_sequence(grads, at_call, watch, said, tensors):
                  "gradients-out-of-order" if _reordered(grads, watch.grads) else "wrong-gradients")
 
 
+def _judge_kept(kept, said):
+    """What callback received in earlier passes is as it was then: a sequence reused in a later pass is not."""
+    for number, grads, at_call in kept:
+        if at_call is not None and (len(at_call) != len(grads) or any(a is not b for a, b in zip(at_call, grads))):
+            fail(f"{said}: the {type(grads).__name__} that callback received in pass {number} changed in a later "
+                 f"pass (its entries then: {_grads_text(at_call)}; now: {_grads_text(grads)}); expected it left as "
+                 "it was, since callback may keep it. Give callback a new list or tuple in each pass (e.g. "
+                 "tuple(buffer)), not one sequence that every pass fills again.", "sequence-changed-after-call")
+
+
 def _diagnose_unreached_entry(got, i, tensors, said):
     """Fail on entry `i`, `got`, where the pass does not reach tensor i and None was expected."""
     stale = tensors[i].grad if tensors[i].is_leaf else None
@@ -567,6 +577,7 @@ def check_call_when_all_grads_ready(call_when_all_grads_ready):
                      "h = tanh(2 * a)" if number == 0 else
                      f"call_when_all_grads_ready([{', '.join(names)}], callback) with two leaves")
         handle = _registered_callback(call_when_all_grads_ready, tensors, recorder, call_text)
+        kept = []  # (pass number, what callback received, its entries then): callback may keep them
         for count, (uses, loss) in enumerate(passes):
             watch.new_pass()
             recorder.calls.clear()
@@ -577,6 +588,8 @@ def check_call_when_all_grads_ready(call_when_all_grads_ready):
             reached = [name for name, g in zip(names, watch.grads) if g is not None]
             _judge_call(recorder, watch, f"{call_text}, then backward pass {count + 1}, whose loss uses {uses}",
                         reached, tensors)
+            kept += [(count + 1, args[0], at_call) for args, _, at_call in recorder.calls]
+            _judge_kept(kept, f"{call_text}, then backward pass {count + 1}")
         _judge_removed(handle, watch, recorder, passes[0][1], list(zip(names, tensors)), call_text)
 
 

@@ -1059,6 +1059,17 @@ def call_when_all_grads_ready(tensors, callback):
 ''',
          mistake="08.call_when_all_grads_ready.sequence-changed-after-call",
          expect=["changed after the call", "callback may keep it", "a new list or tuple in each pass"]),
+    dict(exercise="call_when_all_grads_ready", kind="wrong", why="one list filled again in every pass",
+         clause="kept",
+         source=edited(reference("call_when_all_grads_ready"),
+                       ("    return torch.autograd.graph.register_multi_grad_hook(tensors, callback)",
+                        "    shared = [None] * len(tensors)\n\n"
+                        "    def fill(grads):\n"
+                        "        shared[:] = grads\n"
+                        "        callback(shared)\n"
+                        "    return torch.autograd.graph.register_multi_grad_hook(tensors, fill)")),
+         mistake="08.call_when_all_grads_ready.sequence-changed-after-call",
+         expect=["changed in a later pass", "callback may keep it", "a new list or tuple in each pass"]),
     dict(exercise="call_when_all_grads_ready", kind="right",
          why="hands callback a tuple of its buffer, then resets the buffer",
          source='''
