@@ -888,7 +888,6 @@ NONFINITE_MISTAKES = {
     "sequence-items-missed": "looks only at tensor outputs, not at the tensors in a tuple or list output",
     "inputs-not-outputs": "judges each module by its inputs, in a pre-hook, not by its outputs",
     "class-name": "returns the module's class name, not its name in named_modules()",
-    "parent-of-culprit": "returns a parent of the culprit, which returns after it",
     "culprit-not-watched": "misses the culprit (only some classes of modules watched) and returns a later module",
     "model-forward-called": "calls model.forward(...), which skips the model's own hooks",
     "answer-kept-between-calls": "keeps the answer in a variable that outlives the call",
@@ -1017,10 +1016,12 @@ def _outputs_looked_at_diagnosis(got, answers, right):
 def _order_diagnosis(got, answers, right):
     """A module that returns after the culprit. (The first call to start with a non-finite output, when it is
     not the answer, is a parent of it that returns last of all: "last-not-first" names it, and says so.)"""
+    # A parent of the culprit gets here only where no other diagnosis took it first (the model itself, when its
+    # output is finite): an answer that fires too late, like "last-not-first", whose id it shares.
     if right is not None and got is not None and right.startswith(f"{got}.") or (got == "" and right):
-        return "parent-of-culprit", (" That is a parent of the culprit: a parent's output holds its children's NaN "
-                                     "too, but it returns after them. Keep the first output found, in the order "
-                                     "the forward hooks fire.")
+        return "last-not-first", (" That is a parent of the culprit: a parent's output holds its children's NaN "
+                                  "too, but it returns after them. Keep the first output found, in the order "
+                                  "the forward hooks fire.")
     if right is not None and got in answers["finish_order"] and \
             answers["finish_order"].index(got) > answers["finish_order"].index(right):
         return "culprit-not-watched", (

@@ -485,7 +485,9 @@ _NORM_MISTAKES = (
     (lambda value, expected, known: _near(value, expected ** 2), "squared-norm",
      ", the squared norm; expected the L2 norm {expected:.6g} (grad.norm(), the square root of the sum of "
      "squares)."),
-    (lambda value, expected, known: known["clipped"] is not None and _near(value, known["clipped"]), "clipped-norm",
+    # No submission can record a norm after the checker's clip_grad_norm_ (its hooks run in backward, and a recorded
+    # number does not change): a wrong norm that equals the clipped one is "wrong-norm", with this explanation.
+    (lambda value, expected, known: known["clipped"] is not None and _near(value, known["clipped"]), "wrong-norm",
      ", the norm after clip_grad_norm_ scaled .grad; expected the gradient backward computed, before clipping: "
      "{expected:.6g}."),
 )

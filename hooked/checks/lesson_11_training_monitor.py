@@ -100,7 +100,6 @@ _NORMS_MISTAKES = {
                         "gradient",
     "grad-before-update": "records the norm of .grad read inside the tensor hook, before it is updated",
     "squared-norm": "records the squared norm instead of the L2 norm",
-    "clipped-norm": "records the norm after clip_grad_norm_ instead of the gradient backward computed",
     "wrong-norm": "records a value that is not the L2 norm of the pass's gradient",
     "requires-grad-changed": "changes a parameter's requires_grad",
     "grad-changed": "changes a gradient or .grad (returns a value from the hook, or edits in place)",

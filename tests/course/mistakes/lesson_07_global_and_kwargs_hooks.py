@@ -408,6 +408,14 @@ def find_first_nonfinite(model, *inputs):
 ''',
          mistake="07.find_first_nonfinite.children-only",
          expect=["direct child of the model", "only model.children()", "every module of model.named_modules()"]),
+    dict(exercise="find_first_nonfinite", kind="wrong", clause="every-module",
+         why="watches only the model's direct children that have no children of their own (the layers, not the "
+             "containers): nothing inside 'body', where the culprit is, is watched",
+         source=edited(reference("find_first_nonfinite"),
+                       ("names = {module: name for name, module in model.named_modules()}",
+                        "names = {module: name for name, module in model.named_children() if not list(module.children())}")),
+         mistake="07.find_first_nonfinite.culprit-not-watched",
+         expect=["returns after the culprit", "it looks as if the culprit was not watched"]),
     dict(exercise="find_first_nonfinite", kind="right", why="per-module hooks, every call recorded",
          source='''
 import torch

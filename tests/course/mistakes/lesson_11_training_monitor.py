@@ -1530,4 +1530,48 @@ ENTRIES += [
                "            self.model.load_state_dict(self._saved)")],
              ["model(x) differs from the same model that never had a monitor"], "as-before",
              "11.TrainingMonitor.model-changed-after-remove"),
+    # A declared diagnosis that no entry above reaches: one entry each.
+    _stats("skips a module held under two names altogether, so as not to record it twice",
+           [("    for name, module in model.named_modules():\n"
+             "        if isinstance(module, tuple(layer_types)):",
+             "    every = [module for _, module in model.named_modules(remove_duplicate=False)]\n"
+             "    for name, module in model.named_modules():\n"
+             "        if isinstance(module, tuple(layer_types)) and every.count(module) == 1:")],
+           ["nothing was recorded for ['act']", "register a hook on every module"], "every-module",
+           mistake="11.record_activation_stats.modules-missing"),
+    _stats("keeps only the last 3 entries of each module (a bounded history), so a module called twice a pass "
+           "loses entries from the second pass on",
+           [("            })\n", "            })\n            del stats[name][:-3]\n")],
+           ["holds 3 entries", "called 4 time(s)", "one entry per call"], "entry-per-call",
+           mistake="11.record_activation_stats.calls-missed"),
+    _norms("gives a frozen parameter no hook, but the norm 0.0 on every backward pass (a full backward hook on the "
+           "model appends it)",
+           [("            handles.append(parameter.register_hook(make_hook(name)))\n",
+             "            handles.append(parameter.register_hook(make_hook(name)))\n"
+             "        else:\n"
+             "            handles.append(model.register_full_backward_hook(\n"
+             "                lambda module, grad_input, grad_output, name=name: norms.setdefault(name, []).append(0.0)))\n")],
+           ["records for ['0.bias']", "do not require grad"], "frozen",
+           mistake="11.track_grad_norms.frozen-recorded"),
+    _own("records for a frozen parameter the norm 0.0 on every backward pass (a full backward hook on the model)",
+         [("                self.handles.append(parameter.register_hook(lambda grad, name=name: self._gradient(name, grad)))\n",
+           "                self.handles.append(parameter.register_hook(lambda grad, name=name: self._gradient(name, grad)))\n"
+           "            else:\n"
+           "                self.handles.append(self.model.register_full_backward_hook(\n"
+           "                    lambda module, grad_input, grad_output, name=name:\n"
+           "                    self.grad_norms.setdefault(name, []).append(0.0)))\n")],
+         ["records for ['0.0.bias']", "do not require grad"], "norms", "11.TrainingMonitor.frozen-recorded"),
+    _own("records the outputs by wrapping each module's forward (module.forward = a wrapper), not by a forward "
+         "hook; remove() removes the tensor hooks and leaves the wrappers, which go on recording",
+         [("    def attach(self):\n",
+           "    def _wrapped(self, name, module, forward):\n"
+           "        def wrapper(*args, **kwargs):\n"
+           "            output = forward(*args, **kwargs)\n"
+           "            self._output(name, module, args, output)\n"
+           "            return output\n"
+           "        return wrapper\n\n"
+           "    def attach(self):\n"),
+          (_FORWARD_HOOK, "            module.forward = self._wrapped(name, module, module.forward)\n")],
+         ["a forward pass still added to monitor.activation_stats", "remove() must stop the recording"],
+         "remove-all", "11.TrainingMonitor.records-after-remove"),
 ]

@@ -216,6 +216,13 @@ ENTRIES = [
          source=edited(reference(_RECORD), ("    ddp_model.register_comm_hook(group, hook)", "    pass")),
          mistake="13.record_buckets.no-comm-hook",
          expect=["registered no comm hook"]),
+    dict(exercise=_RECORD, kind="wrong", why="one module-level list of records, put in each rank's store once",
+         clause="own-store",
+         source="RECORDS = []\n\n" + edited(reference(_RECORD), ('if not store or store[-1][-1]["is_last"]:\n'
+                                                                  '            store.append([])\n',
+                                                                  "if not store:\n            store.append(RECORDS)\n")),
+         mistake="13.record_buckets.store-shared-by-ranks",
+         expect=["twice as many records", "both ranks writing to one list"]),
     dict(exercise=_RECORD, kind="right", why="torch's allreduce_hook and a step counter in a closure",
          source="from torch.distributed.algorithms.ddp_comm_hooks import default_hooks\n\n\n"
                 "def record_buckets(ddp_model, store):\n"
@@ -289,6 +296,13 @@ ENTRIES = [
                                           "work.wait()\n    return sent")),
          mistake="13.topk_error_feedback_hook.returned-tensor",
          expect=["returned a tensor"]),
+    dict(exercise=_TOPK, kind="wrong", why="keeps the residual with the opposite sign, sent - corrected, and subtracts "
+                                           "it: the same steps, another tensor in state.residuals", clause="residual",
+         source=edited(reference(_TOPK), ("    corrected = buffer + residual\n", "    corrected = buffer - residual\n"),
+                       ("\n    state.residuals[bucket.index()] = corrected - sent",
+                        "\n    state.residuals[bucket.index()] = sent - corrected")),
+         mistake="13.topk_error_feedback_hook.wrong-residual",
+         expect=["state.residuals[", "corrected - sent of that bucket's last step"]),
     dict(exercise=_TOPK, kind="wrong", why="all-reduces corrected, not sent", clause="sum-sent",
          source=edited(reference(_TOPK), ("    sent.div_(state.process_group.size())\n"
                                           "    work = dist.all_reduce(sent, group=state.process_group, async_op=True)",
