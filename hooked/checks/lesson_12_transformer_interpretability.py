@@ -312,6 +312,8 @@ RUN_WITH_CACHE_MISTAKES = {
     "tuple-read-as-one-name": "takes a tuple of names for one name",
     "generator-read-twice": "reads a generator of names twice, so that nothing is left to register",
     "string-read-as-names": "takes a bare string for a list of names (its characters)",
+    "predicate-read-as-names": "takes a predicate for a list of names (iterates over the function)",
+    "last-position-logits": "returns the logits of the last position only",
 }
 
 RUN_WITH_HOOKS_MISTAKES = {
@@ -319,6 +321,7 @@ RUN_WITH_HOOKS_MISTAKES = {
     "tensor-truth-value": "writes `fn(output, name) or output`, asking a tensor for its truth value",
     "fn-called-with-hook-keyword": "calls fn(activation, hook=...) as TransformerLens does, not fn(activation, name)",
     "wrong-fn-arguments": "calls fn with other arguments than (activation, name)",
+    "pairs-read-as-dict": "reads fwd_hooks as a dict (fwd_hooks.items()), not a list of (name, fn) pairs",
     "late-binding": "makes hooks in a loop that read the loop's variables when they run: every hook uses the last pair",
     "wrong-fn-calls": "calls the pairs' functions another number of times, or with other names, than once each",
     "wrong-activation-passed": "passes fn something other than the hook point's activation",
@@ -346,6 +349,8 @@ ABLATE_HEADS_MISTAKES = {
     "batch-mean-for-zero": "replaces each head by its mean over the batch where kind='zero' asks for zeros",
     "mean-of-ablated-batch": "takes the mean over the batch being ablated, not over the reference run's cache",
     "mean-over-positions": "averages the reference run over the positions too",
+    "mean-over-everything": "averages the reference run over everything: one number per head",
+    "reference-sequence-for-mean": "takes one sequence of the reference run instead of its mean over the batch",
     "zero-for-mean": "zeroes the heads where kind='mean' asks for the reference run's mean",
     "kind-chosen-by-cache": "chooses the ablation by whether mean_cache is given, not by kind",
     "missing-cache-accepted": "does not raise ValueError for kind='mean' without a mean_cache",
@@ -369,6 +374,7 @@ PATCHING_TABLE_MISTAKES = {
     "all-names-at-once": "patches every name at once in each run",
     "feature-axis-patched": "indexes the feature axis instead of the position axis (activation[..., p])",
     "first-clean-sequence-copied": "copies the first clean sequence into every sequence of the batch",
+    "clean-batch-mean": "patches in the mean of the clean batch instead of each sequence's own value",
     "positions-skipped": "never patches some positions, leaving their column 0",
 }
 
@@ -382,7 +388,9 @@ ATTRIBUTION_TABLE_MISTAKES = {
     "sign-flipped": "takes R - C instead of C - R",
     "metric-left-out": "leaves M out: returns the change alone",
     "summed-over-positions": "sums over the positions too",
-    "real-patching": "patches for real instead of estimating",
+    "first-sequence-only": "sums over the first sequence of the batch only",
+    "activation-change-left-out": "sums the gradient alone, without the change C - R",
+    "activation-for-gradient": "multiplies C - R by the corrupted activation instead of the gradient",
     "position-off-by-one": "puts the estimate of position p + 1 or p - 1 in column p",
     "metric-of-clean-run": "takes M from the run on clean",
 }
@@ -427,7 +435,10 @@ def _check_cache(call_text, result, model, tokens, expected_names, in_place=Fals
     if not isinstance(cache, dict):
         fail(f"{call_text} returned {describe(cache)} as the cache; expected a dict, hook-point name -> activation.",
              "cache-not-a-dict")
-    _logits_check(logits, expected_logits, f"{call_text}, as its logits,")
+    _logits_check(logits, expected_logits, f"{call_text}, as its logits,", guesses=[
+        (lambda: expected_logits[:, -1], "last-position-logits", "That is the logits of the last position only: "
+         "return the logits of every position, as the model returned them."),
+    ])
     _check_cache_names(call_text, cache, expected_names, expected, dict(model.named_modules()))
     _check_cache_values(call_text, cache, expected_names, expected, in_place)
     _check_cache_copies(call_text, cache, expected_names, logits)
@@ -573,7 +584,7 @@ def _check_names_asked_for(run_with_cache, model, tokens, first_cache):
     for text, predicate in (("name.endswith('hook_pattern')", lambda name: name.endswith("hook_pattern")),
                             ("name.startswith('blocks.1')", lambda name: name.startswith("blocks.1"))):
         call = f"run_with_cache(model, tokens, names=lambda name: {text})"
-        _check_cache(call, _cached(run_with_cache, model, tokens, call, names=predicate), model, tokens,
+        _check_cache(call, _cached(run_with_cache, model, tokens, call, hints=_NOT_ITERABLE, names=predicate), model, tokens,
                      [name for name in all_names if predicate(name)])
 
 
@@ -606,6 +617,8 @@ def _check_own_hook_kept(run_with_cache, model, tokens):
     own.remove()
 
 
+_NOT_ITERABLE = (("object is not iterable", "predicate-read-as-names", "names may be a function: test callable(names) "
+                  "first, and cache the hook points for which names(name) returns True."),)
 _NOT_CALLABLE = (("object is not callable", "iterable-read-as-predicate", "names may be any iterable of names, a "
                   "tuple too: test callable(names) for a function, rather than isinstance(names, list)."),)
 _ONE_TUPLE = (lambda error: ("tuple-read-as-one-name", "names may be any iterable of names: a tuple holds several "
@@ -645,7 +658,10 @@ _TRUTH_VALUE = (("Boolean value of Tensor", "tensor-truth-value", "A tensor has 
                  "else new` (or return fn's result as it is: a forward hook that returns None keeps the output)."),
                 ("unexpected keyword argument 'hook'", "fn-called-with-hook-keyword", "Call fn(output, name), both "
                  "positional, the name a string: TransformerLens calls fn(activation, hook=hook_point) with the "
-                 "HookPoint, this exercise does not."),)
+                 "HookPoint, this exercise does not."),
+                ("object has no attribute 'items'", "pairs-read-as-dict", "fwd_hooks is a list of (name, fn) pairs, "
+                 "not a dict: loop over it, `for name, fn in fwd_hooks:` (a list may name one hook point twice, as a "
+                 "dict cannot)."),)
 
 
 def _own_hooks_on(model, fired):
@@ -899,7 +915,7 @@ def _zero_ablation_mistakes(model, tokens, heads, plain):
     ]
 
 
-def _mean_ablation_mistakes(model, tokens, heads, plain, mean_cache):
+def _mean_ablation_mistakes(model, tokens, heads, plain, mean_cache, reference_mean):
     """(logits, slug, words) of the known mistakes of kind='mean', each computed only when asked for."""
     return [
         (lambda: _ablated(model, tokens, heads, lambda layer, head, z: z[:, :, head].mean(dim=0)),
@@ -911,6 +927,18 @@ def _mean_ablation_mistakes(model, tokens, heads, plain, mean_cache):
         (lambda: _ablated(model, tokens, heads, lambda layer, head, z: 0), "zero-for-mean",
          "That is zero ablation; kind='mean' replaces each head by the reference run's mean."),
         (lambda: plain, "ablation-not-returned", "That is the model's output with no head ablated."),
+        (lambda: _ablated(model, tokens, [(layer, h) for layer in {layer for layer, _ in heads}
+                                          for h in range(_SMALL["n_heads"])], reference_mean),
+         "whole-layer-ablated", "You ablated every head of each layer named in heads; ablate only the (layer, head) "
+         "pairs given, and leave the other heads of the layer as they were."),
+        (lambda: _ablated(model, tokens, heads, lambda layer, head, z:
+                          mean_cache[f"blocks.{layer}.attn.hook_z"][-1, :, head]), "reference-sequence-for-mean",
+         "You took one sequence of the reference run (the last); use its mean over the batch, "
+         "mean_cache[name][:, :, head].mean(dim=0)."),
+        (lambda: _ablated(model, tokens, heads, lambda layer, head, z:
+                          mean_cache[f"blocks.{layer}.attn.hook_z"][:, :, head].mean()), "mean-over-everything",
+         "You averaged over everything, one number per head: keep one mean per position and feature, "
+         ".mean(dim=0) only."),
     ]
 
 
@@ -959,7 +987,7 @@ def _check_mean_ablation(ablate_heads, model, tokens, plain):
     logits = _ablate_call(ablate_heads, model, tokens, heads, "mean", mean_cache, call)
     _check_hooks(model, before, call)
     _logits_check(logits, _ablated(model, tokens, heads, reference_mean), call,
-                  guesses=_mean_ablation_mistakes(model, tokens, heads, plain, mean_cache))
+                  guesses=_mean_ablation_mistakes(model, tokens, heads, plain, mean_cache, reference_mean))
     call = f"ablate_heads(model, tokens, {heads}, kind='zero', mean_cache=cache of a reference run of 5 sequences)"
     logits = _ablate_call(ablate_heads, model, tokens, heads, "zero", mean_cache, call)
     _logits_check(logits, _ablated(model, tokens, heads, lambda layer, head, z: 0), call, guesses=[
@@ -991,6 +1019,10 @@ def _along_features(output, stored, q):  # q taken as an index of the last axis,
 
 def _first_clean_sequence(output, stored, q):  # the first clean sequence copied into every sequence
     output[:, q] = stored[0, q]
+
+
+def _clean_batch_mean(output, stored, q):  # the mean of the clean batch copied into every sequence
+    output[:, q] = stored[:, q].mean(dim=0)
 
 
 def _patched_table(model, source, target, metric, names, shift=0, patch=_at_position):
@@ -1119,6 +1151,9 @@ def _patching_mistakes(model, clean, corrupted, metric, names, expected):
         (lambda: _patched_table(model, clean, corrupted, metric, names, patch=_first_clean_sequence), "first-clean-sequence-copied",
          "You copied the first clean sequence into every sequence of the corrupted batch (clean_activation[0, p]): "
          "each sequence takes its own clean value, activation[:, p] = clean_activation[:, p]."),
+        (lambda: _patched_table(model, clean, corrupted, metric, names, patch=_clean_batch_mean), "clean-batch-mean",
+         "You patched in the mean of the clean batch (clean_activation[:, p].mean(dim=0)): each sequence takes its "
+         "own clean value, activation[:, p] = clean_activation[:, p]."),
     ]
 
 
@@ -1183,13 +1218,22 @@ def _gradients(model, tokens, metric, names):
     return ({name: outputs[name].detach() for name in names}, dict(zip(names, gradients)), value.item())
 
 
-def _estimate(model, clean, corrupted, metric, names, gradient_run="corrupted", sign=1, base=True, over="position"):
-    clean_acts, clean_grads, clean_value = _gradients(model, clean, metric, names)
+def _the_estimate_term(clean, corrupted, gradient):
+    return (clean - corrupted) * gradient
+
+
+def _estimate(model, clean, corrupted, metric, names, gradient_run="corrupted", sign=1, base=True, over="position",
+              term=_the_estimate_term, first_only=False):
+    """The check's attribution table. The other arguments give the tables of known mistakes: the gradient of
+    the clean run, R - C, no M, a sum over the positions too, another `term` of (C, R, G) than (C - R) * G,
+    the first sequence of the batch only."""
+    clean_acts, clean_grads, _ = _gradients(model, clean, metric, names)
     corrupted_acts, corrupted_grads, value = _gradients(model, corrupted, metric, names)
     grads = corrupted_grads if gradient_run == "corrupted" else clean_grads
     rows = []
     for name in names:
-        change = sign * (clean_acts[name] - corrupted_acts[name]) * grads[name]
+        change = sign * term(clean_acts[name], corrupted_acts[name], grads[name])
+        change = change[:1] if first_only else change
         per_position = change.transpose(0, 1).reshape(change.shape[1], -1).sum(dim=1)
         if over == "all":
             per_position = per_position.sum().expand_as(per_position)
@@ -1290,7 +1334,16 @@ def check_attribution_table(attribution_table):
              "metric of the run on `corrupted`.", "wrong-number-of-backwards")
     model.zero_grad()
     expected = _estimate(model, clean, corrupted, metric, names)
-    _check_table(table, expected, call, "M + sum((C - R) * G) at each name and position", guesses=[
+    _check_table(table, expected, call, "M + sum((C - R) * G) at each name and position",
+                 guesses=_attribution_mistakes(model, clean, corrupted, metric, names, expected))
+    _check_metric_raise(model, f"attribution_table(model, clean, corrupted, failing_metric, {names})",
+                        lambda failing: attribution_table(model, clean, corrupted, failing, names))
+
+
+def _attribution_mistakes(model, clean, corrupted, metric, names, expected):
+    """(table, slug, words) of the known mistakes of attribution_table, each computed only when asked for. (Real
+    patching is no guess here: it runs the model more than twice, which the check has refused already.)"""
+    return [
         (lambda: _estimate(model, clean, corrupted, metric, names, gradient_run="clean"), "gradient-of-clean-run",
          "You used the gradient of the clean run; G is the gradient of the corrupted run's metric, at the "
          "corrupted activations (the run being patched)."),
@@ -1300,8 +1353,6 @@ def check_attribution_table(attribution_table):
          "You left out M: the table estimates the patched run's metric, M + the change, not the change alone."),
         (lambda: _estimate(model, clean, corrupted, metric, names, over="all"), "summed-over-positions",
          "You summed over the positions too: keep one entry per position, summing over the batch and the features."),
-        (lambda: _patched_table(model, clean, corrupted, metric, names), "real-patching",
-         "That is real patching, not its first-order estimate."),
         (lambda: _shifted(expected, 1), "position-off-by-one",
          "Column p holds the estimate of position p + 1: positions are off by one."),
         (lambda: _shifted(expected, -1), "position-off-by-one",
@@ -1313,9 +1364,14 @@ def check_attribution_table(attribution_table):
          "The gradient at the earlier hook points is zero: a forward hook that returns a copy (output.detach()"
          ".requires_grad_(), or a clone of a detached tensor) cuts the graph there, so nothing flows back to the hook "
          "points before it. Read the gradient with output.register_hook(...) and return None from the forward hook."),
-    ])
-    _check_metric_raise(model, f"attribution_table(model, clean, corrupted, failing_metric, {names})",
-                        lambda failing: attribution_table(model, clean, corrupted, failing, names))
+        (lambda: _estimate(model, clean, corrupted, metric, names, first_only=True), "first-sequence-only",
+         "That is the estimate of the first sequence of the batch only: sum over the whole batch, and every feature."),
+        (lambda: _estimate(model, clean, corrupted, metric, names, term=lambda c, r, g: g), "activation-change-left-out",
+         "You summed the gradient alone: each term is the change a patch makes, C - R, times the gradient G."),
+        (lambda: _estimate(model, clean, corrupted, metric, names, term=lambda c, r, g: (c - r) * r),
+         "activation-for-gradient", "You multiplied C - R by the corrupted activation R; the estimate is "
+         "M + sum((C - R) * G), with G the gradient of the metric with respect to R."),
+    ]
 
 
 # ---------------------------------------------------------------- steer
