@@ -326,12 +326,10 @@ RUN_WITH_HOOKS_MISTAKES = {
     "wrong-fn-calls": "calls the pairs' functions another number of times, or with other names, than once each",
     "wrong-activation-passed": "passes fn something other than the hook point's activation",
     "replacement-ignored": "ignores what fn returns: the activations are not replaced",
-    "only-first-pair": "applies only the first pair's replacement",
     "reverse-order": "runs the functions of one hook point in the reverse order of the list",
     "one-fn-per-name": "keeps one function per hook point (a dict by name): only the last one runs",
     "first-fn-per-name-only": "runs only the first function of a hook point named twice",
     "none-restores-original": "takes None to mean the hook point's original value, not what the function was given",
-    "wrong-chain": "chains the functions of one hook point wrongly, in a way no diagnosis explains",
     "activation-detached": "passes fn a detached activation, or detaches the replacement: the gradient stops there",
     "own-hooks-disabled": "keeps the model's own hooks registered but stops them from running during the call",
     "forward-called-directly": "calls model.forward(tokens), which skips the hooks on the model itself",
@@ -413,8 +411,8 @@ STEER_MISTAKES = {
     "logits-without-graph": "turns gradients off inside the block",
     "removes-other-hooks": "removes hooks another block registered when its own block ends",
     "default-alpha-wrong": "does nothing with alpha left to its default (a default other than 1.0)",
-    "wrong-nested-sum": "nests blocks whose additions do not add up, in a way no diagnosis explains",
-    "wrong-after-inner-block": "leaves the outer block's steering wrong after an inner block ends",
+    "wrong-nested-steering": "nests blocks whose additions do not add up, inside the inner block or after it, in a "
+                             "way no diagnosis explains",
     "own-hooks-disabled": "stops the model's own hooks from running inside the block",
 }
 
@@ -721,7 +719,7 @@ def _check_same_hook_point(run_with_hooks, model, tokens, plain):
     call = f"run_with_hooks(model, tokens, [({point!r}, times_two), ({point!r}, plus_one)])"
     with calling(f"calling {call}"):
         logits = run_with_hooks(model, tokens, [(point, lambda a, name: 2 * a), (point, lambda a, name: a + 1)])
-    _logits_check(logits, replaced(lambda a: 2 * a + 1), call, wrong="wrong-chain", guesses=[
+    _logits_check(logits, replaced(lambda a: 2 * a + 1), call, guesses=[
         (lambda: replaced(lambda a: 2 * (a + 1)), "reverse-order",
          "The functions ran in the reverse order (2 * (a + 1)); run them in the list's order, each on what the one "
          "before returned (register the hooks in that order, without prepend=True)."),
@@ -734,7 +732,7 @@ def _check_same_hook_point(run_with_hooks, model, tokens, plain):
     call = f"run_with_hooks(model, tokens, [({point!r}, times_two), ({point!r}, keep)])"
     with calling_with_hints(f"calling {call}", _TRUTH_VALUE):
         logits = run_with_hooks(model, tokens, [(point, lambda a, name: 2 * a), (point, lambda a, name: None)])
-    _logits_check(logits, replaced(lambda a: 2 * a), call, wrong="wrong-chain", guesses=[
+    _logits_check(logits, replaced(lambda a: 2 * a), call, guesses=[
         (lambda: plain, "none-restores-original",
                         "keep returned None after times_two had replaced the activation: None keeps the activation "
                         "keep was given, times_two's replacement, not the hook point's original value. On None, keep "
@@ -816,9 +814,6 @@ def _check_three_pairs(run_with_hooks, model, tokens):
     _logits_check(logits, expected, call, guesses=[
         (lambda: plain, "replacement-ignored", "That is the model's output without the replacements: a forward "
                         "hook's return replaces the output, so return what fn returned (None keeps the activation)."),
-        (lambda: _activations(model, tokens, ["blocks.0.hook_resid_post"],
-                              replace={"blocks.0.hook_resid_post": lambda a: 2 * a})[0],
-         "only-first-pair", "Only the first replacement took effect."),
         (lambda: _activations(model, tokens, ["blocks.1.attn.hook_z"],
                               replace={"blocks.1.attn.hook_z": lambda a: a + 1})[0],
          "late-binding", "Only the last replacement took effect: a lambda made in a loop reads the loop's variables "
@@ -1523,7 +1518,7 @@ def _nested_blocks(steer, model, tokens, outer_name, name, vector, second):
 def _check_nested_blocks(steer, model, tokens, name, other, vector, second, references):
     """alpha defaults to 1.0; blocks nest, and their additions add up."""
     call, nested, outer_only = _nested_blocks(steer, model, tokens, other, name, vector, second)
-    _logits_check(nested, references["both"], call, wrong="wrong-nested-sum", guesses=[
+    _logits_check(nested, references["both"], call, wrong="wrong-nested-steering", guesses=[
         (lambda: references["without_alpha"], "removes-other-hooks",
          "Only the inner block's vector was added: a block must not remove hooks it did not register."),
         (lambda: references["outer_alone"], "default-alpha-wrong",
@@ -1531,7 +1526,7 @@ def _check_nested_blocks(steer, model, tokens, name, other, vector, second, refe
     ])
     _logits_check(outer_only, references["outer_alone"],
                   f"model(tokens) after the inner block, inside `with steer(model, {other!r}, second, 2.0):`",
-                  wrong="wrong-after-inner-block")
+                  wrong="wrong-nested-steering")
 
 
 def _check_nested_on_one_point(steer, model, tokens, name, vector, second, original, plain):
@@ -1542,10 +1537,10 @@ def _check_nested_on_one_point(steer, model, tokens, name, vector, second, origi
     own = model.hook_points()[name].register_forward_hook(lambda module, args, output: fired.append(1))
     before = _hook_ids(model)
     call, nested, outer_only = _nested_blocks(steer, model, tokens, name, name, vector, second)
-    _logits_check(nested, twice, call, wrong="wrong-nested-sum")
+    _logits_check(nested, twice, call, wrong="wrong-nested-steering")
     _logits_check(outer_only, outer_same,
                   f"model(tokens) after the inner block, inside `with steer(model, {name!r}, second, 2.0):` (both on "
-                  "the same hook point)", wrong="wrong-after-inner-block", guesses=[
+                  "the same hook point)", wrong="wrong-nested-steering", guesses=[
         (lambda: plain, "removes-other-hooks",
                         "The inner block's end removed the outer block's hook too: remove only the hook this block "
                         "registered, through its handle (not by clearing the hook point's _forward_hooks)."),
