@@ -88,7 +88,8 @@ def _check_hooks(model, before, call_text, when="", left="hooks-left"):
     if after - before:
         fail(f"After {call_text}{when}, hooks were still registered on {_where(after - before)}. Remove every hook "
              "you register before returning, also when the forward pass raises: register them in a `with` block "
-             "(a handle is a context manager; contextlib.ExitStack holds several), or remove them in a `finally:`.", left)
+             "(a handle is a context manager; contextlib.ExitStack holds several), or remove them in a `finally:`.",
+             left)
 
 
 def _own_hook(model, name):
@@ -308,7 +309,8 @@ RUN_WITH_CACHE_MISTAKES = {
     "wrong-activation": "stores a value at a name that is not the activation there, in a way no diagnosis explains",
     "cache-kept-between-calls": "keeps one cache dict between calls (module level or a default argument)",
     "own-hooks-disabled": "keeps the model's own hooks registered but stops them from running during the call",
-    "iterable-read-as-predicate": "takes a tuple or a generator of names for a predicate (tests isinstance(names, list))",
+    "iterable-read-as-predicate": "takes a tuple or a generator of names for a predicate (tests isinstance(names, "
+                                  "list))",
     "tuple-read-as-one-name": "takes a tuple of names for one name",
     "generator-read-twice": "reads a generator of names twice, so that nothing is left to register",
     "string-read-as-names": "takes a bare string for a list of names (its characters)",
@@ -582,7 +584,8 @@ def _check_names_asked_for(run_with_cache, model, tokens, first_cache):
     for text, predicate in (("name.endswith('hook_pattern')", lambda name: name.endswith("hook_pattern")),
                             ("name.startswith('blocks.1')", lambda name: name.startswith("blocks.1"))):
         call = f"run_with_cache(model, tokens, names=lambda name: {text})"
-        _check_cache(call, _cached(run_with_cache, model, tokens, call, hints=_NOT_ITERABLE, names=predicate), model, tokens,
+        result = _cached(run_with_cache, model, tokens, call, hints=_NOT_ITERABLE, names=predicate)
+        _check_cache(call, result, model, tokens,
                      [name for name in all_names if predicate(name)])
 
 
@@ -658,8 +661,8 @@ _TRUTH_VALUE = (("Boolean value of Tensor", "tensor-truth-value", "A tensor has 
                  "positional, the name a string: TransformerLens calls fn(activation, hook=hook_point) with the "
                  "HookPoint, this exercise does not."),
                 ("object has no attribute 'items'", "pairs-read-as-dict", "fwd_hooks is a list of (name, fn) pairs, "
-                 "not a dict: loop over it, `for name, fn in fwd_hooks:` (a list may name one hook point twice, as a "
-                 "dict cannot)."),)
+                 "not a dict: it has no .items(); unpack each pair as you loop over the list (a list may name one hook "
+                 "point twice, as a dict cannot)."),)
 
 
 def _own_hooks_on(model, fired):
@@ -1123,7 +1126,8 @@ def _patching_mistakes(model, clean, corrupted, metric, names, expected):
          "variable when it runs; make each patch in a function of its own, or bind name as a default argument)."),
         (lambda: _all_positions(model, clean, corrupted, metric, names), "all-positions-at-once",
          "Every column patches all the positions at once: patch one position, p, in each run."),
-        (lambda: _patched_table(model, clean, corrupted, metric, names, patch=_first_sequence_only), "first-sequence-only",
+        (lambda: _patched_table(model, clean, corrupted, metric, names, patch=_first_sequence_only),
+         "first-sequence-only",
          "You patched only the first sequence of the batch: patch activation[:, p], all of the batch."),
         (lambda: (expected - unpatched(corrupted)) / (unpatched(clean) - unpatched(corrupted)), "share-restored",
          "That is the share of the clean metric restored, (metric - corrupted) / (clean - corrupted), which the "
@@ -1143,7 +1147,8 @@ def _patching_mistakes(model, clean, corrupted, metric, names, expected):
         (lambda: _patched_table(model, clean, corrupted, metric, names, patch=_along_features), "feature-axis-patched",
          "You patched along the feature axis (activation[..., p]): the position is dimension 1, so position p is "
          "activation[:, p], all of the batch and every feature."),
-        (lambda: _patched_table(model, clean, corrupted, metric, names, patch=_first_clean_sequence), "first-clean-sequence-copied",
+        (lambda: _patched_table(model, clean, corrupted, metric, names, patch=_first_clean_sequence),
+         "first-clean-sequence-copied",
          "You copied the first clean sequence into every sequence of the corrupted batch (clean_activation[0, p]): "
          "each sequence takes its own clean value, activation[:, p] = clean_activation[:, p]."),
         (lambda: _patched_table(model, clean, corrupted, metric, names, patch=_clean_batch_mean), "clean-batch-mean",
@@ -1159,8 +1164,9 @@ def _never_patched(table, expected):
     empty = [p for p in range(expected.shape[1]) if not table[:, p].any() and expected[:, p].any()]
     filled = expected.clone()
     filled[:, empty] = 0
-    return [(lambda: filled, "positions-skipped", f"Column(s) {empty} hold 0: those positions were never patched. Patch every position p "
-                             "in range(seq), with seq = corrupted.shape[1].")] if empty else []
+    return [(lambda: filled, "positions-skipped",
+             f"Column(s) {empty} hold 0: those positions were never patched. Patch every position p "
+             "in range(seq), with seq = corrupted.shape[1].")] if empty else []
 
 
 @check_of("patching_table", mistakes=PATCHING_TABLE_MISTAKES)
@@ -1265,10 +1271,11 @@ def _estimate_cut(model, clean, corrupted, metric, names):
 def _no_gradient_hint(names):
     def hint(error):
         if isinstance(error, KeyError) and error.args and error.args[0] in names:
-            return ("graph-cut-at-hook", f"No gradient reached the activation at {error.args[0]!r}: its tensor hook never ran. A forward hook "
-                    "that returns a copy (output.detach().requires_grad_()) cuts the graph there, so nothing flows "
-                    "back to the hook points before it. Read the gradient with output.register_hook(...) and return "
-                    "None from the forward hook.")
+            return ("graph-cut-at-hook",
+                    f"No gradient reached the activation at {error.args[0]!r}: its tensor hook never ran. A forward "
+                    "hook that returns a copy (output.detach().requires_grad_()) cuts the graph there, so nothing "
+                    "flows back to the hook points before it. Read the gradient with output.register_hook(...) and "
+                    "return None from the forward hook.")
         return None
     return hint
 
@@ -1361,7 +1368,8 @@ def _attribution_mistakes(model, clean, corrupted, metric, names, expected):
          "points before it. Read the gradient with output.register_hook(...) and return None from the forward hook."),
         (lambda: _estimate(model, clean, corrupted, metric, names, first_only=True), "first-sequence-only",
          "That is the estimate of the first sequence of the batch only: sum over the whole batch, and every feature."),
-        (lambda: _estimate(model, clean, corrupted, metric, names, term=lambda c, r, g: g), "activation-change-left-out",
+        (lambda: _estimate(model, clean, corrupted, metric, names, term=lambda c, r, g: g),
+         "activation-change-left-out",
          "You summed the gradient alone: each term is the change a patch makes, C - R, times the gradient G."),
         (lambda: _estimate(model, clean, corrupted, metric, names, term=lambda c, r, g: (c - r) * r),
          "activation-for-gradient", "You multiplied C - R by the corrupted activation R; the estimate is "
@@ -1479,14 +1487,16 @@ def _check_one_block(steer, model, tokens, name, vector, original, references, b
         fail(f"{call} changed `vector` (it now holds {describe(vector)}, it held {describe(original)}): it scaled "
              "it in place. Compute alpha * vector as a new tensor.", "vector-changed")
     _logits_check(inside, expected, f"model(tokens) inside `with {call}:`", wrong="wrong-addition", guesses=[
-        (lambda: plain, "addition-not-returned", "That is the model's output without steering: return output + alpha * vector from the "
-                        "forward hook (its return replaces the activation)."),
+        (lambda: plain, "addition-not-returned",
+         "That is the model's output without steering: the forward hook's return replaces the activation, so give "
+         "back output + alpha * vector from it (a hook that returns None keeps the output)."),
         (lambda: references["without_alpha"], "alpha-ignored", "The vector was added without alpha."),
-        (lambda: references["last_only"], "last-position-only", "alpha * vector was added at the last position only; add it at every batch "
-                                          "element and position (output + alpha * vector broadcasts)."),
-        (lambda: references["first_only"], "first-sequence-only", "alpha * vector was added to the first sequence of the batch only; add it "
-                                           "at every batch element and position (output + alpha * vector "
-                                           "broadcasts)."),
+        (lambda: references["last_only"], "last-position-only",
+         "alpha * vector was added at the last position only; add it at every batch element and position "
+         "(output + alpha * vector broadcasts)."),
+        (lambda: references["first_only"], "first-sequence-only",
+         "alpha * vector was added to the first sequence of the batch only; add it at every batch element and "
+         "position (output + alpha * vector broadcasts)."),
     ])
     if not _close(again, expected):
         fail(f"Inside `with {call}:`, the second forward pass gave {describe(again)}, the first {describe(inside)}: "
