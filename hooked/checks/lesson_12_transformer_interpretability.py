@@ -145,7 +145,7 @@ def _check_key_error(model, call_text, call, unknown):
         fail(f"{call_text} raised KeyError, but only after it had registered {count} hook(s) (forward hooks, "
              f"pre-hooks or global hooks). Check every name first ({unknown!r} is not a hook point), and register "
              "hooks only when all names are known.", "registers-before-key-error")
-    _check_hooks(model, before, call_text, " (which raised KeyError)")
+    _check_hooks(model, before, call_text, " (which raised KeyError)", left="hooks-left-on-raise")
 
 
 def _call_expecting(call_text, call, error_type, expected, mistake):
@@ -884,7 +884,7 @@ def _check_value_error(model, call, call_it, first, why, mistake):
                                        f"{first}.", mistake)
     if not raised:
         fail(f"{call} returned {describe(returned)}; expected ValueError: {why}.", mistake)
-    _check_hooks(model, before, call, " (which raised ValueError)")
+    _check_hooks(model, before, call, " (which raised ValueError)", left="hooks-left-on-raise")
 
 
 def _zero_ablation_mistakes(model, tokens, heads, plain):

@@ -1340,7 +1340,7 @@ def ablate_heads(model, tokens, heads, kind="zero", mean_cache=None):
         handle.remove()
     return logits
 ''',
-         expect=["which raised valueerror", "still registered"], mistake="12.ablate_heads.hooks-left"),
+         expect=["which raised valueerror", "still registered"], mistake="12.ablate_heads.hooks-left-on-raise"),
     dict(exercise="ablate_heads", kind="right", why="torch.where on a head mask, one hook per pair",
          source='''
 import contextlib
