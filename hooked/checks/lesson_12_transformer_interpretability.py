@@ -667,8 +667,8 @@ _TRUTH_VALUE = (("Boolean value of Tensor", "tensor-truth-value", "A tensor has 
 
 def _own_hooks_on(model, fired):
     """Hooks of the model's own, registered before the call: on the model itself a forward pre-hook that
-    changes the tokens and a forward hook that shifts the logits, and on hook_embed a forward hook that
-    only records. `fired` records which ran. Returns their handles."""
+    changes the tokens and a forward hook that shifts the logits, and on hook_embed and on the hook point
+    the call names forward hooks that only record. `fired` records which ran. Returns their handles."""
     def shift_tokens(module, args):
         fired.append("forward pre-hook")
         return ((args[0] + 1) % _SMALL["vocab"],)
@@ -678,7 +678,12 @@ def _own_hooks_on(model, fired):
         return output + 1
 
     return [model.register_forward_pre_hook(shift_tokens), model.register_forward_hook(shift_logits),
-            model.hook_embed.register_forward_hook(lambda module, args, output: fired.append("hook_embed"))]
+            model.hook_embed.register_forward_hook(lambda module, args, output: fired.append("hook_embed")),
+            model.get_submodule(_OWN_HOOKED_POINT).register_forward_hook(
+                lambda module, args, output: fired.append(_OWN_HOOKED_POINT))]
+
+
+_OWN_HOOKED_POINT = "blocks.0.hook_resid_post"  # a hook point with a hook of the model's own, which the call names too
 
 
 def _check_own_hooks_run(run_with_hooks, model, tokens):
@@ -693,12 +698,13 @@ def _check_own_hooks_run(run_with_hooks, model, tokens):
         before = _hook_ids(model)
         call = "run_with_hooks(model, tokens, [('blocks.0.hook_resid_post', double)])"
         with calling(f"calling {call} on a model with hooks of its own: a forward pre-hook and a forward hook on the "
-                     "model itself, and a forward hook on hook_embed"):
+                     "model itself, and forward hooks on hook_embed and blocks.0.hook_resid_post"):
             logits = run_with_hooks(model, tokens, [("blocks.0.hook_resid_post", lambda a, name: 2 * a)])
         _check_hooks(model, before, call, " (on a model with hooks of its own)")
-        if "hook_embed" not in fired:
-            fail(f"{call} kept the model's own forward hook on hook_embed registered, but it did not run during the "
-                 "call. Leave the model's hooks alone.", "own-hooks-disabled")
+        for point in ("hook_embed", _OWN_HOOKED_POINT):
+            if point not in fired:
+                fail(f"{call} kept the model's own forward hook on {point} registered, but it did not run during "
+                     "the call. Leave the model's hooks alone.", "own-hooks-disabled")
         skipped = [kind for kind in ("forward pre-hook", "forward hook") if kind not in fired]
         if skipped:
             fail(f"{call} kept the hooks on the model itself registered, but its {' and its '.join(skipped)} did not "

@@ -334,6 +334,12 @@ def run_with_cache(model, tokens, names=None):
                         "        point._forward_hooks.clear()\n"
                         "    return logits")),
          expect=["removed hooks that were on the model before"], mistake="12.run_with_hooks.removed-own-hooks"),
+    dict(exercise="run_with_hooks", kind="wrong", clause="own-hooks", why="clears the named hook points' hooks first",
+         source=edited(reference("run_with_hooks"),
+                       ("    def hook_for(name, fn):",
+                        "    for name, _ in fwd_hooks:\n        points[name]._forward_hooks.clear()\n\n"
+                        "    def hook_for(name, fn):")),
+         expect=["removed hooks that were on the model before"], mistake="12.run_with_hooks.removed-own-hooks"),
     dict(exercise="run_with_hooks", kind="wrong", clause="own-hooks-run", why="puts the model's own hooks aside during the call",
          source=edited(reference("run_with_hooks"),
                        ("    with contextlib.ExitStack() as stack:\n",
