@@ -54,7 +54,7 @@ class Rule:
     after: tuple = ()
     before: tuple = ()
     repeated: bool = False
-    mistake: str = ""  # the slug of the named mistake a prediction that this rule explains makes
+    mistake: str = ""  # the slug of the named mistake a prediction that this rule explains makes (required)
 
     def applies(self, fired, predicted, earlier, later):
         """`earlier`: the events that fired before the divergence; `later`: those from it on."""
@@ -160,8 +160,11 @@ def rule_mistakes(prediction):
 
 
 def rule_slug(prediction, rule):
-    """The slug of the named mistake `rule` explains ("rule-N" until the rule names its own)."""
-    return rule.mistake or f"rule-{prediction.rules.index(rule) + 1}"
+    """The slug of the named mistake `rule` explains."""
+    if not rule.mistake:
+        raise ValueError(f"{prediction.exercise}: every Rule names its mistake (Rule(..., mistake='slug')): "
+                         f"{rule.text[:60]!r}")
+    return rule.mistake
 
 
 def divergence_message(prediction, predicted, written, log):

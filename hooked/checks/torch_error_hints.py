@@ -24,8 +24,6 @@ def hint_for(error, hints):
         else:
             text, slug, hint = entry
             found = (slug, hint) if text in str(error) else None
-        if isinstance(found, str):
-            found = (None, found)
         if found:
             return found
     return None

@@ -133,8 +133,8 @@ def test_an_empty_prediction_is_told_only_the_first_event(prediction):
 # The comparison itself, on a log written here (what a prediction's rules and messages do).
 TOY = EventPrediction(exercise="predict_toy", lesson="", code="", events=("pre:a", "fwd:a", "fwd:b"),
                       aliases=(("forward", "fwd"),),
-                      rules=(Rule("B's rule.", fired=("fwd:b",), predicted=("fwd:a",)),
-                             Rule("the log is shorter.", fired=(END,))),
+                      rules=(Rule("B's rule.", fired=("fwd:b",), predicted=("fwd:a",), mistake="b-rule"),
+                             Rule("the log is shorter.", fired=(END,), mistake="too-long")),
                       rule="the general rule.")
 LOG = ["pre:a", "fwd:a", "fwd:b"]
 
@@ -234,18 +234,21 @@ def test_a_try_is_a_prediction_however_it_is_spelled_and_a_value_that_is_none_is
 
 def test_a_divergence_names_the_mistake_of_the_rule_that_explains_it():
     toy = dataclasses.replace(TOY, rules=(Rule("any fwd:b.", fired=("fwd:b",), mistake="b-comes-early"),
-                                          Rule("any pre:a.", fired=("pre:a",))))
-    assert divergence_message(toy, ["fwd:a"], ["fwd:a"], LOG)[1] == "rule-2"  # no slug of its own yet
+                                          Rule("any pre:a.", fired=("pre:a",), mistake="a-comes-late")))
+    assert divergence_message(toy, ["fwd:a"], ["fwd:a"], LOG)[1] == "a-comes-late"
     assert divergence_message(toy, ["pre:a", "fwd:a", "x"], ["pre:a", "fwd:a", "x"], LOG)[1] == "b-comes-early"
     assert divergence_message(toy, ["pre:a", "fwd:a", "fwd:b", "x"], ["pre:a", "fwd:a", "fwd:b", "x"], LOG)[1] \
         == "wrong-order"  # no rule applies: the general rule's
+    with pytest.raises(ValueError, match="every Rule names its mistake"):
+        divergence_message(dataclasses.replace(toy, rules=(Rule("unnamed.", fired=("pre:a",)),)), ["fwd:a"], ["fwd:a"], LOG)
 
 
 def test_a_rule_can_ask_what_fired_before_it_and_whether_the_predicted_event_fires_again():
     toy = dataclasses.replace(TOY, rules=(
-        Rule("a repeat.", repeated=True),
-        Rule("after fwd:a, before a first fwd:b.", fired=("fwd:b",), after=("fwd:a",), before=("fwd:b",)),
-        Rule("any fwd:b.", fired=("fwd:b",))))
+        Rule("a repeat.", repeated=True, mistake="repeat"),
+        Rule("after fwd:a, before a first fwd:b.", fired=("fwd:b",), after=("fwd:a",), before=("fwd:b",),
+             mistake="early-b"),
+        Rule("any fwd:b.", fired=("fwd:b",), mistake="any-b")))
 
     def rule(predicted, log):
         return divergence_message(toy, predicted, predicted, log)[0].split("The rule: ")[1]
