@@ -134,7 +134,8 @@ def _as_event_names(prediction, returned):
     if not isinstance(returned, (list, tuple)):
         kind = type(returned).__name__
         why = " (a set has no order)" if isinstance(returned, (set, frozenset)) else ""
-        fail(f"{call} returned a {kind}{why}; return a list (or a tuple) of event names, in the order they fire.", "not-a-list")
+        article = "an" if kind[:1] in "aeiou" else "a"
+        fail(f"{call} returned {article} {kind}{why}; return a list (or a tuple) of event names, in the order they fire.", "not-a-list")
     names = []
     for index, item in enumerate(returned):
         if not isinstance(item, str):

@@ -1678,3 +1678,24 @@ ENTRIES += [
          mistake="08.HalfPrecisionSaver.wrong-count",
          expect=["bytes_saved is", "saves numel * (element_size - 2) bytes"]),
 ]
+
+# Every prediction exercise's own mistakes of form: no list, a string, another type, items that are no events.
+ENTRIES += [
+    dict(exercise="predict_leaf_backward_order", kind="wrong", clause="events", why="a missing return",
+         source="def predict_leaf_backward_order():\n    events = ['tensor:h', 'tensor:w', 'node-pre:w', 'grad:w', 'post:w', 'node:w']\n",
+         mistake="08.predict_leaf_backward_order.returned-none", expect=["returned None", "is the `return` missing?"]),
+    dict(exercise="predict_leaf_backward_order", kind="wrong", clause="events", why="the events joined into one string",
+         source=predicted("predict_leaf_backward_order", "tensor:h, tensor:w, node-pre:w, grad:w, post:w, node:w"),
+         mistake="08.predict_leaf_backward_order.returned-string", expect=["returned a string", "not the events joined"]),
+    dict(exercise="predict_leaf_backward_order", kind="wrong", clause="events", why="the number of events",
+         source=predicted("predict_leaf_backward_order", 6),
+         mistake="08.predict_leaf_backward_order.not-a-list", expect=["returned an int", "return a list (or a tuple)"]),
+    dict(exercise="predict_leaf_backward_order", kind="wrong", clause="names", why="event numbers instead of names",
+         source=predicted("predict_leaf_backward_order", [0, 1, 2]),
+         mistake="08.predict_leaf_backward_order.not-event-names", expect=["item 0 is int 0", "not an event name"]),
+]
+ENTRIES += [
+    dict(exercise="predict_leaf_backward_order", kind="wrong", clause="order", why="the node hook left out",
+         source=predicted("predict_leaf_backward_order", _LEAF[:-1]),
+         mistake="08.predict_leaf_backward_order.wrong-order", expect=["at index 5", "'node:w' is next"]),
+]

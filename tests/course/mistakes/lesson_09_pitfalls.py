@@ -1432,3 +1432,19 @@ ENTRIES += [
          mistake="09.remove_all_hooks.hooks-left",
          expect=["the model still holds hooks", "heads.aux.bias"]),
 ]
+
+# Every prediction exercise's own mistakes of form: no list, a string, another type, items that are no events.
+ENTRIES += [
+    dict(exercise="predict_checkpoint_recompute", kind="wrong", clause="events", why="a missing return",
+         source="def predict_checkpoint_recompute():\n    events = ['forward:reentrant', 'fwd:first', 'fwd:last']\n",
+         mistake="09.predict_checkpoint_recompute.returned-none", expect=["returned None", "is the `return` missing?"]),
+    dict(exercise="predict_checkpoint_recompute", kind="wrong", clause="events", why="the events joined into one string",
+         source=predicted("predict_checkpoint_recompute", "forward:reentrant, fwd:first, fwd:last"),
+         mistake="09.predict_checkpoint_recompute.returned-string", expect=["returned a string", "not the events joined"]),
+    dict(exercise="predict_checkpoint_recompute", kind="wrong", clause="events", why="the number of events",
+         source=predicted("predict_checkpoint_recompute", 6),
+         mistake="09.predict_checkpoint_recompute.not-a-list", expect=["returned an int", "return a list (or a tuple)"]),
+    dict(exercise="predict_checkpoint_recompute", kind="wrong", clause="names", why="event numbers instead of names",
+         source=predicted("predict_checkpoint_recompute", [0, 1, 2]),
+         mistake="09.predict_checkpoint_recompute.not-event-names", expect=["item 0 is int 0", "not an event name"]),
+]
