@@ -358,7 +358,7 @@ def _figure_alts(page):
 
 def _figures(html, alts):
     """Each figure: its alt text, its width and height (the page does not jump while it loads),
-    and a smaller PNG."""
+    a smaller PNG, and a button around it that shows it at full size."""
     figures = _FIGURE.findall(html)
     if len(figures) != len(alts):
         raise PluginError(f"{len(figures)} figures on the page but {len(alts)} in the notebook")
@@ -367,8 +367,10 @@ def _figures(html, alts):
     def figure(match):
         attributes, data = match.groups()
         width, height = Image.open(io.BytesIO(base64.b64decode(data))).size
-        return (f'<img alt="{escape(next(alts), quote=True)}"{attributes} width="{width}" height="{height}" '
-                f'src="data:image/png;base64,{_smaller_png(data)}"/>')
+        # the figure fits the column; its button shows it at full size (docs/javascripts/hooked.js)
+        return (f'<button type="button" class="hooked-zoom" aria-pressed="false" title="Full size">'
+                f'<img alt="{escape(next(alts), quote=True)}"{attributes} width="{width}" height="{height}" '
+                f'src="data:image/png;base64,{_smaller_png(data)}"/></button>')
 
     return _FIGURE.sub(figure, html)
 

@@ -1,6 +1,6 @@
 """The site on a 390 px phone: no prompt column, code scrolls sideways, text outputs wrap at
-spaces (never inside a word), figures keep their size (and scroll), cheat-sheet signatures
-are unbroken."""
+spaces (never inside a word), figures fit the column (a button shows one at full size),
+cheat-sheet signatures are unbroken."""
 
 import pytest
 
@@ -48,10 +48,6 @@ def test_a_notebook_page_on_a_phone(open_tab, path):
     assert indent < 16, f"the code starts {indent} px into its cell"
     for selector in (".highlight-ipynb pre", ".jp-OutputArea-output pre"):
         assert page.evaluate(BROKEN_WORDS, selector) == [], selector
-    figures = page.locator(".jp-OutputArea-output img")
-    for index in range(figures.count()):  # a figure keeps its size; its frame scrolls
-        width, natural = figures.nth(index).evaluate("img => [img.getBoundingClientRect().width, img.naturalWidth]")
-        assert width == natural, f"figure {index} is shown {width} px wide, not {natural}"
     wraps = page.evaluate("""() => Array.from(document.querySelectorAll('.jp-OutputArea-output pre')).some(pre => {
         const wrapped = pre.getBoundingClientRect().height;
         pre.style.whiteSpace = 'pre'; pre.style.overflowX = 'visible';
@@ -91,4 +87,29 @@ def test_text_outputs_wrap_on_a_phone(open_tab, path):
     wide, count = page.evaluate(WIDE_OUTPUTS), page.locator(".jp-OutputArea-output pre").count()
     assert wide == [], f"{len(wide)} of {count} text outputs scroll sideways: {wide[:4]}"
     assert page.evaluate(BROKEN_WORDS, ".jp-OutputArea-output pre") == []
+    tab.check()
+
+
+@pytest.mark.parametrize("path", ["lessons/06_cnn_activations/", "solutions/06_cnn_activations/"])
+def test_figures_fit_the_column_on_a_phone(open_tab, path):
+    """Each figure is as wide as its column at most (lesson 06's feature maps were 473 px, cut),
+    keeps its alt text, and its button shows it at full size and back."""
+    tab = open_tab(**PHONE)
+    page = tab.open(path)
+    figures = page.locator(".jp-OutputArea-output img")
+    assert figures.count() > 0
+    for index in range(figures.count()):
+        width, column, alt = figures.nth(index).evaluate("""img => [img.getBoundingClientRect().width,
+            img.closest('.jp-OutputArea-output').clientWidth, img.alt]""")
+        assert width <= column, f"figure {index} is {width} px wide in a {column} px column"
+        assert alt and "No description" not in alt
+    wide = page.locator(".hooked-zoom").first
+    natural = wide.evaluate("button => button.querySelector('img').naturalWidth")
+    wide.focus()
+    page.keyboard.press("Enter")
+    assert wide.get_attribute("aria-pressed") == "true"
+    assert wide.evaluate("button => button.querySelector('img').getBoundingClientRect().width") == natural
+    page.keyboard.press("Enter")
+    assert wide.get_attribute("aria-pressed") == "false"
+    assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
     tab.check()
