@@ -277,6 +277,7 @@ def on_page_content(html, page, config, files):
         html = _without_plain_tokens(html, [css] + [match.group(1) for match in _STYLE.finditer(html)] + extra)
         html = _FOCUSABLE_SCROLL.sub(r'\1 tabindex="0"\2', html)
         html = _FOCUSABLE_MARKDOWN_CODE.sub(r'\1 tabindex="0"\2', html)
+        html = html.replace(_CELL_TAB_STOP, _CELL_TAB_STOP.replace(' tabindex="0"', ""))
         html = _NOT_SEARCHED.sub(r"\1 data-search-exclude", html)
         html = _EXERCISE_ID.sub(r'\1\2"', html)
         page.toc = get_toc(_toc_tokens(html))
@@ -294,6 +295,9 @@ _EXERCISE_ID = re.compile(rf'(id="|href="#)(exercise-\d+-[\w-]+?)-(?:{"|".join(D
 _FOCUSABLE_SCROLL = re.compile(r'(<div class="highlight-ipynb hl-python")(>)')
 # So does a code block in a markdown cell (lesson 13's torchrun commands are wider than a phone).
 _FOCUSABLE_MARKDOWN_CODE = re.compile(r'(<div class="highlight"><pre)(>)')
+# nbconvert makes each cell's input a tab stop: a markdown cell is text, and a code cell's code
+# region is its own tab stop (above); nothing there for a keyboard to do.
+_CELL_TAB_STOP = '<div class="jp-Cell-inputWrapper" tabindex="0">'
 # Search finds the lessons' text, not their code (shown, and again for the copy button), prompts
 # and outputs: they were 0.3 MB of its 0.97 MB. Material's search skips a marked element only up
 # to the first end tag of its name inside it (it tells elements apart by tag), so the marks go
