@@ -23,6 +23,7 @@ import concurrent.futures
 import functools
 import hashlib
 import importlib.util
+import inspect
 import io
 import itertools
 import logging
@@ -135,12 +136,14 @@ def execute_all(texts):
     on all cores (mkdocs-jupyter would run them one after another). Each kernel starts in a
     temporary folder of its own kind (lessons/ or solutions/), not in the repository, so a
     learner's files there play no part. A cell that raises stops the build. Results are cached
-    by the page's text, the course package's code and FIGURE_TEXT, unless HOOKED_SITE_CACHE=false.
+    by the page's text, the course package's code, FIGURE_TEXT and joined_streams, unless
+    HOOKED_SITE_CACHE=false.
     Returns {(folder, name): the executed notebook's path}."""
     use_cache = os.environ.get("HOOKED_SITE_CACHE", "true").lower() not in ("false", "0", "no")
     machinery = hashlib.sha256()
     for path in sorted((ROOT / "hooked").rglob("*.py")) + [FIGURE_TEXT]:
         machinery.update(path.read_bytes())
+    machinery.update(inspect.getsource(joined_streams).encode())  # it shapes what is cached
     keys = {page: hashlib.sha256(machinery.digest() + text.encode("utf-8")).hexdigest() for page, text in texts.items()}
     targets = {(folder, name): EXECUTED_DIR / folder / f"{name}.ipynb" for folder, name in texts}
     todo = [page for page in texts if not (use_cache and _cached_key(targets[page]) == keys[page])]
@@ -189,8 +192,26 @@ def execute(text, folder, label):
         client.execute()
     except nbclient.exceptions.CellExecutionError as error:
         raise PluginError(f"{label}: a cell raised while the site was built:\n{error}") from None
+    for cell in notebook.cells:
+        if cell.cell_type == "code":
+            cell.outputs = joined_streams(cell.outputs)
     _describe_figures(notebook)
     return notebook
+
+
+def joined_streams(outputs):
+    """A cell's outputs as JupyterLab shows them: a stream's consecutive pieces joined, and no
+    piece of blank text. The kernel sends what a cell prints as its timer flushes it, so the same
+    print() came as one output or two ("⏳ ... your code." then "\n") as the machine was busy,
+    and the second was an empty frame on the page, a tab stop with nothing in it."""
+    joined = []
+    for output in outputs:
+        if (output.output_type == "stream" and joined and joined[-1].output_type == "stream"
+                and joined[-1].name == output.name):
+            joined[-1] = nbformat.from_dict({**joined[-1], "text": joined[-1].text + output.text})
+        else:
+            joined.append(output)
+    return [output for output in joined if output.output_type != "stream" or output.text.strip()]
 
 
 FIGURE_TEXT = ROOT / "website" / "figure_text.py"  # run in each kernel: a figure's text names what it shows

@@ -74,3 +74,30 @@ def test_the_closed_side_menu_is_out_of_the_tab_order_on_a_phone(open_tab):
     page.wait_for_timeout(300)
     assert link.evaluate("a => a.getBoundingClientRect().left >= 0")
     tab.check()
+
+
+# A notebook's elements made tab stops (code regions, outputs, copy buttons) with nothing in
+# them or no size: a keyboard user can do nothing there. (Its links, which show only while
+# focused, are the tab-through's.)
+EMPTY_STOPS = """() => Array.from(document.querySelectorAll('.jupyter-wrapper [tabindex]:not([tabindex^="-"])'))
+    .filter(stop => {
+        const box = stop.getBoundingClientRect();
+        return box.width === 0 || box.height === 0 || (!stop.textContent.trim() && !stop.querySelector('img, svg'));
+    })
+    .map(stop => stop.tagName.toLowerCase() + '.' + String(stop.className).trim().split(/\\s+/).join('.')
+                 + ' after "' + (stop.parentElement.previousElementSibling || stop.parentElement).textContent.trim().slice(-40) + '"')"""
+
+
+@pytest.mark.parametrize("folder", ["lessons", "solutions"])
+def test_no_notebook_tab_stop_is_empty(open_tab, folder):
+    """An output with nothing in it was a tab stop of no size, off the screen when focused
+    (nbconvert makes every output a tab stop, so that it can scroll): lesson 01's "check" cell
+    printed its feedback as two outputs, the second a bare newline, when the build was busy."""
+    tab = open_tab(width=390, height=844)
+    empty = []
+    for name in lesson_names():
+        page = tab.open(f"{folder}/{name}/")
+        assert page.locator(".jupyter-wrapper .jp-OutputArea-output[tabindex='0']").count() > 0
+        empty += [f"{name}: {stop}" for stop in page.evaluate(EMPTY_STOPS)]
+    assert empty == [], f"{len(empty)} empty tab stops:\n" + "\n".join(empty)
+    tab.check()
