@@ -304,7 +304,21 @@ def on_page_content(html, page, config, files):
         page.toc = get_toc(_toc_tokens(html))
         if notebook_page(page)[0] == "solutions":
             page.meta["search"] = {"exclude": True}  # search finds the lesson, not its answers
+    else:
+        html = _TABLE.sub(lambda table: _TABLE_CODE.sub(_breakable, table.group(0)), html)
     return html
+
+
+# In a table's narrow columns (the home page's lessons, the cheat sheet), an identifier breaks
+# after a "." or "_" (a <wbr>) and nowhere else (docs/stylesheets/hooked.css): the browser broke
+# them anywhere, "Tensor.regi|ster_hook". Inline code holds escaped text only.
+_TABLE = re.compile(r"<table>.*?</table>", re.DOTALL)
+_TABLE_CODE = re.compile(r"(<code>)([^<]*)(</code>)")
+_BREAK_AFTER = re.compile(r"(?<=[A-Za-z0-9)\]])([._])(?=[A-Za-z0-9])")  # not inside "__init__"
+
+
+def _breakable(match):
+    return match.group(1) + _BREAK_AFTER.sub(r"\1<wbr>", match.group(2)) + match.group(3)
 
 
 # An exercise's heading ends with its level and time ("Exercise 1: `double_grad` · easy · about 5
