@@ -195,7 +195,7 @@ def execute(text, folder, label):
     for cell in notebook.cells:
         if cell.cell_type == "code":
             cell.outputs = joined_streams(cell.outputs)
-    _describe_figures(notebook)
+    _describe_figures(notebook, label)
     return notebook
 
 
@@ -217,10 +217,11 @@ def joined_streams(outputs):
 FIGURE_TEXT = ROOT / "website" / "figure_text.py"  # run in each kernel: a figure's text names what it shows
 
 
-def _describe_figures(notebook):
+def _describe_figures(notebook, label):
     """Give each figure of the executed notebook its alt text, in the output's metadata
     ("hooked_alt"): what website/figure_text.py made its plain text (its titles and axis labels),
-    or, for a figure without any, the heading of the section it is in."""
+    or, for a figure without any, the heading of the section it is in. A figure with nothing
+    drawn in it stops the build (`label` names the notebook)."""
     heading = "this lesson"
     for cell in notebook.cells:
         if cell.cell_type == "markdown":
@@ -231,6 +232,9 @@ def _describe_figures(notebook):
             if "image/png" in output.get("data", {}):
                 text = output["data"].get("text/plain", "")
                 text = "".join(text) if isinstance(text, list) else text
+                if text.startswith("Nothing drawn: "):
+                    raise PluginError(f"{label}: a figure with nothing drawn in it, in the section “{heading}” "
+                                      f"({text}): make it once what it shows is computed")
                 alt = text[len("Figure: "):] if text.startswith("Figure: ") else f"A figure in the section “{heading}”"
                 output.setdefault("metadata", {})["hooked_alt"] = alt
 

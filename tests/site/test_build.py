@@ -122,3 +122,18 @@ def test_executed_notebooks_hold_no_blank_or_split_output(hooks, tmp_path):
                              "sys.stdout.write('a'); sys.stdout.flush(); _ = sys.stdout.write('b\\n')\n",
                              tmp_path, "split.py")
     assert [(o.name, o.text) for o in notebook.cells[0].outputs] == [("stdout", "feedback\n\nab\n")]
+
+
+def test_a_figure_with_nothing_drawn_stops_the_build(hooks, tmp_path):
+    """Lesson 12 made its last chart before calling the learner's attribution_table: on the
+    learner's page, blank axes with a generic alt text. A figure is made once it has data."""
+    made_first = ("# %%\nimport matplotlib.pyplot as plt\nfig, ax = plt.subplots()\nax.set_title('Patching')\n"
+                  "ax.set_xlabel('share')\nplt.show()\n")
+    with pytest.raises(hooks.PluginError) as raised:
+        hooks.execute(made_first, tmp_path, "empty.py")
+    assert "empty.py: a figure with nothing drawn in it" in str(raised.value)
+    assert "Patching (x: share)" in str(raised.value)
+    drawn = hooks.execute(made_first.replace("ax.set_title", "ax.scatter([0, 1], [1, 0])\nax.set_title"),
+                          tmp_path, "drawn.py")
+    figure = next(o for o in drawn.cells[0].outputs if "image/png" in o.get("data", {}))
+    assert figure["metadata"]["hooked_alt"] == "Patching (x: share)"
