@@ -314,15 +314,16 @@ def on_page_content(html, page, config, files):
 
 
 # In a table's narrow columns (the home page's lessons, the cheat sheet), an identifier breaks
-# after a "." or "_" (a <wbr>) and nowhere else (docs/stylesheets/hooked.css): the browser broke
-# them anywhere, "Tensor.regi|ster_hook". Inline code holds escaped text only.
+# after a "." or "_" (a <wbr>) and nowhere else (its class, docs/stylesheets/hooked.css): the
+# browser broke them anywhere, "Tensor.regi|ster_hook". Inline code holds escaped text only.
+# (The notebooks' few tables keep Material's breaking, which keeps them in their column.)
 _TABLE = re.compile(r"<table>.*?</table>", re.DOTALL)
 _TABLE_CODE = re.compile(r"(<code>)([^<]*)(</code>)")
 _BREAK_AFTER = re.compile(r"(?<=[A-Za-z0-9)\]])([._])(?=[A-Za-z0-9])")  # not inside "__init__"
 
 
 def _breakable(match):
-    return match.group(1) + _BREAK_AFTER.sub(r"\1<wbr>", match.group(2)) + match.group(3)
+    return '<code class="hooked-wbr">' + _BREAK_AFTER.sub(r"\1<wbr>", match.group(2)) + match.group(3)
 
 
 # An exercise's heading ends with its level and time ("Exercise 1: `double_grad` · easy · about 5
