@@ -1045,7 +1045,6 @@ corrupted_before = clean_prompt.clone()
 corrupted_before[0, [6, 14]] = other
 
 with try_it():
-    fig, ax = plt.subplots(figsize=(4.4, 4), dpi=80)
     errors = {}
     for label, corrupted in (("answer replaced", corrupted_prompt), ("token before it replaced", corrupted_before)):
         with torch.no_grad():
@@ -1054,10 +1053,13 @@ with try_it():
         patched = (patching_table(model, clean_prompt, corrupted, logit_difference, residual) - base) / scale
         estimated = (attribution_table(model, clean_prompt, corrupted, logit_difference, residual) - base) / scale
         errors[label] = (patched, estimated)
-        ax.scatter(patched.flatten(), estimated.flatten(), s=14, label=label)
         worst = (estimated - patched).abs().argmax().item()
         print(f"{label}: largest error at {residual[worst // 23]}, position {worst % 23}: patching restores "
               f"{patched.flatten()[worst]:.2f}, the estimate says {estimated.flatten()[worst]:.2f}")
+    # the figure is made once there is something to draw: an exercise not written yet leaves no empty chart
+    fig, ax = plt.subplots(figsize=(4.4, 4), dpi=80)
+    for label, (patched, estimated) in errors.items():
+        ax.scatter(patched.flatten(), estimated.flatten(), s=14, label=label)
     ax.plot([-0.2, 2.4], [-0.2, 2.4], color="grey", linewidth=0.8)
     ax.set_xlabel("share restored by patching")
     ax.set_ylabel("share estimated by attribution")

@@ -22,6 +22,11 @@ def _hooked_describe_figure(figure, printer, cycle):
     if len(panels) > 6:
         panels = panels[:6] + [f"and {len(panels) - 6} more panels"]
     parts.extend(panels)
+    # A figure with nothing drawn in it (made before an exercise not yet written raised): the
+    # build stops on it (website/hooks.py) rather than show a learner an empty chart.
+    if not any(axes.has_data() for axes in figure.axes) and not figure.images:
+        printer.text("Nothing drawn: " + ". ".join(parts))
+        return
     printer.text("Figure: " + ". ".join(parts) if parts else repr(figure))
 
 

@@ -23,6 +23,7 @@ import concurrent.futures
 import functools
 import hashlib
 import importlib.util
+import inspect
 import io
 import itertools
 import logging
@@ -135,12 +136,14 @@ def execute_all(texts):
     on all cores (mkdocs-jupyter would run them one after another). Each kernel starts in a
     temporary folder of its own kind (lessons/ or solutions/), not in the repository, so a
     learner's files there play no part. A cell that raises stops the build. Results are cached
-    by the page's text, the course package's code and FIGURE_TEXT, unless HOOKED_SITE_CACHE=false.
+    by the page's text, the course package's code, FIGURE_TEXT and joined_streams, unless
+    HOOKED_SITE_CACHE=false.
     Returns {(folder, name): the executed notebook's path}."""
     use_cache = os.environ.get("HOOKED_SITE_CACHE", "true").lower() not in ("false", "0", "no")
     machinery = hashlib.sha256()
     for path in sorted((ROOT / "hooked").rglob("*.py")) + [FIGURE_TEXT]:
         machinery.update(path.read_bytes())
+    machinery.update(inspect.getsource(joined_streams).encode())  # it shapes what is cached
     keys = {page: hashlib.sha256(machinery.digest() + text.encode("utf-8")).hexdigest() for page, text in texts.items()}
     targets = {(folder, name): EXECUTED_DIR / folder / f"{name}.ipynb" for folder, name in texts}
     todo = [page for page in texts if not (use_cache and _cached_key(targets[page]) == keys[page])]
@@ -189,17 +192,36 @@ def execute(text, folder, label):
         client.execute()
     except nbclient.exceptions.CellExecutionError as error:
         raise PluginError(f"{label}: a cell raised while the site was built:\n{error}") from None
-    _describe_figures(notebook)
+    for cell in notebook.cells:
+        if cell.cell_type == "code":
+            cell.outputs = joined_streams(cell.outputs)
+    _describe_figures(notebook, label)
     return notebook
+
+
+def joined_streams(outputs):
+    """A cell's outputs as JupyterLab shows them: a stream's consecutive pieces joined, and no
+    piece of blank text. The kernel sends what a cell prints as its timer flushes it, so the same
+    print() came as one output or two ("⏳ ... your code." then "\n") as the machine was busy,
+    and the second was an empty frame on the page, a tab stop with nothing in it."""
+    joined = []
+    for output in outputs:
+        if (output.output_type == "stream" and joined and joined[-1].output_type == "stream"
+                and joined[-1].name == output.name):
+            joined[-1] = nbformat.from_dict({**joined[-1], "text": joined[-1].text + output.text})
+        else:
+            joined.append(output)
+    return [output for output in joined if output.output_type != "stream" or output.text.strip()]
 
 
 FIGURE_TEXT = ROOT / "website" / "figure_text.py"  # run in each kernel: a figure's text names what it shows
 
 
-def _describe_figures(notebook):
+def _describe_figures(notebook, label):
     """Give each figure of the executed notebook its alt text, in the output's metadata
     ("hooked_alt"): what website/figure_text.py made its plain text (its titles and axis labels),
-    or, for a figure without any, the heading of the section it is in."""
+    or, for a figure without any, the heading of the section it is in. A figure with nothing
+    drawn in it stops the build (`label` names the notebook)."""
     heading = "this lesson"
     for cell in notebook.cells:
         if cell.cell_type == "markdown":
@@ -210,6 +232,9 @@ def _describe_figures(notebook):
             if "image/png" in output.get("data", {}):
                 text = output["data"].get("text/plain", "")
                 text = "".join(text) if isinstance(text, list) else text
+                if text.startswith("Nothing drawn: "):
+                    raise PluginError(f"{label}: a figure with nothing drawn in it, in the section “{heading}” "
+                                      f"({text}): make it once what it shows is computed")
                 alt = text[len("Figure: "):] if text.startswith("Figure: ") else f"A figure in the section “{heading}”"
                 output.setdefault("metadata", {})["hooked_alt"] = alt
 
@@ -277,12 +302,28 @@ def on_page_content(html, page, config, files):
         html = _without_plain_tokens(html, [css] + [match.group(1) for match in _STYLE.finditer(html)] + extra)
         html = _FOCUSABLE_SCROLL.sub(r'\1 tabindex="0"\2', html)
         html = _FOCUSABLE_MARKDOWN_CODE.sub(r'\1 tabindex="0"\2', html)
+        html = html.replace(_CELL_TAB_STOP, _CELL_TAB_STOP.replace(' tabindex="0"', ""))
         html = _NOT_SEARCHED.sub(r"\1 data-search-exclude", html)
         html = _EXERCISE_ID.sub(r'\1\2"', html)
         page.toc = get_toc(_toc_tokens(html))
         if notebook_page(page)[0] == "solutions":
             page.meta["search"] = {"exclude": True}  # search finds the lesson, not its answers
+    else:
+        html = _TABLE.sub(lambda table: _TABLE_CODE.sub(_breakable, table.group(0)), html)
     return html
+
+
+# In a table's narrow columns (the home page's lessons, the cheat sheet), an identifier breaks
+# after a "." or "_" (a <wbr>) and nowhere else (its class, docs/stylesheets/hooked.css): the
+# browser broke them anywhere, "Tensor.regi|ster_hook". Inline code holds escaped text only.
+# (The notebooks' few tables keep Material's breaking, which keeps them in their column.)
+_TABLE = re.compile(r"<table>.*?</table>", re.DOTALL)
+_TABLE_CODE = re.compile(r"(<code>)([^<]*)(</code>)")
+_BREAK_AFTER = re.compile(r"(?<=[A-Za-z0-9)\]])([._])(?=[A-Za-z0-9])")  # not inside "__init__"
+
+
+def _breakable(match):
+    return '<code class="hooked-wbr">' + _BREAK_AFTER.sub(r"\1<wbr>", match.group(2)) + match.group(3)
 
 
 # An exercise's heading ends with its level and time ("Exercise 1: `double_grad` · easy · about 5
@@ -294,6 +335,9 @@ _EXERCISE_ID = re.compile(rf'(id="|href="#)(exercise-\d+-[\w-]+?)-(?:{"|".join(D
 _FOCUSABLE_SCROLL = re.compile(r'(<div class="highlight-ipynb hl-python")(>)')
 # So does a code block in a markdown cell (lesson 13's torchrun commands are wider than a phone).
 _FOCUSABLE_MARKDOWN_CODE = re.compile(r'(<div class="highlight"><pre)(>)')
+# nbconvert makes each cell's input a tab stop: a markdown cell is text, and a code cell's code
+# region is its own tab stop (above); nothing there for a keyboard to do.
+_CELL_TAB_STOP = '<div class="jp-Cell-inputWrapper" tabindex="0">'
 # Search finds the lessons' text, not their code (shown, and again for the copy button), prompts
 # and outputs: they were 0.3 MB of its 0.97 MB. Material's search skips a marked element only up
 # to the first end tag of its name inside it (it tells elements apart by tag), so the marks go
@@ -358,7 +402,7 @@ def _figure_alts(page):
 
 def _figures(html, alts):
     """Each figure: its alt text, its width and height (the page does not jump while it loads),
-    and a smaller PNG."""
+    a smaller PNG, and a button around it that shows it at full size."""
     figures = _FIGURE.findall(html)
     if len(figures) != len(alts):
         raise PluginError(f"{len(figures)} figures on the page but {len(alts)} in the notebook")
@@ -367,8 +411,10 @@ def _figures(html, alts):
     def figure(match):
         attributes, data = match.groups()
         width, height = Image.open(io.BytesIO(base64.b64decode(data))).size
-        return (f'<img alt="{escape(next(alts), quote=True)}"{attributes} width="{width}" height="{height}" '
-                f'src="data:image/png;base64,{_smaller_png(data)}"/>')
+        # the figure fits the column; its button shows it at full size (docs/javascripts/hooked.js)
+        return (f'<button type="button" class="hooked-zoom" aria-pressed="false" title="Full size">'
+                f'<img alt="{escape(next(alts), quote=True)}"{attributes} width="{width}" height="{height}" '
+                f'src="data:image/png;base64,{_smaller_png(data)}"/></button>')
 
     return _FIGURE.sub(figure, html)
 

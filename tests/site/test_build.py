@@ -4,6 +4,7 @@ of, and how a notebook is executed."""
 import logging
 import re
 
+import nbformat
 import pytest
 
 from hooked.course import SOLUTIONS_DIR, fresh_lesson_text, lesson_names
@@ -99,3 +100,40 @@ def test_code_loses_only_the_spans_that_no_stylesheet_names(hooks):
     assert hooks._without_plain_tokens(html, [".highlight-ipynb .k{color:green}", ".p{color:blue}"]) == (
         '<div class="highlight-ipynb hl-python"><pre><span class="k">def</span> f'
         '<span class="p">():</span></pre></div><p><span class="nf">kept outside code</span></p>')
+
+
+def test_a_print_is_one_output_however_the_kernel_sent_it(hooks):
+    """The kernel sends printed text as its timer flushes it: one print() came as one output or
+    as two ("⏳ ... your code." then "\\n") as the machine was busy, and the second was an empty
+    frame on the page, a tab stop with nothing in it (lesson 01, in one build of two). The build
+    joins a stream's pieces and drops blank ones, as JupyterLab shows them."""
+    stream = lambda name, text: nbformat.v4.new_output("stream", name=name, text=text)
+    figure = nbformat.v4.new_output("display_data", data={"text/plain": "<Figure>"})
+    outputs = [stream("stdout", "⏳ not attempted yet"), stream("stdout", "\n"), figure,
+               stream("stdout", "\n"), stream("stderr", "a warning\n"), stream("stdout", "after\n")]
+    assert [(o.output_type, o.get("name"), o.get("text")) for o in hooks.joined_streams(outputs)] == [
+        ("stream", "stdout", "⏳ not attempted yet\n"), ("display_data", None, None),
+        ("stream", "stderr", "a warning\n"), ("stream", "stdout", "after\n")]
+
+
+def test_executed_notebooks_hold_no_blank_or_split_output(hooks, tmp_path):
+    """What a kernel really sends: print() writes its text and its end apart, each flushed."""
+    notebook = hooks.execute("# %%\nimport sys\nprint('feedback', flush=True); print(flush=True)\n"
+                             "sys.stdout.write('a'); sys.stdout.flush(); _ = sys.stdout.write('b\\n')\n",
+                             tmp_path, "split.py")
+    assert [(o.name, o.text) for o in notebook.cells[0].outputs] == [("stdout", "feedback\n\nab\n")]
+
+
+def test_a_figure_with_nothing_drawn_stops_the_build(hooks, tmp_path):
+    """Lesson 12 made its last chart before calling the learner's attribution_table: on the
+    learner's page, blank axes with a generic alt text. A figure is made once it has data."""
+    made_first = ("# %%\nimport matplotlib.pyplot as plt\nfig, ax = plt.subplots()\nax.set_title('Patching')\n"
+                  "ax.set_xlabel('share')\nplt.show()\n")
+    with pytest.raises(hooks.PluginError) as raised:
+        hooks.execute(made_first, tmp_path, "empty.py")
+    assert "empty.py: a figure with nothing drawn in it" in str(raised.value)
+    assert "Patching (x: share)" in str(raised.value)
+    drawn = hooks.execute(made_first.replace("ax.set_title", "ax.scatter([0, 1], [1, 0])\nax.set_title"),
+                          tmp_path, "drawn.py")
+    figure = next(o for o in drawn.cells[0].outputs if "image/png" in o.get("data", {}))
+    assert figure["metadata"]["hooked_alt"] == "Patching (x: share)"

@@ -29,12 +29,15 @@ def _gzipped_size(path):
 @pytest.mark.parametrize("kind", {**OTHER_PAGES, **NOTEBOOK_PAGES})
 def test_a_page_weighs_at_most_500_kib_gzipped(open_tab, site_dir, kind):
     """Everything the browser fetched for the page (its HTML, with the figures inlined, its
-    stylesheets, scripts, images, and the search index its search worker loads), each file
-    gzipped as a static host sends it."""
+    stylesheets, scripts, images, and the search index its search worker loads once search is
+    used, here by its "/" key), each file gzipped as a static host sends it."""
     tab = open_tab()
     fetched = set()
     tab.context.on("request", lambda request: fetched.add(urllib.parse.urlsplit(request.url).path))
     page = tab.open({**OTHER_PAGES, **NOTEBOOK_PAGES}[kind])
+    page.wait_for_load_state("networkidle")
+    with page.expect_response(lambda response: response.url.endswith("/" + SEARCH_INDEX)):
+        page.keyboard.press("/")
     page.wait_for_load_state("networkidle")
     files = {site_dir / path.lstrip("/") for path in fetched}
     files = {file / "index.html" if file.is_dir() else file for file in files}
