@@ -26,7 +26,8 @@ FOCUSED = """() => {
     const inside = box.width > 0 && box.height > 0 && box.right > 0 && box.bottom > 0
                    && box.left < innerWidth && box.top < innerHeight
                    && getComputedStyle(element).visibility !== 'hidden';
-    const name = focused.tagName.toLowerCase() + (focused.className && typeof focused.className === 'string'
+    focused.dataset.hookedStop ||= String(document.querySelectorAll('[data-hooked-stop]').length);  // which element
+    const name = focused.dataset.hookedStop + ' ' + focused.tagName.toLowerCase() + (focused.className && typeof focused.className === 'string'
         ? '.' + focused.className.trim().split(/\\s+/).join('.') : '')
         + ' "' + (focused.textContent || '').trim().slice(0, 30) + '"';
     return [name, ring, inside];
@@ -97,7 +98,61 @@ def test_no_notebook_tab_stop_is_empty(open_tab, folder):
     empty = []
     for name in lesson_names():
         page = tab.open(f"{folder}/{name}/")
-        assert page.locator(".jupyter-wrapper .jp-OutputArea-output[tabindex='0']").count() > 0
+        # every page has outputs (an output is a tab stop only while it scrolls: not counted here)
+        assert page.locator(".jupyter-wrapper .jp-OutputArea-output").count() > 0
         empty += [f"{name}: {stop}" for stop in page.evaluate(EMPTY_STOPS)]
     assert empty == [], f"{len(empty)} empty tab stops:\n" + "\n".join(empty)
+    tab.check()
+
+
+# The focused element if it is a notebook output: [a short description, whether it scrolls
+# (sideways, or down)]; else null.
+FOCUSED_OUTPUT = """() => {
+    const focused = document.activeElement;
+    if (!focused.matches('.jupyter-wrapper .jp-OutputArea-output')) return null;
+    return ['output "' + focused.textContent.trim().slice(0, 40) + '" (' + focused.scrollWidth + ' px in '
+            + focused.clientWidth + ')',
+            focused.scrollWidth > focused.clientWidth || focused.scrollHeight > focused.clientHeight];
+}"""
+
+
+@pytest.mark.parametrize("width, height", [(1280, 900), (390, 844)])
+def test_no_tab_stop_is_an_output_that_does_not_scroll(open_tab, width, height):
+    """nbconvert makes every output a tab stop, so that a keyboard can scroll it; yet most fit
+    their column (a print wraps at spaces), and a Tab press there does nothing for a keyboard
+    user (docs/javascripts/hooked.js). Lesson 01's first 60 tab stops."""
+    tab = open_tab(width=width, height=height)
+    page = tab.open(f"lessons/{lesson_names()[0]}/")
+    idle, stops = [], []
+    for _ in range(STOPS):
+        page.keyboard.press("Tab")
+        found = page.evaluate(FOCUSED_OUTPUT)
+        stops.append(page.evaluate("() => document.activeElement.tagName"))
+        if found and not found[1]:
+            idle.append(found[0])
+    assert stops.count("BODY") < STOPS // 2, f"the focus did not move through the page: {stops[:10]}"
+    assert idle == [], f"of {STOPS} tab stops, {len(idle)} are outputs that do not scroll: {idle[:6]}"
+    tab.check()
+
+
+# Whether each output of the page scrolls (sideways, or down).
+SCROLLS = """() => Array.from(document.querySelectorAll('.jupyter-wrapper .jp-OutputArea-output'))
+    .map(output => output.scrollWidth > output.clientWidth || output.scrollHeight > output.clientHeight)"""
+WIDE_PAGE = "lessons/02_removing_hooks/"  # its hook table is wider than a phone, narrower than 1,280 px
+
+
+def test_an_output_is_a_tab_stop_while_it_scrolls_and_the_window_is_resized(open_tab):
+    """An output whose token is wider than a phone scrolls there and is a tab stop; at 1,280 px
+    it fits and is none; back at 390 px, a tab stop again."""
+    tab = open_tab(width=390, height=844)
+    page = tab.open(WIDE_PAGE)
+    wide = page.evaluate(SCROLLS).index(True)  # (ValueError: no output scrolls on a phone here)
+    output = page.locator(".jupyter-wrapper .jp-OutputArea-output").nth(wide)
+    output.scroll_into_view_if_needed()
+    for width, scrolls in [(390, True), (1280, False), (390, True)]:
+        page.set_viewport_size({"width": width, "height": 844})
+        page.wait_for_timeout(300)
+        assert page.evaluate(SCROLLS)[wide] is scrolls
+        assert (output.get_attribute("tabindex") == "0") is scrolls, \
+            f"at {width} px, output {wide} {'scrolls' if scrolls else 'fits'}: tabindex={output.get_attribute('tabindex')}"
     tab.check()
