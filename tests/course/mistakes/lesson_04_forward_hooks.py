@@ -78,6 +78,27 @@ NOT_CLAUSES = {
     },
 }
 
+# A learner's own track_relu_stats with one global hook (right), which a wrong entry changes.
+_GLOBAL_RELU_STATS = '''
+from torch import nn
+from torch.nn.modules.module import register_module_forward_hook
+
+
+def track_relu_stats(model):
+    names = {}
+    for name, module in model.named_modules():
+        if isinstance(module, nn.ReLU):
+            names.setdefault(module, name)
+    stats = {name: [] for name in names.values()}
+
+    def hook(module, args, output):
+        name = names.get(module)
+        if name is not None:
+            stats[name].append({"mean": output.mean().item(), "zero_fraction": (output == 0).float().mean().item()})
+
+    return stats, [register_module_forward_hook(hook)]
+'''
+
 ENTRIES = [
     # ------------------------------------------------------------------ capture_activations
     dict(exercise="capture_activations", kind="wrong", why="stores the output without detach", clause="detached",
@@ -1155,25 +1176,7 @@ def clamp_output(module, min_value, max_value):
          expect=["has no forward hook", "replaced module.forward", "register_forward_hook"],
          mistake="04.clamp_output.forward-replaced"),
     dict(exercise="track_relu_stats", kind="right", why="one global forward hook and a module-to-name table",
-         source='''
-from torch import nn
-from torch.nn.modules.module import register_module_forward_hook
-
-
-def track_relu_stats(model):
-    names = {}
-    for name, module in model.named_modules():
-        if isinstance(module, nn.ReLU):
-            names.setdefault(module, name)
-    stats = {name: [] for name in names.values()}
-
-    def hook(module, args, output):
-        name = names.get(module)
-        if name is not None:
-            stats[name].append({"mean": output.mean().item(), "zero_fraction": (output == 0).float().mean().item()})
-
-    return stats, [register_module_forward_hook(hook)]
-''',
+         source=_GLOBAL_RELU_STATS,
          expect=[]),
     dict(exercise="capture_activations", kind="right", why="clone() then detach()",
          source=edited(reference("capture_activations"),
@@ -1372,26 +1375,8 @@ def track_relu_stats(model):
          mistake="04.track_relu_stats.wrong-zero-fraction"),
     dict(exercise="track_relu_stats", kind="wrong", clause="removal",
          why="one global forward hook whose handle is not returned",
-         source='''
-from torch import nn
-from torch.nn.modules.module import register_module_forward_hook
-
-
-def track_relu_stats(model):
-    names = {}
-    for name, module in model.named_modules():
-        if isinstance(module, nn.ReLU):
-            names.setdefault(module, name)
-    stats = {name: [] for name in names.values()}
-
-    def hook(module, args, output):
-        if module in names:
-            stats[names[module]].append({"mean": output.mean().item(),
-                                         "zero_fraction": (output == 0).float().mean().item()})
-
-    register_module_forward_hook(hook)
-    return stats, []
-''',
+         source=edited(_GLOBAL_RELU_STATS, ("    return stats, [register_module_forward_hook(hook)]",
+                                            "    register_module_forward_hook(hook)\n    return stats, []")),
          expect=["after every handle was removed", "still appended"],
          mistake="04.track_relu_stats.tracks-after-removal"),
     dict(exercise="track_relu_stats", kind="wrong", clause="handles", why="returns the first handle only, not in a list",
