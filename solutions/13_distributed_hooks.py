@@ -43,6 +43,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 import torch
@@ -460,12 +461,20 @@ def fp16(group):
 
 
 power_sgd_states = []  # one per rank
+one_rank_at_a_time = threading.Lock()
 
 
 def power_sgd(group):
     state = powerSGD_hook.PowerSGDState(process_group=group, matrix_approximation_rank=1, start_powerSGD_iter=2)
     power_sgd_states.append(state)
-    return state, powerSGD_hook.powerSGD_hook
+
+    def hook(state, bucket):
+        # PowerSGD draws its first Q from torch's global generator, seeded alike on every rank. Our
+        # ranks are threads sharing that one generator: without the lock their draws can interleave,
+        # the ranks start from different Qs, and the losses change from run to run.
+        with one_rank_at_a_time:
+            return powerSGD_hook.powerSGD_hook(state, bucket)
+    return state, hook
 
 
 plain_losses, plain_grads = training_losses(None, steps=1)
