@@ -1,105 +1,16 @@
-"""Grade exercises of a folder of lessons. Learner code runs in a separate
-process (hooked.grader.worker) so that a loop that never ends can be stopped
-after a time limit, on any operating system, and the rest of the run goes on."""
+"""Grade exercises of a folder of lessons. Learner code runs in separate processes
+(hooked.grader.worker_processes) so that a loop that never ends can be stopped after a
+time limit, on any operating system, and the rest of the run goes on."""
 
-import collections
-import json
-import os
-import queue
-import signal
-import subprocess
-import sys
 import threading
 import time
 
-from hooked.course import ROOT
+from hooked.grader.worker_processes import Stopped as _Stopped, Timeout as _Timeout, worker_source
 from hooked.lesson_files.display_paths import display_path
 from hooked.grader.plan import assign, worker_count
 from hooked.lesson_files.learner_lesson import load_lesson_source
 from hooked.feedback.verdict import Result
 from hooked.grader.check_runner import named_mistake
-
-_STARTUP_LIMIT = 300.0  # importing torch on a cold, busy machine
-
-
-class _Timeout(Exception):
-    pass
-
-
-class _Stopped(Exception):
-    pass
-
-
-class _Worker:
-    """One grading process, and the threads that read what it says. It runs in the
-    lessons folder (as Jupyter does) and in a process group of its own, so that
-    stopping it also stops any process the learner's code started."""
-
-    def __init__(self, lessons_dir):
-        # No bytecode files: importing a helper module beside the lessons must not write there.
-        # The course's own modules may keep theirs, as in this process (hooked.grader.worker).
-        env = dict(os.environ, PYTHONIOENCODING="utf-8", PYTHONDONTWRITEBYTECODE="1",
-                   HOOKED_DISPLAY_ROOT=os.getcwd(), HOOKED_COURSE_BYTECODE="0" if sys.dont_write_bytecode else "1")
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
-        if os.name == "nt":
-            group = {"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP}
-        else:
-            group = {"start_new_session": True}
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "hooked.grader.worker"], env=env, cwd=lessons_dir,
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            text=True, encoding="utf-8", errors="replace", **group)
-        self.replies = queue.Queue()
-        self.stderr_tail = collections.deque(maxlen=20)
-        self.lesson = None
-        self.ready = False
-        threading.Thread(target=self._read_replies, daemon=True).start()
-        threading.Thread(target=self._read_stderr, daemon=True).start()
-
-    def _read_replies(self):
-        for line in self.process.stdout:
-            self.replies.put(json.loads(line))
-        self.replies.put(None)
-
-    def _read_stderr(self):
-        for line in self.process.stderr:
-            self.stderr_tail.append(line.rstrip())
-
-    def send(self, message):
-        if not self.ready:
-            self.receive(_STARTUP_LIMIT)  # the "ready" event
-            self.ready = True
-        try:
-            self.process.stdin.write(json.dumps(message) + "\n")
-            self.process.stdin.flush()
-        except OSError as error:
-            raise _Stopped() from error
-
-    def receive(self, timeout):
-        try:
-            reply = self.replies.get(timeout=timeout)
-        except queue.Empty:
-            raise _Timeout() from None
-        if reply is None:
-            self.process.wait()
-            raise _Stopped()
-        return reply
-
-    def stop(self):
-        if os.name != "nt":
-            try:
-                os.killpg(self.process.pid, signal.SIGKILL)  # the worker and whatever it started
-            except (ProcessLookupError, PermissionError):
-                pass
-        if self.process.poll() is None:
-            self.process.kill()
-        self.process.wait()
-        try:
-            self.process.stdin.close()
-        except OSError:
-            pass
-        # stdout and stderr are left to their reader threads: closing a pipe that
-        # a thread is reading would wait for every process that still holds it.
 
 
 class _Closed(Exception):
@@ -107,33 +18,52 @@ class _Closed(Exception):
 
 
 class _Lane:
-    """One worker process and what it has loaded: grades exercises one after another,
+    """One worker at a time and what it has loaded: grades exercises one after another,
     each with its time limit, and replaces its worker when it hangs or dies. Lanes share
-    nothing, so a loop that never ends in one lesson costs only that lesson its limit."""
+    nothing, so a loop that never ends in one lesson costs only that lesson its limit.
+    Where workers are forked (hooked.grader.worker_processes), every lesson is loaded in a
+    fresh worker; `display_root` is what paths in messages are relative to."""
 
-    def __init__(self, lessons_dir, time_limit):
+    def __init__(self, lessons_dir, time_limit, display_root=None):
         self.lessons_dir = lessons_dir
         self.time_limit = time_limit
+        self.display_root = display_root
         self.lock = threading.RLock()  # one request at a time: planned ones and asked ones
         self.closed = False
         self._spawn_lock = threading.Lock()  # close() and a restart never cross: no worker is left behind
         self._load_outcomes = {}  # lesson -> ("ok", cell_errors, output) | ("problem", message)
         self._stopped_cells = {}  # lesson -> {cell index: why it was stopped}
+        self._workers = worker_source()
         self._worker = None
+        self._loaded = None  # the lesson the current worker has loaded
 
     def start(self):
+        """Start a worker (or the zygote that forks them) now, so that torch imports meanwhile."""
         with self._spawn_lock:
             if self.closed:
                 raise _Closed()
-            if self._worker is None:
-                self._worker = _Worker(self.lessons_dir)
+            self._workers.start(self.lessons_dir)
 
     def close(self):
         with self._spawn_lock:
             self.closed = True
-            worker = self._worker
+            worker, self._worker = self._worker, None
         if worker is not None:
             worker.stop()
+        self._workers.close()
+
+    def pids(self):
+        """The processes working for this lane: its worker, and the zygote that forked it."""
+        worker = self._worker
+        return self._workers.pids() + ([worker.pid] if worker is not None and worker.pid else [])
+
+    def move_to(self, lessons_dir):
+        """Grade the lessons of another folder (another learner's) from now on, in fresh workers."""
+        with self.lock:
+            self.lessons_dir = lessons_dir
+            self._load_outcomes.clear()
+            self._stopped_cells.clear()
+            self._restart()
 
     def forget(self, lesson):
         for cache in (self._load_outcomes, self._stopped_cells):
@@ -193,15 +123,18 @@ class _Lane:
     def _load(self, lesson, source):
         """Run the lesson's exercise cells in the worker (once per worker). A cell that
         runs too long, or ends the process, is stopped and skipped; the rest still run."""
-        if lesson in self._load_outcomes and self._worker and self._worker.lesson == lesson:
+        if lesson in self._load_outcomes and self._worker and self._loaded == lesson:
             return self._load_outcomes[lesson]
-        self.start()
+        fresh = not self._workers.reuse_across_lessons  # a forked worker loads one lesson, once
         cells = [{"source": cell.source, "filename": cell.filename, "first_line": cell.first_line}
                  for cell in source.cells]
         stopped = self._stopped_cells.setdefault(lesson, {})  # cell index -> what happened; never rerun
         while True:
             current = None
             try:
+                if fresh or self._worker is None:
+                    self._replace_worker()
+                    fresh = False
                 self._worker.send({"op": "load", "lesson": lesson, "cells": cells, "skip": sorted(stopped)})
                 while True:
                     reply = self._worker.receive(self.time_limit)
@@ -225,7 +158,7 @@ class _Lane:
                                     f"crashed it.{tail}")
                 continue
             break
-        self._worker.lesson = lesson
+        self._loaded = lesson
         cell_errors = dict(reply["cell_errors"], **{str(index): text for index, text in stopped.items()})
         self._load_outcomes[lesson] = ("ok", cell_errors, reply["output"])
         return self._load_outcomes[lesson]
@@ -238,11 +171,30 @@ class _Lane:
             time.sleep(0.05)  # let the stderr reader drain
             if self._worker.stderr_tail:
                 tail = "\nIts last words:\n  " + "\n  ".join(self._worker.stderr_tail)
+            self._worker, self._loaded = None, None  # the next load starts another
+        return tail
+
+    def _replace_worker(self):
+        """A new worker in place of the current one, which is stopped."""
         with self._spawn_lock:
             if self.closed:
                 raise _Closed()
-            self._worker = _Worker(self.lessons_dir)
-        return tail
+            worker, self._worker, self._loaded = self._worker, None, None
+        if worker is not None:
+            worker.stop()
+        for attempt in range(2):  # a zygote that died with its child is started again, once
+            try:
+                worker = self._workers.new_worker(self.lessons_dir, self.display_root)
+                break
+            except _Stopped:
+                self._workers.close()
+                if attempt:
+                    raise
+        with self._spawn_lock:
+            if self.closed:
+                worker.stop()
+                raise _Closed()
+            self._worker = worker
 
 
 def _missing_message(source, exercise, shown):

@@ -6,6 +6,7 @@ another, which works the same on Linux, macOS and Windows.
 Requests:  {"op": "load", "lesson": ..., "cells": [{"source", "filename", "first_line"}, ...],
             "skip": [indices of cells not to run]}
            {"op": "check", "exercise": ..., "where": the line that defines it, as the grader shows it}
+           {"op": "done"}: no more requests
 Replies:   {"event": "ready"} once torch is imported; {"event": "cell", "index": k} before
            each cell runs; {"event": "loaded", "cell_errors": {k: "raised ..."}, "output": ...};
            {"event": "result", "status": ..., "message": ..., "mistake": ..., "output": ...}.
@@ -151,25 +152,20 @@ def check_exercise(lesson, exercise, namespace, where=None, missing_checks=None)
     return result, output.getvalue()
 
 
-def main():
-    _end_with_the_grader()
-    # Keep private copies of stdin and stdout for the protocol, then point the real
-    # ones elsewhere, so nothing the learner's code prints or reads can disturb it.
+def private_channels():
+    """(requests, replies): private copies of stdin and stdout for the protocol. The real ones
+    then point elsewhere (stdin at nothing, stdout at stderr), so nothing the learner's code
+    prints or reads can disturb the protocol."""
     requests = os.fdopen(os.dup(0), "r", encoding="utf-8")
     replies = os.fdopen(os.dup(1), "w", encoding="utf-8")
     os.dup2(2, 1)
-    null_input = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(null_input, 0)
+    os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
     sys.stdin = open(os.devnull, encoding="utf-8")
+    return requests, replies
 
-    def send(message):
-        replies.write(json.dumps(message) + "\n")
-        replies.flush()
 
-    missing_checks = prepare()
-    sys.path.insert(0, os.getcwd())  # the lessons folder: a learner's own helper modules import as in Jupyter
-
-    send({"event": "ready"})
+def serve(requests, send, missing_checks):
+    """Answer "load" and "check" requests until "done" or the end of `requests`."""
     lesson, namespace = None, {}
     for line in requests:
         request = json.loads(line)
@@ -183,6 +179,26 @@ def main():
                                             missing_checks)
             send({"event": "result", "status": result.status, "message": result.message,
                   "mistake": result.mistake, "output": output})
+        elif request["op"] == "done":
+            return
+
+
+def sender(replies):
+    def send(message):
+        replies.write(json.dumps(message) + "\n")
+        replies.flush()
+    return send
+
+
+def main():
+    _end_with_the_grader()
+    requests, replies = private_channels()
+    send = sender(replies)
+    missing_checks = prepare()
+    sys.path.insert(0, os.getcwd())  # the lessons folder: a learner's own helper modules import as in Jupyter
+
+    send({"event": "ready"})
+    serve(requests, send, missing_checks)
     # No more requests: the grader is done or gone. Whatever the learner's code started goes too.
     if _leads_its_group():
         os.killpg(os.getpid(), signal.SIGKILL)

@@ -16,6 +16,7 @@ from hooked import course
 from hooked.course import ROOT
 from hooked.grader.engine import Grader
 from hooked.grader.plan import WORKERS_VARIABLE, assign
+from hooked.grader.worker_processes import START_VARIABLE, forks_workers
 
 # These tests start pytest; a started pytest must never start them again.
 if os.environ.get("HOOKED_INNER_RUN"):
@@ -91,7 +92,7 @@ def test_a_lesson_with_a_check_allowed_more_than_the_budget_weighs_what_it_is_al
     assert {lesson for lesson, _ in alone} == {"02_removing_hooks"}
 
 def _worker_pids(grader):
-    return [lane._worker.process.pid for lane in grader._lanes]
+    return [pid for lane in grader._lanes for pid in lane.pids()]
 
 
 def test_a_hang_in_one_lesson_holds_up_neither_the_other_worker_nor_the_rest_of_its_own(tmp_path, monkeypatch):
@@ -120,8 +121,12 @@ def test_a_hang_in_one_lesson_holds_up_neither_the_other_worker_nor_the_rest_of_
         assert _gone(pid), f"worker {pid} outlived close()"
 
 
-def test_a_hang_restarts_only_its_own_worker_and_the_next_lessons_are_graded(tmp_path, monkeypatch):
+@pytest.mark.parametrize("start", ["fork", "spawn"])
+def test_a_hang_restarts_only_its_own_worker_and_the_next_lessons_are_graded(tmp_path, monkeypatch, start):
+    """Forked workers: every lane keeps its zygote, which forks a worker per lesson. Spawned
+    workers: only the lane whose worker hung starts another process."""
     monkeypatch.setenv(WORKERS_VARIABLE, "2")
+    monkeypatch.setenv(START_VARIABLE, start)
     lessons = make_lessons(tmp_path / "lessons", {
         "01_tensor_hooks": {"double_grad": HANG.format(name="double_grad"),
                             "record_grads": _solution_cell("01_tensor_hooks", "record_grads")},
@@ -131,17 +136,25 @@ def test_a_hang_restarts_only_its_own_worker_and_the_next_lessons_are_graded(tmp
     grader = Grader(lessons, time_limit=2)
     grader.start(plan)
     try:
-        first_pids = dict(zip(map(id, grader._lanes), _worker_pids(grader)))
+        first_pids = {id(lane): _lasting_pid(lane) for lane in grader._lanes}
         results = {pair: grader.grade(*pair) for pair in plan}
         hanging = grader._lane_of["01_tensor_hooks"]
         for lane in grader._lanes:
-            restarted = lane._worker.process.pid != first_pids[id(lane)]
-            assert restarted == (lane is hanging)
+            restarted = _lasting_pid(lane) != first_pids[id(lane)]
+            assert restarted == (start == "spawn" and lane is hanging)
     finally:
         grader.close()
     assert "took longer than 2 s" in results[("01_tensor_hooks", "double_grad")].message
     assert results[("01_tensor_hooks", "record_grads")].status == "passed"
     assert results[("03_forward_pre_hooks", "force_kwarg")].status == "passed"
+
+
+def _lasting_pid(lane):
+    """The lane's zygote, or its spawned worker (waited for: a lane hands its worker over in steps)."""
+    deadline = time.monotonic() + 10
+    while not lane.pids() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return lane.pids()[0]
 
 
 def _gone(pid, wait=10.0):
@@ -174,7 +187,8 @@ def test_no_worker_outlives_pytest_when_it_ends(tmp_path):
                                text=True, timeout=600)
     assert completed.returncode == 0, completed.stdout
     noted = {int(line) for line in pids.read_text(encoding="utf-8").split()}
-    assert len(noted) == 2  # three lessons on two workers
+    # Three lessons: on two spawned workers, or in a worker forked for each
+    assert len(noted) == (3 if forks_workers() else 2)
     assert all(_gone(pid) for pid in noted)
 
 
