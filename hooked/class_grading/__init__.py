@@ -1,0 +1,1 @@
+"""Grading a whole class: every learner's lessons graded in one run, its results files and its report."""
