@@ -7,6 +7,7 @@ pytest_plugin) and the course manifest (course). The packages, by job:
   feedback      verdicts, hints, progress, reports and Gradescope's file
   checks        each lesson's checks and what they are written with
   grader        running learner code and checks in worker processes
+  class_grading grading a whole class: its submissions, one run, its results and report
   command       the `hooked` command, and generating lessons/ from solutions/
 Each imports only the manifest and the packages above it in this list, never one below it.
 

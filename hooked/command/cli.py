@@ -242,11 +242,17 @@ def _mistakes(arguments, terminal):
     return 0
 
 
+def _grade_class(arguments, terminal):
+    from hooked.command.class_command import grade_class_command  # only this command needs it
+    return grade_class_command(arguments, terminal)
+
+
 _GENERATED = "lessons/, the grading files tests/test_NN_slug.py and the README's lesson table"
 
 
 COMMANDS = {"status": _status, "check": _check, "watch": _watch, "hint": _hint, "solution": _solution,
-            "reset": _reset, "export": _export, "mistakes": _mistakes, "generate": _generate}
+            "reset": _reset, "export": _export, "mistakes": _mistakes, "generate": _generate,
+            "grade-class": _grade_class}
 
 
 def main(argv=None):

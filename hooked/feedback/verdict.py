@@ -15,6 +15,7 @@ class Result:
     output: str = ""
     location: str = ""  # where the exercise is written, e.g. "lessons/01_tensor_hooks.py line 241"
     mistake: str = None  # the id of the named mistake the check recognized, "01.double_grad.in-place"
+    mistake_what: str = None  # what that mistake is, in one line, when the grader knows it
 
     def as_report_entry(self):
         return {"lesson": self.lesson, "exercise": self.exercise,

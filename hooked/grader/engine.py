@@ -10,6 +10,7 @@ from hooked.lesson_files.display_paths import display_path
 from hooked.grader.plan import assign, worker_count
 from hooked.lesson_files.learner_lesson import load_lesson_source
 from hooked.feedback.verdict import Result
+from hooked.checks.check_api import RUNNER_MISTAKES
 from hooked.grader.check_runner import named_mistake
 
 
@@ -17,17 +18,16 @@ class _Closed(Exception):
     """The grader was closed while a lane was grading (Ctrl-C, the end of the run)."""
 
 
-class _Lane:
+class Lane:
     """One worker at a time and what it has loaded: grades exercises one after another,
     each with its time limit, and replaces its worker when it hangs or dies. Lanes share
     nothing, so a loop that never ends in one lesson costs only that lesson its limit.
     Where workers are forked (hooked.grader.worker_processes), every lesson is loaded in a
-    fresh worker; `display_root` is what paths in messages are relative to."""
+    fresh worker."""
 
-    def __init__(self, lessons_dir, time_limit, display_root=None):
+    def __init__(self, lessons_dir, time_limit):
         self.lessons_dir = lessons_dir
         self.time_limit = time_limit
-        self.display_root = display_root
         self.lock = threading.RLock()  # one request at a time: planned ones and asked ones
         self.closed = False
         self._spawn_lock = threading.Lock()  # close() and a restart never cross: no worker is left behind
@@ -81,7 +81,7 @@ class _Lane:
 
         def result(status, message, output="", mistake=None):
             return Result(lesson, exercise, status, message, source.graded_file, output, location,
-                          named_mistake(lesson, exercise, mistake))
+                          named_mistake(lesson, exercise, mistake), RUNNER_MISTAKES.get(mistake))
 
         if source.problem:
             return result("error", source.problem)
@@ -118,7 +118,7 @@ class _Lane:
             message += (f" Note: {elsewhere} also defines {exercise}, but it is not an exercise cell, so the "
                         "grader does not run it; write your code in the exercise cell.")
         return Result(lesson, exercise, reply["status"], message, source.graded_file, reply["output"], location,
-                      reply.get("mistake"))
+                      reply.get("mistake"), reply.get("mistake_what"))
 
     def _load(self, lesson, source):
         """Run the lesson's exercise cells in the worker (once per worker). A cell that
@@ -184,7 +184,7 @@ class _Lane:
             worker.stop()
         for attempt in range(2):  # a zygote that died with its child is started again, once
             try:
-                worker = self._workers.new_worker(self.lessons_dir, self.display_root)
+                worker = self._workers.new_worker(self.lessons_dir)
                 break
             except _Stopped:
                 self._workers.close()
@@ -251,7 +251,7 @@ class Grader:
         """Start `workers` workers before the plan is known (pytest, before it collects);
         start(plan) keeps those it needs and stops the others."""
         if not self._lanes:
-            self._lanes = [_Lane(self.lessons_dir, self.time_limit) for _ in range(max(1, workers))]
+            self._lanes = [Lane(self.lessons_dir, self.time_limit) for _ in range(max(1, workers))]
             for lane in self._lanes:
                 lane.start()
 
@@ -270,7 +270,7 @@ class Grader:
         for lane in self._lanes[len(shares):]:  # started before the plan was known, and not needed
             lane.close()
         self._lanes = self._lanes[:len(shares)]
-        self._lanes += [_Lane(self.lessons_dir, self.time_limit) for _ in shares[len(self._lanes):]]
+        self._lanes += [Lane(self.lessons_dir, self.time_limit) for _ in shares[len(self._lanes):]]
         pendings_of_lanes = []
         for lane, share in zip(self._lanes, shares):
             lane.start()

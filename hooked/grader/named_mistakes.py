@@ -35,3 +35,13 @@ def declared_ids(lesson_name, exercise):
     """The ids of the named mistakes that the check of `exercise` may report."""
     lesson = course.lesson_named(lesson_name)
     return {mistake.id for mistake in named_mistakes([lesson]) if mistake.exercise == exercise}
+
+
+def described(lesson_name, exercise, mistake):
+    """The one line that says what the named mistake `mistake` (an id) of `exercise` is; None if unknown."""
+    if not mistake:
+        return None
+    slug = mistake.rsplit(".", 1)[-1]
+    registered = registrations_for_lesson(lesson_name).get(exercise)
+    own = dict(registered.mistakes) if registered is not None else {}
+    return own.get(slug) or RUNNER_MISTAKES.get(slug)

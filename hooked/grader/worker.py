@@ -85,6 +85,7 @@ def _import_torch_and_checks():
         skip_dynamo_import_in_optimizers_for_good()  # saves 1 s in checks that build an optimizer
 
         from hooked.grader.check_registry import checks_for_lesson
+        from hooked.grader import named_mistakes  # noqa: F401  (serve() describes the mistakes found)
         from hooked.course import lessons
 
         for record in lessons():
@@ -166,6 +167,7 @@ def private_channels():
 
 def serve(requests, send, missing_checks):
     """Answer "load" and "check" requests until "done" or the end of `requests`."""
+    from hooked.grader.named_mistakes import described  # imported in prepare(), as in run_cells
     lesson, namespace = None, {}
     for line in requests:
         request = json.loads(line)
@@ -178,7 +180,8 @@ def serve(requests, send, missing_checks):
             result, output = check_exercise(lesson, request["exercise"], namespace, request.get("where"),
                                             missing_checks)
             send({"event": "result", "status": result.status, "message": result.message,
-                  "mistake": result.mistake, "output": output})
+                  "mistake": result.mistake, "mistake_what": described(lesson, result.exercise, result.mistake),
+                  "output": output})
         elif request["op"] == "done":
             return
 

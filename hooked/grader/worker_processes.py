@@ -134,7 +134,7 @@ class SpawnedWorkers:
         if self._ahead is None:
             self._ahead = _Process("hooked.grader.worker", folder)
 
-    def new_worker(self, folder, display_root=None):
+    def new_worker(self, folder):
         worker, self._ahead = self._ahead, None
         if worker is None or not worker.alive():
             worker = _Process("hooked.grader.worker", folder)
@@ -152,13 +152,13 @@ class SpawnedWorkers:
 class _ForkedWorker:
     """A worker forked by a zygote; it talks through the zygote's pipes."""
 
-    def __init__(self, zygote, folder, display_root):
+    def __init__(self, zygote, folder):
         self.zygote = zygote
         self.stderr_tail = collections.deque(maxlen=20)
         self.pid = None
         self.ended = False
         zygote.send({"op": "fork", "folder": os.path.abspath(folder),
-                     "display_root": display_root or os.environ.get("HOOKED_DISPLAY_ROOT") or os.getcwd()})
+                     "display_root": os.environ.get("HOOKED_DISPLAY_ROOT") or os.getcwd()})
         self.pid = self.receive(STARTUP_LIMIT)["pid"]
 
     def send(self, message):
@@ -205,9 +205,9 @@ class ForkedWorkers:
             # The zygote runs no learner code; it starts in the course's folder.
             self._zygote = _Process("hooked.grader.zygote", str(ROOT))
 
-    def new_worker(self, folder, display_root=None):
+    def new_worker(self, folder):
         self.start()
-        return _ForkedWorker(self._zygote, folder, display_root)
+        return _ForkedWorker(self._zygote, folder)
 
     def close(self):
         if self._zygote is not None:

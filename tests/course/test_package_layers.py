@@ -8,7 +8,7 @@ import pathlib
 import hooked
 
 PACKAGE = pathlib.Path(hooked.__file__).parent
-LAYERS = ["lesson_files", "course", "feedback", "checks", "grader", "command"]
+LAYERS = ["lesson_files", "course", "feedback", "checks", "grader", "class_grading", "command"]
 
 
 def _layer(module):
