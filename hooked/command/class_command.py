@@ -64,7 +64,8 @@ def _grade(arguments, terminal):
         except submissions.SubmissionsError as error:
             raise UsageError(str(error)) from None
         out = _output_folder(arguments.out, pathlib.Path(arguments.submissions).resolve())
-        os.environ["HOOKED_DISPLAY_ROOT"] = str(root)  # messages name "alice/01_tensor_hooks.py"
+        # Messages name "alice/01_tensor_hooks.py": relative to the folder of the learners' folders
+        os.environ["HOOKED_DISPLAY_ROOT"] = str(learners[0].folder.parent if learners else root)
         started, timings = time.perf_counter(), {}
         with _progress(terminal, len(learners)) as on_graded:
             def graded(learner, results, seconds):
