@@ -568,6 +568,8 @@ def _fix_links(text, page, files, config, homes, readme):
         folder, _, filename = relative.partition("/")
         if folder in FOLDERS and filename.endswith(".py") and LESSON_FILE.match(filename):
             relative = relative[:-len(".py")] + ".ipynb"  # a lesson: its page
+        if folder == "docs" and files.get_file_from_path(filename) is not None:
+            relative = filename  # a file of the site itself, such as a README picture in docs/images/
         if files.get_file_from_path(relative) is not None:
             return f"{label}({posixpath.relpath(relative, page_dir or '.')}{'#' + anchor if anchor else ''})"
         kind = "tree" if resolved.is_dir() else "blob"

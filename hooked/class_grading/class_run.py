@@ -13,6 +13,12 @@ from hooked.grader.plan import worker_count
 from hooked.lesson_files.learner_lesson import load_lesson_source
 
 
+# Imported by each lane's zygote before it forks: every learner's lesson 13 builds a
+# DistributedDataParallel, which imports torch._dynamo on first use (as an optimizer and lesson 09's
+# checkpoint do): a slow import, paid once per lane instead of once per learner.
+_IMPORTED_ONCE = ("torch._dynamo",)
+
+
 def _not_submitted(learner, lesson):
     return [Result(lesson.name, exercise, "not_attempted",
                    f"not attempted: {learner.id} handed in no {lesson.name}.py or .ipynb.")
@@ -45,7 +51,8 @@ def grade_class(learners, lessons, time_limit, on_graded=lambda learner, results
     todo = queue.Queue()
     for learner in learners:
         todo.put(learner)
-    lanes = [Lane(learners[0].folder, time_limit) for _ in range(worker_count(len(learners)))] if learners else []
+    lanes = [Lane(learners[0].folder, time_limit, _IMPORTED_ONCE)
+             for _ in range(worker_count(len(learners)))] if learners else []
     graded, failure, lock = {}, _Failure(), threading.Lock()
 
     def work(lane):

@@ -22,6 +22,7 @@ RUNNER_OUTCOMES = {".raised": "raised an exception", ".timed-out": "timed out", 
                    ".tampered": "tampered with the grading"}
 LOST = (".crashed", ".timed-out", ".tampered")
 TOP_MISTAKES = 15
+TABLE_MISTAKES = 30  # rows of the mistakes table shown at once; the others fold under it
 _WIDTH = 4.4  # inches: the figures' width, at which a phone shows them at about their own size
 # The figures' text and axes are drawn in this colour, which the SVG then hands to CSS as
 # currentColor: they take the page's text colour, light or dark.
@@ -202,7 +203,12 @@ def _mistakes_section(results):
     parts = ['<section aria-labelledby="mistakes"><h2 id="mistakes">Most common mistakes: what to re-teach</h2>']
     if taught:
         parts.append(_mistakes_figure(results, taught[:TOP_MISTAKES]))
-        parts.append(_mistakes_table(results, taught, "Named mistakes, the most learners first"))
+        parts.append(_mistakes_table(results, taught[:TABLE_MISTAKES], "Named mistakes, the most learners first"))
+        if len(taught) > TABLE_MISTAKES:  # a class can make hundreds: the rest on request, not in the way
+            rest = taught[TABLE_MISTAKES:]
+            parts.append(f"<details><summary>The other {_plural(len(rest), 'named mistake')}</summary>"
+                         f"{_mistakes_table(results, rest, 'The other named mistakes, the most learners first')}"
+                         "</details>")
     else:
         parts.append('<p class="empty">No named mistake was recognised in this class.</p>')
     parts.append('<h3 id="runner-outcomes">Runner outcomes</h3><p>Not misconceptions: how the code ran '
@@ -223,7 +229,7 @@ def _mistakes_figure(results, shown):
     figure = _svg(lambda figure: _draw_mistakes(figure, labels, learners, len(results["learners"])),
                   (_WIDTH, 0.75 + 0.4 * len(shown)), "mistakes-chart", label)
     caption = (f"The {_plural(len(shown), 'most common named mistake')}, learners who made each; "
-               "the table below lists them all with what each one is.")
+               "the table below says what each one is.")
     return f"<figure>{figure}<figcaption>{_e(caption)}</figcaption></figure>"
 
 

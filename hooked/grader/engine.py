@@ -23,9 +23,9 @@ class Lane:
     each with its time limit, and replaces its worker when it hangs or dies. Lanes share
     nothing, so a loop that never ends in one lesson costs only that lesson its limit.
     Where workers are forked (hooked.grader.worker_processes), every lesson is loaded in a
-    fresh worker."""
+    fresh worker, forked from a zygote that has imported `imports` too."""
 
-    def __init__(self, lessons_dir, time_limit):
+    def __init__(self, lessons_dir, time_limit, imports=()):
         self.lessons_dir = lessons_dir
         self.time_limit = time_limit
         self.lock = threading.RLock()  # one request at a time: planned ones and asked ones
@@ -33,7 +33,7 @@ class Lane:
         self._spawn_lock = threading.Lock()  # close() and a restart never cross: no worker is left behind
         self._load_outcomes = {}  # lesson -> ("ok", cell_errors, output) | ("problem", message)
         self._stopped_cells = {}  # lesson -> {cell index: why it was stopped}
-        self._workers = worker_source()
+        self._workers = worker_source(imports)
         self._worker = None
         self._loaded = None  # the lesson the current worker has loaded
 
@@ -237,7 +237,7 @@ class Grader:
     together, and grades ahead: grade() then waits for its result. The results, their
     messages and the order they are asked for are the same with one worker as with many."""
 
-    def __init__(self, lessons_dir, time_limit):
+    def __init__(self, lessons_dir, time_limit, imports=()):
         self.lessons_dir = lessons_dir
         self.time_limit = time_limit
         self._sources = {}

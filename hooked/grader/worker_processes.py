@@ -43,7 +43,7 @@ class _Process:
     `folder` and in a process group of its own, so that stopping it also stops any process the
     learner's code started."""
 
-    def __init__(self, module, folder):
+    def __init__(self, module, folder, arguments=()):
         # No bytecode files: importing a helper module beside the lessons must not write there.
         # The course's own modules may keep theirs, as in this process (hooked.grader.worker).
         env = dict(os.environ, PYTHONIOENCODING="utf-8", PYTHONDONTWRITEBYTECODE="1",
@@ -55,7 +55,7 @@ class _Process:
         else:
             group = {"start_new_session": True}
         self.process = subprocess.Popen(
-            [sys.executable, "-m", module], env=env, cwd=folder,
+            [sys.executable, "-m", module, *arguments], env=env, cwd=folder,
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             text=True, encoding="utf-8", errors="replace", **group)
         self.replies = queue.Queue()
@@ -193,17 +193,19 @@ class _ForkedWorker:
 
 
 class ForkedWorkers:
-    """Workers forked by one warm zygote, a fresh one for every lesson loaded."""
+    """Workers forked by one warm zygote, a fresh one for every lesson loaded. The zygote
+    imports `imports` (module names) too before it forks any."""
 
     reuse_across_lessons = False
 
-    def __init__(self):
+    def __init__(self, imports=()):
         self._zygote = None
+        self._imports = tuple(imports)
 
     def start(self, folder=None):
         if self._zygote is None or not self._zygote.alive():
             # The zygote runs no learner code; it starts in the course's folder.
-            self._zygote = _Process("hooked.grader.zygote", str(ROOT))
+            self._zygote = _Process("hooked.grader.zygote", str(ROOT), self._imports)
 
     def new_worker(self, folder):
         self.start()
@@ -218,5 +220,6 @@ class ForkedWorkers:
         return [self._zygote.pid] if self._zygote is not None else []
 
 
-def worker_source():
-    return ForkedWorkers() if forks_workers() else SpawnedWorkers()
+def worker_source(imports=()):
+    """Where workers come from; `imports`: modules a forked worker's zygote imports first."""
+    return ForkedWorkers(imports) if forks_workers() else SpawnedWorkers()

@@ -4,7 +4,8 @@ worker's protocol (hooked.grader.worker.serve) on the same pipes, in the folder 
 in a session of its own. Each child is a copy of a process that has run no learner code, so
 nothing one lesson's code does (a hook left behind, torch patched) reaches the next child, and
 a child costs a fork instead of an import of torch. Started by hooked.grader.worker_processes,
-on Linux only: elsewhere a fork after importing torch is not safe.
+on Linux only (elsewhere a fork after importing torch is not safe), as
+`python -m hooked.grader.zygote [MODULE ...]`: the modules named are imported before any fork.
 
 Requests:  {"op": "fork", "folder": ..., "display_root": ...}
 Replies:   {"event": "ready"} once prepared; then the child's replies, the first of them
@@ -12,6 +13,8 @@ Replies:   {"event": "ready"} once prepared; then the child's replies, the first
            {"event": "ended", "last_words": [the last lines it wrote on stdout or stderr]}.
 """
 
+import gc
+import importlib
 import json
 import os
 import signal
@@ -76,6 +79,9 @@ def main():
     sys.stdin = open(os.devnull, encoding="utf-8")
     send = worker.sender(replies)
     missing_checks = worker.prepare()
+    for module in sys.argv[1:]:  # what the checks (or learners' code) would import in every child
+        importlib.import_module(module)
+    gc.freeze()  # what those imports made is kept for good, as prepare() keeps torch
     send({"event": "ready"})
     while (line := _read_line(requests_fd)) is not None:
         request = json.loads(line)
