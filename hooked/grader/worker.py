@@ -22,6 +22,8 @@ import sys
 import threading
 import time
 
+from hooked.grader.tamper_guard import TamperGuard
+
 
 def _leads_its_group():
     return os.name != "nt" and os.getpgid(0) == os.getpid()  # as the grader starts it (start_new_session)
@@ -42,6 +44,14 @@ def _end_with_the_grader():
     threading.Thread(target=watch, daemon=True).start()
 
 
+# The grading machinery as prepare() left it; created here, not in prepare(), so that capturing it
+# does not itself change this module. Grading processes forked after prepare() share it.
+_TAMPER_GUARD = TamperGuard()
+# The namespace that the last lesson's cells made, and what they changed in the grading machinery as
+# they ran: every exercise of a lesson whose cells did is left ungraded, whichever is checked first.
+_LAST_LOAD = {"namespace": None, "changes": []}
+
+
 def prepare():
     """Import torch and every lesson's checks (before learner code can disturb imports);
     return {lesson: the checks module it lacks} for an author's draft without checks yet."""
@@ -53,7 +63,10 @@ def prepare():
     collecting = gc.isenabled()
     gc.disable()
     try:
-        return _import_torch_and_checks()
+        missing_checks = _import_torch_and_checks()
+        # Last, before any learner code: what check_exercise holds the grading machinery to.
+        _TAMPER_GUARD.capture(also=[sys.modules[__name__]])
+        return missing_checks
     finally:
         # Python's cyclic garbage collector would go through torch's hundreds of thousands of objects
         # at each full collection (60-80 ms each, at moments set by how much the checks allocate);
@@ -85,6 +98,9 @@ def _import_torch_and_checks():
 
         from hooked.grader.check_registry import checks_for_lesson
         from hooked.course import lessons
+        # What run_cells and check_exercise use, imported here so that the tamper guard holds them too.
+        import hooked.grader.check_runner  # noqa: F401
+        import hooked.lesson_files.learner_lesson  # noqa: F401
 
         for record in lessons():
             try:
@@ -129,13 +145,18 @@ def run_cells(lesson, cells, skip=(), before_cell=lambda index: None):
 
 
 def check_exercise(lesson, exercise, namespace, where=None, missing_checks=None):
-    """(Result, what was printed) of checking `exercise` as the lesson's cells defined it."""
+    """(Result, what was printed) of checking `exercise` as the lesson's cells defined it: "error", the
+    mistake "tampered", when learner code changed the grading machinery, which is then put back."""
+    load_changes = _tampering_of_load(namespace)  # first: the imports below go through the machinery
     # Imported in prepare() already, as in run_cells.
-    from hooked.grader.check_runner import named_mistake, run_exercise_check
+    from hooked.grader.check_runner import named_mistake
     from hooked.feedback.learner_tracebacks import describe_learner_error
     from hooked.feedback.verdict import Result
 
+    if load_changes:
+        return _tampered(lesson, exercise, load_changes, "as the lesson's exercise cells ran"), ""
     output = io.StringIO()
+    changes = []
     with contextlib.redirect_stdout(output), contextlib.redirect_stderr(output):
         try:
             if lesson in (missing_checks or {}):
@@ -143,12 +164,57 @@ def check_exercise(lesson, exercise, namespace, where=None, missing_checks=None)
                                 f"lesson {lesson} has no checks yet: the course lacks the module "
                                 f"{missing_checks[lesson]} (README, 'Add a lesson', step 2).")
             else:
-                result = run_exercise_check(lesson, exercise, namespace.get(exercise), where)
+                result = _run_watched_check(lesson, exercise, namespace.get(exercise), where, changes)
         except BaseException as error:  # escaped the check: KeyboardInterrupt, a broken __str__, ...
             result = Result(lesson, exercise, "failed",
                             f"while checking {exercise}, your code raised {describe_learner_error(error)}",
                             mistake=named_mistake(lesson, exercise, "raised"))
+    changes += [change for change in _TAMPER_GUARD.changes() if change not in changes]
+    if changes:
+        _TAMPER_GUARD.restore()
+        return _tampered(lesson, exercise, changes, f"while {exercise} was checked"), output.getvalue()
     return result, output.getvalue()
+
+
+def _run_watched_check(lesson, exercise, obj, where, changes):
+    """run_exercise_check, adding to `changes` what the guard finds as the check ends: inside the
+    check's torch_state_restored, which puts replaced torch functions back before the check returns."""
+    from hooked.grader.check_registry import checks_for_lesson
+    from hooked.grader.check_runner import run_check, run_exercise_check
+
+    check = checks_for_lesson(lesson).get(exercise)
+    if check is None:
+        return run_exercise_check(lesson, exercise, obj, where)  # which says the course has no check
+
+    def watched_check(learner_object):
+        try:
+            check(learner_object)
+        finally:
+            changes.extend(_TAMPER_GUARD.changes())
+    return run_check(lesson, exercise, watched_check, obj, where)
+
+
+def _tampering_of_load(namespace):
+    """What the cells that made `namespace` changed in the grading machinery as they ran (then put
+    back): looked for before its first exercise is checked; each check looks again as it ends."""
+    if _LAST_LOAD["namespace"] is not namespace:
+        changes = _TAMPER_GUARD.changes()
+        if changes:
+            _TAMPER_GUARD.restore()
+        _LAST_LOAD.update(namespace=namespace, changes=changes)
+    return _LAST_LOAD["changes"]
+
+
+def _tampered(lesson, exercise, changes, when):
+    from hooked.grader.check_runner import named_mistake
+    from hooked.feedback.verdict import Result
+
+    shown = "; ".join(changes[:5]) + (f"; and {len(changes) - 5} more" if len(changes) > 5 else "")
+    return Result(lesson, exercise, "error",
+                  f"your code changed the grading machinery {when}: {shown}. A verdict reached with changed "
+                  f"checks, or changed torch functions that they rely on, cannot be trusted, so {exercise} is not "
+                  "graded. Remove the code that replaces them.",
+                  mistake=named_mistake(lesson, exercise, "tampered"))
 
 
 def main():
