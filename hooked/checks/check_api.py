@@ -53,6 +53,7 @@ RUNNER_MISTAKES = {
     "raised": "the learner's code raised an exception that no diagnosis explains while the check called it",
     "timed-out": "the check was stopped at the time limit: a loop that never ends, or a very slow computation",
     "crashed": "the learner's code ended the grading process (os._exit, sys.exit, or a crash)",
+    "tampered": "the learner's code changed the grading machinery or the torch functions a check relies on",
 }
 
 

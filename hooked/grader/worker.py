@@ -23,6 +23,8 @@ import sys
 import threading
 import time
 
+from hooked.grader.tamper_guard import TamperGuard
+
 
 def _leads_its_group():
     return os.name != "nt" and os.getpgid(0) == os.getpid()  # as the grader starts it (start_new_session)
@@ -43,6 +45,14 @@ def _end_with_the_grader():
     threading.Thread(target=watch, daemon=True).start()
 
 
+# The grading machinery as prepare() left it; created here, not in prepare(), so that capturing it
+# does not itself change this module. Grading processes forked after prepare() share it.
+_TAMPER_GUARD = TamperGuard()
+# The namespace that the last lesson's cells made, and what they changed in the grading machinery as
+# they ran: every exercise of a lesson whose cells did is left ungraded, whichever is checked first.
+_LAST_LOAD = {"namespace": None, "changes": []}
+
+
 def prepare():
     """Import torch and every lesson's checks (before learner code can disturb imports);
     return {lesson: the checks module it lacks} for an author's draft without checks yet."""
@@ -54,7 +64,10 @@ def prepare():
     collecting = gc.isenabled()
     gc.disable()
     try:
-        return _import_torch_and_checks()
+        missing_checks = _import_torch_and_checks()
+        # Last, before any learner code: what check_exercise holds the grading machinery to.
+        _TAMPER_GUARD.capture(also=[sys.modules[__name__]])
+        return missing_checks
     finally:
         # Python's cyclic garbage collector would go through torch's hundreds of thousands of objects
         # at each full collection (60-80 ms each, at moments set by how much the checks allocate);
@@ -87,6 +100,9 @@ def _import_torch_and_checks():
         from hooked.grader.check_registry import checks_for_lesson
         from hooked.grader import named_mistakes  # noqa: F401  (serve() describes the mistakes found)
         from hooked.course import lessons
+        # What run_cells and check_exercise use, imported here so that the tamper guard holds them too.
+        import hooked.grader.check_runner  # noqa: F401
+        import hooked.lesson_files.learner_lesson  # noqa: F401
 
         for record in lessons():
             try:
@@ -131,13 +147,18 @@ def run_cells(lesson, cells, skip=(), before_cell=lambda index: None):
 
 
 def check_exercise(lesson, exercise, namespace, where=None, missing_checks=None):
-    """(Result, what was printed) of checking `exercise` as the lesson's cells defined it."""
+    """(Result, what was printed) of checking `exercise` as the lesson's cells defined it: "error", the
+    mistake "tampered", when learner code changed the grading machinery, which is then put back."""
+    load_changes = _tampering_of_load(namespace)  # first: the imports below go through the machinery
     # Imported in prepare() already, as in run_cells.
-    from hooked.grader.check_runner import named_mistake, run_exercise_check
+    from hooked.grader.check_runner import named_mistake
     from hooked.feedback.learner_tracebacks import describe_learner_error
     from hooked.feedback.verdict import Result
 
+    if load_changes:
+        return _tampered(lesson, exercise, load_changes, "as the lesson's exercise cells ran"), ""
     output = io.StringIO()
+    changes = []
     with contextlib.redirect_stdout(output), contextlib.redirect_stderr(output):
         try:
             if lesson in (missing_checks or {}):
@@ -145,12 +166,57 @@ def check_exercise(lesson, exercise, namespace, where=None, missing_checks=None)
                                 f"lesson {lesson} has no checks yet: the course lacks the module "
                                 f"{missing_checks[lesson]} (README, 'Add a lesson', step 2).")
             else:
-                result = run_exercise_check(lesson, exercise, namespace.get(exercise), where)
+                result = _run_watched_check(lesson, exercise, namespace.get(exercise), where, changes)
         except BaseException as error:  # escaped the check: KeyboardInterrupt, a broken __str__, ...
             result = Result(lesson, exercise, "failed",
                             f"while checking {exercise}, your code raised {describe_learner_error(error)}",
                             mistake=named_mistake(lesson, exercise, "raised"))
+    changes += [change for change in _TAMPER_GUARD.changes() if change not in changes]
+    if changes:
+        _TAMPER_GUARD.restore()
+        return _tampered(lesson, exercise, changes, f"while {exercise} was checked"), output.getvalue()
     return result, output.getvalue()
+
+
+def _run_watched_check(lesson, exercise, obj, where, changes):
+    """run_exercise_check, adding to `changes` what the guard finds as the check ends: inside the
+    check's torch_state_restored, which puts replaced torch functions back before the check returns."""
+    from hooked.grader.check_registry import checks_for_lesson
+    from hooked.grader.check_runner import run_check, run_exercise_check
+
+    check = checks_for_lesson(lesson).get(exercise)
+    if check is None:
+        return run_exercise_check(lesson, exercise, obj, where)  # which says the course has no check
+
+    def watched_check(learner_object):
+        try:
+            check(learner_object)
+        finally:
+            changes.extend(_TAMPER_GUARD.changes())
+    return run_check(lesson, exercise, watched_check, obj, where)
+
+
+def _tampering_of_load(namespace):
+    """What the cells that made `namespace` changed in the grading machinery as they ran (then put
+    back): looked for before its first exercise is checked; each check looks again as it ends."""
+    if _LAST_LOAD["namespace"] is not namespace:
+        changes = _TAMPER_GUARD.changes()
+        if changes:
+            _TAMPER_GUARD.restore()
+        _LAST_LOAD.update(namespace=namespace, changes=changes)
+    return _LAST_LOAD["changes"]
+
+
+def _tampered(lesson, exercise, changes, when):
+    from hooked.grader.check_runner import named_mistake
+    from hooked.feedback.verdict import Result
+
+    shown = "; ".join(changes[:5]) + (f"; and {len(changes) - 5} more" if len(changes) > 5 else "")
+    return Result(lesson, exercise, "error",
+                  f"your code changed the grading machinery {when}: {shown}. A verdict reached with changed "
+                  f"checks, or changed torch functions that they rely on, cannot be trusted, so {exercise} is not "
+                  "graded. Remove the code that replaces them.",
+                  mistake=named_mistake(lesson, exercise, "tampered"))
 
 
 def private_channels():
@@ -168,17 +234,20 @@ def private_channels():
 def serve(requests, send, missing_checks):
     """Answer "load" and "check" requests until "done" or the end of `requests`."""
     from hooked.grader.named_mistakes import described  # imported in prepare(), as in run_cells
+
+    # Held here, before any learner code runs: code that rebinds the module's names (to forge a
+    # verdict) does not change what this loop calls.
+    load, check = run_cells, check_exercise
     lesson, namespace = None, {}
     for line in requests:
         request = json.loads(line)
         if request["op"] == "load":
             lesson = request["lesson"]
-            namespace, cell_errors, output = run_cells(
+            namespace, cell_errors, output = load(
                 lesson, request["cells"], request["skip"], lambda index: send({"event": "cell", "index": index}))
             send({"event": "loaded", "cell_errors": cell_errors, "output": output})
         elif request["op"] == "check":
-            result, output = check_exercise(lesson, request["exercise"], namespace, request.get("where"),
-                                            missing_checks)
+            result, output = check(lesson, request["exercise"], namespace, request.get("where"), missing_checks)
             send({"event": "result", "status": result.status, "message": result.message,
                   "mistake": result.mistake, "mistake_what": described(lesson, result.exercise, result.mistake),
                   "output": output})
