@@ -3,6 +3,7 @@ looking at their `run:` scripts, and they do what the README says they do. actio
 ShellCheck come with the authors' install (requirements-dev.txt), so a missing one fails."""
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -97,3 +98,28 @@ def test_the_site_workflow_builds_from_a_checkout_and_deploys_to_pages_with_this
     assert build["steps"][-1]["with"]["path"] == "site"
     assert deploy["needs"] == "build" and deploy["environment"]["name"] == "github-pages"
     assert [step["uses"].split("@")[0] for step in deploy["steps"]] == ["actions/deploy-pages"]
+
+
+def _readme_blocks(section, language):
+    """The code blocks in `language` of the README's `### section`."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    start = text.index(f"### {section}\n")
+    end = text.find("\n## ", start)
+    return re.findall(rf"```{language}\n(.*?)```", text[start:end], flags=re.DOTALL)
+
+
+def test_the_readmes_job_array_examples_for_grading_a_class_pass_actionlint_and_shellcheck(tmp_path):
+    (workflow,) = _readme_blocks("Grade a class", "yaml")
+    assert "--shard" in workflow and "--merge" in workflow
+    folder = tmp_path / ".github" / "workflows"
+    folder.mkdir(parents=True)
+    (folder / "grade.yml").write_text(workflow, encoding="utf-8")
+    completed = _actionlint(tmp_path, ".github/workflows/grade.yml")
+    assert completed.returncode == 0 and completed.stdout == "", completed.stdout + completed.stderr
+    scripts = [block for block in _readme_blocks("Grade a class", "bash") if "--shard" in block or "--merge" in block]
+    assert len(scripts) == 2, scripts
+    for number, script in enumerate(scripts):
+        path = tmp_path / f"slurm-{number}.sh"
+        path.write_text(script if script.startswith("#!") else "#!/usr/bin/env bash\n" + script, encoding="utf-8")
+        checked = subprocess.run([_tool("shellcheck"), str(path)], capture_output=True, text=True, timeout=60)
+        assert checked.returncode == 0, checked.stdout + checked.stderr
