@@ -111,7 +111,7 @@ _NORMS_MISTAKES = {
 # have no output of a layer type that leads to no tensor, no module called twice in a pass, no output near 0,
 # and no explanation of missing modules (two ReLUs: one missing is a name read from the loop variable).
 _MONITOR_RECORDS_MISTAKES = {slug: {**_RECORDS_MISTAKES, **_STATS_MISTAKES, **_NORMS_MISTAKES}[slug] for slug in (
-    "entries-not-a-list", "keyed-by-object", "keyed-by-type", "keyed-by-position", "unexpected-names",
+    "records-not-a-dict", "entries-not-a-list", "keyed-by-object", "keyed-by-type", "keyed-by-position", "unexpected-names",
     "nothing-recorded", "name-from-loop-variable", "value-requires-grad", "value-not-one-number", "value-not-a-number",
     "list-replaced", "reverse-order", "entry-not-a-dict",
     "entry-keys-missing", "stats-of-input", "wrong-mean", "population-std", "variance-not-std", "wrong-std",
@@ -603,7 +603,10 @@ def _check_monitor_records(monitor, model, outputs, grads):
     norms = _attribute(monitor, "grad_norms", "reading monitor.grad_norms")
     for attribute, records, function in (("activation_stats", stats, "record_activation_stats"),
                                          ("grad_norms", norms, "track_grad_norms")):
-        if isinstance(records, Mapping) and not nonempty_lists(records, f"monitor.{attribute}", said):
+        if not isinstance(records, Mapping):  # replaced by what a record function returned: a list, a pair
+            fail(f"{said} monitor.{attribute} is {describe(records)}; expected the dict from name to list that "
+                 f"{function} returns and the hooks fill.", "records-not-a-dict")
+        if not nonempty_lists(records, f"monitor.{attribute}", said):
             fail(f"{said} monitor.{attribute} holds no record. It must be the dict that the hooks fill, the one "
                  f"{function} returns, and not a copy made in attach(): a copy misses what the hooks add later.",
                  "records-copied")

@@ -821,6 +821,12 @@ def track_grad_norms(model):
                "        self.first_nonfinite = None\n")],
              ["inside the with block", "must keep what was recorded"], "data-stays",
              mistake="11.TrainingMonitor.remove-clears-records"),
+    _monitor("keeps the stats as a list of the records' items, not the dict the hooks fill",
+             [("self.activation_stats, stats_handles = record_activation_stats(self.model, self.layer_types)",
+               "stats, stats_handles = record_activation_stats(self.model, self.layer_types)\n"
+               "        self.activation_stats = list(stats.items())")],
+             ["monitor.activation_stats is list", "expected the dict"], "stats",
+             mistake="11.TrainingMonitor.records-not-a-dict"),
     _monitor("keeps a copy of the stats dict made in attach()",
              [("self.activation_stats, stats_handles = record_activation_stats(self.model, self.layer_types)",
                "stats, stats_handles = record_activation_stats(self.model, self.layer_types)\n"
