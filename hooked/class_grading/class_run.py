@@ -1,7 +1,7 @@
 """Grade every learner of a class in one run: one lane per idle core (hooked.grader.engine), each
 taking the next learner and grading all of their lessons, as grading that learner alone would.
-Where workers are forked (Linux), torch is imported once per lane and every lesson of every
-learner runs in a fresh fork of that warm process; elsewhere each learner gets fresh processes."""
+Each learner's lessons run in a fresh worker: on Linux a fork of a warm process that imported
+torch once per lane and has run no learner code; elsewhere a new process."""
 
 import queue
 import threading

@@ -22,8 +22,9 @@ class Lane:
     """One worker at a time and what it has loaded: grades exercises one after another,
     each with its time limit, and replaces its worker when it hangs or dies. Lanes share
     nothing, so a loop that never ends in one lesson costs only that lesson its limit.
-    Where workers are forked (hooked.grader.worker_processes), every lesson is loaded in a
-    fresh worker, forked from a zygote that has imported `imports` too."""
+    Its workers grade the lessons of one folder; move_to() another folder starts a fresh one.
+    Where workers are forked (hooked.grader.worker_processes), their zygote imports `imports`
+    too before it forks any."""
 
     def __init__(self, lessons_dir, time_limit, imports=()):
         self.lessons_dir = lessons_dir
@@ -125,16 +126,14 @@ class Lane:
         runs too long, or ends the process, is stopped and skipped; the rest still run."""
         if lesson in self._load_outcomes and self._worker and self._loaded == lesson:
             return self._load_outcomes[lesson]
-        fresh = not self._workers.reuse_across_lessons  # a forked worker loads one lesson, once
         cells = [{"source": cell.source, "filename": cell.filename, "first_line": cell.first_line}
                  for cell in source.cells]
         stopped = self._stopped_cells.setdefault(lesson, {})  # cell index -> what happened; never rerun
         while True:
             current = None
             try:
-                if fresh or self._worker is None:
+                if self._worker is None:
                     self._replace_worker()
-                    fresh = False
                 self._worker.send({"op": "load", "lesson": lesson, "cells": cells, "skip": sorted(stopped)})
                 while True:
                     reply = self._worker.receive(self.time_limit)

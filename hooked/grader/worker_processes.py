@@ -1,8 +1,9 @@
 """The processes that run learner code for the grader (hooked.grader.engine), and how they
 start. On Linux a warm zygote (hooked.grader.zygote) imports torch and the checks once and forks
-a fresh worker for every lesson it loads: no lesson's code can reach another's, and a fresh
-worker costs a fork. Elsewhere, where a fork after importing torch is not safe, each worker is a
-new Python process (hooked.grader.worker) that imports torch itself.
+the workers: a fresh worker (another learner's, or one in place of a worker that hung or crashed)
+costs a fork, not an import of torch. Elsewhere, where a fork after importing torch is not safe,
+each worker is a new Python process (hooked.grader.worker) that imports torch itself. Either way
+a worker grades the lessons of one folder, one after another.
 
 Both kinds answer the same protocol (hooked.grader.worker) and have the same methods: send(),
 receive(timeout), stop(), and `stderr_tail`, what the worker last wrote on stderr."""
@@ -122,10 +123,7 @@ class _Process:
 
 
 class SpawnedWorkers:
-    """Workers that are Python processes of their own, each importing torch: one is kept for
-    every lesson of its folder, and replaced when it dies or hangs."""
-
-    reuse_across_lessons = True
+    """Workers that are Python processes of their own, each importing torch."""
 
     def __init__(self):
         self._ahead = None  # a worker started before it was asked for, importing torch meanwhile
@@ -193,10 +191,8 @@ class _ForkedWorker:
 
 
 class ForkedWorkers:
-    """Workers forked by one warm zygote, a fresh one for every lesson loaded. The zygote
-    imports `imports` (module names) too before it forks any."""
-
-    reuse_across_lessons = False
+    """Workers forked by one warm zygote, which imports `imports` (module names) too before it
+    forks any."""
 
     def __init__(self, imports=()):
         self._zygote = None

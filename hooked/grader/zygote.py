@@ -2,8 +2,8 @@
 (hooked.grader.worker.prepare), then, for each "fork" request, forks a child that answers the
 worker's protocol (hooked.grader.worker.serve) on the same pipes, in the folder it is given and
 in a session of its own. Each child is a copy of a process that has run no learner code, so
-nothing one lesson's code does (a hook left behind, torch patched) reaches the next child, and
-a child costs a fork instead of an import of torch. Started by hooked.grader.worker_processes,
+nothing one child's learner code does (a hook left behind, torch patched) reaches the next
+child, and a child costs a fork instead of an import of torch. Started by hooked.grader.worker_processes,
 on Linux only (elsewhere a fork after importing torch is not safe), as
 `python -m hooked.grader.zygote [MODULE ...]`: the modules named are imported before any fork.
 

@@ -16,7 +16,7 @@ from hooked import course
 from hooked.course import ROOT
 from hooked.grader.engine import Grader
 from hooked.grader.plan import WORKERS_VARIABLE, assign
-from hooked.grader.worker_processes import START_VARIABLE, forks_workers
+from hooked.grader.worker_processes import START_VARIABLE
 
 # These tests start pytest; a started pytest must never start them again.
 if os.environ.get("HOOKED_INNER_RUN"):
@@ -123,8 +123,8 @@ def test_a_hang_in_one_lesson_holds_up_neither_the_other_worker_nor_the_rest_of_
 
 @pytest.mark.parametrize("start", ["fork", "spawn"])
 def test_a_hang_restarts_only_its_own_worker_and_the_next_lessons_are_graded(tmp_path, monkeypatch, start):
-    """Forked workers: every lane keeps its zygote, which forks a worker per lesson. Spawned
-    workers: only the lane whose worker hung starts another process."""
+    """Forked workers: every lane keeps its zygote, which forks another worker in place of the one
+    that hung. Spawned workers: only the lane whose worker hung starts another process."""
     monkeypatch.setenv(WORKERS_VARIABLE, "2")
     monkeypatch.setenv(START_VARIABLE, start)
     lessons = make_lessons(tmp_path / "lessons", {
@@ -187,8 +187,7 @@ def test_no_worker_outlives_pytest_when_it_ends(tmp_path):
                                text=True, timeout=600)
     assert completed.returncode == 0, completed.stdout
     noted = {int(line) for line in pids.read_text(encoding="utf-8").split()}
-    # Three lessons: on two spawned workers, or in a worker forked for each
-    assert len(noted) == (3 if forks_workers() else 2)
+    assert len(noted) == 2  # three lessons on two workers
     assert all(_gone(pid) for pid in noted)
 
 
