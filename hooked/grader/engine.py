@@ -114,8 +114,8 @@ class Lane:
             return result("failed", f"the grading process stopped while checking {exercise}: your code may have "
                                     f"ended the interpreter (os._exit) or crashed it.{tail}", mistake="crashed")
         message = reply["message"]
-        elsewhere = source.untagged_definitions.get(exercise)
-        if elsewhere and reply["status"] != "passed":
+        elsewhere = source.untagged_definitions.get(exercise) if reply["status"] != "passed" else None
+        if elsewhere:
             message += (f" Note: {elsewhere} also defines {exercise}, but it is not an exercise cell, so the "
                         "grader does not run it; write your code in the exercise cell.")
         return Result(lesson, exercise, reply["status"], message, source.graded_file, reply["output"], location,

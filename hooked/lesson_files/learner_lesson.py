@@ -4,6 +4,7 @@ by hooked/lesson_files/lesson_format.py. Nothing here runs learner code or write
 the learner's files."""
 
 import dataclasses
+import functools
 import pathlib
 import sys
 
@@ -26,7 +27,17 @@ class LessonSource:
     cells: list = dataclasses.field(default_factory=list)
     problem: str = ""  # set when the lesson cannot be graded at all
     syntax_error: str = ""  # "file line N: message" of the first cell that does not compile
-    untagged_definitions: dict = dataclasses.field(default_factory=dict)  # name -> where
+    untagged_cells: list = dataclasses.field(default_factory=list)  # (where, source) of the other code cells
+
+    @functools.cached_property
+    def untagged_definitions(self):
+        """{name: where} of what the code cells not tagged exercise define: parsed only when
+        feedback asks, since an exercise that passes never needs them."""
+        found = {}
+        for where, source in self.untagged_cells:
+            for name in defined_names(source):
+                found.setdefault(name, where)
+        return found
 
     def cell_defining(self, name):
         for cell in self.cells:
@@ -106,9 +117,7 @@ def load_lesson_source(lesson_dir, lesson):
             filename, search_from = str(path), first - 1 + len(source_lines)
         names = {name: first + line - 1 for name, line in defined_names(cell.source).items()}
         result.cells.append(Cell(cell.source, filename, first, names))
-    for index, cell in untagged:
-        for name in defined_names(cell.source):
-            result.untagged_definitions.setdefault(name, f"cell {index + 1} of {path.name}")
+    result.untagged_cells = [(f"cell {index + 1} of {path.name}", cell.source) for index, cell in untagged]
     result.syntax_error = syntax_error_in(result.cells)
     return result
 

@@ -230,6 +230,8 @@ def _as_jupytext_reads(cell):
 def _string_may_hold_a_marker(body):
     """True when a triple-quoted string is still open at the cell's end: jupytext would
     then read on past the next marker. Follows jupytext's StringParser for Python."""
+    if not any('"""' in line or "'''" in line for line in body):
+        return False  # no triple quote, so no triple-quoted string to leave open
     triple = None
     for line in body:
         if triple is None and line.lstrip().startswith("#"):
