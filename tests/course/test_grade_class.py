@@ -88,11 +88,11 @@ def graded(tmp_path_factory):
     code, output = hooked("grade-class", root, "--out", out, "--lessons", "01", "02", "--gradescope",
                           env={WORKERS_VARIABLE: "2"})
     assert code == 0, output
-    return root, before, out
+    return root, before, out, output
 
 
 def test_every_learner_gets_the_statuses_and_mistakes_of_grading_them_alone(graded, tmp_path):
-    root, _, out = graded
+    root, _, out, _ = graded
     rows = results(out)["rows"]
     for learner in ("ada", "ben", "cy", "dee"):
         alone = tmp_path / f"{learner}.json"
@@ -107,7 +107,7 @@ def test_every_learner_gets_the_statuses_and_mistakes_of_grading_them_alone(grad
 
 
 def test_results_csv_has_the_contract_columns_first_and_a_row_per_learner_and_exercise(graded):
-    _, _, out = graded
+    _, _, out, _ = graded
     with open(out / "results.csv", encoding="utf-8-sig", newline="") as file:
         table = list(csv.reader(file))
     assert table[0][:6] == ["learner", "lesson", "exercise", "status", "mistake", "message"]
@@ -134,15 +134,23 @@ def test_results_json_gives_each_learners_totals_and_what_each_mistake_is(graded
 
 
 def test_each_learner_gets_the_gradescope_file_of_hooked_export(graded):
-    _, _, out = graded
+    _, _, out, _ = graded
     with open(out / "gradescope" / "ben" / "results.json", encoding="utf-8") as file:
         ben = json.load(file)
     assert ben["score"] == len(ALL_OF[ONE]) - 1 + 1  # lesson 01 but double_grad, and HookGroup
     assert "01.double_grad.wrong-value" in next(test for test in ben["tests"] if test["name"].endswith("double_grad"))["tags"]
 
 
+def test_piped_progress_is_a_plain_line_per_learner_and_a_summary(graded):
+    lines = graded[3].splitlines()
+    counters, learners = zip(*(line.split(":")[0].split(" ") for line in lines[:4]))  # "2/4 ben: ..."
+    assert counters == ("1/4", "2/4", "3/4", "4/4") and sorted(learners) == ["ada", "ben", "cy", "dee"], lines
+    assert all("of 7 exercises pass" in line for line in lines[:4]) and "\x1b[" not in graded[3]
+    assert lines[-1].startswith("graded 4 learners, 7 exercises each, in ") and "report.html" in lines[-1]
+
+
 def test_nothing_in_the_submissions_is_written(graded):
-    root, before, _ = graded
+    root, before, _, _ = graded
     assert tree(root) == before
 
 
@@ -178,7 +186,7 @@ def test_a_hang_costs_its_exercise_the_time_limit_and_a_crash_costs_its_learners
 
 
 def test_two_shards_merged_equal_one_run_and_a_zip_equals_its_folder(graded, tmp_path):
-    root, _, out = graded
+    root, _, out, _ = graded
     for number in (1, 2):
         code, output = hooked("grade-class", root, "--out", tmp_path / f"shard{number}", "--lessons", "01", "02",
                               "--shard", f"{number}/2", "--gradescope")
