@@ -101,6 +101,22 @@ def _add(parser, option, default):
                         help=option.help)
 
 
+def _add_grade_class(grade_class):
+    grade_class.add_argument("submissions", nargs="?", metavar="SUBMISSIONS",
+                             help="a folder holding one folder per learner (named by the learner's id) with "
+                                  "their lesson files as in lessons/, or a .zip of it")
+    grade_class.add_argument("--out", metavar="DIR", required=True, help="where the results and the report go")
+    _add(grade_class, shared_options.TIME_LIMIT, default=shared_options.DEFAULT_TIME_LIMIT)
+    grade_class.add_argument("--lessons", nargs="+", metavar="LESSON", default=[],
+                             help="only these lessons (default: all)")
+    grade_class.add_argument("--shard", metavar="K/N", default=None,
+                             help="grade only the K-th of N equal shares of the learners (join them with --merge)")
+    grade_class.add_argument("--gradescope", action="store_true",
+                             help="also write each learner's Gradescope results.json in DIR/gradescope/LEARNER/")
+    grade_class.add_argument("--merge", nargs="+", metavar="OUT", default=None,
+                             help="join the --out folders of --shard runs into DIR instead of grading")
+
+
 def build_parser():
     """The parser of every command; `arguments.command` names the one given."""
     parser = argparse.ArgumentParser(
@@ -151,21 +167,8 @@ def build_parser():
     mistakes.add_argument("--format", choices=("text", "json"), default="text",
                           help="text: one line per mistake (default); json: a list of "
                                "{id, lesson, exercise, what}")
-    grade_class = command("grade-class", "grade a whole class in one run: results.csv, results.json and "
-                                         "report.html, which shows what the class got wrong (for instructors)")
-    grade_class.add_argument("submissions", nargs="?", metavar="SUBMISSIONS",
-                             help="a folder holding one folder per learner (named by the learner's id) with "
-                                  "their lesson files as in lessons/, or a .zip of it")
-    grade_class.add_argument("--out", metavar="DIR", required=True, help="where the results and the report go")
-    _add(grade_class, shared_options.TIME_LIMIT, default=shared_options.DEFAULT_TIME_LIMIT)
-    grade_class.add_argument("--lessons", nargs="+", metavar="LESSON", default=[],
-                             help="only these lessons (default: all)")
-    grade_class.add_argument("--shard", metavar="K/N", default=None,
-                             help="grade only the K-th of N equal shares of the learners (join them with --merge)")
-    grade_class.add_argument("--gradescope", action="store_true",
-                             help="also write each learner's Gradescope results.json in DIR/gradescope/LEARNER/")
-    grade_class.add_argument("--merge", nargs="+", metavar="OUT", default=None,
-                             help="join the --out folders of --shard runs into DIR instead of grading")
+    _add_grade_class(command("grade-class", "grade a whole class in one run: results.csv, results.json and "
+                                            "report.html, which shows what the class got wrong (for instructors)"))
     generate = command("generate", "make lessons/, the grading files in tests/ and the README's lesson table "
                                    "from solutions/ (for course authors)")
     generate.add_argument("lessons", nargs="*", metavar="LESSON", help="only these lessons (default: all)")
