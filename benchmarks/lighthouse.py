@@ -12,7 +12,8 @@ Needs Lighthouse from npm, pinned in benchmarks/package-lock.json (13 needs node
 `npm ci --prefix benchmarks`; and Chromium (CHROME_PATH, default /usr/bin/chromium).
 
 Usage: mkdocs build --strict --site-dir site && python benchmarks/lighthouse.py [--site-dir site]
-       [--desktop] [--runs N] [--reports FOLDER] [--only lesson,solution,...]"""
+       [--desktop] [--runs N] [--reports FOLDER] [--only lesson,solution,...]
+       [--path lessons/01_tensor_hooks/ ...]"""
 
 import argparse
 import functools
@@ -110,6 +111,9 @@ def main():
     parser.add_argument("--reports", help="a folder for each run's whole report (default: none kept)")
     parser.add_argument("--only", help="the kinds of page to measure, comma-separated (default: all), "
                                        "e.g. lesson,solution")
+    parser.add_argument("--path", action="append", default=[],
+                        help="a page to measure by its path on the site, e.g. lessons/06_cnn_activations/ "
+                             "(repeatable; instead of one page of each kind)")
     args = parser.parse_args()
     site = pathlib.Path(args.site_dir).resolve()
     if not (site / "index.html").is_file():
@@ -127,8 +131,10 @@ def main():
     reports = pathlib.Path(args.reports or tempfile.mkdtemp(prefix="lighthouse-"))
     reports.mkdir(parents=True, exist_ok=True)
     try:
-        for kind, path in pages(site).items():
-            if args.only and kind not in args.only.split(","):
+        measured = {path.strip("/").split("/")[-1] or "home": path.strip("/") + "/" if path.strip("/") else ""
+                    for path in args.path} or pages(site)
+        for kind, path in measured.items():
+            if args.only and not args.path and kind not in args.only.split(","):
                 continue
             runs = [scores(base + path, args.desktop, reports / f"{kind.replace(' ', '-')}-{run + 1}.json")
                     for run in range(args.runs)]
