@@ -23,6 +23,7 @@ import io
 import json
 import os
 import pathlib
+import re
 import shutil
 import statistics
 import subprocess
@@ -83,6 +84,12 @@ def pages(site):
             "grading": "grading/", "authors": "authors/"}
 
 
+def chosen_pages(paths):
+    """{name: path on the site} of the pages given by --path, each named by its path ("home" for
+    "" or "/")."""
+    return {path.strip("/") or "home": f"{path.strip('/')}/" if path.strip("/") else "" for path in paths}
+
+
 def scores(url, desktop, report):
     """{category: score 0..100, metric audit: value} of one Lighthouse run on `url`; its whole
     report is written to `report`."""
@@ -131,12 +138,10 @@ def main():
     reports = pathlib.Path(args.reports or tempfile.mkdtemp(prefix="lighthouse-"))
     reports.mkdir(parents=True, exist_ok=True)
     try:
-        measured = {path.strip("/").split("/")[-1] or "home": path.strip("/") + "/" if path.strip("/") else ""
-                    for path in args.path} or pages(site)
-        for kind, path in measured.items():
+        for kind, path in (chosen_pages(args.path) or pages(site)).items():
             if args.only and not args.path and kind not in args.only.split(","):
                 continue
-            runs = [scores(base + path, args.desktop, reports / f"{kind.replace(' ', '-')}-{run + 1}.json")
+            runs = [scores(base + path, args.desktop, reports / f"{re.sub('[ /]', '-', kind)}-{run + 1}.json")
                     for run in range(args.runs)]
             median = {name: statistics.median(run[name] for run in runs) for name in {**CATEGORIES, **METRICS}}
             print(f"{kind:12} {'/' + path:37}" + "".join(f"{round(median[name]):15}" for name in CATEGORIES)

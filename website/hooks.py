@@ -25,8 +25,8 @@ import hashlib
 import importlib.util
 import inspect
 import io
-import json
 import itertools
+import json
 import logging
 import os
 import pathlib
@@ -317,10 +317,10 @@ def on_page_content(html, page, config, files):
     return html
 
 
-# The home page's lessons table becomes cards on a phone (docs/stylesheets/hooked.css): four
-# columns in 390 px made it 9,644 px tall with its last column cut. Each cell carries its column's
-# heading, shown as its label; the ARIA roles keep it a table for a screen reader once the
-# stylesheet lays it out as blocks (a browser may drop a table's semantics then).
+# The home page's lessons table becomes cards on a phone (docs/stylesheets/hooked.css): its four
+# columns do not fit a phone's width. Each cell carries its column's heading, shown as its label;
+# the ARIA roles keep it a table for a screen reader once the stylesheet lays it out as blocks (a
+# browser may drop a table's semantics then).
 _TABLE_HEADING = re.compile(r"<th[^>]*>(.*?)</th>", re.DOTALL)
 _ROW = re.compile(r"<tr>(.*?)</tr>", re.DOTALL)
 _DATA_CELL = re.compile(r"<td(?=[ >])")
@@ -333,6 +333,7 @@ def _columns(table):
 
 
 def _as_cards(table):
+    """The table's HTML with its roles and each data cell labelled with its column's heading."""
     labels = [escape(re.sub(r"<[^>]+>", "", heading).strip(), quote=True) for heading in _TABLE_HEADING.findall(table)]
 
     def labelled(row):
@@ -557,12 +558,12 @@ def search_keywords(apis):
 
 
 def _index_taught_apis(index_path):
+    """Each lesson's page entry in the built search index gets the keywords of what it teaches."""
     index = json.loads(index_path.read_text(encoding="utf-8"))
-    taught = taught_apis()
+    keywords = {f"lessons/{name}/": search_keywords(apis) for name, apis in taught_apis().items() if apis}
     for entry in index["docs"]:
-        folder, _, name = entry["location"].rstrip("/").partition("/")
-        if folder == "lessons" and name in taught and "#" not in entry["location"] and taught[name]:
-            entry["tags"] = search_keywords(taught[name])
+        if entry["location"] in keywords:
+            entry["tags"] = keywords[entry["location"]]
     index_path.write_text(json.dumps(index, separators=(",", ":")), encoding="utf-8")
 
 
