@@ -12,7 +12,8 @@ Needs Lighthouse from npm, pinned in benchmarks/package-lock.json (13 needs node
 `npm ci --prefix benchmarks`; and Chromium (CHROME_PATH, default /usr/bin/chromium).
 
 Usage: mkdocs build --strict --site-dir site && python benchmarks/lighthouse.py [--site-dir site]
-       [--desktop] [--runs N] [--reports FOLDER] [--only lesson,solution,...]"""
+       [--desktop] [--runs N] [--reports FOLDER] [--only lesson,solution,...]
+       [--path lessons/01_tensor_hooks/ ...]"""
 
 import argparse
 import functools
@@ -22,6 +23,7 @@ import io
 import json
 import os
 import pathlib
+import re
 import shutil
 import statistics
 import subprocess
@@ -82,6 +84,12 @@ def pages(site):
             "grading": "grading/", "authors": "authors/"}
 
 
+def chosen_pages(paths):
+    """{name: path on the site} of the pages given by --path, each named by its path ("home" for
+    "" or "/")."""
+    return {path.strip("/") or "home": f"{path.strip('/')}/" if path.strip("/") else "" for path in paths}
+
+
 def scores(url, desktop, report):
     """{category: score 0..100, metric audit: value} of one Lighthouse run on `url`; its whole
     report is written to `report`."""
@@ -110,6 +118,9 @@ def main():
     parser.add_argument("--reports", help="a folder for each run's whole report (default: none kept)")
     parser.add_argument("--only", help="the kinds of page to measure, comma-separated (default: all), "
                                        "e.g. lesson,solution")
+    parser.add_argument("--path", action="append", default=[],
+                        help="a page to measure by its path on the site, e.g. lessons/06_cnn_activations/ "
+                             "(repeatable; instead of one page of each kind)")
     args = parser.parse_args()
     site = pathlib.Path(args.site_dir).resolve()
     if not (site / "index.html").is_file():
@@ -127,10 +138,10 @@ def main():
     reports = pathlib.Path(args.reports or tempfile.mkdtemp(prefix="lighthouse-"))
     reports.mkdir(parents=True, exist_ok=True)
     try:
-        for kind, path in pages(site).items():
-            if args.only and kind not in args.only.split(","):
+        for kind, path in (chosen_pages(args.path) or pages(site)).items():
+            if args.only and not args.path and kind not in args.only.split(","):
                 continue
-            runs = [scores(base + path, args.desktop, reports / f"{kind.replace(' ', '-')}-{run + 1}.json")
+            runs = [scores(base + path, args.desktop, reports / f"{re.sub('[ /]', '-', kind)}-{run + 1}.json")
                     for run in range(args.runs)]
             median = {name: statistics.median(run[name] for run in runs) for name in {**CATEGORIES, **METRICS}}
             print(f"{kind:12} {'/' + path:37}" + "".join(f"{round(median[name]):15}" for name in CATEGORIES)

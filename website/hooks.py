@@ -26,6 +26,7 @@ import importlib.util
 import inspect
 import io
 import itertools
+import json
 import logging
 import os
 import pathlib
@@ -310,7 +311,39 @@ def on_page_content(html, page, config, files):
             page.meta["search"] = {"exclude": True}  # search finds the lesson, not its answers
     else:
         html = _TABLE.sub(lambda table: _TABLE_CODE.sub(_breakable, table.group(0)), html)
+        if page.file.src_uri == "index.md":
+            html = _TABLE.sub(lambda table: _as_cards(table.group(0)) if _columns(table.group(0)) >= 4
+                              else table.group(0), html)
     return html
+
+
+# The home page's lessons table becomes cards on a phone (docs/stylesheets/hooked.css): its four
+# columns do not fit a phone's width. Each cell carries its column's heading, shown as its label;
+# the ARIA roles keep it a table for a screen reader once the stylesheet lays it out as blocks (a
+# browser may drop a table's semantics then).
+_TABLE_HEADING = re.compile(r"<th[^>]*>(.*?)</th>", re.DOTALL)
+_ROW = re.compile(r"<tr>(.*?)</tr>", re.DOTALL)
+_DATA_CELL = re.compile(r"<td(?=[ >])")
+_ROLES = {"<table>": '<table data-hooked-cards role="table">', "<thead>": '<thead role="rowgroup">',
+          "<tbody>": '<tbody role="rowgroup">', "<tr>": '<tr role="row">', "<th>": '<th role="columnheader">'}
+
+
+def _columns(table):
+    return len(_TABLE_HEADING.findall(table))
+
+
+def _as_cards(table):
+    """The table's HTML with its roles and each data cell labelled with its column's heading."""
+    labels = [escape(re.sub(r"<[^>]+>", "", heading).strip(), quote=True) for heading in _TABLE_HEADING.findall(table)]
+
+    def labelled(row):
+        cells = iter(labels)
+        return _DATA_CELL.sub(lambda cell: f'<td role="cell" data-label="{next(cells, "")}"', row.group(0))
+
+    table = _ROW.sub(labelled, table)
+    for tag, with_role in _ROLES.items():
+        table = table.replace(tag, with_role)
+    return table
 
 
 # In a table's narrow columns (the home page's lessons, the cheat sheet), an identifier breaks
@@ -487,6 +520,51 @@ def on_post_build(config):
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(_website_module("notebook_stylesheet").trimmed(
         _notebook_css(), list(_NOTEBOOK_PAGES.values()) + stylesheets, scripts), encoding="utf-8")
+    _index_taught_apis(site / "search" / "search_index.json")
+
+
+# ---------------------------------------------------------------- search
+
+# Search shows the lesson that teaches an API above the pages that only name it (home's lessons
+# table, the cheat sheet, other lessons): each lesson's page entry in the search index holds the
+# hook APIs it teaches as its keywords (Material's "tags" field, which outweighs titles and text),
+# the API's name and the words that tell it apart ("comm" of register_comm_hook). Only the
+# lesson's own entry carries them, so a query that names no API ranks the pages as before
+# ("hooked status" finds home's section). tests/site/test_search.py.
+_YOU_LEARN_ROW = re.compile(r"^\| (\d\d) \|[^|]*\|([^|]*)\|", re.MULTILINE)
+_HOOK_API = re.compile(r"`(?:[\w.]*\.)?(\w*hooks?\w*)(?:\(\))?`")
+# in most APIs' names, or in too many other places: they tell no API apart
+_COMMON_WORDS = {"register", "hook", "hooks", "module", "pre", "post", "on", "full"}
+
+
+def taught_apis():
+    """{lesson name: sorted hook APIs it teaches}: the cheat sheet's rows for the lesson and the
+    hook APIs of its "You learn" cell in README.md's lessons table."""
+    taught = {lesson.name: set() for lesson in lessons()}
+    for row in _website_module("cheatsheet").ROWS:
+        if row.get("lesson") in taught:
+            taught[row["lesson"]].add(row["api"].rsplit(".", 1)[-1])
+    names = {lesson.name[:2]: lesson.name for lesson in lessons()}
+    for number, you_learn in _YOU_LEARN_ROW.findall((ROOT / "README.md").read_text(encoding="utf-8")):
+        if number in names:
+            taught[names[number]].update(_HOOK_API.findall(you_learn))
+    return {name: sorted(apis) for name, apis in taught.items()}
+
+
+def search_keywords(apis):
+    """The keywords of a lesson that teaches `apis`: each name and its telling words."""
+    words = {word for api in apis for word in api.split("_") if word not in _COMMON_WORDS}
+    return sorted(set(apis)) + sorted(words - set(apis))
+
+
+def _index_taught_apis(index_path):
+    """Each lesson's page entry in the built search index gets the keywords of what it teaches."""
+    index = json.loads(index_path.read_text(encoding="utf-8"))
+    keywords = {f"lessons/{name}/": search_keywords(apis) for name, apis in taught_apis().items() if apis}
+    for entry in index["docs"]:
+        if entry["location"] in keywords:
+            entry["tags"] = keywords[entry["location"]]
+    index_path.write_text(json.dumps(index, separators=(",", ":")), encoding="utf-8")
 
 
 # ---------------------------------------------------------------- README and cheat sheet

@@ -123,3 +123,49 @@ def test_figures_fit_the_column_on_a_phone(open_tab, path):
     assert wide.get_attribute("aria-pressed") == "false"
     assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
     tab.check()
+
+
+# The home page's lessons table: (its height, the height of the same cells' text set one under
+# the other in the table's column, at the cells' font size and without their padding; how many
+# px its cells and the table reach past the column or need to scroll).
+LESSONS_TABLE = """() => {
+    const table = Array.from(document.querySelectorAll('.md-typeset table'))
+        .find(table => table.querySelector('th') && table.querySelector('th').textContent.trim() === '#');
+    const column = document.querySelector('.md-content__inner').getBoundingClientRect();
+    const text = document.createElement('div');
+    text.style.cssText = `width: ${column.width}px; font-size: ${getComputedStyle(table.querySelector('td')).fontSize}`;
+    for (const cell of table.querySelectorAll('td')) text.appendChild(document.createElement('div')).textContent = cell.textContent;
+    document.querySelector('.md-content__inner').appendChild(text);
+    const textHeight = text.getBoundingClientRect().height;
+    text.remove();
+    const past = Array.from(table.querySelectorAll('td')).concat([table]).map(element =>
+        Math.max(element.getBoundingClientRect().right - column.right, element.scrollWidth - element.clientWidth));
+    return [table.getBoundingClientRect().height, textHeight, Math.max(...past), table.querySelectorAll('td').length];
+}"""
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_the_home_pages_lessons_table_is_cards_on_a_phone(open_tab, scheme):
+    """At 390 px the lessons table reads as cards, one a lesson, each cell on the column's whole
+    width: the table is at most 1.25 times as tall as its text set in the column (the rest is each
+    card's frame and each cell's label). It was 9,644 px, four narrow columns, the Exercises one
+    cut. To a screen reader it stays a table of 4 columns and a row a lesson."""
+    tab = open_tab(scheme=scheme, **PHONE)
+    page = tab.open("")
+    height, text_height, past, cells = page.evaluate(LESSONS_TABLE)
+    assert cells == 4 * len(lesson_names())
+    assert past <= 1, f"a cell or the table reaches {past} px past the column or scrolls"
+    assert height <= 1.25 * text_height, f"the table is {height:.0f} px tall, its text {text_height:.0f} px"
+    roles = [node["role"]["value"] for node in
+             tab.context.new_cdp_session(page).send("Accessibility.getFullAXTree")["nodes"] if "role" in node]
+    assert roles.count("table") >= 1 and roles.count("columnheader") >= 4
+    assert roles.count("cell") >= 4 * len(lesson_names()), "the cards are no table to a screen reader"
+    tab.check()
+
+
+def test_the_home_pages_lessons_table_is_a_table_on_a_wide_screen(open_tab):
+    """Cards are for phones: at 1,280 px the lessons are a table's rows, four cells side by side."""
+    page = open_tab(width=1280, height=900).open("")
+    tops = page.evaluate("""() => Array.from(document.querySelector('.md-typeset table tbody tr').cells,
+        cell => Math.round(cell.getBoundingClientRect().top))""")
+    assert len(tops) == 4 and len(set(tops)) == 1, tops
