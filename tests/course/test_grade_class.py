@@ -33,6 +33,13 @@ POLLUTE = ("import torch\n"
            # beyond what the checks' own isolation restores (hooked.checks.isolation):
            "torch.nn.Linear.forward = lambda self, x: x.new_zeros(*x.shape[:-1], self.out_features)\n"
            "torch.utils.hooks.RemovableHandle.remove = lambda self: None\n")
+# Beyond what the tamper guard puts back after each check: a thread that keeps patching.
+KEEP_PATCHING = ("import threading, time\n"
+                 "def _keep_patching():\n"
+                 "    while True:\n"
+                 "        torch.utils.hooks.RemovableHandle.remove = lambda self: None\n"
+                 "        time.sleep(0.001)\n"
+                 "threading.Thread(target=_keep_patching, daemon=True).start()\n")
 HANG = "\n\ndef double_grad(grad):\n    while True:\n        pass\n"
 
 
@@ -156,11 +163,11 @@ def test_nothing_in_the_submissions_is_written(graded):
 
 @pytest.mark.parametrize("start", ["fork", "spawn"])
 def test_one_learners_code_never_changes_the_next_learners_verdicts(tmp_path, start):
-    """On one lane, a learner who leaves a global hook, patches torch and changes the default dtype,
-    then a learner with every exercise of lessons 01 and 02 right."""
+    """On one lane, a learner who leaves a global hook, patches torch, changes the default dtype and
+    leaves a thread that keeps patching, then a learner with every exercise of lessons 01 and 02 right."""
     root = tmp_path / "submissions"
-    write(root / "a_polluter", ONE, [], {"import torch\n": "import torch\n" + POLLUTE})
-    write(root / "a_polluter", TWO, [], {"import torch\n": "import torch\n" + POLLUTE})
+    for lesson in (ONE, TWO):
+        write(root / "a_polluter", lesson, [], {"import torch\n": "import torch\n" + POLLUTE + KEEP_PATCHING})
     for lesson in (ONE, TWO):
         write(root / "b_right", lesson, ALL_OF[lesson])
     code, output = hooked("grade-class", root, "--out", tmp_path / "out", "--lessons", "01", "02",
