@@ -64,7 +64,7 @@ class Lane:
             self.lessons_dir = lessons_dir
             self._load_outcomes.clear()
             self._stopped_cells.clear()
-            self._restart()
+            self._drop_worker()
 
     def forget(self, lesson):
         for cache in (self._load_outcomes, self._stopped_cells):
@@ -164,14 +164,18 @@ class Lane:
 
     def _restart(self):
         """Replace a stopped or stuck worker; return what it last printed on stderr."""
-        tail = ""
-        if self._worker is not None:
-            self._worker.stop()
-            time.sleep(0.05)  # let the stderr reader drain
-            if self._worker.stderr_tail:
-                tail = "\nIts last words:\n  " + "\n  ".join(self._worker.stderr_tail)
-            self._worker, self._loaded = None, None  # the next load starts another
-        return tail
+        worker = self._drop_worker()
+        if worker is None:
+            return ""
+        time.sleep(0.05)  # let the stderr reader drain
+        return "\nIts last words:\n  " + "\n  ".join(worker.stderr_tail) if worker.stderr_tail else ""
+
+    def _drop_worker(self):
+        """Stop the current worker, if any, and return it; the next load starts another."""
+        worker, self._worker, self._loaded = self._worker, None, None
+        if worker is not None:
+            worker.stop()
+        return worker
 
     def _replace_worker(self):
         """A new worker in place of the current one, which is stopped."""

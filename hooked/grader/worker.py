@@ -220,10 +220,10 @@ def _tampered(lesson, exercise, changes, when):
 
 
 def private_channels():
-    """(requests, replies): private copies of stdin and stdout for the protocol. The real ones
-    then point elsewhere (stdin at nothing, stdout at stderr), so nothing the learner's code
-    prints or reads can disturb the protocol."""
-    requests = os.fdopen(os.dup(0), "r", encoding="utf-8")
+    """(the file descriptor of requests, replies): private copies of stdin and stdout for the
+    protocol. The real ones then point elsewhere (stdin at nothing, stdout at stderr), so nothing
+    the learner's code prints or reads can disturb the protocol."""
+    requests = os.dup(0)
     replies = os.fdopen(os.dup(1), "w", encoding="utf-8")
     os.dup2(2, 1)
     os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
@@ -265,6 +265,7 @@ def sender(replies):
 def main():
     _end_with_the_grader()
     requests, replies = private_channels()
+    requests = os.fdopen(requests, "r", encoding="utf-8")
     send = sender(replies)
     missing_checks = prepare()
     sys.path.insert(0, os.getcwd())  # the lessons folder: a learner's own helper modules import as in Jupyter

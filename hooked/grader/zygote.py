@@ -72,11 +72,7 @@ def _child(requests_fd, replies, last_words, request, missing_checks):
 
 def main():
     worker._end_with_the_grader()
-    requests_fd = os.dup(0)
-    replies = os.fdopen(os.dup(1), "w", encoding="utf-8")
-    os.dup2(2, 1)
-    os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
-    sys.stdin = open(os.devnull, encoding="utf-8")
+    requests_fd, replies = worker.private_channels()  # read a byte at a time below, never buffered
     send = worker.sender(replies)
     missing_checks = worker.prepare()
     for module in sys.argv[1:]:  # what the checks (or learners' code) would import in every child
